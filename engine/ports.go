@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors the Store reports; adapters map their own errors onto these.
+var (
+	// ErrNotFound: no flow (or cache entry) with that id.
+	ErrNotFound = errors.New("not found")
+	// ErrLocked: the store stayed locked by other processes past the timeout.
+	ErrLocked = errors.New("store is locked by another process")
+	// ErrConflict: the write lost a race it must not win (e.g. a stale version).
+	ErrConflict = errors.New("conflict")
+)
+
+// Store is the persistence the engine needs. Every transition runs inside one
+// Update, so concurrent processes cannot lose each other's updates.
+type Store interface {
+	// Update runs fn in one write transaction. If fn returns an error nothing
+	// is written. Implementations may retry fn when they lose a lock race, so
+	// fn must be safe to call more than once.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	// View runs fn in one read-only transaction.
+	View(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// Tx is the view of the store inside one transaction. States returned by Get
+// are private copies: mutate them and Put them back.
+type Tx interface {
+	// Get returns the flow, or an error wrapping ErrNotFound.
+	Get(flowID string) (*FlowState, error)
+	// Put creates or replaces a flow. It sets UpdatedAt (and CreatedAt when
+	// zero) from the store's clock, increments Version, and maintains the
+	// pending-gate index from st.Status and st.Gate.
+	Put(st *FlowState) error
+	// Delete removes a flow and its events.
+	Delete(flowID string) error
+	// List returns summaries of flows matching the filter, newest first.
+	List(f ListFilter) ([]FlowSummary, error)
+	// PendingGates returns every flow waiting at a gate.
+	PendingGates() ([]FlowSummary, error)
+	// Append adds events to the event log, assigning their sequence numbers.
+	Append(events ...Event) error
+	// CacheGet / CachePut are the persistent result cache (cache: global).
+	CacheGet(key string) ([]byte, bool, error)
+	CachePut(key string, value []byte) error
+}
+
+// ListFilter selects flows for Tx.List. Zero values select everything.
+type ListFilter struct {
+	Status string // exact status
+	Limit  int
+}
+
+// FlowSummary is what lists show without decoding whole states.
+type FlowSummary struct {
+	FlowID       string       `json:"flow_id"`
+	FlowName     string       `json:"flow_name"`
+	Status       string       `json:"status"`
+	CurrentStep  string       `json:"current_step_id,omitempty"`
+	StepNumber   int          `json:"step_number"`
+	TotalSteps   int          `json:"total_steps"`
+	Round        int          `json:"round"`
+	Driver       string       `json:"driver,omitempty"`
+	ParentFlowID string       `json:"parent_flow_id,omitempty"`
+	Gate         *PendingGate `json:"gate,omitempty"`
+	CreatedAt    time.Time    `json:"created_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+	Version      int64        `json:"version"`
+}
+
+// EventType names what happened.
+type EventType string
+
+const (
+	EventFlowCreated     EventType = "flow_created"
+	EventStepDispatched  EventType = "step_dispatched"
+	EventStepDone        EventType = "step_done"
+	EventStepFailed      EventType = "step_failed" // a failed attempt (ensure/schema/guardrail), or retries exhausted
+	EventStepSkipped     EventType = "step_skipped"
+	EventGateOpened      EventType = "gate_opened"
+	EventGateResolved    EventType = "gate_resolved"
+	EventCheckpoint      EventType = "checkpoint" // commit or revert
+	EventIterationReport EventType = "iteration_report"
+	EventFlowFinished    EventType = "flow_finished"
+	EventTrace           EventType = "trace" // an in-process trace record (attempt, cost)
+)
+
+// Event is one entry of the append-only event log. Seq is assigned by the
+// store and is strictly increasing across the whole log.
+type Event struct {
+	Seq    uint64         `json:"seq"`
+	Time   time.Time      `json:"time"`
+	FlowID string         `json:"flow_id"`
+	Type   EventType      `json:"type"`
+	StepID string         `json:"step_id,omitempty"`
+	Data   map[string]any `json:"data,omitempty"`
+}

@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Flow statuses (ours; the CLI's `query` JSON uses the same strings).
+const (
+	StatusRunning         = "running"
+	StatusAwaitingGate    = "awaiting_gate"
+	StatusComplete        = "complete"
+	StatusKilled          = "killed"
+	StatusBudgetExhausted = "budget_exhausted"
+	StatusFailed          = "failed" // retries exhausted with no on_fail (the original deleted the file)
+)
+
+// FlowState is one flow execution, persisted as JSON. The fields down to
+// ParallelTasks keep the original's JSON names (upstream-behavior §2.19) so
+// consumers of `stratum-mcp query` keep working; the fields after it are ours.
+//
+// FlowState is plain data. Transitions mutate the copy they are given inside
+// one store transaction; nothing else may hold on to it.
+type FlowState struct {
+	FlowID               string                        `json:"flow_id"`
+	FlowName             string                        `json:"flow_name"`
+	RawSpec              string                        `json:"raw_spec"`
+	Inputs               map[string]any                `json:"inputs"`
+	StepOutputs          map[string]any                `json:"step_outputs"`
+	Records              []Record                      `json:"records"`
+	Attempts             map[string]int                `json:"attempts"`
+	CurrentIdx           int                           `json:"current_idx"`
+	Checkpoints          map[string]*Checkpoint        `json:"checkpoints"`
+	Round                int                           `json:"round"`
+	Rounds               [][]Record                    `json:"rounds"`
+	RoundStartStepID     *string                       `json:"round_start_step_id"`
+	TerminalStatus       *string                       `json:"terminal_status"`
+	Iterations           map[string][]IterationEntry   `json:"iterations"`
+	ArchivedIterations   []map[string][]IterationEntry `json:"archived_iterations"`
+	ActiveIteration      *ActiveIteration              `json:"active_iteration"`
+	IterationOutcome     map[string]string             `json:"iteration_outcome"`
+	IterationBest        map[string]*IterationBest     `json:"iteration_best"`
+	IterationAccumulator map[string]*Accumulator       `json:"iteration_accumulator"`
+	ParentFlowID         *string                       `json:"parent_flow_id"`
+	ParentStepID         *string                       `json:"parent_step_id"`
+	ActiveChildFlowID    *string                       `json:"active_child_flow_id"`
+	ChildAudits          map[string][]json.RawMessage  `json:"child_audits"`
+	ParallelTasks        map[string]any                `json:"parallel_tasks,omitempty"`
+
+	// Ours.
+	SchemaVersion int       `json:"stratum_state_version"` // record format version, currently 1
+	Status        string    `json:"status"`                // one of the Status* constants
+	SpecFile      string    `json:"spec_file,omitempty"`   // where the spec came from, when known
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	// FlowStart is when the flow was planned; durations are measured from the
+	// persisted timestamps so they survive restarts.
+	FlowStart time.Time `json:"flow_start"`
+	// DispatchedAt is when each step was last dispatched (wall clock), for
+	// duration_ms; persisted, unlike the original.
+	DispatchedAt map[string]time.Time `json:"dispatched_at,omitempty"`
+	// Gate is the pending gate, set while Status is awaiting_gate.
+	Gate *PendingGate `json:"gate,omitempty"`
+	// Driver says who drives the flow: "agent" (MCP/CLI step reports) or
+	// "runner" (an in-process `stratum run`/TUI run).
+	Driver string `json:"driver,omitempty"`
+	// Owner is the runner's lease; an agent cannot report into a flow whose
+	// lease is live.
+	Owner *Lease `json:"owner,omitempty"`
+	// Version is incremented by every committed transition.
+	Version int64 `json:"version"`
+	// Trace is the in-process runner's per-call trace records (seed 000 §8.1).
+	Trace []json.RawMessage `json:"trace,omitempty"`
+	// Budget is the run budget ledger.
+	BudgetState *BudgetState `json:"budget_state,omitempty"`
+}
+
+// PendingGate is the persisted state of the gate the flow waits on. The
+// deadline is absolute, so any stratum process can enforce it and a restart
+// does not reset it.
+type PendingGate struct {
+	StepID       string     `json:"step_id"`
+	Round        int        `json:"round"`
+	DispatchedAt time.Time  `json:"dispatched_at"`
+	Deadline     *time.Time `json:"deadline,omitempty"`
+	OnTimeout    string     `json:"on_timeout,omitempty"` // kill | approve | revise
+	Approver     string     `json:"approver,omitempty"`   // any | human
+}
+
+// Lease is a runner's claim on a flow. It is live until ExpiresAt; the runner
+// renews it with heartbeats.
+type Lease struct {
+	ID        string    `json:"id"`
+	PID       int       `json:"pid,omitempty"`
+	Host      string    `json:"host,omitempty"`
+	Heartbeat time.Time `json:"heartbeat"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// BudgetState is the run-budget ledger of a flow.
+type BudgetState struct {
+	SpentUSD      float64 `json:"spent_usd"`
+	CostUnknown   bool    `json:"cost_unknown,omitempty"` // some call had no price
+	SpentTokens   int64   `json:"spent_tokens"`
+	SpentMS       int64   `json:"spent_ms"`
+	AgentDispatch int     `json:"agent_dispatches"`
+}
+
+// Record types.
+const (
+	RecordStep   = "step"
+	RecordGate   = "gate"
+	RecordSkip   = "skip"
+	RecordPolicy = "policy"
+)
+
+// Record is one entry of the trace: a StepRecord, GateRecord, SkipRecord or
+// PolicyRecord of the original, told apart by Type. Every record carries
+// step_id, round and round_start_step_id; the other fields belong to one type.
+type Record struct {
+	Type             string  `json:"type"`
+	StepID           string  `json:"step_id"`
+	Round            int     `json:"round"`
+	RoundStartStepID *string `json:"round_start_step_id"`
+
+	// step
+	FunctionName string  `json:"function_name,omitempty"`
+	Attempts     int     `json:"attempts,omitempty"`
+	DurationMS   int64   `json:"duration_ms,omitempty"`
+	Agent        *string `json:"agent,omitempty"`
+	StepMode     string  `json:"step_mode,omitempty"`
+	ChildFlowID  *string `json:"child_flow_id,omitempty"`
+	CacheHit     bool    `json:"cache_hit,omitempty"`
+	CacheKey     string  `json:"cache_key,omitempty"`
+
+	// gate
+	Outcome    string `json:"outcome,omitempty"`
+	Rationale  string `json:"rationale,omitempty"`
+	ResolvedBy string `json:"resolved_by,omitempty"`
+	Channel    string `json:"channel,omitempty"`  // ours: tui | cli | mcp | policy | timeout
+	Reviewer   string `json:"reviewer,omitempty"` // ours: identity of who decided
+
+	// skip
+	SkipReason string `json:"skip_reason,omitempty"`
+
+	// policy
+	EffectivePolicy string `json:"effective_policy,omitempty"`
+	ResolvedOutcome string `json:"resolved_outcome,omitempty"`
+
+	At time.Time `json:"at,omitempty"` // ours: when the record was written
+}
+
+// Checkpoint is a named snapshot (stratum_commit). Its fields mirror the
+// FlowState fields it restores (upstream-behavior §2.13).
+type Checkpoint struct {
+	Label                string                        `json:"label"`
+	StepOutputs          map[string]any                `json:"step_outputs"`
+	Attempts             map[string]int                `json:"attempts"`
+	Records              []Record                      `json:"records"`
+	CurrentIdx           int                           `json:"current_idx"`
+	Round                int                           `json:"round"`
+	Rounds               [][]Record                    `json:"rounds"`
+	RoundStartStepID     *string                       `json:"round_start_step_id"`
+	TerminalStatus       *string                       `json:"terminal_status"`
+	Iterations           map[string][]IterationEntry   `json:"iterations"`
+	ArchivedIterations   []map[string][]IterationEntry `json:"archived_iterations"`
+	ActiveIteration      *ActiveIteration              `json:"active_iteration"`
+	IterationOutcome     map[string]string             `json:"iteration_outcome"`
+	IterationBest        map[string]*IterationBest     `json:"iteration_best"`
+	IterationAccumulator map[string]*Accumulator       `json:"iteration_accumulator"`
+	ActiveChildFlowID    *string                       `json:"active_child_flow_id"`
+	ChildAudits          map[string][]json.RawMessage  `json:"child_audits"`
+	CreatedAt            time.Time                     `json:"created_at"`
+}
+
+// ActiveIteration is the iteration loop in progress (at most one per flow).
+type ActiveIteration struct {
+	StepID        string    `json:"step_id"`
+	Count         int       `json:"count"`
+	MaxIterations int       `json:"max_iterations"`
+	ExitCriterion string    `json:"exit_criterion,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+}
+
+// IterationEntry is one report (or abort) of an iteration loop.
+type IterationEntry struct {
+	Iteration          int       `json:"iteration"`
+	Round              int       `json:"round"`
+	Result             any       `json:"result,omitempty"` // stripped by audit
+	ResultFingerprint  string    `json:"result_fingerprint,omitempty"`
+	ExitCriterionMet   bool      `json:"exit_criterion_met"`
+	Outcome            string    `json:"outcome"`
+	Timestamp          time.Time `json:"timestamp"`
+	Score              *float64  `json:"score,omitempty"`
+	ExitCriterionError string    `json:"exit_criterion_error,omitempty"`
+	NewCount           *int      `json:"new_count,omitempty"`
+	DryStreak          *int      `json:"dry_streak,omitempty"`
+	AccumulateError    string    `json:"accumulate_error,omitempty"`
+}
+
+// IterationBest is the best-scored result of a scored iteration loop.
+type IterationBest struct {
+	Result    any      `json:"result"`
+	Score     *float64 `json:"score"`
+	Iteration int      `json:"iteration"`
+}
+
+// Accumulator is the deduplicated item set of an accumulating iteration.
+type Accumulator struct {
+	Items     []any    `json:"items"`
+	Keys      []string `json:"keys"` // canonical JSON of each item's key, parallel to Items
+	DryStreak int      `json:"dry_streak"`
+}

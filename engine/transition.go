@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Response is a wire response with the original's exact keys (dispatch
+// objects, completion, errors). Values must be JSON-encodable.
+type Response map[string]any
+
+// Env is everything a transition needs besides the flow state. It carries no
+// I/O: the clock reading, the id generator and the expression file root are
+// given, so transitions are deterministic in tests.
+type Env struct {
+	Spec  *specs.Spec
+	Flow  *specs.Flow // the flow of the state being transitioned
+	Now   time.Time
+	NewID func() string // flow ids for child flows
+	// Root confines the file_exists / file_contains builtins.
+	Root string
+	// Children gives read access to child flows (flow: steps) inside the same
+	// store transaction; nil when the caller has none (pure tests).
+	Children ChildLoader
+}
+
+// ChildLoader reads a child flow state inside the current transaction.
+type ChildLoader interface {
+	Get(flowID string) (*FlowState, error)
+}
+
+// Result is what a transition produced besides mutating the state.
+type Result struct {
+	Response Response
+	Events   []Event
+	// Put are other flow states to create or replace in the same transaction
+	// (child flows created by a flow: step).
+	Put []*FlowState
+	// Delete are other flow ids to delete in the same transaction.
+	Delete []string
+	// Unchanged says the transition did not modify the state (an error
+	// response such as wrong_step, or a read); the service then skips the write.
+	Unchanged bool
+}

@@ -1,0 +1,129 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Outcome is a gate decision.
+type Outcome string
+
+const (
+	Approve Outcome = "approve"
+	Revise  Outcome = "revise"
+	Kill    Outcome = "kill"
+)
+
+// Outcomes lists the valid outcomes, sorted (the original's error message lists them sorted).
+var Outcomes = []Outcome{Approve, Kill, Revise}
+
+// Valid reports whether o is approve, revise or kill.
+func (o Outcome) Valid() bool { return o == Approve || o == Revise || o == Kill }
+
+// ResolvedBy says what kind of actor decided.
+type ResolvedBy string
+
+const (
+	Human  ResolvedBy = "human"
+	Agent  ResolvedBy = "agent"
+	System ResolvedBy = "system"
+)
+
+// Valid reports whether r is human, agent or system.
+func (r ResolvedBy) Valid() bool { return r == Human || r == Agent || r == System }
+
+// Channel is how a decision reached the store.
+type Channel string
+
+const (
+	ChannelTUI     Channel = "tui"
+	ChannelCLI     Channel = "cli"
+	ChannelMCP     Channel = "mcp"
+	ChannelPolicy  Channel = "policy"
+	ChannelTimeout Channel = "timeout"
+	ChannelConsole Channel = "console" // the console prompt of `stratum run`
+)
+
+// Approver says who may decide a gate.
+type Approver string
+
+const (
+	// AnyApprover (the default) lets any channel decide.
+	AnyApprover Approver = "any"
+	// HumanApprover refuses decisions that come through MCP, so an agent
+	// cannot approve its own work.
+	HumanApprover Approver = "human"
+)
+
+// Errors of the gate protocol.
+var (
+	ErrAlreadyDecided = errors.New("gate already resolved")
+	ErrStaleRound     = errors.New("decision is for an earlier round of this gate")
+	ErrNotAllowed     = errors.New("decision not allowed through this channel")
+)
+
+// PendingReview is an open gate as a reviewer sees it.
+type PendingReview struct {
+	ReviewID string // flow_id/step_id/round: stable for the life of the gate round
+	FlowID   string
+	FlowName string
+	StepID   string
+	Round    int
+	Question string // what is being asked (the gate function's intent, or a default)
+	// Artifacts is what the reviewer needs: the outputs of earlier steps, the
+	// violations that led here, previous rounds' notes.
+	Artifacts map[string]any
+	Outcomes  []Outcome
+	Approver  Approver
+	OpenedAt  time.Time
+	Deadline  *time.Time // nil = no timeout
+	OnTimeout Outcome
+}
+
+// ID builds the review id of a gate round.
+func ID(flowID, stepID string, round int) string {
+	return flowID + "/" + stepID + "/" + itoa(round)
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// Decision closes a PendingReview.
+type Decision struct {
+	ReviewID   string
+	FlowID     string
+	StepID     string
+	Round      *int // when set, the decision is refused unless the gate is in this round
+	Outcome    Outcome
+	Rationale  string
+	Reviewer   string // identity (user name, agent name)
+	ResolvedBy ResolvedBy
+	Channel    Channel
+	DecidedAt  time.Time
+}
+
+// Sink is told about every review that opens. Emit must not block for long;
+// the decision comes back through the store (any process may decide).
+type Sink interface {
+	Emit(ctx context.Context, r PendingReview) error
+}

@@ -1,0 +1,115 @@
+package specs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Severity says whether a diagnostic makes a spec invalid.
+type Severity string
+
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
+
+// ErrorType is the original server's class of a spec error; MCP clients match on it.
+type ErrorType string
+
+const (
+	// ParseError: the text is not YAML (or not acceptable YAML: bad UTF-8, too large, …).
+	ParseError ErrorType = "ir_parse_error"
+	// ValidationError: the document does not match the IR schema of its version.
+	ValidationError ErrorType = "ir_validation_error"
+	// SemanticError: schema-valid, but references, routing or expressions are wrong.
+	SemanticError ErrorType = "ir_semantic_error"
+)
+
+// Diagnostic is one problem found in a spec.
+//
+// Line and Column are 1-based; 0 means the position is unknown (for example an
+// empty file). Path is the original's dotted path ("flows.main.steps.0.policy",
+// "root" for the document itself). Code is stable across releases and is what
+// tests and tools should match on; the codes are listed in codes.go.
+type Diagnostic struct {
+	File       string    `json:"file,omitempty"`
+	Line       int       `json:"line"`
+	Column     int       `json:"column"`
+	Severity   Severity  `json:"severity"`
+	Code       string    `json:"code"`
+	ErrorType  ErrorType `json:"error_type"`
+	Path       string    `json:"path"`
+	Message    string    `json:"message"`
+	Suggestion string    `json:"suggestion,omitempty"`
+}
+
+// String renders the diagnostic the way `stratum validate` prints it:
+// "file:line:col: severity code: message (suggestion)".
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	file := d.File
+	if file == "" {
+		file = "<input>"
+	}
+	fmt.Fprintf(&b, "%s:%d:%d: %s %s: %s", file, d.Line, d.Column, d.Severity, d.Code, d.Message)
+	if d.Suggestion != "" {
+		fmt.Fprintf(&b, " (%s)", d.Suggestion)
+	}
+	return b.String()
+}
+
+// Diagnostics is every problem found in one spec. A non-empty Diagnostics with
+// at least one error-severity entry is an error value.
+type Diagnostics []Diagnostic
+
+// Error joins the diagnostics, one per line.
+func (ds Diagnostics) Error() string {
+	lines := make([]string, len(ds))
+	for i, d := range ds {
+		lines[i] = d.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// HasErrors reports whether any diagnostic has error severity.
+func (ds Diagnostics) HasErrors() bool {
+	for _, d := range ds {
+		if d.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors returns only the error-severity diagnostics.
+func (ds Diagnostics) Errors() Diagnostics {
+	var out Diagnostics
+	for _, d := range ds {
+		if d.Severity == SeverityError {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Sort orders diagnostics by file, line, column, then code and message, so
+// output is deterministic.
+func (ds Diagnostics) Sort() {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Column != b.Column {
+			return a.Column < b.Column
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		return a.Message < b.Message
+	})
+}

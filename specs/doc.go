@@ -1,0 +1,30 @@
+// Package specs is the Stratum spec language: it decodes `*.stratum.yaml` files
+// (IR versions "0.1", "0.2" and "0.3"), validates them, and normalises them into
+// the public, read-only IR types that the engine, the store and the TUI consume.
+//
+// # Pipeline
+//
+//  1. Decode: the text is parsed into yaml.v3 nodes so that every value keeps its
+//     line and column. Hostile input (invalid UTF-8, alias bombs, very deep
+//     nesting, huge files, a non-mapping root) is refused with a diagnostic in
+//     bounded time and memory.
+//  2. Structural checks: the field set of each object for the spec's version,
+//     types, required fields and enumerations (the original's JSON-Schema stage,
+//     error type ir_validation_error).
+//  3. Semantic checks: every rule of the original (ir_semantic_error) plus the
+//     stricter ones of DESIGN.md §4 (duplicate ids, unknown $-references, cycles,
+//     recursive flows, expressions that do not compile, ensure references to
+//     fields that the output contract does not declare).
+//  4. Normalisation: defaults are applied and every expression is compiled once
+//     (see Expr); the engine only runs them.
+//
+// Every problem is reported, not just the first: Parse returns all Diagnostics
+// sorted by position, each with file:line:col, a stable code, the original's
+// error type and dotted path, a message and a suggestion.
+//
+// # Ownership
+//
+// The IR types are shared, read-only values: nothing outside this package may
+// modify a *Spec after Parse returned it. This package imports nothing else of
+// stratum; its only dependencies are yaml.v3, expr and jsonschema.
+package specs

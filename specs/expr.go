@@ -1,0 +1,39 @@
+package specs
+
+// ExprKind says where an expression appears; it decides which names are in scope.
+type ExprKind string
+
+const (
+	ExprEnsure        ExprKind = "ensure"         // result
+	ExprSkipIf        ExprKind = "skip_if"        // $.input.x, $.steps.s.output.f references
+	ExprExitCriterion ExprKind = "exit_criterion" // result + iteration locals
+	ExprScore         ExprKind = "score_expr"     // result
+	ExprAccumulate    ExprKind = "accumulate"     // result
+	ExprAccumulateKey ExprKind = "accumulate_key" // item
+)
+
+// Expr is a compiled expression. It is compiled once, by Parse, and only run
+// afterwards. Source is the text as written in the spec.
+type Expr struct {
+	Source string
+	Kind   ExprKind
+	Pos    Pos
+
+	compiled *compiledExpr // set by CompileExpr; nil only for the zero value
+}
+
+// RefResolver resolves a `$.input.x` / `$.steps.s.output.f` reference for
+// skip_if. ok=false means unresolvable (the expression then sees null, as in
+// the original).
+type RefResolver func(ref string) (value any, ok bool)
+
+// EvalEnv is what an expression sees when it runs.
+type EvalEnv struct {
+	Result any            // `result` (ensure, exit_criterion, score_expr, accumulate)
+	Item   any            // `item` (accumulate_key)
+	Vars   map[string]any // extra locals (exit_criterion: best_score, prior_scores, iteration, accumulator, accumulated_count, new_count, dry_streak)
+	Refs   RefResolver    // skip_if $-references
+	// Root confines file_exists / file_contains: relative paths are resolved
+	// against it and paths that escape it are false. "" = the current directory.
+	Root string
+}
