@@ -180,6 +180,9 @@ type ActiveIteration struct {
 	MaxIterations int       `json:"max_iterations"`
 	ExitCriterion string    `json:"exit_criterion,omitempty"`
 	StartedAt     time.Time `json:"started_at"`
+	// HistoryStart is the length of the step's iteration history (current
+	// round) when this loop started: the loop's own reports follow it (ours).
+	HistoryStart int `json:"history_start"`
 }
 
 // IterationEntry is one report (or abort) of an iteration loop.
@@ -196,6 +199,8 @@ type IterationEntry struct {
 	NewCount           *int      `json:"new_count,omitempty"`
 	DryStreak          *int      `json:"dry_streak,omitempty"`
 	AccumulateError    string    `json:"accumulate_error,omitempty"`
+	// ScoreError says why score_expr gave no score for this report (ours).
+	ScoreError string `json:"score_error,omitempty"`
 }
 
 // IterationBest is the best-scored result of a scored iteration loop.
