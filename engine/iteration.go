@@ -1,0 +1,640 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Iteration outcomes (the original's strings).
+const (
+	OutcomeContinue       = "continue"
+	OutcomeExitSuccess    = "exit_success"
+	OutcomeExitStagnation = "exit_stagnation"
+	OutcomeExitMax        = "exit_max"
+	OutcomeExitAbort      = "exit_abort"
+)
+
+// stagnationWindow is the number of consecutive reports that make a loop
+// stagnant: identical fingerprints, or (scored loops) reports without a new best.
+const stagnationWindow = 3
+
+// IterationStart starts an iteration loop on the current step
+// (stratum_iteration_start, upstream-behavior §2.12). The step must be the
+// current one, not a gate, and declare max_iterations; only one loop may be
+// active in a flow, and a step whose previous loop's outcome has not been
+// consumed by stratum_step_done cannot start another. Errors are
+// execution_error envelopes with the original's messages and leave st
+// unchanged.
+func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
+	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
+		return iterationError("Flow is already complete"), nil
+	}
+	step := env.Flow.Steps[env.Flow.Order[st.CurrentIdx]]
+	if step.ID != stepID {
+		return iterationError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID)), nil
+	}
+	if step.IsGate() {
+		return iterationError(fmt.Sprintf("Step '%s' is a gate step — cannot start iteration loop", stepID)), nil
+	}
+	if step.MaxIterations <= 0 {
+		return iterationError(fmt.Sprintf("Step '%s' does not have max_iterations defined", stepID)), nil
+	}
+	if st.ActiveIteration != nil {
+		return iterationError(fmt.Sprintf("Iteration loop already active on step '%s'", st.ActiveIteration.StepID)), nil
+	}
+	if o, ok := st.IterationOutcome[stepID]; ok {
+		return iterationError(fmt.Sprintf(
+			"Step '%s' already has a pending iteration outcome ('%s') — call stratum_step_done first", stepID, o)), nil
+	}
+
+	exitCriterion := ""
+	if step.ExitCriterion != nil {
+		exitCriterion = step.ExitCriterion.Source
+	}
+	st.ActiveIteration = &ActiveIteration{
+		StepID:        stepID,
+		Count:         0,
+		MaxIterations: step.MaxIterations,
+		ExitCriterion: exitCriterion,
+		StartedAt:     env.Now,
+		HistoryStart:  len(st.Iterations[stepID]),
+	}
+	// A new loop starts with no best result and an empty accumulator. Only
+	// accumulating steps get an accumulator (no `accumulated` leak, DESIGN §12).
+	if st.IterationBest != nil {
+		delete(st.IterationBest, stepID)
+	}
+	if st.IterationAccumulator != nil {
+		delete(st.IterationAccumulator, stepID)
+	}
+	if step.Accumulate != nil {
+		if st.IterationAccumulator == nil {
+			st.IterationAccumulator = map[string]*Accumulator{}
+		}
+		st.IterationAccumulator[stepID] = &Accumulator{Items: []any{}, Keys: []string{}}
+	}
+
+	var ec any // null when the step has no exit_criterion, as the original
+	if exitCriterion != "" {
+		ec = exitCriterion
+	}
+	resp := Response{
+		"status":         "iteration_started",
+		"flow_id":        st.FlowID,
+		"step_id":        stepID,
+		"max_iterations": step.MaxIterations,
+		"exit_criterion": ec,
+		"iteration":      0,
+	}
+	return Result{
+		Response: resp,
+		Events: []Event{iterationEvent(st, env, stepID, map[string]any{
+			"action":         "start",
+			"max_iterations": step.MaxIterations,
+		})},
+	}, nil
+}
+
+// IterationReport records one iteration result of the active loop
+// (stratum_iteration_report, upstream-behavior §2.12). Per report: the count
+// is incremented; score_expr is evaluated (numbers only, booleans are not
+// scores) and the best result tracked (strictly greater wins, ties keep the
+// earlier); accumulate/accumulate_key extract and deduplicate items; then
+// exit_criterion is evaluated with `result` and the iteration locals. The
+// outcome is, in order of precedence, exit_success (criterion met),
+// exit_stagnation, exit_max (count reached max_iterations) or continue.
+//
+// Stagnation is fingerprint-based (this result's canonical JSON equals the
+// previous two reports' in the step's history of the current round) for
+// loops without score_expr and accumulate, and score-based (no new best for
+// the last 3 reports) for scored loops without exit_criterion. On exit the
+// outcome is kept until stratum_step_done consumes it and the loop ends.
+//
+// The step need not be current any more (as in the original).
+func IterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
+	ai := st.ActiveIteration
+	if ai == nil {
+		return iterationError("No active iteration loop"), nil
+	}
+	if ai.StepID != stepID {
+		return iterationError(fmt.Sprintf("Active iteration is on step '%s', got report for '%s'", ai.StepID, stepID)), nil
+	}
+	var step *specs.Step
+	if env.Flow != nil {
+		step = env.Flow.Step(stepID)
+	}
+	if step == nil {
+		return iterationError(fmt.Sprintf("Step '%s' not found in flow", stepID)), nil
+	}
+
+	ai.Count++
+	count := ai.Count
+	history := st.Iterations[stepID]
+	loopStart := ai.HistoryStart
+	if loopStart < 0 || loopStart > len(history) {
+		loopStart = len(history)
+	}
+
+	entry := IterationEntry{
+		Iteration: count,
+		Round:     st.Round,
+		Result:    result,
+		Timestamp: env.Now,
+	}
+	fingerprint := iterFingerprint(result)
+	entry.ResultFingerprint = fingerprint
+
+	// score_expr: best-result tracking.
+	var best *IterationBest
+	if st.IterationBest != nil {
+		best = st.IterationBest[stepID]
+	}
+	if step.ScoreExpr != nil {
+		v, err := iterEval(step.ScoreExpr, specs.EvalEnv{Result: result, Root: env.Root})
+		if err != nil {
+			entry.ScoreError = err.Error()
+		} else if s, ok := iterationScore(v); ok {
+			entry.Score = &s
+			if best == nil || best.Score == nil || s > *best.Score {
+				sc := s
+				best = &IterationBest{Result: result, Score: &sc, Iteration: count}
+				if st.IterationBest == nil {
+					st.IterationBest = map[string]*IterationBest{}
+				}
+				st.IterationBest[stepID] = best
+			}
+		} else {
+			entry.ScoreError = fmt.Sprintf("score_expr must return a number, got %s", iterationValueKind(v))
+		}
+	}
+
+	// accumulate / accumulate_key.
+	var acc *Accumulator
+	if step.Accumulate != nil {
+		if st.IterationAccumulator == nil {
+			st.IterationAccumulator = map[string]*Accumulator{}
+		}
+		acc = st.IterationAccumulator[stepID]
+		if acc == nil {
+			acc = &Accumulator{Items: []any{}, Keys: []string{}}
+			st.IterationAccumulator[stepID] = acc
+		}
+		newCount, err := iterAccumulate(step, acc, result, env.Root)
+		if err != nil {
+			// A broken extractor freezes dry_streak: it cannot fake dryness.
+			entry.AccumulateError = err.Error()
+		} else if newCount == 0 {
+			acc.DryStreak++
+		} else {
+			acc.DryStreak = 0
+		}
+		nc, ds := newCount, acc.DryStreak
+		entry.NewCount, entry.DryStreak = &nc, &ds
+	}
+
+	// exit_criterion.
+	exitMet := false
+	if step.ExitCriterion != nil {
+		vars := map[string]any{
+			"iteration":    count,
+			"best_score":   nil,
+			"prior_scores": iterPriorScores(history[loopStart:]),
+		}
+		if best != nil && best.Score != nil {
+			vars["best_score"] = *best.Score
+		}
+		if acc != nil {
+			vars["accumulator"] = iterCopyItems(acc.Items)
+			vars["accumulated_count"] = len(acc.Items)
+			vars["new_count"] = *entry.NewCount
+			vars["dry_streak"] = acc.DryStreak
+		} else {
+			vars["accumulator"] = nil
+			vars["accumulated_count"] = nil
+			vars["new_count"] = nil
+			vars["dry_streak"] = nil
+		}
+		met, err := evalBool(step.ExitCriterion, specs.EvalEnv{Result: result, Vars: vars, Root: env.Root})
+		if err != nil {
+			entry.ExitCriterionError = err.Error()
+		} else {
+			exitMet = met
+		}
+	}
+	entry.ExitCriterionMet = exitMet
+
+	// Stagnation.
+	stagnant := false
+	switch {
+	case step.ScoreExpr == nil && step.Accumulate == nil:
+		stagnant = iterFingerprintStagnant(history, fingerprint)
+	case step.ScoreExpr != nil && step.ExitCriterion == nil:
+		lastBest := 0 // iteration of the best so far; 0 = nothing scored in this loop
+		if best != nil {
+			lastBest = best.Iteration
+		}
+		stagnant = count-lastBest >= stagnationWindow
+	}
+
+	maxIter := ai.MaxIterations
+	var outcome string
+	switch {
+	case exitMet:
+		outcome = OutcomeExitSuccess
+	case stagnant:
+		outcome = OutcomeExitStagnation
+	case count >= maxIter:
+		outcome = OutcomeExitMax
+	default:
+		outcome = OutcomeContinue
+	}
+	entry.Outcome = outcome
+
+	if st.Iterations == nil {
+		st.Iterations = map[string][]IterationEntry{}
+	}
+	st.Iterations[stepID] = append(history, entry)
+	if outcome != OutcomeContinue {
+		if st.IterationOutcome == nil {
+			st.IterationOutcome = map[string]string{}
+		}
+		st.IterationOutcome[stepID] = outcome
+		st.ActiveIteration = nil
+	}
+
+	status := "iteration_continue"
+	if outcome != OutcomeContinue {
+		status = "iteration_exit"
+	}
+	resp := Response{
+		"status":             status,
+		"flow_id":            st.FlowID,
+		"step_id":            stepID,
+		"iteration":          count,
+		"max_iterations":     maxIter,
+		"exit_criterion_met": exitMet,
+		"outcome":            outcome,
+	}
+	if entry.ExitCriterionError != "" {
+		resp["exit_criterion_error"] = entry.ExitCriterionError
+	}
+	if step.ScoreExpr != nil {
+		if entry.Score != nil {
+			resp["score"] = *entry.Score
+		} else {
+			resp["score"] = nil
+		}
+		if entry.ScoreError != "" {
+			resp["score_error"] = entry.ScoreError
+		}
+	}
+	if acc != nil {
+		resp["new_count"] = *entry.NewCount
+		resp["dry_streak"] = acc.DryStreak
+		resp["accumulated_count"] = len(acc.Items)
+		if entry.AccumulateError != "" {
+			resp["accumulate_error"] = entry.AccumulateError
+		}
+	}
+	if outcome != OutcomeContinue {
+		final := result
+		if best != nil && best.Score != nil {
+			final = best.Result
+		}
+		resp["final_result"] = final
+		if step.ScoreExpr != nil {
+			resp["best_score"], resp["best_iteration"] = iterBestFields(best)
+		}
+		if acc != nil {
+			resp["accumulated"] = iterCopyItems(acc.Items)
+			resp["accumulated_count"] = len(acc.Items)
+		}
+	}
+
+	data := map[string]any{
+		"action":             "report",
+		"iteration":          count,
+		"outcome":            outcome,
+		"exit_criterion_met": exitMet,
+	}
+	if entry.Score != nil {
+		data["score"] = *entry.Score
+	}
+	if entry.NewCount != nil {
+		data["new_count"] = *entry.NewCount
+		data["dry_streak"] = *entry.DryStreak
+	}
+	return Result{Response: resp, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
+}
+
+// IterationAbort ends the active loop early (stratum_iteration_abort): it
+// appends an exit_abort entry (iteration = the count so far, result
+// {aborted: true, reason}) and records exit_abort as the step's pending
+// outcome. A scored step's response also carries best_result and best_score
+// (null when nothing was scored).
+func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
+	ai := st.ActiveIteration
+	if ai == nil {
+		return iterationError("No active iteration loop"), nil
+	}
+	if ai.StepID != stepID {
+		return iterationError(fmt.Sprintf("Active iteration is on step '%s', got abort for '%s'", ai.StepID, stepID)), nil
+	}
+	count := ai.Count
+	entry := IterationEntry{
+		Iteration: count,
+		Round:     st.Round,
+		Result:    map[string]any{"aborted": true, "reason": reason},
+		Outcome:   OutcomeExitAbort,
+		Timestamp: env.Now,
+	}
+	if st.Iterations == nil {
+		st.Iterations = map[string][]IterationEntry{}
+	}
+	st.Iterations[stepID] = append(st.Iterations[stepID], entry)
+	if st.IterationOutcome == nil {
+		st.IterationOutcome = map[string]string{}
+	}
+	st.IterationOutcome[stepID] = OutcomeExitAbort
+	st.ActiveIteration = nil
+
+	resp := Response{
+		"status":    "iteration_aborted",
+		"flow_id":   st.FlowID,
+		"step_id":   stepID,
+		"iteration": count,
+		"reason":    reason,
+	}
+	if env.Flow != nil {
+		if step := env.Flow.Step(stepID); step != nil && step.ScoreExpr != nil {
+			var best *IterationBest
+			if st.IterationBest != nil {
+				best = st.IterationBest[stepID]
+			}
+			resp["best_result"] = nil
+			if best != nil && best.Score != nil {
+				resp["best_result"] = best.Result
+			}
+			resp["best_score"], _ = iterBestFields(best)
+		}
+	}
+	return Result{Response: resp, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
+		"action":    "abort",
+		"iteration": count,
+		"reason":    reason,
+	})}}, nil
+}
+
+// iterationBestResult returns the best result of a scored iteration loop on
+// the step, which stratum_step_done substitutes for the submitted result
+// (upstream-behavior §2.6). ok is false when nothing was scored.
+func iterationBestResult(st *FlowState, stepID string) (any, bool) {
+	if st.IterationBest == nil {
+		return nil, false
+	}
+	b := st.IterationBest[stepID]
+	if b == nil || b.Score == nil {
+		return nil, false
+	}
+	return b.Result, true
+}
+
+// mergeAccumulated returns the result with the step's deduplicated
+// accumulator merged in as `accumulated` (the items) and `accumulated_count`.
+// Only steps that declare accumulate get the keys, and only dict results that
+// had an accumulator (a loop ran); every other result is returned unchanged
+// (the original leaked `accumulated: []` into every iterated step, DESIGN
+// §12). The input map is not modified.
+func mergeAccumulated(st *FlowState, step *specs.Step, result any) any {
+	if step == nil || step.Accumulate == nil || st.IterationAccumulator == nil {
+		return result
+	}
+	acc := st.IterationAccumulator[step.ID]
+	if acc == nil {
+		return result
+	}
+	m, ok := result.(map[string]any)
+	if !ok {
+		return result
+	}
+	out := make(map[string]any, len(m)+2)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["accumulated"] = iterCopyItems(acc.Items)
+	out["accumulated_count"] = len(acc.Items)
+	return out
+}
+
+// clearStepIteration forgets the step's iteration outcome, best result and
+// accumulator, and ends an active loop on that step, so a new loop may start
+// (a failed step_done attempt, upstream-behavior §2.6 step 8).
+func clearStepIteration(st *FlowState, stepID string) {
+	delete(st.IterationOutcome, stepID)
+	delete(st.IterationBest, stepID)
+	delete(st.IterationAccumulator, stepID)
+	if st.ActiveIteration != nil && st.ActiveIteration.StepID == stepID {
+		st.ActiveIteration = nil
+	}
+}
+
+// consumeIterationOutcome consumes the step's pending iteration outcome on a
+// successful step_done. A loop still active on the step ends too (the step is
+// done, and a dangling loop would block every later loop in the flow). The
+// history, best result and accumulator stay for the audit.
+func consumeIterationOutcome(st *FlowState, stepID string) {
+	delete(st.IterationOutcome, stepID)
+	if st.ActiveIteration != nil && st.ActiveIteration.StepID == stepID {
+		st.ActiveIteration = nil
+	}
+}
+
+// iterationError is an execution_error response that leaves the state as it was.
+func iterationError(msg string) Result {
+	return Result{Response: executionError(msg), Unchanged: true}
+}
+
+func iterationEvent(st *FlowState, env Env, stepID string, data map[string]any) Event {
+	return Event{Time: env.Now, FlowID: st.FlowID, Type: EventIterationReport, StepID: stepID, Data: data}
+}
+
+// iterFingerprint is the hex sha256 of the result's canonical JSON.
+func iterFingerprint(result any) string {
+	b, err := canonicalJSON(result)
+	if err != nil {
+		// Not encodable canonically (should not happen for JSON input):
+		// fall back to Go's encoding, then to the printed value.
+		if b, err = json.Marshal(result); err != nil {
+			b = []byte(fmt.Sprintf("%#v", result))
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// iterFingerprintStagnant reports whether the previous stagnationWindow-1 entries
+// of the step's history all carry this fingerprint.
+func iterFingerprintStagnant(history []IterationEntry, fingerprint string) bool {
+	need := stagnationWindow - 1
+	if len(history) < need {
+		return false
+	}
+	for _, e := range history[len(history)-need:] {
+		if e.ResultFingerprint != fingerprint {
+			return false
+		}
+	}
+	return true
+}
+
+// iterationScore converts a score_expr value to a number. Booleans, strings,
+// null and non-finite numbers are not scores.
+func iterationScore(v any) (float64, bool) {
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case float32:
+		f = float64(n)
+	case int:
+		f = float64(n)
+	case int8:
+		f = float64(n)
+	case int16:
+		f = float64(n)
+	case int32:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	case uint:
+		f = float64(n)
+	case uint8:
+		f = float64(n)
+	case uint16:
+		f = float64(n)
+	case uint32:
+		f = float64(n)
+	case uint64:
+		f = float64(n)
+	case json.Number:
+		x, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return 0, false
+		}
+		f = x
+	default:
+		return 0, false
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// iterPriorScores lists the scores of the current loop's earlier reports.
+func iterPriorScores(entries []IterationEntry) []any {
+	out := []any{}
+	for _, e := range entries {
+		if e.Score != nil {
+			out = append(out, *e.Score)
+		}
+	}
+	return out
+}
+
+// iterBestFields are the best_score / best_iteration response values (null when
+// nothing was scored).
+func iterBestFields(best *IterationBest) (any, any) {
+	if best == nil || best.Score == nil {
+		return nil, nil
+	}
+	return *best.Score, best.Iteration
+}
+
+// iterAccumulate evaluates the step's accumulate expression on the result
+// and adds the items not yet in the accumulator, deduplicated by the canonical
+// JSON of accumulate_key (or of the whole item when there is no key or the
+// key expression fails for that item). It returns how many items were new. An
+// error (the expression fails or does not return a list) adds nothing.
+func iterAccumulate(step *specs.Step, acc *Accumulator, result any, root string) (int, error) {
+	v, err := iterEval(step.Accumulate, specs.EvalEnv{Result: result, Root: root})
+	if err != nil {
+		return 0, fmt.Errorf("accumulate '%s' raised: %v", step.Accumulate.Source, err)
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return 0, fmt.Errorf("accumulate '%s' must return a list, got %s", step.Accumulate.Source, iterationValueKind(v))
+	}
+	seen := make(map[string]bool, len(acc.Keys))
+	for _, k := range acc.Keys {
+		seen[k] = true
+	}
+	added := 0
+	for _, item := range items {
+		keyVal := item
+		if step.AccumulateKey != nil {
+			if k, err := iterEval(step.AccumulateKey, specs.EvalEnv{Item: item, Root: root}); err == nil {
+				keyVal = k
+			}
+		}
+		key := iterCanonicalKey(keyVal)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		acc.Items = append(acc.Items, item)
+		acc.Keys = append(acc.Keys, key)
+		added++
+	}
+	return added, nil
+}
+
+// iterationValueKind names a value's JSON type for messages.
+func iterationValueKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	}
+	if _, ok := iterationScore(v); ok {
+		return "a number"
+	}
+	switch n := v.(type) {
+	case float64:
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return "a non-finite number"
+		}
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// iterCanonicalKey is the dedup key of an accumulated item.
+func iterCanonicalKey(v any) string {
+	b, err := canonicalJSON(v)
+	if err != nil {
+		if b, err = json.Marshal(v); err != nil {
+			return fmt.Sprintf("%#v", v)
+		}
+	}
+	return string(b)
+}
+
+// iterCopyItems returns a shallow copy of the item list (never nil).
+func iterCopyItems(items []any) []any {
+	out := make([]any, len(items))
+	copy(out, items)
+	return out
+}
