@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// StateVersion is the record format version written into new flow states.
+const StateVersion = 1
+
+// newFlowState creates the state of a new flow execution.
+func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.Time) *FlowState {
+	st := &FlowState{
+		FlowID:        id,
+		FlowName:      flowName,
+		RawSpec:       rawSpec,
+		Inputs:        inputs,
+		SchemaVersion: StateVersion,
+		Status:        StatusRunning,
+		CreatedAt:     now,
+		UpdatedAt:     now,
+		FlowStart:     now,
+	}
+	ensureMaps(st)
+	return st
+}
+
+// dispatchChild handles a flow: step becoming current (upstream-behavior
+// §2.14): it creates the child flow (or reuses the active one), computes the
+// child's own dispatch — with the policy loop, DESIGN §12 — and returns
+// execute_flow. The child (and anything it created) goes into res.Put.
+func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Response, error) {
+	var childFlow *specs.Flow
+	if env.Spec != nil {
+		childFlow = env.Spec.Flows[step.Flow]
+	}
+	if childFlow == nil {
+		return nil, execErrorf("Flow '%s' not found in spec", step.Flow)
+	}
+	var child *FlowState
+	var before []byte
+	if st.ActiveChildFlowID != nil && env.Children != nil {
+		if c, err := env.Children.Get(*st.ActiveChildFlowID); err == nil && c != nil {
+			child = c
+			before = stateBytes(c)
+		}
+	}
+	if child == nil {
+		inputs, err := resolveInputs(st, step)
+		if err != nil {
+			return nil, err
+		}
+		if env.NewID == nil {
+			return nil, execErrorf("cannot create child flow for step '%s': no id generator", step.ID)
+		}
+		child = newFlowState(env.NewID(), step.Flow, st.RawSpec, inputs, env.Now)
+		child.ParentFlowID = strPtr(st.FlowID)
+		child.ParentStepID = strPtr(step.ID)
+		child.SpecFile = st.SpecFile
+		child.Driver = st.Driver
+		st.ActiveChildFlowID = strPtr(child.FlowID)
+		res.Events = append(res.Events, event(child, env, EventFlowCreated, "", map[string]any{
+			"flow_name": child.FlowName, "parent_flow_id": st.FlowID, "parent_step_id": step.ID,
+		}))
+	}
+	childEnv := env
+	childEnv.Flow = childFlow
+	cr, err := currentDispatch(child, childEnv)
+	if err != nil {
+		return nil, err
+	}
+	if before == nil || !bytes.Equal(before, stateBytes(child)) {
+		res.Put = append(res.Put, child)
+	}
+	res.Put = append(res.Put, cr.Put...)
+	res.Delete = append(res.Delete, cr.Delete...)
+	res.Events = append(res.Events, cr.Events...)
+	return Response{
+		"status":          DispatchExecuteFlow,
+		"parent_flow_id":  st.FlowID,
+		"parent_step_id":  step.ID,
+		"child_flow_id":   child.FlowID,
+		"child_flow_name": child.FlowName,
+		"child_step":      cr.Response,
+		"step_number":     st.CurrentIdx + 1,
+		"total_steps":     totalSteps(env),
+	}, nil
+}
+
+// snapshotChildAudit appends the active child's audit to
+// child_audits[stepID] (when the child can be read) and drops the pointer.
+// It returns the child's id ("" when there was none).
+func snapshotChildAudit(st *FlowState, env Env, stepID string) string {
+	if st.ActiveChildFlowID == nil {
+		return ""
+	}
+	id := *st.ActiveChildFlowID
+	st.ActiveChildFlowID = nil
+	if env.Children == nil || env.Spec == nil {
+		return id
+	}
+	child, err := env.Children.Get(id)
+	if err != nil || child == nil {
+		return id
+	}
+	childEnv := env
+	childEnv.Flow = env.Spec.Flows[child.FlowName]
+	if childEnv.Flow == nil {
+		return id
+	}
+	b, err := json.Marshal(Audit(child, childEnv))
+	if err != nil {
+		return id
+	}
+	st.ChildAudits[stepID] = append(st.ChildAudits[stepID], json.RawMessage(b))
+	return id
+}

@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Dispatch statuses.
+const (
+	DispatchExecuteStep = "execute_step"
+	DispatchAwaitGate   = "await_gate"
+	DispatchExecuteFlow = "execute_flow"
+	DispatchParallel    = "parallel_dispatch"
+)
+
+// Gate policies.
+const (
+	policyGate   = "gate"
+	policyFlag   = "flag"
+	policySkip   = "skip"
+	policySkipIf = "skip_if" // the effective_policy of a gate auto-approved by skip_if
+)
+
+// currentDispatch computes what the flow does now: applies skip_if at the
+// cursor (writing SkipRecords, advancing, repeatedly), the policy loop
+// (auto-resolving flag/skip gates with PolicyRecords, with the visited-set
+// cycle guard), creates child flows for flow: steps, and returns the dispatch
+// of the current step, or the completion/killed payload when the cursor is
+// past the end. It updates st.Status / st.Gate / st.DispatchedAt.
+//
+// An error is an *ExecError (a $-reference that does not resolve, an unknown
+// child flow): the caller answers execution_error and discards the state.
+func currentDispatch(st *FlowState, env Env) (Result, error) {
+	ensureMaps(st)
+	var res Result
+	visited := map[string]bool{}
+	for !pastEnd(st, env) {
+		step := currentStep(st, env)
+		if step.SkipIf != nil && !visited[step.ID] && skipIfTrue(st, env, step) {
+			if step.IsGate() {
+				visited[step.ID] = true
+				rationale := step.SkipReason
+				if rationale == "" {
+					rationale = "skip_if: " + step.SkipIf.Source
+				}
+				autoApprove(st, env, step, policySkipIf, rationale, &res)
+				continue
+			}
+			reason := step.SkipReason
+			if reason == "" {
+				reason = "skip_if: " + step.SkipIf.Source
+			}
+			skipCurrent(st, env, step, reason, &res)
+			continue
+		}
+		if step.IsGate() && (step.Policy == policyFlag || step.Policy == policySkip) && !visited[step.ID] {
+			visited[step.ID] = true
+			autoApprove(st, env, step, step.Policy, "policy: "+step.Policy+" — auto-approved", &res)
+			continue
+		}
+		break
+	}
+	if pastEnd(st, env) {
+		res.Response = finish(st, env, &res)
+		return res, nil
+	}
+	step := currentStep(st, env)
+	resp, err := dispatchStep(st, env, step, &res)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Response = resp
+	return res, nil
+}
+
+// skipIfTrue evaluates a step's skip_if; any evaluation error means "don't
+// skip" (upstream-behavior §2.9).
+func skipIfTrue(st *FlowState, env Env, step *specs.Step) bool {
+	ok, err := evalBool(step.SkipIf, specs.EvalEnv{Refs: refResolver(st), Root: env.Root})
+	return err == nil && ok
+}
+
+// skipCurrent records a skip of the current (non-gate) step, sets its output
+// to null and advances.
+func skipCurrent(st *FlowState, env Env, step *specs.Step, reason string, res *Result) {
+	rec := newRecord(st, env, RecordSkip, step.ID)
+	rec.SkipReason = reason
+	st.Records = append(st.Records, rec)
+	st.StepOutputs[step.ID] = nil
+	delete(st.DispatchedAt, step.ID)
+	if st.ActiveIteration != nil && st.ActiveIteration.StepID == step.ID {
+		st.ActiveIteration = nil
+	}
+	if step.Kind == specs.KindFlow {
+		st.ActiveChildFlowID = nil
+	}
+	res.Events = append(res.Events, event(st, env, EventStepSkipped, step.ID, map[string]any{"reason": reason}))
+	advanceLinear(st, env)
+}
+
+// autoApprove resolves a gate without a human: a PolicyRecord (never a
+// GateRecord), then on_approve (null → the flow completes).
+func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale string, res *Result) {
+	rec := newRecord(st, env, RecordPolicy, step.ID)
+	rec.EffectivePolicy = policy
+	rec.ResolvedOutcome = string("approve")
+	rec.Rationale = rationale
+	st.Records = append(st.Records, rec)
+	delete(st.DispatchedAt, step.ID)
+	if st.Gate != nil && st.Gate.StepID == step.ID {
+		st.Gate = nil
+	}
+	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, map[string]any{
+		"outcome": "approve", "channel": "policy", "policy": policy, "rationale": rationale,
+	}))
+	jumpOrEnd(st, env, step.OnApprove)
+}
+
+// jumpOrEnd moves the cursor to the named step, or past the end when target
+// is "" (or, defensively, unknown).
+func jumpOrEnd(st *FlowState, env Env, target string) {
+	if target == "" {
+		st.CurrentIdx = totalSteps(env)
+		return
+	}
+	if i := stepIndex(env, target); i >= 0 {
+		st.CurrentIdx = i
+		return
+	}
+	st.CurrentIdx = totalSteps(env)
+}
+
+// stampDispatch records when a step was dispatched (once per dispatch: the
+// entry is dropped when the step reports, fails an attempt or is cleared) and
+// reports whether this call stamped it.
+func stampDispatch(st *FlowState, env Env, stepID string) bool {
+	if _, ok := st.DispatchedAt[stepID]; ok {
+		return false
+	}
+	st.DispatchedAt[stepID] = env.Now
+	return true
+}
+
+// dispatchStep builds the dispatch object of a step (upstream-behavior §2.3).
+func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Response, error) {
+	idx := st.CurrentIdx
+	if stampDispatch(st, env, step.ID) {
+		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, map[string]any{"step_mode": step.StepMode()}))
+	}
+	if step.IsGate() {
+		return dispatchGate(st, env, step, res), nil
+	}
+	st.Status = StatusRunning
+	st.Gate = nil
+	switch step.Kind {
+	case specs.KindFlow:
+		return dispatchChild(st, env, step, res)
+	case specs.KindParallelDispatch:
+		tasks, err := resolveValue(st, step.Source)
+		if err != nil {
+			return nil, err
+		}
+		r := Response{
+			"status":            DispatchParallel,
+			"flow_id":           st.FlowID,
+			"step_number":       idx + 1,
+			"total_steps":       totalSteps(env),
+			"step_id":           step.ID,
+			"step_mode":         step.StepMode(),
+			"tasks":             tasks,
+			"agent":             nullable(step.Agent),
+			"max_concurrent":    orInt(step.MaxConcurrent, 3),
+			"isolation":         orStr(step.Isolation, "worktree"),
+			"require":           orStr(step.Require, "all"),
+			"merge":             orStr(step.Merge, "sequential_apply"),
+			"intent_template":   step.IntentTemplate,
+			"ensure":            ensureSources(step),
+			"retries_remaining": retriesRemaining(st, step),
+		}
+		if step.PreMergeVerify != nil {
+			r["pre_merge_verify"] = step.PreMergeVerify
+		}
+		return r, nil
+	}
+	inputs, err := resolveInputs(st, step)
+	if err != nil {
+		return nil, err
+	}
+	r := Response{
+		"status":            DispatchExecuteStep,
+		"flow_id":           st.FlowID,
+		"step_number":       idx + 1,
+		"total_steps":       totalSteps(env),
+		"step_id":           step.ID,
+		"step_mode":         step.StepMode(),
+		"agent":             nullable(step.Agent),
+		"inputs":            inputs,
+		"output_contract":   nullable(step.OutputContract),
+		"output_fields":     outputFields(env, step),
+		"ensure":            ensureSources(step),
+		"retries_remaining": retriesRemaining(st, step),
+	}
+	switch step.Kind {
+	case specs.KindFunction:
+		r["function"] = step.Function
+		mode := ""
+		if step.Fn != nil {
+			mode = string(step.Fn.Mode)
+		}
+		r["mode"] = mode
+		r["intent"] = step.Intent
+	case specs.KindInline:
+		r["intent"] = step.Intent
+		r["model"] = nullable(step.Model)
+	default: // decompose
+		r["intent"] = step.Intent
+	}
+	return r, nil
+}
+
+// dispatchGate builds await_gate and opens (or keeps) the persisted pending
+// gate. The deadline is stamped when the gate of this round is first
+// dispatched and never re-stamped (a resume does not reset it).
+func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) Response {
+	st.Status = StatusAwaitingGate
+	if st.Gate == nil || st.Gate.StepID != step.ID || st.Gate.Round != st.Round {
+		g := &PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
+		if step.Fn != nil {
+			if step.Fn.Timeout > 0 {
+				d := env.Now.Add(time.Duration(step.Fn.Timeout) * time.Second)
+				g.Deadline = &d
+			}
+			g.OnTimeout = orStr(step.Fn.OnTimeout, "kill")
+			g.Approver = orStr(step.Fn.Approver, "any")
+		}
+		st.Gate = g
+		data := map[string]any{"round": st.Round, "approver": g.Approver}
+		if g.Deadline != nil {
+			data["deadline"] = g.Deadline.UTC().Format(time.RFC3339Nano)
+		}
+		res.Events = append(res.Events, event(st, env, EventGateOpened, step.ID, data))
+	}
+	var timeout, deadline any
+	if step.Fn != nil && step.Fn.Timeout > 0 {
+		timeout = step.Fn.Timeout
+	}
+	if st.Gate.Deadline != nil {
+		deadline = st.Gate.Deadline.UTC().Format(time.RFC3339Nano)
+	}
+	return Response{
+		"status":      DispatchAwaitGate,
+		"flow_id":     st.FlowID,
+		"step_number": st.CurrentIdx + 1,
+		"total_steps": totalSteps(env),
+		"step_id":     step.ID,
+		"step_mode":   "function",
+		"function":    step.Function,
+		"agent":       nullable(step.Agent),
+		"on_approve":  nullable(step.OnApprove),
+		"on_revise":   nullable(step.OnRevise),
+		"on_kill":     nullable(step.OnKill),
+		"timeout":     timeout,
+		"deadline":    deadline,
+		"approver":    st.Gate.Approver,
+	}
+}
+
+// finish builds the payload of a flow whose cursor is past the end and marks
+// it finished: {status, flow_id, output, trace, total_duration_ms}, status =
+// terminal_status or "complete" (DESIGN §12: all-skipped flows complete too).
+func finish(st *FlowState, env Env, res *Result) Response {
+	status := StatusComplete
+	if killedMode(st) {
+		status = StatusKilled
+	}
+	if st.Status != status {
+		st.Status = status
+		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", map[string]any{"status": status}))
+	}
+	st.Gate = nil
+	st.ActiveChildFlowID = nil
+	return completionPayload(st, env, status)
+}
+
+// completionPayload is the completion object. output is the output of the
+// last ordered step whose output is non-null; trace is the current round's
+// records.
+func completionPayload(st *FlowState, env Env, status string) Response {
+	return Response{
+		"status":            status,
+		"flow_id":           st.FlowID,
+		"output":            flowOutput(st, env),
+		"trace":             copyRecords(st.Records),
+		"total_duration_ms": durationMS(st.FlowStart, env.Now),
+	}
+}
+
+// killedPayload is the answer to a kill with no cleanup step.
+func killedPayload(st *FlowState, env Env) Response {
+	return Response{
+		"status":            StatusKilled,
+		"flow_id":           st.FlowID,
+		"trace":             copyRecords(st.Records),
+		"total_duration_ms": durationMS(st.FlowStart, env.Now),
+	}
+}
+
+// flowOutput is the output of the last ordered step with a non-null output.
+func flowOutput(st *FlowState, env Env) any {
+	for i := totalSteps(env) - 1; i >= 0; i-- {
+		s := stepAt(env, i)
+		if s == nil {
+			continue
+		}
+		if v, ok := st.StepOutputs[s.ID]; ok && v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+func ensureSources(step *specs.Step) []string {
+	out := make([]string, 0, len(step.Ensure))
+	for _, e := range step.Ensure {
+		if e != nil {
+			out = append(out, e.Source)
+		}
+	}
+	return out
+}
+
+func retriesRemaining(st *FlowState, step *specs.Step) int {
+	return maxRetries(step) - st.Attempts[step.ID]
+}
+
+// maxRetries is the step's total number of attempts (at least 1).
+func maxRetries(step *specs.Step) int {
+	if step.Retries < 1 {
+		return 1
+	}
+	return step.Retries
+}
+
+// outputFields is {field: type} of the step's output contract ({} if none).
+func outputFields(env Env, step *specs.Step) map[string]string {
+	if env.Spec != nil && step.OutputContract != "" {
+		if c := env.Spec.Contracts[step.OutputContract]; c != nil {
+			return c.FieldTypes()
+		}
+	}
+	return map[string]string{}
+}
+
+func orStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}

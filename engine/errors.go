@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error types of the hand-built error envelopes (upstream-behavior §2.3) and
+// ours.
+const (
+	ErrTypeExecution         = "execution_error"
+	ErrTypeFlowNotFound      = "flow_not_found"
+	ErrTypeGateStepRequires  = "gate_step_requires_gate_resolve"
+	ErrTypeRetriesExhausted  = "retries_exhausted"
+	ErrTypeInvalidOutcome    = "invalid_outcome"
+	ErrTypeInvalidResolvedBy = "invalid_resolved_by"
+	ErrTypeFlowComplete      = "flow_already_complete"
+	ErrTypeWrongStep         = "wrong_step"
+	ErrTypeNotAGateStep      = "not_a_gate_step"
+	ErrTypeStepNotFound      = "step_not_found"
+	ErrTypeMissingOnRevise   = "missing_on_revise"
+	ErrTypeMaxRoundsExceeded = "max_rounds_exceeded"
+	ErrTypeParallelComplete  = "flow_complete"
+	ErrTypeStepMismatch      = "step_mismatch"
+	ErrTypeWrongStepType     = "wrong_step_type"
+	ErrTypeGateRequiresHuman = "gate_requires_human" // ours: approver human refuses the mcp channel
+	ErrTypeStaleRound        = "stale_round"         // ours: a decision for another round of the gate
+	ErrTypeFlowOwned         = "flow_owned"          // ours: a live runner lease owns the flow
+	ErrTypeFlowNotRunning    = "flow_not_running"    // ours: the flow failed or ran out of budget
+	ErrTypeInvalidInput      = "invalid_input"       // ours: plan inputs do not match the flow's input params
+	ErrTypeInternal          = "internal_error"
+)
+
+// errorResponse builds the hand-built envelope {status:"error", error_type,
+// message} plus extra keys (no `success` key, as the original's hand-built
+// errors).
+func errorResponse(errorType, message string, extra map[string]any) Response {
+	r := Response{"status": "error", "error_type": errorType, "message": message}
+	for k, v := range extra {
+		r[k] = v
+	}
+	return r
+}
+
+// executionError builds the translated-exception envelope {status:"error",
+// success:false, error_type:"execution_error", message}.
+func executionError(message string) Response {
+	return Response{"status": "error", "success": false, "error_type": ErrTypeExecution, "message": message}
+}
+
+// ExecError is a runtime error of a transition that the original raised as
+// MCPExecutionError ($-reference resolution, an unknown flow name, a cycle…).
+// The service answers it with an execution_error envelope and writes nothing.
+type ExecError struct {
+	Message string
+}
+
+func (e *ExecError) Error() string { return e.Message }
+
+func execErrorf(format string, args ...any) *ExecError {
+	return &ExecError{Message: fmt.Sprintf(format, args...)}
+}
+
+// IsErrorResponse reports whether r is an error envelope.
+func IsErrorResponse(r Response) bool {
+	s, _ := r["status"].(string)
+	return s == "error"
+}
+
+// pyStrList renders a list of strings the way Python's repr renders a list
+// (['a', 'b']), for messages copied from the original.
+func pyStrList(items []string) string {
+	parts := make([]string, len(items))
+	for i, s := range items {
+		parts[i] = "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// stepIndex returns the ordered index of a step id in env.Flow (-1 if
+// unknown).
+func stepIndex(env Env, stepID string) int {
+	if env.Flow == nil {
+		return -1
+	}
+	for i, idx := range env.Flow.Order {
+		if idx >= 0 && idx < len(env.Flow.Steps) && env.Flow.Steps[idx].ID == stepID {
+			return i
+		}
+	}
+	return -1
+}
+
+// totalSteps is the number of steps in execution order.
+func totalSteps(env Env) int {
+	if env.Flow == nil {
+		return 0
+	}
+	return len(env.Flow.Order)
+}
+
+// stepAt returns the step at ordered index i, or nil when i is out of range.
+func stepAt(env Env, i int) *specs.Step {
+	if env.Flow == nil || i < 0 || i >= len(env.Flow.Order) {
+		return nil
+	}
+	idx := env.Flow.Order[i]
+	if idx < 0 || idx >= len(env.Flow.Steps) {
+		return nil
+	}
+	return env.Flow.Steps[idx]
+}
+
+// currentStep returns the step under the cursor, or nil past the end.
+func currentStep(st *FlowState, env Env) *specs.Step { return stepAt(env, st.CurrentIdx) }
+
+// pastEnd reports whether the cursor is past the last step.
+func pastEnd(st *FlowState, env Env) bool { return st.CurrentIdx >= totalSteps(env) }
+
+// clearFrom clears step outputs, attempts, iteration state (outcome, best,
+// accumulator, the active loop) and dispatch times of every step from ordered
+// index idx onward, except the step `except` ("" = none), and drops the
+// active child flow pointer when it belongs to a cleared step
+// (upstream-behavior §2.8). Iteration history entries are kept.
+func clearFrom(st *FlowState, env Env, idx int, except string) {
+	if idx < 0 {
+		idx = 0
+	}
+	cleared := map[string]bool{}
+	for i := idx; i < totalSteps(env); i++ {
+		s := stepAt(env, i)
+		if s == nil || s.ID == except {
+			continue
+		}
+		cleared[s.ID] = true
+		delete(st.StepOutputs, s.ID)
+		delete(st.Attempts, s.ID)
+		delete(st.IterationOutcome, s.ID)
+		delete(st.IterationBest, s.ID)
+		delete(st.IterationAccumulator, s.ID)
+		delete(st.DispatchedAt, s.ID)
+		if st.ActiveIteration != nil && st.ActiveIteration.StepID == s.ID {
+			st.ActiveIteration = nil
+		}
+	}
+	if st.ActiveChildFlowID != nil {
+		if cur := currentStep(st, env); cur == nil || cleared[cur.ID] {
+			st.ActiveChildFlowID = nil
+		}
+	}
+}
+
+// ensureMaps makes every map of the state non-nil, so transitions can write
+// into them and the JSON shape matches the original ({} rather than null).
+func ensureMaps(st *FlowState) {
+	if st.Inputs == nil {
+		st.Inputs = map[string]any{}
+	}
+	if st.StepOutputs == nil {
+		st.StepOutputs = map[string]any{}
+	}
+	if st.Records == nil {
+		st.Records = []Record{}
+	}
+	if st.Attempts == nil {
+		st.Attempts = map[string]int{}
+	}
+	if st.Checkpoints == nil {
+		st.Checkpoints = map[string]*Checkpoint{}
+	}
+	if st.Rounds == nil {
+		st.Rounds = [][]Record{}
+	}
+	if st.Iterations == nil {
+		st.Iterations = map[string][]IterationEntry{}
+	}
+	if st.ArchivedIterations == nil {
+		st.ArchivedIterations = []map[string][]IterationEntry{}
+	}
+	if st.IterationOutcome == nil {
+		st.IterationOutcome = map[string]string{}
+	}
+	if st.IterationBest == nil {
+		st.IterationBest = map[string]*IterationBest{}
+	}
+	if st.IterationAccumulator == nil {
+		st.IterationAccumulator = map[string]*Accumulator{}
+	}
+	if st.ChildAudits == nil {
+		st.ChildAudits = map[string][]json.RawMessage{}
+	}
+	if st.DispatchedAt == nil {
+		st.DispatchedAt = map[string]time.Time{}
+	}
+}
+
+// isFinished reports whether the flow has reached a final status.
+func isFinished(st *FlowState) bool {
+	switch st.Status {
+	case StatusComplete, StatusKilled, StatusFailed, StatusBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// killedMode reports whether a gate kill set terminal_status "killed": the
+// cleanup step (if any) runs, then the flow ends killed.
+func killedMode(st *FlowState) bool {
+	return st.TerminalStatus != nil && *st.TerminalStatus == StatusKilled
+}
+
+// advanceLinear moves the cursor to the next ordered step, or, while the
+// flow runs its kill cleanup step, to the end (DESIGN §12: kill with cleanup
+// runs only the cleanup step).
+func advanceLinear(st *FlowState, env Env) {
+	if killedMode(st) {
+		st.CurrentIdx = totalSteps(env)
+		return
+	}
+	st.CurrentIdx++
+}
+
+// event builds an event of this flow at env.Now.
+func event(st *FlowState, env Env, typ EventType, stepID string, data map[string]any) Event {
+	return Event{Time: env.Now, FlowID: st.FlowID, Type: typ, StepID: stepID, Data: data}
+}
+
+// newRecord starts a record of the current round.
+func newRecord(st *FlowState, env Env, typ, stepID string) Record {
+	return Record{Type: typ, StepID: stepID, Round: st.Round, RoundStartStepID: copyStrPtr(st.RoundStartStepID), At: env.Now}
+}
+
+func strPtr(s string) *string { return &s }
+
+func copyStrPtr(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	s := *p
+	return &s
+}
+
+// nullable renders "" as JSON null.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// durationMS is the milliseconds from t to now (0 when t is zero or later).
+func durationMS(t, now time.Time) int64 {
+	if t.IsZero() || now.Before(t) {
+		return 0
+	}
+	return now.Sub(t).Milliseconds()
+}
+
+// copyRecords returns a copy of a record list (never nil).
+func copyRecords(rs []Record) []Record {
+	out := make([]Record, len(rs))
+	copy(out, rs)
+	return out
+}
+
+// stateBytes is the JSON of a state, for detecting whether a transition
+// changed anything.
+func stateBytes(st *FlowState) []byte {
+	b, _ := json.Marshal(st)
+	return b
+}
