@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// GateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
+// order: flow not complete → current step is a gate → outcome → resolved_by
+// → step id → (ours) approver human refuses the mcp channel → (ours) a
+// decision for another round is stale. Then approve / revise / kill.
+func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
+	ensureMaps(st)
+	if pastEnd(st, env) || isFinished(st) {
+		return unchanged(errorResponse(ErrTypeFlowComplete, "Flow is already complete", nil)), nil
+	}
+	step := currentStep(st, env)
+	if !step.IsGate() {
+		return unchanged(errorResponse(ErrTypeNotAGateStep,
+			fmt.Sprintf("Current step '%s' is not a gate step", step.ID), nil)), nil
+	}
+	if !d.Outcome.Valid() {
+		allowed := make([]string, len(review.Outcomes))
+		for i, o := range review.Outcomes {
+			allowed[i] = string(o)
+		}
+		sort.Strings(allowed)
+		return unchanged(errorResponse(ErrTypeInvalidOutcome,
+			fmt.Sprintf("Invalid outcome '%s'. Must be one of: %s", d.Outcome, pyStrList(allowed)), nil)), nil
+	}
+	if !d.ResolvedBy.Valid() {
+		return unchanged(errorResponse(ErrTypeInvalidResolvedBy,
+			fmt.Sprintf("Invalid resolved_by '%s'. Must be one of: %s", d.ResolvedBy,
+				pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)})), nil)), nil
+	}
+	if d.StepID != step.ID {
+		return unchanged(errorResponse(ErrTypeWrongStep,
+			fmt.Sprintf("Expected gate step '%s', got '%s'", step.ID, d.StepID), nil)), nil
+	}
+	if gateApprover(st, step) == string(review.HumanApprover) && d.Channel == review.ChannelMCP {
+		return unchanged(errorResponse(ErrTypeGateRequiresHuman,
+			fmt.Sprintf("Gate '%s' requires a human decision (approver: human) and cannot be resolved through MCP; "+
+				"decide it in `stratum tui` or with `stratum gate`", step.ID), nil)), nil
+	}
+	if d.Round != nil && *d.Round != st.Round {
+		return unchanged(errorResponse(ErrTypeStaleRound,
+			fmt.Sprintf("Decision is for round %d of gate '%s', but the gate is in round %d", *d.Round, step.ID, st.Round),
+			map[string]any{"round": st.Round})), nil
+	}
+	if d.Outcome == review.Revise && step.OnRevise == "" {
+		return unchanged(errorResponse(ErrTypeMissingOnRevise,
+			fmt.Sprintf("Gate step '%s' has no on_revise target", step.ID), nil)), nil
+	}
+	return resolveGate(st, env, step, d)
+}
+
+// gateApprover is the approver of the pending gate (or of the step's
+// function when the gate was not dispatched yet).
+func gateApprover(st *FlowState, step *specs.Step) string {
+	if st.Gate != nil && st.Gate.StepID == step.ID && st.Gate.Approver != "" {
+		return st.Gate.Approver
+	}
+	if step.Fn != nil && step.Fn.Approver != "" {
+		return step.Fn.Approver
+	}
+	return string(review.AnyApprover)
+}
+
+// resolveGate applies a validated decision to the current gate.
+func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (Result, error) {
+	var res Result
+	rec := newRecord(st, env, RecordGate, step.ID)
+	rec.Outcome = string(d.Outcome)
+	rec.Rationale = d.Rationale
+	rec.ResolvedBy = string(d.ResolvedBy)
+	rec.Channel = string(d.Channel)
+	rec.Reviewer = d.Reviewer
+	opened := st.DispatchedAt[step.ID]
+	if opened.IsZero() && st.Gate != nil {
+		opened = st.Gate.DispatchedAt
+	}
+	rec.DurationMS = durationMS(opened, env.Now)
+	st.Records = append(st.Records, rec)
+	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, map[string]any{
+		"outcome": string(d.Outcome), "resolved_by": string(d.ResolvedBy), "channel": string(d.Channel),
+		"reviewer": d.Reviewer, "rationale": d.Rationale, "round": st.Round,
+	}))
+
+	switch d.Outcome {
+	case review.Approve:
+		closeGate(st, step)
+		jumpOrEnd(st, env, step.OnApprove)
+	case review.Revise:
+		if env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds {
+			// The GateRecord stays in the active trace; the gate remains current.
+			res.Response = errorResponse(ErrTypeMaxRoundsExceeded,
+				fmt.Sprintf("Flow '%s' reached max_rounds (%d): revise refused; approve or kill the gate", st.FlowName, env.Flow.MaxRounds),
+				map[string]any{"round": st.Round})
+			return res, nil
+		}
+		closeGate(st, step)
+		st.Rounds = append(st.Rounds, copyRecords(st.Records))
+		st.ArchivedIterations = append(st.ArchivedIterations, st.Iterations)
+		st.Iterations = map[string][]IterationEntry{}
+		st.ActiveIteration = nil
+		st.IterationBest = map[string]*IterationBest{}
+		idx := stepIndex(env, step.OnRevise)
+		clearFrom(st, env, idx, "")
+		st.Records = []Record{}
+		st.Round++
+		st.RoundStartStepID = strPtr(step.OnRevise)
+		st.CurrentIdx = idx
+	case review.Kill:
+		closeGate(st, step)
+		st.TerminalStatus = strPtr(StatusKilled)
+		if step.OnKill == "" || stepIndex(env, step.OnKill) < 0 {
+			st.CurrentIdx = totalSteps(env)
+			st.Status = StatusKilled
+			st.ActiveChildFlowID = nil
+			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": StatusKilled}))
+			res.Response = killedPayload(st, env)
+			return res, nil
+		}
+		// DESIGN §12: run only the cleanup step, then end killed.
+		i := stepIndex(env, step.OnKill)
+		target := stepAt(env, i)
+		delete(st.Attempts, target.ID)
+		delete(st.DispatchedAt, target.ID)
+		st.CurrentIdx = i
+	}
+	nr, err := currentDispatch(st, env)
+	if err != nil {
+		return Result{}, err
+	}
+	return mergeResults(res, nr), nil
+}
+
+// closeGate drops the pending gate of step.
+func closeGate(st *FlowState, step *specs.Step) {
+	delete(st.DispatchedAt, step.ID)
+	if st.Gate != nil && st.Gate.StepID == step.ID {
+		st.Gate = nil
+	}
+}
+
+// CheckTimeouts is stratum_check_timeouts with a persisted absolute deadline
+// (st.Gate.Deadline, set when the gate of the round was first dispatched).
+// On expiry it applies the gate's on_timeout (kill by default, approve,
+// revise — a revise that is impossible, no on_revise or max_rounds reached,
+// kills instead) with resolved_by system, channel timeout, rationale
+// "timeout". A timeout kill with no cleanup step answers killed +
+// reason:"timeout".
+func CheckTimeouts(st *FlowState, env Env) (Result, error) {
+	ensureMaps(st)
+	noTimeout := func(msg string) (Result, error) {
+		return unchanged(Response{"status": "no_timeout", "flow_id": st.FlowID, "message": msg}), nil
+	}
+	if pastEnd(st, env) || isFinished(st) {
+		return noTimeout("Flow is already complete")
+	}
+	step := currentStep(st, env)
+	if !step.IsGate() {
+		return noTimeout(fmt.Sprintf("Current step '%s' is not a gate", step.ID))
+	}
+	if st.Gate == nil || st.Gate.StepID != step.ID {
+		if step.Fn == nil || step.Fn.Timeout <= 0 {
+			return noTimeout(fmt.Sprintf("Gate '%s' has no timeout", step.ID))
+		}
+		return noTimeout(fmt.Sprintf("Gate '%s' has not been dispatched yet", step.ID))
+	}
+	if st.Gate.Deadline == nil {
+		return noTimeout(fmt.Sprintf("Gate '%s' has no timeout", step.ID))
+	}
+	if remaining := st.Gate.Deadline.Sub(env.Now); remaining > 0 {
+		return unchanged(Response{"status": "no_timeout", "flow_id": st.FlowID, "remaining_seconds": remaining.Seconds()}), nil
+	}
+	return applyTimeout(st, env, step)
+}
+
+// applyTimeout resolves an expired gate with its on_timeout outcome.
+func applyTimeout(st *FlowState, env Env, step *specs.Step) (Result, error) {
+	outcome := review.Outcome(orStr(st.Gate.OnTimeout, string(review.Kill)))
+	if !outcome.Valid() {
+		outcome = review.Kill
+	}
+	if outcome == review.Revise && (step.OnRevise == "" || (env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds)) {
+		outcome = review.Kill
+	}
+	round := st.Round
+	res, err := resolveGate(st, env, step, review.Decision{
+		FlowID: st.FlowID, StepID: step.ID, Round: &round, Outcome: outcome, Rationale: "timeout",
+		Reviewer: "system", ResolvedBy: review.System, Channel: review.ChannelTimeout, DecidedAt: env.Now,
+	})
+	if err != nil {
+		return res, err
+	}
+	if s, _ := res.Response["status"].(string); s == StatusKilled {
+		res.Response["reason"] = "timeout"
+	}
+	return res, nil
+}
+

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// ParallelDone is stratum_parallel_done, the consumer path of a
+// parallel_dispatch step (upstream-behavior §2.15). It builds the aggregate
+// {tasks, merge_status, completed, failed, outcome} (a task is complete only
+// when its status is "complete"), which goes through the normal check/retry
+// handling; when the checks pass but `require` or the merge fail, the attempt
+// fails as ensure_failed with the original's violation texts.
+//
+// mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
+func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
+	ensureMaps(st)
+	if pastEnd(st, env) || isFinished(st) {
+		return unchanged(errorResponse(ErrTypeParallelComplete, "Flow is already complete", nil)), nil
+	}
+	step := currentStep(st, env)
+	if step.ID != stepID {
+		return unchanged(errorResponse(ErrTypeStepMismatch,
+			fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID), nil)), nil
+	}
+	if step.Kind != specs.KindParallelDispatch {
+		return unchanged(errorResponse(ErrTypeWrongStepType,
+			fmt.Sprintf("Step '%s' is not a parallel_dispatch step (step_mode '%s')", step.ID, step.StepMode()), nil)), nil
+	}
+	tasks := taskResults
+	if tasks == nil {
+		tasks = []any{}
+	}
+	completed := 0
+	for _, t := range tasks {
+		if m, ok := t.(map[string]any); ok {
+			if s, _ := m["status"].(string); s == "complete" {
+				completed++
+			}
+		}
+	}
+	failed := len(tasks) - completed
+	ms := mergeStatusString(mergeStatus)
+	require := orStr(step.Require, "all")
+	var violations []string
+	if !requireSatisfied(require, completed, failed) {
+		violations = append(violations, fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, completed, failed))
+	}
+	if ms == "conflict" {
+		violations = append(violations, "merge conflict: merge_status='conflict'")
+	}
+	outcome := "complete"
+	if len(violations) > 0 {
+		outcome = "failed"
+	}
+	agg := map[string]any{
+		"tasks":        tasks,
+		"merge_status": ms,
+		"completed":    completed,
+		"failed":       failed,
+		"outcome":      outcome,
+	}
+	if m, ok := mergeStatus.(map[string]any); ok {
+		if b, ok := m["bounced_tasks"]; ok {
+			agg["bounced_tasks"] = b
+		}
+	}
+	return processResult(st, env, step, agg, "", func(any) []string { return violations })
+}
+
+func mergeStatusString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		s, _ := x["status"].(string)
+		return s
+	}
+	return "clean"
+}
+
+// requireSatisfied evaluates `require`: all = no failures, any = at least
+// one complete, N = at least N complete.
+func requireSatisfied(require string, completed, failed int) bool {
+	switch strings.TrimSpace(require) {
+	case "", "all":
+		return failed == 0
+	case "any":
+		return completed >= 1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(require))
+	if err != nil {
+		return failed == 0
+	}
+	return completed >= n
+}

@@ -1,0 +1,34 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// SkipStep is stratum_skip_step: the current (non-gate) step is skipped with
+// a SkipRecord, its output set to null, and the flow advances.
+func SkipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
+	ensureMaps(st)
+	if r, done := refuseFinished(st, env); done {
+		return r, nil
+	}
+	step := currentStep(st, env)
+	if stepID != step.ID {
+		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
+	}
+	if step.IsGate() {
+		return unchanged(executionError(fmt.Sprintf("Step '%s' is a gate step — use stratum_gate_resolve to resolve it", step.ID))), nil
+	}
+	var res Result
+	if step.Kind == specs.KindFlow {
+		snapshotChildAudit(st, env, step.ID)
+	}
+	clearStepIteration(st, step.ID)
+	skipCurrent(st, env, step, reason, &res)
+	nr, err := currentDispatch(st, env)
+	if err != nil {
+		return Result{}, err
+	}
+	return mergeResults(res, nr), nil
+}

@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Failure statuses of a step attempt.
+const (
+	StatusSchemaFailed     = "schema_failed"
+	StatusGuardrailBlocked = "guardrail_blocked"
+	StatusEnsureFailed     = "ensure_failed"
+)
+
+// StepDone is stratum_step_done (upstream-behavior §2.6): it checks the
+// result of the current step (output_schema → guardrails → ensure), retries
+// with the violations, routes on_fail on exhaustion, or stores the output and
+// advances (next, or linearly) to the next dispatch.
+func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error) {
+	ensureMaps(st)
+	if r, done := refuseFinished(st, env); done {
+		return r, nil
+	}
+	step := currentStep(st, env)
+	if step.IsGate() {
+		return unchanged(errorResponse(ErrTypeGateStepRequires,
+			fmt.Sprintf("Step '%s' is a gate step — use stratum_gate_resolve to resolve it", step.ID), nil)), nil
+	}
+	if stepID != step.ID {
+		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
+	}
+	childID := ""
+	if step.Kind == specs.KindFlow {
+		childID = snapshotChildAudit(st, env, step.ID)
+		result = unwrapChildCompletion(result)
+	}
+	return processResult(st, env, step, result, childID, nil)
+}
+
+// unwrapChildCompletion turns a child flow's completion object {status,
+// output, …} into its output; anything else is accepted as the raw output
+// (0.2.69 behaviour).
+func unwrapChildCompletion(result any) any {
+	m, ok := result.(map[string]any)
+	if !ok {
+		return result
+	}
+	_, hasStatus := m["status"]
+	out, hasOutput := m["output"]
+	if hasStatus && hasOutput {
+		return out
+	}
+	return result
+}
+
+// refuseFinished answers a report into a flow that has no current step.
+func refuseFinished(st *FlowState, env Env) (Result, bool) {
+	switch {
+	case st.Status == StatusFailed:
+		return unchanged(executionError("Flow has failed (retries exhausted); revert to a checkpoint or plan a new flow")), true
+	case st.Status == StatusBudgetExhausted:
+		return unchanged(executionError("Flow budget exhausted")), true
+	case pastEnd(st, env) || st.Status == StatusComplete || st.Status == StatusKilled:
+		return unchanged(executionError("Flow is already complete")), true
+	}
+	return Result{}, false
+}
+
+func unchanged(r Response) Result { return Result{Response: r, Unchanged: true} }
+
+// checkResult runs the checks in the original's order, the first failing
+// stage short-circuiting the later ones: output_schema (every step kind,
+// DESIGN §12), guardrails over the canonical JSON of the result, ensure.
+func checkResult(env Env, step *specs.Step, result any) (string, []string) {
+	if step.Schema != nil {
+		if msgs := schemaViolations(step.Schema, result); len(msgs) > 0 {
+			vs := make([]string, len(msgs))
+			for i, m := range msgs {
+				vs[i] = "output_schema violation: " + m
+			}
+			return StatusSchemaFailed, vs
+		}
+	}
+	if len(step.Guardrails) > 0 {
+		text, err := canonicalJSON(result)
+		if err != nil {
+			return StatusGuardrailBlocked, []string{"result is not JSON-encodable: " + err.Error()}
+		}
+		var vs []string
+		for _, g := range step.Guardrails {
+			if g != nil && g.Re != nil && g.Re.Match(text) {
+				vs = append(vs, fmt.Sprintf("guardrail matched: '%s'", g.Pattern))
+			}
+		}
+		if len(vs) > 0 {
+			return StatusGuardrailBlocked, vs
+		}
+	}
+	var vs []string
+	for _, e := range step.Ensure {
+		if e == nil {
+			continue
+		}
+		ok, err := evalBool(e, specs.EvalEnv{Result: result, Root: env.Root})
+		switch {
+		case err != nil:
+			vs = append(vs, fmt.Sprintf("Ensure expression '%s' raised: %s", e.Source, err))
+		case !ok:
+			vs = append(vs, fmt.Sprintf("ensure '%s' failed", e.Source))
+		}
+	}
+	if len(vs) > 0 {
+		return StatusEnsureFailed, vs
+	}
+	return "", nil
+}
+
+// processResult is the shared tail of step_done and parallel_done. extra,
+// when set, adds violations after the checks passed (parallel require/merge);
+// they count as ensure_failed.
+func processResult(st *FlowState, env Env, step *specs.Step, result any, childID string, extra func(any) []string) (Result, error) {
+	if best, ok := iterationBestResult(st, step.ID); ok {
+		result = best
+	}
+	st.Attempts[step.ID]++
+	attempts := st.Attempts[step.ID]
+	status, violations := checkResult(env, step, result)
+	if status == "" && extra != nil {
+		if vs := extra(result); len(vs) > 0 {
+			status, violations = StatusEnsureFailed, vs
+		}
+	}
+	if status != "" {
+		return failAttempt(st, env, step, result, childID, attempts, status, violations)
+	}
+
+	var res Result
+	out := mergeAccumulated(st, step, result)
+	st.StepOutputs[step.ID] = out
+	st.Records = append(st.Records, stepRecord(st, env, step, attempts, childID))
+	delete(st.DispatchedAt, step.ID)
+	consumeIterationOutcome(st, step.ID)
+	res.Events = append(res.Events, event(st, env, EventStepDone, step.ID, map[string]any{"attempts": attempts}))
+	switch {
+	case killedMode(st):
+		st.CurrentIdx = totalSteps(env)
+	case step.Next != "" && stepIndex(env, step.Next) >= 0:
+		i := stepIndex(env, step.Next)
+		clearFrom(st, env, i, "")
+		st.CurrentIdx = i
+	default:
+		advanceLinear(st, env)
+	}
+	nr, err := currentDispatch(st, env)
+	if err != nil {
+		return Result{}, err
+	}
+	return mergeResults(res, nr), nil
+}
+
+// failAttempt handles a failed check: retry (same dispatch, failure status,
+// violations), or on exhaustion on_fail routing or retries_exhausted.
+func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID string, attempts int, status string, violations []string) (Result, error) {
+	var res Result
+	exhausted := attempts >= maxRetries(step)
+	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, map[string]any{
+		"status": status, "violations": violations, "attempt": attempts, "exhausted": exhausted,
+	}))
+	if !exhausted {
+		delete(st.DispatchedAt, step.ID)
+		clearStepIteration(st, step.ID)
+		d, err := dispatchStep(st, env, step, &res)
+		if err != nil {
+			return Result{}, err
+		}
+		d = maps.Clone(d)
+		d["status"] = status
+		d["violations"] = violations
+		res.Response = d
+		return res, nil
+	}
+	st.Records = append(st.Records, stepRecord(st, env, step, attempts, childID))
+	delete(st.DispatchedAt, step.ID)
+	clearStepIteration(st, step.ID)
+	if step.OnFail != "" && stepIndex(env, step.OnFail) >= 0 {
+		st.StepOutputs[step.ID] = result
+		i := stepIndex(env, step.OnFail)
+		clearFrom(st, env, i, step.ID)
+		st.CurrentIdx = i
+		nr, err := currentDispatch(st, env)
+		if err != nil {
+			return Result{}, err
+		}
+		res = mergeResults(res, nr)
+		d := maps.Clone(nr.Response)
+		d["routed_from"] = step.ID
+		d["violations"] = violations
+		res.Response = d
+		return res, nil
+	}
+	st.Status = StatusFailed
+	st.Gate = nil
+	st.ActiveChildFlowID = nil
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": StatusFailed}))
+	res.Response = errorResponse(ErrTypeRetriesExhausted,
+		fmt.Sprintf("Step '%s' failed after %d attempt(s): retries exhausted", step.ID, attempts),
+		map[string]any{
+			"flow_id":    st.FlowID,
+			"step_id":    step.ID,
+			"step_mode":  step.StepMode(),
+			"agent":      nullable(step.Agent),
+			"violations": violations,
+		})
+	return res, nil
+}
+
+// stepRecord builds the StepRecord of a finished step (success or exhaustion).
+func stepRecord(st *FlowState, env Env, step *specs.Step, attempts int, childID string) Record {
+	rec := newRecord(st, env, RecordStep, step.ID)
+	rec.FunctionName = step.Function
+	rec.Attempts = attempts
+	rec.DurationMS = durationMS(st.DispatchedAt[step.ID], env.Now)
+	if step.Agent != "" {
+		rec.Agent = strPtr(step.Agent)
+	}
+	rec.StepMode = step.StepMode()
+	if childID != "" {
+		rec.ChildFlowID = strPtr(childID)
+	}
+	return rec
+}
+
+// mergeResults appends b's events, puts and deletes to a's, and takes b's
+// response.
+func mergeResults(a, b Result) Result {
+	a.Events = append(a.Events, b.Events...)
+	a.Put = append(a.Put, b.Put...)
+	a.Delete = append(a.Delete, b.Delete...)
+	a.Response = b.Response
+	return a
+}
