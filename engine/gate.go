@@ -202,4 +202,3 @@ func applyTimeout(st *FlowState, env Env, step *specs.Step) (Result, error) {
 	}
 	return res, nil
 }
-
