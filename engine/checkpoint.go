@@ -71,19 +71,9 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 	}
 	restoreCheckpoint(st, cp)
 
-	// The pending gate belongs to the state we left, unless the restored
-	// cursor is on that very gate in the same round (its deadline stands).
-	if st.Gate != nil {
-		same := env.Flow != nil && st.CurrentIdx >= 0 && st.CurrentIdx < len(env.Flow.Order) &&
-			env.Flow.Steps[env.Flow.Order[st.CurrentIdx]].ID == st.Gate.StepID && st.Gate.Round == st.Round
-		if !same {
-			st.Gate = nil
-		}
-	}
-	// A finished flow runs again from the snapshot; currentDispatch sets the
-	// status the restored cursor calls for.
-	st.Status = StatusRunning
-
+	// currentDispatch sets the status, the pending gate (a gate of the
+	// restored round keeps its persisted deadline) and dispatch time the
+	// restored cursor calls for, also for a flow that had ended.
 	res, err := currentDispatch(st, env)
 	if err != nil {
 		return Result{}, err

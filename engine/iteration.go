@@ -35,6 +35,9 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
 		return iterationError("Flow is already complete"), nil
 	}
+	if res, stop := iterNotRunning(st); stop {
+		return res, nil
+	}
 	step := env.Flow.Steps[env.Flow.Order[st.CurrentIdx]]
 	if step.ID != stepID {
 		return iterationError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID)), nil
@@ -118,6 +121,9 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 //
 // The step need not be current any more (as in the original).
 func IterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
+	if res, stop := iterNotRunning(st); stop {
+		return res, nil
+	}
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil
@@ -453,6 +459,18 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 	if st.ActiveIteration != nil && st.ActiveIteration.StepID == stepID {
 		st.ActiveIteration = nil
 	}
+}
+
+// iterNotRunning refuses iteration calls on a flow that failed (retries
+// exhausted) or ran out of budget: the original deleted such flows, we keep
+// them for the audit but accept no more reports.
+func iterNotRunning(st *FlowState) (Result, bool) {
+	switch st.Status {
+	case StatusFailed, StatusBudgetExhausted:
+		return Result{Response: errorResponse(ErrTypeFlowNotRunning,
+			fmt.Sprintf("Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status), nil), Unchanged: true}, true
+	}
+	return Result{}, false
 }
 
 // iterationError is an execution_error response that leaves the state as it was.
