@@ -1,0 +1,393 @@
+//go:build decodewip
+
+package specs
+
+import (
+	"fmt"
+	"strings"
+)
+
+var (
+	parallelOnlyFields = []string{"source", "isolation", "require", "merge", "task_reasoning_template",
+		"task_timeout", "max_concurrent", "intent_template", "capture_diff", "defer_advance", "pre_merge_verify"}
+	iterationFields = []string{"max_iterations", "exit_criterion", "score_expr", "accumulate", "accumulate_key"}
+)
+
+// checkStep runs the semantic rules of one step and fills its effective
+// execution fields.
+func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
+	s, m := ss.s, ss.m
+	f := fc.fls.f
+	sp := ss.spath(f.Name)
+	label := fmt.Sprintf("Step '%s'", s.ID)
+	if s.ID == "" {
+		label = fmt.Sprintf("Step %d", ss.idx)
+	}
+	forbid := func(code, k, msg, sugg string) {
+		if m.has(k) {
+			c.add(code, m.keyNode(k), sp+"."+k, msg, sugg)
+		}
+	}
+
+	// --- kind ---
+	var modeKeys []string
+	for _, k := range []string{"function", "intent", "flow"} {
+		if m.has(k) {
+			modeKeys = append(modeKeys, k)
+		}
+	}
+	kindKnown := true
+	switch s.Type {
+	case "decompose":
+		s.Kind = KindDecompose
+		for _, k := range []string{"function", "flow"} {
+			forbid(CodeStepMode, k, fmt.Sprintf("%s is a decompose step and must not have '%s'", label, k),
+				"A decompose step is an agent step with intent, agent and output_contract.")
+		}
+	case "parallel_dispatch":
+		s.Kind = KindParallelDispatch
+		for _, k := range []string{"function", "intent", "flow"} {
+			forbid(CodeStepMode, k, fmt.Sprintf("%s is a parallel_dispatch step and must not have '%s'", label, k),
+				"A parallel_dispatch step takes source and intent_template.")
+		}
+	default:
+		if len(modeKeys) != 1 {
+			kindKnown = false
+			found := "none"
+			if len(modeKeys) > 0 {
+				found = strings.Join(modeKeys, ", ")
+			}
+			n := m.node
+			if len(modeKeys) > 1 {
+				n = m.keyNode(modeKeys[1])
+			}
+			c.add(CodeStepMode, n, sp, fmt.Sprintf("%s must have exactly one of function, intent, or flow (found: %s)", label, found),
+				"Give the step exactly one of function (a named function), intent (an inline step) or flow (a sub-flow).")
+			break
+		}
+		switch modeKeys[0] {
+		case "function":
+			s.Kind = KindFunction
+		case "intent":
+			s.Kind = KindInline
+		case "flow":
+			s.Kind = KindFlow
+		}
+		if s.Type != "" && s.Type != string(s.Kind) {
+			c.add(CodeStepMode, m.valNode("type"), sp+".type",
+				fmt.Sprintf("%s has type '%s' but is a %s step (it has '%s')", label, s.Type, s.Kind, modeKeys[0]),
+				fmt.Sprintf("Use type: %s, or remove type.", s.Kind))
+		}
+	}
+
+	// --- function steps: resolve the function ---
+	if kindKnown && s.Kind == KindFunction && s.Function != "" {
+		if fs := b.fns[s.Function]; fs != nil {
+			s.Fn = fs.fn
+		} else {
+			sugg := didYouMean(s.Function, b.spec.FunctionNames)
+			if sugg == "" {
+				sugg = "Define it under functions:"
+			}
+			c.add(CodeUndefinedFunction, m.valNode("function"), sp+".function",
+				fmt.Sprintf("%s references undefined function '%s'", label, s.Function), sugg)
+		}
+	}
+	isGate := s.Fn != nil && s.Fn.Mode == ModeGate
+	// gateKnown: we know whether the step is a gate (function resolved, mode valid).
+	gateKnown := kindKnown && (s.Kind != KindFunction || (s.Fn != nil && s.Fn.Mode != ""))
+
+	// --- per kind field rules ---
+	if kindKnown {
+		switch s.Kind {
+		case KindFunction:
+			for _, k := range []string{"ensure", "retries", "output_contract", "model", "budget", "guardrails", "reasoning_template"} {
+				forbid(CodeFunctionStepField, k, fmt.Sprintf("'%s' must be on the function, not the step (%s)", k, strings.ToLower(label[:1])+label[1:]),
+					fmt.Sprintf("Move '%s' to functions.%s.", k, s.Function))
+			}
+		case KindFlow:
+			if s.Flow != "" && b.flows[s.Flow] == nil {
+				sugg := didYouMean(s.Flow, b.spec.FlowNames)
+				if sugg == "" {
+					sugg = "Defined flows: " + plainList(b.spec.FlowNames)
+				}
+				c.add(CodeUndefinedFlow, m.valNode("flow"), sp+".flow",
+					fmt.Sprintf("%s references undefined flow '%s'", label, s.Flow), sugg)
+			}
+			forbid(CodeFlowStepField, "agent", fmt.Sprintf("%s: agent must not be set (sub-flow steps define their own)", label), "Remove agent.")
+			for _, k := range []string{"retries", "model", "budget", "guardrails", "reasoning_template"} {
+				forbid(CodeFlowStepField, k, fmt.Sprintf("%s is a flow step and must not have '%s'", label, k),
+					"Flow steps run once; put execution settings on the child flow's steps.")
+			}
+		case KindDecompose:
+			for _, k := range []string{"agent", "intent", "output_contract"} {
+				if !m.has(k) {
+					c.add(CodeParallelRequires, m.node, sp+"."+k, fmt.Sprintf("decompose %s requires '%s'", strings.ToLower(label), k),
+						"A decompose step needs agent, intent and output_contract.")
+				}
+			}
+		case KindParallelDispatch:
+			for _, k := range []string{"source", "intent_template"} {
+				if !m.has(k) {
+					c.add(CodeParallelRequires, m.node, sp+"."+k, fmt.Sprintf("parallel_dispatch %s requires '%s'", strings.ToLower(label), k),
+						"A parallel_dispatch step needs source (a $ reference to the task list) and intent_template.")
+				}
+			}
+			forbid(CodeParallelRequires, "reasoning_template", fmt.Sprintf("parallel_dispatch %s must not have 'reasoning_template'", strings.ToLower(label)),
+				"Use task_reasoning_template for per-task reasoning.")
+		}
+		if s.Kind != KindParallelDispatch {
+			for _, k := range parallelOnlyFields {
+				forbid(CodeParallelField, k, fmt.Sprintf("%s has '%s' but is not a parallel_dispatch step", label, k),
+					"Remove it, or make the step type: parallel_dispatch (IR 0.3).")
+			}
+		}
+		if s.Kind == KindDecompose || s.Kind == KindParallelDispatch {
+			for _, k := range iterationFields {
+				forbid(CodeIterationField, k, fmt.Sprintf("%s is a %s step and must not have '%s'", label, s.Kind, k),
+					"Iterations are not available on decompose or parallel_dispatch steps.")
+			}
+		}
+		if s.Kind != KindInline {
+			forbid(CodeRunField, "run", fmt.Sprintf("%s has 'run' but is not an inline step", label),
+				"Put run on an inline step (with intent) or on a compute function.")
+		}
+		if s.OutputContract != "" && b.spec.Contracts[s.OutputContract] == nil && s.Kind != KindFunction {
+			c.undefinedContract(b, m.valNode("output_contract"), sp+".output_contract",
+				fmt.Sprintf("%s output_contract '%s' not defined", label, s.OutputContract), s.OutputContract)
+		}
+	}
+
+	// --- gates / non-gates ---
+	if gateKnown && isGate {
+		for _, k := range []string{"output_schema", "max_iterations", "exit_criterion", "score_expr", "accumulate", "accumulate_key"} {
+			forbid(CodeGateStepField, k, fmt.Sprintf("Gate %s must not have '%s'", strings.ToLower(label), k), "Gates are resolved by a reviewer; remove it.")
+		}
+		forbid(CodeGateStepField, "on_fail", fmt.Sprintf("Gate %s must not have 'on_fail' — use on_revise for gates", strings.ToLower(label)), "Use on_revise.")
+		forbid(CodeGateStepField, "next", fmt.Sprintf("Gate %s must not have 'next' — use on_approve for gates", strings.ToLower(label)), "Use on_approve.")
+		for _, k := range []string{"on_approve", "on_kill"} {
+			if !m.has(k) {
+				c.add(CodeGateRoutingMissing, m.node, sp+"."+k,
+					fmt.Sprintf("Gate %s must explicitly declare '%s' (use null for default terminal behaviour)", strings.ToLower(label), k),
+					fmt.Sprintf("Add %s: ~ (or the id of the step to route to).", k))
+			}
+		}
+		for _, k := range []string{"on_approve", "on_kill"} {
+			t, _ := c.strOrNullQuiet(m, k)
+			if t != "" {
+				if _, ok := fc.ids[t]; !ok {
+					c.undefinedStep(fc, m.valNode(k), sp+"."+k, fmt.Sprintf("Gate %s %s targets undefined step '%s'", strings.ToLower(label), k, t), t)
+				}
+			}
+		}
+		switch {
+		case m.bad["on_revise"]:
+		case s.OnRevise == "":
+			n := m.node
+			if m.has("on_revise") {
+				n = m.valNode("on_revise")
+			}
+			c.add(CodeGateReviseTarget, n, sp+".on_revise",
+				fmt.Sprintf("Gate %s on_revise must not be null: it must name a topologically-earlier step", strings.ToLower(label)),
+				"Set on_revise to the step that should redo the work.")
+		case s.OnRevise == s.ID:
+			c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
+				fmt.Sprintf("Gate %s on_revise may not target itself", strings.ToLower(label)),
+				"Set on_revise to an earlier step.")
+		default:
+			t, ok := fc.ids[s.OnRevise]
+			if !ok {
+				c.undefinedStep(fc, m.valNode("on_revise"), sp+".on_revise",
+					fmt.Sprintf("Gate %s on_revise targets undefined step '%s'", strings.ToLower(label), s.OnRevise), s.OnRevise)
+				break
+			}
+			rt, ok1 := fc.rank[t]
+			rs, ok2 := fc.rank[ss.idx]
+			if ok1 && ok2 && rt >= rs {
+				c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
+					fmt.Sprintf("Gate %s on_revise must target a topologically-earlier step, but '%s' runs after it", strings.ToLower(label), s.OnRevise),
+					"Target a step that runs before the gate (see depends_on and $.steps inputs).")
+			}
+		}
+		if m.has("policy_fallback") && !m.has("policy") {
+			c.add(CodePolicyFallback, m.keyNode("policy_fallback"), sp+".policy_fallback",
+				fmt.Sprintf("Gate %s has policy_fallback but no policy", strings.ToLower(label)), "Add policy, or remove policy_fallback.")
+		}
+		if s.Cache {
+			c.add(CodeCacheField, m.keyNode("cache"), sp+".cache", fmt.Sprintf("Gate %s must not have 'cache: true'", strings.ToLower(label)),
+				"Only compute-function steps may be cached.")
+		}
+	} else if gateKnown {
+		for _, k := range []string{"on_approve", "on_revise", "on_kill", "policy", "policy_fallback"} {
+			forbid(CodeNotAGate, k, fmt.Sprintf("%s is not a gate step but has '%s' set", label, k),
+				"Gate routing and policies only apply to steps whose function has mode: gate.")
+		}
+		if s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+			if m.has("exit_criterion") && !m.has("max_iterations") {
+				c.add(CodeIterationField, m.keyNode("exit_criterion"), sp+".exit_criterion", fmt.Sprintf("%s has exit_criterion but no max_iterations", label), "Add max_iterations.")
+			}
+			if m.has("score_expr") && !m.has("max_iterations") {
+				c.add(CodeIterationField, m.keyNode("score_expr"), sp+".score_expr", fmt.Sprintf("%s has score_expr but no max_iterations", label), "Add max_iterations.")
+			}
+			if m.has("accumulate") && !m.has("max_iterations") {
+				c.add(CodeIterationField, m.keyNode("accumulate"), sp+".accumulate", fmt.Sprintf("%s has accumulate but no max_iterations", label), "Add max_iterations.")
+			}
+			if m.has("accumulate_key") && !m.has("accumulate") {
+				c.add(CodeIterationField, m.keyNode("accumulate_key"), sp+".accumulate_key", fmt.Sprintf("%s has accumulate_key but no accumulate", label), "Add accumulate.")
+			}
+		}
+		if m.has("on_fail") && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+			triggers := m.has("ensure") || m.has("guardrails") || m.has("output_schema") || m.has("reasoning_template") || m.has("run")
+			if s.Fn != nil {
+				triggers = triggers || s.Fn.Run != nil || fnHas(b, s.Function, "ensure") || fnHas(b, s.Function, "guardrails")
+			}
+			if !triggers {
+				c.add(CodeOnFailUnreachable, m.keyNode("on_fail"), sp+".on_fail",
+					fmt.Sprintf("%s has on_fail but no ensure/guardrails — on_fail can never trigger", label),
+					"Add ensure, guardrails or output_schema, or remove on_fail.")
+			}
+		}
+		if s.Cache {
+			ok := s.Kind == KindFunction && s.Fn != nil && s.Fn.Mode == ModeCompute &&
+				!m.has("max_iterations") && !m.has("accumulate") && !m.has("next")
+			if !ok {
+				c.add(CodeCacheField, m.keyNode("cache"), sp+".cache",
+					fmt.Sprintf("%s has 'cache: true' but only compute-function steps without loops or next may be cached", label),
+					"Remove cache, or use a compute function without max_iterations/accumulate/next.")
+			}
+		}
+	}
+	for _, k := range []string{"on_fail", "next"} {
+		if t, ok := c.strOrNullQuiet(m, k); ok && t != "" {
+			if _, ok := fc.ids[t]; !ok {
+				c.undefinedStep(fc, m.valNode(k), sp+"."+k, fmt.Sprintf("%s %s targets undefined step '%s'", label, k, t), t)
+			}
+		}
+	}
+
+	// --- references in skip_if and source ---
+	if s.SkipIf != nil {
+		for _, r := range s.SkipIf.Refs() {
+			c.checkRef(fc, r, m.valNode("skip_if"), sp+".skip_if", "skip_if")
+		}
+	}
+	if s.Source != "" {
+		if strings.HasPrefix(s.Source, "$") {
+			c.checkRef(fc, s.Source, m.valNode("source"), sp+".source", "source")
+		} else {
+			c.add(CodeBadRef, m.valNode("source"), sp+".source",
+				fmt.Sprintf("source '%s' is not a $ reference", s.Source), "Use $.steps.<id>.output.<field> or $.input.<name>.")
+		}
+	}
+
+	// --- result fields against the output contract ---
+	var con *Contract
+	switch s.Kind {
+	case KindFunction:
+		if s.Fn != nil {
+			con = b.spec.Contracts[s.Fn.Output]
+		}
+	case KindInline, KindDecompose:
+		con = b.spec.Contracts[s.OutputContract]
+	}
+	if con != nil && kindKnown {
+		if s.Kind != KindFunction {
+			for _, e := range s.Ensure {
+				c.checkResultPaths(e, con, sp+".ensure", "ensure")
+			}
+		}
+		c.checkResultPaths(s.ExitCriterion, con, sp+".exit_criterion", "exit_criterion")
+		c.checkResultPaths(s.ScoreExpr, con, sp+".score_expr", "score_expr")
+		c.checkResultPaths(s.Accumulate, con, sp+".accumulate", "accumulate")
+	}
+
+	// --- opaque inputs in an inline intent ---
+	if s.Kind == KindInline && s.Intent != "" {
+		opaque := map[string]bool{}
+		bound := map[string]bool{}
+		for _, in := range s.Inputs {
+			bound[in.Name] = true
+			if r, _, ok := parseRef(in.Value); ok && r.input != "" {
+				if p := fc.inputs[r.input]; p != nil && p.Opaque {
+					opaque[in.Name] = true
+				}
+			}
+		}
+		for _, p := range f.Input {
+			if p.Opaque && !bound[p.Name] {
+				opaque[p.Name] = true
+			}
+		}
+		c.checkOpaqueInline(s.Intent, opaque, m.valNode("intent"), sp+".intent", strings.ToLower(label[:1])+label[1:])
+	}
+
+	// --- output_schema ---
+	if s.OutputSchema != nil && !(isGate && gateKnown) {
+		sch, err := NewSchema(s.OutputSchema)
+		if err != nil {
+			c.add(CodeInvalidSchema, m.valNode("output_schema"), sp+".output_schema",
+				fmt.Sprintf("%s output_schema is not a valid JSON Schema: %v", label, err), "Fix the schema (JSON Schema draft 2020-12).")
+		} else {
+			s.Schema = sch
+		}
+	}
+
+	c.normalizeStep(s)
+}
+
+// strOrNullQuiet reads a string-or-null value without reporting (the
+// structural stage already did).
+func (c *checker) strOrNullQuiet(m *mapping, k string) (string, bool) {
+	e, ok := m.get(k)
+	if !ok || m.bad[k] || !isStr(e.val) {
+		return "", false
+	}
+	return e.val.Value, true
+}
+
+func fnHas(b *build, name, k string) bool {
+	fs := b.fns[name]
+	return fs != nil && fs.m.has(k)
+}
+
+// normalizeStep fills the effective execution fields and defaults.
+func (c *checker) normalizeStep(s *Step) {
+	switch s.Kind {
+	case KindFunction:
+		if fn := s.Fn; fn != nil {
+			s.Intent = fn.Intent
+			s.Ensure = fn.Ensure
+			s.Retries = fn.Retries
+			s.Guardrails = fn.Guardrails
+			s.Model = fn.Model
+			s.Budget = fn.Budget
+			s.OutputContract = fn.Output
+		}
+	case KindInline:
+		if s.Retries == 0 {
+			s.Retries = 1
+		}
+	case KindFlow:
+		s.Retries = 1
+	case KindDecompose:
+		if s.Retries == 0 {
+			s.Retries = 2
+		}
+	case KindParallelDispatch:
+		if s.Retries == 0 {
+			s.Retries = 2
+		}
+		if s.MaxConcurrent == 0 {
+			s.MaxConcurrent = 3
+		}
+		if s.Isolation == "" {
+			s.Isolation = "worktree"
+		}
+		if s.Require == "" {
+			s.Require = "all"
+		}
+		if s.Merge == "" {
+			s.Merge = "sequential_apply"
+		}
+	}
+}

@@ -1,0 +1,322 @@
+//go:build decodewip
+
+package specs
+
+import (
+	"fmt"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+func (c *checker) buildFunction(b *build, fm *mapping, name string) {
+	e, _ := fm.get(name)
+	path := "functions." + name
+	fn := &Function{Name: name, Pos: posOf(e.key)}
+	b.spec.Functions[name] = fn
+	b.spec.FunctionNames = append(b.spec.FunctionNames, name)
+	m := c.asMapping(e.val, path)
+	fs := &fnSrc{m: m, fn: fn, pth: path}
+	b.fns[name] = fs
+	if m == nil {
+		c.wrongType(fm, name, "functions", "object")
+		fs.m = &mapping{node: e.val, entries: map[string]entry{}, bad: map[string]bool{}}
+		return
+	}
+	c.checkFields(m, functionFields, path)
+	modes := []string{"infer", "compute"}
+	if c.since(Version02) {
+		modes = append(modes, "gate")
+	}
+	if ok := m.has("mode"); ok {
+		if v, ok := c.str(m, "mode", path, false); ok && v == "gate" && !c.since(Version02) {
+			m.bad["mode"] = true
+			c.add(CodeNeedsVersion, m.valNode("mode"), path+".mode",
+				fmt.Sprintf("mode 'gate' requires IR version \"0.2\" or later (this spec is version \"%s\")", c.version),
+				fmt.Sprintf("Use version: \"%s\"", LatestVersion))
+		} else if v, ok := c.enum(m, "mode", path, modes); ok {
+			fn.Mode = Mode(v)
+		}
+	}
+	if v, ok := c.str(m, "intent", path, true); ok {
+		fn.Intent = v
+	}
+	fn.Input = c.params(m, "input", path, paramFields)
+	if v, ok := c.str(m, "output", path, false); ok {
+		fn.Output = v
+	}
+	if srcs, nodes, _ := c.strList(m, "ensure", path, false); srcs != nil {
+		for i, s := range srcs {
+			if s == "" {
+				c.add(CodeEmptyValue, nodes[i], path+".ensure", "'' should be non-empty", "Remove the empty ensure.")
+				continue
+			}
+			if x := c.compile(ExprEnsure, s, nodes[i], path+".ensure", "ensure"); x != nil {
+				fn.Ensure = append(fn.Ensure, x)
+			}
+		}
+	}
+	fn.Budget = c.budget(m, "budget", path)
+	fn.Retries = 3
+	if v, ok := c.integer(m, "retries", path, 1); ok {
+		fn.Retries, fn.RetriesSet = int(v), true
+	} else if m.has("retries") {
+		fn.RetriesSet = true
+	}
+	if v, ok := c.str(m, "model", path, false); ok {
+		fn.Model = v
+	}
+	if v, ok := c.integer(m, "timeout", path, 1); ok && c.since(Version02) {
+		fn.Timeout = int(v)
+	}
+	if c.since(Version02) {
+		if pats, nodes, _ := c.strList(m, "guardrails", path, false); pats != nil {
+			fn.Guardrails = c.guardrails(pats, nodes, path+".guardrails")
+		}
+		if v, ok := c.boolean(m, "cache", path); ok {
+			fn.Cache = v
+		}
+		if v, ok := c.enum(m, "on_timeout", path, []string{"kill", "approve", "revise"}); ok {
+			fn.OnTimeout = v
+		}
+		if v, ok := c.enum(m, "approver", path, []string{"human", "any"}); ok {
+			fn.Approver = v
+		}
+		fn.Run = c.command(m, "run", path)
+	}
+}
+
+// guardrails compiles guardrail patterns, case-insensitive and multiline
+// like the original.
+func (c *checker) guardrails(pats []string, nodes []*yaml.Node, spath string) []*Guardrail {
+	var out []*Guardrail
+	for i, p := range pats {
+		if p == "" {
+			c.add(CodeEmptyGuardrail, nodes[i], spath, fmt.Sprintf("guardrail[%d] is empty", i), "Remove the empty pattern or give a regular expression.")
+			continue
+		}
+		re, err := compileGuardrail(p)
+		if err != nil {
+			c.add(CodeInvalidRegex, nodes[i], spath, fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
+			continue
+		}
+		out = append(out, &Guardrail{Pattern: p, Re: re})
+	}
+	return out
+}
+
+func (c *checker) buildFlow(b *build, flm *mapping, name string) {
+	e, _ := flm.get(name)
+	path := "flows." + name
+	f := &Flow{Name: name, Pos: posOf(e.key)}
+	b.spec.Flows[name] = f
+	b.spec.FlowNames = append(b.spec.FlowNames, name)
+	m := c.asMapping(e.val, path)
+	fs := &flowSrc{m: m, f: f, pth: path}
+	b.flows[name] = fs
+	if m == nil {
+		c.wrongType(flm, name, "flows", "object")
+		fs.m = &mapping{node: e.val, entries: map[string]entry{}, bad: map[string]bool{}}
+		return
+	}
+	c.checkFields(m, flowFields, path)
+	f.Input = c.params(m, "input", path, paramFields)
+	if v, ok := c.str(m, "output", path, false); ok {
+		f.Output = v
+	}
+	f.Budget = c.budget(m, "budget", path)
+	if c.since(Version02) {
+		if v, ok := c.integer(m, "max_rounds", path, 1); ok {
+			f.MaxRounds = int(v)
+		}
+	}
+	se, ok := m.get("steps")
+	if !ok {
+		return
+	}
+	sn := resolve(se.val)
+	if sn.Kind != yaml.SequenceNode {
+		c.wrongType(m, "steps", path, "array")
+		return
+	}
+	if len(sn.Content) == 0 {
+		m.bad["steps"] = true
+		c.add(CodeEmptyValue, sn, path+".steps", "[] should be non-empty", "Add at least one step.")
+		return
+	}
+	for i, it := range sn.Content {
+		ss := c.buildStep(f, resolve(it), path+".steps."+strconv.Itoa(i), i)
+		fs.steps = append(fs.steps, ss)
+		f.Steps = append(f.Steps, ss.s)
+	}
+}
+
+var (
+	stepTypes    = []string{"function", "inline", "flow", "decompose", "parallel_dispatch"}
+	policyValues = []string{"gate", "flag", "skip"}
+)
+
+func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepSrc {
+	s := &Step{Pos: posOf(n)}
+	ss := &stepSrc{s: s, idx: idx, ipath: ipath}
+	m := c.asMapping(n, ipath)
+	if m == nil {
+		c.add(CodeWrongType, n, ipath, fmt.Sprintf("%s is not of type 'object'", reprNode(n)), "Each step is a mapping with at least an id.")
+		ss.broken = true
+		ss.m = &mapping{node: n, entries: map[string]entry{}, bad: map[string]bool{}}
+		return ss
+	}
+	ss.m = m
+	c.checkFields(m, stepFields, ipath)
+	if v, ok := c.str(m, "id", ipath, true); ok {
+		s.ID = v
+	}
+	sp := ss.spath(f.Name)
+	if c.since(Version03) {
+		if v, ok := c.enum(m, "type", ipath, stepTypes); ok {
+			s.Type = v
+		}
+	}
+	if v, ok := c.str(m, "function", ipath, true); ok {
+		s.Function = v
+	}
+	if c.since(Version02) {
+		if v, ok := c.str(m, "intent", ipath, true); ok {
+			s.Intent = v
+		}
+		if v, ok := c.str(m, "flow", ipath, true); ok {
+			s.Flow = v
+		}
+		if v, ok := c.str(m, "agent", ipath, false); ok {
+			s.Agent = v
+		}
+	}
+	if im, ok := c.object(m, "inputs", ipath); ok {
+		for _, k := range im.keys {
+			v, ok := c.str(im, k, ipath+".inputs", false)
+			if !ok {
+				continue
+			}
+			s.Inputs = append(s.Inputs, Input{Name: k, Value: v, Pos: posOf(im.valNode(k))})
+			ss.inputNodes = append(ss.inputNodes, im.valNode(k))
+		}
+	}
+	if ids, nodes, _ := c.strList(m, "depends_on", ipath, false); ids != nil {
+		s.DependsOn, ss.dependNode = ids, nodes
+	}
+	if e, ok := m.get("output_schema"); ok {
+		if sm, ok := toAny(e.val).(map[string]any); ok {
+			s.OutputSchema = sm
+		} else {
+			c.wrongType(m, "output_schema", ipath, "object")
+		}
+	}
+	if !c.since(Version02) {
+		return ss
+	}
+	// v0.2 fields.
+	s.OnApprove, _ = c.strOrNull(m, "on_approve", ipath)
+	s.OnRevise, _ = c.strOrNull(m, "on_revise", ipath)
+	s.OnKill, _ = c.strOrNull(m, "on_kill", ipath)
+	s.OnFail, _ = c.str(m, "on_fail", ipath, true)
+	s.Next, _ = c.str(m, "next", ipath, true)
+	s.SkipIf = c.expr(m, "skip_if", ipath, sp+".skip_if", ExprSkipIf)
+	s.SkipReason, _ = c.str(m, "skip_reason", ipath, false)
+	s.Policy, _ = c.enum(m, "policy", ipath, policyValues)
+	s.PolicyFallback, _ = c.enum(m, "policy_fallback", ipath, policyValues)
+	if srcs, nodes, _ := c.strList(m, "ensure", ipath, false); srcs != nil {
+		for i, src := range srcs {
+			if src == "" {
+				c.add(CodeEmptyValue, nodes[i], ipath+".ensure", "'' should be non-empty", "Remove the empty ensure.")
+				continue
+			}
+			if x := c.compile(ExprEnsure, src, nodes[i], sp+".ensure", "ensure"); x != nil {
+				s.Ensure = append(s.Ensure, x)
+			}
+		}
+	}
+	if v, ok := c.integer(m, "retries", ipath, 1); ok {
+		s.Retries = int(v)
+	}
+	s.OutputContract, _ = c.str(m, "output_contract", ipath, true)
+	s.Model, _ = c.str(m, "model", ipath, false)
+	s.Budget = c.budget(m, "budget", ipath)
+	if pats, nodes, _ := c.strList(m, "guardrails", ipath, false); pats != nil {
+		s.Guardrails = c.guardrails(pats, nodes, sp+".guardrails")
+		ss.guardNodes = nodes
+	}
+	if v, ok := c.integer(m, "max_iterations", ipath, 1); ok {
+		s.MaxIterations = int(v)
+	}
+	s.ExitCriterion = c.expr(m, "exit_criterion", ipath, sp+".exit_criterion", ExprExitCriterion)
+	s.ScoreExpr = c.expr(m, "score_expr", ipath, sp+".score_expr", ExprScore)
+	s.Accumulate = c.expr(m, "accumulate", ipath, sp+".accumulate", ExprAccumulate)
+	s.AccumulateKey = c.expr(m, "accumulate_key", ipath, sp+".accumulate_key", ExprAccumulateKey)
+	s.Cache, _ = c.boolean(m, "cache", ipath)
+	if e, ok := m.get("reasoning_template"); ok {
+		s.ReasoningTemplate = toAny(e.val)
+	}
+	if e, ok := m.get("task_reasoning_template"); ok {
+		s.TaskReasoningTemplate = toAny(e.val)
+	}
+	s.Run = c.command(m, "run", ipath)
+	if !c.since(Version03) {
+		return ss
+	}
+	s.Source, _ = c.str(m, "source", ipath, true)
+	if v, ok := c.integer(m, "max_concurrent", ipath, 1); ok {
+		s.MaxConcurrent = int(v)
+	}
+	s.Isolation, _ = c.enum(m, "isolation", ipath, []string{"worktree", "branch", "none"})
+	if e, ok := m.get("require"); ok {
+		rn := resolve(e.val)
+		switch {
+		case rn.Kind == yaml.ScalarNode && rn.Tag == "!!int":
+			if v, ok := c.integer(m, "require", ipath, 1); ok {
+				s.Require = strconv.FormatInt(v, 10)
+			}
+		case isStr(rn) && (rn.Value == "all" || rn.Value == "any"):
+			s.Require = rn.Value
+		case isStr(rn):
+			if v, err := strconv.Atoi(rn.Value); err == nil && v >= 1 {
+				s.Require = strconv.Itoa(v)
+			} else {
+				m.bad["require"] = true
+				c.add(CodeInvalidValue, rn, ipath+".require", fmt.Sprintf("'%s' is not one of ['all', 'any'] or a positive integer", rn.Value),
+					"Allowed values: [all, any, N ≥ 1]")
+			}
+		default:
+			c.wrongType(m, "require", ipath, "string")
+		}
+	}
+	s.Merge, _ = c.enum(m, "merge", ipath, []string{"sequential_apply", "manual"})
+	s.IntentTemplate, _ = c.str(m, "intent_template", ipath, true)
+	if v, ok := c.integer(m, "task_timeout", ipath, 1); ok {
+		s.TaskTimeout = int(v)
+	}
+	s.CaptureDiff, _ = c.boolean(m, "capture_diff", ipath)
+	s.DeferAdvance, _ = c.boolean(m, "defer_advance", ipath)
+	if e, ok := m.get("pre_merge_verify"); ok {
+		s.PreMergeVerify = toAny(e.val)
+	}
+	return ss
+}
+
+func (c *checker) buildWorkflow(b *build, wm *mapping) {
+	path := "workflow"
+	b.wf = wm
+	w := &Workflow{Pos: posOf(b.root.keyNode("workflow"))}
+	b.spec.Workflow = w
+	c.checkFields(wm, workflowFields, path)
+	if v, ok := c.str(wm, "name", path, true); ok {
+		if !workflowNameRe.MatchString(v) {
+			wm.bad["name"] = true
+			c.add(CodeInvalidName, wm.valNode("name"), path+".name",
+				fmt.Sprintf("'%s' does not match '^[a-z][a-z0-9-]*$'", v),
+				"Use lowercase letters, digits and hyphens, starting with a letter (e.g. \"code-review\").")
+		}
+		w.Name = v
+	}
+	w.Description, _ = c.str(wm, "description", path, true)
+	w.Input = c.params(wm, "input", path, workflowParamFields)
+}

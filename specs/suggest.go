@@ -1,0 +1,114 @@
+//go:build decodewip
+
+package specs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// editDistance is the optimal-string-alignment (restricted Damerau-Levenshtein)
+// distance between a and b, counted in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	n, m := len(ra), len(rb)
+	if n == 0 {
+		return m
+	}
+	if m == 0 {
+		return n
+	}
+	// Three rolling rows are enough for OSA.
+	prev2 := make([]int, m+1)
+	prev := make([]int, m+1)
+	cur := make([]int, m+1)
+	for j := 0; j <= m; j++ {
+		prev[j] = j
+	}
+	for i := 1; i <= n; i++ {
+		cur[0] = i
+		for j := 1; j <= m; j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				v = min(v, prev2[j-2]+1)
+			}
+			cur[j] = v
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[m]
+}
+
+// closest returns the candidate nearest to s: edit distance ≤ 2 (case
+// insensitive), or else a shared prefix of at least 3 runes (or one being a
+// prefix of the other). Ties go to the smaller distance, then to the
+// candidate that sorts first. "" when nothing is close.
+func closest(s string, candidates []string) string {
+	if s == "" {
+		return ""
+	}
+	ls := strings.ToLower(s)
+	best, bestD := "", 1<<30
+	cands := append([]string(nil), candidates...)
+	sort.Strings(cands)
+	for _, c := range cands {
+		if c == s {
+			continue
+		}
+		d := editDistance(ls, strings.ToLower(c))
+		limit := 2
+		if len([]rune(s)) <= 3 {
+			limit = 1
+		}
+		if d <= limit && d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best != "" {
+		return best
+	}
+	bestP := 0
+	for _, c := range cands {
+		lc := strings.ToLower(c)
+		p := commonPrefix(ls, lc)
+		if (p >= 3 || (p >= 2 && (p == len(ls) || p == len(lc)))) && p > bestP {
+			best, bestP = c, p
+		}
+	}
+	return best
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// didYouMean renders `did you mean "x"?`, or "" when nothing is close.
+func didYouMean(s string, candidates []string) string {
+	if c := closest(s, candidates); c != "" {
+		return fmt.Sprintf("did you mean %q?", c)
+	}
+	return ""
+}
+
+// pyList renders names the way the original's messages do: ['a', 'b'].
+func pyList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + n + "'"
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// plainList renders [a, b].
+func plainList(names []string) string {
+	return "[" + strings.Join(names, ", ") + "]"
+}
