@@ -326,7 +326,7 @@ func TestLoopDirectoryRemovedAndCreated(t *testing.T) {
 		if len(got) != 1 || got[0].Path != filepath.Join(nd, "x", "c.stratum.yaml") || content(got[0]) != "c0" {
 			t.Fatalf("after creating a directory: %+v", got)
 		}
-		if !src.watched(filepath.Join(nd, "x")) || src.watched(filepath.Join(nd, ".hidden")) || src.watched(filepath.Join(nd, "node_modules")) {
+		if !src.watched(nd) || !src.watched(filepath.Join(nd, "x")) || src.watched(filepath.Join(nd, ".hidden")) || src.watched(filepath.Join(nd, "node_modules")) {
 			t.Errorf("watches: %v", src.added)
 		}
 	})

@@ -337,14 +337,13 @@ func (w *Watcher) walk(dir string) []string {
 			return nil
 		}
 		if d.IsDir() {
-			if path != dir {
-				if !w.opts.Recursive || skipDir(d.Name()) {
-					return fs.SkipDir
-				}
-				// Best effort: a directory that cannot be watched (e.g.
-				// the inotify limit) is still scanned.
-				_ = w.src.add(path)
+			if path != dir && (!w.opts.Recursive || skipDir(d.Name())) {
+				return fs.SkipDir
 			}
+			// Best effort: a directory that cannot be watched (e.g. the
+			// inotify limit) is still scanned. Adding a watch twice is a
+			// no-op.
+			_ = w.src.add(path)
 			return nil
 		}
 		if isSpecName(path) {
