@@ -1,0 +1,129 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// Check verifies the whole file: bbolt's page-level consistency check, then
+// the store's own invariants (every flow has a matching summary and exactly
+// its index entries, the gate index matches the summaries, every event index
+// entry points at an event of that flow). It reads everything, so it is meant
+// for tests and a `doctor`-style command, not for every open. Problems are
+// reported together, wrapped in ErrCorrupt.
+func (s *Store) Check(ctx context.Context) error {
+	var problems []error
+	err := s.run(ctx, modeRead, func(btx *bolt.Tx) error {
+		return s.guard(func() error {
+			for err := range btx.Check() {
+				problems = append(problems, err)
+			}
+			problems = append(problems, s.checkIndexes(btx)...)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		if len(problems) > 20 {
+			problems = append(problems[:20], fmt.Errorf("… and %d more", len(problems)-20))
+		}
+		return corruptError(s.path, "consistency check failed", errors.Join(problems...))
+	}
+	return nil
+}
+
+func (s *Store) checkIndexes(btx *bolt.Tx) []error {
+	var problems []error
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	b := map[string]*bolt.Bucket{}
+	for _, name := range allBuckets {
+		if b[string(name)] = btx.Bucket(name); b[string(name)] == nil {
+			bad("bucket %q missing", name)
+		}
+	}
+	if len(problems) > 0 {
+		return problems
+	}
+	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
+	wantUpdated, wantStatus, wantGates := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	_ = flows.ForEach(func(k, v []byte) error {
+		var st engine.FlowState
+		if err := json.Unmarshal(v, &st); err != nil {
+			bad("flow %q: %v", k, err)
+			return nil
+		}
+		if st.FlowID != string(k) {
+			bad("flow under key %q has flow_id %q", k, st.FlowID)
+		}
+		raw := sums.Get(k)
+		var sum engine.FlowSummary
+		if raw == nil {
+			bad("flow %q has no summary", k)
+			return nil
+		}
+		if err := json.Unmarshal(raw, &sum); err != nil {
+			bad("summary %q: %v", k, err)
+			return nil
+		}
+		if sum.Status != st.Status || !sum.UpdatedAt.Equal(st.UpdatedAt) || sum.Version != st.Version {
+			bad("summary of %q is stale: %s/%v/v%d vs state %s/%v/v%d", k,
+				sum.Status, sum.UpdatedAt, sum.Version, st.Status, st.UpdatedAt, st.Version)
+		}
+		ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
+		wantUpdated[string(updatedKey(ref))] = true
+		wantStatus[string(statusKey(ref))] = true
+		if pendingGate(&sum) {
+			wantGates[sum.FlowID] = true
+		}
+		return nil
+	})
+	_ = sums.ForEach(func(k, _ []byte) error {
+		if flows.Get(k) == nil {
+			bad("summary %q has no flow", k)
+		}
+		return nil
+	})
+	for _, idx := range []struct {
+		name []byte
+		want map[string]bool
+	}{{bucketByUpdated, wantUpdated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}} {
+		_ = b[string(idx.name)].ForEach(func(k, _ []byte) error {
+			if !idx.want[string(k)] {
+				bad("%s has a stray entry %q", idx.name, k)
+			}
+			delete(idx.want, string(k))
+			return nil
+		})
+		for k := range idx.want {
+			bad("%s lacks the entry %q", idx.name, k)
+		}
+	}
+	events := b[string(bucketEvents)]
+	_ = b[string(bucketFlowEvents)].ForEach(func(k, _ []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) != i+9 {
+			bad("idx_flow_events: bad key %q", k)
+			return nil
+		}
+		v := events.Get(k[i+1:])
+		if v == nil {
+			bad("idx_flow_events: %q points at a missing event", k)
+			return nil
+		}
+		var ev engine.Event
+		if err := json.Unmarshal(v, &ev); err != nil || ev.FlowID != string(k[:i]) {
+			bad("idx_flow_events: %q points at an event of another flow (%v)", k, err)
+		}
+		return nil
+	})
+	return problems
+}

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the store, beside the engine's own (engine.ErrNotFound,
+// engine.ErrLocked, engine.ErrConflict), which the store reports where the
+// engine's port defines them. Test them with errors.Is.
+var (
+	// ErrCorrupt: the file is not a readable bbolt database (random bytes, a
+	// truncated file, a damaged page), or its stratum records cannot be
+	// decoded. The file is never modified once this is detected.
+	ErrCorrupt = errors.New("store file is corrupt")
+
+	// ErrForeign: the file is a valid bbolt database that belongs to some
+	// other program (it has buckets but no stratum meta). It is left alone.
+	ErrForeign = errors.New("file is not a stratum store")
+
+	// ErrNewerSchema: the file was written by a newer stratum whose schema
+	// version this binary does not know. It is left alone.
+	ErrNewerSchema = errors.New("store was written by a newer stratum")
+
+	// ErrMissing: the store file disappeared after Open (deleted or moved by
+	// someone else). Transactions never recreate it silently.
+	ErrMissing = errors.New("store file is missing")
+
+	// ErrReadOnlyTx: a write (Put, Delete, Append, CachePut) inside View.
+	ErrReadOnlyTx = errors.New("write in a read-only transaction")
+
+	// ErrTxDone: a Tx was used after its Update or View returned.
+	ErrTxDone = errors.New("transaction has already finished")
+
+	// ErrInvalid: a caller passed something the store cannot hold (a nil
+	// state, an empty or oversized flow id, an empty cache key).
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// FileError is returned when the store file itself is unusable: corrupt,
+// foreign, from a newer schema, or missing. It names the file and says what
+// the user can do about it. errors.Is(err, ErrCorrupt) (or ErrForeign,
+// ErrNewerSchema, ErrMissing) tells the kinds apart; Cause, when set, is the
+// underlying error (from bbolt or the OS), kept for diagnostics.
+type FileError struct {
+	Path   string // the store file
+	Kind   error  // ErrCorrupt, ErrForeign, ErrNewerSchema or ErrMissing
+	Detail string // what exactly is wrong
+	Hint   string // what to do about it
+	Cause  error  // underlying error, may be nil
+}
+
+func (e *FileError) Error() string {
+	msg := fmt.Sprintf("store %s: %v", e.Path, e.Kind)
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
+
+// Unwrap exposes both the kind and the cause to errors.Is / errors.As.
+func (e *FileError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Kind, e.Cause}
+	}
+	return []error{e.Kind}
+}
+
+func corruptError(path, detail string, cause error) error {
+	return &FileError{
+		Path:   path,
+		Kind:   ErrCorrupt,
+		Detail: detail,
+		Hint: "the file was left untouched; move it aside (or restore a " +
+			"backup such as " + path + ".bak-v*) and stratum will create a new store, " +
+			"or point STRATUM_HOME elsewhere",
+		Cause: cause,
+	}
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// gcBatch bounds how many flows one GC write transaction deletes, so other
+// processes are not kept waiting for the lock by a large prune.
+const gcBatch = 256
+
+// Finished reports whether a flow status is final (complete, killed, failed
+// or budget_exhausted). Only finished flows are ever pruned by GC.
+func Finished(status string) bool {
+	switch status {
+	case engine.StatusComplete, engine.StatusKilled, engine.StatusFailed, engine.StatusBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// GC deletes finished flows whose UpdatedAt is older than olderThan (by the
+// store's clock), with their events and index entries, and returns how many
+// it deleted. Running flows and flows awaiting a gate are never pruned. Each
+// candidate is re-checked inside the write transaction that deletes it, so a
+// flow revived meanwhile by another process survives.
+func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, err error) {
+	if olderThan < 0 {
+		return 0, fmt.Errorf("store: %w: negative GC age %v", ErrInvalid, olderThan)
+	}
+	cutoff := s.now().Add(-olderThan)
+	prunable := func(sum *engine.FlowSummary) bool {
+		return Finished(sum.Status) && sum.UpdatedAt.Before(cutoff)
+	}
+	var candidates []string
+	err = s.run(ctx, modeRead, func(btx *bolt.Tx) error {
+		return s.guard(func() error {
+			sums := btx.Bucket(bucketSummaries)
+			if sums == nil {
+				return corruptError(s.path, "bucket \"summaries\" is missing", nil)
+			}
+			return sums.ForEach(func(k, v []byte) error {
+				var sum engine.FlowSummary
+				if err := json.Unmarshal(v, &sum); err != nil {
+					return corruptError(s.path, "cannot decode summary of flow "+string(k), err)
+				}
+				if prunable(&sum) {
+					candidates = append(candidates, string(k))
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	for len(candidates) > 0 {
+		n := min(gcBatch, len(candidates))
+		batch := candidates[:n]
+		candidates = candidates[n:]
+		count := 0
+		err := s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
+			t := &tx{s: s, btx: btx}
+			defer func() { t.done = true }()
+			count = 0
+			return s.guard(func() error {
+				sums, err := t.bucket(bucketSummaries)
+				if err != nil {
+					return err
+				}
+				for _, id := range batch {
+					sum, err := t.getSummary(sums, []byte(id))
+					if err != nil {
+						return err
+					}
+					if sum == nil || !prunable(sum) {
+						continue
+					}
+					if err := t.deleteFlow(id); err != nil {
+						return err
+					}
+					count++
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return deleted, err
+		}
+		deleted += count
+	}
+	return deleted, nil
+}

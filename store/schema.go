@@ -1,0 +1,111 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Bucket and key names; see the schema in doc.go. Each is a top-level bucket.
+var (
+	// bucketMeta holds raw (not JSON) metadata: format, schema version, timestamps.
+	bucketMeta = []byte("meta")
+	// bucketFlows: flow id → FlowState JSON.
+	bucketFlows = []byte("flows")
+	// bucketSummaries: flow id → FlowSummary JSON (what List returns).
+	bucketSummaries = []byte("summaries")
+	// bucketByUpdated: updated-at key ‖ flow id → empty. Newest-first listing.
+	bucketByUpdated = []byte("idx_updated")
+	// bucketByStatus: status ‖ 0x00 ‖ updated-at key ‖ flow id → empty.
+	bucketByStatus = []byte("idx_status")
+	// bucketGates: flow id → empty, for every flow awaiting a gate.
+	bucketGates = []byte("idx_gates")
+	// bucketEvents: sequence (8-byte big-endian) → Event JSON. The bucket's
+	// own sequence (NextSequence) is the last sequence ever assigned.
+	bucketEvents = []byte("events")
+	// bucketFlowEvents: flow id ‖ 0x00 ‖ sequence → empty.
+	bucketFlowEvents = []byte("idx_flow_events")
+	// bucketCache: cache key → cached value (opaque bytes).
+	bucketCache = []byte("cache")
+
+	// allBuckets is every bucket a current store has.
+	allBuckets = [][]byte{
+		bucketMeta, bucketFlows, bucketSummaries, bucketByUpdated, bucketByStatus,
+		bucketGates, bucketEvents, bucketFlowEvents, bucketCache,
+	}
+
+	// keyFormat in meta is the literal "stratum"; it marks the file as ours.
+	keyFormat = []byte("format")
+	// keySchemaVersion in meta is the schema version as ASCII decimal ("1").
+	keySchemaVersion = []byte("schema_version")
+	// keyCreatedAt / keyUpgradedAt in meta are RFC 3339 UTC timestamps.
+	keyCreatedAt  = []byte("created_at")
+	keyUpgradedAt = []byte("upgraded_at")
+
+	formatMagic = []byte("stratum")
+)
+
+// Limits on keys (bbolt's own limit is 32 KiB).
+const (
+	maxFlowIDLen   = 512
+	maxCacheKeyLen = 4096
+)
+
+// u64 encodes v as 8 bytes big-endian, so keys sort numerically.
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// timeKey encodes t as 8 bytes that sort chronologically (signed Unix
+// nanoseconds with the sign bit flipped).
+func timeKey(t time.Time) []byte {
+	return u64(uint64(t.UnixNano()) ^ (1 << 63))
+}
+
+func updatedKey(sum updatedRef) []byte {
+	k := make([]byte, 0, 8+len(sum.id))
+	k = append(k, timeKey(sum.updated)...)
+	return append(k, sum.id...)
+}
+
+func statusPrefix(status string) []byte {
+	return append([]byte(status), 0)
+}
+
+func statusKey(sum updatedRef) []byte {
+	k := make([]byte, 0, len(sum.status)+1+8+len(sum.id))
+	k = append(k, statusPrefix(sum.status)...)
+	k = append(k, timeKey(sum.updated)...)
+	return append(k, sum.id...)
+}
+
+func flowEventPrefix(flowID string) []byte {
+	return append([]byte(flowID), 0)
+}
+
+func flowEventKey(flowID string, seq uint64) []byte {
+	return append(flowEventPrefix(flowID), u64(seq)...)
+}
+
+// updatedRef is what the secondary indexes are keyed by.
+type updatedRef struct {
+	id, status string
+	updated    time.Time
+}
+
+func validFlowID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("store: %w: empty flow id", ErrInvalid)
+	case len(id) > maxFlowIDLen:
+		return fmt.Errorf("store: %w: flow id longer than %d bytes", ErrInvalid, maxFlowIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] == 0 {
+			return fmt.Errorf("store: %w: flow id contains a NUL byte", ErrInvalid)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,369 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// FileName is the name of the store file inside $STRATUM_HOME.
+const FileName = "stratum.db"
+
+// DefaultLockTimeout is how long a transaction waits for the file lock
+// (held by other processes) before it fails with engine.ErrLocked.
+const DefaultLockTimeout = 10 * time.Second
+
+// DefaultPath returns $STRATUM_HOME/stratum.db, or ~/.stratum/stratum.db
+// when STRATUM_HOME is unset or empty.
+func DefaultPath() (string, error) {
+	if home := os.Getenv("STRATUM_HOME"); home != "" {
+		return filepath.Join(home, FileName), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("store: cannot locate the home directory (set STRATUM_HOME): %w", err)
+	}
+	return filepath.Join(home, ".stratum", FileName), nil
+}
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// LockTimeout bounds how long one Update or View waits for the file lock
+	// while other processes hold it; past it the call fails with an error
+	// wrapping engine.ErrLocked. Zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Now is the clock for FlowState.CreatedAt/UpdatedAt and Event.Time.
+	// Nil means time.Now.
+	Now func() time.Time
+	// Summarize, when set, refines the summary the store derives from a flow
+	// state on every Put (see Summarize) — for instance to fill
+	// CurrentStep/TotalSteps from the parsed spec, which the store cannot
+	// see. It receives the default summary and may change any field except
+	// FlowID, Status, UpdatedAt and Gate, which the indexes are built from.
+	Summarize func(st *engine.FlowState, sum *engine.FlowSummary)
+	// FileMode is the permission of a newly created store file; zero means 0600.
+	FileMode os.FileMode
+}
+
+// Store is the bbolt-backed engine.Store. It is safe for concurrent use by
+// many goroutines and many processes. It keeps no file open between calls:
+// each Update/View opens the file, takes the lock (exclusive for Update,
+// shared for View), runs one transaction and closes the file, so an idle
+// process never blocks the others.
+type Store struct {
+	path   string
+	opts   Options
+	schema schema
+	// mu serialises this process's own transactions before they compete for
+	// the file lock, so goroutines of one process queue instead of polling.
+	mu sync.RWMutex
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// Open opens (creating it and its directory if absent) the store at path,
+// validates it and runs pending migrations. A corrupt or foreign file, or one
+// written by a newer stratum, yields a *FileError naming the file, and the
+// file is left byte-for-byte untouched. An empty (0-byte) file is initialised.
+func Open(path string, opts Options) (*Store, error) {
+	return openWith(path, opts, currentSchema)
+}
+
+func openWith(path string, opts Options, sc schema) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("store: %w: empty path", ErrInvalid)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: resolve %s: %w", path, err)
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.FileMode == 0 {
+		opts.FileMode = 0o600
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("store: create directory for %s: %w", abs, err)
+	}
+	s := &Store{path: abs, opts: opts, schema: sc}
+	if err := s.prepare(context.Background()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is the absolute path of the store file.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) now() time.Time { return s.opts.Now().UTC().Round(0) }
+
+// Update runs fn in one write transaction: all its writes commit together
+// (durably, fsync'd) when fn returns nil, and none of them when it returns an
+// error or panics. The file lock is held only for the duration of the call.
+// fn must not call the Store itself (that would wait for its own lock).
+func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	return s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
+		t := &tx{s: s, btx: btx}
+		defer func() { t.done = true }()
+		return fn(t)
+	})
+}
+
+// View runs fn in one read-only transaction, consistent for its duration.
+// Writes inside fn fail with ErrReadOnlyTx. Keep fn short: while it runs,
+// writers in other processes wait.
+func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
+	return s.run(ctx, modeRead, func(btx *bolt.Tx) error {
+		t := &tx{s: s, btx: btx}
+		defer func() { t.done = true }()
+		return fn(t)
+	})
+}
+
+type txMode int
+
+const (
+	modeRead   txMode = iota // shared lock, read-only transaction
+	modeWrite                // exclusive lock, write transaction; never creates the file
+	modeCreate               // like modeWrite, but may create/initialise the file (Open only)
+)
+
+// run opens the file, takes the lock, runs fn in one transaction, commits
+// (when writable and fn succeeded) and closes the file.
+func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	writable := mode != modeRead
+	if writable {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	} else {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
+	h, err := s.acquire(ctx, mode)
+	if err != nil {
+		return err
+	}
+	var btx *bolt.Tx
+	finished := false
+	defer func() {
+		// Runs on success, error and panic alike: roll back what was not
+		// committed, then release the lock.
+		if btx != nil && !finished {
+			if !safe(func() { _ = btx.Rollback() }) {
+				h.abandon()
+				return
+			}
+		}
+		if cerr := h.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("store %s: close: %w", s.path, cerr)
+		}
+	}()
+	if err := s.guard(func() error {
+		var berr error
+		btx, berr = h.db.Begin(writable)
+		return berr
+	}); err != nil {
+		btx = nil
+		return s.mapErr("begin transaction", err)
+	}
+	if err := s.checkSize(h, btx); err != nil {
+		return err
+	}
+	if err := fn(btx); err != nil {
+		return err
+	}
+	if !writable {
+		return nil
+	}
+	finished = true
+	if err := s.guard(btx.Commit); err != nil {
+		// bbolt rolls back on a failed commit.
+		return s.mapErr("commit", err)
+	}
+	return nil
+}
+
+// handle is one open of the database file for one transaction.
+type handle struct {
+	db   *bolt.DB
+	file *os.File // the descriptor bbolt opened, kept to release the lock if bbolt faults
+}
+
+func (h *handle) close() error {
+	var err error
+	if !safe(func() { err = h.db.Close() }) {
+		h.abandon()
+		return nil
+	}
+	return err
+}
+
+// abandon releases the lock and the descriptor when bbolt itself faulted
+// and its handle can no longer be closed normally (its mapping is leaked).
+func (h *handle) abandon() {
+	if h.file != nil {
+		unlockFile(h.file)
+		_ = h.file.Close()
+	}
+}
+
+// acquire opens the database, retrying with jittered exponential backoff
+// while other processes hold the lock, up to Options.LockTimeout.
+func (s *Store) acquire(ctx context.Context, mode txMode) (*handle, error) {
+	deadline := time.Now().Add(s.opts.LockTimeout)
+	wait := 200 * time.Microsecond
+	const maxWait = 20 * time.Millisecond
+	for {
+		h, err := s.tryOpen(mode)
+		if err == nil {
+			return h, nil
+		}
+		if !errors.Is(err, berrors.ErrTimeout) {
+			return nil, err
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return nil, fmt.Errorf("store %s: %w (waited %v; another stratum process is holding it)",
+				s.path, engine.ErrLocked, s.opts.LockTimeout)
+		}
+		// Full jitter in [wait/2, wait*3/2).
+		d := wait/2 + time.Duration(rand.Int64N(int64(wait)))
+		if d > remaining {
+			d = remaining
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		if wait < maxWait {
+			wait *= 2
+		}
+	}
+}
+
+// tryOpen makes one attempt to open and lock the file.
+func (s *Store) tryOpen(mode txMode) (*handle, error) {
+	h := &handle{}
+	opts := &bolt.Options{
+		// bbolt polls the lock every 50 ms until Timeout; a timeout below
+		// that means exactly one non-blocking try. acquire does the waiting.
+		Timeout:      time.Nanosecond,
+		ReadOnly:     mode == modeRead,
+		NoStatistics: true,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			if name == s.path && mode != modeCreate {
+				flag &^= os.O_CREATE // a vanished store is an error, not a new empty one
+			}
+			f, err := os.OpenFile(name, flag, perm)
+			if name == s.path && err == nil {
+				h.file = f
+			}
+			return f, err
+		},
+	}
+	err := s.guard(func() error {
+		var oerr error
+		h.db, oerr = bolt.Open(s.path, s.opts.FileMode, opts)
+		return oerr
+	})
+	if err != nil {
+		if h.db == nil && h.file != nil && errors.Is(err, ErrCorrupt) {
+			h.abandon() // bbolt faulted half-way through Open
+		}
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, err
+		}
+		return nil, s.mapErr("open", err)
+	}
+	return h, nil
+}
+
+// mapErr turns bbolt and OS errors into the store's own.
+func (s *Store) mapErr(op string, err error) error {
+	var fe *FileError
+	switch {
+	case errors.As(err, &fe):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return &FileError{Path: s.path, Kind: ErrMissing, Detail: op,
+			Hint: "it was deleted or moved while stratum was using it; restart to create a new store", Cause: err}
+	case errors.Is(err, berrors.ErrInvalid):
+		return corruptError(s.path, "not a bbolt database: both meta pages are invalid", err)
+	case errors.Is(err, berrors.ErrChecksum):
+		return corruptError(s.path, "meta page checksum mismatch", err)
+	case errors.Is(err, berrors.ErrVersionMismatch):
+		return corruptError(s.path, "unsupported bbolt file format version", err)
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("store %s: %w", s.path, engine.ErrLocked)
+	}
+	return fmt.Errorf("store %s: %s: %w", s.path, op, err)
+}
+
+// faultError is what guard returns when bbolt panicked or faulted.
+type faultError struct{ v any }
+
+func (e faultError) Error() string { return fmt.Sprintf("bbolt fault: %v", e.v) }
+
+// guard runs op, which touches the memory-mapped file, turning memory faults
+// (a truncated file mapped past its end) and bbolt's internal panics (damaged
+// pages) into ErrCorrupt instead of crashing the process.
+func (s *Store) guard(op func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if v := recover(); v != nil {
+			err = corruptError(s.path, fmt.Sprintf("reading the file failed: %v", v), faultError{v})
+		}
+	}()
+	return op()
+}
+
+// safe runs f, reporting false if it panicked or faulted.
+func safe(f func()) (ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	f()
+	return true
+}
+
+// checkSize rejects a file shorter than the pages its meta page claims (a
+// truncated copy), before anything reads past the end of the mapping.
+func (s *Store) checkSize(h *handle, btx *bolt.Tx) error {
+	if h.file == nil {
+		return nil
+	}
+	fi, err := h.file.Stat()
+	if err != nil {
+		return fmt.Errorf("store %s: stat: %w", s.path, err)
+	}
+	if need := btx.Size(); need > fi.Size() {
+		return corruptError(s.path, fmt.Sprintf("truncated: the file is %d bytes but its pages need %d",
+			fi.Size(), need), nil)
+	}
+	return nil
+}

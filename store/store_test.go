@@ -1,0 +1,506 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/storetest"
+)
+
+var bg = context.Background()
+
+// newTestStore opens a store in a temp dir and checks its consistency when
+// the test ends.
+func newTestStore(t *testing.T, opts Options) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "home", FileName), opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Check(bg); err != nil {
+			t.Errorf("consistency check: %v", err)
+		}
+	})
+	return s
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) engine.Store { return newTestStore(t, Options{}) })
+}
+
+// fakeClock is a settable clock for Options.Now.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newClock(t time.Time) *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+func TestDefaultPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("STRATUM_HOME", dir)
+	got, err := DefaultPath()
+	if err != nil || got != filepath.Join(dir, "stratum.db") {
+		t.Fatalf("DefaultPath with STRATUM_HOME = %q, %v", got, err)
+	}
+	t.Setenv("STRATUM_HOME", "")
+	t.Setenv("HOME", dir)
+	got, err = DefaultPath()
+	if err != nil || got != filepath.Join(dir, ".stratum", "stratum.db") {
+		t.Fatalf("DefaultPath without STRATUM_HOME = %q, %v", got, err)
+	}
+}
+
+func TestOpenCreatesAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", FileName)
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Path() != path {
+		t.Fatalf("Path = %q, want %q", s.Path(), path)
+	}
+	storePut(t, s, storetest.NewState("f1", engine.StatusRunning))
+	s2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if got := storeGet(t, s2, "f1"); got.Version != 1 {
+		t.Fatalf("reopened store lost the flow: %+v", got)
+	}
+	// Idle stores hold no lock: a raw exclusive bbolt open succeeds at once.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("an idle Store holds the file lock: %v", err)
+	}
+	_ = db.Close()
+}
+
+func TestOpenEmptyFileIsInitialised(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a 0-byte file: %v", err)
+	}
+	storePut(t, s, storetest.NewState("f1", engine.StatusRunning))
+}
+
+func TestOpenRejectsBadFiles(t *testing.T) {
+	validDB := func(t *testing.T) []byte {
+		path := filepath.Join(t.TempDir(), FileName)
+		s, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 300; i++ {
+			st := storetest.NewState(fmt.Sprintf("flow-%03d", i), engine.StatusRunning)
+			st.RawSpec = strings.Repeat("x", 2000)
+			storePut(t, s, st)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	foreign := func(t *testing.T) []byte {
+		path := filepath.Join(t.TempDir(), "other.db")
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucket([]byte("allocs"))
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte("k"), []byte("v"))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_ = db.Close()
+		data, _ := os.ReadFile(path)
+		return data
+	}
+	withVersion := func(version string) func(t *testing.T) []byte {
+		return func(t *testing.T) []byte {
+			path := filepath.Join(t.TempDir(), FileName)
+			if _, err := Open(path, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(func(tx *bolt.Tx) error {
+				return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte(version))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_ = db.Close()
+			data, _ := os.ReadFile(path)
+			return data
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := []struct {
+		name    string
+		content func(t *testing.T) []byte
+		kind    error
+		detail  string
+	}{
+		{"random bytes", func(*testing.T) []byte {
+			b := make([]byte, 64<<10)
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			return b
+		}, ErrCorrupt, "not a bbolt database"},
+		{"text file", func(*testing.T) []byte {
+			return []byte("flows:\n  hello:\n    steps: []\n")
+		}, ErrCorrupt, "not a bbolt database"},
+		{"truncated", func(t *testing.T) []byte { d := validDB(t); return d[:len(d)/2] }, ErrCorrupt, "truncated"},
+		{"truncated to meta pages", func(t *testing.T) []byte { return validDB(t)[:3*4096] }, ErrCorrupt, "truncated"},
+		{"damaged meta pages", func(t *testing.T) []byte {
+			d := validDB(t)
+			for _, page := range []int{0, 4096} {
+				for i := page + 16; i < page+80; i++ {
+					d[i] ^= 0x5a
+				}
+			}
+			return d
+		}, ErrCorrupt, ""},
+		{"foreign bbolt", foreign, ErrForeign, `"allocs"`},
+		{"newer schema", withVersion("99"), ErrNewerSchema, "schema version 99"},
+		{"garbage schema version", withVersion("one"), ErrCorrupt, "schema_version"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			content := tc.content(t)
+			path := filepath.Join(t.TempDir(), FileName)
+			if err := os.WriteFile(path, content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(path, Options{})
+			if err == nil {
+				t.Fatal("Open succeeded")
+			}
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("error %v; want kind %v", err, tc.kind)
+			}
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.Path != path || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			if fe.Hint == "" {
+				t.Fatalf("error says nothing about what to do: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.detail) {
+				t.Fatalf("error %q lacks %q", err, tc.detail)
+			}
+			after, rerr := os.ReadFile(path)
+			if rerr != nil || !bytes.Equal(after, content) {
+				t.Fatalf("the file was modified (%d → %d bytes, %v)", len(content), len(after), rerr)
+			}
+			if _, err := os.Stat(BackupPath(path, 1)); err == nil {
+				t.Fatal("a backup was written for a rejected file")
+			}
+		})
+	}
+}
+
+func TestStoreFileDeletedAfterOpen(t *testing.T) {
+	s := newTestStoreNoCheck(t)
+	if err := os.Remove(s.Path()); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("f", engine.StatusRunning)) })
+	if !errors.Is(err, ErrMissing) {
+		t.Fatalf("Update on a deleted file: %v, want ErrMissing", err)
+	}
+	if _, statErr := os.Stat(s.Path()); statErr == nil {
+		t.Fatal("Update recreated the deleted store file")
+	}
+}
+
+func newTestStoreNoCheck(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), FileName), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCorruptionAfterOpenIsAnError(t *testing.T) {
+	s := newTestStoreNoCheck(t)
+	for i := 0; i < 200; i++ {
+		storePut(t, s, storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning))
+	}
+	data, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.Path(), data[:len(data)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever happens, the process must not crash: each call returns.
+	err = s.View(bg, func(tx engine.Tx) error {
+		_, err := tx.List(engine.ListFilter{})
+		return err
+	})
+	if err == nil {
+		t.Fatal("List over a truncated file succeeded")
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("List over a truncated file: %v, want ErrCorrupt", err)
+	}
+}
+
+func TestLockTimeout(t *testing.T) {
+	s := newTestStore(t, Options{LockTimeout: 150 * time.Millisecond})
+	// Another "process" holds the write lock.
+	db, err := bolt.Open(s.Path(), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ran := false
+	err = s.Update(bg, func(tx engine.Tx) error { ran = true; return nil })
+	if !errors.Is(err, engine.ErrLocked) {
+		t.Fatalf("Update while locked: %v, want ErrLocked", err)
+	}
+	if ran {
+		t.Fatal("fn ran without the lock")
+	}
+	if el := time.Since(start); el < 150*time.Millisecond {
+		t.Fatalf("gave up after %v, before LockTimeout", el)
+	}
+	// Context cancellation interrupts the wait.
+	c, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+	defer cancel()
+	if err := s.View(c, func(engine.Tx) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("View with an expiring context: %v", err)
+	}
+	// Released within the timeout: the waiter gets through.
+	go func() { time.Sleep(50 * time.Millisecond); _ = db.Close() }()
+	if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("f", engine.StatusRunning)) }); err != nil {
+		t.Fatalf("Update after the lock was released: %v", err)
+	}
+}
+
+func TestTxUnusableAfterReturn(t *testing.T) {
+	s := newTestStore(t, Options{})
+	var leaked engine.Tx
+	if err := s.View(bg, func(tx engine.Tx) error { leaked = tx; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaked.Get("x"); !errors.Is(err, ErrTxDone) {
+		t.Fatalf("Get on a finished Tx: %v, want ErrTxDone", err)
+	}
+}
+
+func TestInvalidIDs(t *testing.T) {
+	s := newTestStore(t, Options{})
+	for _, id := range []string{"", "a\x00b", strings.Repeat("x", 600)} {
+		err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState(id, engine.StatusRunning)) })
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("Put with id %q: %v, want ErrInvalid", id, err)
+		}
+	}
+}
+
+func TestSummaryDerivation(t *testing.T) {
+	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	s := newTestStore(t, Options{Now: clock.Now, Summarize: func(st *engine.FlowState, sum *engine.FlowSummary) {
+		sum.TotalSteps = 7
+		sum.Status = "hijacked" // ignored: indexes depend on it
+	}})
+	st := storetest.NewState("f", engine.StatusRunning)
+	st.DispatchedAt["s2"] = st.DispatchedAt["s1"].Add(time.Second)
+	storePut(t, s, st)
+	sum := storeList(t, s, engine.ListFilter{})[0]
+	if sum.TotalSteps != 7 || sum.Status != engine.StatusRunning || sum.CurrentStep != "s2" || sum.StepNumber != 2 {
+		t.Fatalf("summary = %+v", sum)
+	}
+	if !sum.UpdatedAt.Equal(clock.Now()) {
+		t.Fatalf("UpdatedAt %v, want the injected clock %v", sum.UpdatedAt, clock.Now())
+	}
+	st.Status = engine.StatusComplete
+	clock.Advance(time.Minute)
+	storePut(t, s, st)
+	sum = storeList(t, s, engine.ListFilter{})[0]
+	if sum.CurrentStep != "" || sum.StepNumber != 1 {
+		t.Fatalf("finished summary = %+v", sum)
+	}
+}
+
+func TestListTieBreakAndManyFlows(t *testing.T) {
+	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	s := newTestStore(t, Options{Now: clock.Now})
+	// Same timestamp for all: order falls back to flow id, descending.
+	if err := s.Update(bg, func(tx engine.Tx) error {
+		for i := 0; i < 500; i++ {
+			if err := tx.Put(storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	all := storeList(t, s, engine.ListFilter{})
+	if len(all) != 500 || all[0].FlowID != "f499" || all[499].FlowID != "f000" {
+		t.Fatalf("List of 500 = %d flows, first %s", len(all), all[0].FlowID)
+	}
+}
+
+func TestGC(t *testing.T) {
+	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	s := newTestStore(t, Options{Now: clock.Now})
+	mk := func(id, status string) {
+		st := storetest.NewState(id, status)
+		if status == engine.StatusAwaitingGate {
+			st.Gate = &engine.PendingGate{StepID: "g"}
+		}
+		if err := s.Update(bg, func(tx engine.Tx) error {
+			if err := tx.Put(st); err != nil {
+				return err
+			}
+			return tx.Append(engine.Event{FlowID: id, Type: engine.EventFlowCreated})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, status := range []string{engine.StatusComplete, engine.StatusKilled, engine.StatusFailed,
+		engine.StatusBudgetExhausted, engine.StatusRunning, engine.StatusAwaitingGate} {
+		mk("old-"+status, status)
+	}
+	clock.Advance(48 * time.Hour)
+	mk("new-complete", engine.StatusComplete)
+	mk("new-running", engine.StatusRunning)
+	clock.Advance(time.Hour)
+
+	n, err := s.GC(bg, 24*time.Hour)
+	if err != nil || n != 4 {
+		t.Fatalf("GC = %d, %v; want 4 old finished flows", n, err)
+	}
+	got := sortedIDs(storeList(t, s, engine.ListFilter{}))
+	want := []string{"new-complete", "new-running", "old-awaiting_gate", "old-running"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after GC: %v, want %v", got, want)
+	}
+	if evs, _ := s.FlowEvents(bg, "old-complete"); len(evs) != 0 {
+		t.Fatalf("GC left events of a pruned flow: %v", evs)
+	}
+	if evs, _ := s.FlowEvents(bg, "old-running"); len(evs) != 1 {
+		t.Fatalf("GC removed events of a kept flow: %v", evs)
+	}
+	if len(storeGates(t, s)) != 1 {
+		t.Fatal("GC touched the pending gate")
+	}
+	if n, err := s.GC(bg, 24*time.Hour); err != nil || n != 0 {
+		t.Fatalf("second GC = %d, %v", n, err)
+	}
+	if n, err := s.GC(bg, 0); err != nil || n != 1 {
+		t.Fatalf("GC(0) = %d, %v; want the new complete flow", n, err)
+	}
+	if _, err := s.GC(bg, -time.Second); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("GC(negative): %v", err)
+	}
+	// Many flows: more than one GC batch.
+	if err := s.Update(bg, func(tx engine.Tx) error {
+		for i := 0; i < 2*gcBatch+10; i++ {
+			if err := tx.Put(storetest.NewState(fmt.Sprintf("bulk%04d", i), engine.StatusComplete)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	if n, err := s.GC(bg, time.Minute); err != nil || n != 2*gcBatch+10 {
+		t.Fatalf("bulk GC = %d, %v", n, err)
+	}
+}
+
+func sortedIDs(sums []engine.FlowSummary) []string {
+	out := make([]string, len(sums))
+	for i, s := range sums {
+		out[i] = s.FlowID
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func storePut(t testing.TB, s *Store, st *engine.FlowState) {
+	t.Helper()
+	if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(st) }); err != nil {
+		t.Fatalf("Put %s: %v", st.FlowID, err)
+	}
+}
+
+func storeGet(t testing.TB, s *Store, id string) *engine.FlowState {
+	t.Helper()
+	var st *engine.FlowState
+	if err := s.View(bg, func(tx engine.Tx) error {
+		var err error
+		st, err = tx.Get(id)
+		return err
+	}); err != nil {
+		t.Fatalf("Get %s: %v", id, err)
+	}
+	return st
+}
+
+func storeList(t testing.TB, s *Store, f engine.ListFilter) []engine.FlowSummary {
+	t.Helper()
+	var out []engine.FlowSummary
+	if err := s.View(bg, func(tx engine.Tx) error {
+		var err error
+		out, err = tx.List(f)
+		return err
+	}); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return out
+}
+
+func storeGates(t testing.TB, s *Store) []engine.FlowSummary {
+	t.Helper()
+	var out []engine.FlowSummary
+	if err := s.View(bg, func(tx engine.Tx) error {
+		var err error
+		out, err = tx.PendingGates()
+		return err
+	}); err != nil {
+		t.Fatalf("PendingGates: %v", err)
+	}
+	return out
+}

@@ -1,0 +1,471 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// stateRecordVersion is stamped into FlowState.SchemaVersion when a caller
+// leaves it zero.
+const stateRecordVersion = 1
+
+// tx implements engine.Tx over one bbolt transaction. Every value it returns
+// is decoded from a copy, never from the memory-mapped file.
+type tx struct {
+	s    *Store
+	btx  *bolt.Tx
+	done bool
+}
+
+var _ engine.Tx = (*tx)(nil)
+
+// bucket returns a top-level bucket, or a corrupt error if it is missing.
+func (t *tx) bucket(name []byte) (*bolt.Bucket, error) {
+	b := t.btx.Bucket(name)
+	if b == nil {
+		return nil, corruptError(t.s.path, fmt.Sprintf("bucket %q is missing", name), nil)
+	}
+	return b, nil
+}
+
+// do runs op under the fault guard after checking the transaction is live
+// (and writable, when write is set).
+func (t *tx) do(write bool, op func() error) error {
+	if t.done {
+		return ErrTxDone
+	}
+	if write && !t.btx.Writable() {
+		return ErrReadOnlyTx
+	}
+	return t.s.guard(op)
+}
+
+func (t *tx) decodeErr(what string, err error) error {
+	return corruptError(t.s.path, "cannot decode "+what, err)
+}
+
+// Get returns a private copy of the flow, or an error wrapping engine.ErrNotFound.
+func (t *tx) Get(flowID string) (*engine.FlowState, error) {
+	var st *engine.FlowState
+	err := t.do(false, func() error {
+		flows, err := t.bucket(bucketFlows)
+		if err != nil {
+			return err
+		}
+		v := flows.Get([]byte(flowID))
+		if v == nil {
+			return fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
+		}
+		st = new(engine.FlowState)
+		if err := json.Unmarshal(bytes.Clone(v), st); err != nil {
+			return t.decodeErr("flow "+flowID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// getSummary reads the stored summary of flowID (nil if absent).
+func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, error) {
+	v := sums.Get(flowID)
+	if v == nil {
+		return nil, nil
+	}
+	sum := new(engine.FlowSummary)
+	if err := json.Unmarshal(bytes.Clone(v), sum); err != nil {
+		return nil, t.decodeErr("summary of flow "+string(flowID), err)
+	}
+	return sum, nil
+}
+
+// Put creates or replaces the flow. It sets st.UpdatedAt to the store's
+// clock, st.CreatedAt when zero (keeping the stored one when replacing), and
+// st.Version to one more than the larger of st.Version and the stored
+// version, so versions only grow. These fields are set on st itself. The
+// summary and the indexes (newest-first, by status, pending gates) are
+// updated in the same transaction.
+func (t *tx) Put(st *engine.FlowState) error {
+	if st == nil {
+		return fmt.Errorf("store: %w: nil flow state", ErrInvalid)
+	}
+	if err := validFlowID(st.FlowID); err != nil {
+		return err
+	}
+	if bytes.IndexByte([]byte(st.Status), 0) >= 0 {
+		return fmt.Errorf("store: %w: status contains a NUL byte", ErrInvalid)
+	}
+	return t.do(true, func() error {
+		flows, err := t.bucket(bucketFlows)
+		if err != nil {
+			return err
+		}
+		sums, err := t.bucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
+		id := []byte(st.FlowID)
+		old, err := t.getSummary(sums, id)
+		if err != nil {
+			return err
+		}
+
+		prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
+		st.UpdatedAt = t.s.now()
+		if st.CreatedAt.IsZero() {
+			st.CreatedAt = st.UpdatedAt
+			if old != nil && !old.CreatedAt.IsZero() {
+				st.CreatedAt = old.CreatedAt
+			}
+		}
+		if old != nil && old.Version > st.Version {
+			st.Version = old.Version
+		}
+		st.Version++
+		if st.SchemaVersion == 0 {
+			st.SchemaVersion = stateRecordVersion
+		}
+		data, err := json.Marshal(st)
+		if err != nil {
+			st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
+			return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
+		}
+		sum := t.s.summarize(st)
+		sumData, err := json.Marshal(sum)
+		if err != nil {
+			return fmt.Errorf("store: encode summary of flow %s: %w", st.FlowID, err)
+		}
+		if err := flows.Put(id, data); err != nil {
+			return err
+		}
+		if err := sums.Put(id, sumData); err != nil {
+			return err
+		}
+		if old != nil {
+			if err := t.unindex(old); err != nil {
+				return err
+			}
+		}
+		return t.index(&sum)
+	})
+}
+
+// index adds the secondary-index entries of sum.
+func (t *tx) index(sum *engine.FlowSummary) error {
+	ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
+	for _, e := range []struct {
+		bucket []byte
+		key    []byte
+		on     bool
+	}{
+		{bucketByUpdated, updatedKey(ref), true},
+		{bucketByStatus, statusKey(ref), true},
+		{bucketGates, []byte(sum.FlowID), pendingGate(sum)},
+	} {
+		if !e.on {
+			continue
+		}
+		b, err := t.bucket(e.bucket)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(e.key, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unindex removes the secondary-index entries of sum.
+func (t *tx) unindex(sum *engine.FlowSummary) error {
+	ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
+	for _, e := range []struct {
+		bucket []byte
+		key    []byte
+	}{
+		{bucketByUpdated, updatedKey(ref)},
+		{bucketByStatus, statusKey(ref)},
+		{bucketGates, []byte(sum.FlowID)},
+	} {
+		b, err := t.bucket(e.bucket)
+		if err != nil {
+			return err
+		}
+		if err := b.Delete(e.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pendingGate(sum *engine.FlowSummary) bool {
+	return sum.Status == engine.StatusAwaitingGate && sum.Gate != nil
+}
+
+// Delete removes the flow, its summary, its index entries and all its
+// events. Deleting a flow that does not exist is not an error.
+func (t *tx) Delete(flowID string) error {
+	if err := validFlowID(flowID); err != nil {
+		return err
+	}
+	return t.do(true, func() error { return t.deleteFlow(flowID) })
+}
+
+func (t *tx) deleteFlow(flowID string) error {
+	flows, err := t.bucket(bucketFlows)
+	if err != nil {
+		return err
+	}
+	sums, err := t.bucket(bucketSummaries)
+	if err != nil {
+		return err
+	}
+	id := []byte(flowID)
+	old, err := t.getSummary(sums, id)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		if err := t.unindex(old); err != nil {
+			return err
+		}
+	}
+	if err := flows.Delete(id); err != nil {
+		return err
+	}
+	if err := sums.Delete(id); err != nil {
+		return err
+	}
+	return t.deleteEvents(flowID)
+}
+
+// deleteEvents removes every event of flowID and its index entries.
+func (t *tx) deleteEvents(flowID string) error {
+	idx, err := t.bucket(bucketFlowEvents)
+	if err != nil {
+		return err
+	}
+	events, err := t.bucket(bucketEvents)
+	if err != nil {
+		return err
+	}
+	prefix := flowEventPrefix(flowID)
+	var keys [][]byte
+	c := idx.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	// Collected first: deleting while a cursor iterates can skip keys.
+	for _, k := range keys {
+		if err := events.Delete(k[len(prefix):]); err != nil {
+			return err
+		}
+		if err := idx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// List returns the summaries of flows matching f, newest (UpdatedAt) first,
+// ties broken by flow id descending. It decodes only the summaries it
+// returns, walking the newest-first or the by-status index.
+func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
+	var out []engine.FlowSummary
+	err := t.do(false, func() error {
+		sums, err := t.bucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
+		var (
+			idx    *bolt.Bucket
+			prefix []byte
+		)
+		if f.Status != "" {
+			if idx, err = t.bucket(bucketByStatus); err != nil {
+				return err
+			}
+			prefix = statusPrefix(f.Status)
+		} else if idx, err = t.bucket(bucketByUpdated); err != nil {
+			return err
+		}
+		c := idx.Cursor()
+		var k []byte
+		if prefix == nil {
+			k, _ = c.Last()
+		} else {
+			// Position on the last key with the prefix: seek past it, step back.
+			end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
+			if k, _ = c.Seek(end); k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+		}
+		for ; k != nil; k, _ = c.Prev() {
+			if !bytes.HasPrefix(k, prefix) {
+				break
+			}
+			if len(k) < len(prefix)+8 {
+				return corruptError(t.s.path, fmt.Sprintf("bad index key %q", k), nil)
+			}
+			id := k[len(prefix)+8:]
+			sum, err := t.getSummary(sums, id)
+			if err != nil {
+				return err
+			}
+			if sum == nil {
+				return corruptError(t.s.path, fmt.Sprintf("index names flow %q which has no summary", id), nil)
+			}
+			out = append(out, *sum)
+			if f.Limit > 0 && len(out) >= f.Limit {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PendingGates returns every flow awaiting a gate (status awaiting_gate with
+// Gate set), oldest gate first (by Gate.DispatchedAt, then flow id).
+func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
+	var out []engine.FlowSummary
+	err := t.do(false, func() error {
+		sums, err := t.bucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
+		gates, err := t.bucket(bucketGates)
+		if err != nil {
+			return err
+		}
+		return gates.ForEach(func(k, _ []byte) error {
+			sum, err := t.getSummary(sums, k)
+			if err != nil {
+				return err
+			}
+			if sum == nil {
+				return corruptError(t.s.path, fmt.Sprintf("gate index names flow %q which has no summary", k), nil)
+			}
+			out = append(out, *sum)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Gate.DispatchedAt, out[j].Gate.DispatchedAt
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return out[i].FlowID < out[j].FlowID
+	})
+	return out, nil
+}
+
+// Append adds events to the log, assigning each the next global sequence
+// number (strictly increasing across all processes) and, when zero, the
+// store's clock as Time. Events with a FlowID are indexed under that flow
+// and deleted with it.
+func (t *tx) Append(events ...engine.Event) error {
+	for i := range events {
+		if events[i].FlowID != "" {
+			if err := validFlowID(events[i].FlowID); err != nil {
+				return err
+			}
+		}
+	}
+	return t.do(true, func() error {
+		log, err := t.bucket(bucketEvents)
+		if err != nil {
+			return err
+		}
+		idx, err := t.bucket(bucketFlowEvents)
+		if err != nil {
+			return err
+		}
+		now := t.s.now()
+		for _, ev := range events {
+			seq, err := log.NextSequence()
+			if err != nil {
+				return err
+			}
+			ev.Seq = seq
+			if ev.Time.IsZero() {
+				ev.Time = now
+			}
+			data, err := json.Marshal(ev)
+			if err != nil {
+				return fmt.Errorf("store: encode %s event of flow %s: %w", ev.Type, ev.FlowID, err)
+			}
+			if err := log.Put(u64(seq), data); err != nil {
+				return err
+			}
+			if ev.FlowID != "" {
+				if err := idx.Put(flowEventKey(ev.FlowID, seq), nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// CacheGet returns a copy of the cached value for key.
+func (t *tx) CacheGet(key string) ([]byte, bool, error) {
+	var (
+		out []byte
+		ok  bool
+	)
+	err := t.do(false, func() error {
+		cache, err := t.bucket(bucketCache)
+		if err != nil {
+			return err
+		}
+		if v := cache.Get([]byte(key)); v != nil {
+			out, ok = bytes.Clone(v), true
+			if out == nil {
+				out = []byte{}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, ok, nil
+}
+
+// CachePut stores a copy of value under key.
+func (t *tx) CachePut(key string, value []byte) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("store: %w: empty cache key", ErrInvalid)
+	case len(key) > maxCacheKeyLen:
+		return fmt.Errorf("store: %w: cache key longer than %d bytes", ErrInvalid, maxCacheKeyLen)
+	}
+	return t.do(true, func() error {
+		cache, err := t.bucket(bucketCache)
+		if err != nil {
+			return err
+		}
+		v := bytes.Clone(value)
+		if v == nil {
+			v = []byte{}
+		}
+		return cache.Put([]byte(key), v)
+	})
+}
