@@ -1,0 +1,515 @@
+//go:build decodewip
+
+package specs
+
+// The spec corpus: testdata/specs/invalid (one rule per file, with goldens),
+// testdata/specs/valid and specs/examples (every feature, must validate), and
+// hostile inputs generated here (too large, alias bombs, deep nesting) rather
+// than committed.
+//
+// Regenerate the goldens with
+//
+//	go test ./specs -run TestCorpus -update
+//
+// and review every changed line before committing it: a golden is a claim that
+// the diagnostic is right (code, line:col, message, suggestion).
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	invalidCorpusDir = "../testdata/specs/invalid"
+	validCorpusDir   = "../testdata/specs/valid"
+	examplesDir      = "examples"
+	specGlob         = "*.stratum.yaml"
+	expectPrefix     = "# expect:"
+)
+
+func init() {
+	// Other golden tests in this package may define -update as well; the flag
+	// is shared, so define it only once (package variables are initialised
+	// before any init function runs).
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+// updateGoldens reports whether -update was given.
+func updateGoldens() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// codeClass is the agreed diagnostic code list (CODES.md) with the error
+// type each code belongs to. It is written out here on purpose, independently
+// of codes.go, so that the corpus checks the validator against the agreement.
+var codeClass = map[string]ErrorType{
+	"empty": ParseError, "invalid-utf8": ParseError, "too-large": ParseError,
+	"yaml-tab": ParseError, "yaml-syntax": ParseError, "yaml-aliases": ParseError,
+	"too-deep": ParseError, "multiple-documents": ParseError,
+
+	"not-mapping": ValidationError, "missing-version": ValidationError,
+	"unknown-version": ValidationError, "version-not-string": ValidationError,
+	"unknown-field": ValidationError, "needs-version": ValidationError,
+	"missing-field": ValidationError, "wrong-type": ValidationError,
+	"invalid-value": ValidationError, "out-of-range": ValidationError,
+	"empty-value": ValidationError, "invalid-name": ValidationError,
+	"duplicate-key": ValidationError,
+
+	"duplicate-step-id": SemanticError, "undefined-function": SemanticError,
+	"undefined-contract": SemanticError, "undefined-flow": SemanticError,
+	"undefined-step": SemanticError, "undefined-input": SemanticError,
+	"bad-ref": SemanticError, "dependency-cycle": SemanticError,
+	"recursive-flow": SemanticError, "step-mode": SemanticError,
+	"gate-function-field": SemanticError, "gate-step-field": SemanticError,
+	"gate-routing-missing": SemanticError, "gate-revise-target": SemanticError,
+	"not-a-gate": SemanticError, "policy-fallback": SemanticError,
+	"function-step-field": SemanticError, "flow-step-field": SemanticError,
+	"parallel-field": SemanticError, "parallel-requires": SemanticError,
+	"on-fail-unreachable": SemanticError, "iteration-field": SemanticError,
+	"empty-guardrail": SemanticError, "invalid-regex": SemanticError,
+	"expr-syntax": SemanticError, "expr-forbidden": SemanticError,
+	"unknown-result-field": SemanticError, "unknown-type": SemanticError,
+	"contract-cycle": SemanticError, "invalid-schema": SemanticError,
+	"workflow-entry": SemanticError, "workflow-inputs": SemanticError,
+	"cache-field": SemanticError, "run-field": SemanticError,
+	"opaque-inline": SemanticError,
+}
+
+// parseTimeout bounds one Parse call in these tests. It is a hang detector,
+// not a performance assertion: every corpus file parses in milliseconds.
+const parseTimeout = 10 * time.Second
+
+// guardedParse runs fn in a goroutine and fails the test if it panics or does
+// not return within parseTimeout.
+func guardedParse(t *testing.T, what string, fn func() (*Spec, Diagnostics)) (*Spec, Diagnostics) {
+	t.Helper()
+	type result struct {
+		spec  *Spec
+		diags Diagnostics
+		panic any
+		stack string
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- result{panic: r}
+			}
+		}()
+		s, ds := fn()
+		ch <- result{spec: s, diags: ds}
+	}()
+	select {
+	case r := <-ch:
+		if r.panic != nil {
+			t.Fatalf("%s: Parse panicked: %v", what, r.panic)
+		}
+		return r.spec, r.diags
+	case <-time.After(parseTimeout):
+		t.Fatalf("%s: Parse did not return within %v", what, parseTimeout)
+		return nil, nil
+	}
+}
+
+// checkDiagnosticShape asserts the invariants every diagnostic must satisfy,
+// whatever the input: a known code in its agreed class, a severity, a message,
+// a path, a non-negative position, the file name Parse was given.
+func checkDiagnosticShape(t *testing.T, file string, ds Diagnostics) {
+	t.Helper()
+	for _, d := range ds {
+		class, known := codeClass[d.Code]
+		switch {
+		case d.Code == "":
+			t.Errorf("diagnostic without a code: %s", d)
+		case !known:
+			t.Errorf("diagnostic with a code outside CODES.md: %s", d)
+		case d.ErrorType != class:
+			t.Errorf("code %s has error type %q, want %q: %s", d.Code, d.ErrorType, class, d)
+		}
+		if d.Severity != SeverityError && d.Severity != SeverityWarning {
+			t.Errorf("diagnostic with severity %q: %s", d.Severity, d)
+		}
+		if strings.TrimSpace(d.Message) == "" {
+			t.Errorf("diagnostic without a message: %s", d)
+		}
+		if d.Path == "" {
+			t.Errorf("diagnostic without a path: %s", d)
+		}
+		if d.Line < 0 || d.Column < 0 {
+			t.Errorf("diagnostic with a negative position: %s", d)
+		}
+		if d.File != file {
+			t.Errorf("diagnostic File = %q, want %q: %s", d.File, file, d)
+		}
+		if strings.Contains(d.Message, "internal validator error") {
+			t.Errorf("validator recovered from a panic: %s", d)
+		}
+	}
+	sorted := slices.Clone(ds)
+	sorted.Sort()
+	if !slices.Equal(sorted, ds) {
+		t.Errorf("diagnostics are not sorted by position:\n%s", render(ds))
+	}
+}
+
+// render formats diagnostics the way `stratum validate` prints them, with the
+// file reduced to its base name so goldens do not depend on the checkout.
+func render(ds Diagnostics) string {
+	var b strings.Builder
+	for _, d := range ds {
+		d.File = filepath.Base(d.File)
+		b.WriteString(d.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// expectedCodes reads the `# expect: a, b` first line of a corpus file.
+func expectedCodes(src []byte) ([]string, error) {
+	line, _, _ := bytes.Cut(src, []byte("\n"))
+	s := strings.TrimSpace(string(line))
+	rest, ok := strings.CutPrefix(s, expectPrefix)
+	if !ok {
+		return nil, fmt.Errorf("first line %q is not %q", s, expectPrefix+" <code>[, <code>…]")
+	}
+	var codes []string
+	for _, c := range strings.Split(rest, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			codes = append(codes, c)
+		}
+	}
+	if len(codes) == 0 {
+		return nil, fmt.Errorf("first line %q lists no code", s)
+	}
+	return codes, nil
+}
+
+func corpusFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, specGlob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	return files
+}
+
+func specName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".stratum.yaml")
+}
+
+// TestCorpusInvalid parses every invalid spec: it must be rejected, report
+// each code its `# expect:` line lists, and print exactly its golden.
+func TestCorpusInvalid(t *testing.T) {
+	files := corpusFiles(t, invalidCorpusDir)
+	if len(files) < 70 {
+		t.Fatalf("invalid corpus has %d specs, want at least 70", len(files))
+	}
+	for _, path := range files {
+		name := specName(path)
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := expectedCodes(src)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if !strings.HasPrefix(name, want[0]+"-") {
+				t.Errorf("file name %q does not start with its first expected code %q", name, want[0])
+			}
+			for _, c := range want {
+				if _, ok := codeClass[c]; !ok {
+					t.Fatalf("expect line names %q, which is not a code of CODES.md", c)
+				}
+			}
+
+			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+			got := render(ds)
+			if spec != nil {
+				t.Errorf("invalid spec accepted (Spec != nil)")
+			}
+			if !ds.HasErrors() {
+				t.Errorf("no error-severity diagnostic; got:\n%s", got)
+			}
+			checkDiagnosticShape(t, path, ds)
+			have := map[string]bool{}
+			for _, d := range ds {
+				have[d.Code] = true
+			}
+			for _, c := range want {
+				if !have[c] {
+					t.Errorf("expected code %s is missing; got:\n%s", c, got)
+				}
+			}
+
+			golden := strings.TrimSuffix(path, ".stratum.yaml") + ".golden"
+			if updateGoldens() {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantText, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("missing golden (run with -update and review it): %v\ngot:\n%s", err, got)
+			}
+			if string(wantText) != got {
+				t.Errorf("diagnostics differ from %s\n--- want\n%s--- got\n%s", filepath.Base(golden), wantText, got)
+			}
+		})
+	}
+}
+
+// TestCorpusGoldensHaveSpecs catches goldens left behind by a renamed spec.
+func TestCorpusGoldensHaveSpecs(t *testing.T) {
+	goldens, err := filepath.Glob(filepath.Join(invalidCorpusDir, "*.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range goldens {
+		spec := strings.TrimSuffix(g, ".golden") + ".stratum.yaml"
+		if _, err := os.Stat(spec); err != nil {
+			t.Errorf("golden %s has no spec %s", filepath.Base(g), filepath.Base(spec))
+		}
+	}
+}
+
+// TestCorpusValid parses every valid spec and every shipped example: no
+// error may be reported and a Spec must come back.
+func TestCorpusValid(t *testing.T) {
+	valid := corpusFiles(t, validCorpusDir)
+	if len(valid) < 15 {
+		t.Fatalf("valid corpus has %d specs, want at least 15", len(valid))
+	}
+	examples := corpusFiles(t, examplesDir)
+	if len(examples) < 2 {
+		t.Fatalf("specs/examples has %d specs, want at least 2", len(examples))
+	}
+	for _, path := range append(valid, examples...) {
+		t.Run(filepath.Base(filepath.Dir(path))+"/"+specName(path), func(t *testing.T) {
+			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+			checkDiagnosticShape(t, path, ds)
+			if ds.HasErrors() {
+				t.Fatalf("valid spec rejected:\n%s", render(ds))
+			}
+			for _, d := range ds {
+				t.Logf("warning: %s", d)
+			}
+			if spec == nil {
+				t.Fatal("no error diagnostics but Spec == nil")
+			}
+			checkSpecShape(t, spec)
+		})
+	}
+}
+
+// checkSpecShape asserts the normalisation invariants every Spec must satisfy.
+func checkSpecShape(t *testing.T, spec *Spec) {
+	t.Helper()
+	switch spec.Version {
+	case Version01, Version02, Version03:
+	default:
+		t.Errorf("Spec.Version = %q", spec.Version)
+	}
+	if len(spec.FlowNames) != len(spec.Flows) {
+		t.Errorf("FlowNames %v vs %d flows", spec.FlowNames, len(spec.Flows))
+	}
+	if len(spec.FunctionNames) != len(spec.Functions) {
+		t.Errorf("FunctionNames %v vs %d functions", spec.FunctionNames, len(spec.Functions))
+	}
+	if len(spec.ContractNames) != len(spec.Contracts) {
+		t.Errorf("ContractNames %v vs %d contracts", spec.ContractNames, len(spec.Contracts))
+	}
+	for _, name := range spec.FlowNames {
+		fl := spec.Flows[name]
+		if fl == nil {
+			t.Errorf("flow %q listed but missing", name)
+			continue
+		}
+		if len(fl.Order) != len(fl.Steps) {
+			t.Errorf("flow %s: Order %v has %d entries for %d steps", name, fl.Order, len(fl.Order), len(fl.Steps))
+		}
+		seen := map[int]bool{}
+		for _, i := range fl.Order {
+			if i < 0 || i >= len(fl.Steps) || seen[i] {
+				t.Errorf("flow %s: Order %v is not a permutation of the steps", name, fl.Order)
+				break
+			}
+			seen[i] = true
+		}
+		for _, st := range fl.Steps {
+			if st.ID == "" {
+				t.Errorf("flow %s: step without id", name)
+			}
+			if st.Retries < 1 {
+				t.Errorf("flow %s step %s: effective Retries = %d, want >= 1", name, st.ID, st.Retries)
+			}
+			if st.Kind == KindFunction && st.Fn == nil {
+				t.Errorf("flow %s step %s: function step without Fn", name, st.ID)
+			}
+		}
+	}
+}
+
+// TestCorpusCoversEveryCode: every agreed code is exercised at least once,
+// by a corpus file's expect line or by a generated hostile input.
+func TestCorpusCoversEveryCode(t *testing.T) {
+	covered := map[string]bool{}
+	for _, path := range corpusFiles(t, invalidCorpusDir) {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes, err := expectedCodes(src)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		for _, c := range codes {
+			covered[c] = true
+		}
+	}
+	for _, g := range generatedHostile() {
+		covered[g.code] = true
+	}
+	var missing []string
+	for c := range codeClass {
+		if !covered[c] {
+			missing = append(missing, c)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("codes without a corpus case: %v", missing)
+	}
+}
+
+type hostileCase struct {
+	name string
+	code string
+	src  func() []byte
+}
+
+// generatedHostile are the inputs too big or too nasty to commit.
+func generatedHostile() []hostileCase {
+	return []hostileCase{
+		{"empty-zero-bytes", "empty", func() []byte { return nil }},
+		{"empty-whitespace", "empty", func() []byte { return []byte("  \n\n\t \n   ") }},
+		{"too-large-comment-padding", "too-large", func() []byte {
+			b := []byte("version: \"0.2\"\n")
+			line := "# " + strings.Repeat("x", 1021) + "\n"
+			for len(b) <= MaxSpecBytes {
+				b = append(b, line...)
+			}
+			return b
+		}},
+		{"too-large-one-string", "too-large", func() []byte {
+			return []byte("version: \"0.2\"\nflows: {main: {input: {}, steps: [{id: s, intent: \"" +
+				strings.Repeat("a", MaxSpecBytes) + "\"}]}}\n")
+		}},
+		{"yaml-aliases-billion-laughs", "yaml-aliases", func() []byte { return aliasBomb(9, 9) }},
+		{"yaml-aliases-wide", "yaml-aliases", func() []byte { return aliasBomb(4, 60) }},
+		{"too-deep-block-mappings", "too-deep", func() []byte { return deepBlockMapping(50) }},
+		{"too-deep-flow-sequences", "too-deep", func() []byte {
+			return []byte("version: \"0.2\"\nx: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n")
+		}},
+		{"too-deep-very-deep-flow", "too-deep", func() []byte {
+			return []byte("version: \"0.2\"\nx: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n")
+		}},
+		{"too-deep-in-output-schema", "too-deep", func() []byte { return deepOutputSchema(40) }},
+	}
+}
+
+// aliasBomb builds a billion-laughs document: levels of anchors, each a
+// sequence of width aliases to the previous one, hung under a valid spec.
+func aliasBomb(levels, width int) []byte {
+	var b strings.Builder
+	b.WriteString("version: \"0.2\"\nbomb:\n  l0: &l0 [\"lol\"]\n")
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "  l%d: &l%d [", i, i)
+		for j := 0; j < width; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*l%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("flows:\n  main:\n    input: {}\n    steps:\n      - id: s1\n        intent: \"hi\"\n")
+	return []byte(b.String())
+}
+
+func deepBlockMapping(depth int) []byte {
+	var b strings.Builder
+	b.WriteString("version: \"0.2\"\n")
+	for i := 0; i < depth; i++ {
+		fmt.Fprintf(&b, "%sk%d:\n", strings.Repeat("  ", i), i)
+	}
+	fmt.Fprintf(&b, "%sleaf: 1\n", strings.Repeat("  ", depth))
+	return []byte(b.String())
+}
+
+func deepOutputSchema(depth int) []byte {
+	var b strings.Builder
+	b.WriteString("version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n      - id: s1\n        intent: \"hi\"\n        output_schema:\n")
+	ind := "          "
+	for i := 0; i < depth; i++ {
+		fmt.Fprintf(&b, "%stype: object\n%sproperties:\n%s  p:\n", ind, ind, ind)
+		ind += "    "
+	}
+	fmt.Fprintf(&b, "%stype: string\n", ind)
+	return []byte(b.String())
+}
+
+// TestCorpusHostile feeds the generated hostile inputs to Parse (and the
+// too-large ones also to ParseFile): each gets its code, in bounded time,
+// without a panic.
+func TestCorpusHostile(t *testing.T) {
+	for _, c := range generatedHostile() {
+		t.Run(c.name, func(t *testing.T) {
+			src := c.src()
+			const file = "hostile.stratum.yaml"
+			spec, ds := guardedParse(t, c.name, func() (*Spec, Diagnostics) { return Parse(file, src) })
+			checkHostile(t, c, file, spec, ds)
+			if c.code == "too-large" {
+				path := filepath.Join(t.TempDir(), file)
+				if err := os.WriteFile(path, src, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				spec, ds := guardedParse(t, c.name, func() (*Spec, Diagnostics) { return ParseFile(path) })
+				checkHostile(t, c, path, spec, ds)
+			}
+		})
+	}
+}
+
+func checkHostile(t *testing.T, c hostileCase, file string, spec *Spec, ds Diagnostics) {
+	t.Helper()
+	if spec != nil {
+		t.Errorf("hostile input accepted")
+	}
+	checkDiagnosticShape(t, file, ds)
+	found := false
+	for _, d := range ds {
+		found = found || d.Code == c.code
+	}
+	if !found {
+		t.Errorf("want code %s; got:\n%s", c.code, render(ds))
+	}
+	if len(ds) > 5 {
+		t.Errorf("hostile input produced %d diagnostics; a parse error should stop checking", len(ds))
+	}
+}
