@@ -1,4 +1,0 @@
-package specs
-
-// PLACEHOLDER: replaced by the JSON-Schema implementation (schema.go owner).
-type Schema struct{}
