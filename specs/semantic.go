@@ -223,12 +223,12 @@ func parseRef(s string) (ref, string, bool) {
 
 // flowCtx is what the step checks of one flow share.
 type flowCtx struct {
-	fls    *flowSrc
-	ids    map[string]int // first index of each id
-	idList []string
-	inputs map[string]*Param
+	fls     *flowSrc
+	ids     map[string]int // first index of each id
+	idList  []string
+	inputs  map[string]*Param
 	inNames []string
-	rank   map[int]int // position in Flow.Order
+	rank    map[int]int // position in Flow.Order
 }
 
 // checkRef checks one `$` reference found in a step; it returns the index of
