@@ -416,7 +416,7 @@ func TestLoopInvalidSpecAndPanickingParser(t *testing.T) {
 				t.Errorf("%s: spec %v diags %v, want nil spec and an error", u.Path, u.Spec, u.Diags)
 			}
 		}
-		if d := got[1].Diags[0]; d.Code != "internal_error" || d.File != got[1].Path {
+		if d := got[1].Diags[0]; d.Code != CodeInternalError || d.File != got[1].Path {
 			t.Errorf("panic diagnostic = %+v", d)
 		}
 	})

@@ -365,6 +365,11 @@ func (w *Watcher) refresh(path string) {
 			w.emit(Update{Path: path, Removed: true})
 		}
 		return
+	case err == nil && !fi.Mode().IsRegular():
+		// A FIFO or device would block or never end: never open it.
+		w.emit(Update{Path: path, Diags: specs.Diagnostics{watchDiag(path, CodeNotRegularFile,
+			fmt.Sprintf("not a regular file (%s)", fi.Mode().Type()))}})
+		return
 	}
 	// Existing file, or a stat error the parser will report (e.g. permission).
 	spec, diags := w.parse(path)
@@ -379,14 +384,8 @@ func (w *Watcher) parse(path string) (spec *specs.Spec, diags specs.Diagnostics)
 	defer func() {
 		if r := recover(); r != nil {
 			spec = nil
-			diags = specs.Diagnostics{{
-				File:      path,
-				Severity:  specs.SeverityError,
-				Code:      "internal_error",
-				ErrorType: specs.ParseError,
-				Path:      "root",
-				Message:   fmt.Sprintf("internal error while parsing: %v", r),
-			}}
+			diags = specs.Diagnostics{watchDiag(path, CodeInternalError,
+				fmt.Sprintf("internal error while parsing: %v", r))}
 		}
 	}()
 	return w.opts.Parse(path)
@@ -404,6 +403,23 @@ func (w *Watcher) emit(u Update) {
 	}
 	w.mu.Unlock()
 	w.box.put(u)
+}
+
+// Diagnostic codes the watcher itself reports (the parser's codes are in
+// package specs). Both have error severity and the ir_parse_error type.
+const (
+	// CodeNotRegularFile: the spec name is a FIFO, device or socket; it is
+	// not opened.
+	CodeNotRegularFile = "not-regular-file"
+	// CodeInternalError: the parser panicked; the message has the panic value.
+	CodeInternalError = "internal-error"
+)
+
+func watchDiag(path, code, msg string) specs.Diagnostic {
+	return specs.Diagnostic{
+		File: path, Severity: specs.SeverityError, Code: code,
+		ErrorType: specs.ParseError, Path: "root", Message: msg,
+	}
 }
 
 // isSpecName reports whether path names a spec file: "*.stratum.yaml", not
