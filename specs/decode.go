@@ -188,6 +188,7 @@ func (fs *fieldSet) names(version string) []string {
 // checkFields reports unknown / later-version keys and missing required keys.
 // It returns false if any required key is missing.
 func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
+	kept := m.keys[:0:0]
 	for _, k := range m.keys {
 		since, known := fs.fields[k]
 		switch {
@@ -198,8 +199,12 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 				what = "stratum extension"
 			}
 			c.add(CodeNeedsVersion, m.keyNode(k), joinPath(path, k),
-				fmt.Sprintf("%s '%s' on a %s requires IR version \"%s\" or later (this spec is version \"%s\")", what, k, fs.what, since, c.version),
+				fmt.Sprintf("%s '%s' (in %s) requires IR version \"%s\" or later; this spec is version \"%s\"", what, k, fs.what, since, c.version),
 				fmt.Sprintf("Use version: \"%s\"", max(since, LatestVersion)))
+			// Treat the key as absent from here on, so that later checks
+			// do not cascade from it.
+			delete(m.entries, k)
+			continue
 		case fs.open:
 		default:
 			sugg := didYouMean(k, fs.names(c.version))
@@ -208,14 +213,18 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 			}
 			c.add(CodeUnknownField, m.keyNode(k), joinPath(path, k),
 				fmt.Sprintf("Additional properties are not allowed ('%s' was unexpected in %s)", k, fs.what), sugg)
+			delete(m.entries, k)
+			continue
 		}
+		kept = append(kept, k)
 	}
+	m.keys = kept
 	req := fs.requiredFor(c.version)
 	ok := true
 	for _, r := range req {
 		if !m.has(r) {
 			ok = false
-			c.add(CodeMissingField, m.node, path, fmt.Sprintf("'%s' is a required property of %s", r, fs.what),
+			c.add(CodeMissingField, m.node, path, fmt.Sprintf("'%s' is a required property (in %s)", r, fs.what),
 				"Add required field(s): "+plainList(req))
 		}
 	}

@@ -194,7 +194,11 @@ func (c *checker) yamlError(err error, src []byte) {
 			fmt.Sprintf("YAML nesting is deeper than the limit of %d", MaxDepth), "Flatten the structure.")
 		return
 	}
-	if tl, tc, ok := findIndentTab(src, line); ok {
+	limit := line + 1
+	if strings.Contains(msg, "tab") || line == 0 {
+		limit = 0
+	}
+	if tl, tc, ok := findIndentTab(src, limit); ok {
 		c.addAt(CodeYAMLTab, Pos{tl, tc}, "root",
 			"tabs are not allowed for indentation; use spaces",
 			"Replace the tab characters at the start of the line with spaces.")

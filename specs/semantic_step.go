@@ -36,7 +36,8 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			modeKeys = append(modeKeys, k)
 		}
 	}
-	kindKnown := true
+	// A bad type was reported as invalid-value; do not cascade from it.
+	kindKnown := !m.bad["type"]
 	switch s.Type {
 	case "decompose":
 		s.Kind = KindDecompose
@@ -51,6 +52,9 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 				"A parallel_dispatch step takes source and intent_template.")
 		}
 	default:
+		if !kindKnown {
+			break
+		}
 		if len(modeKeys) != 1 {
 			kindKnown = false
 			found := "none"

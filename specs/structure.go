@@ -37,7 +37,7 @@ var (
 		required: map[string][]string{Version01: {"version"}},
 	}
 	functionFields = &fieldSet{
-		what: "function",
+		what: "a function",
 		fields: merge(
 			fields(Version01, "mode", "intent", "input", "output", "ensure", "budget", "retries", "model"),
 			fields(Version02, "timeout", "guardrails", "cache", "on_timeout", "approver", "run")),
@@ -48,7 +48,7 @@ var (
 		},
 	}
 	flowFields = &fieldSet{
-		what:   "flow",
+		what:   "a flow",
 		fields: merge(fields(Version01, "input", "output", "budget", "steps"), fields(Version02, "max_rounds")),
 		required: map[string][]string{
 			Version01: {"input", "output", "steps"},
@@ -56,7 +56,7 @@ var (
 		},
 	}
 	stepFields = &fieldSet{
-		what: "step",
+		what: "a step",
 		fields: merge(
 			fields(Version01, "id", "function", "inputs", "depends_on", "output_schema"),
 			fields(Version02, "intent", "flow", "agent", "on_approve", "on_revise", "on_kill",
@@ -73,18 +73,18 @@ var (
 		},
 	}
 	budgetFields = &fieldSet{
-		what: "budget",
+		what: "a budget",
 		fields: merge(fields(Version01, "ms", "usd"),
 			fields(Version02, "max_agent_dispatches", "max_tokens", "tokens")),
 		ext: map[string]bool{"tokens": true},
 	}
 	workflowFields = &fieldSet{
-		what:     "workflow",
+		what:     "the workflow",
 		fields:   fields(Version02, "name", "description", "input"),
 		required: map[string][]string{Version01: {"name", "description", "input"}},
 	}
 	workflowParamFields = &fieldSet{
-		what:     "workflow input",
+		what:     "a workflow input",
 		fields:   merge(fields(Version02, "type", "required", "default", "description", "opaque")),
 		ext:      map[string]bool{"opaque": true},
 		required: map[string][]string{Version01: {"type"}},
@@ -92,19 +92,19 @@ var (
 	// Function and flow input params are JSON-Schema objects: open, except
 	// that the stratum keys need 0.2.
 	paramFields = &fieldSet{
-		what:   "input parameter",
+		what:   "an input parameter",
 		fields: merge(fields(Version01, "type"), fields(Version02, "opaque", "required", "default")),
 		ext:    map[string]bool{"opaque": true, "required": true, "default": true},
 		open:   true,
 	}
 	contractFieldFields = &fieldSet{
-		what: "contract field",
+		what: "a contract field",
 		fields: fields(Version01, "type", "values", "optional", "required", "opaque",
 			"enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
 			"maxLength", "pattern", "format", "items", "minItems", "maxItems", "description"),
 	}
 	runFields = &fieldSet{
-		what:     "run command",
+		what:     "a run command",
 		fields:   fields(Version02, "cmd", "dir", "env"),
 		required: map[string][]string{Version01: {"cmd"}},
 	}
@@ -282,7 +282,7 @@ func (c *checker) buildContracts(b *build, cm *mapping) {
 					hasKw = hasKw || (dm.has(k) && k != "description")
 				}
 				if !hasKw {
-					c.add(CodeMissingField, dm.node, fpath, "'type' is a required property of contract field",
+					c.add(CodeMissingField, dm.node, fpath, "'type' is a required property (in a contract field)",
 						"Add required field(s): [type]")
 				}
 			}
@@ -302,34 +302,11 @@ func (c *checker) buildContracts(b *build, cm *mapping) {
 			if v, ok := c.boolean(dm, "opaque", fpath); ok {
 				fld.Opaque = v
 			}
+			// Keyword values are checked by BuildContracts (invalid-schema).
 			for _, k := range schemaKeywords {
 				e, ok := dm.get(k)
 				if !ok {
 					continue
-				}
-				switch k {
-				case "minLength", "maxLength", "minItems", "maxItems":
-					if _, ok := c.integer(dm, k, fpath, 0); !ok {
-						continue
-					}
-				case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-					if _, ok := c.number(dm, k, fpath, noMinimum); !ok {
-						continue
-					}
-				case "pattern", "format", "description":
-					if _, ok := c.str(dm, k, fpath, false); !ok {
-						continue
-					}
-				case "enum":
-					if resolve(e.val).Kind != yaml.SequenceNode {
-						c.wrongType(dm, k, fpath, "array")
-						continue
-					}
-				case "items":
-					if resolve(e.val).Kind != yaml.MappingNode {
-						c.wrongType(dm, k, fpath, "object")
-						continue
-					}
 				}
 				if fld.Keywords == nil {
 					fld.Keywords = map[string]any{}

@@ -32,7 +32,7 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 		if v, ok := c.str(m, "mode", path, false); ok && v == "gate" && !c.since(Version02) {
 			m.bad["mode"] = true
 			c.add(CodeNeedsVersion, m.valNode("mode"), path+".mode",
-				fmt.Sprintf("mode 'gate' requires IR version \"0.2\" or later (this spec is version \"%s\")", c.version),
+				fmt.Sprintf("mode 'gate' requires IR version \"0.2\" or later; this spec is version \"%s\"", c.version),
 				fmt.Sprintf("Use version: \"%s\"", LatestVersion))
 		} else if v, ok := c.enum(m, "mode", path, modes); ok {
 			fn.Mode = Mode(v)
