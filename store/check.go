@@ -54,7 +54,8 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		return problems
 	}
 	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
-	wantUpdated, wantStatus, wantGates := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	// index key → expected value (the encoded summary; empty for gates)
+	wantUpdated, wantStatus, wantGates := map[string]string{}, map[string]string{}, map[string]string{}
 	_ = flows.ForEach(func(k, v []byte) error {
 		var st engine.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
@@ -65,12 +66,12 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 			bad("flow under key %q has flow_id %q", k, st.FlowID)
 		}
 		raw := sums.Get(k)
-		var sum engine.FlowSummary
 		if raw == nil {
 			bad("flow %q has no summary", k)
 			return nil
 		}
-		if err := json.Unmarshal(raw, &sum); err != nil {
+		sum, err := decodeSummary(raw)
+		if err != nil {
 			bad("summary %q: %v", k, err)
 			return nil
 		}
@@ -79,10 +80,10 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 				sum.Status, sum.UpdatedAt, sum.Version, st.Status, st.UpdatedAt, st.Version)
 		}
 		ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
-		wantUpdated[string(updatedKey(ref))] = true
-		wantStatus[string(statusKey(ref))] = true
-		if pendingGate(&sum) {
-			wantGates[sum.FlowID] = true
+		wantUpdated[string(updatedKey(ref))] = string(raw)
+		wantStatus[string(statusKey(ref))] = string(raw)
+		if pendingGate(sum) {
+			wantGates[sum.FlowID] = ""
 		}
 		return nil
 	})
@@ -94,11 +95,15 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	})
 	for _, idx := range []struct {
 		name []byte
-		want map[string]bool
+		want map[string]string
 	}{{bucketByUpdated, wantUpdated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}} {
-		_ = b[string(idx.name)].ForEach(func(k, _ []byte) error {
-			if !idx.want[string(k)] {
+		_ = b[string(idx.name)].ForEach(func(k, v []byte) error {
+			want, ok := idx.want[string(k)]
+			switch {
+			case !ok:
 				bad("%s has a stray entry %q", idx.name, k)
+			case want != string(v):
+				bad("%s entry %q holds a stale summary", idx.name, k)
 			}
 			delete(idx.want, string(k))
 			return nil

@@ -21,8 +21,10 @@
 //
 // # Schema
 //
-// Every bucket is top-level. Keys marked ‖ are concatenations. Values are
-// JSON except in meta.
+// Every bucket is top-level. Keys marked ‖ are concatenations. Flow states
+// and events are JSON; meta values are raw; <summary> is the compact binary
+// engine.FlowSummary of codec.go (List decodes up to 10,000 of them per
+// call, and JSON was several times slower).
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
@@ -32,11 +34,11 @@
 //	flows/
 //	    <flow id>       = engine.FlowState JSON (stratum_state_version inside)
 //	summaries/
-//	    <flow id>       = engine.FlowSummary JSON, rewritten by every Put
+//	    <flow id>       = <summary>     rewritten by every Put
 //	idx_updated/
-//	    <updated:8> ‖ <flow id>            = ""   newest-first listing
+//	    <updated:8> ‖ <flow id>                   = <summary>   newest-first listing
 //	idx_status/
-//	    <status> ‖ 0x00 ‖ <updated:8> ‖ <flow id> = ""   List(Status)
+//	    <status> ‖ 0x00 ‖ <updated:8> ‖ <flow id> = <summary>   List(Status)
 //	idx_gates/
 //	    <flow id>       = ""            status awaiting_gate and Gate set
 //	events/                             sequence = last seq ever assigned
@@ -55,7 +57,8 @@
 // Put keeps summaries and the idx_* buckets in step with flows inside the
 // same transaction; Delete and GC remove a flow's state, summary, index
 // entries and events together. List walks idx_updated (or idx_status)
-// backwards and decodes only the summaries it returns.
+// backwards, reading the summaries stored in the index values, and decodes
+// only the ones it returns.
 //
 // # Opening, corruption, migrations
 //

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -46,11 +45,11 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 				return corruptError(s.path, "bucket \"summaries\" is missing", nil)
 			}
 			return sums.ForEach(func(k, v []byte) error {
-				var sum engine.FlowSummary
-				if err := json.Unmarshal(v, &sum); err != nil {
+				sum, err := decodeSummary(v)
+				if err != nil {
 					return corruptError(s.path, "cannot decode summary of flow "+string(k), err)
 				}
-				if prunable(&sum) {
+				if prunable(sum) {
 					candidates = append(candidates, string(k))
 				}
 				return nil

@@ -121,9 +121,19 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 	return s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
 		t := &tx{s: s, btx: btx}
 		defer func() { t.done = true }()
-		return fn(t)
+		if err := fn(t); err != nil {
+			return err
+		}
+		if !t.wrote {
+			return errNothingWritten
+		}
+		return nil
 	})
 }
+
+// errNothingWritten tells run to roll back an Update that wrote nothing
+// (a lost gate race, an unchanged transition): same outcome, no fsync.
+var errNothingWritten = errors.New("nothing written")
 
 // View runs fn in one read-only transaction, consistent for its duration.
 // Writes inside fn fail with ErrReadOnlyTx. Keep fn short: while it runs,
@@ -189,6 +199,9 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 		return err
 	}
 	if err := fn(btx); err != nil {
+		if errors.Is(err, errNothingWritten) {
+			return nil // the deferred rollback ends the transaction
+		}
 		return err
 	}
 	if !writable {

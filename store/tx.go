@@ -21,6 +21,9 @@ type tx struct {
 	s    *Store
 	btx  *bolt.Tx
 	done bool
+	// wrote is set by every successful write; an Update that wrote nothing
+	// is rolled back instead of committed, saving bbolt's two fsyncs.
+	wrote bool
 }
 
 var _ engine.Tx = (*tx)(nil)
@@ -43,7 +46,11 @@ func (t *tx) do(write bool, op func() error) error {
 	if write && !t.btx.Writable() {
 		return ErrReadOnlyTx
 	}
-	return t.s.guard(op)
+	err := t.s.guard(op)
+	if write && err == nil {
+		t.wrote = true
+	}
+	return err
 }
 
 func (t *tx) decodeErr(what string, err error) error {
@@ -80,8 +87,8 @@ func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, 
 	if v == nil {
 		return nil, nil
 	}
-	sum := new(engine.FlowSummary)
-	if err := json.Unmarshal(bytes.Clone(v), sum); err != nil {
+	sum, err := decodeSummary(v)
+	if err != nil {
 		return nil, t.decodeErr("summary of flow "+string(flowID), err)
 	}
 	return sum, nil
@@ -139,7 +146,7 @@ func (t *tx) Put(st *engine.FlowState) error {
 			return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
 		}
 		sum := t.s.summarize(st)
-		sumData, err := json.Marshal(sum)
+		sumData, err := encodeSummary(&sum)
 		if err != nil {
 			return fmt.Errorf("store: encode summary of flow %s: %w", st.FlowID, err)
 		}
@@ -154,21 +161,23 @@ func (t *tx) Put(st *engine.FlowState) error {
 				return err
 			}
 		}
-		return t.index(&sum)
+		return t.index(&sum, sumData)
 	})
 }
 
-// index adds the secondary-index entries of sum.
-func (t *tx) index(sum *engine.FlowSummary) error {
+// index adds the secondary-index entries of sum. The listing indexes carry
+// the encoded summary as their value, so List reads them sequentially
+// without a lookup per flow.
+func (t *tx) index(sum *engine.FlowSummary, encoded []byte) error {
 	ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
 	for _, e := range []struct {
-		bucket []byte
-		key    []byte
-		on     bool
+		bucket     []byte
+		key, value []byte
+		on         bool
 	}{
-		{bucketByUpdated, updatedKey(ref), true},
-		{bucketByStatus, statusKey(ref), true},
-		{bucketGates, []byte(sum.FlowID), pendingGate(sum)},
+		{bucketByUpdated, updatedKey(ref), encoded, true},
+		{bucketByStatus, statusKey(ref), encoded, true},
+		{bucketGates, []byte(sum.FlowID), []byte{}, pendingGate(sum)},
 	} {
 		if !e.on {
 			continue
@@ -177,7 +186,7 @@ func (t *tx) index(sum *engine.FlowSummary) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Put(e.key, nil); err != nil {
+		if err := b.Put(e.key, e.value); err != nil {
 			return err
 		}
 	}
@@ -276,18 +285,15 @@ func (t *tx) deleteEvents(flowID string) error {
 }
 
 // List returns the summaries of flows matching f, newest (UpdatedAt) first,
-// ties broken by flow id descending. It decodes only the summaries it
-// returns, walking the newest-first or the by-status index.
+// ties broken by flow id descending. It walks the newest-first or the
+// by-status index backwards and decodes only the summaries it returns.
 func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 	var out []engine.FlowSummary
 	err := t.do(false, func() error {
-		sums, err := t.bucket(bucketSummaries)
-		if err != nil {
-			return err
-		}
 		var (
 			idx    *bolt.Bucket
 			prefix []byte
+			err    error
 		)
 		if f.Status != "" {
 			if idx, err = t.bucket(bucketByStatus); err != nil {
@@ -298,37 +304,35 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 			return err
 		}
 		c := idx.Cursor()
-		var k []byte
+		var k, v []byte
 		if prefix == nil {
-			k, _ = c.Last()
+			k, v = c.Last()
 		} else {
 			// Position on the last key with the prefix: seek past it, step back.
 			end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
 			if k, _ = c.Seek(end); k == nil {
-				k, _ = c.Last()
+				k, v = c.Last()
 			} else {
-				k, _ = c.Prev()
+				k, v = c.Prev()
 			}
 		}
-		for ; k != nil; k, _ = c.Prev() {
+		var found []*engine.FlowSummary
+		for ; k != nil; k, v = c.Prev() {
 			if !bytes.HasPrefix(k, prefix) {
 				break
 			}
-			if len(k) < len(prefix)+8 {
-				return corruptError(t.s.path, fmt.Sprintf("bad index key %q", k), nil)
-			}
-			id := k[len(prefix)+8:]
-			sum, err := t.getSummary(sums, id)
+			sum, err := decodeSummary(v)
 			if err != nil {
-				return err
+				return t.decodeErr(fmt.Sprintf("index entry %q", k), err)
 			}
-			if sum == nil {
-				return corruptError(t.s.path, fmt.Sprintf("index names flow %q which has no summary", id), nil)
-			}
-			out = append(out, *sum)
-			if f.Limit > 0 && len(out) >= f.Limit {
+			found = append(found, sum)
+			if f.Limit > 0 && len(found) >= f.Limit {
 				break
 			}
+		}
+		out = make([]engine.FlowSummary, len(found))
+		for i, sum := range found {
+			out[i] = *sum
 		}
 		return nil
 	})

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// Summaries are stored in a compact binary form, not JSON: List over 10,000
+// flows decodes every one of them, and JSON (times above all) made that
+// several times slower. The encoding is versioned by its first byte; a new
+// FlowSummary field needs a new version here (TestSummaryCodecCoversFields
+// fails until it has one).
+//
+//	v1: 0x01
+//	    str FlowID, str FlowName, str Status, str CurrentStep,
+//	    int StepNumber, int TotalSteps, int Round,
+//	    str Driver, str ParentFlowID,
+//	    time CreatedAt, time UpdatedAt, int Version,
+//	    byte hasGate, [str StepID, int Round, time DispatchedAt,
+//	                   byte hasDeadline, [time Deadline],
+//	                   str OnTimeout, str Approver]
+//
+// str is a uvarint length and the bytes; int is a zig-zag varint; time is a
+// uvarint length and time.Time's MarshalBinary form (empty for the zero time).
+const summaryCodecV1 = 1
+
+var errShortSummary = errors.New("truncated summary record")
+
+func encodeSummary(sum *engine.FlowSummary) ([]byte, error) {
+	b := make([]byte, 0, 128+len(sum.FlowID)+len(sum.FlowName))
+	b = append(b, summaryCodecV1)
+	b = appendStr(b, sum.FlowID)
+	b = appendStr(b, sum.FlowName)
+	b = appendStr(b, sum.Status)
+	b = appendStr(b, sum.CurrentStep)
+	b = binary.AppendVarint(b, int64(sum.StepNumber))
+	b = binary.AppendVarint(b, int64(sum.TotalSteps))
+	b = binary.AppendVarint(b, int64(sum.Round))
+	b = appendStr(b, sum.Driver)
+	b = appendStr(b, sum.ParentFlowID)
+	var err error
+	if b, err = appendTime(b, sum.CreatedAt); err != nil {
+		return nil, err
+	}
+	if b, err = appendTime(b, sum.UpdatedAt); err != nil {
+		return nil, err
+	}
+	b = binary.AppendVarint(b, sum.Version)
+	g := sum.Gate
+	if g == nil {
+		return append(b, 0), nil
+	}
+	b = append(b, 1)
+	b = appendStr(b, g.StepID)
+	b = binary.AppendVarint(b, int64(g.Round))
+	if b, err = appendTime(b, g.DispatchedAt); err != nil {
+		return nil, err
+	}
+	if g.Deadline == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		if b, err = appendTime(b, *g.Deadline); err != nil {
+			return nil, err
+		}
+	}
+	b = appendStr(b, g.OnTimeout)
+	b = appendStr(b, g.Approver)
+	return b, nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendTime(b []byte, t time.Time) ([]byte, error) {
+	if t.IsZero() {
+		return append(b, 0), nil
+	}
+	tb, err := t.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b = binary.AppendUvarint(b, uint64(len(tb)))
+	return append(b, tb...), nil
+}
+
+// summaryReader decodes one record; the first error sticks.
+type summaryReader struct {
+	b   []byte
+	err error
+}
+
+func (r *summaryReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errShortSummary
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *summaryReader) int() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errShortSummary
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *summaryReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errShortSummary
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// str copies: the input may be memory-mapped.
+func (r *summaryReader) str() string { return string(r.bytes()) }
+
+func (r *summaryReader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.err = errShortSummary
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *summaryReader) time() time.Time {
+	tb := r.bytes()
+	if r.err != nil || len(tb) == 0 {
+		return time.Time{}
+	}
+	var t time.Time
+	if err := t.UnmarshalBinary(tb); err != nil {
+		r.err = err
+	}
+	return t
+}
+
+func decodeSummary(b []byte) (*engine.FlowSummary, error) {
+	if len(b) == 0 || b[0] != summaryCodecV1 {
+		return nil, fmt.Errorf("unknown summary encoding %x", b[:min(len(b), 1)])
+	}
+	r := &summaryReader{b: b[1:]}
+	sum := &engine.FlowSummary{}
+	sum.FlowID = r.str()
+	sum.FlowName = r.str()
+	sum.Status = r.str()
+	sum.CurrentStep = r.str()
+	sum.StepNumber = int(r.int())
+	sum.TotalSteps = int(r.int())
+	sum.Round = int(r.int())
+	sum.Driver = r.str()
+	sum.ParentFlowID = r.str()
+	sum.CreatedAt = r.time()
+	sum.UpdatedAt = r.time()
+	sum.Version = r.int()
+	if r.byte() == 1 {
+		g := &engine.PendingGate{}
+		g.StepID = r.str()
+		g.Round = int(r.int())
+		g.DispatchedAt = r.time()
+		if r.byte() == 1 {
+			d := r.time()
+			g.Deadline = &d
+		}
+		g.OnTimeout = r.str()
+		g.Approver = r.str()
+		sum.Gate = g
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%d trailing bytes in summary record", len(r.b))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return sum, nil
+}
