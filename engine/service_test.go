@@ -1,0 +1,303 @@
+//go:build enginecore_specs
+
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/review"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newService() (*engine.Service, *enginetest.Store, *clock) {
+	c := &clock{t: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)}
+	st := enginetest.New()
+	st.Now = c.Now
+	n := 0
+	var mu sync.Mutex
+	return &engine.Service{Store: st, Now: c.Now, NewID: func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("f%d", n)
+	}}, st, c
+}
+
+const svcSpec = `version: "0.2"
+functions:
+  g:
+    mode: gate
+    timeout: 30
+flows:
+  child:
+    input: {}
+    steps:
+      - id: c1
+        intent: "child"
+  main:
+    input: {}
+    steps:
+      - id: a
+        intent: "A"
+        ensure: ["result.ok == True"]
+        retries: 2
+      - id: b
+        intent: "B"
+        inputs: {v: "$.steps.a.output.v"}
+        depends_on: [a]
+      - id: review
+        function: g
+        depends_on: [b]
+        on_approve: ~
+        on_revise: a
+        on_kill: ~
+`
+
+func must(t *testing.T, r engine.Response, err error) engine.Response {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestServiceFlow(t *testing.T) {
+	ctx := context.Background()
+	s, store, clk := newService()
+	r := must(t, s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{SpecFile: "x.stratum.yaml"}))
+	if r["status"] != "execute_step" || r["flow_id"] != "f1" {
+		t.Fatalf("plan: %v", r)
+	}
+	r = must(t, s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{}))
+	if r["error_type"] != "execution_error" {
+		t.Fatalf("wrong step: %v", r)
+	}
+	st, err := s.Get(ctx, "f1")
+	if err != nil || st.Version != 1 {
+		t.Fatalf("an unchanged transition wrote: version %d err %v", st.Version, err)
+	}
+	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": false}, engine.ReportOptions{}))
+	if r["status"] != "ensure_failed" || r["retries_remaining"] != 1 {
+		t.Fatalf("ensure: %v", r)
+	}
+	// A dispatch error rolls the whole transition back.
+	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true}, engine.ReportOptions{}))
+	if r["error_type"] != "execution_error" || !strings.Contains(r["message"].(string), "Key 'v' not found") {
+		t.Fatalf("ref error: %v", r)
+	}
+	st, _ = s.Get(ctx, "f1")
+	if st.Attempts["a"] != 1 || st.Version != 2 {
+		t.Fatalf("rolled-back transition persisted: attempts %v version %d", st.Attempts, st.Version)
+	}
+	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 7}, engine.ReportOptions{}))
+	if r["step_id"] != "b" {
+		t.Fatalf("advance: %v", r)
+	}
+	r = must(t, s.StepDone(ctx, "f1", "b", map[string]any{"out": 1}, engine.ReportOptions{}))
+	if r["status"] != "await_gate" {
+		t.Fatalf("gate: %v", r)
+	}
+	gates, err := s.PendingGates(ctx)
+	if err != nil || len(gates) != 1 || gates[0].Gate.StepID != "review" || gates[0].Gate.Deadline == nil {
+		t.Fatalf("pending gates %+v %v", gates, err)
+	}
+	clk.Add(10 * time.Second)
+	r = must(t, s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelCLI}))
+	if r["status"] != "complete" {
+		t.Fatalf("approve: %v", r)
+	}
+	// Completed flows are kept and auditable.
+	st, err = s.Get(ctx, "f1")
+	if err != nil || st.Status != engine.StatusComplete {
+		t.Fatalf("completed flow: %v %v", st, err)
+	}
+	a := must(t, s.Audit(ctx, "f1"))
+	if a["status"] != "complete" || a["flow_id"] != "f1" {
+		t.Fatalf("audit %v", a)
+	}
+	gates, _ = s.PendingGates(ctx)
+	if len(gates) != 0 {
+		t.Fatalf("gate still pending: %+v", gates)
+	}
+	// Events: strictly increasing sequence numbers, typed.
+	evs := store.Events("f1")
+	var types []string
+	for i, e := range evs {
+		if i > 0 && e.Seq <= evs[i-1].Seq {
+			t.Fatalf("sequence not increasing at %d", i)
+		}
+		types = append(types, string(e.Type))
+	}
+	want := []string{"flow_created", "step_dispatched", "step_failed", "step_dispatched", "step_done", "step_dispatched",
+		"step_done", "step_dispatched", "gate_opened", "gate_resolved", "flow_finished"}
+	if strings.Join(types, ",") != strings.Join(want, ",") {
+		t.Errorf("events\n got %v\nwant %v", types, want)
+	}
+}
+
+func TestServiceErrors(t *testing.T) {
+	ctx := context.Background()
+	s, store, _ := newService()
+	r := must(t, s.Resume(ctx, "nope"))
+	if r["status"] != "error" || r["error_type"] != "flow_not_found" || r["message"] != "No active flow with id 'nope'" {
+		t.Fatalf("%v", r)
+	}
+	if _, ok := r["success"]; ok {
+		t.Error("hand-built envelope has success")
+	}
+	r = must(t, s.Plan(ctx, "version: \"0.2\"\nflows: [", "main", nil, engine.PlanOptions{}))
+	if r["status"] != "error" || r["success"] != false || !strings.HasPrefix(r["error_type"].(string), "ir_") {
+		t.Fatalf("invalid spec: %v", r)
+	}
+	r = must(t, s.Plan(ctx, svcSpec, "nope", nil, engine.PlanOptions{}))
+	if r["error_type"] != "execution_error" || r["message"] != "Flow 'nope' not found in spec" {
+		t.Fatalf("unknown flow: %v", r)
+	}
+	if store.Len() != 0 {
+		t.Fatal("a refused plan stored a flow")
+	}
+	// A stored flow whose spec no longer parses: execution_error, no panic.
+	if err := store.Update(ctx, func(tx engine.Tx) error {
+		return tx.Put(&engine.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: engine.StatusRunning})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r = must(t, s.Resume(ctx, "bad"))
+	if r["error_type"] != "execution_error" {
+		t.Fatalf("bad stored spec: %v", r)
+	}
+}
+
+func TestServiceLease(t *testing.T) {
+	ctx := context.Background()
+	s, _, clk := newService()
+	must(t, s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-2", ExpiresAt: clk.Now().Add(time.Minute)}); err == nil {
+		t.Fatal("second live lease granted")
+	}
+	r := must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	if r["error_type"] != "flow_owned" {
+		t.Fatalf("agent report into an owned flow: %v", r)
+	}
+	r = must(t, s.SkipStep(ctx, "f1", "a", "x", engine.ReportOptions{Actor: "someone"}))
+	if r["error_type"] != "flow_owned" {
+		t.Fatalf("skip into an owned flow: %v", r)
+	}
+	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{Actor: "runner-1"}))
+	if r["step_id"] != "b" {
+		t.Fatalf("owner report: %v", r)
+	}
+	clk.Add(2 * time.Minute) // lease expired
+	r = must(t, s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	if r["status"] != "await_gate" {
+		t.Fatalf("report after expiry: %v", r)
+	}
+}
+
+func TestServiceSweepTimeouts(t *testing.T) {
+	ctx := context.Background()
+	s, _, clk := newService()
+	for i := 0; i < 2; i++ {
+		must(t, s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	}
+	for _, id := range []string{"f1", "f2"} {
+		must(t, s.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	}
+	must(t, s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	clk.Add(20 * time.Second)
+	must(t, s.StepDone(ctx, "f2", "b", map[string]any{}, engine.ReportOptions{})) // deadline +30s from here
+	clk.Add(15 * time.Second)
+	n, err := s.SweepTimeouts(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	st, _ := s.Get(ctx, "f1")
+	if st.Status != engine.StatusKilled {
+		t.Fatalf("f1 status %q", st.Status)
+	}
+	st, _ = s.Get(ctx, "f2")
+	if st.Status != engine.StatusAwaitingGate {
+		t.Fatalf("f2 status %q", st.Status)
+	}
+	// Resume does not move f2's deadline.
+	must(t, s.Resume(ctx, "f2"))
+	clk.Add(16 * time.Second)
+	if n, _ := s.SweepTimeouts(ctx); n != 1 {
+		t.Fatalf("second sweep resolved %d", n)
+	}
+}
+
+func TestServiceChildFlow(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newService()
+	src := svcSpec + `  parent:
+    input: {}
+    steps:
+      - id: sub
+        flow: child
+`
+	r := must(t, s.Plan(ctx, src, "parent", nil, engine.PlanOptions{}))
+	childID, _ := r["child_flow_id"].(string)
+	if r["status"] != "execute_flow" || childID == "" {
+		t.Fatalf("%v", r)
+	}
+	r = must(t, s.Resume(ctx, "f1"))
+	if r["child_flow_id"] != childID {
+		t.Fatalf("resume made another child: %v", r)
+	}
+	done := must(t, s.StepDone(ctx, childID, "c1", map[string]any{"x": 1}, engine.ReportOptions{}))
+	if done["status"] != "complete" {
+		t.Fatalf("child: %v", done)
+	}
+	r = must(t, s.StepDone(ctx, "f1", "sub", map[string]any(done), engine.ReportOptions{}))
+	if r["status"] != "complete" || fmt.Sprint(r["output"]) != "map[x:1]" {
+		t.Fatalf("parent: %v", r)
+	}
+	st, _ := s.Get(ctx, "f1")
+	if len(st.ChildAudits["sub"]) != 1 {
+		t.Fatalf("child audits %v", st.ChildAudits)
+	}
+}
+
+func TestServiceApproverHumanViaMCP(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newService()
+	src := strings.Replace(svcSpec, "timeout: 30", "approver: human", 1)
+	must(t, s.Plan(ctx, src, "main", nil, engine.PlanOptions{}))
+	must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t, s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	r := must(t, s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Agent, Channel: review.ChannelMCP}))
+	if r["error_type"] != "gate_requires_human" {
+		t.Fatalf("%v", r)
+	}
+	r = must(t, s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI}))
+	if r["status"] != "complete" {
+		t.Fatalf("%v", r)
+	}
+}
