@@ -513,3 +513,233 @@ func checkHostile(t *testing.T, c hostileCase, file string, spec *Spec, ds Diagn
 		t.Errorf("hostile input produced %d diagnostics; a parse error should stop checking", len(ds))
 	}
 }
+
+// TestCorpusValidIR checks that the valid corpus normalises into the IR the
+// engine relies on: execution order, per-kind defaults, effective fields of
+// function steps, gate settings, extensions, workflows and contracts.
+func TestCorpusValidIR(t *testing.T) {
+	load := func(t *testing.T, name string) *Spec {
+		t.Helper()
+		path := filepath.Join(validCorpusDir, name+".stratum.yaml")
+		spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+		if spec == nil {
+			t.Fatalf("%s rejected:\n%s", name, render(ds))
+		}
+		return spec
+	}
+	order := func(fl *Flow) []string {
+		var ids []string
+		for _, s := range fl.OrderedSteps() {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	step := func(t *testing.T, spec *Spec, flow, id string) *Step {
+		t.Helper()
+		fl := spec.Flows[flow]
+		if fl == nil {
+			t.Fatalf("no flow %q", flow)
+		}
+		s := fl.Step(id)
+		if s == nil {
+			t.Fatalf("flow %s has no step %q", flow, id)
+		}
+		return s
+	}
+	eq := func(t *testing.T, what string, got, want any) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+
+	t.Run("ordering", func(t *testing.T) {
+		spec := load(t, "v02-ordering-diamond")
+		eq(t, "kahn order", order(spec.Flows["kahn"]), []string{"a", "c", "b"})
+		eq(t, "diamond order", order(spec.Flows["diamond"]), []string{"root", "left", "right", "join"})
+		spec = load(t, "v02-skip-if-refs")
+		// skip_if may read a later step; that is not an ordering edge.
+		eq(t, "skip_if order", order(spec.Flows["release"]), []string{"tests", "notify", "deploy"})
+		if step(t, spec, "release", "notify").SkipIf == nil {
+			t.Error("notify: SkipIf not compiled")
+		}
+		eq(t, "skip reason", step(t, spec, "release", "deploy").SkipReason, "Tests failed or dry run")
+	})
+
+	t.Run("retry defaults and effective fields", func(t *testing.T) {
+		spec := load(t, "v02-routing-loops")
+		eq(t, "inline with retries", step(t, spec, "build", "write").Retries, 2)
+		eq(t, "inline default", step(t, spec, "build", "review").Retries, 1)
+		eq(t, "kind", step(t, spec, "build", "review").Kind, KindInline)
+		eq(t, "on_fail", step(t, spec, "build", "review").OnFail, "fix")
+		eq(t, "next", step(t, spec, "build", "fix").Next, "review")
+
+		spec = load(t, "v02-flow-composition")
+		test := step(t, spec, "deploy", "test")
+		eq(t, "flow step retries", test.Retries, 1)
+		eq(t, "flow step kind", test.Kind, KindFlow)
+		eq(t, "flow step child", test.Flow, "integration_tests")
+
+		spec = load(t, "v02-gates")
+		eq(t, "function default retries", step(t, spec, "reviewed_work", "work").Retries, 3)
+		spec = load(t, "v01-minimal")
+		eq(t, "function retries", step(t, spec, "run", "s1").Retries, 2)
+
+		spec = load(t, "v02-inline-full")
+		scan := step(t, spec, "audit", "scan")
+		eq(t, "effective retries", scan.Retries, 4)
+		eq(t, "effective ensure", len(scan.Ensure), 1)
+		eq(t, "effective guardrails", len(scan.Guardrails), 2)
+		eq(t, "effective model", scan.Model, "openai/gpt-4o-mini")
+		eq(t, "effective output contract", scan.OutputContract, "Analysis")
+		eq(t, "function intent", scan.Intent, "Scan the code for leaked secrets")
+		if len(scan.Guardrails) > 0 && !scan.Guardrails[0].Re.MatchString("API_KEY = 1") {
+			t.Error("guardrails must compile case-insensitively")
+		}
+		an := step(t, spec, "audit", "analyse")
+		eq(t, "inline agent", an.Agent, "claude")
+		eq(t, "inline budget ms", an.Budget != nil && an.Budget.MS == 60000, true)
+		if so := step(t, spec, "audit", "schema_only"); so.Schema == nil || so.OutputSchema == nil {
+			t.Error("schema_only: output_schema not compiled")
+		}
+	})
+
+	t.Run("parallel", func(t *testing.T) {
+		spec := load(t, "v03-parallel")
+		plan := step(t, spec, "build", "plan")
+		eq(t, "decompose kind", plan.Kind, KindDecompose)
+		eq(t, "decompose retries", plan.Retries, 2)
+		impl := step(t, spec, "build", "implement")
+		eq(t, "dispatch kind", impl.Kind, KindParallelDispatch)
+		eq(t, "dispatch retries", impl.Retries, 2)
+		eq(t, "max_concurrent", impl.MaxConcurrent, 4)
+		eq(t, "task_timeout", impl.TaskTimeout, 1800)
+		eq(t, "capture_diff", impl.CaptureDiff, true)
+		be := step(t, spec, "build", "best_effort")
+		eq(t, "default max_concurrent", be.MaxConcurrent, 3)
+		eq(t, "require N", be.Require, "2")
+		eq(t, "merge", be.Merge, "manual")
+		eq(t, "isolation", be.Isolation, "none")
+		eq(t, "default isolation", impl.Isolation, "worktree")
+		eq(t, "default require", impl.Require, "all")
+		eq(t, "source", impl.Source, "$.steps.plan.output.tasks")
+	})
+
+	t.Run("gates", func(t *testing.T) {
+		spec := load(t, "v02-gates")
+		rv := step(t, spec, "reviewed_work", "review")
+		eq(t, "is gate", rv.IsGate(), true)
+		eq(t, "on_revise", rv.OnRevise, "work")
+		eq(t, "on_approve null", rv.OnApprove, "")
+		eq(t, "timeout", rv.Fn.Timeout, 3600)
+		eq(t, "max_rounds", spec.Flows["reviewed_work"].MaxRounds, 3)
+		eq(t, "default on_timeout", rv.Fn.OnTimeout, "kill")
+		eq(t, "default approver", rv.Fn.Approver, "any")
+
+		spec = load(t, "v02-gate-policies")
+		lint := step(t, spec, "publish", "lint")
+		eq(t, "policy", lint.Policy, "flag")
+		eq(t, "policy_fallback", lint.PolicyFallback, "gate")
+		eq(t, "on_approve", lint.OnApprove, "edit")
+		eq(t, "on_kill", lint.OnKill, "cleanup")
+		if step(t, spec, "publish", "edit").SkipIf == nil {
+			t.Error("gate skip_if not compiled")
+		}
+	})
+
+	t.Run("extensions", func(t *testing.T) {
+		spec := load(t, "v02-extensions")
+		fn := spec.Functions
+		if r := fn["count_shell"].Run; r == nil || r.Shell == "" || r.Argv != nil {
+			t.Errorf("count_shell run = %+v, want a shell command", r)
+		}
+		if r := fn["count_argv"].Run; r == nil || r.Shell != "" || fmt.Sprint(r.Argv) != `[echo {"n": 1}]` {
+			t.Errorf("count_argv run = %+v, want argv", r)
+		}
+		if r := fn["count_map"].Run; r == nil || r.Shell == "" || r.Dir != "." || r.Env["WEIGHT"] != "2" {
+			t.Errorf("count_map run = %+v, want shell + dir + env", r)
+		}
+		if r := step(t, spec, "main", "check").Run; r == nil || len(r.Argv) != 3 {
+			t.Errorf("inline argv run = %+v", r)
+		}
+		if r := step(t, spec, "main", "inline_map").Run; r == nil || len(r.Argv) != 2 || r.Env["MODE"] != "strict" {
+			t.Errorf("inline mapping run = %+v", r)
+		}
+		eq(t, "on_timeout", fn["human_gate"].OnTimeout, "approve")
+		eq(t, "approver", fn["human_gate"].Approver, "human")
+		eq(t, "on_timeout revise", fn["any_gate"].OnTimeout, "revise")
+		var doc *Param
+		for _, p := range fn["judge"].Input {
+			if p.Name == "document" {
+				doc = p
+			}
+		}
+		if doc == nil || !doc.Opaque {
+			t.Errorf("judge.document opaque = %+v", doc)
+		}
+		if b := fn["judge"].Budget; b == nil || b.Tokens != 20000 || b.USD == nil || *b.USD != 0.05 || b.MS != 30000 {
+			t.Errorf("judge budget = %+v", b)
+		}
+		if b := spec.Flows["main"].Budget; b == nil || b.Tokens != 100000 {
+			t.Errorf("flow budget = %+v", b)
+		}
+	})
+
+	t.Run("iterations", func(t *testing.T) {
+		spec := load(t, "v02-iterations")
+		h := step(t, spec, "polish", "hunt")
+		eq(t, "max_iterations", h.MaxIterations, 20)
+		if h.Accumulate == nil || h.AccumulateKey == nil || h.ExitCriterion == nil {
+			t.Errorf("hunt: accumulate/accumulate_key/exit_criterion not compiled")
+		}
+		if step(t, spec, "polish", "scored").ScoreExpr == nil {
+			t.Error("scored: score_expr not compiled")
+		}
+	})
+
+	t.Run("workflows", func(t *testing.T) {
+		spec := load(t, "v02-workflow")
+		if spec.Workflow == nil {
+			t.Fatal("no workflow")
+		}
+		eq(t, "entry flow (by name)", spec.Workflow.EntryFlow, "code-review")
+		eq(t, "workflow inputs", len(spec.Workflow.Input), 2)
+		for _, p := range spec.Workflow.Input {
+			if p.Name == "depth" && (!p.HasDefault || p.Default != "standard" || p.Required) {
+				t.Errorf("depth param = %+v", p)
+			}
+			if p.Name == "files" && !p.Required {
+				t.Errorf("files param = %+v", p)
+			}
+		}
+		spec = load(t, "v02-workflow-single-flow")
+		eq(t, "entry flow (only flow)", spec.Workflow.EntryFlow, "main")
+	})
+
+	t.Run("contracts", func(t *testing.T) {
+		spec := load(t, "v02-nested-contracts")
+		r := spec.Contracts["Report"]
+		if r == nil {
+			t.Fatal("no Report contract")
+		}
+		eq(t, "nested type", r.Field("author").Type, "Author")
+		eq(t, "optional (required: false)", r.Field("notes").Optional, true)
+		eq(t, "opaque field", r.Field("raw").Opaque, true)
+		eq(t, "optional", spec.Contracts["Author"].Field("email").Optional, true)
+		eq(t, "values", fmt.Sprint(spec.Contracts["Finding"].Field("severity").Values), "[low medium high]")
+		if r.Schema == nil || len(r.Hash) != 12 {
+			t.Errorf("Report schema/hash not built: hash %q", r.Hash)
+		}
+		eq(t, "declaration order", spec.ContractNames, []string{"Author", "Finding", "Report"})
+	})
+
+	t.Run("anchors and merge keys", func(t *testing.T) {
+		spec := load(t, "v02-anchors")
+		st := spec.Functions["strict"]
+		eq(t, "merged mode", st.Mode, ModeInfer)
+		eq(t, "overridden retries", st.Retries, 5)
+		eq(t, "block scalar intent", st.Intent, "Summarise the text.\nBe strict.\n")
+		eq(t, "folded intent", spec.Functions["base"].Intent, "Summarise the text in two sentences.")
+		eq(t, "aliased inputs", step(t, spec, "main", "s2").Inputs[0].Value, "$.input.text")
+	})
+}
