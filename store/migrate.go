@@ -1,17 +1,22 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // SchemaVersion is the store schema this binary writes. It is stored raw
@@ -23,7 +28,7 @@ const SchemaVersion = 1
 type migration struct {
 	from  int
 	name  string
-	apply func(btx *bolt.Tx) error
+	apply func(s *Store, btx *bolt.Tx) error
 }
 
 // schema is the target version and the ordered steps that reach it:
@@ -177,7 +182,7 @@ func (s *Store) migrate(btx *bolt.Tx, from int) error {
 			return fmt.Errorf("store %s: no migration from schema version %d", s.path, v)
 		}
 		step := s.schema.steps[v-1]
-		if err := s.guard(func() error { return step.apply(btx) }); err != nil {
+		if err := runStep(s, btx, step); err != nil {
 			return fmt.Errorf("store %s: migration %d→%d (%s) failed, file unchanged (backup %s): %w",
 				s.path, v, v+1, step.name, bak, err)
 		}
@@ -212,4 +217,53 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// rebuildIndexes recomputes every summary and the idx_updated, idx_status
+// and idx_gates buckets from the flow states, leaving the states untouched.
+// Migrations that change summaries or their encoding end with it.
+func (s *Store) rebuildIndexes(btx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketSummaries, bucketByUpdated, bucketByStatus, bucketGates} {
+		if btx.Bucket(name) != nil {
+			if err := btx.DeleteBucket(name); err != nil {
+				return fmt.Errorf("drop %s: %w", name, err)
+			}
+		}
+		if _, err := btx.CreateBucket(name); err != nil {
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+	}
+	flows := btx.Bucket(bucketFlows)
+	if flows == nil {
+		return corruptError(s.path, "bucket \"flows\" is missing", nil)
+	}
+	sums := btx.Bucket(bucketSummaries)
+	t := &tx{s: s, btx: btx}
+	return flows.ForEach(func(k, v []byte) error {
+		var st engine.FlowState
+		if err := json.Unmarshal(v, &st); err != nil {
+			return corruptError(s.path, "cannot decode flow "+string(k), err)
+		}
+		sum := s.summarize(&st)
+		enc, err := encodeSummary(&sum)
+		if err != nil {
+			return err
+		}
+		if err := sums.Put(bytes.Clone(k), enc); err != nil {
+			return err
+		}
+		return t.index(&sum, enc)
+	})
+}
+
+// runStep runs one migration step, turning a panic into an error (the
+// transaction is then rolled back by the caller).
+func runStep(s *Store, btx *bolt.Tx, step migration) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return step.apply(s, btx)
 }

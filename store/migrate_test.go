@@ -1,0 +1,342 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/storetest"
+)
+
+var updateFixtures = flag.Bool("update", false, "rewrite testdata/store-v*.db.gz from the current code")
+
+func rawSchemaVersion(t *testing.T, path string) string {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v string
+	_ = db.View(func(tx *bolt.Tx) error {
+		v = string(tx.Bucket(bucketMeta).Get(keySchemaVersion))
+		return nil
+	})
+	return v
+}
+
+// seedV1 creates a schema-1 store with two flows (one at a gate) and events.
+func seedV1(t *testing.T, path string) {
+	t.Helper()
+	s, err := openWith(path, Options{}, schema{version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := storetest.NewState("g", engine.StatusAwaitingGate)
+	gate.Gate = &engine.PendingGate{StepID: "review"}
+	if err := s.Update(bg, func(tx engine.Tx) error {
+		if err := tx.Put(storetest.NewState("a", engine.StatusRunning)); err != nil {
+			return err
+		}
+		if err := tx.Put(gate); err != nil {
+			return err
+		}
+		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowCreated})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testV3 is a made-up schema history: 1→2 adds a bucket; 2→3 rewrites
+// every flow's driver and rebuilds the summaries, as a real migration of a
+// derived field would.
+var testV3 = schema{version: 3, steps: []migration{
+	{from: 1, name: "add x bucket", apply: func(_ *Store, btx *bolt.Tx) error {
+		b, err := btx.CreateBucket([]byte("x_v2"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}},
+	{from: 2, name: "driver rename", apply: func(s *Store, btx *bolt.Tx) error {
+		flows := btx.Bucket(bucketFlows)
+		var updates [][2][]byte
+		if err := flows.ForEach(func(k, v []byte) error {
+			var st map[string]any
+			if err := json.Unmarshal(v, &st); err != nil {
+				return err
+			}
+			st["driver"] = "migrated"
+			nv, err := json.Marshal(st)
+			updates = append(updates, [2][]byte{bytes.Clone(k), nv})
+			return err
+		}); err != nil {
+			return err
+		}
+		for _, u := range updates {
+			if err := flows.Put(u[0], u[1]); err != nil {
+				return err
+			}
+		}
+		return s.rebuildIndexes(btx)
+	}},
+}}
+
+func TestMigrate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	seedV1(t, path)
+	original, _ := os.ReadFile(path)
+
+	s, err := openWith(path, Options{}, testV3)
+	if err != nil {
+		t.Fatalf("migrate 1→3: %v", err)
+	}
+	if v := rawSchemaVersion(t, path); v != "3" {
+		t.Fatalf("schema_version after migration = %q, want 3", v)
+	}
+	if err := s.Check(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, sum := range storeList(t, s, engine.ListFilter{}) {
+		if sum.Driver != "migrated" {
+			t.Fatalf("summary of %s not rebuilt: driver %q", sum.FlowID, sum.Driver)
+		}
+	}
+	if g := storeGates(t, s); len(g) != 1 || g[0].FlowID != "g" {
+		t.Fatalf("gate index after rebuild: %v", g)
+	}
+	if evs, err := s.FlowEvents(bg, "a"); err != nil || len(evs) != 1 {
+		t.Fatalf("events after migration: %v %v", evs, err)
+	}
+
+	// The backup is the v1 file, as it was.
+	bak := BackupPath(path, 1)
+	if v := rawSchemaVersion(t, bak); v != "1" {
+		t.Fatalf("backup schema_version = %q, want 1", v)
+	}
+	old, err := openWith(bak, Options{}, schema{version: 1})
+	if err != nil {
+		t.Fatalf("open backup: %v", err)
+	}
+	if got := storeGet(t, old, "a"); got.Driver != "agent" {
+		t.Fatalf("backup has driver %q, want the pre-migration agent", got.Driver)
+	}
+	if err := old.Check(bg); err != nil {
+		t.Fatal(err)
+	}
+	_ = original
+
+	// Opening again is a no-op: no second backup.
+	_ = os.Remove(bak)
+	if _, err := openWith(path, Options{}, testV3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bak); err == nil {
+		t.Fatal("reopening a current store wrote a backup")
+	}
+	// An older binary refuses the migrated file and leaves it alone.
+	before, _ := os.ReadFile(path)
+	_, err = openWith(path, Options{}, schema{version: 1})
+	if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("v1 binary on a v3 file: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a newer-schema file was modified")
+	}
+}
+
+func TestMigrateFailureLeavesFileAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sc   schema
+		want string
+	}{
+		{"failing step", schema{version: 3, steps: []migration{
+			testV3.steps[0],
+			{from: 2, name: "explodes", apply: func(*Store, *bolt.Tx) error { return errors.New("kaboom") }},
+		}}, "migration 2→3 (explodes) failed"},
+		{"panicking step", schema{version: 2, steps: []migration{
+			{from: 1, name: "panics", apply: func(*Store, *bolt.Tx) error { panic("bad migration") }},
+		}}, "migration 1→2 (panics) failed"},
+		{"missing step", schema{version: 3, steps: testV3.steps[:1]}, "no migration from schema version 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			seedV1(t, path)
+			_, err := openWith(path, Options{}, tc.sc)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if v := rawSchemaVersion(t, path); v != "1" {
+				t.Fatalf("schema_version after a failed migration = %q", v)
+			}
+			s, err := openWith(path, Options{}, schema{version: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.View(bg, func(engine.Tx) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			db, _ := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+			_ = db.View(func(tx *bolt.Tx) error {
+				if tx.Bucket([]byte("x_v2")) != nil {
+					t.Error("a step of a failed migration was committed")
+				}
+				return nil
+			})
+			_ = db.Close()
+			if err := s.Check(bg); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// fixtureClock makes the checked-in fixture deterministic.
+func fixtureClock() func() time.Time {
+	c := newClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	return func() time.Time { c.Advance(time.Second); return c.Now() }
+}
+
+// TestFixtureV1 opens the checked-in schema-1 store (testdata/store-v1.db.gz)
+// and reads everything back: once the schema moves on, this is the upgrade
+// test from v1. Regenerate with -update (only while SchemaVersion is 1).
+func TestFixtureV1(t *testing.T) {
+	fixture := filepath.Join("testdata", "store-v1.db.gz")
+	path := filepath.Join(t.TempDir(), FileName)
+	if *updateFixtures && SchemaVersion == 1 {
+		writeFixtureV1(t, path)
+		gzipFile(t, path, fixture)
+		_ = os.Remove(path)
+	}
+	gunzipFile(t, fixture, path)
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("open v1 fixture: %v", err)
+	}
+	if err := s.Check(bg); err != nil {
+		t.Fatal(err)
+	}
+	if v := rawSchemaVersion(t, path); v != fmt.Sprint(SchemaVersion) {
+		t.Fatalf("schema_version = %q after opening, want %d", v, SchemaVersion)
+	}
+	all := storeList(t, s, engine.ListFilter{})
+	if got := strings.Join(sortedIDs(all), ","); got != "child,done,gated,running" {
+		t.Fatalf("flows in fixture: %s", got)
+	}
+	if all[0].FlowID != "done" {
+		t.Fatalf("newest flow %s, want done", all[0].FlowID)
+	}
+	g := storeGates(t, s)
+	if len(g) != 1 || g[0].FlowID != "gated" || g[0].Gate.Deadline == nil || g[0].Gate.Approver != "human" {
+		t.Fatalf("gates in fixture: %+v", g)
+	}
+	child := storeGet(t, s, "child")
+	if child.ParentFlowID == nil || *child.ParentFlowID != "running" || child.Version != 2 {
+		t.Fatalf("child flow: %+v", child)
+	}
+	evs, err := s.Events(bg, 0, 0)
+	if err != nil || len(evs) != 5 || evs[4].Type != engine.EventFlowFinished || evs[4].Seq != 5 {
+		t.Fatalf("events in fixture: %+v %v", evs, err)
+	}
+	var cached []byte
+	if err := s.View(bg, func(tx engine.Tx) error {
+		var err error
+		cached, _, err = tx.CacheGet("sha256:abc")
+		return err
+	}); err != nil || string(cached) != `{"answer":42}` {
+		t.Fatalf("cache in fixture: %q %v", cached, err)
+	}
+}
+
+func writeFixtureV1(t *testing.T, path string) {
+	s, err := Open(path, Options{Now: fixtureClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := "running"
+	deadline := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	steps := []func(tx engine.Tx) error{
+		func(tx engine.Tx) error {
+			return errors.Join(tx.Put(storetest.NewState("running", engine.StatusRunning)),
+				tx.Append(engine.Event{FlowID: "running", Type: engine.EventFlowCreated}))
+		},
+		func(tx engine.Tx) error {
+			st := storetest.NewState("child", engine.StatusRunning)
+			st.ParentFlowID = &parent
+			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventFlowCreated}))
+		},
+		func(tx engine.Tx) error {
+			st, err := tx.Get("child")
+			if err != nil {
+				return err
+			}
+			st.CurrentIdx++
+			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventStepDone, StepID: "s1"}))
+		},
+		func(tx engine.Tx) error {
+			st := storetest.NewState("gated", engine.StatusAwaitingGate)
+			st.Gate = &engine.PendingGate{StepID: "review", DispatchedAt: deadline.Add(-time.Hour), Deadline: &deadline,
+				OnTimeout: "kill", Approver: "human"}
+			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "gated", Type: engine.EventGateOpened}),
+				tx.CachePut("sha256:abc", []byte(`{"answer":42}`)))
+		},
+		func(tx engine.Tx) error {
+			return errors.Join(tx.Put(storetest.NewState("done", engine.StatusComplete)),
+				tx.Append(engine.Event{FlowID: "done", Type: engine.EventFlowFinished}))
+		},
+	}
+	for _, step := range steps {
+		if err := s.Update(bg, step); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func gzipFile(t *testing.T, src, dst string) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gunzipFile(t *testing.T, src, dst string) {
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatalf("%v (generate it with go test ./store -run TestFixtureV1 -update)", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
