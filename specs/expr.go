@@ -37,3 +37,26 @@ type EvalEnv struct {
 	// against it and paths that escape it are false. "" = the current directory.
 	Root string
 }
+
+// ExprError is a compile or run-time problem of an expression. Error returns
+// Message alone, so it reads well inside a violation
+// ("Ensure expression '<expr>' raised: <msg>").
+type ExprError struct {
+	Offset    int    // byte offset into the source of the problem; -1 when unknown
+	Message   string // human message, e.g. "result has no field 'x'"
+	Forbidden bool   // true for "__", or a call/name that is not allowed
+}
+
+// Error implements error.
+func (e *ExprError) Error() string { return e.Message }
+
+// Limits of the expression language.
+const (
+	// MaxExprLen is the longest accepted source, in bytes.
+	MaxExprLen = 4 << 10
+	// maxExprNodes bounds the syntax tree at compile time.
+	maxExprNodes = 2000
+	// exprMemoryBudget bounds what one evaluation may allocate (expr's own
+	// accounting of array, map and range sizes).
+	exprMemoryBudget = 1 << 20
+)

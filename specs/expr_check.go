@@ -1,0 +1,267 @@
+package specs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/expr-lang/expr/ast"
+)
+
+// xAnalysis is what the static pass learns about a parsed expression.
+type xAnalysis struct {
+	err         *ExprError
+	resultPaths [][]string
+}
+
+// exprScope returns the variable names visible to an expression kind.
+func exprScope(kind ExprKind) ([]string, bool) {
+	switch kind {
+	case ExprEnsure, ExprScore, ExprAccumulate:
+		return []string{"result"}, true
+	case ExprExitCriterion:
+		return append([]string{"result"}, exitCriterionVars...), true
+	case ExprAccumulateKey:
+		return []string{"item"}, true
+	case ExprSkipIf:
+		return nil, true
+	}
+	return nil, false
+}
+
+// exitCriterionVars are the iteration locals an exit_criterion sees (from
+// EvalEnv.Vars; missing ones are null).
+var exitCriterionVars = []string{
+	"best_score", "prior_scores", "iteration", "accumulator", "accumulated_count", "new_count", "dry_streak",
+}
+
+// checker walks a parsed tree (before any patching) and records the first
+// problem in source order plus the result paths.
+type exprChecker struct {
+	rw      *xRewritten
+	scope   map[string]bool
+	names   []string // scope names + function names, for hints
+	callees map[ast.Node]bool
+	idents  []*ast.IdentifierNode
+	chains  map[*ast.MemberNode][]string
+	inner   map[*ast.MemberNode]bool
+	err     *ExprError
+}
+
+func (c *exprChecker) fail(n ast.Node, forbidden bool, format string, args ...any) {
+	off := c.rw.origOffset(n.Location().From)
+	if c.err != nil && (off < 0 || (c.err.Offset >= 0 && c.err.Offset <= off)) {
+		return
+	}
+	c.err = &ExprError{Offset: off, Message: fmt.Sprintf(format, args...), Forbidden: forbidden}
+}
+
+// Visit implements ast.Visitor (post-order).
+func (c *exprChecker) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		c.idents = append(c.idents, n)
+	case *ast.CallNode:
+		c.callees[n.Callee] = true
+		c.checkCall(n)
+	case *ast.MemberNode:
+		if n.Method {
+			return
+		}
+		prop, ok := n.Property.(*ast.StringNode)
+		if !ok {
+			return
+		}
+		var base []string
+		switch inner := n.Node.(type) {
+		case *ast.IdentifierNode:
+			if inner.Value != "result" {
+				return
+			}
+		case *ast.MemberNode:
+			p, ok := c.chains[inner]
+			if !ok {
+				return
+			}
+			base = p
+			c.inner[inner] = true
+		default:
+			return
+		}
+		c.chains[n] = append(append([]string(nil), base...), prop.Value)
+	case *ast.BuiltinNode:
+		c.fail(n, true, "function '%s' is not allowed%s", n.Name, xHint(n.Name, exprFuncNames()))
+	case *ast.PredicateNode, *ast.PointerNode:
+		c.fail(n, true, "closures are not allowed")
+	case *ast.VariableDeclaratorNode:
+		c.fail(n, false, "'let' is not supported")
+	case *ast.SequenceNode:
+		c.fail(n, false, "only one expression is allowed (found ';')")
+	}
+}
+
+func (c *exprChecker) checkCall(n *ast.CallNode) {
+	switch callee := n.Callee.(type) {
+	case *ast.IdentifierNode:
+		f, ok := exprFuncs[callee.Value]
+		if !ok || f.internal {
+			c.fail(callee, true, "function '%s' is not allowed%s", callee.Value, xHint(callee.Value, exprFuncNames()))
+			return
+		}
+		if len(n.Arguments) < f.min || (f.max >= 0 && len(n.Arguments) > f.max) {
+			c.fail(callee, false, "%s() %s", callee.Value, xArityText(f.min, f.max, len(n.Arguments)))
+		}
+	case *ast.MemberNode:
+		name := ""
+		if s, ok := callee.Property.(*ast.StringNode); ok {
+			name = s.Value
+		}
+		if _, ok := exprMethods[name]; !ok {
+			c.fail(callee.Property, true, "method '%s' is not allowed%s", name, xHint(name, exprMethodNames()))
+		}
+	default:
+		c.fail(n, true, "only the builtin functions can be called")
+	}
+}
+
+func xArityText(lo, hi, got int) string {
+	plural := func(n int) string {
+		if n == 1 {
+			return "argument"
+		}
+		return "arguments"
+	}
+	switch {
+	case lo == hi:
+		return fmt.Sprintf("takes exactly %d %s (%d given)", lo, plural(lo), got)
+	case hi < 0:
+		return fmt.Sprintf("takes at least %d %s (%d given)", lo, plural(lo), got)
+	case got < lo:
+		return fmt.Sprintf("takes at least %d %s (%d given)", lo, plural(lo), got)
+	default:
+		return fmt.Sprintf("takes at most %d %s (%d given)", hi, plural(hi), got)
+	}
+}
+
+// finish checks free names and orders the result paths.
+func (c *exprChecker) finish() *xAnalysis {
+	for _, id := range c.idents {
+		if c.callees[id] {
+			continue
+		}
+		if c.scope[id.Value] {
+			continue
+		}
+		if strings.HasPrefix(id.Value, "$") {
+			c.fail(id, true, "name '%s' is not allowed", id.Value)
+			continue
+		}
+		c.fail(id, false, "name '%s' is not defined%s", id.Value, xHint(id.Value, c.names))
+	}
+	type chain struct {
+		from int
+		path []string
+	}
+	var chains []chain
+	for m, p := range c.chains {
+		if c.inner[m] {
+			continue
+		}
+		chains = append(chains, chain{from: m.Location().From, path: p})
+	}
+	sort.SliceStable(chains, func(i, j int) bool {
+		if chains[i].from != chains[j].from {
+			return chains[i].from < chains[j].from
+		}
+		return strings.Join(chains[i].path, ".") < strings.Join(chains[j].path, ".")
+	})
+	a := &xAnalysis{err: c.err}
+	seen := map[string]bool{}
+	for _, ch := range chains {
+		k := strings.Join(ch.path, "\x00")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		a.resultPaths = append(a.resultPaths, ch.path)
+	}
+	return a
+}
+
+// xAnalyze runs the static checks over a parsed (unpatched) tree.
+func xAnalyze(root ast.Node, kind ExprKind, rw *xRewritten) *xAnalysis {
+	names, _ := exprScope(kind)
+	c := &exprChecker{
+		rw:      rw,
+		scope:   map[string]bool{},
+		callees: map[ast.Node]bool{},
+		chains:  map[*ast.MemberNode][]string{},
+		inner:   map[*ast.MemberNode]bool{},
+	}
+	for _, n := range names {
+		c.scope[n] = true
+	}
+	for i := range rw.refs {
+		c.scope[xRefVar(i)] = true
+	}
+	c.names = append(append(c.names, names...), exprFuncNames()...)
+	c.names = append(c.names, "True", "False", "None")
+	ast.Walk(&root, c)
+	return c.finish()
+}
+
+// xHint returns ` (did you mean 'x'?)` when a candidate is close to s.
+func xHint(s string, candidates []string) string {
+	if best := xNearestName(s, candidates); best != "" {
+		return fmt.Sprintf(" (did you mean '%s'?)", best)
+	}
+	return ""
+}
+
+// xNearestName is the candidate closest to s: case-insensitive edit distance
+// of at most 2 (1 for names of up to 3 runes). "" when none is close.
+func xNearestName(s string, candidates []string) string {
+	if s == "" {
+		return ""
+	}
+	ls := strings.ToLower(s)
+	best, bestD := "", 1<<30
+	limit := 2
+	if len([]rune(s)) <= 3 {
+		limit = 1
+	}
+	for _, cand := range candidates {
+		if cand == s {
+			continue
+		}
+		d := xLevenshtein(ls, strings.ToLower(cand))
+		if d <= limit && (d < bestD || (d == bestD && cand < best)) {
+			best, bestD = cand, d
+		}
+	}
+	return best
+}
+
+func xLevenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 1 << 30
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,264 @@
+package specs
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+)
+
+// compiledExpr is the compiled form of an Expr. It is immutable after
+// CompileExpr, so Eval may run concurrently.
+type compiledExpr struct {
+	program     *vm.Program
+	rw          *xRewritten
+	resultPaths [][]string
+}
+
+// xExprOptions are the expr options shared by every compilation: no expr
+// builtins, our functions instead, bounded tree size, names resolved from the
+// per-Eval environment map (they were checked by the static pass).
+var xOptions = sync.OnceValue(func() []expr.Option {
+	opts := []expr.Option{
+		expr.DisableAllBuiltins(),
+		expr.AllowUndefinedVariables(),
+		expr.MaxNodes(maxExprNodes),
+	}
+	for name, f := range exprFuncs {
+		opts = append(opts, expr.Function(name, xWrap(name, f)))
+	}
+	return opts
+})
+
+func xWrap(name string, f *exprFunc) func(params ...any) (any, error) {
+	return func(params ...any) (any, error) {
+		return xCallFunc(name, f, params)
+	}
+}
+
+// CompileExpr compiles src as an expression of the given kind. Every error is
+// an *ExprError with a byte offset into src where one is known. The result is
+// immutable and safe for concurrent Eval.
+func CompileExpr(kind ExprKind, src string) (*Expr, error) {
+	c, err := xCompile(kind, src)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{Source: src, Kind: kind, compiled: c}, nil
+}
+
+func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("cannot compile expression: %v", r)}
+		}
+	}()
+	if _, ok := exprScope(kind); !ok {
+		return nil, &ExprError{Offset: -1, Message: fmt.Sprintf("unknown expression kind %q", string(kind))}
+	}
+	if len(src) > MaxExprLen {
+		return nil, &ExprError{Offset: MaxExprLen, Message: fmt.Sprintf("expression is too long (%d bytes, at most %d)", len(src), MaxExprLen)}
+	}
+	if !utf8.ValidString(src) {
+		off := 0
+		for off < len(src) {
+			r, w := utf8.DecodeRuneInString(src[off:])
+			if r == utf8.RuneError && w == 1 {
+				break
+			}
+			off += w
+		}
+		return nil, &ExprError{Offset: off, Message: "expression is not valid UTF-8"}
+	}
+	if i := strings.Index(src, "__"); i >= 0 {
+		return nil, &ExprError{Offset: i, Message: "'__' is not allowed in expressions", Forbidden: true}
+	}
+	if strings.TrimSpace(src) == "" {
+		return nil, &ExprError{Offset: 0, Message: "empty expression"}
+	}
+	rw, xerr := xRewriteSource(kind, src)
+	if xerr != nil {
+		return nil, xerr
+	}
+	if strings.TrimSpace(rw.out) == "" {
+		return nil, &ExprError{Offset: 0, Message: "empty expression"}
+	}
+
+	cfg := conf.CreateNew()
+	for _, op := range xOptions() {
+		op(cfg)
+	}
+	for name := range cfg.Disabled {
+		delete(cfg.Builtins, name)
+	}
+	tree, perr := parser.ParseWithConfig(rw.out, cfg)
+	if perr != nil {
+		return nil, rw.fileError(perr, "")
+	}
+	a := xAnalyze(tree.Node, kind, rw)
+	if a.err != nil {
+		return nil, a.err
+	}
+
+	opts := append(append([]expr.Option(nil), xOptions()...),
+		expr.Patch(xNotFixer{}), expr.Patch(&xPyPatcher{rw: rw}))
+	prog, cerr := expr.Compile(rw.out, opts...)
+	if cerr != nil {
+		return nil, rw.fileError(cerr, "")
+	}
+	return &compiledExpr{program: prog, rw: rw, resultPaths: a.resultPaths}, nil
+}
+
+var xTokenRe = regexp.MustCompile(`unexpected token (\w+)\("((?:[^"\\]|\\.)*)"\)`)
+
+// fileError converts an expr error into an *ExprError with an offset into
+// the original source and a message without expr's location noise.
+func (rw *xRewritten) fileError(err error, _ string) *ExprError {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		return &ExprError{Offset: -1, Message: err.Error()}
+	}
+	msg := fe.Message
+	var pe *xpyError
+	if errors.As(fe.Prev, &pe) {
+		msg = pe.msg
+	}
+	msg = xTokenRe.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := xTokenRe.FindStringSubmatch(m)
+		if sub[1] == "EOF" {
+			return "unexpected end of expression"
+		}
+		v := sub[2]
+		// Show generated names as the user wrote them.
+		for i, r := range rw.refs {
+			if v == xRefVar(i) {
+				v = r
+			}
+		}
+		return fmt.Sprintf("unexpected '%s'", v)
+	})
+	msg = strings.Replace(msg, "compilation failed: expression exceeds maximum allowed nodes",
+		fmt.Sprintf("expression is too complex (more than %d nodes)", maxExprNodes), 1)
+	return &ExprError{Offset: rw.origOffset(fe.From), Message: msg}
+}
+
+// ResultPaths returns the attribute paths read under `result`, in source
+// order and without duplicates: `result.a.b` and `result['a']['b']` give
+// ["a", "b"]; a path stops at the first non-constant index
+// (`result.items[0].x` gives ["items"]). Method calls are not fields
+// (`result.name.lower()` gives ["name"]).
+func (e *Expr) ResultPaths() [][]string {
+	if e == nil || e.compiled == nil {
+		return nil
+	}
+	out := make([][]string, len(e.compiled.resultPaths))
+	for i, p := range e.compiled.resultPaths {
+		out[i] = append([]string(nil), p...)
+	}
+	return out
+}
+
+// Refs returns the distinct `$.…` reference tokens of a skip_if expression
+// in source order (text inside string literals is not a reference).
+func (e *Expr) Refs() []string {
+	if e == nil || e.compiled == nil {
+		return nil
+	}
+	return append([]string(nil), e.compiled.rw.refs...)
+}
+
+// Eval runs the compiled expression against env and returns its value
+// (nil, bool, int, float64, string, []any or map[string]any). Run-time
+// problems are returned as *ExprError; Eval never panics and is safe for
+// concurrent use.
+func (e *Expr) Eval(env EvalEnv) (out any, err error) {
+	if e == nil || e.compiled == nil {
+		return nil, &ExprError{Offset: -1, Message: "expression is not compiled"}
+	}
+	c := e.compiled
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("evaluation failed: %v", r)}
+		}
+	}()
+	vars, verr := xEnvVars(e.Kind, c, env)
+	if verr != nil {
+		return nil, verr
+	}
+	machine := vm.VM{MemoryBudget: exprMemoryBudget}
+	res, rerr := machine.Run(c.program, vars)
+	if rerr != nil {
+		xe := c.rw.fileError(rerr, "")
+		if xe.Message == "memory budget exceeded" {
+			xe.Message = "expression uses too much memory"
+		}
+		return nil, xe
+	}
+	return xArgNorm(res), nil
+}
+
+// EvalBool runs the expression and returns the Python truth value of its
+// result (None, False, 0, "", [] and {} are false).
+func (e *Expr) EvalBool(env EvalEnv) (bool, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	return xpyTruth(v), nil
+}
+
+// xEnvVars builds the variable map one evaluation sees.
+func xEnvVars(kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
+	vars := make(map[string]any, 4+len(c.rw.refs))
+	vars[xVarRoot] = env.Root
+	put := func(name string, v any) *ExprError {
+		n, _, err := normValue(v, 0)
+		if err != nil {
+			return &ExprError{Offset: -1, Message: fmt.Sprintf("%s: %v", name, err)}
+		}
+		vars[name] = n
+		return nil
+	}
+	switch kind {
+	case ExprEnsure, ExprScore, ExprAccumulate:
+		if err := put("result", env.Result); err != nil {
+			return nil, err
+		}
+	case ExprExitCriterion:
+		if err := put("result", env.Result); err != nil {
+			return nil, err
+		}
+		for _, name := range exitCriterionVars {
+			if err := put(name, env.Vars[name]); err != nil {
+				return nil, err
+			}
+		}
+	case ExprAccumulateKey:
+		if err := put("item", env.Item); err != nil {
+			return nil, err
+		}
+	case ExprSkipIf:
+		for i, ref := range c.rw.refs {
+			var v any
+			if env.Refs != nil {
+				if rv, ok := env.Refs(ref); ok {
+					v = rv
+				}
+			}
+			if err := put(ref, v); err != nil {
+				return nil, err
+			}
+			vars[xRefVar(i)] = vars[ref]
+			delete(vars, ref)
+		}
+	}
+	return vars, nil
+}

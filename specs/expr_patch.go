@@ -1,0 +1,158 @@
+package specs
+
+import (
+	"strconv"
+
+	"github.com/expr-lang/expr/ast"
+)
+
+// xNotFixer gives `not` Python's precedence: in expr, unary `not` binds
+// tighter than comparisons and arithmetic (`not a == b` is `(not a) == b`);
+// in Python it applies to the whole comparison (`not (a == b)`). Post-order,
+// so a `not` lifted out of a child is seen by the parent.
+type xNotFixer struct{}
+
+// xPyTighterThanNot are the binary operators Python evaluates before `not`.
+var xPyTighterThanNot = map[string]bool{
+	"==": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true, "in": true,
+	"+": true, "-": true, "*": true, "/": true, "%": true, "**": true, "^": true,
+	"matches": true, "contains": true, "startsWith": true, "endsWith": true, "..": true,
+}
+
+func (xNotFixer) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BinaryNode)
+	if !ok || !xPyTighterThanNot[b.Operator] {
+		return
+	}
+	u, ok := b.Left.(*ast.UnaryNode)
+	if !ok || u.Operator != "not" || xIsInfixNotIn(u) {
+		return
+	}
+	b.Left = u.Node
+	lifted := &ast.UnaryNode{Operator: "not", Node: b}
+	ast.Patch(node, lifted)
+}
+
+// xIsInfixNotIn reports whether u came from `x not in y` (expr parses it as
+// not(x in y), with the operand starting before the operator).
+func xIsInfixNotIn(u *ast.UnaryNode) bool {
+	b, ok := u.Node.(*ast.BinaryNode)
+	return ok && b.Operator == "in" && b.Left.Location().From < u.Location().From
+}
+
+// xPyPatcher rewrites the tree so that every operation runs with Python
+// semantics through the helpers in expr_builtins.go.
+type xPyPatcher struct {
+	rw *xRewritten
+}
+
+func xIdent(name string) *ast.IdentifierNode { return &ast.IdentifierNode{Value: name} }
+func xStr(s string) *ast.StringNode          { return &ast.StringNode{Value: s} }
+
+func xCall(name string, args ...ast.Node) *ast.CallNode {
+	return &ast.CallNode{Callee: xIdent(name), Arguments: args}
+}
+
+func xTruth(n ast.Node) ast.Node {
+	if c, ok := n.(*ast.CallNode); ok {
+		if id, ok := c.Callee.(*ast.IdentifierNode); ok && (id.Value == xFnTruth || id.Value == xFnIn || id.Value == xFnCmp) {
+			return n
+		}
+	}
+	if _, ok := n.(*ast.BoolNode); ok {
+		return n
+	}
+	return xCall(xFnTruth, n)
+}
+
+var xArithOps = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true, "**": true, "^": true}
+var xCmpOps = map[string]bool{"==": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true}
+
+func (p *xPyPatcher) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.MemberNode:
+		if n.Method || n.Optional {
+			return
+		}
+		ast.Patch(node, xCall(xFnGet, n.Node, n.Property, xStr(p.describe(n.Node))))
+	case *ast.CallNode:
+		switch callee := n.Callee.(type) {
+		case *ast.MemberNode:
+			if !callee.Method {
+				return
+			}
+			args := append([]ast.Node{callee.Node, callee.Property, xStr(p.describe(callee.Node))}, n.Arguments...)
+			ast.Patch(node, xCall(xFnMethod, args...))
+		case *ast.IdentifierNode:
+			if f, ok := exprFuncs[callee.Value]; ok && f.root {
+				n.Arguments = append(n.Arguments, xIdent(xVarRoot))
+			}
+		}
+	case *ast.BinaryNode:
+		switch {
+		case n.Operator == "in":
+			ast.Patch(node, xCall(xFnIn, n.Left, n.Right))
+		case xCmpOps[n.Operator]:
+			ast.Patch(node, xCall(xFnCmp, xStr(n.Operator), n.Left, n.Right))
+		case xArithOps[n.Operator]:
+			ast.Patch(node, xCall(xFnArith, xStr(n.Operator), n.Left, n.Right))
+		case n.Operator == "and" || n.Operator == "&&" || n.Operator == "or" || n.Operator == "||":
+			n.Left, n.Right = xTruth(n.Left), xTruth(n.Right)
+		}
+	case *ast.UnaryNode:
+		switch n.Operator {
+		case "not", "!":
+			n.Node = xTruth(n.Node)
+		case "-", "+":
+			ast.Patch(node, xCall(xFnNeg, xStr(n.Operator), n.Node))
+		}
+	case *ast.ConditionalNode:
+		n.Cond = xTruth(n.Cond)
+	}
+}
+
+// describe renders an operand for error messages: result.a.b, item['x'],
+// $.steps.s.output, or "value".
+func (p *xPyPatcher) describe(n ast.Node) string {
+	switch x := n.(type) {
+	case *ast.IdentifierNode:
+		for i, r := range p.rw.refs {
+			if xRefVar(i) == x.Value {
+				return r
+			}
+		}
+		return x.Value
+	case *ast.CallNode:
+		id, ok := x.Callee.(*ast.IdentifierNode)
+		if !ok || id.Value != xFnGet || len(x.Arguments) != 3 {
+			break
+		}
+		base := "value"
+		if s, ok := x.Arguments[2].(*ast.StringNode); ok {
+			base = s.Value
+		}
+		switch k := x.Arguments[1].(type) {
+		case *ast.StringNode:
+			if xIsPlainName(k.Value) {
+				return base + "." + k.Value
+			}
+			return base + "[" + xpyQuote(k.Value) + "]"
+		case *ast.IntegerNode:
+			return base + "[" + strconv.Itoa(k.Value) + "]"
+		}
+		return base + "[…]"
+	}
+	return "value"
+}
+
+func xIsPlainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}

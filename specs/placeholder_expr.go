@@ -1,4 +1,0 @@
-package specs
-
-// PLACEHOLDER: replaced by the expression implementation (expr.go owner).
-type compiledExpr struct{}
