@@ -55,7 +55,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	}
 	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
 	// index key → expected value (the encoded summary; empty for gates)
-	wantUpdated, wantStatus, wantGates := map[string]string{}, map[string]string{}, map[string]string{}
+	wantCreated, wantStatus, wantGates := map[string]string{}, map[string]string{}, map[string]string{}
 	_ = flows.ForEach(func(k, v []byte) error {
 		var st engine.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
@@ -79,8 +79,8 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 			bad("summary of %q is stale: %s/%v/v%d vs state %s/%v/v%d", k,
 				sum.Status, sum.UpdatedAt, sum.Version, st.Status, st.UpdatedAt, st.Version)
 		}
-		ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
-		wantUpdated[string(updatedKey(ref))] = string(raw)
+		ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
+		wantCreated[string(createdKey(ref))] = string(raw)
 		wantStatus[string(statusKey(ref))] = string(raw)
 		if pendingGate(sum) {
 			wantGates[sum.FlowID] = ""
@@ -96,7 +96,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	for _, idx := range []struct {
 		name []byte
 		want map[string]string
-	}{{bucketByUpdated, wantUpdated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}} {
+	}{{bucketByCreated, wantCreated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}} {
 		_ = b[string(idx.name)].ForEach(func(k, v []byte) error {
 			want, ok := idx.want[string(k)]
 			switch {

@@ -35,10 +35,10 @@
 //	    <flow id>       = engine.FlowState JSON (stratum_state_version inside)
 //	summaries/
 //	    <flow id>       = <summary>     rewritten by every Put
-//	idx_updated/
-//	    <updated:8> ‖ <flow id>                   = <summary>   newest-first listing
+//	idx_created/
+//	    <created:8> ‖ <flow id>                   = <summary>   newest-first listing
 //	idx_status/
-//	    <status> ‖ 0x00 ‖ <updated:8> ‖ <flow id> = <summary>   List(Status)
+//	    <status> ‖ 0x00 ‖ <created:8> ‖ <flow id> = <summary>   List(Status)
 //	idx_gates/
 //	    <flow id>       = ""            status awaiting_gate and Gate set
 //	events/                             sequence = last seq ever assigned
@@ -49,14 +49,14 @@
 //	    <cache key>     = raw cached bytes
 //
 // <seq:8> is the uint64 from bucket events' NextSequence, 8 bytes big-endian,
-// so the log sorts in commit order across all processes. <updated:8> is
-// UpdatedAt as Unix nanoseconds with the sign bit flipped, 8 bytes
+// so the log sorts in commit order across all processes. <created:8> is
+// CreatedAt as Unix nanoseconds with the sign bit flipped, 8 bytes
 // big-endian, so it sorts chronologically. Flow ids may not contain NUL and
 // are at most 512 bytes.
 //
 // Put keeps summaries and the idx_* buckets in step with flows inside the
 // same transaction; Delete and GC remove a flow's state, summary, index
-// entries and events together. List walks idx_updated (or idx_status)
+// entries and events together. List walks idx_created (or idx_status)
 // backwards, reading the summaries stored in the index values, and decodes
 // only the ones it returns.
 //

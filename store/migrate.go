@@ -219,11 +219,11 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 	return f.Close()
 }
 
-// rebuildIndexes recomputes every summary and the idx_updated, idx_status
+// rebuildIndexes recomputes every summary and the idx_created, idx_status
 // and idx_gates buckets from the flow states, leaving the states untouched.
 // Migrations that change summaries or their encoding end with it.
 func (s *Store) rebuildIndexes(btx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketSummaries, bucketByUpdated, bucketByStatus, bucketGates} {
+	for _, name := range [][]byte{bucketSummaries, bucketByCreated, bucketByStatus, bucketGates} {
 		if btx.Bucket(name) != nil {
 			if err := btx.DeleteBucket(name); err != nil {
 				return fmt.Errorf("drop %s: %w", name, err)

@@ -14,9 +14,9 @@ var (
 	bucketFlows = []byte("flows")
 	// bucketSummaries: flow id → FlowSummary JSON (what List returns).
 	bucketSummaries = []byte("summaries")
-	// bucketByUpdated: updated-at key ‖ flow id → empty. Newest-first listing.
-	bucketByUpdated = []byte("idx_updated")
-	// bucketByStatus: status ‖ 0x00 ‖ updated-at key ‖ flow id → empty.
+	// bucketByCreated: created-at key ‖ flow id → summary. Newest-first listing.
+	bucketByCreated = []byte("idx_created")
+	// bucketByStatus: status ‖ 0x00 ‖ created-at key ‖ flow id → summary.
 	bucketByStatus = []byte("idx_status")
 	// bucketGates: flow id → empty, for every flow awaiting a gate.
 	bucketGates = []byte("idx_gates")
@@ -30,7 +30,7 @@ var (
 
 	// allBuckets is every bucket a current store has.
 	allBuckets = [][]byte{
-		bucketMeta, bucketFlows, bucketSummaries, bucketByUpdated, bucketByStatus,
+		bucketMeta, bucketFlows, bucketSummaries, bucketByCreated, bucketByStatus,
 		bucketGates, bucketEvents, bucketFlowEvents, bucketCache,
 	}
 
@@ -64,9 +64,9 @@ func timeKey(t time.Time) []byte {
 	return u64(uint64(t.UnixNano()) ^ (1 << 63))
 }
 
-func updatedKey(sum updatedRef) []byte {
+func createdKey(sum indexRef) []byte {
 	k := make([]byte, 0, 8+len(sum.id))
-	k = append(k, timeKey(sum.updated)...)
+	k = append(k, timeKey(sum.created)...)
 	return append(k, sum.id...)
 }
 
@@ -74,10 +74,10 @@ func statusPrefix(status string) []byte {
 	return append([]byte(status), 0)
 }
 
-func statusKey(sum updatedRef) []byte {
+func statusKey(sum indexRef) []byte {
 	k := make([]byte, 0, len(sum.status)+1+8+len(sum.id))
 	k = append(k, statusPrefix(sum.status)...)
-	k = append(k, timeKey(sum.updated)...)
+	k = append(k, timeKey(sum.created)...)
 	return append(k, sum.id...)
 }
 
@@ -89,10 +89,10 @@ func flowEventKey(flowID string, seq uint64) []byte {
 	return append(flowEventPrefix(flowID), u64(seq)...)
 }
 
-// updatedRef is what the secondary indexes are keyed by.
-type updatedRef struct {
+// indexRef is what the secondary indexes are keyed by.
+type indexRef struct {
 	id, status string
-	updated    time.Time
+	created    time.Time
 }
 
 func validFlowID(id string) error {

@@ -51,7 +51,7 @@ type Options struct {
 	// state on every Put (see Summarize) — for instance to fill
 	// CurrentStep/TotalSteps from the parsed spec, which the store cannot
 	// see. It receives the default summary and may change any field except
-	// FlowID, Status, UpdatedAt and Gate, which the indexes are built from.
+	// FlowID, Status, CreatedAt, UpdatedAt and Gate, which the indexes are built from.
 	Summarize func(st *engine.FlowState, sum *engine.FlowSummary)
 	// FileMode is the permission of a newly created store file; zero means 0600.
 	FileMode os.FileMode

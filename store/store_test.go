@@ -584,3 +584,37 @@ func TestUpdateWithoutWritesDoesNotCommit(t *testing.T) {
 		t.Fatal("a read-only Update rewrote the file")
 	}
 }
+
+func TestPendingGatesOldestFirstAndListByCreation(t *testing.T) {
+	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	s := newTestStore(t, Options{Now: clock.Now})
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i, id := range []string{"c", "a", "b"} {
+		st := storetest.NewState(id, engine.StatusAwaitingGate)
+		st.Gate = &engine.PendingGate{StepID: "g", DispatchedAt: base.Add(time.Duration(2-i) * time.Minute)}
+		storePut(t, s, st)
+		clock.Advance(time.Second)
+	}
+	if got := strings.Join(idsOf(storeGates(t, s)), ","); got != "b,a,c" {
+		t.Fatalf("PendingGates = %s, want oldest gate first: b,a,c", got)
+	}
+	// Updating a flow keeps its place in List (created order, newest first).
+	a := storeGet(t, s, "a")
+	a.Status, a.Gate = engine.StatusRunning, nil
+	clock.Advance(time.Hour)
+	storePut(t, s, a)
+	if got := strings.Join(idsOf(storeList(t, s, engine.ListFilter{})), ","); got != "b,a,c" {
+		t.Fatalf("List = %s, want b,a,c", got)
+	}
+	if got := strings.Join(idsOf(storeList(t, s, engine.ListFilter{Status: engine.StatusAwaitingGate})), ","); got != "b,c" {
+		t.Fatalf("List(awaiting_gate) = %s, want b,c", got)
+	}
+}
+
+func idsOf(sums []engine.FlowSummary) []string {
+	out := make([]string, len(sums))
+	for i, s := range sums {
+		out[i] = s.FlowID
+	}
+	return out
+}

@@ -62,7 +62,7 @@ func (s *Store) summarize(st *engine.FlowState) engine.FlowSummary {
 	if s.opts.Summarize != nil {
 		keep := sum
 		s.opts.Summarize(st, &sum)
-		sum.FlowID, sum.Status, sum.UpdatedAt, sum.Gate = keep.FlowID, keep.Status, keep.UpdatedAt, keep.Gate
+		sum.FlowID, sum.Status, sum.CreatedAt, sum.UpdatedAt, sum.Gate = keep.FlowID, keep.Status, keep.CreatedAt, keep.UpdatedAt, keep.Gate
 	}
 	return sum
 }

@@ -169,13 +169,13 @@ func (t *tx) Put(st *engine.FlowState) error {
 // the encoded summary as their value, so List reads them sequentially
 // without a lookup per flow.
 func (t *tx) index(sum *engine.FlowSummary, encoded []byte) error {
-	ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
+	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
 	for _, e := range []struct {
 		bucket     []byte
 		key, value []byte
 		on         bool
 	}{
-		{bucketByUpdated, updatedKey(ref), encoded, true},
+		{bucketByCreated, createdKey(ref), encoded, true},
 		{bucketByStatus, statusKey(ref), encoded, true},
 		{bucketGates, []byte(sum.FlowID), []byte{}, pendingGate(sum)},
 	} {
@@ -195,12 +195,12 @@ func (t *tx) index(sum *engine.FlowSummary, encoded []byte) error {
 
 // unindex removes the secondary-index entries of sum.
 func (t *tx) unindex(sum *engine.FlowSummary) error {
-	ref := updatedRef{id: sum.FlowID, status: sum.Status, updated: sum.UpdatedAt}
+	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
 	for _, e := range []struct {
 		bucket []byte
 		key    []byte
 	}{
-		{bucketByUpdated, updatedKey(ref)},
+		{bucketByCreated, createdKey(ref)},
 		{bucketByStatus, statusKey(ref)},
 		{bucketGates, []byte(sum.FlowID)},
 	} {
@@ -284,8 +284,8 @@ func (t *tx) deleteEvents(flowID string) error {
 	return nil
 }
 
-// List returns the summaries of flows matching f, newest (UpdatedAt) first,
-// ties broken by flow id descending. It walks the newest-first or the
+// List returns the summaries of flows matching f, newest (CreatedAt) first,
+// ties broken by flow id descending; rows do not move as flows progress. It walks the newest-first or the
 // by-status index backwards and decodes only the summaries it returns.
 func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 	var out []engine.FlowSummary
@@ -300,7 +300,7 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 				return err
 			}
 			prefix = statusPrefix(f.Status)
-		} else if idx, err = t.bucket(bucketByUpdated); err != nil {
+		} else if idx, err = t.bucket(bucketByCreated); err != nil {
 			return err
 		}
 		c := idx.Cursor()
