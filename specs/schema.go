@@ -64,7 +64,7 @@ func NewSchema(doc map[string]any) (*Schema, error) {
 	}
 	compiled, err := c.Compile(schemaURL)
 	if err != nil {
-		return nil, schemaCompileError(err)
+		return nil, schemaCompileError(err, norm)
 	}
 	return &Schema{doc: doc, compiled: compiled}, nil
 }
@@ -103,16 +103,16 @@ func (s *Schema) Validate(v any) []string {
 	if !errors.As(err, &verr) {
 		return []string{err.Error()}
 	}
-	return renderViolations(flattenViolations(verr))
+	return renderViolations(flattenViolations(verr, norm))
 }
 
 // schemaCompileError turns a compiler error into user-facing text.
-func schemaCompileError(err error) error {
+func schemaCompileError(err error, doc any) error {
 	var sve *jsonschema.SchemaValidationError
 	if errors.As(err, &sve) {
 		var verr *jsonschema.ValidationError
 		if errors.As(sve.Err, &verr) {
-			msgs := renderViolations(flattenViolations(verr))
+			msgs := renderViolations(flattenViolations(verr, doc))
 			return fmt.Errorf("invalid JSON Schema: %s", strings.Join(msgs, "; "))
 		}
 	}
@@ -141,7 +141,7 @@ type violation struct {
 // flattenViolations walks the library's error tree into leaf violations.
 // Grouping nodes ($ref, allOf, the root) are transparent; anyOf and oneOf
 // become one violation that lists the alternatives' problems.
-func flattenViolations(e *jsonschema.ValidationError) []violation {
+func flattenViolations(e *jsonschema.ValidationError, instance any) []violation {
 	var out []violation
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -152,11 +152,11 @@ func flattenViolations(e *jsonschema.ValidationError) []violation {
 			}
 		case *kind.AnyOf:
 			out = append(out, violation{e.InstanceLocation,
-				"must match at least one of the 'anyOf' schemas" + alternatives(e)})
+				"must match at least one of the 'anyOf' schemas" + alternatives(e, instance)})
 		case *kind.OneOf:
 			if len(k.Subschemas) == 0 {
 				out = append(out, violation{e.InstanceLocation,
-					"must match exactly one of the 'oneOf' schemas but matches none" + alternatives(e)})
+					"must match exactly one of the 'oneOf' schemas but matches none" + alternatives(e, instance)})
 			} else {
 				out = append(out, violation{e.InstanceLocation, fmt.Sprintf(
 					"must match exactly one of the 'oneOf' schemas but matches both #%d and #%d",
@@ -170,6 +170,13 @@ func flattenViolations(e *jsonschema.ValidationError) []violation {
 			for _, p := range k.Properties {
 				out = append(out, violation{e.InstanceLocation, fmt.Sprintf("property %s is not allowed", quoteName(p))})
 			}
+		case *kind.Type:
+			found := k.Got
+			if v, ok := valueAt(instance, e.InstanceLocation); ok {
+				found = describeValue(v)
+			}
+			out = append(out, violation{e.InstanceLocation,
+				fmt.Sprintf("must be of type %s but found %s", strings.Join(k.Want, " or "), found)})
 		default:
 			out = append(out, violation{e.InstanceLocation, kindMessage(e.ErrorKind)})
 			for _, c := range e.Causes {
@@ -182,19 +189,73 @@ func flattenViolations(e *jsonschema.ValidationError) []violation {
 }
 
 // alternatives renders the causes of a failed anyOf/oneOf: ` (#0: …; #1: …)`.
-func alternatives(e *jsonschema.ValidationError) string {
+func alternatives(e *jsonschema.ValidationError, instance any) string {
 	if len(e.Causes) == 0 {
 		return ""
 	}
 	parts := make([]string, 0, len(e.Causes))
 	for i, c := range e.Causes {
 		var sub []string
-		for _, v := range flattenViolations(c) {
+		for _, v := range flattenViolations(c, instance) {
 			sub = append(sub, withLoc(v.loc, v.msg))
 		}
 		parts = append(parts, fmt.Sprintf("#%d: %s", i, strings.Join(sub, ", ")))
 	}
 	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// valueAt finds the value at an instance location.
+func valueAt(v any, loc []string) (any, bool) {
+	for _, tok := range loc {
+		switch x := v.(type) {
+		case map[string]any:
+			e, ok := x[tok]
+			if !ok {
+				return nil, false
+			}
+			v = e
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// describeValue names a value's JSON type, with the value when it is short:
+// "integer 1", "string \"x\"", "object", "null".
+func describeValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprintf("boolean %v", x)
+	case string:
+		return "string " + displayValue(x)
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case json.Number:
+		if _, err := x.Int64(); err == nil || !strings.ContainsAny(string(x), ".eE") {
+			return "integer " + string(x)
+		}
+		return "number " + string(x)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return "integer " + strconv.FormatFloat(x, 'f', -1, 64)
+		}
+		return "number " + strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		return describeValue(float64(x))
+	default:
+		return fmt.Sprintf("integer %v", x)
+	}
 }
 
 // renderViolations sorts and renders violations, dropping exact duplicates.
@@ -274,8 +335,6 @@ func quoteName(s string) string {
 // kindMessage renders one error kind in the "must … but found …" style.
 func kindMessage(k jsonschema.ErrorKind) string {
 	switch k := k.(type) {
-	case *kind.Type:
-		return fmt.Sprintf("must be of type %s but found %s", strings.Join(k.Want, " or "), k.Got)
 	case *kind.Enum:
 		return fmt.Sprintf("must be one of %s but found %s", displayList(k.Want), displayValue(k.Got))
 	case *kind.Const:

@@ -56,7 +56,7 @@ var (
 	fileExistsRe   = regexp.MustCompile(`(?i)^file\s+(\S+)\s+exists?$`)
 	fileContainsRe = regexp.MustCompile(`(?i)^file\s+(\S+)\s+contains?\s+(?:"([^"]+)"|'([^']+)'|(\S+))$`)
 	testsPassRe    = regexp.MustCompile(`(?i)\btests?\b.*\bpass`)
-	lintCleanRe    = regexp.MustCompile(`(?i)(no lint errors?|lint (passes?|clean))`)
+	lintCleanRe    = regexp.MustCompile(`(?i)(no lint errors?|lint (pass(es)?|clean))`)
 
 	titlePrefixRe  = regexp.MustCompile(`^#+\s*(?:Task:\s*)?`)
 	parallelMarkRe = regexp.MustCompile(`(?i)\s*\[P\]\s*`)
