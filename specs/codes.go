@@ -1,5 +1,3 @@
-//go:build decodewip
-
 package specs
 
 // Diagnostic codes. They are stable: tools and tests match on them. The list

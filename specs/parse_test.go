@@ -1,5 +1,3 @@
-//go:build decodewip
-
 package specs
 
 import (
@@ -8,15 +6,15 @@ import (
 	"testing"
 )
 
-// diagWant is one expected diagnostic: code, and optionally path and line:col.
-type diagWant struct {
+// wantDiag is one expected diagnostic: code, and optionally path and line:col.
+type wantDiag struct {
 	code string
 	path string // "" = don't check
 	line int    // 0 = don't check
 	col  int
 }
 
-func hasDiag(ds Diagnostics, w diagWant) bool {
+func diagPresent(ds Diagnostics, w wantDiag) bool {
 	for _, d := range ds {
 		if d.Code != w.code {
 			continue
@@ -32,7 +30,7 @@ func hasDiag(ds Diagnostics, w diagWant) bool {
 	return false
 }
 
-func dump(ds Diagnostics) string {
+func dumpDiags(ds Diagnostics) string {
 	var b strings.Builder
 	for _, d := range ds {
 		fmt.Fprintf(&b, "  %s [path %s]\n", d.String(), d.Path)
@@ -42,11 +40,11 @@ func dump(ds Diagnostics) string {
 
 // checkDiags asserts that every wanted diagnostic is present and that every
 // diagnostic has a code, an error type matching the code, and a message.
-func checkDiags(t *testing.T, ds Diagnostics, want ...diagWant) {
+func expectDiags(t *testing.T, ds Diagnostics, want ...wantDiag) {
 	t.Helper()
 	for _, w := range want {
-		if !hasDiag(ds, w) {
-			t.Errorf("missing diagnostic %+v; got:\n%s", w, dump(ds))
+		if !diagPresent(ds, w) {
+			t.Errorf("missing diagnostic %+v; got:\n%s", w, dumpDiags(ds))
 		}
 	}
 	for _, d := range ds {
@@ -56,16 +54,16 @@ func checkDiags(t *testing.T, ds Diagnostics, want ...diagWant) {
 	}
 }
 
-func mustParse(t *testing.T, src string) *Spec {
+func mustParseSpec(t *testing.T, src string) *Spec {
 	t.Helper()
 	s, ds := Parse("t.yaml", []byte(src))
 	if s == nil || ds.HasErrors() {
-		t.Fatalf("unexpected diagnostics:\n%s", dump(ds))
+		t.Fatalf("unexpected diagnostics:\n%s", dumpDiags(ds))
 	}
 	return s
 }
 
-const base02 = `version: "0.2"
+const parseBase02 = `version: "0.2"
 contracts:
   Out:
     label: {type: string}
@@ -118,8 +116,8 @@ flows:
         function: classify
         inputs: {text: "$.input.text"}
 `},
-		{"base02", base02},
-		{"gate-and-loops", base02 + `      - id: fix
+		{"parseBase02", parseBase02},
+		{"gate-and-loops", parseBase02 + `      - id: fix
         intent: "Fix it"
         ensure: ["result.label != ''"]
         output_contract: Out
@@ -134,7 +132,7 @@ flows:
         policy: flag
         policy_fallback: gate
 `},
-		{"iteration", base02 + `      - id: hunt
+		{"iteration", parseBase02 + `      - id: hunt
         intent: "hunt"
         output_contract: Out
         max_iterations: 5
@@ -143,7 +141,7 @@ flows:
         accumulate: "result.label"
         accumulate_key: "item.id"
 `},
-		{"flow-step", base02 + `      - id: sub
+		{"flow-step", parseBase02 + `      - id: sub
         flow: child
         inputs: {x: "$.steps.a.output.label"}
         ensure: ["result.ok"]
@@ -259,13 +257,13 @@ flows:
 				// x-defaults is not a known top-level key: the spec is
 				// rejected for it, but the merge itself must work.
 				_, ds := Parse("t.yaml", []byte(tt.src))
-				checkDiags(t, ds, diagWant{code: CodeUnknownField, path: "x-defaults", line: 2, col: 1})
+				expectDiags(t, ds, wantDiag{code: CodeUnknownField, path: "x-defaults", line: 2, col: 1})
 				if len(ds) != 1 {
-					t.Errorf("want exactly one diagnostic, got:\n%s", dump(ds))
+					t.Errorf("want exactly one diagnostic, got:\n%s", dumpDiags(ds))
 				}
 				return
 			}
-			mustParse(t, tt.src)
+			mustParseSpec(t, tt.src)
 		})
 	}
 }
@@ -274,152 +272,152 @@ func TestParseInvalid(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
-		want []diagWant
+		want []wantDiag
 	}{
 		// --- versions and root ---
-		{"missing-version", "flows: {}\n", []diagWant{{CodeMissingVersion, "version", 1, 1}}},
-		{"unknown-version", "version: \"9.9\"\n", []diagWant{{CodeUnknownVersion, "version", 1, 10}}},
-		{"version-float", "version: 0.2\nflows: {}\nbogus: 1\n", []diagWant{
+		{"missing-version", "flows: {}\n", []wantDiag{{CodeMissingVersion, "version", 1, 1}}},
+		{"unknown-version", "version: \"9.9\"\n", []wantDiag{{CodeUnknownVersion, "version", 1, 10}}},
+		{"version-float", "version: 0.2\nflows: {}\nbogus: 1\n", []wantDiag{
 			{CodeVersionNotString, "version", 1, 10}, {CodeUnknownField, "bogus", 3, 1}}},
-		{"not-mapping", "- a\n- b\n", []diagWant{{CodeNotMapping, "root", 1, 1}}},
-		{"duplicate-key", "version: \"0.2\"\nflows: {}\nflows: {}\n", []diagWant{{CodeDuplicateKey, "flows", 3, 1}}},
+		{"not-mapping", "- a\n- b\n", []wantDiag{{CodeNotMapping, "root", 1, 1}}},
+		{"duplicate-key", "version: \"0.2\"\nflows: {}\nflows: {}\n", []wantDiag{{CodeDuplicateKey, "flows", 3, 1}}},
 		{"workflow-in-01", "version: \"0.1\"\nworkflow: {name: x, description: y, input: {}}\n",
-			[]diagWant{{CodeNeedsVersion, "workflow", 2, 1}}},
-		{"unknown-top", "version: \"0.2\"\nflow: {}\n", []diagWant{{CodeUnknownField, "flow", 2, 1}}},
+			[]wantDiag{{CodeNeedsVersion, "workflow", 2, 1}}},
+		{"unknown-top", "version: \"0.2\"\nflow: {}\n", []wantDiag{{CodeUnknownField, "flow", 2, 1}}},
 
 		// --- functions ---
 		{"gate-in-01", strings.Replace(`version: "0.1"
 functions:
   g: {mode: gate, intent: x, input: {}, output: O}
-`, "", "", 1), []diagWant{{CodeNeedsVersion, "functions.g.mode", 3, 13}}},
-		{"bad-mode", "version: \"0.2\"\nfunctions:\n  f: {mode: infr}\n", []diagWant{{CodeInvalidValue, "functions.f.mode", 3, 13}}},
-		{"missing-mode", "version: \"0.2\"\nfunctions:\n  f: {intent: x}\n", []diagWant{{CodeMissingField, "functions.f", 3, 6}}},
-		{"retries-zero", strings.Replace(base02, "    ensure: [", "    retries: 0\n    ensure: [", 1),
-			[]diagWant{{CodeOutOfRange, "functions.work.retries", 12, 14}}},
-		{"retries-string", strings.Replace(base02, "    ensure: [", "    retries: \"3\"\n    ensure: [", 1),
-			[]diagWant{{CodeWrongType, "functions.work.retries", 12, 14}}},
-		{"undefined-output", strings.Replace(base02, "    output: Out\n    ensure", "    output: Outt\n    ensure", 1),
-			[]diagWant{{CodeUndefinedContract, "functions.work.output", 11, 13}}},
-		{"gate-fn-fields", strings.Replace(base02, "    mode: gate\n", "    mode: gate\n    retries: 2\n    ensure: [\"true\"]\n", 1),
-			[]diagWant{{CodeGateFunctionField, "functions.approve.retries", 15, 5}, {CodeGateFunctionField, "functions.approve.ensure", 16, 5}}},
-		{"unknown-result-field", strings.Replace(base02, "result.score > 0.5", "result.scor > 0.5", 1),
-			[]diagWant{{CodeUnknownResultField, "functions.work.ensure", 12, 14}}},
-		{"expr-forbidden", strings.Replace(base02, "result.score > 0.5", "result.__class__", 1),
-			[]diagWant{{CodeExprForbidden, "functions.work.ensure", 12, 22}}},
-		{"guardrails", strings.Replace(base02, "    ensure: [", "    guardrails: [\"\", \"(\"]\n    ensure: [", 1),
-			[]diagWant{{CodeEmptyGuardrail, "functions.work.guardrails", 12, 18}, {CodeInvalidRegex, "functions.work.guardrails", 12, 22}}},
-		{"run-on-infer", strings.Replace(base02, "    ensure: [", "    run: echo\n    ensure: [", 1),
-			[]diagWant{{CodeRunField, "functions.work.run", 12, 5}}},
+`, "", "", 1), []wantDiag{{CodeNeedsVersion, "functions.g.mode", 3, 13}}},
+		{"bad-mode", "version: \"0.2\"\nfunctions:\n  f: {mode: infr}\n", []wantDiag{{CodeInvalidValue, "functions.f.mode", 3, 13}}},
+		{"missing-mode", "version: \"0.2\"\nfunctions:\n  f: {intent: x}\n", []wantDiag{{CodeMissingField, "functions.f", 3, 6}}},
+		{"retries-zero", strings.Replace(parseBase02, "    ensure: [", "    retries: 0\n    ensure: [", 1),
+			[]wantDiag{{CodeOutOfRange, "functions.work.retries", 12, 14}}},
+		{"retries-string", strings.Replace(parseBase02, "    ensure: [", "    retries: \"3\"\n    ensure: [", 1),
+			[]wantDiag{{CodeWrongType, "functions.work.retries", 12, 14}}},
+		{"undefined-output", strings.Replace(parseBase02, "    output: Out\n    ensure", "    output: Outt\n    ensure", 1),
+			[]wantDiag{{CodeUndefinedContract, "functions.work.output", 11, 13}}},
+		{"gate-fn-fields", strings.Replace(parseBase02, "    mode: gate\n", "    mode: gate\n    retries: 2\n    ensure: [\"true\"]\n", 1),
+			[]wantDiag{{CodeGateFunctionField, "functions.approve.retries", 15, 5}, {CodeGateFunctionField, "functions.approve.ensure", 16, 5}}},
+		{"unknown-result-field", strings.Replace(parseBase02, "result.score > 0.5", "result.scor > 0.5", 1),
+			[]wantDiag{{CodeUnknownResultField, "functions.work.ensure", 12, 14}}},
+		{"expr-forbidden", strings.Replace(parseBase02, "result.score > 0.5", "result.__class__", 1),
+			[]wantDiag{{CodeExprForbidden, "functions.work.ensure", 12, 22}}},
+		{"guardrails", strings.Replace(parseBase02, "    ensure: [", "    guardrails: [\"\", \"(\"]\n    ensure: [", 1),
+			[]wantDiag{{CodeEmptyGuardrail, "functions.work.guardrails", 12, 18}, {CodeInvalidRegex, "functions.work.guardrails", 12, 22}}},
+		{"run-on-infer", strings.Replace(parseBase02, "    ensure: [", "    run: echo\n    ensure: [", 1),
+			[]wantDiag{{CodeRunField, "functions.work.run", 12, 5}}},
 		{"run-in-01", `version: "0.1"
 functions:
   f: {mode: compute, intent: x, input: {}, output: O, run: echo}
-`, []diagWant{{CodeNeedsVersion, "functions.f.run", 3, 55}}},
-		{"on-timeout-not-gate", strings.Replace(base02, "    ensure: [", "    on_timeout: kill\n    ensure: [", 1),
-			[]diagWant{{CodeGateFunctionField, "functions.work.on_timeout", 12, 5}}},
-		{"on-timeout-bad", strings.Replace(base02, "    mode: gate\n", "    mode: gate\n    on_timeout: explode\n", 1),
-			[]diagWant{{CodeInvalidValue, "functions.approve.on_timeout", 15, 17}}},
-		{"opaque-inline", strings.Replace(base02, "input: {text: {type: string}}\n    output: Out\n    ensure", "input: {text: {type: string, opaque: true}}\n    output: Out\n    ensure", 1),
-			[]diagWant{{CodeOpaqueInline, "functions.work.intent", 9, 13}}},
-		{"cache-on-infer", strings.Replace(base02, "    ensure: [", "    cache: true\n    ensure: [", 1),
-			[]diagWant{{CodeCacheField, "functions.work.cache", 12, 5}}},
+`, []wantDiag{{CodeNeedsVersion, "functions.f.run", 3, 55}}},
+		{"on-timeout-not-gate", strings.Replace(parseBase02, "    ensure: [", "    on_timeout: kill\n    ensure: [", 1),
+			[]wantDiag{{CodeGateFunctionField, "functions.work.on_timeout", 12, 5}}},
+		{"on-timeout-bad", strings.Replace(parseBase02, "    mode: gate\n", "    mode: gate\n    on_timeout: explode\n", 1),
+			[]wantDiag{{CodeInvalidValue, "functions.approve.on_timeout", 15, 17}}},
+		{"opaque-inline", strings.Replace(parseBase02, "input: {text: {type: string}}\n    output: Out\n    ensure", "input: {text: {type: string, opaque: true}}\n    output: Out\n    ensure", 1),
+			[]wantDiag{{CodeOpaqueInline, "functions.work.intent", 9, 13}}},
+		{"cache-on-infer", strings.Replace(parseBase02, "    ensure: [", "    cache: true\n    ensure: [", 1),
+			[]wantDiag{{CodeCacheField, "functions.work.cache", 12, 5}}},
 
 		// --- contracts ---
 		{"contract-field-typo", "version: \"0.2\"\ncontracts:\n  C:\n    a: {type: string, minLenght: 1}\n",
-			[]diagWant{{CodeUnknownField, "contracts.C.a.minLenght", 4, 23}}},
+			[]wantDiag{{CodeUnknownField, "contracts.C.a.minLenght", 4, 23}}},
 		{"contract-field-not-map", "version: \"0.2\"\ncontracts:\n  C:\n    a: string\n",
-			[]diagWant{{CodeWrongType, "contracts.C.a", 4, 8}}},
+			[]wantDiag{{CodeWrongType, "contracts.C.a", 4, 8}}},
 
 		// --- flows and steps, structural ---
 		{"steps-empty", "version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps: []\n",
-			[]diagWant{{CodeEmptyValue, "flows.main.steps", 5, 12}}},
+			[]wantDiag{{CodeEmptyValue, "flows.main.steps", 5, 12}}},
 		{"steps-missing", "version: \"0.2\"\nflows:\n  main:\n    input: {}\n",
-			[]diagWant{{CodeMissingField, "flows.main", 4, 5}}},
-		{"step-unknown-field", base02 + "        polcy: gate\n",
-			[]diagWant{{CodeUnknownField, "flows.main.steps.0.polcy", 23, 9}}},
-		{"step-policy-enum", base02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, policy: auto}\n",
-			[]diagWant{{CodeInvalidValue, "flows.main.steps.1.policy", 23, 85}}},
-		{"input-number", base02 + "        inputs: {n: 5}\n", []diagWant{{CodeDuplicateKey, "flows.main.steps.0.inputs", 23, 9}}},
-		{"input-number2", strings.Replace(base02, `inputs: {text: "$.input.text"}`, `inputs: {text: 5}`, 1),
-			[]diagWant{{CodeWrongType, "flows.main.steps.0.inputs.text", 22, 24}}},
-		{"empty-intent", base02 + "      - {id: b, intent: \"\"}\n", []diagWant{{CodeEmptyValue, "flows.main.steps.1.intent", 23, 25}}},
+			[]wantDiag{{CodeMissingField, "flows.main", 4, 5}}},
+		{"step-unknown-field", parseBase02 + "        polcy: gate\n",
+			[]wantDiag{{CodeUnknownField, "flows.main.steps.0.polcy", 23, 9}}},
+		{"step-policy-enum", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, policy: auto}\n",
+			[]wantDiag{{CodeInvalidValue, "flows.main.steps.1.policy", 23, 85}}},
+		{"input-number", parseBase02 + "        inputs: {n: 5}\n", []wantDiag{{CodeDuplicateKey, "flows.main.steps.0.inputs", 23, 9}}},
+		{"input-number2", strings.Replace(parseBase02, `inputs: {text: "$.input.text"}`, `inputs: {text: 5}`, 1),
+			[]wantDiag{{CodeWrongType, "flows.main.steps.0.inputs.text", 22, 24}}},
+		{"empty-intent", parseBase02 + "      - {id: b, intent: \"\"}\n", []wantDiag{{CodeEmptyValue, "flows.main.steps.1.intent", 23, 25}}},
 		{"intent-in-01", "version: \"0.1\"\nflows:\n  main:\n    input: {}\n    output: O\n    steps:\n      - {id: a, intent: x, inputs: {}}\n",
-			[]diagWant{{CodeNeedsVersion, "flows.main.steps.0.intent", 7, 17}, {CodeMissingField, "flows.main.steps.0", 7, 9}}},
-		{"type-in-02", base02 + "        type: function\n", []diagWant{{CodeNeedsVersion, "flows.main.steps.0.type", 23, 9}}},
-		{"step-not-mapping", base02 + "      - just-a-string\n", []diagWant{{CodeWrongType, "flows.main.steps.1", 23, 9}}},
+			[]wantDiag{{CodeNeedsVersion, "flows.main.steps.0.intent", 7, 17}, {CodeMissingField, "flows.main.steps.0", 7, 9}}},
+		{"type-in-02", parseBase02 + "        type: function\n", []wantDiag{{CodeNeedsVersion, "flows.main.steps.0.type", 23, 9}}},
+		{"step-not-mapping", parseBase02 + "      - just-a-string\n", []wantDiag{{CodeWrongType, "flows.main.steps.1", 23, 9}}},
 		{"workflow-name", `version: "0.2"
 workflow: {name: Code_Review, description: d, input: {}}
 flows:
   main: {input: {}, steps: [{id: a, intent: x}]}
-`, []diagWant{{CodeInvalidName, "workflow.name", 2, 18}}},
-		{"max-iterations-zero", base02 + "        max_iterations: 0\n", []diagWant{{CodeOutOfRange, "flows.main.steps.0.max_iterations", 23, 25}}},
-		{"budget-usd-negative", base02 + "      - {id: b, intent: x, budget: {usd: -1}}\n", []diagWant{{CodeOutOfRange, "flows.main.steps.1.budget.usd", 23, 42}}},
+`, []wantDiag{{CodeInvalidName, "workflow.name", 2, 18}}},
+		{"max-iterations-zero", parseBase02 + "        max_iterations: 0\n", []wantDiag{{CodeOutOfRange, "flows.main.steps.0.max_iterations", 23, 25}}},
+		{"budget-usd-negative", parseBase02 + "      - {id: b, intent: x, budget: {usd: -1}}\n", []wantDiag{{CodeOutOfRange, "flows.main.steps.1.budget.usd", 23, 42}}},
 		{"tokens-in-01", `version: "0.1"
 functions:
   f: {mode: infer, intent: x, input: {}, output: O, budget: {tokens: 5}}
-`, []diagWant{{CodeNeedsVersion, "functions.f.budget.tokens", 3, 62}}},
+`, []wantDiag{{CodeNeedsVersion, "functions.f.budget.tokens", 3, 62}}},
 
 		// --- semantic: steps ---
-		{"duplicate-step-id", base02 + "      - {id: a, intent: x}\n", []diagWant{{CodeDuplicateStepID, "flows.main.steps.a.id", 23, 14}}},
-		{"undefined-function", base02 + "      - {id: b, function: wrk}\n", []diagWant{{CodeUndefinedFunction, "flows.main.steps.b.function", 23, 27}}},
-		{"undefined-flow", base02 + "      - {id: b, flow: nope}\n", []diagWant{{CodeUndefinedFlow, "flows.main.steps.b.flow", 23, 23}}},
-		{"undefined-step-depends", base02 + "        depends_on: [zz]\n", []diagWant{{CodeUndefinedStep, "flows.main.steps.a.depends_on", 23, 22}}},
-		{"undefined-step-input", base02 + "      - {id: b, intent: x, inputs: {p: \"$.steps.q.output\"}}\n",
-			[]diagWant{{CodeUndefinedStep, "flows.main.steps.b.inputs.p", 23, 40}}},
-		{"undefined-step-skip-if", base02 + "      - {id: b, intent: x, skip_if: \"$.steps.q.output.x == 1\"}\n",
-			[]diagWant{{CodeUndefinedStep, "flows.main.steps.b.skip_if", 23, 37}}},
-		{"undefined-input", base02 + "      - {id: b, intent: x, inputs: {p: \"$.input.nope\"}}\n",
-			[]diagWant{{CodeUndefinedInput, "flows.main.steps.b.inputs.p", 23, 40}}},
-		{"bad-ref-no-output", base02 + "      - {id: b, intent: x, inputs: {p: \"$.steps.a.result\"}}\n",
-			[]diagWant{{CodeBadRef, "flows.main.steps.b.inputs.p", 23, 40}}},
-		{"bad-ref-root", base02 + "      - {id: b, intent: x, inputs: {p: \"$.foo\"}}\n",
-			[]diagWant{{CodeBadRef, "flows.main.steps.b.inputs.p", 23, 40}}},
-		{"cycle", base02 + "        depends_on: [b]\n      - {id: b, intent: x, inputs: {p: \"$.steps.a.output\"}}\n",
-			[]diagWant{{CodeDependencyCycle, "flows.main.steps.a.depends_on", 20, 13}}},
-		{"self-cycle", base02 + "        depends_on: [a]\n", []diagWant{{CodeDependencyCycle, "flows.main.steps.a.depends_on", 20, 13}}},
-		{"recursive-flow", base02 + "      - {id: b, flow: main}\n", []diagWant{{CodeRecursiveFlow, "flows.main.steps.b.flow", 23, 23}}},
-		{"step-mode-none", base02 + "      - {id: b, agent: x}\n", []diagWant{{CodeStepMode, "flows.main.steps.b", 23, 9}}},
-		{"step-mode-two", base02 + "      - {id: b, intent: x, flow: main}\n", []diagWant{{CodeStepMode, "flows.main.steps.b", 23, 28}}},
-		{"function-step-field", base02 + "        retries: 2\n", []diagWant{{CodeFunctionStepField, "flows.main.steps.a.retries", 23, 9}}},
-		{"flow-step-field", base02 + "      - {id: b, flow: child, agent: claude}\n  child: {input: {}, steps: [{id: c, intent: x}]}\n",
-			[]diagWant{{CodeFlowStepField, "flows.main.steps.b.agent", 23, 30}}},
-		{"gate-step-field", base02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, on_fail: a}\n",
-			[]diagWant{{CodeGateStepField, "flows.main.steps.g.on_fail", 23, 77}}},
-		{"gate-routing-missing", base02 + "      - {id: g, function: approve, on_revise: a}\n",
-			[]diagWant{{CodeGateRoutingMissing, "flows.main.steps.g.on_approve", 23, 9}, {CodeGateRoutingMissing, "flows.main.steps.g.on_kill", 23, 9}}},
-		{"gate-revise-null", base02 + "      - {id: g, function: approve, on_approve: ~, on_revise: ~, on_kill: ~}\n",
-			[]diagWant{{CodeGateReviseTarget, "flows.main.steps.g.on_revise", 23, 62}}},
-		{"gate-revise-self", base02 + "      - {id: g, function: approve, on_approve: ~, on_revise: g, on_kill: ~}\n",
-			[]diagWant{{CodeGateReviseTarget, "flows.main.steps.g.on_revise", 23, 62}}},
-		{"gate-revise-later", strings.Replace(base02, "      - id: a\n", "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~}\n      - id: a\n", 1),
-			[]diagWant{{CodeGateReviseTarget, "flows.main.steps.g.on_revise", 20, 62}}},
-		{"not-a-gate", base02 + "        on_approve: ~\n", []diagWant{{CodeNotAGate, "flows.main.steps.a.on_approve", 23, 9}}},
-		{"policy-fallback", base02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, policy_fallback: gate}\n",
-			[]diagWant{{CodePolicyFallback, "flows.main.steps.g.policy_fallback", 23, 77}}},
-		{"on-fail-unreachable", base02 + "      - {id: b, intent: x, on_fail: a}\n", []diagWant{{CodeOnFailUnreachable, "flows.main.steps.b.on_fail", 23, 28}}},
-		{"on-fail-undefined", base02 + "      - {id: b, intent: x, ensure: [\"true\"], on_fail: zz}\n", []diagWant{{CodeUndefinedStep, "flows.main.steps.b.on_fail", 23, 55}}},
-		{"iteration-field", base02 + "      - {id: b, intent: x, exit_criterion: \"result.x\", accumulate_key: \"item\"}\n",
-			[]diagWant{{CodeIterationField, "flows.main.steps.b.exit_criterion", 23, 28}, {CodeIterationField, "flows.main.steps.b.accumulate_key", 23, 56}}},
-		{"step-guardrail", base02 + "      - {id: b, intent: x, guardrails: [\"[\"]}\n", []diagWant{{CodeInvalidRegex, "flows.main.steps.b.guardrails", 23, 41}}},
-		{"expr-syntax-step", base02 + "      - {id: b, intent: x, ensure: [\"len(result.x\"]}\n", []diagWant{{CodeExprSyntax, "flows.main.steps.b.ensure", 23, 41}}},
-		{"inline-result-field", base02 + "      - {id: b, intent: x, output_contract: Out, ensure: [\"result.lable == 'x'\"]}\n",
-			[]diagWant{{CodeUnknownResultField, "flows.main.steps.b.ensure", 23, 59}}},
-		{"inline-undefined-contract", base02 + "      - {id: b, intent: x, output_contract: Nope}\n",
-			[]diagWant{{CodeUndefinedContract, "flows.main.steps.b.output_contract", 23, 45}}},
-		{"cache-field", base02 + "        cache: true\n", []diagWant{{CodeCacheField, "flows.main.steps.a.cache", 23, 9}}},
-		{"run-field", base02 + "        run: echo\n", []diagWant{{CodeRunField, "flows.main.steps.a.run", 23, 9}}},
-		{"run-bad-type", base02 + "      - {id: b, intent: x, run: 5}\n", []diagWant{{CodeWrongType, "flows.main.steps.1.run", 23, 33}}},
-		{"opaque-inline-step", strings.Replace(base02, "    input: {text: {type: string}}\n    output: Out\n    steps", "    input: {text: {type: string, opaque: true}}\n    output: Out\n    steps", 1) +
+		{"duplicate-step-id", parseBase02 + "      - {id: a, intent: x}\n", []wantDiag{{CodeDuplicateStepID, "flows.main.steps.a.id", 23, 14}}},
+		{"undefined-function", parseBase02 + "      - {id: b, function: wrk}\n", []wantDiag{{CodeUndefinedFunction, "flows.main.steps.b.function", 23, 27}}},
+		{"undefined-flow", parseBase02 + "      - {id: b, flow: nope}\n", []wantDiag{{CodeUndefinedFlow, "flows.main.steps.b.flow", 23, 23}}},
+		{"undefined-step-depends", parseBase02 + "        depends_on: [zz]\n", []wantDiag{{CodeUndefinedStep, "flows.main.steps.a.depends_on", 23, 22}}},
+		{"undefined-step-input", parseBase02 + "      - {id: b, intent: x, inputs: {p: \"$.steps.q.output\"}}\n",
+			[]wantDiag{{CodeUndefinedStep, "flows.main.steps.b.inputs.p", 23, 40}}},
+		{"undefined-step-skip-if", parseBase02 + "      - {id: b, intent: x, skip_if: \"$.steps.q.output.x == 1\"}\n",
+			[]wantDiag{{CodeUndefinedStep, "flows.main.steps.b.skip_if", 23, 37}}},
+		{"undefined-input", parseBase02 + "      - {id: b, intent: x, inputs: {p: \"$.input.nope\"}}\n",
+			[]wantDiag{{CodeUndefinedInput, "flows.main.steps.b.inputs.p", 23, 40}}},
+		{"bad-ref-no-output", parseBase02 + "      - {id: b, intent: x, inputs: {p: \"$.steps.a.result\"}}\n",
+			[]wantDiag{{CodeBadRef, "flows.main.steps.b.inputs.p", 23, 40}}},
+		{"bad-ref-root", parseBase02 + "      - {id: b, intent: x, inputs: {p: \"$.foo\"}}\n",
+			[]wantDiag{{CodeBadRef, "flows.main.steps.b.inputs.p", 23, 40}}},
+		{"cycle", parseBase02 + "        depends_on: [b]\n      - {id: b, intent: x, inputs: {p: \"$.steps.a.output\"}}\n",
+			[]wantDiag{{CodeDependencyCycle, "flows.main.steps.a.depends_on", 20, 13}}},
+		{"self-cycle", parseBase02 + "        depends_on: [a]\n", []wantDiag{{CodeDependencyCycle, "flows.main.steps.a.depends_on", 20, 13}}},
+		{"recursive-flow", parseBase02 + "      - {id: b, flow: main}\n", []wantDiag{{CodeRecursiveFlow, "flows.main.steps.b.flow", 23, 23}}},
+		{"step-mode-none", parseBase02 + "      - {id: b, agent: x}\n", []wantDiag{{CodeStepMode, "flows.main.steps.b", 23, 9}}},
+		{"step-mode-two", parseBase02 + "      - {id: b, intent: x, flow: main}\n", []wantDiag{{CodeStepMode, "flows.main.steps.b", 23, 28}}},
+		{"function-step-field", parseBase02 + "        retries: 2\n", []wantDiag{{CodeFunctionStepField, "flows.main.steps.a.retries", 23, 9}}},
+		{"flow-step-field", parseBase02 + "      - {id: b, flow: child, agent: claude}\n  child: {input: {}, steps: [{id: c, intent: x}]}\n",
+			[]wantDiag{{CodeFlowStepField, "flows.main.steps.b.agent", 23, 30}}},
+		{"gate-step-field", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, on_fail: a}\n",
+			[]wantDiag{{CodeGateStepField, "flows.main.steps.g.on_fail", 23, 77}}},
+		{"gate-routing-missing", parseBase02 + "      - {id: g, function: approve, on_revise: a}\n",
+			[]wantDiag{{CodeGateRoutingMissing, "flows.main.steps.g.on_approve", 23, 9}, {CodeGateRoutingMissing, "flows.main.steps.g.on_kill", 23, 9}}},
+		{"gate-revise-null", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: ~, on_kill: ~}\n",
+			[]wantDiag{{CodeGateReviseTarget, "flows.main.steps.g.on_revise", 23, 62}}},
+		{"gate-revise-self", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: g, on_kill: ~}\n",
+			[]wantDiag{{CodeGateReviseTarget, "flows.main.steps.g.on_revise", 23, 62}}},
+		{"gate-revise-later", strings.Replace(parseBase02, "      - id: a\n", "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~}\n      - id: a\n", 1),
+			[]wantDiag{{CodeGateReviseTarget, "flows.main.steps.g.on_revise", 20, 62}}},
+		{"not-a-gate", parseBase02 + "        on_approve: ~\n", []wantDiag{{CodeNotAGate, "flows.main.steps.a.on_approve", 23, 9}}},
+		{"policy-fallback", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, policy_fallback: gate}\n",
+			[]wantDiag{{CodePolicyFallback, "flows.main.steps.g.policy_fallback", 23, 77}}},
+		{"on-fail-unreachable", parseBase02 + "      - {id: b, intent: x, on_fail: a}\n", []wantDiag{{CodeOnFailUnreachable, "flows.main.steps.b.on_fail", 23, 28}}},
+		{"on-fail-undefined", parseBase02 + "      - {id: b, intent: x, ensure: [\"true\"], on_fail: zz}\n", []wantDiag{{CodeUndefinedStep, "flows.main.steps.b.on_fail", 23, 55}}},
+		{"iteration-field", parseBase02 + "      - {id: b, intent: x, exit_criterion: \"result.x\", accumulate_key: \"item\"}\n",
+			[]wantDiag{{CodeIterationField, "flows.main.steps.b.exit_criterion", 23, 28}, {CodeIterationField, "flows.main.steps.b.accumulate_key", 23, 56}}},
+		{"step-guardrail", parseBase02 + "      - {id: b, intent: x, guardrails: [\"[\"]}\n", []wantDiag{{CodeInvalidRegex, "flows.main.steps.b.guardrails", 23, 41}}},
+		{"expr-syntax-step", parseBase02 + "      - {id: b, intent: x, ensure: [\"len(result.x\"]}\n", []wantDiag{{CodeExprSyntax, "flows.main.steps.b.ensure", 23, 49}}},
+		{"inline-result-field", parseBase02 + "      - {id: b, intent: x, output_contract: Out, ensure: [\"result.lable == 'x'\"]}\n",
+			[]wantDiag{{CodeUnknownResultField, "flows.main.steps.b.ensure", 23, 59}}},
+		{"inline-undefined-contract", parseBase02 + "      - {id: b, intent: x, output_contract: Nope}\n",
+			[]wantDiag{{CodeUndefinedContract, "flows.main.steps.b.output_contract", 23, 45}}},
+		{"cache-field", parseBase02 + "        cache: true\n", []wantDiag{{CodeCacheField, "flows.main.steps.a.cache", 23, 9}}},
+		{"run-field", parseBase02 + "        run: echo\n", []wantDiag{{CodeRunField, "flows.main.steps.a.run", 23, 9}}},
+		{"run-bad-type", parseBase02 + "      - {id: b, intent: x, run: 5}\n", []wantDiag{{CodeWrongType, "flows.main.steps.1.run", 23, 33}}},
+		{"opaque-inline-step", strings.Replace(parseBase02, "    input: {text: {type: string}}\n    output: Out\n    steps", "    input: {text: {type: string, opaque: true}}\n    output: Out\n    steps", 1) +
 			"      - {id: b, intent: \"use {t}\", inputs: {t: \"$.input.text\"}}\n",
-			[]diagWant{{CodeOpaqueInline, "flows.main.steps.b.intent", 23, 25}}},
-		{"invalid-output-schema", base02 + "        output_schema: {type: objekt}\n", []diagWant{{CodeInvalidSchema, "flows.main.steps.a.output_schema", 23, 24}}},
-		{"parallel-field-v03", strings.Replace(base02, `"0.2"`, `"0.3"`, 1) + "        source: \"$.input.text\"\n",
-			[]diagWant{{CodeParallelField, "flows.main.steps.a.source", 23, 9}}},
-		{"parallel-requires", strings.Replace(base02, `"0.2"`, `"0.3"`, 1) + "      - {id: p, type: parallel_dispatch, source: \"$.steps.a.output\"}\n      - {id: d, type: decompose, intent: x}\n",
-			[]diagWant{{CodeParallelRequires, "flows.main.steps.p.intent_template", 23, 9}, {CodeParallelRequires, "flows.main.steps.d.agent", 24, 9},
+			[]wantDiag{{CodeOpaqueInline, "flows.main.steps.b.intent", 23, 25}}},
+		{"invalid-output-schema", parseBase02 + "        output_schema: {type: objekt}\n", []wantDiag{{CodeInvalidSchema, "flows.main.steps.a.output_schema", 23, 24}}},
+		{"parallel-field-v03", strings.Replace(parseBase02, `"0.2"`, `"0.3"`, 1) + "        source: \"$.input.text\"\n",
+			[]wantDiag{{CodeParallelField, "flows.main.steps.a.source", 23, 9}}},
+		{"parallel-requires", strings.Replace(parseBase02, `"0.2"`, `"0.3"`, 1) + "      - {id: p, type: parallel_dispatch, source: \"$.steps.a.output\"}\n      - {id: d, type: decompose, intent: x}\n",
+			[]wantDiag{{CodeParallelRequires, "flows.main.steps.p.intent_template", 23, 9}, {CodeParallelRequires, "flows.main.steps.d.agent", 24, 9},
 				{CodeParallelRequires, "flows.main.steps.d.output_contract", 24, 9}}},
-		{"type-mismatch", strings.Replace(base02, `"0.2"`, `"0.3"`, 1) + "        type: inline\n", []diagWant{{CodeStepMode, "flows.main.steps.a.type", 23, 15}}},
-		{"flow-output-undefined", strings.Replace(base02, "    output: Out\n    steps", "    output: Ot\n    steps", 1),
-			[]diagWant{{CodeUndefinedContract, "flows.main.output", 18, 13}}},
+		{"type-mismatch", strings.Replace(parseBase02, `"0.2"`, `"0.3"`, 1) + "        type: inline\n", []wantDiag{{CodeStepMode, "flows.main.steps.a.type", 23, 15}}},
+		{"flow-output-undefined", strings.Replace(parseBase02, "    output: Out\n    steps", "    output: Ot\n    steps", 1),
+			[]wantDiag{{CodeUndefinedContract, "flows.main.output", 18, 13}}},
 
 		// --- workflow ---
 		{"workflow-entry", `version: "0.2"
@@ -427,22 +425,22 @@ workflow: {name: wf, description: d, input: {}}
 flows:
   a: {input: {}, steps: [{id: s, intent: x}]}
   b: {input: {}, steps: [{id: s, intent: x}]}
-`, []diagWant{{CodeWorkflowEntry, "workflow.name", 2, 18}}},
+`, []wantDiag{{CodeWorkflowEntry, "workflow.name", 2, 18}}},
 		{"workflow-inputs", `version: "0.2"
 workflow: {name: wf, description: d, input: {x: {type: string}}}
 flows:
   a: {input: {y: {type: string}}, steps: [{id: s, intent: x}]}
-`, []diagWant{{CodeWorkflowInputs, "workflow.input", 2, 38}}},
+`, []wantDiag{{CodeWorkflowInputs, "workflow.input", 2, 38}}},
 		{"workflow-missing-description", `version: "0.2"
 workflow: {name: wf, input: {}}
 flows:
   wf: {input: {}, steps: [{id: s, intent: x}]}
-`, []diagWant{{CodeMissingField, "workflow", 2, 11}}},
+`, []wantDiag{{CodeMissingField, "workflow", 2, 11}}},
 		{"workflow-param-type", `version: "0.2"
 workflow: {name: wf, description: d, input: {x: {type: strin}}}
 flows:
   wf: {input: {x: {}}, steps: [{id: s, intent: x}]}
-`, []diagWant{{CodeInvalidValue, "workflow.input.x.type", 2, 56}}},
+`, []wantDiag{{CodeInvalidValue, "workflow.input.x.type", 2, 56}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -450,7 +448,141 @@ flows:
 			if s != nil {
 				t.Errorf("spec accepted; want rejection")
 			}
-			checkDiags(t, ds, tt.want...)
+			expectDiags(t, ds, tt.want...)
 		})
+	}
+}
+
+func TestKahnOrder(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps string
+		want  []string
+	}{
+		{"fifo", `
+      - {id: a, intent: x}
+      - {id: b, intent: x, depends_on: [a]}
+      - {id: c, intent: x}
+`, []string{"a", "c", "b"}},
+		{"input-ref-edge", `
+      - {id: a, intent: x, inputs: {p: "$.steps.b.output"}}
+      - {id: b, intent: x}
+`, []string{"b", "a"}},
+		{"skip-if-not-an-edge", `
+      - {id: a, intent: x, skip_if: "$.steps.b.output.done == True"}
+      - {id: b, intent: x}
+`, []string{"a", "b"}},
+		{"diamond", `
+      - {id: d, intent: x, depends_on: [b, c]}
+      - {id: c, intent: x, depends_on: [a]}
+      - {id: b, intent: x, depends_on: [a]}
+      - {id: a, intent: x}
+`, []string{"a", "c", "b", "d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParseSpec(t, "version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:"+tt.steps)
+			var got []string
+			for _, st := range s.Flows["main"].OrderedSteps() {
+				got = append(got, st.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("order = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNormalise(t *testing.T) {
+	s := mustParseSpec(t, `version: "0.3"
+contracts:
+  Out: {score: {type: number}, tags: {type: array, optional: true}}
+  Tasks: {tasks: {type: array}}
+functions:
+  work:
+    mode: infer
+    intent: "Work on {text}"
+    input: {text: {type: string}}
+    output: Out
+    ensure: ["result.score > 0.5"]
+    guardrails: ["Secret"]
+    model: m1
+    budget: {ms: 100, usd: 0.5}
+  calc:
+    mode: compute
+    intent: calc
+    output: Out
+    retries: 5
+    run: "echo '{\"score\": 1}'"
+  gate:
+    mode: gate
+    timeout: 30
+flows:
+  main:
+    input: {text: {type: string}, secret: {type: string, opaque: true, required: true, default: "x"}}
+    steps:
+      - {id: w, function: work, inputs: {text: "$.input.text"}}
+      - {id: c, function: calc}
+      - {id: i, intent: inline, output_schema: {type: object, required: [ok]}}
+      - {id: f, flow: child}
+      - {id: d, type: decompose, agent: claude, intent: split, output_contract: Tasks}
+      - {id: p, type: parallel_dispatch, source: "$.steps.d.output.tasks", intent_template: "do {id}"}
+      - {id: g, function: gate, on_approve: ~, on_revise: w, on_kill: ~}
+  child:
+    input: {}
+    steps:
+      - {id: x, intent: x, run: [echo, "{}"]}
+`)
+	main := s.Flows["main"]
+	st := func(id string) *Step { return main.Step(id) }
+	w := st("w")
+	if w.Kind != KindFunction || w.Fn != s.Functions["work"] || w.Intent != "Work on {text}" || w.Retries != 3 ||
+		len(w.Ensure) != 1 || w.Model != "m1" || w.Budget == nil || w.Budget.MS != 100 || *w.Budget.USD != 0.5 ||
+		w.OutputContract != "Out" || len(w.Guardrails) != 1 {
+		t.Errorf("function step not normalised: %+v", w)
+	}
+	if !w.Guardrails[0].Re.MatchString("a\nsecret here") {
+		t.Errorf("guardrail is not case-insensitive/multiline")
+	}
+	if w.Ensure[0].Pos.Line != 11 || w.Ensure[0].Kind != ExprEnsure {
+		t.Errorf("ensure pos/kind = %+v", w.Ensure[0])
+	}
+	if c := st("c"); c.Retries != 5 || c.Fn.Run == nil || c.Fn.Run.Shell == "" {
+		t.Errorf("compute step: %+v", c)
+	}
+	if i := st("i"); i.Kind != KindInline || i.Retries != 1 || i.Schema == nil || i.OutputSchema["type"] != "object" {
+		t.Errorf("inline step: %+v", i)
+	}
+	if f := st("f"); f.Kind != KindFlow || f.Retries != 1 {
+		t.Errorf("flow step: %+v", f)
+	}
+	if d := st("d"); d.Kind != KindDecompose || d.Retries != 2 || d.Type != "decompose" {
+		t.Errorf("decompose step: %+v", d)
+	}
+	if p := st("p"); p.Kind != KindParallelDispatch || p.Retries != 2 || p.MaxConcurrent != 3 || p.Isolation != "worktree" ||
+		p.Require != "all" || p.Merge != "sequential_apply" {
+		t.Errorf("parallel step: %+v", p)
+	}
+	if g := st("g"); !g.IsGate() || g.Fn.OnTimeout != "kill" || g.Fn.Approver != "any" || g.Fn.Timeout != 30 || g.OnRevise != "w" {
+		t.Errorf("gate step: %+v / %+v", g, g.Fn)
+	}
+	if x := s.Flows["child"].Steps[0]; x.Run == nil || strings.Join(x.Run.Argv, " ") != "echo {}" {
+		t.Errorf("inline run: %+v", x.Run)
+	}
+	sec := main.Input[1]
+	if !sec.Opaque || !sec.Required || !sec.HasDefault || sec.Default != "x" || sec.Schema["type"] != "string" || sec.Schema["opaque"] != nil {
+		t.Errorf("param: %+v", sec)
+	}
+	if got := strings.Join(s.FlowNames, ","); got != "main,child" {
+		t.Errorf("FlowNames = %s", got)
+	}
+	if got := strings.Join(s.FunctionNames, ","); got != "work,calc,gate" {
+		t.Errorf("FunctionNames = %s", got)
+	}
+	if s.Contracts["Out"].Schema == nil || s.Contracts["Out"].Hash == "" || !s.Contracts["Out"].Field("tags").Optional {
+		t.Errorf("contract not built: %+v", s.Contracts["Out"])
+	}
+	if s.Version != "0.3" || string(s.Source) == "" || s.File != "t.yaml" {
+		t.Errorf("spec header: %q %q", s.Version, s.File)
 	}
 }

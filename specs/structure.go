@@ -1,5 +1,3 @@
-//go:build decodewip
-
 package specs
 
 import (
@@ -93,8 +91,14 @@ var (
 	// that the stratum keys need 0.2.
 	paramFields = &fieldSet{
 		what:   "an input parameter",
-		fields: merge(fields(Version01, "type"), fields(Version02, "opaque", "required", "default")),
-		ext:    map[string]bool{"opaque": true, "required": true, "default": true},
+		fields: merge(fields(Version01, "type", "default"), fields(Version02, "opaque", "required")),
+		ext:    map[string]bool{"opaque": true, "required": true},
+		open:   true,
+	}
+	paramFieldsJSONRequired = &fieldSet{
+		what:   "an input parameter",
+		fields: merge(fields(Version01, "type", "default", "required"), fields(Version02, "opaque")),
+		ext:    map[string]bool{"opaque": true},
 		open:   true,
 	}
 	contractFieldFields = &fieldSet{
@@ -257,9 +261,7 @@ func (c *checker) buildContracts(b *build, cm *mapping) {
 		b.contracts[name] = cs
 		fm := c.asMapping(e.val, path)
 		if fm == nil {
-			if !isNull(e.val) {
-				c.wrongType(cm, name, "contracts", "object")
-			}
+			c.wrongType(cm, name, "contracts", "object")
 			continue
 		}
 		for _, fname := range fm.keys {
@@ -337,12 +339,26 @@ func (c *checker) params(m *mapping, k, path string, fs *fieldSet) []*Param {
 			continue
 		}
 		fp := ppath + "." + name
-		c.checkFields(dm, fs, fp)
+		// `required: [a, b]` is the JSON-Schema keyword (allowed in every
+		// version and kept in the schema); `required: true` is ours.
+		jsonRequired := false
+		if e, ok := dm.get("required"); ok && resolve(e.val).Kind == yaml.SequenceNode && fs == paramFields {
+			jsonRequired = true
+		}
+		useFS := fs
+		if jsonRequired {
+			useFS = paramFieldsJSONRequired
+		}
+		c.checkFields(dm, useFS, fp)
 		p.Schema = map[string]any{}
 		for _, kk := range dm.keys {
 			switch kk {
-			case "opaque", "required", "default":
+			case "opaque", "default":
 				continue
+			case "required":
+				if !jsonRequired {
+					continue
+				}
 			}
 			p.Schema[kk] = toAny(dm.valNode(kk))
 		}
@@ -360,10 +376,12 @@ func (c *checker) params(m *mapping, k, path string, fs *fieldSet) []*Param {
 		if v, ok := c.boolean(dm, "opaque", fp); ok {
 			p.Opaque = v
 		}
-		if v, ok := c.boolean(dm, "required", fp); ok {
-			p.Required = v
+		if !jsonRequired {
+			if v, ok := c.boolean(dm, "required", fp); ok {
+				p.Required = v
+			}
 		}
-		if e, ok := dm.get("default"); ok && c.since(Version02) {
+		if e, ok := dm.get("default"); ok {
 			p.Default = toAny(e.val)
 			p.HasDefault = true
 		}
