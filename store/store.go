@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -69,6 +70,8 @@ type Store struct {
 	// mu serialises this process's own transactions before they compete for
 	// the file lock, so goroutines of one process queue instead of polling.
 	mu sync.RWMutex
+	// faults counts faults/panics caught inside bbolt (see guard).
+	faults atomic.Int64
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -172,11 +175,17 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	if err != nil {
 		return err
 	}
+	faultsBefore := s.faults.Load()
 	var btx *bolt.Tx
 	finished := false
 	defer func() {
 		// Runs on success, error and panic alike: roll back what was not
-		// committed, then release the lock.
+		// committed, then release the lock. After a fault bbolt's internal
+		// locks may be held, so the handle is abandoned, not closed.
+		if s.faults.Load() != faultsBefore {
+			h.abandon()
+			return
+		}
 		if btx != nil && !finished {
 			if !safe(func() { _ = btx.Rollback() }) {
 				h.abandon()
@@ -346,6 +355,7 @@ func (s *Store) guard(op func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if v := recover(); v != nil {
+			s.faults.Add(1)
 			err = corruptError(s.path, fmt.Sprintf("reading the file failed: %v", v), faultError{v})
 		}
 	}()
