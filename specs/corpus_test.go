@@ -1,5 +1,3 @@
-//go:build decodewip
-
 package specs
 
 // The spec corpus: testdata/specs/invalid (one rule per file, with goldens),
