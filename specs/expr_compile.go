@@ -131,6 +131,10 @@ func (rw *xRewritten) fileError(err error, _ string) *ExprError {
 	if errors.As(fe.Prev, &pe) {
 		msg = pe.msg
 	}
+	off := rw.origOffset(fe.From)
+	if strings.HasPrefix(msg, "unexpected token EOF") || msg == "unexpected end of expression" {
+		return &ExprError{Offset: rw.origAt[len(rw.out)], Message: "unexpected end of expression"}
+	}
 	msg = xTokenRe.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := xTokenRe.FindStringSubmatch(m)
 		if sub[1] == "EOF" {
@@ -147,7 +151,7 @@ func (rw *xRewritten) fileError(err error, _ string) *ExprError {
 	})
 	msg = strings.Replace(msg, "compilation failed: expression exceeds maximum allowed nodes",
 		fmt.Sprintf("expression is too complex (more than %d nodes)", maxExprNodes), 1)
-	return &ExprError{Offset: rw.origOffset(fe.From), Message: msg}
+	return &ExprError{Offset: off, Message: msg}
 }
 
 // ResultPaths returns the attribute paths read under `result`, in source
@@ -157,6 +161,9 @@ func (rw *xRewritten) fileError(err error, _ string) *ExprError {
 // (`result.name.lower()` gives ["name"]).
 func (e *Expr) ResultPaths() [][]string {
 	if e == nil || e.compiled == nil {
+		return nil
+	}
+	if len(e.compiled.resultPaths) == 0 {
 		return nil
 	}
 	out := make([][]string, len(e.compiled.resultPaths))

@@ -342,11 +342,28 @@ func xpyLess(op string, a, b any, depth int) (bool, error) {
 			return len(x) < len(y), nil
 		}
 	}
-	return false, xpyErrf("'%s' not supported between instances of '%s' and '%s'", op, xpyType(a), xpyType(b))
+	return false, &xUnorderable{op: op, a: xpyType(a), b: xpyType(b)}
+}
+
+// xUnorderable is the TypeError of an ordering comparison; a and b are the
+// operand types in the order they were compared.
+type xUnorderable struct{ op, a, b string }
+
+func (e *xUnorderable) Error() string {
+	return fmt.Sprintf("'%s' not supported between instances of '%s' and '%s'", e.op, e.a, e.b)
 }
 
 // xpyCompare evaluates a comparison operator (==, !=, <, <=, >, >=).
 func xpyCompare(op string, a, b any) (bool, error) {
+	ok, err := xpyCompare1(op, a, b)
+	if u, isU := err.(*xUnorderable); isU && (op == ">" || op == ">=") {
+		// The operands were compared reversed; report them as written.
+		err = &xUnorderable{op: op, a: u.b, b: u.a}
+	}
+	return ok, err
+}
+
+func xpyCompare1(op string, a, b any) (bool, error) {
 	switch op {
 	case "==":
 		return xpyEqual(a, b, 0)

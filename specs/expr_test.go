@@ -1,27 +1,746 @@
 package specs
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
 	"testing"
 )
 
-func TestExprSmoke(t *testing.T) {
-	for _, src := range []string{
-		"result.confidence > 0.7",
-		"result.status in ('success', 'partial')",
-		"len(result.items) > 0 and result.label != ''",
-		"not result.items",
-		"result.missing",
-		"result.a.b == None",
-		"not result.confidence == 3",
-		"result.x is not None",
-		"str(result.confidence) + '!'",
-	} {
-		e, err := CompileExpr(ExprEnsure, src)
+// sampleResult is the `result` most table rows evaluate against.
+func sampleResult() map[string]any {
+	return map[string]any{
+		"confidence": 0.9,
+		"count":      4.0, // as encoding/json decodes 4
+		"big":        json.Number("12"),
+		"ratio":      json.Number("0.25"),
+		"status":     "partial",
+		"label":      "",
+		"summary":    "All Tests Passed",
+		"items":      []any{"a", "b", "c"},
+		"empty":      []any{},
+		"scores":     []any{3.0, 1.5, 2.0},
+		"flags":      []any{true, false},
+		"nested":     map[string]any{"inner": map[string]any{"deep": 1.0}, "list": []any{map[string]any{"x": 7.0}}},
+		"nothing":    nil,
+		"ok":         true,
+		"tasks": []any{
+			map[string]any{"id": "t1", "files_owned": []any{"a.go", "b.go"}},
+			map[string]any{"id": "t2", "files_owned": []any{"c.go"}},
+		},
+		"my key": "spaced",
+	}
+}
+
+func mustCompile(t *testing.T, kind ExprKind, src string) *Expr {
+	t.Helper()
+	e, err := CompileExpr(kind, src)
+	if err != nil {
+		t.Fatalf("CompileExpr(%s, %q): %v", kind, src, err)
+	}
+	return e
+}
+
+func TestExprEvalEnsure(t *testing.T) {
+	tests := []struct {
+		src  string
+		want any
+	}{
+		// literals and both spellings
+		{"True", true},
+		{"False", false},
+		{"None", nil},
+		{"true and not false", true},
+		{"null == None", true},
+		{"nil == None", true},
+
+		// comparisons with mixed numbers
+		{"result.confidence > 0.7", true},
+		{"result.count > 3", true},
+		{"result.count == 4", true},
+		{"result.count == 4.0", true},
+		{"result.big == 12", true},
+		{"result.big + 1", 13},
+		{"result.ratio * 4", 1.0},
+		{"result.count >= 4 and result.count <= 4", true},
+		{"1 < 2.5", true},
+		{"'abc' < 'abd'", true},
+		{"[1, 2] < [1, 3]", true},
+		{"[1, 2] == [1.0, 2.0]", true},
+		{"True == 1", true},
+		{"result.label != ''", false},
+		{"result.status == \"partial\"", true},
+
+		// membership: tuples, lists, strings, dict keys
+		{"result.status in ('success', 'partial')", true},
+		{"result.status in ['success', 'partial']", true},
+		{"result.status not in ('success', 'partial')", false},
+		{"result.status in ('success',)", false},
+		{"result.status in ()", false},
+		{"'Tests' in result.summary", true},
+		{"'tests' in result.summary.lower()", true},
+		{"'inner' in result.nested", true},
+		{"'zzz' not in result.nested", true},
+		{"('a', 'b') == ['a', 'b']", true},
+		{"len(('x', ('y', 'z')))", 2},
+		{"(1 + 2) * 3", 9},
+		{"len((result.items))", 3},
+
+		// None checks
+		{"result.nothing == None", true},
+		{"result.nothing is None", true},
+		{"result.nothing is not None", false},
+		{"result.nested.inner is not None", true},
+		{"result.nothing != null", false},
+
+		// nested access and indexing
+		{"result.nested.inner.deep == 1", true},
+		{"result['nested']['inner']['deep']", 1},
+		{"result.nested['list'][0].x", 7},
+		{"result.items[-1]", "c"},
+		{"result['my key']", "spaced"},
+		{"result.summary[0]", "A"},
+		{"result.items[1:]", []any{"b", "c"}},
+
+		// boolean operators with Python truthiness
+		{"result.items and len(result.items) > 2", true},
+		{"result.empty or result.ok", true},
+		{"not result.empty", true},
+		{"not result.label", true},
+		{"not result.confidence == 3", true},
+		{"not len(result.items) > 5", true},
+		{"result.nothing or 0", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			e := mustCompile(t, ExprEnsure, tt.src)
+			got, err := e.Eval(EvalEnv{Result: sampleResult()})
+			if err != nil {
+				t.Fatalf("Eval: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExprBuiltins(t *testing.T) {
+	tests := []struct {
+		src     string
+		want    any
+		wantErr string
+	}{
+		{"len(result.items)", 3, ""},
+		{"len(result.summary)", 16, ""},
+		{"len('héllo')", 5, ""},
+		{"len(result.nested)", 2, ""},
+		{"len(result.count)", nil, "object of type 'int' has no len()"},
+		{"len(None)", nil, "object of type 'NoneType' has no len()"},
+
+		{"str(True)", "True", ""},
+		{"str(None)", "None", ""},
+		{"str(3)", "3", ""},
+		{"str(result.count)", "4", ""},
+		{"str(1.5)", "1.5", ""},
+		{"str(2.0 * 1.5)", "3.0", ""},
+		{"str(1e20)", "1e+20", ""},
+		{"str(0.0001)", "0.0001", ""},
+		{"str(0.00001)", "1e-05", ""},
+		{"str(result.items)", "['a', 'b', 'c']", ""},
+		{"str(result.nested.inner)", "{'deep': 1}", ""},
+		{"str([None, True, \"it's\"])", `[None, True, "it's"]`, ""},
+		{"str()", "", ""},
+
+		{"int('12')", 12, ""},
+		{"int(' -7 ')", -7, ""},
+		{"int('1_000')", 1000, ""},
+		{"int(3.9)", 3, ""},
+		{"int(-3.9)", -3, ""},
+		{"int(True)", 1, ""},
+		{"int('1.5')", nil, "invalid literal for int() with base 10: '1.5'"},
+		{"int('abc')", nil, "invalid literal for int() with base 10: 'abc'"},
+		{"int(None)", nil, "int() argument must be a string, a bytes-like object or a real number, not 'NoneType'"},
+		{"int('99999999999999999999')", nil, "integer result is too large"},
+
+		{"float('1.5')", 1.5, ""},
+		{"float(' 2 ')", 2.0, ""},
+		{"float(3)", 3.0, ""},
+		{"float('abc')", nil, "could not convert string to float: 'abc'"},
+		{"float('0x10')", nil, "could not convert string to float: '0x10'"},
+		{"float(result.items)", nil, "float() argument must be a string or a real number, not 'list'"},
+
+		{"bool(result.empty)", false, ""},
+		{"bool(result.items)", true, ""},
+		{"bool('')", false, ""},
+		{"bool('0')", true, ""},
+		{"bool({})", false, ""},
+		{"bool(0.0)", false, ""},
+		{"bool(None)", false, ""},
+		{"bool()", false, ""},
+
+		{"any(result.flags)", true, ""},
+		{"all(result.flags)", false, ""},
+		{"all(result.empty)", true, ""},
+		{"any(result.empty)", false, ""},
+		{"all([1, 'x', [0]])", true, ""},
+		{"any([0, '', None, []])", false, ""},
+		{"any(result.count)", nil, "'int' object is not iterable"},
+
+		{"max(result.scores)", 3, ""},
+		{"min(result.scores)", 1.5, ""},
+		{"max(1, 5, 3)", 5, ""},
+		{"min(2, 1.5)", 1.5, ""},
+		{"max('a', 'c', 'b')", "c", ""},
+		{"max(result.empty)", nil, "max() arg is an empty sequence"},
+		{"min(1, 'a')", nil, "'<' not supported between instances of 'str' and 'int'"},
+
+		{"no_file_conflicts(result.tasks)", true, ""},
+		{"no_file_conflicts([{'files_owned': ['a']}, {'files_owned': ['b', 'a']}])", false, ""},
+		{"no_file_conflicts([{'files_owned': ['a', 'a']}])", true, ""},
+		{"no_file_conflicts([{'id': 1}, {'files_owned': None}])", true, ""},
+		{"no_file_conflicts([])", true, ""},
+		{"no_file_conflicts(result.items)", nil, "task 0 is a str, not a mapping"},
+		{"no_file_conflicts(None)", nil, "expects a list of tasks, not NoneType"},
+
+		// methods
+		{"result.summary.lower()", "all tests passed", ""},
+		{"result.summary.upper().startswith('ALL')", true, ""},
+		{"'  x '.strip()", "x", ""},
+		{"'a,b'.split(',')", []any{"a", "b"}, ""},
+		{"'-'.join(result.items)", "a-b-c", ""},
+		{"result.summary.endswith(('Passed', 'Failed'))", true, ""},
+		{"result.nested.get('zzz', 5)", 5, ""},
+		{"result.nested.get('zzz')", nil, ""},
+		{"result.nested.inner.keys()", []any{"deep"}, ""},
+		{"result.items.count('a')", 1, ""},
+		{"result.count.lower()", nil, "result.count is a int, which has no method lower()"},
+		{"result.nothing.get('x')", nil, "result.nothing is None (cannot call get())"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			e := mustCompile(t, ExprEnsure, tt.src)
+			got, err := e.Eval(EvalEnv{Result: sampleResult()})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %#v, %v; want error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Eval: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExprArithmetic(t *testing.T) {
+	tests := []struct {
+		src     string
+		want    any
+		wantErr string
+	}{
+		{"7 / 2", 3.5, ""},
+		{"6 / 2", 3.0, ""},
+		{"7 % 3", 1, ""},
+		{"-7 % 3", 2, ""},
+		{"7 % -3", -2, ""},
+		{"2 ** 10", 1024, ""},
+		{"2 ** -1", 0.5, ""},
+		{"-2 ** 2", -4, ""},
+		{"'ab' + 'c'", "abc", ""},
+		{"'ab' * 2", "abab", ""},
+		{"[1] + [2]", []any{1, 2}, ""},
+		{"1 + True", 2, ""},
+		{"1 / 0", nil, "division by zero"},
+		{"1 % 0", nil, "integer modulo by zero"},
+		{"'a' + 1", nil, `can only concatenate str (not "int") to str`},
+		{"1 + 'a'", nil, "unsupported operand type(s) for +: 'int' and 'str'"},
+		{"None + 1", nil, "unsupported operand type(s) for +: 'NoneType' and 'int'"},
+		{"-'a'", nil, "bad operand type for unary -: 'str'"},
+		{"9223372036854775807 + 1", nil, "integer result is too large"},
+		{"'ab' * 100000000", nil, "result is too large"},
+		{"None > 1", nil, "'>' not supported between instances of 'NoneType' and 'int'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			e := mustCompile(t, ExprScore, tt.src)
+			got, err := e.Eval(EvalEnv{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %#v, %v; want error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Eval: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExprTruthiness(t *testing.T) {
+	tests := []struct {
+		result any
+		want   bool
+	}{
+		{nil, false},
+		{false, false},
+		{true, true},
+		{0, false},
+		{0.0, false},
+		{json.Number("0"), false},
+		{math.NaN(), true},
+		{-1, true},
+		{"", false},
+		{"False", true},
+		{[]any{}, false},
+		{[]any{nil}, true},
+		{map[string]any{}, false},
+		{map[string]any{"a": nil}, true},
+		{[]string{}, false},
+		{[]int{0}, true},
+		{map[string]int{}, false},
+	}
+	e := mustCompile(t, ExprEnsure, "result")
+	for _, tt := range tests {
+		got, err := e.EvalBool(EvalEnv{Result: tt.result})
 		if err != nil {
-			t.Errorf("%s: %v", src, err)
+			t.Fatalf("EvalBool(%#v): %v", tt.result, err)
+		}
+		if got != tt.want {
+			t.Errorf("EvalBool(%#v) = %v, want %v", tt.result, got, tt.want)
+		}
+	}
+}
+
+func TestExprRuntimeErrors(t *testing.T) {
+	tests := []struct {
+		src  string
+		want string
+	}{
+		{"result.missing > 1", "result has no field 'missing'"},
+		{"result.nested.inner.nope", "result.nested.inner has no field 'nope'"},
+		{"result.nothing.x", "result.nothing is None (cannot read 'x')"},
+		{"result.items.x", "result.items is a list, not a mapping (cannot read 'x')"},
+		{"result.items[5]", "result.items index 5 out of range (length 3)"},
+		{"result.count.x", "result.count is a int, not a mapping (cannot read 'x')"},
+		{"result['my key'].x", "result['my key'] is a str, not a mapping (cannot read 'x')"},
+		{"result.nested.list[0].y", "result.nested.list[0] has no field 'y'"},
+		{"1 in result.summary", "'in <string>' requires string as left operand, not int"},
+		{"'a' in result.count", "argument of type 'int' is not iterable"},
+		{"result.summary > 1", "'>' not supported between instances of 'str' and 'int'"},
+		{"len(0..10000000)", "expression uses too much memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			e := mustCompile(t, ExprEnsure, tt.src)
+			_, err := e.EvalBool(EvalEnv{Result: sampleResult()})
+			var xe *ExprError
+			if !errors.As(err, &xe) {
+				t.Fatalf("got %v (%T), want *ExprError", err, err)
+			}
+			if xe.Message != tt.want {
+				t.Fatalf("message %q, want %q", xe.Message, tt.want)
+			}
+			if strings.Contains(xe.Message, "expr:") || strings.Contains(xe.Message, "(1:") || strings.Contains(xe.Message, "\n") {
+				t.Fatalf("message has internals: %q", xe.Message)
+			}
+		})
+	}
+}
+
+func TestExprCompileErrors(t *testing.T) {
+	tests := []struct {
+		kind      ExprKind
+		src       string
+		offset    int
+		msg       string
+		forbidden bool
+	}{
+		{ExprEnsure, "result.__class__", 7, "'__' is not allowed in expressions", true},
+		{ExprSkipIf, "'__' in $.input.x", 1, "'__' is not allowed in expressions", true},
+		{ExprEnsure, "reslt.x > 1", 0, "name 'reslt' is not defined (did you mean 'result'?)", false},
+		{ExprEnsure, "result.x > 1 and itme", 17, "name 'itme' is not defined", false},
+		{ExprAccumulateKey, "result.x", 0, "name 'result' is not defined", false},
+		{ExprAccumulateKey, "itm.x", 0, "name 'itm' is not defined (did you mean 'item'?)", false},
+		{ExprEnsure, "best_score > 1", 0, "name 'best_score' is not defined", false},
+		{ExprSkipIf, "result.x", 0, "name 'result' is not defined", false},
+		{ExprEnsure, "open('x')", 0, "function 'open' is not allowed", true},
+		{ExprEnsure, "lenn(result.x)", 0, "function 'lenn' is not allowed (did you mean 'len'?)", true},
+		{ExprEnsure, "filter(result.items, .x > 1)", 0, "function 'filter' is not allowed", true},
+		{ExprEnsure, "result.x.delete()", 9, "method 'delete' is not allowed", true},
+		{ExprEnsure, "$env.result", 0, "name '$env' is not allowed", true},
+		{ExprEnsure, "len(result.x, 2)", 0, "len() takes exactly 1 argument (2 given)", false},
+		{ExprEnsure, "file_contains('a')", 0, "file_contains() takes exactly 2 arguments (1 given)", false},
+		{ExprEnsure, "result.x >", 10, "unexpected end of expression", false},
+		{ExprEnsure, "(result.x > 1", 13, "unexpected end of expression", false},
+		{ExprEnsure, "result.x > 1)", 12, "unexpected ')'", false},
+		{ExprEnsure, "result.x ===", 11, "unexpected '='", false},
+		{ExprEnsure, "$.input.x", 0, "$-references are only allowed in skip_if", false},
+		{ExprEnsure, "result.a // 2", 9, "'//' (floor division) is not supported; use int(a / b)", false},
+		{ExprEnsure, "let x = 1; x", 4, "'let' is not supported", false},
+		{ExprEnsure, "1; 2", 0, "only one expression is allowed (found ';')", false},
+		{ExprEnsure, "", 0, "empty expression", false},
+		{ExprEnsure, "   # only a comment", 0, "empty expression", false},
+		{ExprEnsure, "f'x'", 0, "f-strings are not supported", false},
+		{ExprEnsure, "'abc", 4, "literal not terminated", false},
+		{ExprEnsure, "a\xffb", 1, "expression is not valid UTF-8", false},
+		{ExprEnsure, strings.Repeat("1+", 3000) + "1", MaxExprLen, "expression is too long (6001 bytes, at most 4096)", false},
+		{ExprEnsure, strings.TrimSuffix(strings.Repeat("1+", 1100), "+"), -2, "expression is too complex (more than 2000 nodes)", false},
+		{ExprKind("bogus"), "1", -1, `unknown expression kind "bogus"`, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.kind)+"/"+tt.src[:min(len(tt.src), 40)], func(t *testing.T) {
+			e, err := CompileExpr(tt.kind, tt.src)
+			if err == nil {
+				t.Fatalf("compiled: %+v", e)
+			}
+			var xe *ExprError
+			if !errors.As(err, &xe) {
+				t.Fatalf("got %T, want *ExprError", err)
+			}
+			if !strings.HasPrefix(xe.Message, tt.msg) {
+				t.Errorf("message %q, want prefix %q", xe.Message, tt.msg)
+			}
+			if tt.offset != -2 && xe.Offset != tt.offset {
+				t.Errorf("offset %d, want %d", xe.Offset, tt.offset)
+			}
+			if xe.Forbidden != tt.forbidden {
+				t.Errorf("forbidden %v, want %v", xe.Forbidden, tt.forbidden)
+			}
+			if xe.Error() != xe.Message {
+				t.Errorf("Error() = %q", xe.Error())
+			}
+		})
+	}
+}
+
+func TestExprDialectAccepted(t *testing.T) {
+	// Expressions agents write for the original; they must compile.
+	for _, tt := range []struct {
+		kind ExprKind
+		src  string
+	}{
+		{ExprEnsure, "result.confidence > 0.7"},
+		{ExprEnsure, "len(result.items) > 0"},
+		{ExprEnsure, "result.status in ('success', 'partial')"},
+		{ExprEnsure, "file_exists('src/main.py') and file_contains('src/main.py', 'def main')"},
+		{ExprEnsure, "no_file_conflicts(result.tasks)"},
+		{ExprEnsure, "result.x is not None  # must be set"},
+		{ExprEnsure, "result.a.b\n  and result.c"},
+		{ExprEnsure, "u'x' == r'x'"},
+		{ExprExitCriterion, "result.done == True or iteration >= 3 or dry_streak >= 2"},
+		{ExprExitCriterion, "best_score is not None and best_score >= 0.9"},
+		{ExprExitCriterion, "len(accumulator) >= 10 or new_count == 0 or accumulated_count > 5 or len(prior_scores) > 2"},
+		{ExprScore, "result.passed / max(result.total, 1)"},
+		{ExprAccumulate, "result.findings"},
+		{ExprAccumulateKey, "item.file + ':' + str(item.line)"},
+		{ExprSkipIf, "$.input.mode == 'fast'"},
+		{ExprSkipIf, "$.steps.review.output.verdict in ('approve', 'skip') and not $.input.force"},
+	} {
+		if _, err := CompileExpr(tt.kind, tt.src); err != nil {
+			t.Errorf("CompileExpr(%s, %q): %v", tt.kind, tt.src, err)
+		}
+	}
+}
+
+func TestExprExitCriterionVars(t *testing.T) {
+	e := mustCompile(t, ExprExitCriterion, "best_score >= 0.9 and iteration > 1 and len(prior_scores) == 2 and accumulator is None")
+	ok, err := e.EvalBool(EvalEnv{Result: map[string]any{}, Vars: map[string]any{
+		"best_score": 0.95, "iteration": 2, "prior_scores": []float64{0.5, 0.95},
+	}})
+	if err != nil || !ok {
+		t.Fatalf("got %v, %v", ok, err)
+	}
+	ok, err = e.EvalBool(EvalEnv{Vars: map[string]any{"best_score": 0.5, "iteration": 2, "prior_scores": []any{}}})
+	if err != nil || ok {
+		t.Fatalf("got %v, %v", ok, err)
+	}
+	// Missing vars are null, so comparing them raises like Python would.
+	_, err = e.EvalBool(EvalEnv{})
+	if err == nil || !strings.Contains(err.Error(), "not supported between instances of 'NoneType' and 'float'") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestExprAccumulateKey(t *testing.T) {
+	e := mustCompile(t, ExprAccumulateKey, "item.file + ':' + str(item.line)")
+	got, err := e.Eval(EvalEnv{Item: map[string]any{"file": "a.go", "line": 12.0}, Result: "ignored"})
+	if err != nil || got != "a.go:12" {
+		t.Fatalf("got %#v, %v", got, err)
+	}
+}
+
+func TestExprSkipIfRefs(t *testing.T) {
+	src := "$.input.mode == 'fast' and ($.steps.s.output.f or $.input.mode == '$.input.nope') and $.steps.gone.output is None"
+	e := mustCompile(t, ExprSkipIf, src)
+	wantRefs := []string{"$.input.mode", "$.steps.s.output.f", "$.steps.gone.output"}
+	if got := e.Refs(); !reflect.DeepEqual(got, wantRefs) {
+		t.Fatalf("Refs() = %q, want %q", got, wantRefs)
+	}
+	var asked []string
+	var mu sync.Mutex
+	env := EvalEnv{Refs: func(ref string) (any, bool) {
+		mu.Lock()
+		asked = append(asked, ref)
+		mu.Unlock()
+		switch ref {
+		case "$.input.mode":
+			return "fast", true
+		case "$.steps.s.output.f":
+			return []any{1}, true
+		}
+		return nil, false
+	}}
+	ok, err := e.EvalBool(env)
+	if err != nil || !ok {
+		t.Fatalf("EvalBool = %v, %v", ok, err)
+	}
+	if !reflect.DeepEqual(asked, wantRefs) {
+		t.Fatalf("resolved %q, want %q", asked, wantRefs)
+	}
+	// No resolver: every reference is null.
+	e2 := mustCompile(t, ExprSkipIf, "$.input.x is None and not $.input.y")
+	if ok, err := e2.EvalBool(EvalEnv{}); err != nil || !ok {
+		t.Fatalf("without resolver: %v, %v", ok, err)
+	}
+	// Errors name the reference as written.
+	e3 := mustCompile(t, ExprSkipIf, "$.steps.s.output['missing'].x")
+	_, err = e3.Eval(EvalEnv{})
+	if err == nil || err.Error() != "$.steps.s.output is None (cannot read 'missing')" {
+		t.Fatalf("got %v", err)
+	}
+	if refs := mustCompile(t, ExprEnsure, "result.a").Refs(); len(refs) != 0 {
+		t.Fatalf("ensure Refs() = %q", refs)
+	}
+}
+
+func TestExprResultPaths(t *testing.T) {
+	tests := []struct {
+		kind ExprKind
+		src  string
+		want [][]string
+	}{
+		{ExprEnsure, "result.a.b > 1", [][]string{{"a", "b"}}},
+		{ExprEnsure, "result['a']['b'] and result.c", [][]string{{"a", "b"}, {"c"}}},
+		{ExprEnsure, "result.items[0].x == result.items[1].x", [][]string{{"items"}}},
+		{ExprEnsure, "result.name.lower() == 'x' and len(result.list) > 0", [][]string{{"name"}, {"list"}}},
+		{ExprEnsure, "result.a and result.a.b and result.a", [][]string{{"a"}, {"a", "b"}}},
+		{ExprEnsure, "result == None", nil},
+		{ExprEnsure, "result[result.k]", [][]string{{"k"}}},
+		{ExprEnsure, "'result.x' == 'y'", nil},
+		{ExprExitCriterion, "result.done or iteration > 2", [][]string{{"done"}}},
+		{ExprAccumulateKey, "item.a.b", nil},
+	}
+	for _, tt := range tests {
+		e := mustCompile(t, tt.kind, tt.src)
+		if got := e.ResultPaths(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ResultPaths(%q) = %q, want %q", tt.src, got, tt.want)
+		}
+	}
+	var zero *Expr
+	if zero.ResultPaths() != nil || zero.Refs() != nil {
+		t.Fatal("nil Expr")
+	}
+	if _, err := zero.Eval(EvalEnv{}); err == nil {
+		t.Fatal("nil Expr evaluated")
+	}
+	if _, err := (&Expr{Source: "x"}).Eval(EvalEnv{}); err == nil {
+		t.Fatal("uncompiled Expr evaluated")
+	}
+}
+
+func TestExprFileBuiltins(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{root, filepath.Join(root, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "a.txt"), "hello world\n")
+	write(filepath.Join(root, "sub", "b.txt"), "needle \xff bytes")
+	write(filepath.Join(outside, "secret.txt"), "secret")
+	big := make([]byte, xMaxFileBytes+1)
+	copy(big, "needle")
+	if err := os.WriteFile(filepath.Join(root, "big.txt"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exact := make([]byte, xMaxFileBytes)
+	copy(exact[xMaxFileBytes-6:], "needle")
+	if err := os.WriteFile(filepath.Join(root, "exact.txt"), exact, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	symlinks := true
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "escape.txt")); err != nil {
+		symlinks = false
+	}
+	if symlinks {
+		_ = os.Symlink(outside, filepath.Join(root, "outdir"))
+		_ = os.Symlink("a.txt", filepath.Join(root, "alias.txt"))
+	}
+
+	tests := []struct {
+		src     string
+		want    bool
+		symlink bool
+	}{
+		{"file_exists('a.txt')", true, false},
+		{"file_exists('./sub/../a.txt')", true, false},
+		{"file_exists('sub/b.txt')", true, false},
+		{"file_exists('sub')", false, false},
+		{"file_exists('nope.txt')", false, false},
+		{"file_exists('')", false, false},
+		{"file_exists('../outside/secret.txt')", false, false},
+		{"file_exists('sub/../../outside/secret.txt')", false, false},
+		{"file_exists(" + quoteExprString(filepath.Join(outside, "secret.txt")) + ")", false, false},
+		{"file_exists(" + quoteExprString(filepath.Join(root, "a.txt")) + ")", true, false},
+		{"file_contains('a.txt', 'world')", true, false},
+		{"file_contains('a.txt', 'mars')", false, false},
+		{"file_contains('sub/b.txt', 'needle')", true, false},
+		{"file_contains('sub/b.txt', '\uFFFD')", true, false},
+		{"file_contains('nope.txt', 'x')", false, false},
+		{"file_contains('sub', 'x')", false, false},
+		{"file_contains('../outside/secret.txt', 'secret')", false, false},
+		{"file_exists('big.txt')", true, false},
+		{"file_contains('big.txt', 'needle')", false, false},
+		{"file_contains('exact.txt', 'needle')", true, false},
+		{"file_exists('escape.txt')", false, true},
+		{"file_contains('escape.txt', 'secret')", false, true},
+		{"file_exists('outdir/secret.txt')", false, true},
+		{"file_exists('alias.txt')", true, true},
+		{"file_contains('alias.txt', 'hello')", true, true},
+	}
+	for _, tt := range tests {
+		if tt.symlink && !symlinks {
 			continue
 		}
-		v, err := e.Eval(EvalEnv{Result: map[string]any{"confidence": 0.9, "status": "partial", "items": []any{1}, "label": "x", "a": map[string]any{"b": nil}, "x": 1}})
-		t.Logf("%s => %#v %v paths=%v", src, v, err, e.ResultPaths())
+		e := mustCompile(t, ExprEnsure, tt.src)
+		got, err := e.EvalBool(EvalEnv{Root: root})
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.src, got, tt.want)
+		}
+	}
+
+	// Type errors read like Python's.
+	_, err := mustCompile(t, ExprEnsure, "file_exists(None)").Eval(EvalEnv{Root: root})
+	if err == nil || err.Error() != "file_exists() argument must be str, not NoneType" {
+		t.Fatalf("got %v", err)
+	}
+	_, err = mustCompile(t, ExprEnsure, "file_contains('a.txt', 1)").Eval(EvalEnv{Root: root})
+	if err == nil || err.Error() != "file_contains() argument 2 must be str, not int" {
+		t.Fatalf("got %v", err)
+	}
+
+	// Root "" is the current directory.
+	t.Chdir(root)
+	if ok, err := mustCompile(t, ExprEnsure, "file_exists('a.txt') and not file_exists('../outside/secret.txt')").EvalBool(EvalEnv{}); err != nil || !ok {
+		t.Fatalf("cwd root: %v, %v", ok, err)
+	}
+}
+
+func quoteExprString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+func TestExprConcurrentEval(t *testing.T) {
+	e := mustCompile(t, ExprEnsure, "len(result.items) == result.n and str(result.n) in ('1', '2', '3', '4')")
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				n := (g+i)%4 + 1
+				items := make([]any, n)
+				ok, err := e.EvalBool(EvalEnv{Result: map[string]any{"items": items, "n": n}})
+				if err != nil || !ok {
+					errs <- fmt.Errorf("n=%d: %v, %v", n, ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestExprHostileValues(t *testing.T) {
+	// A result nested deeper than the evaluator's bound is an error, not a crash.
+	var deep any = "x"
+	for range 5000 {
+		deep = []any{deep}
+	}
+	e := mustCompile(t, ExprEnsure, "str(result)")
+	if _, err := e.Eval(EvalEnv{Result: deep}); err == nil {
+		t.Fatal("deep value accepted")
+	}
+	// Unusual Go values are normalised.
+	e = mustCompile(t, ExprEnsure, "result.a[0] + result.b['k'] + result.c")
+	got, err := e.Eval(EvalEnv{Result: map[string]any{
+		"a": []int64{1}, "b": map[string]uint8{"k": 2}, "c": float32(0.5),
+	}})
+	if err != nil || got != 3.5 {
+		t.Fatalf("got %#v, %v", got, err)
+	}
+}
+
+func TestPyFloatRepr(t *testing.T) {
+	for f, want := range map[float64]string{
+		1: "1.0", 0.1: "0.1", 1.5e16: "1.5e+16", 1e15: "1000000000000000.0", 1e-5: "1e-05",
+		123.456: "123.456", math.Inf(-1): "-inf", -0.5: "-0.5",
+	} {
+		if got := xpyFloatRepr(f); got != want {
+			t.Errorf("repr(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+func BenchmarkExprEval(b *testing.B) {
+	e, err := CompileExpr(ExprEnsure, "result.confidence > 0.7 and result.status in ('success', 'partial') and len(result.items) > 0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := EvalEnv{Result: sampleResult()}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.EvalBool(env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkExprCompile(b *testing.B) {
+	for b.Loop() {
+		if _, err := CompileExpr(ExprEnsure, "result.confidence > 0.7 and result.status in ('success', 'partial') and len(result.items) > 0"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
