@@ -112,10 +112,17 @@ func TestOpenRejectsBadFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 300; i++ {
-			st := storetest.NewState(fmt.Sprintf("flow-%03d", i), engine.StatusRunning)
-			st.RawSpec = strings.Repeat("x", 2000)
-			storePut(t, s, st)
+		if err := s.Update(bg, func(tx engine.Tx) error {
+			for i := 0; i < 300; i++ {
+				st := storetest.NewState(fmt.Sprintf("flow-%03d", i), engine.StatusRunning)
+				st.RawSpec = strings.Repeat("x", 2000)
+				if err := tx.Put(st); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -254,8 +261,15 @@ func newTestStoreNoCheck(t *testing.T) *Store {
 
 func TestCorruptionAfterOpenIsAnError(t *testing.T) {
 	s := newTestStoreNoCheck(t)
-	for i := 0; i < 200; i++ {
-		storePut(t, s, storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning))
+	if err := s.Update(bg, func(tx engine.Tx) error {
+		for i := 0; i < 200; i++ {
+			if err := tx.Put(storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	data, err := os.ReadFile(s.Path())
 	if err != nil {
@@ -693,5 +707,36 @@ func TestDamagedPagesNeverCrash(t *testing.T) {
 			}
 			t.Logf("%d of %d operations reported corruption; %d bbolt panics/faults caught", corrupt, len(ops), s.faults.Load())
 		})
+	}
+}
+
+func TestConcurrentOpenOfFreshPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", FileName)
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			s, err := Open(path, Options{})
+			if err == nil {
+				err = s.Update(bg, func(tx engine.Tx) error {
+					return tx.Put(storetest.NewState(fmt.Sprintf("f%d", i), engine.StatusRunning))
+				})
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(storeList(t, s, engine.ListFilter{})); n != 8 {
+		t.Fatalf("%d flows, want 8", n)
+	}
+	if err := s.Check(bg); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,10 +3,12 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/stratum-go/stratum/engine"
 )
@@ -50,7 +52,7 @@ func (t *tx) do(write bool, op func() error) error {
 	if write && err == nil {
 		t.wrote = true
 	}
-	return err
+	return mapTxErr(err)
 }
 
 func (t *tx) decodeErr(what string, err error) error {
@@ -472,4 +474,21 @@ func (t *tx) CachePut(key string, value []byte) error {
 		}
 		return cache.Put([]byte(key), v)
 	})
+}
+
+// mapTxErr turns bbolt's argument errors into ErrInvalid; the store's and
+// the engine's own errors pass through.
+func mapTxErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, berrors.ErrKeyTooLarge), errors.Is(err, berrors.ErrValueTooLarge),
+		errors.Is(err, berrors.ErrKeyRequired):
+		return fmt.Errorf("store: %w: %v", ErrInvalid, err)
+	case errors.Is(err, berrors.ErrTxNotWritable), errors.Is(err, berrors.ErrDatabaseReadOnly):
+		return ErrReadOnlyTx
+	case errors.Is(err, berrors.ErrTxClosed):
+		return ErrTxDone
+	}
+	return err
 }
