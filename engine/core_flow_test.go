@@ -1,5 +1,3 @@
-//go:build enginecore_specs
-
 package engine
 
 import (
@@ -95,11 +93,15 @@ flows:
   child:
     input: {}
     steps:
+      - id: prep
+        intent: "p"
+        skip_if: "True"
       - id: auto
         function: g
         policy: skip
+        depends_on: [prep]
         on_approve: work
-        on_revise: auto
+        on_revise: prep
         on_kill: ~
       - id: work
         intent: "w"

@@ -1,5 +1,3 @@
-//go:build enginecore_specs
-
 package engine
 
 import (

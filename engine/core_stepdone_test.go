@@ -1,5 +1,3 @@
-//go:build enginecore_specs
-
 package engine
 
 import (
@@ -440,13 +438,13 @@ func TestSkipIfErrorDoesNotSkip(t *testing.T) {
 	src := `version: "0.2"
 flows:
   main:
-    input: {}
+    input: {n: {type: integer}}
     steps:
       - id: a
         intent: "A"
-        skip_if: "len($.input.nothing) > 0"
+        skip_if: "len($.input.n) > 0"
 `
-	_, r := plan(t, src, "main", nil)
+	_, r := plan(t, src, "main", map[string]any{"n": 3})
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "a"})
 }
 

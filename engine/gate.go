@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -14,6 +16,7 @@ import (
 // decision for another round is stale. Then approve / revise / kill.
 func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	ensureMaps(st)
+	applyReviewID(&d)
 	if pastEnd(st, env) || isFinished(st) {
 		return unchanged(errorResponse(ErrTypeFlowComplete, "Flow is already complete", nil)), nil
 	}
@@ -55,6 +58,26 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 			fmt.Sprintf("Gate step '%s' has no on_revise target", step.ID), nil)), nil
 	}
 	return resolveGate(st, env, step, d)
+}
+
+// applyReviewID fills a decision's step and round from its review id
+// (flow_id/step_id/round) when they are not given.
+func applyReviewID(d *review.Decision) {
+	if d.ReviewID == "" {
+		return
+	}
+	parts := strings.Split(d.ReviewID, "/")
+	if len(parts) < 3 {
+		return
+	}
+	if d.StepID == "" {
+		d.StepID = strings.Join(parts[1:len(parts)-1], "/")
+	}
+	if d.Round == nil {
+		if n, err := strconv.Atoi(parts[len(parts)-1]); err == nil {
+			d.Round = &n
+		}
+	}
 }
 
 // gateApprover is the approver of the pending gate (or of the step's

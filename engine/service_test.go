@@ -1,5 +1,3 @@
-//go:build enginecore_specs
-
 package engine_test
 
 import (
@@ -76,22 +74,24 @@ flows:
         on_kill: ~
 `
 
-func must(t *testing.T, r engine.Response, err error) engine.Response {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+func must(t *testing.T) func(engine.Response, error) engine.Response {
+	return func(r engine.Response, err error) engine.Response {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	return r
 }
 
 func TestServiceFlow(t *testing.T) {
 	ctx := context.Background()
 	s, store, clk := newService()
-	r := must(t, s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{SpecFile: "x.stratum.yaml"}))
+	r := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{SpecFile: "x.stratum.yaml"}))
 	if r["status"] != "execute_step" || r["flow_id"] != "f1" {
 		t.Fatalf("plan: %v", r)
 	}
-	r = must(t, s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{}))
 	if r["error_type"] != "execution_error" {
 		t.Fatalf("wrong step: %v", r)
 	}
@@ -99,12 +99,12 @@ func TestServiceFlow(t *testing.T) {
 	if err != nil || st.Version != 1 {
 		t.Fatalf("an unchanged transition wrote: version %d err %v", st.Version, err)
 	}
-	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": false}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": false}, engine.ReportOptions{}))
 	if r["status"] != "ensure_failed" || r["retries_remaining"] != 1 {
 		t.Fatalf("ensure: %v", r)
 	}
 	// A dispatch error rolls the whole transition back.
-	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true}, engine.ReportOptions{}))
 	if r["error_type"] != "execution_error" || !strings.Contains(r["message"].(string), "Key 'v' not found") {
 		t.Fatalf("ref error: %v", r)
 	}
@@ -112,11 +112,11 @@ func TestServiceFlow(t *testing.T) {
 	if st.Attempts["a"] != 1 || st.Version != 2 {
 		t.Fatalf("rolled-back transition persisted: attempts %v version %d", st.Attempts, st.Version)
 	}
-	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 7}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 7}, engine.ReportOptions{}))
 	if r["step_id"] != "b" {
 		t.Fatalf("advance: %v", r)
 	}
-	r = must(t, s.StepDone(ctx, "f1", "b", map[string]any{"out": 1}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, "f1", "b", map[string]any{"out": 1}, engine.ReportOptions{}))
 	if r["status"] != "await_gate" {
 		t.Fatalf("gate: %v", r)
 	}
@@ -125,7 +125,7 @@ func TestServiceFlow(t *testing.T) {
 		t.Fatalf("pending gates %+v %v", gates, err)
 	}
 	clk.Add(10 * time.Second)
-	r = must(t, s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelCLI}))
+	r = must(t)(s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelCLI}))
 	if r["status"] != "complete" {
 		t.Fatalf("approve: %v", r)
 	}
@@ -134,7 +134,7 @@ func TestServiceFlow(t *testing.T) {
 	if err != nil || st.Status != engine.StatusComplete {
 		t.Fatalf("completed flow: %v %v", st, err)
 	}
-	a := must(t, s.Audit(ctx, "f1"))
+	a := must(t)(s.Audit(ctx, "f1"))
 	if a["status"] != "complete" || a["flow_id"] != "f1" {
 		t.Fatalf("audit %v", a)
 	}
@@ -161,18 +161,18 @@ func TestServiceFlow(t *testing.T) {
 func TestServiceErrors(t *testing.T) {
 	ctx := context.Background()
 	s, store, _ := newService()
-	r := must(t, s.Resume(ctx, "nope"))
+	r := must(t)(s.Resume(ctx, "nope"))
 	if r["status"] != "error" || r["error_type"] != "flow_not_found" || r["message"] != "No active flow with id 'nope'" {
 		t.Fatalf("%v", r)
 	}
 	if _, ok := r["success"]; ok {
 		t.Error("hand-built envelope has success")
 	}
-	r = must(t, s.Plan(ctx, "version: \"0.2\"\nflows: [", "main", nil, engine.PlanOptions{}))
+	r = must(t)(s.Plan(ctx, "version: \"0.2\"\nflows: [", "main", nil, engine.PlanOptions{}))
 	if r["status"] != "error" || r["success"] != false || !strings.HasPrefix(r["error_type"].(string), "ir_") {
 		t.Fatalf("invalid spec: %v", r)
 	}
-	r = must(t, s.Plan(ctx, svcSpec, "nope", nil, engine.PlanOptions{}))
+	r = must(t)(s.Plan(ctx, svcSpec, "nope", nil, engine.PlanOptions{}))
 	if r["error_type"] != "execution_error" || r["message"] != "Flow 'nope' not found in spec" {
 		t.Fatalf("unknown flow: %v", r)
 	}
@@ -185,7 +185,7 @@ func TestServiceErrors(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r = must(t, s.Resume(ctx, "bad"))
+	r = must(t)(s.Resume(ctx, "bad"))
 	if r["error_type"] != "execution_error" {
 		t.Fatalf("bad stored spec: %v", r)
 	}
@@ -194,27 +194,27 @@ func TestServiceErrors(t *testing.T) {
 func TestServiceLease(t *testing.T) {
 	ctx := context.Background()
 	s, _, clk := newService()
-	must(t, s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-2", ExpiresAt: clk.Now().Add(time.Minute)}); err == nil {
 		t.Fatal("second live lease granted")
 	}
-	r := must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	r := must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
 	if r["error_type"] != "flow_owned" {
 		t.Fatalf("agent report into an owned flow: %v", r)
 	}
-	r = must(t, s.SkipStep(ctx, "f1", "a", "x", engine.ReportOptions{Actor: "someone"}))
+	r = must(t)(s.SkipStep(ctx, "f1", "a", "x", engine.ReportOptions{Actor: "someone"}))
 	if r["error_type"] != "flow_owned" {
 		t.Fatalf("skip into an owned flow: %v", r)
 	}
-	r = must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{Actor: "runner-1"}))
+	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{Actor: "runner-1"}))
 	if r["step_id"] != "b" {
 		t.Fatalf("owner report: %v", r)
 	}
 	clk.Add(2 * time.Minute) // lease expired
-	r = must(t, s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
 	if r["status"] != "await_gate" {
 		t.Fatalf("report after expiry: %v", r)
 	}
@@ -224,14 +224,14 @@ func TestServiceSweepTimeouts(t *testing.T) {
 	ctx := context.Background()
 	s, _, clk := newService()
 	for i := 0; i < 2; i++ {
-		must(t, s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+		must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	}
 	for _, id := range []string{"f1", "f2"} {
-		must(t, s.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+		must(t)(s.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
 	}
-	must(t, s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
 	clk.Add(20 * time.Second)
-	must(t, s.StepDone(ctx, "f2", "b", map[string]any{}, engine.ReportOptions{})) // deadline +30s from here
+	must(t)(s.StepDone(ctx, "f2", "b", map[string]any{}, engine.ReportOptions{})) // deadline +30s from here
 	clk.Add(15 * time.Second)
 	n, err := s.SweepTimeouts(ctx)
 	if err != nil || n != 1 {
@@ -246,7 +246,7 @@ func TestServiceSweepTimeouts(t *testing.T) {
 		t.Fatalf("f2 status %q", st.Status)
 	}
 	// Resume does not move f2's deadline.
-	must(t, s.Resume(ctx, "f2"))
+	must(t)(s.Resume(ctx, "f2"))
 	clk.Add(16 * time.Second)
 	if n, _ := s.SweepTimeouts(ctx); n != 1 {
 		t.Fatalf("second sweep resolved %d", n)
@@ -262,20 +262,20 @@ func TestServiceChildFlow(t *testing.T) {
       - id: sub
         flow: child
 `
-	r := must(t, s.Plan(ctx, src, "parent", nil, engine.PlanOptions{}))
+	r := must(t)(s.Plan(ctx, src, "parent", nil, engine.PlanOptions{}))
 	childID, _ := r["child_flow_id"].(string)
 	if r["status"] != "execute_flow" || childID == "" {
 		t.Fatalf("%v", r)
 	}
-	r = must(t, s.Resume(ctx, "f1"))
+	r = must(t)(s.Resume(ctx, "f1"))
 	if r["child_flow_id"] != childID {
 		t.Fatalf("resume made another child: %v", r)
 	}
-	done := must(t, s.StepDone(ctx, childID, "c1", map[string]any{"x": 1}, engine.ReportOptions{}))
+	done := must(t)(s.StepDone(ctx, childID, "c1", map[string]any{"x": 1}, engine.ReportOptions{}))
 	if done["status"] != "complete" {
 		t.Fatalf("child: %v", done)
 	}
-	r = must(t, s.StepDone(ctx, "f1", "sub", map[string]any(done), engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, "f1", "sub", map[string]any(done), engine.ReportOptions{}))
 	if r["status"] != "complete" || fmt.Sprint(r["output"]) != "map[x:1]" {
 		t.Fatalf("parent: %v", r)
 	}
@@ -289,14 +289,14 @@ func TestServiceApproverHumanViaMCP(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newService()
 	src := strings.Replace(svcSpec, "timeout: 30", "approver: human", 1)
-	must(t, s.Plan(ctx, src, "main", nil, engine.PlanOptions{}))
-	must(t, s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	must(t, s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
-	r := must(t, s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Agent, Channel: review.ChannelMCP}))
+	must(t)(s.Plan(ctx, src, "main", nil, engine.PlanOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	r := must(t)(s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Agent, Channel: review.ChannelMCP}))
 	if r["error_type"] != "gate_requires_human" {
 		t.Fatalf("%v", r)
 	}
-	r = must(t, s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI}))
+	r = must(t)(s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI}))
 	if r["status"] != "complete" {
 		t.Fatalf("%v", r)
 	}
