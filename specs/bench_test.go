@@ -18,7 +18,8 @@ func genLargeSpec(nFuncs, nFlows, nSteps int) string {
 	b.WriteString("functions:\n")
 	for i := 0; i < nFuncs; i++ {
 		fmt.Fprintf(&b, "  f%d:\n    mode: infer\n    intent: \"Do task %d with {text}\"\n    input: {text: {type: string}}\n    output: C%d\n", i, i, i%10)
-		fmt.Fprintf(&b, "    ensure:\n      - \"result.score > 0.5\"\n      - \"len(result.items) >= 1 and result.summary != ''\"\n    retries: 2\n    guardrails: [\"secret\", \"password\\\\s*=\"]\n")
+		// Every ensure is distinct, so each one is really compiled.
+		fmt.Fprintf(&b, "    ensure:\n      - \"result.score > 0.%03d\"\n      - \"len(result.items) >= %d and result.summary != ''\"\n    retries: 2\n    guardrails: [\"secret\", \"password\\\\s*=\"]\n", i, i+1)
 	}
 	b.WriteString("flows:\n")
 	per := nSteps / nFlows

@@ -12,9 +12,10 @@ import (
 
 // checker accumulates diagnostics for one Parse call.
 type checker struct {
-	file    string
-	version string
-	diags   Diagnostics
+	file      string
+	version   string
+	diags     Diagnostics
+	exprCache map[exprKey]exprResult // one compilation per distinct (kind, source)
 }
 
 func (c *checker) addAt(code string, pos Pos, path, msg, sugg string) {

@@ -141,7 +141,7 @@ func (c *checker) decode(src []byte) *yaml.Node {
 		return nil
 	}
 	// Bound alias expansion and depth before anything walks the tree.
-	m := &measurer{height: map[*yaml.Node]int{}, size: map[*yaml.Node]int{}, busy: map[*yaml.Node]bool{}}
+	m := newMeasurer(len(src))
 	h, size := m.measure(doc.Content[0])
 	if m.cyclic || size-m.distinct > maxAliasExpansion {
 		c.addAt(CodeYAMLAliases, m.aliasPos(doc.Content[0]), "root",
@@ -255,16 +255,22 @@ func badUTF8Pos(src []byte) (line, col int) {
 // size of every node, following aliases, so that alias bombs are detected
 // without expanding them.
 type measurer struct {
-	height   map[*yaml.Node]int
-	size     map[*yaml.Node]int
-	busy     map[*yaml.Node]bool
+	memo     map[*yaml.Node]measured
 	distinct int
 	cyclic   bool
 	deepPos  Pos
-	deepest  int
+}
+
+type measured struct {
+	height, size int
+	busy         bool
 }
 
 const sizeCap = 1 << 40
+
+func newMeasurer(srcLen int) *measurer {
+	return &measurer{memo: make(map[*yaml.Node]measured, srcLen/16+16)}
+}
 
 func (m *measurer) measure(n *yaml.Node) (height, size int) {
 	if n == nil {
@@ -276,14 +282,23 @@ func (m *measurer) measure(n *yaml.Node) (height, size int) {
 		}
 		return m.measure(n.Alias)
 	}
-	if h, ok := m.height[n]; ok {
-		return h, m.size[n]
+	if len(n.Content) == 0 {
+		// Leaves are never shared in a way that matters: count them
+		// without memoising.
+		m.distinct++
+		if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+			return 1, 1
+		}
+		return 0, 1
 	}
-	if m.busy[n] {
-		m.cyclic = true
-		return 0, sizeCap
+	if r, ok := m.memo[n]; ok {
+		if r.busy {
+			m.cyclic = true
+			return 0, sizeCap
+		}
+		return r.height, r.size
 	}
-	m.busy[n] = true
+	m.memo[n] = measured{busy: true}
 	m.distinct++
 	size = 1
 	for _, ch := range n.Content {
@@ -297,8 +312,7 @@ func (m *measurer) measure(n *yaml.Node) (height, size int) {
 			m.deepPos = Pos{n.Line, n.Column}
 		}
 	}
-	delete(m.busy, n)
-	m.height[n], m.size[n] = height, size
+	m.memo[n] = measured{height: height, size: size}
 	return height, size
 }
 

@@ -40,14 +40,18 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 	case "decompose":
 		s.Kind = KindDecompose
 		for _, k := range []string{"function", "flow"} {
-			forbid(CodeStepMode, k, fmt.Sprintf("%s is a decompose step and must not have '%s'", label, k),
-				"A decompose step is an agent step with intent, agent and output_contract.")
+			if m.has(k) {
+				forbid(CodeStepMode, k, fmt.Sprintf("%s is a decompose step and must not have '%s'", label, k),
+					"A decompose step is an agent step with intent, agent and output_contract.")
+			}
 		}
 	case "parallel_dispatch":
 		s.Kind = KindParallelDispatch
 		for _, k := range []string{"function", "intent", "flow"} {
-			forbid(CodeStepMode, k, fmt.Sprintf("%s is a parallel_dispatch step and must not have '%s'", label, k),
-				"A parallel_dispatch step takes source and intent_template.")
+			if m.has(k) {
+				forbid(CodeStepMode, k, fmt.Sprintf("%s is a parallel_dispatch step and must not have '%s'", label, k),
+					"A parallel_dispatch step takes source and intent_template.")
+			}
 		}
 	default:
 		if !kindKnown {
@@ -104,8 +108,10 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 		switch s.Kind {
 		case KindFunction:
 			for _, k := range []string{"ensure", "retries", "output_contract", "model", "budget", "guardrails", "reasoning_template"} {
-				forbid(CodeFunctionStepField, k, fmt.Sprintf("'%s' must be on the function, not the step (%s)", k, strings.ToLower(label[:1])+label[1:]),
-					fmt.Sprintf("Move '%s' to functions.%s.", k, s.Function))
+				if m.has(k) {
+					forbid(CodeFunctionStepField, k, fmt.Sprintf("'%s' must be on the function, not the step (%s)", k, strings.ToLower(label[:1])+label[1:]),
+						fmt.Sprintf("Move '%s' to functions.%s.", k, s.Function))
+				}
 			}
 		case KindFlow:
 			if s.Flow != "" && b.flows[s.Flow] == nil {
@@ -116,10 +122,14 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 				c.add(CodeUndefinedFlow, m.valNode("flow"), sp+".flow",
 					fmt.Sprintf("%s references undefined flow '%s'", label, s.Flow), sugg)
 			}
-			forbid(CodeFlowStepField, "agent", fmt.Sprintf("%s: agent must not be set (sub-flow steps define their own)", label), "Remove agent.")
+			if m.has("agent") {
+				forbid(CodeFlowStepField, "agent", fmt.Sprintf("%s: agent must not be set (sub-flow steps define their own)", label), "Remove agent.")
+			}
 			for _, k := range []string{"retries", "model", "budget", "guardrails", "reasoning_template"} {
-				forbid(CodeFlowStepField, k, fmt.Sprintf("%s is a flow step and must not have '%s'", label, k),
-					"Flow steps run once; put execution settings on the child flow's steps.")
+				if m.has(k) {
+					forbid(CodeFlowStepField, k, fmt.Sprintf("%s is a flow step and must not have '%s'", label, k),
+						"Flow steps run once; put execution settings on the child flow's steps.")
+				}
 			}
 		case KindDecompose:
 			for _, k := range []string{"agent", "intent", "output_contract"} {
@@ -135,24 +145,32 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 						"A parallel_dispatch step needs source (a $ reference to the task list) and intent_template.")
 				}
 			}
-			forbid(CodeParallelRequires, "reasoning_template", fmt.Sprintf("parallel_dispatch %s must not have 'reasoning_template'", strings.ToLower(label)),
-				"Use task_reasoning_template for per-task reasoning.")
+			if m.has("reasoning_template") {
+				forbid(CodeParallelRequires, "reasoning_template", fmt.Sprintf("parallel_dispatch %s must not have 'reasoning_template'", strings.ToLower(label)),
+					"Use task_reasoning_template for per-task reasoning.")
+			}
 		}
 		if s.Kind != KindParallelDispatch {
 			for _, k := range parallelOnlyFields {
-				forbid(CodeParallelField, k, fmt.Sprintf("%s has '%s' but is not a parallel_dispatch step", label, k),
-					"Remove it, or make the step type: parallel_dispatch (IR 0.3).")
+				if m.has(k) {
+					forbid(CodeParallelField, k, fmt.Sprintf("%s has '%s' but is not a parallel_dispatch step", label, k),
+						"Remove it, or make the step type: parallel_dispatch (IR 0.3).")
+				}
 			}
 		}
 		if s.Kind == KindDecompose || s.Kind == KindParallelDispatch {
 			for _, k := range iterationFields {
-				forbid(CodeIterationField, k, fmt.Sprintf("%s is a %s step and must not have '%s'", label, s.Kind, k),
-					"Iterations are not available on decompose or parallel_dispatch steps.")
+				if m.has(k) {
+					forbid(CodeIterationField, k, fmt.Sprintf("%s is a %s step and must not have '%s'", label, s.Kind, k),
+						"Iterations are not available on decompose or parallel_dispatch steps.")
+				}
 			}
 		}
 		if s.Kind != KindInline {
-			forbid(CodeRunField, "run", fmt.Sprintf("%s has 'run' but is not an inline step", label),
-				"Put run on an inline step (with intent) or on a compute function.")
+			if m.has("run") {
+				forbid(CodeRunField, "run", fmt.Sprintf("%s has 'run' but is not an inline step", label),
+					"Put run on an inline step (with intent) or on a compute function.")
+			}
 		}
 		if s.OutputContract != "" && b.spec.Contracts[s.OutputContract] == nil && s.Kind != KindFunction {
 			c.undefinedContract(b, m.valNode("output_contract"), sp+".output_contract",
@@ -163,10 +181,16 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 	// --- gates / non-gates ---
 	if gateKnown && isGate {
 		for _, k := range []string{"output_schema", "max_iterations", "exit_criterion", "score_expr", "accumulate", "accumulate_key"} {
-			forbid(CodeGateStepField, k, fmt.Sprintf("Gate %s must not have '%s'", strings.ToLower(label), k), "Gates are resolved by a reviewer; remove it.")
+			if m.has(k) {
+				forbid(CodeGateStepField, k, fmt.Sprintf("Gate %s must not have '%s'", strings.ToLower(label), k), "Gates are resolved by a reviewer; remove it.")
+			}
 		}
-		forbid(CodeGateStepField, "on_fail", fmt.Sprintf("Gate %s must not have 'on_fail' — use on_revise for gates", strings.ToLower(label)), "Use on_revise.")
-		forbid(CodeGateStepField, "next", fmt.Sprintf("Gate %s must not have 'next' — use on_approve for gates", strings.ToLower(label)), "Use on_approve.")
+		if m.has("on_fail") {
+			forbid(CodeGateStepField, "on_fail", fmt.Sprintf("Gate %s must not have 'on_fail' — use on_revise for gates", strings.ToLower(label)), "Use on_revise.")
+		}
+		if m.has("next") {
+			forbid(CodeGateStepField, "next", fmt.Sprintf("Gate %s must not have 'next' — use on_approve for gates", strings.ToLower(label)), "Use on_approve.")
+		}
 		for _, k := range []string{"on_approve", "on_kill"} {
 			if !m.has(k) {
 				c.add(CodeGateRoutingMissing, m.node, sp+"."+k,
@@ -221,8 +245,10 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 		}
 	} else if gateKnown {
 		for _, k := range []string{"on_approve", "on_revise", "on_kill", "policy", "policy_fallback"} {
-			forbid(CodeNotAGate, k, fmt.Sprintf("%s is not a gate step but has '%s' set", label, k),
-				"Gate routing and policies only apply to steps whose function has mode: gate.")
+			if m.has(k) {
+				forbid(CodeNotAGate, k, fmt.Sprintf("%s is not a gate step but has '%s' set", label, k),
+					"Gate routing and policies only apply to steps whose function has mode: gate.")
+			}
 		}
 		if s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
 			if m.has("exit_criterion") && !m.has("max_iterations") {

@@ -499,7 +499,16 @@ func (c *checker) expr(m *mapping, k, path, spath string, kind ExprKind) *Expr {
 // (with a column inside the expression when the scalar is a one-line plain
 // or quoted scalar).
 func (c *checker) compile(kind ExprKind, src string, n *yaml.Node, spath, label string) *Expr {
-	e, err := CompileExpr(kind, src)
+	key := exprKey{kind, src}
+	cached, seen := c.exprCache[key]
+	if !seen {
+		cached.e, cached.err = CompileExpr(kind, src)
+		if c.exprCache == nil {
+			c.exprCache = map[exprKey]exprResult{}
+		}
+		c.exprCache[key] = cached
+	}
+	e, err := cached.e, cached.err
 	if err != nil {
 		msg := err.Error()
 		forbidden := false
@@ -517,8 +526,21 @@ func (c *checker) compile(kind ExprKind, src string, n *yaml.Node, spath, label 
 		}
 		return nil
 	}
-	e.Pos = posOf(n)
-	return e
+	// Identical expressions share one compiled program (Eval is safe for
+	// concurrent use); each occurrence gets its own Expr with its position.
+	cp := *e
+	cp.Pos = posOf(n)
+	return &cp
+}
+
+type exprKey struct {
+	kind ExprKind
+	src  string
+}
+
+type exprResult struct {
+	e   *Expr
+	err error
 }
 
 func exprPos(n *yaml.Node, src string, off int) Pos {
