@@ -252,8 +252,8 @@ func (h *handle) abandon() {
 // while other processes hold the lock, up to Options.LockTimeout.
 func (s *Store) acquire(ctx context.Context, mode txMode) (*handle, error) {
 	deadline := time.Now().Add(s.opts.LockTimeout)
-	wait := 200 * time.Microsecond
-	const maxWait = 20 * time.Millisecond
+	wait := 100 * time.Microsecond
+	const maxWait = 4 * time.Millisecond
 	for {
 		h, err := s.tryOpen(mode)
 		if err == nil {
