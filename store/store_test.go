@@ -740,3 +740,27 @@ func TestConcurrentOpenOfFreshPath(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestVersionCountsTransactionsNotPuts(t *testing.T) {
+	s := newTestStore(t, Options{})
+	if err := s.Update(bg, func(tx engine.Tx) error {
+		st := storetest.NewState("f", engine.StatusRunning)
+		for i := 0; i < 3; i++ {
+			st.Round = i
+			if err := tx.Put(st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st := storeGet(t, s, "f")
+	if st.Version != 1 || st.Round != 2 {
+		t.Fatalf("after three Puts in one Update: version %d round %d, want 1 and 2", st.Version, st.Round)
+	}
+	storePut(t, s, st)
+	if v := storeGet(t, s, "f").Version; v != 2 {
+		t.Fatalf("next Update: version %d, want 2", v)
+	}
+}

@@ -26,6 +26,10 @@ type tx struct {
 	// wrote is set by every successful write; an Update that wrote nothing
 	// is rolled back instead of committed, saving bbolt's two fsyncs.
 	wrote bool
+	// versions is the Version each flow got from its first Put in this
+	// transaction: further Puts of the same flow keep it, so Version counts
+	// committed transactions, not Put calls.
+	versions map[string]int64
 }
 
 var _ engine.Tx = (*tx)(nil)
@@ -99,7 +103,8 @@ func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, 
 // Put creates or replaces the flow. It sets st.UpdatedAt to the store's
 // clock, st.CreatedAt when zero (keeping the stored one when replacing), and
 // st.Version to one more than the larger of st.Version and the stored
-// version, so versions only grow. These fields are set on st itself. The
+// version, so versions only grow; a flow Put twice in one transaction gets
+// one increment. These fields are set on st itself. The
 // summary and the indexes (newest-first, by status, pending gates) are
 // updated in the same transaction.
 func (t *tx) Put(st *engine.FlowState) error {
@@ -135,10 +140,14 @@ func (t *tx) Put(st *engine.FlowState) error {
 				st.CreatedAt = old.CreatedAt
 			}
 		}
-		if old != nil && old.Version > st.Version {
-			st.Version = old.Version
+		if v, ok := t.versions[st.FlowID]; ok {
+			st.Version = v
+		} else {
+			if old != nil && old.Version > st.Version {
+				st.Version = old.Version
+			}
+			st.Version++
 		}
-		st.Version++
 		if st.SchemaVersion == 0 {
 			st.SchemaVersion = stateRecordVersion
 		}
@@ -155,6 +164,10 @@ func (t *tx) Put(st *engine.FlowState) error {
 		if err := flows.Put(id, data); err != nil {
 			return err
 		}
+		if t.versions == nil {
+			t.versions = map[string]int64{}
+		}
+		t.versions[st.FlowID] = st.Version
 		if err := sums.Put(id, sumData); err != nil {
 			return err
 		}
