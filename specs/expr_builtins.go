@@ -55,6 +55,8 @@ func init() {
 			return xpyNeg(a[1], a[0].(string) == "-")
 		}},
 		xFnTruth: {internal: true, fn: func(a []any) (any, error) { return xpyTruth(a[0]), nil }},
+		xFnChain: {internal: true, fn: xFnChainImpl},
+		xFnSlice: {internal: true, fn: xFnSliceImpl},
 	}
 }
 
@@ -67,6 +69,8 @@ const (
 	xFnArith  = "__arith"
 	xFnNeg    = "__neg"
 	xFnTruth  = "__truth"
+	xFnChain  = "__chain"
+	xFnSlice  = "__slice"
 	xVarRoot  = "__root"
 )
 
@@ -622,4 +626,66 @@ func xFnMethodImpl(a []any) (any, error) {
 		return nil, xpyErrf("%s is a %s, which has no method %s()", desc, xpyType(recv), name)
 	}
 	return out, err
+}
+
+// xFnChainImpl evaluates a comparison chain. Arguments: the operators
+// separated by spaces, then the operands.
+func xFnChainImpl(a []any) (any, error) {
+	ops := strings.Fields(a[0].(string))
+	vals := a[1:]
+	for i, op := range ops {
+		ok, err := xpyCompare(op, vals[i], vals[i+1])
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// xFnSliceImpl is Python obj[from:to] on lists and strings (code points),
+// with negative and out-of-range bounds clamped as in Python. Arguments:
+// obj, from (nil = start), to (nil = end), description of obj.
+func xFnSliceImpl(a []any) (any, error) {
+	obj, desc := a[0], a[3]
+	n := 0
+	var runes []rune
+	switch x := obj.(type) {
+	case []any:
+		n = len(x)
+	case string:
+		runes = []rune(x)
+		n = len(runes)
+	default:
+		return nil, xpyErrf("%s is a %s, which cannot be sliced", desc, xpyType(obj))
+	}
+	bound := func(v any, def int) (int, error) {
+		if v == nil {
+			return def, nil
+		}
+		i, ok := xIndexArg(v)
+		if !ok {
+			return 0, xpyErrf("slice indices must be integers or None, not %s", xpyType(v))
+		}
+		if i < 0 {
+			i += n
+		}
+		return min(max(i, 0), n), nil
+	}
+	lo, err := bound(a[1], 0)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := bound(a[2], n)
+	if err != nil {
+		return nil, err
+	}
+	hi = max(hi, lo)
+	if runes != nil || n == 0 {
+		if _, isStr := obj.(string); isStr {
+			return string(runes[lo:hi]), nil
+		}
+	}
+	out := make([]any, hi-lo)
+	copy(out, obj.([]any)[lo:hi])
+	return out, nil
 }

@@ -89,6 +89,10 @@ func (c *exprChecker) Visit(node *ast.Node) {
 			return
 		}
 		c.chains[n] = append(append([]string(nil), base...), prop.Value)
+	case *ast.BinaryNode:
+		if msg, bad := xUnsupportedOps[n.Operator]; bad {
+			c.fail(n, false, "operator '%s' is not supported%s", n.Operator, msg)
+		}
 	case *ast.BuiltinNode:
 		c.fail(n, true, "function '%s' is not allowed%s", n.Name, xHint(n.Name, exprFuncNames()))
 	case *ast.PredicateNode, *ast.PointerNode:
@@ -264,4 +268,13 @@ func xLevenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// xUnsupportedOps are expr operators that Python does not have, with a hint.
+var xUnsupportedOps = map[string]string{
+	"..":         "",
+	"matches":    "",
+	"contains":   "; use 'x in y'",
+	"startsWith": "; use .startswith()",
+	"endsWith":   "; use .endswith()",
 }

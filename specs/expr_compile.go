@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
@@ -109,7 +110,9 @@ func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
 	}
 
 	opts := append(append([]expr.Option(nil), xOptions()...),
-		expr.Patch(xNotFixer{}), expr.Patch(&xPyPatcher{rw: rw}))
+		expr.Patch(xNotFixer{rw: rw}),
+		expr.Patch(&xChainer{rw: rw, chains: map[*ast.CallNode]int{}}),
+		expr.Patch(&xPyPatcher{rw: rw}))
 	prog, cerr := expr.Compile(rw.out, opts...)
 	if cerr != nil {
 		return nil, rw.fileError(cerr, "")

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/expr-lang/expr/ast"
 )
@@ -10,7 +11,7 @@ import (
 // tighter than comparisons and arithmetic (`not a == b` is `(not a) == b`);
 // in Python it applies to the whole comparison (`not (a == b)`). Post-order,
 // so a `not` lifted out of a child is seen by the parent.
-type xNotFixer struct{}
+type xNotFixer struct{ rw *xRewritten }
 
 // xPyTighterThanNot are the binary operators Python evaluates before `not`.
 var xPyTighterThanNot = map[string]bool{
@@ -19,9 +20,9 @@ var xPyTighterThanNot = map[string]bool{
 	"matches": true, "contains": true, "startsWith": true, "endsWith": true, "..": true,
 }
 
-func (xNotFixer) Visit(node *ast.Node) {
+func (f xNotFixer) Visit(node *ast.Node) {
 	b, ok := (*node).(*ast.BinaryNode)
-	if !ok || !xPyTighterThanNot[b.Operator] {
+	if !ok || !(xPyTighterThanNot[b.Operator] || f.isChainAnd(b)) {
 		return
 	}
 	u, ok := b.Left.(*ast.UnaryNode)
@@ -33,11 +34,58 @@ func (xNotFixer) Visit(node *ast.Node) {
 	ast.Patch(node, lifted)
 }
 
+// isChainAnd reports whether b is the `&&` that expr's parser builds for a
+// comparison chain (`a < b < c` → `a < b && b < c`); its location is the
+// comparison operator, not an `&&`/`and` token.
+func (f xNotFixer) isChainAnd(b *ast.BinaryNode) bool {
+	if b.Operator != "&&" || f.rw == nil {
+		return false
+	}
+	rest := f.rw.out[f.rw.outByte(b.Location().From):]
+	return !strings.HasPrefix(rest, "&&") && !strings.HasPrefix(rest, "and")
+}
+
 // xIsInfixNotIn reports whether u came from `x not in y` (expr parses it as
 // not(x in y), with the operand starting before the operator).
 func xIsInfixNotIn(u *ast.UnaryNode) bool {
 	b, ok := u.Node.(*ast.BinaryNode)
 	return ok && b.Operator == "in" && b.Left.Location().From < u.Location().From
+}
+
+// xChainer turns Python comparison chains (`0 <= x < 1`, `a == b == c`) into
+// one __chain call: each operand is evaluated once and the comparisons are
+// combined with `and`, as in Python. A parenthesised comparison used as an
+// operand (`(a < b) == c`) is not a chain.
+type xChainer struct {
+	rw     *xRewritten
+	chains map[*ast.CallNode]int // chain call → rune offset of its last operator
+}
+
+func (c *xChainer) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BinaryNode)
+	if !ok || !xCmpOps[b.Operator] {
+		return
+	}
+	at := b.Location().From
+	switch l := b.Left.(type) {
+	case *ast.BinaryNode:
+		if !xCmpOps[l.Operator] || !c.rw.sameLevel(l.Location().From, at) {
+			return
+		}
+		ch := xCall(xFnChain, xStr(l.Operator+" "+b.Operator), l.Left, l.Right, b.Right)
+		ast.Patch(node, ch)
+		c.chains[ch] = at
+	case *ast.CallNode:
+		last, ok := c.chains[l]
+		if !ok || !c.rw.sameLevel(last, at) {
+			return
+		}
+		ops := l.Arguments[0].(*ast.StringNode)
+		ops.Value += " " + b.Operator
+		l.Arguments = append(l.Arguments, b.Right)
+		ast.Patch(node, l)
+		c.chains[l] = at
+	}
 }
 
 // xPyPatcher rewrites the tree so that every operation runs with Python
@@ -55,7 +103,7 @@ func xCall(name string, args ...ast.Node) *ast.CallNode {
 
 func xTruth(n ast.Node) ast.Node {
 	if c, ok := n.(*ast.CallNode); ok {
-		if id, ok := c.Callee.(*ast.IdentifierNode); ok && (id.Value == xFnTruth || id.Value == xFnIn || id.Value == xFnCmp) {
+		if id, ok := c.Callee.(*ast.IdentifierNode); ok && (id.Value == xFnTruth || id.Value == xFnIn || id.Value == xFnCmp || id.Value == xFnChain) {
 			return n
 		}
 	}
@@ -85,9 +133,23 @@ func (p *xPyPatcher) Visit(node *ast.Node) {
 			ast.Patch(node, xCall(xFnMethod, args...))
 		case *ast.IdentifierNode:
 			if f, ok := exprFuncs[callee.Value]; ok && f.root {
+				if k := len(n.Arguments); k > 0 {
+					if id, ok := n.Arguments[k-1].(*ast.IdentifierNode); ok && id.Value == xVarRoot {
+						return
+					}
+				}
 				n.Arguments = append(n.Arguments, xIdent(xVarRoot))
 			}
 		}
+	case *ast.SliceNode:
+		from, to := n.From, n.To
+		if from == nil {
+			from = &ast.NilNode{}
+		}
+		if to == nil {
+			to = &ast.NilNode{}
+		}
+		ast.Patch(node, xCall(xFnSlice, n.Node, from, to, xStr(p.describe(n.Node))))
 	case *ast.BinaryNode:
 		switch {
 		case n.Operator == "in":

@@ -51,6 +51,7 @@ type xRewritten struct {
 	out    string
 	origAt []int    // origAt[i] = byte offset in the original source of out[i]; len(out)+1 entries
 	refs   []string // distinct $-reference tokens in source order; refs[i] is bound to xRefVar(i)
+	depth  []int32  // bracket nesting depth at each byte of out; len(out)+1 entries
 }
 
 // xRefVar is the generated variable bound to the i-th $-reference.
@@ -284,6 +285,8 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 	// Assemble the output and the offset map.
 	var b strings.Builder
 	origAt := make([]int, 0, len(src)+1)
+	depth := make([]int32, 0, len(src)+1)
+	var cur int32
 	emit := func(s string, orig int, same bool) {
 		for k := 0; k < len(s); k++ {
 			if same {
@@ -291,6 +294,7 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 			} else {
 				origAt = append(origAt, orig)
 			}
+			depth = append(depth, cur)
 		}
 		b.WriteString(s)
 	}
@@ -300,16 +304,26 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 		gap := src[pos:t.start]
 		xEmitGap(gap, pos, emit)
 		pos = t.end
-		switch {
-		case skip[i]:
-		case repl[i] != "":
-			emit(repl[i], t.start, false)
-		default:
-			emit(src[t.start:t.end], t.start, true)
+		text := src[t.start:t.end]
+		if r, ok := repl[i]; ok {
+			text = r
+		}
+		if skip[i] {
+			text = ""
+		}
+		closes := t.kind == xTkPunct && (text == ")" || text == "]" || text == "}")
+		if closes {
+			cur--
+		}
+		emit(text, t.start, !skip[i] && repl[i] == "")
+		if t.kind == xTkPunct && (text == "(" || text == "[" || text == "{") {
+			cur++
 		}
 	}
 	xEmitGap(src[pos:], pos, emit)
 	origAt = append(origAt, len(src))
+	depth = append(depth, cur)
+	rw.depth = depth
 	rw.out = b.String()
 	rw.origAt = origAt
 	return rw, nil
@@ -333,6 +347,36 @@ func xEmitGap(gap string, base int, emit func(string, int, bool)) {
 		gap = gap[h+nl:]
 		base += h + nl
 	}
+}
+
+// outByte maps a rune offset in the rewritten text to a byte offset in it
+// (len(out) when past the end).
+func (rw *xRewritten) outByte(runeOff int) int {
+	n := 0
+	for i := range rw.out {
+		if n == runeOff {
+			return i
+		}
+		n++
+	}
+	return len(rw.out)
+}
+
+// sameLevel reports whether the operators at rune offsets a < b of the
+// rewritten text are at the same bracket depth with nothing in between
+// closing that level: `x < y < z`, but not `(x < y) < z`.
+func (rw *xRewritten) sameLevel(a, b int) bool {
+	i, j := rw.outByte(a), rw.outByte(b)
+	if i > j {
+		i, j = j, i
+	}
+	d := rw.depth[i]
+	for k := i; k <= j && k < len(rw.depth); k++ {
+		if rw.depth[k] < d {
+			return false
+		}
+	}
+	return rw.depth[j] == d
 }
 
 // origOffset maps a rune offset in the xRewritten text (as expr reports it)

@@ -107,6 +107,22 @@ func TestExprEvalEnsure(t *testing.T) {
 		{"result['my key']", "spaced"},
 		{"result.summary[0]", "A"},
 		{"result.items[1:]", []any{"b", "c"}},
+		{"result.items[:-1]", []any{"a", "b"}},
+		{"result.items[-10:10]", []any{"a", "b", "c"}},
+		{"result.items[2:1]", []any{}},
+		{"'héllo'[1:3]", "él"},
+		{"result.summary[:3]", "All"},
+
+		// comparison chains
+		{"0 <= result.confidence <= 1", true},
+		{"0 <= result.confidence < 0.5", false},
+		{"1 < 2 < 3 < 4", true},
+		{"1 < 2 < 3 > 4", false},
+		{"result.count == 4 == 4.0", true},
+		{"(1 < 2) == True", true},
+		{"(3 > 2) > 0", true},
+		{"not 0 < result.count < 3", true},
+		{"len(result.items) == 3 and 0 < result.count < 5", true},
 
 		// boolean operators with Python truthiness
 		{"result.items and len(result.items) > 2", true},
@@ -342,7 +358,9 @@ func TestExprRuntimeErrors(t *testing.T) {
 		{"1 in result.summary", "'in <string>' requires string as left operand, not int"},
 		{"'a' in result.count", "argument of type 'int' is not iterable"},
 		{"result.summary > 1", "'>' not supported between instances of 'str' and 'int'"},
-		{"len(0..10000000)", "expression uses too much memory"},
+		{"result.count[1:]", "result.count is a int, which cannot be sliced"},
+		{"result.items['a':]", "slice indices must be integers or None, not str"},
+		{"0 < result.summary < 2", "'<' not supported between instances of 'int' and 'str'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -391,6 +409,9 @@ func TestExprCompileErrors(t *testing.T) {
 		{ExprEnsure, "result.x ===", 11, "unexpected '='", false},
 		{ExprEnsure, "$.input.x", 0, "$-references are only allowed in skip_if", false},
 		{ExprEnsure, "result.a // 2", 9, "'//' (floor division) is not supported; use int(a / b)", false},
+		{ExprEnsure, "len(0..10000000)", 5, "operator '..' is not supported", false},
+		{ExprEnsure, "result.s contains 'x'", 9, "operator 'contains' is not supported; use 'x in y'", false},
+		{ExprEnsure, "result.s matches 'x+'", 9, "operator 'matches' is not supported", false},
 		{ExprEnsure, "let x = 1; x", 4, "'let' is not supported", false},
 		{ExprEnsure, "1; 2", 0, "only one expression is allowed (found ';')", false},
 		{ExprEnsure, "", 0, "empty expression", false},
