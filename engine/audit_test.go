@@ -1,5 +1,3 @@
-//go:build engineext_specs
-
 package engine
 
 import (

@@ -1,5 +1,3 @@
-//go:build engineext_specs
-
 package engine
 
 import (
@@ -15,6 +13,7 @@ functions:
     mode: gate
 flows:
   main:
+    input: {}
     steps:
       - id: a
         intent: "first"

@@ -162,7 +162,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		best = st.IterationBest[stepID]
 	}
 	if step.ScoreExpr != nil {
-		v, err := iterEval(step.ScoreExpr, specs.EvalEnv{Result: result, Root: env.Root})
+		v, err := step.ScoreExpr.Eval(specs.EvalEnv{Result: result, Root: env.Root})
 		if err != nil {
 			entry.ScoreError = err.Error()
 		} else if s, ok := iterationScore(v); ok {
@@ -226,7 +226,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 			vars["new_count"] = nil
 			vars["dry_streak"] = nil
 		}
-		met, err := evalBool(step.ExitCriterion, specs.EvalEnv{Result: result, Vars: vars, Root: env.Root})
+		met, err := step.ExitCriterion.EvalBool(specs.EvalEnv{Result: result, Vars: vars, Root: env.Root})
 		if err != nil {
 			entry.ExitCriterionError = err.Error()
 		} else {
@@ -484,7 +484,7 @@ func iterationEvent(st *FlowState, env Env, stepID string, data map[string]any) 
 
 // iterFingerprint is the hex sha256 of the result's canonical JSON.
 func iterFingerprint(result any) string {
-	b, err := canonicalJSON(result)
+	b, err := specs.CanonicalJSON(result)
 	if err != nil {
 		// Not encodable canonically (should not happen for JSON input):
 		// fall back to Go's encoding, then to the printed value.
@@ -581,7 +581,7 @@ func iterBestFields(best *IterationBest) (any, any) {
 // key expression fails for that item). It returns how many items were new. An
 // error (the expression fails or does not return a list) adds nothing.
 func iterAccumulate(step *specs.Step, acc *Accumulator, result any, root string) (int, error) {
-	v, err := iterEval(step.Accumulate, specs.EvalEnv{Result: result, Root: root})
+	v, err := step.Accumulate.Eval(specs.EvalEnv{Result: result, Root: root})
 	if err != nil {
 		return 0, fmt.Errorf("accumulate '%s' raised: %v", step.Accumulate.Source, err)
 	}
@@ -597,7 +597,7 @@ func iterAccumulate(step *specs.Step, acc *Accumulator, result any, root string)
 	for _, item := range items {
 		keyVal := item
 		if step.AccumulateKey != nil {
-			if k, err := iterEval(step.AccumulateKey, specs.EvalEnv{Item: item, Root: root}); err == nil {
+			if k, err := step.AccumulateKey.Eval(specs.EvalEnv{Item: item, Root: root}); err == nil {
 				keyVal = k
 			}
 		}
@@ -641,7 +641,7 @@ func iterationValueKind(v any) string {
 
 // iterCanonicalKey is the dedup key of an accumulated item.
 func iterCanonicalKey(v any) string {
-	b, err := canonicalJSON(v)
+	b, err := specs.CanonicalJSON(v)
 	if err != nil {
 		if b, err = json.Marshal(v); err != nil {
 			return fmt.Sprintf("%#v", v)
