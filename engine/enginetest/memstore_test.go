@@ -1,0 +1,93 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+func TestMemStore(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Now = func() time.Time { return now }
+
+	put := func(st *engine.FlowState) {
+		t.Helper()
+		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(&engine.FlowState{FlowID: "a", Status: engine.StatusRunning, Inputs: map[string]any{"k": "v"}})
+	now = now.Add(time.Second)
+	put(&engine.FlowState{FlowID: "b", Status: engine.StatusAwaitingGate, Gate: &engine.PendingGate{StepID: "g"}})
+
+	// Get returns private copies.
+	var got *engine.FlowState
+	_ = s.View(ctx, func(tx engine.Tx) error {
+		var err error
+		got, err = tx.Get("a")
+		return err
+	})
+	got.Inputs["k"] = "changed"
+	_ = s.View(ctx, func(tx engine.Tx) error {
+		again, _ := tx.Get("a")
+		if again.Inputs["k"] != "v" || again.Version != 1 || again.CreatedAt.IsZero() {
+			t.Errorf("copy/version/created: %+v", again)
+		}
+		if _, err := tx.Get("zz"); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("missing flow: %v", err)
+		}
+		if err := tx.Put(again); err == nil {
+			t.Error("Put inside View succeeded")
+		}
+		list, _ := tx.List(engine.ListFilter{})
+		if len(list) != 2 || list[0].FlowID != "b" {
+			t.Errorf("list newest first: %+v", list)
+		}
+		pg, _ := tx.PendingGates()
+		if len(pg) != 1 || pg[0].FlowID != "b" {
+			t.Errorf("pending gates %+v", pg)
+		}
+		return nil
+	})
+
+	// A failing transaction writes nothing (flows, events, cache).
+	boom := errors.New("boom")
+	err := s.Update(ctx, func(tx engine.Tx) error {
+		_ = tx.Put(&engine.FlowState{FlowID: "c"})
+		_ = tx.Append(engine.Event{FlowID: "c", Type: engine.EventFlowCreated})
+		_ = tx.CachePut("k", []byte("v"))
+		return boom
+	})
+	if !errors.Is(err, boom) || s.Len() != 2 || len(s.Events("")) != 0 {
+		t.Fatalf("rollback: err %v len %d events %d", err, s.Len(), len(s.Events("")))
+	}
+
+	// Events get increasing sequence numbers; Delete drops a flow's events.
+	_ = s.Update(ctx, func(tx engine.Tx) error {
+		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventStepDone}, engine.Event{FlowID: "b", Type: engine.EventGateOpened})
+	})
+	_ = s.Update(ctx, func(tx engine.Tx) error {
+		_ = tx.CachePut("key", []byte("val"))
+		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowFinished})
+	})
+	evs := s.Events("")
+	if len(evs) != 3 || evs[0].Seq != 1 || evs[2].Seq != 3 {
+		t.Fatalf("events %+v", evs)
+	}
+	_ = s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("a") })
+	if s.Len() != 1 || len(s.Events("a")) != 0 || len(s.Events("b")) != 1 {
+		t.Fatalf("delete: len %d events %+v", s.Len(), s.Events(""))
+	}
+	_ = s.View(ctx, func(tx engine.Tx) error {
+		v, ok, _ := tx.CacheGet("key")
+		if !ok || string(v) != "val" {
+			t.Errorf("cache %q %v", v, ok)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,124 @@
+package engine_test
+
+import (
+	"context"
+	"regexp"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+const svcIterSpec = `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: tune
+        intent: "tune"
+        max_iterations: 3
+        score_expr: "result.score"
+      - id: find
+        intent: "find"
+        max_iterations: 2
+      - id: last
+        intent: "last"
+`
+
+// The scored best result replaces the submitted one at step_done; a
+// non-accumulating iterated step gets no accumulated keys (DESIGN §12).
+func TestServiceIterationHooks(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newService()
+	must(t)(s.Plan(ctx, svcIterSpec, "main", nil, engine.PlanOptions{}))
+	r := must(t)(s.IterationStart(ctx, "f1", "tune", engine.ReportOptions{}))
+	if r["status"] != "iteration_started" {
+		t.Fatalf("%v", r)
+	}
+	for _, sc := range []float64{0.5, 0.9, 0.7} {
+		r = must(t)(s.IterationReport(ctx, "f1", "tune", map[string]any{"score": sc}, engine.ReportOptions{}))
+	}
+	if r["status"] != "iteration_exit" {
+		t.Fatalf("%v", r)
+	}
+	r = must(t)(s.StepDone(ctx, "f1", "tune", map[string]any{"score": 0.1}, engine.ReportOptions{}))
+	if r["step_id"] != "find" {
+		t.Fatalf("%v", r)
+	}
+	st, _ := s.Get(ctx, "f1")
+	if got := st.StepOutputs["tune"].(map[string]any)["score"]; got != 0.9 {
+		t.Fatalf("best result not substituted: %v", st.StepOutputs["tune"])
+	}
+	if st.IterationOutcome["tune"] != "" {
+		t.Errorf("outcome not consumed: %v", st.IterationOutcome)
+	}
+	must(t)(s.IterationStart(ctx, "f1", "find", engine.ReportOptions{}))
+	must(t)(s.IterationReport(ctx, "f1", "find", map[string]any{"n": 1}, engine.ReportOptions{}))
+	must(t)(s.IterationReport(ctx, "f1", "find", map[string]any{"n": 2}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "find", map[string]any{"n": 2}, engine.ReportOptions{}))
+	st, _ = s.Get(ctx, "f1")
+	out := st.StepOutputs["find"].(map[string]any)
+	if _, leak := out["accumulated"]; leak {
+		t.Errorf("accumulated leaked into a non-accumulating step: %v", out)
+	}
+}
+
+func TestServiceCheckpointsAndLists(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newService()
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	r := must(t)(s.Commit(ctx, "f1", " start "))
+	if r["status"] != "committed" || r["label"] != "start" {
+		t.Fatalf("%v", r)
+	}
+	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	r = must(t)(s.Revert(ctx, "f1", "start"))
+	if r["step_id"] != "a" || r["reverted_to"] != "start" {
+		t.Fatalf("%v", r)
+	}
+	r = must(t)(s.Revert(ctx, "f1", "nope"))
+	if r["error_type"] != "checkpoint_not_found" {
+		t.Fatalf("%v", r)
+	}
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	list, err := s.List(ctx, engine.ListFilter{Status: engine.StatusRunning})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	r = must(t)(s.SkipStep(ctx, "f2", "a", "skip it", engine.ReportOptions{}))
+	if r["step_id"] != "b" {
+		t.Fatalf("%v", r)
+	}
+}
+
+func TestServiceRelease(t *testing.T) {
+	ctx := context.Background()
+	s, _, clk := newService()
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	l := engine.Lease{ID: "r1", ExpiresAt: clk.Now().Add(60e9)}
+	if err := s.Claim(ctx, "f1", l); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "f1", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.Get(ctx, "f1")
+	if st.Owner != nil || st.Driver != engine.DriverRunner {
+		t.Fatalf("owner %+v driver %q", st.Owner, st.Driver)
+	}
+	r := must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	if r["step_id"] != "b" {
+		t.Fatalf("%v", r)
+	}
+}
+
+func TestNewUUID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for i := 0; i < 100; i++ {
+		id := engine.NewUUID()
+		if !re.MatchString(id) || seen[id] {
+			t.Fatalf("bad or repeated uuid %q", id)
+		}
+		seen[id] = true
+	}
+}
