@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -56,6 +57,25 @@ func NewSchema(doc map[string]any) (*Schema, error) {
 	if norm == nil {
 		norm = map[string]any{}
 	}
+	key, err := CanonicalJSON(norm)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %v", err)
+	}
+	if e, ok := compiledSchemas.get(string(key)); ok {
+		if e.err != nil {
+			return nil, e.err
+		}
+		return &Schema{doc: doc, compiled: e.compiled}, nil
+	}
+	compiled, err := compileSchema(norm)
+	compiledSchemas.put(string(key), schemaCacheEntry{compiled, err})
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{doc: doc, compiled: compiled}, nil
+}
+
+func compileSchema(norm any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(refuseLoader{})
@@ -66,7 +86,43 @@ func NewSchema(doc map[string]any) (*Schema, error) {
 	if err != nil {
 		return nil, schemaCompileError(err, norm)
 	}
-	return &Schema{doc: doc, compiled: compiled}, nil
+	return compiled, nil
+}
+
+// Compiling a schema is expensive (the document is first validated against
+// the draft's metaschema, ~0.1 ms), and specs often repeat the same schema
+// (every step of a generated flow, a contract re-validated on every save), so
+// compiled schemas — and compile errors — are shared by canonical text. A
+// compiled *jsonschema.Schema is immutable and safe for concurrent use.
+const schemaCacheSize = 2048
+
+type schemaCacheEntry struct {
+	compiled *jsonschema.Schema
+	err      error
+}
+
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]schemaCacheEntry
+}
+
+var compiledSchemas = &schemaCache{}
+
+func (c *schemaCache) get(key string) (schemaCacheEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	return e, ok
+}
+
+func (c *schemaCache) put(key string, e schemaCacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= schemaCacheSize {
+		// Simple and bounded: start over when full.
+		c.m = make(map[string]schemaCacheEntry, 64)
+	}
+	c.m[key] = e
 }
 
 // Doc returns the schema document as given to NewSchema. Treat as read-only.

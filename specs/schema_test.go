@@ -236,3 +236,28 @@ func BenchmarkNewSchema(b *testing.B) {
 		}
 	}
 }
+
+func TestNewSchemaCache(t *testing.T) {
+	doc1 := map[string]any{"type": "object", "required": []any{"cache_probe"}}
+	doc2 := map[string]any{"required": []any{"cache_probe"}, "type": "object"}
+	s1, s2 := schemaForTest(t, doc1), schemaForTest(t, doc2)
+	if s1.compiled != s2.compiled {
+		t.Error("identical schemas were compiled twice")
+	}
+	if reflect.ValueOf(s2.Doc()).Pointer() != reflect.ValueOf(doc2).Pointer() {
+		t.Error("Doc must return the caller's own document")
+	}
+	bad := map[string]any{"minimum": "cache_probe"}
+	_, err1 := NewSchema(bad)
+	_, err2 := NewSchema(map[string]any{"minimum": "cache_probe"})
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() {
+		t.Errorf("cached error: %v / %v", err1, err2)
+	}
+	// int 1 and float 1.0 render differently in canonical JSON and must not
+	// share an entry (their documents differ, though they validate alike).
+	a := schemaForTest(t, map[string]any{"maximum": 1})
+	b := schemaForTest(t, map[string]any{"maximum": 1.0})
+	if a.compiled == b.compiled {
+		t.Error("1 and 1.0 share a cache entry")
+	}
+}

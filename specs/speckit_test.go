@@ -320,3 +320,46 @@ func TestCompileTasksQuoting(t *testing.T) {
 		t.Errorf("flow name lost: %v", doc.Flows)
 	}
 }
+
+// TestCompileTasksParses checks that every generated spec passes Parse, and
+// that the step schemas and the contract come out as generated.
+func TestCompileTasksParses(t *testing.T) {
+	for _, dir := range []string{"sequential", "parallel", "criteria"} {
+		t.Run(dir, func(t *testing.T) {
+			c, err := CompileTasks(filepath.Join(speckitDir, dir), "flow_"+dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, ds := Parse(dir+".stratum.yaml", []byte(c.YAML))
+			if spec == nil || ds.HasErrors() {
+				t.Fatalf("generated spec rejected:\n%v\n%s", ds, c.YAML)
+			}
+			if spec.Version != Version01 {
+				t.Errorf("version %q", spec.Version)
+			}
+			flow := spec.Flows["flow_"+dir]
+			if flow == nil || len(flow.Steps) != len(c.Steps) {
+				t.Fatalf("flow: %+v", flow)
+			}
+			for i, st := range flow.Steps {
+				if st.ID != c.Steps[i].ID || st.Function != c.Steps[i].ID || st.Fn == nil || st.Fn.Mode != ModeCompute {
+					t.Errorf("step %d: %+v", i, st)
+				}
+				if st.Schema == nil {
+					t.Errorf("step %s has no compiled output_schema", st.ID)
+				} else if v := st.Schema.Validate(map[string]any{}); len(v) == 0 || v[0] != "missing required property 'done'" {
+					t.Errorf("step %s schema: %q", st.ID, v)
+				}
+				if st.Retries != 2 {
+					t.Errorf("step %s retries %d", st.ID, st.Retries)
+				}
+				if n := len(st.Ensure); n != len(c.Steps[i].Ensures)+1 {
+					t.Errorf("step %s: %d ensures", st.ID, n)
+				}
+			}
+			if tr := spec.Contracts["TaskResult"]; tr == nil || tr.Hash == "" || tr.Field("done") == nil {
+				t.Errorf("TaskResult: %+v", tr)
+			}
+		})
+	}
+}

@@ -1,5 +1,3 @@
-//go:build decodewip
-
 package specs
 
 import (
