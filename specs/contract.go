@@ -52,7 +52,7 @@ func BuildContracts(contracts map[string]*Contract, names []string) []ContractPr
 				if isPrimitive(ref.typ) || contracts[ref.typ] != nil {
 					continue
 				}
-				b.problem(name, f.Name, codeUnknownType,
+				b.problem(name, f.Name, CodeUnknownType,
 					fmt.Sprintf("unknown type '%s' for field '%s'%s of contract '%s'", ref.typ, f.Name, ref.where, name),
 					b.typeSuggestion(ref.typ))
 			}
@@ -78,70 +78,6 @@ func BuildContracts(contracts map[string]*Contract, names []string) []ContractPr
 	}
 	sort.SliceStable(b.problems, func(i, j int) bool { return pos[b.problems[i].Contract] < pos[b.problems[j].Contract] })
 	return b.problems
-}
-
-// Diagnostic codes of contract problems (the values of CodeUnknownType,
-// CodeContractCycle and CodeInvalidSchema).
-const (
-	codeUnknownType   = "unknown-type"
-	codeContractCycle = "contract-cycle"
-	codeInvalidSchema = "invalid-schema"
-)
-
-// nearestName returns the candidate closest to s (case-insensitive
-// Levenshtein distance ≤ 2, ≤ 1 for names of up to 3 letters, or else a
-// shared prefix of at least 3 letters), or "".
-func nearestName(s string, candidates []string) string {
-	ls := strings.ToLower(s)
-	limit := 2
-	if len([]rune(s)) <= 3 {
-		limit = 1
-	}
-	best, bestD := "", limit+1
-	for _, c := range candidates {
-		if c == s {
-			continue
-		}
-		if d := levenshtein(ls, strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best != "" {
-		return best
-	}
-	bestP := 2
-	for _, c := range candidates {
-		lc := strings.ToLower(c)
-		p := 0
-		for p < len(ls) && p < len(lc) && ls[p] == lc[p] {
-			p++
-		}
-		if p > bestP {
-			best, bestP = c, p
-		}
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // Build states of a contract.
@@ -211,8 +147,8 @@ func (b *contractBuilder) typeSuggestion(t string) string {
 		return fmt.Sprintf("did you mean %q?", a)
 	}
 	cands := append(append([]string(nil), primitiveTypeNames...), b.order...)
-	if s := nearestName(t, cands); s != "" {
-		return fmt.Sprintf("did you mean %q?", s)
+	if s := didYouMean(t, cands); s != "" {
+		return s
 	}
 	return "use one of " + strings.Join(primitiveTypeNames, ", ") + ", or a contract name"
 }
@@ -371,7 +307,7 @@ func (b *contractBuilder) findCycles() {
 	}
 	sort.Slice(reports, func(i, j int) bool { return pos[reports[i].first] < pos[reports[j].first] })
 	for _, r := range reports {
-		b.problem(r.first, r.field, codeContractCycle,
+		b.problem(r.first, r.field, CodeContractCycle,
 			fmt.Sprintf("contract '%s' contains itself: %s → %s", r.first, strings.Join(r.path, " → "), r.first),
 			"a contract cannot contain itself, directly or through other contracts; use type: object for the recursive field")
 	}
@@ -423,14 +359,14 @@ func (b *contractBuilder) build(name string) map[string]any {
 	schema := map[string]any{"type": "object", "properties": props, "required": required}
 	if _, err := NewSchema(schema); err != nil {
 		// checkKeywords judged every field already; this is a safety net.
-		b.problem(name, "", codeInvalidSchema,
+		b.problem(name, "", CodeInvalidSchema,
 			fmt.Sprintf("contract '%s' is not a valid JSON Schema: %s", name,
 				strings.TrimPrefix(err.Error(), "invalid JSON Schema: ")), "")
 		return nil
 	}
 	canon, err := CanonicalJSON(schema)
 	if err != nil {
-		b.problem(name, "", codeInvalidSchema, fmt.Sprintf("contract '%s': %v", name, err), "")
+		b.problem(name, "", CodeInvalidSchema, fmt.Sprintf("contract '%s': %v", name, err), "")
 		return nil
 	}
 	for i, f := range c.Fields {
@@ -468,7 +404,7 @@ func (b *contractBuilder) checkKeywords(name string) {
 			continue
 		}
 		if _, err := NewSchema(fields[i]); err != nil {
-			b.problem(name, f.Name, codeInvalidSchema,
+			b.problem(name, f.Name, CodeInvalidSchema,
 				fmt.Sprintf("field '%s' of contract '%s' is not a valid JSON Schema: %s", f.Name, name,
 					strings.TrimPrefix(err.Error(), "invalid JSON Schema: ")),
 				"check the JSON-Schema keywords of the field")
