@@ -16,6 +16,29 @@ type checker struct {
 	version   string
 	diags     Diagnostics
 	exprCache map[exprKey]exprResult // one compilation per distinct (kind, source)
+	src       []byte                 // the input, for positions inside scalars
+	lineStart []int                  // byte offset of each line start (lazily built)
+}
+
+// rawLine returns the text of a 1-based line of the input.
+func (c *checker) rawLine(line int) (string, bool) {
+	if c.lineStart == nil {
+		c.lineStart = []int{0}
+		for i, b := range c.src {
+			if b == '\n' {
+				c.lineStart = append(c.lineStart, i+1)
+			}
+		}
+	}
+	if line < 1 || line > len(c.lineStart) {
+		return "", false
+	}
+	start := c.lineStart[line-1]
+	end := len(c.src)
+	if line < len(c.lineStart) {
+		end = c.lineStart[line] - 1
+	}
+	return string(c.src[start:end]), true
 }
 
 func (c *checker) addAt(code string, pos Pos, path, msg, sugg string) {
@@ -49,6 +72,7 @@ type entry struct {
 // the wrong type, so later checks do not cascade from them.
 type mapping struct {
 	node    *yaml.Node
+	owner   *yaml.Node // the key this mapping is the value of (nil for list items and the root)
 	keys    []string
 	entries map[string]entry
 	bad     map[string]bool
@@ -87,6 +111,9 @@ func (m *mapping) valNode(k string) *yaml.Node {
 }
 
 func joinPath(path, k string) string {
+	if k == "" {
+		k = `""`
+	}
 	if path == "" || path == "root" {
 		return k
 	}
@@ -220,10 +247,14 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 	m.keys = kept
 	req := fs.requiredFor(c.version)
 	ok := true
+	at := m.node
+	if m.owner != nil {
+		at = m.owner
+	}
 	for _, r := range req {
 		if !m.has(r) {
 			ok = false
-			c.add(CodeMissingField, m.node, path, fmt.Sprintf("'%s' is a required property (in %s)", r, fs.what),
+			c.add(CodeMissingField, at, path, fmt.Sprintf("'%s' is a required property (in %s)", r, fs.what),
 				"Add required field(s): "+plainList(req))
 		}
 	}
@@ -316,7 +347,7 @@ func (c *checker) str(m *mapping, k, path string, nonEmpty bool) (string, bool) 
 	}
 	if nonEmpty && e.val.Value == "" {
 		m.bad[k] = true
-		c.add(CodeEmptyValue, e.val, joinPath(path, k), "'' should be non-empty", fmt.Sprintf("Give '%s' a value, or remove it.", k))
+		c.add(CodeEmptyValue, e.val, joinPath(path, k), "'' should be non-empty", fmt.Sprintf("Give '%s' a non-empty value.", k))
 		return "", false
 	}
 	return e.val.Value, true
@@ -473,6 +504,9 @@ func (c *checker) object(m *mapping, k, path string) (*mapping, bool) {
 		return nil, false
 	}
 	sub := c.asMapping(e.val, joinPath(path, k))
+	if sub != nil {
+		sub.owner = e.key
+	}
 	if sub == nil {
 		c.wrongType(m, k, path, "object")
 		return nil, false

@@ -32,7 +32,7 @@ const maxAliasExpansion = 1_000_000
 // src. Parse never panics and runs in time and memory bounded by the input
 // size.
 func Parse(file string, src []byte) (spec *Spec, ds Diagnostics) {
-	c := &checker{file: file}
+	c := &checker{file: file, src: src}
 	defer func() {
 		if r := recover(); r != nil {
 			spec = nil
@@ -192,6 +192,7 @@ func (c *checker) yamlError(err error, src []byte) {
 			fmt.Sprintf("YAML nesting is deeper than the limit of %d", MaxDepth), "Flatten the structure.")
 		return
 	}
+	line = failingLine(src, line)
 	limit := line + 1
 	if strings.Contains(msg, "tab") || line == 0 {
 		limit = 0
@@ -210,6 +211,56 @@ func (c *checker) yamlError(err error, src []byte) {
 	}
 	c.addAt(CodeYAMLSyntax, pos, "root", "YAML syntax error: "+text,
 		"Check YAML syntax — indentation, colons, quoting.")
+}
+
+// maxPrefixSearch bounds the input size for which failingLine re-parses
+// prefixes of the input to locate a syntax error.
+const maxPrefixSearch = 1 << 20
+
+// failingLine refines the line of a YAML syntax error. yaml.v3 reports the
+// line of the enclosing construct, which can be far above the real problem;
+// the first line at which a prefix of the input stops parsing is a better
+// answer. It binary-searches prefixes ending at line boundaries, starting
+// from yaml.v3's line.
+func failingLine(src []byte, reported int) int {
+	if len(src) > maxPrefixSearch {
+		return reported
+	}
+	var ends []int // ends[i] = offset just after line i+1
+	for i, b := range src {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(src) {
+		ends = append(ends, len(src))
+	}
+	fails := func(k int) bool {
+		dec := yaml.NewDecoder(bytes.NewReader(src[:ends[k-1]]))
+		for {
+			var n yaml.Node
+			err := safeDecode(dec, &n)
+			if errors.Is(err, io.EOF) {
+				return false
+			}
+			if err != nil {
+				return true
+			}
+		}
+	}
+	lo, hi := max(reported, 1), len(ends)
+	if lo > hi || !fails(hi) {
+		return reported
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi
 }
 
 // findIndentTab finds the first line (at or before errLine when errLine > 0)

@@ -291,7 +291,7 @@ functions:
   g: {mode: gate, intent: x, input: {}, output: O}
 `, "", "", 1), []wantDiag{{CodeNeedsVersion, "functions.g.mode", 3, 13}}},
 		{"bad-mode", "version: \"0.2\"\nfunctions:\n  f: {mode: infr}\n", []wantDiag{{CodeInvalidValue, "functions.f.mode", 3, 13}}},
-		{"missing-mode", "version: \"0.2\"\nfunctions:\n  f: {intent: x}\n", []wantDiag{{CodeMissingField, "functions.f", 3, 6}}},
+		{"missing-mode", "version: \"0.2\"\nfunctions:\n  f: {intent: x}\n", []wantDiag{{CodeMissingField, "functions.f", 3, 3}}},
 		{"retries-zero", strings.Replace(parseBase02, "    ensure: [", "    retries: 0\n    ensure: [", 1),
 			[]wantDiag{{CodeOutOfRange, "functions.work.retries", 12, 14}}},
 		{"retries-string", strings.Replace(parseBase02, "    ensure: [", "    retries: \"3\"\n    ensure: [", 1),
@@ -331,7 +331,7 @@ functions:
 		{"steps-empty", "version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps: []\n",
 			[]wantDiag{{CodeEmptyValue, "flows.main.steps", 5, 12}}},
 		{"steps-missing", "version: \"0.2\"\nflows:\n  main:\n    input: {}\n",
-			[]wantDiag{{CodeMissingField, "flows.main", 4, 5}}},
+			[]wantDiag{{CodeMissingField, "flows.main", 3, 3}}},
 		{"step-unknown-field", parseBase02 + "        polcy: gate\n",
 			[]wantDiag{{CodeUnknownField, "flows.main.steps.0.polcy", 23, 9}}},
 		{"step-policy-enum", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, policy: auto}\n",
@@ -409,7 +409,7 @@ functions:
 		{"opaque-inline-step", strings.Replace(parseBase02, "    input: {text: {type: string}}\n    output: Out\n    steps", "    input: {text: {type: string, opaque: true}}\n    output: Out\n    steps", 1) +
 			"      - {id: b, intent: \"use {t}\", inputs: {t: \"$.input.text\"}}\n",
 			[]wantDiag{{CodeOpaqueInline, "flows.main.steps.b.intent", 23, 25}}},
-		{"invalid-output-schema", parseBase02 + "        output_schema: {type: objekt}\n", []wantDiag{{CodeInvalidSchema, "flows.main.steps.a.output_schema", 23, 24}}},
+		{"invalid-output-schema", parseBase02 + "        output_schema: {type: objekt}\n", []wantDiag{{CodeInvalidSchema, "flows.main.steps.a.output_schema", 23, 31}}},
 		{"parallel-field-v03", strings.Replace(parseBase02, `"0.2"`, `"0.3"`, 1) + "        source: \"$.input.text\"\n",
 			[]wantDiag{{CodeParallelField, "flows.main.steps.a.source", 23, 9}}},
 		{"parallel-requires", strings.Replace(parseBase02, `"0.2"`, `"0.3"`, 1) + "      - {id: p, type: parallel_dispatch, source: \"$.steps.a.output\"}\n      - {id: d, type: decompose, intent: x}\n",
@@ -435,7 +435,7 @@ flows:
 workflow: {name: wf, input: {}}
 flows:
   wf: {input: {}, steps: [{id: s, intent: x}]}
-`, []wantDiag{{CodeMissingField, "workflow", 2, 11}}},
+`, []wantDiag{{CodeMissingField, "workflow", 2, 1}}},
 		{"workflow-param-type", `version: "0.2"
 workflow: {name: wf, description: d, input: {x: {type: strin}}}
 flows:
@@ -584,5 +584,34 @@ flows:
 	}
 	if s.Version != "0.3" || string(s.Source) == "" || s.File != "t.yaml" {
 		t.Errorf("spec header: %q %q", s.Version, s.File)
+	}
+}
+
+func TestPositions(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want wantDiag
+	}{
+		{"expr-plain", parseBase02 + "      - id: b\n        intent: x\n        ensure: [result.__x]\n",
+			wantDiag{CodeExprForbidden, "flows.main.steps.b.ensure", 25, 25}},
+		{"expr-double-quoted-escapes", parseBase02 + `      - {id: b, intent: x, ensure: ["result.a != \"\" and result.__x"]}` + "\n",
+			wantDiag{CodeExprForbidden, "flows.main.steps.b.ensure", 23, 66}},
+		{"expr-single-quoted-escapes", parseBase02 + `      - {id: b, intent: x, ensure: ['result.a != '''' and result.__x']}` + "\n",
+			wantDiag{CodeExprForbidden, "flows.main.steps.b.ensure", 23, 66}},
+		{"expr-block-scalar", parseBase02 + "      - id: b\n        intent: x\n        skip_if: >\n          result.__x\n",
+			wantDiag{CodeExprForbidden, "flows.main.steps.b.skip_if", 25, 18}},
+		{"yaml-syntax-real-line", "version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n      - id: a\n        intent: x\n      - id: b\n        intent: \"unclosed\n",
+			wantDiag{CodeYAMLSyntax, "root", 9, 1}},
+		{"empty-key-path", "version: \"0.2\"\n\"\": 1\n", wantDiag{CodeUnknownField, `""`, 2, 1}},
+		{"schema-error-node", parseBase02 + "        output_schema:\n          type: object\n          required: done\n",
+			wantDiag{CodeInvalidSchema, "flows.main.steps.a.output_schema", 25, 21}},
+		{"missing-field-at-parent-key", "version: \"0.2\"\nfunctions:\n  f:\n    intent: x\n", wantDiag{CodeMissingField, "functions.f", 3, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ds := Parse("t.yaml", []byte(tt.src))
+			expectDiags(t, ds, tt.want)
+		})
 	}
 }

@@ -286,7 +286,7 @@ func (c *checker) checkFlow(b *build, fls *flowSrc) {
 		}
 		if first, dup := fc.ids[id]; dup {
 			c.add(CodeDuplicateStepID, ss.m.valNode("id"), ss.spath(f.Name)+".id",
-				fmt.Sprintf("Duplicate step id '%s' in flow '%s' (first used by step %d)", id, f.Name, first),
+				fmt.Sprintf("Duplicate step id '%s' in flow '%s' (first used at line %d)", id, f.Name, fls.steps[first].m.valNode("id").Line),
 				"Give every step of a flow a unique id.")
 			continue
 		}

@@ -2,7 +2,11 @@ package specs
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 var (
@@ -208,12 +212,12 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 		}
 		switch {
 		case m.bad["on_revise"]:
+		case !m.has("on_revise"):
+			c.add(CodeGateReviseTarget, m.node, sp+".on_revise",
+				fmt.Sprintf("Gate %s must declare on_revise: the topologically-earlier step to route to on revise", strings.ToLower(label)),
+				"Add on_revise: <id of the step that should redo the work>.")
 		case s.OnRevise == "":
-			n := m.node
-			if m.has("on_revise") {
-				n = m.valNode("on_revise")
-			}
-			c.add(CodeGateReviseTarget, n, sp+".on_revise",
+			c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
 				fmt.Sprintf("Gate %s on_revise must not be null: it must name a topologically-earlier step", strings.ToLower(label)),
 				"Set on_revise to the step that should redo the work.")
 		case s.OnRevise == s.ID:
@@ -353,7 +357,7 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 	if s.OutputSchema != nil && !(isGate && gateKnown) {
 		sch, err := NewSchema(s.OutputSchema)
 		if err != nil {
-			c.add(CodeInvalidSchema, m.valNode("output_schema"), sp+".output_schema",
+			c.add(CodeInvalidSchema, schemaErrNode(m.valNode("output_schema"), err.Error()), sp+".output_schema",
 				fmt.Sprintf("%s output_schema is not a valid JSON Schema: %v", label, err), "Fix the schema (JSON Schema draft 2020-12).")
 		} else {
 			s.Schema = sch
@@ -418,4 +422,37 @@ func (c *checker) normalizeStep(s *Step) {
 			s.Merge = "sequential_apply"
 		}
 	}
+}
+
+var schemaPointerRe = regexp.MustCompile(`at '(/[^']*)'`)
+
+// schemaErrNode maps the first JSON pointer of a schema error ("at '/a/b'")
+// back to the node it names inside the schema; root when it cannot.
+func schemaErrNode(root *yaml.Node, msg string) *yaml.Node {
+	mm := schemaPointerRe.FindStringSubmatch(msg)
+	if mm == nil {
+		return root
+	}
+	n := resolve(root)
+	for _, tok := range strings.Split(mm[1], "/")[1:] {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if resolve(n.Content[i]).Value == tok {
+					next = resolve(n.Content[i+1])
+				}
+			}
+		case yaml.SequenceNode:
+			if idx, err := strconv.Atoi(tok); err == nil && idx >= 0 && idx < len(n.Content) {
+				next = resolve(n.Content[idx])
+			}
+		}
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+	return n
 }

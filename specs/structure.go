@@ -264,6 +264,7 @@ func (c *checker) buildContracts(b *build, cm *mapping) {
 			c.wrongType(cm, name, "contracts", "object")
 			continue
 		}
+		fm.owner = e.key
 		for _, fname := range fm.keys {
 			fe, _ := fm.get(fname)
 			fpath := path + "." + fname
@@ -274,6 +275,7 @@ func (c *checker) buildContracts(b *build, cm *mapping) {
 				c.wrongType(fm, fname, path, "object")
 				continue
 			}
+			dm.owner = fe.key
 			c.checkFields(dm, contractFieldFields, fpath)
 			if t, ok := c.str(dm, "type", fpath, true); ok {
 				fld.Type = t
@@ -338,6 +340,7 @@ func (c *checker) params(m *mapping, k, path string, fs *fieldSet) []*Param {
 			c.wrongType(pm, name, ppath, "object")
 			continue
 		}
+		dm.owner = e.key
 		fp := ppath + "." + name
 		// `required: [a, b]` is the JSON-Schema keyword (allowed in every
 		// version and kept in the schema); `required: true` is ours.
@@ -448,13 +451,14 @@ func (c *checker) command(m *mapping, k, path string) *Command {
 			return true
 		default:
 			holder.bad[key] = true
-			c.add(CodeWrongType, n, p, fmt.Sprintf("%s is not of type 'string', 'array'", reprNode(n)),
+			c.add(CodeWrongType, n, p, fmt.Sprintf("%s is not of type 'string', 'array', 'object'", reprNode(n)),
 				"Use a shell command string, a list of arguments, or {cmd, dir, env}.")
 			return false
 		}
 	}
 	if n.Kind == yaml.MappingNode {
 		rm := c.asMapping(n, rp)
+		rm.owner = e.key
 		c.checkFields(rm, runFields, rp)
 		ok := true
 		if ce, has := rm.get("cmd"); has {
@@ -516,7 +520,7 @@ func (c *checker) compile(kind ExprKind, src string, n *yaml.Node, spath, label 
 		if ee, ok := err.(*ExprError); ok {
 			msg, forbidden, off = ee.Message, ee.Forbidden, ee.Offset
 		}
-		pos := exprPos(n, src, off)
+		pos := c.exprPos(n, src, off)
 		if forbidden {
 			c.addAt(CodeExprForbidden, pos, spath, fmt.Sprintf("%s expression '%s' is not allowed: %s", label, src, msg),
 				"Expressions may not use '__' or call functions outside the allowed builtins.")
@@ -543,19 +547,62 @@ type exprResult struct {
 	err error
 }
 
-func exprPos(n *yaml.Node, src string, off int) Pos {
+// exprPos returns the position of byte offset off of an expression whose
+// source is the scalar n: inside the scalar when it is a plain or quoted
+// scalar and the offset lies on its first line, else the scalar itself.
+func (c *checker) exprPos(n *yaml.Node, src string, off int) Pos {
 	p := posOf(n)
-	if n == nil || off < 0 || off > len(src) || strings.Contains(src, "\n") {
+	if n == nil || off < 0 || off > len(src) || strings.Contains(src[:off], "\n") {
 		return p
 	}
+	line, ok := c.rawLine(n.Line)
+	if !ok {
+		return p
+	}
+	raw := []rune(line)
+	start := n.Column - 1 // rune index of the scalar's first character
+	if start < 0 || start >= len(raw) {
+		return p
+	}
+	want := []rune(src[:off])
+	i := start
 	switch n.Style {
 	case 0:
-		p.Column += len([]rune(src[:off]))
-	case yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
-		if !strings.ContainsAny(src, `'\`) {
-			p.Column += 1 + len([]rune(src[:off]))
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		i++ // the opening quote
+	default:
+		return p
+	}
+	for k := 0; k < len(want); k++ {
+		if i >= len(raw) {
+			return p
+		}
+		r := raw[i]
+		switch {
+		case n.Style == yaml.DoubleQuotedStyle && r == '\\' && i+1 < len(raw):
+			skip := 2
+			switch raw[i+1] {
+			case 'x':
+				skip = 4
+			case 'u':
+				skip = 6
+			case 'U':
+				skip = 10
+			}
+			i += skip
+		case n.Style == yaml.SingleQuotedStyle && r == '\'' && i+1 < len(raw) && raw[i+1] == '\'':
+			if want[k] != '\'' {
+				return p
+			}
+			i += 2
+		default:
+			if r != want[k] {
+				return p // folded or otherwise not a verbatim copy
+			}
+			i++
 		}
 	}
+	p.Column = i + 1
 	return p
 }
 

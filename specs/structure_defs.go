@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -14,6 +15,9 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 	b.spec.Functions[name] = fn
 	b.spec.FunctionNames = append(b.spec.FunctionNames, name)
 	m := c.asMapping(e.val, path)
+	if m != nil {
+		m.owner = e.key
+	}
 	fs := &fnSrc{m: m, fn: fn, pth: path}
 	b.fns[name] = fs
 	if m == nil {
@@ -93,6 +97,10 @@ func (c *checker) guardrails(pats []string, nodes []*yaml.Node, spath string) []
 			c.add(CodeEmptyGuardrail, nodes[i], spath, fmt.Sprintf("guardrail[%d] is empty", i), "Remove the empty pattern or give a regular expression.")
 			continue
 		}
+		if _, err := regexp.Compile(p); err != nil {
+			c.add(CodeInvalidRegex, nodes[i], spath, fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
+			continue
+		}
 		re, err := compileGuardrail(p)
 		if err != nil {
 			c.add(CodeInvalidRegex, nodes[i], spath, fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
@@ -110,6 +118,9 @@ func (c *checker) buildFlow(b *build, flm *mapping, name string) {
 	b.spec.Flows[name] = f
 	b.spec.FlowNames = append(b.spec.FlowNames, name)
 	m := c.asMapping(e.val, path)
+	if m != nil {
+		m.owner = e.key
+	}
 	fs := &flowSrc{m: m, f: f, pth: path}
 	b.flows[name] = fs
 	if m == nil {
