@@ -116,7 +116,10 @@ type task struct {
 //     each step maps task_context: $.input.project_context and has an
 //     output_schema requiring done (+ tests_pass / lint_clean when used).
 //
-// flowName "" means DefaultTaskFlow. The error is always a *CompileError.
+// The generated spec is checked with Parse; should it be refused (for
+// example because of an unusual flow name), the error is compile_error with
+// the first diagnostic. flowName "" means DefaultTaskFlow. The error is
+// always a *CompileError.
 func CompileTasks(dir, flowName string) (*TaskCompilation, error) {
 	if flowName == "" {
 		flowName = DefaultTaskFlow
@@ -176,6 +179,10 @@ func CompileTasks(dir, flowName string) (*TaskCompilation, error) {
 	out, err := renderTaskSpec(tasks, flowName)
 	if err != nil {
 		return nil, &CompileError{Type: CompileFailed, Message: err.Error()}
+	}
+	// Never hand out a spec that stratum itself would refuse.
+	if spec, ds := Parse("", []byte(out)); spec == nil {
+		return nil, &CompileError{Type: CompileFailed, Message: "the generated spec is invalid: " + firstErrorMessage(ds)}
 	}
 	steps := make([]TaskStep, len(tasks))
 	for i, t := range tasks {

@@ -262,10 +262,15 @@ func TestCompileTasksErrors(t *testing.T) {
 		{"only a directory named *.md", onlyDirs, CompileNoTasks, []string{"No task files"}},
 		{"collision names both files", filepath.Join(speckitDir, "collision"), CompileStepIDCollision, []string{"'t01_a'", "01-a.md", "01_a.md"}},
 		{"invalid utf-8", badUTF8, CompileFailed, []string{"a.md", "UTF-8"}},
+		{"generated spec refused by Parse", filepath.Join(speckitDir, "sequential"), CompileFailed, []string{"the generated spec is invalid", "larger than"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := CompileTasks(tt.dir, "")
+			flow := ""
+			if tt.typ == CompileFailed && strings.Contains(tt.name, "Parse") {
+				flow = strings.Repeat("f", MaxSpecBytes) // makes the spec too large
+			}
+			c, err := CompileTasks(tt.dir, flow)
 			var ce *CompileError
 			if !errors.As(err, &ce) {
 				t.Fatalf("got %v, %v; want a *CompileError", c, err)
