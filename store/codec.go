@@ -94,6 +94,9 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 type summaryReader struct {
 	b   []byte
 	err error
+	// intern, when set, shares the strings that repeat across summaries
+	// (flow names, statuses, drivers, step ids) within one List call.
+	intern map[string]string
 }
 
 func (r *summaryReader) uvarint() uint64 {
@@ -139,6 +142,20 @@ func (r *summaryReader) bytes() []byte {
 // str copies: the input may be memory-mapped.
 func (r *summaryReader) str() string { return string(r.bytes()) }
 
+// common is str for values that repeat across flows.
+func (r *summaryReader) common() string {
+	b := r.bytes()
+	if r.intern == nil || len(b) == 0 || len(b) > 64 {
+		return string(b)
+	}
+	if s, ok := r.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	r.intern[s] = s
+	return s
+}
+
 func (r *summaryReader) byte() byte {
 	if r.err != nil {
 		return 0
@@ -165,41 +182,47 @@ func (r *summaryReader) time() time.Time {
 }
 
 func decodeSummary(b []byte) (*engine.FlowSummary, error) {
-	if len(b) == 0 || b[0] != summaryCodecV1 {
-		return nil, fmt.Errorf("unknown summary encoding %x", b[:min(len(b), 1)])
-	}
-	r := &summaryReader{b: b[1:]}
 	sum := &engine.FlowSummary{}
+	if err := decodeSummaryInto(b, sum, nil); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// decodeSummaryInto decodes b into *sum (which must be zero), sharing
+// repeated strings through intern when it is non-nil.
+func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]string) error {
+	if len(b) == 0 || b[0] != summaryCodecV1 {
+		return fmt.Errorf("unknown summary encoding %x", b[:min(len(b), 1)])
+	}
+	r := &summaryReader{b: b[1:], intern: intern}
 	sum.FlowID = r.str()
-	sum.FlowName = r.str()
-	sum.Status = r.str()
-	sum.CurrentStep = r.str()
+	sum.FlowName = r.common()
+	sum.Status = r.common()
+	sum.CurrentStep = r.common()
 	sum.StepNumber = int(r.int())
 	sum.TotalSteps = int(r.int())
 	sum.Round = int(r.int())
-	sum.Driver = r.str()
+	sum.Driver = r.common()
 	sum.ParentFlowID = r.str()
 	sum.CreatedAt = r.time()
 	sum.UpdatedAt = r.time()
 	sum.Version = r.int()
 	if r.byte() == 1 {
 		g := &engine.PendingGate{}
-		g.StepID = r.str()
+		g.StepID = r.common()
 		g.Round = int(r.int())
 		g.DispatchedAt = r.time()
 		if r.byte() == 1 {
 			d := r.time()
 			g.Deadline = &d
 		}
-		g.OnTimeout = r.str()
-		g.Approver = r.str()
+		g.OnTimeout = r.common()
+		g.Approver = r.common()
 		sum.Gate = g
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes in summary record", len(r.b))
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return sum, nil
+	return r.err
 }

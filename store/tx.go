@@ -319,35 +319,38 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 			return err
 		}
 		c := idx.Cursor()
-		var k, v []byte
-		if prefix == nil {
-			k, v = c.Last()
-		} else {
-			// Position on the last key with the prefix: seek past it, step back.
+		last := func() (k, v []byte) {
+			if prefix == nil {
+				return c.Last()
+			}
+			// The last key with the prefix: seek past it, step back.
 			end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
 			if k, _ = c.Seek(end); k == nil {
-				k, v = c.Last()
-			} else {
-				k, v = c.Prev()
+				return c.Last()
+			}
+			return c.Prev()
+		}
+		// Count first (keys only) so the result is allocated once.
+		n := 0
+		for k, _ := last(); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+			n++
+			if f.Limit > 0 && n >= f.Limit {
+				break
 			}
 		}
-		var found []*engine.FlowSummary
-		for ; k != nil; k, v = c.Prev() {
+		intern := map[string]string{}
+		out = make([]engine.FlowSummary, 0, n)
+		for k, v := last(); k != nil; k, v = c.Prev() {
 			if !bytes.HasPrefix(k, prefix) {
 				break
 			}
-			sum, err := decodeSummary(v)
-			if err != nil {
+			out = append(out, engine.FlowSummary{})
+			if err := decodeSummaryInto(v, &out[len(out)-1], intern); err != nil {
 				return t.decodeErr(fmt.Sprintf("index entry %q", k), err)
 			}
-			found = append(found, sum)
-			if f.Limit > 0 && len(found) >= f.Limit {
+			if f.Limit > 0 && len(out) >= f.Limit {
 				break
 			}
-		}
-		out = make([]engine.FlowSummary, len(found))
-		for i, sum := range found {
-			out[i] = *sum
 		}
 		return nil
 	})
