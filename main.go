@@ -1,40 +1,838 @@
 // Command stratum gives LLM calls and coding agents a formal execution model:
 // typed specs, tracked flows, enforced postconditions, human gates and an
-// auditable trace. main.go is the composition root: it builds the command tree
-// and wires concrete types together; the work lives in the packages.
+// auditable trace.
+//
+// main.go is the composition root: it builds the command tree, opens the store
+// and wires concrete types together; the work lives in the packages. Errors
+// become exit codes only here (see exitError).
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/watch"
+	"github.com/stratum-go/stratum/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
-func main() {
-	os.Exit(run(os.Args[1:]))
+// Exit codes shared by every command (DESIGN.md §10 adds the run-specific ones).
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and the answer is "no" (invalid spec, not found, …)
+	exitUsage   = 2 // bad arguments or flags
+)
+
+// exitError carries an exit code to the edge; its message (if any) is printed
+// to stderr by run.
+type exitError struct {
+	code int
+	err  error
 }
 
-func run(args []string) int {
-	root := newRootCommand()
-	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "stratum:", err)
-		return 2
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
 	}
-	return 0
+	return e.err.Error()
 }
 
-func newRootCommand() *cobra.Command {
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks an error as a usage error (exit 2).
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// silentExit ends the command with code without printing anything more.
+func silentExit(code int) error { return &exitError{code: code} }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr})
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "stratum:", ee.err)
+		}
+		return ee.code
+	}
+	// Cobra's own errors (unknown command, bad flag) are usage errors.
+	fmt.Fprintln(stderr, "stratum:", err)
+	return exitUsage
+}
+
+// app holds the process's I/O streams, injected so tests can run commands in-process.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "stratum",
-		Short:         "A formal execution model for LLM calls and coding agents",
+		Use:   "stratum",
+		Short: "A formal execution model for LLM calls and coding agents",
+		Long: `stratum runs typed specs (*.stratum.yaml): contracts, functions and flows of steps.
+It tracks every flow execution, enforces ensure postconditions and output schemas,
+retries with only the violations fed back, stops at human gates and records an
+auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.AddCommand(
+		a.validateCommand(),
+		a.workflowsCommand(),
+		a.compileCommand(),
+		a.planCommand(),
+		a.stepDoneCommand(),
+		a.resumeCommand(),
+		a.queryCommand(),
+		a.gateCommand(),
+		a.auditCommand(),
+		a.gcCommand(),
+	)
 	return root
+}
+
+// ---- validate ----
+
+func (a *app) validateCommand() *cobra.Command {
+	var (
+		jsonOut bool
+		format  string
+		watchF  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "validate FILE|DIR...",
+		Short: "Check specs and report every problem with file:line:col",
+		Long: `Validate decodes and checks each spec (directories are searched for *.stratum.yaml)
+and prints every diagnostic as "file:line:col: severity code: message (suggestion)".
+
+Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
+Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
+		Example: `  stratum validate specs/
+  stratum validate --json flow.stratum.yaml
+  stratum validate --watch .`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("validate needs at least one FILE or DIR")
+			}
+			if jsonOut {
+				if cmd.Flags().Changed("format") && format != specs.FormatJSON {
+					return usageErr("--json and --format %s disagree", format)
+				}
+				format = specs.FormatJSON
+			}
+			if !cmd.Flags().Changed("format") && !jsonOut && os.Getenv("GITHUB_ACTIONS") == "true" {
+				format = specs.FormatGitHub
+			}
+			switch format {
+			case specs.FormatHuman, specs.FormatJSON, specs.FormatGitHub:
+			default:
+				return usageErr("unknown --format %q (want human, json or github)", format)
+			}
+			if watchF {
+				return a.validateWatch(cmd.Context(), args, format)
+			}
+			files, err := collectSpecFiles(args)
+			if err != nil {
+				return err
+			}
+			results := make([]specs.FileResult, 0, len(files))
+			valid := true
+			for _, f := range files {
+				_, ds := specs.ParseFile(f)
+				r := specs.NewFileResult(f, ds)
+				valid = valid && r.Valid
+				results = append(results, r)
+			}
+			if err := specs.WriteResults(a.stdout, format, results); err != nil {
+				return err
+			}
+			if !valid {
+				return silentExit(exitFailure)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
+	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
+	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
+	return cmd
+}
+
+// collectSpecFiles expands the arguments: files are taken as given, directories
+// are walked for *.stratum.yaml (skipping hidden directories and node_modules).
+func collectSpecFiles(args []string) ([]string, error) {
+	var files []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			files = append(files, p)
+		}
+	}
+	for _, arg := range args {
+		info, err := os.Stat(arg)
+		if err != nil {
+			return nil, usageErr("%s: no such file or directory", arg)
+		}
+		if !info.IsDir() {
+			add(arg)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				name := d.Name()
+				if p != arg && (strings.HasPrefix(name, ".") || name == "node_modules") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if strings.HasSuffix(d.Name(), ".stratum.yaml") {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, &exitError{code: exitFailure, err: err}
+		}
+		sort.Strings(found)
+		for _, f := range found {
+			add(f)
+		}
+	}
+	if len(files) == 0 {
+		return nil, usageErr("no *.stratum.yaml files found in %s", strings.Join(args, " "))
+	}
+	return files, nil
+}
+
+// validateWatch re-reports on every save until the context ends (Ctrl-C).
+func (a *app) validateWatch(ctx context.Context, args []string, format string) error {
+	var dirs []string
+	only := map[string]bool{} // explicit files: report only those
+	for _, arg := range args {
+		info, err := os.Stat(arg)
+		if err != nil {
+			return usageErr("%s: no such file or directory", arg)
+		}
+		abs, err := filepath.Abs(arg)
+		if err != nil {
+			return err
+		}
+		if info.IsDir() {
+			dirs = append(dirs, abs)
+			continue
+		}
+		dirs = append(dirs, filepath.Dir(abs))
+		only[abs] = true
+	}
+	w, err := watch.New(dirs, watch.Options{})
+	if err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	defer w.Close()
+	fmt.Fprintf(a.stderr, "watching %s for *.stratum.yaml changes (Ctrl-C to stop)\n", strings.Join(dirs, ", "))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u, ok := <-w.Updates():
+			if !ok {
+				return nil
+			}
+			if len(only) > 0 && !only[u.Path] {
+				continue
+			}
+			name := relPath(u.Path)
+			if u.Removed {
+				if format == specs.FormatJSON {
+					_ = json.NewEncoder(a.stdout).Encode(map[string]any{"file": name, "removed": true, "generation": u.Gen})
+				} else {
+					fmt.Fprintf(a.stdout, "%s: removed\n", name)
+				}
+				continue
+			}
+			if err := specs.WriteResults(a.stdout, format, []specs.FileResult{specs.NewFileResult(name, u.Diags)}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// relPath shortens an absolute path relative to the working directory when it
+// is below it.
+func relPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+// ---- workflows, compile ----
+
+func (a *app) workflowsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "workflows [DIR]",
+		Short: "List the registered workflows (specs with a workflow: block) in DIR",
+		Long: `Workflows scans DIR (default ".", not recursive) for *.stratum.yaml files with a
+workflow: block and prints {"workflows": [{name, description, input, path}], "errors": [...]},
+the JSON of the original's stratum_list_workflows tool. Duplicate names are errors.`,
+		Example: `  stratum workflows
+  stratum workflows ./workflows | jq '.workflows[].name'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			list, err := specs.DiscoverWorkflows(dir)
+			if err != nil {
+				return &exitError{code: exitFailure, err: err}
+			}
+			return writeJSON(a.stdout, list)
+		},
+	}
+}
+
+func (a *app) compileCommand() *cobra.Command {
+	var output, flowName string
+	cmd := &cobra.Command{
+		Use:   "compile TASKS_DIR",
+		Short: "Compile spec-kit tasks/*.md into a .stratum.yaml flow",
+		Long: `Compile turns a spec-kit tasks directory (one Markdown file per task, with
+"## Acceptance Criteria" checklists) into a v0.1 spec: one compute function and one step
+per task, file_exists/file_contains/tests/lint criteria as ensures, [P] tasks as parallel
+groups in the dependency graph.`,
+		Example: `  stratum compile tasks/ --output tasks.stratum.yaml --flow build`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, err := specs.CompileTasks(args[0], flowName)
+			if err != nil {
+				var ce *specs.CompileError
+				if errors.As(err, &ce) {
+					return &exitError{code: exitFailure, err: fmt.Errorf("%s: %s", ce.Type, ce.Message)}
+				}
+				return &exitError{code: exitFailure, err: err}
+			}
+			if output == "" || output == "-" {
+				_, err := io.WriteString(a.stdout, c.YAML)
+				return err
+			}
+			if err := os.WriteFile(output, []byte(c.YAML), 0o644); err != nil {
+				return &exitError{code: exitFailure, err: err}
+			}
+			fmt.Fprintf(a.stderr, "wrote %s (%d steps, flow %q)\n", output, len(c.Steps), c.FlowName)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the spec to this file instead of stdout")
+	cmd.Flags().StringVar(&flowName, "flow", "tasks", "name of the generated flow")
+	return cmd
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// ---- the store and the engine service ----
+
+// schemaVersion is the version of the CLI's JSON contract (`query`, `gate`),
+// as in the original.
+const schemaVersion = "1"
+
+// openService opens the shared store ($STRATUM_HOME/stratum.db) and returns
+// the engine service over it.
+func openService() (*engine.Service, *store.Store, error) {
+	path, err := store.DefaultPath()
+	if err != nil {
+		return nil, nil, &exitError{code: exitFailure, err: err}
+	}
+	svc := &engine.Service{Root: "."}
+	st, err := store.Open(path, store.Options{Summarize: svc.Summarize})
+	if err != nil {
+		return nil, nil, &exitError{code: exitFailure, err: err}
+	}
+	svc.Store = st
+	return svc, st, nil
+}
+
+// storeErr turns a store failure into an exit error.
+func storeErr(err error) error {
+	return &exitError{code: exitFailure, err: err}
+}
+
+// responseExit prints an engine response and maps an error envelope to exit 1.
+func (a *app) responseExit(resp engine.Response) error {
+	if err := writeJSON(a.stdout, resp); err != nil {
+		return err
+	}
+	if resp["status"] == "error" {
+		return silentExit(exitFailure)
+	}
+	return nil
+}
+
+// ---- plan, step-done, resume: drive a flow from a shell ----
+
+func (a *app) planCommand() *cobra.Command {
+	var (
+		flowName   string
+		inputKV    []string
+		inputsFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "plan SPEC",
+		Short: "Start a flow (stratum_plan) and print its first dispatch",
+		Long: `Plan validates SPEC, creates a flow execution in the store and prints the first
+dispatch as JSON, exactly like the stratum_plan tool: an agent or a script then does the
+step's work and reports it with "stratum step-done". --flow may be omitted when the spec
+has one flow (or a workflow block naming its entry flow).`,
+		Example: `  stratum plan review.stratum.yaml --flow main --input text=hello
+  stratum plan flow.stratum.yaml --inputs inputs.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, err := os.ReadFile(args[0])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			inputs, err := parseInputs(inputKV, inputsFile)
+			if err != nil {
+				return err
+			}
+			if flowName == "" {
+				flowName, err = defaultFlow(args[0], src)
+				if err != nil {
+					return err
+				}
+			}
+			svc, _, err := openService()
+			if err != nil {
+				return err
+			}
+			resp, err := svc.Plan(cmd.Context(), string(src), flowName, inputs, engine.PlanOptions{SpecFile: args[0]})
+			if err != nil {
+				return storeErr(err)
+			}
+			return a.responseExit(resp)
+		},
+	}
+	cmd.Flags().StringVar(&flowName, "flow", "", "flow to run (default: the only flow, or the workflow's entry flow)")
+	cmd.Flags().StringArrayVar(&inputKV, "input", nil, "flow input as NAME=VALUE (VALUE is parsed as JSON when it is valid JSON); repeatable")
+	cmd.Flags().StringVar(&inputsFile, "inputs", "", "JSON file with the flow inputs")
+	return cmd
+}
+
+// defaultFlow picks the flow to run when --flow is not given.
+func defaultFlow(file string, src []byte) (string, error) {
+	sp, ds := specs.Parse(file, src)
+	if sp == nil {
+		// Let Plan report the diagnostics in the original's envelope.
+		_ = ds
+		return "", nil
+	}
+	if sp.Workflow != nil && sp.Workflow.EntryFlow != "" {
+		return sp.Workflow.EntryFlow, nil
+	}
+	if len(sp.FlowNames) == 1 {
+		return sp.FlowNames[0], nil
+	}
+	return "", usageErr("%s has %d flows (%s): choose one with --flow", file, len(sp.FlowNames), strings.Join(sp.FlowNames, ", "))
+}
+
+// parseInputs merges --inputs FILE and --input k=v flags (flags win).
+func parseInputs(kv []string, file string) (map[string]any, error) {
+	inputs := map[string]any{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		if err := json.Unmarshal(b, &inputs); err != nil {
+			return nil, usageErr("%s: not a JSON object: %v", file, err)
+		}
+	}
+	for _, p := range kv {
+		name, val, ok := strings.Cut(p, "=")
+		if !ok || name == "" {
+			return nil, usageErr("--input %q: want NAME=VALUE", p)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(val), &v); err != nil {
+			v = val // not JSON: a plain string
+		}
+		inputs[name] = v
+	}
+	return inputs, nil
+}
+
+func (a *app) stepDoneCommand() *cobra.Command {
+	var result, resultFile string
+	cmd := &cobra.Command{
+		Use:   "step-done FLOW STEP",
+		Short: "Report a step's result (stratum_step_done) and print what comes next",
+		Long: `Step-done reports the JSON result of the current step. The engine checks it
+(output_schema, guardrails, ensure) and prints the next dispatch, the same step again with
+its violations, the completion, or an error envelope (exit 1).`,
+		Example: `  stratum step-done 3f2a… classify --result '{"label":"positive","confidence":0.9}'
+  stratum step-done 3f2a… classify --result-file out.json
+  echo '{"done": true}' | stratum step-done 3f2a… build --result-file -`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var raw []byte
+			switch {
+			case result != "" && resultFile != "":
+				return usageErr("give --result or --result-file, not both")
+			case result != "":
+				raw = []byte(result)
+			case resultFile == "-":
+				b, err := io.ReadAll(a.stdin)
+				if err != nil {
+					return usageErr("reading stdin: %v", err)
+				}
+				raw = b
+			case resultFile != "":
+				b, err := os.ReadFile(resultFile)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				raw = b
+			default:
+				return usageErr("step-done needs --result JSON or --result-file FILE")
+			}
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return usageErr("the result is not valid JSON: %v", err)
+			}
+			svc, _, err := openService()
+			if err != nil {
+				return err
+			}
+			resp, err := svc.StepDone(cmd.Context(), args[0], args[1], v, engine.ReportOptions{})
+			if err != nil {
+				return storeErr(err)
+			}
+			return a.responseExit(resp)
+		},
+	}
+	cmd.Flags().StringVar(&result, "result", "", "the step result as JSON")
+	cmd.Flags().StringVar(&resultFile, "result-file", "", "read the step result from a JSON file (- for stdin)")
+	return cmd
+}
+
+func (a *app) resumeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "resume FLOW",
+		Short:   "Print the current dispatch of a flow (stratum_resume)",
+		Example: `  stratum resume 3f2a…`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, _, err := openService()
+			if err != nil {
+				return err
+			}
+			resp, err := svc.Resume(cmd.Context(), args[0])
+			if err != nil {
+				return storeErr(err)
+			}
+			return a.responseExit(resp)
+		},
+	}
+}
+
+// ---- query ----
+
+func (a *app) queryCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "query",
+		Short: "Print flows, one flow, or pending gates as JSON",
+		Long: `Query reads the store and prints JSON with "_schema_version": "1", like the
+original's "stratum-mcp query". Flow statuses: running, awaiting_gate, complete, killed,
+failed, budget_exhausted.`,
+	}
+	var status string
+	var limit int
+	flows := &cobra.Command{
+		Use:     "flows",
+		Short:   "List every flow execution, newest first",
+		Example: `  stratum query flows --status awaiting_gate`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svc, _, err := openService()
+			if err != nil {
+				return err
+			}
+			list, err := svc.List(cmd.Context(), engine.ListFilter{Status: status, Limit: limit})
+			if err != nil {
+				return storeErr(err)
+			}
+			if list == nil {
+				list = []engine.FlowSummary{}
+			}
+			return writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "flows": list})
+		},
+	}
+	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
+	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
+	flow := &cobra.Command{
+		Use:     "flow ID",
+		Short:   "Print the full persisted state of one flow",
+		Example: `  stratum query flow 3f2a…`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, _, err := openService()
+			if err != nil {
+				return err
+			}
+			st, err := svc.Get(cmd.Context(), args[0])
+			if errors.Is(err, engine.ErrNotFound) {
+				_ = writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "ok": false,
+					"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("No flow with id '%s'", args[0])}})
+				return silentExit(exitFailure)
+			}
+			if err != nil {
+				return storeErr(err)
+			}
+			return writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "flow": st})
+		},
+	}
+	gates := &cobra.Command{
+		Use:     "gates",
+		Short:   "List every gate waiting for a decision",
+		Example: `  stratum query gates | jq -r '.gates[] | "\(.flow_id) \(.step_id)"'`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svc, _, err := openService()
+			if err != nil {
+				return err
+			}
+			pending, err := svc.PendingGates(cmd.Context())
+			if err != nil {
+				return storeErr(err)
+			}
+			out := make([]map[string]any, 0, len(pending))
+			for _, p := range pending {
+				g := map[string]any{"flow_id": p.FlowID, "flow_name": p.FlowName, "status": p.Status, "round": p.Round,
+					"step_number": p.StepNumber, "total_steps": p.TotalSteps, "updated_at": p.UpdatedAt}
+				if p.Gate != nil {
+					g["step_id"] = p.Gate.StepID
+					g["dispatched_at"] = p.Gate.DispatchedAt
+					g["deadline"] = p.Gate.Deadline
+					g["approver"] = p.Gate.Approver
+					g["on_timeout"] = p.Gate.OnTimeout
+				}
+				out = append(out, g)
+			}
+			return writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "gates": out})
+		},
+	}
+	cmd.AddCommand(flows, flow, gates)
+	return cmd
+}
+
+// ---- gate ----
+
+// gateConflicts are the error types that mean "this gate was already
+// resolved, or is not the one waiting": exit 2 with conflict: true.
+var gateConflicts = map[string]bool{
+	"flow_already_complete": true, "wrong_step": true, "not_a_gate_step": true, "stale_round": true,
+}
+
+func (a *app) gateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gate",
+		Short: "Resolve a pending gate: approve, reject (kill) or revise",
+		Long: `Gate records a decision on the gate a flow is waiting at, first-writer-wins across
+every stratum process (TUI, MCP server, other shells). It prints
+{"_schema_version": "1", "ok": true, "flow_id", "step_id", "outcome", "result"} where result
+is the flow's next status (execute_step, await_gate, complete, killed, max_rounds_exceeded).
+
+Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
+2 conflict (the gate was already resolved, or STEP is not the gate waiting).`,
+	}
+	for _, verb := range []struct {
+		use     string
+		outcome review.Outcome
+		short   string
+	}{
+		{"approve", review.Approve, "Approve the gate (follow on_approve, or complete the flow)"},
+		{"reject", review.Kill, "Kill the flow at the gate (follow on_kill, or end the flow killed)"},
+		{"revise", review.Revise, "Send the flow back to the gate's on_revise step for another round"},
+	} {
+		verb := verb
+		var note, resolvedBy, reviewer string
+		var round int
+		c := &cobra.Command{
+			Use:     verb.use + " FLOW STEP",
+			Short:   verb.short,
+			Example: fmt.Sprintf("  stratum gate %s 3f2a… review --note \"looks good\"", verb.use),
+			Args:    cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				rb := review.ResolvedBy(resolvedBy)
+				if !rb.Valid() {
+					return usageErr("--resolved-by %q: want human, agent or system", resolvedBy)
+				}
+				if reviewer == "" {
+					reviewer = os.Getenv("USER")
+				}
+				d := review.Decision{StepID: args[1], Outcome: verb.outcome, Rationale: note,
+					Reviewer: reviewer, ResolvedBy: rb, Channel: review.ChannelCLI}
+				if cmd.Flags().Changed("round") {
+					d.Round = &round
+				}
+				svc, _, err := openService()
+				if err != nil {
+					return err
+				}
+				resp, err := svc.GateResolve(cmd.Context(), args[0], d)
+				if err != nil {
+					return storeErr(err)
+				}
+				return a.gateResult(args[0], args[1], verb.outcome, resp)
+			},
+		}
+		c.Flags().StringVar(&note, "note", "", "rationale recorded with the decision")
+		c.Flags().StringVar(&resolvedBy, "resolved-by", "human", "who decided: human, agent or system")
+		c.Flags().StringVar(&reviewer, "reviewer", "", "reviewer identity (default $USER)")
+		c.Flags().IntVar(&round, "round", 0, "refuse the decision unless the gate is in this round")
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+// gateResult prints the CLI gate JSON contract and picks the exit code.
+func (a *app) gateResult(flowID, stepID string, outcome review.Outcome, resp engine.Response) error {
+	status, _ := resp["status"].(string)
+	errType, _ := resp["error_type"].(string)
+	out := map[string]any{"_schema_version": schemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
+	switch {
+	case status != "error" || errType == "max_rounds_exceeded":
+		result := status
+		if status == "error" {
+			result = errType
+		}
+		out["ok"] = true
+		out["result"] = result
+		return writeJSON(a.stdout, out)
+	case errType == "flow_not_found":
+		out["ok"] = false
+		out["error"] = map[string]any{"code": "NOT_FOUND", "message": resp["message"]}
+		_ = writeJSON(a.stdout, out)
+		return silentExit(exitFailure)
+	case gateConflicts[errType]:
+		out["ok"] = false
+		out["conflict"] = true
+		out["error"] = map[string]any{"code": errType, "message": resp["message"]}
+		_ = writeJSON(a.stdout, out)
+		return silentExit(exitUsage)
+	default:
+		out["ok"] = false
+		out["error"] = map[string]any{"code": errType, "message": resp["message"]}
+		_ = writeJSON(a.stdout, out)
+		return silentExit(exitFailure)
+	}
+}
+
+// ---- audit, gc ----
+
+func (a *app) auditCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "audit FLOW",
+		Short: "Print the audit snapshot of one flow execution",
+		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
+original's stratum_audit). Completed flows are kept in the store, so audits work after the
+fact until "stratum gc" prunes them.`,
+		Example: `  stratum audit 3f2a… | jq '.trace'`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, _, err := openService()
+			if err != nil {
+				return err
+			}
+			resp, err := svc.Audit(cmd.Context(), args[0])
+			if err != nil {
+				return storeErr(err)
+			}
+			return a.responseExit(resp)
+		},
+	}
+}
+
+func (a *app) gcCommand() *cobra.Command {
+	var olderThan time.Duration
+	cmd := &cobra.Command{
+		Use:   "gc --older-than DURATION",
+		Short: "Delete finished flows (and their events) older than DURATION",
+		Long: `Gc prunes flows whose status is complete, killed, failed or budget_exhausted and that
+have not changed for DURATION (e.g. 720h). Running flows and flows waiting at a gate are
+never pruned. Prints {"deleted": N}.`,
+		Example: `  stratum gc --older-than 720h`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("older-than") {
+				return usageErr("gc needs --older-than DURATION (for example 720h)")
+			}
+			if olderThan < 0 {
+				return usageErr("--older-than must not be negative")
+			}
+			_, st, err := openService()
+			if err != nil {
+				return err
+			}
+			n, err := st.GC(cmd.Context(), olderThan)
+			if err != nil {
+				return storeErr(err)
+			}
+			return writeJSON(a.stdout, map[string]any{"deleted": n})
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
+	return cmd
 }
