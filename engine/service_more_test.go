@@ -122,3 +122,28 @@ func TestNewUUID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+func TestServicePendingReviews(t *testing.T) {
+	ctx := context.Background()
+	s, _, clk := newService()
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	prs, err := s.PendingReviews(ctx)
+	if err != nil || len(prs) != 0 {
+		t.Fatalf("%+v %v", prs, err)
+	}
+	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{"b": 2}, engine.ReportOptions{}))
+	prs, err = s.PendingReviews(ctx)
+	if err != nil || len(prs) != 1 {
+		t.Fatalf("%+v %v", prs, err)
+	}
+	pr := prs[0]
+	if pr.ReviewID != "f1/review/0" || pr.StepID != "review" || pr.Deadline == nil || !pr.Deadline.Equal(clk.Now().Add(30e9)) ||
+		len(pr.Outcomes) != 3 || pr.OnTimeout != "kill" || pr.Approver != "any" || pr.Question == "" {
+		t.Fatalf("review %+v", pr)
+	}
+	outs := pr.Artifacts["step_outputs"].(map[string]any)
+	if len(outs) != 2 {
+		t.Errorf("artifacts %+v", pr.Artifacts)
+	}
+}
