@@ -340,3 +340,26 @@ func gunzipFile(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	seedV1(t, path)
+	old, err := openWith(path, Options{}, schema{version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openWith(path, Options{}, testV3); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	err = old.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("x", engine.StatusRunning)) })
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("old process writing a migrated file: %v, want ErrNewerSchema", err)
+	}
+	if _, err := old.Events(bg, 0, 0); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("old process reading a migrated file: %v, want ErrNewerSchema", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("the old process modified the migrated file")
+	}
+}

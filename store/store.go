@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,10 @@ type Store struct {
 	mu sync.RWMutex
 	// faults counts faults/panics caught inside bbolt (see guard).
 	faults atomic.Int64
+	// ready is set once Open has validated and migrated the file; from then
+	// on every transaction re-checks the schema version, so a process left
+	// running when a newer stratum migrated the file stops touching it.
+	ready atomic.Bool
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -108,6 +113,7 @@ func openWith(path string, opts Options, sc schema) (*Store, error) {
 	if err := s.prepare(context.Background()); err != nil {
 		return nil, err
 	}
+	s.ready.Store(true)
 	return s, nil
 }
 
@@ -206,6 +212,11 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	}
 	if err := s.checkSize(h, btx); err != nil {
 		return err
+	}
+	if s.ready.Load() {
+		if err := s.checkVersion(btx); err != nil {
+			return err
+		}
 	}
 	if err := fn(btx); err != nil {
 		if errors.Is(err, errNothingWritten) {
@@ -389,4 +400,29 @@ func (s *Store) checkSize(h *handle, btx *bolt.Tx) error {
 			fi.Size(), need), nil)
 	}
 	return nil
+}
+
+// checkVersion refuses a file whose schema version changed since Open (a
+// newer stratum migrated it, or it was replaced).
+func (s *Store) checkVersion(btx *bolt.Tx) error {
+	return s.guard(func() error {
+		meta := btx.Bucket(bucketMeta)
+		if meta == nil {
+			return corruptError(s.path, "bucket \"meta\" is missing", nil)
+		}
+		raw := meta.Get(keySchemaVersion)
+		if string(raw) == strconv.Itoa(s.schema.version) {
+			return nil
+		}
+		v, err := strconv.Atoi(string(raw))
+		if err != nil {
+			return corruptError(s.path, fmt.Sprintf("meta/schema_version is %q", raw), err)
+		}
+		if v > s.schema.version {
+			return &FileError{Path: s.path, Kind: ErrNewerSchema,
+				Detail: fmt.Sprintf("a newer stratum migrated it to schema version %d while this one (version %d) was running", v, s.schema.version),
+				Hint:   "restart with the newer stratum; this process will not touch the file"}
+		}
+		return corruptError(s.path, fmt.Sprintf("schema version went back to %d", v), nil)
+	})
 }
