@@ -54,7 +54,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		return problems
 	}
 	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
-	// index key → expected value (the encoded summary; empty for gates)
+	// index key → expected value (the encoded summary)
 	wantCreated, wantStatus, wantGates := map[string]string{}, map[string]string{}, map[string]string{}
 	_ = flows.ForEach(func(k, v []byte) error {
 		var st engine.FlowState
@@ -83,7 +83,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		wantCreated[string(createdKey(ref))] = string(raw)
 		wantStatus[string(statusKey(ref))] = string(raw)
 		if pendingGate(sum) {
-			wantGates[sum.FlowID] = ""
+			wantGates[sum.FlowID] = string(raw)
 		}
 		return nil
 	})

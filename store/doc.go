@@ -40,7 +40,7 @@
 //	idx_status/
 //	    <status> ‖ 0x00 ‖ <created:8> ‖ <flow id> = <summary>   List(Status)
 //	idx_gates/
-//	    <flow id>       = ""            status awaiting_gate and Gate set
+//	    <flow id>       = <summary>     status awaiting_gate and Gate set
 //	events/                             sequence = last seq ever assigned
 //	    <seq:8>         = engine.Event JSON
 //	idx_flow_events/

@@ -18,7 +18,7 @@ var (
 	bucketByCreated = []byte("idx_created")
 	// bucketByStatus: status ‖ 0x00 ‖ created-at key ‖ flow id → summary.
 	bucketByStatus = []byte("idx_status")
-	// bucketGates: flow id → empty, for every flow awaiting a gate.
+	// bucketGates: flow id → summary, for every flow awaiting a gate.
 	bucketGates = []byte("idx_gates")
 	// bucketEvents: sequence (8-byte big-endian) → Event JSON. The bucket's
 	// own sequence (NextSequence) is the last sequence ever assigned.

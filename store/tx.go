@@ -180,8 +180,8 @@ func (t *tx) Put(st *engine.FlowState) error {
 	})
 }
 
-// index adds the secondary-index entries of sum. The listing indexes carry
-// the encoded summary as their value, so List reads them sequentially
+// index adds the secondary-index entries of sum. Every index carries the
+// encoded summary as its value, so List and PendingGates read sequentially
 // without a lookup per flow.
 func (t *tx) index(sum *engine.FlowSummary, encoded []byte) error {
 	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
@@ -192,7 +192,7 @@ func (t *tx) index(sum *engine.FlowSummary, encoded []byte) error {
 	}{
 		{bucketByCreated, createdKey(ref), encoded, true},
 		{bucketByStatus, statusKey(ref), encoded, true},
-		{bucketGates, []byte(sum.FlowID), []byte{}, pendingGate(sum)},
+		{bucketGates, []byte(sum.FlowID), encoded, pendingGate(sum)},
 	} {
 		if !e.on {
 			continue
@@ -365,23 +365,16 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 	var out []engine.FlowSummary
 	err := t.do(false, func() error {
-		sums, err := t.bucket(bucketSummaries)
-		if err != nil {
-			return err
-		}
 		gates, err := t.bucket(bucketGates)
 		if err != nil {
 			return err
 		}
-		return gates.ForEach(func(k, _ []byte) error {
-			sum, err := t.getSummary(sums, k)
-			if err != nil {
-				return err
+		intern := map[string]string{}
+		return gates.ForEach(func(k, v []byte) error {
+			out = append(out, engine.FlowSummary{})
+			if err := decodeSummaryInto(v, &out[len(out)-1], intern); err != nil {
+				return t.decodeErr(fmt.Sprintf("gate index entry %q", k), err)
 			}
-			if sum == nil {
-				return corruptError(t.s.path, fmt.Sprintf("gate index names flow %q which has no summary", k), nil)
-			}
-			out = append(out, *sum)
 			return nil
 		})
 	})
