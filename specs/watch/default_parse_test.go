@@ -42,6 +42,7 @@ func TestWatchDefaultParser(t *testing.T) {
 	}
 	t.Cleanup(func() { w.Close() })
 	r := &recv{t: t, w: w}
+	// The initial scan reads the complete file.
 	if u := r.next(); u.Path != a || u.Spec == nil || u.Diags.HasErrors() || u.Spec.Flows["run"] == nil {
 		t.Fatalf("valid spec: spec %v, diags %v", u.Spec, u.Diags)
 	}

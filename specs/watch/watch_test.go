@@ -66,6 +66,30 @@ func (r *recv) next() Update {
 	panic("unreachable")
 }
 
+// until returns the first update of path that satisfies ok. Earlier updates
+// of the same path are skipped: on a loaded machine a write can be split
+// across two debounce windows (e.g. create, then content), and reporting the
+// intermediate state is correct. An update for another path fails the test.
+func (r *recv) until(path string, ok func(Update) bool) Update {
+	r.t.Helper()
+	for {
+		u := r.next()
+		if u.Path != path {
+			r.t.Fatalf("unexpected update for %s (waiting for %s): %+v", u.Path, path, u)
+		}
+		if ok(u) {
+			return u
+		}
+		r.t.Logf("intermediate update: %+v", u)
+	}
+}
+
+func hasContent(s string) func(Update) bool {
+	return func(u Update) bool { return !u.Removed && content(u) == s }
+}
+
+func isRemoved(u Update) bool { return u.Removed && u.Spec == nil }
+
 // quiet fails if an update arrives within d.
 func (r *recv) quiet(d time.Duration) {
 	r.t.Helper()
@@ -121,22 +145,16 @@ func TestWatchCreateWriteDelete(t *testing.T) {
 	r := startWatcher(t, []string{dir}, Options{})
 	a := filepath.Join(dir, "a.stratum.yaml")
 
-	writeFile(t, a, "v1")
-	if u := r.next(); u.Path != a || content(u) != "v1" || u.Removed {
-		t.Fatalf("create: %+v", u)
-	}
-	writeFile(t, a, "v2")
-	if u := r.next(); u.Path != a || content(u) != "v2" || u.Removed {
-		t.Fatalf("write: %+v", u)
-	}
+	writeFile(t, a, "v1") // create
+	r.until(a, hasContent("v1"))
+	writeFile(t, a, "v2") // write
+	r.until(a, hasContent("v2"))
 	writeFile(t, a, "invalid now")
-	if u := r.next(); u.Path != a || u.Spec != nil || !u.Diags.HasErrors() {
-		t.Fatalf("invalid write: %+v", u)
-	}
+	r.until(a, func(u Update) bool { return u.Spec == nil && u.Diags.HasErrors() && !u.Removed })
 	if err := os.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	if u := r.next(); u.Path != a || !u.Removed || u.Spec != nil {
+	if u := r.next(); u.Path != a || !isRemoved(u) {
 		t.Fatalf("delete: %+v", u)
 	}
 	if files := r.w.Files(); len(files) != 0 {
@@ -173,9 +191,7 @@ func TestWatchRenameOver(t *testing.T) {
 	}
 	// Renamed to another spec name: the new one appears.
 	writeFile(t, a, "v4")
-	if u := r.next(); u.Path != a || content(u) != "v4" {
-		t.Fatalf("re-create: %+v", u)
-	}
+	r.until(a, hasContent("v4"))
 	b := filepath.Join(dir, "b.stratum.yaml")
 	if err := os.Rename(a, b); err != nil {
 		t.Fatal(err)
@@ -205,9 +221,7 @@ func TestWatchIgnoresNonMatchingFiles(t *testing.T) {
 	}
 	sentinel := filepath.Join(dir, "zz.stratum.yaml")
 	writeFile(t, sentinel, "s")
-	if u := r.next(); u.Path != sentinel {
-		t.Fatalf("got update for %s, want only %s", u.Path, sentinel)
-	}
+	r.until(sentinel, hasContent("s")) // fails on an update for any other path
 	r.quiet(4 * fsDebounce)
 	if files := r.w.Files(); len(files) != 1 {
 		t.Errorf("Files() = %+v", files)
@@ -220,14 +234,10 @@ func TestWatchNewSubdirectory(t *testing.T) {
 	// Created together with its parent directories, before any watch on them.
 	c := filepath.Join(dir, "sub", "deeper", "c.stratum.yaml")
 	writeFile(t, c, "c1")
-	if u := r.next(); u.Path != c || content(u) != "c1" {
-		t.Fatalf("file in new subdirectory: %+v", u)
-	}
+	r.until(c, hasContent("c1"))
 	// The new directory is watched now.
 	writeFile(t, c, "c2")
-	if u := r.next(); u.Path != c || content(u) != "c2" {
-		t.Fatalf("write in new subdirectory: %+v", u)
-	}
+	r.until(c, hasContent("c2"))
 	// Removing the directory removes its files.
 	if err := os.RemoveAll(filepath.Join(dir, "sub")); err != nil {
 		t.Fatal(err)
@@ -242,16 +252,24 @@ func TestWatchBurstCoalesced(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.stratum.yaml")
 	writeFile(t, a, "v0")
-	// A longer debounce so that a scheduler hiccup in the write loop cannot
-	// split the burst.
 	const debounce = 300 * time.Millisecond
 	r := startWatcher(t, []string{dir}, Options{Debounce: debounce})
 	r.initial(1)
-	for i := 1; i <= 20; i++ {
+	const writes = 40
+	for i := 1; i <= writes; i++ {
 		writeFile(t, a, fmt.Sprint("v", i))
 	}
-	if u := r.next(); u.Path != a || content(u) != "v20" {
-		t.Fatalf("after burst: %+v, want v20", u)
+	// Normally exactly one update. A starved test process (the write loop
+	// descheduled for longer than the debounce) may split the burst once or
+	// twice; without debouncing there would be about one update per write.
+	// The exact count is asserted deterministically in
+	// TestLoopDebouncesBurstIntoOneUpdate.
+	n := 0
+	r.until(a, func(u Update) bool { n++; return content(u) == fmt.Sprint("v", writes) })
+	if n > 3 {
+		t.Errorf("a burst of %d writes gave %d updates, want 1", writes, n)
+	} else if n > 1 {
+		t.Logf("burst split into %d updates (loaded machine?)", n)
 	}
 	r.quiet(3 * debounce)
 }
