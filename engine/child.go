@@ -68,7 +68,9 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Respo
 	}
 	childEnv := env
 	childEnv.Flow = childFlow
-	cr, err := currentDispatch(child, childEnv)
+	// Resume semantics: a finished child answers its final payload and is
+	// not revived.
+	cr, err := Resume(child, childEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +94,10 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Respo
 
 // snapshotChildAudit appends the active child's audit to
 // child_audits[stepID] (when the child can be read) and drops the pointer.
-// It returns the child's id ("" when there was none).
-func snapshotChildAudit(st *FlowState, env Env, stepID string) string {
+// A child that has not finished is abandoned: it ends killed (so it does not
+// stay "running" in listings forever). It returns the child's id ("" when
+// there was none).
+func snapshotChildAudit(st *FlowState, env Env, stepID string, res *Result) string {
 	if st.ActiveChildFlowID == nil {
 		return ""
 	}
@@ -111,10 +115,17 @@ func snapshotChildAudit(st *FlowState, env Env, stepID string) string {
 	if childEnv.Flow == nil {
 		return id
 	}
-	b, err := json.Marshal(Audit(child, childEnv))
-	if err != nil {
-		return id
+	if b, err := json.Marshal(Audit(child, childEnv)); err == nil {
+		st.ChildAudits[stepID] = append(st.ChildAudits[stepID], json.RawMessage(b))
 	}
-	st.ChildAudits[stepID] = append(st.ChildAudits[stepID], json.RawMessage(b))
+	if !isFinished(child) {
+		child.Status = StatusKilled
+		child.TerminalStatus = strPtr(StatusKilled)
+		child.Gate = nil
+		res.Put = append(res.Put, child)
+		res.Events = append(res.Events, event(child, env, EventFlowFinished, "", map[string]any{
+			"status": StatusKilled, "reason": "abandoned: parent step '" + stepID + "' reported",
+		}))
+	}
 	return id
 }

@@ -294,3 +294,30 @@ func TestClearFrom(t *testing.T) {
 		t.Error("stepIndex")
 	}
 }
+
+// A child the parent abandons (step_done before the child finished) ends
+// killed; a failed child is not revived by re-dispatching the parent.
+func TestChildAbandonedAndFailed(t *testing.T) {
+	f, r := plan(t, specChild, "main", map[string]any{"x": "hi"})
+	childID := r["child_flow_id"].(string)
+	f.stepDone("sub", map[string]any{"done": true})
+	c := f.child(childID)
+	if c.st.Status != StatusKilled {
+		t.Fatalf("abandoned child status %q", c.st.Status)
+	}
+
+	src := strings.Replace(specChild, `intent: "child work"`, `intent: "child work"
+        ensure: ["result.ok == True"]`, 1)
+	f, r = plan(t, src, "main", map[string]any{"x": "hi"})
+	childID = r["child_flow_id"].(string)
+	c = f.child(childID)
+	done := c.stepDone("c1", map[string]any{"ok": false})
+	expect(t, done, map[string]any{"error_type": "retries_exhausted"})
+	f.save(c)
+	r = f.do(Resume)
+	expect(t, r, map[string]any{"status": "execute_flow", "child_flow_id": childID})
+	expect(t, r["child_step"].(map[string]any), map[string]any{"status": "failed", "flow_id": childID})
+	if c2 := f.child(childID); c2.st.Status != StatusFailed {
+		t.Fatalf("failed child revived: %q", c2.st.Status)
+	}
+}

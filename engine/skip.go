@@ -22,7 +22,7 @@ func SkipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	}
 	var res Result
 	if step.Kind == specs.KindFlow {
-		snapshotChildAudit(st, env, step.ID)
+		snapshotChildAudit(st, env, step.ID, &res)
 	}
 	clearStepIteration(st, step.ID)
 	skipCurrent(st, env, step, reason, &res)

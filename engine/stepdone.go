@@ -32,11 +32,16 @@ func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error)
 		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
 	}
 	childID := ""
+	var pre Result
 	if step.Kind == specs.KindFlow {
-		childID = snapshotChildAudit(st, env, step.ID)
+		childID = snapshotChildAudit(st, env, step.ID, &pre)
 		result = unwrapChildCompletion(result)
 	}
-	return processResult(st, env, step, result, childID, nil)
+	res, err := processResult(st, env, step, result, childID, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	return mergeResults(pre, res), nil
 }
 
 // unwrapChildCompletion turns a child flow's completion object {status,
