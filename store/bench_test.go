@@ -38,16 +38,44 @@ func realisticState(id string) *engine.FlowState {
 }
 
 // BenchmarkTransition is one durable state transition: open, Get, modify,
-// Put, Append one event, commit (fsync), close.
+// Put, Append one event, commit (fsync), close — in a store holding only
+// that flow, and in one holding 10,000 flows.
 func BenchmarkTransition(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), FileName), Options{})
-	if err != nil {
-		b.Fatal(err)
+	for _, flows := range []int{1, 10000} {
+		b.Run(fmt.Sprintf("flows=%d", flows), func(b *testing.B) {
+			s, err := Open(filepath.Join(b.TempDir(), FileName), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fill(b, s, flows-1)
+			storePut(b, s, realisticState("bench"))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := transition(s, "bench", 0, i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
-	storePut(b, s, realisticState("bench"))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := transition(s, "bench", 0, i); err != nil {
+}
+
+// fill adds n realistic flows in batches, a quarter of them at a gate.
+func fill(b *testing.B, s *Store, n int) {
+	statuses := []string{engine.StatusRunning, engine.StatusComplete, engine.StatusAwaitingGate, engine.StatusKilled}
+	for start := 0; start < n; start += 1000 {
+		if err := s.Update(bg, func(tx engine.Tx) error {
+			for i := start; i < min(n, start+1000); i++ {
+				st := realisticState(fmt.Sprintf("flow-%05d", i))
+				st.Status = statuses[i%len(statuses)]
+				if st.Status == engine.StatusAwaitingGate {
+					st.Gate = &engine.PendingGate{StepID: "s5"}
+				}
+				if err := tx.Put(st); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -95,24 +123,7 @@ func BenchmarkListFlows10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	statuses := []string{engine.StatusRunning, engine.StatusComplete, engine.StatusAwaitingGate, engine.StatusKilled}
-	for batch := 0; batch < 10; batch++ {
-		if err := s.Update(bg, func(tx engine.Tx) error {
-			for i := 0; i < 1000; i++ {
-				st := realisticState(fmt.Sprintf("flow-%05d", batch*1000+i))
-				st.Status = statuses[i%len(statuses)]
-				if st.Status == engine.StatusAwaitingGate {
-					st.Gate = &engine.PendingGate{StepID: "s5"}
-				}
-				if err := tx.Put(st); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fill(b, s, 10000)
 	for _, bc := range []struct {
 		name string
 		f    engine.ListFilter
