@@ -229,6 +229,7 @@ func (e *Expr) EvalBool(env EvalEnv) (bool, error) {
 func xEnvVars(kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
 	vars := make(map[string]any, 4+len(c.rw.refs))
 	vars[xVarRoot] = env.Root
+	vars[xVarWork] = &xWork{}
 	put := func(name string, v any) *ExprError {
 		n, _, err := normValue(v, 0)
 		if err != nil {

@@ -82,7 +82,8 @@ func (c *xChainer) Visit(node *ast.Node) {
 		}
 		ops := l.Arguments[0].(*ast.StringNode)
 		ops.Value += " " + b.Operator
-		l.Arguments = append(l.Arguments, b.Right)
+		work := l.Arguments[len(l.Arguments)-1]
+		l.Arguments = append(l.Arguments[:len(l.Arguments)-1], b.Right, work)
 		ast.Patch(node, l)
 		c.chains[l] = at
 	}
@@ -97,8 +98,19 @@ type xPyPatcher struct {
 func xIdent(name string) *ast.IdentifierNode { return &ast.IdentifierNode{Value: name} }
 func xStr(s string) *ast.StringNode          { return &ast.StringNode{Value: s} }
 
+// xCall builds a call of a helper; every helper call carries the
+// evaluation's work counter as a hidden last argument.
 func xCall(name string, args ...ast.Node) *ast.CallNode {
-	return &ast.CallNode{Callee: xIdent(name), Arguments: args}
+	return &ast.CallNode{Callee: xIdent(name), Arguments: append(args, xIdent(xVarWork))}
+}
+
+// hasWorkArg reports whether a call already carries the hidden arguments.
+func hasWorkArg(n *ast.CallNode) bool {
+	if k := len(n.Arguments); k > 0 {
+		id, ok := n.Arguments[k-1].(*ast.IdentifierNode)
+		return ok && id.Value == xVarWork
+	}
+	return false
 }
 
 func xTruth(n ast.Node) ast.Node {
@@ -132,14 +144,14 @@ func (p *xPyPatcher) Visit(node *ast.Node) {
 			args := append([]ast.Node{callee.Node, callee.Property, xStr(p.describe(callee.Node))}, n.Arguments...)
 			ast.Patch(node, xCall(xFnMethod, args...))
 		case *ast.IdentifierNode:
-			if f, ok := exprFuncs[callee.Value]; ok && f.root {
-				if k := len(n.Arguments); k > 0 {
-					if id, ok := n.Arguments[k-1].(*ast.IdentifierNode); ok && id.Value == xVarRoot {
-						return
-					}
-				}
+			f, ok := exprFuncs[callee.Value]
+			if !ok || hasWorkArg(n) {
+				return
+			}
+			if f.root {
 				n.Arguments = append(n.Arguments, xIdent(xVarRoot))
 			}
+			n.Arguments = append(n.Arguments, xIdent(xVarWork))
 		}
 	case *ast.SliceNode:
 		from, to := n.From, n.To
@@ -186,7 +198,7 @@ func (p *xPyPatcher) describe(n ast.Node) string {
 		return x.Value
 	case *ast.CallNode:
 		id, ok := x.Callee.(*ast.IdentifierNode)
-		if !ok || id.Value != xFnGet || len(x.Arguments) != 3 {
+		if !ok || id.Value != xFnGet || len(x.Arguments) < 3 {
 			break
 		}
 		base := "value"

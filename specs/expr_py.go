@@ -37,6 +37,30 @@ func xpyErrf(format string, args ...any) error { return &xpyError{msg: fmt.Sprin
 
 var xErrTooDeep = &xpyError{msg: "value is nested too deeply"}
 
+// xWorkBudget bounds the element visits (comparisons, repr, repetition) one
+// evaluation may perform, so hostile data or expressions cannot run long.
+const xWorkBudget = 5_000_000
+
+// xWork counts the work of one evaluation; it is created per Eval and passed
+// to every function call (a hidden argument), so it is never shared between
+// goroutines.
+type xWork struct{ steps int }
+
+var xErrTooExpensive = &xpyError{msg: "expression is too expensive to evaluate"}
+
+// spend records n units of work; it fails once the budget is exhausted. A
+// nil *xWork is unbounded (used for small internal formatting).
+func (w *xWork) spend(n int) error {
+	if w == nil {
+		return nil
+	}
+	w.steps += n
+	if w.steps > xWorkBudget || n < 0 {
+		return xErrTooExpensive
+	}
+	return nil
+}
+
 // normValue converts a value coming from JSON or Go into the canonical
 // expression types. json.Number and every Go integer become int (or float64
 // when they do not fit); integral float64 values (as produced by
@@ -257,9 +281,12 @@ func xpyNum(v any) (i int, f float64, isInt, ok bool) {
 }
 
 // xpyEqual is Python ==.
-func xpyEqual(a, b any, depth int) (bool, error) {
+func xpyEqual(w *xWork, a, b any, depth int) (bool, error) {
 	if depth > xMaxPyDepth {
 		return false, xErrTooDeep
+	}
+	if err := w.spend(1); err != nil {
+		return false, err
 	}
 	ai, af, aInt, aNum := xpyNum(a)
 	bi, bf, bInt, bNum := xpyNum(b)
@@ -281,7 +308,7 @@ func xpyEqual(a, b any, depth int) (bool, error) {
 			return false, nil
 		}
 		for i := range x {
-			eq, err := xpyEqual(x[i], y[i], depth+1)
+			eq, err := xpyEqual(w, x[i], y[i], depth+1)
 			if err != nil || !eq {
 				return false, err
 			}
@@ -297,7 +324,7 @@ func xpyEqual(a, b any, depth int) (bool, error) {
 			if !ok {
 				return false, nil
 			}
-			eq, err := xpyEqual(xv, yv, depth+1)
+			eq, err := xpyEqual(w, xv, yv, depth+1)
 			if err != nil || !eq {
 				return false, err
 			}
@@ -311,9 +338,12 @@ func xpyEqual(a, b any, depth int) (bool, error) {
 }
 
 // xpyLess is Python a < b; TypeError-like errors for unorderable operands.
-func xpyLess(op string, a, b any, depth int) (bool, error) {
+func xpyLess(w *xWork, op string, a, b any, depth int) (bool, error) {
 	if depth > xMaxPyDepth {
 		return false, xErrTooDeep
+	}
+	if err := w.spend(1); err != nil {
+		return false, err
 	}
 	ai, af, aInt, aNum := xpyNum(a)
 	bi, bf, bInt, bNum := xpyNum(b)
@@ -331,12 +361,12 @@ func xpyLess(op string, a, b any, depth int) (bool, error) {
 	case []any:
 		if y, ok := b.([]any); ok {
 			for i := 0; i < len(x) && i < len(y); i++ {
-				eq, err := xpyEqual(x[i], y[i], depth+1)
+				eq, err := xpyEqual(w, x[i], y[i], depth+1)
 				if err != nil {
 					return false, err
 				}
 				if !eq {
-					return xpyLess(op, x[i], y[i], depth+1)
+					return xpyLess(w, op, x[i], y[i], depth+1)
 				}
 			}
 			return len(x) < len(y), nil
@@ -354,8 +384,8 @@ func (e *xUnorderable) Error() string {
 }
 
 // xpyCompare evaluates a comparison operator (==, !=, <, <=, >, >=).
-func xpyCompare(op string, a, b any) (bool, error) {
-	ok, err := xpyCompare1(op, a, b)
+func xpyCompare(w *xWork, op string, a, b any) (bool, error) {
+	ok, err := xpyCompare1(w, op, a, b)
 	if u, isU := err.(*xUnorderable); isU && (op == ">" || op == ">=") {
 		// The operands were compared reversed; report them as written.
 		err = &xUnorderable{op: op, a: u.b, b: u.a}
@@ -363,34 +393,34 @@ func xpyCompare(op string, a, b any) (bool, error) {
 	return ok, err
 }
 
-func xpyCompare1(op string, a, b any) (bool, error) {
+func xpyCompare1(w *xWork, op string, a, b any) (bool, error) {
 	switch op {
 	case "==":
-		return xpyEqual(a, b, 0)
+		return xpyEqual(w, a, b, 0)
 	case "!=":
-		eq, err := xpyEqual(a, b, 0)
+		eq, err := xpyEqual(w, a, b, 0)
 		return !eq, err
 	case "<":
-		return xpyLess(op, a, b, 0)
+		return xpyLess(w, op, a, b, 0)
 	case ">":
-		return xpyLess(op, b, a, 0)
+		return xpyLess(w, op, b, a, 0)
 	case "<=", ">=":
 		x, y := a, b
 		if op == ">=" {
 			x, y = b, a
 		}
 		// x <= y  ⇔  x < y or x == y, with NaN never ordered.
-		lt, err := xpyLess(op, x, y, 0)
+		lt, err := xpyLess(w, op, x, y, 0)
 		if err != nil || lt {
 			return lt, err
 		}
-		return xpyEqual(x, y, 0)
+		return xpyEqual(w, x, y, 0)
 	}
 	return false, xpyErrf("unknown comparison %s", op)
 }
 
 // xpyIn is Python `a in b`.
-func xpyIn(a, b any) (bool, error) {
+func xpyIn(w *xWork, a, b any) (bool, error) {
 	switch y := b.(type) {
 	case string:
 		x, ok := a.(string)
@@ -400,7 +430,7 @@ func xpyIn(a, b any) (bool, error) {
 		return strings.Contains(y, x), nil
 	case []any:
 		for _, e := range y {
-			eq, err := xpyEqual(a, e, 0)
+			eq, err := xpyEqual(w, a, e, 0)
 			if err != nil {
 				return false, err
 			}
@@ -423,7 +453,7 @@ func xpyIn(a, b any) (bool, error) {
 }
 
 // xpyArith evaluates a binary arithmetic operator.
-func xpyArith(op string, a, b any) (any, error) {
+func xpyArith(w *xWork, op string, a, b any) (any, error) {
 	ai, af, aInt, aNum := xpyNum(a)
 	bi, bf, bInt, bNum := xpyNum(b)
 	if aNum && bNum {
@@ -456,18 +486,18 @@ func xpyArith(op string, a, b any) (any, error) {
 	case "*":
 		if bNum && bInt {
 			if s, ok := a.(string); ok {
-				return xRepeatStr(s, bi)
+				return xRepeatStr(w, s, bi)
 			}
 			if l, ok := a.([]any); ok {
-				return xRepeatList(l, bi)
+				return xRepeatList(w, l, bi)
 			}
 		}
 		if aNum && aInt {
 			if s, ok := b.(string); ok {
-				return xRepeatStr(s, ai)
+				return xRepeatStr(w, s, ai)
 			}
 			if l, ok := b.([]any); ok {
-				return xRepeatList(l, ai)
+				return xRepeatList(w, l, ai)
 			}
 		}
 	}
@@ -478,22 +508,28 @@ func xpyArith(op string, a, b any) (any, error) {
 	return nil, xpyErrf("unsupported operand type(s) for %s: '%s' and '%s'", sym, xpyType(a), xpyType(b))
 }
 
-func xRepeatStr(s string, n int) (any, error) {
+func xRepeatStr(w *xWork, s string, n int) (any, error) {
 	if n <= 0 || s == "" {
 		return "", nil
 	}
 	if n > xMaxBuiltValue/len(s) {
 		return nil, xpyErrf("result is too large")
 	}
+	if err := w.spend(n * len(s) / 64); err != nil {
+		return nil, err
+	}
 	return strings.Repeat(s, n), nil
 }
 
-func xRepeatList(l []any, n int) (any, error) {
+func xRepeatList(w *xWork, l []any, n int) (any, error) {
 	if n <= 0 || len(l) == 0 {
 		return []any{}, nil
 	}
 	if n > xMaxBuiltValue/len(l) {
 		return nil, xpyErrf("result is too large")
+	}
+	if err := w.spend(n * len(l)); err != nil {
+		return nil, err
 	}
 	out := make([]any, 0, len(l)*n)
 	for range n {
@@ -634,21 +670,24 @@ func xpyNeg(v any, neg bool) (any, error) {
 }
 
 // xpyStr is Python xStr(v).
-func xpyStr(v any) (string, error) {
+func xpyStr(w *xWork, v any) (string, error) {
 	if s, ok := v.(string); ok {
 		return s, nil
 	}
 	var b strings.Builder
-	if err := xpyRepr(&b, v, 0); err != nil {
+	if err := xpyRepr(w, &b, v, 0); err != nil {
 		return "", err
 	}
 	return b.String(), nil
 }
 
 // xpyRepr writes Python repr(v).
-func xpyRepr(b *strings.Builder, v any, depth int) error {
+func xpyRepr(w *xWork, b *strings.Builder, v any, depth int) error {
 	if depth > xMaxPyDepth {
 		return xErrTooDeep
+	}
+	if err := w.spend(1); err != nil {
+		return err
 	}
 	if b.Len() > xMaxBuiltValue {
 		return xpyErrf("result is too large")
@@ -674,7 +713,7 @@ func xpyRepr(b *strings.Builder, v any, depth int) error {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if err := xpyRepr(b, e, depth+1); err != nil {
+			if err := xpyRepr(w, b, e, depth+1); err != nil {
 				return err
 			}
 		}
@@ -692,7 +731,7 @@ func xpyRepr(b *strings.Builder, v any, depth int) error {
 			}
 			b.WriteString(xpyQuote(k))
 			b.WriteString(": ")
-			if err := xpyRepr(b, x[k], depth+1); err != nil {
+			if err := xpyRepr(w, b, x[k], depth+1); err != nil {
 				return err
 			}
 		}
@@ -703,7 +742,7 @@ func xpyRepr(b *strings.Builder, v any, depth int) error {
 			return err
 		}
 		if changed {
-			return xpyRepr(b, n, depth+1)
+			return xpyRepr(w, b, n, depth+1)
 		}
 		fmt.Fprintf(b, "%v", v)
 	}

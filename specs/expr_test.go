@@ -359,6 +359,8 @@ func TestExprRuntimeErrors(t *testing.T) {
 		{"'a' in result.count", "argument of type 'int' is not iterable"},
 		{"result.summary > 1", "'>' not supported between instances of 'str' and 'int'"},
 		{"result.count[1:]", "result.count is a int, which cannot be sliced"},
+		{"[[1] * 100000] * 100 == [[1] * 100000] * 100", "expression is too expensive to evaluate"},
+		{"min([[0] * 100000] * 100)", "expression is too expensive to evaluate"},
 		{"result.items['a':]", "slice indices must be integers or None, not str"},
 		{"0 < result.summary < 2", "'<' not supported between instances of 'int' and 'str'"},
 	}
