@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // DESIGN §12: output_schema is enforced on every step kind, not only on
@@ -117,4 +118,48 @@ func TestReviewIDFillsStepAndRound(t *testing.T) {
 		d.ReviewID = review.ID(f.st.FlowID, "review", 0)
 	})
 	expect(t, r, map[string]any{"status": "complete"})
+}
+
+// BenchmarkStepDone measures one pure step_done transition (checks, record,
+// advance, next dispatch with $-reference resolution), without I/O.
+func BenchmarkStepDone(b *testing.B) {
+	src := `version: "0.2"
+contracts:
+  Out:
+    n: {type: integer}
+functions:
+  work:
+    mode: infer
+    intent: "w"
+    input: {}
+    output: Out
+    ensure: ["result.n > 0"]
+flows:
+  main:
+    input: {}
+    steps:
+      - id: a
+        function: work
+        output_schema: {type: object, required: [n]}
+      - id: b
+        intent: "b"
+        inputs: {n: "$.steps.a.output.n"}
+`
+	sp, ds := specs.Parse("bench.stratum.yaml", []byte(src))
+	if sp == nil {
+		b.Fatal(ds.Error())
+	}
+	env := Env{Spec: sp, Now: t0, NewID: func() string { return "bench" }}
+	result := map[string]any{"n": 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		st, _, err := Plan(env, "main", nil, PlanOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.Flow = sp.Flows["main"]
+		if _, err := StepDone(st, env, "a", result); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -83,6 +83,9 @@ func clearFrom(st *FlowState, env Env, idx int, except string) {
 // ensureMaps makes every map of the state non-nil, so transitions can write
 // into them and the JSON shape matches the original ({} rather than null).
 func ensureMaps(st *FlowState) {
+	if st.CurrentIdx < 0 {
+		st.CurrentIdx = 0
+	}
 	if st.Inputs == nil {
 		st.Inputs = map[string]any{}
 	}
