@@ -266,7 +266,7 @@ func (a *app) validateWatch(ctx context.Context, args []string, format string) e
 		dirs = append(dirs, filepath.Dir(abs))
 		only[abs] = true
 	}
-	w, err := watch.New(dirs, watch.Options{})
+	w, err := watch.New(dirs, watch.DefaultOptions())
 	if err != nil {
 		return &exitError{code: exitFailure, err: err}
 	}
@@ -292,7 +292,12 @@ func (a *app) validateWatch(ctx context.Context, args []string, format string) e
 				}
 				continue
 			}
-			if err := specs.WriteResults(a.stdout, format, []specs.FileResult{specs.NewFileResult(name, u.Diags)}); err != nil {
+			ds := make(specs.Diagnostics, len(u.Diags))
+			for i, d := range u.Diags {
+				d.File = name
+				ds[i] = d
+			}
+			if err := specs.WriteResults(a.stdout, format, []specs.FileResult{specs.NewFileResult(name, ds)}); err != nil {
 				return err
 			}
 		}
