@@ -74,8 +74,8 @@ func corruptError(path, detail string, cause error) error {
 		Path:   path,
 		Kind:   ErrCorrupt,
 		Detail: detail,
-		Hint: "the file was left untouched; move it aside (or restore a " +
-			"backup such as " + path + ".bak-v*) and stratum will create a new store, " +
+		Hint: "the file was left untouched; move it aside (or restore a backup, " +
+			path + ".bak-v<N>, if there is one) and stratum will create a new store, " +
 			"or point STRATUM_HOME elsewhere",
 		Cause: cause,
 	}
