@@ -17,7 +17,11 @@
 // first. Each engine transition is one read-modify-write inside one Update,
 // so concurrent processes cannot lose each other's updates; an Update that
 // returns is durable (bbolt fsyncs before Commit returns), and kill -9 at
-// any point loses nothing that was committed.
+// any point loses nothing that was committed. An Update whose fn wrote
+// nothing is rolled back rather than committed, saving the fsyncs. Every
+// transaction re-checks meta/schema_version, so a process still running
+// when a newer stratum migrates the file stops with ErrNewerSchema instead
+// of writing the old format into it.
 //
 // # Schema
 //
