@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// This file is the executor port: what the in-process runner (engine/run)
+// hands to whatever executes one attempt of one step (a command, an LLM call,
+// an agent CLI), and what it expects back. Executors live outside the engine
+// package; the runner reports their outcome into the state machine through
+// Service.StepDone (success) or Service.StepAttemptFailed (an AttemptError).
+
+// StepRequest is one attempt of one step, as the runner hands it to an
+// executor. It is read-only for the executor.
+type StepRequest struct {
+	FlowID string
+	Spec   *specs.Spec
+	Flow   *specs.Flow
+	Step   *specs.Step
+	// Dispatch is the engine's dispatch object for this attempt (the same
+	// map an MCP agent receives from plan/step_done).
+	Dispatch Response
+	// Inputs are the step's resolved inputs.
+	Inputs map[string]any
+	// Attempt is 1-based.
+	Attempt int
+	// Violations are the previous attempt's violations (nil on attempt 1).
+	// Only the previous attempt's, never the accumulated history.
+	Violations []string
+	// Dir is the spec's directory: the default working directory.
+	Dir string
+	// Budget is the remaining envelope for this call: the per-call budget
+	// intersected with what is left of the per-flow budget.
+	Budget BudgetView
+}
+
+// BudgetView is the remaining budget envelope of one call. Zero values mean
+// "no limit" except USD, where nil means no limit (0 is a valid limit).
+type BudgetView struct {
+	Deadline time.Time // zero = none
+	USD      *float64  // nil = none
+	Tokens   int64     // 0 = none
+}
+
+// StepOutcome is what a successful attempt produced. Output is the JSON
+// result handed to StepDone (which checks schema, ensures and guardrails).
+// A failed attempt (bad JSON, non-zero exit, parse failure, refusal…) is
+// returned as an *AttemptError instead.
+type StepOutcome struct {
+	Output any
+	// Usage are the tokens spent by this attempt (zero for compute).
+	Usage Usage
+	// CostUSD is nil when the cost is unknown; never 0 for an unknown model.
+	CostUSD *float64
+	// Trace is the seed 000 §8.1 record of an infer call (nil for compute).
+	Trace *TraceRecord
+	// CacheHit says Output came from the result cache.
+	CacheHit bool
+}
+
+// Usage is token usage normalised into disjoint buckets: InputTokens excludes
+// the cache read/write tokens; OutputTokens excludes ReasoningTokens.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens  int64 `json:"reasoning_tokens,omitempty"`
+}
+
+// Total is the sum of every bucket (what token budgets count).
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.ReasoningTokens
+}
+
+// Add returns the bucket-wise sum.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		ReasoningTokens:  u.ReasoningTokens + o.ReasoningTokens,
+	}
+}
+
+// AttemptError kinds.
+const (
+	AttemptExit      = "exit"      // a command exited non-zero
+	AttemptBadJSON   = "bad_json"  // output is not valid JSON
+	AttemptParse     = "parse"     // an LLM answer could not be parsed
+	AttemptRefusal   = "refusal"   // the model refused
+	AttemptTruncated = "truncated" // the model hit its output limit
+	AttemptTimeout   = "timeout"   // the per-call deadline passed
+	AttemptTransport = "transport" // transport retries ran out
+	AttemptTooLarge  = "too_large" // output exceeded the executor's cap
+	AttemptConfig    = "config"    // misconfiguration (no provider, unknown agent, …)
+)
+
+// AttemptError is a failed attempt: it spends an attempt exactly like a
+// failed ensure (Service.StepAttemptFailed), and Violations are fed back to
+// the next attempt.
+type AttemptError struct {
+	Violations []string
+	Kind       string // one of the Attempt* constants
+}
+
+// Error joins the violations.
+func (e *AttemptError) Error() string {
+	if len(e.Violations) == 0 {
+		return "attempt failed (" + e.Kind + ")"
+	}
+	return e.Kind + ": " + strings.Join(e.Violations, "; ")
+}
+
+// ErrBudgetExhausted is returned (wrapped) by an executor that refuses to
+// start a call because the remaining budget (req.Budget) does not allow it.
+// The runner maps it to the budget_exhausted flow status; it spends no
+// attempt.
+var ErrBudgetExhausted = errors.New("budget exhausted")
+
+// Executor runs one attempt of one step. It must honour ctx and
+// req.Budget.Deadline. A returned *AttemptError spends an attempt; an error
+// wrapping ErrBudgetExhausted ends the flow as budget_exhausted; any other
+// error fails the run (it is reported, the flow state stays resumable).
+type Executor interface {
+	Execute(ctx context.Context, req StepRequest) (StepOutcome, error)
+}
+
+// ExecutorFunc adapts a function to Executor.
+type ExecutorFunc func(ctx context.Context, req StepRequest) (StepOutcome, error)
+
+// Execute calls f.
+func (f ExecutorFunc) Execute(ctx context.Context, req StepRequest) (StepOutcome, error) {
+	return f(ctx, req)
+}
+
+// TraceRecord is one call's trace (seed 000 §8.1, plus provider, usage,
+// step_id and attempt). It is stored as JSON in FlowState.Trace and in
+// EventTrace events.
+type TraceRecord struct {
+	Function           string         `json:"function"` // function name, or the step id for inline steps
+	Model              string         `json:"model"`
+	Provider           string         `json:"provider,omitempty"`
+	Inputs             map[string]any `json:"inputs"`
+	OpaqueInputs       []string       `json:"opaque_inputs,omitempty"` // names of inputs flagged opaque
+	CompiledPromptHash string         `json:"compiled_prompt_hash"`
+	ContractHash       string         `json:"contract_hash"`
+	Attempts           int            `json:"attempts"`
+	Output             any            `json:"output"`
+	DurationMS         int64          `json:"duration_ms"`
+	CostUSD            *float64       `json:"cost_usd"`
+	CacheHit           bool           `json:"cache_hit"`
+	RetryReasons       []string       `json:"retry_reasons"`
+	FlowID             *string        `json:"flow_id"`
+	ReviewID           *string        `json:"review_id"`
+	StepID             string         `json:"step_id,omitempty"`
+	Attempt            int            `json:"attempt,omitempty"`
+	Usage              *Usage         `json:"usage,omitempty"`
+	Repaired           bool           `json:"repaired,omitempty"` // JSON extracted from fences/prose
+}
