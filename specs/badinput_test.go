@@ -152,3 +152,22 @@ func TestParseFileTooLarge(t *testing.T) {
 		t.Errorf("missing file: got %v", ds)
 	}
 }
+
+// TestHugeSpecBounded: a large spec full of errors (unknown step names,
+// unknown fields) is still checked in bounded time.
+func TestHugeSpecBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n")
+	for i := 0; i < 10000; i++ {
+		fmt.Fprintf(&b, "      - {id: s%d, intent: x, depends_on: [z%d], inputs: {a: \"$.steps.q%d.output\"}, colr: 1}\n", i, i, i)
+	}
+	src := []byte(b.String())
+	badRunBounded(t, 20*time.Second, func() {
+		start := time.Now()
+		s, ds := Parse("t.yaml", src)
+		if s != nil || len(ds) < 3*10000 {
+			t.Errorf("want ≥ %d diagnostics, got %d", 3*10000, len(ds))
+		}
+		t.Logf("%d bytes, %d diagnostics in %v", len(src), len(ds), time.Since(start))
+	})
+}

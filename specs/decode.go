@@ -12,12 +12,13 @@ import (
 
 // checker accumulates diagnostics for one Parse call.
 type checker struct {
-	file      string
-	version   string
-	diags     Diagnostics
-	exprCache map[exprKey]exprResult // one compilation per distinct (kind, source)
-	src       []byte                 // the input, for positions inside scalars
-	lineStart []int                  // byte offset of each line start (lazily built)
+	file         string
+	version      string
+	diags        Diagnostics
+	exprCache    map[exprKey]exprResult // one compilation per distinct (kind, source)
+	src          []byte                 // the input, for positions inside scalars
+	lineStart    []int                  // byte offset of each line start (lazily built)
+	suggestSpent int                    // candidates examined by didYouMean so far
 }
 
 // rawLine returns the text of a 1-based line of the input.
@@ -233,7 +234,7 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 			continue
 		case fs.open:
 		default:
-			sugg := didYouMean(k, fs.names(c.version))
+			sugg := c.didYouMean(k, fs.names(c.version))
 			if sugg == "" {
 				sugg = "Remove unrecognised fields"
 			}
@@ -378,7 +379,7 @@ func (c *checker) enum(m *mapping, k, path string, allowed []string) (string, bo
 	}
 	m.bad[k] = true
 	sugg := "Allowed values: " + plainList(allowed)
-	if d := didYouMean(v, allowed); d != "" {
+	if d := c.didYouMean(v, allowed); d != "" {
 		sugg += " (" + d + ")"
 	}
 	c.add(CodeInvalidValue, m.valNode(k), joinPath(path, k), fmt.Sprintf("'%s' is not one of %s", v, pyList(allowed)), sugg)

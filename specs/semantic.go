@@ -56,12 +56,12 @@ func (c *checker) checkContracts(b *build) {
 func (b *build) contractNames() []string { return b.spec.ContractNames }
 
 func (c *checker) undefinedContract(b *build, n *yaml.Node, path, msg, name string) {
-	sugg := didYouMean(name, b.contractNames())
+	sugg := c.didYouMean(name, b.contractNames())
 	if sugg == "" {
 		if len(b.spec.ContractNames) == 0 {
 			sugg = "Define it under contracts:"
 		} else {
-			sugg = "Defined contracts: " + plainList(b.spec.ContractNames)
+			sugg = "Defined contracts: " + shortList(b.spec.ContractNames, 10)
 		}
 	}
 	c.add(CodeUndefinedContract, n, path, msg, sugg)
@@ -174,9 +174,9 @@ func (c *checker) checkResultPaths(e *Expr, con *Contract, path, label string) {
 		if con.Field(p[0]) != nil {
 			continue
 		}
-		sugg := didYouMean(p[0], names)
+		sugg := c.didYouMean(p[0], names)
 		if sugg == "" {
-			sugg = fmt.Sprintf("Contract '%s' has fields %s", con.Name, plainList(names))
+			sugg = fmt.Sprintf("Contract '%s' has fields %s", con.Name, shortList(names, 10))
 		}
 		c.addAt(CodeUnknownResultField, e.Pos, path,
 			fmt.Sprintf("%s '%s' reads result.%s, but contract '%s' has no field '%s'", label, e.Source, p[0], con.Name, p[0]),
@@ -240,7 +240,7 @@ func (c *checker) checkRef(fc *flowCtx, val string, n *yaml.Node, path, where st
 	}
 	if r.input != "" {
 		if fc.inputs[r.input] == nil {
-			sugg := didYouMean(r.input, fc.inNames)
+			sugg := c.didYouMean(r.input, fc.inNames)
 			if sugg == "" {
 				sugg = fmt.Sprintf("Declare it under flows.%s.input", fc.fls.f.Name)
 			}
@@ -258,9 +258,9 @@ func (c *checker) checkRef(fc *flowCtx, val string, n *yaml.Node, path, where st
 }
 
 func (c *checker) undefinedStep(fc *flowCtx, n *yaml.Node, path, msg, id string) {
-	sugg := didYouMean(id, fc.idList)
+	sugg := c.didYouMean(id, fc.idList)
 	if sugg == "" {
-		sugg = "Steps of this flow: " + plainList(fc.idList)
+		sugg = "Steps of this flow: " + shortList(fc.idList, 10)
 	}
 	c.add(CodeUndefinedStep, n, path, msg, sugg)
 }

@@ -45,13 +45,20 @@ func (c *checker) checkRecursion(b *build) {
 		}
 		return nil
 	}
+	type pair struct{ from, to string }
+	memo := map[pair][]string{}
 	for _, name := range b.spec.FlowNames {
 		fls := b.flows[name]
 		for _, ss := range fls.steps {
 			if ss.s.Kind != KindFlow || ss.s.Flow == "" || b.flows[ss.s.Flow] == nil {
 				continue
 			}
-			p := pathTo(ss.s.Flow, name)
+			key := pair{ss.s.Flow, name}
+			p, ok := memo[key]
+			if !ok {
+				p = pathTo(ss.s.Flow, name)
+				memo[key] = p
+			}
 			if p == nil {
 				continue
 			}

@@ -95,7 +95,7 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 		if fs := b.fns[s.Function]; fs != nil {
 			s.Fn = fs.fn
 		} else {
-			sugg := didYouMean(s.Function, b.spec.FunctionNames)
+			sugg := c.didYouMean(s.Function, b.spec.FunctionNames)
 			if sugg == "" {
 				sugg = "Define it under functions:"
 			}
@@ -119,9 +119,9 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			}
 		case KindFlow:
 			if s.Flow != "" && b.flows[s.Flow] == nil {
-				sugg := didYouMean(s.Flow, b.spec.FlowNames)
+				sugg := c.didYouMean(s.Flow, b.spec.FlowNames)
 				if sugg == "" {
-					sugg = "Defined flows: " + plainList(b.spec.FlowNames)
+					sugg = "Defined flows: " + shortList(b.spec.FlowNames, 10)
 				}
 				c.add(CodeUndefinedFlow, m.valNode("flow"), sp+".flow",
 					fmt.Sprintf("%s references undefined flow '%s'", label, s.Flow), sugg)

@@ -110,3 +110,25 @@ func pyList(names []string) string {
 func plainList(names []string) string {
 	return "[" + strings.Join(names, ", ") + "]"
 }
+
+// suggestBudget bounds the edit-distance work spent on suggestions in one
+// Parse (candidates examined), so that a huge spec with many unknown names
+// cannot make validation quadratic.
+const suggestBudget = 2_000_000
+
+// didYouMean is didYouMean within the checker's suggestion budget.
+func (c *checker) didYouMean(s string, candidates []string) string {
+	if c.suggestSpent+len(candidates) > suggestBudget {
+		return ""
+	}
+	c.suggestSpent += len(candidates)
+	return didYouMean(s, candidates)
+}
+
+// shortList renders at most max names as [a, b, …] (with a count of the rest).
+func shortList(names []string, limit int) string {
+	if len(names) <= limit {
+		return plainList(names)
+	}
+	return fmt.Sprintf("[%s, … (%d more)]", strings.Join(names[:limit], ", "), len(names)-limit)
+}
