@@ -15,8 +15,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Schema is a compiled JSON Schema (draft 2020-12 unless the document names
@@ -35,8 +33,6 @@ type Schema struct {
 
 // schemaURL is the in-memory resource name a document is compiled under.
 const schemaURL = "stratum:///schema.json"
-
-var schemaPrinter = message.NewPrinter(language.English)
 
 // refuseLoader keeps $ref from reading files or URLs.
 type refuseLoader struct{}
@@ -434,7 +430,11 @@ func kindMessage(k jsonschema.ErrorKind) string {
 	case *kind.PropertyNames:
 		return fmt.Sprintf("property name %s is not allowed", quoteName(k.Property))
 	default:
-		return k.LocalizedString(schemaPrinter)
+		// The library's own English text (its Error() prints
+		// "at '<location>': <text>" for a located error; the location is
+		// empty here).
+		msg := (&jsonschema.ValidationError{ErrorKind: k}).Error()
+		return strings.TrimPrefix(msg, "at '': ")
 	}
 }
 

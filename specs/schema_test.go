@@ -261,3 +261,41 @@ func TestNewSchemaCache(t *testing.T) {
 		t.Error("1 and 1.0 share a cache entry")
 	}
 }
+
+// FuzzSchema: compiling any JSON document as a schema and validating any
+// JSON value against it never panics, and every message is non-empty.
+func FuzzSchema(f *testing.F) {
+	f.Add(`{"type":"object","required":["a"],"properties":{"a":{"type":"integer","maximum":1}}}`, `{"a":2.5}`)
+	f.Add(`{"anyOf":[{"type":"string"},{"minimum":3}],"not":{"const":4}}`, `4`)
+	f.Add(`{"$defs":{"x":{"$ref":"#/$defs/x"}},"$ref":"#/$defs/x"}`, `null`)
+	f.Add(`{"items":{"uniqueItems":true},"prefixItems":[{"enum":[1,"a"]}]}`, `[[1,1],"b"]`)
+	f.Add(`{"pattern":"(a+)+$","format":"email","dependentRequired":{"a":["b"]}}`, `{"a":1}`)
+	f.Add(`{"$schema":"http://json-schema.org/draft-04/schema#","id":"x","maximum":3,"exclusiveMaximum":true}`, `3`)
+	f.Fuzz(func(t *testing.T, schemaText, valueText string) {
+		var doc map[string]any
+		if json.Unmarshal([]byte(schemaText), &doc) != nil {
+			return
+		}
+		if _, err := CanonicalJSON(doc); err != nil {
+			t.Fatalf("CanonicalJSON of decoded JSON failed: %v", err)
+		}
+		s, err := NewSchema(doc)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(valueText))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		for _, m := range s.Validate(v) {
+			if m == "" {
+				t.Fatal("empty violation message")
+			}
+		}
+	})
+}
