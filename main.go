@@ -394,8 +394,23 @@ func writeJSON(w io.Writer, v any) error {
 const schemaVersion = "1"
 
 // openService opens the shared store ($STRATUM_HOME/stratum.db) and returns
-// the engine service over it.
-func openService() (*engine.Service, *store.Store, error) {
+// the engine service over it. Every command that opens the store first
+// applies the gate deadlines that have passed (DESIGN.md §6: persisted
+// deadlines are enforced by whichever stratum process runs), so no command
+// shows or decides a gate whose time is up.
+func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
+	svc, st, err := openServiceNoSweep()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := svc.SweepTimeouts(ctx); err != nil {
+		return nil, nil, storeErr(err)
+	}
+	return svc, st, nil
+}
+
+// openServiceNoSweep opens the store without applying expired deadlines.
+func openServiceNoSweep() (*engine.Service, *store.Store, error) {
 	path, err := store.DefaultPath()
 	if err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
@@ -458,7 +473,7 @@ has one flow (or a workflow block naming its entry flow).`,
 					return err
 				}
 			}
-			svc, _, err := openService()
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -556,7 +571,7 @@ its violations, the completion, or an error envelope (exit 1).`,
 			if err := json.Unmarshal(raw, &v); err != nil {
 				return usageErr("the result is not valid JSON: %v", err)
 			}
-			svc, _, err := openService()
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -579,7 +594,7 @@ func (a *app) resumeCommand() *cobra.Command {
 		Example: `  stratum resume 3f2a…`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, err := openService()
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -610,7 +625,7 @@ failed, budget_exhausted.`,
 		Example: `  stratum query flows --status awaiting_gate`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			svc, _, err := openService()
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -632,7 +647,7 @@ failed, budget_exhausted.`,
 		Example: `  stratum query flow 3f2a…`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, err := openService()
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -654,7 +669,7 @@ failed, budget_exhausted.`,
 		Example: `  stratum query gates | jq -r '.gates[] | "\(.flow_id) \(.step_id)"'`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			svc, _, err := openService()
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -732,7 +747,7 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 				if cmd.Flags().Changed("round") {
 					d.Round = &round
 				}
-				svc, _, err := openService()
+				svc, _, err := openService(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -797,7 +812,7 @@ fact until "stratum gc" prunes them.`,
 		Example: `  stratum audit 3f2a… | jq '.trace'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, err := openService()
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -827,7 +842,7 @@ never pruned. Prints {"deleted": N}.`,
 			if olderThan < 0 {
 				return usageErr("--older-than must not be negative")
 			}
-			_, st, err := openService()
+			_, st, err := openServiceNoSweep()
 			if err != nil {
 				return err
 			}
