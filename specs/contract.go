@@ -317,6 +317,9 @@ func (b *contractBuilder) findCycles() {
 // returns its schema, or nil when it or a contract it contains has a problem.
 func (b *contractBuilder) build(name string) map[string]any {
 	c := b.contracts[name]
+	if c == nil {
+		return nil // unknown names are reported in step 1
+	}
 	switch b.state[name] {
 	case stateDone:
 		return c.Schema

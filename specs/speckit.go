@@ -25,10 +25,12 @@ type TaskStep struct {
 }
 
 // TaskCompilation is the result of CompileTasks.
+// The JSON form is the success payload of the original's
+// stratum_compile_speckit (without its status field).
 type TaskCompilation struct {
-	YAML     string // a v0.1 spec, deterministic for the same input
-	FlowName string
-	Steps    []TaskStep // in file-name order
+	YAML     string     `json:"yaml"` // a v0.1 spec, deterministic for the same input
+	FlowName string     `json:"flow_name"`
+	Steps    []TaskStep `json:"steps"` // in file-name order
 }
 
 // CompileError types, as the original's error_type strings.
@@ -40,10 +42,11 @@ const (
 )
 
 // CompileError is the error of CompileTasks. Type is one of the Compile*
-// constants.
+// constants; the JSON form is the original's error payload (without its
+// status field).
 type CompileError struct {
-	Type    string
-	Message string
+	Type    string `json:"error_type"`
+	Message string `json:"message"`
 }
 
 func (e *CompileError) Error() string { return e.Message }
