@@ -171,7 +171,7 @@ func (c *exprChecker) finish() *xAnalysis {
 		if c.inner[m] {
 			continue
 		}
-		chains = append(chains, chain{from: m.Location().From, path: p})
+		chains = append(chains, chain{from: c.rw.origOffset(m.Location().From), path: p})
 	}
 	sort.SliceStable(chains, func(i, j int) bool {
 		if chains[i].from != chains[j].from {

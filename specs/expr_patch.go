@@ -92,7 +92,8 @@ func (c *xChainer) Visit(node *ast.Node) {
 // xPyPatcher rewrites the tree so that every operation runs with Python
 // semantics through the helpers in expr_builtins.go.
 type xPyPatcher struct {
-	rw *xRewritten
+	rw  *xRewritten
+	tmp int // counter for generated temporaries
 }
 
 func xIdent(name string) *ast.IdentifierNode { return &ast.IdentifierNode{Value: name} }
@@ -171,7 +172,16 @@ func (p *xPyPatcher) Visit(node *ast.Node) {
 		case xArithOps[n.Operator]:
 			ast.Patch(node, xCall(xFnArith, xStr(n.Operator), n.Left, n.Right))
 		case n.Operator == "and" || n.Operator == "&&" || n.Operator == "or" || n.Operator == "||":
-			n.Left, n.Right = xTruth(n.Left), xTruth(n.Right)
+			// Python returns an operand: `a or b` is `let t = a; t ? t : b`
+			// and `a and b` is `let t = a; t ? b : t`, with Python truth,
+			// `a` evaluated once and `b` only when needed.
+			name := "__t" + strconv.Itoa(p.tmp)
+			p.tmp++
+			cond := &ast.ConditionalNode{Cond: xTruth(xIdent(name)), Exp1: n.Right, Exp2: xIdent(name)}
+			if n.Operator == "or" || n.Operator == "||" {
+				cond.Exp1, cond.Exp2 = xIdent(name), n.Right
+			}
+			ast.Patch(node, &ast.VariableDeclaratorNode{Name: name, Value: n.Left, Expr: cond})
 		}
 	case *ast.UnaryNode:
 		switch n.Operator {

@@ -282,6 +282,8 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 		}
 	}
 
+	conds := xFindConditionals(sig)
+
 	// Assemble the output and the offset map.
 	var b strings.Builder
 	origAt := make([]int, 0, len(src)+1)
@@ -298,12 +300,27 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 		}
 		b.WriteString(s)
 	}
-	pos := 0
-	for i, t := range sig {
+	// emitSyn writes generated brackets, keeping the depth map right.
+	emitSyn := func(s string, orig int) {
+		for k := 0; k < len(s); k++ {
+			c := s[k]
+			if c == ')' {
+				cur--
+			}
+			emit(s[k:k+1], orig, false)
+			if c == '(' {
+				cur++
+			}
+		}
+	}
+	emitTok := func(i int) {
+		t := sig[i]
+		prevEnd := 0
+		if i > 0 {
+			prevEnd = sig[i-1].end
+		}
 		// Text between tokens (whitespace; comments become one space each).
-		gap := src[pos:t.start]
-		xEmitGap(gap, pos, emit)
-		pos = t.end
+		xEmitGap(src[prevEnd:t.start], prevEnd, emit)
 		text := src[t.start:t.end]
 		if r, ok := repl[i]; ok {
 			text = r
@@ -320,13 +337,131 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 			cur++
 		}
 	}
-	xEmitGap(src[pos:], pos, emit)
+	// Python's `X if C else Y` becomes `((C) ? (X) : (Y))`.
+	var emitRange func(lo, hi int)
+	emitRange = func(lo, hi int) {
+		for i := lo; i < hi; {
+			if c, ok := conds[i]; ok && c.end <= hi {
+				at := sig[c.ifIdx].start
+				emitSyn("((", at)
+				emitRange(c.ifIdx+1, c.elseIdx)
+				emitSyn(") ? (", at)
+				emitRange(c.xStart, c.ifIdx)
+				emitSyn(") : (", sig[c.elseIdx].start)
+				emitRange(c.elseIdx+1, c.end)
+				emitSyn("))", sig[c.elseIdx].start)
+				i = c.end
+				continue
+			}
+			emitTok(i)
+			i++
+		}
+	}
+	emitRange(0, len(sig))
+	tail := 0
+	if len(sig) > 0 {
+		tail = sig[len(sig)-1].end
+	}
+	xEmitGap(src[tail:], tail, emit)
 	origAt = append(origAt, len(src))
 	depth = append(depth, cur)
 	rw.depth = depth
 	rw.out = b.String()
 	rw.origAt = origAt
 	return rw, nil
+}
+
+// xConditional is a Python conditional expression `X if C else Y` as token
+// indexes: X is [xStart, ifIdx), C (ifIdx, elseIdx), Y (elseIdx, end).
+type xConditional struct{ xStart, ifIdx, elseIdx, end int }
+
+// xFindConditionals finds Python conditional expressions, keyed by the
+// index of their first token. An `if` is a conditional when it follows an
+// operand (expr's own `if c {…}` starts an expression instead). X reaches
+// back and Y forward to the nearest unmatched bracket, ',', ':' or ';' (and X
+// stops after an `else`, so `a if b else c if d else e` nests to the right).
+func xFindConditionals(sig []xToken) map[int]xConditional {
+	conds := map[int]xConditional{}
+	isOpen := func(t xToken) bool { return t.kind == xTkPunct && (t.text == "(" || t.text == "[" || t.text == "{") }
+	isClose := func(t xToken) bool { return t.kind == xTkPunct && (t.text == ")" || t.text == "]" || t.text == "}") }
+	isSep := func(t xToken) bool { return t.kind == xTkPunct && (t.text == "," || t.text == ":" || t.text == ";") }
+	isKw := func(t xToken, w string) bool { return t.kind == xTkKeyword && t.text == w }
+	for i, t := range sig {
+		if !isKw(t, "if") || i == 0 {
+			continue
+		}
+		switch p := sig[i-1]; {
+		case p.kind == xTkIdent || p.kind == xTkString || p.kind == xTkNumber || p.kind == xTkRef:
+		case isClose(p):
+		default:
+			continue
+		}
+		// X: back to the enclosing boundary.
+		xStart, n := 0, 0
+		for j := i - 1; j >= 0; j-- {
+			u := sig[j]
+			if isClose(u) {
+				n++
+			} else if isOpen(u) {
+				if n == 0 {
+					xStart = j + 1
+					break
+				}
+				n--
+			} else if n == 0 && (isSep(u) || isKw(u, "else") || isKw(u, "if")) {
+				xStart = j + 1
+				break
+			}
+		}
+		// C: forward to the matching `else` at the same level.
+		elseIdx := -1
+		n = 0
+		for j := i + 1; j < len(sig) && elseIdx < 0; j++ {
+			u := sig[j]
+			switch {
+			case isOpen(u):
+				n++
+			case isClose(u):
+				n--
+			case n == 0 && isKw(u, "else"):
+				elseIdx = j
+			case n == 0 && isKw(u, "if"):
+				// A conditional inside C must be parenthesised in Python.
+				j = len(sig)
+			}
+			if n < 0 || (n == 0 && isSep(u)) {
+				break
+			}
+		}
+		if elseIdx < 0 {
+			continue
+		}
+		// Y: forward to the enclosing boundary.
+		end := len(sig)
+		n = 0
+		for j := elseIdx + 1; j < len(sig); j++ {
+			u := sig[j]
+			if isOpen(u) {
+				n++
+			} else if isClose(u) {
+				if n == 0 {
+					end = j
+					break
+				}
+				n--
+			} else if n == 0 && isSep(u) {
+				end = j
+				break
+			}
+		}
+		if xStart >= i || elseIdx+1 >= end || elseIdx == i+1 {
+			continue // an operand is empty: leave it to the parser to report
+		}
+		if _, dup := conds[xStart]; !dup {
+			conds[xStart] = xConditional{xStart: xStart, ifIdx: i, elseIdx: elseIdx, end: end}
+		}
+	}
+	return conds
 }
 
 // xEmitGap copies inter-xToken text, blanking out '#' comments.

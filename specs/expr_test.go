@@ -131,7 +131,25 @@ func TestExprEvalEnsure(t *testing.T) {
 		{"not result.label", true},
 		{"not result.confidence == 3", true},
 		{"not len(result.items) > 5", true},
-		{"result.nothing or 0", false},
+		{"result.nothing or 0", 0},
+		{"result.empty or result.items", []any{"a", "b", "c"}},
+		{"result.summary and result.summary.lower()", "all tests passed"},
+		{"result.label and result.label.lower()", ""},
+		{"result.label or result.status or 'none'", "partial"},
+		{"result.nothing and result.nothing.x", nil},
+		{"result.ok or result.missing", true},
+		{"result.label and result.missing", ""},
+
+		// Python conditional expressions
+		{"1 if True else 2", 1},
+		{"1 if result.empty else 2", 2},
+		{"result.nothing.x if result.nothing else 'guarded'", "guarded"},
+		{"(result.count / 2 if result.count else 0) > 1", true},
+		{"'a' if result.empty else 'b' if result.label else 'c'", "c"},
+		{"['x' if result.ok else 'y', 2]", []any{"x", 2}},
+		{"len(result.items if result.ok else [])", 3},
+		{"result.status in ('success', 'partial') if result.ok else False", true},
+		{"not result.ok if result.ok else True", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -401,6 +419,7 @@ func TestExprCompileErrors(t *testing.T) {
 		{ExprEnsure, "open('x')", 0, "function 'open' is not allowed", true},
 		{ExprEnsure, "lenn(result.x)", 0, "function 'lenn' is not allowed (did you mean 'len'?)", true},
 		{ExprEnsure, "filter(result.items, .x > 1)", 0, "function 'filter' is not allowed", true},
+		{ExprEnsure, "1 if result.x", 2, "unexpected 'if'", false},
 		{ExprEnsure, "result.x.delete()", 9, "method 'delete' is not allowed", true},
 		{ExprEnsure, "$env.result", 0, "name '$env' is not allowed", true},
 		{ExprEnsure, "len(result.x, 2)", 0, "len() takes exactly 1 argument (2 given)", false},
@@ -562,6 +581,7 @@ func TestExprResultPaths(t *testing.T) {
 		{ExprEnsure, "result.items[0].x == result.items[1].x", [][]string{{"items"}}},
 		{ExprEnsure, "result.name.lower() == 'x' and len(result.list) > 0", [][]string{{"name"}, {"list"}}},
 		{ExprEnsure, "result.a and result.a.b and result.a", [][]string{{"a"}, {"a", "b"}}},
+		{ExprEnsure, "result.x if result.c else result.y", [][]string{{"x"}, {"c"}, {"y"}}},
 		{ExprEnsure, "result == None", nil},
 		{ExprEnsure, "result[result.k]", [][]string{{"k"}}},
 		{ExprEnsure, "'result.x' == 'y'", nil},
