@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// StepAttemptFailed records a failed attempt of the current step that
+// produced no checkable result (a command that exited non-zero, output that
+// is not JSON, an LLM answer that could not be parsed, a refusal…). It counts
+// the attempt exactly like a failed ensure in StepDone and answers the same
+// responses: the step's dispatch again with status ensure_failed and the
+// violations while attempts remain; on exhaustion on_fail routing (with
+// routed_from and the violations, the step's output set to null) or
+// retries_exhausted with the flow failed.
+//
+// Refusals (finished flow, gate step, another step) are StepDone's.
+func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (Result, error) {
+	ensureMaps(st)
+	if r, done := refuseFinished(st, env); done {
+		return r, nil
+	}
+	step := currentStep(st, env)
+	if step.IsGate() {
+		return unchanged(errorResponse(ErrTypeGateStepRequires,
+			fmt.Sprintf("Step '%s' is a gate step. Use stratum_gate_resolve to resolve it.", step.ID), nil)), nil
+	}
+	if stepID != step.ID {
+		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
+	}
+	if len(violations) == 0 {
+		violations = []string{"attempt failed"}
+	}
+	childID := ""
+	var pre Result
+	if step.Kind == specs.KindFlow {
+		// A failed child run: keep the child's audit like StepDone does.
+		childID = snapshotChildAudit(st, env, step.ID, &pre)
+	}
+	st.Attempts[step.ID]++
+	res, err := failAttempt(st, env, step, nil, childID, st.Attempts[step.ID], StatusEnsureFailed, append([]string(nil), violations...))
+	if err != nil {
+		return Result{}, err
+	}
+	return mergeResults(pre, res), nil
+}
+
+// ExhaustBudget ends a running flow (and its active child, by the caller)
+// with status budget_exhausted: the run budget (ms, usd, tokens) of the flow
+// or of the current call ran out. reason is recorded in the flow_finished
+// event and the response. A finished flow is refused unchanged.
+func ExhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
+	ensureMaps(st)
+	if isFinished(st) || pastEnd(st, env) {
+		return unchanged(executionError("Flow is already finished")), nil
+	}
+	stepID := ""
+	if s := currentStep(st, env); s != nil {
+		stepID = s.ID
+		delete(st.DispatchedAt, s.ID)
+	}
+	st.Status = StatusBudgetExhausted
+	st.Gate = nil
+	st.ActiveIteration = nil
+	var res Result
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, stepID, map[string]any{
+		"status": StatusBudgetExhausted, "reason": reason,
+	}))
+	res.Response = Response{"status": StatusBudgetExhausted, "flow_id": st.FlowID, "step_id": nullable(stepID), "reason": reason}
+	return res, nil
+}
+
+// CallRecord is what the runner records after one executor call: the spend
+// that goes into the flow's budget ledger and, for infer calls, the trace
+// record.
+type CallRecord struct {
+	StepID     string
+	Attempt    int
+	DurationMS int64
+	Tokens     int64
+	CostUSD    *float64 // nil: unknown (the ledger notes it)
+	Agent      bool     // an agent CLI dispatch
+	Trace      *TraceRecord
+	Data       map[string]any // extra event data (kind, violations, cache_hit…)
+}
+
+// RecordCall adds a call's spend to the flow's budget ledger
+// (FlowState.BudgetState), appends its trace record to FlowState.Trace and
+// emits a trace event. It works on finished flows too (the ledger of a
+// failed flow stays accurate).
+func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
+	if st.BudgetState == nil {
+		st.BudgetState = &BudgetState{}
+	}
+	b := st.BudgetState
+	b.SpentMS += c.DurationMS
+	b.SpentTokens += c.Tokens
+	if c.CostUSD != nil {
+		b.SpentUSD += *c.CostUSD
+	} else if c.Tokens > 0 {
+		b.CostUnknown = true
+	}
+	if c.Agent {
+		b.AgentDispatch++
+	}
+	data := map[string]any{"attempt": c.Attempt, "duration_ms": c.DurationMS}
+	if c.Tokens > 0 {
+		data["tokens"] = c.Tokens
+	}
+	if c.CostUSD != nil {
+		data["cost_usd"] = *c.CostUSD
+	}
+	for k, v := range c.Data {
+		data[k] = v
+	}
+	if c.Trace != nil {
+		raw, err := json.Marshal(c.Trace)
+		if err != nil {
+			return Result{}, execErrorf("trace record is not JSON-encodable: %v", err)
+		}
+		st.Trace = append(st.Trace, json.RawMessage(raw))
+		data["trace"] = json.RawMessage(raw)
+	}
+	return Result{
+		Response: Response{"status": "recorded", "flow_id": st.FlowID, "budget_state": *b},
+		Events:   []Event{event(st, env, EventTrace, c.StepID, data)},
+	}, nil
+}
+
+// StepAttemptFailed is the Service form of StepAttemptFailed (lease-checked
+// like StepDone).
+func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Response, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+		return StepAttemptFailed(st, env, stepID, violations)
+	})
+}
+
+// ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
+func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Response, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+		return ExhaustBudget(st, env, reason)
+	})
+}
+
+// RecordCall is the Service form of RecordCall (lease-checked).
+func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Response, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+		return RecordCall(st, env, c)
+	})
+}
