@@ -234,7 +234,12 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 			continue
 		case fs.open:
 		default:
-			sugg := c.didYouMean(k, fs.names(c.version))
+			sugg := ""
+			if a, ok := fieldAliases[k]; ok && fs.fields[a] != "" && fs.fields[a] <= c.version {
+				sugg = fmt.Sprintf("did you mean %q?", a)
+			} else {
+				sugg = c.didYouMean(k, fs.names(c.version))
+			}
 			if sugg == "" {
 				sugg = "Remove unrecognised fields"
 			}

@@ -606,6 +606,8 @@ func TestPositions(t *testing.T) {
 		{"empty-key-path", "version: \"0.2\"\n\"\": 1\n", wantDiag{CodeUnknownField, `""`, 2, 1}},
 		{"schema-error-node", parseBase02 + "        output_schema:\n          type: object\n          required: done\n",
 			wantDiag{CodeInvalidSchema, "flows.main.steps.a.output_schema", 25, 21}},
+		{"unknown-type-in-items", "version: \"0.2\"\ncontracts:\n  R:\n    xs: {type: array, items: {type: Finding}}\n",
+			wantDiag{CodeUnknownType, "contracts.R.xs", 4, 37}},
 		{"missing-field-at-parent-key", "version: \"0.2\"\nfunctions:\n  f:\n    intent: x\n", wantDiag{CodeMissingField, "functions.f", 3, 3}},
 	}
 	for _, tt := range tests {
@@ -613,5 +615,44 @@ func TestPositions(t *testing.T) {
 			_, ds := Parse("t.yaml", []byte(tt.src))
 			expectDiags(t, ds, tt.want)
 		})
+	}
+}
+
+func TestSuggestions(t *testing.T) {
+	tests := []struct {
+		name, src, code, sugg string
+	}{
+		{"alias-cwd", parseBase02 + "      - {id: b, intent: x, run: {cmd: ls, cwd: /tmp}}\n", CodeUnknownField, `did you mean "dir"?`},
+		{"alias-type-on-function", "version: \"0.2\"\nfunctions:\n  f: {type: infer}\n", CodeUnknownField, `did you mean "mode"?`},
+		{"typo", parseBase02 + "        depend_on: [a]\n", CodeUnknownField, `did you mean "depends_on"?`},
+		{"unrelated", parseBase02 + "        colour: red\n", CodeUnknownField, "Remove unrecognised fields"},
+		{"enum", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, policy: flg}\n", CodeInvalidValue,
+			`Allowed values: [gate, flag, skip] (did you mean "flag"?)`},
+		{"missing-required-lists-all", "version: \"0.1\"\nfunctions:\n  f: {mode: infer}\n", CodeMissingField, "Add required field(s): [mode, intent, input, output]"},
+		{"unknown-version", "version: \"0.4\"\n", CodeUnknownVersion, `Use version: "0.3"`},
+		{"version-not-string", "version: 0.3\n", CodeVersionNotString, `Quote it: version: "0.3"`},
+		{"undefined-step", parseBase02 + "        depends_on: [aa]\n", CodeUndefinedStep, `did you mean "a"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ds := Parse("t.yaml", []byte(tt.src))
+			for _, d := range ds {
+				if d.Code == tt.code && d.Suggestion == tt.sugg {
+					return
+				}
+			}
+			t.Errorf("want %s with suggestion %q; got:\n%s", tt.code, tt.sugg, dumpDiags(ds))
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"depends_on", "depend_on", 1}, {"ab", "ba", 1}, {"ensure", "ensrue", 1}, {"é", "e", 1}} {
+		if got := editDistance(tt.a, tt.b); got != tt.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.d)
+		}
 	}
 }

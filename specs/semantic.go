@@ -3,6 +3,7 @@ package specs
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,7 +43,10 @@ func (c *checker) checkContracts(b *build) {
 					pos = f.Pos
 				}
 				if code == CodeUnknownType {
-					if tn := b.contracts[p.Contract].typeNode[p.Field]; tn != nil {
+					cs := b.contracts[p.Contract]
+					if tn := unknownTypeNode(b, cs.defNode[p.Field], 0); tn != nil {
+						pos = posOf(tn)
+					} else if tn := cs.typeNode[p.Field]; tn != nil {
 						pos = posOf(tn)
 					}
 				}
@@ -340,4 +344,28 @@ func (c *checker) checkFlow(b *build, fls *flowSrc) {
 			c.checkStep(b, fc, ss)
 		}
 	}
+}
+
+// unknownTypeNode finds, inside a contract field definition (including
+// nested items), the first `type` value that is neither a primitive nor a
+// contract name.
+func unknownTypeNode(b *build, def *yaml.Node, depth int) *yaml.Node {
+	def = resolve(def)
+	if def == nil || def.Kind != yaml.MappingNode || depth > MaxDepth {
+		return nil
+	}
+	for i := 0; i+1 < len(def.Content); i += 2 {
+		k, v := resolve(def.Content[i]), resolve(def.Content[i+1])
+		switch {
+		case k.Value == "type" && isStr(v):
+			if !slices.Contains(primitiveTypes, v.Value) && b.spec.Contracts[v.Value] == nil {
+				return v
+			}
+		case v.Kind == yaml.MappingNode:
+			if n := unknownTypeNode(b, v, depth+1); n != nil {
+				return n
+			}
+		}
+	}
+	return nil
 }

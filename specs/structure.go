@@ -163,6 +163,7 @@ type flowSrc struct {
 type contractSrc struct {
 	c        *Contract
 	typeNode map[string]*yaml.Node // field → its `type` value node
+	defNode  map[string]*yaml.Node // field → its definition mapping
 }
 
 // build is the state of one Parse after the structural stage.
@@ -255,7 +256,7 @@ func (c *checker) buildContracts(b *build, cm *mapping) {
 		e, _ := cm.get(name)
 		path := "contracts." + name
 		con := &Contract{Name: name, Pos: posOf(e.key)}
-		cs := &contractSrc{c: con, typeNode: map[string]*yaml.Node{}}
+		cs := &contractSrc{c: con, typeNode: map[string]*yaml.Node{}, defNode: map[string]*yaml.Node{}}
 		b.spec.Contracts[name] = con
 		b.spec.ContractNames = append(b.spec.ContractNames, name)
 		b.contracts[name] = cs
@@ -276,6 +277,7 @@ func (c *checker) buildContracts(b *build, cm *mapping) {
 				continue
 			}
 			dm.owner = fe.key
+			cs.defNode[fname] = dm.node
 			c.checkFields(dm, contractFieldFields, fpath)
 			if t, ok := c.str(dm, "type", fpath, true); ok {
 				fld.Type = t

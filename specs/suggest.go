@@ -132,3 +132,30 @@ func shortList(names []string, limit int) string {
 	}
 	return fmt.Sprintf("[%s, … (%d more)]", strings.Join(names[:limit], ", "), len(names)-limit)
 }
+
+// fieldAliases are names users write for a field under another name; they
+// take precedence over edit-distance suggestions.
+var fieldAliases = map[string]string{
+	"cwd":            "dir",
+	"workdir":        "dir",
+	"working_dir":    "dir",
+	"command":        "cmd",
+	"environment":    "env",
+	"depends":        "depends_on",
+	"dependencies":   "depends_on",
+	"needs":          "depends_on",
+	"after":          "depends_on",
+	"input":          "inputs",
+	"outputs":        "output",
+	"postconditions": "ensure",
+	"asserts":        "ensure",
+	"max_retries":    "retries",
+	"attempts":       "retries",
+	"prompt":         "intent",
+	"description":    "intent",
+	"timeout_ms":     "budget",
+	"schema":         "output_schema",
+	"contract":       "output_contract",
+	"when":           "skip_if",
+	"type":           "mode",
+}
