@@ -161,6 +161,7 @@ func TestParallelDone(t *testing.T) {
 		{"any", results("failed", "failed"), "clean", "error", "require='any' not satisfied: 0 completed, 2 failed"},
 		{"2", results("complete", "failed"), "clean", "error", "require='2' not satisfied: 1 completed, 1 failed"},
 		{"all", results("complete", "complete"), "conflict", "error", "merge conflict: merge_status='conflict'"},
+		{"all", results("complete", "failed"), "conflict", "error", "merge conflict: merge_status='conflict'"}, // conflict reported first
 		{"all", results("complete", "complete"), map[string]any{"status": "clean", "bounced_tasks": []any{}}, "complete", ""},
 	}
 	for _, c := range cases {
@@ -178,7 +179,10 @@ func TestParallelDone(t *testing.T) {
 			if c.status == "complete" {
 				expect(t, r, map[string]any{"status": "complete"})
 				out := r["output"].(map[string]any)
-				expect(t, out, map[string]any{"completed": 2 - countFailed(c.results), "outcome": "complete"})
+				if len(out["completed"].([]any)) != 2-countFailed(c.results) || len(out["failed"].([]any)) != countFailed(c.results) {
+					t.Errorf("aggregate %s", showV(out))
+				}
+				expect(t, out, map[string]any{"outcome": "complete", "merge_status": "clean", "tasks": c.results})
 				return
 			}
 			// First failure: retry with the violation; second: exhausted.
@@ -205,7 +209,8 @@ func TestParallelDoneErrors(t *testing.T) {
 	r := f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "run", nil, "clean") })
 	expect(t, r, map[string]any{"status": "error", "error_type": "step_mismatch"})
 	r = f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "split", nil, "clean") })
-	expect(t, r, map[string]any{"status": "error", "error_type": "wrong_step_type"})
+	expect(t, r, map[string]any{"status": "error", "error_type": "wrong_step_type",
+		"message": "Step 'split' is a decompose step, not parallel_dispatch. Use stratum_step_done for non-parallel steps."})
 }
 
 func TestPlanInputs(t *testing.T) {

@@ -52,7 +52,8 @@ func TestAwaitGateDispatch(t *testing.T) {
 		t.Fatalf("state %q gate %+v", f.st.Status, f.st.Gate)
 	}
 	r = f.stepDone("review", map[string]any{})
-	expect(t, r, map[string]any{"status": "error", "error_type": "gate_step_requires_gate_resolve"})
+	expect(t, r, map[string]any{"status": "error", "error_type": "gate_step_requires_gate_resolve",
+		"message": "Step 'review' is a gate step. Use stratum_gate_resolve to resolve it."})
 	noKey(t, r, "success")
 	r = f.do(func(st *FlowState, env Env) (Result, error) { return SkipStep(st, env, "review", "no") })
 	expect(t, r, map[string]any{"error_type": "execution_error"})
@@ -67,7 +68,7 @@ func TestGateValidationOrder(t *testing.T) {
 	// Not at a gate: not_a_gate_step wins over every other problem.
 	f, _ := plan(t, specGate, "main", nil)
 	r := f.resolve("review", review.Approve, bad)
-	expect(t, r, map[string]any{"status": "error", "error_type": "not_a_gate_step"})
+	expect(t, r, map[string]any{"status": "error", "error_type": "not_a_gate_step", "message": "Step 'work' is not a gate step"})
 
 	f = atGate(t, specGate)
 	cases := []struct {
@@ -76,9 +77,9 @@ func TestGateValidationOrder(t *testing.T) {
 		typ    string
 		msg    string
 	}{
-		{"outcome", bad, "invalid_outcome", "Invalid outcome 'maybe'. Must be one of: ['approve', 'kill', 'revise']"},
+		{"outcome", bad, "invalid_outcome", "outcome must be one of ['approve', 'kill', 'revise'], got 'maybe'"},
 		{"resolved_by", func(d *review.Decision) { d.ResolvedBy = "robot"; d.StepID = "nope" }, "invalid_resolved_by",
-			"Invalid resolved_by 'robot'. Must be one of: ['agent', 'human', 'system']"},
+			"resolved_by must be one of ['agent', 'human', 'system'], got 'robot'"},
 		{"step", func(d *review.Decision) { d.StepID = "nope" }, "wrong_step", "Expected gate step 'review', got 'nope'"},
 		{"stale", func(d *review.Decision) { n := 3; d.Round = &n }, "stale_round", ""},
 	}
@@ -143,7 +144,7 @@ func TestGateRevise(t *testing.T) {
 	f.resolve("review", review.Revise)
 	f.stepDone("work", map[string]any{"v": 3})
 	r = f.resolve("review", review.Revise)
-	expect(t, r, map[string]any{"status": "error", "error_type": "max_rounds_exceeded", "round": 2})
+	expect(t, r, map[string]any{"status": "error", "error_type": "max_rounds_exceeded", "round": 2, "message": "Maximum rounds (2) exceeded"})
 	if got := recordTypes(f.st.Records); got != "step:work gate:review" {
 		t.Errorf("over-limit revise record should stay in the active trace: %s", got)
 	}
@@ -313,7 +314,7 @@ flows:
 func TestCheckTimeouts(t *testing.T) {
 	f, _ := plan(t, specGate, "main", nil)
 	r := f.do(CheckTimeouts)
-	expect(t, r, map[string]any{"status": "no_timeout", "flow_id": f.st.FlowID})
+	expect(t, r, map[string]any{"status": "no_timeout", "flow_id": f.st.FlowID, "message": "Current step is not a gate step"})
 	f.stepDone("work", map[string]any{"v": 1}) // gate dispatched at t0 → deadline t0+60s
 	f.later(30 * time.Second)
 	r = f.do(CheckTimeouts)
@@ -329,7 +330,7 @@ func TestCheckTimeouts(t *testing.T) {
 		t.Errorf("record %+v", g)
 	}
 	r = f.do(CheckTimeouts)
-	expect(t, r, map[string]any{"status": "no_timeout"})
+	expect(t, r, map[string]any{"status": "no_timeout", "message": "Flow is already complete"})
 }
 
 func TestOnTimeoutVariants(t *testing.T) {

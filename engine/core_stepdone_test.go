@@ -109,13 +109,15 @@ func TestRefResolution(t *testing.T) {
 		{"$.steps.a.output.field", "F", ""},
 		{"$.steps.a.output.nested.k", 2, ""},
 		{"$.steps.zz.output", nil, "$.steps.zz not yet executed — check depends_on ordering"},
-		{"$.steps.a.result", nil, "Expected '$.steps.a.output[.<field>]', got '$.steps.a.result'"},
-		{"$.steps.a", nil, "Expected '$.steps.a.output[.<field>]', got '$.steps.a'"},
+		{"$.steps.a.result", nil, "Expected '$.steps.<id>.output[.<field>]', got '$.steps.a.result'"},
+		{"$.steps.a", nil, "$.steps requires $.steps.<id>.output: '$.steps.a'"},
+		{"$.input", nil, "$.input requires a field name: '$.input'"},
+		{"$", nil, "Empty $ reference: '$'"},
 		{"$.steps.a.output.nope", nil, "Key 'nope' not found in $.steps.a.output — available keys: ['field', 'nested', 'zeta']"},
-		{"$.steps.scalar.output.k", nil, "Key 'k' not found in $.steps.scalar.output — available keys: []"},
+		{"$.steps.scalar.output.k", nil, "Attribute 'k' not found on $.steps.scalar.output"},
 		{"$.steps.skipped.output", nil, ""},
 		{"$.steps.skipped.output.any.depth", nil, ""}, // null propagates
-		{"$.other", nil, "Unsupported reference '$.other'"},
+		{"$.other", nil, "Unknown $ prefix 'other' in '$.other'"},
 	}
 	for _, c := range cases {
 		t.Run(c.ref, func(t *testing.T) {
@@ -301,6 +303,7 @@ flows:
 	expect(t, r, map[string]any{
 		"status": "error", "error_type": "retries_exhausted", "flow_id": f.st.FlowID, "step_id": "f",
 		"step_mode": "function", "agent": nil, "violations": []any{"ensure 'result.n > 2' failed"},
+		"message": "Step 'f' exhausted all retries",
 	})
 	noKey(t, r, "success")
 	if f.st.Status != StatusFailed || f.st.Attempts["f"] != 3 {

@@ -78,6 +78,14 @@ func pyStrList(items []string) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// pyStr renders a string the way Python's repr does for ordinary text.
+func pyStr(s string) string {
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		return `"` + s + `"`
+	}
+	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

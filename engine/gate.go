@@ -23,7 +23,7 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	step := currentStep(st, env)
 	if !step.IsGate() {
 		return unchanged(errorResponse(ErrTypeNotAGateStep,
-			fmt.Sprintf("Current step '%s' is not a gate step", step.ID), nil)), nil
+			fmt.Sprintf("Step '%s' is not a gate step", step.ID), nil)), nil
 	}
 	if !d.Outcome.Valid() {
 		allowed := make([]string, len(review.Outcomes))
@@ -32,12 +32,12 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 		}
 		sort.Strings(allowed)
 		return unchanged(errorResponse(ErrTypeInvalidOutcome,
-			fmt.Sprintf("Invalid outcome '%s'. Must be one of: %s", d.Outcome, pyStrList(allowed)), nil)), nil
+			fmt.Sprintf("outcome must be one of %s, got '%s'", pyStrList(allowed), d.Outcome), nil)), nil
 	}
 	if !d.ResolvedBy.Valid() {
 		return unchanged(errorResponse(ErrTypeInvalidResolvedBy,
-			fmt.Sprintf("Invalid resolved_by '%s'. Must be one of: %s", d.ResolvedBy,
-				pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)})), nil)), nil
+			fmt.Sprintf("resolved_by must be one of %s, got '%s'",
+				pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)}), d.ResolvedBy), nil)), nil
 	}
 	if d.StepID != step.ID {
 		return unchanged(errorResponse(ErrTypeWrongStep,
@@ -55,7 +55,7 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	}
 	if d.Outcome == review.Revise && step.OnRevise == "" {
 		return unchanged(errorResponse(ErrTypeMissingOnRevise,
-			fmt.Sprintf("Gate step '%s' has no on_revise target", step.ID), nil)), nil
+			fmt.Sprintf("Gate step '%s' has no on_revise target configured", step.ID), nil)), nil
 	}
 	return resolveGate(st, env, step, d)
 }
@@ -120,7 +120,7 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 		if env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds {
 			// The GateRecord stays in the active trace; the gate remains current.
 			res.Response = errorResponse(ErrTypeMaxRoundsExceeded,
-				fmt.Sprintf("Flow '%s' reached max_rounds (%d): revise refused; approve or kill the gate", st.FlowName, env.Flow.MaxRounds),
+				fmt.Sprintf("Maximum rounds (%d) exceeded", env.Flow.MaxRounds),
 				map[string]any{"round": st.Round})
 			return res, nil
 		}
@@ -186,16 +186,16 @@ func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 	}
 	step := currentStep(st, env)
 	if !step.IsGate() {
-		return noTimeout(fmt.Sprintf("Current step '%s' is not a gate", step.ID))
+		return noTimeout("Current step is not a gate step")
 	}
 	if st.Gate == nil || st.Gate.StepID != step.ID {
 		if step.Fn == nil || step.Fn.Timeout <= 0 {
-			return noTimeout(fmt.Sprintf("Gate '%s' has no timeout", step.ID))
+			return noTimeout("Gate has no timeout configured")
 		}
-		return noTimeout(fmt.Sprintf("Gate '%s' has not been dispatched yet", step.ID))
+		return noTimeout("Gate not yet dispatched")
 	}
 	if st.Gate.Deadline == nil {
-		return noTimeout(fmt.Sprintf("Gate '%s' has no timeout", step.ID))
+		return noTimeout("Gate has no timeout configured")
 	}
 	if remaining := st.Gate.Deadline.Sub(env.Now); remaining > 0 {
 		return unchanged(Response{"status": "no_timeout", "flow_id": st.FlowID, "remaining_seconds": remaining.Seconds()}), nil

@@ -10,10 +10,11 @@ import (
 
 // ParallelDone is stratum_parallel_done, the consumer path of a
 // parallel_dispatch step (upstream-behavior §2.15). It builds the aggregate
-// {tasks, merge_status, completed, failed, outcome} (a task is complete only
-// when its status is "complete"), which goes through the normal check/retry
-// handling; when the checks pass but `require` or the merge fail, the attempt
-// fails as ensure_failed with the original's violation texts.
+// {tasks, merge_status, completed, failed, outcome} — completed and failed
+// are the task lists, a task being complete only when its status is
+// "complete" — which goes through the normal check/retry handling; when the
+// checks pass but the merge (conflict, reported first) or `require` fail,
+// the attempt fails as ensure_failed with the original's violation texts.
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
 func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
@@ -28,29 +29,30 @@ func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 	}
 	if step.Kind != specs.KindParallelDispatch {
 		return unchanged(errorResponse(ErrTypeWrongStepType,
-			fmt.Sprintf("Step '%s' is not a parallel_dispatch step (step_mode '%s')", step.ID, step.StepMode()), nil)), nil
+			fmt.Sprintf("Step '%s' is a %s step, not parallel_dispatch. Use stratum_step_done for non-parallel steps.", step.ID, step.StepMode()), nil)), nil
 	}
 	tasks := taskResults
 	if tasks == nil {
 		tasks = []any{}
 	}
-	completed := 0
+	completed, failed := []any{}, []any{}
 	for _, t := range tasks {
 		if m, ok := t.(map[string]any); ok {
 			if s, _ := m["status"].(string); s == "complete" {
-				completed++
+				completed = append(completed, t)
+				continue
 			}
 		}
+		failed = append(failed, t)
 	}
-	failed := len(tasks) - completed
 	ms := mergeStatusString(mergeStatus)
 	require := orStr(step.Require, "all")
 	var violations []string
-	if !requireSatisfied(require, completed, failed) {
-		violations = append(violations, fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, completed, failed))
-	}
-	if ms == "conflict" {
-		violations = append(violations, "merge conflict: merge_status='conflict'")
+	switch {
+	case ms == "conflict":
+		violations = []string{"merge conflict: merge_status='conflict'"}
+	case !requireSatisfied(require, len(completed), len(failed)):
+		violations = []string{fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))}
 	}
 	outcome := "complete"
 	if len(violations) > 0 {

@@ -13,31 +13,43 @@ import (
 //   - `$.steps.<id>.output[.<k>…]`: a null output (a skipped step)
 //     propagates null for any deeper path.
 func resolveRef(st *FlowState, ref string) (any, error) {
-	switch {
-	case strings.HasPrefix(ref, "$.input."):
-		key, _, _ := strings.Cut(strings.TrimPrefix(ref, "$.input."), ".")
-		v, ok := st.Inputs[key]
+	if !strings.HasPrefix(ref, "$") {
+		return ref, nil
+	}
+	rest := strings.TrimPrefix(strings.TrimPrefix(ref, "$"), ".")
+	if rest == "" {
+		return nil, execErrorf("Empty $ reference: %s", pyStr(ref))
+	}
+	parts := strings.Split(rest, ".")
+	switch parts[0] {
+	case "input":
+		if len(parts) < 2 {
+			return nil, execErrorf("$.input requires a field name: %s", pyStr(ref))
+		}
+		v, ok := st.Inputs[parts[1]]
 		if !ok {
-			return nil, execErrorf("$.input.%s not found in flow inputs", key)
+			return nil, execErrorf("$.input.%s not found in flow inputs", parts[1])
 		}
 		return v, nil
-	case strings.HasPrefix(ref, "$.steps."):
-		parts := strings.Split(strings.TrimPrefix(ref, "$.steps."), ".")
-		stepID := parts[0]
+	case "steps":
+		if len(parts) < 3 {
+			return nil, execErrorf("$.steps requires $.steps.<id>.output: %s", pyStr(ref))
+		}
+		stepID := parts[1]
 		v, ok := st.StepOutputs[stepID]
 		if !ok {
 			return nil, execErrorf("$.steps.%s not yet executed — check depends_on ordering", stepID)
 		}
-		if len(parts) < 2 || parts[1] != "output" {
-			return nil, execErrorf("Expected '$.steps.%s.output[.<field>]', got '%s'", stepID, ref)
+		if parts[2] != "output" {
+			return nil, execErrorf("Expected '$.steps.<id>.output[.<field>]', got %s", pyStr(ref))
 		}
-		for _, key := range parts[2:] {
+		for _, key := range parts[3:] {
 			if v == nil {
-				return nil, nil
+				return nil, nil // a skipped step's null output propagates
 			}
 			m, isMap := v.(map[string]any)
 			if !isMap {
-				return nil, execErrorf("Key '%s' not found in $.steps.%s.output — available keys: []", key, stepID)
+				return nil, execErrorf("Attribute '%s' not found on $.steps.%s.output", key, stepID)
 			}
 			next, found := m[key]
 			if !found {
@@ -47,17 +59,12 @@ func resolveRef(st *FlowState, ref string) (any, error) {
 		}
 		return v, nil
 	}
-	return nil, execErrorf("Unsupported reference '%s': expected '$.input.<field>' or '$.steps.<id>.output[.<field>]'", ref)
+	return nil, execErrorf("Unknown $ prefix '%s' in %s", parts[0], pyStr(ref))
 }
 
 // resolveValue resolves a step input value: strings starting with `$` are
 // references, everything else is a literal.
-func resolveValue(st *FlowState, value string) (any, error) {
-	if strings.HasPrefix(value, "$") {
-		return resolveRef(st, value)
-	}
-	return value, nil
-}
+func resolveValue(st *FlowState, value string) (any, error) { return resolveRef(st, value) }
 
 // resolveInputs resolves every input of a step.
 func resolveInputs(st *FlowState, step *specs.Step) (map[string]any, error) {

@@ -26,7 +26,7 @@ func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error)
 	step := currentStep(st, env)
 	if step.IsGate() {
 		return unchanged(errorResponse(ErrTypeGateStepRequires,
-			fmt.Sprintf("Step '%s' is a gate step — use stratum_gate_resolve to resolve it", step.ID), nil)), nil
+			fmt.Sprintf("Step '%s' is a gate step. Use stratum_gate_resolve to resolve it.", step.ID), nil)), nil
 	}
 	if stepID != step.ID {
 		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
@@ -210,7 +210,7 @@ func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID s
 	st.ActiveChildFlowID = nil
 	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": StatusFailed}))
 	res.Response = errorResponse(ErrTypeRetriesExhausted,
-		fmt.Sprintf("Step '%s' failed after %d attempt(s): retries exhausted", step.ID, attempts),
+		fmt.Sprintf("Step '%s' exhausted all retries", step.ID),
 		map[string]any{
 			"flow_id":    st.FlowID,
 			"step_id":    step.ID,
