@@ -44,6 +44,7 @@ func currentDispatch(st *FlowState, env Env) (Result, error) {
 				if rationale == "" {
 					rationale = "skip_if: " + step.SkipIf.Source
 				}
+				st.StepOutputs[step.ID] = nil
 				autoApprove(st, env, step, policySkipIf, rationale, &res)
 				continue
 			}
