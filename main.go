@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
@@ -124,6 +125,8 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.gateCommand(),
 		a.auditCommand(),
 		a.gcCommand(),
+		a.mcpCommand(),
+		a.installCommand(),
 	)
 	return root
 }
@@ -854,5 +857,87 @@ never pruned. Prints {"deleted": N}.`,
 		},
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
+	return cmd
+}
+
+// ---- mcp, install: the MCP server agents drive flows through ----
+
+func (a *app) mcpCommand() *cobra.Command {
+	var sweep time.Duration
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the stratum tools to an agent over MCP (stdio)",
+		Long: `Mcp runs the Model Context Protocol server on stdin/stdout; an MCP client (Claude Code,
+Codex, the MCP Inspector) starts it. It offers the original stratum tools (stratum_plan,
+stratum_step_done, stratum_gate_resolve, stratum_audit, …) plus stratum_wait_gate and
+stratum_list_flows, on the shared store: flows driven here show up in "stratum query" and the
+TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr.
+Register it for a project with "stratum install".`,
+		Example: `  claude mcp add stratum -- stratum mcp
+  npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				fmt.Fprintln(a.stderr, "stratum mcp: speaking MCP on stdin/stdout; it is meant to be started by an MCP client (see stratum install). Ctrl-C to stop.")
+			}
+			svc, _, err := openService(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := mcpserver.Serve(cmd.Context(), svc, mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep}); err != nil {
+				return &exitError{code: exitFailure, err: err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&sweep, "sweep-interval", mcpserver.DefaultSweepInterval, "how often to apply expired gate deadlines (negative: never)")
+	return cmd
+}
+
+func (a *app) installCommand() *cobra.Command {
+	var opts mcpserver.InstallOptions
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Register \"stratum mcp\" as an MCP server for this project",
+		Long: `Install adds the stratum MCP server to the project's Claude Code configuration,
+.mcp.json at the project root (the nearest directory with .git, else the current one):
+{"mcpServers": {"stratum": {"command": "<this binary>", "args": ["mcp"]}}}. With --codex it
+also adds [mcp_servers.stratum] to $CODEX_HOME/config.toml (default ~/.codex/config.toml).
+Other servers and keys are kept; running it again changes nothing; a file that cannot be
+parsed is reported and left untouched.`,
+		Example: `  stratum install
+  stratum install --codex --dry-run
+  stratum install --command stratum   # rely on PATH instead of this binary's path`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			rep, err := mcpserver.Install(opts)
+			if err != nil {
+				return &exitError{code: exitFailure, err: err}
+			}
+			if jsonOut {
+				return writeJSON(a.stdout, rep)
+			}
+			for _, f := range rep.Files {
+				switch {
+				case opts.DryRun && f.Action != mcpserver.ActionUnchanged:
+					fmt.Fprintf(a.stdout, "would write %s (%s):\n%s", f.Path, f.Action, f.Content)
+					if !strings.HasSuffix(f.Content, "\n") {
+						fmt.Fprintln(a.stdout)
+					}
+				case opts.DryRun:
+					fmt.Fprintf(a.stdout, "%s: already up to date\n", f.Path)
+				default:
+					fmt.Fprintf(a.stdout, "%s %s\n", f.Action, f.Path)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
+	cmd.Flags().StringVar(&opts.Command, "command", "", "command the client runs (default: the absolute path of this binary)")
+	cmd.Flags().BoolVar(&opts.Codex, "codex", false, "also register the server in Codex's config.toml ($CODEX_HOME, default ~/.codex)")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be written and change nothing")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -1,0 +1,20 @@
+// Package mcp serves the stratum engine as a Model Context Protocol server
+// over stdio (`stratum mcp`), so coding agents can plan flows, report step
+// results and resolve gates through tool calls.
+//
+// It exposes the original Python server's seventeen tools with the same
+// parameter names, defaults and response shapes (upstream-behavior §2.2–§2.3),
+// plus stratum_wait_gate and stratum_list_flows. Every tool result carries the
+// engine's response both as structured content and as JSON text content.
+//
+// The server keeps no flow state in memory: every call goes through
+// engine.Service to the shared store, so flows driven here are visible to
+// `stratum query` and the TUI, and decisions made elsewhere (`stratum gate`)
+// are seen by the next call. Serve also sweeps expired gate deadlines in the
+// background.
+//
+// Install registers the server in a project's Claude Code .mcp.json (and,
+// on request, in Codex's config.toml) without disturbing other entries.
+//
+// Only this package imports the MCP SDK; the engine stays protocol-free.
+package mcp

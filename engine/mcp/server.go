@@ -1,0 +1,269 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// Error types this package adds to the engine's envelopes.
+const (
+	// ErrTypeInvalidArguments: a tool was called with missing, mistyped or
+	// out-of-range arguments.
+	ErrTypeInvalidArguments = "invalid_arguments"
+	// ErrTypeInternal: an unexpected failure (store error, panic); details
+	// go to the log only.
+	ErrTypeInternal = engine.ErrTypeInternal
+)
+
+// internalMessage is the only text an internal_error carries.
+const internalMessage = "An unexpected error occurred."
+
+// Defaults of Options.
+const (
+	DefaultSweepInterval = 3 * time.Second
+	DefaultPollInterval  = 100 * time.Millisecond
+)
+
+// Options configure the server.
+type Options struct {
+	// Log receives the server's diagnostics (default io.Discard). Stdout is
+	// the protocol, so this is normally stderr.
+	Log io.Writer
+	// Version is reported as the server implementation's version.
+	Version string
+	// SweepInterval is how often Serve applies expired gate deadlines
+	// (svc.SweepTimeouts). Zero means DefaultSweepInterval; negative
+	// disables the sweeper.
+	SweepInterval time.Duration
+	// PollInterval is how often stratum_wait_gate re-reads the store. Zero
+	// means DefaultPollInterval.
+	PollInterval time.Duration
+	// MaxWait caps stratum_wait_gate's timeout_seconds (default 300 s).
+	MaxWait time.Duration
+}
+
+// server holds what the tool handlers share.
+type server struct {
+	svc  *engine.Service
+	opts Options
+	log  *slog.Logger
+}
+
+// NewServer builds the MCP server with every stratum tool registered on svc.
+// It starts no goroutine; Serve adds the stdio transport and the deadline
+// sweeper.
+func NewServer(svc *engine.Service, opts Options) *mcp.Server {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 300 * time.Second
+	}
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s := &server{svc: svc, opts: opts, log: log}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "stratum", Title: "stratum", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       slog.New(slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	srv.AddReceivingMiddleware(s.argumentErrors)
+	s.registerCoreTools(srv)
+	s.registerAddedTools(srv)
+	return srv
+}
+
+// Serve runs the server over stdin/stdout until the client disconnects or
+// ctx is cancelled, sweeping expired gate deadlines in the background. A
+// client closing the connection (EOF) or a cancelled ctx is a clean end.
+func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
+	srv := NewServer(svc, opts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	if opts.SweepInterval >= 0 {
+		interval := opts.SweepInterval
+		if interval == 0 {
+			interval = DefaultSweepInterval
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sweep(ctx, svc, interval, opts.Log)
+		}()
+	}
+	err := srv.Run(ctx, &mcp.StdioTransport{})
+	cancel()
+	wg.Wait()
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil
+	}
+	return err
+}
+
+// sweep applies expired gate deadlines every interval until ctx ends.
+func sweep(ctx context.Context, svc *engine.Service, interval time.Duration, w io.Writer) {
+	if w == nil {
+		w = io.Discard
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := sweepOnce(ctx, svc)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			fmt.Fprintf(w, "stratum mcp: sweeping gate deadlines: %v\n", err)
+		case n > 0:
+			fmt.Fprintf(w, "stratum mcp: applied %d expired gate deadline(s)\n", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweepOnce runs one SweepTimeouts, turning a panic into an error.
+func sweepOnce(ctx context.Context, svc *engine.Service) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return svc.SweepTimeouts(ctx)
+}
+
+// lockedWriter serialises writes from the SDK's logger, ours and the sweeper.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// argError is a bad argument found by a handler's own checks.
+type argError struct{ msg string }
+
+func (e *argError) Error() string { return e.msg }
+
+func badArgs(format string, a ...any) error { return &argError{msg: fmt.Sprintf(format, a...)} }
+
+// invalidArguments is the envelope of a bad tool call.
+func invalidArguments(msg string) engine.Response {
+	return engine.Response{"status": "error", "success": false, "error_type": ErrTypeInvalidArguments, "message": msg}
+}
+
+// internalError is the envelope of an unexpected failure; it never carries
+// the failure's details.
+func internalError() engine.Response {
+	return engine.Response{"status": "error", "success": false, "error_type": ErrTypeInternal, "message": internalMessage}
+}
+
+// toolFunc is a tool's body: it returns the wire response, an *argError for
+// bad arguments, or any other error for an unexpected failure.
+type toolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (engine.Response, error)
+
+// addTool registers a typed tool whose result is the engine response, as
+// structured content and JSON text. Bad arguments and unexpected failures
+// (errors, panics) become invalid_arguments / internal_error envelopes with
+// isError set; the failure's details go to the log.
+func addTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f toolFunc[In]) {
+	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, map[string]any, error) {
+		resp, isErr, err := s.call(ctx, t.Name, func() (engine.Response, error) { return f(ctx, req, in) })
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{IsError: isErr}, map[string]any(resp), nil
+	})
+}
+
+// call runs one tool body, mapping failures to envelopes.
+func (s *server) call(ctx context.Context, tool string, f func() (engine.Response, error)) (resp engine.Response, isErr bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("tool panicked", "tool", tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp, isErr, err = internalError(), true, nil
+		}
+	}()
+	resp, err = f()
+	var ae *argError
+	switch {
+	case err == nil && resp == nil:
+		s.log.Error("tool returned no response", "tool", tool)
+		return internalError(), true, nil
+	case err == nil:
+		return resp, false, nil
+	case errors.As(err, &ae):
+		return invalidArguments(ae.msg), true, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The client cancelled the call; the SDK reports the cancellation.
+		return nil, false, err
+	default:
+		s.log.Error("tool failed", "tool", tool, "error", err.Error())
+		return internalError(), true, nil
+	}
+}
+
+// argumentErrors turns the SDK's own argument-validation failures (tool
+// results with isError and plain text only) into invalid_arguments
+// envelopes, so every failure an agent sees is structured.
+func (s *server) argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "tools/call" {
+			return res, err
+		}
+		ctr, ok := res.(*mcp.CallToolResult)
+		if !ok || ctr == nil || !ctr.IsError || ctr.StructuredContent != nil {
+			return res, err
+		}
+		msg := "invalid arguments"
+		for _, c := range ctr.Content {
+			if tc, ok := c.(*mcp.TextContent); ok && tc.Text != "" {
+				msg = tc.Text
+				break
+			}
+		}
+		env := invalidArguments(msg)
+		b, merr := json.Marshal(env)
+		if merr != nil {
+			return res, err
+		}
+		ctr.StructuredContent = env
+		ctr.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
+		return ctr, nil
+	}
+}
+
+// instructions is sent to clients at initialisation.
+const instructions = `stratum tracks flow executions of typed specs (*.stratum.yaml). Drive a flow like this:
+1. stratum_plan(spec, flow, inputs) creates the flow and returns the first dispatch (status execute_step).
+2. Do the step's work yourself (intent, inputs, output_fields, ensure), then report the JSON result with
+   stratum_step_done(flow_id, step_id, result). ensure_failed / schema_failed return the same step with
+   violations to fix; execute_step returns the next step; complete ends the flow.
+3. At status await_gate, a reviewer decides: call stratum_wait_gate(flow_id) to wait for a decision made
+   elsewhere (TUI, "stratum gate"), or stratum_gate_resolve if you are allowed to decide (approver: human
+   gates refuse MCP decisions).
+4. stratum_audit(flow_id) returns the full trace at any time. Flow state lives in the shared store, so
+   stratum_resume(flow_id) continues a flow after a restart.
+Errors are {status:"error", error_type, message}.`
