@@ -90,7 +90,7 @@ func compileSchema(norm any) (*jsonschema.Schema, error) {
 // (every step of a generated flow, a contract re-validated on every save), so
 // compiled schemas — and compile errors — are shared by canonical text. A
 // compiled *jsonschema.Schema is immutable and safe for concurrent use.
-const schemaCacheSize = 2048
+const schemaCacheSize = 512
 
 type schemaCacheEntry struct {
 	compiled *jsonschema.Schema
