@@ -290,6 +290,9 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 		}
 	}
 	for _, k := range []string{"on_fail", "next"} {
+		if isGate {
+			break // reported as gate-step-field
+		}
 		if t, ok := c.strOrNullQuiet(m, k); ok && t != "" {
 			if _, ok := fc.ids[t]; !ok {
 				c.undefinedStep(fc, m.valNode(k), sp+"."+k, fmt.Sprintf("%s %s targets undefined step '%s'", label, k, t), t)
