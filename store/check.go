@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -19,26 +20,48 @@ import (
 // for tests and a `doctor`-style command, not for every open. Problems are
 // reported together, wrapped in ErrCorrupt.
 func (s *Store) Check(ctx context.Context) error {
-	var problems []error
+	var pageProblems, indexProblems []error
 	err := s.run(ctx, modeRead, func(btx *bolt.Tx) error {
 		return s.guard(func() error {
 			for err := range btx.Check() {
-				problems = append(problems, err)
+				pageProblems = append(pageProblems, err)
 			}
-			problems = append(problems, s.checkIndexes(btx)...)
+			if len(pageProblems) == 0 {
+				indexProblems = s.checkIndexes(btx)
+			}
 			return nil
 		})
 	})
 	if err != nil {
 		return err
 	}
-	if len(problems) > 0 {
-		if len(problems) > 20 {
-			problems = append(problems[:20], fmt.Errorf("… and %d more", len(problems)-20))
-		}
-		return corruptError(s.path, "consistency check failed", errors.Join(problems...))
+	problems := append(pageProblems, indexProblems...)
+	if len(problems) == 0 {
+		return nil
 	}
-	return nil
+	msgs := make([]string, 0, 11)
+	for i, p := range problems {
+		if i == 10 {
+			msgs = append(msgs, fmt.Sprintf("… and %d more", len(problems)-10))
+			break
+		}
+		msgs = append(msgs, p.Error())
+	}
+	fe := corruptError(s.path, "consistency check failed: "+strings.Join(msgs, "; "), errors.Join(problems...)).(*FileError)
+	if len(pageProblems) == 0 {
+		fe.Hint = "the pages are sound and only the derived indexes disagree with the flow states; " +
+			"Reindex rebuilds them (back the file up first)"
+	}
+	return fe
+}
+
+// Reindex rebuilds every summary and the listing and gate indexes from the
+// flow states, in one write transaction. It repairs what Check reports as
+// index problems; flow states and events are not touched.
+func (s *Store) Reindex(ctx context.Context) error {
+	return s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
+		return s.guard(func() error { return s.rebuildIndexes(btx) })
+	})
 }
 
 func (s *Store) checkIndexes(btx *bolt.Tx) []error {

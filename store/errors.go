@@ -69,6 +69,7 @@ func (e *FileError) Unwrap() []error {
 	return []error{e.Kind}
 }
 
+// corruptError returns a *FileError of kind ErrCorrupt.
 func corruptError(path, detail string, cause error) error {
 	return &FileError{
 		Path:   path,

@@ -764,3 +764,68 @@ func TestVersionCountsTransactionsNotPuts(t *testing.T) {
 		t.Fatalf("next Update: version %d, want 2", v)
 	}
 }
+
+// TestCheckFindsInconsistencies damages the indexes behind the store's back
+// and expects Check to report each problem.
+func TestCheckFindsInconsistencies(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(tx *bolt.Tx) error
+		want   string
+	}{
+		{"missing index entry", func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketByCreated).Cursor()
+			k, _ := c.First()
+			return tx.Bucket(bucketByCreated).Delete(k)
+		}, "idx_created lacks"},
+		{"stray gate", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketGates).Put([]byte("ghost"), []byte{1})
+		}, "idx_gates has a stray entry"},
+		{"flow without summary", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketSummaries).Delete([]byte("b"))
+		}, `flow "b" has no summary`},
+		{"dangling event index", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketEvents).Delete(u64(1))
+		}, "points at a missing event"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestStoreNoCheck(t)
+			gate := storetest.NewState("b", engine.StatusAwaitingGate)
+			gate.Gate = &engine.PendingGate{StepID: "g"}
+			if err := s.Update(bg, func(tx engine.Tx) error {
+				return errors.Join(tx.Put(storetest.NewState("a", engine.StatusRunning)), tx.Put(gate),
+					tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowCreated}))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(bg); err != nil {
+				t.Fatalf("healthy store: %v", err)
+			}
+			db, err := bolt.Open(s.Path(), 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(tc.damage); err != nil {
+				t.Fatal(err)
+			}
+			_ = db.Close()
+			err = s.Check(bg)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check = %v, want ErrCorrupt mentioning %q", err, tc.want)
+			}
+			if tc.name == "dangling event index" {
+				return // events are not derived data; Reindex does not touch them
+			}
+			if err := s.Reindex(bg); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(bg); err != nil {
+				t.Fatalf("after Reindex: %v", err)
+			}
+			if g := storeGates(t, s); len(g) != 1 || g[0].FlowID != "b" {
+				t.Fatalf("gates after Reindex: %v", idsOf(g))
+			}
+		})
+	}
+}
