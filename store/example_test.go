@@ -1,0 +1,52 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store"
+)
+
+// A transition is one read-modify-write inside one Update; a reader tails
+// the event log by sequence number.
+func Example() {
+	home, _ := os.MkdirTemp("", "stratum-home")
+	defer os.RemoveAll(home)
+	ctx := context.Background()
+
+	s, err := store.Open(filepath.Join(home, store.FileName), store.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = s.Update(ctx, func(tx engine.Tx) error {
+		st := &engine.FlowState{FlowID: "f1", FlowName: "review", Status: engine.StatusAwaitingGate,
+			Gate: &engine.PendingGate{StepID: "approve"}}
+		if err := tx.Put(st); err != nil {
+			return err
+		}
+		return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventGateOpened, StepID: "approve"})
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	var gates []engine.FlowSummary
+	_ = s.View(ctx, func(tx engine.Tx) error {
+		gates, err = tx.PendingGates()
+		return err
+	})
+	fmt.Println("pending:", gates[0].FlowID, gates[0].Gate.StepID, "version", gates[0].Version)
+
+	events, _ := s.Events(ctx, 0, 10)
+	for _, ev := range events {
+		fmt.Println(ev.Seq, ev.FlowID, ev.Type)
+	}
+	// Output:
+	// pending: f1 approve version 1
+	// 1 f1 gate_opened
+}
