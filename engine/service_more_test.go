@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
 )
 
 const svcIterSpec = `version: "0.2"
@@ -145,5 +146,49 @@ func TestServicePendingReviews(t *testing.T) {
 	outs := pr.Artifacts["step_outputs"].(map[string]any)
 	if len(outs) != 2 {
 		t.Errorf("artifacts %+v", pr.Artifacts)
+	}
+}
+
+// Concurrent decisions on one gate: exactly one wins, the others are refused
+// (first-writer-wins, DESIGN §6).
+func TestServiceConcurrentDecisions(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newService()
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	const n = 8
+	results := make(chan engine.Response, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			r, err := s.GateResolve(ctx, "f1", review.Decision{ReviewID: "f1/review/0", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI})
+			if err != nil {
+				t.Error(err)
+			}
+			results <- r
+		}()
+	}
+	wins := 0
+	for i := 0; i < n; i++ {
+		r := <-results
+		switch {
+		case r["status"] == "complete":
+			wins++
+		case r["error_type"] != "flow_already_complete":
+			t.Errorf("unexpected answer %v", r)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d decisions won", wins)
+	}
+	st, _ := s.Get(ctx, "f1")
+	gates := 0
+	for _, r := range st.Records {
+		if r.Type == engine.RecordGate {
+			gates++
+		}
+	}
+	if gates != 1 {
+		t.Fatalf("%d gate records", gates)
 	}
 }
