@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -140,8 +141,17 @@ var typeAliases = map[string]string{
 }
 
 func (b *contractBuilder) typeSuggestion(t string) string {
-	if strings.HasSuffix(t, "[]") {
-		return fmt.Sprintf("use {type: array, items: {type: %s}}", strings.TrimSuffix(t, "[]"))
+	elem := ""
+	switch {
+	case strings.HasSuffix(t, "[]"):
+		elem = strings.TrimSuffix(t, "[]")
+	case listTypeRe.MatchString(t):
+		elem = listTypeRe.FindStringSubmatch(t)[1]
+	case strings.HasSuffix(t, "?") && len(t) > 1:
+		return fmt.Sprintf("use {type: %s, optional: true}", b.typeName(strings.TrimSuffix(t, "?")))
+	}
+	if elem != "" {
+		return fmt.Sprintf("use {type: array, items: {type: %s}}", b.typeName(elem))
 	}
 	if a, ok := typeAliases[strings.ToLower(t)]; ok {
 		return fmt.Sprintf("did you mean %q?", a)
@@ -151,6 +161,21 @@ func (b *contractBuilder) typeSuggestion(t string) string {
 		return s
 	}
 	return "use one of " + strings.Join(primitiveTypeNames, ", ") + ", or a contract name"
+}
+
+// listTypeRe matches list[T] / List[T] / array[T] spellings.
+var listTypeRe = regexp.MustCompile(`^(?i:list|array)\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$`)
+
+// typeName maps a type spelling to a known name when there is an obvious one
+// (str → string), for suggestions.
+func (b *contractBuilder) typeName(t string) string {
+	if isPrimitive(t) || b.contracts[t] != nil {
+		return t
+	}
+	if a, ok := typeAliases[strings.ToLower(t)]; ok {
+		return a
+	}
+	return t
 }
 
 // typeRef is a type name used by a field, and where ("" or " items",
