@@ -11,6 +11,41 @@
 // to append. Transitions do no I/O: time, ids and the file root for expression
 // builtins come in through Env.
 //
+// Decisions where the original is silent or where we differ (besides
+// DESIGN.md §12):
+//
+//   - Every finished flow is kept with its status: complete, killed, failed
+//     (retries exhausted, no on_fail) or budget_exhausted. Reports into a
+//     finished flow are execution errors; resume answers its final payload
+//     (complete: the completion object; killed: {status, flow_id, trace,
+//     total_duration_ms}; failed/budget_exhausted: {status, flow_id}).
+//   - A kill routed to an on_kill step runs that step only; while it runs the
+//     flow is "running" and resume returns its dispatch (the original
+//     answered {status:"killed"}). Its completion is {status:"killed", output…}.
+//   - A $-reference that fails while computing the next dispatch is an
+//     execution_error and the whole transition is discarded (nothing is
+//     written), so the report can be repeated once the cause is fixed.
+//   - Plan validates inputs against the flow's (and, for the workflow's entry
+//     flow, the workflow's) typed input params and applies workflow
+//     defaults; a mismatch is error_type invalid_input. Undeclared inputs are
+//     accepted, as the original.
+//   - Gates: approver human refuses decisions through MCP (error_type
+//     gate_requires_human); a decision naming another round (Decision.Round,
+//     or the round of Decision.ReviewID) is stale_round. on_timeout revise
+//     that cannot happen (no on_revise, max_rounds reached) kills instead.
+//   - A child flow the parent stops waiting for (step_done or skip on the
+//     parent step before the child finished) ends killed; a finished child
+//     is never revived by re-dispatching the parent step, and completed
+//     children are kept (their audits are also snapshotted into the parent's
+//     child_audits).
+//   - clearFrom (on_fail, next, revise) keeps the iteration history; it
+//     clears outputs, attempts, iteration outcome/best/accumulator and the
+//     active loop.
+//   - A runner lease (FlowState.Owner) that is live refuses agent reports
+//     (step_done, parallel_done, skip_step, iteration_*) from anyone but its
+//     holder with error_type flow_owned; gate decisions are never refused by
+//     a lease.
+//
 // The engine imports specs and review only; it never imports bbolt,
 // bubbletea or fsnotify. Its Store port is implemented by package store.
 package engine
