@@ -656,3 +656,80 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestScalarTypes(t *testing.T) {
+	step := func(extra string) string { return parseBase02 + "      - {id: b, intent: x, " + extra + "}\n" }
+	tests := []struct {
+		name string
+		src  string
+		want wantDiag
+		msg  string
+	}{
+		{"bool-not-bool", step("cache: yes please"), wantDiag{CodeWrongType, "flows.main.steps.1.cache", 23, 35}, "'yes please' is not of type 'boolean'"},
+		{"int-as-float-ok", step("retries: 2.0, depends_on: [zz]"), wantDiag{CodeUndefinedStep, "flows.main.steps.b.depends_on", 23, 55}, ""},
+		{"int-fraction", step("retries: 2.5"), wantDiag{CodeWrongType, "flows.main.steps.1.retries", 23, 37}, "2.5 is not of type 'integer'"},
+		{"int-huge", step("retries: 99999999999999999999999"), wantDiag{CodeWrongType, "flows.main.steps.1.retries", 23, 37}, ""},
+		{"number-string", step("budget: {usd: cheap}"), wantDiag{CodeWrongType, "flows.main.steps.1.budget.usd", 23, 42}, "'cheap' is not of type 'number'"},
+		{"list-item-not-string", step("ensure: [true, 1]"), wantDiag{CodeWrongType, "flows.main.steps.1.ensure.0", 23, 37}, "True is not of type 'string'"},
+		{"null-intent", "version: \"0.2\"\nflows:\n  m:\n    input: {}\n    steps: [{id: a, intent: ~}]\n", wantDiag{CodeWrongType, "flows.m.steps.0.intent", 5, 29}, "None is not of type 'string'"},
+		{"mapping-as-string", step("model: {a: 1}"), wantDiag{CodeWrongType, "flows.main.steps.1.model", 23, 35}, "{…} is not of type 'string'"},
+		{"seq-as-object", step("output_schema: [1]"), wantDiag{CodeWrongType, "flows.main.steps.1.output_schema", 23, 43}, "[…] is not of type 'object'"},
+		{"require-zero", strings.Replace(step("type: parallel_dispatch, source: \"$.steps.a.output\", intent_template: t, require: 0"), `"0.2"`, `"0.3"`, 1),
+			wantDiag{CodeOutOfRange, "flows.main.steps.1.require", 23, -1}, ""},
+		{"run-empty-argv", step("run: []"), wantDiag{CodeEmptyValue, "flows.main.steps.1.run", 23, 33}, ""},
+		{"run-mapping-no-cmd", step("run: {dir: x}"), wantDiag{CodeMissingField, "flows.main.steps.1.run", 23, 28}, ""},
+		{"env-not-string", step("run: {cmd: ls, env: {A: 1}}"), wantDiag{CodeWrongType, "flows.main.steps.1.run.env.A", 23, 52}, ""},
+		{"param-not-mapping", "version: \"0.2\"\nflows:\n  m:\n    input: {x: string}\n    steps: [{id: a, intent: i}]\n", wantDiag{CodeWrongType, "flows.m.input.x", 4, 16}, ""},
+		{"contract-values-not-list", "version: \"0.2\"\ncontracts:\n  C: {a: {type: string, values: x}}\n", wantDiag{CodeWrongType, "contracts.C.a.values", 3, 33}, ""},
+		{"contract-not-mapping", "version: \"0.2\"\ncontracts:\n  C: 5\n", wantDiag{CodeWrongType, "contracts.C", 3, 6}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ds := Parse("t.yaml", []byte(tt.src))
+			expectDiags(t, ds, tt.want)
+			if tt.msg != "" {
+				found := false
+				for _, d := range ds {
+					found = found || (d.Code == tt.want.code && d.Message == tt.msg)
+				}
+				if !found {
+					t.Errorf("want message %q; got:\n%s", tt.msg, dumpDiags(ds))
+				}
+			}
+		})
+	}
+}
+
+func TestOutputSchemaValues(t *testing.T) {
+	s := mustParseSpec(t, `version: "0.2"
+flows:
+  m:
+    input: {}
+    steps:
+      - id: a
+        intent: x
+        output_schema:
+          type: object
+          required: [n]
+          properties:
+            n: {type: integer, minimum: 1, maximum: 1.5e3}
+            b: {type: boolean, default: false}
+            z: {type: "null", default: ~}
+            s: {type: string, const: "2024-01-01"}
+`)
+	os := s.Flows["m"].Steps[0].OutputSchema
+	props := os["properties"].(map[string]any)
+	n := props["n"].(map[string]any)
+	if n["minimum"] != 1 || n["maximum"] != 1500.0 || os["required"].([]any)[0] != "n" {
+		t.Errorf("numbers decoded wrong: %#v", n)
+	}
+	if props["b"].(map[string]any)["default"] != false || props["z"].(map[string]any)["default"] != nil {
+		t.Errorf("bool/null decoded wrong: %#v", props)
+	}
+	if props["s"].(map[string]any)["const"] != "2024-01-01" {
+		t.Errorf("string decoded wrong: %#v", props["s"])
+	}
+	if s.Flows["m"].Steps[0].Schema == nil {
+		t.Errorf("schema not compiled")
+	}
+}
