@@ -22,6 +22,11 @@ type Service struct {
 	Now   func() time.Time // default time.Now
 	NewID func() string    // default random UUIDv4 (crypto/rand)
 	Root  string           // expression file root
+	// Notify, when set, is called after every committed transition with the
+	// events it appended, in order (their Seq is assigned inside the store
+	// and is zero here). It runs after the transaction, in the caller's
+	// goroutine, and must not block.
+	Notify func(events []Event)
 
 	mu    sync.Mutex
 	specs map[[32]byte]*specs.Spec
@@ -151,8 +156,9 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) Response {
 // checkLease, when set, refuses callers other than a live lease's holder.
 func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (Result, error)) (Response, error) {
 	var resp Response
+	var events []Event
 	err := s.Store.Update(ctx, func(tx Tx) (err error) {
-		resp = nil
+		resp, events = nil, nil
 		defer func() {
 			if r := recover(); r != nil {
 				resp = errorResponse(ErrTypeInternal, "internal error while applying the transition", nil)
@@ -192,6 +198,7 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 		if res.Unchanged {
 			return errNoWrite
 		}
+		events = res.Events
 		return commitResult(tx, st, res)
 	})
 	if errors.Is(err, errNoWrite) {
@@ -200,7 +207,14 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 	if err != nil {
 		return nil, err
 	}
+	s.notify(events)
 	return resp, nil
+}
+
+func (s *Service) notify(events []Event) {
+	if s.Notify != nil && len(events) > 0 {
+		s.Notify(events)
+	}
 }
 
 // commitResult writes a transition's effects: other flows, deletions, the
@@ -239,8 +253,9 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 		inputs = map[string]any{}
 	}
 	var resp Response
+	var events []Event
 	err := s.Store.Update(ctx, func(tx Tx) (err error) {
-		resp = nil
+		resp, events = nil, nil
 		defer func() {
 			if r := recover(); r != nil {
 				resp = errorResponse(ErrTypeInternal, "internal error while planning the flow", nil)
@@ -261,6 +276,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 		if st == nil {
 			return errNoWrite
 		}
+		events = res.Events
 		return commitResult(tx, st, res)
 	})
 	if errors.Is(err, errNoWrite) {
@@ -269,6 +285,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	if err != nil {
 		return nil, err
 	}
+	s.notify(events)
 	return resp, nil
 }
 
