@@ -3,6 +3,7 @@ package specs
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,10 +16,11 @@ type checker struct {
 	file         string
 	version      string
 	diags        Diagnostics
-	exprCache    map[exprKey]exprResult // one compilation per distinct (kind, source)
-	src          []byte                 // the input, for positions inside scalars
-	lineStart    []int                  // byte offset of each line start (lazily built)
-	suggestSpent int                    // candidates examined by didYouMean so far
+	exprCache    map[exprKey]exprResult    // one compilation per distinct (kind, source)
+	src          []byte                    // the input, for positions inside scalars
+	lineStart    []int                     // byte offset of each line start (lazily built)
+	suggestSpent int                       // candidates examined by didYouMean so far
+	reCache      map[string]*regexp.Regexp // compiled guardrails by pattern
 }
 
 // rawLine returns the text of a 1-based line of the input.

@@ -97,14 +97,23 @@ func (c *checker) guardrails(pats []string, nodes []*yaml.Node, spath string) []
 			c.add(CodeEmptyGuardrail, nodes[i], spath, fmt.Sprintf("guardrail[%d] is empty", i), "Remove the empty pattern or give a regular expression.")
 			continue
 		}
-		if _, err := regexp.Compile(p); err != nil {
-			c.add(CodeInvalidRegex, nodes[i], spath, fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
-			continue
-		}
-		re, err := compileGuardrail(p)
-		if err != nil {
-			c.add(CodeInvalidRegex, nodes[i], spath, fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
-			continue
+		re, ok := c.reCache[p]
+		if !ok {
+			var err error
+			re, err = compileGuardrail(p)
+			if err != nil {
+				// Report the error of the pattern as written (without the
+				// (?im) flags we add).
+				if _, rawErr := regexp.Compile(p); rawErr != nil {
+					err = rawErr
+				}
+				c.add(CodeInvalidRegex, nodes[i], spath, fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
+				continue
+			}
+			if c.reCache == nil {
+				c.reCache = map[string]*regexp.Regexp{}
+			}
+			c.reCache[p] = re // a Regexp is safe for concurrent use
 		}
 		out = append(out, &Guardrail{Pattern: p, Re: re})
 	}
