@@ -235,3 +235,5 @@ func recordTypes(rs []Record) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
