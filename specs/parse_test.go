@@ -733,3 +733,35 @@ flows:
 		t.Errorf("schema not compiled")
 	}
 }
+
+// TestReportsEveryProblem: one spec with problems of every stage gets all of
+// them, sorted by position.
+func TestReportsEveryProblem(t *testing.T) {
+	src := `version: "0.2"
+contracts:
+  Out: {score: {type: numbr}}
+functions:
+  f: {mode: infer, intent: x, output: Out, ensure: ["result.scor > 1"], retries: 0}
+flows:
+  main:
+    input: {}
+    steps:
+      - {id: a, function: f, inputs: {x: "$.input.nope"}, polcy: gate}
+      - {id: a, intent: y, depends_on: [zz]}
+`
+	_, ds := Parse("t.yaml", []byte(src))
+	want := []string{CodeUnknownType, CodeUnknownResultField, CodeOutOfRange, CodeUndefinedInput, CodeUnknownField,
+		CodeDuplicateStepID, CodeUndefinedStep}
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Code)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("codes = %v\nwant    %v\n%s", got, want, dumpDiags(ds))
+	}
+	for i := 1; i < len(ds); i++ {
+		if ds[i-1].Line > ds[i].Line || (ds[i-1].Line == ds[i].Line && ds[i-1].Column > ds[i].Column) {
+			t.Errorf("not sorted: %v before %v", ds[i-1], ds[i])
+		}
+	}
+}
