@@ -205,7 +205,7 @@ func TestServiceNotify(t *testing.T) {
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	must(t)(s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{})) // refused: no events
 	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	stored := store.Events("f1")
+	stored, _ := store.FlowEvents(ctx, "f1")
 	if len(got) != len(stored) {
 		t.Fatalf("notified %v, stored %d events", got, len(stored))
 	}

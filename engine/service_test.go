@@ -143,7 +143,7 @@ func TestServiceFlow(t *testing.T) {
 		t.Fatalf("gate still pending: %+v", gates)
 	}
 	// Events: strictly increasing sequence numbers, typed.
-	evs := store.Events("f1")
+	evs, _ := store.FlowEvents(ctx, "f1")
 	var types []string
 	for i, e := range evs {
 		if i > 0 && e.Seq <= evs[i-1].Seq {

@@ -83,18 +83,51 @@ func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
 	return fn(&tx{s: s, flows: map[string][]byte{}, deleted: map[string]bool{}, cache: map[string][]byte{}, seq: s.seq})
 }
 
-// Events returns a copy of the committed event log, optionally only one
-// flow's events ("" = all).
-func (s *Store) Events(flowID string) []engine.Event {
+// Events returns the committed events with a sequence number above
+// afterSeq, oldest first, at most limit of them (0 = no limit).
+func (s *Store) Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []engine.Event
+	out := []engine.Event{}
 	for _, e := range s.events {
-		if flowID == "" || e.FlowID == flowID {
+		if e.Seq <= afterSeq {
+			continue
+		}
+		out = append(out, e)
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// FlowEvents returns one flow's committed events, oldest first.
+func (s *Store) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []engine.Event{}
+	for _, e := range s.events {
+		if e.FlowID == flowID {
 			out = append(out, e)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// LastSeq is the highest sequence number ever assigned (0 for a new store).
+func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq, nil
 }
 
 // Len returns the number of stored flows.
@@ -147,10 +180,21 @@ func (t *tx) Put(st *engine.FlowState) error {
 	}
 	now := t.s.now()
 	st.UpdatedAt = now
+	// Like the real store: the version moves forward from the stored one and
+	// CreatedAt is kept, even when the argument was built from scratch.
+	var prev struct {
+		Version   int64     `json:"version"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	if b, ok := t.raw(st.FlowID); ok && json.Unmarshal(b, &prev) == nil {
+		st.Version = prev.Version + 1
+		st.CreatedAt = prev.CreatedAt
+	} else {
+		st.Version++
+	}
 	if st.CreatedAt.IsZero() {
 		st.CreatedAt = now
 	}
-	st.Version++
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("flow %q: encoding: %w", st.FlowID, err)

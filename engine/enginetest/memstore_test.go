@@ -63,8 +63,8 @@ func TestMemStore(t *testing.T) {
 		_ = tx.CachePut("k", []byte("v"))
 		return boom
 	})
-	if !errors.Is(err, boom) || s.Len() != 2 || len(s.Events("")) != 0 {
-		t.Fatalf("rollback: err %v len %d events %d", err, s.Len(), len(s.Events("")))
+	if evs, _ := s.Events(ctx, 0, 0); !errors.Is(err, boom) || s.Len() != 2 || len(evs) != 0 {
+		t.Fatalf("rollback: err %v len %d events %d", err, s.Len(), len(evs))
 	}
 
 	// Events get increasing sequence numbers; Delete drops a flow's events.
@@ -75,13 +75,18 @@ func TestMemStore(t *testing.T) {
 		_ = tx.CachePut("key", []byte("val"))
 		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowFinished})
 	})
-	evs := s.Events("")
+	evs, _ := s.Events(ctx, 0, 0)
 	if len(evs) != 3 || evs[0].Seq != 1 || evs[2].Seq != 3 {
 		t.Fatalf("events %+v", evs)
 	}
+	if tail, _ := s.Events(ctx, 1, 1); len(tail) != 1 || tail[0].Seq != 2 {
+		t.Fatalf("events after 1, limit 1: %+v", tail)
+	}
 	_ = s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("a") })
-	if s.Len() != 1 || len(s.Events("a")) != 0 || len(s.Events("b")) != 1 {
-		t.Fatalf("delete: len %d events %+v", s.Len(), s.Events(""))
+	ea, _ := s.FlowEvents(ctx, "a")
+	eb, _ := s.FlowEvents(ctx, "b")
+	if last, _ := s.LastSeq(ctx); s.Len() != 1 || len(ea) != 0 || len(eb) != 1 || last != 3 {
+		t.Fatalf("delete: len %d events a=%v b=%v last=%d", s.Len(), ea, eb, last)
 	}
 	_ = s.View(ctx, func(tx engine.Tx) error {
 		v, ok, _ := tx.CacheGet("key")
