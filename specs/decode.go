@@ -21,6 +21,7 @@ type checker struct {
 	lineStart    []int                     // byte offset of each line start (lazily built)
 	suggestSpent int                       // candidates examined by didYouMean so far
 	reCache      map[string]*regexp.Regexp // compiled guardrails by pattern
+	exprJobs     []exprJob                 // expressions waiting for runExprJobs
 }
 
 // rawLine returns the text of a 1-based line of the input.

@@ -765,3 +765,25 @@ flows:
 		}
 	}
 }
+
+// TestParseConcurrent: Parse is safe to call from many goroutines (the MCP
+// server validates specs concurrently); run with -race.
+func TestParseConcurrent(t *testing.T) {
+	src := []byte(genLargeSpec(20, 2, 100))
+	done := make(chan error, 8)
+	for range 8 {
+		go func() {
+			s, ds := Parse("c.yaml", src)
+			if s == nil {
+				done <- fmt.Errorf("rejected: %v", ds)
+				return
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -3,8 +3,11 @@ package specs
 import (
 	"fmt"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
 )
@@ -209,6 +212,7 @@ func (c *checker) check(rootNode *yaml.Node, src []byte) *Spec {
 			c.buildWorkflow(b, wm)
 		}
 	}
+	c.runExprJobs()
 	c.semantic(b)
 	return b.spec
 }
@@ -492,51 +496,111 @@ func (c *checker) command(m *mapping, k, path string) *Command {
 	return cmd
 }
 
-// expr compiles an expression field (a string).
-func (c *checker) expr(m *mapping, k, path, spath string, kind ExprKind) *Expr {
+// expr queues the compilation of an expression field (a string); set
+// receives the compiled expression (see runExprJobs).
+func (c *checker) expr(m *mapping, k, path, spath string, kind ExprKind, set func(*Expr)) {
 	src, ok := c.str(m, k, path, true)
 	if !ok {
-		return nil
+		return
 	}
-	return c.compile(kind, src, m.valNode(k), spath, string(kind))
+	c.compile(kind, src, m.valNode(k), spath, string(kind), set)
 }
 
-// compile compiles one expression and reports problems at the scalar node
-// (with a column inside the expression when the scalar is a one-line plain
-// or quoted scalar).
-func (c *checker) compile(kind ExprKind, src string, n *yaml.Node, spath, label string) *Expr {
-	key := exprKey{kind, src}
-	cached, seen := c.exprCache[key]
-	if !seen {
-		cached.e, cached.err = CompileExpr(kind, src)
-		if c.exprCache == nil {
-			c.exprCache = map[exprKey]exprResult{}
-		}
-		c.exprCache[key] = cached
+// exprJob is one expression occurrence waiting to be compiled.
+type exprJob struct {
+	key   exprKey
+	n     *yaml.Node
+	spath string
+	label string
+	set   func(*Expr)
+}
+
+// compile queues one expression for compilation; runExprJobs compiles every
+// distinct expression once (in parallel), then calls set for the ones that
+// compiled and reports the others at the scalar node (with a column inside
+// the expression when the scalar is a one-line plain or quoted scalar).
+func (c *checker) compile(kind ExprKind, src string, n *yaml.Node, spath, label string, set func(*Expr)) {
+	c.exprJobs = append(c.exprJobs, exprJob{key: exprKey{kind, src}, n: n, spath: spath, label: label, set: set})
+}
+
+// runExprJobs compiles the queued expressions and hands them to their
+// setters in the order they were queued.
+func (c *checker) runExprJobs() {
+	if c.exprCache == nil {
+		c.exprCache = map[exprKey]exprResult{}
 	}
-	e, err := cached.e, cached.err
+	var keys []exprKey
+	for _, j := range c.exprJobs {
+		if _, seen := c.exprCache[j.key]; !seen {
+			c.exprCache[j.key] = exprResult{}
+			keys = append(keys, j.key)
+		}
+	}
+	results := make([]exprResult, len(keys))
+	workers := min(runtime.GOMAXPROCS(0), 8, len(keys)/16+1)
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(keys) {
+					return
+				}
+				results[i].e, results[i].err = safeCompileExpr(keys[i].kind, keys[i].src)
+			}
+		})
+	}
+	wg.Wait()
+	for i, k := range keys {
+		c.exprCache[k] = results[i]
+	}
+	for _, j := range c.exprJobs {
+		r := c.exprCache[j.key]
+		if r.err != nil || r.e == nil {
+			c.reportExprError(j, r.err)
+			continue
+		}
+		// Identical expressions share one compiled program (Eval is safe
+		// for concurrent use); each occurrence gets its own Expr with its
+		// position.
+		cp := *r.e
+		cp.Pos = posOf(j.n)
+		j.set(&cp)
+	}
+	c.exprJobs = nil
+}
+
+// safeCompileExpr is CompileExpr with a panic guard (it runs in a worker
+// goroutine, where a panic would not reach Parse's recover).
+func safeCompileExpr(kind ExprKind, src string) (e *Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("cannot compile expression: %v", r)}
+		}
+	}()
+	return CompileExpr(kind, src)
+}
+
+func (c *checker) reportExprError(j exprJob, err error) {
+	src := j.key.src
+	msg := "cannot compile expression"
 	if err != nil {
-		msg := err.Error()
-		forbidden := false
-		off := -1
-		if ee, ok := err.(*ExprError); ok {
-			msg, forbidden, off = ee.Message, ee.Forbidden, ee.Offset
-		}
-		pos := c.exprPos(n, src, off)
-		if forbidden {
-			c.addAt(CodeExprForbidden, pos, spath, fmt.Sprintf("%s expression '%s' is not allowed: %s", label, src, msg),
-				"Expressions may not use '__' or call functions outside the allowed builtins.")
-		} else {
-			c.addAt(CodeExprSyntax, pos, spath, fmt.Sprintf("Cannot compile %s expression '%s': %s", label, src, msg),
-				"Fix the expression syntax.")
-		}
-		return nil
+		msg = err.Error()
 	}
-	// Identical expressions share one compiled program (Eval is safe for
-	// concurrent use); each occurrence gets its own Expr with its position.
-	cp := *e
-	cp.Pos = posOf(n)
-	return &cp
+	forbidden := false
+	off := -1
+	if ee, ok := err.(*ExprError); ok {
+		msg, forbidden, off = ee.Message, ee.Forbidden, ee.Offset
+	}
+	pos := c.exprPos(j.n, src, off)
+	if forbidden {
+		c.addAt(CodeExprForbidden, pos, j.spath, fmt.Sprintf("%s expression '%s' is not allowed: %s", j.label, src, msg),
+			"Expressions may not use '__' or call functions outside the allowed builtins.")
+	} else {
+		c.addAt(CodeExprSyntax, pos, j.spath, fmt.Sprintf("Cannot compile %s expression '%s': %s", j.label, src, msg),
+			"Fix the expression syntax.")
+	}
 }
 
 type exprKey struct {

@@ -53,9 +53,7 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 				c.add(CodeEmptyValue, nodes[i], path+".ensure", "'' should be non-empty", "Remove the empty ensure.")
 				continue
 			}
-			if x := c.compile(ExprEnsure, s, nodes[i], path+".ensure", "ensure"); x != nil {
-				fn.Ensure = append(fn.Ensure, x)
-			}
+			c.compile(ExprEnsure, s, nodes[i], path+".ensure", "ensure", func(x *Expr) { fn.Ensure = append(fn.Ensure, x) })
 		}
 	}
 	fn.Budget = c.budget(m, "budget", path)
@@ -238,7 +236,7 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	s.OnKill, _ = c.strOrNull(m, "on_kill", ipath)
 	s.OnFail, _ = c.str(m, "on_fail", ipath, true)
 	s.Next, _ = c.str(m, "next", ipath, true)
-	s.SkipIf = c.expr(m, "skip_if", ipath, sp+".skip_if", ExprSkipIf)
+	c.expr(m, "skip_if", ipath, sp+".skip_if", ExprSkipIf, func(x *Expr) { s.SkipIf = x })
 	s.SkipReason, _ = c.str(m, "skip_reason", ipath, false)
 	s.Policy, _ = c.enum(m, "policy", ipath, policyValues)
 	s.PolicyFallback, _ = c.enum(m, "policy_fallback", ipath, policyValues)
@@ -248,9 +246,7 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 				c.add(CodeEmptyValue, nodes[i], ipath+".ensure", "'' should be non-empty", "Remove the empty ensure.")
 				continue
 			}
-			if x := c.compile(ExprEnsure, src, nodes[i], sp+".ensure", "ensure"); x != nil {
-				s.Ensure = append(s.Ensure, x)
-			}
+			c.compile(ExprEnsure, src, nodes[i], sp+".ensure", "ensure", func(x *Expr) { s.Ensure = append(s.Ensure, x) })
 		}
 	}
 	if v, ok := c.integer(m, "retries", ipath, 1); ok {
@@ -266,10 +262,10 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	if v, ok := c.integer(m, "max_iterations", ipath, 1); ok {
 		s.MaxIterations = int(v)
 	}
-	s.ExitCriterion = c.expr(m, "exit_criterion", ipath, sp+".exit_criterion", ExprExitCriterion)
-	s.ScoreExpr = c.expr(m, "score_expr", ipath, sp+".score_expr", ExprScore)
-	s.Accumulate = c.expr(m, "accumulate", ipath, sp+".accumulate", ExprAccumulate)
-	s.AccumulateKey = c.expr(m, "accumulate_key", ipath, sp+".accumulate_key", ExprAccumulateKey)
+	c.expr(m, "exit_criterion", ipath, sp+".exit_criterion", ExprExitCriterion, func(x *Expr) { s.ExitCriterion = x })
+	c.expr(m, "score_expr", ipath, sp+".score_expr", ExprScore, func(x *Expr) { s.ScoreExpr = x })
+	c.expr(m, "accumulate", ipath, sp+".accumulate", ExprAccumulate, func(x *Expr) { s.Accumulate = x })
+	c.expr(m, "accumulate_key", ipath, sp+".accumulate_key", ExprAccumulateKey, func(x *Expr) { s.AccumulateKey = x })
 	s.Cache, _ = c.boolean(m, "cache", ipath)
 	if e, ok := m.get("reasoning_template"); ok {
 		s.ReasoningTemplate = toAny(e.val)
