@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,21 @@ flows:
 		env.Flow = sp.Flows["main"]
 		if _, err := StepDone(st, env, "a", result); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestJSONKind(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "null"}, {"s", "string"}, {true, "boolean"}, {3, "integer"}, {int64(3), "integer"},
+		{3.0, "integer"}, {3.5, "number"}, {float32(1.5), "number"}, {json.Number("7"), "integer"},
+		{json.Number("7.25"), "number"}, {[]any{}, "array"}, {map[string]any{}, "object"}, {struct{}{}, "struct {}"},
+	} {
+		if got := jsonKind(c.v); got != c.want {
+			t.Errorf("jsonKind(%#v) = %q, want %q", c.v, got, c.want)
 		}
 	}
 }

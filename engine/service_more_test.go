@@ -215,3 +215,45 @@ func TestServiceNotify(t *testing.T) {
 		}
 	}
 }
+
+func TestServiceMiscPaths(t *testing.T) {
+	ctx := context.Background()
+	s, store, _ := newService()
+	r := must(t)(s.Audit(ctx, "nope"))
+	if r["error_type"] != "flow_not_found" {
+		t.Fatalf("%v", r)
+	}
+	src := `version: "0.3"
+flows:
+  main:
+    input: {n: {type: integer}, tasks: {type: array}}
+    steps:
+      - id: it
+        intent: "iterate"
+        max_iterations: 3
+      - id: run
+        type: parallel_dispatch
+        agent: claude
+        source: "$.input.tasks"
+        intent_template: "do {id}"
+        depends_on: [it]
+`
+	r = must(t)(s.Plan(ctx, src, "main", map[string]any{"n": "x"}, engine.PlanOptions{}))
+	if r["error_type"] != "invalid_input" || store.Len() != 0 {
+		t.Fatalf("invalid input: %v (stored %d)", r, store.Len())
+	}
+	must(t)(s.Plan(ctx, src, "main", map[string]any{"n": 1, "tasks": []any{map[string]any{"id": "t1"}}}, engine.PlanOptions{}))
+	must(t)(s.IterationStart(ctx, "f1", "it", engine.ReportOptions{}))
+	r = must(t)(s.IterationAbort(ctx, "f1", "it", "enough", engine.ReportOptions{}))
+	if r["status"] != "iteration_aborted" {
+		t.Fatalf("%v", r)
+	}
+	r = must(t)(s.StepDone(ctx, "f1", "it", map[string]any{}, engine.ReportOptions{}))
+	if r["status"] != "parallel_dispatch" {
+		t.Fatalf("%v", r)
+	}
+	r = must(t)(s.ParallelDone(ctx, "f1", "run", []any{map[string]any{"task_id": "t1", "status": "complete"}}, "clean", engine.ReportOptions{}))
+	if r["status"] != "complete" {
+		t.Fatalf("%v", r)
+	}
+}
