@@ -320,7 +320,12 @@ func planCodexTOML(path, command string) (InstalledFile, error) {
 	if !haveArgs {
 		add = append(add, argsLine)
 	}
-	out = append(out[:start+1], append(add, out[start+1:]...)...)
+	// Missing keys go after the table's last non-blank line.
+	at := len(out)
+	for at > start+1 && strings.TrimSpace(out[at-1]) == "" {
+		at--
+	}
+	out = append(out[:at], append(add, out[at:]...)...)
 	out = append(out, lines[end:]...)
 	f.Content = strings.Join(out, "\n")
 	if f.Content == text {

@@ -1,0 +1,240 @@
+package mcp
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestInstallMCPJSON(t *testing.T) {
+	const cmd = "/opt/bin/stratum"
+	cases := []struct {
+		name     string
+		existing string // "" = no file
+		action   string
+		want     map[string]any // the decoded result
+		wantErr  string
+	}{
+		{name: "fresh", action: ActionCreated,
+			want: map[string]any{"mcpServers": map[string]any{"stratum": map[string]any{"command": cmd, "args": []any{"mcp"}}}}},
+		{name: "empty file", existing: "  \n", action: ActionUpdated,
+			want: map[string]any{"mcpServers": map[string]any{"stratum": map[string]any{"command": cmd, "args": []any{"mcp"}}}}},
+		{name: "other servers and keys kept",
+			existing: `{"mcpServers": {"other": {"command": "x", "args": ["y"], "env": {"K": "1"}}}, "custom": [1, 2.50]}`,
+			action:   ActionUpdated,
+			want: map[string]any{
+				"mcpServers": map[string]any{
+					"other":   map[string]any{"command": "x", "args": []any{"y"}, "env": map[string]any{"K": "1"}},
+					"stratum": map[string]any{"command": cmd, "args": []any{"mcp"}},
+				},
+				"custom": []any{1.0, 2.5},
+			}},
+		{name: "old stratum entry updated, its env kept",
+			existing: `{"mcpServers": {"stratum": {"command": "stratum-mcp", "env": {"STRATUM_HOME": "/x"}}}}`,
+			action:   ActionUpdated,
+			want: map[string]any{"mcpServers": map[string]any{"stratum": map[string]any{"command": cmd, "args": []any{"mcp"},
+				"env": map[string]any{"STRATUM_HOME": "/x"}}}}},
+		{name: "already installed", existing: `{"mcpServers":{"stratum":{"command":"/opt/bin/stratum","args":["mcp"]}}}`,
+			action: ActionUnchanged},
+		{name: "malformed", existing: `{"mcpServers": {`, wantErr: "not valid JSON"},
+		{name: "not an object", existing: `[1]`, wantErr: "not a JSON object"},
+		{name: "trailing data", existing: `{} {}`, wantErr: "data after"},
+		{name: "mcpServers not an object", existing: `{"mcpServers": []}`, wantErr: "mcpServers is not an object"},
+		{name: "stratum entry not an object", existing: `{"mcpServers": {"stratum": "x"}}`, wantErr: "mcpServers.stratum is not an object"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			sub := filepath.Join(root, "a", "b")
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(root, ".mcp.json")
+			if c.existing != "" {
+				writeFile(t, path, c.existing)
+			}
+			rep, err := Install(InstallOptions{Dir: sub, Command: cmd})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want %q", err, c.wantErr)
+				}
+				if got := readFile(t, path); got != c.existing {
+					t.Fatalf("malformed file changed: %q", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.ProjectRoot != root || len(rep.Files) != 1 || rep.Files[0].Path != path || rep.Files[0].Action != c.action {
+				t.Fatalf("report %+v", rep)
+			}
+			got := readFile(t, path)
+			if c.action == ActionUnchanged {
+				if got != c.existing {
+					t.Fatalf("unchanged file rewritten: %q", got)
+				}
+				return
+			}
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(got), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := mustJSON(t, doc), mustJSON(t, c.want); a != b {
+				t.Fatalf("got  %s\nwant %s", a, b)
+			}
+			// Idempotent: a second run changes nothing.
+			rep, err = Install(InstallOptions{Dir: sub, Command: cmd})
+			if err != nil || rep.Files[0].Action != ActionUnchanged || readFile(t, path) != got {
+				t.Fatalf("second run: %+v %v", rep, err)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestInstallCodexTOML(t *testing.T) {
+	const cmd = `C:\bin\stratum "x"`
+	quoted := `"C:\\bin\\stratum \"x\""`
+	table := "[mcp_servers.stratum]\ncommand = " + quoted + "\nargs = [\"mcp\"]\n"
+	cases := []struct {
+		name     string
+		existing string
+		action   string
+		want     string
+		wantErr  string
+	}{
+		{name: "fresh", action: ActionCreated, want: table},
+		{name: "other servers kept", action: ActionUpdated,
+			existing: "model = \"o3\"\n\n[mcp_servers.other]\ncommand = \"other\"\n",
+			want:     "model = \"o3\"\n\n[mcp_servers.other]\ncommand = \"other\"\n\n" + table},
+		{name: "no trailing newline", action: ActionUpdated, existing: "model = \"o3\"",
+			want: "model = \"o3\"\n\n" + table},
+		{name: "existing table updated in place", action: ActionUpdated,
+			existing: "[mcp_servers.stratum]\ncommand = \"stratum-mcp\"\nenv = { A = \"1\" }\n\n[profiles.x]\nmodel = \"y\"\n",
+			want:     "[mcp_servers.stratum]\ncommand = " + quoted + "\nenv = { A = \"1\" }\nargs = [\"mcp\"]\n\n[profiles.x]\nmodel = \"y\"\n"},
+		{name: "already installed", action: ActionUnchanged, existing: "# mine\n" + table},
+		{name: "inline table", existing: "[mcp_servers]\nstratum = { command = \"x\" }\n", wantErr: "edit it by hand"},
+		{name: "dotted keys", existing: "mcp_servers.stratum.command = \"x\"\n", wantErr: "edit it by hand"},
+		{name: "twice", existing: table + table, wantErr: "appears twice"},
+		{name: "bad header", existing: "[mcp_servers.stratum\n", wantErr: "malformed table header"},
+		{name: "bad utf8", existing: "a = \"\xff\"\n", wantErr: "UTF-8"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			project := t.TempDir()
+			codex := filepath.Join(t.TempDir(), "codex")
+			path := filepath.Join(codex, "config.toml")
+			if c.existing != "" {
+				writeFile(t, path, c.existing)
+			}
+			rep, err := Install(InstallOptions{Dir: project, Command: cmd, Codex: true, CodexHome: codex})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want %q", err, c.wantErr)
+				}
+				if got := readFile(t, path); got != c.existing {
+					t.Fatalf("file changed: %q", got)
+				}
+				if _, err := os.Stat(filepath.Join(project, ".mcp.json")); err == nil {
+					t.Fatal(".mcp.json written although the Codex config failed")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Files) != 2 || rep.Files[1].Path != path || rep.Files[1].Action != c.action {
+				t.Fatalf("report %+v", rep)
+			}
+			got := readFile(t, path)
+			want := c.want
+			if c.action == ActionUnchanged {
+				want = c.existing
+			}
+			if got != want {
+				t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+			}
+			rep, err = Install(InstallOptions{Dir: project, Command: cmd, Codex: true, CodexHome: codex})
+			if err != nil || rep.Files[1].Action != ActionUnchanged || readFile(t, path) != got {
+				t.Fatalf("second run: %+v %v", rep, err)
+			}
+		})
+	}
+}
+
+func TestInstallDryRunAndDefaults(t *testing.T) {
+	dir := t.TempDir()
+	codex := filepath.Join(dir, "codexhome")
+	t.Setenv("CODEX_HOME", codex)
+	rep, err := Install(InstallOptions{Dir: dir, Codex: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.DryRun || len(rep.Files) != 2 || rep.Files[0].Action != ActionCreated || !strings.Contains(rep.Files[0].Content, `"mcp"`) {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.Files[1].Path != filepath.Join(codex, "config.toml") {
+		t.Fatalf("codex path %s", rep.Files[1].Path)
+	}
+	if !filepath.IsAbs(rep.Command) {
+		t.Errorf("default command %q is not absolute", rep.Command)
+	}
+	// No .git above a temp dir: the start directory is the root.
+	if rep.ProjectRoot != dir {
+		t.Errorf("root %s, want %s", rep.ProjectRoot, dir)
+	}
+	for _, f := range rep.Files {
+		if _, err := os.Stat(f.Path); err == nil {
+			t.Errorf("dry run wrote %s", f.Path)
+		}
+	}
+}
+
+func TestTableHeader(t *testing.T) {
+	cases := map[string]string{
+		"[a]":                    "a",
+		"[ a . b ]":              "a.b",
+		"[[a.b]]":                "a.b",
+		"[mcp_servers.x] # note": "mcp_servers.x",
+		"[a":                     "",
+		"[]":                     "",
+		"[a]]":                   "",
+	}
+	for in, want := range cases {
+		if got := tableHeader(in); got != want {
+			t.Errorf("tableHeader(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
