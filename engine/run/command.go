@@ -1,0 +1,304 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Defaults of the command executor.
+const (
+	// DefaultMaxOutput caps what a command may print on stdout.
+	DefaultMaxOutput = 10 << 20
+	// stderrTail is how much of stderr's end a violation carries.
+	stderrTail = 2048
+)
+
+// CommandExecutor runs the `run:` command of compute functions and inline
+// steps. A string command runs under `sh -c`, a list runs as argv. The
+// resolved inputs arrive as one JSON object on stdin and as
+// STRATUM_INPUT_<NAME> variables (upper-cased name, non-alphanumerics as
+// '_'; plain strings verbatim, any other value as JSON). STRATUM_FLOW_ID,
+// STRATUM_STEP_ID, STRATUM_ATTEMPT and, on retries, STRATUM_VIOLATIONS (a
+// JSON array) are set too. Stdout must be the JSON result (when it is not,
+// its last non-empty line is tried); a non-zero exit, invalid JSON, output
+// over MaxOutput or the deadline (budget.ms, flow budget) passing is an
+// *engine.AttemptError carrying stderr's tail. On timeout the whole process
+// group is killed.
+type CommandExecutor struct {
+	// MaxOutput caps stdout (default DefaultMaxOutput).
+	MaxOutput int
+	// Env is the base environment (default os.Environ()).
+	Env []string
+}
+
+// commandOf is the command a step executes: the step's own `run:` (inline
+// steps) or its function's.
+func commandOf(step *specs.Step) *specs.Command {
+	if step.Run != nil {
+		return step.Run
+	}
+	if step.Fn != nil {
+		return step.Fn.Run
+	}
+	return nil
+}
+
+// Execute runs one attempt.
+func (c *CommandExecutor) Execute(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+	command := commandOf(req.Step)
+	if command == nil {
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig,
+			Violations: []string{fmt.Sprintf("step '%s' has no run: command", req.Step.ID)}}
+	}
+	stdin, err := json.Marshal(nonNilInputs(req.Inputs))
+	if err != nil {
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig,
+			Violations: []string{"inputs are not JSON-encodable: " + err.Error()}}
+	}
+	if !req.Budget.Deadline.IsZero() {
+		if !req.Budget.Deadline.After(time.Now()) {
+			return engine.StepOutcome{}, fmt.Errorf("step '%s': no time left: %w", req.Step.ID, engine.ErrBudgetExhausted)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, req.Budget.Deadline)
+		defer cancel()
+	}
+	var cmd *exec.Cmd
+	if command.Shell != "" {
+		cmd = exec.CommandContext(ctx, "sh", "-c", command.Shell)
+	} else if len(command.Argv) > 0 {
+		cmd = exec.CommandContext(ctx, command.Argv[0], command.Argv[1:]...)
+	} else {
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig,
+			Violations: []string{fmt.Sprintf("step '%s' has an empty run: command", req.Step.ID)}}
+	}
+	cmd.Dir = req.Dir
+	if command.Dir != "" {
+		cmd.Dir = command.Dir
+		if !filepath.IsAbs(command.Dir) && req.Dir != "" {
+			cmd.Dir = filepath.Join(req.Dir, command.Dir)
+		}
+	}
+	cmd.Env = c.environment(command, req)
+	cmd.Stdin = bytes.NewReader(stdin)
+	maxOut := c.MaxOutput
+	if maxOut <= 0 {
+		maxOut = DefaultMaxOutput
+	}
+	stdout := &cappedBuffer{max: maxOut}
+	stderr := &tailBuffer{max: stderrTail}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	setProcessGroup(cmd)
+	cmd.WaitDelay = 2 * time.Second
+	runErr := cmd.Run()
+
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptTimeout,
+				Violations: []string{withTail("command timed out (budget deadline reached; process group killed)", stderr)}}
+		}
+		return engine.StepOutcome{}, ctx.Err()
+	}
+	if runErr != nil {
+		var ee *exec.ExitError
+		if errors.As(runErr, &ee) {
+			return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptExit,
+				Violations: []string{withTail(fmt.Sprintf("command exited with status %d", ee.ExitCode()), stderr)}}
+		}
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptExit,
+			Violations: []string{withTail("command could not run: "+runErr.Error(), stderr)}}
+	}
+	if stdout.overflow {
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptTooLarge,
+			Violations: []string{fmt.Sprintf("command output exceeds %d bytes; print a smaller JSON result (write large data to a file and return its path)", maxOut)}}
+	}
+	out, err := parseJSONResult(stdout.Bytes())
+	if err != nil {
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptBadJSON,
+			Violations: []string{withTail("command output is not a JSON result: "+err.Error(), stderr)}}
+	}
+	return engine.StepOutcome{Output: out}, nil
+}
+
+// environment builds the command's environment.
+func (c *CommandExecutor) environment(command *specs.Command, req engine.StepRequest) []string {
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append([]string(nil), env...)
+	keys := make([]string, 0, len(command.Env))
+	for k := range command.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+command.Env[k])
+	}
+	names := make([]string, 0, len(req.Inputs))
+	for k := range req.Inputs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		env = append(env, "STRATUM_INPUT_"+envName(k)+"="+envValue(req.Inputs[k]))
+	}
+	env = append(env,
+		"STRATUM_FLOW_ID="+req.FlowID,
+		"STRATUM_STEP_ID="+req.Step.ID,
+		"STRATUM_ATTEMPT="+strconv.Itoa(req.Attempt),
+	)
+	if len(req.Violations) > 0 {
+		b, _ := json.Marshal(req.Violations)
+		env = append(env, "STRATUM_VIOLATIONS="+string(b))
+	}
+	return env
+}
+
+func nonNilInputs(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// envName upper-cases an input name and maps anything but letters, digits
+// and '_' to '_'.
+func envName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '_':
+			b.WriteRune(unicode.ToUpper(r))
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// envValue is a plain string verbatim, anything else as compact JSON.
+func envValue(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// parseJSONResult decodes a command's stdout: the whole output as one JSON
+// value, else its last non-empty line (commands that log before printing
+// their result).
+func parseJSONResult(b []byte) (any, error) {
+	text := bytes.TrimSpace(b)
+	if len(text) == 0 {
+		return nil, errors.New("empty output (print the result as JSON on stdout)")
+	}
+	v, err := decodeOne(text)
+	if err == nil {
+		return v, nil
+	}
+	lines := bytes.Split(text, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := bytes.TrimSpace(lines[i])
+		if len(line) == 0 {
+			continue
+		}
+		if v, err2 := decodeOne(line); err2 == nil {
+			return v, nil
+		}
+		break
+	}
+	return nil, fmt.Errorf("%v (output starts %q)", err, clip(string(text), 120))
+}
+
+func decodeOne(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func withTail(msg string, stderr *tailBuffer) string {
+	t := strings.TrimSpace(stderr.String())
+	if t == "" {
+		return msg
+	}
+	return msg + "; stderr: " + t
+}
+
+// cappedBuffer keeps at most max bytes and notes an overflow.
+type cappedBuffer struct {
+	bytes.Buffer
+	max      int
+	overflow bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	room := b.max - b.Len()
+	if len(p) > room {
+		b.overflow = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	buf       []byte
+	max       int
+	truncated bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		t.truncated = true
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	b := t.buf
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+		t.truncated = true
+	}
+	if t.truncated {
+		return "…" + string(b)
+	}
+	return string(b)
+}

@@ -1,0 +1,15 @@
+// Package run is the in-process runner behind `stratum run`: it drives a
+// flow through the engine's state machine (the same engine.Service methods
+// MCP uses) while holding a runner lease on it, executes each step with an
+// executor (engine.Executor: a command for compute functions and `run:`
+// steps, an agent CLI for `agent:` steps, an injected infer executor for LLM
+// steps), runs child flows in-process, resolves gates through review sinks
+// (console prompt, --approve/--on-gate policy, waiting for another process),
+// enforces run budgets (ms, usd, tokens; per call and per flow), records
+// trace records and the budget ledger with the flow, caches results, and
+// reports progress (terminal, plain lines, GitHub annotations, JUnit).
+//
+// Not supported in-process: `type: decompose` and `type: parallel_dispatch`
+// steps. The runner stops with a clear error and leaves the flow running, so
+// an agent can continue it through MCP (`stratum_resume`).
+package run

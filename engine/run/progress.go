@@ -1,0 +1,254 @@
+package run
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Progress event kinds.
+const (
+	EventFlowStarted   = "flow_started"
+	EventStepStarted   = "step_started"
+	EventAttemptFailed = "attempt_failed"
+	EventStepDone      = "step_done"
+	EventStepFailed    = "step_failed"
+	EventIteration     = "iteration"
+	EventGateOpen      = "gate_open"
+	EventGateWait      = "gate_wait"
+	EventGateResolved  = "gate_resolved"
+	EventFlowFinished  = "flow_finished"
+)
+
+// Event is one progress event of a run.
+type Event struct {
+	Kind       string
+	FlowID     string
+	FlowName   string
+	Step       *specs.Step
+	Spec       *specs.Spec
+	Attempt    int
+	Iteration  int
+	Elapsed    time.Duration
+	CostUSD    *float64
+	CacheHit   bool
+	Violations []string
+	Status     string
+	Message    string
+	Gate       *review.PendingReview
+	Resumed    bool
+}
+
+// Progress receives the run's progress events. Implementations must be
+// quick; they run on the runner's goroutine.
+type Progress interface {
+	Event(e Event)
+}
+
+type nopProgress struct{}
+
+func (nopProgress) Event(Event) {}
+
+// Printer is the stderr progress reporter. On a terminal it shows a live
+// line per running step (elapsed time, attempt) that is replaced by the
+// step's result line (attempts, time, cost); otherwise it prints one line
+// per event. With GitHub set, failures are also printed as GitHub Actions
+// `::error file=…,line=…::` annotations pointing at the step in the spec.
+type Printer struct {
+	W        io.Writer
+	Terminal bool
+	GitHub   bool
+
+	mu      sync.Mutex
+	start   time.Time
+	stepT0  time.Time
+	live    bool
+	stopped chan struct{}
+	cur     string
+}
+
+func (p *Printer) since() string {
+	if p.start.IsZero() {
+		return "0.0s"
+	}
+	return fmt.Sprintf("%.1fs", time.Since(p.start).Seconds())
+}
+
+func stepName(e Event) string {
+	if e.Step == nil {
+		return "-"
+	}
+	return e.Step.ID
+}
+
+// Event prints e.
+func (p *Printer) Event(e Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	switch e.Kind {
+	case EventFlowStarted:
+		verb := "running"
+		if e.Resumed {
+			verb = "resuming"
+		}
+		p.println(fmt.Sprintf("stratum: %s flow %s (%s)", verb, e.FlowName, e.FlowID))
+	case EventStepStarted:
+		p.stepT0 = time.Now()
+		what := fmt.Sprintf("▸ %s", stepName(e))
+		if e.Attempt > 1 {
+			what += fmt.Sprintf(" (attempt %d)", e.Attempt)
+		}
+		if e.Iteration > 0 {
+			what += fmt.Sprintf(" (iteration %d)", e.Iteration)
+		}
+		if e.Message != "" {
+			what += " — " + e.Message
+		}
+		if p.Terminal {
+			p.cur = what
+			p.showLive()
+			p.startTicker()
+		} else {
+			p.println(fmt.Sprintf("[%s] %s", p.since(), strings.TrimPrefix(what, "▸ ")+" started"))
+		}
+	case EventAttemptFailed:
+		p.println(fmt.Sprintf("[%s] ✗ %s attempt %d failed: %s", p.since(), stepName(e), e.Attempt, strings.Join(e.Violations, "; ")))
+	case EventIteration:
+		p.println(fmt.Sprintf("[%s] ↻ %s iteration %d: %s", p.since(), stepName(e), e.Iteration, e.Message))
+	case EventStepDone:
+		cost := "cost ?"
+		if e.CostUSD != nil {
+			cost = fmt.Sprintf("$%.4f", *e.CostUSD)
+		}
+		extra := ""
+		if e.CacheHit {
+			extra = ", cached"
+		}
+		p.println(fmt.Sprintf("[%s] ✓ %s (%d attempt%s, %s, %s%s)", p.since(), stepName(e), e.Attempt, plural(e.Attempt), e.Elapsed.Round(time.Millisecond), cost, extra))
+	case EventStepFailed:
+		msg := strings.Join(e.Violations, "; ")
+		if e.Message != "" {
+			msg += " (" + e.Message + ")"
+		}
+		p.println(fmt.Sprintf("[%s] ✗ %s failed after %d attempt%s: %s", p.since(), stepName(e), e.Attempt, plural(e.Attempt), msg))
+		p.annotate(e.Spec, e.Step, fmt.Sprintf("step %s failed: %s", stepName(e), msg))
+	case EventGateOpen:
+		p.println(fmt.Sprintf("[%s] ⏸ gate %s is waiting for a decision", p.since(), stepName(e)))
+	case EventGateWait, EventGateResolved:
+		p.println(fmt.Sprintf("[%s] ⏵ gate %s: %s", p.since(), stepName(e), e.Message))
+	case EventFlowFinished:
+		line := fmt.Sprintf("stratum: flow %s %s after %s", e.FlowID, e.Status, p.since())
+		if e.Message != "" && e.Status != EndComplete {
+			line += "\n" + e.Message
+		}
+		p.println(line)
+		if e.Status != EndComplete && e.Status != EndInterrupted {
+			var step *specs.Step
+			if e.Gate != nil && e.Spec != nil {
+				for _, fn := range e.Spec.FlowNames {
+					if s := e.Spec.Flows[fn].Step(e.Gate.StepID); s != nil {
+						step = s
+						break
+					}
+				}
+			}
+			first, _, _ := strings.Cut(e.Message, "\n")
+			p.annotate(e.Spec, step, fmt.Sprintf("flow %s %s: %s", e.FlowID, e.Status, first))
+		}
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// println ends the live line (if any) and prints a line.
+func (p *Printer) println(s string) {
+	if p.live {
+		fmt.Fprint(p.W, "\r\033[K")
+		p.live = false
+		p.stopTicker()
+	}
+	fmt.Fprintln(p.W, s)
+}
+
+func (p *Printer) showLive() {
+	fmt.Fprintf(p.W, "\r\033[K%s  %s", p.cur, time.Since(p.stepT0).Round(100*time.Millisecond))
+	p.live = true
+}
+
+func (p *Printer) startTicker() {
+	if p.stopped != nil {
+		return
+	}
+	stop := make(chan struct{})
+	p.stopped = stop
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if p.live && p.stopped == stop {
+					p.showLive()
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func (p *Printer) stopTicker() {
+	if p.stopped != nil {
+		close(p.stopped)
+		p.stopped = nil
+	}
+}
+
+// annotate prints a GitHub Actions error annotation at the step's line.
+func (p *Printer) annotate(sp *specs.Spec, step *specs.Step, msg string) {
+	if !p.GitHub {
+		return
+	}
+	file := ""
+	if sp != nil {
+		file = sp.File
+		if rel, err := filepath.Rel(".", file); err == nil && !strings.HasPrefix(rel, "..") && filepath.IsAbs(file) {
+			file = rel
+		}
+	}
+	props := []string{}
+	if file != "" {
+		props = append(props, "file="+ghProp(file))
+	}
+	if l := stepLine(step); l > 0 {
+		props = append(props, fmt.Sprintf("line=%d", l))
+	}
+	props = append(props, "title="+ghProp("stratum run"))
+	fmt.Fprintf(p.W, "::error %s::%s\n", strings.Join(props, ","), ghData(msg))
+}
+
+func ghData(s string) string {
+	r := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	return r.Replace(s)
+}
+
+func ghProp(s string) string {
+	r := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+	return r.Replace(s)
+}

@@ -1,0 +1,520 @@
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// executorKind says which executor runs a step.
+type executorKind int
+
+const (
+	execCommand executorKind = iota
+	execInfer
+	execAgent
+	execUnsupported
+)
+
+func kindOf(step *specs.Step) executorKind {
+	switch step.Kind {
+	case specs.KindFunction:
+		if step.Fn != nil && step.Fn.Mode == specs.ModeCompute {
+			return execCommand
+		}
+		return execInfer
+	case specs.KindInline:
+		switch {
+		case step.Run != nil:
+			return execCommand
+		case step.Agent != "":
+			return execAgent
+		}
+		return execInfer
+	}
+	return execUnsupported
+}
+
+func (r *Runner) executor(k executorKind) engine.Executor {
+	switch k {
+	case execCommand:
+		return r.opts.Command
+	case execAgent:
+		return r.opts.Agent
+	case execInfer:
+		return r.opts.Infer
+	}
+	return nil
+}
+
+// runStep executes one attempt (or, for an iterating step, the iteration
+// loop) of the dispatched step and reports it; it returns the engine's next
+// response.
+func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response) (engine.Response, *endState, error) {
+	stepID, _ := resp["step_id"].(string)
+	step := fc.flow.Step(stepID)
+	if step == nil {
+		return nil, &endState{status: EndError, resp: resp, message: fmt.Sprintf("dispatched step %q is not in flow %q", stepID, fc.flow.Name)}, nil
+	}
+	kind := kindOf(step)
+	if kind == execUnsupported {
+		return nil, &endState{status: EndError, resp: resp, message: fmt.Sprintf(
+			"step '%s' is a %s step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", step.ID, step.Kind, fc.id)}, nil
+	}
+	ex := r.executor(kind)
+	if ex == nil {
+		msg := fmt.Sprintf("step '%s' needs an LLM (infer) but no provider is configured", step.ID)
+		if r.opts.InferUnavailable != "" {
+			msg += ": " + r.opts.InferUnavailable
+		}
+		msg += "; the flow stays resumable: stratum run --resume " + rootID(fc)
+		return nil, &endState{status: EndError, resp: resp, message: msg}, nil
+	}
+	attempt := attemptOf(resp, step)
+	if fc.call.stepID != step.ID || attempt == 1 {
+		fc.call = callState{stepID: step.ID, start: time.Now()}
+	}
+	inputs, _ := resp["inputs"].(map[string]any)
+	req := engine.StepRequest{
+		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Dispatch: resp, Inputs: inputs,
+		Attempt: attempt, Violations: stringsOf(resp["violations"]), Dir: fc.dir,
+	}
+	if _, routed := resp["routed_from"]; routed {
+		req.Violations = nil // on_fail target: a fresh step, not a retry
+	}
+	if step.MaxIterations > 0 {
+		return r.iterate(ctx, fc, step, kind, ex, req)
+	}
+	rep := r.stepReport(fc, step)
+	view, reason, err := r.budgetView(ctx, fc, step, kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	if reason != "" {
+		return r.exhaust(ctx, fc, step, reason)
+	}
+	req.Budget = view
+	r.opts.Progress.Event(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec})
+
+	cacheKey := r.cacheKey(fc, step, kind, inputs)
+	start := time.Now()
+	var out engine.StepOutcome
+	var execErr error
+	if v, ok, err := r.cacheGet(ctx, fc, cacheKey); err != nil {
+		return nil, nil, err
+	} else if ok {
+		out = engine.StepOutcome{Output: v, CacheHit: true}
+	} else {
+		out, execErr = ex.Execute(ctx, req)
+	}
+	elapsed := time.Since(start)
+	rep.Attempts++
+	rep.Duration += elapsed
+	if out.CacheHit {
+		rep.CacheHit = true
+	}
+	if err := r.recordCall(ctx, fc, step, kind, attempt, elapsed, out, execErr); err != nil {
+		return nil, nil, err
+	}
+	if execErr != nil {
+		return r.attemptFailed(ctx, fc, step, execErr)
+	}
+	next, err := r.svc.StepDone(ctx, fc.id, step.ID, out.Output, r.report())
+	if err != nil {
+		return nil, nil, err
+	}
+	accepted := r.noteStepResult(fc, step, next, nil)
+	if accepted && cacheKey != "" && !out.CacheHit {
+		if err := r.cachePut(ctx, fc, cacheKey, out.Output); err != nil {
+			return nil, nil, err
+		}
+	}
+	return next, nil, nil
+}
+
+func rootID(fc *flowCtx) string {
+	for fc.parent != nil {
+		fc = fc.parent
+	}
+	return fc.id
+}
+
+// attemptFailed maps an executor error onto the state machine: an
+// AttemptError spends an attempt; budget exhaustion ends the flow; a
+// configuration error stops the run (resumable) without spending one.
+func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Step, execErr error) (engine.Response, *endState, error) {
+	if ctx.Err() != nil {
+		return nil, &endState{status: EndInterrupted}, nil
+	}
+	if errors.Is(execErr, engine.ErrBudgetExhausted) {
+		return r.exhaust(ctx, fc, step, execErr.Error())
+	}
+	var ae *engine.AttemptError
+	if !errors.As(execErr, &ae) {
+		return nil, &endState{status: EndError, message: fmt.Sprintf("step '%s': %v; the flow stays resumable: stratum run --resume %s", step.ID, execErr, rootID(fc))}, nil
+	}
+	if ae.Kind == engine.AttemptConfig {
+		return nil, &endState{status: EndError, message: fmt.Sprintf("step '%s': %s; the flow stays resumable: stratum run --resume %s", step.ID, ae.Error(), rootID(fc))}, nil
+	}
+	vs := ae.Violations
+	if len(vs) == 0 {
+		vs = []string{ae.Error()}
+	}
+	next, err := r.svc.StepAttemptFailed(ctx, fc.id, step.ID, vs, r.report())
+	if err != nil {
+		return nil, nil, err
+	}
+	r.noteStepResult(fc, step, next, vs)
+	return next, nil, nil
+}
+
+// noteStepResult updates the step report from the engine's answer to a
+// report of step and emits progress; it says whether the result was
+// accepted (the step completed).
+func (r *Runner) noteStepResult(fc *flowCtx, step *specs.Step, next engine.Response, execViolations []string) bool {
+	rep := r.stepReport(fc, step)
+	status, _ := next["status"].(string)
+	sameStep := next["step_id"] == step.ID
+	switch {
+	case (status == engine.StatusEnsureFailed || status == engine.StatusSchemaFailed || status == engine.StatusGuardrailBlocked) && sameStep:
+		rep.Violations = stringsOf(next["violations"])
+		r.opts.Progress.Event(Event{Kind: EventAttemptFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+		return false
+	case status == "error" && next["error_type"] == engine.ErrTypeRetriesExhausted:
+		rep.Status = "failed"
+		rep.Violations = stringsOf(next["violations"])
+		r.opts.Progress.Event(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+		return false
+	case next["routed_from"] == step.ID:
+		rep.Status = "failed"
+		rep.Violations = stringsOf(next["violations"])
+		r.opts.Progress.Event(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec, Message: "routed to on_fail"})
+		return false
+	case status == "error":
+		return false
+	}
+	rep.Status = "passed"
+	rep.Violations = nil
+	r.opts.Progress.Event(Event{Kind: EventStepDone, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Elapsed: rep.Duration, CostUSD: costPtr(rep), CacheHit: rep.CacheHit, Spec: fc.spec})
+	return true
+}
+
+func costPtr(rep *StepReport) *float64 {
+	if !rep.CostKnown {
+		return nil
+	}
+	c := rep.CostUSD
+	return &c
+}
+
+// recordCall writes the call's spend into the ledgers of the flow and its
+// ancestors (the trace record only into the executing flow).
+func (r *Runner) recordCall(ctx context.Context, fc *flowCtx, step *specs.Step, kind executorKind, attempt int, elapsed time.Duration, out engine.StepOutcome, execErr error) error {
+	tokens := out.Usage.Total()
+	rep := r.stepReport(fc, step)
+	if out.CostUSD != nil {
+		rep.CostUSD += *out.CostUSD
+		rep.CostKnown = true
+	} else if kind == execCommand {
+		rep.CostKnown = true // commands cost nothing
+	}
+	fc.call.usd += deref(out.CostUSD)
+	fc.call.tokens += tokens
+	data := map[string]any{"executor": executorName(kind)}
+	if out.CacheHit {
+		data["cache_hit"] = true
+	}
+	var ae *engine.AttemptError
+	if errors.As(execErr, &ae) {
+		data["error_kind"] = ae.Kind
+		data["violations"] = ae.Violations
+	}
+	cost := out.CostUSD
+	if cost == nil && kind == execCommand {
+		zero := 0.0
+		cost = &zero
+	}
+	c := engine.CallRecord{StepID: step.ID, Attempt: attempt, DurationMS: elapsed.Milliseconds(), Tokens: tokens,
+		CostUSD: cost, Agent: kind == execAgent, Trace: out.Trace, Data: data}
+	for f := fc; f != nil; f = f.parent {
+		if _, err := r.svc.RecordCall(ctx, f.id, c, r.report()); err != nil {
+			return err
+		}
+		c.Trace = nil
+		c.Data = map[string]any{"executor": executorName(kind), "child_flow_id": fc.id}
+	}
+	return nil
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func executorName(k executorKind) string {
+	switch k {
+	case execCommand:
+		return "command"
+	case execInfer:
+		return "infer"
+	case execAgent:
+		return "agent"
+	}
+	return "unsupported"
+}
+
+// exhaust ends the flow (and, through the parents' reports, its ancestors)
+// as budget_exhausted.
+func (r *Runner) exhaust(ctx context.Context, fc *flowCtx, step *specs.Step, reason string) (engine.Response, *endState, error) {
+	next, err := r.svc.ExhaustBudget(ctx, fc.id, reason, r.report())
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := r.stepReport(fc, step)
+	rep.Status = "failed"
+	rep.Violations = []string{"budget exhausted: " + reason}
+	r.opts.Progress.Event(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+	return next, nil, nil
+}
+
+// budgetView computes the envelope of the next attempt: the step's per-call
+// budget (ms from the call's first attempt; usd and tokens spent by this
+// call) intersected with what is left of the flow budget of this flow and
+// every ancestor (ms counts executor time recorded in the ledger, not time
+// waiting at gates). A non-empty reason means the budget is exhausted; usd
+// and tokens only stop calls that spend them (infer, agent), as in seed 000
+// §7.3.
+func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, kind executorKind) (engine.BudgetView, string, error) {
+	var v engine.BudgetView
+	now := time.Now()
+	spends := kind == execInfer || kind == execAgent
+	minDeadline := func(d time.Time) {
+		if v.Deadline.IsZero() || d.Before(v.Deadline) {
+			v.Deadline = d
+		}
+	}
+	minUSD := func(u float64) {
+		if v.USD == nil || u < *v.USD {
+			v.USD = &u
+		}
+	}
+	minTokens := func(t int64) {
+		if v.Tokens == 0 || t < v.Tokens {
+			v.Tokens = t
+		}
+	}
+	if b := step.Budget; b != nil {
+		if b.MS > 0 {
+			minDeadline(fc.call.start.Add(time.Duration(b.MS) * time.Millisecond))
+		}
+		if b.USD != nil {
+			minUSD(*b.USD - fc.call.usd)
+		}
+		if b.Tokens > 0 {
+			minTokens(b.Tokens - fc.call.tokens)
+		}
+	}
+	for f := fc; f != nil; f = f.parent {
+		b := f.flow.Budget
+		if b == nil {
+			continue
+		}
+		st, err := r.svc.Get(ctx, f.id)
+		if err != nil {
+			return v, "", err
+		}
+		led := st.BudgetState
+		if led == nil {
+			led = &engine.BudgetState{}
+		}
+		if b.MS > 0 {
+			minDeadline(now.Add(time.Duration(b.MS-led.SpentMS) * time.Millisecond))
+		}
+		if b.USD != nil {
+			minUSD(*b.USD - led.SpentUSD)
+		}
+		if b.Tokens > 0 {
+			minTokens(b.Tokens - led.SpentTokens)
+		}
+		if kind == execAgent && b.MaxAgentDispatches > 0 && led.AgentDispatch >= b.MaxAgentDispatches {
+			return v, fmt.Sprintf("flow '%s' used its %d agent dispatches", f.flow.Name, b.MaxAgentDispatches), nil
+		}
+	}
+	switch {
+	case !v.Deadline.IsZero() && !v.Deadline.After(now):
+		return v, fmt.Sprintf("time budget (ms) of step '%s' or its flow is spent", step.ID), nil
+	case spends && v.USD != nil && *v.USD <= 0:
+		return v, fmt.Sprintf("cost budget (usd) of step '%s' or its flow is spent", step.ID), nil
+	case spends && v.Tokens != 0 && v.Tokens <= 0:
+		return v, fmt.Sprintf("token budget of step '%s' or its flow is spent", step.ID), nil
+	}
+	if v.Tokens < 0 {
+		v.Tokens = 0
+	}
+	return v, "", nil
+}
+
+// cacheKey is the cache key of a cacheable step ("" when the step is not
+// cached): sha256 over the function (or step), the command, the inputs and
+// the contract hash; session keys also carry the flow id.
+func (r *Runner) cacheKey(fc *flowCtx, step *specs.Step, kind executorKind, inputs map[string]any) string {
+	cached := step.Cache || (step.Fn != nil && step.Fn.Cache)
+	if !cached || r.opts.Cache == CacheNone || kind == execAgent {
+		return ""
+	}
+	contract := ""
+	if c := fc.spec.Contracts[step.OutputContract]; c != nil {
+		contract = c.Hash
+	}
+	name := step.Function
+	if name == "" {
+		name = "step:" + step.ID
+	}
+	var cmd any
+	if c := commandOf(step); c != nil {
+		cmd = map[string]any{"shell": c.Shell, "argv": c.Argv, "dir": c.Dir, "env": c.Env}
+	}
+	b, err := json.Marshal(map[string]any{"name": name, "inputs": inputs, "contract": contract, "command": cmd, "intent": step.Intent, "model": step.Model})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	key := "stratum-cache-v1:" + hex.EncodeToString(sum[:])
+	if r.opts.Cache == CacheSession {
+		key = rootID(fc) + "/" + key
+	}
+	return key
+}
+
+func (r *Runner) cacheGet(ctx context.Context, fc *flowCtx, key string) (any, bool, error) {
+	if key == "" {
+		return nil, false, nil
+	}
+	if r.opts.Cache == CacheSession {
+		v, ok := r.session[key]
+		return v, ok, nil
+	}
+	var raw []byte
+	var ok bool
+	err := r.svc.Store.View(ctx, func(tx engine.Tx) error {
+		var err error
+		raw, ok, err = tx.CacheGet(key)
+		return err
+	})
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, false, nil // a corrupt entry is a miss
+	}
+	return v, true, nil
+}
+
+func (r *Runner) cachePut(ctx context.Context, fc *flowCtx, key string, v any) error {
+	if r.opts.Cache == CacheSession {
+		r.session[key] = v
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return r.svc.Store.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(key, raw) })
+}
+
+// iterate runs an iterating step (max_iterations): it starts the loop (or
+// continues the active one after a resume), executes one attempt per
+// iteration and reports it, until the engine's exit outcome; then it reports
+// the final result with step_done. A failed execution spends an attempt of
+// the step (the loop restarts on the retry).
+func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kind executorKind, ex engine.Executor, req engine.StepRequest) (engine.Response, *endState, error) {
+	rep := r.stepReport(fc, step)
+	st, err := r.svc.Get(ctx, fc.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	iteration := 0
+	switch {
+	case st.ActiveIteration != nil && st.ActiveIteration.StepID == step.ID:
+		iteration = st.ActiveIteration.Count
+	case st.IterationOutcome[step.ID] != "":
+		// The loop ended but step_done was not recorded (the runner died).
+		hist := st.Iterations[step.ID]
+		var last any
+		if len(hist) > 0 {
+			last = hist[len(hist)-1].Result
+		}
+		next, err := r.svc.StepDone(ctx, fc.id, step.ID, last, r.report())
+		if err != nil {
+			return nil, nil, err
+		}
+		r.noteStepResult(fc, step, next, nil)
+		return next, nil, nil
+	default:
+		resp, err := r.svc.IterationStart(ctx, fc.id, step.ID, r.report())
+		if err != nil {
+			return nil, nil, err
+		}
+		if resp["status"] == "error" {
+			return resp, nil, nil
+		}
+	}
+	for {
+		iteration++
+		view, reason, err := r.budgetView(ctx, fc, step, kind)
+		if err != nil {
+			return nil, nil, err
+		}
+		if reason != "" {
+			return r.exhaust(ctx, fc, step, reason)
+		}
+		req.Budget = view
+		d := maps.Clone(req.Dispatch)
+		d["iteration"] = iteration
+		req.Dispatch = d
+		r.opts.Progress.Event(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: req.Attempt, Iteration: iteration, Spec: fc.spec})
+		start := time.Now()
+		out, execErr := ex.Execute(ctx, req)
+		elapsed := time.Since(start)
+		rep.Duration += elapsed
+		if err := r.recordCall(ctx, fc, step, kind, req.Attempt, elapsed, out, execErr); err != nil {
+			return nil, nil, err
+		}
+		if execErr != nil {
+			rep.Attempts++
+			return r.attemptFailed(ctx, fc, step, execErr)
+		}
+		resp, err := r.svc.IterationReport(ctx, fc.id, step.ID, out.Output, r.report())
+		if err != nil {
+			return nil, nil, err
+		}
+		switch resp["status"] {
+		case "iteration_continue":
+			r.opts.Progress.Event(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
+			continue
+		case "iteration_exit":
+			r.opts.Progress.Event(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
+			rep.Attempts++
+			next, err := r.svc.StepDone(ctx, fc.id, step.ID, resp["final_result"], r.report())
+			if err != nil {
+				return nil, nil, err
+			}
+			r.noteStepResult(fc, step, next, nil)
+			return next, nil, nil
+		default:
+			msg, _ := resp["message"].(string)
+			return nil, &endState{status: EndError, resp: resp, message: fmt.Sprintf("iteration report of step '%s' refused: %s", step.ID, msg)}, nil
+		}
+	}
+}
