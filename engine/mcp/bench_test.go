@@ -1,0 +1,127 @@
+package mcp_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+const benchSpec = `version: "0.2"
+contracts:
+  Out:
+    ok: {type: boolean}
+    n: {type: integer}
+functions:
+  review:
+    mode: gate
+flows:
+  main:
+    input: {}
+    steps:
+      - id: s1
+        intent: "one"
+        output_contract: Out
+        ensure: ["result.ok == True", "result.n > 0"]
+        retries: 3
+      - id: s2
+        intent: "two"
+        depends_on: [s1]
+        output_contract: Out
+        ensure: ["result.ok == True", "result.n > 0"]
+      - id: s3
+        intent: "three"
+        depends_on: [s2]
+        output_contract: Out
+        ensure: ["result.ok == True", "result.n > 0"]
+      - id: s4
+        intent: "four"
+        depends_on: [s3]
+        output_contract: Out
+        ensure: ["result.ok == True", "result.n > 0"]
+      - id: gate
+        function: review
+        depends_on: [s4]
+        on_approve: ~
+        on_revise: s1
+        on_kill: ~
+`
+
+// BenchmarkToolCalls measures the latency of tool calls over stdio against
+// the built binary and a real store in a temp dir, while driving 100 flows of
+// 5 steps (4 steps with ensures, the first failing once, and a gate) per
+// iteration: plan, 5 step_done, gate_resolve, audit. It reports p50/p95 per
+// tool and overall (run with -benchtime=1x).
+func BenchmarkToolCalls(b *testing.B) {
+	s := start(b)
+	lat := map[string][]time.Duration{}
+	timed := func(tool string, args map[string]any, want map[string]any) map[string]any {
+		t0 := time.Now()
+		r := s.ok(tool, args, want)
+		lat[tool] = append(lat[tool], time.Since(t0))
+		return r
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for f := 0; f < 100; f++ {
+			r := timed("stratum_plan", map[string]any{"spec": benchSpec, "flow": "main", "inputs": map[string]any{}}, map[string]any{"step_id": "s1"})
+			id := r["flow_id"].(string)
+			timed("stratum_step_done", map[string]any{"flow_id": id, "step_id": "s1", "result": map[string]any{"ok": false, "n": 0}},
+				map[string]any{"status": "ensure_failed"})
+			for k, step := range []string{"s1", "s2", "s3", "s4"} {
+				want := map[string]any{"status": "execute_step"}
+				if k == 3 {
+					want = map[string]any{"status": "await_gate"}
+				}
+				timed("stratum_step_done", map[string]any{"flow_id": id, "step_id": step, "result": map[string]any{"ok": true, "n": k + 1}}, want)
+			}
+			timed("stratum_gate_resolve", map[string]any{"flow_id": id, "step_id": "gate", "outcome": "approve", "rationale": "ok", "resolved_by": "agent"},
+				map[string]any{"status": "complete"})
+			timed("stratum_audit", map[string]any{"flow_id": id}, map[string]any{"status": "complete"})
+		}
+	}
+	b.StopTimer()
+	var all []time.Duration
+	var report strings.Builder
+	tools := make([]string, 0, len(lat))
+	for tool := range lat {
+		tools = append(tools, tool)
+	}
+	sort.Strings(tools)
+	for _, tool := range tools {
+		ds := lat[tool]
+		all = append(all, ds...)
+		p50, p95 := percentiles(ds)
+		fmt.Fprintf(&report, "%-22s n=%-5d p50=%-8s p95=%s\n", tool, len(ds), p50.Round(time.Microsecond), p95.Round(time.Microsecond))
+		name := strings.TrimPrefix(tool, "stratum_")
+		b.ReportMetric(float64(p50.Microseconds())/1000, name+"-p50-ms")
+		b.ReportMetric(float64(p95.Microseconds())/1000, name+"-p95-ms")
+	}
+	p50, p95 := percentiles(all)
+	fmt.Fprintf(&report, "%-22s n=%-5d p50=%-8s p95=%s\n", "all", len(all), p50.Round(time.Microsecond), p95.Round(time.Microsecond))
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("tool-call latency over stdio (%d flows):\n%s", 100*b.N, report.String())
+}
+
+// percentiles returns the 50th and 95th percentiles (nearest rank).
+func percentiles(ds []time.Duration) (time.Duration, time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(len(s))+0.999999) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(s) {
+			i = len(s) - 1
+		}
+		return s[i]
+	}
+	return rank(0.50), rank(0.95)
+}
