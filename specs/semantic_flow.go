@@ -95,6 +95,9 @@ func (c *checker) checkWorkflow(b *build) {
 		return
 	}
 	entry := b.spec.Flows[w.EntryFlow]
+	if em := b.flows[w.EntryFlow].m; !em.has("input") || em.bad["input"] {
+		return // reported on the flow
+	}
 	var wk, fk []string
 	for _, p := range w.Input {
 		wk = append(wk, p.Name)
