@@ -65,6 +65,10 @@ func ParseFile(path string) (*Spec, Diagnostics) {
 		return nil, Diagnostics{fileDiag(path, err)}
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxSpecBytes {
+		return nil, Diagnostics{tooLargeDiag(path)}
+	}
+	// Non-regular files (pipes, devices) are read up to the limit.
 	src, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
 	if err != nil {
 		return nil, Diagnostics{fileDiag(path, err)}
