@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +119,12 @@ func specErrorResponse(ds specs.Diagnostics) Response {
 	return r
 }
 
+// plausibleFlowID rejects ids no store can hold (empty, very long, NUL
+// bytes), so they answer flow_not_found instead of a store error.
+func plausibleFlowID(id string) bool {
+	return id != "" && len(id) <= 512 && !strings.ContainsRune(id, 0)
+}
+
 func flowNotFound(flowID string) Response {
 	return errorResponse(ErrTypeFlowNotFound, fmt.Sprintf("No active flow with id '%s'", flowID), nil)
 }
@@ -155,6 +162,9 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) Response {
 // transition loads a flow, runs fn and commits its result in one Update.
 // checkLease, when set, refuses callers other than a live lease's holder.
 func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (Result, error)) (Response, error) {
+	if !plausibleFlowID(flowID) {
+		return flowNotFound(flowID), nil
+	}
 	var resp Response
 	var events []Event
 	err := s.Store.Update(ctx, func(tx Tx) (err error) {
@@ -397,6 +407,9 @@ func (s *Service) Revert(ctx context.Context, flowID, label string) (Response, e
 
 // Audit is stratum_audit (a read).
 func (s *Service) Audit(ctx context.Context, flowID string) (Response, error) {
+	if !plausibleFlowID(flowID) {
+		return flowNotFound(flowID), nil
+	}
 	var resp Response
 	err := s.Store.View(ctx, func(tx Tx) error {
 		st, err := tx.Get(flowID)

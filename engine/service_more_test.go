@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
@@ -255,5 +256,20 @@ flows:
 	r = must(t)(s.ParallelDone(ctx, "f1", "run", []any{map[string]any{"task_id": "t1", "status": "complete"}}, "clean", engine.ReportOptions{}))
 	if r["status"] != "complete" {
 		t.Fatalf("%v", r)
+	}
+}
+
+func TestServiceImplausibleIDs(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newService()
+	for _, id := range []string{"", "a\x00b", strings.Repeat("x", 600)} {
+		r := must(t)(s.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{}))
+		if r["error_type"] != "flow_not_found" {
+			t.Fatalf("%q: %v", id, r)
+		}
+		r = must(t)(s.Audit(ctx, id))
+		if r["error_type"] != "flow_not_found" {
+			t.Fatalf("%q: %v", id, r)
+		}
 	}
 }
