@@ -399,7 +399,8 @@ func TestNotFoundAndBadArguments(t *testing.T) {
 		{"stratum_draft_pipeline", map[string]any{"draft": "text"}, "draft must be a JSON object"},
 		{"stratum_draft_pipeline", map[string]any{"draft": map[string]any{}, "project_dir": "/no/such/dir"}, "not an existing directory"},
 		{"stratum_wait_gate", map[string]any{"flow_id": "x", "timeout_seconds": -1}, "timeout_seconds"},
-		{"stratum_list_flows", map[string]any{"limit": 0}, "limit"},
+		{"stratum_list_flows", map[string]any{"limit": -1}, "limit"},
+		{"stratum_list_flows", map[string]any{"limit": 1.5}, "limit"},
 		{"stratum_gate_resolve", map[string]any{"flow_id": "x", "step_id": "y", "outcome": "approve"}, "rationale"},
 	}
 	for _, c := range bad {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,7 +245,7 @@ func (s *server) argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
 				break
 			}
 		}
-		env := invalidArguments(msg)
+		env := invalidArguments(cleanArgMessage(msg))
 		b, merr := json.Marshal(env)
 		if merr != nil {
 			return res, err
@@ -253,6 +254,14 @@ func (s *server) argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		ctr.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
 		return ctr, nil
 	}
+}
+
+// cleanArgMessage shortens the SDK's validation message for an agent:
+// "validating \"arguments\": validating root: required: …" → "required: …".
+func cleanArgMessage(msg string) string {
+	msg = strings.TrimPrefix(msg, `validating "arguments": `)
+	msg = strings.TrimPrefix(msg, "validating root: ")
+	return strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
 }
 
 // instructions is sent to clients at initialisation.

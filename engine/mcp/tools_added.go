@@ -19,13 +19,13 @@ const (
 )
 
 type waitGateArgs struct {
-	FlowID         string   `json:"flow_id" jsonschema:"the flow waiting at a gate"`
-	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds (default 60, max 300)"`
+	FlowID         string  `json:"flow_id" jsonschema:"the flow waiting at a gate"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds (default 60 when absent or 0, max 300)"`
 }
 
 type listFlowsArgs struct {
 	Status string `json:"status,omitempty" jsonschema:"only flows with this status: running, awaiting_gate, complete, killed, failed, budget_exhausted (default: all)"`
-	Limit  *int   `json:"limit,omitempty" jsonschema:"at most this many flows, newest first (default 50, max 1000)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many flows, newest first (default 50 when absent or 0, max 1000)"`
 }
 
 func (s *server) registerAddedTools(srv *mcp.Server) {
@@ -37,9 +37,9 @@ Returns: the next dispatch (execute_step after approve or revise, …), the comp
 	addTool(srv, s, &mcp.Tool{Name: "stratum_list_flows", Annotations: readOnly(), Description: `List flow executions in the shared store, newest first (flows started by any agent, "stratum run" or the TUI).
 Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, total_steps, round, driver, gate ({step_id, round, deadline, approver} when awaiting_gate), created_at, updated_at, version}]}. Filter with status (running, awaiting_gate, complete, killed, failed, budget_exhausted); limit defaults to 50.`},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in listFlowsArgs) (engine.Response, error) {
-			limit := defaultListLimit
-			if in.Limit != nil {
-				limit = *in.Limit
+			limit := in.Limit
+			if limit == 0 {
+				limit = defaultListLimit
 			}
 			if limit < 1 || limit > maxListLimit {
 				return nil, badArgs("limit must be between 1 and %d, got %d", maxListLimit, limit)
@@ -62,8 +62,7 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 		return nil, err
 	}
 	wait := defaultWaitSeconds * time.Second
-	if in.TimeoutSeconds != nil {
-		t := *in.TimeoutSeconds
+	if t := in.TimeoutSeconds; t != 0 {
 		if math.IsNaN(t) || t < 0 {
 			return nil, badArgs("timeout_seconds must be between 0 and %g", s.opts.MaxWait.Seconds())
 		}
