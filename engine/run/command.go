@@ -256,24 +256,28 @@ func withTail(msg string, stderr *tailBuffer) string {
 	return msg + "; stderr: " + t
 }
 
-// cappedBuffer keeps at most max bytes and notes an overflow.
+// cappedBuffer keeps at most max bytes and notes an overflow. (It must not
+// embed bytes.Buffer: io.Copy would use its ReadFrom and bypass the cap.)
 type cappedBuffer struct {
-	bytes.Buffer
+	buf      bytes.Buffer
 	max      int
 	overflow bool
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	room := b.max - b.Len()
+	room := b.max - b.buf.Len()
 	if len(p) > room {
 		b.overflow = true
 		if room > 0 {
-			b.Buffer.Write(p[:room])
+			b.buf.Write(p[:room])
 		}
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
+
+func (b *cappedBuffer) Bytes() []byte  { return b.buf.Bytes() }
+func (b *cappedBuffer) String() string { return b.buf.String() }
 
 // tailBuffer keeps the last max bytes written.
 type tailBuffer struct {

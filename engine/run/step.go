@@ -104,7 +104,11 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 	req.Budget = view
 	r.opts.Progress.Event(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec})
 
-	cacheKey := r.cacheKey(fc, step, kind, inputs)
+	cacheKey := ""
+	if len(req.Violations) == 0 {
+		// A retry never reuses the cache: the cached result may be what failed.
+		cacheKey = r.cacheKey(fc, step, kind, inputs)
+	}
 	start := time.Now()
 	var out engine.StepOutcome
 	var execErr error
