@@ -668,6 +668,10 @@ func TestInternalError(t *testing.T) {
 	if canon(t, r) != canon(t, want) {
 		t.Errorf("got %s", canon(t, r))
 	}
+	// stderr is copied from the subprocess asynchronously.
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(s.stderr.String(), "stratum_resume") && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if !strings.Contains(s.stderr.String(), "stratum_resume") {
 		t.Errorf("stderr lacks the failure:\n%s", s.stderr.String())
 	}
