@@ -56,6 +56,16 @@ func (c *checker) add(code string, n *yaml.Node, path, msg, sugg string) {
 	c.addAt(code, posOf(n), path, msg, sugg)
 }
 
+// warn records a warning: a problem worth fixing that does not make the spec
+// invalid.
+func (c *checker) warn(code string, n *yaml.Node, path, msg, sugg string) {
+	pos := posOf(n)
+	c.diags = append(c.diags, Diagnostic{
+		File: c.file, Line: pos.Line, Column: pos.Column, Severity: SeverityWarning,
+		Code: code, ErrorType: ErrorTypeOf(code), Path: path, Message: msg, Suggestion: sugg,
+	})
+}
+
 func posOf(n *yaml.Node) Pos {
 	if n == nil {
 		return Pos{}
@@ -190,6 +200,9 @@ type fieldSet struct {
 	required map[string][]string
 	// open: unknown keys are allowed (JSON-Schema-like objects).
 	open bool
+	// lenient: unknown keys are ignored with a warning, because the original
+	// accepts them (a spec valid there stays valid here).
+	lenient bool
 }
 
 func (fs *fieldSet) requiredFor(v string) []string {
@@ -245,6 +258,12 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 			}
 			if sugg == "" {
 				sugg = "Remove unrecognised fields"
+			}
+			if fs.lenient {
+				c.warn(CodeUnknownField, m.keyNode(k), joinPath(path, k),
+					fmt.Sprintf("'%s' is not a known key of %s and is ignored", k, fs.what), sugg)
+				delete(m.entries, k)
+				continue
 			}
 			c.add(CodeUnknownField, m.keyNode(k), joinPath(path, k),
 				fmt.Sprintf("Additional properties are not allowed ('%s' was unexpected in %s)", k, fs.what), sugg)

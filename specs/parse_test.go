@@ -322,8 +322,6 @@ functions:
 			[]wantDiag{{CodeCacheField, "functions.work.cache", 12, 5}}},
 
 		// --- contracts ---
-		{"contract-field-typo", "version: \"0.2\"\ncontracts:\n  C:\n    a: {type: string, minLenght: 1}\n",
-			[]wantDiag{{CodeUnknownField, "contracts.C.a.minLenght", 4, 23}}},
 		{"contract-field-not-map", "version: \"0.2\"\ncontracts:\n  C:\n    a: string\n",
 			[]wantDiag{{CodeWrongType, "contracts.C.a", 4, 8}}},
 
@@ -785,5 +783,23 @@ func TestParseConcurrent(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// An unknown key on a contract field is a warning, not an error: the
+// original accepts extra keys there, and a spec valid for it stays valid.
+func TestContractFieldUnknownKeyWarns(t *testing.T) {
+	src := "version: \"0.2\"\ncontracts:\n  C:\n    a: {type: string, minLenght: 1}\nflows:\n  main:\n    input: {}\n    steps:\n      - id: s\n        intent: x\n        output_contract: C\n"
+	sp, ds := Parse("w.stratum.yaml", []byte(src))
+	if sp == nil {
+		t.Fatalf("spec rejected:\n%s", ds.Error())
+	}
+	if len(ds) != 1 || ds[0].Severity != SeverityWarning || ds[0].Code != CodeUnknownField ||
+		ds[0].Path != "contracts.C.a.minLenght" || ds[0].Line != 4 || ds[0].Column != 23 ||
+		!strings.Contains(ds[0].Suggestion, "minLength") {
+		t.Fatalf("want one unknown-field warning at 4:23 suggesting minLength, got:\n%s", ds.Error())
+	}
+	if _, ok := sp.Contracts["C"].Field("a").Keywords["minLenght"]; ok {
+		t.Error("the unknown key must not reach the compiled schema")
 	}
 }

@@ -104,8 +104,11 @@ var (
 		ext:    map[string]bool{"opaque": true},
 		open:   true,
 	}
+	// Contract fields: the original lets any extra key through, so unknown
+	// keys are warnings here, not errors.
 	contractFieldFields = &fieldSet{
-		what: "a contract field",
+		what:    "a contract field",
+		lenient: true,
 		fields: fields(Version01, "type", "values", "optional", "required", "opaque",
 			"enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
 			"maxLength", "pattern", "format", "items", "minItems", "maxItems", "description"),
