@@ -464,7 +464,14 @@ func TestCLIDecisionSeen(t *testing.T) {
 		r, _ := s.call("stratum_wait_gate", map[string]any{"flow_id": id, "timeout_seconds": 30})
 		done <- r
 	}()
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
+	// Other calls are served while wait_gate waits.
+	t0 := time.Now()
+	s.ok("stratum_list_flows", nil, nil)
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("list_flows blocked behind wait_gate for %v", d)
+	}
+	time.Sleep(200 * time.Millisecond)
 	if out, err := s.cli("gate", "approve", id, "review"); err != nil {
 		t.Fatalf("stratum gate approve: %v\n%s", err, out)
 	}
@@ -711,4 +718,24 @@ flows:
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("the expired gate was not killed by the sweeper")
+}
+
+// TestWaitGateCancelled: a client that cancels stratum_wait_gate gets its
+// answer at once, and the server keeps serving.
+func TestWaitGateCancelled(t *testing.T) {
+	s := start(t)
+	id, _ := s.plan("main", map[string]any{"x": "e"}, nil)
+	s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "build", "result": map[string]any{"ok": true}},
+		map[string]any{"status": "await_gate"})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: "stratum_wait_gate", Arguments: map[string]any{"flow_id": id, "timeout_seconds": 60}})
+	if err == nil {
+		t.Fatal("cancelled wait_gate: want an error")
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("cancellation took %v", d)
+	}
+	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "await_gate"})
 }
