@@ -1,0 +1,147 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Provider completes one structured-output request. Implementations retry
+// transport errors internally and must honour ctx (cancellation and
+// deadline).
+type Provider interface {
+	Complete(ctx context.Context, req Request) (*Response, error)
+}
+
+// Request is one LLM call. The prompt is a single user turn: Prompt is the
+// instruction text and Attachment, when non-nil, a separate JSON data
+// attachment (opaque inputs) sent as its own content part, never mixed into
+// the instruction text.
+type Request struct {
+	// Model is the provider-local model name ("gpt-4o-mini", without the
+	// "openai/" prefix).
+	Model  string
+	System string
+	Prompt string
+	// Attachment is marshalled to JSON and sent as a separate content part
+	// (nil = none).
+	Attachment any
+	// Schema is the output JSON Schema (object root); nil asks for any JSON
+	// object. Providers send their projection of it.
+	Schema map[string]any
+	// SchemaName names the schema for providers that want a name (default
+	// "output").
+	SchemaName string
+	// MaxTokens caps the output tokens (0 = the client's default).
+	MaxTokens   int
+	Temperature *float64
+	// Extra are provider-specific body fields merged into the request body
+	// (OpenRouter provider, vLLM structured_outputs, Ollama options, …).
+	Extra map[string]any
+}
+
+// Usage is token usage in disjoint buckets: Input excludes the cache
+// read/write tokens, Output excludes Reasoning.
+type Usage struct {
+	Input      int64 `json:"input_tokens"`
+	Output     int64 `json:"output_tokens"`
+	CacheRead  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWrite int64 `json:"cache_write_tokens,omitempty"`
+	Reasoning  int64 `json:"reasoning_tokens,omitempty"`
+}
+
+// Total sums every bucket.
+func (u Usage) Total() int64 {
+	return u.Input + u.Output + u.CacheRead + u.CacheWrite + u.Reasoning
+}
+
+// InputInclusive is the input total including cache reads and writes (what
+// OTel's gen_ai.usage.input_tokens reports).
+func (u Usage) InputInclusive() int64 { return u.Input + u.CacheRead + u.CacheWrite }
+
+// OutputInclusive is the output total including reasoning tokens.
+func (u Usage) OutputInclusive() int64 { return u.Output + u.Reasoning }
+
+// Response is a successful completion.
+type Response struct {
+	// Content is the answer text: the structured JSON (from the output tool
+	// or the json_schema message), or free text the caller must extract JSON
+	// from.
+	Content string
+	// FromTool says Content came from a tool call's arguments.
+	FromTool     bool
+	FinishReason string
+	ID           string
+	Model        string // the model the provider says answered
+	Usage        Usage
+	// ProviderCostUSD is a cost reported by the provider itself (OpenRouter's
+	// usage.cost); nil when not reported.
+	ProviderCostUSD *float64
+	// Tries is the number of HTTP requests made (1 + transport retries).
+	Tries int
+}
+
+// APIError is a non-retryable HTTP error answer (4xx: bad request, bad key,
+// unknown model, unsupported schema…): a configuration error that fails fast.
+type APIError struct {
+	Provider string
+	Status   int
+	Message  string
+}
+
+func (e *APIError) Error() string {
+	hint := ""
+	switch e.Status {
+	case 401, 403:
+		hint = " (check the API key)"
+	case 404:
+		hint = " (check the model name and base URL)"
+	}
+	return fmt.Sprintf("%s API error %d%s: %s", e.Provider, e.Status, hint, e.Message)
+}
+
+// TransportError means transport retries ran out (the deadline would pass,
+// or the retry limit was hit) on 429/5xx/timeouts/connection errors.
+type TransportError struct {
+	Provider string
+	Tries    int
+	Last     string
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("%s: transport failed after %d tries: %s", e.Provider, e.Tries, e.Last)
+}
+
+// RefusalError is a model refusal (OpenAI message.refusal or
+// finish_reason=content_filter, Anthropic stop_reason=refusal).
+type RefusalError struct {
+	Provider string
+	Message  string
+	Usage    Usage
+}
+
+func (e *RefusalError) Error() string {
+	msg := strings.TrimSpace(e.Message)
+	if msg == "" {
+		msg = "no reason given"
+	}
+	return fmt.Sprintf("the model refused (%s): %s", e.Provider, msg)
+}
+
+// TruncatedError means the model hit its output limit before finishing
+// (finish_reason=length, stop_reason=max_tokens).
+type TruncatedError struct {
+	Provider string
+	Reason   string
+	Usage    Usage
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("the answer was truncated at the output token limit (%s %s)", e.Provider, e.Reason)
+}
+
+// ConfigError is a local configuration problem (unknown provider, missing
+// key, malformed model name).
+type ConfigError struct{ Message string }
+
+func (e *ConfigError) Error() string { return e.Message }

@@ -1,0 +1,197 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+)
+
+// OpenAI is a client for OpenAI-compatible Chat Completions APIs (OpenAI,
+// Groq, OpenRouter, Ollama, vLLM, llama.cpp, DeepSeek, Together…).
+type OpenAI struct {
+	// Name is the provider name used in errors and traces ("openai", "groq"…).
+	Name string
+	// BaseURL ends before /chat/completions (e.g. https://api.openai.com/v1).
+	BaseURL string
+	APIKey  string // "" sends no Authorization header
+	Client  *http.Client
+	Retry   Retry
+	// MaxTokensField is the body field for the output cap ("max_tokens" by
+	// default; OpenAI itself wants "max_completion_tokens").
+	MaxTokensField string
+	// NoStrict sends json_schema with strict: false (providers or models that
+	// do best-effort only).
+	NoStrict bool
+	// Extra is merged into every request body (per-provider defaults, e.g.
+	// OpenRouter's provider.require_parameters).
+	Extra map[string]any
+}
+
+// Body builds the request body (exported for tests and record/replay).
+func (c *OpenAI) Body(req Request) (map[string]any, error) {
+	system := req.System
+	user, err := userParts(req)
+	if err != nil {
+		return nil, err
+	}
+	msgs := []any{}
+	if system != "" {
+		msgs = append(msgs, map[string]any{"role": "system", "content": system})
+	}
+	msgs = append(msgs, map[string]any{"role": "user", "content": user})
+	body := map[string]any{"model": req.Model, "messages": msgs}
+	if req.Schema != nil {
+		schema, strict := StrictSchema(req.Schema)
+		name := req.SchemaName
+		if name == "" {
+			name = "output"
+		}
+		body["response_format"] = map[string]any{
+			"type": "json_schema",
+			"json_schema": map[string]any{
+				"name": name, "schema": schema, "strict": strict && !c.NoStrict,
+			},
+		}
+	} else {
+		body["response_format"] = map[string]any{"type": "json_object"}
+	}
+	if req.MaxTokens > 0 {
+		f := c.MaxTokensField
+		if f == "" {
+			f = "max_tokens"
+		}
+		body[f] = req.MaxTokens
+	}
+	if req.Temperature != nil {
+		body["temperature"] = *req.Temperature
+	}
+	maps.Copy(body, c.Extra)
+	maps.Copy(body, req.Extra)
+	return body, nil
+}
+
+// userParts is the user turn: the instruction text, then the attachment as
+// a separate text part.
+func userParts(req Request) ([]any, error) {
+	parts := []any{map[string]any{"type": "text", "text": req.Prompt}}
+	if req.Attachment != nil {
+		b, err := marshal(req.Attachment)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the attached data: %w", err)
+		}
+		parts = append(parts, map[string]any{"type": "text", "text": "Attached data (JSON):\n" + string(b)})
+	}
+	return parts, nil
+}
+
+type openAIResponse struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+		CacheWriteTokens int64    `json:"cache_write_tokens"`
+		Cost             *float64 `json:"cost"`
+	} `json:"usage"`
+}
+
+// Complete sends one chat completion (transport retries inside).
+func (c *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
+	body, err := c.Body(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	headers := map[string]string{}
+	if c.APIKey != "" {
+		headers["Authorization"] = "Bearer " + c.APIKey
+	}
+	raw, tries, err := post(ctx, c.Client, c.Name, strings.TrimRight(c.BaseURL, "/")+"/chat/completions", headers, b, c.Retry)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.parse(raw)
+	if resp != nil {
+		resp.Tries = tries
+	}
+	return resp, err
+}
+
+func (c *OpenAI) parse(raw []byte) (*Response, error) {
+	var r openAIResponse
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, &TransportError{Provider: c.Name, Tries: 1, Last: "malformed response body: " + err.Error()}
+	}
+	out := &Response{ID: r.ID, Model: r.Model}
+	if u := r.Usage; u != nil {
+		cached := int64(0)
+		if u.PromptTokensDetails != nil {
+			cached = u.PromptTokensDetails.CachedTokens
+		}
+		reasoning := int64(0)
+		if u.CompletionTokensDetails != nil {
+			reasoning = u.CompletionTokensDetails.ReasoningTokens
+		}
+		out.Usage = Usage{
+			Input:      nonNeg(u.PromptTokens - cached - u.CacheWriteTokens),
+			CacheRead:  cached,
+			CacheWrite: u.CacheWriteTokens,
+			Output:     nonNeg(u.CompletionTokens - reasoning),
+			Reasoning:  reasoning,
+		}
+		out.ProviderCostUSD = u.Cost
+	}
+	if len(r.Choices) == 0 {
+		return nil, &APIError{Provider: c.Name, Status: 200, Message: "the response has no choices"}
+	}
+	ch := r.Choices[0]
+	out.FinishReason = ch.FinishReason
+	if ch.Message.Refusal != nil && *ch.Message.Refusal != "" {
+		return out, &RefusalError{Provider: c.Name, Message: *ch.Message.Refusal, Usage: out.Usage}
+	}
+	switch ch.FinishReason {
+	case "length":
+		return out, &TruncatedError{Provider: c.Name, Reason: "finish_reason=length", Usage: out.Usage}
+	case "content_filter":
+		return out, &RefusalError{Provider: c.Name, Message: "finish_reason=content_filter", Usage: out.Usage}
+	}
+	if ch.Message.Content != nil && strings.TrimSpace(*ch.Message.Content) != "" {
+		out.Content = *ch.Message.Content
+	} else if len(ch.Message.ToolCalls) > 0 {
+		out.Content = ch.Message.ToolCalls[0].Function.Arguments
+		out.FromTool = true
+	}
+	return out, nil
+}
+
+func nonNeg(n int64) int64 {
+	if n < 0 {
+		return 0
+	}
+	return n
+}
