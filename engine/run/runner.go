@@ -359,6 +359,7 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, resp engine.Respons
 	go r.heartbeat(hbCtx, cancel)
 	end, err := r.drive(runCtx, fc, resp)
 	hbStop()
+	r.markRemaining(fc, "pending")
 	r.releaseAll()
 	if err != nil && runCtx.Err() == nil {
 		return nil, err
@@ -512,7 +513,13 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, resp engine.Response) (
 	childID, _ := resp["child_flow_id"].(string)
 	childName, _ := resp["child_flow_name"].(string)
 	stepID, _ := resp["parent_step_id"].(string)
-	childResp, _ := resp["child_step"].(map[string]any)
+	var childResp engine.Response
+	switch c := resp["child_step"].(type) {
+	case engine.Response:
+		childResp = c
+	case map[string]any:
+		childResp = c
+	}
 	step := fc.flow.Step(stepID)
 	cflow := fc.spec.Flows[childName]
 	if step == nil || cflow == nil || childID == "" {
@@ -527,7 +534,7 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, resp engine.Response) (
 	defer r.unhold(context.WithoutCancel(ctx), childID)
 	r.opts.Progress.Event(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attemptOf(resp, step), Spec: fc.spec, Message: "child flow " + childName})
 	cfc := &flowCtx{id: childID, spec: fc.spec, flow: cflow, dir: fc.dir, parent: fc}
-	end, err := r.drive(ctx, cfc, engine.Response(childResp))
+	end, err := r.drive(ctx, cfc, childResp)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -129,6 +129,9 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 		return nil, nil, err
 	}
 	if execErr != nil {
+		if deadlineSpent(view, execErr) {
+			return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
+		}
 		return r.attemptFailed(ctx, fc, step, execErr)
 	}
 	next, err := r.svc.StepDone(ctx, fc.id, step.ID, out.Output, r.report())
@@ -275,6 +278,17 @@ func executorName(k executorKind) string {
 		return "agent"
 	}
 	return "unsupported"
+}
+
+// deadlineSpent reports whether an attempt failed because the budget's
+// deadline passed: a timeout is the budget running out (seed 000 §7.2), not
+// a failed attempt.
+func deadlineSpent(view engine.BudgetView, err error) bool {
+	var ae *engine.AttemptError
+	if !errors.As(err, &ae) || ae.Kind != engine.AttemptTimeout || view.Deadline.IsZero() {
+		return false
+	}
+	return !time.Now().Before(view.Deadline)
 }
 
 // exhaust ends the flow (and, through the parents' reports, its ancestors)
@@ -496,6 +510,9 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 			return nil, nil, err
 		}
 		if execErr != nil {
+			if deadlineSpent(view, execErr) {
+				return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
+			}
 			rep.Attempts++
 			return r.attemptFailed(ctx, fc, step, execErr)
 		}
