@@ -81,7 +81,7 @@ func NewServer(svc *engine.Service, opts Options) *mcp.Server {
 	s := &server{svc: svc, opts: opts, log: log}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "stratum", Title: "stratum", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       slog.New(slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:       slog.New(quietHandler{slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelWarn})}),
 	})
 	srv.AddReceivingMiddleware(s.argumentErrors)
 	s.registerCoreTools(srv)
@@ -160,6 +160,25 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// quietHandler drops the SDK's report of a cancelled run: Ctrl-C or
+// SIGTERM is a normal way to stop the server.
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "server run cancelled" {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
 }
 
 // argError is a bad argument found by a handler's own checks.
