@@ -48,6 +48,35 @@ func xWrap(name string, f *exprFunc) func(params ...any) (any, error) {
 // CompileExpr compiles src as an expression of the given kind. Every error is
 // an *ExprError with a byte offset into src where one is known. The result is
 // immutable and safe for concurrent Eval.
+//
+// The dialect is what agents write for the original Python server, run on
+// expr-lang with Python semantics:
+//
+//   - literals True/False/None and true/false/null; 'single' or "double"
+//     quoted strings (u'…' and r'…' prefixes); lists, dicts, and tuples
+//     ('a', 'b') which become lists; # comments;
+//   - and/or/not with Python truthiness (and/or return an operand, not is
+//     looser than comparisons), X if C else Y, comparison chains
+//     (0 <= x < 1), is / is not, in / not in (lists, dict keys,
+//     substrings), + - * / % ** with Python numbers (int/float mix, true
+//     division, floor modulo; // is refused);
+//   - result.a.b and result['a'] on mappings (a missing key is an error
+//     "result has no field 'a'", not null), indexes and slices with negative
+//     bounds, a few pure methods (lower, upper, strip, lstrip, rstrip,
+//     startswith, endswith, split, join, replace, find, count, get, keys,
+//     values, items);
+//   - functions len, str, int, float, bool, any, all, min, max,
+//     file_exists, file_contains (10 MB cap; paths confined to
+//     EvalEnv.Root, symlinks included) and no_file_conflicts. Nothing else
+//     can be called; expr's own builtins, closures, let, ';' and the
+//     operators .., matches, contains, startsWith and endsWith are refused.
+//
+// Names in scope depend on kind: `result` (ensure, score_expr, accumulate),
+// `result` plus the iteration locals (exit_criterion), `item`
+// (accumulate_key), and `$.input.x` / `$.steps.s.output.f` references
+// (skip_if). Source containing "__" is refused (Forbidden), as are sources
+// longer than MaxExprLen or with more than 2000 syntax nodes; an evaluation
+// has a bounded work and memory budget.
 func CompileExpr(kind ExprKind, src string) (*Expr, error) {
 	c, err := xCompile(kind, src)
 	if err != nil {
@@ -102,7 +131,7 @@ func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
 	}
 	tree, perr := parser.ParseWithConfig(rw.out, cfg)
 	if perr != nil {
-		return nil, rw.fileError(perr, "")
+		return nil, rw.fileError(perr)
 	}
 	a := xAnalyze(tree.Node, kind, rw)
 	if a.err != nil {
@@ -115,7 +144,7 @@ func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
 		expr.Patch(&xPyPatcher{rw: rw}))
 	prog, cerr := expr.Compile(rw.out, opts...)
 	if cerr != nil {
-		return nil, rw.fileError(cerr, "")
+		return nil, rw.fileError(cerr)
 	}
 	return &compiledExpr{program: prog, rw: rw, resultPaths: a.resultPaths}, nil
 }
@@ -124,7 +153,7 @@ var xTokenRe = regexp.MustCompile(`unexpected token (\w+)\("((?:[^"\\]|\\.)*)"\)
 
 // fileError converts an expr error into an *ExprError with an offset into
 // the original source and a message without expr's location noise.
-func (rw *xRewritten) fileError(err error, _ string) *ExprError {
+func (rw *xRewritten) fileError(err error) *ExprError {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		return &ExprError{Offset: -1, Message: err.Error()}
@@ -206,7 +235,7 @@ func (e *Expr) Eval(env EvalEnv) (out any, err error) {
 	machine := vm.VM{MemoryBudget: exprMemoryBudget}
 	res, rerr := machine.Run(c.program, vars)
 	if rerr != nil {
-		xe := c.rw.fileError(rerr, "")
+		xe := c.rw.fileError(rerr)
 		if xe.Message == "memory budget exceeded" {
 			xe.Message = "expression uses too much memory"
 		}

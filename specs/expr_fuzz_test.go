@@ -50,6 +50,10 @@ var exprFuzzSeeds = []string{
 	"file_exists('/etc/passwd')", "file_contains('../../etc/passwd', 'root')", "file_exists('\\x00')",
 	"no_file_conflicts([{'files_owned': [[1]]}])", "'%s' % 1", "1 < 'a' < 2", "(1,) in ((1,),)",
 	"((1,2),(3,4))", "()", "(,)", "(1,,2)", "a\xffb", strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300),
+	"x if c else y if d else z", "(a if b else c) if d else e", "1 if else 2", "if if else else", "a if (b", "a if b else",
+	"[1 if x else 2, 3]", "{'k': 1 if x else 2}", "result.a or result.b and not result.c", "result or result or result or result",
+	"0 < result.x < 1 == True", "not 0 < result.x < 3", "(1 < 2) < 3", "result.items[::2]", "result.items[:]",
+	strings.Repeat("1 if x else ", 200) + "1", strings.Repeat("a or ", 300) + "a",
 	strings.Repeat("not ", 500) + "1", strings.Repeat("len(", 50) + "1" + strings.Repeat(")", 50),
 }
 
