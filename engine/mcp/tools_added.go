@@ -29,7 +29,7 @@ type listFlowsArgs struct {
 }
 
 func (s *server) registerAddedTools(srv *mcp.Server) {
-	addTool(srv, s, &mcp.Tool{Name: "stratum_wait_gate", Annotations: readOnly(), Description: `Wait (bounded) until a flow is no longer waiting at its gate, i.e. until someone decides it (the TUI, "stratum gate approve|revise|reject" in a shell, another agent) or its timeout fires, then return the flow's current dispatch exactly like stratum_resume plus waited_ms.
+	addTool(srv, s, &mcp.Tool{Name: "stratum_wait_gate", Description: `Wait (bounded) until a flow is no longer waiting at its gate, i.e. until someone decides it (the TUI, "stratum gate approve|revise|reject" in a shell, another agent) or its timeout fires, then return the flow's current dispatch exactly like stratum_resume plus waited_ms.
 Use it after an await_gate dispatch instead of polling. timeout_seconds defaults to 60 (max 300).
 Returns: the next dispatch (execute_step after approve or revise, …), the completion (complete / killed), or, if nobody decided in time, the await_gate dispatch again with timed_out: true (call it again to keep waiting). If the flow is not at a gate it returns its dispatch at once (waited_ms 0). Unknown id: flow_not_found.`},
 		s.waitGate)
