@@ -1,0 +1,284 @@
+package infer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/llm"
+	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// DefaultSystem is the system message of every call.
+const DefaultSystem = "You are executing a typed function. Follow the instructions and return only the result, as JSON matching the requested output schema."
+
+// Resolver resolves a "provider/model" name (an *llm.Router).
+type Resolver interface {
+	Choose(candidates ...string) string
+	Resolve(model string) (llm.Target, error)
+	Prices() *llm.PriceTable
+}
+
+// Executor runs infer steps: one Execute = one attempt = one LLM call.
+type Executor struct {
+	Models Resolver
+	// System is the system message (default DefaultSystem).
+	System string
+	// MaxTokens caps the output (0 = provider default); a token budget
+	// lowers it further.
+	MaxTokens int
+	// Temperature, when set, is sent with every call.
+	Temperature *float64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// New returns an Executor over a router.
+func New(models Resolver) *Executor { return &Executor{Models: models} }
+
+var _ engine.Executor = (*Executor)(nil)
+
+// Output describes the output schema of an infer step.
+type Output struct {
+	// Schema is the JSON Schema the answer must satisfy (nil: any JSON
+	// object).
+	Schema map[string]any
+	// Hash is the contract hash (seed 000 §1.4), "none" without a schema.
+	Hash string
+}
+
+// OutputOf returns the step's output schema: its output contract's schema,
+// else its output_schema.
+func OutputOf(sp *specs.Spec, step *specs.Step) Output {
+	if step.OutputContract != "" && sp != nil {
+		if c := sp.Contracts[step.OutputContract]; c != nil && c.Schema != nil {
+			return Output{Schema: c.Schema, Hash: c.Hash}
+		}
+	}
+	if step.OutputSchema != nil {
+		h := "none"
+		if b, err := specs.CanonicalJSON(step.OutputSchema); err == nil {
+			h = specs.Hash12(b)
+		}
+		return Output{Schema: step.OutputSchema, Hash: h}
+	}
+	return Output{Hash: "none"}
+}
+
+// Execute runs one attempt. Besides the errors documented on
+// engine.Executor, the returned StepOutcome carries Usage, CostUSD and Trace
+// even when the attempt failed after tokens were spent (parse failure,
+// refusal, truncation), so the runner can charge them.
+func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
+	}
+	start := now()
+	step := req.Step
+	if step == nil {
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{"infer executor: no step in the request"}}
+	}
+	if e.Models == nil {
+		return engine.StepOutcome{}, configErr("no LLM provider is configured")
+	}
+	fnModel := ""
+	if step.Fn != nil {
+		fnModel = step.Fn.Model
+	}
+	model := e.Models.Choose(step.Model, fnModel)
+	target, err := e.Models.Resolve(model)
+	if err != nil {
+		return engine.StepOutcome{}, configErr(err.Error())
+	}
+
+	// Budget before the call: spends no attempt when exhausted.
+	b := req.Budget
+	switch {
+	case !b.Deadline.IsZero() && !start.Before(b.Deadline):
+		return engine.StepOutcome{}, fmt.Errorf("%w: no time left for step '%s' (ms budget)", engine.ErrBudgetExhausted, step.ID)
+	case b.USD != nil && *b.USD <= 0:
+		return engine.StepOutcome{}, fmt.Errorf("%w: no usd left for step '%s'", engine.ErrBudgetExhausted, step.ID)
+	case b.Tokens < 0:
+		return engine.StepOutcome{}, fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, step.ID)
+	}
+
+	prompt, err := Compile(step.Intent, nil, Bindings(req.Spec, req.Flow, step, req.Inputs), req.Violations)
+	if err != nil {
+		var ce *CompileError
+		if errors.As(err, &ce) {
+			ce.Step = step.ID
+		}
+		return engine.StepOutcome{}, configErr(fmt.Sprintf("step '%s': %v", step.ID, err))
+	}
+	out := OutputOf(req.Spec, step)
+	schema, wrapped := llm.ObjectRoot(out.Schema)
+
+	maxTokens := e.MaxTokens
+	if b.Tokens > 0 && (maxTokens == 0 || int64(maxTokens) > b.Tokens) {
+		maxTokens = int(min(b.Tokens, int64(1<<30)))
+	}
+	system := e.System
+	if system == "" {
+		system = DefaultSystem
+	}
+	lreq := llm.Request{Model: target.Model, System: system, Prompt: prompt.Text, Schema: schema,
+		SchemaName: "output", MaxTokens: maxTokens, Temperature: e.Temperature}
+	if prompt.Attachment != nil {
+		lreq.Attachment = prompt.Attachment
+	}
+
+	fn := step.Function
+	if fn == "" {
+		fn = step.ID
+	}
+	flowID := req.FlowID
+	violations := req.Violations
+	if violations == nil {
+		violations = []string{}
+	}
+	trace := &engine.TraceRecord{
+		Function: fn, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
+		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: out.Hash,
+		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: step.ID, Attempt: req.Attempt,
+	}
+
+	span := otlp.SpanFromContext(ctx).Child("chat "+target.Model, otlp.KindClient)
+	span.Set(otlp.AttrOperationName, "chat")
+	span.Set(otlp.AttrProviderName, target.Info.Name)
+	span.Set(otlp.AttrRequestModel, target.Model)
+	span.Set(otlp.AttrOutputType, "json")
+	if maxTokens > 0 {
+		span.Set(otlp.AttrRequestMaxTokens, maxTokens)
+	}
+	span.Set(otlp.AttrFunction, fn)
+	span.Set(otlp.AttrFlowID, req.FlowID)
+	span.Set(otlp.AttrStepID, step.ID)
+	span.Set(otlp.AttrAttempt, req.Attempt)
+	span.Set(otlp.AttrContractHash, out.Hash)
+	span.Set(otlp.AttrPromptHash, prompt.Hash)
+	if len(req.Violations) > 0 {
+		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Violations})
+	}
+
+	callCtx := llm.WithPromptHash(ctx, prompt.Hash)
+	if !b.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithDeadline(callCtx, b.Deadline)
+		defer cancel()
+	}
+	resp, callErr := target.Provider.Complete(callCtx, lreq)
+
+	var usage llm.Usage
+	var reported *float64
+	if resp != nil {
+		usage = resp.Usage
+		reported = resp.ProviderCostUSD
+		span.Set(otlp.AttrResponseModel, resp.Model)
+		span.Set(otlp.AttrResponseID, resp.ID)
+		if resp.FinishReason != "" {
+			span.Set(otlp.AttrFinishReasons, []string{resp.FinishReason})
+		}
+	}
+	var re *llm.RefusalError
+	var te *llm.TruncatedError
+	switch {
+	case errors.As(callErr, &re):
+		usage = re.Usage
+	case errors.As(callErr, &te):
+		usage = te.Usage
+	}
+	outcome := engine.StepOutcome{Usage: engineUsage(usage), Trace: trace}
+	if resp != nil || re != nil || te != nil {
+		outcome.CostUSD = e.Models.Prices().Cost(target.Info, target.Model, usage, reported)
+	}
+	eu := outcome.Usage
+	trace.Usage = &eu
+	trace.CostUSD = outcome.CostUSD
+	span.Set(otlp.AttrInputTokens, usage.InputInclusive())
+	span.Set(otlp.AttrOutputTokens, usage.OutputInclusive())
+	if usage.CacheRead > 0 {
+		span.Set(otlp.AttrCacheReadTokens, usage.CacheRead)
+	}
+	if usage.CacheWrite > 0 {
+		span.Set(otlp.AttrCacheWriteTokens, usage.CacheWrite)
+	}
+	if usage.Reasoning > 0 {
+		span.Set(otlp.AttrReasoningTokens, usage.Reasoning)
+	}
+	span.Set(otlp.AttrCostUSD, outcome.CostUSD)
+	finish := func(err error) (engine.StepOutcome, error) {
+		trace.DurationMS = now().Sub(start).Milliseconds()
+		span.End(err)
+		return outcome, err
+	}
+
+	if callErr != nil {
+		return finish(e.mapCallError(ctx, callCtx, step, target, callErr))
+	}
+	value, repaired, perr := ExtractJSON(resp.Content)
+	if perr != nil {
+		return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + perr.Error()}})
+	}
+	if wrapped {
+		m, ok := value.(map[string]any)
+		if !ok {
+			return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: expected an object with a \"value\" field"}})
+		}
+		v, ok := m["value"]
+		if !ok {
+			return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: the answer has no \"value\" field"}})
+		}
+		value = v
+	} else if out.Schema != nil && target.Info.Dialect == llm.DialectOpenAI {
+		value = llm.DropOptionalNulls(out.Schema, value)
+	}
+	outcome.Output = value
+	trace.Output = value
+	trace.Repaired = repaired
+	span.Set(otlp.AttrRepaired, repaired)
+	return finish(nil)
+}
+
+// mapCallError turns a provider error into the executor's error classes.
+func (e *Executor) mapCallError(parent, callCtx context.Context, step *specs.Step, target llm.Target, err error) error {
+	var (
+		re   *llm.RefusalError
+		te   *llm.TruncatedError
+		tr   *llm.TransportError
+		api  *llm.APIError
+		cfg  *llm.ConfigError
+		miss *llm.ReplayMissError
+	)
+	switch {
+	case parent.Err() != nil:
+		return parent.Err()
+	case errors.As(err, &miss):
+		return configErr(miss.Error())
+	case errors.As(err, &re):
+		return &engine.AttemptError{Kind: engine.AttemptRefusal, Violations: []string{re.Error()}}
+	case errors.As(err, &te):
+		return &engine.AttemptError{Kind: engine.AttemptTruncated, Violations: []string{te.Error() + "; give a shorter answer"}}
+	case errors.Is(err, context.DeadlineExceeded) || callCtx.Err() != nil:
+		return fmt.Errorf("%w: step '%s' ran out of time during the %s call (ms budget)", engine.ErrBudgetExhausted, step.ID, target.Full)
+	case errors.As(err, &tr):
+		return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{tr.Error()}}
+	case errors.As(err, &api):
+		return configErr(fmt.Sprintf("%s: %v", target.Full, api))
+	case errors.As(err, &cfg):
+		return configErr(cfg.Error())
+	}
+	return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{fmt.Sprintf("%s: %v", target.Full, err)}}
+}
+
+func configErr(msg string) error {
+	return &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{msg}}
+}
+
+func engineUsage(u llm.Usage) engine.Usage {
+	return engine.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead,
+		CacheWriteTokens: u.CacheWrite, ReasoningTokens: u.Reasoning}
+}

@@ -1,0 +1,64 @@
+package infer
+
+import (
+	"errors"
+	"net/http"
+	"os"
+
+	"github.com/stratum-go/stratum/engine/llm"
+)
+
+// Setup is the configuration `stratum run` passes to NewExecutor.
+type Setup struct {
+	// Record saves every LLM exchange of the run to this file (--record).
+	Record string
+	// Replay answers every LLM call from this file, with no network and no
+	// API key (--replay).
+	Replay string
+	// DefaultModel is config's default_model; STRATUM_MODEL overrides it.
+	DefaultModel string
+	// BaseURLs are config's per-provider base URLs; <PROVIDER>_BASE_URL
+	// overrides them.
+	BaseURLs map[string]string
+	// Getenv reads the environment (default os.Getenv).
+	Getenv func(string) string
+}
+
+// NewExecutor builds the infer executor of a run: a router over the
+// environment's keys and base URLs, the embedded price table (extended by
+// STRATUM_MODEL_PRICING_JSON), and the record or replay transport when
+// asked. Errors are about the flags or files (both --record and --replay,
+// an unreadable replay file, an unwritable record file).
+func NewExecutor(s Setup) (*Executor, error) {
+	if s.Record != "" && s.Replay != "" {
+		return nil, errors.New("--record and --replay cannot be used together")
+	}
+	getenv := s.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg, err := llm.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DefaultModel == "" {
+		cfg.DefaultModel = s.DefaultModel
+	}
+	cfg.BaseURLs = s.BaseURLs
+	switch {
+	case s.Record != "":
+		rec, err := llm.NewRecorder(s.Record)
+		if err != nil {
+			return nil, err
+		}
+		cfg.HTTPClient = &http.Client{Transport: rec}
+	case s.Replay != "":
+		rp, err := llm.NewReplayer(s.Replay)
+		if err != nil {
+			return nil, err
+		}
+		cfg.HTTPClient = &http.Client{Transport: rp}
+		cfg.NoKeys = true
+	}
+	return New(llm.NewRouter(cfg)), nil
+}
