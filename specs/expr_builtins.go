@@ -302,6 +302,11 @@ func xFnFileContains(w *xWork, a []any) (any, error) {
 	if err != nil || st.Size() > xMaxFileBytes {
 		return false, nil
 	}
+	// Reading counts against the evaluation's budget (about 30 files of the
+	// maximum size per evaluation).
+	if err := w.spend(int(st.Size()) / 64); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, xMaxFileBytes+1))
 	if err != nil || len(data) > xMaxFileBytes {
 		return false, nil

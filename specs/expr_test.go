@@ -698,6 +698,13 @@ func TestExprFileBuiltins(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 
+	// Reading counts against the evaluation's work budget.
+	many := strings.TrimSuffix(strings.Repeat("file_contains('exact.txt', 'needle') and ", 40), " and ")
+	_, err = mustCompile(t, ExprEnsure, many).Eval(EvalEnv{Root: root})
+	if err == nil || err.Error() != "expression is too expensive to evaluate" {
+		t.Fatalf("40 reads of a 10 MB file: %v", err)
+	}
+
 	// Root "" is the current directory.
 	t.Chdir(root)
 	if ok, err := mustCompile(t, ExprEnsure, "file_exists('a.txt') and not file_exists('../outside/secret.txt')").EvalBool(EvalEnv{}); err != nil || !ok {
