@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"sync"
 )
@@ -47,9 +48,11 @@ func promptHash(ctx context.Context) string {
 	return h
 }
 
-// CanonicalRequest is the request as recorded and hashed: method, URL path
-// and the JSON body with sorted keys; never the host, query or headers (so no
-// API key). Hash is the first 16 hex digits of its SHA-256.
+// CanonicalRequest is the request as recorded and hashed: method, endpoint
+// (the last element of the URL path: "completions", "messages") and the
+// JSON body with sorted keys; never the host, base path, query or headers
+// (so no API key, and a replay does not depend on base URL settings). Hash
+// is the first 16 hex digits of its SHA-256.
 func CanonicalRequest(method, path string, body []byte) (canonical []byte, hash string, model string, err error) {
 	var v any
 	if len(bytes.TrimSpace(body)) > 0 {
@@ -63,7 +66,7 @@ func CanonicalRequest(method, path string, body []byte) (canonical []byte, hash 
 		model, _ = m["model"].(string)
 	}
 	// encoding/json sorts map keys.
-	canonical, err = marshal(map[string]any{"method": method, "path": path, "body": v})
+	canonical, err = marshal(map[string]any{"method": method, "endpoint": pathpkg.Base(path), "body": v})
 	if err != nil {
 		return nil, "", "", err
 	}

@@ -1,0 +1,5 @@
+package llm
+
+import "os"
+
+var osReadFile = os.ReadFile
