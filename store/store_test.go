@@ -829,3 +829,25 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 		})
 	}
 }
+
+func TestSummarizeHookPanicIsNotCorruption(t *testing.T) {
+	boom := true
+	s := newTestStore(t, Options{Summarize: func(*engine.FlowState, *engine.FlowSummary) {
+		if boom {
+			panic("hook bug")
+		}
+	}})
+	func() {
+		defer func() {
+			if v := recover(); v != "hook bug" {
+				t.Fatalf("recovered %v, want the hook's panic", v)
+			}
+		}()
+		_ = s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("f", engine.StatusRunning)) })
+	}()
+	boom = false
+	storePut(t, s, storetest.NewState("f", engine.StatusRunning))
+	if s.faults.Load() != 0 {
+		t.Fatal("a hook panic was counted as a file fault")
+	}
+}

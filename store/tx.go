@@ -117,6 +117,57 @@ func (t *tx) Put(st *engine.FlowState) error {
 	if bytes.IndexByte([]byte(st.Status), 0) >= 0 {
 		return fmt.Errorf("store: %w: status contains a NUL byte", ErrInvalid)
 	}
+	if t.done {
+		return ErrTxDone
+	}
+	if !t.btx.Writable() {
+		return ErrReadOnlyTx
+	}
+	id := []byte(st.FlowID)
+	var old *engine.FlowSummary
+	if err := t.do(false, func() error {
+		sums, err := t.bucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
+		old, err = t.getSummary(sums, id)
+		return err
+	}); err != nil {
+		return err
+	}
+
+	// Stamp, encode and summarise outside the fault guard: a panic in the
+	// Summarize hook is a bug to surface, not a corrupt file.
+	prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
+	st.UpdatedAt = t.s.now()
+	if st.CreatedAt.IsZero() {
+		st.CreatedAt = st.UpdatedAt
+		if old != nil && !old.CreatedAt.IsZero() {
+			st.CreatedAt = old.CreatedAt
+		}
+	}
+	if v, ok := t.versions[st.FlowID]; ok {
+		st.Version = v
+	} else {
+		if old != nil && old.Version > st.Version {
+			st.Version = old.Version
+		}
+		st.Version++
+	}
+	if st.SchemaVersion == 0 {
+		st.SchemaVersion = stateRecordVersion
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
+		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
+	}
+	sum := t.s.summarize(st)
+	sumData, err := encodeSummary(&sum)
+	if err != nil {
+		return fmt.Errorf("store: encode summary of flow %s: %w", st.FlowID, err)
+	}
+
 	return t.do(true, func() error {
 		flows, err := t.bucket(bucketFlows)
 		if err != nil {
@@ -125,41 +176,6 @@ func (t *tx) Put(st *engine.FlowState) error {
 		sums, err := t.bucket(bucketSummaries)
 		if err != nil {
 			return err
-		}
-		id := []byte(st.FlowID)
-		old, err := t.getSummary(sums, id)
-		if err != nil {
-			return err
-		}
-
-		prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
-		st.UpdatedAt = t.s.now()
-		if st.CreatedAt.IsZero() {
-			st.CreatedAt = st.UpdatedAt
-			if old != nil && !old.CreatedAt.IsZero() {
-				st.CreatedAt = old.CreatedAt
-			}
-		}
-		if v, ok := t.versions[st.FlowID]; ok {
-			st.Version = v
-		} else {
-			if old != nil && old.Version > st.Version {
-				st.Version = old.Version
-			}
-			st.Version++
-		}
-		if st.SchemaVersion == 0 {
-			st.SchemaVersion = stateRecordVersion
-		}
-		data, err := json.Marshal(st)
-		if err != nil {
-			st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
-			return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
-		}
-		sum := t.s.summarize(st)
-		sumData, err := encodeSummary(&sum)
-		if err != nil {
-			return fmt.Errorf("store: encode summary of flow %s: %w", st.FlowID, err)
 		}
 		if err := flows.Put(id, data); err != nil {
 			return err
