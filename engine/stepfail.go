@@ -151,3 +151,41 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 		return RecordCall(st, env, c)
 	})
 }
+
+// withCall runs RecordCall (when c is set) and then fn in the same
+// transition, so a call's spend and the report of its result are committed
+// together (one store write per attempt, and no spend lost or counted twice
+// across a crash). The response is fn's.
+func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) (Result, error) {
+	var pre Result
+	if c != nil {
+		r, err := RecordCall(st, env, *c)
+		if err != nil {
+			return Result{}, err
+		}
+		pre = r
+	}
+	res, err := fn()
+	if err != nil {
+		return Result{}, err
+	}
+	out := mergeResults(pre, res)
+	out.Unchanged = c == nil && res.Unchanged
+	return out, nil
+}
+
+// StepDoneRecorded is StepDone preceded by RecordCall of the attempt's call
+// (nil: none), in one transaction.
+func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Response, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+		return withCall(st, env, c, func() (Result, error) { return StepDone(st, env, stepID, result) })
+	})
+}
+
+// StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
+// the attempt's call (nil: none), in one transaction.
+func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Response, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+		return withCall(st, env, c, func() (Result, error) { return StepAttemptFailed(st, env, stepID, violations) })
+	})
+}

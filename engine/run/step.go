@@ -125,16 +125,20 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 	if out.CacheHit {
 		rep.CacheHit = true
 	}
-	if err := r.recordCall(ctx, fc, step, kind, attempt, elapsed, out, execErr); err != nil {
+	call := r.callRecord(fc, step, kind, attempt, elapsed, out, execErr)
+	if err := r.recordAncestors(ctx, fc, call); err != nil {
 		return nil, nil, err
 	}
 	if execErr != nil {
 		if deadlineSpent(view, execErr) {
+			if _, err := r.svc.RecordCall(ctx, fc.id, call, r.report()); err != nil {
+				return nil, nil, err
+			}
 			return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
 		}
-		return r.attemptFailed(ctx, fc, step, execErr)
+		return r.attemptFailed(ctx, fc, step, execErr, &call)
 	}
-	next, err := r.svc.StepDone(ctx, fc.id, step.ID, out.Output, r.report())
+	next, err := r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,15 +161,23 @@ func rootID(fc *flowCtx) string {
 // attemptFailed maps an executor error onto the state machine: an
 // AttemptError spends an attempt; budget exhaustion ends the flow; a
 // configuration error stops the run (resumable) without spending one.
-func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Step, execErr error) (engine.Response, *endState, error) {
+func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Step, execErr error, call *engine.CallRecord) (engine.Response, *endState, error) {
+	var ae *engine.AttemptError
+	spends := errors.As(execErr, &ae) && ae.Kind != engine.AttemptConfig && ctx.Err() == nil
+	if call != nil && !spends {
+		// The spend is recorded on its own; nothing else is reported.
+		if _, err := r.svc.RecordCall(context.WithoutCancel(ctx), fc.id, *call, r.report()); err != nil {
+			return nil, nil, err
+		}
+		call = nil
+	}
 	if ctx.Err() != nil {
 		return nil, &endState{status: EndInterrupted}, nil
 	}
 	if errors.Is(execErr, engine.ErrBudgetExhausted) {
 		return r.exhaust(ctx, fc, step, execErr.Error())
 	}
-	var ae *engine.AttemptError
-	if !errors.As(execErr, &ae) {
+	if ae == nil {
 		return nil, &endState{status: EndError, message: fmt.Sprintf("step '%s': %v; the flow stays resumable: stratum run --resume %s", step.ID, execErr, rootID(fc))}, nil
 	}
 	if ae.Kind == engine.AttemptConfig {
@@ -175,7 +187,7 @@ func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Ste
 	if len(vs) == 0 {
 		vs = []string{ae.Error()}
 	}
-	next, err := r.svc.StepAttemptFailed(ctx, fc.id, step.ID, vs, r.report())
+	next, err := r.svc.StepAttemptFailedRecorded(ctx, fc.id, step.ID, vs, call, r.report())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,9 +234,9 @@ func costPtr(rep *StepReport) *float64 {
 	return &c
 }
 
-// recordCall writes the call's spend into the ledgers of the flow and its
-// ancestors (the trace record only into the executing flow).
-func (r *Runner) recordCall(ctx context.Context, fc *flowCtx, step *specs.Step, kind executorKind, attempt int, elapsed time.Duration, out engine.StepOutcome, execErr error) error {
+// callRecord builds the ledger/trace record of one attempt and updates the
+// step report and the per-call envelope.
+func (r *Runner) callRecord(fc *flowCtx, step *specs.Step, kind executorKind, attempt int, elapsed time.Duration, out engine.StepOutcome, execErr error) engine.CallRecord {
 	tokens := out.Usage.Total()
 	rep := r.stepReport(fc, step)
 	if out.CostUSD != nil {
@@ -249,16 +261,29 @@ func (r *Runner) recordCall(ctx context.Context, fc *flowCtx, step *specs.Step, 
 		zero := 0.0
 		cost = &zero
 	}
-	c := engine.CallRecord{StepID: step.ID, Attempt: attempt, DurationMS: elapsed.Milliseconds(), Tokens: tokens,
+	return engine.CallRecord{StepID: step.ID, Attempt: attempt, DurationMS: elapsed.Milliseconds(), Tokens: tokens,
 		CostUSD: cost, Agent: kind == execAgent, Trace: out.Trace, Data: data}
-	for f := fc; f != nil; f = f.parent {
+}
+
+// recordAncestors adds a call's spend to the ledgers of the flow's
+// ancestors (their flow budgets cover their children).
+func (r *Runner) recordAncestors(ctx context.Context, fc *flowCtx, c engine.CallRecord) error {
+	c.Trace = nil
+	c.Data = map[string]any{"executor": c.Data["executor"], "child_flow_id": fc.id}
+	for f := fc.parent; f != nil; f = f.parent {
 		if _, err := r.svc.RecordCall(ctx, f.id, c, r.report()); err != nil {
 			return err
 		}
-		c.Trace = nil
-		c.Data = map[string]any{"executor": executorName(kind), "child_flow_id": fc.id}
 	}
 	return nil
+}
+
+// recordCall writes a call's record into the flow and its ancestors.
+func (r *Runner) recordCall(ctx context.Context, fc *flowCtx, c engine.CallRecord) error {
+	if _, err := r.svc.RecordCall(ctx, fc.id, c, r.report()); err != nil {
+		return err
+	}
+	return r.recordAncestors(ctx, fc, c)
 }
 
 func deref(p *float64) float64 {
@@ -506,15 +531,22 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		out, execErr := ex.Execute(ctx, req)
 		elapsed := time.Since(start)
 		rep.Duration += elapsed
-		if err := r.recordCall(ctx, fc, step, kind, req.Attempt, elapsed, out, execErr); err != nil {
-			return nil, nil, err
-		}
+		call := r.callRecord(fc, step, kind, req.Attempt, elapsed, out, execErr)
 		if execErr != nil {
+			if err := r.recordAncestors(ctx, fc, call); err != nil {
+				return nil, nil, err
+			}
 			if deadlineSpent(view, execErr) {
+				if _, err := r.svc.RecordCall(ctx, fc.id, call, r.report()); err != nil {
+					return nil, nil, err
+				}
 				return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
 			}
 			rep.Attempts++
-			return r.attemptFailed(ctx, fc, step, execErr)
+			return r.attemptFailed(ctx, fc, step, execErr, &call)
+		}
+		if err := r.recordCall(ctx, fc, call); err != nil {
+			return nil, nil, err
 		}
 		resp, err := r.svc.IterationReport(ctx, fc.id, step.ID, out.Output, r.report())
 		if err != nil {

@@ -1,0 +1,70 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
+)
+
+const specRecorded = `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - {id: a, intent: "a", retries: 2}
+      - {id: b, intent: "b"}
+`
+
+// The Recorded variants commit the call's spend with the report, in one
+// write, and refuse a report from anyone but a live lease's holder.
+func TestStepReportsRecordedWithTheirCall(t *testing.T) {
+	ctx := context.Background()
+	st := enginetest.New()
+	svc := &engine.Service{Store: st}
+	lease := engine.Lease{ID: "L"}
+	resp, err := svc.Plan(ctx, specRecorded, "main", nil, engine.PlanOptions{Driver: engine.DriverRunner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp["flow_id"].(string)
+	if err := svc.Claim(ctx, id, engine.Lease{ID: lease.ID, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	own := engine.ReportOptions{Actor: "L"}
+	cost := 0.5
+	r, err := svc.StepAttemptFailedRecorded(ctx, id, "a", []string{"exit 1"}, &engine.CallRecord{StepID: "a", Attempt: 1, DurationMS: 10, Tokens: 3, CostUSD: &cost}, own)
+	if err != nil || r["status"] != engine.StatusEnsureFailed {
+		t.Fatalf("%v %v", r, err)
+	}
+	// An agent (no lease) is refused, and nothing is recorded.
+	r, _ = svc.StepDoneRecorded(ctx, id, "a", map[string]any{}, &engine.CallRecord{StepID: "a", DurationMS: 99}, engine.ReportOptions{})
+	if r["error_type"] != engine.ErrTypeFlowOwned {
+		t.Fatalf("%v", r)
+	}
+	r, err = svc.StepDoneRecorded(ctx, id, "a", map[string]any{"ok": true}, &engine.CallRecord{StepID: "a", Attempt: 2, DurationMS: 5}, own)
+	if err != nil || r["step_id"] != "b" {
+		t.Fatalf("%v %v", r, err)
+	}
+	fs, _ := svc.Get(ctx, id)
+	if b := fs.BudgetState; b == nil || b.SpentMS != 15 || b.SpentTokens != 3 || b.SpentUSD != 0.5 || fs.Attempts["a"] != 2 {
+		t.Fatalf("ledger %+v attempts %v", fs.BudgetState, fs.Attempts)
+	}
+	evs, _ := st.FlowEvents(ctx, id)
+	traces := 0
+	for _, e := range evs {
+		if e.Type == engine.EventTrace {
+			traces++
+		}
+	}
+	if traces != 2 {
+		t.Fatalf("trace events %d", traces)
+	}
+	// Without a call record the report alone is applied.
+	r, err = svc.StepDoneRecorded(ctx, id, "b", map[string]any{}, nil, own)
+	if err != nil || r["status"] != "complete" {
+		t.Fatalf("%v %v", r, err)
+	}
+}
