@@ -1,0 +1,107 @@
+package run
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAgentExecutorFromConfig(t *testing.T) {
+	e := newEnv(t)
+	home := os.Getenv("STRATUM_HOME")
+	// The fake agent saves each prompt, fails its first answer's ensure and
+	// answers in prose with a fenced JSON block.
+	cfg := `agents:
+  fake:
+    shell: "cat > prompt.$STRATUM_STEP_ID.$(ls prompt.* 2>/dev/null | wc -l | tr -d ' ').md; n=$(ls prompt.* | wc -l | tr -d ' '); printf 'I did it.\n` + "```json" + `\n{\"files\": %s}\n` + "```" + `\n' $n"
+  broken: [sh, -c, "echo no json here"]
+`
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := e.spec(`version: "0.2"
+contracts:
+  Out:
+    files: {type: integer}
+flows:
+  main:
+    input: {task: {type: string}}
+    steps:
+      - id: impl
+        agent: fake
+        intent: "Implement the task"
+        inputs: {task: "$.input.task"}
+        output_contract: Out
+        retries: 2
+        ensure: ["result.files >= 2"]
+      - id: other
+        agent: broken
+        intent: "never parses"
+        output_contract: Out
+`)
+	o := e.start(sp, "main", map[string]any{"task": "add a flag"})
+	wantStatus(t, o, EndFailed, 1)
+	if o.Steps[0].Status != "passed" || o.Steps[0].Attempts != 2 {
+		t.Fatalf("impl %+v", o.Steps[0])
+	}
+	if !strings.Contains(strings.Join(o.Steps[1].Violations, ""), "contains no JSON result") {
+		t.Fatalf("other %+v", o.Steps[1])
+	}
+	first, _ := os.ReadFile(filepath.Join(e.dir, "prompt.impl.0.md"))
+	second, _ := os.ReadFile(filepath.Join(e.dir, "prompt.impl.1.md"))
+	for _, want := range []string{"Implement the task", `"task": "add a flag"`, `"files" (integer)`, "result.files >= 2"} {
+		if !strings.Contains(string(first), want) {
+			t.Errorf("first prompt lacks %q:\n%s", want, first)
+		}
+	}
+	if strings.Contains(string(first), "Previous attempt failed") {
+		t.Errorf("first prompt has violations:\n%s", first)
+	}
+	if !strings.Contains(string(second), "Previous attempt failed:\n  - ensure 'result.files >= 2' failed\nFix these issues specifically.") {
+		t.Errorf("second prompt:\n%s", second)
+	}
+	st := e.state(o.FlowID)
+	if st.BudgetState == nil || st.BudgetState.AgentDispatch != 3 {
+		t.Fatalf("ledger %+v", st.BudgetState)
+	}
+}
+
+func TestAgentUnknownStopsTheRun(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - {id: a, agent: nosuchagent, intent: "x"}
+`)
+	o := e.start(sp, "main", nil)
+	wantStatus(t, o, EndError, 1)
+	if !strings.Contains(o.Message, `unknown agent "nosuchagent" (configured: claude, codex)`) {
+		t.Fatal(o.Message)
+	}
+	if st := e.state(o.FlowID); st.Attempts["a"] != 0 {
+		t.Fatalf("attempts %v", st.Attempts)
+	}
+}
+
+func TestLoadAgentsOverrides(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STRATUM_HOME", home)
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(home, "config.yaml"), []byte("agents:\n  claude: [claude, -p, --model, opus]\n  x: \"run-x\"\n"), 0o644)
+	_ = os.MkdirAll(filepath.Join(dir, ".stratum"), 0o755)
+	_ = os.WriteFile(filepath.Join(dir, ".stratum", "config.yaml"), []byte("agents:\n  x: {command: [x, --json]}\n"), 0o644)
+	a, err := LoadAgents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(a["claude"].Argv, " ") != "claude -p --model opus" || strings.Join(a["x"].Argv, " ") != "x --json" || len(a["codex"].Argv) == 0 {
+		t.Fatalf("%+v", a)
+	}
+	_ = os.WriteFile(filepath.Join(dir, ".stratum", "config.yaml"), []byte("agents:\n  bad: {}\n"), 0o644)
+	if _, err := LoadAgents(dir); err == nil || !strings.Contains(err.Error(), "agents.bad") {
+		t.Fatalf("err %v", err)
+	}
+}
