@@ -329,7 +329,9 @@ func TestBudgetCheckedBeforeTheCall(t *testing.T) {
 
 type providerFunc func(ctx context.Context, r llm.Request) (*llm.Response, error)
 
-func (f providerFunc) Complete(ctx context.Context, r llm.Request) (*llm.Response, error) { return f(ctx, r) }
+func (f providerFunc) Complete(ctx context.Context, r llm.Request) (*llm.Response, error) {
+	return f(ctx, r)
+}
 
 func TestNonObjectSchemaIsWrapped(t *testing.T) {
 	text := `version: "0.2"
@@ -366,7 +368,7 @@ func TestLoopWithEngine(t *testing.T) {
 	svc := &engine.Service{Store: enginetest.New()}
 	sp := parse(t, classifySpec)
 	fp := &fakeProvider{answers: []fakeAnswer{
-		{content: `{"label":"positive","confidence":0.4}`}, // ensure fails
+		{content: `{"label":"positive","confidence":0.4}`},  // ensure fails
 		{content: `I think it is positive`},                 // parse fails
 		{content: `{"label":"positive","confidence":0.95}`}, // passes
 	}}
