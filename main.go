@@ -31,6 +31,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
 	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/tui"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -129,6 +130,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.mcpCommand(),
 		a.installCommand(),
 		a.runCommand(),
+		a.tuiCommand(),
 	)
 	return root
 }
@@ -1144,4 +1146,62 @@ func runInferExecutor(record, replay string) (engine.Executor, string, func() er
 		return nil, "", nil, usageErr("--record/--replay: LLM providers are not available in this build")
 	}
 	return nil, "LLM providers are not available in this build", nil, nil
+}
+
+// ---- tui ----
+
+func (a *app) tuiCommand() *cobra.Command {
+	var plain, once, noColor bool
+	var specDirs []string
+	cmd := &cobra.Command{
+		Use:   "tui",
+		Short: "The operator console: flows, live trace, gates, checkpoints, iterations, specs",
+		Long: `tui opens the operator console on the store ($STRATUM_HOME/stratum.db). It follows
+every stratum process live: flows driven over MCP, by stratum run or from a shell update
+as they move, and a gate decided elsewhere leaves the Gates pane.
+
+Keys: tab/1-6 panes · ? help · / filter · : command · esc back · q quit.
+Gates: a approve, r revise, x kill — each asks for a rationale and a second press
+of the same key; enter alone never decides. Decisions are recorded with $USER and
+channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.yaml.
+
+--plain streams the same state and events as plain text lines (logs, screen readers).`,
+		Example: "  stratum tui\n  stratum tui --watch specs/\n  stratum tui --plain",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svc, st, err := openService(cmd.Context())
+			if err != nil {
+				return err
+			}
+			src := tui.ServiceSource(svc, st)
+			if plain {
+				return tui.RunPlain(cmd.Context(), tui.PlainOptions{Source: src, Out: a.stdout, DBPath: st.Path(), Once: once})
+			}
+			keys, err := tui.LoadKeyMap(filepath.Join(filepath.Dir(st.Path()), "config.yaml"))
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if !cmd.Flags().Changed("watch") {
+				specDirs = nil
+				if _, err := os.Stat("."); err == nil {
+					specDirs = []string{"."}
+				}
+			}
+			reviewer := os.Getenv("USER")
+			if reviewer == "" {
+				reviewer = "unknown"
+			}
+			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, DBPath: st.Path(), SpecDirs: specDirs,
+				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout})
+			if err != nil && cmd.Context().Err() == nil {
+				return &exitError{code: exitFailure, err: err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&plain, "plain", false, "stream state and events as plain lines instead of the full-screen console")
+	cmd.Flags().BoolVar(&once, "once", false, "with --plain: print the current state and exit")
+	cmd.Flags().BoolVar(&noColor, "no-color", false, "no colours (NO_COLOR is honoured too)")
+	cmd.Flags().StringArrayVar(&specDirs, "watch", nil, "directory of *.stratum.yaml specs for the Specs pane (default .; repeatable)")
+	return cmd
 }

@@ -1,0 +1,178 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"gopkg.in/yaml.v3"
+)
+
+// KeyMap is every key binding of the console, defined once. Each field's
+// name in the `keys:` section of config.yaml is given by Actions.
+type KeyMap struct {
+	// Global.
+	Help, Filter, Command, NextPane, PrevPane, Back, Quit key.Binding
+	// Lists.
+	Up, Down, PageUp, PageDown, Top, Bottom, Open key.Binding
+	// Panes by number.
+	Flows, Trace, Gates, Checkpoints, Iterations, Specs key.Binding
+	// Gates.
+	Approve, Revise, Kill key.Binding
+	// Checkpoints.
+	Commit, Revert key.Binding
+	// Dialogs.
+	Confirm, Edit key.Binding
+}
+
+// DefaultKeyMap returns the default bindings.
+func DefaultKeyMap() KeyMap {
+	b := func(help string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(keys, "/"), help))
+	}
+	return KeyMap{
+		Help:        b("help", "?"),
+		Filter:      b("filter", "/"),
+		Command:     b("command", ":"),
+		NextPane:    b("next pane", "tab"),
+		PrevPane:    b("previous pane", "shift+tab"),
+		Back:        b("back", "esc"),
+		Quit:        b("quit", "q", "ctrl+c"),
+		Up:          b("up", "up", "k"),
+		Down:        b("down", "down", "j"),
+		PageUp:      b("page up", "pgup", "ctrl+u"),
+		PageDown:    b("page down", "pgdown", "ctrl+d"),
+		Top:         b("top", "home", "g"),
+		Bottom:      b("bottom", "end", "G"),
+		Open:        b("open/expand", "enter"),
+		Flows:       b("flows", "1"),
+		Trace:       b("trace", "2"),
+		Gates:       b("gates", "3"),
+		Checkpoints: b("checkpoints", "4"),
+		Iterations:  b("iterations", "5"),
+		Specs:       b("specs", "6"),
+		Approve:     b("approve", "a"),
+		Revise:      b("revise", "r"),
+		Kill:        b("kill", "x"),
+		Commit:      b("commit checkpoint", "n"),
+		Revert:      b("revert to checkpoint", "v"),
+		Confirm:     b("confirm", "enter"),
+		Edit:        b("edit rationale", "e"),
+	}
+}
+
+// Actions maps the action names used in config.yaml to the bindings.
+func (k *KeyMap) Actions() map[string]*key.Binding {
+	return map[string]*key.Binding{
+		"help": &k.Help, "filter": &k.Filter, "command": &k.Command,
+		"next_pane": &k.NextPane, "prev_pane": &k.PrevPane, "back": &k.Back, "quit": &k.Quit,
+		"up": &k.Up, "down": &k.Down, "page_up": &k.PageUp, "page_down": &k.PageDown,
+		"top": &k.Top, "bottom": &k.Bottom, "open": &k.Open,
+		"flows": &k.Flows, "trace": &k.Trace, "gates": &k.Gates, "checkpoints": &k.Checkpoints,
+		"iterations": &k.Iterations, "specs": &k.Specs,
+		"approve": &k.Approve, "revise": &k.Revise, "kill": &k.Kill,
+		"commit": &k.Commit, "revert": &k.Revert, "confirm": &k.Confirm, "edit": &k.Edit,
+	}
+}
+
+// ApplyOverrides rebinds actions: each value is one key or a list of keys
+// ("ctrl+a", "A", "f2"). An unknown action or an empty key list is an error
+// naming it; nothing is changed then.
+func (k *KeyMap) ApplyOverrides(over map[string][]string) error {
+	acts := k.Actions()
+	names := make([]string, 0, len(over))
+	for name := range over {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, ok := acts[name]; !ok {
+			known := make([]string, 0, len(acts))
+			for n := range acts {
+				known = append(known, n)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("keys.%s: unknown action (known: %s)", name, strings.Join(known, ", "))
+		}
+		if len(over[name]) == 0 {
+			return fmt.Errorf("keys.%s: no keys given", name)
+		}
+		for _, s := range over[name] {
+			if strings.TrimSpace(s) == "" {
+				return fmt.Errorf("keys.%s: empty key", name)
+			}
+		}
+	}
+	for _, name := range names {
+		b := acts[name]
+		*b = key.NewBinding(key.WithKeys(over[name]...), key.WithHelp(strings.Join(over[name], "/"), b.Help().Desc))
+	}
+	return nil
+}
+
+// keyList decodes one key or a list of keys.
+type keyList []string
+
+func (l *keyList) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*l = keyList{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		var s []string
+		if err := n.Decode(&s); err != nil {
+			return err
+		}
+		*l = s
+		return nil
+	}
+	return fmt.Errorf("line %d: want a key or a list of keys", n.Line)
+}
+
+// LoadKeyMap returns DefaultKeyMap with the `keys:` section of the YAML file
+// at path applied. A missing file is not an error; a malformed one, or an
+// unknown action, is (naming the file).
+func LoadKeyMap(path string) (KeyMap, error) {
+	km := DefaultKeyMap()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return km, nil
+	}
+	if err != nil {
+		return km, fmt.Errorf("config %s: %w", path, err)
+	}
+	var cfg struct {
+		Keys map[string]keyList `yaml:"keys"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return km, fmt.Errorf("config %s: %w", path, err)
+	}
+	over := make(map[string][]string, len(cfg.Keys))
+	for k, v := range cfg.Keys {
+		over[k] = v
+	}
+	if err := km.ApplyOverrides(over); err != nil {
+		return DefaultKeyMap(), fmt.Errorf("config %s: %w", path, err)
+	}
+	return km, nil
+}
+
+// ShortHelp is the one-line help of the footer.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.NextPane, k.Filter, k.Command, k.Help, k.Quit}
+}
+
+// FullHelp is the `?` help, grouped: navigation, panes, gates and
+// checkpoints, app.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open},
+		{k.Flows, k.Trace, k.Gates, k.Checkpoints, k.Iterations, k.Specs, k.NextPane, k.PrevPane},
+		{k.Approve, k.Revise, k.Kill, k.Commit, k.Revert},
+		{k.Filter, k.Command, k.Help, k.Back, k.Quit},
+	}
+}

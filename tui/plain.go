@@ -1,0 +1,148 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/watch"
+)
+
+// PlainOptions configure RunPlain.
+type PlainOptions struct {
+	Source Source
+	Out    io.Writer
+	// DBPath and Poll configure the Tailer (see Tailer).
+	DBPath string
+	Poll   time.Duration
+	// Specs, when set, streams spec validation results too.
+	Specs <-chan watch.Update
+	// Once prints the current state and returns without following.
+	Once bool
+}
+
+// RunPlain is the line mode (`stratum tui --plain`): it prints the state of
+// the store at a glance (counts, then one line per waiting gate), then one
+// line per new event until ctx ends, for logs and screen readers. Lines are
+// plain text, never coloured, and each stands alone:
+//
+//	2026-11-22T05:00:00Z gate_opened flow=3f2a9c1e name=deploy step=review round=0
+func RunPlain(ctx context.Context, opt PlainOptions) error {
+	src := opt.Source
+	after, err := src.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	flows, err := src.Flows(ctx)
+	if err != nil {
+		return err
+	}
+	reviews, err := src.PendingReviews(ctx)
+	if err != nil {
+		return err
+	}
+	names := map[string]string{}
+	running := 0
+	for _, f := range flows {
+		names[f.FlowID] = f.FlowName
+		if f.Status == engine.StatusRunning {
+			running++
+		}
+	}
+	now := time.Now()
+	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d waiting_gates=%d\n", stamp(now), len(flows), running, len(reviews))
+	for _, r := range reviews {
+		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%q question=%q\n",
+			stamp(now), r.FlowID, r.FlowName, r.StepID, r.Round, deadlineText(r, now), r.Question)
+	}
+	if opt.Once {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	evs := make(chan []engine.Event, 16)
+	t := &Tailer{Log: src, DBPath: opt.DBPath, Poll: opt.Poll, After: after}
+	go func() { _ = t.Run(ctx, evs) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case batch := <-evs:
+			for _, ev := range batch {
+				if _, ok := names[ev.FlowID]; !ok {
+					if st, err := src.Get(ctx, ev.FlowID); err == nil {
+						names[ev.FlowID] = st.FlowName
+					}
+				}
+				fmt.Fprintln(opt.Out, PlainEventLine(ev, names[ev.FlowID]))
+			}
+		case u, ok := <-opt.Specs:
+			if !ok {
+				opt.Specs = nil
+				continue
+			}
+			for _, l := range plainSpecLines(u) {
+				fmt.Fprintln(opt.Out, l)
+			}
+		}
+	}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// PlainEventLine renders one event as a line: time, type, flow, flow name,
+// step, then the event's data as sorted key=value pairs.
+func PlainEventLine(ev engine.Event, flowName string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s flow=%s", stamp(ev.Time), ev.Type, ev.FlowID)
+	if flowName != "" {
+		fmt.Fprintf(&b, " name=%s", flowName)
+	}
+	if ev.StepID != "" {
+		fmt.Fprintf(&b, " step=%s", ev.StepID)
+	}
+	keys := make([]string, 0, len(ev.Data))
+	for k := range ev.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := ev.Data[k]
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case nil:
+			continue
+		default:
+			s = strings.TrimSpace(jsonCompact(x))
+		}
+		if s == "" {
+			continue
+		}
+		if strings.ContainsAny(s, " \t\"=") {
+			s = fmt.Sprintf("%q", s)
+		}
+		fmt.Fprintf(&b, " %s=%s", k, s)
+	}
+	return b.String()
+}
+
+func plainSpecLines(u watch.Update) []string {
+	now := stamp(time.Now())
+	switch {
+	case u.Removed:
+		return []string{now + " spec_removed file=" + u.Path}
+	case specValid(u):
+		return []string{now + " spec_valid file=" + u.Path}
+	}
+	out := []string{fmt.Sprintf("%s spec_invalid file=%s problems=%d", now, u.Path, len(u.Diags))}
+	for _, d := range u.Diags {
+		out = append(out, fmt.Sprintf("%s diagnostic %s:%d:%d %s %s: %s", now, u.Path, d.Line, d.Column, d.Severity, d.Code, d.Message))
+	}
+	return out
+}

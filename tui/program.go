@@ -1,0 +1,81 @@
+package tui
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/watch"
+)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Source Source
+	// DBPath is the store file the Tailer watches ("" polls only).
+	DBPath string
+	// SpecDirs are watched for *.stratum.yaml files (recursively); none
+	// leaves the Specs pane empty.
+	SpecDirs []string
+	Keys     KeyMap
+	// NoColor forces monochrome output (NO_COLOR is honoured too).
+	NoColor  bool
+	Reviewer string
+	// Sink, when set, receives gates from in-process runs.
+	Sink    *Sink
+	In      io.Reader
+	Out     io.Writer
+	Poll    time.Duration
+	NoAlt   bool // stay in the normal screen buffer
+	Program []tea.ProgramOption
+}
+
+// Run starts the console and blocks until the user quits or ctx ends.
+func Run(ctx context.Context, opt RunOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if opt.Out == nil {
+		opt.Out = os.Stdout
+	}
+	if opt.In == nil {
+		opt.In = os.Stdin
+	}
+	after, err := opt.Source.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	events := make(chan []engine.Event, 16)
+	t := &Tailer{Log: opt.Source, DBPath: opt.DBPath, Poll: opt.Poll, After: after}
+	go func() { _ = t.Run(ctx, events) }()
+
+	var specUpdates <-chan watch.Update
+	if len(opt.SpecDirs) > 0 {
+		w, err := watch.New(opt.SpecDirs, watch.DefaultOptions())
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		specUpdates = w.Updates()
+	}
+	mo := Options{
+		Source: opt.Source, Keys: opt.Keys, Reviewer: opt.Reviewer,
+		Styles: DefaultStyles(NewRenderer(opt.Out, opt.NoColor || noColor())),
+		Events: events, Specs: specUpdates,
+	}
+	if opt.Sink != nil {
+		mo.Reviews = opt.Sink.Reviews()
+	}
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(opt.In), tea.WithOutput(opt.Out)}
+	if !opt.NoAlt {
+		popts = append(popts, tea.WithAltScreen())
+	}
+	popts = append(popts, opt.Program...)
+	_, err = tea.NewProgram(New(mo), popts...).Run()
+	if err == tea.ErrProgramKilled && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,100 @@
+package tui
+
+import (
+	"context"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
+)
+
+// Source is everything the console reads and writes. It is defined here, by
+// its consumer; main.go adapts engine.Service and the store to it. Every
+// method is called from a tea.Cmd (never from Update) and must be safe for
+// concurrent use.
+type Source interface {
+	// Flows returns the summaries of all flows, newest first.
+	Flows(ctx context.Context) ([]engine.FlowSummary, error)
+	// PendingReviews returns every gate waiting for a decision, with its
+	// context (question, artifacts, deadline).
+	PendingReviews(ctx context.Context) ([]review.PendingReview, error)
+	// Get returns one flow's state (an error wrapping engine.ErrNotFound
+	// when unknown).
+	Get(ctx context.Context, flowID string) (*engine.FlowState, error)
+	// FlowEvents returns every event of one flow, in sequence order.
+	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
+	// Events returns up to limit events with a sequence number above
+	// afterSeq, in order (limit <= 0: no limit).
+	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
+	// LastSeq is the last sequence number assigned (0 for an empty log).
+	LastSeq(ctx context.Context) (uint64, error)
+	// GateResolve records a decision (first writer wins).
+	GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Response, error)
+	// Commit checkpoints a flow under label.
+	Commit(ctx context.Context, flowID, label string) (engine.Response, error)
+	// Revert restores a flow to the checkpoint label.
+	Revert(ctx context.Context, flowID, label string) (engine.Response, error)
+}
+
+// responseError extracts the message of an engine error envelope, or "".
+func responseError(resp engine.Response) string {
+	if resp == nil {
+		return ""
+	}
+	if s, _ := resp["status"].(string); s != "error" {
+		return ""
+	}
+	msg, _ := resp["message"].(string)
+	typ, _ := resp["error_type"].(string)
+	switch {
+	case msg != "" && typ != "":
+		return typ + ": " + msg
+	case msg != "":
+		return msg
+	case typ != "":
+		return typ
+	}
+	return "error"
+}
+
+// EventLog is the read side of the store's event log (the bbolt store and
+// enginetest.Store both implement it).
+type EventLog interface {
+	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
+	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
+	LastSeq(ctx context.Context) (uint64, error)
+}
+
+// ServiceSource adapts an engine.Service and the event log of its store to
+// Source.
+func ServiceSource(svc *engine.Service, log EventLog) Source {
+	return serviceSource{svc: svc, EventLog: log}
+}
+
+type serviceSource struct {
+	svc *engine.Service
+	EventLog
+}
+
+func (s serviceSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) {
+	return s.svc.List(ctx, engine.ListFilter{})
+}
+
+func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
+	return s.svc.PendingReviews(ctx)
+}
+
+func (s serviceSource) Get(ctx context.Context, flowID string) (*engine.FlowState, error) {
+	return s.svc.Get(ctx, flowID)
+}
+
+func (s serviceSource) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Response, error) {
+	return s.svc.GateResolve(ctx, flowID, d)
+}
+
+func (s serviceSource) Commit(ctx context.Context, flowID, label string) (engine.Response, error) {
+	return s.svc.Commit(ctx, flowID, label)
+}
+
+func (s serviceSource) Revert(ctx context.Context, flowID, label string) (engine.Response, error) {
+	return s.svc.Revert(ctx, flowID, label)
+}
