@@ -10,8 +10,12 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	xchecker "github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
+	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
@@ -38,6 +42,50 @@ var xOptions = sync.OnceValue(func() []expr.Option {
 	}
 	return opts
 })
+
+// xBaseConfig is the expr configuration every compilation starts from, built
+// once: creating it (expr's builtin table, then DisableAllBuiltins and our
+// functions) cost more than the rest of a compilation.
+var xBaseConfig = sync.OnceValue(func() *conf.Config {
+	cfg := conf.CreateNew()
+	for _, op := range xOptions() {
+		op(cfg)
+	}
+	for name := range cfg.Disabled {
+		delete(cfg.Builtins, name)
+	}
+	return cfg
+})
+
+// xConfig returns a private copy of the base configuration with the given
+// patches. The function tables are shared read-only; the checker's type cache
+// (NtCache), which it writes to, is fresh per compilation so concurrent
+// compilations do not share it.
+func xConfig(visitors ...ast.Visitor) *conf.Config {
+	c := *xBaseConfig()
+	c.NtCache = nature.Cache{}
+	c.Visitors = visitors
+	return &c
+}
+
+// xBuild is expr.Compile on a prepared configuration.
+func xBuild(src string, cfg *conf.Config) (*vm.Program, error) {
+	cfg.Check()
+	tree, err := xchecker.ParseCheck(src, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Optimize {
+		if err := optimizer.Optimize(&tree.Node, cfg); err != nil {
+			var fe *file.Error
+			if errors.As(err, &fe) {
+				return nil, fe.Bind(tree.Source)
+			}
+			return nil, err
+		}
+	}
+	return compiler.Compile(tree, cfg)
+}
 
 func xWrap(name string, f *exprFunc) func(params ...any) (any, error) {
 	return func(params ...any) (any, error) {
@@ -122,14 +170,7 @@ func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
 		return nil, &ExprError{Offset: 0, Message: "empty expression"}
 	}
 
-	cfg := conf.CreateNew()
-	for _, op := range xOptions() {
-		op(cfg)
-	}
-	for name := range cfg.Disabled {
-		delete(cfg.Builtins, name)
-	}
-	tree, perr := parser.ParseWithConfig(rw.out, cfg)
+	tree, perr := parser.ParseWithConfig(rw.out, xConfig())
 	if perr != nil {
 		return nil, rw.fileError(perr)
 	}
@@ -138,11 +179,10 @@ func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
 		return nil, a.err
 	}
 
-	opts := append(append([]expr.Option(nil), xOptions()...),
-		expr.Patch(xNotFixer{rw: rw}),
-		expr.Patch(&xChainer{rw: rw, chains: map[*ast.CallNode]int{}}),
-		expr.Patch(&xPyPatcher{rw: rw}))
-	prog, cerr := expr.Compile(rw.out, opts...)
+	prog, cerr := xBuild(rw.out, xConfig(
+		xNotFixer{rw: rw},
+		&xChainer{rw: rw, chains: map[*ast.CallNode]int{}},
+		&xPyPatcher{rw: rw}))
 	if cerr != nil {
 		return nil, rw.fileError(cerr)
 	}
