@@ -111,6 +111,9 @@ func Hash(text string) string {
 }
 
 func interpolates(text, name string) bool {
+	if !strings.Contains(text, name) || !strings.Contains(text, "{") {
+		return false
+	}
 	re := regexp.MustCompile(`\{\{?\s*` + regexp.QuoteMeta(name) + `\s*\}?\}`)
 	return re.MatchString(text)
 }
