@@ -1,0 +1,15 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/store/storetest"
+)
+
+// The engine's in-memory store, used by the engine's own tests, must behave
+// like the bbolt store: one contract suite runs against both.
+func TestMemStoreContract(t *testing.T) {
+	storetest.Run(t, func(*testing.T) engine.Store { return enginetest.New() })
+}
