@@ -151,7 +151,7 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (e
 	}
 	step := fc.flow.Step(pr.StepID)
 	rep := r.stepReport(fc, step)
-	r.opts.Progress.Event(Event{Kind: EventGateOpen, FlowID: fc.id, Step: step, Gate: &pr, Spec: fc.spec})
+	r.emit(Event{Kind: EventGateOpen, FlowID: fc.id, Step: step, Gate: &pr, Spec: fc.spec})
 	reviewer := r.opts.Gates.Reviewer
 	if reviewer == "" {
 		reviewer = os.Getenv("USER")
@@ -167,7 +167,7 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (e
 			// max_rounds_exceeded, or someone else decided first: show it and
 			// continue from the current state.
 			msg, _ := next["message"].(string)
-			r.opts.Progress.Event(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: "decision refused: " + msg})
+			r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: "decision refused: " + msg})
 			next, err = r.svc.Resume(ctx, fc.id)
 			return next, nil, err
 		}
@@ -176,7 +176,7 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (e
 		if o == review.Kill {
 			rep.Status = "killed"
 		}
-		r.opts.Progress.Event(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: fmt.Sprintf("%s (%s, %s)", o, ch, by)})
+		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(o), Message: fmt.Sprintf("%s (%s, %s)", o, ch, by)})
 		return next, nil, nil
 	}
 	human := pr.Approver == review.HumanApprover
@@ -220,7 +220,7 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 // waitGate polls the store until another process decides the gate (or its
 // deadline passes: the sweep applies on_timeout).
 func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (engine.Response, *endState, error) {
-	r.opts.Progress.Event(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
+	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
 		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
 	t := time.NewTicker(r.opts.PollInterval)
 	defer t.Stop()
@@ -247,7 +247,7 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 			if st.Status == engine.StatusKilled {
 				rep.Status = "killed"
 			}
-			r.opts.Progress.Event(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: "decided by another process"})
+			r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: "decided by another process"})
 		}
 		next, err := r.svc.Resume(ctx, fc.id)
 		return next, nil, err

@@ -86,3 +86,11 @@ func wantStatus(t *testing.T, o *Outcome, status string, code int) {
 		t.Fatalf("outcome %s (exit %d), want %s (exit %d): %s\nfinal: %v", o.Status, o.ExitCode, status, code, o.Message, o.Final)
 	}
 }
+
+type (
+	stepReq = engine.StepRequest
+	stepOut = engine.StepOutcome
+)
+
+// execFunc adapts a function to engine.Executor.
+type execFunc = engine.ExecutorFunc

@@ -28,21 +28,23 @@ const (
 
 // Event is one progress event of a run.
 type Event struct {
-	Kind       string
-	FlowID     string
-	FlowName   string
-	Step       *specs.Step
-	Spec       *specs.Spec
-	Attempt    int
-	Iteration  int
-	Elapsed    time.Duration
-	CostUSD    *float64
-	CacheHit   bool
-	Violations []string
-	Status     string
-	Message    string
-	Gate       *review.PendingReview
-	Resumed    bool
+	Kind     string
+	FlowID   string
+	FlowName string
+	// ParentFlowID is set on flow_started of a child flow.
+	ParentFlowID string
+	Step         *specs.Step
+	Spec         *specs.Spec
+	Attempt      int
+	Iteration    int
+	Elapsed      time.Duration
+	CostUSD      *float64
+	CacheHit     bool
+	Violations   []string
+	Status       string
+	Message      string
+	Gate         *review.PendingReview
+	Resumed      bool
 }
 
 // Progress receives the run's progress events. Implementations must be

@@ -68,6 +68,8 @@ type Options struct {
 	Console *Console
 	// Progress receives progress events (default: none).
 	Progress Progress
+	// Tracer receives spans (default: none).
+	Tracer Tracer
 	// Cache is the cache mode of steps with `cache: true` (default session).
 	Cache string
 	// LeaseTTL is how long the runner's lease lives without a heartbeat
@@ -223,7 +225,7 @@ func (r *Runner) Start(ctx context.Context, sp *specs.Spec, flowName string, inp
 	flowID := responseFlowID(resp)
 	fc := &flowCtx{id: flowID, spec: sp, flow: sp.Flows[flowName], dir: specDir(specFile)}
 	r.hold(flowID)
-	r.opts.Progress.Event(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: flowName, Spec: sp})
+	r.emit(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: flowName, Spec: sp})
 	return r.driveRoot(ctx, fc, resp)
 }
 
@@ -261,7 +263,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 		return nil, err
 	}
 	fc := &flowCtx{id: flowID, spec: sp, flow: flow, dir: specDir(st.SpecFile)}
-	r.opts.Progress.Event(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: st.FlowName, Spec: sp, Resumed: true})
+	r.emit(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: st.FlowName, Spec: sp, Resumed: true})
 	return r.driveRoot(ctx, fc, resp)
 }
 
@@ -374,7 +376,7 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, resp engine.Respons
 	out := &Outcome{FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Final: end.resp, Gate: end.gate,
 		Message: end.message, Steps: r.order, Spec: fc.spec}
 	out.ExitCode = exitCode(end.status)
-	r.opts.Progress.Event(Event{Kind: EventFlowFinished, FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Message: end.message, Gate: end.gate, Spec: fc.spec})
+	r.emit(Event{Kind: EventFlowFinished, FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Message: end.message, Gate: end.gate, Spec: fc.spec})
 	return out, nil
 }
 
@@ -532,11 +534,17 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, resp engine.Response) (
 	}
 	r.hold(childID)
 	defer r.unhold(context.WithoutCancel(ctx), childID)
-	r.opts.Progress.Event(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attemptOf(resp, step), Spec: fc.spec, Message: "child flow " + childName})
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attemptOf(resp, step), Spec: fc.spec, Message: "child flow " + childName})
 	cfc := &flowCtx{id: childID, spec: fc.spec, flow: cflow, dir: fc.dir, parent: fc}
+	if r.opts.Tracer != nil {
+		r.opts.Tracer.FlowStarted(childID, childName, fc.id)
+	}
 	end, err := r.drive(ctx, cfc, childResp)
 	if err != nil {
 		return nil, nil, err
+	}
+	if r.opts.Tracer != nil {
+		r.opts.Tracer.FlowEnded(childID, end.status, end.message)
 	}
 	rep.Attempts++
 	rep.Duration += time.Since(start)

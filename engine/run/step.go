@@ -102,7 +102,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 		return r.exhaust(ctx, fc, step, reason)
 	}
 	req.Budget = view
-	r.opts.Progress.Event(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec})
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec})
 
 	cacheKey := ""
 	if len(req.Violations) == 0 {
@@ -117,7 +117,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 	} else if ok {
 		out = engine.StepOutcome{Output: v, CacheHit: true}
 	} else {
-		out, execErr = ex.Execute(ctx, req)
+		out, execErr = ex.Execute(r.traceStep(ctx, fc, step.ID, attempt), req)
 	}
 	elapsed := time.Since(start)
 	rep.Attempts++
@@ -205,24 +205,24 @@ func (r *Runner) noteStepResult(fc *flowCtx, step *specs.Step, next engine.Respo
 	switch {
 	case (status == engine.StatusEnsureFailed || status == engine.StatusSchemaFailed || status == engine.StatusGuardrailBlocked) && sameStep:
 		rep.Violations = stringsOf(next["violations"])
-		r.opts.Progress.Event(Event{Kind: EventAttemptFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+		r.emit(Event{Kind: EventAttemptFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
 		return false
 	case status == "error" && next["error_type"] == engine.ErrTypeRetriesExhausted:
 		rep.Status = "failed"
 		rep.Violations = stringsOf(next["violations"])
-		r.opts.Progress.Event(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+		r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
 		return false
 	case next["routed_from"] == step.ID:
 		rep.Status = "failed"
 		rep.Violations = stringsOf(next["violations"])
-		r.opts.Progress.Event(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec, Message: "routed to on_fail"})
+		r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec, Message: "routed to on_fail"})
 		return false
 	case status == "error":
 		return false
 	}
 	rep.Status = "passed"
 	rep.Violations = nil
-	r.opts.Progress.Event(Event{Kind: EventStepDone, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Elapsed: rep.Duration, CostUSD: costPtr(rep), CacheHit: rep.CacheHit, Spec: fc.spec})
+	r.emit(Event{Kind: EventStepDone, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Elapsed: rep.Duration, CostUSD: costPtr(rep), CacheHit: rep.CacheHit, Spec: fc.spec})
 	return true
 }
 
@@ -326,7 +326,7 @@ func (r *Runner) exhaust(ctx context.Context, fc *flowCtx, step *specs.Step, rea
 	rep := r.stepReport(fc, step)
 	rep.Status = "failed"
 	rep.Violations = []string{"budget exhausted: " + reason}
-	r.opts.Progress.Event(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+	r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
 	return next, nil, nil
 }
 
@@ -526,9 +526,9 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		d := maps.Clone(req.Dispatch)
 		d["iteration"] = iteration
 		req.Dispatch = d
-		r.opts.Progress.Event(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: req.Attempt, Iteration: iteration, Spec: fc.spec})
+		r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: req.Attempt, Iteration: iteration, Spec: fc.spec})
 		start := time.Now()
-		out, execErr := ex.Execute(ctx, req)
+		out, execErr := ex.Execute(r.traceStep(ctx, fc, step.ID, req.Attempt), req)
 		elapsed := time.Since(start)
 		rep.Duration += elapsed
 		call := r.callRecord(fc, step, kind, req.Attempt, elapsed, out, execErr)
@@ -554,10 +554,10 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		}
 		switch resp["status"] {
 		case "iteration_continue":
-			r.opts.Progress.Event(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
+			r.emit(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
 			continue
 		case "iteration_exit":
-			r.opts.Progress.Event(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
+			r.emit(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
 			rep.Attempts++
 			next, err := r.svc.StepDone(ctx, fc.id, step.ID, resp["final_result"], r.report())
 			if err != nil {
