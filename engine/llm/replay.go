@@ -20,7 +20,9 @@ const ReplayFormat = 1
 
 // ReplayFile is the on-disk record of a run's LLM exchanges.
 type ReplayFile struct {
-	Version   int        `json:"version"`
+	Version int `json:"version"`
+	// Note says where the recording came from (free text).
+	Note      string     `json:"note,omitempty"`
 	Exchanges []Exchange `json:"exchanges"`
 }
 
@@ -154,6 +156,14 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("recording the exchange: %w", err)
 	}
 	return resp, nil
+}
+
+// SetNote sets the file's note (written with the next exchange, and now).
+func (r *Recorder) SetNote(note string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec.Note = note
+	return r.save()
 }
 
 // Exchanges returns a copy of what was recorded so far.
