@@ -446,3 +446,36 @@ func BenchmarkExecuteAttempt(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInferAttemptWithEngine is the engine overhead of one infer
+// attempt end to end with a zero-latency provider: plan a flow, execute
+// the attempt (prompt compile, call, JSON extraction, trace), and report it
+// through StepDone (schema, ensure) on an in-memory store.
+func BenchmarkInferAttemptWithEngine(b *testing.B) {
+	sp := parse(b, classifySpec)
+	p := providerFunc(func(ctx context.Context, r llm.Request) (*llm.Response, error) {
+		return &llm.Response{Content: `{"label":"positive","confidence":0.9}`, Usage: llm.Usage{Input: 10, Output: 5}}, nil
+	})
+	ex := New(&fakeModels{p: p})
+	svc := &engine.Service{Store: enginetest.New()}
+	ctx := context.Background()
+	flow := sp.Flows["main"]
+	in := map[string]any{"text": "I love it", "doc": "d"}
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := svc.Plan(ctx, classifySpec, "main", in, engine.PlanOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := resp["flow_id"].(string)
+		inputs, _ := resp["inputs"].(map[string]any)
+		out, err := ex.Execute(ctx, engine.StepRequest{FlowID: id, Spec: sp, Flow: flow, Step: flow.Step("s1"), Dispatch: resp, Inputs: inputs, Attempt: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		next, err := svc.StepDone(ctx, id, "s1", out.Output, engine.ReportOptions{})
+		if err != nil || next["status"] != "complete" {
+			b.Fatalf("%v %v", next, err)
+		}
+	}
+}

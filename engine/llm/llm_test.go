@@ -543,3 +543,22 @@ func jsonFile(path string) (string, error) {
 	b, err := osReadFile(path)
 	return string(b), err
 }
+
+func TestConnectionResetIsRetried(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			t.Fatal("no hijacker")
+		}
+		conn, _, _ := hj.Hijack()
+		conn.Close() // drop the connection without an answer
+	}, reply(200, anthropicAnswer(`{"ok":true}`, "tool_use")))
+	c := &Anthropic{BaseURL: srv.URL, Retry: testRetry(&noSleep{})}
+	resp, err := c.Complete(context.Background(), Request{Model: "claude-sonnet-4-6", Prompt: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Tries != 2 || resp.Content != `{"ok":true}` {
+		t.Fatalf("resp = %+v", resp)
+	}
+}
