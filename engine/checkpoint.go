@@ -54,17 +54,15 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 // checkpoints and dispatch times are untouched) and the current dispatch is
 // computed with the policy loop (DESIGN §12: the original skipped it), plus
 // `reverted_to`. A snapshot past the end yields the completion (or killed)
-// payload. An unknown label is checkpoint_not_found with the available labels.
+// payload. An unknown (or blank) label is checkpoint_not_found with the
+// available labels, as the original.
 func Revert(st *FlowState, env Env, label string) (Result, error) {
 	label = strings.TrimSpace(label)
-	if label == "" {
-		return Result{Response: invalidLabel(), Unchanged: true}, nil
-	}
 	cp := st.Checkpoints[label]
-	if cp == nil {
+	if cp == nil { // an empty label too, as the original
 		return Result{
 			Response: errorResponse("checkpoint_not_found",
-				fmt.Sprintf("Checkpoint '%s' not found", label),
+				fmt.Sprintf("No checkpoint '%s' on flow '%s'", label, st.FlowID),
 				map[string]any{"available": checkpointLabels(st)}),
 			Unchanged: true,
 		}, nil
@@ -93,7 +91,7 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 }
 
 func invalidLabel() Response {
-	return errorResponse("invalid_label", "Checkpoint label must be a non-empty string", nil)
+	return errorResponse("invalid_label", "label must be a non-empty string", nil)
 }
 
 // checkpointLabels lists the flow's checkpoint labels, sorted (never nil).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Error types of the hand-built error envelopes (upstream-behavior §2.3) and
@@ -73,17 +74,47 @@ func IsErrorResponse(r Response) bool {
 func pyStrList(items []string) string {
 	parts := make([]string, len(items))
 	for i, s := range items {
-		parts[i] = "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+		parts[i] = pyStr(s)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// pyStr renders a string the way Python's repr does for ordinary text.
+// pyStr renders a string the way Python's repr() does (the original builds
+// many messages with {x!r}): single quotes unless the text contains a single
+// quote and no double quote; backslashes, the quote, \t \n \r and
+// non-printable characters escaped.
 func pyStr(s string) string {
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		return `"` + s + `"`
+	quote := '\''
+	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+		quote = '"'
 	}
-	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+	var b strings.Builder
+	b.WriteRune(quote)
+	for _, r := range s {
+		switch {
+		case r == quote || r == '\\':
+			b.WriteRune('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < 0x80 || unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r <= 0xff:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	b.WriteRune(quote)
+	return b.String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

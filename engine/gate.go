@@ -32,12 +32,12 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 		}
 		sort.Strings(allowed)
 		return unchanged(errorResponse(ErrTypeInvalidOutcome,
-			fmt.Sprintf("outcome must be one of %s, got '%s'", pyStrList(allowed), d.Outcome), nil)), nil
+			fmt.Sprintf("outcome must be one of %s, got %s", pyStrList(allowed), pyStr(string(d.Outcome))), nil)), nil
 	}
 	if !d.ResolvedBy.Valid() {
 		return unchanged(errorResponse(ErrTypeInvalidResolvedBy,
-			fmt.Sprintf("resolved_by must be one of %s, got '%s'",
-				pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)}), d.ResolvedBy), nil)), nil
+			fmt.Sprintf("resolved_by must be one of %s, got %s",
+				pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)}), pyStr(string(d.ResolvedBy))), nil)), nil
 	}
 	if d.StepID != step.ID {
 		return unchanged(errorResponse(ErrTypeWrongStep,
@@ -179,7 +179,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
 	noTimeout := func(msg string) (Result, error) {
-		return unchanged(Response{"status": "no_timeout", "flow_id": st.FlowID, "message": msg}), nil
+		return unchanged(Response{"status": "no_timeout", "message": msg}), nil
 	}
 	if pastEnd(st, env) || isFinished(st) {
 		return noTimeout("Flow is already complete")
@@ -198,7 +198,7 @@ func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 		return noTimeout("Gate has no timeout configured")
 	}
 	if remaining := st.Gate.Deadline.Sub(env.Now); remaining > 0 {
-		return unchanged(Response{"status": "no_timeout", "flow_id": st.FlowID, "remaining_seconds": remaining.Seconds()}), nil
+		return unchanged(Response{"status": "no_timeout", "remaining_seconds": remaining.Seconds()}), nil
 	}
 	return applyTimeout(st, env, step)
 }

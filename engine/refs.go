@@ -16,7 +16,11 @@ func resolveRef(st *FlowState, ref string) (any, error) {
 	if !strings.HasPrefix(ref, "$") {
 		return ref, nil
 	}
-	rest := strings.TrimPrefix(strings.TrimPrefix(ref, "$"), ".")
+	// The original strips exactly two characters (the "$." prefix).
+	rest := ""
+	if len(ref) > 2 {
+		rest = ref[2:]
+	}
 	if rest == "" {
 		return nil, execErrorf("Empty $ reference: %s", pyStr(ref))
 	}

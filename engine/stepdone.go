@@ -96,7 +96,7 @@ func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 		var vs []string
 		for _, g := range step.Guardrails {
 			if g != nil && g.Re != nil && g.Re.Match(text) {
-				vs = append(vs, fmt.Sprintf("guardrail matched: '%s'", g.Pattern))
+				vs = append(vs, "guardrail matched: "+pyStr(g.Pattern))
 			}
 		}
 		if len(vs) > 0 {
@@ -111,7 +111,7 @@ func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 		ok, err := evalBool(e, specs.EvalEnv{Result: result, Root: env.Root})
 		switch {
 		case err != nil:
-			vs = append(vs, fmt.Sprintf("Ensure expression '%s' raised: %s", e.Source, err))
+			vs = append(vs, fmt.Sprintf("Ensure expression %s raised: %s", pyStr(e.Source), err))
 		case !ok:
 			vs = append(vs, fmt.Sprintf("ensure '%s' failed", e.Source))
 		}
