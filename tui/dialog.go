@@ -1,11 +1,11 @@
 package tui
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -65,7 +65,7 @@ type decisionDialog struct {
 }
 
 func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async bool, now time.Time) *decisionDialog {
-	ti := textinput.New()
+	ti := newInput()
 	ti.Prompt = "› "
 	ti.Placeholder = "rationale"
 	ti.CharLimit = 2000
@@ -193,6 +193,14 @@ func (d *decisionDialog) view(m *Model, width int) string {
 	return b.String()
 }
 
+// newInput returns a text input with a steady cursor: a blinking one would
+// redraw the screen twice a second for nothing.
+func newInput() textinput.Model {
+	ti := textinput.New()
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	return ti
+}
+
 // keyName is the first key of a binding, for prompts.
 func keyName(b key.Binding) string {
 	if ks := b.Keys(); len(ks) > 0 {
@@ -210,7 +218,7 @@ type labelDialog struct {
 }
 
 func newLabelDialog(flowID string) *labelDialog {
-	ti := textinput.New()
+	ti := newInput()
 	ti.Prompt = "› "
 	ti.Placeholder = "label"
 	ti.CharLimit = 200
@@ -291,17 +299,14 @@ func (d *helpDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 func (d *helpDialog) view(m *Model, width int) string {
 	var b strings.Builder
 	b.WriteString(m.st.DialogTitle.Render("Keys") + "\n")
-	titles := []string{"Navigation", "Panes", "Gates & checkpoints", "App"}
+	titles := []string{"Move", "Panes", "Decide", "App"}
 	for i, group := range m.keys.FullHelp() {
-		b.WriteString("\n" + m.st.Header.Render(titles[i]) + "\n")
-		var parts []string
+		parts := []string{m.st.Header.Render(titles[i] + ":")}
 		for _, kb := range group {
 			parts = append(parts, m.st.Key.Render(kb.Help().Key)+" "+kb.Help().Desc)
 		}
-		b.WriteString(wrap(strings.Join(parts, " · "), width) + "\n")
+		b.WriteString(wrap(strings.Join(parts, " "), width) + "\n")
 	}
-	b.WriteString("\nDecisions need a rationale (revise, kill) and a second press of the outcome key;\nenter alone never decides. Commands (:) flows, gates, filter TEXT, commit LABEL,\nrevert LABEL, quit.")
+	b.WriteString("\n" + wrap("A decision asks for a rationale (required for revise and kill), then a second press of its key; enter alone never decides. Commands (:): flows, trace, gates, checkpoints, iterations, specs, filter TEXT, commit LABEL, revert LABEL, help, quit.", width))
 	return b.String()
 }
-
-var errNoFlow = errors.New("no flow selected")

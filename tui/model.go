@@ -157,7 +157,7 @@ func New(opt Options) *Model {
 	if opt.Keys.Quit.Keys() == nil {
 		opt.Keys = DefaultKeyMap()
 	}
-	ti := textinput.New()
+	ti := newInput()
 	ti.Prompt = ""
 	ti.CharLimit = 500
 	return &Model{

@@ -179,14 +179,15 @@ func (m *Model) rowCount(p paneID) int {
 // rows renders a scrolled list: header line, then rows with the cursor row
 // highlighted.
 func (m *Model) rows(p paneID, height int, header string, n int, row func(i int) string) []string {
-	out := []string{m.st.Header.Render(header)}
+	out := []string{m.st.Header.Render("  " + header)}
 	h := height - 1
 	l := &m.lists[p]
 	start := l.window(h, n)
 	for i := start; i < n && i < start+h; i++ {
-		line := row(i)
+		line := "  " + row(i)
 		if i == l.cursor {
-			line = m.st.Selected.Render(padRight(ansi.Strip(line), m.width))
+			// The cursor is marked by a glyph too, so it shows without colour.
+			line = m.st.Selected.Render(padRight("› "+ansi.Strip(line[2:]), m.width))
 		}
 		out = append(out, line)
 	}
@@ -251,16 +252,19 @@ func (m *Model) flowsView(height int) []string {
 	now := m.now()
 	nameW := 18
 	if wide {
-		nameW = 28
+		nameW = 24
 	}
-	header := fmt.Sprintf("%-16s %-*s %-14s %5s %5s %-6s %s", "STATUS", nameW, "FLOW", "STEP", "K/N", "ROUND", "AGE", "DRIVER")
+	header := fmt.Sprintf("%-16s %-*s %-14s %5s %5s %-6s %-6s", "STATUS", nameW, "FLOW", "STEP", "K/N", "ROUND", "AGE", "DRIVER")
 	if wide {
-		header += "   ID"
+		header += fmt.Sprintf(" %-8s %s", "ID", "UPDATED")
 	}
 	return m.rows(paneFlows, height, header, len(fl), func(i int) string {
 		f := fl[i]
 		status := m.st.status(f.Status).Render(padRight(statusIcon(f.Status)+" "+f.Status, 16))
 		kn := fmt.Sprintf("%d/%d", f.StepNumber, f.TotalSteps)
+		if f.TotalSteps == 0 {
+			kn = fmt.Sprintf("%d/-", f.StepNumber)
+		}
 		driver := f.Driver
 		if driver == "" {
 			driver = "-"
@@ -268,7 +272,7 @@ func (m *Model) flowsView(height int) []string {
 		line := fmt.Sprintf("%s %-*s %-14s %5s %5d %-6s %-6s", status, nameW, truncate(f.FlowName, nameW), truncate(f.CurrentStep, 14),
 			kn, f.Round, age(now.Sub(f.CreatedAt)), driver)
 		if wide {
-			line += "   " + f.FlowID
+			line += fmt.Sprintf(" %-8s %s ago", shortID(f.FlowID), age(now.Sub(f.UpdatedAt)))
 		}
 		return line
 	})
@@ -425,9 +429,9 @@ func (m *Model) traceView(height int) []string {
 				marker = "▾ "
 			}
 		}
-		text := marker + tl.text
+		text := "  " + marker + tl.text
 		if i == l.cursor {
-			text = m.st.Selected.Render(padRight(text, m.width))
+			text = m.st.Selected.Render(padRight("› "+marker+tl.text, m.width))
 		} else if tl.style != nil {
 			text = tl.style(text)
 		}
@@ -437,7 +441,7 @@ func (m *Model) traceView(height int) []string {
 				if len(out) >= height {
 					break
 				}
-				out = append(out, "    "+m.st.Muted.Render(dl))
+				out = append(out, "      "+m.st.Muted.Render(dl))
 			}
 		}
 	}
@@ -708,7 +712,7 @@ func (m *Model) specsView(height int) []string {
 		if d.Suggestion != "" {
 			line += " (" + d.Suggestion + ")"
 		}
-		out = append(out, line)
+		out = append(out, wrapLines(line, m.width)...)
 	}
 	return out
 }

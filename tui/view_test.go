@@ -1,0 +1,86 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/watch"
+)
+
+// specUpdates are two watched spec files: one valid, one with diagnostics.
+func specUpdates(t testing.TB) []watch.Update {
+	sp, ds := specs.Parse("deploy.stratum.yaml", []byte(gateSpec))
+	if sp == nil {
+		t.Fatalf("fixture spec invalid: %v", ds)
+	}
+	bad := "version: \"0.2\"\nflows:\n  main:\n    steps:\n      - id: a\n        intent: x\n        next: nowhere\n"
+	bsp, bds := specs.Parse("broken.stratum.yaml", []byte(bad))
+	return []watch.Update{
+		{Path: "/work/specs/deploy.stratum.yaml", Gen: 1, Spec: sp, Diags: ds},
+		{Path: "/work/specs/broken.stratum.yaml", Gen: 2, Spec: bsp, Diags: bds},
+	}
+}
+
+// TestGoldenFrames renders every pane at 80×24 and 120×40, colour off.
+func TestGoldenFrames(t *testing.T) {
+	f := newFixture(t)
+	panes := []struct {
+		name  string
+		key   string
+		setup func(m *Model)
+	}{
+		{"flows", "1", nil},
+		{"trace", "2", func(m *Model) { press(m, "down", "down", "enter") }},
+		{"gates", "3", nil},
+		{"checkpoints", "4", nil},
+		{"iterations", "5", nil},
+		{"specs", "6", nil},
+		{"help", "?", nil},
+		{"decision", "3", func(m *Model) { press(m, "x"); typeText(m, "not tested") }},
+		{"confirm", "3", func(m *Model) { press(m, "a"); typeText(m, "ship it"); press(m, "enter") }},
+	}
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		for _, p := range panes {
+			name := fmt.Sprintf("%s_%dx%d", p.name, size[0], size[1])
+			t.Run(name, func(t *testing.T) {
+				m := newModel(t, f.src, size[0], size[1])
+				for _, u := range specUpdates(t) {
+					m.Update(specMsg(u))
+				}
+				// Select the hunt flow for the detail panes (flows are newest first).
+				if p.name == "checkpoints" || p.name == "iterations" {
+					press(m, "down")
+				}
+				press(m, p.key)
+				if p.setup != nil {
+					p.setup(m)
+				}
+				frame := m.View()
+				checkFrame(t, frame, size[0], size[1])
+				golden(t, name, frame)
+			})
+		}
+	}
+}
+
+// checkFrame asserts the frame fills exactly the terminal: h lines, none
+// wider than w, no colour escape codes.
+func checkFrame(t *testing.T, frame string, w, h int) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	if len(lines) != h {
+		t.Errorf("frame has %d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if n := ansi.StringWidth(l); n > w {
+			t.Errorf("line %d is %d cells wide (> %d): %q", i+1, n, w, l)
+		}
+	}
+	if strings.Contains(frame, "\x1b[") {
+		t.Errorf("monochrome frame contains escape codes: %q", frame)
+	}
+}
