@@ -25,7 +25,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/infer"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
+	"github.com/stratum-go/stratum/engine/otlp"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -1004,29 +1006,27 @@ exhausted; 130 interrupted (state saved, resumable).`,
 					}
 				}
 			}
-			infer, why, closeInfer, err := runInferExecutor(recordFile, replayFile)
+			cfgDir := "."
+			if len(args) == 1 {
+				cfgDir = filepath.Dir(args[0])
+			}
+			inferEx, tracer, shutdown, err := runExecutors(cfgDir, recordFile, replayFile)
 			if err != nil {
 				return err
 			}
-			defer func() {
-				if closeInfer != nil {
-					if err := closeInfer(); err != nil {
-						fmt.Fprintln(a.stderr, "stratum:", err)
-					}
-				}
-			}()
+			defer shutdown(a.stderr)
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
 			opts := runner.Options{
-				Service:          svc,
-				Infer:            infer,
-				InferUnavailable: why,
-				Gates:            runner.GatePolicy{Approve: approvals, OnGate: onGate},
-				Console:          &runner.Console{In: a.stdin, Out: a.stderr},
-				Progress:         &runner.Printer{W: a.stderr, Terminal: terminal, GitHub: os.Getenv("GITHUB_ACTIONS") == "true"},
-				Cache:            cacheMode,
+				Service:  svc,
+				Infer:    inferEx,
+				Tracer:   tracer,
+				Gates:    runner.GatePolicy{Approve: approvals, OnGate: onGate},
+				Console:  &runner.Console{In: a.stdin, Out: a.stderr},
+				Progress: &runner.Printer{W: a.stderr, Terminal: terminal, GitHub: os.Getenv("GITHUB_ACTIONS") == "true"},
+				Cache:    cacheMode,
 			}
 			r := runner.New(opts)
 			var out *runner.Outcome
@@ -1138,14 +1138,34 @@ func isTerminal(f any) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// runInferExecutor builds the LLM (infer) executor of a run, with --record /
-// --replay applied. It returns nil and the reason when no provider is
-// available; close flushes a recording.
-func runInferExecutor(record, replay string) (engine.Executor, string, func() error, error) {
-	if record != "" || replay != "" {
-		return nil, "", nil, usageErr("--record/--replay: LLM providers are not available in this build")
+// runExecutors builds the LLM (infer) executor of a run from the config
+// ($STRATUM_HOME/config.yaml, then .stratum/config.yaml next to the spec:
+// default_model, base_urls) with --record / --replay applied, and the OTLP
+// tracer when OTEL_EXPORTER_OTLP_ENDPOINT is set. shutdown flushes the spans.
+func runExecutors(cfgDir, record, replay string) (engine.Executor, runner.Tracer, func(io.Writer), error) {
+	cfg, err := runner.LoadConfig(cfgDir)
+	if err != nil {
+		return nil, nil, nil, usageErr("%v", err)
 	}
-	return nil, "LLM providers are not available in this build", nil, nil
+	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs})
+	if err != nil {
+		return nil, nil, nil, usageErr("%v", err)
+	}
+	exp := otlp.FromEnv()
+	if exp == nil {
+		return ex, nil, func(io.Writer) {}, nil
+	}
+	shutdown := func(w io.Writer) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := exp.Shutdown(ctx); err != nil {
+			fmt.Fprintln(w, "stratum: otlp export:", err)
+		}
+		if n := exp.Dropped(); n > 0 {
+			fmt.Fprintf(w, "stratum: otlp export dropped %d spans\n", n)
+		}
+	}
+	return ex, exp.Tracker(), shutdown, nil
 }
 
 // ---- tui ----
