@@ -15,8 +15,8 @@ import (
 //	t.FlowStarted(flowID, flowName, parentFlowID)   // root span, or child of the parent's open step
 //	ctx = t.StepStarted(ctx, flowID, stepID, attempt) // opens the step span once; pass ctx to Execute
 //	t.AttemptFailed(flowID, stepID, attempt, violations) // "retry" span event
-//	t.StepEnded(flowID, stepID, status, violations)  // "passed"/"skipped" = OK, else ERROR
-//	t.FlowEnded(flowID, status, message)             // "complete" = OK, else ERROR
+//	t.StepEnded(flowID, stepID, status, violations)  // "failed", "killed", … = ERROR, else OK
+//	t.FlowEnded(flowID, status, message)             // "failed", "killed", "budget_exhausted", … = ERROR
 type Tracker struct {
 	exp   *Exporter
 	mu    sync.Mutex
@@ -118,7 +118,7 @@ func (t *Tracker) StepEnded(flowID, stepID, status string, violations []string) 
 	if len(violations) > 0 {
 		sp.Set(AttrViolations, violations)
 	}
-	sp.EndStatus(status == "passed" || status == "skipped" || status == "complete" || status == "", strings.Join(violations, "; "))
+	sp.EndStatus(!failedStatus(status), strings.Join(violations, "; "))
 }
 
 // FlowEnded closes the flow span (and any step span left open).
@@ -140,11 +140,22 @@ func (t *Tracker) FlowEnded(flowID, status, message string) {
 	t.mu.Unlock()
 	for _, s := range open {
 		s.Set(AttrStatus, status)
-		s.EndStatus(status == "complete", message)
+		s.EndStatus(!failedStatus(status), message)
 	}
 	if sp == nil {
 		return
 	}
 	sp.Set(AttrStatus, status)
-	sp.EndStatus(status == "complete", message)
+	sp.EndStatus(!failedStatus(status), message)
+}
+
+// failedStatus says which step/flow statuses end a span with ERROR; every
+// other status (passed, skipped, complete, approve, revise, awaiting_gate,
+// interrupted…) is OK.
+func failedStatus(status string) bool {
+	switch status {
+	case "failed", "killed", "kill", "error", "budget_exhausted", "invalid", "timeout":
+		return true
+	}
+	return false
 }
