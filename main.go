@@ -1117,7 +1117,14 @@ func (a *app) finishRun(ctx context.Context, svc *engine.Service, out *runner.Ou
 		} else {
 			audit = engine.Response{"final": out.Final}
 		}
-		audit["run"] = map[string]any{"status": out.Status, "exit_code": out.ExitCode, "message": out.Message}
+		runInfo := map[string]any{"status": out.Status, "exit_code": out.ExitCode, "message": out.Message}
+		if out.FlowID != "" {
+			if st, err := svc.Get(context.WithoutCancel(ctx), out.FlowID); err == nil {
+				runInfo["budget_state"] = st.BudgetState
+				runInfo["calls"] = st.Trace
+			}
+		}
+		audit["run"] = runInfo
 		if err := writeJSON(a.stdout, audit); err != nil {
 			return err
 		}
