@@ -1,0 +1,121 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
+)
+
+func TestPlainEventLine(t *testing.T) {
+	tests := []struct {
+		ev   engine.Event
+		name string
+		want string
+	}{
+		{engine.Event{Seq: 1, Time: base, FlowID: "f1", Type: engine.EventFlowCreated}, "deploy",
+			"2026-11-22T05:00:00Z flow_created flow=f1 name=deploy"},
+		{engine.Event{Time: base, FlowID: "f1", Type: engine.EventStepFailed, StepID: "build",
+			Data: map[string]any{"attempt": 1, "violations": []string{"ensure 'x' failed"}, "exhausted": false}}, "",
+			`2026-11-22T05:00:00Z step_failed flow=f1 step=build attempt=1 exhausted=false violations="[\"ensure 'x' failed\"]"`},
+		{engine.Event{Time: base, FlowID: "f1", Type: engine.EventGateResolved, StepID: "review",
+			Data: map[string]any{"outcome": "approve", "rationale": "ship it", "reviewer": "", "channel": "tui"}}, "d",
+			`2026-11-22T05:00:00Z gate_resolved flow=f1 name=d step=review channel=tui outcome=approve rationale="ship it"`},
+	}
+	for _, tt := range tests {
+		if got := PlainEventLine(tt.ev, tt.name); got != tt.want {
+			t.Errorf("got  %s\nwant %s", got, tt.want)
+		}
+	}
+}
+
+// syncBuffer is a goroutine-safe bytes.Buffer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunPlain: the state at a glance, then every new event as a line.
+func TestRunPlain(t *testing.T) {
+	f := newFixture(t)
+	var out syncBuffer
+	if err := RunPlain(context.Background(), PlainOptions{Source: f.src, Out: &out, Once: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"state flows=3 running=1 waiting_gates=2", "gate_waiting flow=" + f.gateID + " name=deploy step=review round=0",
+		`question="Ship the build to production?"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("plain output lacks %q:\n%s", want, got)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var live syncBuffer
+	go func() { done <- RunPlain(ctx, PlainOptions{Source: f.src, Out: &live, Poll: 10 * time.Millisecond}) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(live.String(), "state ") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	round := 0
+	if _, err := f.svc.GateResolve(context.Background(), f.gateID, review.Decision{StepID: "review", Round: &round, Outcome: review.Approve,
+		Rationale: "ok", Reviewer: "carol", ResolvedBy: review.Human, Channel: review.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	want := "gate_resolved flow=" + f.gateID + " name=deploy step=review channel=cli outcome=approve rationale=ok"
+	for !strings.Contains(live.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := live.String(); !strings.Contains(s, want) || !strings.Contains(s, "flow_finished flow="+f.gateID) {
+		t.Fatalf("live plain output lacks the decision:\n%s", s)
+	}
+}
+
+func TestSinkEmit(t *testing.T) {
+	s := NewSink()
+	r := review.PendingReview{ReviewID: "f/g/0"}
+	if err := s.Emit(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-s.Reviews(); got.ReviewID != "f/g/0" {
+		t.Fatalf("got %+v", got)
+	}
+	// A busy console never blocks the run for long.
+	for i := 0; i < cap(s.ch); i++ {
+		_ = s.Emit(context.Background(), r)
+	}
+	start := time.Now()
+	if err := s.Emit(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("Emit blocked")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Emit(ctx, r); err == nil {
+		t.Fatal("Emit on a full sink with a cancelled context returned nil")
+	}
+}
