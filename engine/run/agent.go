@@ -33,15 +33,24 @@ var DefaultAgents = map[string]AgentCommand{
 	"codex":  {Argv: []string{"codex", "exec", "-"}},
 }
 
-// LoadAgents reads the `agents:` sections of $STRATUM_HOME/config.yaml
-// (default ~/.stratum) and then .stratum/config.yaml in dir (later files
-// win) over DefaultAgents. An entry is either a list (argv), a string (a
-// shell command) or a map {command: [...]} / {shell: "..."}.
-func LoadAgents(dir string) (map[string]AgentCommand, error) {
-	out := map[string]AgentCommand{}
-	for k, v := range DefaultAgents {
-		out[k] = v
-	}
+// Config is the run configuration read from $STRATUM_HOME/config.yaml
+// (default ~/.stratum) and then .stratum/config.yaml in the spec's directory
+// (later files win, key by key):
+//
+//	default_model: openai/gpt-4o-mini   # infer steps without a model
+//	base_urls: {ollama: "http://gpu-box:11434/v1"}
+//	agents:
+//	  claude: [claude, -p, --model, opus]          # argv
+//	  mine: "my-agent --json < {prompt_file}"      # sh -c
+//	  other: {command: [other, --print]}
+type Config struct {
+	Agents       map[string]AgentCommand
+	DefaultModel string
+	BaseURLs     map[string]string
+}
+
+// ConfigFiles are the config files LoadConfig reads, in order.
+func ConfigFiles(dir string) []string {
 	var files []string
 	if home := os.Getenv("STRATUM_HOME"); home != "" {
 		files = append(files, filepath.Join(home, "config.yaml"))
@@ -51,41 +60,68 @@ func LoadAgents(dir string) (map[string]AgentCommand, error) {
 	if dir != "" {
 		files = append(files, filepath.Join(dir, ".stratum", "config.yaml"))
 	}
-	for _, f := range files {
+	return files
+}
+
+// LoadConfig reads the config files of dir over the defaults (DefaultAgents).
+// Missing files are fine; malformed ones are errors naming the file.
+func LoadConfig(dir string) (Config, error) {
+	cfg := Config{Agents: map[string]AgentCommand{}, BaseURLs: map[string]string{}}
+	for k, v := range DefaultAgents {
+		cfg.Agents[k] = v
+	}
+	for _, f := range ConfigFiles(dir) {
 		b, err := os.ReadFile(f)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return cfg, err
 		}
-		var cfg struct {
-			Agents map[string]yaml.Node `yaml:"agents"`
+		var raw struct {
+			Agents       map[string]yaml.Node `yaml:"agents"`
+			DefaultModel string               `yaml:"default_model"`
+			BaseURLs     map[string]string    `yaml:"base_urls"`
 		}
-		if err := yaml.Unmarshal(b, &cfg); err != nil {
-			return nil, fmt.Errorf("%s: %v", f, err)
+		if err := yaml.Unmarshal(b, &raw); err != nil {
+			return cfg, fmt.Errorf("%s: %v", f, err)
 		}
-		for name, node := range cfg.Agents {
+		if raw.DefaultModel != "" {
+			cfg.DefaultModel = raw.DefaultModel
+		}
+		for k, v := range raw.BaseURLs {
+			cfg.BaseURLs[k] = v
+		}
+		for name, node := range raw.Agents {
 			var ac AgentCommand
 			switch node.Kind {
 			case yaml.ScalarNode:
 				ac.Shell = node.Value
 			case yaml.SequenceNode:
 				if err := node.Decode(&ac.Argv); err != nil {
-					return nil, fmt.Errorf("%s: agents.%s: %v", f, name, err)
+					return cfg, fmt.Errorf("%s: agents.%s: %v", f, name, err)
 				}
 			case yaml.MappingNode:
 				if err := node.Decode(&ac); err != nil {
-					return nil, fmt.Errorf("%s: agents.%s: %v", f, name, err)
+					return cfg, fmt.Errorf("%s: agents.%s: %v", f, name, err)
 				}
 			}
 			if len(ac.Argv) == 0 && ac.Shell == "" {
-				return nil, fmt.Errorf("%s: agents.%s: want a command list, a shell string, or {command: [...]}", f, name)
+				return cfg, fmt.Errorf("%s: agents.%s: want a command list, a shell string, or {command: [...]}", f, name)
 			}
-			out[name] = ac
+			cfg.Agents[name] = ac
 		}
 	}
-	return out, nil
+	return cfg, nil
+}
+
+// LoadAgents is LoadConfig(dir).Agents.
+func LoadAgents(dir string) (map[string]AgentCommand, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Agents, nil
 }
 
 // AgentExecutor runs inline steps with `agent: NAME` through an agent CLI:

@@ -80,8 +80,11 @@ func WriteJUnit(w io.Writer, o *Outcome) error {
 			c.Failure = &junitFailure{Message: fmt.Sprintf("step %s failed after %d attempt(s)", s.StepID, s.Attempts),
 				Type: "stratum.step_failed", Text: strings.Join(s.Violations, "\n")}
 			su.Failures++
-		case "skipped", "killed":
-			c.Skipped = &junitSkipped{Message: "not run (" + s.Status + ")"}
+		case "killed":
+			c.Failure = &junitFailure{Message: fmt.Sprintf("gate %s killed the flow", s.StepID), Type: "stratum.gate_killed"}
+			su.Failures++
+		case "skipped":
+			c.Skipped = &junitSkipped{Message: "not run (skipped)"}
 			su.Skipped++
 		case "pending":
 			c.Skipped = &junitSkipped{Message: "not run: the run ended " + o.Status}

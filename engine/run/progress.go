@@ -154,14 +154,9 @@ func (p *Printer) Event(e Event) {
 		}
 		p.println(line)
 		if e.Status != EndComplete && e.Status != EndInterrupted {
-			var step *specs.Step
-			if e.Gate != nil && e.Spec != nil {
-				for _, fn := range e.Spec.FlowNames {
-					if s := e.Spec.Flows[fn].Step(e.Gate.StepID); s != nil {
-						step = s
-						break
-					}
-				}
+			step := e.Step
+			if e.Gate != nil {
+				step = findStep(e.Spec, e.Gate.StepID)
 			}
 			first, _, _ := strings.Cut(e.Message, "\n")
 			p.annotate(e.Spec, step, fmt.Sprintf("flow %s %s: %s", e.FlowID, e.Status, first))

@@ -376,8 +376,25 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, resp engine.Respons
 	out := &Outcome{FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Final: end.resp, Gate: end.gate,
 		Message: end.message, Steps: r.order, Spec: fc.spec}
 	out.ExitCode = exitCode(end.status)
-	r.emit(Event{Kind: EventFlowFinished, FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Message: end.message, Gate: end.gate, Spec: fc.spec})
+	var endStep *specs.Step
+	if id, ok := end.resp["step_id"].(string); ok {
+		endStep = findStep(fc.spec, id)
+	}
+	r.emit(Event{Kind: EventFlowFinished, FlowID: fc.id, FlowName: fc.flow.Name, Step: endStep, Status: end.status, Message: end.message, Gate: end.gate, Spec: fc.spec})
 	return out, nil
+}
+
+// findStep finds a step by id in any flow of the spec (nil when absent).
+func findStep(sp *specs.Spec, id string) *specs.Step {
+	if sp == nil || id == "" {
+		return nil
+	}
+	for _, fn := range sp.FlowNames {
+		if s := sp.Flows[fn].Step(id); s != nil {
+			return s
+		}
+	}
+	return nil
 }
 
 func exitCode(status string) int {
@@ -460,7 +477,7 @@ func (r *Runner) drive(ctx context.Context, fc *flowCtx, resp engine.Response) (
 			r.markRemaining(fc, "skipped")
 			return &endState{status: EndComplete, resp: resp}, nil
 		case engine.StatusKilled:
-			r.markRemaining(fc, "killed")
+			r.markRemaining(fc, "skipped")
 			return &endState{status: EndKilled, resp: resp, message: "the flow was killed at a gate"}, nil
 		case engine.StatusBudgetExhausted:
 			reason, _ := resp["reason"].(string)
