@@ -1,0 +1,184 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store"
+)
+
+// Benchmark store: 10,000 flows (1 in 100 waiting at a gate) and 100,000
+// events, built once per test binary run.
+const (
+	benchFlows  = 10_000
+	benchEvents = 100_000
+)
+
+var (
+	benchOnce sync.Once
+	benchSrc  Source
+	benchErr  error
+	benchDir  string
+)
+
+func benchSource(b *testing.B) Source {
+	b.Helper()
+	benchOnce.Do(func() {
+		// Not b.TempDir: the store outlives the benchmark that built it.
+		dir, err := os.MkdirTemp("", "stratum-tui-bench")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchDir = dir
+		benchSrc, benchErr = buildBenchStore(filepath.Join(dir, "stratum.db"))
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	if seq, err := benchSrc.LastSeq(context.Background()); err == nil {
+		b.Logf("bench store: %d flows, %d events", benchFlows, seq)
+	}
+	return benchSrc
+}
+
+func buildBenchStore(path string) (Source, error) {
+	ctx := context.Background()
+	svc := &engine.Service{}
+	st, err := store.Open(path, store.Options{Summarize: svc.Summarize})
+	if err != nil {
+		return nil, err
+	}
+	svc.Store = st
+	// Two template states: one running, one waiting at its gate.
+	r, err := svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "x"}, engine.PlanOptions{})
+	if err != nil {
+		return nil, err
+	}
+	runID := r["flow_id"].(string)
+	r, err = svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "y"}, engine.PlanOptions{})
+	if err != nil {
+		return nil, err
+	}
+	gateID := r["flow_id"].(string)
+	for _, res := range []any{map[string]any{"ok": false}, map[string]any{"ok": true}} {
+		if _, err := svc.StepDone(ctx, gateID, "build", res, engine.ReportOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	running, err := svc.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	waiting, err := svc.Get(ctx, gateID)
+	if err != nil {
+		return nil, err
+	}
+	last, err := st.LastSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	perFlow := (benchEvents - int(last)) / (benchFlows - 2)
+	const batch = 500
+	for start := 2; start < benchFlows; start += batch {
+		err := st.Update(ctx, func(tx engine.Tx) error {
+			for i := start; i < min(start+batch, benchFlows); i++ {
+				tmpl := running
+				if i%100 == 0 {
+					tmpl = waiting
+				}
+				cp := *tmpl
+				cp.FlowID = fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)
+				cp.Version = 0
+				if err := tx.Put(&cp); err != nil {
+					return err
+				}
+				evs := make([]engine.Event, perFlow)
+				for j := range evs {
+					evs[j] = engine.Event{FlowID: cp.FlowID, Type: engine.EventStepFailed, StepID: "build",
+						Data: map[string]any{"attempt": j + 1, "violations": []string{"ensure 'result.ok == True' failed"}}}
+				}
+				if err := tx.Append(evs...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ServiceSource(svc, st), nil
+}
+
+func loadedModel(b *testing.B, src Source, w, h int) *Model {
+	m := New(Options{Source: src, Keys: DefaultKeyMap(), Styles: DefaultStyles(NewRenderer(nil, true)), Tick: -1, Reviewer: "bench"})
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	drive(m, m.Init())
+	if len(m.flows) != benchFlows {
+		b.Fatalf("loaded %d flows, want %d (%v)", len(m.flows), benchFlows, m.loadErr)
+	}
+	return m
+}
+
+// BenchmarkFirstFrame: from a new model to its first full frame (flows,
+// pending gates, the selected flow's detail and events, View), with the
+// heap the loaded model holds.
+func BenchmarkFirstFrame(b *testing.B) {
+	src := benchSource(b)
+	b.ReportAllocs()
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	var keep *Model
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		keep = loadedModel(b, src, 120, 40)
+		_ = keep.View()
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))/(1<<20), "heap-MB")
+	runtime.KeepAlive(keep)
+}
+
+// BenchmarkView is the cost of one frame of each pane on the loaded model.
+func BenchmarkView(b *testing.B) {
+	src := benchSource(b)
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		m := loadedModel(b, src, size[0], size[1])
+		for _, p := range []struct {
+			name string
+			key  string
+		}{{"flows", "1"}, {"trace", "2"}, {"gates", "3"}} {
+			press(m, p.key)
+			b.Run(fmt.Sprintf("%s_%dx%d", p.name, size[0], size[1]), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					_ = m.View()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRefresh is the reload after a live event: flows, pending gates
+// and the selected flow's detail.
+func BenchmarkRefresh(b *testing.B) {
+	src := benchSource(b)
+	m := loadedModel(b, src, 120, 40)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		drive(m, m.handleEngineEvents(nil))
+	}
+}
