@@ -87,6 +87,7 @@ func buildBenchStore(path string) (Source, error) {
 		return nil, err
 	}
 	perFlow := (benchEvents - int(last)) / (benchFlows - 2)
+	extra := benchEvents - int(last) - perFlow*(benchFlows-2) // to the first copy
 	const batch = 500
 	for start := 2; start < benchFlows; start += batch {
 		err := st.Update(ctx, func(tx engine.Tx) error {
@@ -101,7 +102,11 @@ func buildBenchStore(path string) (Source, error) {
 				if err := tx.Put(&cp); err != nil {
 					return err
 				}
-				evs := make([]engine.Event, perFlow)
+				n := perFlow
+				if i == 2 {
+					n += extra
+				}
+				evs := make([]engine.Event, n)
 				for j := range evs {
 					evs[j] = engine.Event{FlowID: cp.FlowID, Type: engine.EventStepFailed, StepID: "build",
 						Data: map[string]any{"attempt": j + 1, "violations": []string{"ensure 'result.ok == True' failed"}}}
