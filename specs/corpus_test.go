@@ -23,6 +23,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 const (
@@ -740,4 +742,272 @@ func TestCorpusValidIR(t *testing.T) {
 		eq(t, "folded intent", spec.Functions["base"].Intent, "Summarise the text in two sentences.")
 		eq(t, "aliased inputs", step(t, spec, "main", "s2").Inputs[0].Value, "$.input.text")
 	})
+}
+
+// A mutation breaks one rule somewhere in an otherwise valid spec. Applying
+// each mutation to every spec of the valid corpus checks that the validator
+// catches the rule in every context the corpus has (versions, step kinds,
+// anchors, flow styles), not only in the hand-written invalid files.
+type mutation struct {
+	name string
+	code string
+	// apply edits the document's root mapping and reports whether the spec
+	// had a place to apply it.
+	apply func(root *yaml.Node) bool
+}
+
+var corpusMutations = []mutation{
+	{"unknown version", "unknown-version", func(root *yaml.Node) bool {
+		v := mutMapValue(root, "version")
+		if v == nil {
+			return false
+		}
+		*v = *mutStrScalar("9.9")
+		return true
+	}},
+	{"unknown step field", "unknown-field", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, nil)
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "bogus_field", mutStrScalar("x"))
+		return true
+	}},
+	{"duplicate step id", "duplicate-step-id", func(root *yaml.Node) bool {
+		for _, fl := range mutFlowNodes(root) {
+			steps := mutMapValue(fl, "steps")
+			if steps == nil || steps.Kind != yaml.SequenceNode || len(steps.Content) < 2 {
+				continue
+			}
+			first := mutMapValue(steps.Content[0], "id")
+			if first == nil || mutMapValue(steps.Content[1], "id") == nil {
+				continue
+			}
+			mutMapSet(steps.Content[1], "id", mutStrScalar(first.Value))
+			return true
+		}
+		return false
+	}},
+	{"depends_on an undefined step", "undefined-step", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, nil)
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "depends_on", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{mutStrScalar("no_such_step")}})
+		return true
+	}},
+	{"step depends on itself", "dependency-cycle", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, nil)
+		if st == nil || mutMapValue(st, "id") == nil {
+			return false
+		}
+		id := mutMapValue(st, "id").Value
+		mutMapSet(st, "depends_on", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{mutStrScalar(id)}})
+		return true
+	}},
+	{"undefined function", "undefined-function", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "function") != nil })
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "function", mutStrScalar("no_such_function"))
+		return true
+	}},
+	{"undefined output contract", "undefined-contract", func(root *yaml.Node) bool {
+		fns := mutMapValue(root, "functions")
+		if fns == nil || fns.Kind != yaml.MappingNode {
+			return false
+		}
+		for i := 1; i < len(fns.Content); i += 2 {
+			fn := mutResolveAlias(fns.Content[i])
+			if mutMapValue(fn, "output") != nil {
+				mutMapSet(fn, "output", mutStrScalar("NoSuchContract"))
+				return true
+			}
+		}
+		return false
+	}},
+	{"undefined flow input", "undefined-input", func(root *yaml.Node) bool {
+		for _, st := range mutAllSteps(root) {
+			in := mutMapValue(st, "inputs")
+			if in == nil || in.Kind != yaml.MappingNode {
+				continue
+			}
+			for i := 1; i < len(in.Content); i += 2 {
+				if v := in.Content[i]; v.Kind == yaml.ScalarNode && len(v.Value) > 8 && v.Value[:8] == "$.input." {
+					in.Content[i] = mutStrScalar("$.input.no_such_input")
+					return true
+				}
+			}
+		}
+		return false
+	}},
+	{"forbidden expression in an ensure", "expr-forbidden", func(root *yaml.Node) bool {
+		var lists []*yaml.Node
+		if fns := mutMapValue(root, "functions"); fns != nil && fns.Kind == yaml.MappingNode {
+			for i := 1; i < len(fns.Content); i += 2 {
+				lists = append(lists, mutMapValue(mutResolveAlias(fns.Content[i]), "ensure"))
+			}
+		}
+		for _, st := range mutAllSteps(root) {
+			lists = append(lists, mutMapValue(st, "ensure"))
+		}
+		for _, l := range lists {
+			if l != nil && l.Kind == yaml.SequenceNode {
+				l.Content = append(l.Content, mutStrScalar("result.__class__ != None"))
+				return true
+			}
+		}
+		return false
+	}},
+	{"gate without on_kill", "gate-routing-missing", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "on_kill") != nil })
+		if st == nil {
+			return false
+		}
+		mutMapDelete(st, "on_kill")
+		return true
+	}},
+	{"on_fail on a step that cannot fail", "on-fail-unreachable", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, func(st *yaml.Node) bool {
+			return mutMapValue(st, "intent") != nil && mutMapValue(st, "type") == nil &&
+				mutMapValue(st, "ensure") == nil && mutMapValue(st, "guardrails") == nil &&
+				mutMapValue(st, "output_schema") == nil && mutMapValue(st, "on_fail") == nil &&
+				mutMapValue(st, "reasoning_template") == nil &&
+				// a run: command can fail (exit status, bad JSON), so on_fail is reachable
+				mutMapValue(st, "run") == nil
+		})
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "on_fail", mutStrScalar(mutMapValue(st, "id").Value))
+		return true
+	}},
+}
+
+// TestCorpusMutations applies every mutation to every valid spec and expects
+// its code.
+func TestCorpusMutations(t *testing.T) {
+	files := corpusFiles(t, validCorpusDir)
+	files = append(files, corpusFiles(t, examplesDir)...)
+	applied := map[string]int{}
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range corpusMutations {
+			var doc yaml.Node
+			if err := yaml.Unmarshal(src, &doc); err != nil || len(doc.Content) == 0 {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if !m.apply(doc.Content[0]) {
+				continue
+			}
+			out, err := yaml.Marshal(&doc)
+			if err != nil {
+				t.Fatalf("%s / %s: marshal: %v", path, m.name, err)
+			}
+			applied[m.name]++
+			file := filepath.Base(path)
+			spec, ds := guardedParse(t, file, func() (*Spec, Diagnostics) { return Parse(file, out) })
+			checkDiagnosticShape(t, file, ds)
+			found := false
+			for _, d := range ds {
+				found = found || d.Code == m.code
+			}
+			if spec != nil || !found {
+				t.Errorf("%s with %s: want %s; got:\n%s--- mutated spec:\n%s", specName(path), m.name, m.code, render(ds), out)
+			}
+		}
+	}
+	for _, m := range corpusMutations {
+		t.Logf("%-40s applied to %d specs", m.name, applied[m.name])
+		if applied[m.name] == 0 {
+			t.Errorf("mutation %q applied to no spec of the corpus", m.name)
+		}
+	}
+}
+
+// resolveAlias follows an alias node to its anchor.
+func mutResolveAlias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func mutMapValue(m *yaml.Node, key string) *yaml.Node {
+	m = mutResolveAlias(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return mutResolveAlias(m.Content[i+1])
+		}
+	}
+	return nil
+}
+
+func mutMapSet(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, mutStrScalar(key), v)
+}
+
+func mutMapDelete(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return
+		}
+	}
+}
+
+func mutStrScalar(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: yaml.DoubleQuotedStyle}
+}
+
+func mutFlowNodes(root *yaml.Node) []*yaml.Node {
+	flows := mutMapValue(root, "flows")
+	if flows == nil || flows.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []*yaml.Node
+	for i := 1; i < len(flows.Content); i += 2 {
+		out = append(out, mutResolveAlias(flows.Content[i]))
+	}
+	return out
+}
+
+func mutAllSteps(root *yaml.Node) []*yaml.Node {
+	var out []*yaml.Node
+	for _, fl := range mutFlowNodes(root) {
+		steps := mutMapValue(fl, "steps")
+		if steps == nil || steps.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, st := range steps.Content {
+			if st = mutResolveAlias(st); st.Kind == yaml.MappingNode {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+// firstStep returns the first step (in any flow) that satisfies ok (nil =
+// any step).
+func mutFirstStep(root *yaml.Node, ok func(*yaml.Node) bool) *yaml.Node {
+	for _, st := range mutAllSteps(root) {
+		if ok == nil || ok(st) {
+			return st
+		}
+	}
+	return nil
 }
