@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -151,6 +153,18 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	span.Set(otlp.AttrProviderName, target.Info.Name)
 	span.Set(otlp.AttrRequestModel, target.Model)
 	span.Set(otlp.AttrOutputType, "json")
+	if u, err := url.Parse(target.Info.BaseURL); err == nil && u.Hostname() != "" {
+		span.Set(otlp.AttrServerAddress, u.Hostname())
+		port := u.Port()
+		if port == "" && u.Scheme == "https" {
+			port = "443"
+		} else if port == "" && u.Scheme == "http" {
+			port = "80"
+		}
+		if n, err := strconv.Atoi(port); err == nil {
+			span.Set(otlp.AttrServerPort, n)
+		}
+	}
 	if maxTokens > 0 {
 		span.Set(otlp.AttrRequestMaxTokens, maxTokens)
 	}

@@ -35,6 +35,8 @@ const (
 	AttrCacheWriteTokens = "gen_ai.usage.cache_creation.input_tokens"
 	AttrReasoningTokens  = "gen_ai.usage.reasoning.output_tokens"
 	AttrErrorType        = "error.type"
+	AttrServerAddress    = "server.address"
+	AttrServerPort       = "server.port"
 
 	AttrFlowID       = "stratum.flow_id"
 	AttrFlowName     = "stratum.flow"
