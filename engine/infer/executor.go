@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -120,6 +121,16 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	schema, wrapped := llm.ObjectRoot(out.Schema)
 
 	maxTokens := e.MaxTokens
+	if previousTruncated(req.Violations) {
+		// The previous answer hit the output limit: allow twice as much.
+		base := maxTokens
+		if base == 0 && target.Info.Dialect == llm.DialectAnthropic {
+			base = llm.DefaultAnthropicMaxTokens
+		}
+		if base > 0 {
+			maxTokens = 2 * base
+		}
+	}
 	if b.Tokens > 0 && (maxTokens == 0 || int64(maxTokens) > b.Tokens) {
 		maxTokens = int(min(b.Tokens, int64(1<<30)))
 	}
@@ -286,6 +297,19 @@ func (e *Executor) mapCallError(parent, callCtx context.Context, step *specs.Ste
 		return configErr(cfg.Error())
 	}
 	return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{fmt.Sprintf("%s: %v", target.Full, err)}}
+}
+
+// truncatedPrefix starts the violation of a truncated answer (see
+// llm.TruncatedError), so the next attempt can raise its output limit.
+const truncatedPrefix = "the answer was truncated at the output token limit"
+
+func previousTruncated(violations []string) bool {
+	for _, v := range violations {
+		if strings.HasPrefix(v, truncatedPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func configErr(msg string) error {

@@ -479,3 +479,47 @@ func BenchmarkInferAttemptWithEngine(b *testing.B) {
 		}
 	}
 }
+
+func TestTruncationRaisesTheLimitOnRetry(t *testing.T) {
+	sp := parse(t, classifySpec)
+	fp := &fakeProvider{answers: []fakeAnswer{{err: &llm.TruncatedError{Provider: "anthropic", Reason: "stop_reason=max_tokens"}},
+		{content: `{"label":"positive","confidence":0.9}`}}}
+	ex := New(&fakeModels{p: fp, info: llm.ProviderInfo{Name: "anthropic", Dialect: llm.DialectAnthropic}})
+	_, err := ex.Execute(context.Background(), request(sp, 1, nil))
+	var ae *engine.AttemptError
+	if !errors.As(err, &ae) || ae.Kind != engine.AttemptTruncated {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := ex.Execute(context.Background(), request(sp, 2, ae.Violations)); err != nil {
+		t.Fatal(err)
+	}
+	if fp.reqs[0].MaxTokens != 0 || fp.reqs[1].MaxTokens != 2*llm.DefaultAnthropicMaxTokens {
+		t.Fatalf("max tokens: %d then %d", fp.reqs[0].MaxTokens, fp.reqs[1].MaxTokens)
+	}
+	if !strings.Contains(fp.reqs[1].Prompt, "  - the answer was truncated at the output token limit") {
+		t.Fatalf("retry prompt:\n%s", fp.reqs[1].Prompt)
+	}
+}
+
+func TestNewExecutorSetup(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := NewExecutor(Setup{Record: dir + "/a.json", Replay: dir + "/b.json"}); err == nil {
+		t.Fatal("--record with --replay must be refused")
+	}
+	if _, err := NewExecutor(Setup{Replay: dir + "/missing.json"}); err == nil || !strings.Contains(err.Error(), "replay file") {
+		t.Fatalf("missing replay file: %v", err)
+	}
+	ex, err := NewExecutor(Setup{DefaultModel: "ollama/llama3.2", Getenv: func(k string) string {
+		return map[string]string{"STRATUM_MODEL": "anthropic/claude-sonnet-4-6"}[k]
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ex.Models.Choose("", ""); got != "anthropic/claude-sonnet-4-6" {
+		t.Fatalf("STRATUM_MODEL must override config default_model: %s", got)
+	}
+	ex, _ = NewExecutor(Setup{DefaultModel: "ollama/llama3.2", Getenv: func(string) string { return "" }})
+	if got := ex.Models.Choose("", ""); got != "ollama/llama3.2" {
+		t.Fatalf("config default_model: %s", got)
+	}
+}
