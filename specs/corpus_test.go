@@ -860,6 +860,86 @@ var corpusMutations = []mutation{
 		}
 		return false
 	}},
+	{"gate revises itself", "gate-revise-target", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "on_revise") != nil })
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "on_revise", mutStrScalar(mutMapValue(st, "id").Value))
+		return true
+	}},
+	{"gate routing on an inline step", "not-a-gate", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "intent") != nil })
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "on_approve", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "~"})
+		return true
+	}},
+	{"ensure on a function step", "function-step-field", func(root *yaml.Node) bool {
+		if mutIsV01(root) {
+			return false // the field does not exist in 0.1 (needs-version)
+		}
+		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "function") != nil })
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "ensure", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{mutStrScalar("True")}})
+		return true
+	}},
+	{"agent on a flow step", "flow-step-field", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "flow") != nil })
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "agent", mutStrScalar("claude"))
+		return true
+	}},
+	{"skip_if reads an undefined step", "undefined-step", func(root *yaml.Node) bool {
+		if mutIsV01(root) {
+			return false // skip_if does not exist in 0.1 (needs-version)
+		}
+		st := mutFirstStep(root, nil)
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "skip_if", mutStrScalar("$.steps.no_such_step.output == None"))
+		return true
+	}},
+	{"invalid guardrail regex", "invalid-regex", func(root *yaml.Node) bool {
+		for _, st := range mutAllSteps(root) {
+			if g := mutMapValue(st, "guardrails"); g != nil && g.Kind == yaml.SequenceNode {
+				g.Content = append(g.Content, mutStrScalar("(unclosed"))
+				return true
+			}
+		}
+		if fns := mutMapValue(root, "functions"); fns != nil && fns.Kind == yaml.MappingNode {
+			for i := 1; i < len(fns.Content); i += 2 {
+				if g := mutMapValue(fns.Content[i], "guardrails"); g != nil && g.Kind == yaml.SequenceNode {
+					g.Content = append(g.Content, mutStrScalar("(unclosed"))
+					return true
+				}
+			}
+		}
+		return false
+	}},
+	{"max_iterations zero", "out-of-range", func(root *yaml.Node) bool {
+		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "max_iterations") != nil })
+		if st == nil {
+			return false
+		}
+		mutMapSet(st, "max_iterations", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: "0"})
+		return true
+	}},
+	{"ensure that does not compile", "expr-syntax", func(root *yaml.Node) bool {
+		for _, st := range mutAllSteps(root) {
+			if l := mutMapValue(st, "ensure"); l != nil && l.Kind == yaml.SequenceNode {
+				l.Content = append(l.Content, mutStrScalar("len(result) >"))
+				return true
+			}
+		}
+		return false
+	}},
 	{"gate without on_kill", "gate-routing-missing", func(root *yaml.Node) bool {
 		st := mutFirstStep(root, func(st *yaml.Node) bool { return mutMapValue(st, "on_kill") != nil })
 		if st == nil {
@@ -929,7 +1009,13 @@ func TestCorpusMutations(t *testing.T) {
 	}
 }
 
-// resolveAlias follows an alias node to its anchor.
+// mutIsV01 reports whether the spec is IR version 0.1.
+func mutIsV01(root *yaml.Node) bool {
+	v := mutMapValue(root, "version")
+	return v != nil && v.Value == Version01
+}
+
+// mutResolveAlias follows an alias node to its anchor.
 func mutResolveAlias(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {
 		n = n.Alias
