@@ -118,9 +118,9 @@ type Runner struct {
 	opts Options
 
 	lease engine.Lease
+	beat  sync.Mutex // held by a heartbeat round and by releases
 	mu    sync.Mutex
 	held  map[string]bool // flows under our lease
-	lost  error
 
 	session map[string]any // session cache (key includes the flow id)
 	reports map[string]*StepReport
@@ -303,6 +303,9 @@ func (r *Runner) hold(flowID string) {
 }
 
 func (r *Runner) unhold(ctx context.Context, flowID string) {
+	// Hold beat so that no heartbeat round renews the lease after its release.
+	r.beat.Lock()
+	defer r.beat.Unlock()
 	r.mu.Lock()
 	delete(r.held, flowID)
 	r.mu.Unlock()
@@ -335,20 +338,31 @@ func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) 
 			return
 		case <-t.C:
 		}
-		r.mu.Lock()
-		ids := make([]string, 0, len(r.held))
-		for id := range r.held {
-			ids = append(ids, id)
-		}
-		r.mu.Unlock()
-		for _, id := range ids {
-			err := r.svc.Claim(ctx, id, r.freshLease())
-			if errors.Is(err, engine.ErrLeaseHeld) {
-				cancel(fmt.Errorf("lost the lease of flow %s: %w", id, err))
-				return
-			}
+		if lost := r.beatOnce(ctx); lost != nil {
+			cancel(lost)
+			return
 		}
 	}
+}
+
+// beatOnce renews the lease of every held flow; it returns an error when a
+// lease was lost (another runner took it after it expired).
+func (r *Runner) beatOnce(ctx context.Context) error {
+	r.beat.Lock()
+	defer r.beat.Unlock()
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.held))
+	for id := range r.held {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		err := r.svc.Claim(ctx, id, r.freshLease())
+		if errors.Is(err, engine.ErrLeaseHeld) {
+			return fmt.Errorf("lost the lease of flow %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // driveRoot drives the root flow with heartbeats and turns its end into an
@@ -358,9 +372,14 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, resp engine.Respons
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	hbCtx, hbStop := context.WithCancel(runCtx)
-	go r.heartbeat(hbCtx, cancel)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		r.heartbeat(hbCtx, cancel)
+	}()
 	end, err := r.drive(runCtx, fc, resp)
 	hbStop()
+	<-hbDone
 	r.markRemaining(fc, "pending")
 	r.releaseAll()
 	if err != nil && runCtx.Err() == nil {
@@ -546,8 +565,12 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, resp engine.Response) (
 	}
 	rep := r.stepReport(fc, step)
 	start := time.Now()
-	if err := r.svc.Claim(ctx, childID, r.freshLease()); err != nil {
+	cst, err := r.svc.Get(ctx, childID)
+	if err != nil {
 		return nil, nil, err
+	}
+	if err := r.claim(ctx, cst); err != nil {
+		return nil, &endState{status: EndError, message: fmt.Sprintf("child flow %s: %v", childID, err)}, nil
 	}
 	r.hold(childID)
 	defer r.unhold(context.WithoutCancel(ctx), childID)
