@@ -521,3 +521,92 @@ flows:
 		}
 	})
 }
+
+// §2.6 (c): the reasoning certificate of claude steps with a
+// reasoning_template: the intent gets the original's instruction block, and
+// after guardrails, before ensure, a missing section or an uncited
+// conclusion fails the attempt as ensure_failed.
+func TestConformanceReasoningCertificate(t *testing.T) {
+	src := `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: think
+        intent: "Find the bug."
+        retries: 5
+        ensure: ["result.ok == True"]
+        reasoning_template:
+          require_citations: true
+          sections:
+            - {label: Premises, description: "What you observed."}
+            - {label: Conclusion, description: "What follows."}
+      - id: codex
+        intent: "plain"
+        agent: codex
+        depends_on: [think]
+        reasoning_template:
+          sections:
+            - {label: Premises, description: "x"}
+`
+	f, r := plan(t, src, "main", nil)
+	wantIntent := "Find the bug.\n\n---\n\nYou MUST structure your response with these sections:\n\n" +
+		"## Premises\nWhat you observed.\nFormat each fact as: [P1] <fact, citing file:line>, [P2] ..., etc.\n\n" +
+		"## Conclusion\nWhat follows.\nReference premises by their [P<n>] ID.\n"
+	if r["intent"] != wantIntent {
+		t.Fatalf("intent\n%q\nwant\n%q", r["intent"], wantIntent)
+	}
+	cases := []struct {
+		artifact string
+		ok       bool
+		want     []string
+	}{
+		{"nothing", true, []string{"certificate missing section: Premises", "certificate missing section: Conclusion"}},
+		{"## Premises\n[P1] x", false, []string{"certificate missing section: Conclusion"}}, // before ensure
+		{"## Premises\n[P1] a\n## Conclusion\nso", true, []string{"certificate violation: conclusion contains no premise citations [P<n>]"}},
+		{"## Premises\n[P1] a\n## Conclusion\nby [P1]", false, []string{"ensure 'result.ok == True' failed"}},
+	}
+	for _, c := range cases {
+		r = f.stepDone("think", map[string]any{"artifact": c.artifact, "ok": c.ok})
+		expect(t, r, map[string]any{"status": "ensure_failed", "violations": c.want})
+	}
+	g, _ := plan(t, src, "main", nil)
+	r = g.stepDone("think", map[string]any{"artifact": "## Premises\n[P1] a\n## Conclusion\nby [P1]", "ok": true})
+	expect(t, r, map[string]any{"step_id": "codex", "intent": "plain"}) // no block for a non-claude agent
+	r = g.stepDone("codex", map[string]any{})
+	expect(t, r, map[string]any{"status": "complete"})
+}
+
+// §2.6 / §2.12: a scored loop's best result replaces the submitted one on
+// step_done, and the best is dropped on success (iteration_best.pop).
+func TestConformanceBestResultSubstitution(t *testing.T) {
+	src := `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: loop
+        intent: "iterate"
+        max_iterations: 3
+        score_expr: "result.s"
+      - id: next
+        intent: "next"
+        depends_on: [loop]
+`
+	f, _ := plan(t, src, "main", nil)
+	f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
+	var r map[string]any
+	for _, s := range []int{5, 9, 1} {
+		r = f.do(func(st *FlowState, env Env) (Result, error) {
+			return IterationReport(st, env, "loop", map[string]any{"s": s})
+		})
+	}
+	expect(t, r, map[string]any{"outcome": "exit_max", "final_result": map[string]any{"s": 9}, "best_score": 9, "best_iteration": 2})
+	f.stepDone("loop", map[string]any{"s": 0})
+	if showV(f.st.StepOutputs["loop"]) != `{"s":9}` {
+		t.Errorf("output %s, want the best result", showV(f.st.StepOutputs["loop"]))
+	}
+	if len(f.st.IterationBest) != 0 {
+		t.Errorf("iteration_best kept after success: %s", showV(f.st.IterationBest))
+	}
+}

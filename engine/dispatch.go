@@ -212,10 +212,10 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Respon
 		r["mode"] = mode
 		r["intent"] = step.Intent
 	case specs.KindInline:
-		r["intent"] = step.Intent
+		r["intent"] = stepIntent(step)
 		r["model"] = nullable(step.Model)
 	default: // decompose
-		r["intent"] = step.Intent
+		r["intent"] = stepIntent(step)
 	}
 	return r, nil
 }
@@ -319,6 +319,15 @@ func flowOutput(st *FlowState, env Env) any {
 		}
 	}
 	return nil
+}
+
+// stepIntent is an inline or decompose step's intent, with the reasoning
+// certificate block appended for claude steps with a reasoning_template.
+func stepIntent(step *specs.Step) string {
+	if t, ok := stepCertTemplate(step); ok {
+		return t.inject(step.Intent)
+	}
+	return step.Intent
 }
 
 func ensureSources(step *specs.Step) []string {

@@ -451,11 +451,13 @@ func clearStepIteration(st *FlowState, stepID string) {
 }
 
 // consumeIterationOutcome consumes the step's pending iteration outcome on a
-// successful step_done. A loop still active on the step ends too (the step is
-// done, and a dangling loop would block every later loop in the flow). The
-// history, best result and accumulator stay for the audit.
+// successful step_done, and drops its best result (already substituted into
+// the output), as the original. A loop still active on the step ends too (the
+// step is done, and a dangling loop would block every later loop in the
+// flow). The history and accumulator stay for the audit.
 func consumeIterationOutcome(st *FlowState, stepID string) {
 	delete(st.IterationOutcome, stepID)
+	delete(st.IterationBest, stepID)
 	if st.ActiveIteration != nil && st.ActiveIteration.StepID == stepID {
 		st.ActiveIteration = nil
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"regexp"
+	"strings"
 
 	"github.com/stratum-go/stratum/specs"
 )
@@ -77,7 +79,8 @@ func unchanged(r Response) Result { return Result{Response: r, Unchanged: true} 
 
 // checkResult runs the checks in the original's order, the first failing
 // stage short-circuiting the later ones: output_schema (every step kind,
-// DESIGN §12), guardrails over the canonical JSON of the result, ensure.
+// DESIGN §12), guardrails over the canonical JSON of the result, the
+// reasoning certificate (claude steps with reasoning_template), ensure.
 func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 	if step.Schema != nil {
 		if msgs := schemaViolations(step.Schema, result); len(msgs) > 0 {
@@ -102,6 +105,9 @@ func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 		if len(vs) > 0 {
 			return StatusGuardrailBlocked, vs
 		}
+	}
+	if cv := certificateViolations(step, result); len(cv) > 0 {
+		return StatusEnsureFailed, cv
 	}
 	var vs []string
 	for _, e := range step.Ensure {
@@ -245,4 +251,100 @@ func mergeResults(a, b Result) Result {
 	a.Delete = append(a.Delete, b.Delete...)
 	a.Response = b.Response
 	return a
+}
+
+// certTemplate is a step's reasoning_template (STRAT-CERT): the sections the
+// agent's artifact must contain and whether the conclusion must cite
+// premises.
+type certTemplate struct {
+	sections         []certSection
+	requireCitations bool
+}
+
+type certSection struct{ label, description string }
+
+// stepCertTemplate returns the step's reasoning template when it applies: the
+// original checks (and injects) it only for claude-agent steps (agent unset
+// or "claude"; a "claude:<profile>" agent too).
+func stepCertTemplate(step *specs.Step) (certTemplate, bool) {
+	if step == nil || step.ReasoningTemplate == nil {
+		return certTemplate{}, false
+	}
+	if a := step.Agent; a != "" && a != "claude" && !strings.HasPrefix(a, "claude:") {
+		return certTemplate{}, false
+	}
+	return parseCertTemplate(step.ReasoningTemplate)
+}
+
+// parseCertTemplate reads {sections: [{label, description}], require_citations}.
+func parseCertTemplate(v any) (certTemplate, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return certTemplate{}, false
+	}
+	var t certTemplate
+	t.requireCitations, _ = m["require_citations"].(bool)
+	list, _ := m["sections"].([]any)
+	for _, e := range list {
+		sm, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		label, _ := sm["label"].(string)
+		desc, _ := sm["description"].(string)
+		t.sections = append(t.sections, certSection{label: label, description: desc})
+	}
+	return t, true
+}
+
+var premiseCitation = regexp.MustCompile(`\[P\d+\]`)
+
+// certificateViolations validates a result's reasoning certificate (the
+// original's validate_certificate): every section heading "## <label>" must
+// appear in result.artifact; with require_citations, the conclusion (the last
+// section onward) must cite a premise [P<n>].
+func certificateViolations(step *specs.Step, result any) []string {
+	t, ok := stepCertTemplate(step)
+	if !ok {
+		return nil
+	}
+	return t.violations(result)
+}
+
+func (t certTemplate) violations(result any) []string {
+	artifact := ""
+	if m, ok := result.(map[string]any); ok {
+		artifact, _ = m["artifact"].(string)
+	}
+	var vs []string
+	for _, s := range t.sections {
+		if !strings.Contains(artifact, "## "+s.label) {
+			vs = append(vs, "certificate missing section: "+s.label)
+		}
+	}
+	if t.requireCitations && len(vs) == 0 && len(t.sections) > 0 {
+		if i := strings.Index(artifact, "## "+t.sections[len(t.sections)-1].label); i >= 0 {
+			if !premiseCitation.MatchString(artifact[i:]) {
+				vs = append(vs, "certificate violation: conclusion contains no premise citations [P<n>]")
+			}
+		}
+	}
+	return vs
+}
+
+// inject appends the structured-output block of a reasoning
+// template to an intent (the original's inject_cert_instructions).
+func (t certTemplate) inject(intent string) string {
+	lines := []string{intent, "", "---", "", "You MUST structure your response with these sections:", ""}
+	for i, s := range t.sections {
+		lines = append(lines, "## "+s.label, s.description)
+		if i == 0 && t.requireCitations {
+			lines = append(lines, "Format each fact as: [P1] <fact, citing file:line>, [P2] ..., etc.")
+		}
+		if i > 0 && t.requireCitations {
+			lines = append(lines, "Reference premises by their [P<n>] ID.")
+		}
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
 }
