@@ -23,8 +23,9 @@
 // OpenRouter's reported usage.cost wins when present.
 //
 // Record and replay work at the HTTP level (Recorder and Replayer are
-// http.RoundTrippers keyed by the canonical request: method, path and the
-// JSON body with sorted keys, never the host or auth headers), so a run
+// http.RoundTrippers keyed by the canonical request: method, endpoint and
+// the JSON body with sorted keys, never the host, base path or auth
+// headers), so a run
 // recorded with --record replays offline with --replay, with no network and
 // no API key.
 package llm
