@@ -610,3 +610,23 @@ flows:
 		t.Errorf("iteration_best kept after success: %s", showV(f.st.IterationBest))
 	}
 }
+
+// §2.15: per-task certificates (task_reasoning_template, claude agents): a
+// complete task whose result lacks a section counts as failed, and the
+// failure's violations end with "task '<id>' cert: …".
+func TestConformanceParallelTaskCertificate(t *testing.T) {
+	src := strings.Replace(specParallel, "        require: REQ\n",
+		"        require: all\n        task_reasoning_template:\n          sections:\n            - {label: Plan, description: \"p\"}\n", 1)
+	f, _ := plan(t, src, "main", nil)
+	f.stepDone("split", map[string]any{"tasks": []any{map[string]any{"id": "t1"}, map[string]any{"id": "t2"}}})
+	in := []any{
+		map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{"artifact": "## Plan\nok"}},
+		map[string]any{"task_id": "t2", "status": "complete", "result": map[string]any{"artifact": "none"}},
+	}
+	r := f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "run", in, "clean") })
+	expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{
+		"require='all' not satisfied: 1 completed, 1 failed", "task 't2' cert: certificate missing section: Plan"}})
+	if in[1].(map[string]any)["status"] != "complete" {
+		t.Error("the caller's task map was modified")
+	}
+}

@@ -35,6 +35,7 @@ func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 	if tasks == nil {
 		tasks = []any{}
 	}
+	tasks, certNotes := checkTaskCertificates(step, tasks)
 	completed, failed := []any{}, []any{}
 	for _, t := range tasks {
 		if m, ok := t.(map[string]any); ok {
@@ -54,6 +55,7 @@ func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 	case !requireSatisfied(require, len(completed), len(failed)):
 		violations = []string{fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))}
 	}
+
 	outcome := "complete"
 	if len(violations) > 0 {
 		outcome = "failed"
@@ -70,7 +72,57 @@ func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 			agg["bounced_tasks"] = b
 		}
 	}
-	return processResult(st, env, step, agg, "", func(any) []string { return violations })
+	return processResult(st, env, step, agg, "", func(any) []string { return violations }, certNotes)
+}
+
+// checkTaskCertificates validates the task_reasoning_template of a claude
+// parallel step against every complete task's result, as the original: a
+// task that fails is flipped to status "failed" with error "cert validation:
+// …" and cert_violations (on a copy; the caller's maps are not modified), and
+// a note "task '<id>' cert: …" is returned for the failure violations.
+func checkTaskCertificates(step *specs.Step, tasks []any) ([]any, []string) {
+	if step.TaskReasoningTemplate == nil {
+		return tasks, nil
+	}
+	if a := step.Agent; a != "" && !strings.HasPrefix(a, "claude") {
+		return tasks, nil
+	}
+	t, ok := parseCertTemplate(step.TaskReasoningTemplate)
+	if !ok {
+		return tasks, nil
+	}
+	out := make([]any, len(tasks))
+	var notes []string
+	for i, task := range tasks {
+		out[i] = task
+		m, ok := task.(map[string]any)
+		if !ok || m["status"] != "complete" {
+			continue
+		}
+		res := m["result"]
+		if res == nil {
+			res = map[string]any{}
+		}
+		vs := t.violations(res)
+		if len(vs) == 0 {
+			continue
+		}
+		c := make(map[string]any, len(m)+2)
+		for k, v := range m {
+			c[k] = v
+		}
+		joined := strings.Join(vs, "; ")
+		c["status"] = "failed"
+		c["error"] = "cert validation: " + joined
+		c["cert_violations"] = vs
+		out[i] = c
+		id, _ := m["task_id"].(string)
+		if id == "" {
+			id = "?"
+		}
+		notes = append(notes, fmt.Sprintf("task '%s' cert: %s", id, joined))
+	}
+	return out, notes
 }
 
 func mergeStatusString(v any) string {

@@ -39,7 +39,7 @@ func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error)
 		childID = snapshotChildAudit(st, env, step.ID, &pre)
 		result = unwrapChildCompletion(result)
 	}
-	res, err := processResult(st, env, step, result, childID, nil)
+	res, err := processResult(st, env, step, result, childID, nil, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -130,8 +130,9 @@ func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 
 // processResult is the shared tail of step_done and parallel_done. extra,
 // when set, adds violations after the checks passed (parallel require/merge);
-// they count as ensure_failed.
-func processResult(st *FlowState, env Env, step *specs.Step, result any, childID string, extra func(any) []string) (Result, error) {
+// they count as ensure_failed. notes are appended to the violations of any
+// failure (parallel per-task certificate violations).
+func processResult(st *FlowState, env Env, step *specs.Step, result any, childID string, extra func(any) []string, notes []string) (Result, error) {
 	if best, ok := iterationBestResult(st, step.ID); ok {
 		result = best
 	}
@@ -144,6 +145,7 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 		}
 	}
 	if status != "" {
+		violations = append(violations, notes...)
 		return failAttempt(st, env, step, result, childID, attempts, status, violations)
 	}
 
