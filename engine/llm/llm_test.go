@@ -562,3 +562,14 @@ func TestConnectionResetIsRetried(t *testing.T) {
 		t.Fatalf("resp = %+v", resp)
 	}
 }
+
+func TestOllamaHost(t *testing.T) {
+	r := NewRouter(Config{Getenv: env(map[string]string{"OLLAMA_HOST": "gpu-box:11434"})})
+	tg, err := r.Resolve("ollama/llama3.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.Provider.(*OpenAI).BaseURL; got != "http://gpu-box:11434/v1" {
+		t.Fatalf("base URL = %s", got)
+	}
+}

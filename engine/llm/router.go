@@ -162,6 +162,12 @@ func (r *Router) Resolve(model string) (Target, error) {
 	base := r.cfg.BaseURLs[prov]
 	if v := r.cfg.Getenv(EnvName(prov) + "_BASE_URL"); v != "" {
 		base = v
+	} else if h := r.cfg.Getenv("OLLAMA_HOST"); prov == "ollama" && base == "" && h != "" {
+		// Ollama's own variable: host[:port] or a URL, without /v1.
+		if !strings.Contains(h, "://") {
+			h = "http://" + h
+		}
+		base = strings.TrimRight(h, "/") + "/v1"
 	}
 	if !known {
 		if base == "" {
