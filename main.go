@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -1033,7 +1034,7 @@ exhausted; 130 interrupted (state saved, resumable).`,
 			if resumeID != "" {
 				out, err = r.Resume(cmd.Context(), resumeID)
 			} else {
-				out, err = a.startRun(cmd.Context(), r, args[0], flowName, inputKV, inputsFile)
+				out, err = a.startRun(cmd.Context(), r, args[0], flowName, inputKV, inputsFile, approvals)
 			}
 			if err != nil {
 				return err
@@ -1058,7 +1059,7 @@ exhausted; 130 interrupted (state saved, resumable).`,
 
 // startRun reads and validates SPEC, picks the flow, parses the inputs and
 // starts the run. An invalid spec prints its diagnostics and exits 2.
-func (a *app) startRun(ctx context.Context, r *runner.Runner, file, flowName string, inputKV []string, inputsFile string) (*runner.Outcome, error) {
+func (a *app) startRun(ctx context.Context, r *runner.Runner, file, flowName string, inputKV []string, inputsFile string, approvals []string) (*runner.Outcome, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -1084,6 +1085,19 @@ func (a *app) startRun(ctx context.Context, r *runner.Runner, file, flowName str
 	}
 	if sp.Flows[flowName] == nil {
 		return nil, usageErr("%s has no flow %q (flows: %s)", file, flowName, strings.Join(sp.FlowNames, ", "))
+	}
+	var gates []string
+	for _, fn := range sp.FlowNames {
+		for _, s := range sp.Flows[fn].Steps {
+			if s.IsGate() {
+				gates = append(gates, s.ID)
+			}
+		}
+	}
+	for _, g := range approvals {
+		if g != "all" && !slices.Contains(gates, g) {
+			return nil, usageErr("--approve %q: %s has no gate step with that id (gates: %s)", g, file, strings.Join(gates, ", "))
+		}
 	}
 	return r.Start(ctx, sp, flowName, inputs)
 }
