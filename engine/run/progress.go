@@ -148,7 +148,14 @@ func (p *Printer) Event(e Event) {
 	case EventGateWait, EventGateResolved:
 		p.println(fmt.Sprintf("[%s] ⏵ gate %s: %s", p.since(), stepName(e), e.Message))
 	case EventFlowFinished:
-		line := fmt.Sprintf("stratum: flow %s %s after %s", e.FlowID, e.Status, p.since())
+		status := e.Status
+		switch status {
+		case EndError:
+			status = "stopped with an error"
+		case EndGate:
+			status = "stopped at a gate"
+		}
+		line := fmt.Sprintf("stratum: flow %s %s after %s", e.FlowID, status, p.since())
 		if e.Message != "" && e.Status != EndComplete {
 			line += "\n" + e.Message
 		}
