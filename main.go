@@ -1037,7 +1037,11 @@ exhausted; 130 interrupted (state saved, resumable).`,
 				out, err = a.startRun(cmd.Context(), r, args[0], flowName, inputKV, inputsFile, approvals)
 			}
 			if err != nil {
-				return err
+				var ee *exitError
+				if errors.As(err, &ee) {
+					return err
+				}
+				return storeErr(err) // a store or executor failure: exit 1
 			}
 			return a.finishRun(cmd.Context(), svc, out, jsonOut, junitFile)
 		},
