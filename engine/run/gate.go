@@ -194,7 +194,10 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (e
 		if r.opts.Console != nil {
 			o, note, err := r.opts.Console.Ask(pr)
 			if err != nil {
-				return nil, nil, err
+				// No answer (stdin closed): nobody here can decide.
+				end := r.gateStop(fc, pr)
+				end.message = err.Error() + "\n" + end.message
+				return nil, end, nil
 			}
 			return decide(o, note, review.Human, review.ChannelConsole)
 		}

@@ -653,3 +653,14 @@ flows:
 		t.Fatal(o.Message)
 	}
 }
+
+func TestConsoleWithoutAnswerStopsAtTheGate(t *testing.T) {
+	e := newEnv(t)
+	var shown bytes.Buffer
+	c := &Console{In: strings.NewReader(""), Out: &shown}
+	o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGatePrompt; o.Console = c })
+	wantStatus(t, o, EndGate, 4)
+	if !strings.Contains(o.Message, "reading the gate decision: EOF") {
+		t.Fatal(o.Message)
+	}
+}
