@@ -56,3 +56,14 @@ func BenchmarkFlow200Overhead(b *testing.B) {
 		return engine.StepOutcome{Output: map[string]any{"i": float64(i)}}, nil
 	}))
 }
+
+// BenchmarkFlow20Overhead: the overhead per step of a short flow (the
+// per-transition cost grows with the flow's state, which is copied as JSON
+// by every store transaction).
+func BenchmarkFlow20Overhead(b *testing.B) {
+	benchFlow(b, 20, engine.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+		var i int
+		fmt.Sscanf(req.Step.ID, "s%d", &i)
+		return engine.StepOutcome{Output: map[string]any{"i": float64(i)}}, nil
+	}))
+}
