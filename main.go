@@ -984,6 +984,13 @@ exhausted; 130 interrupted (state saved, resumable).`,
 			if resumeID != "" && len(args) == 1 {
 				return usageErr("--resume continues a stored flow with its stored spec; do not pass SPEC")
 			}
+			if resumeID != "" {
+				for _, f := range []string{"flow", "input", "inputs"} {
+					if cmd.Flags().Changed(f) {
+						return usageErr("--resume continues a stored flow with its stored inputs; --%s does not apply", f)
+					}
+				}
+			}
 			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
 			if onGate == "" {
 				onGate = runner.OnGateExit
