@@ -630,3 +630,67 @@ func TestConformanceParallelTaskCertificate(t *testing.T) {
 		t.Error("the caller's task map was modified")
 	}
 }
+
+// §2.12: stagnation and prior_scores against the original's history rules:
+// the history is the step's in this round, across loops, until a clear
+// (on_fail/next pops it); a scored loop that has scored nothing does not
+// stagnate.
+func TestConformanceIterationHistory(t *testing.T) {
+	src := `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: loop
+        intent: "iterate"
+        max_iterations: 5
+        ensure: ["result.ok == True"]
+        retries: 3
+      - id: back
+        intent: "back"
+        depends_on: [loop]
+        next: loop
+      - id: scored
+        intent: "scored"
+        max_iterations: 4
+        score_expr: "result.s"
+        depends_on: [back]
+`
+	f, _ := plan(t, src, "main", nil)
+	start := func(id string) { f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, id) }) }
+	report := func(id string, v map[string]any) map[string]any {
+		return f.do(func(st *FlowState, env Env) (Result, error) { return IterationReport(st, env, id, v) })
+	}
+	start("loop")
+	report("loop", map[string]any{"v": 3})
+	report("loop", map[string]any{"v": 3})
+	r := report("loop", map[string]any{"v": 3})
+	expect(t, r, map[string]any{"outcome": "exit_stagnation", "iteration": 3})
+	// A failed step_done clears the outcome; the history stays, so a new loop
+	// whose first report repeats the last two of the round stagnates at once.
+	f.stepDone("loop", map[string]any{"ok": false})
+	start("loop")
+	r = report("loop", map[string]any{"v": 3})
+	expect(t, r, map[string]any{"outcome": "exit_stagnation", "iteration": 1})
+	f.stepDone("loop", map[string]any{"ok": true})
+	// back → next: loop clears loop's history: three repeats of the old
+	// value are needed again before stagnation.
+	f.stepDone("back", map[string]any{})
+	if _, kept := f.st.Iterations["loop"]; kept {
+		t.Fatalf("history of a cleared step kept: %s", showV(f.st.Iterations["loop"]))
+	}
+	start("loop")
+	r = report("loop", map[string]any{"v": 3})
+	expect(t, r, map[string]any{"outcome": "continue"})
+
+	// A scored loop whose score_expr never yields a number runs to exit_max.
+	g, _ := plan(t, src, "main", nil)
+	g.st.CurrentIdx = 2
+	g.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "scored") })
+	for i := 1; i <= 4; i++ {
+		r = g.do(func(st *FlowState, env Env) (Result, error) {
+			return IterationReport(st, env, "scored", map[string]any{"s": "not a number"})
+		})
+	}
+	expect(t, r, map[string]any{"outcome": "exit_max", "iteration": 4})
+}

@@ -38,9 +38,10 @@
 //     is never revived by re-dispatching the parent step, and completed
 //     children are kept (their audits are also snapshotted into the parent's
 //     child_audits).
-//   - clearFrom (on_fail, next, revise) keeps the iteration history; it
-//     clears outputs, attempts, iteration outcome/best/accumulator and the
-//     active loop.
+//   - clearFrom (on_fail, next, revise) clears outputs, attempts, the
+//     iteration outcome/best/accumulator/history and the active loop of the
+//     cleared steps, as the original's _clear_from (a revise archives the
+//     round's history first).
 //   - A runner lease (FlowState.Owner) that is live refuses agent reports
 //     (step_done, parallel_done, skip_step, iteration_*) from anyone but its
 //     holder with error_type flow_owned; gate decisions are never refused by

@@ -48,10 +48,12 @@ func currentStep(st *FlowState, env Env) *specs.Step { return stepAt(env, st.Cur
 func pastEnd(st *FlowState, env Env) bool { return st.CurrentIdx >= totalSteps(env) }
 
 // clearFrom clears step outputs, attempts, iteration state (outcome, best,
-// accumulator, the active loop) and dispatch times of every step from ordered
-// index idx onward, except the step `except` ("" = none), and drops the
-// active child flow pointer when it belongs to a cleared step
-// (upstream-behavior §2.8). Iteration history entries are kept.
+// accumulator, history, the active loop) and dispatch times of every step
+// from ordered index idx onward, except the step `except` ("" = none), and
+// drops the active child flow pointer when it belongs to a cleared step
+// (upstream-behavior §2.8; the original's _clear_from pops the iteration
+// history too, so a step run again after on_fail/next starts its stagnation
+// window afresh). A gate revise archives the round's history before.
 func clearFrom(st *FlowState, env Env, idx int, except string) {
 	if idx < 0 {
 		idx = 0
@@ -68,6 +70,7 @@ func clearFrom(st *FlowState, env Env, idx int, except string) {
 		delete(st.IterationOutcome, s.ID)
 		delete(st.IterationBest, s.ID)
 		delete(st.IterationAccumulator, s.ID)
+		delete(st.Iterations, s.ID)
 		delete(st.DispatchedAt, s.ID)
 		if st.ActiveIteration != nil && st.ActiveIteration.StepID == s.ID {
 			st.ActiveIteration = nil

@@ -142,10 +142,6 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	ai.Count++
 	count := ai.Count
 	history := st.Iterations[stepID]
-	loopStart := ai.HistoryStart
-	if loopStart < 0 || loopStart > len(history) {
-		loopStart = len(history)
-	}
 
 	entry := IterationEntry{
 		Iteration: count,
@@ -210,7 +206,9 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		vars := map[string]any{
 			"iteration":    count,
 			"best_score":   nil,
-			"prior_scores": iterPriorScores(history[loopStart:]),
+			// The scores of the step's history in this round (earlier loops
+			// too, until a clear), as the original.
+			"prior_scores": iterPriorScores(history),
 		}
 		if best != nil && best.Score != nil {
 			vars["best_score"] = *best.Score
@@ -241,11 +239,9 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	case step.ScoreExpr == nil && step.Accumulate == nil:
 		stagnant = iterFingerprintStagnant(history, fingerprint)
 	case step.ScoreExpr != nil && step.ExitCriterion == nil:
-		lastBest := 0 // iteration of the best so far; 0 = nothing scored in this loop
-		if best != nil {
-			lastBest = best.Iteration
-		}
-		stagnant = count-lastBest >= stagnationWindow
+		// No new best for the last stagnationWindow reports; a loop that has
+		// scored nothing yet is not stagnant (as the original).
+		stagnant = best != nil && best.Score != nil && count-best.Iteration >= stagnationWindow
 	}
 
 	maxIter := ai.MaxIterations
