@@ -657,7 +657,9 @@ flows:
         depends_on: [back]
 `
 	f, _ := plan(t, src, "main", nil)
-	start := func(id string) { f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, id) }) }
+	start := func(id string) {
+		f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, id) })
+	}
 	report := func(id string, v map[string]any) map[string]any {
 		return f.do(func(st *FlowState, env Env) (Result, error) { return IterationReport(st, env, id, v) })
 	}

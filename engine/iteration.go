@@ -204,8 +204,8 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	exitMet := false
 	if step.ExitCriterion != nil {
 		vars := map[string]any{
-			"iteration":    count,
-			"best_score":   nil,
+			"iteration":  count,
+			"best_score": nil,
 			// The scores of the step's history in this round (earlier loops
 			// too, until a clear), as the original.
 			"prior_scores": iterPriorScores(history),
