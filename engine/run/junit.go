@@ -55,7 +55,7 @@ type junitSkipped struct {
 func WriteJUnit(w io.Writer, o *Outcome) error {
 	file := ""
 	if o.Spec != nil {
-		file = o.Spec.File
+		file = relToCwd(o.Spec.File)
 	}
 	byFlow := map[string]*junitSuite{}
 	var suites []*junitSuite

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -231,10 +232,7 @@ func (p *Printer) annotate(sp *specs.Spec, step *specs.Step, msg string) {
 	}
 	file := ""
 	if sp != nil {
-		file = sp.File
-		if rel, err := filepath.Rel(".", file); err == nil && !strings.HasPrefix(rel, "..") && filepath.IsAbs(file) {
-			file = rel
-		}
+		file = relToCwd(sp.File)
 	}
 	props := []string{}
 	if file != "" {
@@ -255,4 +253,20 @@ func ghData(s string) string {
 func ghProp(s string) string {
 	r := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
 	return r.Replace(s)
+}
+
+// relToCwd shows an absolute path under the working directory relative to
+// it (annotations and reports want repository-relative paths).
+func relToCwd(file string) string {
+	if !filepath.IsAbs(file) {
+		return file
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return file
+	}
+	if rel, err := filepath.Rel(wd, file); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return file
 }
