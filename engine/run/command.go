@@ -32,8 +32,8 @@ const (
 // resolved inputs arrive as one JSON object on stdin and as
 // STRATUM_INPUT_<NAME> variables (upper-cased name, non-alphanumerics as
 // '_'; plain strings verbatim, any other value as JSON). STRATUM_FLOW_ID,
-// STRATUM_STEP_ID, STRATUM_ATTEMPT and, on retries, STRATUM_VIOLATIONS (a
-// JSON array) are set too. Stdout must be the JSON result (when it is not,
+// STRATUM_STEP_ID, STRATUM_ATTEMPT, in iteration loops STRATUM_ITERATION
+// (1-based) and, on retries, STRATUM_VIOLATIONS (a JSON array) are set too. Stdout must be the JSON result (when it is not,
 // its last non-empty line is tried); a non-zero exit, invalid JSON, output
 // over MaxOutput or the deadline (budget.ms, flow budget) passing is an
 // *engine.AttemptError carrying stderr's tail. On timeout the whole process
@@ -162,6 +162,9 @@ func (c *CommandExecutor) environment(command *specs.Command, req engine.StepReq
 		"STRATUM_STEP_ID="+req.Step.ID,
 		"STRATUM_ATTEMPT="+strconv.Itoa(req.Attempt),
 	)
+	if it, ok := req.Dispatch["iteration"]; ok {
+		env = append(env, "STRATUM_ITERATION="+fmt.Sprint(it))
+	}
 	if len(req.Violations) > 0 {
 		b, _ := json.Marshal(req.Violations)
 		env = append(env, "STRATUM_VIOLATIONS="+string(b))

@@ -126,7 +126,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 		rep.CacheHit = true
 	}
 	call := r.callRecord(fc, step, kind, attempt, elapsed, out, execErr)
-	if err := r.recordAncestors(ctx, fc, call); err != nil {
+	if err := r.recordAncestors(context.WithoutCancel(ctx), fc, call); err != nil {
 		return nil, nil, err
 	}
 	if execErr != nil {
@@ -533,7 +533,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		rep.Duration += elapsed
 		call := r.callRecord(fc, step, kind, req.Attempt, elapsed, out, execErr)
 		if execErr != nil {
-			if err := r.recordAncestors(ctx, fc, call); err != nil {
+			if err := r.recordAncestors(context.WithoutCancel(ctx), fc, call); err != nil {
 				return nil, nil, err
 			}
 			if deadlineSpent(view, execErr) {
