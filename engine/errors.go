@@ -50,6 +50,13 @@ func executionError(message string) Response {
 	return Response{"status": "error", "success": false, "error_type": ErrTypeExecution, "message": message}
 }
 
+// internalError is the original's translated unexpected exception
+// {status:"error", success:false, error_type:"internal_error", message}; the
+// message never carries details.
+func internalError() Response {
+	return Response{"status": "error", "success": false, "error_type": ErrTypeInternal, "message": "An unexpected error occurred."}
+}
+
 // ExecError is a runtime error of a transition that the original raised as
 // MCPExecutionError ($-reference resolution, an unknown flow name, a cycle…).
 // The service answers it with an execution_error envelope and writes nothing.

@@ -171,7 +171,7 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 		resp, events = nil, nil
 		defer func() {
 			if r := recover(); r != nil {
-				resp = errorResponse(ErrTypeInternal, "internal error while applying the transition", nil)
+				resp = internalError()
 				err = errNoWrite
 			}
 		}()
@@ -268,7 +268,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 		resp, events = nil, nil
 		defer func() {
 			if r := recover(); r != nil {
-				resp = errorResponse(ErrTypeInternal, "internal error while planning the flow", nil)
+				resp = internalError()
 				err = errNoWrite
 			}
 		}()
