@@ -54,7 +54,7 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 // checkpoints and dispatch times are untouched) and the current dispatch is
 // computed with the policy loop (DESIGN §12: the original skipped it), plus
 // `reverted_to`. A snapshot past the end yields the completion (or killed)
-// payload. An unknown (or blank) label is checkpoint_not_found with the
+// payload, without reverted_to as the original. An unknown (or blank) label is checkpoint_not_found with the
 // available labels, as the original.
 func Revert(st *FlowState, env Env, label string) (Result, error) {
 	label = strings.TrimSpace(label)
@@ -79,7 +79,11 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 	if res.Response == nil {
 		res.Response = Response{}
 	}
-	res.Response["reverted_to"] = label
+	if !pastEnd(st, env) {
+		// The original adds reverted_to to a dispatch only; a snapshot past
+		// the end answers the bare completion object.
+		res.Response["reverted_to"] = label
+	}
 	res.Unchanged = false
 	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: map[string]any{
 		"action":      "revert",
