@@ -423,3 +423,20 @@ flows:
 	r = skip("g", "x")
 	expect(t, r, map[string]any{"error_type": "execution_error", "message": "Flow is already complete"})
 }
+
+// §2.4: a cycle (which validation rejects up front, DESIGN §12) is refused at
+// plan time with the original's text listing the unordered steps in
+// declaration order; an unknown flow likewise.
+func TestConformancePlanErrors(t *testing.T) {
+	sp := mustParse(t, specOrder)
+	sp.Flows["main"].Order = sp.Flows["main"].Order[:1] // as if b and c were on a cycle
+	env := Env{Spec: sp, Now: t0, NewID: func() string { return "id" }}
+	_, _, err := Plan(env, "main", nil, PlanOptions{})
+	if err == nil || err.Error() != "Cycle detected in step dependencies: ['b', 'c']" {
+		t.Fatalf("cycle: %v", err)
+	}
+	_, _, err = Plan(env, "nope", nil, PlanOptions{})
+	if err == nil || err.Error() != "Flow 'nope' not found in spec" {
+		t.Fatalf("unknown flow: %v", err)
+	}
+}
