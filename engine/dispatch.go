@@ -212,10 +212,10 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Respon
 		r["mode"] = mode
 		r["intent"] = step.Intent
 	case specs.KindInline:
-		r["intent"] = stepIntent(step)
+		r["intent"] = StepIntent(step)
 		r["model"] = nullable(step.Model)
 	default: // decompose
-		r["intent"] = stepIntent(step)
+		r["intent"] = StepIntent(step)
 	}
 	return r, nil
 }
@@ -321,9 +321,12 @@ func flowOutput(st *FlowState, env Env) any {
 	return nil
 }
 
-// stepIntent is an inline or decompose step's intent, with the reasoning
-// certificate block appended for claude steps with a reasoning_template.
-func stepIntent(step *specs.Step) string {
+// StepIntent is the intent an agent is given for a step: step.Intent, with
+// the original's reasoning-certificate instruction block appended for claude
+// steps (agent unset, "claude" or "claude:<profile>") that declare a
+// reasoning_template. StepDone checks such a step's result.artifact for the
+// certificate's sections, so in-process executors should prompt with this.
+func StepIntent(step *specs.Step) string {
 	if t, ok := stepCertTemplate(step); ok {
 		return t.inject(step.Intent)
 	}
