@@ -697,3 +697,31 @@ flows:
 	}
 	expect(t, r, map[string]any{"outcome": "exit_max", "iteration": 4})
 }
+
+// §2.12 accumulate: on success the deduplicated set is merged into the
+// output (after the checks) and the accumulator is dropped, as the original.
+func TestConformanceAccumulatorMergedAndDropped(t *testing.T) {
+	src := `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: hunt
+        intent: "hunt"
+        max_iterations: 3
+        accumulate: "result.found"
+        output_schema: {type: object, additionalProperties: false, properties: {ok: {type: boolean}}}
+`
+	f, _ := plan(t, src, "main", nil)
+	f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "hunt") })
+	r := f.do(func(st *FlowState, env Env) (Result, error) {
+		return IterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
+	})
+	expect(t, r, map[string]any{"new_count": 2, "dry_streak": 0})
+	// The schema forbids extra keys: the merge happens after validation.
+	r = f.stepDone("hunt", map[string]any{"ok": true})
+	expect(t, r, map[string]any{"status": "complete", "output": map[string]any{"ok": true, "accumulated": []any{"a", "b"}, "accumulated_count": 2}})
+	if len(f.st.IterationAccumulator) != 0 {
+		t.Errorf("accumulator kept after success: %s", showV(f.st.IterationAccumulator))
+	}
+}

@@ -447,13 +447,14 @@ func clearStepIteration(st *FlowState, stepID string) {
 }
 
 // consumeIterationOutcome consumes the step's pending iteration outcome on a
-// successful step_done, and drops its best result (already substituted into
-// the output), as the original. A loop still active on the step ends too (the
-// step is done, and a dangling loop would block every later loop in the
-// flow). The history and accumulator stay for the audit.
+// successful step_done, and drops its best result and accumulator (already
+// merged into the output), as the original. A loop still active on the step
+// ends too (the step is done, and a dangling loop would block every later
+// loop in the flow). The history stays for the audit.
 func consumeIterationOutcome(st *FlowState, stepID string) {
 	delete(st.IterationOutcome, stepID)
 	delete(st.IterationBest, stepID)
+	delete(st.IterationAccumulator, stepID)
 	if st.ActiveIteration != nil && st.ActiveIteration.StepID == stepID {
 		st.ActiveIteration = nil
 	}
