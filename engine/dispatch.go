@@ -223,6 +223,11 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Respon
 // dispatchGate builds await_gate and opens (or keeps) the persisted pending
 // gate. The deadline is stamped when the gate of this round is first
 // dispatched and never re-stamped (a resume does not reset it).
+//
+// Besides the original's keys the dispatch carries two of ours (the only
+// additions to any dispatch object): deadline (the persisted absolute
+// deadline, RFC 3339, null without a timeout) and approver ("any" or
+// "human": a human gate refuses decisions through MCP).
 func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) Response {
 	st.Status = StatusAwaitingGate
 	if st.Gate == nil || st.Gate.StepID != step.ID || st.Gate.Round != st.Round {
