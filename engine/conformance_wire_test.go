@@ -440,3 +440,29 @@ func TestConformancePlanErrors(t *testing.T) {
 		t.Fatalf("unknown flow: %v", err)
 	}
 }
+
+// §2.6 (b): guardrails scan json.dumps(result, sort_keys=True): Python's
+// default separators ", " and ": ", keys sorted, non-ASCII escaped.
+func TestConformanceGuardrailText(t *testing.T) {
+	got, err := guardrailText(map[string]any{"b": []any{"x", true, nil}, "a": map[string]any{"z": "é", "y": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"a": {"y": 1, "z": "\u00e9"}, "b": ["x", true, null]}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	src := `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: s
+        intent: "s"
+        retries: 2
+        guardrails: ['"token": "', 'é']
+`
+	f, _ := plan(t, src, "main", nil)
+	r := f.stepDone("s", map[string]any{"token": "abc", "name": "José"})
+	expect(t, r, map[string]any{"status": "guardrail_blocked", "violations": []any{`guardrail matched: '"token": "'`}})
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"regexp"
@@ -92,7 +93,7 @@ func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 		}
 	}
 	if len(step.Guardrails) > 0 {
-		text, err := canonicalJSON(result)
+		text, err := guardrailText(result)
 		if err != nil {
 			return StatusGuardrailBlocked, []string{"result is not JSON-encodable: " + err.Error()}
 		}
@@ -349,4 +350,58 @@ func (t certTemplate) inject(intent string) string {
 		lines = append(lines, "")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// guardrailText is the text guardrails scan: the result as the original's
+// json.dumps(result, sort_keys=True) renders it — keys sorted, non-ASCII
+// escaped, and Python's default separators ", " and ": " (patterns may
+// rely on the spaces).
+func guardrailText(v any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := writePyJSON(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writePyJSON(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := sortedKeys(x)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			kb, err := canonicalJSON(k)
+			if err != nil {
+				return err
+			}
+			b.Write(kb)
+			b.WriteString(": ")
+			if err := writePyJSON(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if err := writePyJSON(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	}
+	c, err := canonicalJSON(v) // scalars (and anything else) as the canonical form
+	if err != nil {
+		return err
+	}
+	b.Write(c)
+	return nil
 }
