@@ -444,11 +444,12 @@ func TestConformancePlanErrors(t *testing.T) {
 // §2.6 (b): guardrails scan json.dumps(result, sort_keys=True): Python's
 // default separators ", " and ": ", keys sorted, non-ASCII escaped.
 func TestConformanceGuardrailText(t *testing.T) {
-	got, err := guardrailText(map[string]any{"b": []any{"x", true, nil}, "a": map[string]any{"z": "é", "y": 1}})
+	got, err := guardrailText(map[string]any{"b": []any{"x", true, nil, 2.0, 2.5}, "a": map[string]any{"z": "é", "y": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"a": {"y": 1, "z": "\u00e9"}, "b": ["x", true, null]}`
+	// 2.0 is how a decoded JSON 2 arrives; the original saw the int 2.
+	want := `{"a": {"y": 1, "z": "\u00e9"}, "b": ["x", true, null, 2, 2.5]}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

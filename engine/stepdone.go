@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/stratum-go/stratum/specs"
@@ -396,6 +398,12 @@ func writePyJSON(b *bytes.Buffer, v any) error {
 			}
 		}
 		b.WriteByte(']')
+		return nil
+	}
+	if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		// A JSON number decoded into float64: "5" was an int for the
+		// original's json.loads, and json.dumps writes it back as 5.
+		b.WriteString(strconv.FormatInt(int64(f), 10))
 		return nil
 	}
 	c, err := canonicalJSON(v) // scalars (and anything else) as the canonical form
