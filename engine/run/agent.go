@@ -231,7 +231,7 @@ func tailString(s string, n int) string {
 func AgentPrompt(req engine.StepRequest) string {
 	var b strings.Builder
 	step := req.Step
-	b.WriteString(strings.TrimSpace(step.Intent))
+	b.WriteString(strings.TrimSpace(engine.StepIntent(step)))
 	b.WriteString("\n")
 	if len(req.Inputs) > 0 {
 		in, _ := json.MarshalIndent(req.Inputs, "", "  ")
