@@ -42,6 +42,11 @@ func (g *grace) blocks(now, lastKey time.Time, quiet, maxDelay time.Duration) bo
 	return true
 }
 
+// waiting reports, without arming, whether keys would still be ignored.
+func (g *grace) waiting(now, lastKey time.Time, quiet, maxDelay time.Duration) bool {
+	return !g.armed && now.Sub(g.openedAt) < maxDelay && now.Sub(lastKey) < quiet
+}
+
 // ---- decision ----
 
 type decisionStage int
@@ -184,7 +189,7 @@ func (d *decisionDialog) view(m *Model, width int) string {
 			st.Key.Render(keyName(d.outcomeKey(m.keys))), strings.ToUpper(string(d.outcome)), m.opt.Reviewer,
 			st.Key.Render(keyName(m.keys.Edit)), st.Key.Render("esc"))
 	}
-	if d.g != nil && !d.g.armed {
+	if d.g != nil && d.g.waiting(m.now(), m.lastKeyAt, m.opt.GraceQuiet, m.opt.GraceMax) {
 		b.WriteString("\n" + st.Muted.Render("(keys armed once you pause typing)"))
 	}
 	if d.err != "" {

@@ -36,11 +36,19 @@ type Options struct {
 	// Specs delivers spec-file states (from a specs/watch Watcher); nil
 	// leaves the Specs pane empty.
 	Specs <-chan watch.Update
-	// Reviews delivers gates offered through the review.Sink (Sink).
+	// Reviews delivers gates offered through the review.Sink (Sink);
+	// defaults to Sink's.
 	Reviews <-chan review.PendingReview
 	// GraceQuiet and GraceMax bound the grace period of asynchronously
 	// opened dialogs (defaults DefaultGraceQuiet, DefaultGraceMax).
 	GraceQuiet, GraceMax time.Duration
+	// Runner runs flows from the Specs pane (nil: no runs from the console).
+	Runner FlowRunner
+	// Sink is offered to runs started from the console, so their gates open
+	// the decision dialog at once; pass its Reviews as Reviews too.
+	Sink *Sink
+	// Context bounds runs started from the console (Background when nil).
+	Context context.Context
 	// Tick is the countdown refresh interval (1 s when zero; negative
 	// disables it, for tests).
 	Tick time.Duration
@@ -151,6 +159,9 @@ func New(opt Options) *Model {
 	if opt.Tick == 0 {
 		opt.Tick = time.Second
 	}
+	if opt.Reviews == nil && opt.Sink != nil {
+		opt.Reviews = opt.Sink.Reviews()
+	}
 	if opt.Reviewer == "" {
 		opt.Reviewer = "unknown"
 	}
@@ -202,6 +213,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionMsg:
 		m.setStatus(msg.text, msg.err)
 		return m, m.reloadCmd()
+	case runDoneMsg:
+		return m, m.handleRunDone(msg)
 	}
 	return m, nil
 }
@@ -580,6 +593,10 @@ func (m *Model) handlePaneKey(msg tea.KeyMsg) tea.Cmd {
 	case paneFlows:
 		if key.Matches(msg, k.Open) && m.focusFlowID() != "" {
 			return m.setFocus(paneTrace)
+		}
+	case paneSpecs:
+		if key.Matches(msg, k.Open) {
+			m.openRunDialog()
 		}
 	case paneTrace:
 		if key.Matches(msg, k.Open) {

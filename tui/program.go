@@ -24,7 +24,9 @@ type RunOptions struct {
 	// NoColor forces monochrome output (NO_COLOR is honoured too).
 	NoColor  bool
 	Reviewer string
-	// Sink, when set, receives gates from in-process runs.
+	// Runner, when set, lets the Specs pane run flows in-process; their
+	// gates are offered to the console's own Sink.
+	Runner  FlowRunner
 	Sink    *Sink
 	In      io.Reader
 	Out     io.Writer
@@ -65,9 +67,10 @@ func Run(ctx context.Context, opt RunOptions) error {
 		Styles: DefaultStyles(NewRenderer(opt.Out, opt.NoColor || noColor())),
 		Events: events, Specs: specUpdates,
 	}
-	if opt.Sink != nil {
-		mo.Reviews = opt.Sink.Reviews()
+	if opt.Sink == nil {
+		opt.Sink = NewSink()
 	}
+	mo.Sink, mo.Reviews, mo.Runner, mo.Context = opt.Sink, opt.Sink.Reviews(), opt.Runner, ctx
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(opt.In), tea.WithOutput(opt.Out)}
 	if !opt.NoAlt {
 		popts = append(popts, tea.WithAltScreen())
