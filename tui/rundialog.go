@@ -232,4 +232,3 @@ func (m *Model) openRunDialog() {
 		m.pushDialog(newRunDialog(u.Path, u.Spec))
 	}
 }
-
