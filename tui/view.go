@@ -338,20 +338,31 @@ func (m *Model) traceLines() []traceLine {
 			detail = joinAnyLines(d["violations"])
 			tl.style = m.st.Failed.Render
 		case engine.EventTrace:
-			text = fmt.Sprintf("· %s call", ev.StepID)
-			if fn, ok := d["function"].(string); ok && fn != "" {
-				text = fmt.Sprintf("· %s %s", ev.StepID, fn)
+			// A runner call: attempt, duration, tokens, cost; the trace
+			// record (function, model, output) when the runner kept one.
+			tr, _ := d["trace"].(map[string]any)
+			text = "· " + ev.StepID + " call"
+			if fn, _ := tr["function"].(string); fn != "" {
+				text = "· " + ev.StepID + " " + fn
 			}
-			if ms, ok := d["duration_ms"].(float64); ok {
-				text += fmt.Sprintf(" %s", time.Duration(ms)*time.Millisecond)
-			}
-			if c, ok := d["cost_usd"].(float64); ok {
-				text += fmt.Sprintf(" $%.4f", c)
+			if model, _ := tr["model"].(string); model != "" {
+				text += " [" + model + "]"
 			}
 			if a, ok := d["attempt"].(float64); ok && a > 0 {
 				text += fmt.Sprintf(" attempt %d", int(a))
 			}
-			detail = jsonText(d["output"])
+			if ms, ok := d["duration_ms"].(float64); ok {
+				text += " " + (time.Duration(ms) * time.Millisecond).String()
+			}
+			if tok, ok := d["tokens"].(float64); ok && tok > 0 {
+				text += fmt.Sprintf(" %d tokens", int(tok))
+			}
+			if c, ok := d["cost_usd"].(float64); ok {
+				text += fmt.Sprintf(" $%.4f", c)
+			}
+			if tr != nil {
+				detail = jsonText(tr["output"])
+			}
 		case engine.EventGateOpened:
 			text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
 			tl.style = m.st.Waiting.Render

@@ -84,3 +84,28 @@ func checkFrame(t *testing.T, frame string, w, h int) {
 		t.Errorf("monochrome frame contains escape codes: %q", frame)
 	}
 }
+
+// TestTinyTerminals: every pane and dialog renders in tiny terminals
+// without panicking and without overflowing the width.
+func TestTinyTerminals(t *testing.T) {
+	f := newFixture(t)
+	for _, size := range [][2]int{{1, 1}, {10, 3}, {20, 5}, {40, 10}} {
+		for _, keys := range [][]string{{"1"}, {"2", "enter"}, {"3"}, {"3", "a"}, {"4"}, {"5"}, {"6"}, {"?"}, {"4", "n"}, {"4", "v"}} {
+			m := newModel(t, f.src, size[0], size[1])
+			for _, u := range specUpdates(t) {
+				m.Update(specMsg(u))
+			}
+			press(m, keys...)
+			frame := m.View()
+			lines := strings.Split(frame, "\n")
+			if len(lines) > max(size[1], 1) {
+				t.Errorf("%v %v: %d lines", size, keys, len(lines))
+			}
+			for _, l := range lines {
+				if w := ansi.StringWidth(l); w > size[0] {
+					t.Errorf("%v %v: line %q is %d wide", size, keys, l, w)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// TestTraceLines: runner calls show attempt, duration, tokens and cost, and
+// expand to their output; failed attempts show their violations.
+func TestTraceLines(t *testing.T) {
+	f := newFixture(t)
+	m := newModel(t, f.src, 100, 30)
+	m.detail = &engine.FlowState{FlowID: "f", FlowName: "x", Status: "running",
+		StepOutputs: map[string]any{"build": map[string]any{"ok": true}},
+		Records:     []engine.Record{{Type: engine.RecordStep, StepID: "build", DurationMS: 1500}},
+		BudgetState: &engine.BudgetState{SpentUSD: 0.0123, SpentTokens: 900}}
+	m.detailEvents = []engine.Event{
+		{Seq: 1, Time: base, Type: engine.EventTrace, StepID: "build", Data: map[string]any{
+			"attempt": float64(1), "duration_ms": float64(1200), "tokens": float64(900), "cost_usd": 0.0123,
+			"trace": map[string]any{"function": "builder", "model": "m-1", "output": map[string]any{"ok": false}}}},
+		{Seq: 2, Time: base, Type: engine.EventStepFailed, StepID: "build", Data: map[string]any{
+			"attempt": float64(1), "status": "ensure_failed", "violations": []any{"ensure 'result.ok' failed"}, "exhausted": false}},
+		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: map[string]any{"attempts": float64(2)}},
+	}
+	m.focus = paneTrace
+	lines := m.traceLines()
+	want := []string{
+		"05:00:00 · build builder [m-1] attempt 1 1.2s 900 tokens $0.0123",
+		"05:00:00 ✗ build attempt 1 ensure_failed: ensure 'result.ok' failed",
+		"05:00:01 ✓ build done (attempt 2) 1.5s",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines: %+v", len(lines), lines)
+	}
+	for i, w := range want {
+		if lines[i].text != w {
+			t.Errorf("line %d: %q, want %q", i, lines[i].text, w)
+		}
+	}
+	press(m, "enter")
+	frame := m.View()
+	if !strings.Contains(frame, `"ok": false`) || !strings.Contains(frame, "cost $0.0123 · 900 tokens") {
+		t.Fatalf("expanded call output or cost missing:\n%s", frame)
+	}
+}
