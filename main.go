@@ -1229,6 +1229,9 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			if plain {
 				return tui.RunPlain(cmd.Context(), tui.PlainOptions{Source: src, Out: a.stdout, DBPath: st.Path(), Once: once})
 			}
+			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
+				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
+			}
 			keys, err := tui.LoadKeyMap(filepath.Join(filepath.Dir(st.Path()), "config.yaml"))
 			if err != nil {
 				return usageErr("%v", err)
