@@ -1227,7 +1227,16 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			src := tui.ServiceSource(svc, st)
 			if plain {
-				return tui.RunPlain(cmd.Context(), tui.PlainOptions{Source: src, Out: a.stdout, DBPath: st.Path(), Once: once})
+				popt := tui.PlainOptions{Source: src, Out: a.stdout, DBPath: st.Path(), Once: once}
+				if len(specDirs) > 0 && !once {
+					w, err := watch.New(specDirs, watch.DefaultOptions())
+					if err != nil {
+						return usageErr("--watch: %v", err)
+					}
+					defer w.Close()
+					popt.Specs = w.Updates()
+				}
+				return tui.RunPlain(cmd.Context(), popt)
 			}
 			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
 				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
@@ -1257,7 +1266,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 	cmd.Flags().BoolVar(&plain, "plain", false, "stream state and events as plain lines instead of the full-screen console")
 	cmd.Flags().BoolVar(&once, "once", false, "with --plain: print the current state and exit")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "no colours (NO_COLOR is honoured too)")
-	cmd.Flags().StringArrayVar(&specDirs, "watch", nil, "directory of *.stratum.yaml specs for the Specs pane (default .; repeatable)")
+	cmd.Flags().StringArrayVar(&specDirs, "watch", nil, "directory of *.stratum.yaml specs for the Specs pane (default .; repeatable); with --plain, stream their validation too")
 	return cmd
 }
 
