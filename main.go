@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -750,7 +751,7 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 					return usageErr("--resolved-by %q: want human, agent or system", resolvedBy)
 				}
 				if reviewer == "" {
-					reviewer = os.Getenv("USER")
+					reviewer = currentUser()
 				}
 				d := review.Decision{StepID: args[1], Outcome: verb.outcome, Rationale: note,
 					Reviewer: reviewer, ResolvedBy: rb, Channel: review.ChannelCLI}
@@ -1206,7 +1207,7 @@ func (a *app) tuiCommand() *cobra.Command {
 	var plain, once, noColor bool
 	var specDirs []string
 	cmd := &cobra.Command{
-		Use:   "tui",
+		Use:   "tui [DIR...]",
 		Short: "The operator console: flows, live trace, gates, checkpoints, iterations, specs",
 		Long: `tui opens the operator console on the store ($STRATUM_HOME/stratum.db). It follows
 every stratum process live: flows driven over MCP, by stratum run or from a shell update
@@ -1218,9 +1219,16 @@ of the same key; enter alone never decides. Decisions are recorded with $USER an
 channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.yaml.
 
 --plain streams the same state and events as plain text lines (logs, screen readers).`,
-		Example: "  stratum tui\n  stratum tui --watch specs/\n  stratum tui --plain",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Example: "  stratum tui\n  stratum tui specs/ examples/\n  stratum tui --plain",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Directories may be given as arguments (DESIGN.md §2) or with --watch.
+			for _, d := range args {
+				if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+					return usageErr("%s: not a directory", d)
+				}
+			}
+			specDirs = append(specDirs, args...)
+			explicitDirs := len(specDirs) > 0
 			svc, st, err := openService(cmd.Context())
 			if err != nil {
 				return err
@@ -1245,16 +1253,13 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			if !cmd.Flags().Changed("watch") {
+			if !explicitDirs {
 				specDirs = nil
 				if _, err := os.Stat("."); err == nil {
 					specDirs = []string{"."}
 				}
 			}
-			reviewer := os.Getenv("USER")
-			if reviewer == "" {
-				reviewer = "unknown"
-			}
+			reviewer := currentUser()
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, DBPath: st.Path(), SpecDirs: specDirs,
 				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: tuiRunner{svc: svc}})
 			if err != nil && cmd.Context().Err() == nil {
@@ -1301,4 +1306,16 @@ func (g gateForwarder) Event(e runner.Event) {
 	if e.Kind == runner.EventGateOpen && e.Gate != nil && g.sink != nil {
 		_ = g.sink.Emit(g.ctx, *e.Gate)
 	}
+}
+
+// currentUser is the reviewer identity recorded with decisions: $USER, else
+// the account name of the process, else "unknown".
+func currentUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
 }
