@@ -223,46 +223,13 @@ func (b *contractBuilder) findCycles() {
 			}
 		}
 	}
-	// Tarjan's strongly connected components.
-	index := map[string]int{}
-	low := map[string]int{}
-	onStack := map[string]bool{}
-	var stack []string
-	var sccs [][]string
-	next := 0
-	var strong func(v string)
-	strong = func(v string) {
-		index[v], low[v] = next, next
-		next++
-		stack = append(stack, v)
-		onStack[v] = true
-		for _, e := range edges[v] {
-			if _, seen := index[e.to]; !seen {
-				strong(e.to)
-				low[v] = min(low[v], low[e.to])
-			} else if onStack[e.to] {
-				low[v] = min(low[v], index[e.to])
-			}
+	sccs := stronglyConnected(b.order, func(v string) []string {
+		out := make([]string, len(edges[v]))
+		for i, e := range edges[v] {
+			out[i] = e.to
 		}
-		if low[v] == index[v] {
-			var comp []string
-			for {
-				w := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[w] = false
-				comp = append(comp, w)
-				if w == v {
-					break
-				}
-			}
-			sccs = append(sccs, comp)
-		}
-	}
-	for _, name := range b.order {
-		if _, seen := index[name]; !seen {
-			strong(name)
-		}
-	}
+		return out
+	})
 	pos := map[string]int{}
 	for i, n := range b.order {
 		pos[n] = i

@@ -60,49 +60,15 @@ func findCycles(deps [][]int, stuck []int) [][]int {
 	for _, i := range stuck {
 		inSet[i] = true
 	}
-	// Tarjan's SCC over the stuck subgraph.
-	index := map[int]int{}
-	low := map[int]int{}
-	onStack := map[int]bool{}
-	var stack []int
-	var sccs [][]int
-	next := 0
-	var strong func(v int)
-	strong = func(v int) {
-		index[v], low[v] = next, next
-		next++
-		stack = append(stack, v)
-		onStack[v] = true
+	sccs := stronglyConnected(stuck, func(v int) []int {
+		var succ []int
 		for _, w := range deps[v] {
-			if !inSet[w] {
-				continue
-			}
-			if _, ok := index[w]; !ok {
-				strong(w)
-				low[v] = min(low[v], low[w])
-			} else if onStack[w] {
-				low[v] = min(low[v], index[w])
+			if inSet[w] {
+				succ = append(succ, w)
 			}
 		}
-		if low[v] == index[v] {
-			var comp []int
-			for {
-				w := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[w] = false
-				comp = append(comp, w)
-				if w == v {
-					break
-				}
-			}
-			sccs = append(sccs, comp)
-		}
-	}
-	for _, v := range stuck {
-		if _, ok := index[v]; !ok {
-			strong(v)
-		}
-	}
+		return succ
+	})
 	var out [][]int
 	for _, comp := range sccs {
 		inComp := map[int]bool{}
@@ -152,4 +118,50 @@ func findCycles(deps [][]int, stuck []int) [][]int {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
+}
+
+// stronglyConnected returns the strongly connected components of the graph
+// reachable from roots (Tarjan's algorithm), each as a list of nodes; succ
+// gives a node's successors in a stable order.
+func stronglyConnected[T comparable](roots []T, succ func(T) []T) [][]T {
+	index := map[T]int{}
+	low := map[T]int{}
+	onStack := map[T]bool{}
+	var stack []T
+	var sccs [][]T
+	next := 0
+	var strong func(v T)
+	strong = func(v T) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range succ(v) {
+			if _, seen := index[w]; !seen {
+				strong(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var comp []T
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				comp = append(comp, w)
+				if w == v {
+					break
+				}
+			}
+			sccs = append(sccs, comp)
+		}
+	}
+	for _, v := range roots {
+		if _, seen := index[v]; !seen {
+			strong(v)
+		}
+	}
+	return sccs
 }
