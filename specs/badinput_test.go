@@ -171,3 +171,29 @@ func TestHugeSpecBounded(t *testing.T) {
 		t.Logf("%d bytes, %d diagnostics in %v", len(src), len(ds), time.Since(start))
 	})
 }
+
+// A spec with more distinct expressions than MaxExprs is refused before any
+// is compiled (compiling tens of thousands would take seconds and gigabytes).
+func TestTooManyExpressions(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n      - id: s\n        intent: x\n        ensure:\n")
+	for i := 0; i < MaxExprs+500; i++ {
+		fmt.Fprintf(&b, "          - \"result.x != %d\"\n", i)
+	}
+	done := make(chan Diagnostics, 1)
+	go func() { _, ds := Parse("many.stratum.yaml", []byte(b.String())); done <- ds }()
+	select {
+	case ds := <-done:
+		found := false
+		for _, d := range ds {
+			if d.Code == CodeTooLarge && strings.Contains(d.Message, "distinct expressions") && d.Line > 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("want a too-large diagnostic for too many expressions, got:\n%s", ds.Error())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Parse did not return within 30 s")
+	}
+}

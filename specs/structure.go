@@ -526,6 +526,9 @@ func (c *checker) compile(kind ExprKind, src string, n *yaml.Node, spath, label 
 	c.exprJobs = append(c.exprJobs, exprJob{key: exprKey{kind, src}, n: n, spath: spath, label: label, set: set})
 }
 
+// MaxExprs bounds the number of distinct expressions one spec may contain.
+const MaxExprs = 5000
+
 // runExprJobs compiles the queued expressions and hands them to their
 // setters in the order they were queued.
 func (c *checker) runExprJobs() {
@@ -538,6 +541,23 @@ func (c *checker) runExprJobs() {
 			c.exprCache[j.key] = exprResult{}
 			keys = append(keys, j.key)
 		}
+	}
+	if len(keys) > MaxExprs {
+		// Compiling costs ~0.1 ms and tens of KB per expression: refuse a
+		// spec with more distinct expressions than any real flow needs, so
+		// validation stays bounded in time and memory.
+		seen := map[exprKey]bool{}
+		for _, j := range c.exprJobs {
+			seen[j.key] = true
+			if len(seen) > MaxExprs {
+				c.add(CodeTooLarge, j.n, j.spath,
+					fmt.Sprintf("spec has %d distinct expressions; at most %d are allowed", len(keys), MaxExprs),
+					"Split the spec, or reuse functions instead of repeating steps")
+				break
+			}
+		}
+		c.exprJobs = nil
+		return
 	}
 	results := make([]exprResult, len(keys))
 	workers := min(runtime.GOMAXPROCS(0), 8, len(keys)/16+1)
