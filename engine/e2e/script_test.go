@@ -51,36 +51,9 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-// readSources reads every Go source and go.mod of the module from within a
-// test, so that `go test`'s result cache (which records the files a test
-// opens) notices when the binary built by TestMain would change. Without it a
-// cached pass could hide a regression in main.go.
-func readSources(t *testing.T, root string) {
-	t.Helper()
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); p != root && (n == "testdata" || n[0] == '.') {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if filepath.Ext(p) == ".go" || d.Name() == "go.mod" || d.Name() == "go.sum" {
-			_, err := os.ReadFile(p)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestScripts(t *testing.T) {
 	root := repoRoot(t)
-	readSources(t, root)
+	ReadSources(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join(root, "testdata", "script"),
 		RequireExplicitExec: true,
