@@ -440,12 +440,16 @@ func storeErr(err error) error {
 	return &exitError{code: exitFailure, err: err}
 }
 
-// responseExit prints an engine response and maps an error envelope to exit 1.
-func (a *app) responseExit(resp engine.Response) error {
-	if err := writeJSON(a.stdout, resp); err != nil {
-		return err
+// answerExit prints an engine answer as the original's JSON (engine.Wire)
+// and maps an error envelope to exit 1; any other error is a store failure.
+func (a *app) answerExit(out engine.Outcome, err error) error {
+	if err != nil && engine.AsError(err) == nil {
+		return storeErr(err)
 	}
-	if resp["status"] == "error" {
+	if werr := writeJSON(a.stdout, engine.Wire(out, err)); werr != nil {
+		return werr
+	}
+	if err != nil {
 		return silentExit(exitFailure)
 	}
 	return nil
@@ -488,11 +492,7 @@ has one flow (or a workflow block naming its entry flow).`,
 			if err != nil {
 				return err
 			}
-			resp, err := svc.Plan(cmd.Context(), string(src), flowName, inputs, engine.PlanOptions{SpecFile: args[0]})
-			if err != nil {
-				return storeErr(err)
-			}
-			return a.responseExit(resp)
+			return a.answerExit(svc.Plan(cmd.Context(), string(src), flowName, inputs, engine.PlanOptions{SpecFile: args[0]}))
 		},
 	}
 	cmd.Flags().StringVar(&flowName, "flow", "", "flow to run (default: the only flow, or the workflow's entry flow)")
@@ -586,11 +586,7 @@ its violations, the completion, or an error envelope (exit 1).`,
 			if err != nil {
 				return err
 			}
-			resp, err := svc.StepDone(cmd.Context(), args[0], args[1], v, engine.ReportOptions{})
-			if err != nil {
-				return storeErr(err)
-			}
-			return a.responseExit(resp)
+			return a.answerExit(svc.StepDone(cmd.Context(), args[0], args[1], v, engine.ReportOptions{}))
 		},
 	}
 	cmd.Flags().StringVar(&result, "result", "", "the step result as JSON")
@@ -609,11 +605,7 @@ func (a *app) resumeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := svc.Resume(cmd.Context(), args[0])
-			if err != nil {
-				return storeErr(err)
-			}
-			return a.responseExit(resp)
+			return a.answerExit(svc.Resume(cmd.Context(), args[0]))
 		},
 	}
 }
@@ -640,7 +632,7 @@ failed, budget_exhausted.`,
 			if err != nil {
 				return err
 			}
-			list, err := svc.List(cmd.Context(), engine.ListFilter{Status: status, Limit: limit})
+			list, err := svc.List(cmd.Context(), engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
 			if err != nil {
 				return storeErr(err)
 			}
@@ -710,12 +702,6 @@ failed, budget_exhausted.`,
 
 // ---- gate ----
 
-// gateConflicts are the error types that mean "this gate was already
-// resolved, or is not the one waiting": exit 2 with conflict: true.
-var gateConflicts = map[string]bool{
-	"flow_already_complete": true, "wrong_step": true, "not_a_gate_step": true, "stale_round": true,
-}
-
 func (a *app) gateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gate",
@@ -762,11 +748,8 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 				if err != nil {
 					return err
 				}
-				resp, err := svc.GateResolve(cmd.Context(), args[0], d)
-				if err != nil {
-					return storeErr(err)
-				}
-				return a.gateResult(args[0], args[1], verb.outcome, resp)
+				next, err := svc.GateResolve(cmd.Context(), args[0], d)
+				return a.gateResult(args[0], args[1], verb.outcome, next, err)
 			},
 		}
 		c.Flags().StringVar(&note, "note", "", "rationale recorded with the decision")
@@ -778,34 +761,38 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 	return cmd
 }
 
-// gateResult prints the CLI gate JSON contract and picks the exit code.
-func (a *app) gateResult(flowID, stepID string, outcome review.Outcome, resp engine.Response) error {
-	status, _ := resp["status"].(string)
-	errType, _ := resp["error_type"].(string)
+// gateResult prints the CLI gate JSON contract and picks the exit code: a
+// decision on a gate that moved on (review.ErrAlreadyDecided) or for another
+// round (review.ErrStaleRound) is a conflict, exit 2.
+func (a *app) gateResult(flowID, stepID string, outcome review.Outcome, next engine.Outcome, err error) error {
+	e := engine.AsError(err)
+	if err != nil && e == nil {
+		return storeErr(err)
+	}
 	out := map[string]any{"_schema_version": schemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
 	switch {
-	case status != "error" || errType == "max_rounds_exceeded":
-		result := status
-		if status == "error" {
-			result = errType
-		}
+	case e == nil:
 		out["ok"] = true
-		out["result"] = result
+		out["result"] = next.WireStatus()
 		return writeJSON(a.stdout, out)
-	case errType == "flow_not_found":
+	case e.Committed(): // max_rounds_exceeded: the decision was recorded
+		out["ok"] = true
+		out["result"] = string(e.Type)
+		return writeJSON(a.stdout, out)
+	case e.Type == engine.ErrTypeFlowNotFound:
 		out["ok"] = false
-		out["error"] = map[string]any{"code": "NOT_FOUND", "message": resp["message"]}
+		out["error"] = map[string]any{"code": "NOT_FOUND", "message": e.Message}
 		_ = writeJSON(a.stdout, out)
 		return silentExit(exitFailure)
-	case gateConflicts[errType]:
+	case errors.Is(e, review.ErrAlreadyDecided), errors.Is(e, review.ErrStaleRound):
 		out["ok"] = false
 		out["conflict"] = true
-		out["error"] = map[string]any{"code": errType, "message": resp["message"]}
+		out["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
 		_ = writeJSON(a.stdout, out)
 		return silentExit(exitUsage)
 	default:
 		out["ok"] = false
-		out["error"] = map[string]any{"code": errType, "message": resp["message"]}
+		out["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
 		_ = writeJSON(a.stdout, out)
 		return silentExit(exitFailure)
 	}
@@ -827,11 +814,7 @@ fact until "stratum gc" prunes them.`,
 			if err != nil {
 				return err
 			}
-			resp, err := svc.Audit(cmd.Context(), args[0])
-			if err != nil {
-				return storeErr(err)
-			}
-			return a.responseExit(resp)
+			return a.answerExit(svc.Audit(cmd.Context(), args[0]))
 		},
 	}
 }
@@ -1136,12 +1119,13 @@ func (a *app) finishRun(ctx context.Context, svc *engine.Service, out *runner.Ou
 	if jsonOut {
 		var audit engine.Response
 		if out.FlowID != "" {
-			var err error
-			if audit, err = svc.Audit(context.WithoutCancel(ctx), out.FlowID); err != nil {
+			rep, err := svc.Audit(context.WithoutCancel(ctx), out.FlowID)
+			if err != nil {
 				return storeErr(err)
 			}
+			audit = engine.Wire(rep, nil)
 		} else {
-			audit = engine.Response{"final": out.Final}
+			audit = engine.Response{"final": engine.Wire(out.Final, out.FinalErr)}
 		}
 		runInfo := map[string]any{"status": out.Status, "exit_code": out.ExitCode, "message": out.Message}
 		if out.FlowID != "" {

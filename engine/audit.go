@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 )
 
-// Audit statuses (the original's `status` key of stratum_audit).
-const (
-	auditComplete   = "complete"
-	auditInProgress = "in_progress"
-)
+// auditInProgress is the audit status of a flow that has not ended.
+const auditInProgress = "in_progress"
 
 // Audit builds the audit snapshot of a flow (upstream-behavior §2.17):
 //
@@ -28,7 +25,7 @@ const (
 // from the flow's start to now, or to its last update once it has ended.
 //
 // Audit is a read: it neither mutates st nor appends events.
-func Audit(st *FlowState, env Env) Response {
+func Audit(st *FlowState, env Env) *AuditReport {
 	totalSteps := 0
 	if env.Flow != nil {
 		totalSteps = len(env.Flow.Order)
@@ -37,12 +34,12 @@ func Audit(st *FlowState, env Env) Response {
 	if trace == nil {
 		trace = []Record{}
 	}
-	rounds := make([]map[string]any, 0, len(st.Rounds))
+	rounds := make([]AuditRound, 0, len(st.Rounds))
 	for i, recs := range st.Rounds {
 		if recs == nil {
 			recs = []Record{}
 		}
-		rounds = append(rounds, map[string]any{"round": i, "steps": recs})
+		rounds = append(rounds, AuditRound{Round: i, Steps: recs})
 	}
 	archived := make([]map[string][]IterationEntry, 0, len(st.ArchivedIterations))
 	for _, m := range st.ArchivedIterations {
@@ -52,29 +49,28 @@ func Audit(st *FlowState, env Env) Response {
 	if childAudits == nil {
 		childAudits = map[string][]json.RawMessage{}
 	}
-
-	resp := Response{
-		"flow_id":             st.FlowID,
-		"flow_name":           st.FlowName,
-		"status":              auditStatus(st),
-		"steps_completed":     len(st.Records),
-		"total_steps":         totalSteps,
-		"trace":               trace,
-		"round":               st.Round,
-		"rounds":              rounds,
-		"iterations":          stripIterationResults(st.Iterations),
-		"archived_iterations": archived,
-		"child_audits":        childAudits,
-		"total_duration_ms":   auditDurationMS(st, env),
-		"created_at":          st.CreatedAt,
-		"updated_at":          st.UpdatedAt,
-		"flow_status":         st.Status,
+	a := &AuditReport{
+		FlowID:             st.FlowID,
+		FlowName:           st.FlowName,
+		Status:             auditStatus(st),
+		StepsCompleted:     len(st.Records),
+		TotalSteps:         totalSteps,
+		Trace:              trace,
+		Round:              st.Round,
+		Rounds:             rounds,
+		Iterations:         stripIterationResults(st.Iterations),
+		ArchivedIterations: archived,
+		ChildAudits:        childAudits,
+		TotalDurationMS:    auditDurationMS(st, env),
+		CreatedAt:          st.CreatedAt,
+		UpdatedAt:          st.UpdatedAt,
+		FlowStatus:         st.Status,
 	}
 	if st.Status == StatusAwaitingGate && st.Gate != nil {
 		g := *st.Gate
-		resp["gate"] = &g
+		a.Gate = &g
 	}
-	return resp
+	return a
 }
 
 // auditStatus maps the flow state onto the audit's status vocabulary.
@@ -82,21 +78,10 @@ func auditStatus(st *FlowState) string {
 	if st.TerminalStatus != nil && *st.TerminalStatus != "" {
 		return *st.TerminalStatus
 	}
-	switch st.Status {
-	case StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed:
-		return st.Status
-	default:
-		return auditInProgress
+	if st.Status.Finished() {
+		return string(st.Status)
 	}
-}
-
-// auditFlowEnded reports whether the flow reached a final status.
-func auditFlowEnded(st *FlowState) bool {
-	switch st.Status {
-	case StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed:
-		return true
-	}
-	return false
+	return auditInProgress
 }
 
 // auditDurationMS is the flow's wall-clock duration: from FlowStart to now
@@ -107,7 +92,7 @@ func auditDurationMS(st *FlowState, env Env) int64 {
 		return 0
 	}
 	end := env.Now
-	if auditFlowEnded(st) && !st.UpdatedAt.IsZero() && st.UpdatedAt.Before(env.Now) {
+	if st.Status.Finished() && !st.UpdatedAt.IsZero() && st.UpdatedAt.Before(env.Now) {
 		end = st.UpdatedAt
 	}
 	d := end.Sub(st.FlowStart).Milliseconds()

@@ -17,7 +17,7 @@ func TestAuditShape(t *testing.T) {
 	st.FlowStart = extNow
 	st.CreatedAt = extNow
 	st.UpdatedAt = extNow
-	a := Audit(st, env)
+	a := Audit(st, env).wire()
 	b, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestAuditShape(t *testing.T) {
 		string(mustJSON(t, m["child_audits"])) != "{}" {
 		t.Fatalf("empty collections must be [] / {}: %s", b)
 	}
-	if m["status"] != "in_progress" || m["flow_status"] != StatusRunning || m["total_steps"] != 4.0 ||
+	if m["status"] != "in_progress" || m["flow_status"] != string(StatusRunning) || m["total_steps"] != 4.0 ||
 		m["steps_completed"] != 0.0 || m["total_duration_ms"] != 1500.0 || m["flow_name"] != "main" {
 		t.Fatalf("audit %s", b)
 	}
@@ -68,7 +68,7 @@ func TestAuditContent(t *testing.T) {
 	st.Round = 2
 	before := stateBytes(st)
 
-	a := Audit(st, env)
+	a := Audit(st, env).wire()
 	if string(stateBytes(st)) != string(before) {
 		t.Fatalf("Audit modified the state")
 	}
@@ -109,7 +109,7 @@ func TestAuditStatus(t *testing.T) {
 	env := extEnv(sp, f)
 	deadline := extNow.Add(time.Hour)
 	tests := []struct {
-		status   string
+		status   FlowStatus
 		terminal *string
 		want     string
 		gate     bool
@@ -129,8 +129,8 @@ func TestAuditStatus(t *testing.T) {
 		if tc.status == StatusAwaitingGate {
 			st.Gate = &PendingGate{StepID: "g", DispatchedAt: extNow, Deadline: &deadline, Approver: "human"}
 		}
-		a := Audit(st, env)
-		if a["status"] != tc.want || a["flow_status"] != tc.status {
+		a := Audit(st, env).wire()
+		if a["status"] != tc.want || a["flow_status"] != string(tc.status) {
 			t.Fatalf("%s: status %v", tc.status, a["status"])
 		}
 		g, ok := a["gate"].(*PendingGate)
@@ -151,11 +151,11 @@ func TestAuditDurationOfEndedFlow(t *testing.T) {
 	st.UpdatedAt = extNow.Add(2 * time.Second)
 	st.Status = StatusComplete
 	env.Now = extNow.Add(time.Hour)
-	if d := Audit(st, env)["total_duration_ms"]; d != int64(2000) {
+	if d := Audit(st, env).wire()["total_duration_ms"]; d != int64(2000) {
 		t.Fatalf("duration of a finished flow = %v, want 2000", d)
 	}
 	st.Status = StatusRunning
-	if d := Audit(st, env)["total_duration_ms"]; d != int64(3600000) {
+	if d := Audit(st, env).wire()["total_duration_ms"]; d != int64(3600000) {
 		t.Fatalf("duration of a running flow = %v", d)
 	}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -17,7 +16,7 @@ import (
 func Commit(st *FlowState, env Env, label string) (Result, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
-		return Result{Response: invalidLabel(), Unchanged: true}, nil
+		return refused(refusal(ErrTypeInvalidLabel, "label must be a non-empty string")), nil
 	}
 	cp := snapshotCheckpoint(st, label, env)
 	if st.Checkpoints == nil {
@@ -25,27 +24,23 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 	}
 	st.Checkpoints[label] = cp
 
-	var current any // null past the end
+	current := "" // null past the end
 	if env.Flow != nil && st.CurrentIdx >= 0 && st.CurrentIdx < len(env.Flow.Order) {
 		current = env.Flow.Steps[env.Flow.Order[st.CurrentIdx]].ID
 	}
-	resp := Response{
-		"status":          "committed",
-		"flow_id":         st.FlowID,
-		"label":           label,
-		"step_number":     st.CurrentIdx + 1,
-		"current_step_id": current,
-		"checkpoints":     checkpointLabels(st),
+	out := &Committed{
+		FlowID:        st.FlowID,
+		Label:         label,
+		StepNumber:    st.CurrentIdx + 1,
+		CurrentStepID: current,
+		Checkpoints:   checkpointLabels(st),
 	}
-	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: map[string]any{
+	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, StepID: current, Data: map[string]any{
 		"action":      "commit",
 		"label":       label,
 		"step_number": st.CurrentIdx + 1,
 	}}
-	if s, ok := current.(string); ok {
-		ev.StepID = s
-	}
-	return Result{Response: resp, Events: []Event{ev}}, nil
+	return Result{Outcome: out, Events: []Event{ev}}, nil
 }
 
 // Revert restores the flow to a checkpoint (stratum_revert,
@@ -60,12 +55,9 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 	label = strings.TrimSpace(label)
 	cp := st.Checkpoints[label]
 	if cp == nil { // an empty label too, as the original
-		return Result{
-			Response: errorResponse("checkpoint_not_found",
-				fmt.Sprintf("No checkpoint '%s' on flow '%s'", label, st.FlowID),
-				map[string]any{"available": checkpointLabels(st)}),
-			Unchanged: true,
-		}, nil
+		e := refusal(ErrTypeCheckpointUnknown, "No checkpoint '%s' on flow '%s'", label, st.FlowID)
+		e.Available = checkpointLabels(st)
+		return refused(e), nil
 	}
 	restoreCheckpoint(st, cp)
 
@@ -76,13 +68,10 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if res.Response == nil {
-		res.Response = Response{}
-	}
-	if !pastEnd(st, env) {
+	if n := NotesOf(res.Outcome); n != nil && !pastEnd(st, env) {
 		// The original adds reverted_to to a dispatch only; a snapshot past
 		// the end answers the bare completion object.
-		res.Response["reverted_to"] = label
+		n.RevertedTo = label
 	}
 	res.Unchanged = false
 	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: map[string]any{
@@ -92,10 +81,6 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 	}}
 	res.Events = append([]Event{ev}, res.Events...)
 	return res, nil
-}
-
-func invalidLabel() Response {
-	return errorResponse("invalid_label", "label must be a non-empty string", nil)
 }
 
 // checkpointLabels lists the flow's checkpoint labels, sorted (never nil).

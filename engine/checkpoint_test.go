@@ -77,11 +77,11 @@ func TestCommit(t *testing.T) {
 
 	for _, bad := range []string{"", "   ", "\t\n"} {
 		res, err := Commit(st, env, bad)
-		if err != nil || res.Response["status"] != "error" || res.Response["error_type"] != "invalid_label" || !res.Unchanged {
-			t.Fatalf("label %q: %v %v", bad, res.Response, err)
+		if err != nil || res.Wire()["status"] != "error" || res.Wire()["error_type"] != "invalid_label" || !res.Unchanged {
+			t.Fatalf("label %q: %v %v", bad, res.Wire(), err)
 		}
-		if _, ok := res.Response["success"]; ok {
-			t.Fatalf("invalid_label is a hand-built envelope without success: %v", res.Response)
+		if _, ok := res.Wire()["success"]; ok {
+			t.Fatalf("invalid_label is a hand-built envelope without success: %v", res.Wire())
 		}
 	}
 }
@@ -253,7 +253,7 @@ func TestRevertPastEnd(t *testing.T) {
 	if _, has := r["reverted_to"]; has {
 		t.Fatalf("past-end revert has reverted_to: %v", r)
 	}
-	if r["status"] != StatusComplete ||
+	if r["status"] != string(StatusComplete) ||
 		!reflect.DeepEqual(r["output"], map[string]any{"n": 2.0}) {
 		t.Fatalf("past-end revert: %v", r)
 	}
@@ -269,24 +269,24 @@ func TestRevertErrors(t *testing.T) {
 	before := stateBytes(st)
 
 	res, err := Revert(st, env, "nope")
-	if err != nil || res.Response["status"] != "error" || res.Response["error_type"] != "checkpoint_not_found" || !res.Unchanged {
-		t.Fatalf("unknown label: %v %v", res.Response, err)
+	if err != nil || res.Wire()["status"] != "error" || res.Wire()["error_type"] != "checkpoint_not_found" || !res.Unchanged {
+		t.Fatalf("unknown label: %v %v", res.Wire(), err)
 	}
-	if !reflect.DeepEqual(res.Response["available"], []string{}) {
-		t.Fatalf("available %v", res.Response["available"])
+	if !reflect.DeepEqual(res.Wire()["available"], []string{}) {
+		t.Fatalf("available %v", res.Wire()["available"])
 	}
 	okFn(t)(Commit(st, env, "b1"))
 	okFn(t)(Commit(st, env, "a1"))
 	before = stateBytes(st)
 	res, _ = Revert(st, env, "nope")
-	if !reflect.DeepEqual(res.Response["available"], []string{"a1", "b1"}) {
-		t.Fatalf("available %v", res.Response["available"])
+	if !reflect.DeepEqual(res.Wire()["available"], []string{"a1", "b1"}) {
+		t.Fatalf("available %v", res.Wire()["available"])
 	}
 	// The original strips the label and looks it up: a blank label is
 	// checkpoint_not_found, not invalid_label (that one is commit's).
 	res, _ = Revert(st, env, "  ")
-	if res.Response["error_type"] != "checkpoint_not_found" || !res.Unchanged {
-		t.Fatalf("blank label: %v", res.Response)
+	if res.Wire()["error_type"] != "checkpoint_not_found" || !res.Unchanged {
+		t.Fatalf("blank label: %v", res.Wire())
 	}
 	if string(stateBytes(st)) != string(before) {
 		t.Fatalf("refused revert changed the state")

@@ -32,7 +32,7 @@ func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.
 // §2.14): it creates the child flow (or reuses the active one), computes the
 // child's own dispatch — with the policy loop, DESIGN §12 — and returns
 // execute_flow. The child (and anything it created) goes into res.Put.
-func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Response, error) {
+func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outcome, error) {
 	var childFlow *specs.Flow
 	if env.Spec != nil {
 		childFlow = env.Spec.Flows[step.Flow]
@@ -80,15 +80,14 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Respo
 	res.Put = append(res.Put, cr.Put...)
 	res.Delete = append(res.Delete, cr.Delete...)
 	res.Events = append(res.Events, cr.Events...)
-	return Response{
-		"status":          DispatchExecuteFlow,
-		"parent_flow_id":  st.FlowID,
-		"parent_step_id":  step.ID,
-		"child_flow_id":   child.FlowID,
-		"child_flow_name": child.FlowName,
-		"child_step":      cr.Response,
-		"step_number":     st.CurrentIdx + 1,
-		"total_steps":     totalSteps(env),
+	return &ChildDispatch{
+		ParentFlowID:  st.FlowID,
+		ParentStepID:  step.ID,
+		ChildFlowID:   child.FlowID,
+		ChildFlowName: child.FlowName,
+		Child:         cr.Outcome,
+		StepNumber:    st.CurrentIdx + 1,
+		TotalSteps:    totalSteps(env),
 	}, nil
 }
 
@@ -120,11 +119,11 @@ func snapshotChildAudit(st *FlowState, env Env, stepID string, res *Result) stri
 	}
 	if !isFinished(child) {
 		child.Status = StatusKilled
-		child.TerminalStatus = strPtr(StatusKilled)
+		child.TerminalStatus = strPtr(string(StatusKilled))
 		child.Gate = nil
 		res.Put = append(res.Put, child)
 		res.Events = append(res.Events, event(child, env, EventFlowFinished, "", map[string]any{
-			"status": StatusKilled, "reason": "abandoned: parent step '" + stepID + "' reported",
+			"status": string(StatusKilled), "reason": "abandoned: parent step '" + stepID + "' reported",
 		}))
 	}
 	return id

@@ -14,7 +14,7 @@ import (
 // the hand-built flow_not_found (no success key).
 func TestConformanceServiceErrorEnvelopes(t *testing.T) {
 	svc := &engine.Service{Store: enginetest.New(), NewID: func() string { panic("boom: secret detail") }}
-	r, err := svc.Plan(context.Background(), svcSpec, "main", nil, engine.PlanOptions{})
+	r, err := wireOf(svc.Plan(context.Background(), svcSpec, "main", nil, engine.PlanOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestConformanceServiceErrorEnvelopes(t *testing.T) {
 			t.Fatalf("got %v, want %v", r, want)
 		}
 	}
-	r, err = svc.Resume(context.Background(), "nope")
+	r, err = wireOf(svc.Resume(context.Background(), "nope"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,7 +251,7 @@ flows:
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := wire(t, res.Response)
+			r := wire(t, res.Wire())
 			if c.problem != "" {
 				if st != nil {
 					t.Fatal("refused plan returned a state")

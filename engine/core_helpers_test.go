@@ -65,14 +65,14 @@ func plan(t *testing.T, src, flow string, inputs map[string]any) (*fixture, map[
 		t.Fatalf("plan: %v", err)
 	}
 	if st == nil {
-		t.Fatalf("plan refused: %v", res.Response)
+		t.Fatalf("plan refused: %v", res.Wire())
 	}
 	f.env.Flow = f.spec.Flows[flow]
 	f.st = st
 	f.lastPlan = res
 	f.absorb(res)
 	f.roundTrip()
-	return f, wire(t, res.Response)
+	return f, wire(t, res.Wire())
 }
 
 func (f *fixture) absorb(res Result) {
@@ -115,7 +115,7 @@ func (f *fixture) do(fn func(st *FlowState, env Env) (Result, error)) map[string
 	}
 	f.absorb(res)
 	f.roundTrip()
-	return wire(f.t, res.Response)
+	return wire(f.t, res.Wire())
 }
 
 func (f *fixture) stepDone(stepID string, result any) map[string]any {
@@ -154,9 +154,13 @@ func (f *fixture) save(c *fixture) {
 	f.ids = c.ids
 }
 
-// wire is a response as a client sees it (JSON round trip).
-func wire(t *testing.T, r Response) map[string]any {
+// wire is an answer (a Response or an Outcome) as a client sees it (JSON
+// round trip of what Wire renders).
+func wire(t *testing.T, r any) map[string]any {
 	t.Helper()
+	if o, ok := r.(Outcome); ok {
+		r = Wire(o, nil)
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatalf("response is not JSON: %v", err)

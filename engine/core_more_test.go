@@ -46,7 +46,7 @@ func TestResumeFinished(t *testing.T) {
 	if err != nil || !res.Unchanged {
 		t.Fatalf("resume of a complete flow: %v unchanged=%v", err, res.Unchanged)
 	}
-	expect(t, wire(t, res.Response), map[string]any{"status": "complete", "flow_id": f.st.FlowID, "output": map[string]any{"id": "b"}})
+	expect(t, wire(t, res.Wire()), map[string]any{"status": "complete", "flow_id": f.st.FlowID, "output": map[string]any{"id": "b"}})
 
 	f, _ = plan(t, specReviewLoop, "main", nil)
 	f.stepDone("write", map[string]any{})
@@ -57,7 +57,7 @@ func TestResumeFinished(t *testing.T) {
 	// A resume that changes nothing is marked unchanged (no write).
 	f, _ = plan(t, specOrder, "main", nil)
 	res, _ = Resume(f.st, f.env)
-	if !res.Unchanged || res.Response["step_id"] != "a" {
+	if !res.Unchanged || res.Wire()["step_id"] != "a" {
 		t.Fatalf("resume: %+v", res)
 	}
 }

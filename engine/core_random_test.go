@@ -70,14 +70,14 @@ func TestRandomWalks(t *testing.T) {
 					before := showV(f.st)
 					res, err := fn(f.st, f.env)
 					if err != nil {
-						if _, ok := err.(*ExecError); !ok {
+						if e, ok := err.(*Error); !ok || e.Type != ErrTypeExecution {
 							t.Fatalf("%s: unexpected error %v", op, err)
 						}
-						// The service discards the state on an ExecError.
+						// The service discards the state on an execution error.
 						f.roundTripFrom(before)
 						continue
 					}
-					if res.Response == nil {
+					if res.Wire() == nil {
 						t.Fatalf("%s: nil response", op)
 					}
 					if res.Unchanged && showV(f.st) != before {

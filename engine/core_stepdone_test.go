@@ -126,8 +126,8 @@ func TestRefResolution(t *testing.T) {
 				if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
 					t.Fatalf("err = %v, want %q", err, c.wantErr)
 				}
-				if _, ok := err.(*ExecError); !ok {
-					t.Fatalf("error type %T, want *ExecError", err)
+				if e, ok := err.(*Error); !ok || e.Type != ErrTypeExecution {
+					t.Fatalf("error %T %v, want an execution_error *Error", err, err)
 				}
 				return
 			}

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -29,8 +30,9 @@ const (
 // of the current step, or the completion/killed payload when the cursor is
 // past the end. It updates st.Status / st.Gate / st.DispatchedAt.
 //
-// An error is an *ExecError (a $-reference that does not resolve, an unknown
-// child flow): the caller answers execution_error and discards the state.
+// An error is an execution_error *Error (a $-reference that does not
+// resolve, an unknown child flow): the caller answers it and discards the
+// state.
 func currentDispatch(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
 	var res Result
@@ -63,15 +65,15 @@ func currentDispatch(st *FlowState, env Env) (Result, error) {
 		break
 	}
 	if pastEnd(st, env) {
-		res.Response = finish(st, env, &res)
+		res.Outcome = finish(st, env, &res)
 		return res, nil
 	}
 	step := currentStep(st, env)
-	resp, err := dispatchStep(st, env, step, &res)
+	out, err := dispatchStep(st, env, step, &res)
 	if err != nil {
 		return Result{}, err
 	}
-	res.Response = resp
+	res.Outcome = out
 	return res, nil
 }
 
@@ -143,8 +145,8 @@ func stampDispatch(st *FlowState, env Env, stepID string) bool {
 	return true
 }
 
-// dispatchStep builds the dispatch object of a step (upstream-behavior §2.3).
-func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Response, error) {
+// dispatchStep builds the dispatch of a step (upstream-behavior §2.3).
+func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Outcome, error) {
 	idx := st.CurrentIdx
 	if stampDispatch(st, env, step.ID) {
 		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, map[string]any{"step_mode": step.StepMode()}))
@@ -162,62 +164,58 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Respon
 		if err != nil {
 			return nil, err
 		}
-		r := Response{
-			"status":            DispatchParallel,
-			"flow_id":           st.FlowID,
-			"step_number":       idx + 1,
-			"total_steps":       totalSteps(env),
-			"step_id":           step.ID,
-			"step_mode":         step.StepMode(),
-			"tasks":             tasks,
-			"agent":             nullable(step.Agent),
-			"max_concurrent":    orInt(step.MaxConcurrent, 3),
-			"isolation":         orStr(step.Isolation, "worktree"),
-			"require":           orStr(step.Require, "all"),
-			"merge":             orStr(step.Merge, "sequential_apply"),
-			"intent_template":   step.IntentTemplate,
-			"ensure":            ensureSources(step),
-			"retries_remaining": retriesRemaining(st, step),
+		d := &ParallelDispatch{
+			FlowID:           st.FlowID,
+			StepNumber:       idx + 1,
+			TotalSteps:       totalSteps(env),
+			StepID:           step.ID,
+			StepMode:         step.StepMode(),
+			Tasks:            tasks,
+			Agent:            step.Agent,
+			MaxConcurrent:    orInt(step.MaxConcurrent, 3),
+			Isolation:        orStr(step.Isolation, "worktree"),
+			Require:          orStr(step.Require, "all"),
+			Merge:            orStr(step.Merge, "sequential_apply"),
+			IntentTemplate:   step.IntentTemplate,
+			Ensure:           ensureSources(step),
+			RetriesRemaining: retriesRemaining(st, step),
 		}
 		if step.PreMergeVerify != nil {
-			r["pre_merge_verify"] = step.PreMergeVerify
+			d.PreMergeVerify = step.PreMergeVerify
 		}
-		return r, nil
+		return d, nil
 	}
 	inputs, err := resolveInputs(st, step)
 	if err != nil {
 		return nil, err
 	}
-	r := Response{
-		"status":            DispatchExecuteStep,
-		"flow_id":           st.FlowID,
-		"step_number":       idx + 1,
-		"total_steps":       totalSteps(env),
-		"step_id":           step.ID,
-		"step_mode":         step.StepMode(),
-		"agent":             nullable(step.Agent),
-		"inputs":            inputs,
-		"output_contract":   nullable(step.OutputContract),
-		"output_fields":     outputFields(env, step),
-		"ensure":            ensureSources(step),
-		"retries_remaining": retriesRemaining(st, step),
+	d := &StepDispatch{
+		FlowID:           st.FlowID,
+		StepNumber:       idx + 1,
+		TotalSteps:       totalSteps(env),
+		StepID:           step.ID,
+		StepMode:         step.StepMode(),
+		Agent:            step.Agent,
+		Inputs:           inputs,
+		OutputContract:   step.OutputContract,
+		OutputFields:     outputFields(env, step),
+		Ensure:           ensureSources(step),
+		RetriesRemaining: retriesRemaining(st, step),
 	}
 	switch step.Kind {
 	case specs.KindFunction:
-		r["function"] = step.Function
-		mode := ""
+		d.Function = step.Function
 		if step.Fn != nil {
-			mode = string(step.Fn.Mode)
+			d.Mode = string(step.Fn.Mode)
 		}
-		r["mode"] = mode
-		r["intent"] = step.Intent
+		d.Intent = step.Intent
 	case specs.KindInline:
-		r["intent"] = StepIntent(step)
-		r["model"] = nullable(step.Model)
+		d.Intent = StepIntent(step)
+		d.Model = step.Model
 	default: // decompose
-		r["intent"] = StepIntent(step)
+		d.Intent = StepIntent(step)
 	}
-	return r, nil
+	return d, nil
 }
 
 // dispatchGate builds await_gate and opens (or keeps) the persisted pending
@@ -228,7 +226,7 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Respon
 // additions to any dispatch object): deadline (the persisted absolute
 // deadline, RFC 3339, null without a timeout) and approver ("any" or
 // "human": a human gate refuses decisions through MCP).
-func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) Response {
+func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) *GateDispatch {
 	st.Status = StatusAwaitingGate
 	if st.Gate == nil || st.Gate.StepID != step.ID || st.Gate.Round != st.Round {
 		g := &PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
@@ -247,42 +245,39 @@ func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) Respons
 		}
 		res.Events = append(res.Events, event(st, env, EventGateOpened, step.ID, data))
 	}
-	var timeout, deadline any
+	d := &GateDispatch{
+		FlowID:     st.FlowID,
+		StepNumber: st.CurrentIdx + 1,
+		TotalSteps: totalSteps(env),
+		StepID:     step.ID,
+		Function:   step.Function,
+		Agent:      step.Agent,
+		OnApprove:  step.OnApprove,
+		OnRevise:   step.OnRevise,
+		OnKill:     step.OnKill,
+		Approver:   review.Approver(st.Gate.Approver),
+	}
 	if step.Fn != nil && step.Fn.Timeout > 0 {
-		timeout = step.Fn.Timeout
+		d.Timeout = step.Fn.Timeout
 	}
 	if st.Gate.Deadline != nil {
-		deadline = st.Gate.Deadline.UTC().Format(time.RFC3339Nano)
+		dl := *st.Gate.Deadline
+		d.Deadline = &dl
 	}
-	return Response{
-		"status":      DispatchAwaitGate,
-		"flow_id":     st.FlowID,
-		"step_number": st.CurrentIdx + 1,
-		"total_steps": totalSteps(env),
-		"step_id":     step.ID,
-		"step_mode":   "function",
-		"function":    step.Function,
-		"agent":       nullable(step.Agent),
-		"on_approve":  nullable(step.OnApprove),
-		"on_revise":   nullable(step.OnRevise),
-		"on_kill":     nullable(step.OnKill),
-		"timeout":     timeout,
-		"deadline":    deadline,
-		"approver":    st.Gate.Approver,
-	}
+	return d
 }
 
 // finish builds the payload of a flow whose cursor is past the end and marks
 // it finished: {status, flow_id, output, trace, total_duration_ms}, status =
 // terminal_status or "complete" (DESIGN §12: all-skipped flows complete too).
-func finish(st *FlowState, env Env, res *Result) Response {
+func finish(st *FlowState, env Env, res *Result) *Completion {
 	status := StatusComplete
 	if killedMode(st) {
 		status = StatusKilled
 	}
 	if st.Status != status {
 		st.Status = status
-		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", map[string]any{"status": status}))
+		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", map[string]any{"status": string(status)}))
 	}
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
@@ -292,23 +287,24 @@ func finish(st *FlowState, env Env, res *Result) Response {
 // completionPayload is the completion object. output is the output of the
 // last ordered step whose output is non-null; trace is the current round's
 // records.
-func completionPayload(st *FlowState, env Env, status string) Response {
-	return Response{
-		"status":            status,
-		"flow_id":           st.FlowID,
-		"output":            flowOutput(st, env),
-		"trace":             copyRecords(st.Records),
-		"total_duration_ms": durationMS(st.FlowStart, env.Now),
+func completionPayload(st *FlowState, env Env, status FlowStatus) *Completion {
+	return &Completion{
+		Status:          status,
+		FlowID:          st.FlowID,
+		Output:          flowOutput(st, env),
+		HasOutput:       true,
+		Trace:           copyRecords(st.Records),
+		TotalDurationMS: durationMS(st.FlowStart, env.Now),
 	}
 }
 
-// killedPayload is the answer to a kill with no cleanup step.
-func killedPayload(st *FlowState, env Env) Response {
-	return Response{
-		"status":            StatusKilled,
-		"flow_id":           st.FlowID,
-		"trace":             copyRecords(st.Records),
-		"total_duration_ms": durationMS(st.FlowStart, env.Now),
+// killedPayload is the answer to a kill with no cleanup step (no output).
+func killedPayload(st *FlowState, env Env) *Completion {
+	return &Completion{
+		Status:          StatusKilled,
+		FlowID:          st.FlowID,
+		Trace:           copyRecords(st.Records),
+		TotalDurationMS: durationMS(st.FlowStart, env.Now),
 	}
 }
 

@@ -1,79 +1,132 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
 )
+
+// ErrorType is the original's error_type of an error envelope, or ours.
+type ErrorType string
 
 // Error types of the hand-built error envelopes (upstream-behavior §2.3) and
 // ours.
 const (
-	ErrTypeExecution         = "execution_error"
-	ErrTypeFlowNotFound      = "flow_not_found"
-	ErrTypeGateStepRequires  = "gate_step_requires_gate_resolve"
-	ErrTypeRetriesExhausted  = "retries_exhausted"
-	ErrTypeInvalidOutcome    = "invalid_outcome"
-	ErrTypeInvalidResolvedBy = "invalid_resolved_by"
-	ErrTypeFlowComplete      = "flow_already_complete"
-	ErrTypeWrongStep         = "wrong_step"
-	ErrTypeNotAGateStep      = "not_a_gate_step"
-	ErrTypeStepNotFound      = "step_not_found"
-	ErrTypeMissingOnRevise   = "missing_on_revise"
-	ErrTypeMaxRoundsExceeded = "max_rounds_exceeded"
-	ErrTypeParallelComplete  = "flow_complete"
-	ErrTypeStepMismatch      = "step_mismatch"
-	ErrTypeWrongStepType     = "wrong_step_type"
-	ErrTypeGateRequiresHuman = "gate_requires_human" // ours: approver human refuses the mcp channel
-	ErrTypeStaleRound        = "stale_round"         // ours: a decision for another round of the gate
-	ErrTypeFlowOwned         = "flow_owned"          // ours: a live runner lease owns the flow
-	ErrTypeFlowNotRunning    = "flow_not_running"    // ours: the flow failed or ran out of budget
-	ErrTypeInvalidInput      = "invalid_input"       // ours: plan inputs do not match the flow's input params
-	ErrTypeInternal          = "internal_error"
+	ErrTypeExecution         ErrorType = "execution_error"
+	ErrTypeFlowNotFound      ErrorType = "flow_not_found"
+	ErrTypeGateStepRequires  ErrorType = "gate_step_requires_gate_resolve"
+	ErrTypeRetriesExhausted  ErrorType = "retries_exhausted"
+	ErrTypeInvalidOutcome    ErrorType = "invalid_outcome"
+	ErrTypeInvalidResolvedBy ErrorType = "invalid_resolved_by"
+	ErrTypeFlowComplete      ErrorType = "flow_already_complete"
+	ErrTypeWrongStep         ErrorType = "wrong_step"
+	ErrTypeNotAGateStep      ErrorType = "not_a_gate_step"
+	ErrTypeStepNotFound      ErrorType = "step_not_found"
+	ErrTypeMissingOnRevise   ErrorType = "missing_on_revise"
+	ErrTypeMaxRoundsExceeded ErrorType = "max_rounds_exceeded"
+	ErrTypeParallelComplete  ErrorType = "flow_complete"
+	ErrTypeStepMismatch      ErrorType = "step_mismatch"
+	ErrTypeWrongStepType     ErrorType = "wrong_step_type"
+	ErrTypeInvalidLabel      ErrorType = "invalid_label"
+	ErrTypeCheckpointUnknown ErrorType = "checkpoint_not_found"
+	ErrTypeGateRequiresHuman ErrorType = "gate_requires_human" // ours: approver human refuses the mcp channel
+	ErrTypeStaleRound        ErrorType = "stale_round"         // ours: a decision for another round of the gate
+	ErrTypeFlowOwned         ErrorType = "flow_owned"          // ours: a live runner lease owns the flow
+	ErrTypeFlowNotRunning    ErrorType = "flow_not_running"    // ours: the flow failed or ran out of budget
+	ErrTypeInvalidInput      ErrorType = "invalid_input"       // ours: plan inputs do not match the flow's input params
+	ErrTypeInternal          ErrorType = "internal_error"
 )
 
-// errorResponse builds the hand-built envelope {status:"error", error_type,
-// message} plus extra keys (no `success` key, as the original's hand-built
-// errors).
-func errorResponse(errorType, message string, extra map[string]any) Response {
-	r := Response{"status": "error", "error_type": errorType, "message": message}
-	for k, v := range extra {
-		r[k] = v
-	}
-	return r
-}
-
-// executionError builds the translated-exception envelope {status:"error",
-// success:false, error_type:"execution_error", message}.
-func executionError(message string) Response {
-	return Response{"status": "error", "success": false, "error_type": ErrTypeExecution, "message": message}
-}
-
-// internalError is the original's translated unexpected exception
-// {status:"error", success:false, error_type:"internal_error", message}; the
-// message never carries details.
-func internalError() Response {
-	return Response{"status": "error", "success": false, "error_type": ErrTypeInternal, "message": "An unexpected error occurred."}
-}
-
-// ExecError is a runtime error of a transition that the original raised as
-// MCPExecutionError ($-reference resolution, an unknown flow name, a cycle…).
-// The service answers it with an execution_error envelope and writes nothing.
-type ExecError struct {
+// Error is an answer the original gives as an error envelope {status:
+// "error", error_type, message, …}. Most are refusals that change nothing
+// (a report for the wrong step, a decision on a gate that moved on); two are
+// answered after the transition was committed: retries_exhausted (the flow
+// ended failed) and max_rounds_exceeded (the revise decision was recorded,
+// the gate stays current) — see Committed.
+//
+// Errors match the review sentinels with errors.Is: a decision on a gate
+// that is no longer waiting (flow_already_complete, not_a_gate_step,
+// wrong_step) is review.ErrAlreadyDecided, a decision for another round
+// review.ErrStaleRound, and one refused for its channel (gate_requires_human)
+// review.ErrNotAllowed.
+type Error struct {
+	Type    ErrorType
 	Message string
+	// Translated marks the original's translated exceptions
+	// (execution_error, the ir_* spec errors, internal_error): their
+	// envelope carries success:false; the hand-built ones do not.
+	Translated bool
+
+	// The envelope's extra keys; which ones a type carries is fixed by Wire.
+	FlowID     string   // retries_exhausted, flow_owned
+	StepID     string   // retries_exhausted
+	StepMode   string   // retries_exhausted
+	Agent      string   // retries_exhausted ("" = null)
+	Violations []string // retries_exhausted
+	Round      int      // stale_round, max_rounds_exceeded: the gate's current round
+	Owner      string   // flow_owned: the live lease's id
+	Problems   []string // invalid_input
+	Available  []string // checkpoint_not_found: the flow's checkpoint labels
+	// Spec errors (Type is the first diagnostic's ir_* error type).
+	Path        string
+	Suggestion  string
+	Diagnostics specs.Diagnostics
 }
 
-func (e *ExecError) Error() string { return e.Message }
+// Error is the envelope's message (the error_type is e.Type).
+func (e *Error) Error() string { return e.Message }
 
-func execErrorf(format string, args ...any) *ExecError {
-	return &ExecError{Message: fmt.Sprintf(format, args...)}
+// Committed reports whether the transition that answered e was written:
+// the flow ended failed (retries_exhausted) or the decision was recorded
+// (max_rounds_exceeded).
+func (e *Error) Committed() bool {
+	return e.Type == ErrTypeRetriesExhausted || e.Type == ErrTypeMaxRoundsExceeded
 }
 
-// IsErrorResponse reports whether r is an error envelope.
-func IsErrorResponse(r Response) bool {
-	s, _ := r["status"].(string)
-	return s == "error"
+// Is matches the review sentinels (see Error).
+func (e *Error) Is(target error) bool {
+	switch target {
+	case review.ErrAlreadyDecided:
+		return e.Type == ErrTypeFlowComplete || e.Type == ErrTypeNotAGateStep || e.Type == ErrTypeWrongStep
+	case review.ErrStaleRound:
+		return e.Type == ErrTypeStaleRound
+	case review.ErrNotAllowed:
+		return e.Type == ErrTypeGateRequiresHuman
+	}
+	return false
+}
+
+// AsError returns the *Error in err's chain, or nil.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+// refusal is a hand-built error envelope (no success key).
+func refusal(t ErrorType, format string, args ...any) *Error {
+	return &Error{Type: t, Message: fmt.Sprintf(format, args...)}
+}
+
+// execErrorf is the original's translated MCPExecutionError
+// {status:"error", success:false, error_type:"execution_error", message}.
+// Returned as a transition's Go error it aborts the transition (nothing is
+// written); as Result.Err it is a refusal.
+func execErrorf(format string, args ...any) *Error {
+	return &Error{Type: ErrTypeExecution, Message: fmt.Sprintf(format, args...), Translated: true}
+}
+
+// internalError is the original's translated unexpected exception; the
+// message never carries details.
+func internalError() *Error {
+	return &Error{Type: ErrTypeInternal, Message: "An unexpected error occurred.", Translated: true}
 }
 
 // pyStrList renders a list of strings the way Python's repr renders a list

@@ -22,13 +22,16 @@ type StepRequest struct {
 	Spec   *specs.Spec
 	Flow   *specs.Flow
 	Step   *specs.Step
-	// Dispatch is the engine's dispatch object for this attempt (the same
-	// map an MCP agent receives from plan/step_done).
-	Dispatch Response
+	// Dispatch is the engine's dispatch for this attempt (what an MCP agent
+	// receives from plan/step_done).
+	Dispatch *StepDispatch
 	// Inputs are the step's resolved inputs.
 	Inputs map[string]any
 	// Attempt is 1-based.
 	Attempt int
+	// Iteration is the 1-based iteration of an iterating step's loop (0
+	// outside a loop).
+	Iteration int
 	// Violations are the previous attempt's violations (nil on attempt 1).
 	// Only the previous attempt's, never the accumulated history.
 	Violations []string

@@ -131,18 +131,12 @@ func ensureMaps(st *FlowState) {
 }
 
 // isFinished reports whether the flow has reached a final status.
-func isFinished(st *FlowState) bool {
-	switch st.Status {
-	case StatusComplete, StatusKilled, StatusFailed, StatusBudgetExhausted:
-		return true
-	}
-	return false
-}
+func isFinished(st *FlowState) bool { return st.Status.Finished() }
 
 // killedMode reports whether a gate kill set terminal_status "killed": the
 // cleanup step (if any) runs, then the flow ends killed.
 func killedMode(st *FlowState) bool {
-	return st.TerminalStatus != nil && *st.TerminalStatus == StatusKilled
+	return st.TerminalStatus != nil && *st.TerminalStatus == string(StatusKilled)
 }
 
 // advanceLinear moves the cursor to the next ordered step, or, while the

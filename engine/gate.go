@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,12 +17,11 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
 	if pastEnd(st, env) || isFinished(st) {
-		return unchanged(errorResponse(ErrTypeFlowComplete, "Flow is already complete", nil)), nil
+		return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 	}
 	step := currentStep(st, env)
 	if !step.IsGate() {
-		return unchanged(errorResponse(ErrTypeNotAGateStep,
-			fmt.Sprintf("Step '%s' is not a gate step", step.ID), nil)), nil
+		return refused(refusal(ErrTypeNotAGateStep, "Step '%s' is not a gate step", step.ID)), nil
 	}
 	if !d.Outcome.Valid() {
 		allowed := make([]string, len(review.Outcomes))
@@ -31,31 +29,28 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 			allowed[i] = string(o)
 		}
 		sort.Strings(allowed)
-		return unchanged(errorResponse(ErrTypeInvalidOutcome,
-			fmt.Sprintf("outcome must be one of %s, got %s", pyStrList(allowed), pyStr(string(d.Outcome))), nil)), nil
+		return refused(refusal(ErrTypeInvalidOutcome,
+			"outcome must be one of %s, got %s", pyStrList(allowed), pyStr(string(d.Outcome)))), nil
 	}
 	if !d.ResolvedBy.Valid() {
-		return unchanged(errorResponse(ErrTypeInvalidResolvedBy,
-			fmt.Sprintf("resolved_by must be one of %s, got %s",
-				pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)}), pyStr(string(d.ResolvedBy))), nil)), nil
+		return refused(refusal(ErrTypeInvalidResolvedBy, "resolved_by must be one of %s, got %s",
+			pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)}), pyStr(string(d.ResolvedBy)))), nil
 	}
 	if d.StepID != step.ID {
-		return unchanged(errorResponse(ErrTypeWrongStep,
-			fmt.Sprintf("Expected gate step '%s', got '%s'", step.ID, d.StepID), nil)), nil
+		return refused(refusal(ErrTypeWrongStep, "Expected gate step '%s', got '%s'", step.ID, d.StepID)), nil
 	}
 	if gateApprover(st, step) == string(review.HumanApprover) && d.Channel == review.ChannelMCP {
-		return unchanged(errorResponse(ErrTypeGateRequiresHuman,
-			fmt.Sprintf("Gate '%s' requires a human decision (approver: human) and cannot be resolved through MCP; "+
-				"decide it in `stratum tui` or with `stratum gate`", step.ID), nil)), nil
+		return refused(refusal(ErrTypeGateRequiresHuman,
+			"Gate '%s' requires a human decision (approver: human) and cannot be resolved through MCP; "+
+				"decide it in `stratum tui` or with `stratum gate`", step.ID)), nil
 	}
 	if d.Round != nil && *d.Round != st.Round {
-		return unchanged(errorResponse(ErrTypeStaleRound,
-			fmt.Sprintf("Decision is for round %d of gate '%s', but the gate is in round %d", *d.Round, step.ID, st.Round),
-			map[string]any{"round": st.Round})), nil
+		e := refusal(ErrTypeStaleRound, "Decision is for round %d of gate '%s', but the gate is in round %d", *d.Round, step.ID, st.Round)
+		e.Round = st.Round
+		return refused(e), nil
 	}
 	if d.Outcome == review.Revise && step.OnRevise == "" {
-		return unchanged(errorResponse(ErrTypeMissingOnRevise,
-			fmt.Sprintf("Gate step '%s' has no on_revise target configured", step.ID), nil)), nil
+		return refused(refusal(ErrTypeMissingOnRevise, "Gate step '%s' has no on_revise target configured", step.ID)), nil
 	}
 	return resolveGate(st, env, step, d)
 }
@@ -119,9 +114,9 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 	case review.Revise:
 		if env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds {
 			// The GateRecord stays in the active trace; the gate remains current.
-			res.Response = errorResponse(ErrTypeMaxRoundsExceeded,
-				fmt.Sprintf("Maximum rounds (%d) exceeded", env.Flow.MaxRounds),
-				map[string]any{"round": st.Round})
+			e := refusal(ErrTypeMaxRoundsExceeded, "Maximum rounds (%d) exceeded", env.Flow.MaxRounds)
+			e.Round = st.Round
+			res.Err = e
 			return res, nil
 		}
 		closeGate(st, step)
@@ -138,13 +133,13 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 		st.CurrentIdx = idx
 	case review.Kill:
 		closeGate(st, step)
-		st.TerminalStatus = strPtr(StatusKilled)
+		st.TerminalStatus = strPtr(string(StatusKilled))
 		if step.OnKill == "" || stepIndex(env, step.OnKill) < 0 {
 			st.CurrentIdx = totalSteps(env)
 			st.Status = StatusKilled
 			st.ActiveChildFlowID = nil
-			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": StatusKilled}))
-			res.Response = killedPayload(st, env)
+			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": string(StatusKilled)}))
+			res.Outcome = killedPayload(st, env)
 			return res, nil
 		}
 		// DESIGN §12: run only the cleanup step, then end killed.
@@ -179,7 +174,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
 	noTimeout := func(msg string) (Result, error) {
-		return unchanged(Response{"status": "no_timeout", "message": msg}), nil
+		return answer(&NoTimeout{Message: msg}), nil
 	}
 	if pastEnd(st, env) || isFinished(st) {
 		return noTimeout("Flow is already complete")
@@ -198,7 +193,8 @@ func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 		return noTimeout("Gate has no timeout configured")
 	}
 	if remaining := st.Gate.Deadline.Sub(env.Now); remaining > 0 {
-		return unchanged(Response{"status": "no_timeout", "remaining_seconds": remaining.Seconds()}), nil
+		secs := remaining.Seconds()
+		return answer(&NoTimeout{Remaining: &secs}), nil
 	}
 	return applyTimeout(st, env, step)
 }
@@ -220,8 +216,8 @@ func applyTimeout(st *FlowState, env Env, step *specs.Step) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if s, _ := res.Response["status"].(string); s == StatusKilled {
-		res.Response["reason"] = "timeout"
+	if c, ok := res.Outcome.(*Completion); ok && c.Status == StatusKilled {
+		c.Reason = "timeout"
 	}
 	return res, nil
 }

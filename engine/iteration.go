@@ -83,20 +83,10 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 		st.IterationAccumulator[stepID] = &Accumulator{Items: []any{}, Keys: []string{}}
 	}
 
-	var ec any // null when the step has no exit_criterion, as the original
-	if exitCriterion != "" {
-		ec = exitCriterion
-	}
-	resp := Response{
-		"status":         "iteration_started",
-		"flow_id":        st.FlowID,
-		"step_id":        stepID,
-		"max_iterations": step.MaxIterations,
-		"exit_criterion": ec,
-		"iteration":      0,
-	}
+	// exit_criterion is null when the step has none, as the original.
+	out := &IterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
 	return Result{
-		Response: resp,
+		Outcome: out,
 		Events: []Event{iterationEvent(st, env, stepID, map[string]any{
 			"action":         "start",
 			"max_iterations": step.MaxIterations,
@@ -270,52 +260,34 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		st.ActiveIteration = nil
 	}
 
-	status := "iteration_continue"
-	if outcome != OutcomeContinue {
-		status = "iteration_exit"
-	}
-	resp := Response{
-		"status":             status,
-		"flow_id":            st.FlowID,
-		"step_id":            stepID,
-		"iteration":          count,
-		"max_iterations":     maxIter,
-		"exit_criterion_met": exitMet,
-		"outcome":            outcome,
-	}
-	if entry.ExitCriterionError != "" {
-		resp["exit_criterion_error"] = entry.ExitCriterionError
-	}
-	if step.ScoreExpr != nil {
-		if entry.Score != nil {
-			resp["score"] = *entry.Score
-		} else {
-			resp["score"] = nil
-		}
-		if entry.ScoreError != "" {
-			resp["score_error"] = entry.ScoreError
-		}
+	out := &IterationReported{
+		FlowID:             st.FlowID,
+		StepID:             stepID,
+		Iteration:          count,
+		MaxIterations:      maxIter,
+		ExitCriterionMet:   exitMet,
+		Outcome:            outcome,
+		ExitCriterionError: entry.ExitCriterionError,
+		Scored:             step.ScoreExpr != nil,
+		Score:              entry.Score,
+		ScoreError:         entry.ScoreError,
 	}
 	if acc != nil {
-		resp["new_count"] = *entry.NewCount
-		resp["dry_streak"] = acc.DryStreak
-		resp["accumulated_count"] = len(acc.Items)
-		if entry.AccumulateError != "" {
-			resp["accumulate_error"] = entry.AccumulateError
-		}
+		out.Accumulating = true
+		out.NewCount = *entry.NewCount
+		out.DryStreak = acc.DryStreak
+		out.AccumulatedCount = len(acc.Items)
+		out.AccumulateError = entry.AccumulateError
 	}
 	if outcome != OutcomeContinue {
-		final := result
+		out.FinalResult = result
 		if best != nil && best.Score != nil {
-			final = best.Result
-		}
-		resp["final_result"] = final
-		if step.ScoreExpr != nil {
-			resp["best_score"], resp["best_iteration"] = iterBestFields(best)
+			out.FinalResult = best.Result
+			sc, it := *best.Score, best.Iteration
+			out.BestScore, out.BestIteration = &sc, &it
 		}
 		if acc != nil {
-			resp["accumulated"] = iterCopyItems(acc.Items)
-			resp["accumulated_count"] = len(acc.Items)
+			out.Accumulated = iterCopyItems(acc.Items)
 		}
 	}
 
@@ -332,7 +304,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		data["new_count"] = *entry.NewCount
 		data["dry_streak"] = *entry.DryStreak
 	}
-	return Result{Response: resp, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
+	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
 }
 
 // IterationAbort ends the active loop early (stratum_iteration_abort): it
@@ -366,27 +338,17 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 	st.IterationOutcome[stepID] = OutcomeExitAbort
 	st.ActiveIteration = nil
 
-	resp := Response{
-		"status":    "iteration_aborted",
-		"flow_id":   st.FlowID,
-		"step_id":   stepID,
-		"iteration": count,
-		"reason":    reason,
-	}
+	out := &IterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
 	if env.Flow != nil {
 		if step := env.Flow.Step(stepID); step != nil && step.ScoreExpr != nil {
-			var best *IterationBest
-			if st.IterationBest != nil {
-				best = st.IterationBest[stepID]
+			out.Scored = true
+			if best := st.IterationBest[stepID]; best != nil && best.Score != nil {
+				sc := *best.Score
+				out.BestResult, out.BestScore = best.Result, &sc
 			}
-			resp["best_result"] = nil
-			if best != nil && best.Score != nil {
-				resp["best_result"] = best.Result
-			}
-			resp["best_score"], _ = iterBestFields(best)
 		}
 	}
-	return Result{Response: resp, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
+	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
 		"action":    "abort",
 		"iteration": count,
 		"reason":    reason,
@@ -466,15 +428,14 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 func iterNotRunning(st *FlowState) (Result, bool) {
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
-		return Result{Response: errorResponse(ErrTypeFlowNotRunning,
-			fmt.Sprintf("Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status), nil), Unchanged: true}, true
+		return refused(refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)), true
 	}
 	return Result{}, false
 }
 
 // iterationError is an execution_error response that leaves the state as it was.
 func iterationError(msg string) Result {
-	return Result{Response: executionError(msg), Unchanged: true}
+	return refused(execErrorf("%s", msg))
 }
 
 func iterationEvent(st *FlowState, env Env, stepID string, data map[string]any) Event {

@@ -42,12 +42,12 @@ func TestIterationThroughStepDone(t *testing.T) {
 	env := extEnv(sp, f)
 	st, res, err := Plan(env, "main", map[string]any{}, PlanOptions{})
 	if err != nil || st == nil {
-		t.Fatalf("plan: %v %v", res.Response, err)
+		t.Fatalf("plan: %v %v", res.Wire(), err)
 	}
 	env.Flow = f
 	id := st.FlowID
-	if res.Response["step_id"] != "hunt" {
-		t.Fatalf("plan: %v", res.Response)
+	if res.Wire()["step_id"] != "hunt" {
+		t.Fatalf("plan: %v", res.Wire())
 	}
 	ok := okFn(t)
 	finding := func(id string) map[string]any { return map[string]any{"id": id} }

@@ -51,10 +51,10 @@ func mustOK(t *testing.T, res Result, err error) Response {
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
 	}
-	if res.Response["status"] == "error" {
-		t.Fatalf("unexpected error response: %v", res.Response)
+	if res.Wire()["status"] == "error" {
+		t.Fatalf("unexpected error response: %v", res.Wire())
 	}
-	return res.Response
+	return res.Wire()
 }
 
 // mustExecError fails unless the response is an execution_error whose
@@ -64,7 +64,7 @@ func mustExecError(t *testing.T, res Result, err error, want string) {
 	if err != nil {
 		t.Fatalf("unexpected Go error: %v", err)
 	}
-	r := res.Response
+	r := res.Wire()
 	if r["status"] != "error" || r["error_type"] != "execution_error" || r["success"] != false {
 		t.Fatalf("want execution_error, got %v", r)
 	}

@@ -20,16 +20,15 @@ import (
 func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
-		return unchanged(errorResponse(ErrTypeParallelComplete, "Flow is already complete", nil)), nil
+		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
 	}
 	step := currentStep(st, env)
 	if step.ID != stepID {
-		return unchanged(errorResponse(ErrTypeStepMismatch,
-			fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID), nil)), nil
+		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, stepID)), nil
 	}
 	if step.Kind != specs.KindParallelDispatch {
-		return unchanged(errorResponse(ErrTypeWrongStepType,
-			fmt.Sprintf("Step '%s' is a %s step, not parallel_dispatch. Use stratum_step_done for non-parallel steps.", step.ID, step.StepMode()), nil)), nil
+		return refused(refusal(ErrTypeWrongStepType,
+			"Step '%s' is a %s step, not parallel_dispatch. Use stratum_step_done for non-parallel steps.", step.ID, step.StepMode())), nil
 	}
 	tasks := taskResults
 	if tasks == nil {

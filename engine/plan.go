@@ -32,8 +32,9 @@ type PlanOptions struct {
 // env.Spec.Source) and computes the first dispatch. env.Spec must be set;
 // env.Flow is ignored (the flow is looked up by name).
 //
-// A nil state with a response means the plan was refused (invalid inputs);
-// an *ExecError means an unknown flow or a dispatch error (execution_error).
+// A nil state with a Result.Err means the plan was refused (invalid
+// inputs); an execution_error *Error means an unknown flow or a dispatch
+// error.
 func Plan(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, Result, error) {
 	if env.Spec == nil {
 		return nil, Result{}, execErrorf("no spec")
@@ -57,8 +58,9 @@ func Plan(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*Fl
 	}
 	resolved, problems := validateInputs(env.Spec, flow, inputs)
 	if len(problems) > 0 {
-		return nil, unchanged(errorResponse(ErrTypeInvalidInput,
-			"Invalid flow inputs: "+strings.Join(problems, "; "), map[string]any{"problems": problems})), nil
+		e := refusal(ErrTypeInvalidInput, "Invalid flow inputs: %s", strings.Join(problems, "; "))
+		e.Problems = problems
+		return nil, refused(e), nil
 	}
 	if env.NewID == nil {
 		return nil, Result{}, execErrorf("no flow id generator")
@@ -200,14 +202,14 @@ func Resume(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
-		return unchanged(Response{"status": st.Status, "flow_id": st.FlowID}), nil
+		return answer(&Stopped{Status: st.Status, FlowID: st.FlowID}), nil
 	case StatusKilled:
 		if pastEnd(st, env) {
-			return unchanged(killedPayload(st, env)), nil
+			return answer(killedPayload(st, env)), nil
 		}
 	case StatusComplete:
 		if pastEnd(st, env) {
-			return unchanged(completionPayload(st, env, StatusComplete)), nil
+			return answer(completionPayload(st, env, StatusComplete)), nil
 		}
 	}
 	before := stateBytes(st)

@@ -51,7 +51,7 @@ type Tx interface {
 
 // ListFilter selects flows for Tx.List. Zero values select everything.
 type ListFilter struct {
-	Status string // exact status
+	Status FlowStatus // exact status
 	Limit  int
 }
 
@@ -59,7 +59,7 @@ type ListFilter struct {
 type FlowSummary struct {
 	FlowID       string       `json:"flow_id"`
 	FlowName     string       `json:"flow_name"`
-	Status       string       `json:"status"`
+	Status       FlowStatus   `json:"status"`
 	CurrentStep  string       `json:"current_step_id,omitempty"`
 	StepNumber   int          `json:"step_number"`
 	TotalSteps   int          `json:"total_steps"`

@@ -100,23 +100,20 @@ func (s *Service) parse(file, text string) (*specs.Spec, specs.Diagnostics) {
 	return sp, ds
 }
 
-// specErrorResponse is the original's translated exception for an invalid
-// spec: {status:"error", success:false, error_type, message, path,
-// suggestion} from the first error, plus ours: diagnostics (all of them).
-func specErrorResponse(ds specs.Diagnostics) Response {
+// specError is the original's translated exception for an invalid spec:
+// {status:"error", success:false, error_type, message, path, suggestion}
+// from the first error, plus ours: diagnostics (all of them).
+func specError(ds specs.Diagnostics) *Error {
 	errs := ds.Errors()
 	if len(errs) == 0 {
-		return executionError("invalid spec")
+		return execErrorf("invalid spec")
 	}
 	d := errs[0]
-	r := Response{"status": "error", "success": false, "error_type": string(d.ErrorType), "message": d.Message, "path": d.Path, "diagnostics": []specs.Diagnostic(errs)}
-	if r["error_type"] == "" {
-		r["error_type"] = string(specs.SemanticError)
+	e := &Error{Type: ErrorType(d.ErrorType), Message: d.Message, Translated: true, Path: d.Path, Suggestion: d.Suggestion, Diagnostics: errs}
+	if e.Type == "" {
+		e.Type = ErrorType(specs.SemanticError)
 	}
-	if d.Suggestion != "" {
-		r["suggestion"] = d.Suggestion
-	}
-	return r
+	return e
 }
 
 // plausibleFlowID rejects ids no store can hold (empty, very long, NUL
@@ -125,100 +122,108 @@ func plausibleFlowID(id string) bool {
 	return id != "" && len(id) <= 512 && !strings.ContainsRune(id, 0)
 }
 
-func flowNotFound(flowID string) Response {
-	return errorResponse(ErrTypeFlowNotFound, fmt.Sprintf("No active flow with id '%s'", flowID), nil)
+func flowNotFound(flowID string) *Error {
+	return refusal(ErrTypeFlowNotFound, "No active flow with id '%s'", flowID)
 }
 
 // env builds the transition environment of a stored flow. A spec that no
 // longer parses, or a flow that vanished from it, is an execution_error.
-func (s *Service) env(st *FlowState, tx Tx, now time.Time) (Env, Response) {
+func (s *Service) env(st *FlowState, tx Tx, now time.Time) (Env, *Error) {
 	sp, ds := s.parse(st.SpecFile, st.RawSpec)
 	if sp == nil {
 		msg := "stored spec of flow '" + st.FlowID + "' no longer parses"
 		if errs := ds.Errors(); len(errs) > 0 {
 			msg += ": " + errs[0].Message
 		}
-		return Env{}, executionError(msg)
+		return Env{}, execErrorf("%s", msg)
 	}
 	flow := sp.Flows[st.FlowName]
 	if flow == nil {
-		return Env{}, executionError(fmt.Sprintf("Flow '%s' not found in spec", st.FlowName))
+		return Env{}, execErrorf("Flow '%s' not found in spec", st.FlowName)
 	}
 	return Env{Spec: sp, Flow: flow, Now: now, NewID: s.newID, Root: s.Root, Children: tx}, nil
 }
 
 // leaseRefusal answers flow_owned when a live runner lease owns the flow and
 // the caller is not its holder.
-func leaseRefusal(st *FlowState, now time.Time, actor string) Response {
+func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 	if st.Owner == nil || !st.Owner.ExpiresAt.After(now) || st.Owner.ID == actor {
 		return nil
 	}
-	return errorResponse(ErrTypeFlowOwned, fmt.Sprintf(
+	e := refusal(ErrTypeFlowOwned,
 		"Flow '%s' is driven by an in-process runner (lease '%s' until %s); agent reports are refused while the lease is live",
-		st.FlowID, st.Owner.ID, st.Owner.ExpiresAt.UTC().Format(time.RFC3339)),
-		map[string]any{"flow_id": st.FlowID, "owner": st.Owner.ID})
+		st.FlowID, st.Owner.ID, st.Owner.ExpiresAt.UTC().Format(time.RFC3339))
+	e.FlowID, e.Owner = st.FlowID, st.Owner.ID
+	return e
+}
+
+// update runs fn in one Store.Update and commits its Result: fn returns the
+// state to write (nil for none) and the result, or an error that aborts the
+// transaction. A panic in fn is the internal_error envelope and writes
+// nothing. The answer is the result's outcome, or its *Error; a store
+// failure is returned as is.
+func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*FlowState, Result, error)) (Outcome, error) {
+	var res Result
+	err := s.Store.Update(ctx, func(tx Tx) (err error) {
+		res = Result{}
+		defer func() {
+			if r := recover(); r != nil {
+				res = refused(internalError())
+				err = errNoWrite
+			}
+		}()
+		st, r, err := fn(tx, s.now())
+		if err != nil {
+			if e := AsError(err); e != nil {
+				res = refused(e)
+				return errNoWrite
+			}
+			return err
+		}
+		res = r
+		if res.Unchanged {
+			return errNoWrite
+		}
+		return commitResult(tx, st, res)
+	})
+	if err != nil && !errors.Is(err, errNoWrite) {
+		return nil, err
+	}
+	if err == nil {
+		s.notify(res.Events)
+	}
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res.Outcome, nil
 }
 
 // transition loads a flow, runs fn and commits its result in one Update.
 // checkLease, when set, refuses callers other than a live lease's holder.
-func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (Result, error)) (Response, error) {
+func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (Result, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
-		return flowNotFound(flowID), nil
+		return nil, flowNotFound(flowID)
 	}
-	var resp Response
-	var events []Event
-	err := s.Store.Update(ctx, func(tx Tx) (err error) {
-		resp, events = nil, nil
-		defer func() {
-			if r := recover(); r != nil {
-				resp = internalError()
-				err = errNoWrite
-			}
-		}()
-		now := s.now()
+	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, Result, error) {
 		st, err := tx.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
-			resp = flowNotFound(flowID)
-			return errNoWrite
+			return nil, Result{}, flowNotFound(flowID)
 		}
 		if err != nil {
-			return err
+			return nil, Result{}, err
 		}
 		if checkLease != nil {
-			if r := leaseRefusal(st, now, checkLease.Actor); r != nil {
-				resp = r
-				return errNoWrite
+			if e := leaseRefusal(st, now, checkLease.Actor); e != nil {
+				return nil, Result{}, e
 			}
 		}
 		env, bad := s.env(st, tx, now)
 		if bad != nil {
-			resp = bad
-			return errNoWrite
+			return nil, Result{}, bad
 		}
 		res, err := fn(st, env)
-		if err != nil {
-			var ee *ExecError
-			if errors.As(err, &ee) {
-				resp = executionError(ee.Message)
-				return errNoWrite
-			}
-			return err
-		}
-		resp = res.Response
-		if res.Unchanged {
-			return errNoWrite
-		}
-		events = res.Events
-		return commitResult(tx, st, res)
+		return st, res, err
 	})
-	if errors.Is(err, errNoWrite) {
-		return resp, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.notify(events)
-	return resp, nil
 }
 
 func (s *Service) notify(events []Event) {
@@ -254,65 +259,38 @@ func commitResult(tx Tx, st *FlowState, res Result) error {
 // Plan is stratum_plan: parse the spec, create the flow, return its first
 // dispatch (or completion). An invalid spec answers the original's ir_*
 // error envelope.
-func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs map[string]any, opt PlanOptions) (Response, error) {
+func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs map[string]any, opt PlanOptions) (Outcome, error) {
 	sp, ds := s.parse(opt.SpecFile, specText)
 	if sp == nil {
-		return specErrorResponse(ds), nil
+		return nil, specError(ds)
 	}
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	var resp Response
-	var events []Event
-	err := s.Store.Update(ctx, func(tx Tx) (err error) {
-		resp, events = nil, nil
-		defer func() {
-			if r := recover(); r != nil {
-				resp = internalError()
-				err = errNoWrite
-			}
-		}()
-		env := Env{Spec: sp, Now: s.now(), NewID: s.newID, Root: s.Root, Children: tx}
+	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, Result, error) {
+		env := Env{Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: tx}
 		st, res, err := Plan(env, flowName, inputs, opt)
-		if err != nil {
-			var ee *ExecError
-			if errors.As(err, &ee) {
-				resp = executionError(ee.Message)
-				return errNoWrite
-			}
-			return err
+		if st == nil && err == nil {
+			res.Unchanged = true
 		}
-		resp = res.Response
-		if st == nil {
-			return errNoWrite
-		}
-		events = res.Events
-		return commitResult(tx, st, res)
+		return st, res, err
 	})
-	if errors.Is(err, errNoWrite) {
-		return resp, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.notify(events)
-	return resp, nil
 }
 
 // Resume is stratum_resume.
-func (s *Service) Resume(ctx context.Context, flowID string) (Response, error) {
+func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
 	return s.transition(ctx, flowID, nil, Resume)
 }
 
 // StepDone is stratum_step_done.
-func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Response, error) {
+func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return StepDone(st, env, stepID, result)
 	})
 }
 
 // ParallelDone is stratum_parallel_done.
-func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Response, error) {
+func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return ParallelDone(st, env, stepID, taskResults, mergeStatus)
 	})
@@ -320,7 +298,7 @@ func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskR
 
 // GateResolve is stratum_gate_resolve. d.StepID names the gate; d.Channel
 // says how the decision arrived (approver: human gates refuse mcp).
-func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decision) (Response, error) {
+func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decision) (Outcome, error) {
 	d.FlowID = flowID
 	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (Result, error) {
 		if d.DecidedAt.IsZero() {
@@ -331,7 +309,7 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 }
 
 // CheckTimeouts is stratum_check_timeouts.
-func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Response, error) {
+func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, error) {
 	return s.transition(ctx, flowID, nil, CheckTimeouts)
 }
 
@@ -352,11 +330,14 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 		if p.Gate == nil || p.Gate.Deadline == nil || p.Gate.Deadline.After(now) {
 			continue
 		}
-		resp, err := s.CheckTimeouts(ctx, p.FlowID)
+		out, err := s.CheckTimeouts(ctx, p.FlowID)
 		if err != nil {
+			if AsError(err) != nil {
+				continue
+			}
 			return n, err
 		}
-		if st, _ := resp["status"].(string); st != "no_timeout" && st != "error" {
+		if _, none := out.(*NoTimeout); !none {
 			n++
 		}
 	}
@@ -364,57 +345,59 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 }
 
 // SkipStep is stratum_skip_step.
-func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Response, error) {
+func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return SkipStep(st, env, stepID, reason)
 	})
 }
 
 // IterationStart is stratum_iteration_start.
-func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Response, error) {
+func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return IterationStart(st, env, stepID)
 	})
 }
 
 // IterationReport is stratum_iteration_report.
-func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Response, error) {
+func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return IterationReport(st, env, stepID, result)
 	})
 }
 
 // IterationAbort is stratum_iteration_abort.
-func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Response, error) {
+func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return IterationAbort(st, env, stepID, reason)
 	})
 }
 
 // Commit is stratum_commit.
-func (s *Service) Commit(ctx context.Context, flowID, label string) (Response, error) {
+func (s *Service) Commit(ctx context.Context, flowID, label string) (Outcome, error) {
 	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (Result, error) {
 		return Commit(st, env, label)
 	})
 }
 
 // Revert is stratum_revert.
-func (s *Service) Revert(ctx context.Context, flowID, label string) (Response, error) {
+func (s *Service) Revert(ctx context.Context, flowID, label string) (Outcome, error) {
 	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (Result, error) {
 		return Revert(st, env, label)
 	})
 }
 
 // Audit is stratum_audit (a read).
-func (s *Service) Audit(ctx context.Context, flowID string) (Response, error) {
+func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error) {
 	if !plausibleFlowID(flowID) {
-		return flowNotFound(flowID), nil
+		return nil, flowNotFound(flowID)
 	}
-	var resp Response
+	var out *AuditReport
+	var refusal *Error
 	err := s.Store.View(ctx, func(tx Tx) error {
+		out, refusal = nil, nil
 		st, err := tx.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
-			resp = flowNotFound(flowID)
+			refusal = flowNotFound(flowID)
 			return nil
 		}
 		if err != nil {
@@ -422,16 +405,19 @@ func (s *Service) Audit(ctx context.Context, flowID string) (Response, error) {
 		}
 		env, bad := s.env(st, tx, s.now())
 		if bad != nil {
-			resp = bad
+			refusal = bad
 			return nil
 		}
-		resp = Audit(st, env)
+		out = Audit(st, env)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return resp, nil
+	if refusal != nil {
+		return nil, refusal
+	}
+	return out, nil
 }
 
 // Get returns a flow's state (an error wrapping ErrNotFound when unknown).

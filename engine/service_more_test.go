@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -162,7 +163,11 @@ func TestServiceConcurrentDecisions(t *testing.T) {
 	results := make(chan engine.Response, n)
 	for i := 0; i < n; i++ {
 		go func() {
-			r, err := s.GateResolve(ctx, "f1", review.Decision{ReviewID: "f1/review/0", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI})
+			out, err := s.GateResolve(ctx, "f1", review.Decision{ReviewID: "f1/review/0", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI})
+			if err != nil && !errors.Is(err, review.ErrAlreadyDecided) {
+				t.Errorf("a losing decision must be review.ErrAlreadyDecided, got %v", err)
+			}
+			r, err := wireOf(out, err)
 			if err != nil {
 				t.Error(err)
 			}

@@ -74,9 +74,19 @@ flows:
         on_kill: ~
 `
 
-func must(t *testing.T) func(engine.Response, error) engine.Response {
-	return func(r engine.Response, err error) engine.Response {
+// wireOf renders a service answer as a client sees it: an outcome, or the
+// envelope of an *engine.Error; other errors (store failures) are returned.
+func wireOf(out engine.Outcome, err error) (engine.Response, error) {
+	if err != nil && engine.AsError(err) == nil {
+		return nil, err
+	}
+	return engine.Wire(out, err), nil
+}
+
+func must(t *testing.T) func(engine.Outcome, error) engine.Response {
+	return func(out engine.Outcome, err error) engine.Response {
 		t.Helper()
+		r, err := wireOf(out, err)
 		if err != nil {
 			t.Fatal(err)
 		}

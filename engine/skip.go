@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"fmt"
-
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -15,10 +13,10 @@ func SkipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	}
 	step := currentStep(st, env)
 	if stepID != step.ID {
-		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
+		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
 	}
 	if step.IsGate() {
-		return unchanged(executionError(fmt.Sprintf("Step '%s' is a gate step — use stratum_gate_resolve to resolve it", step.ID))), nil
+		return refused(execErrorf("Step '%s' is a gate step — use stratum_gate_resolve to resolve it", step.ID)), nil
 	}
 	var res Result
 	if step.Kind == specs.KindFlow {

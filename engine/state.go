@@ -5,16 +5,6 @@ import (
 	"time"
 )
 
-// Flow statuses (ours; the CLI's `query` JSON uses the same strings).
-const (
-	StatusRunning         = "running"
-	StatusAwaitingGate    = "awaiting_gate"
-	StatusComplete        = "complete"
-	StatusKilled          = "killed"
-	StatusBudgetExhausted = "budget_exhausted"
-	StatusFailed          = "failed" // retries exhausted with no on_fail (the original deleted the file)
-)
-
 // FlowState is one flow execution, persisted as JSON. The fields down to
 // ParallelTasks keep the original's JSON names (upstream-behavior §2.19) so
 // consumers of `stratum-mcp query` keep working; the fields after it are ours.
@@ -49,7 +39,7 @@ type FlowState struct {
 
 	// Ours.
 	SchemaVersion int       `json:"stratum_state_version"` // record format version, currently 1
-	Status        string    `json:"status"`                // one of the Status* constants
+	Status        FlowStatus `json:"status"`
 	SpecFile      string    `json:"spec_file,omitempty"`   // where the spec came from, when known
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`

@@ -3,20 +3,12 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/stratum-go/stratum/specs"
-)
-
-// Failure statuses of a step attempt.
-const (
-	StatusSchemaFailed     = "schema_failed"
-	StatusGuardrailBlocked = "guardrail_blocked"
-	StatusEnsureFailed     = "ensure_failed"
 )
 
 // StepDone is stratum_step_done (upstream-behavior §2.6): it checks the
@@ -30,11 +22,10 @@ func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error)
 	}
 	step := currentStep(st, env)
 	if step.IsGate() {
-		return unchanged(errorResponse(ErrTypeGateStepRequires,
-			fmt.Sprintf("Step '%s' is a gate step. Use stratum_gate_resolve to resolve it.", step.ID), nil)), nil
+		return refused(gateStepRequires(step)), nil
 	}
 	if stepID != step.ID {
-		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
+		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
 	}
 	childID := ""
 	var pre Result
@@ -69,35 +60,38 @@ func unwrapChildCompletion(result any) any {
 func refuseFinished(st *FlowState, env Env) (Result, bool) {
 	switch {
 	case st.Status == StatusFailed:
-		return unchanged(executionError("Flow has failed (retries exhausted); revert to a checkpoint or plan a new flow")), true
+		return refused(execErrorf("Flow has failed (retries exhausted); revert to a checkpoint or plan a new flow")), true
 	case st.Status == StatusBudgetExhausted:
-		return unchanged(executionError("Flow budget exhausted")), true
+		return refused(execErrorf("Flow budget exhausted")), true
 	case pastEnd(st, env) || st.Status == StatusComplete || st.Status == StatusKilled:
-		return unchanged(executionError("Flow is already complete")), true
+		return refused(execErrorf("Flow is already complete")), true
 	}
 	return Result{}, false
 }
 
-func unchanged(r Response) Result { return Result{Response: r, Unchanged: true} }
+// gateStepRequires refuses a report into a gate step.
+func gateStepRequires(step *specs.Step) *Error {
+	return refusal(ErrTypeGateStepRequires, "Step '%s' is a gate step. Use stratum_gate_resolve to resolve it.", step.ID)
+}
 
 // checkResult runs the checks in the original's order, the first failing
 // stage short-circuiting the later ones: output_schema (every step kind,
 // DESIGN §12), guardrails over the canonical JSON of the result, the
 // reasoning certificate (claude steps with reasoning_template), ensure.
-func checkResult(env Env, step *specs.Step, result any) (string, []string) {
+func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string) {
 	if step.Schema != nil {
 		if msgs := schemaViolations(step.Schema, result); len(msgs) > 0 {
 			vs := make([]string, len(msgs))
 			for i, m := range msgs {
 				vs[i] = "output_schema violation: " + m
 			}
-			return StatusSchemaFailed, vs
+			return CheckSchema, vs
 		}
 	}
 	if len(step.Guardrails) > 0 {
 		text, err := guardrailText(result)
 		if err != nil {
-			return StatusGuardrailBlocked, []string{"result is not JSON-encodable: " + err.Error()}
+			return CheckGuardrail, []string{"result is not JSON-encodable: " + err.Error()}
 		}
 		var vs []string
 		for _, g := range step.Guardrails {
@@ -106,11 +100,11 @@ func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 			}
 		}
 		if len(vs) > 0 {
-			return StatusGuardrailBlocked, vs
+			return CheckGuardrail, vs
 		}
 	}
 	if cv := certificateViolations(step, result); len(cv) > 0 {
-		return StatusEnsureFailed, cv
+		return CheckEnsure, cv
 	}
 	var vs []string
 	for _, e := range step.Ensure {
@@ -126,7 +120,7 @@ func checkResult(env Env, step *specs.Step, result any) (string, []string) {
 		}
 	}
 	if len(vs) > 0 {
-		return StatusEnsureFailed, vs
+		return CheckEnsure, vs
 	}
 	return "", nil
 }
@@ -144,7 +138,7 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 	status, violations := checkResult(env, step, result)
 	if status == "" && extra != nil {
 		if vs := extra(result); len(vs) > 0 {
-			status, violations = StatusEnsureFailed, vs
+			status, violations = CheckEnsure, vs
 		}
 	}
 	if status != "" {
@@ -178,11 +172,11 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 
 // failAttempt handles a failed check: retry (same dispatch, failure status,
 // violations), or on exhaustion on_fail routing or retries_exhausted.
-func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID string, attempts int, status string, violations []string) (Result, error) {
+func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (Result, error) {
 	var res Result
 	exhausted := attempts >= maxRetries(step)
 	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, map[string]any{
-		"status": status, "violations": violations, "attempt": attempts, "exhausted": exhausted,
+		"status": string(status), "violations": violations, "attempt": attempts, "exhausted": exhausted,
 	}))
 	if !exhausted {
 		delete(st.DispatchedAt, step.ID)
@@ -191,10 +185,10 @@ func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID s
 		if err != nil {
 			return Result{}, err
 		}
-		d = maps.Clone(d)
-		d["status"] = status
-		d["violations"] = violations
-		res.Response = d
+		if n := NotesOf(d); n != nil {
+			n.Failure, n.Violations = status, violations
+		}
+		res.Outcome = d
 		return res, nil
 	}
 	st.Records = append(st.Records, stepRecord(st, env, step, attempts, childID))
@@ -210,25 +204,18 @@ func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID s
 			return Result{}, err
 		}
 		res = mergeResults(res, nr)
-		d := maps.Clone(nr.Response)
-		d["routed_from"] = step.ID
-		d["violations"] = violations
-		res.Response = d
+		if n := NotesOf(res.Outcome); n != nil {
+			n.RoutedFrom, n.Violations = step.ID, violations
+		}
 		return res, nil
 	}
 	st.Status = StatusFailed
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": StatusFailed}))
-	res.Response = errorResponse(ErrTypeRetriesExhausted,
-		fmt.Sprintf("Step '%s' exhausted all retries", step.ID),
-		map[string]any{
-			"flow_id":    st.FlowID,
-			"step_id":    step.ID,
-			"step_mode":  step.StepMode(),
-			"agent":      nullable(step.Agent),
-			"violations": violations,
-		})
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": string(StatusFailed)}))
+	e := refusal(ErrTypeRetriesExhausted, "Step '%s' exhausted all retries", step.ID)
+	e.FlowID, e.StepID, e.StepMode, e.Agent, e.Violations = st.FlowID, step.ID, step.StepMode(), step.Agent, violations
+	res.Err = e
 	return res, nil
 }
 
@@ -249,12 +236,12 @@ func stepRecord(st *FlowState, env Env, step *specs.Step, attempts int, childID 
 }
 
 // mergeResults appends b's events, puts and deletes to a's, and takes b's
-// response.
+// answer.
 func mergeResults(a, b Result) Result {
 	a.Events = append(a.Events, b.Events...)
 	a.Put = append(a.Put, b.Put...)
 	a.Delete = append(a.Delete, b.Delete...)
-	a.Response = b.Response
+	a.Outcome, a.Err = b.Outcome, b.Err
 	return a
 }
 

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/stratum-go/stratum/specs"
 )
@@ -25,11 +24,10 @@ func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 	}
 	step := currentStep(st, env)
 	if step.IsGate() {
-		return unchanged(errorResponse(ErrTypeGateStepRequires,
-			fmt.Sprintf("Step '%s' is a gate step. Use stratum_gate_resolve to resolve it.", step.ID), nil)), nil
+		return refused(gateStepRequires(step)), nil
 	}
 	if stepID != step.ID {
-		return unchanged(executionError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID))), nil
+		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
 	}
 	if len(violations) == 0 {
 		violations = []string{"attempt failed"}
@@ -41,7 +39,7 @@ func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 		childID = snapshotChildAudit(st, env, step.ID, &pre)
 	}
 	st.Attempts[step.ID]++
-	res, err := failAttempt(st, env, step, nil, childID, st.Attempts[step.ID], StatusEnsureFailed, append([]string(nil), violations...))
+	res, err := failAttempt(st, env, step, nil, childID, st.Attempts[step.ID], CheckEnsure, append([]string(nil), violations...))
 	if err != nil {
 		return Result{}, err
 	}
@@ -55,7 +53,7 @@ func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 func ExhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
 	ensureMaps(st)
 	if isFinished(st) || pastEnd(st, env) {
-		return unchanged(executionError("Flow is already finished")), nil
+		return refused(execErrorf("Flow is already finished")), nil
 	}
 	stepID := ""
 	if s := currentStep(st, env); s != nil {
@@ -67,9 +65,9 @@ func ExhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
 	st.ActiveIteration = nil
 	var res Result
 	res.Events = append(res.Events, event(st, env, EventFlowFinished, stepID, map[string]any{
-		"status": StatusBudgetExhausted, "reason": reason,
+		"status": string(StatusBudgetExhausted), "reason": reason,
 	}))
-	res.Response = Response{"status": StatusBudgetExhausted, "flow_id": st.FlowID, "step_id": nullable(stepID), "reason": reason}
+	res.Outcome = &BudgetExhausted{FlowID: st.FlowID, StepID: stepID, Reason: reason}
 	return res, nil
 }
 
@@ -125,28 +123,28 @@ func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 		data["trace"] = json.RawMessage(raw)
 	}
 	return Result{
-		Response: Response{"status": "recorded", "flow_id": st.FlowID, "budget_state": *b},
+		Outcome: &CallRecorded{FlowID: st.FlowID, Budget: *b},
 		Events:   []Event{event(st, env, EventTrace, c.StepID, data)},
 	}, nil
 }
 
 // StepAttemptFailed is the Service form of StepAttemptFailed (lease-checked
 // like StepDone).
-func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Response, error) {
+func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return StepAttemptFailed(st, env, stepID, violations)
 	})
 }
 
 // ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
-func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Response, error) {
+func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return ExhaustBudget(st, env, reason)
 	})
 }
 
 // RecordCall is the Service form of RecordCall (lease-checked).
-func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Response, error) {
+func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return RecordCall(st, env, c)
 	})
@@ -155,7 +153,7 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 // withCall runs RecordCall (when c is set) and then fn in the same
 // transition, so a call's spend and the report of its result are committed
 // together (one store write per attempt, and no spend lost or counted twice
-// across a crash). The response is fn's.
+// across a crash). The answer is fn's.
 func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) (Result, error) {
 	var pre Result
 	if c != nil {
@@ -176,7 +174,7 @@ func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) 
 
 // StepDoneRecorded is StepDone preceded by RecordCall of the attempt's call
 // (nil: none), in one transaction.
-func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Response, error) {
+func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return withCall(st, env, c, func() (Result, error) { return StepDone(st, env, stepID, result) })
 	})
@@ -184,7 +182,7 @@ func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, r
 
 // StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
 // the attempt's call (nil: none), in one transaction.
-func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Response, error) {
+func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return withCall(st, env, c, func() (Result, error) { return StepAttemptFailed(st, env, stepID, violations) })
 	})

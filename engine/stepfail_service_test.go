@@ -25,7 +25,7 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	st := enginetest.New()
 	svc := &engine.Service{Store: st}
 	lease := engine.Lease{ID: "L"}
-	resp, err := svc.Plan(ctx, specRecorded, "main", nil, engine.PlanOptions{Driver: engine.DriverRunner})
+	resp, err := wireOf(svc.Plan(ctx, specRecorded, "main", nil, engine.PlanOptions{Driver: engine.DriverRunner}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,16 +36,16 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	own := engine.ReportOptions{Actor: "L"}
 	cost := 0.5
 	r, err := svc.StepAttemptFailedRecorded(ctx, id, "a", []string{"exit 1"}, &engine.CallRecord{StepID: "a", Attempt: 1, DurationMS: 10, Tokens: 3, CostUSD: &cost}, own)
-	if err != nil || r["status"] != engine.StatusEnsureFailed {
+	if d, ok := r.(*engine.StepDispatch); err != nil || !ok || d.Failure != engine.CheckEnsure {
 		t.Fatalf("%v %v", r, err)
 	}
 	// An agent (no lease) is refused, and nothing is recorded.
-	r, _ = svc.StepDoneRecorded(ctx, id, "a", map[string]any{}, &engine.CallRecord{StepID: "a", DurationMS: 99}, engine.ReportOptions{})
-	if r["error_type"] != engine.ErrTypeFlowOwned {
-		t.Fatalf("%v", r)
+	_, err = svc.StepDoneRecorded(ctx, id, "a", map[string]any{}, &engine.CallRecord{StepID: "a", DurationMS: 99}, engine.ReportOptions{})
+	if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowOwned {
+		t.Fatalf("%v", err)
 	}
 	r, err = svc.StepDoneRecorded(ctx, id, "a", map[string]any{"ok": true}, &engine.CallRecord{StepID: "a", Attempt: 2, DurationMS: 5}, own)
-	if err != nil || r["step_id"] != "b" {
+	if d, ok := r.(*engine.StepDispatch); err != nil || !ok || d.StepID != "b" {
 		t.Fatalf("%v %v", r, err)
 	}
 	fs, _ := svc.Get(ctx, id)
@@ -64,7 +64,7 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	}
 	// Without a call record the report alone is applied.
 	r, err = svc.StepDoneRecorded(ctx, id, "b", map[string]any{}, nil, own)
-	if err != nil || r["status"] != "complete" {
+	if c, ok := r.(*engine.Completion); err != nil || !ok || c.Status != engine.StatusComplete {
 		t.Fatalf("%v %v", r, err)
 	}
 }

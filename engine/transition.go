@@ -6,10 +6,6 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// Response is a wire response with the original's exact keys (dispatch
-// objects, completion, errors). Values must be JSON-encodable.
-type Response map[string]any
-
 // Env is everything a transition needs besides the flow state. It carries no
 // I/O: the clock reading, the id generator and the expression file root are
 // given, so transitions are deterministic in tests.
@@ -32,8 +28,12 @@ type ChildLoader interface {
 
 // Result is what a transition produced besides mutating the state.
 type Result struct {
-	Response Response
-	Events   []Event
+	// Outcome is the answer; Err, when set, replaces it: a refusal (with
+	// Unchanged) or an error the original answers after committing
+	// (Error.Committed).
+	Outcome Outcome
+	Err     *Error
+	Events  []Event
 	// Put are other flow states to create or replace in the same transaction
 	// (child flows created by a flow: step).
 	Put []*FlowState
@@ -43,3 +43,17 @@ type Result struct {
 	// response such as wrong_step, or a read); the service then skips the write.
 	Unchanged bool
 }
+
+// Wire renders the result's answer (see Wire).
+func (r Result) Wire() Response {
+	if r.Err != nil {
+		return r.Err.wire()
+	}
+	return Wire(r.Outcome, nil)
+}
+
+// refused is a Result that answers e and changes nothing.
+func refused(e *Error) Result { return Result{Err: e, Unchanged: true} }
+
+// answer is a Result that answers o and changes nothing.
+func answer(o Outcome) Result { return Result{Outcome: o, Unchanged: true} }

@@ -61,7 +61,7 @@ func BenchmarkTransition(b *testing.B) {
 
 // fill adds n realistic flows in batches, a quarter of them at a gate.
 func fill(b *testing.B, s *Store, n int) {
-	statuses := []string{engine.StatusRunning, engine.StatusComplete, engine.StatusAwaitingGate, engine.StatusKilled}
+	statuses := []engine.FlowStatus{engine.StatusRunning, engine.StatusComplete, engine.StatusAwaitingGate, engine.StatusKilled}
 	for start := 0; start < n; start += 1000 {
 		if err := s.Update(bg, func(tx engine.Tx) error {
 			for i := start; i < min(n, start+1000); i++ {

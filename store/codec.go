@@ -35,7 +35,7 @@ func encodeSummary(sum *engine.FlowSummary) ([]byte, error) {
 	b = append(b, summaryCodecV1)
 	b = appendStr(b, sum.FlowID)
 	b = appendStr(b, sum.FlowName)
-	b = appendStr(b, sum.Status)
+	b = appendStr(b, string(sum.Status))
 	b = appendStr(b, sum.CurrentStep)
 	b = binary.AppendVarint(b, int64(sum.StepNumber))
 	b = binary.AppendVarint(b, int64(sum.TotalSteps))
@@ -198,7 +198,7 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 	r := &summaryReader{b: b[1:], intern: intern}
 	sum.FlowID = r.str()
 	sum.FlowName = r.common()
-	sum.Status = r.common()
+	sum.Status = engine.FlowStatus(r.common())
 	sum.CurrentStep = r.common()
 	sum.StepNumber = int(r.int())
 	sum.TotalSteps = int(r.int())

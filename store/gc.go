@@ -14,16 +14,6 @@ import (
 // processes are not kept waiting for the lock by a large prune.
 const gcBatch = 256
 
-// Finished reports whether a flow status is final (complete, killed, failed
-// or budget_exhausted). Only finished flows are ever pruned by GC.
-func Finished(status string) bool {
-	switch status {
-	case engine.StatusComplete, engine.StatusKilled, engine.StatusFailed, engine.StatusBudgetExhausted:
-		return true
-	}
-	return false
-}
-
 // GC deletes finished flows whose UpdatedAt is older than olderThan (by the
 // store's clock), with their events and index entries, and returns how many
 // it deleted. Running flows and flows awaiting a gate are never pruned. Each
@@ -35,7 +25,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 	}
 	cutoff := s.now().Add(-olderThan)
 	prunable := func(sum *engine.FlowSummary) bool {
-		return Finished(sum.Status) && sum.UpdatedAt.Before(cutoff)
+		return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
 	}
 	var candidates []string
 	err = s.run(ctx, modeRead, func(btx *bolt.Tx) error {

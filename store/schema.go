@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // Bucket and key names; see the schema in doc.go. Each is a top-level bucket.
@@ -70,7 +72,7 @@ func createdKey(sum indexRef) []byte {
 	return append(k, sum.id...)
 }
 
-func statusPrefix(status string) []byte {
+func statusPrefix(status engine.FlowStatus) []byte {
 	return append([]byte(status), 0)
 }
 
@@ -91,8 +93,9 @@ func flowEventKey(flowID string, seq uint64) []byte {
 
 // indexRef is what the secondary indexes are keyed by.
 type indexRef struct {
-	id, status string
-	created    time.Time
+	id      string
+	status  engine.FlowStatus
+	created time.Time
 }
 
 func validFlowID(id string) error {

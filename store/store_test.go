@@ -392,7 +392,7 @@ func TestListTieBreakAndManyFlows(t *testing.T) {
 func TestGC(t *testing.T) {
 	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	s := newTestStore(t, Options{Now: clock.Now})
-	mk := func(id, status string) {
+	mk := func(id string, status engine.FlowStatus) {
 		st := storetest.NewState(id, status)
 		if status == engine.StatusAwaitingGate {
 			st.Gate = &engine.PendingGate{StepID: "g"}
@@ -406,9 +406,9 @@ func TestGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, status := range []string{engine.StatusComplete, engine.StatusKilled, engine.StatusFailed,
+	for _, status := range []engine.FlowStatus{engine.StatusComplete, engine.StatusKilled, engine.StatusFailed,
 		engine.StatusBudgetExhausted, engine.StatusRunning, engine.StatusAwaitingGate} {
-		mk("old-"+status, status)
+		mk("old-"+string(status), status)
 	}
 	clock.Advance(48 * time.Hour)
 	mk("new-complete", engine.StatusComplete)

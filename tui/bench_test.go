@@ -63,12 +63,12 @@ func buildBenchStore(path string) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	runID := r["flow_id"].(string)
+	runID := engine.FlowIDOf(r)
 	r, err = svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "y"}, engine.PlanOptions{})
 	if err != nil {
 		return nil, err
 	}
-	gateID := r["flow_id"].(string)
+	gateID := engine.FlowIDOf(r)
 	for _, res := range []any{map[string]any{"ok": false}, map[string]any{"ok": true}} {
 		if _, err := svc.StepDone(ctx, gateID, "build", res, engine.ReportOptions{}); err != nil {
 			return nil, err

@@ -81,7 +81,7 @@ type fixture struct {
 	calls  []review.Decision
 }
 
-func (f *fixture) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Response, error) {
+func (f *fixture) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, d)
 	f.mu.Unlock()
@@ -100,7 +100,7 @@ type recordingSource struct {
 	f *fixture
 }
 
-func (r recordingSource) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Response, error) {
+func (r recordingSource) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error) {
 	return r.f.GateResolve(ctx, flowID, d)
 }
 
@@ -124,23 +124,20 @@ func newFixture(t testing.TB) *fixture {
 	f := &fixture{svc: svc, store: st}
 	f.src = ServiceSource(svc, st)
 	ctx := context.Background()
-	must := func(r engine.Response, err error) engine.Response {
+	must := func(r engine.Outcome, err error) engine.Outcome {
 		t.Helper()
 		if err != nil {
-			t.Fatal(err)
-		}
-		if s, _ := r["status"].(string); s == "error" {
-			t.Fatalf("engine error: %v", r)
+			t.Fatalf("engine error: %v", err)
 		}
 		return r
 	}
 	r := must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "world"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml"}))
-	f.gateID = r["flow_id"].(string)
+	f.gateID = engine.FlowIDOf(r)
 	must(svc.StepDone(ctx, f.gateID, "build", map[string]any{"ok": false}, engine.ReportOptions{}))
 	must(svc.StepDone(ctx, f.gateID, "build", map[string]any{"ok": true, "artifact": "app-1.2.3.tar.gz"}, engine.ReportOptions{}))
 
 	r = must(svc.Plan(ctx, iterSpec, "hunt", map[string]any{}, engine.PlanOptions{SpecFile: "hunt.stratum.yaml"}))
-	f.huntID = r["flow_id"].(string)
+	f.huntID = engine.FlowIDOf(r)
 	must(svc.Commit(ctx, f.huntID, "before-hunt"))
 	must(svc.IterationStart(ctx, f.huntID, "hunt", engine.ReportOptions{}))
 	find := func(ids ...string) map[string]any {
@@ -156,7 +153,7 @@ func newFixture(t testing.TB) *fixture {
 	must(svc.StepDone(ctx, f.huntID, "hunt", map[string]any{"ok": true}, engine.ReportOptions{}))
 
 	r = must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "mars"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml"}))
-	f.runID = r["flow_id"].(string)
+	f.runID = engine.FlowIDOf(r)
 	return f
 }
 

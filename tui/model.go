@@ -349,42 +349,43 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 		ResolvedBy: review.Human, Channel: review.ChannelTUI,
 	}
 	return func() tea.Msg {
-		resp, err := src.GateResolve(context.Background(), r.FlowID, d)
+		out, err := src.GateResolve(context.Background(), r.FlowID, d)
+		if e := engine.AsError(err); e != nil {
+			if e.Committed() {
+				return actionMsg{text: string(outcome) + " recorded for " + r.StepID + ": " + errorText(e)}
+			}
+			return actionMsg{err: errors.New("gate " + r.StepID + " of " + shortID(r.FlowID) + ": " + errorText(e))}
+		}
 		if err != nil {
 			return actionMsg{err: err}
 		}
-		if msg := responseError(resp); msg != "" {
-			if t, _ := resp["error_type"].(string); t == "max_rounds_exceeded" {
-				return actionMsg{text: string(outcome) + " recorded for " + r.StepID + ": " + msg}
-			}
-			return actionMsg{err: errors.New("gate " + r.StepID + " of " + shortID(r.FlowID) + ": " + msg)}
-		}
-		next, _ := resp["status"].(string)
-		return actionMsg{text: pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); next: " + next}
+		return actionMsg{text: pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); next: " + out.WireStatus()}
 	}
 }
 
 func (m *Model) checkpointCmd(revert bool, flowID, label string) tea.Cmd {
 	src := m.opt.Source
 	return func() tea.Msg {
-		var resp engine.Response
 		var err error
 		verb := "committed"
 		if revert {
 			verb = "reverted to"
-			resp, err = src.Revert(context.Background(), flowID, label)
+			_, err = src.Revert(context.Background(), flowID, label)
 		} else {
-			resp, err = src.Commit(context.Background(), flowID, label)
+			_, err = src.Commit(context.Background(), flowID, label)
+		}
+		if e := engine.AsError(err); e != nil {
+			return actionMsg{err: errors.New(errorText(e))}
 		}
 		if err != nil {
 			return actionMsg{err: err}
 		}
-		if msg := responseError(resp); msg != "" {
-			return actionMsg{err: errors.New(msg)}
-		}
 		return actionMsg{text: verb + " checkpoint " + label + " of " + shortID(flowID)}
 	}
 }
+
+// errorText is how an engine refusal reads in the status line.
+func errorText(e *engine.Error) string { return string(e.Type) + ": " + e.Message }
 
 func pastTense(o review.Outcome) string {
 	switch o {

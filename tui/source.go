@@ -27,33 +27,13 @@ type Source interface {
 	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
 	// LastSeq is the last sequence number assigned (0 for an empty log).
 	LastSeq(ctx context.Context) (uint64, error)
-	// GateResolve records a decision (first writer wins).
-	GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Response, error)
+	// GateResolve records a decision (first writer wins). A refusal is an
+	// *engine.Error.
+	GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error)
 	// Commit checkpoints a flow under label.
-	Commit(ctx context.Context, flowID, label string) (engine.Response, error)
+	Commit(ctx context.Context, flowID, label string) (engine.Outcome, error)
 	// Revert restores a flow to the checkpoint label.
-	Revert(ctx context.Context, flowID, label string) (engine.Response, error)
-}
-
-// responseError extracts the message of an engine error envelope, or "".
-func responseError(resp engine.Response) string {
-	if resp == nil {
-		return ""
-	}
-	if s, _ := resp["status"].(string); s != "error" {
-		return ""
-	}
-	msg, _ := resp["message"].(string)
-	typ, _ := resp["error_type"].(string)
-	switch {
-	case msg != "" && typ != "":
-		return typ + ": " + msg
-	case msg != "":
-		return msg
-	case typ != "":
-		return typ
-	}
-	return "error"
+	Revert(ctx context.Context, flowID, label string) (engine.Outcome, error)
 }
 
 // EventLog is the read side of the store's event log (the bbolt store and
@@ -87,14 +67,14 @@ func (s serviceSource) Get(ctx context.Context, flowID string) (*engine.FlowStat
 	return s.svc.Get(ctx, flowID)
 }
 
-func (s serviceSource) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Response, error) {
+func (s serviceSource) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error) {
 	return s.svc.GateResolve(ctx, flowID, d)
 }
 
-func (s serviceSource) Commit(ctx context.Context, flowID, label string) (engine.Response, error) {
+func (s serviceSource) Commit(ctx context.Context, flowID, label string) (engine.Outcome, error) {
 	return s.svc.Commit(ctx, flowID, label)
 }
 
-func (s serviceSource) Revert(ctx context.Context, flowID, label string) (engine.Response, error) {
+func (s serviceSource) Revert(ctx context.Context, flowID, label string) (engine.Outcome, error) {
 	return s.svc.Revert(ctx, flowID, label)
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // Styles are every style of the console, defined once from semantic
@@ -72,17 +74,17 @@ func DefaultStyles(r *lipgloss.Renderer) Styles {
 }
 
 // status returns the style for a flow status.
-func (st Styles) status(s string) lipgloss.Style {
+func (st Styles) status(s engine.FlowStatus) lipgloss.Style {
 	switch s {
-	case "running":
+	case engine.StatusRunning:
 		return st.Running
-	case "awaiting_gate":
+	case engine.StatusAwaitingGate:
 		return st.Waiting
-	case "complete":
+	case engine.StatusComplete:
 		return st.Complete
-	case "failed", "budget_exhausted":
+	case engine.StatusFailed, engine.StatusBudgetExhausted:
 		return st.Failed
-	case "killed":
+	case engine.StatusKilled:
 		return st.Killed
 	}
 	return st.Muted

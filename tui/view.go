@@ -216,14 +216,14 @@ func (m *Model) visibleFlows() []engine.FlowSummary {
 	}
 	var out []engine.FlowSummary
 	for _, s := range m.flows {
-		if matches(f, s.FlowID, s.FlowName, s.Status, s.CurrentStep, s.Driver) {
+		if matches(f, s.FlowID, s.FlowName, string(s.Status), s.CurrentStep, s.Driver) {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func statusIcon(s string) string {
+func statusIcon(s engine.FlowStatus) string {
 	switch s {
 	case engine.StatusRunning:
 		return "▶"
@@ -260,7 +260,7 @@ func (m *Model) flowsView(height int) []string {
 	}
 	return m.rows(paneFlows, height, header, len(fl), func(i int) string {
 		f := fl[i]
-		status := m.st.status(f.Status).Render(padRight(statusIcon(f.Status)+" "+f.Status, 16))
+		status := m.st.status(f.Status).Render(padRight(statusIcon(f.Status)+" "+string(f.Status), 16))
 		kn := fmt.Sprintf("%d/%d", f.StepNumber, f.TotalSteps)
 		if f.TotalSteps == 0 {
 			kn = fmt.Sprintf("%d/-", f.StepNumber)
@@ -402,7 +402,7 @@ func (m *Model) detailHeader() string {
 		}
 		return m.st.Muted.Render("Loading flow " + shortID(m.detailID) + "…")
 	}
-	h := fmt.Sprintf("%s %s · %s · round %d", shortID(st.FlowID), st.FlowName, m.st.status(st.Status).Render(statusIcon(st.Status)+" "+st.Status), st.Round)
+	h := fmt.Sprintf("%s %s · %s · round %d", shortID(st.FlowID), st.FlowName, m.st.status(st.Status).Render(statusIcon(st.Status)+" "+string(st.Status)), st.Round)
 	if b := st.BudgetState; b != nil {
 		if b.SpentUSD > 0 || b.CostUnknown {
 			cost := fmt.Sprintf("$%.4f", b.SpentUSD)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,50 +33,40 @@ func driveFlow(t *testing.T, specText string, inputs map[string]any, ex engine.E
 		t.Fatalf("spec: %v", ds)
 	}
 	flowName := sp.FlowNames[0]
-	resp, err := svc.Plan(ctx, specText, flowName, inputs, engine.PlanOptions{})
+	out, err := svc.Plan(ctx, specText, flowName, inputs, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	flowID, _ := resp["flow_id"].(string)
 	flow := sp.Flows[flowName]
 	attempts := map[string]int{}
-	var violations []string
 	var reqs []engine.StepRequest
 	for i := 0; ; i++ {
-		status, _ := resp["status"].(string)
-		if status != "execute_step" && status != engine.StatusEnsureFailed && status != engine.StatusSchemaFailed {
-			return resp, reqs
+		d, ok := out.(*engine.StepDispatch)
+		if !ok || err != nil {
+			return engine.Wire(out, err), reqs
 		}
 		if i > 20 {
-			t.Fatalf("runaway flow: %v", resp)
+			t.Fatalf("runaway flow: %v", engine.Wire(out, nil))
 		}
-		stepID, _ := resp["step_id"].(string)
-		attempts[stepID]++
-		inputs, _ := resp["inputs"].(map[string]any)
-		req := engine.StepRequest{FlowID: flowID, Spec: sp, Flow: flow, Step: flow.Step(stepID), Dispatch: resp,
-			Inputs: inputs, Attempt: attempts[stepID], Violations: violations}
+		attempts[d.StepID]++
+		req := engine.StepRequest{FlowID: d.FlowID, Spec: sp, Flow: flow, Step: flow.Step(d.StepID), Dispatch: d,
+			Inputs: d.Inputs, Attempt: attempts[d.StepID]}
+		if d.Failure != "" {
+			req.Violations = d.Violations
+		}
 		reqs = append(reqs, req)
-		out, err := ex.Execute(ctx, req)
+		res, xerr := ex.Execute(ctx, req)
 		var ae *engine.AttemptError
 		switch {
-		case errors.As(err, &ae):
-			resp, err = svc.StepAttemptFailed(ctx, flowID, stepID, ae.Violations, engine.ReportOptions{})
-		case err != nil:
-			t.Fatalf("step %s: %v", stepID, err)
+		case errors.As(xerr, &ae):
+			out, err = svc.StepAttemptFailed(ctx, d.FlowID, d.StepID, ae.Violations, engine.ReportOptions{})
+		case xerr != nil:
+			t.Fatalf("step %s: %v", d.StepID, xerr)
 		default:
-			resp, err = svc.StepDone(ctx, flowID, stepID, out.Output, engine.ReportOptions{})
+			out, err = svc.StepDone(ctx, d.FlowID, d.StepID, res.Output, engine.ReportOptions{})
 		}
-		if err != nil {
+		if err != nil && engine.AsError(err) == nil {
 			t.Fatal(err)
-		}
-		violations = nil
-		switch vs := resp["violations"].(type) {
-		case []string:
-			violations = vs
-		case []any:
-			for _, v := range vs {
-				violations = append(violations, fmt.Sprint(v))
-			}
 		}
 	}
 }

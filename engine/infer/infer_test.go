@@ -373,42 +373,42 @@ func TestLoopWithEngine(t *testing.T) {
 		{content: `{"label":"positive","confidence":0.95}`}, // passes
 	}}
 	ex := New(&fakeModels{p: fp})
-	resp, err := svc.Plan(ctx, classifySpec, "main", map[string]any{"text": "I love it", "doc": "d"}, engine.PlanOptions{})
+	out, err := svc.Plan(ctx, classifySpec, "main", map[string]any{"text": "I love it", "doc": "d"}, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	flowID := resp["flow_id"].(string)
-	var violations []string
 	var seen [][]string
-	for attempt := 1; resp["status"] != "complete"; attempt++ {
-		if attempt > 5 {
-			t.Fatalf("runaway loop: %v", resp)
+	for attempt := 1; ; attempt++ {
+		d, ok := out.(*engine.StepDispatch)
+		if !ok {
+			break
 		}
-		inputs, _ := resp["inputs"].(map[string]any)
-		req := engine.StepRequest{FlowID: flowID, Spec: sp, Flow: sp.Flows["main"], Step: sp.Flows["main"].Step("s1"),
-			Dispatch: resp, Inputs: inputs, Attempt: attempt, Violations: violations}
+		if attempt > 5 {
+			t.Fatalf("runaway loop: %v", engine.Wire(out, nil))
+		}
+		var violations []string
+		if d.Failure != "" {
+			violations = d.Violations
+		}
+		req := engine.StepRequest{FlowID: d.FlowID, Spec: sp, Flow: sp.Flows["main"], Step: sp.Flows["main"].Step("s1"),
+			Dispatch: d, Inputs: d.Inputs, Attempt: attempt, Violations: violations}
 		seen = append(seen, violations)
-		out, err := ex.Execute(ctx, req)
+		res, xerr := ex.Execute(ctx, req)
 		var ae *engine.AttemptError
 		switch {
-		case errors.As(err, &ae):
-			resp, err = svc.StepAttemptFailed(ctx, flowID, "s1", ae.Violations, engine.ReportOptions{})
-		case err != nil:
-			t.Fatal(err)
+		case errors.As(xerr, &ae):
+			out, err = svc.StepAttemptFailed(ctx, d.FlowID, "s1", ae.Violations, engine.ReportOptions{})
+		case xerr != nil:
+			t.Fatal(xerr)
 		default:
-			resp, err = svc.StepDone(ctx, flowID, "s1", out.Output, engine.ReportOptions{})
+			out, err = svc.StepDone(ctx, d.FlowID, "s1", res.Output, engine.ReportOptions{})
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		violations = nil
-		if vs, ok := resp["violations"].([]string); ok {
-			violations = vs
-		} else if vs, ok := resp["violations"].([]any); ok {
-			for _, v := range vs {
-				violations = append(violations, v.(string))
-			}
-		}
+	}
+	if c, ok := out.(*engine.Completion); !ok || c.Status != engine.StatusComplete {
+		t.Fatalf("flow did not complete: %v", engine.Wire(out, err))
 	}
 	if len(fp.reqs) != 3 {
 		t.Fatalf("calls = %d", len(fp.reqs))
@@ -463,18 +463,17 @@ func BenchmarkInferAttemptWithEngine(b *testing.B) {
 	in := map[string]any{"text": "I love it", "doc": "d"}
 	b.ReportAllocs()
 	for b.Loop() {
-		resp, err := svc.Plan(ctx, classifySpec, "main", in, engine.PlanOptions{})
+		planned, err := svc.Plan(ctx, classifySpec, "main", in, engine.PlanOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		id := resp["flow_id"].(string)
-		inputs, _ := resp["inputs"].(map[string]any)
-		out, err := ex.Execute(ctx, engine.StepRequest{FlowID: id, Spec: sp, Flow: flow, Step: flow.Step("s1"), Dispatch: resp, Inputs: inputs, Attempt: 1})
+		d := planned.(*engine.StepDispatch)
+		out, err := ex.Execute(ctx, engine.StepRequest{FlowID: d.FlowID, Spec: sp, Flow: flow, Step: flow.Step("s1"), Dispatch: d, Inputs: d.Inputs, Attempt: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		next, err := svc.StepDone(ctx, id, "s1", out.Output, engine.ReportOptions{})
-		if err != nil || next["status"] != "complete" {
+		next, err := svc.StepDone(ctx, d.FlowID, "s1", out.Output, engine.ReportOptions{})
+		if c, ok := next.(*engine.Completion); err != nil || !ok || c.Status != engine.StatusComplete {
 			b.Fatalf("%v %v", next, err)
 		}
 	}

@@ -24,11 +24,8 @@ const (
 	ErrTypeInvalidArguments = "invalid_arguments"
 	// ErrTypeInternal: an unexpected failure (store error, panic); details
 	// go to the log only.
-	ErrTypeInternal = engine.ErrTypeInternal
+	ErrTypeInternal = string(engine.ErrTypeInternal)
 )
-
-// internalMessage is the only text an internal_error carries.
-const internalMessage = "An unexpected error occurred."
 
 // Defaults of Options.
 const (
@@ -193,11 +190,11 @@ func invalidArguments(msg string) engine.Response {
 	return engine.Response{"status": "error", "success": false, "error_type": ErrTypeInvalidArguments, "message": msg}
 }
 
-// internalError is the envelope of an unexpected failure; it never carries
-// the failure's details.
-func internalError() engine.Response {
-	return engine.Response{"status": "error", "success": false, "error_type": ErrTypeInternal, "message": internalMessage}
-}
+// internalError is the engine's envelope of an unexpected failure; it never
+// carries the failure's details.
+func internalError() engine.Response { return engine.Wire(nil, errUnexpected) }
+
+var errUnexpected = errors.New("unexpected failure")
 
 // toolFunc is a tool's body: it returns the wire response, an *argError for
 // bad arguments, or any other error for an unexpected failure.

@@ -11,6 +11,9 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
+// internalMessage is the only text an internal_error carries.
+const internalMessage = "An unexpected error occurred."
+
 func TestCallMapsFailures(t *testing.T) {
 	var logBuf bytes.Buffer
 	s := &server{log: slog.New(slog.NewTextHandler(&logBuf, nil))}

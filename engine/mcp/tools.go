@@ -113,7 +113,7 @@ Errors: {status:"error", error_type, message}: ir_parse_error / ir_validation_er
 			if err != nil {
 				return nil, err
 			}
-			return svc.Plan(ctx, in.Spec, in.Flow, inputs, engine.PlanOptions{Driver: engine.DriverAgent})
+			return answer(svc.Plan(ctx, in.Spec, in.Flow, inputs, engine.PlanOptions{Driver: engine.DriverAgent}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_resume", Description: `Return the current dispatch of an existing flow (after a restart, a lost context, or a decision made elsewhere). Reads the shared store; changes nothing unless the flow must advance.
@@ -122,7 +122,7 @@ Returns the same shapes as stratum_plan (execute_step, await_gate, execute_flow,
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			return svc.Resume(ctx, in.FlowID)
+			return answer(svc.Resume(ctx, in.FlowID))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_step_done", Description: `Report the result of the step you were dispatched. The engine checks it (output_schema, guardrails, every ensure expression) and answers:
@@ -135,7 +135,7 @@ Errors: retries_exhausted (with violations), wrong/unknown step (execution_error
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
 			}
-			return svc.StepDone(ctx, in.FlowID, in.StepID, in.Result, engine.ReportOptions{})
+			return answer(svc.StepDone(ctx, in.FlowID, in.StepID, in.Result, engine.ReportOptions{}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_parallel_done", Description: `Report the results of a parallel_dispatch step: task_results is [{task_id, result, status ("complete" | "failed")}], merge_status "clean" or "conflict" (or {status, bounced_tasks}).
@@ -148,7 +148,7 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 			if !ok {
 				return nil, badArgs("task_results must be a JSON array of {task_id, result, status}, got %s", jsonKind(in.TaskResults))
 			}
-			return svc.ParallelDone(ctx, in.FlowID, in.StepID, tasks, in.MergeStatus, engine.ReportOptions{})
+			return answer(svc.ParallelDone(ctx, in.FlowID, in.StepID, tasks, in.MergeStatus, engine.ReportOptions{}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_audit", Annotations: readOnly(), Description: `Return the audit snapshot of a flow (running or finished; finished flows are kept): flow_id, flow_name, status, steps_completed, total_steps, trace (step, gate and skip records with attempts, duration_ms, round), round, rounds, iterations, archived_iterations, child_audits, total_duration_ms. Unknown id: flow_not_found.`},
@@ -156,7 +156,7 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			return svc.Audit(ctx, in.FlowID)
+			return answer(svc.Audit(ctx, in.FlowID))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_gate_resolve", Description: `Decide the gate a flow is waiting at (status await_gate): outcome approve (continue, or on_approve), revise (back to on_revise for another round) or kill (on_kill, or end the flow killed). The decision is recorded with rationale and resolved_by (human | agent | system), first writer wins across every stratum process.
@@ -168,7 +168,7 @@ Returns the next dispatch, the completion, {status:"killed", …}, or an error: 
 			}
 			d := review.Decision{StepID: in.StepID, Outcome: review.Outcome(in.Outcome), Rationale: in.Rationale,
 				Reviewer: clientName(req), ResolvedBy: review.ResolvedBy(in.ResolvedBy), Channel: review.ChannelMCP}
-			return svc.GateResolve(ctx, in.FlowID, d)
+			return answer(svc.GateResolve(ctx, in.FlowID, d))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_check_timeouts", Description: `Apply the waiting gate's timeout if it has expired (the gate's on_timeout: kill by default). Gate deadlines are also enforced in the background by every running stratum process.
@@ -177,7 +177,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			return svc.CheckTimeouts(ctx, in.FlowID)
+			return answer(svc.CheckTimeouts(ctx, in.FlowID))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_skip_step", Description: `Skip the current step (not a gate) with a reason recorded in the trace. Returns the next dispatch or the completion, or an error (wrong step, gate steps cannot be skipped, flow_not_found, flow_owned).`},
@@ -185,7 +185,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
 			}
-			return svc.SkipStep(ctx, in.FlowID, in.StepID, in.Reason, engine.ReportOptions{})
+			return answer(svc.SkipStep(ctx, in.FlowID, in.StepID, in.Reason, engine.ReportOptions{}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_iteration_start", Description: `Start the iteration loop of the current step (the step must declare max_iterations). Returns {status:"iteration_started", flow_id, step_id, max_iterations, exit_criterion, …}; then report each pass with stratum_iteration_report.`},
@@ -193,7 +193,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
 			}
-			return svc.IterationStart(ctx, in.FlowID, in.StepID, engine.ReportOptions{})
+			return answer(svc.IterationStart(ctx, in.FlowID, in.StepID, engine.ReportOptions{}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_iteration_report", Description: `Report one pass of the running iteration loop. The engine evaluates exit_criterion and counts iterations. Returns {status:"iteration_continue", iteration, …} (do another pass) or {status:"iteration_exit", outcome, …} (the loop ended; then report the step with stratum_step_done).`},
@@ -201,7 +201,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
 			}
-			return svc.IterationReport(ctx, in.FlowID, in.StepID, in.Result, engine.ReportOptions{})
+			return answer(svc.IterationReport(ctx, in.FlowID, in.StepID, in.Result, engine.ReportOptions{}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_iteration_abort", Description: `Abort the running iteration loop of a step with a reason. Returns {status:"iteration_aborted", …}.`},
@@ -209,7 +209,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
 			}
-			return svc.IterationAbort(ctx, in.FlowID, in.StepID, in.Reason, engine.ReportOptions{})
+			return answer(svc.IterationAbort(ctx, in.FlowID, in.StepID, in.Reason, engine.ReportOptions{}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_commit", Description: `Save a named checkpoint of the flow's current state (to come back to with stratum_revert). Returns {status:"committed", flow_id, label, step_number, current_step_id, checkpoints: [labels]}, or invalid_label / flow_not_found.`},
@@ -217,7 +217,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			return svc.Commit(ctx, in.FlowID, in.Label)
+			return answer(svc.Commit(ctx, in.FlowID, in.Label))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_revert", Description: `Roll the flow back to a checkpoint saved with stratum_commit. Returns the dispatch at that point plus reverted_to: label (or the completion), or {status:"error", error_type:"checkpoint_not_found", available: [labels]}.`},
@@ -225,7 +225,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			return svc.Revert(ctx, in.FlowID, in.Label)
+			return answer(svc.Revert(ctx, in.FlowID, in.Label))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_compile_speckit", Annotations: readOnly(), Description: `Compile a spec-kit tasks directory (one *.md file per task with "## Acceptance Criteria" checkboxes) into a stratum spec: one step per task, criteria as ensure expressions.
@@ -252,6 +252,16 @@ Returns {workflows: [{name, description, input, path}], errors: ["<file>: <messa
 			}
 			return engine.Response{"workflows": list.Workflows, "errors": list.Errors}, nil
 		})
+}
+
+// answer renders an engine answer for a tool: the outcome, or the envelope
+// of an *engine.Error (engine.Wire); any other error is an unexpected
+// failure that call turns into internal_error.
+func answer(out engine.Outcome, err error) (engine.Response, error) {
+	if err != nil && engine.AsError(err) == nil {
+		return nil, err
+	}
+	return engine.Wire(out, err), nil
 }
 
 // validate is stratum_validate with every diagnostic.

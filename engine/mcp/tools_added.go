@@ -44,7 +44,7 @@ Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, tota
 			if limit < 1 || limit > maxListLimit {
 				return nil, badArgs("limit must be between 1 and %d, got %d", maxListLimit, limit)
 			}
-			list, err := s.svc.List(ctx, engine.ListFilter{Status: in.Status, Limit: limit})
+			list, err := s.svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(in.Status), Limit: limit})
 			if err != nil {
 				return nil, err
 			}
@@ -74,13 +74,13 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 	start := time.Now()
 	first, err := s.svc.Get(ctx, in.FlowID)
 	if errors.Is(err, engine.ErrNotFound) {
-		return s.svc.Resume(ctx, in.FlowID) // answers flow_not_found
+		return answer(s.svc.Resume(ctx, in.FlowID)) // answers flow_not_found
 	}
 	if err != nil {
 		return nil, err
 	}
 	done := func(timedOut bool) (engine.Response, error) {
-		resp, err := s.svc.Resume(ctx, in.FlowID)
+		resp, err := answer(s.svc.Resume(ctx, in.FlowID))
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 		}
 		st, err := s.svc.Get(ctx, in.FlowID)
 		if errors.Is(err, engine.ErrNotFound) {
-			return s.svc.Resume(ctx, in.FlowID)
+			return answer(s.svc.Resume(ctx, in.FlowID))
 		}
 		if err != nil {
 			return nil, err

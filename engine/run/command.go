@@ -162,8 +162,8 @@ func (c *CommandExecutor) environment(command *specs.Command, req engine.StepReq
 		"STRATUM_STEP_ID="+req.Step.ID,
 		"STRATUM_ATTEMPT="+strconv.Itoa(req.Attempt),
 	)
-	if it, ok := req.Dispatch["iteration"]; ok {
-		env = append(env, "STRATUM_ITERATION="+fmt.Sprint(it))
+	if req.Iteration > 0 {
+		env = append(env, "STRATUM_ITERATION="+strconv.Itoa(req.Iteration))
 	}
 	if len(req.Violations) > 0 {
 		b, _ := json.Marshal(req.Violations)

@@ -43,7 +43,7 @@ func TestCommandExecutor(t *testing.T) {
 			mod:  func(r *engine.StepRequest) { r.Attempt = 2; r.Violations = []string{"ensure 'x' failed"} },
 			want: map[string]any{"v": []any{"ensure 'x' failed"}, "a": 2.0}},
 		{name: "iteration number", cmd: &specs.Command{Shell: `echo "$STRATUM_ITERATION"`},
-			mod: func(r *engine.StepRequest) { r.Dispatch = engine.Response{"iteration": 4} }, want: 4.0},
+			mod: func(r *engine.StepRequest) { r.Iteration = 4 }, want: 4.0},
 		{name: "command env", cmd: &specs.Command{Shell: `printf '"%s"' "$GREETING"`, Env: map[string]string{"GREETING": "hi"}}, want: "hi"},
 		{name: "log lines before the result", cmd: &specs.Command{Shell: `echo building...; echo '{"ok": true}'`}, want: map[string]any{"ok": true}},
 		{name: "non-zero exit carries stderr", cmd: &specs.Command{Shell: `echo oops >&2; exit 3`}, wantKind: engine.AttemptExit, wantMsg: "command exited with status 3; stderr: oops"},

@@ -137,17 +137,16 @@ func matchOutcome(s string, allowed []review.Outcome) review.Outcome {
 
 // gate resolves the gate the flow waits at through the sinks and returns
 // the engine's next response, or an end (stopped at the gate).
-func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (engine.Response, *endState, error) {
+func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) (turn, error) {
 	st, err := r.svc.Get(ctx, fc.id)
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	env := engine.Env{Spec: fc.spec, Flow: fc.flow, Now: r.now()}
 	pr, ok := engine.PendingReviewOf(st, env)
 	if !ok {
 		// The gate was resolved meanwhile: continue from the current state.
-		next, err := r.svc.Resume(ctx, fc.id)
-		return next, nil, err
+		return answered(r.svc.Resume(ctx, fc.id))
 	}
 	step := fc.flow.Step(pr.StepID)
 	rep := r.stepReport(fc, step)
@@ -157,19 +156,17 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (e
 		reviewer = os.Getenv("USER")
 	}
 	round := pr.Round
-	decide := func(o review.Outcome, note string, by review.ResolvedBy, ch review.Channel) (engine.Response, *endState, error) {
-		next, err := r.svc.GateResolve(ctx, fc.id, review.Decision{StepID: pr.StepID, Round: &round, Outcome: o,
-			Rationale: note, Reviewer: reviewer, ResolvedBy: by, Channel: ch})
+	decide := func(o review.Outcome, note string, by review.ResolvedBy, ch review.Channel) (turn, error) {
+		next, err := answered(r.svc.GateResolve(ctx, fc.id, review.Decision{StepID: pr.StepID, Round: &round, Outcome: o,
+			Rationale: note, Reviewer: reviewer, ResolvedBy: by, Channel: ch}))
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
-		if next["status"] == "error" {
+		if next.err != nil {
 			// max_rounds_exceeded, or someone else decided first: show it and
 			// continue from the current state.
-			msg, _ := next["message"].(string)
-			r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: "decision refused: " + msg})
-			next, err = r.svc.Resume(ctx, fc.id)
-			return next, nil, err
+			r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: "decision refused: " + next.err.Message})
+			return answered(r.svc.Resume(ctx, fc.id))
 		}
 		rep.Attempts++
 		rep.Status = "passed"
@@ -177,7 +174,7 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (e
 			rep.Status = "killed"
 		}
 		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(o), Message: fmt.Sprintf("%s (%s, %s)", o, ch, by)})
-		return next, nil, nil
+		return next, nil
 	}
 	human := pr.Approver == review.HumanApprover
 	if ok, by := r.opts.Gates.approves(pr.StepID); ok && (by == review.Human || !human) {
@@ -197,14 +194,14 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, resp engine.Response) (e
 				// No answer (stdin closed): nobody here can decide.
 				end := r.gateStop(fc, pr)
 				end.message = err.Error() + "\n" + end.message
-				return nil, end, nil
+				return stop(end)
 			}
 			return decide(o, note, review.Human, review.ChannelConsole)
 		}
 	case OnGateWait:
 		return r.waitGate(ctx, fc, pr)
 	}
-	return nil, r.gateStop(fc, pr), nil
+	return stop(r.gateStop(fc, pr))
 }
 
 // gateStop is the end of a run stopped at a gate nobody here may resolve.
@@ -222,7 +219,7 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 
 // waitGate polls the store until another process decides the gate (or its
 // deadline passes: the sweep applies on_timeout).
-func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (engine.Response, *endState, error) {
+func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (turn, error) {
 	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
 		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
 	t := time.NewTicker(r.opts.PollInterval)
@@ -230,15 +227,15 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, &endState{status: EndInterrupted}, nil
+			return stop(&endState{status: EndInterrupted})
 		case <-t.C:
 		}
 		if _, err := r.svc.SweepTimeouts(ctx); err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
 		st, err := r.svc.Get(ctx, fc.id)
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
 		if st.Status == engine.StatusAwaitingGate && st.Gate != nil && st.Gate.StepID == pr.StepID && st.Gate.Round == pr.Round {
 			continue
@@ -252,8 +249,7 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 			}
 			r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: "decided by another process"})
 		}
-		next, err := r.svc.Resume(ctx, fc.id)
-		return next, nil, err
+		return answered(r.svc.Resume(ctx, fc.id))
 	}
 }
 

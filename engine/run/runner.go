@@ -28,11 +28,11 @@ const (
 
 // Final statuses of a run (Outcome.Status). The first five are flow statuses.
 const (
-	EndComplete    = engine.StatusComplete
-	EndFailed      = engine.StatusFailed
-	EndKilled      = engine.StatusKilled
-	EndBudget      = engine.StatusBudgetExhausted
-	EndGate        = engine.StatusAwaitingGate // stopped at a gate nobody may resolve
+	EndComplete    = string(engine.StatusComplete)
+	EndFailed      = string(engine.StatusFailed)
+	EndKilled      = string(engine.StatusKilled)
+	EndBudget      = string(engine.StatusBudgetExhausted)
+	EndGate        = string(engine.StatusAwaitingGate) // stopped at a gate nobody may resolve
 	EndInterrupted = "interrupted"
 	EndInvalid     = "invalid" // the flow could not start: invalid spec or inputs
 	EndError       = "error"   // an executor or store error; the flow stays resumable
@@ -85,9 +85,11 @@ type Outcome struct {
 	FlowName string
 	Status   string // one of the End* constants
 	ExitCode int
-	// Final is the engine's last response (completion payload, error
-	// envelope, budget_exhausted…).
-	Final engine.Response
+	// Final is the engine's last answer: an outcome (the completion,
+	// budget_exhausted…) or FinalErr (an error envelope such as
+	// retries_exhausted or an invalid plan).
+	Final    engine.Outcome
+	FinalErr error
 	// Gate is the gate the run stopped at (EndGate).
 	Gate *review.PendingReview
 	// Message explains failures and stops in one line.
@@ -212,21 +214,20 @@ func (r *Runner) Start(ctx context.Context, sp *specs.Spec, flowName string, inp
 			specFile = abs
 		}
 	}
-	resp, err := r.svc.Plan(ctx, string(sp.Source), flowName, inputs, engine.PlanOptions{
+	out, err := r.svc.Plan(ctx, string(sp.Source), flowName, inputs, engine.PlanOptions{
 		SpecFile: specFile, Driver: engine.DriverRunner, Owner: &lease,
 	})
+	if e := engine.AsError(err); e != nil {
+		return &Outcome{FlowName: flowName, Status: EndInvalid, ExitCode: ExitUsage, FinalErr: e, Message: e.Message, Spec: sp}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	if resp["status"] == "error" {
-		msg, _ := resp["message"].(string)
-		return &Outcome{FlowName: flowName, Status: EndInvalid, ExitCode: ExitUsage, Final: resp, Message: msg, Spec: sp}, nil
-	}
-	flowID := responseFlowID(resp)
+	flowID := engine.FlowIDOf(out)
 	fc := &flowCtx{id: flowID, spec: sp, flow: sp.Flows[flowName], dir: specDir(specFile)}
 	r.hold(flowID)
 	r.emit(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: flowName, Spec: sp})
-	return r.driveRoot(ctx, fc, resp)
+	return r.driveRoot(ctx, fc, out, nil)
 }
 
 // Resume continues a flow whose runner died or was interrupted (or that an
@@ -257,14 +258,14 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndError, ExitCode: ExitFailed, Message: err.Error(), Spec: sp}, nil
 	}
 	r.hold(flowID)
-	resp, err := r.svc.Resume(ctx, flowID)
-	if err != nil {
+	out, err := r.svc.Resume(ctx, flowID)
+	if err != nil && engine.AsError(err) == nil {
 		r.releaseAll()
 		return nil, err
 	}
 	fc := &flowCtx{id: flowID, spec: sp, flow: flow, dir: specDir(st.SpecFile)}
 	r.emit(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: st.FlowName, Spec: sp, Resumed: true})
-	return r.driveRoot(ctx, fc, resp)
+	return r.driveRoot(ctx, fc, out, engine.AsError(err))
 }
 
 // claim takes the lease of a stored flow. A live lease held by a process
@@ -368,7 +369,7 @@ func (r *Runner) beatOnce(ctx context.Context) error {
 // driveRoot drives the root flow with heartbeats and turns its end into an
 // Outcome. The lease is released at the end (also on interruption: the flow
 // is resumable at once).
-func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, resp engine.Response) (*Outcome, error) {
+func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, first engine.Outcome, firstErr *engine.Error) (*Outcome, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	hbCtx, hbStop := context.WithCancel(runCtx)
@@ -377,7 +378,7 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, resp engine.Respons
 		defer close(hbDone)
 		r.heartbeat(hbCtx, cancel)
 	}()
-	end, err := r.drive(runCtx, fc, resp)
+	end, err := r.drive(runCtx, fc, first, firstErr)
 	hbStop()
 	<-hbDone
 	r.markRemaining(fc, "pending")
@@ -392,14 +393,13 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, resp engine.Respons
 		}
 		end = &endState{status: EndInterrupted, message: msg}
 	}
-	out := &Outcome{FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Final: end.resp, Gate: end.gate,
+	out := &Outcome{FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Final: end.out, Gate: end.gate,
 		Message: end.message, Steps: r.order, Spec: fc.spec}
-	out.ExitCode = exitCode(end.status)
-	var endStep *specs.Step
-	if id, ok := end.resp["step_id"].(string); ok {
-		endStep = findStep(fc.spec, id)
+	if end.err != nil {
+		out.FinalErr = end.err
 	}
-	r.emit(Event{Kind: EventFlowFinished, FlowID: fc.id, FlowName: fc.flow.Name, Step: endStep, Status: end.status, Message: end.message, Gate: end.gate, Spec: fc.spec})
+	out.ExitCode = exitCode(end.status)
+	r.emit(Event{Kind: EventFlowFinished, FlowID: fc.id, FlowName: fc.flow.Name, Step: findStep(fc.spec, end.stepID()), Status: end.status, Message: end.message, Gate: end.gate, Spec: fc.spec})
 	return out, nil
 }
 
@@ -434,21 +434,45 @@ func exitCode(status string) int {
 	return ExitFailed
 }
 
-// endState is how driving one flow ended.
+// endState is how driving one flow ended: the engine's last answer (out,
+// or err for an error envelope), the gate it stopped at, and a message.
 type endState struct {
 	status  string
-	resp    engine.Response
+	out     engine.Outcome
+	err     *engine.Error
 	gate    *review.PendingReview
 	message string
 }
 
-func responseFlowID(resp engine.Response) string {
-	if id, ok := resp["flow_id"].(string); ok && id != "" {
+// stepID is the step the flow ended at, when the last answer names one.
+func (e *endState) stepID() string {
+	if id := dispatchedStep(e.out); id != "" {
 		return id
 	}
-	id, _ := resp["parent_flow_id"].(string)
-	return id
+	if b, ok := e.out.(*engine.BudgetExhausted); ok {
+		return b.StepID
+	}
+	if e.err != nil {
+		return e.err.StepID
+	}
+	return ""
 }
+
+// dispatchedStep is the step a dispatch asks for ("" for other answers).
+func dispatchedStep(o engine.Outcome) string {
+	switch o := o.(type) {
+	case *engine.StepDispatch:
+		return o.StepID
+	case *engine.ParallelDispatch:
+		return o.StepID
+	case *engine.GateDispatch:
+		return o.StepID
+	case *engine.ChildDispatch:
+		return o.ParentStepID
+	}
+	return ""
+}
+
 
 func specDir(file string) string {
 	if file == "" {
@@ -458,60 +482,49 @@ func specDir(file string) string {
 	return filepath.Dir(file)
 }
 
-// drive runs the flow from resp until it ends or the run stops.
-func (r *Runner) drive(ctx context.Context, fc *flowCtx, resp engine.Response) (*endState, error) {
+// drive runs the flow from its current answer until it ends or the run
+// stops. Each step of the loop hands one answer to its handler, which
+// reports into the engine and returns the next answer.
+func (r *Runner) drive(ctx context.Context, fc *flowCtx, out engine.Outcome, failure *engine.Error) (*endState, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return &endState{status: EndInterrupted}, nil
 		}
-		if resp == nil {
-			return nil, errors.New("engine returned no response")
+		if failure != nil {
+			if failure.Type == engine.ErrTypeRetriesExhausted {
+				return &endState{status: EndFailed, err: failure, message: failure.Message}, nil
+			}
+			return &endState{status: EndError, err: failure, message: fmt.Sprintf("%s: %s", failure.Type, failure.Message)}, nil
 		}
-		status, _ := resp["status"].(string)
+		var next turn
 		var err error
-		switch status {
-		case engine.DispatchExecuteStep, engine.StatusEnsureFailed, engine.StatusSchemaFailed, engine.StatusGuardrailBlocked:
-			var end *endState
-			resp, end, err = r.runStep(ctx, fc, resp)
-			if end != nil {
-				return end, nil
-			}
-		case engine.DispatchAwaitGate:
-			var end *endState
-			resp, end, err = r.gate(ctx, fc, resp)
-			if end != nil {
-				return end, nil
-			}
-		case engine.DispatchExecuteFlow:
-			var end *endState
-			resp, end, err = r.child(ctx, fc, resp)
-			if end != nil {
-				return end, nil
-			}
-		case engine.DispatchParallel:
-			stepID, _ := resp["step_id"].(string)
-			return &endState{status: EndError, resp: resp, message: fmt.Sprintf(
-				"step '%s' is a parallel_dispatch step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", stepID, fc.id)}, nil
-		case engine.StatusComplete:
+		switch o := out.(type) {
+		case *engine.StepDispatch:
+			next, err = r.runStep(ctx, fc, o)
+		case *engine.GateDispatch:
+			next, err = r.gate(ctx, fc, o)
+		case *engine.ChildDispatch:
+			next, err = r.child(ctx, fc, o)
+		case *engine.ParallelDispatch:
+			return &endState{status: EndError, out: o, message: fmt.Sprintf(
+				"step '%s' is a parallel_dispatch step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", o.StepID, fc.id)}, nil
+		case *engine.Completion:
 			r.markRemaining(fc, "skipped")
-			return &endState{status: EndComplete, resp: resp}, nil
-		case engine.StatusKilled:
-			r.markRemaining(fc, "skipped")
-			return &endState{status: EndKilled, resp: resp, message: "the flow was killed at a gate"}, nil
-		case engine.StatusBudgetExhausted:
-			reason, _ := resp["reason"].(string)
-			return &endState{status: EndBudget, resp: resp, message: "budget exhausted: " + reason}, nil
-		case engine.StatusFailed:
-			return &endState{status: EndFailed, resp: resp, message: "the flow has failed"}, nil
-		case "error":
-			et, _ := resp["error_type"].(string)
-			msg, _ := resp["message"].(string)
-			if et == engine.ErrTypeRetriesExhausted {
-				return &endState{status: EndFailed, resp: resp, message: msg}, nil
+			if o.Status == engine.StatusKilled {
+				return &endState{status: EndKilled, out: o, message: "the flow was killed at a gate"}, nil
 			}
-			return &endState{status: EndError, resp: resp, message: fmt.Sprintf("%s: %s", et, msg)}, nil
+			return &endState{status: EndComplete, out: o}, nil
+		case *engine.BudgetExhausted:
+			return &endState{status: EndBudget, out: o, message: "budget exhausted: " + o.Reason}, nil
+		case *engine.Stopped:
+			if o.Status == engine.StatusBudgetExhausted {
+				return &endState{status: EndBudget, out: o, message: "budget exhausted"}, nil
+			}
+			return &endState{status: EndFailed, out: o, message: "the flow has failed"}, nil
+		case nil:
+			return nil, errors.New("engine returned no answer")
 		default:
-			return &endState{status: EndError, resp: resp, message: fmt.Sprintf("unexpected engine response status %q", status)}, nil
+			return &endState{status: EndError, out: o, message: fmt.Sprintf("unexpected engine answer %q", o.WireStatus())}, nil
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -519,8 +532,35 @@ func (r *Runner) drive(ctx context.Context, fc *flowCtx, resp engine.Response) (
 			}
 			return nil, err
 		}
+		if next.end != nil {
+			return next.end, nil
+		}
+		out, failure = next.out, next.err
 	}
 }
+
+// turn is what a handler of one answer produced: the engine's next answer
+// (out, or err for an error envelope), or the end of the run.
+type turn struct {
+	out engine.Outcome
+	err *engine.Error
+	end *endState
+}
+
+// answered wraps a service call's answer: an *engine.Error becomes the
+// step's err, any other error is returned.
+func answered(out engine.Outcome, err error) (turn, error) {
+	if e := engine.AsError(err); e != nil {
+		return turn{err: e}, nil
+	}
+	if err != nil {
+		return turn{}, err
+	}
+	return turn{out: out}, nil
+}
+
+// stop ends the run with an end state.
+func stop(end *endState) (turn, error) { return turn{end: end}, nil }
 
 // stepReport returns (creating) the report of a step.
 func (r *Runner) stepReport(fc *flowCtx, step *specs.Step) *StepReport {
@@ -547,119 +587,69 @@ func (r *Runner) markRemaining(fc *flowCtx, status string) {
 // child drives the child flow of a flow: step and reports its end to the
 // parent: its completion as the step's result, a kill or failure as a
 // failed attempt of the step, an exhausted budget as the parent's.
-func (r *Runner) child(ctx context.Context, fc *flowCtx, resp engine.Response) (engine.Response, *endState, error) {
-	childID, _ := resp["child_flow_id"].(string)
-	childName, _ := resp["child_flow_name"].(string)
-	stepID, _ := resp["parent_step_id"].(string)
-	var childResp engine.Response
-	switch c := resp["child_step"].(type) {
-	case engine.Response:
-		childResp = c
-	case map[string]any:
-		childResp = c
+func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch) (turn, error) {
+	st := fc.flow.Step(d.ParentStepID)
+	cflow := fc.spec.Flows[d.ChildFlowName]
+	if st == nil || cflow == nil || d.ChildFlowID == "" {
+		return stop(&endState{status: EndError, out: d, message: "malformed execute_flow dispatch"})
 	}
-	step := fc.flow.Step(stepID)
-	cflow := fc.spec.Flows[childName]
-	if step == nil || cflow == nil || childID == "" {
-		return nil, &endState{status: EndError, resp: resp, message: "malformed execute_flow dispatch"}, nil
-	}
-	rep := r.stepReport(fc, step)
+	rep := r.stepReport(fc, st)
 	start := time.Now()
-	cst, err := r.svc.Get(ctx, childID)
+	cst, err := r.svc.Get(ctx, d.ChildFlowID)
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	if err := r.claim(ctx, cst); err != nil {
-		return nil, &endState{status: EndError, message: fmt.Sprintf("child flow %s: %v", childID, err)}, nil
+		return stop(&endState{status: EndError, message: fmt.Sprintf("child flow %s: %v", d.ChildFlowID, err)})
 	}
-	r.hold(childID)
-	defer r.unhold(context.WithoutCancel(ctx), childID)
-	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attemptOf(resp, step), Spec: fc.spec, Message: "child flow " + childName})
-	cfc := &flowCtx{id: childID, spec: fc.spec, flow: cflow, dir: fc.dir, parent: fc}
+	r.hold(d.ChildFlowID)
+	defer r.unhold(context.WithoutCancel(ctx), d.ChildFlowID)
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: st, Attempt: rep.Attempts + 1, Spec: fc.spec, Message: "child flow " + d.ChildFlowName})
+	cfc := &flowCtx{id: d.ChildFlowID, spec: fc.spec, flow: cflow, dir: fc.dir, parent: fc}
 	if r.opts.Tracer != nil {
-		r.opts.Tracer.FlowStarted(childID, childName, fc.id)
+		r.opts.Tracer.FlowStarted(d.ChildFlowID, d.ChildFlowName, fc.id)
 	}
-	end, err := r.drive(ctx, cfc, childResp)
+	end, err := r.drive(ctx, cfc, d.Child, nil)
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	if r.opts.Tracer != nil {
-		r.opts.Tracer.FlowEnded(childID, end.status, end.message)
+		r.opts.Tracer.FlowEnded(d.ChildFlowID, end.status, end.message)
 	}
 	rep.Attempts++
 	rep.Duration += time.Since(start)
 	switch end.status {
 	case EndComplete:
-		next, err := r.svc.StepDone(ctx, fc.id, stepID, map[string]any(end.resp), r.report())
+		// The parent step's result is the child's completion object, as an
+		// agent reports it.
+		next, err := answered(r.svc.StepDone(ctx, fc.id, st.ID, map[string]any(engine.Wire(end.out, nil)), r.report()))
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
-		r.noteStepResult(fc, step, next, nil)
-		return next, nil, nil
+		r.noteStepResult(fc, st, next, nil)
+		return next, nil
 	case EndKilled, EndFailed:
-		v := fmt.Sprintf("child flow '%s' (%s) ended %s", childName, childID, end.status)
+		v := fmt.Sprintf("child flow '%s' (%s) ended %s", d.ChildFlowName, d.ChildFlowID, end.status)
 		if end.message != "" {
 			v += ": " + end.message
 		}
-		if vs := stringsOf(end.resp["violations"]); len(vs) > 0 {
-			v += " (" + strings.Join(vs, "; ") + ")"
+		if end.err != nil && len(end.err.Violations) > 0 {
+			v += " (" + strings.Join(end.err.Violations, "; ") + ")"
 		}
-		next, err := r.svc.StepAttemptFailed(ctx, fc.id, stepID, []string{v}, r.report())
+		next, err := answered(r.svc.StepAttemptFailed(ctx, fc.id, st.ID, []string{v}, r.report()))
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
-		r.noteStepResult(fc, step, next, []string{v})
-		return next, nil, nil
+		r.noteStepResult(fc, st, next, []string{v})
+		return next, nil
 	case EndBudget:
-		next, err := r.svc.ExhaustBudget(ctx, fc.id, "child flow "+childName+": "+end.message, r.report())
+		next, err := answered(r.svc.ExhaustBudget(ctx, fc.id, "child flow "+d.ChildFlowName+": "+end.message, r.report()))
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
 		rep.Status = "failed"
 		rep.Violations = []string{end.message}
-		return next, nil, nil
+		return next, nil
 	}
-	return nil, end, nil
-}
-
-func stringsOf(v any) []string {
-	switch x := v.(type) {
-	case []string:
-		return x
-	case []any:
-		out := make([]string, 0, len(x))
-		for _, e := range x {
-			out = append(out, fmt.Sprint(e))
-		}
-		return out
-	}
-	return nil
-}
-
-// attemptOf is the 1-based attempt number of a dispatch.
-func attemptOf(resp engine.Response, step *specs.Step) int {
-	total := step.Retries
-	if total < 1 {
-		total = 1
-	}
-	rem, ok := toInt(resp["retries_remaining"])
-	if !ok {
-		return 1
-	}
-	if a := total - rem + 1; a >= 1 {
-		return a
-	}
-	return 1
-}
-
-func toInt(v any) (int, bool) {
-	switch x := v.(type) {
-	case int:
-		return x, true
-	case int64:
-		return int(x), true
-	case float64:
-		return int(x), true
-	}
-	return 0, false
+	return stop(end)
 }

@@ -40,7 +40,7 @@ flows:
 `)
 	o := e.start(sp, "main", nil)
 	wantStatus(t, o, EndComplete, 0)
-	out := o.Final["output"].(map[string]any)
+	out := o.Final.(*engine.Completion).Output.(map[string]any)
 	if out["n"] != 3.0 || out["seen"] != `["ensure 'result.n >= 3' failed"]` {
 		t.Fatalf("output %v", out)
 	}
@@ -200,7 +200,7 @@ func TestGateSinks(t *testing.T) {
 			t.Fatalf("lease not released: %+v", st.Owner)
 		}
 		resp, err := e.svc.GateResolve(context.Background(), o.FlowID, review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelCLI})
-		if err != nil || resp["status"] == "error" {
+		if err != nil {
 			t.Fatalf("resolve: %v %v", resp, err)
 		}
 		o2, err := e.runner().Resume(context.Background(), o.FlowID)
@@ -497,7 +497,7 @@ flows:
 `)
 	o := e.start(sp, "main", nil)
 	wantStatus(t, o, EndComplete, 0)
-	if out := o.Final["output"].(map[string]any); out["v"] != "hi!?" {
+	if out := o.Final.(*engine.Completion).Output.(map[string]any); out["v"] != "hi!?" {
 		t.Fatalf("output %v", out)
 	}
 	st := e.state(o.FlowID)
@@ -538,7 +538,7 @@ flows:
 	}
 	flows, _ := e.svc.List(context.Background(), engine.ListFilter{})
 	resp, err := e.svc.StepDone(context.Background(), flows[0].FlowID, "wait", 1, engine.ReportOptions{})
-	if err != nil || resp["error_type"] != engine.ErrTypeFlowOwned {
+	if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowOwned {
 		t.Fatalf("agent report: %v %v", resp, err)
 	}
 	if err := os.WriteFile(filepath.Join(e.dir, "go"), nil, 0o644); err != nil {

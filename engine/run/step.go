@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -57,17 +56,16 @@ func (r *Runner) executor(k executorKind) engine.Executor {
 
 // runStep executes one attempt (or, for an iterating step, the iteration
 // loop) of the dispatched step and reports it; it returns the engine's next
-// response.
-func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response) (engine.Response, *endState, error) {
-	stepID, _ := resp["step_id"].(string)
-	step := fc.flow.Step(stepID)
+// answer.
+func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatch) (turn, error) {
+	step := fc.flow.Step(d.StepID)
 	if step == nil {
-		return nil, &endState{status: EndError, resp: resp, message: fmt.Sprintf("dispatched step %q is not in flow %q", stepID, fc.flow.Name)}, nil
+		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("dispatched step %q is not in flow %q", d.StepID, fc.flow.Name)})
 	}
 	kind := kindOf(step)
 	if kind == execUnsupported {
-		return nil, &endState{status: EndError, resp: resp, message: fmt.Sprintf(
-			"step '%s' is a %s step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", step.ID, step.Kind, fc.id)}, nil
+		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
+			"step '%s' is a %s step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", step.ID, step.Kind, fc.id)})
 	}
 	ex := r.executor(kind)
 	if ex == nil {
@@ -76,19 +74,20 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 			msg += ": " + r.opts.InferUnavailable
 		}
 		msg += "; the flow stays resumable: stratum run --resume " + rootID(fc)
-		return nil, &endState{status: EndError, resp: resp, message: msg}, nil
+		return stop(&endState{status: EndError, out: d, message: msg})
 	}
-	attempt := attemptOf(resp, step)
+	attempt := d.Attempt(step.Retries)
 	if fc.call.stepID != step.ID || attempt == 1 {
 		fc.call = callState{stepID: step.ID, start: time.Now()}
 	}
-	inputs, _ := resp["inputs"].(map[string]any)
 	req := engine.StepRequest{
-		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Dispatch: resp, Inputs: inputs,
-		Attempt: attempt, Violations: stringsOf(resp["violations"]), Dir: fc.dir,
+		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Dispatch: d, Inputs: d.Inputs,
+		Attempt: attempt, Dir: fc.dir,
 	}
-	if _, routed := resp["routed_from"]; routed {
-		req.Violations = nil // on_fail target: a fresh step, not a retry
+	if d.Failure != "" {
+		// A retry: only the previous attempt's violations (an on_fail
+		// target is a fresh step, not a retry).
+		req.Violations = d.Violations
 	}
 	if step.MaxIterations > 0 {
 		return r.iterate(ctx, fc, step, kind, ex, req)
@@ -96,7 +95,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 	rep := r.stepReport(fc, step)
 	view, reason, err := r.budgetView(ctx, fc, step, kind)
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	if reason != "" {
 		return r.exhaust(ctx, fc, step, reason)
@@ -107,13 +106,13 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 	cacheKey := ""
 	if len(req.Violations) == 0 {
 		// A retry never reuses the cache: the cached result may be what failed.
-		cacheKey = r.cacheKey(fc, step, kind, inputs)
+		cacheKey = r.cacheKey(fc, step, kind, d.Inputs)
 	}
 	start := time.Now()
 	var out engine.StepOutcome
 	var execErr error
 	if v, ok, err := r.cacheGet(ctx, fc, cacheKey); err != nil {
-		return nil, nil, err
+		return turn{}, err
 	} else if ok {
 		out = engine.StepOutcome{Output: v, CacheHit: true}
 	} else {
@@ -127,29 +126,31 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, resp engine.Response)
 	}
 	call := r.callRecord(fc, step, kind, attempt, elapsed, out, execErr)
 	if err := r.recordAncestors(context.WithoutCancel(ctx), fc, call); err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	if execErr != nil {
 		if deadlineSpent(view, execErr) {
-			if _, err := r.svc.RecordCall(ctx, fc.id, call, r.report()); err != nil {
-				return nil, nil, err
+			if err := r.book(ctx, fc.id, call); err != nil {
+				return turn{}, err
 			}
 			return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
 		}
 		return r.attemptFailed(ctx, fc, step, execErr, &call)
 	}
-	next, err := r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report())
+	next, err := answered(r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report()))
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	accepted := r.noteStepResult(fc, step, next, nil)
 	if accepted && cacheKey != "" && !out.CacheHit {
 		if err := r.cachePut(ctx, fc, cacheKey, out.Output); err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
 	}
-	return next, nil, nil
+	return next, nil
 }
+
+
 
 func rootID(fc *flowCtx) string {
 	for fc.parent != nil {
@@ -161,64 +162,65 @@ func rootID(fc *flowCtx) string {
 // attemptFailed maps an executor error onto the state machine: an
 // AttemptError spends an attempt; budget exhaustion ends the flow; a
 // configuration error stops the run (resumable) without spending one.
-func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Step, execErr error, call *engine.CallRecord) (engine.Response, *endState, error) {
+func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Step, execErr error, call *engine.CallRecord) (turn, error) {
 	var ae *engine.AttemptError
 	spends := errors.As(execErr, &ae) && ae.Kind != engine.AttemptConfig && ctx.Err() == nil
 	if call != nil && !spends {
 		// The spend is recorded on its own; nothing else is reported.
-		if _, err := r.svc.RecordCall(context.WithoutCancel(ctx), fc.id, *call, r.report()); err != nil {
-			return nil, nil, err
+		if err := r.book(context.WithoutCancel(ctx), fc.id, *call); err != nil {
+			return turn{}, err
 		}
 		call = nil
 	}
 	if ctx.Err() != nil {
-		return nil, &endState{status: EndInterrupted}, nil
+		return stop(&endState{status: EndInterrupted})
 	}
 	if errors.Is(execErr, engine.ErrBudgetExhausted) {
 		return r.exhaust(ctx, fc, step, execErr.Error())
 	}
 	if ae == nil {
-		return nil, &endState{status: EndError, message: fmt.Sprintf("step '%s': %v; the flow stays resumable: stratum run --resume %s", step.ID, execErr, rootID(fc))}, nil
+		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %v; the flow stays resumable: stratum run --resume %s", step.ID, execErr, rootID(fc))})
 	}
 	if ae.Kind == engine.AttemptConfig {
-		return nil, &endState{status: EndError, message: fmt.Sprintf("step '%s': %s; the flow stays resumable: stratum run --resume %s", step.ID, ae.Error(), rootID(fc))}, nil
+		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %s; the flow stays resumable: stratum run --resume %s", step.ID, ae.Error(), rootID(fc))})
 	}
 	vs := ae.Violations
 	if len(vs) == 0 {
 		vs = []string{ae.Error()}
 	}
-	next, err := r.svc.StepAttemptFailedRecorded(ctx, fc.id, step.ID, vs, call, r.report())
+	next, err := answered(r.svc.StepAttemptFailedRecorded(ctx, fc.id, step.ID, vs, call, r.report()))
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	r.noteStepResult(fc, step, next, vs)
-	return next, nil, nil
+	return next, nil
 }
 
 // noteStepResult updates the step report from the engine's answer to a
 // report of step and emits progress; it says whether the result was
 // accepted (the step completed).
-func (r *Runner) noteStepResult(fc *flowCtx, step *specs.Step, next engine.Response, execViolations []string) bool {
+func (r *Runner) noteStepResult(fc *flowCtx, step *specs.Step, next turn, execViolations []string) bool {
 	rep := r.stepReport(fc, step)
-	status, _ := next["status"].(string)
-	sameStep := next["step_id"] == step.ID
-	switch {
-	case (status == engine.StatusEnsureFailed || status == engine.StatusSchemaFailed || status == engine.StatusGuardrailBlocked) && sameStep:
-		rep.Violations = stringsOf(next["violations"])
-		r.emit(Event{Kind: EventAttemptFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+	if e := next.err; e != nil {
+		if e.Type == engine.ErrTypeRetriesExhausted {
+			rep.Status = "failed"
+			rep.Violations = e.Violations
+			r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+		}
 		return false
-	case status == "error" && next["error_type"] == engine.ErrTypeRetriesExhausted:
-		rep.Status = "failed"
-		rep.Violations = stringsOf(next["violations"])
-		r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
-		return false
-	case next["routed_from"] == step.ID:
-		rep.Status = "failed"
-		rep.Violations = stringsOf(next["violations"])
-		r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec, Message: "routed to on_fail"})
-		return false
-	case status == "error":
-		return false
+	}
+	if n := engine.NotesOf(next.out); n != nil {
+		if n.Failure != "" && dispatchedStep(next.out) == step.ID {
+			rep.Violations = n.Violations
+			r.emit(Event{Kind: EventAttemptFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+			return false
+		}
+		if n.RoutedFrom == step.ID {
+			rep.Status = "failed"
+			rep.Violations = n.Violations
+			r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec, Message: "routed to on_fail"})
+			return false
+		}
 	}
 	rep.Status = "passed"
 	rep.Violations = nil
@@ -271,7 +273,7 @@ func (r *Runner) recordAncestors(ctx context.Context, fc *flowCtx, c engine.Call
 	c.Trace = nil
 	c.Data = map[string]any{"executor": c.Data["executor"], "child_flow_id": fc.id}
 	for f := fc.parent; f != nil; f = f.parent {
-		if _, err := r.svc.RecordCall(ctx, f.id, c, r.report()); err != nil {
+		if err := r.book(ctx, f.id, c); err != nil {
 			return err
 		}
 	}
@@ -280,10 +282,21 @@ func (r *Runner) recordAncestors(ctx context.Context, fc *flowCtx, c engine.Call
 
 // recordCall writes a call's record into the flow and its ancestors.
 func (r *Runner) recordCall(ctx context.Context, fc *flowCtx, c engine.CallRecord) error {
-	if _, err := r.svc.RecordCall(ctx, fc.id, c, r.report()); err != nil {
+	if err := r.book(ctx, fc.id, c); err != nil {
 		return err
 	}
 	return r.recordAncestors(ctx, fc, c)
+}
+
+// book records a call's spend on one flow (no report of its result). A
+// refusal (the flow is gone, or its lease was lost) books nothing and is not
+// an error here: the run notices it at its next report.
+func (r *Runner) book(ctx context.Context, flowID string, c engine.CallRecord) error {
+	_, err := r.svc.RecordCall(ctx, flowID, c, r.report())
+	if engine.AsError(err) != nil {
+		return nil
+	}
+	return err
 }
 
 func deref(p *float64) float64 {
@@ -318,16 +331,16 @@ func deadlineSpent(view engine.BudgetView, err error) bool {
 
 // exhaust ends the flow (and, through the parents' reports, its ancestors)
 // as budget_exhausted.
-func (r *Runner) exhaust(ctx context.Context, fc *flowCtx, step *specs.Step, reason string) (engine.Response, *endState, error) {
-	next, err := r.svc.ExhaustBudget(ctx, fc.id, reason, r.report())
+func (r *Runner) exhaust(ctx context.Context, fc *flowCtx, step *specs.Step, reason string) (turn, error) {
+	next, err := answered(r.svc.ExhaustBudget(ctx, fc.id, reason, r.report()))
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	rep := r.stepReport(fc, step)
 	rep.Status = "failed"
 	rep.Violations = []string{"budget exhausted: " + reason}
 	r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
-	return next, nil, nil
+	return next, nil
 }
 
 // budgetView computes the envelope of the next attempt: the step's per-call
@@ -481,11 +494,11 @@ func (r *Runner) cachePut(ctx context.Context, fc *flowCtx, key string, v any) e
 // iteration and reports it, until the engine's exit outcome; then it reports
 // the final result with step_done. A failed execution spends an attempt of
 // the step (the loop restarts on the retry).
-func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kind executorKind, ex engine.Executor, req engine.StepRequest) (engine.Response, *endState, error) {
+func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kind executorKind, ex engine.Executor, req engine.StepRequest) (turn, error) {
 	rep := r.stepReport(fc, step)
 	st, err := r.svc.Get(ctx, fc.id)
 	if err != nil {
-		return nil, nil, err
+		return turn{}, err
 	}
 	iteration := 0
 	switch {
@@ -498,34 +511,29 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		if len(hist) > 0 {
 			last = hist[len(hist)-1].Result
 		}
-		next, err := r.svc.StepDone(ctx, fc.id, step.ID, last, r.report())
+		next, err := answered(r.svc.StepDone(ctx, fc.id, step.ID, last, r.report()))
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
 		r.noteStepResult(fc, step, next, nil)
-		return next, nil, nil
+		return next, nil
 	default:
-		resp, err := r.svc.IterationStart(ctx, fc.id, step.ID, r.report())
-		if err != nil {
-			return nil, nil, err
-		}
-		if resp["status"] == "error" {
-			return resp, nil, nil
+		started, err := answered(r.svc.IterationStart(ctx, fc.id, step.ID, r.report()))
+		if err != nil || started.err != nil {
+			return started, err
 		}
 	}
 	for {
 		iteration++
 		view, reason, err := r.budgetView(ctx, fc, step, kind)
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
 		if reason != "" {
 			return r.exhaust(ctx, fc, step, reason)
 		}
 		req.Budget = view
-		d := maps.Clone(req.Dispatch)
-		d["iteration"] = iteration
-		req.Dispatch = d
+		req.Iteration = iteration
 		r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: req.Attempt, Iteration: iteration, Spec: fc.spec})
 		start := time.Now()
 		out, execErr := ex.Execute(r.traceStep(ctx, fc, step.ID, req.Attempt), req)
@@ -534,11 +542,11 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		call := r.callRecord(fc, step, kind, req.Attempt, elapsed, out, execErr)
 		if execErr != nil {
 			if err := r.recordAncestors(context.WithoutCancel(ctx), fc, call); err != nil {
-				return nil, nil, err
+				return turn{}, err
 			}
 			if deadlineSpent(view, execErr) {
-				if _, err := r.svc.RecordCall(ctx, fc.id, call, r.report()); err != nil {
-					return nil, nil, err
+				if err := r.book(ctx, fc.id, call); err != nil {
+					return turn{}, err
 				}
 				return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
 			}
@@ -546,28 +554,29 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 			return r.attemptFailed(ctx, fc, step, execErr, &call)
 		}
 		if err := r.recordCall(ctx, fc, call); err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
-		resp, err := r.svc.IterationReport(ctx, fc.id, step.ID, out.Output, r.report())
+		res, err := r.svc.IterationReport(ctx, fc.id, step.ID, out.Output, r.report())
+		if e := engine.AsError(err); e != nil {
+			return stop(&endState{status: EndError, err: e, message: fmt.Sprintf("iteration report of step '%s' refused: %s", step.ID, e.Message)})
+		}
 		if err != nil {
-			return nil, nil, err
+			return turn{}, err
 		}
-		switch resp["status"] {
-		case "iteration_continue":
-			r.emit(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
+		rp, ok := res.(*engine.IterationReported)
+		if !ok {
+			return stop(&endState{status: EndError, out: res, message: fmt.Sprintf("iteration report of step '%s': unexpected answer %q", step.ID, res.WireStatus())})
+		}
+		r.emit(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: rp.Outcome})
+		if !rp.Exited() {
 			continue
-		case "iteration_exit":
-			r.emit(Event{Kind: EventIteration, FlowID: fc.id, Step: step, Iteration: iteration, Spec: fc.spec, Message: fmt.Sprint(resp["outcome"])})
-			rep.Attempts++
-			next, err := r.svc.StepDone(ctx, fc.id, step.ID, resp["final_result"], r.report())
-			if err != nil {
-				return nil, nil, err
-			}
-			r.noteStepResult(fc, step, next, nil)
-			return next, nil, nil
-		default:
-			msg, _ := resp["message"].(string)
-			return nil, &endState{status: EndError, resp: resp, message: fmt.Sprintf("iteration report of step '%s' refused: %s", step.ID, msg)}, nil
 		}
+		rep.Attempts++
+		next, err := answered(r.svc.StepDone(ctx, fc.id, step.ID, rp.FinalResult, r.report()))
+		if err != nil {
+			return turn{}, err
+		}
+		r.noteStepResult(fc, step, next, nil)
+		return next, nil
 	}
 }

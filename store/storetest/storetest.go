@@ -57,7 +57,7 @@ var ctx = context.Background()
 
 // NewState returns a realistic flow state for tests: a few records, outputs
 // and inputs, like a flow half-way through a run.
-func NewState(id, status string) *engine.FlowState {
+func NewState(id string, status engine.FlowStatus) *engine.FlowState {
 	start := "s1"
 	agent := "claude"
 	st := &engine.FlowState{
@@ -387,7 +387,7 @@ func testList(t *testing.T, s engine.Store) {
 	if got := list(t, s, engine.ListFilter{}); len(got) != 0 {
 		t.Fatalf("List of an empty store = %v", ids(got))
 	}
-	statuses := []string{engine.StatusRunning, engine.StatusComplete, engine.StatusRunning,
+	statuses := []engine.FlowStatus{engine.StatusRunning, engine.StatusComplete, engine.StatusRunning,
 		engine.StatusKilled, engine.StatusRunning, engine.StatusComplete}
 	for i, status := range statuses {
 		put(t, s, NewState(fmt.Sprintf("f%d", i), status))
@@ -505,7 +505,7 @@ func testListSummaryFields(t *testing.T, s engine.Store) {
 func testPendingGates(t *testing.T, s engine.Store) {
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	deadline := base.Add(time.Hour)
-	mk := func(id, status string, gate *engine.PendingGate) {
+	mk := func(id string, status engine.FlowStatus, gate *engine.PendingGate) {
 		st := NewState(id, status)
 		st.Gate = gate
 		put(t, s, st)

@@ -1,0 +1,386 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/stratum-go/stratum/review"
+)
+
+// Outcome is a transition's typed answer. It is one of:
+//
+//	*StepDispatch      execute_step: do the step (function, inline, decompose)
+//	*ParallelDispatch  parallel_dispatch: run the tasks, report parallel_done
+//	*GateDispatch      await_gate: the flow waits for a decision
+//	*ChildDispatch     execute_flow: a flow: step started its child flow
+//	*Completion        complete or killed: the cursor is past the end
+//	*Stopped           failed or budget_exhausted (resume of such a flow)
+//	*BudgetExhausted   ExhaustBudget ended the flow
+//	*CallRecorded      RecordCall booked a call's spend
+//	*NoTimeout         check_timeouts found nothing to apply
+//	*Committed         stratum_commit saved a checkpoint
+//	*IterationStarted, *IterationReported, *IterationAborted
+//	*AuditReport       stratum_audit
+//
+// Errors the original answers as envelopes are a *Error instead. Consumers
+// switch on the type; Wire renders any of them as the original's JSON.
+type Outcome interface {
+	// WireStatus is the "status" key of the rendered object.
+	WireStatus() string
+	wire() Response
+}
+
+// Notes are what a report adds to the outcome it answers with; every kind
+// of dispatch (and a completion reached by routing) may carry them.
+type Notes struct {
+	// Failure is set when the same step is dispatched again after a failed
+	// attempt: the status becomes the failure and Violations are the
+	// attempt's.
+	Failure CheckFailure
+	// RoutedFrom is set when on_fail routed here from a step whose attempts
+	// ran out; Violations are that step's last ones.
+	RoutedFrom string
+	Violations []string
+	// RevertedTo is the checkpoint a revert restored.
+	RevertedTo string
+	// Reason says why a flow was killed outside a decision ("timeout").
+	Reason string
+}
+
+// Annotations returns the notes (every outcome kind embeds Notes).
+func (n *Notes) Annotations() *Notes { return n }
+
+func (n *Notes) apply(r Response) Response {
+	if n.Failure != "" {
+		r["status"] = string(n.Failure)
+		r["violations"] = n.Violations
+	}
+	if n.RoutedFrom != "" {
+		r["routed_from"] = n.RoutedFrom
+		r["violations"] = n.Violations
+	}
+	if n.RevertedTo != "" {
+		r["reverted_to"] = n.RevertedTo
+	}
+	if n.Reason != "" {
+		r["reason"] = n.Reason
+	}
+	return r
+}
+
+// annotated is implemented by the outcome kinds that embed Notes.
+type annotated interface{ Annotations() *Notes }
+
+// NotesOf returns the notes of an outcome (nil for kinds without them).
+func NotesOf(o Outcome) *Notes {
+	if a, ok := o.(annotated); ok {
+		return a.Annotations()
+	}
+	return nil
+}
+
+// FlowIDOf is the flow an outcome is about ("" when it names none): the
+// parent's for an execute_flow.
+func FlowIDOf(o Outcome) string {
+	switch o := o.(type) {
+	case *StepDispatch:
+		return o.FlowID
+	case *ParallelDispatch:
+		return o.FlowID
+	case *GateDispatch:
+		return o.FlowID
+	case *ChildDispatch:
+		return o.ParentFlowID
+	case *Completion:
+		return o.FlowID
+	case *Stopped:
+		return o.FlowID
+	case *BudgetExhausted:
+		return o.FlowID
+	case *CallRecorded:
+		return o.FlowID
+	case *Committed:
+		return o.FlowID
+	case *IterationStarted:
+		return o.FlowID
+	case *IterationReported:
+		return o.FlowID
+	case *IterationAborted:
+		return o.FlowID
+	case *AuditReport:
+		return o.FlowID
+	}
+	return ""
+}
+
+// Step modes of dispatches (the original's step_mode).
+const (
+	ModeFunction = "function"
+	ModeInline   = "inline"
+	ModeDecompose = "decompose"
+)
+
+// StepDispatch is execute_step: the step to do now (upstream-behavior §2.3).
+// Which of Function/Mode/Intent/Model the wire object carries depends on
+// StepMode: function steps carry function, mode and intent; inline steps
+// intent and model; decompose steps intent.
+type StepDispatch struct {
+	Notes
+	FlowID           string
+	StepID           string
+	StepNumber       int // 1-based position in execution order
+	TotalSteps       int
+	StepMode         string // ModeFunction, ModeInline or ModeDecompose
+	Agent            string // "" = none (null)
+	Inputs           map[string]any
+	OutputContract   string // "" = none (null)
+	OutputFields     map[string]string
+	Ensure           []string
+	RetriesRemaining int
+	Function         string // function steps
+	Mode             string // function steps: the function's mode
+	Intent           string
+	Model            string // inline steps ("" = null)
+}
+
+// Attempt is the 1-based attempt number this dispatch asks for, given the
+// step's total attempts.
+func (d *StepDispatch) Attempt(total int) int {
+	if total < 1 {
+		total = 1
+	}
+	if a := total - d.RetriesRemaining + 1; a >= 1 {
+		return a
+	}
+	return 1
+}
+
+// WireStatus implements Outcome.
+func (d *StepDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchExecuteStep) }
+
+// ParallelDispatch is parallel_dispatch: the tasks of a v0.3 fan-out.
+type ParallelDispatch struct {
+	Notes
+	FlowID           string
+	StepID           string
+	StepNumber       int
+	TotalSteps       int
+	StepMode         string
+	Tasks            any // the resolved source
+	Agent            string
+	MaxConcurrent    int
+	Isolation        string
+	Require          string
+	Merge            string
+	IntentTemplate   string
+	Ensure           []string
+	RetriesRemaining int
+	PreMergeVerify   any // nil = absent
+}
+
+// WireStatus implements Outcome.
+func (d *ParallelDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchParallel) }
+
+// GateDispatch is await_gate: the flow waits at a gate. Deadline and
+// Approver are ours (the only additions to any dispatch object).
+type GateDispatch struct {
+	Notes
+	FlowID     string
+	StepID     string
+	StepNumber int
+	TotalSteps int
+	Function   string
+	Agent      string
+	OnApprove  string
+	OnRevise   string
+	OnKill     string
+	Timeout    int        // seconds; 0 = none (null)
+	Deadline   *time.Time // the persisted absolute deadline; nil = none
+	Approver   review.Approver
+}
+
+// WireStatus implements Outcome.
+func (d *GateDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchAwaitGate) }
+
+// ChildDispatch is execute_flow: a flow: step's child flow, with the child's
+// own current answer.
+type ChildDispatch struct {
+	Notes
+	ParentFlowID  string
+	ParentStepID  string
+	ChildFlowID   string
+	ChildFlowName string
+	Child         Outcome
+	StepNumber    int
+	TotalSteps    int
+}
+
+// WireStatus implements Outcome.
+func (d *ChildDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchExecuteFlow) }
+
+// Completion is the answer of a flow whose cursor is past the end: status
+// complete or killed. A kill without a cleanup step has no output key
+// (HasOutput false), as the original.
+type Completion struct {
+	Notes
+	Status          FlowStatus // StatusComplete or StatusKilled
+	FlowID          string
+	Output          any
+	HasOutput       bool
+	Trace           []Record // the active round's records
+	TotalDurationMS int64
+}
+
+// WireStatus implements Outcome.
+func (c *Completion) WireStatus() string { return wireStatus(&c.Notes, string(c.Status)) }
+
+// Stopped is the answer of a flow that failed or ran out of budget: {status,
+// flow_id}.
+type Stopped struct {
+	Status FlowStatus // StatusFailed or StatusBudgetExhausted
+	FlowID string
+}
+
+// WireStatus implements Outcome.
+func (s *Stopped) WireStatus() string { return string(s.Status) }
+
+// BudgetExhausted is ExhaustBudget's answer.
+type BudgetExhausted struct {
+	FlowID string
+	StepID string // the current step ("" = null)
+	Reason string
+}
+
+// WireStatus implements Outcome.
+func (b *BudgetExhausted) WireStatus() string { return string(StatusBudgetExhausted) }
+
+// CallRecorded is RecordCall's answer: the ledger after the call.
+type CallRecorded struct {
+	FlowID string
+	Budget BudgetState
+}
+
+// WireStatus implements Outcome.
+func (c *CallRecorded) WireStatus() string { return "recorded" }
+
+// NoTimeout is check_timeouts with nothing to apply: a Message, or the
+// seconds remaining before the deadline.
+type NoTimeout struct {
+	Message   string
+	Remaining *float64
+}
+
+// WireStatus implements Outcome.
+func (n *NoTimeout) WireStatus() string { return "no_timeout" }
+
+// Committed is stratum_commit's answer.
+type Committed struct {
+	FlowID        string
+	Label         string
+	StepNumber    int
+	CurrentStepID string // "" past the end (null)
+	Checkpoints   []string
+}
+
+// WireStatus implements Outcome.
+func (c *Committed) WireStatus() string { return "committed" }
+
+// IterationStarted is stratum_iteration_start's answer.
+type IterationStarted struct {
+	FlowID        string
+	StepID        string
+	MaxIterations int
+	ExitCriterion string // "" = none (null)
+}
+
+// WireStatus implements Outcome.
+func (i *IterationStarted) WireStatus() string { return "iteration_started" }
+
+// IterationReported is stratum_iteration_report's answer:
+// iteration_continue, or iteration_exit once Outcome is not "continue".
+type IterationReported struct {
+	FlowID             string
+	StepID             string
+	Iteration          int
+	MaxIterations      int
+	ExitCriterionMet   bool
+	Outcome            string // OutcomeContinue or an exit outcome
+	ExitCriterionError string
+	// Scored loops (score_expr).
+	Scored     bool
+	Score      *float64
+	ScoreError string
+	// Accumulating loops (accumulate).
+	Accumulating     bool
+	NewCount         int
+	DryStreak        int
+	AccumulatedCount int
+	AccumulateError  string
+	// On exit.
+	FinalResult   any
+	BestScore     *float64
+	BestIteration *int
+	Accumulated   []any
+}
+
+// Exited reports whether the loop ended with this report.
+func (i *IterationReported) Exited() bool { return i.Outcome != OutcomeContinue }
+
+// WireStatus implements Outcome.
+func (i *IterationReported) WireStatus() string {
+	if i.Exited() {
+		return "iteration_exit"
+	}
+	return "iteration_continue"
+}
+
+// IterationAborted is stratum_iteration_abort's answer; a scored step's
+// carries the best result so far (null when nothing was scored).
+type IterationAborted struct {
+	FlowID     string
+	StepID     string
+	Iteration  int
+	Reason     string
+	Scored     bool
+	BestResult any
+	BestScore  *float64
+}
+
+// WireStatus implements Outcome.
+func (i *IterationAborted) WireStatus() string { return "iteration_aborted" }
+
+// AuditReport is stratum_audit's snapshot (see Audit).
+type AuditReport struct {
+	FlowID             string
+	FlowName           string
+	Status             string // the audit vocabulary: a final status or "in_progress"
+	StepsCompleted     int
+	TotalSteps         int
+	Trace              []Record
+	Round              int
+	Rounds             []AuditRound
+	Iterations         map[string][]IterationEntry
+	ArchivedIterations []map[string][]IterationEntry
+	ChildAudits        map[string][]json.RawMessage
+	TotalDurationMS    int64
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	FlowStatus         FlowStatus
+	Gate               *PendingGate // while awaiting a gate
+}
+
+// AuditRound is one archived round of an audit.
+type AuditRound struct {
+	Round int      `json:"round"`
+	Steps []Record `json:"steps"`
+}
+
+// WireStatus implements Outcome.
+func (a *AuditReport) WireStatus() string { return a.Status }
+
+func wireStatus(n *Notes, base string) string {
+	if n.Failure != "" {
+		return string(n.Failure)
+	}
+	return base
+}

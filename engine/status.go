@@ -1,0 +1,55 @@
+package engine
+
+// FlowStatus is the persisted status of a flow execution. The values are
+// stored and shown (the CLI's `query` JSON, the TUI), so they never change:
+// add new ones at the end.
+type FlowStatus string
+
+// Flow statuses (ours; the original deleted finished flows instead).
+const (
+	StatusRunning         FlowStatus = "running"
+	StatusAwaitingGate    FlowStatus = "awaiting_gate"
+	StatusComplete        FlowStatus = "complete"
+	StatusKilled          FlowStatus = "killed"
+	StatusBudgetExhausted FlowStatus = "budget_exhausted"
+	StatusFailed          FlowStatus = "failed" // retries exhausted with no on_fail (the original deleted the file)
+)
+
+// FlowStatuses lists every status, in the order above.
+var FlowStatuses = []FlowStatus{StatusRunning, StatusAwaitingGate, StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed}
+
+// Valid reports whether s is one of the statuses.
+func (s FlowStatus) Valid() bool {
+	for _, v := range FlowStatuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Finished reports whether s is final: complete, killed, failed or
+// budget_exhausted. A finished flow accepts no reports; only finished flows
+// are ever pruned.
+func (s FlowStatus) Finished() bool {
+	switch s {
+	case StatusComplete, StatusKilled, StatusFailed, StatusBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// Active reports whether the flow still has work: running or waiting at a
+// gate.
+func (s FlowStatus) Active() bool { return s == StatusRunning || s == StatusAwaitingGate }
+
+// CheckFailure says why an attempt's result was refused: the status of the
+// dispatch that sends the step back (upstream-behavior §2.6).
+type CheckFailure string
+
+// Check failures, in the order the checks run.
+const (
+	CheckSchema    CheckFailure = "schema_failed"
+	CheckGuardrail CheckFailure = "guardrail_blocked"
+	CheckEnsure    CheckFailure = "ensure_failed"
+)
