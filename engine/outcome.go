@@ -115,8 +115,8 @@ func FlowIDOf(o Outcome) string {
 
 // Step modes of dispatches (the original's step_mode).
 const (
-	ModeFunction = "function"
-	ModeInline   = "inline"
+	ModeFunction  = "function"
+	ModeInline    = "inline"
 	ModeDecompose = "decompose"
 )
 

@@ -38,11 +38,11 @@ type FlowState struct {
 	ParallelTasks        map[string]any                `json:"parallel_tasks,omitempty"`
 
 	// Ours.
-	SchemaVersion int       `json:"stratum_state_version"` // record format version, currently 1
+	SchemaVersion int        `json:"stratum_state_version"` // record format version, currently 1
 	Status        FlowStatus `json:"status"`
-	SpecFile      string    `json:"spec_file,omitempty"`   // where the spec came from, when known
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	SpecFile      string     `json:"spec_file,omitempty"` // where the spec came from, when known
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
 	// FlowStart is when the flow was planned; durations are measured from the
 	// persisted timestamps so they survive restarts.
 	FlowStart time.Time `json:"flow_start"`

@@ -124,7 +124,7 @@ func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 	}
 	return Result{
 		Outcome: &CallRecorded{FlowID: st.FlowID, Budget: *b},
-		Events:   []Event{event(st, env, EventTrace, c.StepID, data)},
+		Events:  []Event{event(st, env, EventTrace, c.StepID, data)},
 	}, nil
 }
 

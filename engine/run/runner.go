@@ -473,7 +473,6 @@ func dispatchedStep(o engine.Outcome) string {
 	return ""
 }
 
-
 func specDir(file string) string {
 	if file == "" {
 		wd, _ := os.Getwd()

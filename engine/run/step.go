@@ -150,8 +150,6 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	return next, nil
 }
 
-
-
 func rootID(fc *flowCtx) string {
 	for fc.parent != nil {
 		fc = fc.parent
