@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -159,11 +157,6 @@ func (a *AgentExecutor) Execute(ctx context.Context, req engine.StepRequest) (en
 			"unknown agent %q (configured: %s); add it under agents: in $STRATUM_HOME/config.yaml or .stratum/config.yaml", req.Step.Agent, strings.Join(names, ", "))}}
 	}
 	prompt := AgentPrompt(req)
-	if !req.Budget.Deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, req.Budget.Deadline)
-		defer cancel()
-	}
 	tmp, err := os.CreateTemp("", "stratum-prompt-*.md")
 	if err != nil {
 		return engine.StepOutcome{}, err
@@ -172,49 +165,32 @@ func (a *AgentExecutor) Execute(ctx context.Context, req engine.StepRequest) (en
 	_, _ = tmp.WriteString(prompt)
 	_ = tmp.Close()
 	repl := strings.NewReplacer("{prompt_file}", tmp.Name(), "{dir}", req.Dir)
-	var cmd *exec.Cmd
+	p := process{
+		name:         "agent " + req.Step.Agent,
+		dir:          req.Dir,
+		env:          append(os.Environ(), "STRATUM_FLOW_ID="+req.FlowID, "STRATUM_STEP_ID="+req.Step.ID, "STRATUM_PROMPT_FILE="+tmp.Name()),
+		stdin:        strings.NewReader(prompt),
+		maxOut:       a.MaxOutput,
+		startFailure: engine.AttemptConfig,
+	}
 	if len(ac.Argv) > 0 {
-		args := make([]string, len(ac.Argv))
+		p.argv = make([]string, len(ac.Argv))
 		for i, s := range ac.Argv {
-			args[i] = repl.Replace(s)
+			p.argv[i] = repl.Replace(s)
 		}
-		cmd = exec.CommandContext(ctx, args[0], args[1:]...)
 	} else {
-		cmd = exec.CommandContext(ctx, "sh", "-c", repl.Replace(ac.Shell))
+		p.shell = repl.Replace(ac.Shell)
 	}
-	cmd.Dir = req.Dir
-	cmd.Env = append(os.Environ(), "STRATUM_FLOW_ID="+req.FlowID, "STRATUM_STEP_ID="+req.Step.ID, "STRATUM_PROMPT_FILE="+tmp.Name())
-	cmd.Stdin = strings.NewReader(prompt)
-	maxOut := a.MaxOutput
-	if maxOut <= 0 {
-		maxOut = DefaultMaxOutput
+	ctx, cancel := withBudget(ctx, req.Budget)
+	defer cancel()
+	stdout, _, err := p.run(ctx)
+	if err != nil {
+		return engine.StepOutcome{}, err
 	}
-	stdout := &cappedBuffer{max: maxOut}
-	stderr := &tailBuffer{max: stderrTail}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	setProcessGroup(cmd)
-	cmd.WaitDelay = 2 * time.Second
-	runErr := cmd.Run()
-	if ctx.Err() != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptTimeout, Violations: []string{withTail("agent timed out (budget deadline reached)", stderr)}}
-		}
-		return engine.StepOutcome{}, ctx.Err()
-	}
-	if runErr != nil {
-		var ee *exec.ExitError
-		if errors.As(runErr, &ee) {
-			return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptExit, Violations: []string{withTail(fmt.Sprintf("agent %s exited with status %d", req.Step.Agent, ee.ExitCode()), stderr)}}
-		}
-		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{fmt.Sprintf("agent %s could not start: %v", req.Step.Agent, runErr)}}
-	}
-	if stdout.overflow {
-		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptTooLarge, Violations: []string{fmt.Sprintf("agent output exceeds %d bytes", maxOut)}}
-	}
-	v, ok := LastJSONBlock(stdout.Bytes())
+	v, ok := LastJSONBlock(stdout)
 	if !ok {
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptBadJSON, Violations: []string{
-			fmt.Sprintf("agent output contains no JSON result (end the answer with the result as a ```json block); output ends %q", tailString(stdout.String(), 200))}}
+			fmt.Sprintf("agent output contains no JSON result (end the answer with the result as a ```json block); output ends %q", tailString(string(stdout), 200))}}
 	}
 	return engine.StepOutcome{Output: v}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -69,64 +68,31 @@ func (c *CommandExecutor) Execute(ctx context.Context, req engine.StepRequest) (
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig,
 			Violations: []string{"inputs are not JSON-encodable: " + err.Error()}}
 	}
-	if !req.Budget.Deadline.IsZero() {
-		if !req.Budget.Deadline.After(time.Now()) {
-			return engine.StepOutcome{}, fmt.Errorf("step '%s': no time left: %w", req.Step.ID, engine.ErrBudgetExhausted)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, req.Budget.Deadline)
-		defer cancel()
+	if !req.Budget.Deadline.IsZero() && !req.Budget.Deadline.After(time.Now()) {
+		return engine.StepOutcome{}, fmt.Errorf("step '%s': no time left: %w", req.Step.ID, engine.ErrBudgetExhausted)
 	}
-	var cmd *exec.Cmd
-	if command.Shell != "" {
-		cmd = exec.CommandContext(ctx, "sh", "-c", command.Shell)
-	} else if len(command.Argv) > 0 {
-		cmd = exec.CommandContext(ctx, command.Argv[0], command.Argv[1:]...)
-	} else {
+	if command.Shell == "" && len(command.Argv) == 0 {
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig,
 			Violations: []string{fmt.Sprintf("step '%s' has an empty run: command", req.Step.ID)}}
 	}
-	cmd.Dir = req.Dir
+	dir := req.Dir
 	if command.Dir != "" {
-		cmd.Dir = command.Dir
+		dir = command.Dir
 		if !filepath.IsAbs(command.Dir) && req.Dir != "" {
-			cmd.Dir = filepath.Join(req.Dir, command.Dir)
+			dir = filepath.Join(req.Dir, command.Dir)
 		}
 	}
-	cmd.Env = c.environment(command, req)
-	cmd.Stdin = bytes.NewReader(stdin)
-	maxOut := c.MaxOutput
-	if maxOut <= 0 {
-		maxOut = DefaultMaxOutput
+	ctx, cancel := withBudget(ctx, req.Budget)
+	defer cancel()
+	stdout, stderr, err := process{
+		name: "command", argv: command.Argv, shell: command.Shell, dir: dir,
+		env: c.environment(command, req), stdin: bytes.NewReader(stdin), maxOut: c.MaxOutput,
+		tooLargeHint: "print a smaller JSON result (write large data to a file and return its path)",
+	}.run(ctx)
+	if err != nil {
+		return engine.StepOutcome{}, err
 	}
-	stdout := &cappedBuffer{max: maxOut}
-	stderr := &tailBuffer{max: stderrTail}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	setProcessGroup(cmd)
-	cmd.WaitDelay = 2 * time.Second
-	runErr := cmd.Run()
-
-	if ctx.Err() != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptTimeout,
-				Violations: []string{withTail("command timed out (budget deadline reached; process group killed)", stderr)}}
-		}
-		return engine.StepOutcome{}, ctx.Err()
-	}
-	if runErr != nil {
-		var ee *exec.ExitError
-		if errors.As(runErr, &ee) {
-			return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptExit,
-				Violations: []string{withTail(fmt.Sprintf("command exited with status %d", ee.ExitCode()), stderr)}}
-		}
-		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptExit,
-			Violations: []string{withTail("command could not run: "+runErr.Error(), stderr)}}
-	}
-	if stdout.overflow {
-		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptTooLarge,
-			Violations: []string{fmt.Sprintf("command output exceeds %d bytes; print a smaller JSON result (write large data to a file and return its path)", maxOut)}}
-	}
-	out, err := parseJSONResult(stdout.Bytes())
+	out, err := parseJSONResult(stdout)
 	if err != nil {
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptBadJSON,
 			Violations: []string{withTail("command output is not a JSON result: "+err.Error(), stderr)}}
@@ -249,14 +215,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func withTail(msg string, stderr *tailBuffer) string {
-	t := strings.TrimSpace(stderr.String())
-	if t == "" {
-		return msg
-	}
-	return msg + "; stderr: " + t
 }
 
 // cappedBuffer keeps at most max bytes and notes an overflow. (It must not
