@@ -492,3 +492,12 @@ func (s *Service) Release(ctx context.Context, flowID, leaseID string) error {
 		return tx.Put(st)
 	})
 }
+
+// Decide records a gate decision: it is the engine's review.Decider, so every
+// front end decides through review.Service (which checks the shared rules)
+// and lands here (GateResolve of d.FlowID, first writer wins).
+func (s *Service) Decide(ctx context.Context, d review.Decision) (Outcome, error) {
+	return s.GateResolve(ctx, d.FlowID, d)
+}
+
+var _ review.Decider[Outcome] = (*Service)(nil)

@@ -1,7 +1,6 @@
 package review
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -120,10 +119,4 @@ type Decision struct {
 	ResolvedBy ResolvedBy
 	Channel    Channel
 	DecidedAt  time.Time
-}
-
-// Sink is told about every review that opens. Emit must not block for long;
-// the decision comes back through the store (any process may decide).
-type Sink interface {
-	Emit(ctx context.Context, r PendingReview) error
 }

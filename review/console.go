@@ -1,0 +1,116 @@
+package review
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Console is the console handler of `stratum run` at a terminal: it shows
+// the gate on Out and reads the decision and its rationale from In. A
+// rationale is asked for again until Check accepts the decision (revise and
+// kill need one). When In ends, the console cannot decide: it passes.
+type Console struct {
+	In       io.Reader
+	Out      io.Writer
+	Reviewer string
+	br       *bufio.Reader
+}
+
+func (c *Console) line() (string, error) {
+	if c.br == nil {
+		c.br = bufio.NewReader(c.In)
+	}
+	s, err := c.br.ReadString('\n')
+	if err != nil && s == "" {
+		return "", err
+	}
+	return strings.TrimSpace(s), nil
+}
+
+// Handle implements Handler.
+func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
+	w := c.Out
+	fmt.Fprintf(w, "\n── gate %s (flow %s, round %d) ──\n%s\n", r.StepID, r.FlowID, r.Round, r.Question)
+	if outs, ok := r.Artifacts["step_outputs"].(map[string]any); ok && len(outs) > 0 {
+		keys := make([]string, 0, len(outs))
+		for k := range outs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintln(w, "outputs so far:")
+		for _, k := range keys {
+			b, _ := json.Marshal(outs[k])
+			fmt.Fprintf(w, "  %s: %s\n", k, clip(string(b), 300))
+		}
+	}
+	if r.Deadline != nil {
+		fmt.Fprintf(w, "deadline: %s (then %s)\n", r.Deadline.Local().Format(time.RFC3339), r.OnTimeout)
+	}
+	choices := make([]string, len(r.Outcomes))
+	for i, o := range r.Outcomes {
+		choices[i] = string(o)
+	}
+	d := Decision{Reviewer: c.Reviewer, ResolvedBy: Human, Channel: ChannelConsole, StepID: r.StepID}
+	for {
+		fmt.Fprintf(w, "decision [%s]: ", strings.Join(choices, "/"))
+		s, err := c.line()
+		if err != nil {
+			return Decision{}, c.noAnswer(err)
+		}
+		d.Outcome = matchOutcome(strings.ToLower(s), r.Outcomes)
+		if d.Outcome == "" {
+			fmt.Fprintf(w, "please answer one of: %s\n", strings.Join(choices, ", "))
+			continue
+		}
+		break
+	}
+	for {
+		if d.Outcome == Approve {
+			fmt.Fprint(w, "rationale (optional): ")
+		} else {
+			fmt.Fprint(w, "rationale (required): ")
+		}
+		note, err := c.line()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return Decision{}, c.noAnswer(err)
+		}
+		d.Rationale = note
+		if cerr := Check(d); cerr == nil {
+			return d, nil
+		} else if err != nil {
+			return Decision{}, c.noAnswer(err)
+		}
+		fmt.Fprintf(w, "a %s needs a rationale: say why\n", d.Outcome)
+	}
+}
+
+// noAnswer is what an ended input means: nobody at this console decides.
+func (c *Console) noAnswer(err error) error {
+	return fmt.Errorf("%w: reading the gate decision: %v", ErrNoReviewer, err)
+}
+
+func matchOutcome(s string, allowed []Outcome) Outcome {
+	if s == "" {
+		return ""
+	}
+	for _, o := range allowed {
+		if string(o) == s || string(o)[:1] == s[:1] && len(s) == 1 {
+			return o
+		}
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

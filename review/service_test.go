@@ -1,0 +1,186 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	base := Decision{StepID: "g", ResolvedBy: Human}
+	cases := []struct {
+		name    string
+		outcome Outcome
+		note    string
+		channel Channel
+		by      ResolvedBy
+		want    error // nil, ErrRationaleRequired, or errAny
+	}{
+		{"approve without rationale", Approve, "", ChannelTUI, Human, nil},
+		{"revise with rationale", Revise, "tests missing", ChannelTUI, Human, nil},
+		{"revise without rationale (tui)", Revise, "", ChannelTUI, Human, ErrRationaleRequired},
+		{"kill without rationale (cli)", Kill, "  ", ChannelCLI, Human, ErrRationaleRequired},
+		{"kill without rationale (console)", Kill, "", ChannelConsole, Human, ErrRationaleRequired},
+		{"revise without rationale over MCP", Revise, "", ChannelMCP, Agent, nil},
+		{"kill without rationale over MCP", Kill, "", ChannelMCP, Agent, nil},
+		{"bad outcome", "reject", "x", ChannelCLI, Human, errAny},
+		{"bad resolved_by", Approve, "", ChannelCLI, "robot", errAny},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := base
+			d.Outcome, d.Rationale, d.Channel, d.ResolvedBy = c.outcome, c.note, c.channel, c.by
+			err := Check(d)
+			switch {
+			case c.want == nil && err != nil:
+				t.Fatalf("Check = %v, want nil", err)
+			case c.want == errAny && err == nil:
+				t.Fatal("Check = nil, want an error")
+			case c.want != nil && c.want != errAny && !errors.Is(err, c.want):
+				t.Fatalf("Check = %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+var errAny = errors.New("any error")
+
+func TestPolicy(t *testing.T) {
+	any := PendingReview{StepID: "review", Approver: AnyApprover}
+	human := PendingReview{StepID: "review", Approver: HumanApprover}
+	cases := []struct {
+		name   string
+		p      Policy
+		r      PendingReview
+		want   Outcome // "" = pass
+		wantBy ResolvedBy
+	}{
+		{"named gate is a human approval", Policy{Approve: []string{"review"}}, human, Approve, Human},
+		{"all approves any-approver gates", Policy{Approve: []string{"all"}}, any, Approve, System},
+		{"all never approves human gates", Policy{Approve: []string{"all"}}, human, "", ""},
+		{"other gate named: pass", Policy{Approve: []string{"deploy"}}, any, "", ""},
+		{"on-gate approve", Policy{OnGate: OnGateApprove}, any, Approve, System},
+		{"on-gate approve skips human gates", Policy{OnGate: OnGateApprove}, human, "", ""},
+		{"on-gate kill", Policy{OnGate: OnGateKill}, human, Kill, System},
+		{"on-gate exit passes", Policy{OnGate: OnGateExit}, any, "", ""},
+		{"on-gate wait passes", Policy{OnGate: OnGateWait}, any, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := c.p.Handle(context.Background(), c.r)
+			if c.want == "" {
+				if !errors.Is(err, ErrPass) {
+					t.Fatalf("got %+v %v, want a pass", d, err)
+				}
+				return
+			}
+			if err != nil || d.Outcome != c.want || d.ResolvedBy != c.wantBy || d.Channel != ChannelPolicy || d.Rationale == "" {
+				t.Fatalf("got %+v %v", d, err)
+			}
+			if Check(Decision{StepID: "review", Outcome: d.Outcome, ResolvedBy: d.ResolvedBy, Channel: d.Channel, Rationale: d.Rationale}) != nil {
+				t.Fatal("a policy decision must pass Check")
+			}
+		})
+	}
+}
+
+// recorder is a Decider that records what it is given.
+type recorder struct {
+	got []Decision
+	err error
+}
+
+func (r *recorder) Decide(_ context.Context, d Decision) (string, error) {
+	if r.err != nil {
+		return "", r.err
+	}
+	r.got = append(r.got, d)
+	return "next:" + string(d.Outcome), nil
+}
+
+func TestServiceRequest(t *testing.T) {
+	ctx := context.Background()
+	r := PendingReview{ReviewID: "f/g/2", FlowID: "f", StepID: "g", Round: 2}
+	pass := HandlerFunc(func(context.Context, PendingReview) (Decision, error) { return Decision{}, ErrPass })
+	kill := HandlerFunc(func(context.Context, PendingReview) (Decision, error) {
+		return Decision{Outcome: Kill, ResolvedBy: Human, Channel: ChannelTUI, Rationale: "broken"}, nil
+	})
+	never := HandlerFunc(func(context.Context, PendingReview) (Decision, error) {
+		t.Fatal("asked after a decision")
+		return Decision{}, nil
+	})
+
+	rec := &recorder{}
+	d, next, err := NewService[string](rec, pass, kill, never).Request(ctx, r)
+	if err != nil || next != "next:kill" || len(rec.got) != 1 {
+		t.Fatalf("%+v %q %v", d, next, err)
+	}
+	got := rec.got[0]
+	if got.FlowID != "f" || got.StepID != "g" || got.ReviewID != "f/g/2" || got.Round == nil || *got.Round != 2 {
+		t.Fatalf("the decision is not tied to the review: %+v", got)
+	}
+
+	if _, _, err := NewService[string](rec, pass, pass).Request(ctx, r); !errors.Is(err, ErrNoReviewer) {
+		t.Fatalf("all passed: %v", err)
+	}
+
+	elsewhere := HandlerFunc(func(context.Context, PendingReview) (Decision, error) {
+		return Decision{Outcome: Approve, Reviewer: "carol"}, ErrDecidedElsewhere
+	})
+	rec = &recorder{}
+	d, _, err = NewService[string](rec, elsewhere).Request(ctx, r)
+	if !errors.Is(err, ErrDecidedElsewhere) || d.Reviewer != "carol" || len(rec.got) != 0 {
+		t.Fatalf("decided elsewhere: %+v %v (recorded %d)", d, err, len(rec.got))
+	}
+
+	// The rules hold on every channel: a revise without rationale from a
+	// handler is refused before it reaches the recorder.
+	lazy := HandlerFunc(func(context.Context, PendingReview) (Decision, error) {
+		return Decision{Outcome: Revise, ResolvedBy: Human, Channel: ChannelTUI}, nil
+	})
+	rec = &recorder{}
+	if _, _, err := NewService[string](rec, lazy).Request(ctx, r); !errors.Is(err, ErrRationaleRequired) || len(rec.got) != 0 {
+		t.Fatalf("revise without rationale: %v (recorded %d)", err, len(rec.got))
+	}
+	// The recorder's refusal comes back as is.
+	rec = &recorder{err: ErrAlreadyDecided}
+	if _, _, err := NewService[string](rec, kill).Request(ctx, r); !errors.Is(err, ErrAlreadyDecided) {
+		t.Fatalf("recorder refusal: %v", err)
+	}
+}
+
+func TestConsole(t *testing.T) {
+	r := PendingReview{ReviewID: "f/g/0", FlowID: "f", StepID: "g", Question: "Ship it?",
+		Outcomes: []Outcome{Approve, Revise, Kill}, Artifacts: map[string]any{"step_outputs": map[string]any{"build": map[string]any{"ok": true}}}}
+	cases := []struct {
+		name, input string
+		want        Outcome
+		note        string
+		wantErr     error
+		shows       string
+	}{
+		{"approve, no rationale", "a\n\n", Approve, "", nil, `build: {"ok":true}`},
+		{"revise asks again for a rationale", "revise\n\nthe tests are missing\n", Revise, "the tests are missing", nil, "a revise needs a rationale"},
+		{"unknown answer asks again", "maybe\nk\nbroken build\n", Kill, "broken build", nil, "please answer one of"},
+		{"closed input decides nothing", "", "", "", ErrNoReviewer, "decision ["},
+		{"closed before the rationale of a kill", "k\n", "", "", ErrNoReviewer, "rationale (required)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out strings.Builder
+			con := &Console{In: strings.NewReader(c.input), Out: &out, Reviewer: "ann"}
+			d, err := con.Handle(context.Background(), r)
+			if c.wantErr != nil {
+				if !errors.Is(err, c.wantErr) {
+					t.Fatalf("err %v, want %v", err, c.wantErr)
+				}
+			} else if err != nil || d.Outcome != c.want || d.Rationale != c.note || d.Reviewer != "ann" || d.Channel != ChannelConsole || d.ResolvedBy != Human {
+				t.Fatalf("got %+v %v", d, err)
+			}
+			if !strings.Contains(out.String(), c.shows) {
+				t.Fatalf("console output lacks %q:\n%s", c.shows, out.String())
+			}
+		})
+	}
+}
