@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/infer"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	"github.com/stratum-go/stratum/engine/otlp"
@@ -1002,7 +1003,11 @@ exhausted; 130 interrupted (state saved, resumable).`,
 			if len(args) == 1 {
 				cfgDir = filepath.Dir(args[0])
 			}
-			inferEx, tracer, shutdown, err := runExecutors(cfgDir, recordFile, replayFile)
+			cfg, err := config.Load(cfgDir)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			inferEx, tracer, shutdown, err := runExecutors(cfg, recordFile, replayFile)
 			if err != nil {
 				return err
 			}
@@ -1014,6 +1019,7 @@ exhausted; 130 interrupted (state saved, resumable).`,
 			opts := runner.Options{
 				Service:  svc,
 				Infer:    inferEx,
+				Agent:    &runner.AgentExecutor{Agents: runner.Agents(cfg.Agents)},
 				Tracer:   tracer,
 				Gates:    runner.GatePolicy{Approve: approvals, OnGate: onGate},
 				Console:  &runner.Console{In: a.stdin, Out: a.stderr},
@@ -1156,14 +1162,9 @@ func isTerminal(f any) bool {
 }
 
 // runExecutors builds the LLM (infer) executor of a run from the config
-// ($STRATUM_HOME/config.yaml, then .stratum/config.yaml next to the spec:
-// default_model, base_urls) with --record / --replay applied, and the OTLP
+// (default_model, base_urls) with --record / --replay applied, and the OTLP
 // tracer when OTEL_EXPORTER_OTLP_ENDPOINT is set. shutdown flushes the spans.
-func runExecutors(cfgDir, record, replay string) (engine.Executor, runner.Tracer, func(io.Writer), error) {
-	cfg, err := runner.LoadConfig(cfgDir)
-	if err != nil {
-		return nil, nil, nil, usageErr("%v", err)
-	}
+func runExecutors(cfg config.Config, record, replay string) (engine.Executor, runner.Tracer, func(io.Writer), error) {
 	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs})
 	if err != nil {
 		return nil, nil, nil, usageErr("%v", err)
@@ -1233,7 +1234,11 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
 				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
 			}
-			keys, err := tui.LoadKeyMap(filepath.Join(filepath.Dir(st.Path()), "config.yaml"))
+			cfg, err := config.Load(".")
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			keys, err := tui.KeyMapFrom(cfg.Keys)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -1245,7 +1250,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			reviewer := currentUser()
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, DBPath: st.Path(), SpecDirs: specDirs,
-				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: tuiRunner{svc: svc}})
+				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: tuiRunner{svc: svc, cfg: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
 				return &exitError{code: exitFailure, err: err}
 			}
@@ -1263,15 +1268,18 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 // in-process runner. Their gates wait for a decision in the store (made in
 // the console's Gates pane, or anywhere else) and are offered to the
 // console's sink as they open.
-type tuiRunner struct{ svc *engine.Service }
+type tuiRunner struct {
+	svc *engine.Service
+	cfg config.Config
+}
 
 func (t tuiRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, inputs map[string]any, sink review.Sink) (tui.RunResult, error) {
-	inferEx, tracer, shutdown, err := runExecutors(filepath.Dir(sp.File), "", "")
+	inferEx, tracer, shutdown, err := runExecutors(t.cfg, "", "")
 	if err != nil {
 		return tui.RunResult{}, err
 	}
 	defer shutdown(io.Discard)
-	r := runner.New(runner.Options{Service: t.svc, Infer: inferEx, Tracer: tracer,
+	r := runner.New(runner.Options{Service: t.svc, Infer: inferEx, Tracer: tracer, Agent: &runner.AgentExecutor{Agents: runner.Agents(t.cfg.Agents)},
 		Gates: runner.GatePolicy{OnGate: runner.OnGateWait}, Progress: gateForwarder{ctx: ctx, sink: sink}})
 	out, err := r.Start(ctx, sp, flow, inputs)
 	if err != nil {

@@ -3,13 +3,12 @@ package tui
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"gopkg.in/yaml.v3"
+
+	"github.com/stratum-go/stratum/engine/config"
 )
 
 // KeyMap is every key binding of the console, defined once. Each field's
@@ -79,6 +78,11 @@ func (k *KeyMap) Actions() map[string]*key.Binding {
 	}
 }
 
+// keyError is a refused binding of one action.
+type keyError struct{ action, msg string }
+
+func (e *keyError) Error() string { return "keys." + e.action + ": " + e.msg }
+
 // ApplyOverrides rebinds actions: each value is one key or a list of keys
 // ("ctrl+a", "A", "f2"). An unknown action or an empty key list is an error
 // naming it; nothing is changed then.
@@ -96,14 +100,14 @@ func (k *KeyMap) ApplyOverrides(over map[string][]string) error {
 				known = append(known, n)
 			}
 			sort.Strings(known)
-			return fmt.Errorf("keys.%s: unknown action (known: %s)", name, strings.Join(known, ", "))
+			return &keyError{name, "unknown action (known: " + strings.Join(known, ", ") + ")"}
 		}
 		if len(over[name]) == 0 {
-			return fmt.Errorf("keys.%s: no keys given", name)
+			return &keyError{name, "no keys given"}
 		}
 		for _, s := range over[name] {
 			if strings.TrimSpace(s) == "" {
-				return fmt.Errorf("keys.%s: empty key", name)
+				return &keyError{name, "empty key"}
 			}
 		}
 	}
@@ -114,49 +118,22 @@ func (k *KeyMap) ApplyOverrides(over map[string][]string) error {
 	return nil
 }
 
-// keyList decodes one key or a list of keys.
-type keyList []string
-
-func (l *keyList) UnmarshalYAML(n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		*l = keyList{n.Value}
-		return nil
-	case yaml.SequenceNode:
-		var s []string
-		if err := n.Decode(&s); err != nil {
-			return err
-		}
-		*l = s
-		return nil
-	}
-	return fmt.Errorf("line %d: want a key or a list of keys", n.Line)
-}
-
-// LoadKeyMap returns DefaultKeyMap with the `keys:` section of the YAML file
-// at path applied. A missing file is not an error; a malformed one, or an
-// unknown action, is (naming the file).
-func LoadKeyMap(path string) (KeyMap, error) {
+// KeyMapFrom returns DefaultKeyMap with the configured bindings (the
+// `keys:` section of the config files, read by engine/config) applied. An
+// unknown action or an empty key list is an error naming where it was set
+// (file:line); nothing is changed then.
+func KeyMapFrom(keys map[string]config.Keys) (KeyMap, error) {
 	km := DefaultKeyMap()
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return km, nil
-	}
-	if err != nil {
-		return km, fmt.Errorf("config %s: %w", path, err)
-	}
-	var cfg struct {
-		Keys map[string]keyList `yaml:"keys"`
-	}
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return km, fmt.Errorf("config %s: %w", path, err)
-	}
-	over := make(map[string][]string, len(cfg.Keys))
-	for k, v := range cfg.Keys {
-		over[k] = v
+	over := make(map[string][]string, len(keys))
+	for action, k := range keys {
+		over[action] = k.Keys
 	}
 	if err := km.ApplyOverrides(over); err != nil {
-		return DefaultKeyMap(), fmt.Errorf("config %s: %w", path, err)
+		var ke *keyError
+		if errors.As(err, &ke) && keys[ke.action].Pos != "" {
+			return DefaultKeyMap(), fmt.Errorf("config %s: %w", keys[ke.action].Pos, err)
+		}
+		return DefaultKeyMap(), err
 	}
 	return km, nil
 }

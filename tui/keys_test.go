@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 
+	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -258,25 +259,36 @@ func TestCheckpointCommitAndRevertConfirm(t *testing.T) {
 
 func TestKeyMapOverrides(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("STRATUM_HOME", dir)
 	path := filepath.Join(dir, "config.yaml")
+	load := func() (KeyMap, error) {
+		cfg, err := config.Load("")
+		if err != nil {
+			return KeyMap{}, err
+		}
+		return KeyMapFrom(cfg.Keys)
+	}
 	if err := os.WriteFile(path, []byte("keys:\n  approve: A\n  quit: [Q, ctrl+q]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	km, err := LoadKeyMap(path)
+	km, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !key.Matches(keyMsg("A"), km.Approve) || key.Matches(keyMsg("a"), km.Approve) || !key.Matches(keyMsg("Q"), km.Quit) {
 		t.Fatalf("overrides not applied: %v %v", km.Approve.Keys(), km.Quit.Keys())
 	}
-	if _, err := LoadKeyMap(filepath.Join(dir, "missing.yaml")); err != nil {
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load(); err != nil {
 		t.Fatalf("missing config: %v", err)
 	}
 	for _, bad := range []string{"keys:\n  approov: A\n", "keys:\n  approve: []\n", "keys: [\n"} {
 		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadKeyMap(path); err == nil || !strings.Contains(err.Error(), path) {
+		if _, err := load(); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%q: error %v, want one naming the file", bad, err)
 		}
 	}

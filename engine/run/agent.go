@@ -4,122 +4,35 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
 )
 
-// AgentCommand is how an agent CLI is started: Argv (preferred) or Shell
-// (run by `sh -c`). The prompt is written to the process's stdin; in
-// arguments, {prompt_file} is replaced by the path of a file holding the
-// prompt and {dir} by the working directory.
-type AgentCommand struct {
-	Argv  []string `yaml:"command,omitempty"`
-	Shell string   `yaml:"shell,omitempty"`
-}
-
-// DefaultAgents are the built-in agent commands (overridable in config).
-var DefaultAgents = map[string]AgentCommand{
+// DefaultAgents are the built-in agent commands; the config's agents are
+// added over them (Agents).
+var DefaultAgents = map[string]config.Command{
 	"claude": {Argv: []string{"claude", "-p", "--output-format", "text"}},
 	"codex":  {Argv: []string{"codex", "exec", "-"}},
 }
 
-// Config is the run configuration read from $STRATUM_HOME/config.yaml
-// (default ~/.stratum) and then .stratum/config.yaml in the spec's directory
-// (later files win, key by key):
-//
-//	default_model: openai/gpt-4o-mini   # infer steps without a model
-//	base_urls: {ollama: "http://gpu-box:11434/v1"}
-//	agents:
-//	  claude: [claude, -p, --model, opus]          # argv
-//	  mine: "my-agent --json < {prompt_file}"      # sh -c
-//	  other: {command: [other, --print]}
-type Config struct {
-	Agents       map[string]AgentCommand
-	DefaultModel string
-	BaseURLs     map[string]string
-}
-
-// ConfigFiles are the config files LoadConfig reads, in order.
-func ConfigFiles(dir string) []string {
-	var files []string
-	if home := os.Getenv("STRATUM_HOME"); home != "" {
-		files = append(files, filepath.Join(home, "config.yaml"))
-	} else if h, err := os.UserHomeDir(); err == nil {
-		files = append(files, filepath.Join(h, ".stratum", "config.yaml"))
-	}
-	if dir != "" {
-		files = append(files, filepath.Join(dir, ".stratum", "config.yaml"))
-	}
-	return files
-}
-
-// LoadConfig reads the config files of dir over the defaults (DefaultAgents).
-// Missing files are fine; malformed ones are errors naming the file.
-func LoadConfig(dir string) (Config, error) {
-	cfg := Config{Agents: map[string]AgentCommand{}, BaseURLs: map[string]string{}}
+// Agents is DefaultAgents with configured agents added or replacing them.
+// In a command's arguments (or shell text), {prompt_file} is replaced by the
+// path of a file holding the prompt and {dir} by the working directory; the
+// prompt is also written to the process's stdin.
+func Agents(configured map[string]config.Command) map[string]config.Command {
+	out := make(map[string]config.Command, len(DefaultAgents)+len(configured))
 	for k, v := range DefaultAgents {
-		cfg.Agents[k] = v
+		out[k] = v
 	}
-	for _, f := range ConfigFiles(dir) {
-		b, err := os.ReadFile(f)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return cfg, err
-		}
-		var raw struct {
-			Agents       map[string]yaml.Node `yaml:"agents"`
-			DefaultModel string               `yaml:"default_model"`
-			BaseURLs     map[string]string    `yaml:"base_urls"`
-		}
-		if err := yaml.Unmarshal(b, &raw); err != nil {
-			return cfg, fmt.Errorf("%s: %v", f, err)
-		}
-		if raw.DefaultModel != "" {
-			cfg.DefaultModel = raw.DefaultModel
-		}
-		for k, v := range raw.BaseURLs {
-			cfg.BaseURLs[k] = v
-		}
-		for name, node := range raw.Agents {
-			var ac AgentCommand
-			switch node.Kind {
-			case yaml.ScalarNode:
-				ac.Shell = node.Value
-			case yaml.SequenceNode:
-				if err := node.Decode(&ac.Argv); err != nil {
-					return cfg, fmt.Errorf("%s: agents.%s: %v", f, name, err)
-				}
-			case yaml.MappingNode:
-				if err := node.Decode(&ac); err != nil {
-					return cfg, fmt.Errorf("%s: agents.%s: %v", f, name, err)
-				}
-			}
-			if len(ac.Argv) == 0 && ac.Shell == "" {
-				return cfg, fmt.Errorf("%s: agents.%s: want a command list, a shell string, or {command: [...]}", f, name)
-			}
-			cfg.Agents[name] = ac
-		}
+	for k, v := range configured {
+		out[k] = v
 	}
-	return cfg, nil
-}
-
-// LoadAgents is LoadConfig(dir).Agents.
-func LoadAgents(dir string) (map[string]AgentCommand, error) {
-	cfg, err := LoadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Agents, nil
+	return out
 }
 
 // AgentExecutor runs inline steps with `agent: NAME` through an agent CLI:
@@ -128,9 +41,9 @@ func LoadAgents(dir string) (map[string]AgentCommand, error) {
 // is parsed from the output's last JSON block (a ```json fence, or the last
 // JSON object). Non-zero exit, no JSON and the deadline are failed attempts.
 type AgentExecutor struct {
-	// Agents maps agent names to commands; nil loads them with LoadAgents
-	// from the spec's directory on first use.
-	Agents map[string]AgentCommand
+	// Agents maps agent names to commands (see Agents); nil means
+	// DefaultAgents.
+	Agents map[string]config.Command
 	// MaxOutput caps the agent's stdout (default DefaultMaxOutput).
 	MaxOutput int
 }
@@ -139,12 +52,7 @@ type AgentExecutor struct {
 func (a *AgentExecutor) Execute(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 	agents := a.Agents
 	if agents == nil {
-		var err error
-		agents, err = LoadAgents(req.Dir)
-		if err != nil {
-			return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{"agent configuration: " + err.Error()}}
-		}
-		a.Agents = agents
+		agents = DefaultAgents
 	}
 	ac, ok := agents[req.Step.Agent]
 	if !ok {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/engine/config"
 )
 
 func TestAgentExecutorFromConfig(t *testing.T) {
@@ -40,7 +42,13 @@ flows:
         intent: "never parses"
         output_contract: Out
 `)
-	o := e.start(sp, "main", map[string]any{"task": "add a flag"})
+	loaded, err := config.Load(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.start(sp, "main", map[string]any{"task": "add a flag"}, func(o *Options) {
+		o.Agent = &AgentExecutor{Agents: Agents(loaded.Agents)}
+	})
 	wantStatus(t, o, EndFailed, 1)
 	if o.Steps[0].Status != "passed" || o.Steps[0].Attempts != 2 {
 		t.Fatalf("impl %+v", o.Steps[0])
@@ -86,22 +94,12 @@ flows:
 	}
 }
 
-func TestLoadAgentsOverrides(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("STRATUM_HOME", home)
-	dir := t.TempDir()
-	_ = os.WriteFile(filepath.Join(home, "config.yaml"), []byte("agents:\n  claude: [claude, -p, --model, opus]\n  x: \"run-x\"\n"), 0o644)
-	_ = os.MkdirAll(filepath.Join(dir, ".stratum"), 0o755)
-	_ = os.WriteFile(filepath.Join(dir, ".stratum", "config.yaml"), []byte("agents:\n  x: {command: [x, --json]}\n"), 0o644)
-	a, err := LoadAgents(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(a["claude"].Argv, " ") != "claude -p --model opus" || strings.Join(a["x"].Argv, " ") != "x --json" || len(a["codex"].Argv) == 0 {
+func TestAgentsOverDefaults(t *testing.T) {
+	a := Agents(map[string]config.Command{"claude": {Argv: []string{"claude", "-p", "--model", "opus"}}, "x": {Shell: "run-x"}})
+	if strings.Join(a["claude"].Argv, " ") != "claude -p --model opus" || a["x"].Shell != "run-x" || len(a["codex"].Argv) == 0 {
 		t.Fatalf("%+v", a)
 	}
-	_ = os.WriteFile(filepath.Join(dir, ".stratum", "config.yaml"), []byte("agents:\n  bad: {}\n"), 0o644)
-	if _, err := LoadAgents(dir); err == nil || !strings.Contains(err.Error(), "agents.bad") {
-		t.Fatalf("err %v", err)
+	if strings.Join(DefaultAgents["claude"].Argv, " ") != "claude -p --output-format text" {
+		t.Fatal("Agents modified the defaults")
 	}
 }

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FileName is the name of the config file in $STRATUM_HOME and in a
+// project's .stratum directory.
+const FileName = "config.yaml"
+
+// Home is the state directory: $STRATUM_HOME, else ~/.stratum.
+func Home() (string, error) {
+	if home := os.Getenv("STRATUM_HOME"); home != "" {
+		return home, nil
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot locate the home directory (set STRATUM_HOME): %w", err)
+	}
+	return filepath.Join(h, ".stratum"), nil
+}
+
+// Config is the merged configuration.
+type Config struct {
+	// DefaultModel is the model of infer steps that name none.
+	DefaultModel string
+	// BaseURLs are per-provider API base URLs.
+	BaseURLs map[string]string
+	// Agents are agent CLI commands by name (over the runner's built-in
+	// ones).
+	Agents map[string]Command
+	// Keys are TUI key bindings by action name.
+	Keys map[string]Keys
+	// Files are the files that were read, in order.
+	Files []string
+}
+
+// Command is how an agent CLI starts: Argv, or Shell (run by `sh -c`).
+type Command struct {
+	Argv  []string
+	Shell string
+}
+
+// Keys are the keys bound to one action, and where they were set
+// ("file:line"), for error messages.
+type Keys struct {
+	Keys []string
+	Pos  string
+}
+
+// Files are the config files Load reads for projectDir, in order.
+func Files(projectDir string) []string {
+	var files []string
+	if home, err := Home(); err == nil {
+		files = append(files, filepath.Join(home, FileName))
+	}
+	if projectDir != "" {
+		files = append(files, filepath.Join(projectDir, ".stratum", FileName))
+	}
+	return files
+}
+
+// Load reads the config files of projectDir ("" for none: only
+// $STRATUM_HOME's), later files overriding earlier ones key by key.
+func Load(projectDir string) (Config, error) {
+	cfg := Config{BaseURLs: map[string]string{}, Agents: map[string]Command{}, Keys: map[string]Keys{}}
+	for _, f := range Files(projectDir) {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("config %s: %w", f, err)
+		}
+		if err := cfg.merge(f, b); err != nil {
+			return cfg, err
+		}
+		cfg.Files = append(cfg.Files, f)
+	}
+	return cfg, nil
+}
+
+// raw is one file as written.
+type raw struct {
+	DefaultModel string               `yaml:"default_model"`
+	BaseURLs     map[string]string    `yaml:"base_urls"`
+	Agents       map[string]yaml.Node `yaml:"agents"`
+	Keys         map[string]yaml.Node `yaml:"keys"`
+}
+
+func (c *Config) merge(file string, b []byte) error {
+	var r raw
+	if err := yaml.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("config %s: %v", file, err)
+	}
+	at := func(n yaml.Node) string { return fmt.Sprintf("%s:%d", file, n.Line) }
+	if r.DefaultModel != "" {
+		c.DefaultModel = r.DefaultModel
+	}
+	for k, v := range r.BaseURLs {
+		c.BaseURLs[k] = v
+	}
+	for name, node := range r.Agents {
+		var cmd Command
+		switch node.Kind {
+		case yaml.ScalarNode:
+			cmd.Shell = node.Value
+		case yaml.SequenceNode:
+			if err := node.Decode(&cmd.Argv); err != nil {
+				return fmt.Errorf("config %s: agents.%s: %v", at(node), name, err)
+			}
+		case yaml.MappingNode:
+			var m struct {
+				Argv  []string `yaml:"command"`
+				Shell string   `yaml:"shell"`
+			}
+			if err := node.Decode(&m); err != nil {
+				return fmt.Errorf("config %s: agents.%s: %v", at(node), name, err)
+			}
+			cmd = Command{Argv: m.Argv, Shell: m.Shell}
+		}
+		if len(cmd.Argv) == 0 && cmd.Shell == "" {
+			return fmt.Errorf("config %s: agents.%s: want a command list, a shell string, or {command: [...]}", at(node), name)
+		}
+		c.Agents[name] = cmd
+	}
+	for action, node := range r.Keys {
+		var keys []string
+		switch node.Kind {
+		case yaml.ScalarNode:
+			keys = []string{node.Value}
+		case yaml.SequenceNode:
+			if err := node.Decode(&keys); err != nil {
+				return fmt.Errorf("config %s: keys.%s: %v", at(node), action, err)
+			}
+		default:
+			return fmt.Errorf("config %s: keys.%s: want a key or a list of keys", at(node), action)
+		}
+		c.Keys[action] = Keys{Keys: keys, Pos: at(node)}
+	}
+	return nil
+}

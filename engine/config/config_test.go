@@ -1,0 +1,98 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadLayers(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	t.Setenv("STRATUM_HOME", home)
+	write(t, filepath.Join(home, FileName), `default_model: openai/gpt-4o-mini
+base_urls: {ollama: "http://a:11434/v1", openai: "http://o/v1"}
+agents:
+  claude: [claude, -p, --model, opus]
+  x: "run-x"
+keys:
+  approve: A
+  kill: [X, ctrl+x]
+`)
+	write(t, filepath.Join(project, ".stratum", FileName), `default_model: ollama/llama3.2
+base_urls: {ollama: "http://b:11434/v1"}
+agents:
+  x: {command: [x, --json]}
+keys:
+  approve: [Y]
+`)
+	cfg, err := Load(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DefaultModel != "ollama/llama3.2" || cfg.BaseURLs["ollama"] != "http://b:11434/v1" || cfg.BaseURLs["openai"] != "http://o/v1" {
+		t.Fatalf("models/urls %+v", cfg)
+	}
+	if strings.Join(cfg.Agents["claude"].Argv, " ") != "claude -p --model opus" || strings.Join(cfg.Agents["x"].Argv, " ") != "x --json" || cfg.Agents["x"].Shell != "" {
+		t.Fatalf("agents %+v", cfg.Agents)
+	}
+	if strings.Join(cfg.Keys["approve"].Keys, ",") != "Y" || strings.Join(cfg.Keys["kill"].Keys, ",") != "X,ctrl+x" {
+		t.Fatalf("keys %+v", cfg.Keys)
+	}
+	if want := filepath.Join(project, ".stratum", FileName) + ":6"; cfg.Keys["approve"].Pos != want {
+		t.Fatalf("approve set at %q, want %q", cfg.Keys["approve"].Pos, want)
+	}
+	if len(cfg.Files) != 2 {
+		t.Fatalf("files %v", cfg.Files)
+	}
+	// Only $STRATUM_HOME without a project; nothing at all is fine too.
+	if cfg, err := Load(""); err != nil || cfg.DefaultModel != "openai/gpt-4o-mini" || len(cfg.Files) != 1 {
+		t.Fatalf("home only: %+v %v", cfg, err)
+	}
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	if cfg, err := Load(t.TempDir()); err != nil || len(cfg.Files) != 0 || cfg.Agents == nil || cfg.Keys == nil {
+		t.Fatalf("no files: %+v %v", cfg, err)
+	}
+}
+
+func TestLoadErrorsNameFileAndLine(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"bad yaml", "agents: [\n", FileName},
+		{"empty agent", "agents:\n  bad: {}\n", FileName + ":2: agents.bad"},
+		{"agent of wrong type", "agents:\n  bad: [1, [2]]\n", FileName + ":2: agents.bad"},
+		{"key map", "keys:\n  approve: {a: b}\n", FileName + ":2: keys.approve: want a key or a list of keys"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			t.Setenv("STRATUM_HOME", home)
+			write(t, filepath.Join(home, FileName), c.text)
+			_, err := Load("")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestHome(t *testing.T) {
+	t.Setenv("STRATUM_HOME", "/x/y")
+	if h, err := Home(); err != nil || h != "/x/y" {
+		t.Fatalf("%q %v", h, err)
+	}
+	t.Setenv("STRATUM_HOME", "")
+	t.Setenv("HOME", "/home/ann")
+	if h, err := Home(); err != nil || h != "/home/ann/.stratum" {
+		t.Fatalf("%q %v", h, err)
+	}
+}
