@@ -519,28 +519,12 @@ func defaultFlow(file string, src []byte) (string, error) {
 	return "", usageErr("%s has %d flows (%s): choose one with --flow", file, len(sp.FlowNames), strings.Join(sp.FlowNames, ", "))
 }
 
-// parseInputs merges --inputs FILE and --input k=v flags (flags win).
+// parseInputs merges --inputs FILE and --input k=v flags (flags win); a bad
+// one is a usage error.
 func parseInputs(kv []string, file string) (map[string]any, error) {
-	inputs := map[string]any{}
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, usageErr("%v", err)
-		}
-		if err := json.Unmarshal(b, &inputs); err != nil {
-			return nil, usageErr("%s: not a JSON object: %v", file, err)
-		}
-	}
-	for _, p := range kv {
-		name, val, ok := strings.Cut(p, "=")
-		if !ok || name == "" {
-			return nil, usageErr("--input %q: want NAME=VALUE", p)
-		}
-		var v any
-		if err := json.Unmarshal([]byte(val), &v); err != nil {
-			v = val // not JSON: a plain string
-		}
-		inputs[name] = v
+	inputs, err := runner.ParseInputs(kv, file)
+	if err != nil {
+		return nil, usageErr("%v", err)
 	}
 	return inputs, nil
 }

@@ -2,15 +2,14 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -137,23 +136,12 @@ func (d *runDialog) view(m *Model, width int) string {
 	return b.String()
 }
 
-// ParseInputs parses "name=value name2=value2" (space-separated; a value
-// that parses as JSON is taken as JSON, otherwise as a string; quote a value
-// with spaces as a JSON string).
+// ParseInputs parses "name=value name2=value2": fields separated by
+// spaces outside quotes and brackets, each parsed like a --input flag
+// (run.ParseInput: JSON when it is valid JSON, else a plain string; quote a
+// value with spaces as a JSON string).
 func ParseInputs(s string) (map[string]any, error) {
-	out := map[string]any{}
-	for _, field := range splitFields(s) {
-		name, val, ok := strings.Cut(field, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("input %q: want name=value", field)
-		}
-		var v any
-		if err := json.Unmarshal([]byte(val), &v); err != nil {
-			v = val
-		}
-		out[name] = v
-	}
-	return out, nil
+	return run.ParseInputs(splitFields(s), "")
 }
 
 // splitFields splits on spaces outside double quotes and brackets.

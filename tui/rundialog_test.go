@@ -80,7 +80,7 @@ func TestRunFromSpecsPane(t *testing.T) {
 	}
 	typeText(m, "oops")
 	press(m, "enter")
-	if d := m.dialogs[0].(*runDialog); !strings.Contains(d.err, "name=value") {
+	if d := m.dialogs[0].(*runDialog); !strings.Contains(d.err, "NAME=VALUE") {
 		t.Fatalf("bad inputs accepted: %q", d.err)
 	}
 	for range "oops" {

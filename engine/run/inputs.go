@@ -1,0 +1,49 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// ParseInput parses one flow input written NAME=VALUE (a --input flag, a
+// field typed in the TUI): VALUE is taken as JSON when it is valid JSON
+// (3, true, ["a"], {"k": 1}, "quoted text"), else as a plain string.
+func ParseInput(field string) (string, any, error) {
+	name, val, ok := strings.Cut(field, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return "", nil, fmt.Errorf("input %q: want NAME=VALUE", field)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(val), &v); err != nil {
+		v = val // not JSON: a plain string
+	}
+	return name, v, nil
+}
+
+// ParseInputs builds a flow's inputs from a JSON file (--inputs FILE; ""
+// for none), then NAME=VALUE fields, which win over the file's values.
+func ParseInputs(fields []string, file string) (map[string]any, error) {
+	inputs := map[string]any{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &inputs); err != nil || inputs == nil {
+			if err == nil {
+				err = fmt.Errorf("null")
+			}
+			return nil, fmt.Errorf("%s: not a JSON object: %v", file, err)
+		}
+	}
+	for _, f := range fields {
+		name, v, err := ParseInput(f)
+		if err != nil {
+			return nil, err
+		}
+		inputs[name] = v
+	}
+	return inputs, nil
+}
