@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,9 +27,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
-	"github.com/stratum-go/stratum/engine/infer"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
-	"github.com/stratum-go/stratum/engine/otlp"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -484,9 +481,12 @@ has one flow (or a workflow block naming its entry flow).`,
 				return err
 			}
 			if flowName == "" {
-				flowName, err = defaultFlow(args[0], src)
-				if err != nil {
-					return err
+				// An invalid spec is left to Plan, which answers the
+				// original's error envelope.
+				if sp, ds := specs.Parse(args[0], src); sp != nil && !ds.HasErrors() {
+					if flowName, err = runner.DefaultFlow(sp); err != nil {
+						return usageErr("%v", err)
+					}
 				}
 			}
 			svc, _, err := openService(cmd.Context())
@@ -500,23 +500,6 @@ has one flow (or a workflow block naming its entry flow).`,
 	cmd.Flags().StringArrayVar(&inputKV, "input", nil, "flow input as NAME=VALUE (VALUE is parsed as JSON when it is valid JSON); repeatable")
 	cmd.Flags().StringVar(&inputsFile, "inputs", "", "JSON file with the flow inputs")
 	return cmd
-}
-
-// defaultFlow picks the flow to run when --flow is not given.
-func defaultFlow(file string, src []byte) (string, error) {
-	sp, ds := specs.Parse(file, src)
-	if sp == nil {
-		// Let Plan report the diagnostics in the original's envelope.
-		_ = ds
-		return "", nil
-	}
-	if sp.Workflow != nil && sp.Workflow.EntryFlow != "" {
-		return sp.Workflow.EntryFlow, nil
-	}
-	if len(sp.FlowNames) == 1 {
-		return sp.FlowNames[0], nil
-	}
-	return "", usageErr("%s has %d flows (%s): choose one with --flow", file, len(sp.FlowNames), strings.Join(sp.FlowNames, ", "))
 }
 
 // parseInputs merges --inputs FILE and --input k=v flags (flags win); a bad
@@ -983,46 +966,46 @@ exhausted; 130 interrupted (state saved, resumable).`,
 					}
 				}
 			}
-			cfgDir := "."
-			if len(args) == 1 {
-				cfgDir = filepath.Dir(args[0])
+			var file string
+			var inputs map[string]any
+			if resumeID == "" {
+				file = args[0]
+				var err error
+				if inputs, err = parseInputs(inputKV, inputsFile); err != nil {
+					return err
+				}
 			}
-			cfg, err := config.Load(cfgDir)
+			cfg, err := config.Load(runner.ProjectDir(file))
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			inferEx, tracer, shutdown, err := runExecutors(cfg, recordFile, replayFile)
+			x, err := runner.NewExecutors(cfg, recordFile, replayFile)
 			if err != nil {
-				return err
+				return usageErr("%v", err)
 			}
-			defer shutdown(a.stderr)
+			defer x.Close(a.stderr)
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			opts := runner.Options{
+			r := runner.New(runner.Options{
 				Service:  svc,
-				Infer:    inferEx,
-				Agent:    &runner.AgentExecutor{Agents: runner.Agents(cfg.Agents)},
-				Tracer:   tracer,
+				Infer:    x.Infer,
+				Agent:    x.Agent,
+				Tracer:   x.Tracer,
 				Gates:    runner.GatePolicy{Approve: approvals, OnGate: onGate},
 				Console:  &runner.Console{In: a.stdin, Out: a.stderr},
 				Progress: &runner.Printer{W: a.stderr, Terminal: terminal, GitHub: os.Getenv("GITHUB_ACTIONS") == "true"},
 				Cache:    cacheMode,
-			}
-			r := runner.New(opts)
+			})
 			var out *runner.Outcome
 			if resumeID != "" {
 				out, err = r.Resume(cmd.Context(), resumeID)
 			} else {
-				out, err = a.startRun(cmd.Context(), r, args[0], flowName, inputKV, inputsFile, approvals)
+				out, err = r.StartFile(cmd.Context(), runner.FileRequest{File: file, Flow: flowName, Inputs: inputs, Approve: approvals})
 			}
 			if err != nil {
-				var ee *exitError
-				if errors.As(err, &ee) {
-					return err
-				}
-				return storeErr(err) // a store or executor failure: exit 1
+				return a.runErr(err)
 			}
 			return a.finishRun(cmd.Context(), svc, out, jsonOut, junitFile)
 		},
@@ -1042,90 +1025,47 @@ exhausted; 130 interrupted (state saved, resumable).`,
 	return cmd
 }
 
-// startRun reads and validates SPEC, picks the flow, parses the inputs and
-// starts the run. An invalid spec prints its diagnostics and exits 2.
-func (a *app) startRun(ctx context.Context, r *runner.Runner, file, flowName string, inputKV []string, inputsFile string, approvals []string) (*runner.Outcome, error) {
-	src, err := os.ReadFile(file)
-	if err != nil {
-		return nil, usageErr("%v", err)
-	}
-	sp, ds := specs.Parse(file, src)
-	if sp == nil || ds.HasErrors() {
-		res := specs.NewFileResult(file, ds)
+// runErr maps an error of starting a run to its exit: an invalid spec
+// prints its diagnostics (exit 2), a usage problem exits 2, anything else
+// (a store or executor failure) exits 1.
+func (a *app) runErr(err error) error {
+	var se *runner.SpecError
+	var ue *runner.UsageError
+	switch {
+	case errors.As(err, &se):
 		format := specs.FormatHuman
 		if os.Getenv("GITHUB_ACTIONS") == "true" {
 			format = specs.FormatGitHub
 		}
-		_ = specs.WriteResults(a.stderr, format, []specs.FileResult{res})
-		return nil, silentExit(runner.ExitUsage)
+		_ = specs.WriteResults(a.stderr, format, []specs.FileResult{specs.NewFileResult(se.File, se.Diagnostics)})
+		return silentExit(runner.ExitUsage)
+	case errors.As(err, &ue):
+		return usageErr("%v", ue.Err)
 	}
-	inputs, err := parseInputs(inputKV, inputsFile)
-	if err != nil {
-		return nil, err
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
 	}
-	if flowName == "" {
-		if flowName, err = defaultFlow(file, src); err != nil {
-			return nil, err
-		}
-	}
-	if sp.Flows[flowName] == nil {
-		return nil, usageErr("%s has no flow %q (flows: %s)", file, flowName, strings.Join(sp.FlowNames, ", "))
-	}
-	var gates []string
-	for _, fn := range sp.FlowNames {
-		for _, s := range sp.Flows[fn].Steps {
-			if s.IsGate() {
-				gates = append(gates, s.ID)
-			}
-		}
-	}
-	for _, g := range approvals {
-		if g != "all" && !slices.Contains(gates, g) {
-			return nil, usageErr("--approve %q: %s has no gate step with that id (gates: %s)", g, file, strings.Join(gates, ", "))
-		}
-	}
-	return r.Start(ctx, sp, flowName, inputs)
+	return storeErr(err)
 }
 
-// finishRun prints the outcome (--json audit, --junit report) and maps it to
+// finishRun prints the outcome (--json report, --junit file) and maps it to
 // the exit code.
 func (a *app) finishRun(ctx context.Context, svc *engine.Service, out *runner.Outcome, jsonOut bool, junitFile string) error {
 	if out.Status == runner.EndInvalid {
 		fmt.Fprintln(a.stderr, "stratum:", out.Message)
 	}
 	if junitFile != "" && out.Status != runner.EndInvalid {
-		f, err := os.Create(junitFile)
-		if err != nil {
+		if err := runner.WriteJUnitFile(junitFile, out); err != nil {
 			return &exitError{code: exitFailure, err: err}
-		}
-		werr := runner.WriteJUnit(f, out)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return &exitError{code: exitFailure, err: werr}
 		}
 	}
 	if jsonOut {
-		var audit engine.Response
-		if out.FlowID != "" {
-			rep, err := svc.Audit(context.WithoutCancel(ctx), out.FlowID)
-			if err != nil {
-				return storeErr(err)
-			}
-			audit = engine.Wire(rep, nil)
-		} else {
-			audit = engine.Response{"final": engine.Wire(out.Final, out.FinalErr)}
+		rep, err := runner.Report(context.WithoutCancel(ctx), svc, out)
+		if err != nil {
+			return storeErr(err)
 		}
-		runInfo := map[string]any{"status": out.Status, "exit_code": out.ExitCode, "message": out.Message}
-		if out.FlowID != "" {
-			if st, err := svc.Get(context.WithoutCancel(ctx), out.FlowID); err == nil {
-				runInfo["budget_state"] = st.BudgetState
-				runInfo["calls"] = st.Trace
-			}
-		}
-		audit["run"] = runInfo
-		if err := writeJSON(a.stdout, audit); err != nil {
+		if err := writeJSON(a.stdout, rep); err != nil {
 			return err
 		}
 	}
@@ -1143,31 +1083,6 @@ func isTerminal(f any) bool {
 	}
 	fi, err := file.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// runExecutors builds the LLM (infer) executor of a run from the config
-// (default_model, base_urls) with --record / --replay applied, and the OTLP
-// tracer when OTEL_EXPORTER_OTLP_ENDPOINT is set. shutdown flushes the spans.
-func runExecutors(cfg config.Config, record, replay string) (engine.Executor, runner.Tracer, func(io.Writer), error) {
-	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs})
-	if err != nil {
-		return nil, nil, nil, usageErr("%v", err)
-	}
-	exp := otlp.FromEnv()
-	if exp == nil {
-		return ex, nil, func(io.Writer) {}, nil
-	}
-	shutdown := func(w io.Writer) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := exp.Shutdown(ctx); err != nil {
-			fmt.Fprintln(w, "stratum: otlp export:", err)
-		}
-		if n := exp.Dropped(); n > 0 {
-			fmt.Fprintf(w, "stratum: otlp export dropped %d spans\n", n)
-		}
-	}
-	return ex, exp.Tracker(), shutdown, nil
 }
 
 // ---- tui ----
@@ -1258,12 +1173,12 @@ type tuiRunner struct {
 }
 
 func (t tuiRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, inputs map[string]any, sink review.Sink) (tui.RunResult, error) {
-	inferEx, tracer, shutdown, err := runExecutors(t.cfg, "", "")
+	x, err := runner.NewExecutors(t.cfg, "", "")
 	if err != nil {
 		return tui.RunResult{}, err
 	}
-	defer shutdown(io.Discard)
-	r := runner.New(runner.Options{Service: t.svc, Infer: inferEx, Tracer: tracer, Agent: &runner.AgentExecutor{Agents: runner.Agents(t.cfg.Agents)},
+	defer x.Close(io.Discard)
+	r := runner.New(runner.Options{Service: t.svc, Infer: x.Infer, Tracer: x.Tracer, Agent: x.Agent,
 		Gates: runner.GatePolicy{OnGate: runner.OnGateWait}, Progress: gateForwarder{ctx: ctx, sink: sink}})
 	out, err := r.Start(ctx, sp, flow, inputs)
 	if err != nil {

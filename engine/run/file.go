@@ -1,0 +1,184 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/infer"
+	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// UsageError is a run request that cannot start as asked: a missing spec
+// file, an unknown flow, an --approve naming no gate. The CLI exits 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usage(format string, a ...any) error { return &UsageError{Err: fmt.Errorf(format, a...)} }
+
+// SpecError is a spec file that does not validate; the CLI prints its
+// diagnostics and exits 2.
+type SpecError struct {
+	File        string
+	Diagnostics specs.Diagnostics
+}
+
+func (e *SpecError) Error() string { return e.File + ": invalid spec" }
+
+// LoadSpecFile reads and validates a spec file.
+func LoadSpecFile(file string) (*specs.Spec, error) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	sp, ds := specs.Parse(file, src)
+	if sp == nil || ds.HasErrors() {
+		return nil, &SpecError{File: file, Diagnostics: ds}
+	}
+	return sp, nil
+}
+
+// DefaultFlow is the flow to run when none is named: the workflow's entry
+// flow, else the spec's only flow.
+func DefaultFlow(sp *specs.Spec) (string, error) {
+	if sp.Workflow != nil && sp.Workflow.EntryFlow != "" {
+		return sp.Workflow.EntryFlow, nil
+	}
+	if len(sp.FlowNames) == 1 {
+		return sp.FlowNames[0], nil
+	}
+	return "", usage("%s has %d flows (%s): choose one with --flow", sp.File, len(sp.FlowNames), strings.Join(sp.FlowNames, ", "))
+}
+
+// FileRequest is a run of a spec file, as `stratum run SPEC` asks for it.
+type FileRequest struct {
+	File   string
+	Flow   string // "" = DefaultFlow
+	Inputs map[string]any
+	// Approve are the --approve values: gate step ids or "all"; each id
+	// must name a gate of the spec.
+	Approve []string
+}
+
+// StartFile validates a spec file and the request against it, then starts
+// the flow (Start). A *UsageError or *SpecError means nothing was started.
+func (r *Runner) StartFile(ctx context.Context, req FileRequest) (*Outcome, error) {
+	sp, err := LoadSpecFile(req.File)
+	if err != nil {
+		return nil, err
+	}
+	flow := req.Flow
+	if flow == "" {
+		if flow, err = DefaultFlow(sp); err != nil {
+			return nil, err
+		}
+	}
+	if sp.Flows[flow] == nil {
+		return nil, usage("%s has no flow %q (flows: %s)", req.File, flow, strings.Join(sp.FlowNames, ", "))
+	}
+	var gates []string
+	for _, fn := range sp.FlowNames {
+		for _, s := range sp.Flows[fn].Steps {
+			if s.IsGate() {
+				gates = append(gates, s.ID)
+			}
+		}
+	}
+	for _, g := range req.Approve {
+		if g != "all" && !slices.Contains(gates, g) {
+			return nil, usage("--approve %q: %s has no gate step with that id (gates: %s)", g, req.File, strings.Join(gates, ", "))
+		}
+	}
+	return r.Start(ctx, sp, flow, req.Inputs)
+}
+
+// Report is the --json document of a finished run: the flow's audit (the
+// original's stratum_audit, engine.Wire) plus `run`: {status, exit_code,
+// message, budget_state, calls}; when the flow never started, {final: the
+// engine's answer, run}.
+func Report(ctx context.Context, svc *engine.Service, out *Outcome) (engine.Response, error) {
+	runInfo := map[string]any{"status": out.Status, "exit_code": out.ExitCode, "message": out.Message}
+	if out.FlowID == "" {
+		return engine.Response{"final": engine.Wire(out.Final, out.FinalErr), "run": runInfo}, nil
+	}
+	audit, err := svc.Audit(ctx, out.FlowID)
+	if err != nil {
+		return nil, err
+	}
+	rep := engine.Wire(audit, nil)
+	if st, err := svc.Get(ctx, out.FlowID); err == nil {
+		runInfo["budget_state"] = st.BudgetState
+		runInfo["calls"] = st.Trace
+	}
+	rep["run"] = runInfo
+	return rep, nil
+}
+
+// WriteJUnitFile writes the JUnit report of a run to path.
+func WriteJUnitFile(path string, out *Outcome) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	werr := WriteJUnit(f, out)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// Executors are what a runner executes with, built from the config: the
+// infer executor (LLM providers, with --record/--replay), the agent
+// executor, and the OTLP tracer when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+// Close flushes the spans, reporting problems on w.
+type Executors struct {
+	Infer  engine.Executor
+	Agent  engine.Executor
+	Tracer Tracer
+	Close  func(w io.Writer)
+}
+
+// NewExecutors builds the executors of a run. record and replay are the
+// --record and --replay files ("" for none).
+func NewExecutors(cfg config.Config, record, replay string) (Executors, error) {
+	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs})
+	if err != nil {
+		return Executors{}, &UsageError{Err: err}
+	}
+	x := Executors{Infer: ex, Agent: &AgentExecutor{Agents: Agents(cfg.Agents)}, Close: func(io.Writer) {}}
+	exp := otlp.FromEnv()
+	if exp == nil {
+		return x, nil
+	}
+	x.Tracer = exp.Tracker()
+	x.Close = func(w io.Writer) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := exp.Shutdown(ctx); err != nil {
+			fmt.Fprintln(w, "stratum: otlp export:", err)
+		}
+		if n := exp.Dropped(); n > 0 {
+			fmt.Fprintf(w, "stratum: otlp export dropped %d spans\n", n)
+		}
+	}
+	return x, nil
+}
+
+// ProjectDir is the directory whose .stratum/config.yaml applies to a run
+// of file ("." for none).
+func ProjectDir(file string) string {
+	if file == "" {
+		return "."
+	}
+	return filepath.Dir(file)
+}
