@@ -34,6 +34,15 @@
 // methods, and the work budget that bounds one evaluation. py is also the one
 // place for Python's repr() of strings and floats (CanonicalJSON uses it).
 //
+// # Spec files
+//
+// A spec file is named *.stratum.yaml (SpecSuffix, IsSpecName).
+// FindSpecFiles is the discovery rule of `stratum validate`: a directory is
+// searched recursively, skipping hidden subdirectories (which covers .git)
+// and node_modules (IsSkippedDir). The watcher (subpackage watch) is built
+// from the same predicates and also leaves out hidden file names;
+// DiscoverWorkflows lists spec names directly in one directory.
+//
 // # Ownership
 //
 // The IR types are shared, read-only values: nothing outside this package may
