@@ -33,10 +33,10 @@
 //
 // # Python repr
 //
-// ReprString, ReprStrings and ReprFloat are the one place where Stratum
-// renders Python's repr() of a str or a float: expression values, the
-// canonical JSON of contract hashes and the engine's error messages copied
-// from the original all use them.
+// ReprString, ReprStrings and ReprFloat (ReprFloat32) are the one place
+// where Stratum renders Python's repr() of a str or a float: expression
+// values and the canonical JSON of contract hashes use them, and so should
+// every message copied from the original that prints a value with {x!r}.
 //
 // The package imports nothing else of stratum; the compile-time half of the
 // dialect (tokenising, rewriting, scope checks, compilation) is in package
