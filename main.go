@@ -13,12 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -205,7 +203,8 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 }
 
 // collectSpecFiles expands the arguments: files are taken as given, directories
-// are walked for *.stratum.yaml (skipping hidden directories and node_modules).
+// are searched with specs.FindSpecFiles (recursively for *.stratum.yaml,
+// skipping hidden directories and node_modules).
 func collectSpecFiles(args []string) ([]string, error) {
 	var files []string
 	seen := map[string]bool{}
@@ -224,27 +223,10 @@ func collectSpecFiles(args []string) ([]string, error) {
 			add(arg)
 			continue
 		}
-		var found []string
-		err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				name := d.Name()
-				if p != arg && (strings.HasPrefix(name, ".") || name == "node_modules") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if strings.HasSuffix(d.Name(), ".stratum.yaml") {
-				found = append(found, p)
-			}
-			return nil
-		})
+		found, err := specs.FindSpecFiles(arg)
 		if err != nil {
 			return nil, &exitError{code: exitFailure, err: err}
 		}
-		sort.Strings(found)
 		for _, f := range found {
 			add(f)
 		}

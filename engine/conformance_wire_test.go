@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // keysExactly fails unless got has exactly the keys want.
@@ -284,11 +286,11 @@ func TestConformancePyRepr(t *testing.T) {
 		"\u200b":     `'\u200b'`,
 	}
 	for in, want := range cases {
-		if got := pyStr(in); got != want {
-			t.Errorf("pyStr(%q) = %s, want %s", in, got, want)
+		if got := py.ReprString(in); got != want {
+			t.Errorf("py.ReprString(%q) = %s, want %s", in, got, want)
 		}
 	}
-	if got := pyStrList([]string{"a", "it's"}); got != `['a', "it's"]` {
+	if got := py.ReprStrings([]string{"a", "it's"}); got != `['a', "it's"]` {
 		t.Errorf("pyStrList = %s", got)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
-	"unicode"
 
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -127,54 +125,6 @@ func execErrorf(format string, args ...any) *Error {
 // message never carries details.
 func internalError() *Error {
 	return &Error{Type: ErrTypeInternal, Message: "An unexpected error occurred.", Translated: true}
-}
-
-// pyStrList renders a list of strings the way Python's repr renders a list
-// (['a', 'b']), for messages copied from the original.
-func pyStrList(items []string) string {
-	parts := make([]string, len(items))
-	for i, s := range items {
-		parts[i] = pyStr(s)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// pyStr renders a string the way Python's repr() does (the original builds
-// many messages with {x!r}): single quotes unless the text contains a single
-// quote and no double quote; backslashes, the quote, \t \n \r and
-// non-printable characters escaped.
-func pyStr(s string) string {
-	quote := '\''
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		quote = '"'
-	}
-	var b strings.Builder
-	b.WriteRune(quote)
-	for _, r := range s {
-		switch {
-		case r == quote || r == '\\':
-			b.WriteRune('\\')
-			b.WriteRune(r)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r < 0x80 || unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	b.WriteRune(quote)
-	return b.String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // GateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
@@ -30,11 +31,11 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 		}
 		sort.Strings(allowed)
 		return refused(refusal(ErrTypeInvalidOutcome,
-			"outcome must be one of %s, got %s", pyStrList(allowed), pyStr(string(d.Outcome)))), nil
+			"outcome must be one of %s, got %s", py.ReprStrings(allowed), py.ReprString(string(d.Outcome)))), nil
 	}
 	if !d.ResolvedBy.Valid() {
 		return refused(refusal(ErrTypeInvalidResolvedBy, "resolved_by must be one of %s, got %s",
-			pyStrList([]string{string(review.Agent), string(review.Human), string(review.System)}), pyStr(string(d.ResolvedBy)))), nil
+			py.ReprStrings([]string{string(review.Agent), string(review.Human), string(review.System)}), py.ReprString(string(d.ResolvedBy)))), nil
 	}
 	if d.StepID != step.ID {
 		return refused(refusal(ErrTypeWrongStep, "Expected gate step '%s', got '%s'", step.ID, d.StepID)), nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // Drivers of a flow.
@@ -54,7 +55,7 @@ func Plan(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*Fl
 				ids = append(ids, s.ID)
 			}
 		}
-		return nil, Result{}, execErrorf("Cycle detected in step dependencies: %s", pyStrList(ids))
+		return nil, Result{}, execErrorf("Cycle detected in step dependencies: %s", py.ReprStrings(ids))
 	}
 	resolved, problems := validateInputs(env.Spec, flow, inputs)
 	if len(problems) > 0 {

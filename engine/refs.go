@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // resolveRef resolves one `$` reference against the flow inputs and the step
@@ -22,13 +23,13 @@ func resolveRef(st *FlowState, ref string) (any, error) {
 		rest = ref[2:]
 	}
 	if rest == "" {
-		return nil, execErrorf("Empty $ reference: %s", pyStr(ref))
+		return nil, execErrorf("Empty $ reference: %s", py.ReprString(ref))
 	}
 	parts := strings.Split(rest, ".")
 	switch parts[0] {
 	case "input":
 		if len(parts) < 2 {
-			return nil, execErrorf("$.input requires a field name: %s", pyStr(ref))
+			return nil, execErrorf("$.input requires a field name: %s", py.ReprString(ref))
 		}
 		v, ok := st.Inputs[parts[1]]
 		if !ok {
@@ -37,7 +38,7 @@ func resolveRef(st *FlowState, ref string) (any, error) {
 		return v, nil
 	case "steps":
 		if len(parts) < 3 {
-			return nil, execErrorf("$.steps requires $.steps.<id>.output: %s", pyStr(ref))
+			return nil, execErrorf("$.steps requires $.steps.<id>.output: %s", py.ReprString(ref))
 		}
 		stepID := parts[1]
 		v, ok := st.StepOutputs[stepID]
@@ -45,7 +46,7 @@ func resolveRef(st *FlowState, ref string) (any, error) {
 			return nil, execErrorf("$.steps.%s not yet executed — check depends_on ordering", stepID)
 		}
 		if parts[2] != "output" {
-			return nil, execErrorf("Expected '$.steps.<id>.output[.<field>]', got %s", pyStr(ref))
+			return nil, execErrorf("Expected '$.steps.<id>.output[.<field>]', got %s", py.ReprString(ref))
 		}
 		for _, key := range parts[3:] {
 			if v == nil {
@@ -57,13 +58,13 @@ func resolveRef(st *FlowState, ref string) (any, error) {
 			}
 			next, found := m[key]
 			if !found {
-				return nil, execErrorf("Key '%s' not found in $.steps.%s.output — available keys: %s", key, stepID, pyStrList(sortedKeys(m)))
+				return nil, execErrorf("Key '%s' not found in $.steps.%s.output — available keys: %s", key, stepID, py.ReprStrings(sortedKeys(m)))
 			}
 			v = next
 		}
 		return v, nil
 	}
-	return nil, execErrorf("Unknown $ prefix '%s' in %s", parts[0], pyStr(ref))
+	return nil, execErrorf("Unknown $ prefix '%s' in %s", parts[0], py.ReprString(ref))
 }
 
 // resolveValue resolves a step input value: strings starting with `$` are

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // StepDone is stratum_step_done (upstream-behavior §2.6): it checks the
@@ -96,7 +97,7 @@ func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string)
 		var vs []string
 		for _, g := range step.Guardrails {
 			if g != nil && g.Re != nil && g.Re.Match(text) {
-				vs = append(vs, "guardrail matched: "+pyStr(g.Pattern))
+				vs = append(vs, "guardrail matched: "+py.ReprString(g.Pattern))
 			}
 		}
 		if len(vs) > 0 {
@@ -114,7 +115,7 @@ func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string)
 		ok, err := evalBool(e, specs.EvalEnv{Result: result, Root: env.Root})
 		switch {
 		case err != nil:
-			vs = append(vs, fmt.Sprintf("Ensure expression %s raised: %s", pyStr(e.Source), err))
+			vs = append(vs, fmt.Sprintf("Ensure expression %s raised: %s", py.ReprString(e.Source), err))
 		case !ok:
 			vs = append(vs, fmt.Sprintf("ensure '%s' failed", e.Source))
 		}

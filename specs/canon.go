@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // CanonicalJSON renders v the way Python's
@@ -91,9 +93,9 @@ func writeCanonical(b *bytes.Buffer, v any, depth int) error {
 	case uint64:
 		b.WriteString(strconv.FormatUint(x, 10))
 	case float32:
-		b.WriteString(pyFloatRepr(float64(x), 32))
+		b.WriteString(jsonFloat(float64(x), 32))
 	case float64:
-		b.WriteString(pyFloatRepr(x, 64))
+		b.WriteString(jsonFloat(x, 64))
 	case json.Number:
 		s, err := pyNumber(x)
 		if err != nil {
@@ -236,13 +238,13 @@ func pyNumber(n json.Number) (string, error) {
 			return "", fmt.Errorf("canonical json: invalid number %q", s)
 		}
 	}
-	return pyFloatRepr(f, 64), nil
+	return jsonFloat(f, 64), nil
 }
 
-// pyFloatRepr is Python's repr(float): the shortest digits that round-trip,
-// in positional notation when the decimal exponent is in [-4, 16), otherwise
-// in scientific notation with a signed exponent of at least two digits.
-func pyFloatRepr(f float64, bitSize int) string {
+// jsonFloat is a float as Python's json.dumps writes it: NaN, Infinity and
+// -Infinity for the non-finite values, repr(float) otherwise (float32 values
+// with the shortest digits that round-trip through float32).
+func jsonFloat(f float64, bitSize int) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -250,55 +252,10 @@ func pyFloatRepr(f float64, bitSize int) string {
 		return "Infinity"
 	case math.IsInf(f, -1):
 		return "-Infinity"
+	case bitSize == 32:
+		return py.ReprFloat32(float32(f))
 	}
-	// "-d.ddde±XX" with the shortest digits.
-	e := strconv.FormatFloat(f, 'e', -1, bitSize)
-	neg := false
-	if e[0] == '-' {
-		neg = true
-		e = e[1:]
-	}
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
-	digits := strings.Replace(mant, ".", "", 1)
-	var out strings.Builder
-	if neg {
-		out.WriteByte('-')
-	}
-	if exp < -4 || exp >= 16 {
-		out.WriteByte(digits[0])
-		if len(digits) > 1 {
-			out.WriteByte('.')
-			out.WriteString(digits[1:])
-		}
-		out.WriteByte('e')
-		if exp < 0 {
-			out.WriteByte('-')
-			exp = -exp
-		} else {
-			out.WriteByte('+')
-		}
-		if exp < 10 {
-			out.WriteByte('0')
-		}
-		out.WriteString(strconv.Itoa(exp))
-		return out.String()
-	}
-	switch {
-	case exp < 0:
-		out.WriteString("0.")
-		out.WriteString(strings.Repeat("0", -exp-1))
-		out.WriteString(digits)
-	case exp+1 >= len(digits):
-		out.WriteString(digits)
-		out.WriteString(strings.Repeat("0", exp+1-len(digits)))
-		out.WriteString(".0")
-	default:
-		out.WriteString(digits[:exp+1])
-		out.WriteByte('.')
-		out.WriteString(digits[exp+1:])
-	}
-	return out.String()
+	return py.ReprFloat(f)
 }
 
 // writePyString writes s as a JSON string with Python's ensure_ascii escaping.

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // checker accumulates diagnostics for one Parse call.
@@ -409,7 +411,7 @@ func (c *checker) enum(m *mapping, k, path string, allowed []string) (string, bo
 	if d := c.didYouMean(v, allowed); d != "" {
 		sugg += " (" + d + ")"
 	}
-	c.add(CodeInvalidValue, m.valNode(k), joinPath(path, k), fmt.Sprintf("'%s' is not one of %s", v, pyList(allowed)), sugg)
+	c.add(CodeInvalidValue, m.valNode(k), joinPath(path, k), fmt.Sprintf("'%s' is not one of %s", v, py.ReprStrings(allowed)), sugg)
 	return "", false
 }
 

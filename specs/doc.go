@@ -22,9 +22,31 @@
 // sorted by position, each with file:line:col, a stable code, the original's
 // error type and dotted path, a message and a suggestion.
 //
+// # Expressions
+//
+// The expression dialect (see CompileExpr) is split in two. This package
+// holds the compile-time half: rewriting the Python-flavoured source into
+// expr-lang (expr_rewrite.go), the static scope and arity checks
+// (expr_check.go), the AST patches that route every operation through a
+// helper (expr_patch.go, expr_helpers.go) and compilation and evaluation
+// (expr_compile.go, the Expr and EvalEnv API in expr.go). Subpackage py is
+// the run time: the Python semantics of values, operators, builtins and
+// methods, and the work budget that bounds one evaluation. py is also the one
+// place for Python's repr() of strings and floats (CanonicalJSON uses it).
+//
+// # Spec files
+//
+// A spec file is named *.stratum.yaml (SpecSuffix, IsSpecName).
+// FindSpecFiles is the discovery rule of `stratum validate`: a directory is
+// searched recursively, skipping hidden subdirectories (which covers .git)
+// and node_modules (IsSkippedDir). The watcher (subpackage watch) is built
+// from the same predicates and also leaves out hidden file names;
+// DiscoverWorkflows lists spec names directly in one directory.
+//
 // # Ownership
 //
 // The IR types are shared, read-only values: nothing outside this package may
-// modify a *Spec after Parse returned it. This package imports nothing else of
-// stratum; its only dependencies are yaml.v3, expr and jsonschema.
+// modify a *Spec after Parse returned it. This package and its subpackages
+// import nothing else of stratum; the only outside dependencies are yaml.v3,
+// expr and jsonschema (and fsnotify for watch).
 package specs

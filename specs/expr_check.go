@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
+
+	"github.com/stratum-go/stratum/specs/py"
 )
 
-// xAnalysis is what the static pass learns about a parsed expression.
-type xAnalysis struct {
+// analysis is what the static pass learns about a parsed expression.
+type analysis struct {
 	err         *ExprError
 	resultPaths [][]string
 }
@@ -38,7 +40,7 @@ var exitCriterionVars = []string{
 // checker walks a parsed tree (before any patching) and records the first
 // problem in source order plus the result paths.
 type exprChecker struct {
-	rw      *xRewritten
+	rw      *rewritten
 	scope   map[string]bool
 	names   []string // scope names + function names, for hints
 	callees map[ast.Node]bool
@@ -90,11 +92,11 @@ func (c *exprChecker) Visit(node *ast.Node) {
 		}
 		c.chains[n] = append(append([]string(nil), base...), prop.Value)
 	case *ast.BinaryNode:
-		if msg, bad := xUnsupportedOps[n.Operator]; bad {
+		if msg, bad := unsupportedOps[n.Operator]; bad {
 			c.fail(n, false, "operator '%s' is not supported%s", n.Operator, msg)
 		}
 	case *ast.BuiltinNode:
-		c.fail(n, true, "function '%s' is not allowed%s", n.Name, xHint(n.Name, exprFuncNames()))
+		c.fail(n, true, "function '%s' is not allowed%s", n.Name, nameHint(n.Name, py.BuiltinNames()))
 	case *ast.PredicateNode, *ast.PointerNode:
 		c.fail(n, true, "closures are not allowed")
 	case *ast.VariableDeclaratorNode:
@@ -107,48 +109,29 @@ func (c *exprChecker) Visit(node *ast.Node) {
 func (c *exprChecker) checkCall(n *ast.CallNode) {
 	switch callee := n.Callee.(type) {
 	case *ast.IdentifierNode:
-		f, ok := exprFuncs[callee.Value]
-		if !ok || f.internal {
-			c.fail(callee, true, "function '%s' is not allowed%s", callee.Value, xHint(callee.Value, exprFuncNames()))
+		f, ok := py.LookupBuiltin(callee.Value)
+		if !ok {
+			c.fail(callee, true, "function '%s' is not allowed%s", callee.Value, nameHint(callee.Value, py.BuiltinNames()))
 			return
 		}
-		if len(n.Arguments) < f.min || (f.max >= 0 && len(n.Arguments) > f.max) {
-			c.fail(callee, false, "%s() %s", callee.Value, xArityText(f.min, f.max, len(n.Arguments)))
+		if len(n.Arguments) < f.Min || (f.Max >= 0 && len(n.Arguments) > f.Max) {
+			c.fail(callee, false, "%s() %s", callee.Value, py.ArityText(f.Min, f.Max, len(n.Arguments)))
 		}
 	case *ast.MemberNode:
 		name := ""
 		if s, ok := callee.Property.(*ast.StringNode); ok {
 			name = s.Value
 		}
-		if _, ok := exprMethods[name]; !ok {
-			c.fail(callee.Property, true, "method '%s' is not allowed%s", name, xHint(name, exprMethodNames()))
+		if !py.IsMethod(name) {
+			c.fail(callee.Property, true, "method '%s' is not allowed%s", name, nameHint(name, py.MethodNames()))
 		}
 	default:
 		c.fail(n, true, "only the builtin functions can be called")
 	}
 }
 
-func xArityText(lo, hi, got int) string {
-	plural := func(n int) string {
-		if n == 1 {
-			return "argument"
-		}
-		return "arguments"
-	}
-	switch {
-	case lo == hi:
-		return fmt.Sprintf("takes exactly %d %s (%d given)", lo, plural(lo), got)
-	case hi < 0:
-		return fmt.Sprintf("takes at least %d %s (%d given)", lo, plural(lo), got)
-	case got < lo:
-		return fmt.Sprintf("takes at least %d %s (%d given)", lo, plural(lo), got)
-	default:
-		return fmt.Sprintf("takes at most %d %s (%d given)", hi, plural(hi), got)
-	}
-}
-
 // finish checks free names and orders the result paths.
-func (c *exprChecker) finish() *xAnalysis {
+func (c *exprChecker) finish() *analysis {
 	for _, id := range c.idents {
 		if c.callees[id] {
 			continue
@@ -160,7 +143,7 @@ func (c *exprChecker) finish() *xAnalysis {
 			c.fail(id, true, "name '%s' is not allowed", id.Value)
 			continue
 		}
-		c.fail(id, false, "name '%s' is not defined%s", id.Value, xHint(id.Value, c.names))
+		c.fail(id, false, "name '%s' is not defined%s", id.Value, nameHint(id.Value, c.names))
 	}
 	type chain struct {
 		from int
@@ -179,7 +162,7 @@ func (c *exprChecker) finish() *xAnalysis {
 		}
 		return strings.Join(chains[i].path, ".") < strings.Join(chains[j].path, ".")
 	})
-	a := &xAnalysis{err: c.err}
+	a := &analysis{err: c.err}
 	seen := map[string]bool{}
 	for _, ch := range chains {
 		k := strings.Join(ch.path, "\x00")
@@ -192,8 +175,8 @@ func (c *exprChecker) finish() *xAnalysis {
 	return a
 }
 
-// xAnalyze runs the static checks over a parsed (unpatched) tree.
-func xAnalyze(root ast.Node, kind ExprKind, rw *xRewritten) *xAnalysis {
+// analyze runs the static checks over a parsed (unpatched) tree.
+func analyze(root ast.Node, kind ExprKind, rw *rewritten) *analysis {
 	names, _ := exprScope(kind)
 	c := &exprChecker{
 		rw:      rw,
@@ -206,25 +189,25 @@ func xAnalyze(root ast.Node, kind ExprKind, rw *xRewritten) *xAnalysis {
 		c.scope[n] = true
 	}
 	for i := range rw.refs {
-		c.scope[xRefVar(i)] = true
+		c.scope[refVar(i)] = true
 	}
-	c.names = append(append(c.names, names...), exprFuncNames()...)
+	c.names = append(append(c.names, names...), py.BuiltinNames()...)
 	c.names = append(c.names, "True", "False", "None")
 	ast.Walk(&root, c)
 	return c.finish()
 }
 
-// xHint returns ` (did you mean 'x'?)` when a candidate is close to s.
-func xHint(s string, candidates []string) string {
-	if best := xNearestName(s, candidates); best != "" {
+// nameHint returns ` (did you mean 'x'?)` when a candidate is close to s.
+func nameHint(s string, candidates []string) string {
+	if best := nearestName(s, candidates); best != "" {
 		return fmt.Sprintf(" (did you mean '%s'?)", best)
 	}
 	return ""
 }
 
-// xNearestName is the candidate closest to s: case-insensitive edit distance
+// nearestName is the candidate closest to s: case-insensitive edit distance
 // of at most 2 (1 for names of up to 3 runes). "" when none is close.
-func xNearestName(s string, candidates []string) string {
+func nearestName(s string, candidates []string) string {
 	if s == "" {
 		return ""
 	}
@@ -238,7 +221,7 @@ func xNearestName(s string, candidates []string) string {
 		if cand == s {
 			continue
 		}
-		d := xLevenshtein(ls, strings.ToLower(cand))
+		d := levenshtein(ls, strings.ToLower(cand))
 		if d <= limit && (d < bestD || (d == bestD && cand < best)) {
 			best, bestD = cand, d
 		}
@@ -246,7 +229,7 @@ func xNearestName(s string, candidates []string) string {
 	return best
 }
 
-func xLevenshtein(a, b string) int {
+func levenshtein(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	if len(ra) > 64 || len(rb) > 64 {
 		return 1 << 30
@@ -270,8 +253,8 @@ func xLevenshtein(a, b string) int {
 	return prev[len(rb)]
 }
 
-// xUnsupportedOps are expr operators that Python does not have, with a hint.
-var xUnsupportedOps = map[string]string{
+// unsupportedOps are expr operators that Python does not have, with a hint.
+var unsupportedOps = map[string]string{
 	"..":         "",
 	"matches":    "",
 	"contains":   "; use 'x in y'",

@@ -10,7 +10,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
-	xchecker "github.com/expr-lang/expr/checker"
+	exprchecker "github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/conf"
@@ -18,37 +18,43 @@ import (
 	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // compiledExpr is the compiled form of an Expr. It is immutable after
 // CompileExpr, so Eval may run concurrently.
 type compiledExpr struct {
 	program     *vm.Program
-	rw          *xRewritten
+	rw          *rewritten
 	resultPaths [][]string
 }
 
-// xExprOptions are the expr options shared by every compilation: no expr
+// exprOptions are the expr options shared by every compilation: no expr
 // builtins, our functions instead, bounded tree size, names resolved from the
 // per-Eval environment map (they were checked by the static pass).
-var xOptions = sync.OnceValue(func() []expr.Option {
+var exprOptions = sync.OnceValue(func() []expr.Option {
 	opts := []expr.Option{
 		expr.DisableAllBuiltins(),
 		expr.AllowUndefinedVariables(),
 		expr.MaxNodes(maxExprNodes),
 	}
-	for name, f := range exprFuncs {
-		opts = append(opts, expr.Function(name, xWrap(name, f)))
+	for _, name := range py.BuiltinNames() {
+		f, _ := py.LookupBuiltin(name)
+		opts = append(opts, expr.Function(name, wrapFunc(name, f.Call)))
+	}
+	for name, fn := range helpers {
+		opts = append(opts, expr.Function(name, wrapFunc(name, fn)))
 	}
 	return opts
 })
 
-// xBaseConfig is the expr configuration every compilation starts from, built
+// baseConfig is the expr configuration every compilation starts from, built
 // once: creating it (expr's builtin table, then DisableAllBuiltins and our
 // functions) cost more than the rest of a compilation.
-var xBaseConfig = sync.OnceValue(func() *conf.Config {
+var baseConfig = sync.OnceValue(func() *conf.Config {
 	cfg := conf.CreateNew()
-	for _, op := range xOptions() {
+	for _, op := range exprOptions() {
 		op(cfg)
 	}
 	for name := range cfg.Disabled {
@@ -57,21 +63,21 @@ var xBaseConfig = sync.OnceValue(func() *conf.Config {
 	return cfg
 })
 
-// xConfig returns a private copy of the base configuration with the given
+// exprConfig returns a private copy of the base configuration with the given
 // patches. The function tables are shared read-only; the checker's type cache
 // (NtCache), which it writes to, is fresh per compilation so concurrent
 // compilations do not share it.
-func xConfig(visitors ...ast.Visitor) *conf.Config {
-	c := *xBaseConfig()
+func exprConfig(visitors ...ast.Visitor) *conf.Config {
+	c := *baseConfig()
 	c.NtCache = nature.Cache{}
 	c.Visitors = visitors
 	return &c
 }
 
-// xBuild is expr.Compile on a prepared configuration.
-func xBuild(src string, cfg *conf.Config) (*vm.Program, error) {
+// buildProgram is expr.Compile on a prepared configuration.
+func buildProgram(src string, cfg *conf.Config) (*vm.Program, error) {
 	cfg.Check()
-	tree, err := xchecker.ParseCheck(src, cfg)
+	tree, err := exprchecker.ParseCheck(src, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +93,10 @@ func xBuild(src string, cfg *conf.Config) (*vm.Program, error) {
 	return compiler.Compile(tree, cfg)
 }
 
-func xWrap(name string, f *exprFunc) func(params ...any) (any, error) {
+// wrapFunc adapts a builtin or helper to expr's function signature.
+func wrapFunc(name string, fn func(*py.Work, []any) (any, error)) func(params ...any) (any, error) {
 	return func(params ...any) (any, error) {
-		return xCallFunc(name, f, params)
+		return callFunc(name, fn, params)
 	}
 }
 
@@ -126,14 +133,14 @@ func xWrap(name string, f *exprFunc) func(params ...any) (any, error) {
 // longer than MaxExprLen or with more than 2000 syntax nodes; an evaluation
 // has a bounded work and memory budget.
 func CompileExpr(kind ExprKind, src string) (*Expr, error) {
-	c, err := xCompile(kind, src)
+	c, err := compileExpr(kind, src)
 	if err != nil {
 		return nil, err
 	}
 	return &Expr{Source: src, Kind: kind, compiled: c}, nil
 }
 
-func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
+func compileExpr(kind ExprKind, src string) (c *compiledExpr, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("cannot compile expression: %v", r)}
@@ -162,60 +169,60 @@ func xCompile(kind ExprKind, src string) (c *compiledExpr, err error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &ExprError{Offset: 0, Message: "empty expression"}
 	}
-	rw, xerr := xRewriteSource(kind, src)
-	if xerr != nil {
-		return nil, xerr
+	rw, rwErr := rewriteSource(kind, src)
+	if rwErr != nil {
+		return nil, rwErr
 	}
 	if strings.TrimSpace(rw.out) == "" {
 		return nil, &ExprError{Offset: 0, Message: "empty expression"}
 	}
 
-	tree, perr := parser.ParseWithConfig(rw.out, xConfig())
+	tree, perr := parser.ParseWithConfig(rw.out, exprConfig())
 	if perr != nil {
 		return nil, rw.fileError(perr)
 	}
-	a := xAnalyze(tree.Node, kind, rw)
+	a := analyze(tree.Node, kind, rw)
 	if a.err != nil {
 		return nil, a.err
 	}
 
-	prog, cerr := xBuild(rw.out, xConfig(
-		xNotFixer{rw: rw},
-		&xChainer{rw: rw, chains: map[*ast.CallNode]int{}},
-		&xPyPatcher{rw: rw}))
+	prog, cerr := buildProgram(rw.out, exprConfig(
+		notFixer{rw: rw},
+		&chainer{rw: rw, chains: map[*ast.CallNode]int{}},
+		&pyPatcher{rw: rw}))
 	if cerr != nil {
 		return nil, rw.fileError(cerr)
 	}
 	return &compiledExpr{program: prog, rw: rw, resultPaths: a.resultPaths}, nil
 }
 
-var xTokenRe = regexp.MustCompile(`unexpected token (\w+)\("((?:[^"\\]|\\.)*)"\)`)
+var unexpectedTokenRe = regexp.MustCompile(`unexpected token (\w+)\("((?:[^"\\]|\\.)*)"\)`)
 
 // fileError converts an expr error into an *ExprError with an offset into
 // the original source and a message without expr's location noise.
-func (rw *xRewritten) fileError(err error) *ExprError {
+func (rw *rewritten) fileError(err error) *ExprError {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		return &ExprError{Offset: -1, Message: err.Error()}
 	}
 	msg := fe.Message
-	var pe *xpyError
+	var pe *py.Error
 	if errors.As(fe.Prev, &pe) {
-		msg = pe.msg
+		msg = pe.Error()
 	}
 	off := rw.origOffset(fe.From)
 	if strings.HasPrefix(msg, "unexpected token EOF") || msg == "unexpected end of expression" {
 		return &ExprError{Offset: rw.origAt[len(rw.out)], Message: "unexpected end of expression"}
 	}
-	msg = xTokenRe.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := xTokenRe.FindStringSubmatch(m)
+	msg = unexpectedTokenRe.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := unexpectedTokenRe.FindStringSubmatch(m)
 		if sub[1] == "EOF" {
 			return "unexpected end of expression"
 		}
 		v := sub[2]
 		// Show generated names as the user wrote them.
 		for i, r := range rw.refs {
-			if v == xRefVar(i) {
+			if v == refVar(i) {
 				v = r
 			}
 		}
@@ -268,7 +275,7 @@ func (e *Expr) Eval(env EvalEnv) (out any, err error) {
 			out, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("evaluation failed: %v", r)}
 		}
 	}()
-	vars, verr := xEnvVars(e.Kind, c, env)
+	vars, verr := evalVars(e.Kind, c, env)
 	if verr != nil {
 		return nil, verr
 	}
@@ -281,7 +288,7 @@ func (e *Expr) Eval(env EvalEnv) (out any, err error) {
 		}
 		return nil, xe
 	}
-	return xArgNorm(res), nil
+	return py.AsValue(res), nil
 }
 
 // EvalBool runs the expression and returns the Python truth value of its
@@ -291,16 +298,16 @@ func (e *Expr) EvalBool(env EvalEnv) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return xpyTruth(v), nil
+	return py.Truth(v), nil
 }
 
-// xEnvVars builds the variable map one evaluation sees.
-func xEnvVars(kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
+// evalVars builds the variable map one evaluation sees.
+func evalVars(kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
 	vars := make(map[string]any, 4+len(c.rw.refs))
-	vars[xVarRoot] = env.Root
-	vars[xVarWork] = &xWork{}
+	vars[varRoot] = env.Root
+	vars[varWork] = &py.Work{}
 	put := func(name string, v any) *ExprError {
-		n, _, err := normValue(v, 0)
+		n, err := py.Normalize(v)
 		if err != nil {
 			return &ExprError{Offset: -1, Message: fmt.Sprintf("%s: %v", name, err)}
 		}
@@ -336,7 +343,7 @@ func xEnvVars(kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *Exp
 			if err := put(ref, v); err != nil {
 				return nil, err
 			}
-			vars[xRefVar(i)] = vars[ref]
+			vars[refVar(i)] = vars[ref]
 			delete(vars, ref)
 		}
 	}

@@ -21,52 +21,52 @@ import (
 // Generated names contain "__", which the source itself may never contain,
 // so they cannot collide with or be forged by user text.
 
-type xTokKind int
+type tokKind int
 
 const (
-	xTkIdent xTokKind = iota
-	xTkKeyword
-	xTkString
-	xTkNumber
-	xTkPunct
-	xTkRef
-	xTkComment
+	tkIdent tokKind = iota
+	tkKeyword
+	tkString
+	tkNumber
+	tkPunct
+	tkRef
+	tkComment
 )
 
-type xToken struct {
-	kind       xTokKind
+type token struct {
+	kind       tokKind
 	start, end int // byte offsets in the original source
 	text       string
 }
 
-// xKeywordOps are words that act as operators, so a '(' after them opens a
-// tuple rather than a xCall.
-var xKeywordOps = map[string]bool{
+// keywordOps are words that act as operators, so a '(' after them opens a
+// tuple rather than a call.
+var keywordOps = map[string]bool{
 	"in": true, "not": true, "and": true, "or": true, "is": true, "if": true, "else": true,
 	"let": true, "matches": true, "contains": true, "startsWith": true, "endsWith": true,
 }
 
-// xRewritten is the result of rewriting one source text.
-type xRewritten struct {
+// rewritten is the result of rewriting one source text.
+type rewritten struct {
 	out    string
 	origAt []int    // origAt[i] = byte offset in the original source of out[i]; len(out)+1 entries
-	refs   []string // distinct $-reference tokens in source order; refs[i] is bound to xRefVar(i)
+	refs   []string // distinct $-reference tokens in source order; refs[i] is bound to refVar(i)
 	depth  []int32  // bracket nesting depth at each byte of out; len(out)+1 entries
 }
 
-// xRefVar is the generated variable bound to the i-th $-reference.
-func xRefVar(i int) string { return "__ref" + strconv.Itoa(i) }
+// refVar is the generated variable bound to the i-th $-reference.
+func refVar(i int) string { return "__ref" + strconv.Itoa(i) }
 
-func xIsIdentStart(r rune) bool { return r == '_' || r == '$' || unicode.IsLetter(r) }
-func xIsIdentPart(r rune) bool  { return xIsIdentStart(r) || unicode.IsDigit(r) }
+func isIdentStart(r rune) bool { return r == '_' || r == '$' || unicode.IsLetter(r) }
+func isIdentPart(r rune) bool  { return isIdentStart(r) || unicode.IsDigit(r) }
 
-func xIsRefChar(c byte) bool {
+func isRefChar(c byte) bool {
 	return c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
 
-// xScanString returns the end offset (exclusive) of the quoted literal that
+// scanString returns the end offset (exclusive) of the quoted literal that
 // starts at src[i] (the quote); len(src) when unterminated.
-func xScanString(src string, i int) int {
+func scanString(src string, i int) int {
 	q := src[i]
 	for j := i + 1; j < len(src); j++ {
 		switch src[j] {
@@ -81,11 +81,11 @@ func xScanString(src string, i int) int {
 	return len(src)
 }
 
-// xTokenize splits src into tokens. It is lenient: anything it does not
-// understand becomes a one-character punctuation xToken for the real parser
+// tokenize splits src into tokens. It is lenient: anything it does not
+// understand becomes a one-character punctuation token for the real parser
 // to reject.
-func xTokenize(kind ExprKind, src string) ([]xToken, *ExprError) {
-	var toks []xToken
+func tokenize(kind ExprKind, src string) ([]token, *ExprError) {
+	var toks []token
 	for i := 0; i < len(src); {
 		r, w := utf8.DecodeRuneInString(src[i:])
 		c := src[i]
@@ -97,32 +97,32 @@ func xTokenize(kind ExprKind, src string) ([]xToken, *ExprError) {
 			if j < 0 {
 				j = len(src) - i
 			}
-			toks = append(toks, xToken{kind: xTkComment, start: i, end: i + j})
+			toks = append(toks, token{kind: tkComment, start: i, end: i + j})
 			i += j
 		case c == '\'' || c == '"' || c == '`':
-			j := xScanString(src, i)
-			toks = append(toks, xToken{kind: xTkString, start: i, end: j, text: src[i:j]})
+			j := scanString(src, i)
+			toks = append(toks, token{kind: tkString, start: i, end: j, text: src[i:j]})
 			i = j
 		case strings.ContainsRune("bBrRuUfF", r) && i+1 < len(src) && (src[i+1] == '\'' || src[i+1] == '"'):
 			if c == 'f' || c == 'F' {
 				return nil, &ExprError{Offset: i, Message: "f-strings are not supported"}
 			}
-			j := xScanString(src, i+1)
-			toks = append(toks, xToken{kind: xTkString, start: i, end: j, text: src[i:j]})
+			j := scanString(src, i+1)
+			toks = append(toks, token{kind: tkString, start: i, end: j, text: src[i:j]})
 			i = j
 		case c >= '0' && c <= '9':
 			j := i + 1
-			for j < len(src) && (xIsRefChar(src[j]) && !(src[j] == '.' && j+1 < len(src) && src[j+1] == '.')) {
+			for j < len(src) && (isRefChar(src[j]) && !(src[j] == '.' && j+1 < len(src) && src[j+1] == '.')) {
 				if (src[j] == 'e' || src[j] == 'E') && j+1 < len(src) && (src[j+1] == '+' || src[j+1] == '-') {
 					j++
 				}
 				j++
 			}
-			toks = append(toks, xToken{kind: xTkNumber, start: i, end: j, text: src[i:j]})
+			toks = append(toks, token{kind: tkNumber, start: i, end: j, text: src[i:j]})
 			i = j
 		case c == '$' && i+1 < len(src) && src[i+1] == '.':
 			j := i + 2
-			for j < len(src) && xIsRefChar(src[j]) {
+			for j < len(src) && isRefChar(src[j]) {
 				j++
 			}
 			if kind != ExprSkipIf {
@@ -131,56 +131,56 @@ func xTokenize(kind ExprKind, src string) ([]xToken, *ExprError) {
 			if j == i+2 {
 				return nil, &ExprError{Offset: i, Message: "incomplete $-reference (expected $.input.<name> or $.steps.<id>.output…)"}
 			}
-			toks = append(toks, xToken{kind: xTkRef, start: i, end: j, text: src[i:j]})
+			toks = append(toks, token{kind: tkRef, start: i, end: j, text: src[i:j]})
 			i = j
-		case xIsIdentStart(r):
+		case isIdentStart(r):
 			j := i + w
 			for j < len(src) {
 				r2, w2 := utf8.DecodeRuneInString(src[j:])
-				if !xIsIdentPart(r2) {
+				if !isIdentPart(r2) {
 					break
 				}
 				j += w2
 			}
-			k := xTkIdent
-			if xKeywordOps[src[i:j]] {
-				k = xTkKeyword
+			k := tkIdent
+			if keywordOps[src[i:j]] {
+				k = tkKeyword
 			}
-			toks = append(toks, xToken{kind: k, start: i, end: j, text: src[i:j]})
+			toks = append(toks, token{kind: k, start: i, end: j, text: src[i:j]})
 			i = j
 		case c == '/' && i+1 < len(src) && src[i+1] == '/':
 			return nil, &ExprError{Offset: i, Message: "'//' (floor division) is not supported; use int(a / b)"}
 		case c == '/' && i+1 < len(src) && src[i+1] == '*':
 			return nil, &ExprError{Offset: i, Message: "'/*' comments are not supported; use '#'"}
 		case c == '?' && i+1 < len(src) && src[i+1] == '.':
-			toks = append(toks, xToken{kind: xTkPunct, start: i, end: i + 2, text: "?."})
+			toks = append(toks, token{kind: tkPunct, start: i, end: i + 2, text: "?."})
 			i += 2
 		default:
-			toks = append(toks, xToken{kind: xTkPunct, start: i, end: i + w, text: src[i : i+w]})
+			toks = append(toks, token{kind: tkPunct, start: i, end: i + w, text: src[i : i+w]})
 			i += w
 		}
 	}
 	return toks, nil
 }
 
-// xRewriteSource applies the dialect rewrites to src.
-func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
-	toks, err := xTokenize(kind, src)
+// rewriteSource applies the dialect rewrites to src.
+func rewriteSource(kind ExprKind, src string) (*rewritten, *ExprError) {
+	toks, err := tokenize(kind, src)
 	if err != nil {
 		return nil, err
 	}
 	// Drop comments: they never reach the parser.
 	sig := toks[:0:0]
 	for _, t := range toks {
-		if t.kind != xTkComment {
+		if t.kind != tkComment {
 			sig = append(sig, t)
 		}
 	}
 
-	repl := make(map[int]string) // xToken index → replacement text
-	skip := make(map[int]bool)   // xToken index → removed entirely (merged into a previous replacement)
+	repl := make(map[int]string) // token index → replacement text
+	skip := make(map[int]bool)   // token index → removed entirely (merged into a previous replacement)
 	refIdx := map[string]int{}
-	rw := &xRewritten{}
+	rw := &rewritten{}
 
 	// Tuples: a '(' not preceded by an identifier, ')' ']' '}' or a literal,
 	// whose matching ')' encloses a top-level comma (or nothing).
@@ -188,7 +188,7 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 	hasComma := map[int]bool{}
 	match := map[int]int{}
 	for i, t := range sig {
-		if t.kind != xTkPunct {
+		if t.kind != tkPunct {
 			continue
 		}
 		switch t.text {
@@ -208,21 +208,21 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 	}
 
 	for i, t := range sig {
-		var prev *xToken
+		var prev *token
 		if i > 0 {
 			prev = &sig[i-1]
 		}
-		afterDot := prev != nil && prev.kind == xTkPunct && (prev.text == "." || prev.text == "?.")
+		afterDot := prev != nil && prev.kind == tkPunct && (prev.text == "." || prev.text == "?.")
 		switch t.kind {
-		case xTkRef:
+		case tkRef:
 			n, ok := refIdx[t.text]
 			if !ok {
 				n = len(rw.refs)
 				refIdx[t.text] = n
 				rw.refs = append(rw.refs, t.text)
 			}
-			repl[i] = xRefVar(n)
-		case xTkIdent:
+			repl[i] = refVar(n)
+		case tkIdent:
 			if afterDot {
 				continue
 			}
@@ -234,17 +234,17 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 			case "None", "null":
 				repl[i] = "nil"
 			}
-		case xTkKeyword:
+		case tkKeyword:
 			if afterDot || t.text != "is" {
 				continue
 			}
-			if i+1 < len(sig) && sig[i+1].kind == xTkKeyword && sig[i+1].text == "not" {
+			if i+1 < len(sig) && sig[i+1].kind == tkKeyword && sig[i+1].text == "not" {
 				repl[i] = "!="
 				skip[i+1] = true
 			} else {
 				repl[i] = "=="
 			}
-		case xTkString:
+		case tkString:
 			switch t.text[0] {
 			case 'u', 'U':
 				repl[i] = t.text[1:]
@@ -257,15 +257,15 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 					repl[i] = "`" + body + "`"
 				}
 			}
-		case xTkPunct:
+		case tkPunct:
 			if t.text != "(" {
 				continue
 			}
 			if prev != nil {
 				switch prev.kind {
-				case xTkIdent, xTkString, xTkNumber, xTkRef:
+				case tkIdent, tkString, tkNumber, tkRef:
 					continue
-				case xTkPunct:
+				case tkPunct:
 					if prev.text == ")" || prev.text == "]" || prev.text == "}" {
 						continue
 					}
@@ -282,7 +282,7 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 		}
 	}
 
-	conds := xFindConditionals(sig)
+	conds := findConditionals(sig)
 
 	// Assemble the output and the offset map.
 	var b strings.Builder
@@ -320,7 +320,7 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 			prevEnd = sig[i-1].end
 		}
 		// Text between tokens (whitespace; comments become one space each).
-		xEmitGap(src[prevEnd:t.start], prevEnd, emit)
+		emitGap(src[prevEnd:t.start], prevEnd, emit)
 		text := src[t.start:t.end]
 		if r, ok := repl[i]; ok {
 			text = r
@@ -328,12 +328,12 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 		if skip[i] {
 			text = ""
 		}
-		closes := t.kind == xTkPunct && (text == ")" || text == "]" || text == "}")
+		closes := t.kind == tkPunct && (text == ")" || text == "]" || text == "}")
 		if closes {
 			cur--
 		}
 		emit(text, t.start, !skip[i] && repl[i] == "")
-		if t.kind == xTkPunct && (text == "(" || text == "[" || text == "{") {
+		if t.kind == tkPunct && (text == "(" || text == "[" || text == "{") {
 			cur++
 		}
 	}
@@ -346,7 +346,7 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 				emitSyn("((", at)
 				emitRange(c.ifIdx+1, c.elseIdx)
 				emitSyn(") ? (", at)
-				emitRange(c.xStart, c.ifIdx)
+				emitRange(c.start, c.ifIdx)
 				emitSyn(") : (", sig[c.elseIdx].start)
 				emitRange(c.elseIdx+1, c.end)
 				emitSyn("))", sig[c.elseIdx].start)
@@ -362,7 +362,7 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 	if len(sig) > 0 {
 		tail = sig[len(sig)-1].end
 	}
-	xEmitGap(src[tail:], tail, emit)
+	emitGap(src[tail:], tail, emit)
 	origAt = append(origAt, len(src))
 	depth = append(depth, cur)
 	rw.depth = depth
@@ -371,45 +371,45 @@ func xRewriteSource(kind ExprKind, src string) (*xRewritten, *ExprError) {
 	return rw, nil
 }
 
-// xConditional is a Python conditional expression `X if C else Y` as token
-// indexes: X is [xStart, ifIdx), C (ifIdx, elseIdx), Y (elseIdx, end).
-type xConditional struct{ xStart, ifIdx, elseIdx, end int }
+// conditional is a Python conditional expression `X if C else Y` as token
+// indexes: X is [start, ifIdx), C (ifIdx, elseIdx), Y (elseIdx, end).
+type conditional struct{ start, ifIdx, elseIdx, end int }
 
-// xFindConditionals finds Python conditional expressions, keyed by the
+// findConditionals finds Python conditional expressions, keyed by the
 // index of their first token. An `if` is a conditional when it follows an
 // operand (expr's own `if c {…}` starts an expression instead). X reaches
 // back and Y forward to the nearest unmatched bracket, ',', ':' or ';' (and X
 // stops after an `else`, so `a if b else c if d else e` nests to the right).
-func xFindConditionals(sig []xToken) map[int]xConditional {
-	conds := map[int]xConditional{}
-	isOpen := func(t xToken) bool { return t.kind == xTkPunct && (t.text == "(" || t.text == "[" || t.text == "{") }
-	isClose := func(t xToken) bool { return t.kind == xTkPunct && (t.text == ")" || t.text == "]" || t.text == "}") }
-	isSep := func(t xToken) bool { return t.kind == xTkPunct && (t.text == "," || t.text == ":" || t.text == ";") }
-	isKw := func(t xToken, w string) bool { return t.kind == xTkKeyword && t.text == w }
+func findConditionals(sig []token) map[int]conditional {
+	conds := map[int]conditional{}
+	isOpen := func(t token) bool { return t.kind == tkPunct && (t.text == "(" || t.text == "[" || t.text == "{") }
+	isClose := func(t token) bool { return t.kind == tkPunct && (t.text == ")" || t.text == "]" || t.text == "}") }
+	isSep := func(t token) bool { return t.kind == tkPunct && (t.text == "," || t.text == ":" || t.text == ";") }
+	isKw := func(t token, w string) bool { return t.kind == tkKeyword && t.text == w }
 	for i, t := range sig {
 		if !isKw(t, "if") || i == 0 {
 			continue
 		}
 		switch p := sig[i-1]; {
-		case p.kind == xTkIdent || p.kind == xTkString || p.kind == xTkNumber || p.kind == xTkRef:
+		case p.kind == tkIdent || p.kind == tkString || p.kind == tkNumber || p.kind == tkRef:
 		case isClose(p):
 		default:
 			continue
 		}
 		// X: back to the enclosing boundary.
-		xStart, n := 0, 0
+		start, n := 0, 0
 		for j := i - 1; j >= 0; j-- {
 			u := sig[j]
 			if isClose(u) {
 				n++
 			} else if isOpen(u) {
 				if n == 0 {
-					xStart = j + 1
+					start = j + 1
 					break
 				}
 				n--
 			} else if n == 0 && (isSep(u) || isKw(u, "else") || isKw(u, "if")) {
-				xStart = j + 1
+				start = j + 1
 				break
 			}
 		}
@@ -454,18 +454,18 @@ func xFindConditionals(sig []xToken) map[int]xConditional {
 				break
 			}
 		}
-		if xStart >= i || elseIdx+1 >= end || elseIdx == i+1 {
+		if start >= i || elseIdx+1 >= end || elseIdx == i+1 {
 			continue // an operand is empty: leave it to the parser to report
 		}
-		if _, dup := conds[xStart]; !dup {
-			conds[xStart] = xConditional{xStart: xStart, ifIdx: i, elseIdx: elseIdx, end: end}
+		if _, dup := conds[start]; !dup {
+			conds[start] = conditional{start: start, ifIdx: i, elseIdx: elseIdx, end: end}
 		}
 	}
 	return conds
 }
 
-// xEmitGap copies inter-xToken text, blanking out '#' comments.
-func xEmitGap(gap string, base int, emit func(string, int, bool)) {
+// emitGap copies inter-token text, blanking out '#' comments.
+func emitGap(gap string, base int, emit func(string, int, bool)) {
 	for len(gap) > 0 {
 		h := strings.IndexByte(gap, '#')
 		if h < 0 {
@@ -486,7 +486,7 @@ func xEmitGap(gap string, base int, emit func(string, int, bool)) {
 
 // outByte maps a rune offset in the rewritten text to a byte offset in it
 // (len(out) when past the end).
-func (rw *xRewritten) outByte(runeOff int) int {
+func (rw *rewritten) outByte(runeOff int) int {
 	n := 0
 	for i := range rw.out {
 		if n == runeOff {
@@ -500,7 +500,7 @@ func (rw *xRewritten) outByte(runeOff int) int {
 // sameLevel reports whether the operators at rune offsets a < b of the
 // rewritten text are at the same bracket depth with nothing in between
 // closing that level: `x < y < z`, but not `(x < y) < z`.
-func (rw *xRewritten) sameLevel(a, b int) bool {
+func (rw *rewritten) sameLevel(a, b int) bool {
 	i, j := rw.outByte(a), rw.outByte(b)
 	if i > j {
 		i, j = j, i
@@ -514,9 +514,9 @@ func (rw *xRewritten) sameLevel(a, b int) bool {
 	return rw.depth[j] == d
 }
 
-// origOffset maps a rune offset in the xRewritten text (as expr reports it)
+// origOffset maps a rune offset in the rewritten text (as expr reports it)
 // to a byte offset in the original source; -1 if out of range.
-func (rw *xRewritten) origOffset(runeOff int) int {
+func (rw *rewritten) origOffset(runeOff int) int {
 	if runeOff < 0 {
 		return -1
 	}

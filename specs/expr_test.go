@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // sampleResult is the `result` most table rows evaluate against.
@@ -623,13 +625,13 @@ func TestExprFileBuiltins(t *testing.T) {
 	write(filepath.Join(root, "a.txt"), "hello world\n")
 	write(filepath.Join(root, "sub", "b.txt"), "needle \xff bytes")
 	write(filepath.Join(outside, "secret.txt"), "secret")
-	big := make([]byte, xMaxFileBytes+1)
+	big := make([]byte, py.MaxFileBytes+1)
 	copy(big, "needle")
 	if err := os.WriteFile(filepath.Join(root, "big.txt"), big, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exact := make([]byte, xMaxFileBytes)
-	copy(exact[xMaxFileBytes-6:], "needle")
+	exact := make([]byte, py.MaxFileBytes)
+	copy(exact[py.MaxFileBytes-6:], "needle")
 	if err := os.WriteFile(filepath.Join(root, "exact.txt"), exact, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -759,17 +761,6 @@ func TestExprHostileValues(t *testing.T) {
 	}})
 	if err != nil || got != 3.5 {
 		t.Fatalf("got %#v, %v", got, err)
-	}
-}
-
-func TestPyFloatRepr(t *testing.T) {
-	for f, want := range map[float64]string{
-		1: "1.0", 0.1: "0.1", 1.5e16: "1.5e+16", 1e15: "1000000000000000.0", 1e-5: "1e-05",
-		123.456: "123.456", math.Inf(-1): "-inf", -0.5: "-0.5",
-	} {
-		if got := xpyFloatRepr(f); got != want {
-			t.Errorf("repr(%v) = %q, want %q", f, got, want)
-		}
 	}
 }
 

@@ -803,3 +803,22 @@ func TestContractFieldUnknownKeyWarns(t *testing.T) {
 		t.Error("the unknown key must not reach the compiled schema")
 	}
 }
+
+// The workflow-inputs message lists the keys as Python prints a list of str.
+func TestWorkflowInputsMessage(t *testing.T) {
+	_, ds := Parse("w.stratum.yaml", []byte(`version: "0.2"
+workflow: {name: wf, description: d, input: {x: {type: string}}}
+flows:
+  a: {input: {"it's": {type: string}}, steps: [{id: s, intent: x}]}
+`))
+	want := `Workflow input keys ['x'] do not match entry flow 'a' input keys ["it's"]`
+	for _, d := range ds {
+		if d.Code == CodeWorkflowInputs {
+			if d.Message != want {
+				t.Fatalf("message %q, want %q", d.Message, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %s diagnostic:\n%s", CodeWorkflowInputs, dumpDiags(ds))
+}

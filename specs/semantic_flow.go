@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/stratum-go/stratum/specs/py"
 )
 
 // checkRecursion reports flow steps whose sub-flow leads back to the flow.
@@ -109,7 +111,7 @@ func (c *checker) checkWorkflow(b *build) {
 	sort.Strings(fk)
 	if strings.Join(wk, "\x00") != strings.Join(fk, "\x00") {
 		c.add(CodeWorkflowInputs, b.wf.keyNode("input"), "workflow.input",
-			fmt.Sprintf("Workflow input keys %s do not match entry flow '%s' input keys %s", pyList(wk), w.EntryFlow, pyList(fk)),
+			fmt.Sprintf("Workflow input keys %s do not match entry flow '%s' input keys %s", py.ReprStrings(wk), w.EntryFlow, py.ReprStrings(fk)),
 			"Declare exactly the entry flow's inputs under workflow.input.")
 	}
 }

@@ -97,15 +97,6 @@ func didYouMean(s string, candidates []string) string {
 	return ""
 }
 
-// pyList renders names the way the original's messages do: ['a', 'b'].
-func pyList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = "'" + n + "'"
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
 // plainList renders [a, b].
 func plainList(names []string) string {
 	return "[" + strings.Join(names, ", ") + "]"

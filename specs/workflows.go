@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 )
 
 // WorkflowInfo is one registered workflow (the original's
@@ -24,9 +23,6 @@ type WorkflowList struct {
 	Workflows []WorkflowInfo `json:"workflows"`
 	Errors    []string       `json:"errors"`
 }
-
-// WorkflowSuffix is the file-name suffix DiscoverWorkflows looks for.
-const WorkflowSuffix = ".stratum.yaml"
 
 // DiscoverWorkflows lists the workflows registered in dir, as the original's
 // stratum_list_workflows does (upstream-behavior §2.18): every
@@ -51,7 +47,7 @@ func DiscoverWorkflows(dir string) (WorkflowList, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), WorkflowSuffix) {
+		if IsSpecName(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}

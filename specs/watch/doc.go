@@ -7,10 +7,12 @@
 // The watcher watches directories, never single files: editors save
 // atomically by writing a temporary file and renaming it over the target,
 // which silently drops a watch placed on the file itself. Events are filtered
-// by name: only regular files whose base name ends in ".stratum.yaml" and does
-// not start with "." are reported. With Options.Recursive, subdirectories are
-// watched too (except ".git", "node_modules" and hidden directories), and
-// directories created later are picked up as they appear.
+// by name: only files whose base name ends in ".stratum.yaml"
+// (specs.IsSpecName) and does not start with "." are reported. With
+// Options.Recursive, subdirectories are watched too, except those that spec
+// discovery skips (specs.IsSkippedDir: hidden directories, which covers
+// ".git", and "node_modules"), and directories created later are picked up as
+// they appear.
 //
 // Create, Write, Rename and Remove events all count as "this path may have
 // changed". Events are debounced per path (Options.Debounce, 100 ms by

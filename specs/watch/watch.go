@@ -19,9 +19,6 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// SpecSuffix is the file-name suffix of the files the watcher reports.
-const SpecSuffix = ".stratum.yaml"
-
 // DefaultDebounce is the debounce used when Options.Debounce is zero.
 const DefaultDebounce = 100 * time.Millisecond
 
@@ -287,7 +284,7 @@ func (w *Watcher) handle(ev fsnotify.Event, now time.Time) {
 	name := filepath.Clean(ev.Name)
 	if ev.Has(fsnotify.Create) && w.opts.Recursive {
 		if fi, err := os.Lstat(name); err == nil && fi.IsDir() {
-			if !skipDir(filepath.Base(name)) {
+			if !specs.IsSkippedDir(filepath.Base(name)) {
 				// Watch the new directory now and pick up whatever was
 				// created in it before the watch was in place.
 				for _, p := range w.walk(name) {
@@ -337,7 +334,7 @@ func (w *Watcher) walk(dir string) []string {
 			return nil
 		}
 		if d.IsDir() {
-			if path != dir && (!w.opts.Recursive || skipDir(d.Name())) {
+			if path != dir && (!w.opts.Recursive || specs.IsSkippedDir(d.Name())) {
 				return fs.SkipDir
 			}
 			// Best effort: a directory that cannot be watched (e.g. the
@@ -422,16 +419,13 @@ func watchDiag(path, code, msg string) specs.Diagnostic {
 	}
 }
 
-// isSpecName reports whether path names a spec file: "*.stratum.yaml", not
-// hidden.
+// isSpecName reports whether path names a spec file the watcher reports: a
+// spec name (specs.IsSpecName) that is not hidden. Hidden names are left out
+// because editors use them for lock and backup files next to the spec (Emacs
+// writes ".#flow.stratum.yaml").
 func isSpecName(path string) bool {
 	base := filepath.Base(path)
-	return strings.HasSuffix(base, SpecSuffix) && !strings.HasPrefix(base, ".")
-}
-
-// skipDir reports whether a subdirectory is never watched.
-func skipDir(name string) bool {
-	return name == "node_modules" || strings.HasPrefix(name, ".")
+	return specs.IsSpecName(base) && !strings.HasPrefix(base, ".")
 }
 
 // isGone reports whether a stat error means the file is not there.

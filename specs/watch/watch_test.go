@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/specs"
 )
 
 // These tests run against the real file system and fsnotify. Waits for an
@@ -356,7 +358,7 @@ func TestWatchCloseWithUnreadUpdates(t *testing.T) {
 	}
 	n := 0
 	for u := range w.Updates() {
-		if !strings.HasSuffix(u.Path, SpecSuffix) {
+		if !strings.HasSuffix(u.Path, specs.SpecSuffix) {
 			t.Errorf("bad update %+v", u)
 		}
 		n++

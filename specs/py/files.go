@@ -1,0 +1,144 @@
+package py
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxFileBytes is the largest file file_contains reads (as in the original);
+// a larger file contains nothing.
+const MaxFileBytes = 10 << 20
+
+// fileExists is file_exists(path): a regular file inside the root.
+// Arguments: path, root.
+func fileExists(w *Work, a []any) (any, error) {
+	p, err := pathArg("file_exists", a[0])
+	if err != nil {
+		return nil, err
+	}
+	root, _ := a[1].(string)
+	real, ok := confinedPath(p, root)
+	if !ok {
+		return false, nil
+	}
+	st, err := os.Stat(real)
+	return err == nil && st.Mode().IsRegular(), nil
+}
+
+// fileContains is file_contains(path, text): a regular file inside the root,
+// at most MaxFileBytes long, whose text (invalid UTF-8 read as U+FFFD)
+// contains text. Arguments: path, text, root.
+func fileContains(w *Work, a []any) (any, error) {
+	p, err := pathArg("file_contains", a[0])
+	if err != nil {
+		return nil, err
+	}
+	sub, ok := a[1].(string)
+	if !ok {
+		return nil, Errorf("file_contains() argument 2 must be str, not %s", typeName(a[1]))
+	}
+	root, _ := a[2].(string)
+	f := openConfined(p, root)
+	if f == nil {
+		return false, nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() > MaxFileBytes {
+		return false, nil
+	}
+	// Reading counts against the evaluation's budget (about 30 files of the
+	// maximum size per evaluation).
+	if err := w.Spend(int(st.Size()) / 64); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil || len(data) > MaxFileBytes {
+		return false, nil
+	}
+	return strings.Contains(strings.ToValidUTF8(string(data), "\uFFFD"), sub), nil
+}
+
+func pathArg(fn string, v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", Errorf("%s() argument must be str, not %s", fn, typeName(v))
+	}
+	return s, nil
+}
+
+// confinedPath resolves p against root and returns the symlink-free path, or
+// ok=false when p is empty, escapes the root (lexically or through a
+// symlink) or cannot be resolved.
+func confinedPath(p, root string) (string, bool) {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", false
+	}
+	if root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", false
+		}
+		root = wd
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return "", false
+	}
+	realRoot, err := filepath.EvalSymlinks(absRoot)
+	if err != nil {
+		return "", false
+	}
+	full := p
+	if !filepath.IsAbs(p) {
+		full = filepath.Join(absRoot, p)
+	}
+	full = filepath.Clean(full)
+	// Lexical check against both the root as given and its real path, so an
+	// absolute path written through either spelling is accepted.
+	if !within(absRoot, full) && !within(realRoot, full) {
+		return "", false
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return "", false
+	}
+	if !within(realRoot, real) {
+		return "", false
+	}
+	return real, true
+}
+
+// within reports whether p is root or inside it (both clean and absolute).
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return false
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
+}
+
+// openConfined returns p opened if it is a regular file inside the root, or
+// nil.
+func openConfined(p, root string) *os.File {
+	real, ok := confinedPath(p, root)
+	if !ok {
+		return nil
+	}
+	st, err := os.Lstat(real)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil
+	}
+	st, err = f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil
+	}
+	return f
+}
