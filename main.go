@@ -13,10 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
-	"os/user"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -173,20 +172,16 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 				return usageErr("unknown --format %q (want human, json or github)", format)
 			}
 			if watchF {
-				return a.validateWatch(cmd.Context(), args, format)
+				if err := watch.Report(cmd.Context(), args, format, a.stdout, a.stderr); err != nil {
+					return pathErr(err)
+				}
+				return nil
 			}
-			files, err := collectSpecFiles(args)
+			files, err := specs.CollectSpecFiles(args)
 			if err != nil {
-				return err
+				return pathErr(err)
 			}
-			results := make([]specs.FileResult, 0, len(files))
-			valid := true
-			for _, f := range files {
-				_, ds := specs.ParseFile(f)
-				r := specs.NewFileResult(f, ds)
-				valid = valid && r.Valid
-				results = append(results, r)
-			}
+			results, valid := specs.ValidateFiles(files)
 			if err := specs.WriteResults(a.stdout, format, results); err != nil {
 				return err
 			}
@@ -202,110 +197,13 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 	return cmd
 }
 
-// collectSpecFiles expands the arguments: files are taken as given, directories
-// are searched with specs.FindSpecFiles (recursively for *.stratum.yaml,
-// skipping hidden directories and node_modules).
-func collectSpecFiles(args []string) ([]string, error) {
-	var files []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			files = append(files, p)
-		}
+// pathErr maps a problem with the paths given (missing, no spec in them)
+// to a usage error, anything else to exit 1.
+func pathErr(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, specs.ErrNoSpecFiles) {
+		return usageErr("%v", err)
 	}
-	for _, arg := range args {
-		info, err := os.Stat(arg)
-		if err != nil {
-			return nil, usageErr("%s: no such file or directory", arg)
-		}
-		if !info.IsDir() {
-			add(arg)
-			continue
-		}
-		found, err := specs.FindSpecFiles(arg)
-		if err != nil {
-			return nil, &exitError{code: exitFailure, err: err}
-		}
-		for _, f := range found {
-			add(f)
-		}
-	}
-	if len(files) == 0 {
-		return nil, usageErr("no *.stratum.yaml files found in %s", strings.Join(args, " "))
-	}
-	return files, nil
-}
-
-// validateWatch re-reports on every save until the context ends (Ctrl-C).
-func (a *app) validateWatch(ctx context.Context, args []string, format string) error {
-	var dirs []string
-	only := map[string]bool{} // explicit files: report only those
-	for _, arg := range args {
-		info, err := os.Stat(arg)
-		if err != nil {
-			return usageErr("%s: no such file or directory", arg)
-		}
-		abs, err := filepath.Abs(arg)
-		if err != nil {
-			return err
-		}
-		if info.IsDir() {
-			dirs = append(dirs, abs)
-			continue
-		}
-		dirs = append(dirs, filepath.Dir(abs))
-		only[abs] = true
-	}
-	w, err := watch.New(dirs, watch.DefaultOptions())
-	if err != nil {
-		return &exitError{code: exitFailure, err: err}
-	}
-	defer w.Close()
-	fmt.Fprintf(a.stderr, "watching %s for *.stratum.yaml changes (Ctrl-C to stop)\n", strings.Join(dirs, ", "))
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case u, ok := <-w.Updates():
-			if !ok {
-				return nil
-			}
-			if len(only) > 0 && !only[u.Path] {
-				continue
-			}
-			name := relPath(u.Path)
-			if u.Removed {
-				if format == specs.FormatJSON {
-					_ = json.NewEncoder(a.stdout).Encode(map[string]any{"file": name, "removed": true, "generation": u.Gen})
-				} else {
-					fmt.Fprintf(a.stdout, "%s: removed\n", name)
-				}
-				continue
-			}
-			ds := make(specs.Diagnostics, len(u.Diags))
-			for i, d := range u.Diags {
-				d.File = name
-				ds[i] = d
-			}
-			if err := specs.WriteResults(a.stdout, format, []specs.FileResult{specs.NewFileResult(name, ds)}); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// relPath shortens an absolute path relative to the working directory when it
-// is below it.
-func relPath(p string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return p
-	}
-	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
-		return r
-	}
-	return p
+	return &exitError{code: exitFailure, err: err}
 }
 
 // ---- workflows, compile ----
@@ -687,7 +585,7 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 					return usageErr("--resolved-by %q: want human, agent or system", resolvedBy)
 				}
 				if reviewer == "" {
-					reviewer = currentUser()
+					reviewer = review.CurrentUser()
 				}
 				d := review.Decision{StepID: args[1], Outcome: verb.outcome, Rationale: note,
 					Reviewer: reviewer, ResolvedBy: rb, Channel: review.ChannelCLI}
@@ -1129,7 +1027,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 					specDirs = []string{"."}
 				}
 			}
-			reviewer := currentUser()
+			reviewer := review.CurrentUser()
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, DBPath: st.Path(), SpecDirs: specDirs,
 				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: tuiRunner{svc: svc, cfg: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
@@ -1179,16 +1077,4 @@ func (g gateForwarder) Event(e runner.Event) {
 	if e.Kind == runner.EventGateOpen && e.Gate != nil && g.sink != nil {
 		_ = g.sink.Emit(g.ctx, *e.Gate)
 	}
-}
-
-// currentUser is the reviewer identity recorded with decisions: $USER, else
-// the account name of the process, else "unknown".
-func currentUser() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "unknown"
 }

@@ -2,6 +2,8 @@ package review
 
 import (
 	"errors"
+	"os"
+	"os/user"
 	"time"
 )
 
@@ -119,4 +121,16 @@ type Decision struct {
 	ResolvedBy ResolvedBy
 	Channel    Channel
 	DecidedAt  time.Time
+}
+
+// CurrentUser is the reviewer identity recorded with decisions made in this
+// process: $USER, else the account name, else "unknown".
+func CurrentUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
 }

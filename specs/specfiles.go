@@ -1,7 +1,10 @@
 package specs
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -49,4 +52,63 @@ func FindSpecFiles(dir string) ([]string, error) {
 	}
 	sort.Strings(found)
 	return found, nil
+}
+
+// ErrNoSpecFiles: the paths name no spec file.
+var ErrNoSpecFiles = errors.New("no *.stratum.yaml files found")
+
+// CollectSpecFiles expands paths as `stratum validate` takes them: a file is
+// taken as given, a directory is searched with FindSpecFiles; duplicates are
+// dropped, order kept. A path that does not exist is an error wrapping
+// fs.ErrNotExist; no spec file at all is ErrNoSpecFiles.
+func CollectSpecFiles(paths []string) ([]string, error) {
+	var files []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			files = append(files, p)
+		}
+	}
+	for _, arg := range paths {
+		info, err := os.Stat(arg)
+		if err != nil {
+			return nil, missingPath(arg)
+		}
+		if !info.IsDir() {
+			add(arg)
+			continue
+		}
+		found, err := FindSpecFiles(arg)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range found {
+			add(f)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w in %s", ErrNoSpecFiles, strings.Join(paths, " "))
+	}
+	return files, nil
+}
+
+// missingPath is a path that does not exist; it matches fs.ErrNotExist.
+type missingPath string
+
+func (p missingPath) Error() string        { return string(p) + ": no such file or directory" }
+func (p missingPath) Is(target error) bool { return target == fs.ErrNotExist }
+
+// ValidateFiles parses and checks every file and reports whether all are
+// valid.
+func ValidateFiles(files []string) ([]FileResult, bool) {
+	results := make([]FileResult, 0, len(files))
+	valid := true
+	for _, f := range files {
+		_, ds := ParseFile(f)
+		r := NewFileResult(f, ds)
+		valid = valid && r.Valid
+		results = append(results, r)
+	}
+	return results, valid
 }

@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,5 +71,39 @@ func TestSpecNames(t *testing.T) {
 		if IsSkippedDir(name) != want {
 			t.Errorf("IsSkippedDir(%q) = %v", name, !want)
 		}
+	}
+}
+
+func TestCollectSpecFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("sub/good.stratum.yaml", "version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n      - {id: a, intent: \"x\"}\n")
+	bad := write("sub/bad.stratum.yaml", "version: 0.2\n")
+	explicit := write("other.yaml", "version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n      - {id: a, intent: \"x\"}\n")
+
+	// A file is taken as given, a directory searched; duplicates dropped.
+	got, err := CollectSpecFiles([]string{explicit, filepath.Join(dir, "sub"), good})
+	if err != nil || !slices.Equal(got, []string{explicit, bad, good}) {
+		t.Fatalf("got %q %v", got, err)
+	}
+	results, valid := ValidateFiles(got)
+	if valid || len(results) != 3 || !results[0].Valid || results[1].Valid || !results[2].Valid {
+		t.Fatalf("validation: %v %+v", valid, results)
+	}
+	if _, err := CollectSpecFiles([]string{filepath.Join(dir, "nope")}); !errors.Is(err, fs.ErrNotExist) || err.Error() != filepath.Join(dir, "nope")+": no such file or directory" {
+		t.Fatalf("missing path: %v", err)
+	}
+	empty := t.TempDir()
+	if _, err := CollectSpecFiles([]string{empty}); !errors.Is(err, ErrNoSpecFiles) {
+		t.Fatalf("no spec files: %v", err)
 	}
 }
