@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -75,6 +76,12 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if path := os.Getenv("STRATUM_CPUPROFILE"); path != "" {
+		// For performance reports: a pprof CPU profile of this process.
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
+	}
 	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr})
 	root.SetArgs(args)
 	root.SetIn(stdin)

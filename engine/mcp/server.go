@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +79,6 @@ func NewServer(svc *engine.Service, opts Options) *mcp.Server {
 		Instructions: instructions,
 		Logger:       slog.New(quietHandler{slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelWarn})}),
 	})
-	srv.AddReceivingMiddleware(s.argumentErrors)
 	s.registerCoreTools(srv)
 	s.registerAddedTools(srv)
 	return srv
@@ -200,17 +198,33 @@ var errUnexpected = errors.New("unexpected failure")
 // bad arguments, or any other error for an unexpected failure.
 type toolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (engine.Response, error)
 
-// addTool registers a typed tool whose result is the engine response, as
-// structured content and JSON text. Bad arguments and unexpected failures
-// (errors, panics) become invalid_arguments / internal_error envelopes with
-// isError set; the failure's details go to the log.
+// addTool registers a tool whose arguments decode into In and whose result
+// is the engine response, as structured content and the same JSON as text
+// (marshaled once). Bad arguments and unexpected failures (errors, panics)
+// become invalid_arguments / internal_error envelopes with isError set; the
+// failure's details go to the log.
 func addTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f toolFunc[In]) {
-	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, map[string]any, error) {
-		resp, isErr, err := s.call(ctx, t.Name, func() (engine.Response, error) { return f(ctx, req, in) })
+	spec := specOf[In]()
+	t.InputSchema = inputSchema[In]()
+	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		resp, isErr, err := s.call(ctx, t.Name, func() (engine.Response, error) {
+			in, err := decodeArgs[In](req.Params.Arguments, spec)
+			if err != nil {
+				return nil, err
+			}
+			return f(ctx, req, in)
+		})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return &mcp.CallToolResult{IsError: isErr}, map[string]any(resp), nil
+		b, err := json.Marshal(resp)
+		if err != nil {
+			s.log.Error("tool result is not JSON", "tool", t.Name, "error", err.Error())
+			b, _ = json.Marshal(internalError())
+			isErr = true
+		}
+		return &mcp.CallToolResult{IsError: isErr, StructuredContent: json.RawMessage(b),
+			Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	})
 }
 
@@ -239,45 +253,6 @@ func (s *server) call(ctx context.Context, tool string, f func() (engine.Respons
 		s.log.Error("tool failed", "tool", tool, "error", err.Error())
 		return internalError(), true, nil
 	}
-}
-
-// argumentErrors turns the SDK's own argument-validation failures (tool
-// results with isError and plain text only) into invalid_arguments
-// envelopes, so every failure an agent sees is structured.
-func (s *server) argumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if err != nil || method != "tools/call" {
-			return res, err
-		}
-		ctr, ok := res.(*mcp.CallToolResult)
-		if !ok || ctr == nil || !ctr.IsError || ctr.StructuredContent != nil {
-			return res, err
-		}
-		msg := "invalid arguments"
-		for _, c := range ctr.Content {
-			if tc, ok := c.(*mcp.TextContent); ok && tc.Text != "" {
-				msg = tc.Text
-				break
-			}
-		}
-		env := invalidArguments(cleanArgMessage(msg))
-		b, merr := json.Marshal(env)
-		if merr != nil {
-			return res, err
-		}
-		ctr.StructuredContent = env
-		ctr.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
-		return ctr, nil
-	}
-}
-
-// cleanArgMessage shortens the SDK's validation message for an agent:
-// "validating \"arguments\": validating root: required: …" → "required: …".
-func cleanArgMessage(msg string) string {
-	msg = strings.TrimPrefix(msg, `validating "arguments": `)
-	msg = strings.TrimPrefix(msg, "validating root: ")
-	return strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
 }
 
 // instructions is sent to clients at initialisation.

@@ -68,10 +68,3 @@ func TestCallMapsFailures(t *testing.T) {
 	}
 }
 
-func TestCleanArgMessage(t *testing.T) {
-	got := cleanArgMessage(`validating "arguments": validating root: validating /properties/limit: type: <invalid reflect.Value> has type "null", want "integer"`)
-	want := `validating /properties/limit: type: null has type "null", want "integer"`
-	if got != want {
-		t.Errorf("got %q", got)
-	}
-}
