@@ -67,4 +67,3 @@ func TestCallMapsFailures(t *testing.T) {
 		t.Errorf("cancelled: err = %v", err)
 	}
 }
-
