@@ -1,6 +1,29 @@
 // Package engine is the flow state machine of Stratum and, around it, the
 // service that runs transitions against a Store.
 //
+// # Types inside, JSON at the edges
+//
+// A transition answers a typed Outcome — one of *StepDispatch,
+// *ParallelDispatch, *GateDispatch, *ChildDispatch, *Completion, *Stopped,
+// *BudgetExhausted, *CallRecorded, *NoTimeout, *Committed,
+// *IterationStarted, *IterationReported, *IterationAborted, *AuditReport —
+// or a *Error, the original's error envelope: its ErrorType is the
+// original's error_type, and it matches the review sentinels with errors.Is
+// (a decision on a gate that moved on is review.ErrAlreadyDecided, one for
+// another round review.ErrStaleRound, one refused for its channel
+// review.ErrNotAllowed). Service methods return (Outcome, error): a *Error
+// or a store failure. Two errors are answered after the transition was
+// committed (Error.Committed): retries_exhausted and max_rounds_exceeded.
+// Notes carry what a report adds to the outcome it answers with (a failed
+// attempt's violations, on_fail routing, a revert's label, a timeout).
+// FlowStatus is a typed enum with predicates (Finished, Active).
+//
+// Wire is the one function that renders the original's JSON, byte for byte
+// what the original's clients read: the MCP tools and the CLI's JSON output
+// print what it returns (json.Marshal of an outcome renders the same).
+// Nothing inside stratum reads a rendered response back: the runner, the
+// TUI and the CLI switch on the outcome's type.
+//
 // Transitions are the original server's, transition for transition
 // (upstream-behavior §2): plan, resume, step_done, gate_resolve,
 // check_timeouts, skip_step, the iteration protocol, commit/revert, audit and

@@ -1,13 +1,32 @@
 // Package review is the gate protocol of Stratum: a gate becomes a
-// PendingReview, which is persisted before any Sink is told about it, and is
-// closed by exactly one Decision.
+// PendingReview, which is persisted before any handler is told about it,
+// and is closed by exactly one Decision.
 //
-// Deciding is first-writer-wins and idempotent: the store applies a decision
-// inside one transaction that checks the flow is still waiting at that gate
-// and round, so a second decision on the same review gets ErrAlreadyDecided
-// and a decision made for an earlier round gets ErrStaleRound. Every decision
-// records its outcome, rationale, reviewer identity, who resolved it
-// (human/agent/system) and the channel it came through.
+// Deciding is first-writer-wins and idempotent: the recorder (the engine)
+// applies a decision inside one transaction that checks the flow is still
+// waiting at that gate and round, so a second decision on the same review
+// gets an error matching ErrAlreadyDecided and a decision made for another
+// round one matching ErrStaleRound. Every decision records its outcome,
+// rationale, reviewer identity, who resolved it (human/agent/system) and the
+// channel it came through.
 //
-// This package imports nothing else of stratum.
+// # One request/decide service
+//
+// Service is the one way decisions are made: every front end (the
+// in-process runner, the TUI, `stratum gate`, MCP) decides through
+// Service.Decide, so the rules of Check hold on every channel — a valid
+// outcome and resolved_by, and a rationale for revise and kill, except
+// through MCP where the original accepts an empty one. Service.Request asks
+// its handlers in order for a decision on a pending review: Policy
+// (--approve, --on-gate approve|kill), Console (a prompt at a terminal),
+// Notify (offers the review to a Sink such as the TUI and passes), and
+// whatever waits for a decision made elsewhere (the runner's store waiter).
+// A handler decides, passes (ErrPass), reports the review decided by
+// someone else (ErrDecidedElsewhere), or stops the request; when every
+// handler passes, Request returns ErrNoReviewer and a headless run stops at
+// the gate.
+//
+// The recorder is a Decider[A]: the engine implements it, answering what
+// the flow does next (A is its outcome type), so this package imports
+// nothing else of stratum.
 package review
