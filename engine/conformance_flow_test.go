@@ -540,15 +540,15 @@ flows:
         reasoning_template:
           require_citations: true
           sections:
-            - {label: Premises, description: "What you observed."}
-            - {label: Conclusion, description: "What follows."}
+            - {id: premises, label: Premises, description: "What you observed."}
+            - {id: conclusion, label: Conclusion, description: "What follows."}
       - id: codex
         intent: "plain"
         agent: codex
         depends_on: [think]
         reasoning_template:
           sections:
-            - {label: Premises, description: "x"}
+            - {id: premises, label: Premises, description: "x"}
 `
 	f, r := plan(t, src, "main", nil)
 	wantIntent := "Find the bug.\n\n---\n\nYou MUST structure your response with these sections:\n\n" +
@@ -617,7 +617,7 @@ flows:
 // failure's violations end with "task '<id>' cert: …".
 func TestConformanceParallelTaskCertificate(t *testing.T) {
 	src := strings.Replace(specParallel, "        require: REQ\n",
-		"        require: all\n        task_reasoning_template:\n          sections:\n            - {label: Plan, description: \"p\"}\n", 1)
+		"        require: all\n        task_reasoning_template:\n          sections:\n            - {id: plan, label: Plan, description: \"p\"}\n", 1)
 	f, _ := plan(t, src, "main", nil)
 	f.stepDone("split", map[string]any{"tasks": []any{map[string]any{"id": "t1"}, map[string]any{"id": "t2"}}})
 	in := []any{
