@@ -858,14 +858,7 @@ reported and nothing is written. "stratum uninstall" removes it all again.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			rep, err := mcpserver.Install(opts)
-			if err != nil {
-				return &exitError{code: exitFailure, err: err}
-			}
-			if jsonOut {
-				return writeJSON(a.stdout, rep)
-			}
-			fmt.Fprint(a.stdout, rep.Text())
-			return nil
+			return a.printInstallReport(rep, err, jsonOut)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -895,14 +888,7 @@ that cannot be parsed is reported and nothing is changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			rep, err := mcpserver.Uninstall(opts)
-			if err != nil {
-				return &exitError{code: exitFailure, err: err}
-			}
-			if jsonOut {
-				return writeJSON(a.stdout, rep)
-			}
-			fmt.Fprint(a.stdout, rep.Text())
-			return nil
+			return a.printInstallReport(rep, err, jsonOut)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -911,6 +897,18 @@ that cannot be parsed is reported and nothing is changed.`,
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be removed and change nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// printInstallReport prints what install or uninstall did.
+func (a *app) printInstallReport(rep mcpserver.InstallReport, err error, jsonOut bool) error {
+	if err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	if jsonOut {
+		return writeJSON(a.stdout, rep)
+	}
+	fmt.Fprint(a.stdout, rep.Text())
+	return nil
 }
 
 // ---- run: execute a flow in-process ----
