@@ -135,6 +135,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.gcCommand(),
 		a.mcpCommand(),
 		a.installCommand(),
+		a.uninstallCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
 	)
@@ -745,47 +746,74 @@ func (a *app) installCommand() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "install",
-		Short: "Register \"stratum mcp\" as an MCP server for this project",
-		Long: `Install adds the stratum MCP server to the project's Claude Code configuration,
-.mcp.json at the project root (the nearest directory with .git, else the current one):
-{"mcpServers": {"stratum": {"command": "<this binary>", "args": ["mcp"]}}}. With --codex it
-also adds [mcp_servers.stratum] to $CODEX_HOME/config.toml (default ~/.codex/config.toml).
-Other servers and keys are kept; running it again changes nothing; a file that cannot be
-parsed is reported and left untouched.`,
+		Short: "Set a project up for stratum: MCP server, CLAUDE.md block, skills",
+		Long: `Install sets the project (the nearest directory with .git, else the current one) up for
+agents: it registers the stratum MCP server in .mcp.json
+({"mcpServers": {"stratum": {"command": "<this binary>", "args": ["mcp"]}}}), writes the
+execution-model block between <!-- stratum:begin … --> and <!-- stratum:end --> into CLAUDE.md,
+and adds the skills (slash commands) ` + strings.Join(mcpserver.Skills(), ", ") + ` under
+.claude/skills. With --codex it also adds [mcp_servers.stratum] to $CODEX_HOME/config.toml
+(default ~/.codex/config.toml) and the block to AGENTS.md. Files are edited as text: other
+servers, keys and lines, and everything outside the markers keep their bytes; running it again
+changes nothing; a skill that differs from ours is kept; a file that cannot be parsed is
+reported and nothing is written. "stratum uninstall" removes it all again.`,
 		Example: `  stratum install
   stratum install --codex --dry-run
   stratum install --command stratum   # rely on PATH instead of this binary's path`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			rep, err := mcpserver.Install(opts)
-			if err != nil {
-				return &exitError{code: exitFailure, err: err}
-			}
-			if jsonOut {
-				return writeJSON(a.stdout, rep)
-			}
-			for _, f := range rep.Files {
-				switch {
-				case opts.DryRun && f.Action != mcpserver.ActionUnchanged:
-					fmt.Fprintf(a.stdout, "would write %s (%s):\n%s", f.Path, f.Action, f.Content)
-					if !strings.HasSuffix(f.Content, "\n") {
-						fmt.Fprintln(a.stdout)
-					}
-				case opts.DryRun:
-					fmt.Fprintf(a.stdout, "%s: already up to date\n", f.Path)
-				default:
-					fmt.Fprintf(a.stdout, "%s %s\n", f.Action, f.Path)
-				}
-			}
-			return nil
+			return a.printInstallReport(rep, err, jsonOut)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
 	cmd.Flags().StringVar(&opts.Command, "command", "", "command the client runs (default: the absolute path of this binary)")
-	cmd.Flags().BoolVar(&opts.Codex, "codex", false, "also register the server in Codex's config.toml ($CODEX_HOME, default ~/.codex)")
+	cmd.Flags().BoolVar(&opts.Codex, "codex", false, "also register the server in Codex's config.toml ($CODEX_HOME, default ~/.codex) and write AGENTS.md's block")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be written and change nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	return cmd
+}
+
+func (a *app) uninstallCommand() *cobra.Command {
+	var opts mcpserver.UninstallOptions
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "uninstall",
+		Short: "Remove what \"stratum install\" added to this project",
+		Long: `Uninstall removes what "stratum install" added, and nothing else: the stratum server entry
+of .mcp.json (an entry that does not run "… mcp" is kept), the block between the stratum
+markers in CLAUDE.md, and the skills whose SKILL.md is still what install wrote (an edited one
+is kept and reported). With --codex also the [mcp_servers.stratum] table of Codex's config.toml
+and AGENTS.md's block. A file left configuring nothing (.mcp.json without servers or other keys,
+a CLAUDE.md that held only the block) is removed, and so are directories left empty. A file
+that cannot be parsed is reported and nothing is changed.`,
+		Example: `  stratum uninstall --dry-run
+  stratum uninstall --keep-skills
+  stratum uninstall --codex`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			rep, err := mcpserver.Uninstall(opts)
+			return a.printInstallReport(rep, err, jsonOut)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
+	cmd.Flags().BoolVar(&opts.Codex, "codex", false, "also remove the Codex registration ($CODEX_HOME, default ~/.codex) and AGENTS.md's block")
+	cmd.Flags().BoolVar(&opts.KeepSkills, "keep-skills", false, "leave the skills in .claude/skills")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be removed and change nothing")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// printInstallReport prints what install or uninstall did.
+func (a *app) printInstallReport(rep mcpserver.InstallReport, err error, jsonOut bool) error {
+	if err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	if jsonOut {
+		return writeJSON(a.stdout, rep)
+	}
+	fmt.Fprint(a.stdout, rep.Text())
+	return nil
 }
 
 // ---- run: execute a flow in-process ----

@@ -132,8 +132,14 @@ func TestConformanceTimeouts(t *testing.T) {
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout"})
 	g := recordWire(t, f.st.Records[len(f.st.Records)-1])
 	expect(t, g, map[string]any{"type": "gate", "outcome": "kill", "rationale": "timeout", "resolved_by": "system", "duration_ms": 30000})
-	r = f.do(CheckTimeouts)
-	expect(t, r, map[string]any{"status": "no_timeout", "message": "Flow is already complete"})
+	// A check after the deadline fired reports the kill, not no_timeout
+	// (ours: the original has no background sweep; see firedTimeout).
+	f.later(time.Hour)
+	again := f.do(CheckTimeouts)
+	keysExactly(t, again, append(append([]string(nil), keysKilled...), "reason")...)
+	if show(again) != show(r) {
+		t.Errorf("second check %s, want the first answer %s", show(again), show(r))
+	}
 }
 
 // §2.11: flag/skip gates auto-approve with a PolicyRecord (never a
@@ -540,15 +546,15 @@ flows:
         reasoning_template:
           require_citations: true
           sections:
-            - {label: Premises, description: "What you observed."}
-            - {label: Conclusion, description: "What follows."}
+            - {id: premises, label: Premises, description: "What you observed."}
+            - {id: conclusion, label: Conclusion, description: "What follows."}
       - id: codex
         intent: "plain"
         agent: codex
         depends_on: [think]
         reasoning_template:
           sections:
-            - {label: Premises, description: "x"}
+            - {id: premises, label: Premises, description: "x"}
 `
 	f, r := plan(t, src, "main", nil)
 	wantIntent := "Find the bug.\n\n---\n\nYou MUST structure your response with these sections:\n\n" +
@@ -617,7 +623,7 @@ flows:
 // failure's violations end with "task '<id>' cert: …".
 func TestConformanceParallelTaskCertificate(t *testing.T) {
 	src := strings.Replace(specParallel, "        require: REQ\n",
-		"        require: all\n        task_reasoning_template:\n          sections:\n            - {label: Plan, description: \"p\"}\n", 1)
+		"        require: all\n        task_reasoning_template:\n          sections:\n            - {id: plan, label: Plan, description: \"p\"}\n", 1)
 	f, _ := plan(t, src, "main", nil)
 	f.stepDone("split", map[string]any{"tasks": []any{map[string]any{"id": "t1"}, map[string]any{"id": "t2"}}})
 	in := []any{

@@ -332,7 +332,7 @@ func TestCheckTimeouts(t *testing.T) {
 		t.Errorf("record %+v", g)
 	}
 	r = f.do(CheckTimeouts)
-	expect(t, r, map[string]any{"status": "no_timeout", "message": "Flow is already complete"})
+	expect(t, r, map[string]any{"status": "killed", "reason": "timeout", "flow_id": f.st.FlowID, "total_duration_ms": 61000})
 }
 
 func TestOnTimeoutVariants(t *testing.T) {

@@ -56,6 +56,21 @@
 //     gate_requires_human); a decision naming another round (Decision.Round,
 //     or the round of Decision.ReviewID) is stale_round. on_timeout revise
 //     that cannot happen (no on_revise, max_rounds reached) kills instead.
+//   - check_timeouts tells what happened to a deadline that already fired
+//     (applied by the background sweep, another process or an earlier
+//     check; the original, which has no sweep, never meets this): when the
+//     flow's last gate decision is a timeout (channel timeout, resolved_by
+//     system), a flow the timeout killed answers killed with reason
+//     "timeout", its trace and total_duration_ms up to its last record, and
+//     a flow where no step was reported since the timeout answers its
+//     current dispatch exactly as resume does (the step after an approve or
+//     the completion, the on_revise target after a revise, the on_kill
+//     cleanup step) — what the check that applied it answered. A caller that
+//     waited at the gate and checks after a restart thus learns the outcome
+//     and its next step. A pending deadline of a later gate is checked
+//     first; after a human decision, or once a step was reported, the
+//     original's no_timeout answers stand. The sweep counts only the
+//     deadlines it applies itself.
 //   - A child flow the parent stops waiting for (step_done or skip on the
 //     parent step before the child finished) ends killed; a finished child
 //     is never revived by re-dispatching the parent step, and completed

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -172,7 +173,27 @@ func closeGate(st *FlowState, step *specs.Step) {
 // kills instead) with resolved_by system, channel timeout, rationale
 // "timeout". A timeout kill with no cleanup step answers killed +
 // reason:"timeout".
+//
+// A deadline that already fired (applied by the background sweep, another
+// process or an earlier check) is reported, not hidden behind no_timeout:
+// see firedTimeout.
 func CheckTimeouts(st *FlowState, env Env) (Result, error) {
+	res, err := applyExpiredTimeout(st, env)
+	if err != nil {
+		return res, err
+	}
+	if nt, ok := res.Outcome.(*NoTimeout); ok && nt.Remaining == nil {
+		if fired, ok, err := firedTimeout(st, env); err != nil || ok {
+			return fired, err
+		}
+	}
+	return res, nil
+}
+
+// applyExpiredTimeout applies the current gate's deadline when it has
+// passed, else answers no_timeout (the original's check). The sweep uses it
+// alone: a deadline another process applied is not the sweep's to count.
+func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
 	noTimeout := func(msg string) (Result, error) {
 		return answer(&NoTimeout{Message: msg}), nil
@@ -198,6 +219,84 @@ func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 		return answer(&NoTimeout{Remaining: &secs}), nil
 	}
 	return applyTimeout(st, env, step)
+}
+
+// firedTimeout answers a check made after a deadline fired elsewhere (a
+// caller that waited at the gate and checks after a restart) with what the
+// check that applied it answered, when the flow's last gate decision was a
+// timeout (a gate record with channel timeout, resolved_by system):
+//
+//   - the timeout killed the flow and it ended (killed, past its end): the
+//     killed payload with reason "timeout", its trace, and total_duration_ms
+//     up to the flow's last record (not growing with the time of the check);
+//   - no step was reported since the timeout (approve, revise, or a kill
+//     whose cleanup step is running): the flow's current dispatch, exactly as
+//     stratum_resume answers it — the step after the gate (or the flow's
+//     completion), the on_revise target, the on_kill cleanup step.
+//
+// Otherwise (no timeout decided the flow's last gate, or the flow moved on
+// since) ok is false and the check answers no_timeout as before.
+func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
+	rec, since := lastDecision(st)
+	if rec == nil || rec.Channel != string(review.ChannelTimeout) || rec.ResolvedBy != string(review.System) {
+		return Result{}, false, nil
+	}
+	if st.Status == StatusKilled && pastEnd(st, env) && rec.Outcome == string(review.Kill) {
+		c := killedPayload(st, env)
+		c.Reason = "timeout"
+		if end := lastRecordAt(st); !end.IsZero() {
+			c.TotalDurationMS = durationMS(st.FlowStart, end)
+		}
+		return answer(c), true, nil
+	}
+	if since || isFinished(st) && !pastEnd(st, env) {
+		return Result{}, false, nil
+	}
+	res, err = Resume(st, env)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if c, ok := res.Outcome.(*Completion); ok {
+		if end := lastRecordAt(st); !end.IsZero() {
+			c.TotalDurationMS = durationMS(st.FlowStart, end)
+		}
+	}
+	return res, true, nil
+}
+
+// lastDecision returns the flow's last gate record (the current round's
+// records first, then the archived rounds, newest first) and whether a step
+// was reported after it (skip and policy records, written while computing
+// the next dispatch, do not count).
+func lastDecision(st *FlowState) (rec *Record, stepSince bool) {
+	rounds := append([][]Record{}, st.Rounds...)
+	rounds = append(rounds, st.Records)
+	for r := len(rounds) - 1; r >= 0; r-- {
+		for i := len(rounds[r]) - 1; i >= 0; i-- {
+			switch rounds[r][i].Type {
+			case RecordGate:
+				return &rounds[r][i], stepSince
+			case RecordStep:
+				stepSince = true
+			}
+		}
+	}
+	return nil, stepSince
+}
+
+// lastRecordAt is when the flow's last record was written (zero when none
+// carries a time).
+func lastRecordAt(st *FlowState) time.Time {
+	for r := len(st.Rounds); r >= 0; r-- {
+		recs := st.Records
+		if r < len(st.Rounds) {
+			recs = st.Rounds[r]
+		}
+		if n := len(recs); n > 0 {
+			return recs[n-1].At
+		}
+	}
+	return time.Time{}
 }
 
 // applyTimeout resolves an expired gate with its on_timeout outcome.

@@ -330,7 +330,7 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 		if p.Gate == nil || p.Gate.Deadline == nil || p.Gate.Deadline.After(now) {
 			continue
 		}
-		out, err := s.CheckTimeouts(ctx, p.FlowID)
+		out, err := s.transition(ctx, p.FlowID, nil, applyExpiredTimeout)
 		if err != nil {
 			if AsError(err) != nil {
 				continue

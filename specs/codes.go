@@ -27,6 +27,14 @@ const (
 	CodeEmptyValue       = "empty-value"
 	CodeInvalidName      = "invalid-name"
 	CodeDuplicateKey     = "duplicate-key"
+	// An empty guardrail pattern: the original's schema (minLength 1)
+	// rejects it before any semantic check.
+	CodeEmptyGuardrail = "empty-guardrail"
+	// A construct of the original's newer releases (judge and pipeline
+	// steps, newer ensure builtins, the TypeScript rewrite's version 1
+	// format) that this stratum does not implement: a version gap, not a
+	// typo. The original accepts these specs, so the class is ours.
+	CodeUnsupported = "unsupported"
 
 	// ir_semantic_error: schema-valid, but references, routing or expressions are wrong.
 	CodeDuplicateStepID    = "duplicate-step-id"
@@ -51,7 +59,6 @@ const (
 	CodeParallelRequires   = "parallel-requires"
 	CodeOnFailUnreachable  = "on-fail-unreachable"
 	CodeIterationField     = "iteration-field"
-	CodeEmptyGuardrail     = "empty-guardrail"
 	CodeInvalidRegex       = "invalid-regex"
 	CodeExprSyntax         = "expr-syntax"
 	CodeExprForbidden      = "expr-forbidden"
@@ -64,6 +71,9 @@ const (
 	CodeCacheField         = "cache-field"
 	CodeRunField           = "run-field"
 	CodeOpaqueInline       = "opaque-inline"
+	// A reasoning_template / task_reasoning_template without sections, or
+	// with a section that is not a mapping or lacks id, label or description.
+	CodeReasoningTemplate = "reasoning-template"
 )
 
 // parseCodes are the ir_parse_error codes; validationCodes the
@@ -78,6 +88,7 @@ var (
 		CodeVersionNotString: true, CodeUnknownField: true, CodeNeedsVersion: true,
 		CodeMissingField: true, CodeWrongType: true, CodeInvalidValue: true,
 		CodeOutOfRange: true, CodeEmptyValue: true, CodeInvalidName: true, CodeDuplicateKey: true,
+		CodeEmptyGuardrail: true, CodeUnsupported: true,
 	}
 )
 

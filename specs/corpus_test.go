@@ -64,7 +64,8 @@ var codeClass = map[string]ErrorType{
 	"missing-field": ValidationError, "wrong-type": ValidationError,
 	"invalid-value": ValidationError, "out-of-range": ValidationError,
 	"empty-value": ValidationError, "invalid-name": ValidationError,
-	"duplicate-key": ValidationError,
+	"duplicate-key": ValidationError, "empty-guardrail": ValidationError,
+	"unsupported": ValidationError,
 
 	"duplicate-step-id": SemanticError, "undefined-function": SemanticError,
 	"undefined-contract": SemanticError, "undefined-flow": SemanticError,
@@ -77,7 +78,7 @@ var codeClass = map[string]ErrorType{
 	"function-step-field": SemanticError, "flow-step-field": SemanticError,
 	"parallel-field": SemanticError, "parallel-requires": SemanticError,
 	"on-fail-unreachable": SemanticError, "iteration-field": SemanticError,
-	"empty-guardrail": SemanticError, "invalid-regex": SemanticError,
+	"invalid-regex": SemanticError, "reasoning-template": SemanticError,
 	"expr-syntax": SemanticError, "expr-forbidden": SemanticError,
 	"unknown-result-field": SemanticError, "unknown-type": SemanticError,
 	"contract-cycle": SemanticError, "invalid-schema": SemanticError,

@@ -205,6 +205,9 @@ type fieldSet struct {
 	// lenient: unknown keys are ignored with a warning, because the original
 	// accepts them (a spec valid there stays valid here).
 	lenient bool
+	// newer: keys of the original's newer releases that this stratum does
+	// not implement (reported as unsupported, and marked bad).
+	newer map[string]newerConstruct
 }
 
 func (fs *fieldSet) requiredFor(v string) []string {
@@ -251,6 +254,11 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 			delete(m.entries, k)
 			continue
 		case fs.open:
+		case fs.newer[k].what != "":
+			c.unsupported(fs.newer[k], m.keyNode(k), joinPath(path, k))
+			delete(m.entries, k)
+			m.bad[k] = true
+			continue
 		default:
 			sugg := ""
 			if a, ok := fieldAliases[k]; ok && fs.fields[a] != "" && fs.fields[a] <= c.version {

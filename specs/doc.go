@@ -20,7 +20,17 @@
 //
 // Every problem is reported, not just the first: Parse returns all Diagnostics
 // sorted by position, each with file:line:col, a stable code, the original's
-// error type and dotted path, a message and a suggestion.
+// error type and dotted path, a message and a suggestion. A code has one
+// error type (codes.go); where the original reports a problem, the code is
+// the one with the original's type (an empty guardrail pattern is its
+// schema's error; an empty intent is its "exactly one of" step-mode error).
+//
+// Constructs of the original's newer releases that this package does not
+// implement (judge and pipeline steps, the vocabulary_compliance and
+// plan_completion builtins, the TypeScript rewrite's version: 1) are
+// reported as CodeUnsupported, naming the version gap (unsupported.go).
+// Reasoning-certificate templates are checked and given their defaults as
+// the original does (cert.go).
 //
 // # Expressions
 //

@@ -45,6 +45,9 @@ type ExprError struct {
 	Offset    int    // byte offset into the source of the problem; -1 when unknown
 	Message   string // human message, e.g. "result has no field 'x'"
 	Forbidden bool   // true for "__", or a call/name that is not allowed
+	// Newer names a builtin of the original's newer releases that this
+	// stratum does not implement (vocabulary_compliance, plan_completion).
+	Newer string
 }
 
 // Error implements error.

@@ -51,11 +51,17 @@ type exprChecker struct {
 }
 
 func (c *exprChecker) fail(n ast.Node, forbidden bool, format string, args ...any) {
+	c.failWith(n, &ExprError{Message: fmt.Sprintf(format, args...), Forbidden: forbidden})
+}
+
+// failWith records e at n unless an earlier problem was recorded.
+func (c *exprChecker) failWith(n ast.Node, e *ExprError) {
 	off := c.rw.origOffset(n.Location().From)
 	if c.err != nil && (off < 0 || (c.err.Offset >= 0 && c.err.Offset <= off)) {
 		return
 	}
-	c.err = &ExprError{Offset: off, Message: fmt.Sprintf(format, args...), Forbidden: forbidden}
+	e.Offset = off
+	c.err = e
 }
 
 // Visit implements ast.Visitor (post-order).
@@ -110,6 +116,10 @@ func (c *exprChecker) checkCall(n *ast.CallNode) {
 	switch callee := n.Callee.(type) {
 	case *ast.IdentifierNode:
 		f, ok := py.LookupBuiltin(callee.Value)
+		if !ok && newerBuiltins[callee.Value].what != "" {
+			c.failWith(callee, &ExprError{Message: newerBuiltins[callee.Value].message(), Newer: callee.Value})
+			return
+		}
 		if !ok {
 			c.fail(callee, true, "function '%s' is not allowed%s", callee.Value, nameHint(callee.Value, py.BuiltinNames()))
 			return

@@ -274,8 +274,11 @@ type Step struct {
 	Accumulate    *Expr
 	AccumulateKey *Expr
 
-	Cache             bool
-	ReasoningTemplate any // accepted and kept; not interpreted
+	Cache bool
+	// ReasoningTemplate is the reasoning certificate ({sections: [{id, label,
+	// description}], require_citations}) with the original's defaults
+	// applied (see cert.go); the engine checks it. nil when absent.
+	ReasoningTemplate any
 
 	// v0.3 parallel fields.
 	Source                string
@@ -284,7 +287,7 @@ type Step struct {
 	Require               string // "all" (default) | "any" | a positive integer as text
 	Merge                 string // default "sequential_apply"
 	IntentTemplate        string
-	TaskReasoningTemplate any
+	TaskReasoningTemplate any // like ReasoningTemplate, per task
 	TaskTimeout           int
 	CaptureDiff           bool
 	DeferAdvance          bool

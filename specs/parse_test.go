@@ -305,7 +305,7 @@ functions:
 		{"expr-forbidden", strings.Replace(parseBase02, "result.score > 0.5", "result.__class__", 1),
 			[]wantDiag{{CodeExprForbidden, "functions.work.ensure", 12, 22}}},
 		{"guardrails", strings.Replace(parseBase02, "    ensure: [", "    guardrails: [\"\", \"(\"]\n    ensure: [", 1),
-			[]wantDiag{{CodeEmptyGuardrail, "functions.work.guardrails", 12, 18}, {CodeInvalidRegex, "functions.work.guardrails", 12, 22}}},
+			[]wantDiag{{CodeEmptyGuardrail, "functions.work.guardrails.0", 12, 18}, {CodeInvalidRegex, "functions.work.guardrails[1]", 12, 22}}},
 		{"run-on-infer", strings.Replace(parseBase02, "    ensure: [", "    run: echo\n    ensure: [", 1),
 			[]wantDiag{{CodeRunField, "functions.work.run", 12, 5}}},
 		{"run-in-01", `version: "0.1"
@@ -337,7 +337,8 @@ functions:
 		{"input-number", parseBase02 + "        inputs: {n: 5}\n", []wantDiag{{CodeDuplicateKey, "flows.main.steps.0.inputs", 23, 9}}},
 		{"input-number2", strings.Replace(parseBase02, `inputs: {text: "$.input.text"}`, `inputs: {text: 5}`, 1),
 			[]wantDiag{{CodeWrongType, "flows.main.steps.0.inputs.text", 22, 24}}},
-		{"empty-intent", parseBase02 + "      - {id: b, intent: \"\"}\n", []wantDiag{{CodeEmptyValue, "flows.main.steps.1.intent", 23, 25}}},
+		// An empty intent is no step mode (the original's semantic rule).
+		{"empty-intent", parseBase02 + "      - {id: b, intent: \"\"}\n", []wantDiag{{CodeStepMode, "flows.main.steps.b", 23, 25}}},
 		{"intent-in-01", "version: \"0.1\"\nflows:\n  main:\n    input: {}\n    output: O\n    steps:\n      - {id: a, intent: x, inputs: {}}\n",
 			[]wantDiag{{CodeNeedsVersion, "flows.main.steps.0.intent", 7, 17}, {CodeMissingField, "flows.main.steps.0", 7, 9}}},
 		{"type-in-02", parseBase02 + "        type: function\n", []wantDiag{{CodeNeedsVersion, "flows.main.steps.0.type", 23, 9}}},
@@ -395,7 +396,7 @@ functions:
 		{"on-fail-undefined", parseBase02 + "      - {id: b, intent: x, ensure: [\"true\"], on_fail: zz}\n", []wantDiag{{CodeUndefinedStep, "flows.main.steps.b.on_fail", 23, 55}}},
 		{"iteration-field", parseBase02 + "      - {id: b, intent: x, exit_criterion: \"result.x\", accumulate_key: \"item\"}\n",
 			[]wantDiag{{CodeIterationField, "flows.main.steps.b.exit_criterion", 23, 28}, {CodeIterationField, "flows.main.steps.b.accumulate_key", 23, 56}}},
-		{"step-guardrail", parseBase02 + "      - {id: b, intent: x, guardrails: [\"[\"]}\n", []wantDiag{{CodeInvalidRegex, "flows.main.steps.b.guardrails", 23, 41}}},
+		{"step-guardrail", parseBase02 + "      - {id: b, intent: x, guardrails: [\"[\"]}\n", []wantDiag{{CodeInvalidRegex, "flows.main.steps.b.guardrails[0]", 23, 41}}},
 		{"expr-syntax-step", parseBase02 + "      - {id: b, intent: x, ensure: [\"len(result.x\"]}\n", []wantDiag{{CodeExprSyntax, "flows.main.steps.b.ensure", 23, -1}}},
 		{"inline-result-field", parseBase02 + "      - {id: b, intent: x, output_contract: Out, ensure: [\"result.lable == 'x'\"]}\n",
 			[]wantDiag{{CodeUnknownResultField, "flows.main.steps.b.ensure", 23, 59}}},

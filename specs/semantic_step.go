@@ -32,16 +32,23 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 	}
 
 	// --- kind ---
-	var modeKeys []string
+	// A mode key with an empty value is no mode (the original tests them
+	// for truth); it is named in the step-mode message.
+	var modeKeys, emptyKeys []string
 	for _, k := range []string{"function", "intent", "flow"} {
-		if m.has(k) {
+		switch {
+		case emptyStr(m, k):
+			emptyKeys = append(emptyKeys, k)
+		case m.has(k):
 			modeKeys = append(modeKeys, k)
 		}
 	}
-	// A bad type was reported as invalid-value; do not cascade from it.
-	kindKnown := !m.bad["type"]
-	switch s.Type {
-	case "decompose":
+	// A bad type was reported as invalid-value, and a step of a newer
+	// release as unsupported; do not cascade from them.
+	kindKnown := !m.bad["type"] && !ss.unsupported
+	switch typ := s.Type; {
+	case ss.unsupported:
+	case typ == "decompose":
 		s.Kind = KindDecompose
 		for _, k := range []string{"function", "flow"} {
 			if m.has(k) {
@@ -49,7 +56,7 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 					"A decompose step is an agent step with intent, agent and output_contract.")
 			}
 		}
-	case "parallel_dispatch":
+	case typ == "parallel_dispatch":
 		s.Kind = KindParallelDispatch
 		for _, k := range []string{"function", "intent", "flow"} {
 			if m.has(k) {
@@ -67,9 +74,15 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			if len(modeKeys) > 0 {
 				found = strings.Join(modeKeys, ", ")
 			}
+			for _, k := range emptyKeys {
+				found += fmt.Sprintf("; '%s' is empty", k)
+			}
 			n := m.node
-			if len(modeKeys) > 1 {
+			switch {
+			case len(modeKeys) > 1:
 				n = m.keyNode(modeKeys[1])
+			case len(emptyKeys) > 0:
+				n = m.valNode(emptyKeys[0])
 			}
 			c.add(CodeStepMode, n, sp, fmt.Sprintf("%s must have exactly one of function, intent, or flow (found: %s)", label, found),
 				"Give the step exactly one of function (a named function), intent (an inline step) or flow (a sub-flow).")
@@ -137,15 +150,15 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			}
 		case KindDecompose:
 			for _, k := range []string{"agent", "intent", "output_contract"} {
-				if !m.has(k) {
-					c.add(CodeParallelRequires, m.node, sp+"."+k, fmt.Sprintf("decompose %s requires '%s'", strings.ToLower(label), k),
+				if !m.has(k) || emptyStr(m, k) {
+					c.add(CodeParallelRequires, m.valNode(k), sp+"."+k, fmt.Sprintf("decompose %s requires '%s'", strings.ToLower(label), k),
 						"A decompose step needs agent, intent and output_contract.")
 				}
 			}
 		case KindParallelDispatch:
 			for _, k := range []string{"source", "intent_template"} {
-				if !m.has(k) {
-					c.add(CodeParallelRequires, m.node, sp+"."+k, fmt.Sprintf("parallel_dispatch %s requires '%s'", strings.ToLower(label), k),
+				if !m.has(k) || emptyStr(m, k) {
+					c.add(CodeParallelRequires, m.valNode(k), sp+"."+k, fmt.Sprintf("parallel_dispatch %s requires '%s'", strings.ToLower(label), k),
 						"A parallel_dispatch step needs source (a $ reference to the task list) and intent_template.")
 				}
 			}
@@ -269,14 +282,22 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			}
 		}
 		if m.has("on_fail") && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
-			triggers := m.has("ensure") || m.has("guardrails") || m.has("output_schema") || m.has("reasoning_template") || m.has("run")
+			// The original counts a reasoning_template as a check only on
+			// claude-agent steps (agent unset or starting with "claude"):
+			// other agents skip the certificate. A run: command (ours) can
+			// fail, so it counts too.
+			cert := m.has("reasoning_template") && certChecked(s.Agent)
+			triggers := m.has("ensure") || m.has("guardrails") || m.has("output_schema") || cert || m.has("run")
 			if s.Fn != nil {
 				triggers = triggers || s.Fn.Run != nil || fnHas(b, s.Function, "ensure") || fnHas(b, s.Function, "guardrails")
 			}
 			if !triggers {
+				sugg := "Add ensure, guardrails or output_schema, or remove on_fail."
+				if m.has("reasoning_template") {
+					sugg = fmt.Sprintf("A reasoning_template is only checked on claude steps, not with agent '%s'. ", s.Agent) + sugg
+				}
 				c.add(CodeOnFailUnreachable, m.keyNode("on_fail"), sp+".on_fail",
-					fmt.Sprintf("%s has on_fail but no ensure/guardrails — on_fail can never trigger", label),
-					"Add ensure, guardrails or output_schema, or remove on_fail.")
+					fmt.Sprintf("%s has on_fail but no ensure/guardrails — on_fail can never trigger", label), sugg)
 			}
 		}
 		if s.Cache {
@@ -378,6 +399,19 @@ func (c *checker) strOrNullQuiet(m *mapping, k string) (string, bool) {
 		return "", false
 	}
 	return e.val.Value, true
+}
+
+// emptyStr reports whether k is present with the empty string as value.
+func emptyStr(m *mapping, k string) bool {
+	e, ok := m.get(k)
+	return ok && isStr(e.val) && e.val.Value == ""
+}
+
+// certChecked reports whether the original checks a step's
+// reasoning_template, for its on_fail rule (spec.py: agent unset, or a name
+// starting with "claude", e.g. "claude:read-only-reviewer").
+func certChecked(agent string) bool {
+	return agent == "" || strings.HasPrefix(agent, "claude")
 }
 
 func fnHas(b *build, name, k string) bool {

@@ -71,7 +71,7 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 	}
 	if c.since(Version02) {
 		if pats, nodes, _ := c.strList(m, "guardrails", path, false); pats != nil {
-			fn.Guardrails = c.guardrails(pats, nodes, path+".guardrails")
+			fn.Guardrails = c.guardrails(pats, nodes, path+".guardrails", path+".guardrails")
 		}
 		if v, ok := c.boolean(m, "cache", path); ok {
 			fn.Cache = v
@@ -87,12 +87,15 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 }
 
 // guardrails compiles guardrail patterns, case-insensitive and multiline
-// like the original.
-func (c *checker) guardrails(pats []string, nodes []*yaml.Node, spath string) []*Guardrail {
+// like the original. ipath is the list's schema path (an empty pattern is
+// the original's schema error, minLength 1: path guardrails.<i>), spath its
+// semantic path (an invalid regex is its semantic error: guardrails[<i>]).
+func (c *checker) guardrails(pats []string, nodes []*yaml.Node, ipath, spath string) []*Guardrail {
 	var out []*Guardrail
 	for i, p := range pats {
 		if p == "" {
-			c.add(CodeEmptyGuardrail, nodes[i], spath, fmt.Sprintf("guardrail[%d] is empty", i), "Remove the empty pattern or give a regular expression.")
+			c.add(CodeEmptyGuardrail, nodes[i], ipath+"."+strconv.Itoa(i), "'' should be non-empty",
+				fmt.Sprintf("guardrail[%d] is empty: remove it or give a regular expression.", i))
 			continue
 		}
 		re, ok := c.reCache[p]
@@ -105,7 +108,7 @@ func (c *checker) guardrails(pats []string, nodes []*yaml.Node, spath string) []
 				if _, rawErr := regexp.Compile(p); rawErr != nil {
 					err = rawErr
 				}
-				c.add(CodeInvalidRegex, nodes[i], spath, fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
+				c.add(CodeInvalidRegex, nodes[i], fmt.Sprintf("%s[%d]", spath, i), fmt.Sprintf("guardrail[%d] '%s' is not a valid regex: %v", i, p, err), "Fix the regular expression (Go RE2 syntax).")
 				continue
 			}
 			if c.reCache == nil {
@@ -188,19 +191,28 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 		s.ID = v
 	}
 	sp := ss.spath(f.Name)
+	ss.unsupported = m.bad["judge"] || m.bad["stages"]
 	if c.since(Version03) {
-		if v, ok := c.enum(m, "type", ipath, stepTypes); ok {
+		if e, ok := m.get("type"); ok && isStr(e.val) && newerStepTypes[e.val.Value].what != "" {
+			if !ss.unsupported { // stages: was reported already
+				c.unsupported(newerStepTypes[e.val.Value], e.val, ipath+".type")
+			}
+			m.bad["type"] = true
+			ss.unsupported = true
+		} else if v, ok := c.enum(m, "type", ipath, stepTypes); ok {
 			s.Type = v
 		}
 	}
-	if v, ok := c.str(m, "function", ipath, true); ok {
+	// An empty function, intent or flow is no step mode (the original's
+	// semantic "exactly one of" rule reports it, see checkStep).
+	if v, ok := c.str(m, "function", ipath, false); ok {
 		s.Function = v
 	}
 	if c.since(Version02) {
-		if v, ok := c.str(m, "intent", ipath, true); ok {
+		if v, ok := c.str(m, "intent", ipath, false); ok {
 			s.Intent = v
 		}
-		if v, ok := c.str(m, "flow", ipath, true); ok {
+		if v, ok := c.str(m, "flow", ipath, false); ok {
 			s.Flow = v
 		}
 		if v, ok := c.str(m, "agent", ipath, false); ok {
@@ -252,11 +264,11 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	if v, ok := c.integer(m, "retries", ipath, 1); ok {
 		s.Retries = int(v)
 	}
-	s.OutputContract, _ = c.str(m, "output_contract", ipath, true)
+	s.OutputContract, _ = c.str(m, "output_contract", ipath, false)
 	s.Model, _ = c.str(m, "model", ipath, false)
 	s.Budget = c.budget(m, "budget", ipath)
 	if pats, nodes, _ := c.strList(m, "guardrails", ipath, false); pats != nil {
-		s.Guardrails = c.guardrails(pats, nodes, sp+".guardrails")
+		s.Guardrails = c.guardrails(pats, nodes, ipath+".guardrails", sp+".guardrails")
 		ss.guardNodes = nodes
 	}
 	if v, ok := c.integer(m, "max_iterations", ipath, 1); ok {
@@ -267,17 +279,13 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	c.expr(m, "accumulate", ipath, sp+".accumulate", ExprAccumulate, func(x *Expr) { s.Accumulate = x })
 	c.expr(m, "accumulate_key", ipath, sp+".accumulate_key", ExprAccumulateKey, func(x *Expr) { s.AccumulateKey = x })
 	s.Cache, _ = c.boolean(m, "cache", ipath)
-	if e, ok := m.get("reasoning_template"); ok {
-		s.ReasoningTemplate = toAny(e.val)
-	}
-	if e, ok := m.get("task_reasoning_template"); ok {
-		s.TaskReasoningTemplate = toAny(e.val)
-	}
+	s.ReasoningTemplate = c.certTemplate(m, "reasoning_template", ipath)
+	s.TaskReasoningTemplate = c.certTemplate(m, "task_reasoning_template", ipath)
 	s.Run = c.command(m, "run", ipath)
 	if !c.since(Version03) {
 		return ss
 	}
-	s.Source, _ = c.str(m, "source", ipath, true)
+	s.Source, _ = c.str(m, "source", ipath, false)
 	if v, ok := c.integer(m, "max_concurrent", ipath, 1); ok {
 		s.MaxConcurrent = int(v)
 	}
@@ -304,7 +312,7 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 		}
 	}
 	s.Merge, _ = c.enum(m, "merge", ipath, []string{"sequential_apply", "manual"})
-	s.IntentTemplate, _ = c.str(m, "intent_template", ipath, true)
+	s.IntentTemplate, _ = c.str(m, "intent_template", ipath, false)
 	if v, ok := c.integer(m, "task_timeout", ipath, 1); ok {
 		s.TaskTimeout = int(v)
 	}

@@ -127,16 +127,19 @@ func (c *checker) reportExprError(j exprJob, err error) {
 	if err != nil {
 		msg = err.Error()
 	}
-	forbidden := false
+	forbidden, newer := false, ""
 	off := -1
 	if ee, ok := err.(*ExprError); ok {
-		msg, forbidden, off = ee.Message, ee.Forbidden, ee.Offset
+		msg, forbidden, newer, off = ee.Message, ee.Forbidden, ee.Newer, ee.Offset
 	}
 	pos := c.exprPos(j.n, src, off)
-	if forbidden {
+	switch {
+	case newer != "":
+		c.addAt(CodeUnsupported, pos, j.spath, fmt.Sprintf("%s expression '%s': %s", j.label, src, msg), newerBuiltins[newer].hint)
+	case forbidden:
 		c.addAt(CodeExprForbidden, pos, j.spath, fmt.Sprintf("%s expression '%s' is not allowed: %s", j.label, src, msg),
 			"Expressions may not use '__' or call functions outside the allowed builtins.")
-	} else {
+	default:
 		c.addAt(CodeExprSyntax, pos, j.spath, fmt.Sprintf("Cannot compile %s expression '%s': %s", j.label, src, msg),
 			"Fix the expression syntax.")
 	}

@@ -13,8 +13,14 @@
 // are seen by the next call. Serve also sweeps expired gate deadlines in the
 // background.
 //
-// Install registers the server in a project's Claude Code .mcp.json (and,
-// on request, in Codex's config.toml) without disturbing other entries.
+// Install sets a project up for agents: the server in .mcp.json (and, on
+// request, Codex's config.toml), the execution-model block between markers
+// in CLAUDE.md (and AGENTS.md), and the skills under .claude/skills (the
+// texts are embedded from assets/). Uninstall removes exactly that: an entry
+// that is not ours, an edited skill and everything outside the markers stay.
+// Both edit files as text (install_jsontext.go, install_toml.go,
+// install_block.go) so the bytes they do not own are kept, and both refuse,
+// writing nothing, a file they cannot parse.
 //
 // Only this package imports the MCP SDK; the engine stays protocol-free.
 package mcp

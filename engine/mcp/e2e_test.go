@@ -720,6 +720,68 @@ flows:
 	t.Fatal("the expired gate was not killed by the sweeper")
 }
 
+// TestCheckTimeoutsAfterSweep: a caller that waited at a gate and checks
+// after a restart learns what the sweeper did: the kill (reason timeout,
+// the trace with the timeout's gate record), or, for on_timeout approve, the
+// flow's next dispatch, never "no_timeout: Flow is already complete".
+func TestCheckTimeoutsAfterSweep(t *testing.T) {
+	spec := `version: "0.2"
+functions:
+  quick:
+    mode: gate
+    timeout: 1
+  lenient:
+    mode: gate
+    timeout: 1
+    on_timeout: approve
+flows:
+  kill:
+    input: {}
+    steps:
+      - {id: w, intent: "work"}
+      - {id: g, function: quick, depends_on: [w], on_approve: ~, on_revise: w, on_kill: ~}
+  approve:
+    input: {}
+    steps:
+      - {id: w, intent: "work"}
+      - {id: g, function: lenient, depends_on: [w], on_approve: ship, on_revise: w, on_kill: ~}
+      - {id: ship, intent: "ship", depends_on: [g]}
+`
+	s := start(t, "--sweep-interval", "100ms")
+	ids := map[string]string{}
+	for _, flow := range []string{"kill", "approve"} {
+		r := s.ok("stratum_plan", map[string]any{"spec": spec, "flow": flow}, map[string]any{"status": "execute_step"})
+		ids[flow] = r["flow_id"].(string)
+		s.ok("stratum_step_done", map[string]any{"flow_id": ids[flow], "step_id": "w", "result": map[string]any{}},
+			map[string]any{"status": "await_gate"})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		k, _ := s.cli("query", "flow", ids["kill"])
+		a, _ := s.cli("query", "flow", ids["approve"])
+		if strings.Contains(k, `"status": "killed"`) && strings.Contains(a, `"channel": "timeout"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweeper did not apply the deadlines:\n%s\n%s", k, a)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A restarted server (no sweeps of its own) is asked.
+	s2 := startIn(t, s.home, "--sweep-interval", "-1s")
+	r := s2.ok("stratum_check_timeouts", map[string]any{"flow_id": ids["kill"]},
+		map[string]any{"status": "killed", "reason": "timeout", "flow_id": ids["kill"]})
+	trace, _ := r["trace"].([]any)
+	last, _ := trace[len(trace)-1].(map[string]any)
+	expect(t, "timeout record", last, map[string]any{"type": "gate", "step_id": "g", "outcome": "kill",
+		"resolved_by": "system", "channel": "timeout", "rationale": "timeout"})
+	if _, ok := r["total_duration_ms"]; !ok {
+		t.Fatalf("no total_duration_ms: %v", r)
+	}
+	s2.ok("stratum_check_timeouts", map[string]any{"flow_id": ids["approve"]},
+		map[string]any{"status": "execute_step", "step_id": "ship", "flow_id": ids["approve"]})
+}
+
 // TestWaitGateCancelled: a client that cancels stratum_wait_gate gets its
 // answer at once, and the server keeps serving.
 func TestWaitGateCancelled(t *testing.T) {

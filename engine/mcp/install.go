@@ -1,15 +1,11 @@
 package mcp
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
-	"unicode/utf8"
 )
 
 // ServerName is the name stratum registers itself under in MCP client
@@ -25,7 +21,8 @@ type InstallOptions struct {
 	// Command is the server's executable (default: the absolute path of the
 	// running binary, or "stratum" when it cannot be found).
 	Command string
-	// Codex also registers the server in Codex's config.toml.
+	// Codex also registers the server in Codex's config.toml and writes the
+	// execution-model block into the project's AGENTS.md.
 	Codex bool
 	// CodexHome is Codex's home (default $CODEX_HOME, else ~/.codex).
 	CodexHome string
@@ -33,91 +30,248 @@ type InstallOptions struct {
 	DryRun bool
 }
 
-// Install actions.
+// UninstallOptions say what to remove.
+type UninstallOptions struct {
+	Dir       string // as InstallOptions.Dir
+	Codex     bool   // also remove the Codex registration and the AGENTS.md block
+	CodexHome string // as InstallOptions.CodexHome
+	// KeepSkills leaves the skills in .claude/skills.
+	KeepSkills bool
+	DryRun     bool
+}
+
+// Actions on a file.
 const (
 	ActionCreated   = "created"
 	ActionUpdated   = "updated"
 	ActionUnchanged = "unchanged"
+	ActionRemoved   = "removed" // uninstall deleted the file
+	ActionKept      = "kept"    // the file is not what stratum wrote: left as it is (see Note)
 )
 
-// InstalledFile is one configuration file Install wrote (or would write).
+// InstalledFile is one file Install or Uninstall wrote, removed or left
+// alone (or would, in a dry run).
 type InstalledFile struct {
 	Path    string `json:"path"`
-	Action  string `json:"action"`  // created, updated or unchanged
-	Content string `json:"content"` // the file's full new content
+	Action  string `json:"action"`
+	Content string `json:"content"` // the file's full new content ("" when removed)
+	Note    string `json:"note,omitempty"`
+	// prune: directories to remove, innermost first, when the removal
+	// leaves them empty.
+	prune []string
 }
 
-// InstallReport says what Install did.
+type fileChange = InstalledFile
+
+// InstallReport says what Install or Uninstall did.
 type InstallReport struct {
 	ProjectRoot string          `json:"project_root"`
-	Command     string          `json:"command"`
+	Command     string          `json:"command,omitempty"`
 	DryRun      bool            `json:"dry_run"`
 	Files       []InstalledFile `json:"files"`
+	// Notes are things found that stratum does not change by itself.
+	Notes []string `json:"notes,omitempty"`
 }
 
-// Install registers `<command> mcp` as the "stratum" MCP server in the
-// project's Claude Code .mcp.json and, with Codex set, in Codex's
-// config.toml. It is idempotent and keeps every other entry: other servers,
-// unknown keys, other fields of an existing stratum entry. A file that
-// exists but cannot be understood is an error and is left untouched; nothing
-// is written unless every file could be prepared.
+// Install sets a project up for stratum:
+//
+//   - `<command> mcp` as the "stratum" MCP server in .mcp.json (and, with
+//     Codex, in Codex's config.toml);
+//   - the execution-model block between markers in CLAUDE.md (and, with
+//     Codex, AGENTS.md): appended to a file without it, replaced in place
+//     otherwise;
+//   - the skills under .claude/skills (see Skills).
+//
+// It is idempotent and edits files as text: other servers, keys and lines,
+// and everything outside the markers, keep their bytes. A file that exists
+// but cannot be understood is an error and nothing is written unless every
+// file could be prepared.
 func Install(opts InstallOptions) (InstallReport, error) {
-	var rep InstallReport
-	dir := opts.Dir
+	rep, err := newReport(opts.Dir, opts.DryRun)
+	if err != nil {
+		return rep, fmt.Errorf("install: %w", err)
+	}
+	rep.Command = opts.Command
+	if rep.Command == "" {
+		rep.Command = defaultCommand()
+	}
+	root := rep.ProjectRoot
+	plans := []func() (fileChange, error){
+		func() (fileChange, error) { return planMCPJSON(filepath.Join(root, ".mcp.json"), rep.Command) },
+	}
+	if opts.Codex {
+		home, err := codexHome(opts.CodexHome)
+		if err != nil {
+			return rep, fmt.Errorf("install: %w", err)
+		}
+		plans = append(plans, func() (fileChange, error) { return planCodexTOML(filepath.Join(home, "config.toml"), rep.Command) })
+	}
+	plans = append(plans, func() (fileChange, error) { return planBlock(filepath.Join(root, "CLAUDE.md")) })
+	if opts.Codex {
+		plans = append(plans, func() (fileChange, error) { return planBlock(filepath.Join(root, "AGENTS.md")) })
+	}
+	for _, s := range embeddedSkills() {
+		plans = append(plans, func() (fileChange, error) { return planSkill(root, s) })
+	}
+	if err := rep.run("install", plans, false); err != nil {
+		return rep, err
+	}
+	rep.Notes = originalLeftovers(root)
+	return rep, rep.apply("install")
+}
+
+// Uninstall removes what Install added, and nothing else: the stratum
+// server entry (an entry that does not run `… mcp` is kept), the marked
+// blocks, and the skills whose SKILL.md is still what install wrote (an
+// edited one is kept and reported). A file left configuring nothing (an
+// .mcp.json without servers or other keys, a CLAUDE.md that held only the
+// block, an empty config.toml) is removed, as are the skill directories,
+// .claude/skills and .claude when that leaves them empty. Files it cannot
+// parse are errors, and then nothing is changed.
+func Uninstall(opts UninstallOptions) (InstallReport, error) {
+	rep, err := newReport(opts.Dir, opts.DryRun)
+	if err != nil {
+		return rep, fmt.Errorf("uninstall: %w", err)
+	}
+	root := rep.ProjectRoot
+	plans := []func() (fileChange, error){
+		func() (fileChange, error) { return unplanMCPJSON(filepath.Join(root, ".mcp.json")) },
+	}
+	if opts.Codex {
+		home, err := codexHome(opts.CodexHome)
+		if err != nil {
+			return rep, fmt.Errorf("uninstall: %w", err)
+		}
+		plans = append(plans, func() (fileChange, error) { return unplanCodexTOML(filepath.Join(home, "config.toml")) })
+	}
+	plans = append(plans, func() (fileChange, error) { return unplanBlock(filepath.Join(root, "CLAUDE.md")) })
+	if opts.Codex {
+		plans = append(plans, func() (fileChange, error) { return unplanBlock(filepath.Join(root, "AGENTS.md")) })
+	}
+	if !opts.KeepSkills {
+		for _, s := range embeddedSkills() {
+			plans = append(plans, func() (fileChange, error) { return unplanSkill(root, s) })
+		}
+	}
+	if err := rep.run("uninstall", plans, true); err != nil {
+		return rep, err
+	}
+	return rep, rep.apply("uninstall")
+}
+
+func newReport(dir string, dryRun bool) (InstallReport, error) {
+	rep := InstallReport{DryRun: dryRun, Files: []InstalledFile{}}
 	if dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return rep, fmt.Errorf("install: %w", err)
+			return rep, err
 		}
 		dir = wd
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return rep, fmt.Errorf("install: %w", err)
-	}
-	rep.ProjectRoot = projectRoot(dir)
-	rep.Command = opts.Command
-	if rep.Command == "" {
-		rep.Command = defaultCommand()
-	}
-	rep.DryRun = opts.DryRun
-
-	mcpPath := filepath.Join(rep.ProjectRoot, ".mcp.json")
-	f, err := planMCPJSON(mcpPath, rep.Command)
-	if err != nil {
 		return rep, err
 	}
-	rep.Files = append(rep.Files, f)
-	if opts.Codex {
-		home := opts.CodexHome
-		if home == "" {
-			home = os.Getenv("CODEX_HOME")
-		}
-		if home == "" {
-			uh, err := os.UserHomeDir()
-			if err != nil {
-				return rep, fmt.Errorf("install: locating Codex's config: %w (set CODEX_HOME)", err)
-			}
-			home = filepath.Join(uh, ".codex")
-		}
-		f, err := planCodexTOML(filepath.Join(home, "config.toml"), rep.Command)
+	rep.ProjectRoot = projectRoot(dir)
+	return rep, nil
+}
+
+// run computes every change; skipAbsent leaves files that do not exist
+// out of the report.
+func (rep *InstallReport) run(verb string, plans []func() (fileChange, error), skipAbsent bool) error {
+	for _, plan := range plans {
+		f, err := plan()
 		if err != nil {
-			return rep, err
+			return fmt.Errorf("%s: %w", verb, err)
+		}
+		if skipAbsent && f.Action == ActionUnchanged && f.Content == "" {
+			if _, err := os.Stat(f.Path); errors.Is(err, os.ErrNotExist) {
+				continue
+			}
 		}
 		rep.Files = append(rep.Files, f)
 	}
-	if opts.DryRun {
-		return rep, nil
+	return nil
+}
+
+// apply writes and removes the planned files (nothing in a dry run).
+func (rep *InstallReport) apply(verb string) error {
+	if rep.DryRun {
+		return nil
 	}
 	for _, f := range rep.Files {
-		if f.Action == ActionUnchanged {
-			continue
-		}
-		if err := writeFileAtomic(f.Path, []byte(f.Content), 0o644); err != nil {
-			return rep, fmt.Errorf("install: writing %s: %w", f.Path, err)
+		switch f.Action {
+		case ActionCreated, ActionUpdated:
+			if err := writeFileAtomic(f.Path, []byte(f.Content), 0o644); err != nil {
+				return fmt.Errorf("%s: writing %s: %w", verb, f.Path, err)
+			}
+		case ActionRemoved:
+			if err := os.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s: removing %s: %w", verb, f.Path, err)
+			}
+			for _, d := range f.prune {
+				if os.Remove(d) != nil { // not empty (or gone): stop there
+					break
+				}
+			}
 		}
 	}
-	return rep, nil
+	return nil
+}
+
+// Text renders the report for people.
+func (rep InstallReport) Text() string {
+	var b strings.Builder
+	for _, f := range rep.Files {
+		switch {
+		case rep.DryRun && (f.Action == ActionCreated || f.Action == ActionUpdated):
+			fmt.Fprintf(&b, "would write %s (%s):\n%s", f.Path, f.Action, f.Content)
+			if !strings.HasSuffix(f.Content, "\n") {
+				b.WriteString("\n")
+			}
+		case rep.DryRun && f.Action == ActionRemoved:
+			fmt.Fprintf(&b, "would remove %s\n", f.Path)
+		case rep.DryRun && f.Action == ActionUnchanged:
+			fmt.Fprintf(&b, "%s: already up to date\n", f.Path)
+		default:
+			fmt.Fprintf(&b, "%s %s\n", f.Action, f.Path)
+		}
+		if f.Note != "" {
+			fmt.Fprintf(&b, "  (%s)\n", f.Note)
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	return b.String()
+}
+
+// originalLeftovers notes what the original stratum-mcp installer left in
+// the project, which install does not remove by itself.
+func originalLeftovers(root string) []string {
+	var notes []string
+	if b, err := os.ReadFile(filepath.Join(root, ".claude", "mcp.json")); err == nil && strings.Contains(string(b), `"`+ServerName+`"`) {
+		notes = append(notes, ".claude/mcp.json also registers a stratum server (stratum-mcp's location); remove that entry if it is the Python server")
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "CLAUDE.md")); err == nil && strings.Contains(string(b), "## Stratum Execution Model") {
+		notes = append(notes, "CLAUDE.md still has stratum-mcp's \"## Stratum Execution Model\" section; remove it by hand, the block between the stratum markers replaces it")
+	}
+	return notes
+}
+
+// codexHome is Codex's home directory.
+func codexHome(home string) (string, error) {
+	if home == "" {
+		home = os.Getenv("CODEX_HOME")
+	}
+	if home == "" {
+		uh, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("locating Codex's config: %w (set CODEX_HOME)", err)
+		}
+		home = filepath.Join(uh, ".codex")
+	}
+	return home, nil
 }
 
 // projectRoot walks up from dir to the nearest directory holding .git.
@@ -153,232 +307,7 @@ func readExisting(path string) ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("install: %w", err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return b, nil
-}
-
-// planMCPJSON computes the new .mcp.json.
-func planMCPJSON(path, command string) (InstalledFile, error) {
-	f := InstalledFile{Path: path, Action: ActionCreated}
-	old, err := readExisting(path)
-	if err != nil {
-		return f, err
-	}
-	doc := map[string]any{}
-	if old != nil {
-		f.Action = ActionUpdated
-		if len(bytes.TrimSpace(old)) > 0 {
-			dec := json.NewDecoder(bytes.NewReader(old))
-			dec.UseNumber()
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				return f, fmt.Errorf("install: %s is not valid JSON (%v); fix or remove it, it was left untouched", path, err)
-			}
-			if dec.More() {
-				return f, fmt.Errorf("install: %s has data after its JSON object; fix it, it was left untouched", path)
-			}
-			m, ok := v.(map[string]any)
-			if !ok {
-				return f, fmt.Errorf("install: %s is not a JSON object; fix it, it was left untouched", path)
-			}
-			doc = m
-		}
-	}
-	servers := map[string]any{}
-	if v, ok := doc["mcpServers"]; ok && v != nil {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return f, fmt.Errorf("install: %s: mcpServers is not an object; fix it, it was left untouched", path)
-		}
-		servers = m
-	}
-	entry := map[string]any{}
-	if v, ok := servers[ServerName]; ok && v != nil {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return f, fmt.Errorf("install: %s: mcpServers.%s is not an object; fix it, it was left untouched", path, ServerName)
-		}
-		entry = m
-	}
-	want := map[string]any{"command": command, "args": []any{"mcp"}}
-	same := true
-	for k, v := range want {
-		if !reflect.DeepEqual(entry[k], v) {
-			same = false
-		}
-		entry[k] = v
-	}
-	servers[ServerName] = entry
-	doc["mcpServers"] = servers
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return f, fmt.Errorf("install: encoding %s: %w", path, err)
-	}
-	f.Content = buf.String()
-	if old != nil && same {
-		f.Action = ActionUnchanged
-		f.Content = string(old)
-	}
-	return f, nil
-}
-
-// codexTable is the TOML table Install manages in Codex's config.
-const codexTable = "[mcp_servers." + ServerName + "]"
-
-// planCodexTOML computes the new Codex config.toml. TOML is edited as
-// text (no TOML library): the [mcp_servers.stratum] table's command and args
-// lines are set, other lines and tables are kept byte for byte.
-func planCodexTOML(path, command string) (InstalledFile, error) {
-	f := InstalledFile{Path: path, Action: ActionCreated}
-	old, err := readExisting(path)
-	if err != nil {
-		return f, err
-	}
-	cmdLine := "command = " + tomlString(command)
-	argsLine := `args = ["mcp"]`
-	if old == nil {
-		f.Content = codexTable + "\n" + cmdLine + "\n" + argsLine + "\n"
-		return f, nil
-	}
-	f.Action = ActionUpdated
-	if !utf8.Valid(old) {
-		return f, fmt.Errorf("install: %s is not valid UTF-8; fix it, it was left untouched", path)
-	}
-	text := strings.ReplaceAll(string(old), "\r\n", "\n")
-	lines := strings.Split(text, "\n")
-	start, end := -1, len(lines)
-	inServers := false
-	for i, l := range lines {
-		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, "[") {
-			header := tableHeader(t)
-			if header == "" {
-				return f, fmt.Errorf("install: %s:%d: malformed table header %q; fix it, it was left untouched", path, i+1, t)
-			}
-			if start >= 0 && end == len(lines) {
-				end = i
-			}
-			inServers = header == "mcp_servers"
-			if header == "mcp_servers."+ServerName || header == `mcp_servers."`+ServerName+`"` {
-				if start >= 0 {
-					return f, fmt.Errorf("install: %s: %s appears twice; fix it, it was left untouched", path, codexTable)
-				}
-				start, end = i, len(lines)
-			}
-			continue
-		}
-		key, _, isKV := strings.Cut(t, "=")
-		key = strings.TrimSpace(key)
-		if isKV && (strings.HasPrefix(key, "mcp_servers."+ServerName) || (inServers && (key == ServerName || strings.HasPrefix(key, ServerName+".")))) {
-			return f, fmt.Errorf("install: %s:%d: the %s server is configured with dotted keys or an inline table; edit it by hand (see the README), the file was left untouched", path, i+1, ServerName)
-		}
-	}
-	if start < 0 {
-		sep := "\n"
-		if strings.HasSuffix(text, "\n") || text == "" {
-			sep = ""
-		}
-		if text != "" {
-			sep += "\n"
-		}
-		f.Content = text + sep + codexTable + "\n" + cmdLine + "\n" + argsLine + "\n"
-		return f, nil
-	}
-	// Replace (or add) command and args inside the existing table.
-	out := append([]string{}, lines[:start+1]...)
-	var haveCmd, haveArgs bool
-	body := lines[start+1 : end]
-	for _, l := range body {
-		key, _, isKV := strings.Cut(strings.TrimSpace(l), "=")
-		switch strings.TrimSpace(key) {
-		case "command":
-			if isKV && !haveCmd {
-				out = append(out, cmdLine)
-				haveCmd = true
-				continue
-			}
-		case "args":
-			if isKV && !haveArgs {
-				if !strings.Contains(l, "]") {
-					return f, fmt.Errorf("install: %s: a multi-line args array in %s; edit it by hand, the file was left untouched", path, codexTable)
-				}
-				out = append(out, argsLine)
-				haveArgs = true
-				continue
-			}
-		}
-		out = append(out, l)
-	}
-	var add []string
-	if !haveCmd {
-		add = append(add, cmdLine)
-	}
-	if !haveArgs {
-		add = append(add, argsLine)
-	}
-	// Missing keys go after the table's last non-blank line.
-	at := len(out)
-	for at > start+1 && strings.TrimSpace(out[at-1]) == "" {
-		at--
-	}
-	out = append(out[:at], append(add, out[at:]...)...)
-	out = append(out, lines[end:]...)
-	f.Content = strings.Join(out, "\n")
-	if f.Content == text {
-		f.Action = ActionUnchanged
-		f.Content = string(old)
-	}
-	return f, nil
-}
-
-// tableHeader returns the name inside a [table] or [[array]] header line
-// (comments allowed after it), or "" when the line is malformed.
-func tableHeader(t string) string {
-	if i := strings.Index(t, "#"); i >= 0 {
-		t = strings.TrimSpace(t[:i])
-	}
-	open, close := "[", "]"
-	if strings.HasPrefix(t, "[[") {
-		open, close = "[[", "]]"
-	}
-	if !strings.HasSuffix(t, close) || len(t) <= len(open)+len(close) {
-		return ""
-	}
-	name := strings.TrimSpace(t[len(open) : len(t)-len(close)])
-	if name == "" || strings.ContainsAny(name, "[]") {
-		return ""
-	}
-	var parts []string
-	for _, p := range strings.Split(name, ".") {
-		parts = append(parts, strings.TrimSpace(p))
-	}
-	return strings.Join(parts, ".")
-}
-
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -90,7 +90,8 @@ func TestInstallMCPJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.ProjectRoot != root || len(rep.Files) != 1 || rep.Files[0].Path != path || rep.Files[0].Action != c.action {
+			// .mcp.json, CLAUDE.md, then the skills.
+			if rep.ProjectRoot != root || len(rep.Files) != 2+len(Skills()) || rep.Files[0].Path != path || rep.Files[0].Action != c.action {
 				t.Fatalf("report %+v", rep)
 			}
 			got := readFile(t, path)
@@ -175,7 +176,8 @@ func TestInstallCodexTOML(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rep.Files) != 2 || rep.Files[1].Path != path || rep.Files[1].Action != c.action {
+			// .mcp.json, config.toml, CLAUDE.md, AGENTS.md, then the skills.
+			if len(rep.Files) != 4+len(Skills()) || rep.Files[1].Path != path || rep.Files[1].Action != c.action {
 				t.Fatalf("report %+v", rep)
 			}
 			got := readFile(t, path)
@@ -202,7 +204,7 @@ func TestInstallDryRunAndDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.DryRun || len(rep.Files) != 2 || rep.Files[0].Action != ActionCreated || !strings.Contains(rep.Files[0].Content, `"mcp"`) {
+	if !rep.DryRun || len(rep.Files) != 4+len(Skills()) || rep.Files[0].Action != ActionCreated || !strings.Contains(rep.Files[0].Content, `"mcp"`) {
 		t.Fatalf("report %+v", rep)
 	}
 	if rep.Files[1].Path != filepath.Join(codex, "config.toml") {

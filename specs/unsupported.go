@@ -1,0 +1,63 @@
+package specs
+
+import (
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Constructs of the original's newer releases that this stratum does not
+// implement. A spec that uses one is reported with CodeUnsupported and a
+// message naming the construct as a version gap, instead of the generic
+// unknown-field, step-mode or "function not allowed" diagnostics a typo
+// would get: the spec is fine for a newer stratum-mcp, not for this one.
+//
+// They are, from the original's stratum-mcp/src/stratum_mcp/spec.py:
+//
+//   - judge: on a step (STRAT-JUDGE): a tiered-judge step, the fourth step
+//     mode besides function, intent and flow;
+//   - type: pipeline with stages: (STRAT-WORKFLOW-PIPELINE): a chain of
+//     agent stages over a task list;
+//   - the ensure builtins vocabulary_compliance (STRAT-VOCAB) and
+//     plan_completion;
+//
+// and, from the original's TypeScript rewrite (ts/src/ir/schema.ts), specs
+// with version: 1 (an integer), a different IR altogether.
+type newerConstruct struct {
+	what string // the construct, as named in the message
+	hint string // the suggestion
+}
+
+const notSupported = "%s not supported by this version of stratum"
+
+var (
+	// newerStepFields are step keys of newer releases, by key.
+	newerStepFields = map[string]newerConstruct{
+		"judge": {what: "'judge' steps are",
+			hint: "judge steps come from a newer stratum-mcp release (STRAT-JUDGE); check the predicates with ensure expressions on an inline step, or run this spec with stratum-mcp."},
+		"stages": {what: "'pipeline' steps (stages) are",
+			hint: "pipeline steps come from a newer stratum-mcp release (STRAT-WORKFLOW-PIPELINE); use one parallel_dispatch step per stage, or run this spec with stratum-mcp."},
+	}
+	// newerStepTypes are step types of newer releases.
+	newerStepTypes = map[string]newerConstruct{
+		"pipeline": newerStepFields["stages"],
+	}
+	// newerBuiltins are expression builtins of newer releases.
+	newerBuiltins = map[string]newerConstruct{
+		"vocabulary_compliance": {what: "'vocabulary_compliance' is",
+			hint: "vocabulary_compliance is an ensure builtin of a newer stratum-mcp release (STRAT-VOCAB); check the vocabulary in a compute step (a run: command) instead, or run this spec with stratum-mcp."},
+		"plan_completion": {what: "'plan_completion' is",
+			hint: "plan_completion is an ensure builtin of a newer stratum-mcp release; compare the plan with the changed files in a compute step instead, or run this spec with stratum-mcp."},
+	}
+	// newerVersion is the TypeScript rewrite's integer version.
+	newerVersion = newerConstruct{what: "'version: 1' specs (the format of stratum's TypeScript rewrite) are",
+		hint: fmt.Sprintf("This stratum reads the stratum-mcp IR: version \"%s\", \"%s\" or \"%s\".", Version01, Version02, Version03)}
+)
+
+// message is the diagnostic message of a newer construct.
+func (n newerConstruct) message() string { return fmt.Sprintf(notSupported, n.what) }
+
+// unsupported reports a newer construct at node n.
+func (c *checker) unsupported(n newerConstruct, at *yaml.Node, path string) {
+	c.add(CodeUnsupported, at, path, n.message(), n.hint)
+}
