@@ -183,6 +183,7 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Outcom
 		if step.PreMergeVerify != nil {
 			d.PreMergeVerify = step.PreMergeVerify
 		}
+		d.ReviseFeedback = reviseFeedback(st, step)
 		return d, nil
 	}
 	inputs, err := resolveInputs(st, step)
@@ -215,7 +216,29 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Outcom
 	default: // decompose
 		d.Intent = StepIntent(step)
 	}
+	d.ReviseFeedback = reviseFeedback(st, step)
 	return d, nil
+}
+
+// reviseFeedback is the decision that sent the flow back to step: the
+// revise gate record of the previous round, while step is the round's
+// start (the on_revise target) and has not completed in this round yet.
+func reviseFeedback(st *FlowState, step *specs.Step) *ReviseFeedback {
+	if st.Round == 0 || st.RoundStartStepID == nil || *st.RoundStartStepID != step.ID || len(st.Rounds) == 0 {
+		return nil
+	}
+	for _, r := range st.Records {
+		if r.Type == RecordStep && r.StepID == step.ID {
+			return nil
+		}
+	}
+	prev := st.Rounds[len(st.Rounds)-1]
+	for i := len(prev) - 1; i >= 0; i-- {
+		if r := prev[i]; r.Type == RecordGate && r.Outcome == string(review.Revise) {
+			return &ReviseFeedback{Gate: r.StepID, Round: r.Round, Rationale: r.Rationale, Reviewer: r.Reviewer, Channel: r.Channel}
+		}
+	}
+	return nil
 }
 
 // dispatchGate builds await_gate and opens (or keeps) the persisted pending

@@ -42,6 +42,15 @@ type StepRequest struct {
 	Budget BudgetView
 }
 
+// Feedback is the revise decision this attempt redoes the step for (nil
+// when none): executors put it in front of whoever does the work.
+func (r StepRequest) Feedback() *ReviseFeedback {
+	if r.Dispatch == nil {
+		return nil
+	}
+	return r.Dispatch.ReviseFeedback
+}
+
 // BudgetView is the remaining budget envelope of one call. Zero values mean
 // "no limit" except USD, where nil means no limit (0 is a valid limit).
 type BudgetView struct {

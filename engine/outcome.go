@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/stratum-go/stratum/review"
@@ -141,6 +142,37 @@ type StepDispatch struct {
 	Mode             string // function steps: the function's mode
 	Intent           string
 	Model            string // inline steps ("" = null)
+	// ReviseFeedback is the decision that sent the flow back to this step
+	// (nil when none did).
+	ReviseFeedback *ReviseFeedback
+}
+
+// ReviseFeedback is the revise decision a step is redone for: set on the
+// dispatches of a revise's on_revise target until it completes in the new
+// round, so whoever redoes the work sees why it came back.
+type ReviseFeedback struct {
+	Gate      string `json:"gate"`
+	Round     int    `json:"round"` // the round the decision closed
+	Rationale string `json:"rationale"`
+	Reviewer  string `json:"reviewer"`
+	Channel   string `json:"channel"`
+}
+
+// Prompt is the feedback as a section of a prompt.
+func (f *ReviseFeedback) Prompt() string {
+	by := f.Reviewer
+	if by == "" {
+		by = "a reviewer"
+	}
+	if f.Channel != "" {
+		by += " via " + f.Channel
+	}
+	rationale := f.Rationale
+	if rationale == "" {
+		rationale = "(no rationale given)"
+	}
+	return "The reviewer sent this back (gate " + f.Gate + ", round " + strconv.Itoa(f.Round) + ", " + by + "): " + rationale +
+		"\nAddress this feedback in this attempt."
 }
 
 // Attempt is the 1-based attempt number this dispatch asks for, given the
@@ -176,6 +208,7 @@ type ParallelDispatch struct {
 	Ensure           []string
 	RetriesRemaining int
 	PreMergeVerify   any // nil = absent
+	ReviseFeedback   *ReviseFeedback
 }
 
 // WireStatus implements Outcome.

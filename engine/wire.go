@@ -95,6 +95,9 @@ func (d *StepDispatch) wire() Response {
 	default: // decompose
 		r["intent"] = d.Intent
 	}
+	if d.ReviseFeedback != nil {
+		r["revise_feedback"] = d.ReviseFeedback
+	}
 	return d.apply(r)
 }
 
@@ -118,6 +121,9 @@ func (d *ParallelDispatch) wire() Response {
 	}
 	if d.PreMergeVerify != nil {
 		r["pre_merge_verify"] = d.PreMergeVerify
+	}
+	if d.ReviseFeedback != nil {
+		r["revise_feedback"] = d.ReviseFeedback
 	}
 	return d.apply(r)
 }

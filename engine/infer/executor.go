@@ -109,7 +109,11 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 		return engine.StepOutcome{}, fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, step.ID)
 	}
 
-	prompt, err := Compile(engine.StepIntent(step), nil, Bindings(req.Spec, req.Flow, step, req.Inputs), req.Violations)
+	var extra []string
+	if f := req.Feedback(); f != nil {
+		extra = append(extra, f.Prompt())
+	}
+	prompt, err := Compile(engine.StepIntent(step), extra, Bindings(req.Spec, req.Flow, step, req.Inputs), req.Violations)
 	if err != nil {
 		var ce *CompileError
 		if errors.As(err, &ce) {

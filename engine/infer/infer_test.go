@@ -522,3 +522,20 @@ func TestNewExecutorSetup(t *testing.T) {
 		t.Fatalf("config default_model: %s", got)
 	}
 }
+
+// A step redone after a revise is prompted with the reviewer's feedback, as
+// a section of its own after the intent.
+func TestPromptCarriesReviseFeedback(t *testing.T) {
+	sp := parse(t, classifySpec)
+	fp := &fakeProvider{answers: []fakeAnswer{{content: `{"label":"positive","confidence":0.9}`}}}
+	req := request(sp, 1, nil)
+	req.Dispatch = &engine.StepDispatch{StepID: "s1", ReviseFeedback: &engine.ReviseFeedback{Gate: "review", Round: 0,
+		Rationale: "neutral texts are labelled positive", Reviewer: "ann", Channel: "tui"}}
+	if _, err := New(&fakeModels{p: fp}).Execute(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := "Classify the sentiment of the text\nThe reviewer sent this back (gate review, round 0, ann via tui): neutral texts are labelled positive\nAddress this feedback in this attempt.\nInputs:\n  text: I love it"
+	if got := fp.reqs[0].Prompt; !strings.HasPrefix(got, want) {
+		t.Fatalf("prompt:\n%s", got)
+	}
+}

@@ -121,6 +121,9 @@ func AgentPrompt(req engine.StepRequest) string {
 		in, _ := json.MarshalIndent(req.Inputs, "", "  ")
 		b.WriteString("\nInputs:\n```json\n" + string(in) + "\n```\n")
 	}
+	if f := req.Feedback(); f != nil {
+		b.WriteString("\n" + f.Prompt() + "\n")
+	}
 	if len(req.Violations) > 0 {
 		b.WriteString("\nPrevious attempt failed:\n")
 		for _, v := range req.Violations {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
 )
 
@@ -101,5 +102,27 @@ func TestAgentsOverDefaults(t *testing.T) {
 	}
 	if strings.Join(DefaultAgents["claude"].Argv, " ") != "claude -p --output-format text" {
 		t.Fatal("Agents modified the defaults")
+	}
+}
+
+func TestAgentPromptCarriesReviseFeedback(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - {id: impl, agent: claude, intent: "Implement it"}
+`)
+	step := sp.Flows["main"].Step("impl")
+	req := engine.StepRequest{Spec: sp, Flow: sp.Flows["main"], Step: step, Dispatch: &engine.StepDispatch{StepID: "impl",
+		ReviseFeedback: &engine.ReviseFeedback{Gate: "review", Round: 1, Rationale: "the flag is undocumented", Reviewer: "ann", Channel: "tui"}}}
+	p := AgentPrompt(req)
+	if !strings.Contains(p, "The reviewer sent this back (gate review, round 1, ann via tui): the flag is undocumented") {
+		t.Fatalf("prompt lacks the feedback:\n%s", p)
+	}
+	req.Dispatch.ReviseFeedback = nil
+	if strings.Contains(AgentPrompt(req), "sent this back") {
+		t.Fatal("feedback section without feedback")
 	}
 }

@@ -135,6 +135,10 @@ func (c *CommandExecutor) environment(command *specs.Command, req engine.StepReq
 		b, _ := json.Marshal(req.Violations)
 		env = append(env, "STRATUM_VIOLATIONS="+string(b))
 	}
+	if f := req.Feedback(); f != nil {
+		b, _ := json.Marshal(f)
+		env = append(env, "STRATUM_REVISE_FEEDBACK="+string(b))
+	}
 	return env
 }
 

@@ -124,7 +124,7 @@ flows:
     steps:
       - id: work
         intent: "work"
-        run: "` + `echo x >> work.count; echo '{\"ok\": true}'"
+        run: "` + `echo x >> work.count; printf '%s\\n' \"$STRATUM_REVISE_FEEDBACK\" >> feedback.log; echo '{\"ok\": true}'"
         output_contract: Out
       - id: review
         function: approval
@@ -255,6 +255,16 @@ func TestGateSinks(t *testing.T) {
 		}
 		if e.count("work.count") != 2 {
 			t.Fatalf("work ran %d times", e.count("work.count"))
+		}
+		// The revise reached the worker: the rerun saw the decision.
+		fb, _ := os.ReadFile(filepath.Join(e.dir, "feedback.log"))
+		lines := strings.Split(strings.TrimRight(string(fb), "\n"), "\n")
+		if len(lines) != 2 || lines[0] != "" {
+			t.Fatalf("feedback.log:\n%s", fb)
+		}
+		var got engine.ReviseFeedback
+		if err := json.Unmarshal([]byte(lines[1]), &got); err != nil || got != (engine.ReviseFeedback{Gate: "review", Round: 0, Rationale: "needs work", Reviewer: got.Reviewer, Channel: "console"}) {
+			t.Fatalf("STRATUM_REVISE_FEEDBACK %q: %+v %v", lines[1], got, err)
 		}
 		if !strings.Contains(shown.String(), "please answer one of") || !strings.Contains(shown.String(), `work: {"ok":true}`) {
 			t.Fatalf("console output:\n%s", shown.String())
