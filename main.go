@@ -427,7 +427,7 @@ func openServiceNoSweep() (*engine.Service, *store.Store, error) {
 		return nil, nil, &exitError{code: exitFailure, err: err}
 	}
 	svc := &engine.Service{Root: "."}
-	st, err := store.Open(path, store.Options{Summarize: svc.Summarize})
+	st, err := store.Open(path, store.Options{})
 	if err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
 	}

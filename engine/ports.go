@@ -32,10 +32,17 @@ type Store interface {
 type Tx interface {
 	// Get returns the flow, or an error wrapping ErrNotFound.
 	Get(flowID string) (*FlowState, error)
-	// Put creates or replaces a flow. It sets UpdatedAt (and CreatedAt when
-	// zero) from the store's clock, increments Version, and maintains the
-	// pending-gate index from st.Status and st.Gate.
-	Put(st *FlowState) error
+	// Put creates or replaces a flow together with its list summary, which
+	// the caller computes (the Service uses Summarize); sum.FlowID and
+	// sum.Status must be st's, else Put fails. Put stamps st: UpdatedAt from
+	// the store's clock, CreatedAt when zero (a replacement keeps the stored
+	// one), Version one past the larger of st's and the stored one (once per
+	// transaction). The store owns exactly these three fields of the
+	// summary: it stores the summary with st's stamps in them and every
+	// other field exactly as given. The listing and pending-gate indexes
+	// follow the stored summary (PendingGates: status awaiting_gate and Gate
+	// set).
+	Put(st *FlowState, sum FlowSummary) error
 	// Delete removes a flow and its events.
 	Delete(flowID string) error
 	// List returns summaries of flows matching the filter, newest first.
@@ -55,7 +62,8 @@ type ListFilter struct {
 	Limit  int
 }
 
-// FlowSummary is what lists show without decoding whole states.
+// FlowSummary is what lists show without decoding whole states. Summarize
+// computes it; Store.Put persists it next to the state.
 type FlowSummary struct {
 	FlowID       string       `json:"flow_id"`
 	FlowName     string       `json:"flow_name"`

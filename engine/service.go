@@ -158,11 +158,11 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 }
 
 // update runs fn in one Store.Update and commits its Result: fn returns the
-// state to write (nil for none) and the result, or an error that aborts the
-// transaction. A panic in fn is the internal_error envelope and writes
-// nothing. The answer is the result's outcome, or its *Error; a store
-// failure is returned as is.
-func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*FlowState, Result, error)) (Outcome, error) {
+// state to write (nil for none), the spec the transition ran on (nil when
+// none) and the result, or an error that aborts the transaction. A panic in
+// fn is the internal_error envelope and writes nothing. The answer is the
+// result's outcome, or its *Error; a store failure is returned as is.
+func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error)) (Outcome, error) {
 	var res Result
 	err := s.Store.Update(ctx, func(tx Tx) (err error) {
 		res = Result{}
@@ -172,7 +172,7 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*Fl
 				err = errNoWrite
 			}
 		}()
-		st, r, err := fn(tx, s.now())
+		st, sp, r, err := fn(tx, s.now())
 		if err != nil {
 			if e := AsError(err); e != nil {
 				res = refused(e)
@@ -184,7 +184,7 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*Fl
 		if res.Unchanged {
 			return errNoWrite
 		}
-		return commitResult(tx, st, res)
+		return s.commitResult(tx, st, sp, res)
 	})
 	if err != nil && !errors.Is(err, errNoWrite) {
 		return nil, err
@@ -204,25 +204,25 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, Result, error) {
+	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error) {
 		st, err := tx.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
-			return nil, Result{}, flowNotFound(flowID)
+			return nil, nil, Result{}, flowNotFound(flowID)
 		}
 		if err != nil {
-			return nil, Result{}, err
+			return nil, nil, Result{}, err
 		}
 		if checkLease != nil {
 			if e := leaseRefusal(st, now, checkLease.Actor); e != nil {
-				return nil, Result{}, e
+				return nil, nil, Result{}, e
 			}
 		}
 		env, bad := s.env(st, tx, now)
 		if bad != nil {
-			return nil, Result{}, bad
+			return nil, nil, Result{}, bad
 		}
 		res, err := fn(st, env)
-		return st, res, err
+		return st, env.Spec, res, err
 	})
 }
 
@@ -233,10 +233,11 @@ func (s *Service) notify(events []Event) {
 }
 
 // commitResult writes a transition's effects: other flows, deletions, the
-// flow itself, then the events.
-func commitResult(tx Tx, st *FlowState, res Result) error {
+// flow itself (each with its summary; sp is the spec the transition ran
+// on), then the events.
+func (s *Service) commitResult(tx Tx, st *FlowState, sp *specs.Spec, res Result) error {
 	for _, p := range res.Put {
-		if err := tx.Put(p); err != nil {
+		if err := s.put(tx, p, sp); err != nil {
 			return err
 		}
 	}
@@ -246,7 +247,7 @@ func commitResult(tx Tx, st *FlowState, res Result) error {
 		}
 	}
 	if st != nil {
-		if err := tx.Put(st); err != nil {
+		if err := s.put(tx, st, sp); err != nil {
 			return err
 		}
 	}
@@ -267,13 +268,13 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, Result, error) {
+	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error) {
 		env := Env{Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: tx}
 		st, res, err := Plan(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true
 		}
-		return st, res, err
+		return st, sp, res, err
 	})
 }
 
@@ -453,28 +454,40 @@ func (s *Service) PendingGates(ctx context.Context) ([]FlowSummary, error) {
 	return out, err
 }
 
-// ErrLeaseHeld is returned by Claim when another live lease owns the flow.
+// ErrLeaseHeld is returned by Claim and TakeOver when another live lease
+// owns the flow.
 var ErrLeaseHeld = errors.New("flow is owned by another live lease")
 
 // Claim takes (or renews) the runner lease of a flow: it succeeds when the
 // flow has no live lease or the live lease has the same id. The flow's driver
 // becomes "runner".
 func (s *Service) Claim(ctx context.Context, flowID string, l Lease) error {
+	return s.claim(ctx, flowID, l, "")
+}
+
+// TakeOver is Claim that may also replace the live lease deadID, whose
+// holder the caller knows to be dead (a runner killed with -9 on this
+// host); any other live lease still refuses with ErrLeaseHeld.
+func (s *Service) TakeOver(ctx context.Context, flowID, deadID string, l Lease) error {
+	return s.claim(ctx, flowID, l, deadID)
+}
+
+func (s *Service) claim(ctx context.Context, flowID string, l Lease, deadID string) error {
 	return s.Store.Update(ctx, func(tx Tx) error {
 		st, err := tx.Get(flowID)
 		if err != nil {
 			return err
 		}
 		now := s.now()
-		if st.Owner != nil && st.Owner.ExpiresAt.After(now) && st.Owner.ID != l.ID {
-			return fmt.Errorf("flow %s: %w (lease %s until %s)", flowID, ErrLeaseHeld, st.Owner.ID, st.Owner.ExpiresAt.UTC().Format(time.RFC3339))
+		if o := st.Owner; o != nil && o.ExpiresAt.After(now) && o.ID != l.ID && (deadID == "" || o.ID != deadID) {
+			return fmt.Errorf("flow %s: %w (lease %s until %s)", flowID, ErrLeaseHeld, o.ID, o.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 		if l.Heartbeat.IsZero() {
 			l.Heartbeat = now
 		}
 		st.Owner = &l
 		st.Driver = DriverRunner
-		return tx.Put(st)
+		return s.put(tx, st, nil)
 	})
 }
 
@@ -489,6 +502,6 @@ func (s *Service) Release(ctx context.Context, flowID, leaseID string) error {
 			return nil
 		}
 		st.Owner = nil
-		return tx.Put(st)
+		return s.put(tx, st, nil)
 	})
 }

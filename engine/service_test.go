@@ -191,7 +191,8 @@ func TestServiceErrors(t *testing.T) {
 	}
 	// A stored flow whose spec no longer parses: execution_error, no panic.
 	if err := store.Update(ctx, func(tx engine.Tx) error {
-		return tx.Put(&engine.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: engine.StatusRunning})
+		st := &engine.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: engine.StatusRunning}
+		return tx.Put(st, engine.Summarize(st, nil))
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func Example() {
 	err = s.Update(ctx, func(tx engine.Tx) error {
 		st := &engine.FlowState{FlowID: "f1", FlowName: "review", Status: engine.StatusAwaitingGate,
 			Gate: &engine.PendingGate{StepID: "approve"}}
-		if err := tx.Put(st); err != nil {
+		if err := tx.Put(st, engine.Summarize(st, nil)); err != nil {
 			return err
 		}
 		return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventGateOpened, StepID: "approve"})

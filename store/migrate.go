@@ -219,10 +219,11 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 	return f.Close()
 }
 
-// rebuildIndexes recomputes every summary and the idx_created, idx_status
-// and idx_gates buckets from the flow states, leaving the states untouched.
-// Migrations that change summaries or their encoding end with it.
-func (s *Store) rebuildIndexes(btx *bolt.Tx) error {
+// rebuildIndexes recomputes every summary with summarize (the stamps
+// CreatedAt, UpdatedAt and Version are the state's, as Put stores them) and
+// the idx_created, idx_status and idx_gates buckets from the flow states,
+// leaving the states untouched.
+func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) engine.FlowSummary) error {
 	for _, name := range [][]byte{bucketSummaries, bucketByCreated, bucketByStatus, bucketGates} {
 		if btx.Bucket(name) != nil {
 			if err := btx.DeleteBucket(name); err != nil {
@@ -244,7 +245,11 @@ func (s *Store) rebuildIndexes(btx *bolt.Tx) error {
 		if err := json.Unmarshal(v, &st); err != nil {
 			return corruptError(s.path, "cannot decode flow "+string(k), err)
 		}
-		sum := s.summarize(&st)
+		sum := summarize(&st)
+		if sum.FlowID != st.FlowID || sum.Status != st.Status {
+			return fmt.Errorf("summary of flow %q names flow %q, status %q", k, sum.FlowID, sum.Status)
+		}
+		sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
 		enc, err := encodeSummary(&sum)
 		if err != nil {
 			return err

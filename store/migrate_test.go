@@ -47,10 +47,10 @@ func seedV1(t *testing.T, path string) {
 	gate := storetest.NewState("g", engine.StatusAwaitingGate)
 	gate.Gate = &engine.PendingGate{StepID: "review"}
 	if err := s.Update(bg, func(tx engine.Tx) error {
-		if err := tx.Put(storetest.NewState("a", engine.StatusRunning)); err != nil {
+		if err := storetest.Put(tx, storetest.NewState("a", engine.StatusRunning)); err != nil {
 			return err
 		}
-		if err := tx.Put(gate); err != nil {
+		if err := storetest.Put(tx, gate); err != nil {
 			return err
 		}
 		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowCreated})
@@ -90,7 +90,7 @@ var testV3 = schema{version: 3, steps: []migration{
 				return err
 			}
 		}
-		return s.rebuildIndexes(btx)
+		return s.rebuildIndexes(btx, summarizeNoSpec)
 	}},
 }}
 
@@ -270,13 +270,13 @@ func writeFixtureV1(t *testing.T, path string) {
 	deadline := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	steps := []func(tx engine.Tx) error{
 		func(tx engine.Tx) error {
-			return errors.Join(tx.Put(storetest.NewState("running", engine.StatusRunning)),
+			return errors.Join(storetest.Put(tx, storetest.NewState("running", engine.StatusRunning)),
 				tx.Append(engine.Event{FlowID: "running", Type: engine.EventFlowCreated}))
 		},
 		func(tx engine.Tx) error {
 			st := storetest.NewState("child", engine.StatusRunning)
 			st.ParentFlowID = &parent
-			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventFlowCreated}))
+			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventFlowCreated}))
 		},
 		func(tx engine.Tx) error {
 			st, err := tx.Get("child")
@@ -284,17 +284,17 @@ func writeFixtureV1(t *testing.T, path string) {
 				return err
 			}
 			st.CurrentIdx++
-			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventStepDone, StepID: "s1"}))
+			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventStepDone, StepID: "s1"}))
 		},
 		func(tx engine.Tx) error {
 			st := storetest.NewState("gated", engine.StatusAwaitingGate)
 			st.Gate = &engine.PendingGate{StepID: "review", DispatchedAt: deadline.Add(-time.Hour), Deadline: &deadline,
 				OnTimeout: "kill", Approver: "human"}
-			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "gated", Type: engine.EventGateOpened}),
+			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "gated", Type: engine.EventGateOpened}),
 				tx.CachePut("sha256:abc", []byte(`{"answer":42}`)))
 		},
 		func(tx engine.Tx) error {
-			return errors.Join(tx.Put(storetest.NewState("done", engine.StatusComplete)),
+			return errors.Join(storetest.Put(tx, storetest.NewState("done", engine.StatusComplete)),
 				tx.Append(engine.Event{FlowID: "done", Type: engine.EventFlowFinished}))
 		},
 	}
@@ -352,7 +352,7 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	err = old.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("x", engine.StatusRunning)) })
+	err = old.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("x", engine.StatusRunning)) })
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process writing a migrated file: %v, want ErrNewerSchema", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/storetest"
 )
 
 // runHelpers starts one helper per flow (flows[i] for worker i) and waits
@@ -149,7 +150,7 @@ func TestProcessesGateDecisions(t *testing.T) {
 			st := realisticState(fmt.Sprintf("gate-%d", g))
 			st.Status = engine.StatusAwaitingGate
 			st.Gate = &engine.PendingGate{StepID: "review", DispatchedAt: time.Now()}
-			if err := tx.Put(st); err != nil {
+			if err := storetest.Put(tx, st); err != nil {
 				return err
 			}
 		}

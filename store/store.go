@@ -49,12 +49,6 @@ type Options struct {
 	// Now is the clock for FlowState.CreatedAt/UpdatedAt and Event.Time.
 	// Nil means time.Now.
 	Now func() time.Time
-	// Summarize, when set, refines the summary the store derives from a flow
-	// state on every Put (see Summarize) — for instance to fill
-	// CurrentStep/TotalSteps from the parsed spec, which the store cannot
-	// see. It receives the default summary and may change any field except
-	// FlowID, Status, CreatedAt, UpdatedAt and Gate, which the indexes are built from.
-	Summarize func(st *engine.FlowState, sum *engine.FlowSummary)
 	// FileMode is the permission of a newly created store file; zero means 0600.
 	FileMode os.FileMode
 }

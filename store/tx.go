@@ -100,14 +100,16 @@ func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, 
 	return sum, nil
 }
 
-// Put creates or replaces the flow. It sets st.UpdatedAt to the store's
-// clock, st.CreatedAt when zero (keeping the stored one when replacing), and
-// st.Version to one more than the larger of st.Version and the stored
-// version, so versions only grow; a flow Put twice in one transaction gets
-// one increment. These fields are set on st itself. The
-// summary and the indexes (newest-first, by status, pending gates) are
-// updated in the same transaction.
-func (t *tx) Put(st *engine.FlowState) error {
+// Put creates or replaces the flow with its summary. It sets st.UpdatedAt
+// to the store's clock, st.CreatedAt when zero (keeping the stored one when
+// replacing), and st.Version to one more than the larger of st.Version and
+// the stored version, so versions only grow; a flow Put twice in one
+// transaction gets one increment. These fields are set on st itself and
+// copied into the stored summary, which is otherwise stored as given (its
+// FlowID and Status must be st's). The summary and the indexes
+// (newest-first, by status, pending gates) are updated in the same
+// transaction.
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if st == nil {
 		return fmt.Errorf("store: %w: nil flow state", ErrInvalid)
 	}
@@ -116,6 +118,10 @@ func (t *tx) Put(st *engine.FlowState) error {
 	}
 	if bytes.IndexByte([]byte(st.Status), 0) >= 0 {
 		return fmt.Errorf("store: %w: status contains a NUL byte", ErrInvalid)
+	}
+	if sum.FlowID != st.FlowID || sum.Status != st.Status {
+		return fmt.Errorf("store: %w: flow %q put with the summary of %q (status %q, the state's %q)",
+			ErrInvalid, st.FlowID, sum.FlowID, sum.Status, st.Status)
 	}
 	if t.done {
 		return ErrTxDone
@@ -136,8 +142,6 @@ func (t *tx) Put(st *engine.FlowState) error {
 		return err
 	}
 
-	// Stamp, encode and summarise outside the fault guard: a panic in the
-	// Summarize hook is a bug to surface, not a corrupt file.
 	prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
 	st.UpdatedAt = t.s.now()
 	if st.CreatedAt.IsZero() {
@@ -162,7 +166,7 @@ func (t *tx) Put(st *engine.FlowState) error {
 		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
 		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
 	}
-	sum := t.s.summarize(st)
+	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
 	sumData, err := encodeSummary(&sum)
 	if err != nil {
 		return fmt.Errorf("store: encode summary of flow %s: %w", st.FlowID, err)

@@ -109,7 +109,7 @@ func TestCrossProcessDecision(t *testing.T) {
 	c := newCLI(t)
 	c.gate() // creates the store
 	svc := &engine.Service{}
-	st, err := store.Open(filepath.Join(c.home, store.FileName), store.Options{Summarize: svc.Summarize})
+	st, err := store.Open(filepath.Join(c.home, store.FileName), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

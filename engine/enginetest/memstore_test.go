@@ -17,7 +17,7 @@ func TestMemStore(t *testing.T) {
 
 	put := func(st *engine.FlowState) {
 		t.Helper()
-		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st) }); err != nil {
+		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, engine.Summarize(st, nil)) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +41,7 @@ func TestMemStore(t *testing.T) {
 		if _, err := tx.Get("zz"); !errors.Is(err, engine.ErrNotFound) {
 			t.Errorf("missing flow: %v", err)
 		}
-		if err := tx.Put(again); err == nil {
+		if err := tx.Put(again, engine.Summarize(again, nil)); err == nil {
 			t.Error("Put inside View succeeded")
 		}
 		list, _ := tx.List(engine.ListFilter{})
@@ -58,7 +58,8 @@ func TestMemStore(t *testing.T) {
 	// A failing transaction writes nothing (flows, events, cache).
 	boom := errors.New("boom")
 	err := s.Update(ctx, func(tx engine.Tx) error {
-		_ = tx.Put(&engine.FlowState{FlowID: "c"})
+		c := &engine.FlowState{FlowID: "c"}
+		_ = tx.Put(c, engine.Summarize(c, nil))
 		_ = tx.Append(engine.Event{FlowID: "c", Type: engine.EventFlowCreated})
 		_ = tx.CachePut("k", []byte("v"))
 		return boom

@@ -282,19 +282,7 @@ func (r *Runner) claim(ctx context.Context, st *engine.FlowState) error {
 	}
 	// The owner died (kill -9): take its lease over, only if it is still
 	// the same lease.
-	return r.svc.Store.Update(ctx, func(tx engine.Tx) error {
-		cur, err := tx.Get(st.FlowID)
-		if err != nil {
-			return err
-		}
-		if cur.Owner != nil && cur.Owner.ID != o.ID && cur.Owner.ExpiresAt.After(r.now()) {
-			return fmt.Errorf("flow %s: %w", st.FlowID, engine.ErrLeaseHeld)
-		}
-		l := r.freshLease()
-		cur.Owner = &l
-		cur.Driver = engine.DriverRunner
-		return tx.Put(cur)
-	})
+	return r.svc.TakeOver(ctx, st.FlowID, o.ID, r.freshLease())
 }
 
 func (r *Runner) hold(flowID string) {

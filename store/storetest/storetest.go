@@ -82,9 +82,15 @@ func NewState(id string, status engine.FlowStatus) *engine.FlowState {
 	return st
 }
 
+// Put puts st with the summary the engine derives from it without a spec
+// (engine.Summarize(st, nil)), as a test that only cares about states does.
+func Put(tx engine.Tx, st *engine.FlowState) error {
+	return tx.Put(st, engine.Summarize(st, nil))
+}
+
 func put(t *testing.T, s engine.Store, st *engine.FlowState) {
 	t.Helper()
-	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st) }); err != nil {
+	if err := s.Update(ctx, func(tx engine.Tx) error { return Put(tx, st) }); err != nil {
 		t.Fatalf("Put %s: %v", st.FlowID, err)
 	}
 }
@@ -196,11 +202,11 @@ func testPutStamps(t *testing.T, s engine.Store) {
 		t.Fatalf("replacing with a fresh state changed CreatedAt: %v → %v", first.CreatedAt, after.CreatedAt)
 	}
 	// Invalid input is an error, never a panic.
-	err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(nil) })
+	err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(nil, engine.FlowSummary{}) })
 	if err == nil {
 		t.Fatal("Put(nil) succeeded")
 	}
-	err = s.Update(ctx, func(tx engine.Tx) error { return tx.Put(&engine.FlowState{}) })
+	err = s.Update(ctx, func(tx engine.Tx) error { return tx.Put(&engine.FlowState{}, engine.FlowSummary{}) })
 	if err == nil {
 		t.Fatal("Put of a state without FlowID succeeded")
 	}
@@ -227,7 +233,7 @@ func testUpdateErrorRollsBack(t *testing.T, s engine.Store) {
 	put(t, s, NewState("keep", engine.StatusRunning))
 	boom := errors.New("boom")
 	err := s.Update(ctx, func(tx engine.Tx) error {
-		if err := tx.Put(NewState("f1", engine.StatusRunning)); err != nil {
+		if err := Put(tx, NewState("f1", engine.StatusRunning)); err != nil {
 			return err
 		}
 		if err := tx.Delete("keep"); err != nil {
@@ -288,7 +294,7 @@ func testUpdatePanicRollsBack(t *testing.T, s engine.Store) {
 			}
 		}()
 		_ = s.Update(ctx, func(tx engine.Tx) error {
-			_ = tx.Put(NewState("f1", engine.StatusRunning))
+			_ = Put(tx, NewState("f1", engine.StatusRunning))
 			_ = tx.Delete("keep")
 			_ = tx.CachePut("k", []byte("v"))
 			panic("bug in a transition")
@@ -304,7 +310,7 @@ func testCanceledContext(t *testing.T, s engine.Store) {
 	ran := false
 	err := s.Update(c, func(tx engine.Tx) error {
 		ran = true
-		return tx.Put(NewState("f1", engine.StatusRunning))
+		return Put(tx, NewState("f1", engine.StatusRunning))
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Update with a canceled context: %v, want context.Canceled", err)
@@ -317,7 +323,7 @@ func testCanceledContext(t *testing.T, s engine.Store) {
 func testViewRejectsWrites(t *testing.T, s engine.Store) {
 	put(t, s, NewState("f1", engine.StatusRunning))
 	writes := map[string]func(tx engine.Tx) error{
-		"Put":      func(tx engine.Tx) error { return tx.Put(NewState("f2", engine.StatusRunning)) },
+		"Put":      func(tx engine.Tx) error { return Put(tx, NewState("f2", engine.StatusRunning)) },
 		"Delete":   func(tx engine.Tx) error { return tx.Delete("f1") },
 		"Append":   func(tx engine.Tx) error { return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventTrace}) },
 		"CachePut": func(tx engine.Tx) error { return tx.CachePut("k", []byte("v")) },
@@ -555,7 +561,7 @@ func testPendingGates(t *testing.T, s engine.Store) {
 			}
 			st.Status, st.Gate = engine.StatusRunning, nil
 			won = true
-			return tx.Put(st)
+			return Put(tx, st)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -716,7 +722,7 @@ func testConcurrentUpdates(t *testing.T, s engine.Store) {
 						return err
 					}
 					st.Attempts["n"]++
-					return tx.Put(st)
+					return Put(tx, st)
 				})
 				if err != nil {
 					errs <- err
