@@ -75,9 +75,12 @@ type FlowSummary struct {
 	Driver       string       `json:"driver,omitempty"`
 	ParentFlowID string       `json:"parent_flow_id,omitempty"`
 	Gate         *PendingGate `json:"gate,omitempty"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	Version      int64        `json:"version"`
+	// Owner is the runner's lease (nil when none), so listings can tell a
+	// flow driven by a live runner (ExpiresAt ahead) from an abandoned one.
+	Owner     *Lease    `json:"owner,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int64     `json:"version"`
 }
 
 // EventType names what happened.

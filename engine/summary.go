@@ -16,8 +16,8 @@ import "github.com/stratum-go/stratum/specs"
 //   - StepNumber is CurrentIdx+1 (1-based) while the flow is running or
 //     awaiting a gate, CurrentIdx once it has finished.
 //   - TotalSteps is the number of steps of flow.
-//   - FlowName, Status, Round, Driver, ParentFlowID and Gate are the
-//     state's (Gate copied).
+//   - FlowName, Status, Round, Driver, ParentFlowID, Gate and Owner (the
+//     runner's lease) are the state's, Gate and Owner copied.
 //   - CreatedAt, UpdatedAt and Version are the state's as they are now;
 //     Store.Put stamps the stored summary with the values it stamps into
 //     the state.
@@ -35,6 +35,10 @@ func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
 	}
 	if st.ParentFlowID != nil {
 		sum.ParentFlowID = *st.ParentFlowID
+	}
+	if st.Owner != nil {
+		l := *st.Owner
+		sum.Owner = &l
 	}
 	if flow != nil {
 		sum.TotalSteps = len(flow.Order)

@@ -97,8 +97,14 @@ func TestServiceStoresItsSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("claimed")
+	if sums, _ := s.List(ctx, engine.ListFilter{}); sums[0].Owner == nil || sums[0].Owner.ID != "run-1" || sums[0].Driver != engine.DriverRunner {
+		t.Fatalf("claimed flow lists owner %+v, driver %q", sums[0].Owner, sums[0].Driver)
+	}
 	if err := s.Release(ctx, "f1", "run-1"); err != nil {
 		t.Fatal(err)
 	}
 	check("released")
+	if sums, _ := s.List(ctx, engine.ListFilter{}); sums[0].Owner != nil {
+		t.Fatalf("released flow still lists owner %+v", sums[0].Owner)
+	}
 }

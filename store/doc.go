@@ -32,7 +32,7 @@
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "1"           ASCII decimal; gates migrations
+//	    schema_version  = "2"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/

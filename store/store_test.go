@@ -536,9 +536,11 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 			UpdatedAt: time.Date(2026, 1, 2, 0, 0, 0, 0, time.FixedZone("X", 3600)), Version: 1 << 40},
 		{FlowID: "g", Gate: &engine.PendingGate{StepID: "review", Round: 1, DispatchedAt: deadline.Add(-time.Hour)}},
 		{FlowID: "h", Gate: &engine.PendingGate{StepID: "r", Deadline: &deadline, OnTimeout: "kill", Approver: "human"}},
+		{FlowID: "o", Owner: &engine.Lease{ID: "run-1", PID: 4242, Host: "box", Heartbeat: deadline.Add(-time.Minute), ExpiresAt: deadline}},
+		{FlowID: "z", Owner: &engine.Lease{ID: "run-2"}},
 	}
 	for _, want := range cases {
-		b, err := encodeSummary(&want)
+		b, err := encodeSummary(&want, summaryCodecV2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -552,8 +554,13 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 			(got.Gate.Deadline != nil && !got.Gate.Deadline.Equal(*want.Gate.Deadline))) {
 			t.Fatalf("gate %+v, want %+v", got.Gate, want.Gate)
 		}
+		if (got.Owner == nil) != (want.Owner == nil) || got.Owner != nil && (got.Owner.ID != want.Owner.ID ||
+			got.Owner.PID != want.Owner.PID || got.Owner.Host != want.Owner.Host ||
+			!got.Owner.Heartbeat.Equal(want.Owner.Heartbeat) || !got.Owner.ExpiresAt.Equal(want.Owner.ExpiresAt)) {
+			t.Fatalf("owner %+v, want %+v", got.Owner, want.Owner)
+		}
 		g, w := *got, want
-		g.Gate, w.Gate = nil, nil
+		g.Gate, w.Gate, g.Owner, w.Owner = nil, nil, nil, nil
 		if !g.CreatedAt.Equal(w.CreatedAt) || !g.UpdatedAt.Equal(w.UpdatedAt) {
 			t.Fatalf("times %v %v, want %v %v", g.CreatedAt, g.UpdatedAt, w.CreatedAt, w.UpdatedAt)
 		}
@@ -567,18 +574,33 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 				t.Fatalf("decoding %d of %d bytes succeeded", i, len(b))
 			}
 		}
+		// Codec v1 (schema 1) has no owner and reads back without one.
+		b1, err := encodeSummary(&want, summaryCodecV1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := decodeSummary(b1)
+		if err != nil || old.Owner != nil || old.FlowID != want.FlowID || old.Version != want.Version ||
+			(old.Gate == nil) != (want.Gate == nil) {
+			t.Fatalf("v1 round trip of %+v: %+v, %v", want, old, err)
+		}
+		if len(b1) >= len(b) {
+			t.Fatalf("v1 encoding (%d bytes) not shorter than v2 (%d)", len(b1), len(b))
+		}
 	}
 }
 
-// TestSummaryCodecCoversFields fails when engine.FlowSummary or
-// engine.PendingGate gains a field the binary codec does not store.
+// TestSummaryCodecCoversFields fails when engine.FlowSummary,
+// engine.PendingGate or engine.Lease gains a field the binary codec does not
+// store.
 func TestSummaryCodecCoversFields(t *testing.T) {
 	known := map[string][]string{
 		"FlowSummary": {"FlowID", "FlowName", "Status", "CurrentStep", "StepNumber", "TotalSteps", "Round",
-			"Driver", "ParentFlowID", "Gate", "CreatedAt", "UpdatedAt", "Version"},
+			"Driver", "ParentFlowID", "Gate", "Owner", "CreatedAt", "UpdatedAt", "Version"},
 		"PendingGate": {"StepID", "Round", "DispatchedAt", "Deadline", "OnTimeout", "Approver"},
+		"Lease":       {"ID", "PID", "Host", "Heartbeat", "ExpiresAt"},
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[engine.FlowSummary](), reflect.TypeFor[engine.PendingGate]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[engine.FlowSummary](), reflect.TypeFor[engine.PendingGate](), reflect.TypeFor[engine.Lease]()} {
 		var fields []string
 		for i := 0; i < typ.NumField(); i++ {
 			fields = append(fields, typ.Field(i).Name)

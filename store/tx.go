@@ -167,7 +167,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
 	}
 	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
-	sumData, err := encodeSummary(&sum)
+	sumData, err := encodeSummary(&sum, t.s.schema.summaryCodec())
 	if err != nil {
 		return fmt.Errorf("store: encode summary of flow %s: %w", st.FlowID, err)
 	}

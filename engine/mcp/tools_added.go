@@ -35,7 +35,7 @@ Returns: the next dispatch (execute_step after approve or revise, …), the comp
 		s.waitGate)
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_list_flows", Annotations: readOnly(), Description: `List flow executions in the shared store, newest first (flows started by any agent, "stratum run" or the TUI).
-Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, total_steps, round, driver, gate ({step_id, round, deadline, approver} when awaiting_gate), created_at, updated_at, version}]}. Filter with status (running, awaiting_gate, complete, killed, failed, budget_exhausted); limit defaults to 50.`},
+Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, total_steps, round, driver, gate ({step_id, round, deadline, approver} when awaiting_gate), owner (the runner's lease {id, pid, host, heartbeat, expires_at} while a runner holds one), created_at, updated_at, version}]}. Filter with status (running, awaiting_gate, complete, killed, failed, budget_exhausted); limit defaults to 50.`},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in listFlowsArgs) (engine.Response, error) {
 			limit := in.Limit
 			if limit == 0 {
