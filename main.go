@@ -836,11 +836,11 @@ never pruned. Prints {"deleted": N}.`,
 			if olderThan < 0 {
 				return usageErr("--older-than must not be negative")
 			}
-			_, st, err := openServiceNoSweep()
+			svc, _, err := openServiceNoSweep()
 			if err != nil {
 				return err
 			}
-			n, err := st.GC(cmd.Context(), olderThan)
+			n, err := svc.GC(cmd.Context(), olderThan)
 			if err != nil {
 				return storeErr(err)
 			}
@@ -1217,7 +1217,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			if err != nil {
 				return err
 			}
-			src := tui.ServiceSource(svc, st)
+			src := tui.ServiceSource(svc)
 			if plain {
 				popt := tui.PlainOptions{Source: src, Out: a.stdout, DBPath: st.Path(), Once: once}
 				if len(specDirs) > 0 && !once {

@@ -16,8 +16,11 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// Store is the persistence the engine needs. Every transition runs inside one
-// Update, so concurrent processes cannot lose each other's updates.
+// Store is the persistence the engine needs, defined here by its consumer:
+// everything main.go, the TUI and the engine use goes through it, so a new
+// backend is one package that passes store/storetest. Every transition runs
+// inside one Update, so concurrent processes cannot lose each other's
+// updates.
 type Store interface {
 	// Update runs fn in one write transaction. If fn returns an error nothing
 	// is written. Implementations may retry fn when they lose a lock race, so
@@ -25,6 +28,11 @@ type Store interface {
 	Update(ctx context.Context, fn func(tx Tx) error) error
 	// View runs fn in one read-only transaction.
 	View(ctx context.Context, fn func(tx Tx) error) error
+	// GC deletes the flows a summary says are Prunable at now−olderThan (by
+	// the store's clock), with their events, and returns how many it
+	// deleted; every other flow is kept. A flow changed meanwhile by another
+	// writer is re-checked before it is deleted. A negative age is an error.
+	GC(ctx context.Context, olderThan time.Duration) (int, error)
 }
 
 // Tx is the view of the store inside one transaction. States returned by Get
@@ -49,8 +57,22 @@ type Tx interface {
 	List(f ListFilter) ([]FlowSummary, error)
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]FlowSummary, error)
-	// Append adds events to the event log, assigning their sequence numbers.
+	// Append adds events to the event log. It stamps each event, in place
+	// (as Put stamps the state: the caller's slice holds the stored events
+	// afterwards), with the next sequence number — strictly increasing
+	// across the whole log and never reused, even after deletions — and,
+	// when Time is zero, the store's clock.
 	Append(events ...Event) error
+	// Events returns up to limit events with a sequence number above after,
+	// in sequence order (limit <= 0: no limit). A reader that keeps the last
+	// Seq it saw and passes it back misses nothing but what was deleted.
+	Events(after uint64, limit int) ([]Event, error)
+	// FlowEvents returns every event of one flow in sequence order (none for
+	// an unknown flow).
+	FlowEvents(flowID string) ([]Event, error)
+	// LastSeq returns the last sequence number ever assigned (0 for an empty
+	// log); deleting events never lowers it.
+	LastSeq() (uint64, error)
 	// CacheGet / CachePut are the persistent result cache (cache: global).
 	CacheGet(key string) ([]byte, bool, error)
 	CachePut(key string, value []byte) error
@@ -81,6 +103,14 @@ type FlowSummary struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int64     `json:"version"`
+}
+
+// Prunable reports whether Store.GC may delete the flow summarised by sum
+// at cutoff: it has finished (complete, killed, failed, budget_exhausted)
+// and has not changed since cutoff. Running flows and flows waiting at a
+// gate are never prunable.
+func (sum *FlowSummary) Prunable(cutoff time.Time) bool {
+	return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
 }
 
 // EventType names what happened.

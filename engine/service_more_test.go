@@ -201,7 +201,7 @@ func TestServiceConcurrentDecisions(t *testing.T) {
 
 func TestServiceNotify(t *testing.T) {
 	ctx := context.Background()
-	s, store, _ := newService()
+	s, _, _ := newService()
 	var got []engine.EventType
 	s.Notify = func(evs []engine.Event) {
 		for _, e := range evs {
@@ -211,7 +211,7 @@ func TestServiceNotify(t *testing.T) {
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	must(t)(s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{})) // refused: no events
 	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	stored, _ := store.FlowEvents(ctx, "f1")
+	stored, _ := s.FlowEvents(ctx, "f1")
 	if len(got) != len(stored) {
 		t.Fatalf("notified %v, stored %d events", got, len(stored))
 	}

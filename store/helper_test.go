@@ -142,6 +142,9 @@ func step(tx engine.Tx, flow string, worker, i int) (int, error) {
 		Data: map[string]any{"worker": worker, "i": i, "counter": st.Attempts["n"]}})
 }
 
+// svcOf is the engine service over s, for its event-log reads.
+func svcOf(s *Store) *engine.Service { return &engine.Service{Store: s} }
+
 // parseLines returns the lines of helper output starting with prefix.
 func parseLines(out, prefix string) []string {
 	var vals []string

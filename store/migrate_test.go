@@ -121,7 +121,7 @@ func TestMigrate(t *testing.T) {
 	if g := storeGates(t, s); len(g) != 1 || g[0].FlowID != "g" {
 		t.Fatalf("gate index after rebuild: %v", g)
 	}
-	if evs, err := s.FlowEvents(bg, "a"); err != nil || len(evs) != 1 {
+	if evs, err := svcOf(s).FlowEvents(bg, "a"); err != nil || len(evs) != 1 {
 		t.Fatalf("events after migration: %v %v", evs, err)
 	}
 
@@ -254,7 +254,7 @@ func TestFixtureV1(t *testing.T) {
 	if child.ParentFlowID == nil || *child.ParentFlowID != "running" || child.Version != 2 {
 		t.Fatalf("child flow: %+v", child)
 	}
-	evs, err := s.Events(bg, 0, 0)
+	evs, err := svcOf(s).Events(bg, 0, 0)
 	if err != nil || len(evs) != 5 || evs[4].Type != engine.EventFlowFinished || evs[4].Seq != 5 {
 		t.Fatalf("events in fixture: %+v %v", evs, err)
 	}
@@ -438,7 +438,7 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process writing a migrated file: %v, want ErrNewerSchema", err)
 	}
-	if _, err := old.Events(bg, 0, 0); !errors.Is(err, ErrNewerSchema) {
+	if _, err := svcOf(old).Events(bg, 0, 0); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process reading a migrated file: %v, want ErrNewerSchema", err)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {

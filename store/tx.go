@@ -411,54 +411,6 @@ func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 	return out, nil
 }
 
-// Append adds events to the log, assigning each the next global sequence
-// number (strictly increasing across all processes) and, when zero, the
-// store's clock as Time. Events with a FlowID are indexed under that flow
-// and deleted with it.
-func (t *tx) Append(events ...engine.Event) error {
-	for i := range events {
-		if events[i].FlowID != "" {
-			if err := validFlowID(events[i].FlowID); err != nil {
-				return err
-			}
-		}
-	}
-	return t.do(true, func() error {
-		log, err := t.bucket(bucketEvents)
-		if err != nil {
-			return err
-		}
-		idx, err := t.bucket(bucketFlowEvents)
-		if err != nil {
-			return err
-		}
-		now := t.s.now()
-		for _, ev := range events {
-			seq, err := log.NextSequence()
-			if err != nil {
-				return err
-			}
-			ev.Seq = seq
-			if ev.Time.IsZero() {
-				ev.Time = now
-			}
-			data, err := json.Marshal(ev)
-			if err != nil {
-				return fmt.Errorf("store: encode %s event of flow %s: %w", ev.Type, ev.FlowID, err)
-			}
-			if err := log.Put(u64(seq), data); err != nil {
-				return err
-			}
-			if ev.FlowID != "" {
-				if err := idx.Put(flowEventKey(ev.FlowID, seq), nil); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-}
-
 // CacheGet returns a copy of the cached value for key.
 func (t *tx) CacheGet(key string) ([]byte, bool, error) {
 	var (

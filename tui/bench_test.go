@@ -87,7 +87,7 @@ func buildBenchStore(path string) (Source, error) {
 	if sp == nil || ds.HasErrors() {
 		return nil, ds
 	}
-	last, err := st.LastSeq(ctx)
+	last, err := svc.LastSeq(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func buildBenchStore(path string) (Source, error) {
 			return nil, err
 		}
 	}
-	return ServiceSource(svc, st), nil
+	return ServiceSource(svc), nil
 }
 
 func loadedModel(b *testing.B, src Source, w, h int) *Model {

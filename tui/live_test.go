@@ -114,7 +114,7 @@ func TestCrossProcessDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.Store = st
-	src := ServiceSource(svc, st)
+	src := ServiceSource(svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	after, err := src.LastSeq(ctx)

@@ -36,23 +36,30 @@ type Source interface {
 	Revert(ctx context.Context, flowID, label string) (engine.Outcome, error)
 }
 
-// EventLog is the read side of the store's event log (the bbolt store and
-// enginetest.Store both implement it).
+// EventLog is the read side of the store's event log the Tailer follows.
 type EventLog interface {
 	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
-	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
-	LastSeq(ctx context.Context) (uint64, error)
 }
 
-// ServiceSource adapts an engine.Service and the event log of its store to
-// Source.
-func ServiceSource(svc *engine.Service, log EventLog) Source {
-	return serviceSource{svc: svc, EventLog: log}
+// ServiceSource adapts an engine.Service to Source.
+func ServiceSource(svc *engine.Service) Source {
+	return serviceSource{svc: svc}
 }
 
 type serviceSource struct {
 	svc *engine.Service
-	EventLog
+}
+
+func (s serviceSource) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
+	return s.svc.FlowEvents(ctx, flowID)
+}
+
+func (s serviceSource) Events(ctx context.Context, after uint64, limit int) ([]engine.Event, error) {
+	return s.svc.Events(ctx, after, limit)
+}
+
+func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
+	return s.svc.LastSeq(ctx)
 }
 
 func (s serviceSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) {

@@ -85,51 +85,26 @@ func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
 	return fn(&tx{s: s, d: s.d})
 }
 
-// Events returns the committed events with a sequence number above
-// afterSeq, oldest first, at most limit of them (0 = no limit).
-func (s *Store) Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// GC deletes the flows whose summary is Prunable at olderThan before now,
+// with their events, in one transaction.
+func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
+	if olderThan < 0 {
+		return 0, fmt.Errorf("enginetest: negative GC age %v", olderThan)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []engine.Event{}
-	for _, e := range s.d.events {
-		if e.Seq <= afterSeq {
-			continue
+	n := 0
+	err := s.Update(ctx, func(etx engine.Tx) error {
+		t := etx.(*tx)
+		cutoff := s.now().Add(-olderThan)
+		n = 0
+		for _, sum := range t.summaries(func(sum *engine.FlowSummary) bool { return sum.Prunable(cutoff) }) {
+			if err := t.Delete(sum.FlowID); err != nil {
+				return err
+			}
+			n++
 		}
-		out = append(out, e)
-		if limit > 0 && len(out) >= limit {
-			break
-		}
-	}
-	return out, nil
-}
-
-// FlowEvents returns one flow's committed events, oldest first.
-func (s *Store) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []engine.Event{}
-	for _, e := range s.d.events {
-		if e.FlowID == flowID {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-// LastSeq is the highest sequence number ever assigned (0 for a new store).
-func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.d.seq, nil
+		return nil
+	})
+	return n, err
 }
 
 // Len returns the number of stored flows.
@@ -268,16 +243,42 @@ func (t *tx) Append(events ...engine.Event) error {
 	if !t.write {
 		return errReadOnly
 	}
-	for _, e := range events {
+	for i := range events {
+		e := &events[i]
 		t.d.seq++
 		e.Seq = t.d.seq
 		if e.Time.IsZero() {
 			e.Time = t.s.now()
 		}
-		t.d.events = append(t.d.events, e)
+		t.d.events = append(t.d.events, *e)
 	}
 	return nil
 }
+
+// Events returns up to limit events after the sequence number after.
+func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
+	evs := t.d.events
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
+	evs = evs[i:]
+	if limit > 0 && len(evs) > limit {
+		evs = evs[:limit]
+	}
+	return append([]engine.Event(nil), evs...), nil
+}
+
+// FlowEvents returns one flow's events, in order.
+func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
+	var out []engine.Event
+	for _, e := range t.d.events {
+		if e.FlowID == flowID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// LastSeq is the highest sequence number ever assigned (0 for a new store).
+func (t *tx) LastSeq() (uint64, error) { return t.d.seq, nil }
 
 func (t *tx) CacheGet(key string) ([]byte, bool, error) {
 	v, ok := t.d.cache[key]

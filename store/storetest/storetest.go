@@ -13,15 +13,6 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// EventLog is the optional read API of a store's event log. When the store
-// under test implements it, Run also checks sequence numbering, per-flow
-// listing and deletion of events.
-type EventLog interface {
-	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
-	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
-	LastSeq(ctx context.Context) (uint64, error)
-}
-
 // Run runs the contract suite. open returns a fresh, empty store.
 func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 	t.Helper()
@@ -132,6 +123,39 @@ func gates(t *testing.T, s engine.Store) []engine.FlowSummary {
 		t.Fatalf("PendingGates: %v", err)
 	}
 	return out
+}
+
+// eventLog reads the event log in View transactions, like engine.Service.
+type eventLog struct{ s engine.Store }
+
+func (l eventLog) Events(ctx context.Context, after uint64, limit int) ([]engine.Event, error) {
+	var out []engine.Event
+	err := l.s.View(ctx, func(tx engine.Tx) error {
+		var err error
+		out, err = tx.Events(after, limit)
+		return err
+	})
+	return out, err
+}
+
+func (l eventLog) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
+	var out []engine.Event
+	err := l.s.View(ctx, func(tx engine.Tx) error {
+		var err error
+		out, err = tx.FlowEvents(flowID)
+		return err
+	})
+	return out, err
+}
+
+func (l eventLog) LastSeq(ctx context.Context) (uint64, error) {
+	var out uint64
+	err := l.s.View(ctx, func(tx engine.Tx) error {
+		var err error
+		out, err = tx.LastSeq()
+		return err
+	})
+	return out, err
 }
 
 func ids(sums []engine.FlowSummary) []string {
@@ -277,11 +301,8 @@ func assertNothingFrom(t *testing.T, s engine.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if log, ok := s.(EventLog); ok {
-		evs, err := log.FlowEvents(ctx, "f1")
-		if err != nil || len(evs) != 0 {
-			t.Fatalf("events written by a failed Update: %v %v", evs, err)
-		}
+	if evs, err := (eventLog{s}).FlowEvents(ctx, "f1"); err != nil || len(evs) != 0 {
+		t.Fatalf("events written by a failed Update: %v %v", evs, err)
 	}
 }
 
@@ -374,18 +395,17 @@ func testDelete(t *testing.T, s engine.Store) {
 	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("f1") }); err != nil {
 		t.Fatalf("deleting a missing flow: %v, want nil", err)
 	}
-	if log, ok := s.(EventLog); ok {
-		if evs, err := log.FlowEvents(ctx, "f1"); err != nil || len(evs) != 0 {
-			t.Fatalf("events of a deleted flow: %v %v", evs, err)
-		}
-		evs, err := log.FlowEvents(ctx, "f2")
-		if err != nil || len(evs) != 1 {
-			t.Fatalf("events of another flow after Delete: %v %v", evs, err)
-		}
-		all, err := log.Events(ctx, 0, 0)
-		if err != nil || len(all) != 1 || all[0].FlowID != "f2" {
-			t.Fatalf("log after Delete: %v %v", all, err)
-		}
+	log := eventLog{s}
+	if evs, err := log.FlowEvents(ctx, "f1"); err != nil || len(evs) != 0 {
+		t.Fatalf("events of a deleted flow: %v %v", evs, err)
+	}
+	evs, err := log.FlowEvents(ctx, "f2")
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events of another flow after Delete: %v %v", evs, err)
+	}
+	all, err := log.Events(ctx, 0, 0)
+	if err != nil || len(all) != 1 || all[0].FlowID != "f2" {
+		t.Fatalf("log after Delete: %v %v", all, err)
 	}
 }
 
@@ -588,10 +608,7 @@ func testAppend(t *testing.T, s engine.Store) {
 }
 
 func testEventLog(t *testing.T, s engine.Store) {
-	log, ok := s.(EventLog)
-	if !ok {
-		t.Skip("store has no EventLog read API")
-	}
+	log := eventLog{s}
 	if seq, err := log.LastSeq(ctx); err != nil || seq != 0 {
 		t.Fatalf("LastSeq of an empty store = %d, %v", seq, err)
 	}
