@@ -28,6 +28,14 @@ type Store interface {
 	Update(ctx context.Context, fn func(tx Tx) error) error
 	// View runs fn in one read-only transaction.
 	View(ctx context.Context, fn func(tx Tx) error) error
+	// Watch delivers, in order, every batch of committed events with a
+	// sequence number above after, each event once and none skipped (but
+	// those deleted before they were delivered), until ctx ends; then it
+	// closes the channel. Commits by other handles and other processes are
+	// included. A slow consumer loses nothing: what it has not taken yet is
+	// read from the log when it is ready, so batches may merge. Watch fails
+	// only when it cannot start (ctx already done).
+	Watch(ctx context.Context, after uint64) (<-chan []Event, error)
 	// GC deletes the flows a summary says are Prunable at now−olderThan (by
 	// the store's clock), with their events, and returns how many it
 	// deleted; every other flow is kept. A flow changed meanwhile by another

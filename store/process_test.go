@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -323,4 +324,69 @@ func BenchmarkThroughput(b *testing.B) {
 			b.ReportMetric(float64(each*procs)/el.Seconds(), "transitions/s")
 		})
 	}
+}
+
+// TestWatchAcrossProcesses: a Watch in this process delivers every event
+// that helper processes commit, in order and once, woken by fsnotify (its
+// fallback poll is a minute, so a test that relied on it would time out).
+func TestWatchAcrossProcesses(t *testing.T) {
+	procs, each := 3, 300
+	if testing.Short() {
+		procs, each = 2, 50
+	}
+	s := newTestStore(t, Options{WatchPoll: time.Minute})
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	w, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		evs  []engine.Event
+		last time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		timeout := time.After(60 * time.Second)
+		for len(r.evs) < procs*each {
+			select {
+			case batch, ok := <-w:
+				if !ok {
+					done <- r
+					return
+				}
+				r.evs, r.last = append(r.evs, batch...), time.Now()
+			case <-timeout:
+				done <- r
+				return
+			}
+		}
+		done <- r
+	}()
+	flows := make([]string, procs)
+	for i := range flows {
+		flows[i] = fmt.Sprintf("flow-%d", i)
+	}
+	runHelpers(t, "transitions", s.Path(), flows, each)
+	exited := time.Now()
+	r := <-done
+	if len(r.evs) != procs*each {
+		t.Fatalf("Watch delivered %d of %d events", len(r.evs), procs*each)
+	}
+	logged, err := svcOf(s).Events(bg, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range r.evs {
+		if ev.Seq != logged[i].Seq || ev.FlowID != logged[i].FlowID || ev.Data["i"] != logged[i].Data["i"] {
+			t.Fatalf("delivered event %d is seq %d (%s), the log has seq %d (%s)", i, ev.Seq, ev.FlowID, logged[i].Seq, logged[i].FlowID)
+		}
+	}
+	select {
+	case extra := <-w:
+		t.Fatalf("Watch delivered %d events more than were committed", len(extra))
+	case <-time.After(100 * time.Millisecond):
+	}
+	t.Logf("%d events from %d processes; the last delivered %v after the helpers exited", len(r.evs), procs, r.last.Sub(exited))
 }

@@ -51,6 +51,10 @@ type Options struct {
 	Now func() time.Time
 	// FileMode is the permission of a newly created store file; zero means 0600.
 	FileMode os.FileMode
+	// WatchPoll is how long Watch waits for a file-system event on the
+	// store file before it re-reads the log anyway (the fallback); zero
+	// means DefaultWatchPoll.
+	WatchPoll time.Duration
 }
 
 // Store is the bbolt-backed engine.Store. It is safe for concurrent use by
@@ -99,6 +103,9 @@ func openWith(path string, opts Options, sc schema) (*Store, error) {
 	}
 	if opts.FileMode == 0 {
 		opts.FileMode = 0o600
+	}
+	if opts.WatchPoll <= 0 {
+		opts.WatchPoll = DefaultWatchPoll
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", abs, err)

@@ -39,7 +39,7 @@ func newTestStore(t *testing.T, opts Options) *Store {
 }
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) engine.Store { return newTestStore(t, Options{}) })
+	storetest.Run(t, func(t *testing.T, now func() time.Time) engine.Store { return newTestStore(t, Options{Now: now}) })
 }
 
 // fakeClock is a settable clock for Options.Now.

@@ -23,6 +23,9 @@ type Store struct {
 
 	mu sync.Mutex
 	d  *data
+	// changed is closed (and replaced) by every commit that appends events:
+	// it wakes the watchers.
+	changed chan struct{}
 }
 
 // data is the committed content. An Update works on a copy and swaps it in
@@ -47,7 +50,7 @@ func (d *data) clone() *data {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{d: &data{flows: map[string]record{}, cache: map[string][]byte{}}}
+	return &Store{d: &data{flows: map[string]record{}, cache: map[string][]byte{}}, changed: make(chan struct{})}
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -71,8 +74,50 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 	if err := fn(t); err != nil {
 		return err
 	}
+	if t.d.seq != s.d.seq {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
 	s.d = t.d
 	return nil
+}
+
+// watchBatch bounds how many events one delivery of Watch carries.
+const watchBatch = 1000
+
+// Watch delivers the committed events after the sequence number after, in
+// order, until ctx ends (then the channel is closed). It is woken by this
+// store's own commits and reads the log from the last event it delivered,
+// so a slow consumer loses nothing.
+func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make(chan []engine.Event)
+	go func() {
+		defer close(out)
+		for {
+			s.mu.Lock()
+			evs, _ := (&tx{s: s, d: s.d}).Events(after, watchBatch)
+			changed := s.changed
+			s.mu.Unlock()
+			if len(evs) > 0 {
+				select {
+				case out <- evs:
+					after = evs[len(evs)-1].Seq
+					continue
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 // View runs fn in one read-only transaction.
@@ -188,6 +233,10 @@ func cloneSummary(sum engine.FlowSummary) engine.FlowSummary {
 			c.Deadline = &d
 		}
 		sum.Gate = &c
+	}
+	if o := sum.Owner; o != nil {
+		c := *o
+		sum.Owner = &c
 	}
 	return sum
 }
