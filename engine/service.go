@@ -23,15 +23,12 @@ type Service struct {
 	Now   func() time.Time // default time.Now
 	NewID func() string    // default random UUIDv4 (crypto/rand)
 	Root  string           // expression file root
-	// Notify, when set, is called after every committed transition with the
-	// events it appended, in order (their Seq is assigned inside the store
-	// and is zero here). It runs after the transaction, in the caller's
-	// goroutine, and must not block.
-	Notify func(events []Event)
 
 	mu    sync.Mutex
 	specs map[[32]byte]*specs.Spec
 	order [][32]byte
+	// events publishes committed transitions' events to Watch.
+	events broker
 }
 
 // specCacheSize bounds the parsed-spec cache.
@@ -190,7 +187,7 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*Fl
 		return nil, err
 	}
 	if err == nil {
-		s.notify(res.Events)
+		s.events.publish(res.Events) // stamped with their sequence numbers by Append
 	}
 	if res.Err != nil {
 		return nil, res.Err
@@ -224,12 +221,6 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 		res, err := fn(st, env)
 		return st, env.Spec, res, err
 	})
-}
-
-func (s *Service) notify(events []Event) {
-	if s.Notify != nil && len(events) > 0 {
-		s.Notify(events)
-	}
 }
 
 // commitResult writes a transition's effects: other flows, deletions, the
