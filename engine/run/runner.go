@@ -75,8 +75,6 @@ type Options struct {
 	// LeaseTTL is how long the runner's lease lives without a heartbeat
 	// (default 30s; heartbeats every TTL/3).
 	LeaseTTL time.Duration
-	// PollInterval is how often `--on-gate wait` polls the store (default 1s).
-	PollInterval time.Duration
 }
 
 // Outcome is how a run ended.
@@ -145,9 +143,6 @@ func New(opts Options) *Runner {
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = 30 * time.Second
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
 	}
 	if opts.Gates.OnGate == "" {
 		opts.Gates.OnGate = OnGateExit

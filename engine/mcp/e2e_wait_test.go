@@ -1,0 +1,82 @@
+package mcp_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+)
+
+// decidedAt is when the gate of flow id was decided, as the deciding
+// process recorded it (its clock, before its commit).
+func (s *server) decidedAt(id string) time.Time {
+	s.t.Helper()
+	out, err := s.cli("query", "flow", id)
+	if err != nil {
+		s.t.Fatalf("query flow: %v\n%s", err, out)
+	}
+	var q struct {
+		Flow struct {
+			Records []struct {
+				Type string    `json:"type"`
+				At   time.Time `json:"at"`
+			} `json:"records"`
+		} `json:"flow"`
+	}
+	if err := json.Unmarshal([]byte(out), &q); err != nil {
+		s.t.Fatal(err)
+	}
+	for _, r := range q.Flow.Records {
+		if r.Type == "gate" {
+			return r.At
+		}
+	}
+	s.t.Fatalf("flow %s has no gate record:\n%s", id, out)
+	return time.Time{}
+}
+
+// TestWaitGateLatency: stratum_wait_gate answers promptly after `stratum
+// gate approve` in another process — woken by the store's change
+// notification, not a poll. The delay is measured from the decision (the
+// gate record's time, taken by the deciding process before its commit) to
+// the answer reaching this client, over several runs.
+func TestWaitGateLatency(t *testing.T) {
+	s := start(t)
+	const runs = 9
+	var lat []time.Duration
+	for i := 0; i < runs; i++ {
+		id, _ := s.plan("main", map[string]any{"x": "latency"}, nil)
+		s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "build", "result": map[string]any{"ok": true}},
+			map[string]any{"status": "await_gate"})
+		type answer struct {
+			r  map[string]any
+			at time.Time
+		}
+		done := make(chan answer, 1)
+		go func() {
+			r, _ := s.call("stratum_wait_gate", map[string]any{"flow_id": id, "timeout_seconds": 30})
+			done <- answer{r, time.Now()}
+		}()
+		time.Sleep(150 * time.Millisecond) // wait_gate is waiting, not starting to
+		if out, err := s.cli("gate", "approve", id, "review"); err != nil {
+			t.Fatalf("stratum gate approve: %v\n%s", err, out)
+		}
+		var a answer
+		select {
+		case a = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("wait_gate did not return after the decision")
+		}
+		expect(t, "wait_gate", a.r, map[string]any{"status": "complete", "flow_id": id})
+		if _, timed := a.r["timed_out"]; timed {
+			t.Fatalf("wait_gate timed out: %v", a.r)
+		}
+		lat = append(lat, a.at.Sub(s.decidedAt(id)))
+	}
+	slices.Sort(lat)
+	p50 := lat[len(lat)/2]
+	t.Logf("decision in another process -> wait_gate answered: min %v, p50 %v, max %v (n=%d)", lat[0], p50, lat[len(lat)-1], len(lat))
+	if p50 >= 50*time.Millisecond {
+		t.Errorf("p50 %v: wait_gate is not woken by the decision", p50)
+	}
+}
