@@ -1219,7 +1219,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			src := tui.ServiceSource(svc)
 			if plain {
-				popt := tui.PlainOptions{Source: src, Out: a.stdout, DBPath: st.Path(), Once: once}
+				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once}
 				if len(specDirs) > 0 && !once {
 					w, err := watch.New(specDirs, watch.DefaultOptions())
 					if err != nil {
@@ -1244,7 +1244,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 				}
 			}
 			reviewer := currentUser()
-			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, DBPath: st.Path(), SpecDirs: specDirs,
+			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
 				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: tuiRunner{svc: svc}})
 			if err != nil && cmd.Context().Err() == nil {
 				return &exitError{code: exitFailure, err: err}

@@ -8,7 +8,7 @@ import (
 )
 
 // Source is everything the console reads and writes. It is defined here, by
-// its consumer; main.go adapts engine.Service and the store to it. Every
+// its consumer; ServiceSource adapts engine.Service to it. Every
 // method is called from a tea.Cmd (never from Update) and must be safe for
 // concurrent use.
 type Source interface {
@@ -22,11 +22,12 @@ type Source interface {
 	Get(ctx context.Context, flowID string) (*engine.FlowState, error)
 	// FlowEvents returns every event of one flow, in sequence order.
 	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
-	// Events returns up to limit events with a sequence number above
-	// afterSeq, in order (limit <= 0: no limit).
-	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
 	// LastSeq is the last sequence number assigned (0 for an empty log).
 	LastSeq(ctx context.Context) (uint64, error)
+	// Watch delivers every batch of new events with a sequence number
+	// above after, in order, until ctx ends (then it closes the channel):
+	// the live updates, from this process and every other one.
+	Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error)
 	// GateResolve records a decision (first writer wins). A refusal is an
 	// *engine.Error.
 	GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error)
@@ -34,11 +35,6 @@ type Source interface {
 	Commit(ctx context.Context, flowID, label string) (engine.Outcome, error)
 	// Revert restores a flow to the checkpoint label.
 	Revert(ctx context.Context, flowID, label string) (engine.Outcome, error)
-}
-
-// EventLog is the read side of the store's event log the Tailer follows.
-type EventLog interface {
-	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
 }
 
 // ServiceSource adapts an engine.Service to Source.
@@ -54,8 +50,8 @@ func (s serviceSource) FlowEvents(ctx context.Context, flowID string) ([]engine.
 	return s.svc.FlowEvents(ctx, flowID)
 }
 
-func (s serviceSource) Events(ctx context.Context, after uint64, limit int) ([]engine.Event, error) {
-	return s.svc.Events(ctx, after, limit)
+func (s serviceSource) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
+	return s.svc.Watch(ctx, after)
 }
 
 func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
