@@ -40,6 +40,18 @@ func receive(t *testing.T, w <-chan []engine.Event, n int) []engine.Event {
 	return got
 }
 
+// watching starts s.Watch from the beginning of the log, for the test.
+func watching(t *testing.T, s *engine.Service) (context.Context, <-chan []engine.Event) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, w
+}
+
 func sameEvents(t *testing.T, got, want []engine.Event) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
@@ -51,9 +63,8 @@ func sameEvents(t *testing.T, got, want []engine.Event) {
 // with the sequence numbers the store assigned — and nothing for refused
 // transitions.
 func TestServiceWatch(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	s, _, _ := newService()
+	ctx, cancel := context.WithCancel(context.Background())
 	w, err := s.Watch(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -90,15 +101,10 @@ func (q quietStore) Watch(ctx context.Context, _ uint64) (<-chan []engine.Event,
 // process, here another Service on the same store) is read from the log
 // when the next publication shows the gap.
 func TestServiceWatchInProcess(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	_, mem, clk := newService()
 	s := &engine.Service{Store: quietStore{mem}, Now: clk.Now}
 	other := &engine.Service{Store: mem, Now: clk.Now}
-	w, err := s.Watch(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, w := watching(t, s)
 	first := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	id := first["flow_id"].(string)
 	n := len(mustEvents(t, s, ctx))
@@ -121,13 +127,8 @@ func TestServiceWatchInProcess(t *testing.T) {
 // transitions, and loses nothing: what the broker dropped comes from the
 // store's Watch.
 func TestServiceWatchSlowConsumer(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	s, _, _ := newService()
-	w, err := s.Watch(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, w := watching(t, s)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

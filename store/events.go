@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/stratum-go/stratum/engine"
 )
 
@@ -22,11 +24,7 @@ func (t *tx) Append(events ...engine.Event) error {
 		}
 	}
 	return t.do(true, func() error {
-		log, err := t.bucket(bucketEvents)
-		if err != nil {
-			return err
-		}
-		idx, err := t.bucket(bucketFlowEvents)
+		log, idx, err := t.eventBuckets()
 		if err != nil {
 			return err
 		}
@@ -98,11 +96,7 @@ func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
 	}
 	var out []engine.Event
 	err := t.do(false, func() error {
-		log, err := t.bucket(bucketEvents)
-		if err != nil {
-			return err
-		}
-		idx, err := t.bucket(bucketFlowEvents)
+		log, idx, err := t.eventBuckets()
 		if err != nil {
 			return err
 		}
@@ -141,6 +135,15 @@ func (t *tx) LastSeq() (uint64, error) {
 		return nil
 	})
 	return seq, err
+}
+
+// eventBuckets returns the log and its per-flow index.
+func (t *tx) eventBuckets() (log, idx *bolt.Bucket, err error) {
+	if log, err = t.bucket(bucketEvents); err != nil {
+		return nil, nil, err
+	}
+	idx, err = t.bucket(bucketFlowEvents)
+	return log, idx, err
 }
 
 func (t *tx) decodeEvent(k, v []byte) (engine.Event, error) {

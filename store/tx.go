@@ -293,11 +293,7 @@ func (t *tx) deleteFlow(flowID string) error {
 
 // deleteEvents removes every event of flowID and its index entries.
 func (t *tx) deleteEvents(flowID string) error {
-	idx, err := t.bucket(bucketFlowEvents)
-	if err != nil {
-		return err
-	}
-	events, err := t.bucket(bucketEvents)
+	events, idx, err := t.eventBuckets()
 	if err != nil {
 		return err
 	}

@@ -6,46 +6,30 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/storetest"
 )
 
-// receive waits for n events from w, in strictly increasing order.
-func receive(t *testing.T, w <-chan []engine.Event, n int, within time.Duration) []engine.Event {
+// watchedPair opens a store with opts and a second handle on the same
+// file, and starts a Watch on the first that ends with the test.
+func watchedPair(t *testing.T, opts Options) (other *Store, w <-chan []engine.Event) {
 	t.Helper()
-	var got []engine.Event
-	timeout := time.After(within)
-	for len(got) < n {
-		select {
-		case batch, ok := <-w:
-			if !ok {
-				t.Fatalf("Watch closed after %d of %d events", len(got), n)
-			}
-			got = append(got, batch...)
-		case <-timeout:
-			t.Fatalf("Watch delivered %d of %d events within %v", len(got), n, within)
-		}
-	}
-	for i := 1; i < len(got); i++ {
-		if got[i].Seq <= got[i-1].Seq {
-			t.Fatalf("seq %d after %d", got[i].Seq, got[i-1].Seq)
-		}
-	}
-	return got
-}
-
-// TestWatchSeesOtherHandles: commits through another handle on the same
-// file wake a watcher through fsnotify (its fallback poll is a minute).
-func TestWatchSeesOtherHandles(t *testing.T) {
-	s := newTestStore(t, Options{WatchPoll: time.Minute})
+	s := newTestStore(t, opts)
 	other, err := Open(s.Path(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	w, err := s.Watch(ctx, 0)
-	if err != nil {
+	t.Cleanup(cancel)
+	if w, err = s.Watch(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
+	return other, w
+}
+
+// TestWatchSeesOtherHandles: commits through another handle on the same
+// file wake a watcher through fsnotify (its fallback poll is a minute).
+func TestWatchSeesOtherHandles(t *testing.T) {
+	other, w := watchedPair(t, Options{WatchPoll: time.Minute})
 	for i := 0; i < 3; i++ {
 		start := time.Now()
 		if err := other.Update(bg, func(tx engine.Tx) error {
@@ -53,7 +37,7 @@ func TestWatchSeesOtherHandles(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		got := receive(t, w, 1, 10*time.Second)
+		got := storetest.Collect(t, w, 1)
 		if got[0].Seq != uint64(i+1) {
 			t.Fatalf("event %d has seq %d", i, got[0].Seq)
 		}
@@ -65,17 +49,7 @@ func TestWatchSeesOtherHandles(t *testing.T) {
 // longer than the watcher's LockTimeout) is retried at the next wake-up;
 // nothing is lost and the watch goes on.
 func TestWatchRetriesWhileLocked(t *testing.T) {
-	s := newTestStore(t, Options{WatchPoll: 50 * time.Millisecond, LockTimeout: 10 * time.Millisecond})
-	writer, err := Open(s.Path(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	w, err := s.Watch(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	writer, w := watchedPair(t, Options{WatchPoll: 50 * time.Millisecond, LockTimeout: 10 * time.Millisecond})
 	// Hold the write lock across several polls of the watcher.
 	if err := writer.Update(bg, func(tx engine.Tx) error {
 		if err := tx.Append(engine.Event{FlowID: "f", Type: engine.EventFlowCreated}); err != nil {
@@ -86,8 +60,7 @@ func TestWatchRetriesWhileLocked(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got := receive(t, w, 1, 10*time.Second)
-	if got[0].Type != engine.EventFlowCreated {
+	if got := storetest.Collect(t, w, 1); got[0].Type != engine.EventFlowCreated {
 		t.Fatalf("got %+v", got)
 	}
 	if err := writer.Update(bg, func(tx engine.Tx) error {
@@ -95,7 +68,7 @@ func TestWatchRetriesWhileLocked(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := receive(t, w, 1, 10*time.Second); got[0].Type != engine.EventFlowFinished {
+	if got := storetest.Collect(t, w, 1); got[0].Type != engine.EventFlowFinished {
 		t.Fatalf("got %+v", got)
 	}
 }

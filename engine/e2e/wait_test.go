@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,8 +30,7 @@ flows:
         on_kill: ~
 `
 
-// gateDecidedAt is when the gate of flow was decided, as the deciding
-// process recorded it (its clock, before its commit).
+// gateDecidedAt is when the gate of flow was decided (GateDecidedAt).
 func gateDecidedAt(t *testing.T, env []string, flow string) time.Time {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "stratum"), "query", "flow", flow)
@@ -41,24 +39,11 @@ func gateDecidedAt(t *testing.T, env []string, flow string) time.Time {
 	if err != nil {
 		t.Fatalf("query flow: %v\n%s", err, out)
 	}
-	var q struct {
-		Flow struct {
-			Records []struct {
-				Type string    `json:"type"`
-				At   time.Time `json:"at"`
-			} `json:"records"`
-		} `json:"flow"`
+	at, err := GateDecidedAt(out)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
 	}
-	if err := json.Unmarshal(out, &q); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range q.Flow.Records {
-		if r.Type == "gate" {
-			return r.At
-		}
-	}
-	t.Fatalf("flow %s has no gate record:\n%s", flow, out)
-	return time.Time{}
+	return at
 }
 
 // TestRunOnGateWaitLatency: `stratum run --on-gate wait` continues promptly

@@ -1,38 +1,25 @@
 package mcp_test
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/e2e"
 )
 
-// decidedAt is when the gate of flow id was decided, as the deciding
-// process recorded it (its clock, before its commit).
+// decidedAt is when the gate of flow id was decided (e2e.GateDecidedAt).
 func (s *server) decidedAt(id string) time.Time {
 	s.t.Helper()
 	out, err := s.cli("query", "flow", id)
 	if err != nil {
 		s.t.Fatalf("query flow: %v\n%s", err, out)
 	}
-	var q struct {
-		Flow struct {
-			Records []struct {
-				Type string    `json:"type"`
-				At   time.Time `json:"at"`
-			} `json:"records"`
-		} `json:"flow"`
+	at, err := e2e.GateDecidedAt([]byte(out))
+	if err != nil {
+		s.t.Fatalf("%v:\n%s", err, out)
 	}
-	if err := json.Unmarshal([]byte(out), &q); err != nil {
-		s.t.Fatal(err)
-	}
-	for _, r := range q.Flow.Records {
-		if r.Type == "gate" {
-			return r.At
-		}
-	}
-	s.t.Fatalf("flow %s has no gate record:\n%s", id, out)
-	return time.Time{}
+	return at
 }
 
 // TestWaitGateLatency: stratum_wait_gate answers promptly after `stratum

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,8 +142,11 @@ func commit(t *testing.T, s engine.Store, evs ...engine.Event) []engine.Event {
 	return evs
 }
 
-func watch(t *testing.T, s engine.Store, c context.Context, after uint64) <-chan []engine.Event {
+// watch starts a Watch that ends with the test.
+func watch(t *testing.T, s engine.Store, after uint64) <-chan []engine.Event {
 	t.Helper()
+	c, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
 	w, err := s.Watch(c, after)
 	if err != nil {
 		t.Fatalf("Watch(%d): %v", after, err)
@@ -155,9 +157,10 @@ func watch(t *testing.T, s engine.Store, c context.Context, after uint64) <-chan
 // watchTimeout bounds every wait for a delivery.
 const watchTimeout = 10 * time.Second
 
-// collect receives batches until it holds n events; the events must be in
-// strictly increasing sequence order.
-func collect(t *testing.T, w <-chan []engine.Event, n int) []engine.Event {
+// Collect receives batches from a Watch until it holds n events (for at
+// most 10 s); they must be in strictly increasing sequence order, and no
+// more than n.
+func Collect(t testing.TB, w <-chan []engine.Event, n int) []engine.Event {
 	t.Helper()
 	var got []engine.Event
 	timeout := time.After(watchTimeout)
@@ -218,21 +221,19 @@ func sameAsLog(t *testing.T, s engine.Store, after uint64, got []engine.Event) {
 }
 
 func testWatchFromAfter(t *testing.T, s engine.Store) {
-	c, cancel := context.WithCancel(ctx)
-	defer cancel()
 	first := commit(t, s, engine.Event{FlowID: "a", Type: engine.EventFlowCreated})
 	commit(t, s, engine.Event{FlowID: "a", Type: engine.EventStepDone, StepID: "s1", Data: map[string]any{"k": "v"}},
 		engine.Event{FlowID: "b", Type: engine.EventFlowCreated})
 	after := first[0].Seq
-	w := watch(t, s, c, after)
+	w := watch(t, s, after)
 	// Committed before Watch started, after `after`.
-	got := collect(t, w, 2)
+	got := Collect(t, w, 2)
 	// Committed after Watch started: one transaction of three, then one.
 	commit(t, s, engine.Event{FlowID: "a", Type: engine.EventGateOpened, StepID: "g"},
 		engine.Event{FlowID: "b", Type: engine.EventStepDispatched, StepID: "s1"},
 		engine.Event{FlowID: "a", Type: engine.EventTrace})
 	commit(t, s, engine.Event{FlowID: "b", Type: engine.EventFlowFinished})
-	got = append(got, collect(t, w, 4)...)
+	got = append(got, Collect(t, w, 4)...)
 	sameAsLog(t, s, after, got)
 	quiet(t, w)
 
@@ -242,11 +243,11 @@ func testWatchFromAfter(t *testing.T, s engine.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2 := watch(t, s, c, last)
+	w2 := watch(t, s, last)
 	quiet(t, w2)
 	next := commit(t, s, engine.Event{FlowID: "c", Type: engine.EventFlowCreated})
 	for _, w := range []<-chan []engine.Event{w, w2} {
-		if got := collect(t, w, 1); got[0].Seq != next[0].Seq || got[0].FlowID != "c" {
+		if got := Collect(t, w, 1); got[0].Seq != next[0].Seq || got[0].FlowID != "c" {
 			t.Fatalf("watchers got %+v, want seq %d", got, next[0].Seq)
 		}
 		quiet(t, w)
@@ -262,9 +263,7 @@ func testWatchFromAfter(t *testing.T, s engine.Store) {
 // testWatchSlowConsumer: a consumer that does not read while many
 // transactions commit still gets every event, in order, once.
 func testWatchSlowConsumer(t *testing.T, s engine.Store) {
-	c, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := watch(t, s, c, 0)
+	w := watch(t, s, 0)
 	const txs, each = 150, 3
 	for i := 0; i < txs; i++ {
 		evs := make([]engine.Event, each)
@@ -274,7 +273,7 @@ func testWatchSlowConsumer(t *testing.T, s engine.Store) {
 		commit(t, s, evs...)
 	}
 	time.Sleep(20 * time.Millisecond) // let the watcher block on its send
-	got := collect(t, w, txs*each)
+	got := Collect(t, w, txs*each)
 	sameAsLog(t, s, 0, got)
 	quiet(t, w)
 }
@@ -282,34 +281,16 @@ func testWatchSlowConsumer(t *testing.T, s engine.Store) {
 // testWatchConcurrentWriters: writers racing each other; the watcher sees
 // the log exactly.
 func testWatchConcurrentWriters(t *testing.T, s engine.Store) {
-	c, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := watch(t, s, c, 0)
+	w := watch(t, s, 0)
 	const writers, each = 4, 40
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for i := 0; i < writers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < each; j++ {
-				evs := []engine.Event{{FlowID: fmt.Sprintf("w%d", i), Type: engine.EventStepDone}}
-				if j%2 == 0 {
-					evs = append(evs, engine.Event{FlowID: fmt.Sprintf("w%d", i), Type: engine.EventTrace})
-				}
-				if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Append(evs...) }); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	got := collect(t, w, writers*(each+each/2))
+	concurrently(t, writers, each, func(i, j int) error {
+		evs := []engine.Event{{FlowID: fmt.Sprintf("w%d", i), Type: engine.EventStepDone}}
+		if j%2 == 0 {
+			evs = append(evs, engine.Event{FlowID: fmt.Sprintf("w%d", i), Type: engine.EventTrace})
+		}
+		return s.Update(ctx, func(tx engine.Tx) error { return tx.Append(evs...) })
+	})
+	got := Collect(t, w, writers*(each+each/2))
 	sameAsLog(t, s, 0, got)
 }
 
@@ -317,7 +298,10 @@ func testWatchConcurrentWriters(t *testing.T, s engine.Store) {
 // start says so.
 func testWatchCloses(t *testing.T, s engine.Store) {
 	c, cancel := context.WithCancel(ctx)
-	w := watch(t, s, c, 0)
+	w, err := s.Watch(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	commit(t, s, engine.Event{FlowID: "a", Type: engine.EventFlowCreated})
 	cancel()
 	timeout := time.After(watchTimeout)

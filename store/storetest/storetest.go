@@ -466,6 +466,29 @@ func testCache(t *testing.T, s engine.Store) {
 func testConcurrentUpdates(t *testing.T, s engine.Store) {
 	put(t, s, NewState("counter", engine.StatusRunning))
 	const workers, each = 8, 25
+	concurrently(t, workers, each, func(_, _ int) error {
+		return s.Update(ctx, func(tx engine.Tx) error {
+			st, err := tx.Get("counter")
+			if err != nil {
+				return err
+			}
+			st.Attempts["n"]++
+			return Put(tx, st)
+		})
+	})
+	st := get(t, s, "counter")
+	if st.Attempts["n"] != workers*each {
+		t.Fatalf("counter = %d after %d increments: lost updates", st.Attempts["n"], workers*each)
+	}
+	if st.Version != workers*each+1 {
+		t.Fatalf("Version = %d, want %d", st.Version, workers*each+1)
+	}
+}
+
+// concurrently runs fn(w, i) for i < each in each of workers goroutines w,
+// a worker stopping at its first error, and fails t with any error.
+func concurrently(t *testing.T, workers, each int, fn func(w, i int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -473,15 +496,7 @@ func testConcurrentUpdates(t *testing.T, s engine.Store) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				err := s.Update(ctx, func(tx engine.Tx) error {
-					st, err := tx.Get("counter")
-					if err != nil {
-						return err
-					}
-					st.Attempts["n"]++
-					return Put(tx, st)
-				})
-				if err != nil {
+				if err := fn(w, i); err != nil {
 					errs <- err
 					return
 				}
@@ -492,12 +507,5 @@ func testConcurrentUpdates(t *testing.T, s engine.Store) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
-	}
-	st := get(t, s, "counter")
-	if st.Attempts["n"] != workers*each {
-		t.Fatalf("counter = %d after %d increments: lost updates", st.Attempts["n"], workers*each)
-	}
-	if st.Version != workers*each+1 {
-		t.Fatalf("Version = %d, want %d", st.Version, workers*each+1)
 	}
 }
