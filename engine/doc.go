@@ -56,7 +56,8 @@
 // result cache); Watch delivers committed events by sequence number as
 // they commit, in any process; GC prunes finished flows. Package store
 // implements it over bbolt, enginetest in memory; store/storetest is the
-// contract both pass, and a new backend is one package that passes it.
+// contract both pass, and a new backend is one package that passes it (plus
+// the line of main.go that opens it).
 //
 // Summaries are the engine's: Summarize computes every field of a
 // FlowSummary from a state and its flow (step k/n, current step, round,

@@ -16,8 +16,10 @@ import (
 
 // Service runs the transitions against a Store: one Store.Update per call
 // (View for reads), the flow's raw spec parsed (and cached by content), the
-// results persisted and the events appended in the same transaction. Every
-// method returns the wire response; the error is only for store failures.
+// results persisted with their summaries (Summarize) and the events
+// appended in the same transaction, then published to this process's
+// watchers (Watch). Transitions answer an Outcome, or a *Error the original
+// answers as an envelope; any other error is a store failure.
 type Service struct {
 	Store Store
 	Now   func() time.Time // default time.Now
