@@ -313,7 +313,7 @@ func openServiceNoSweep() (*engine.Service, *store.Store, error) {
 		return nil, nil, &exitError{code: exitFailure, err: err}
 	}
 	svc := &engine.Service{Root: "."}
-	st, err := store.Open(path, store.Options{Summarize: svc.Summarize})
+	st, err := store.Open(path, store.Options{})
 	if err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
 	}
@@ -692,11 +692,11 @@ never pruned. Prints {"deleted": N}.`,
 			if olderThan < 0 {
 				return usageErr("--older-than must not be negative")
 			}
-			_, st, err := openServiceNoSweep()
+			svc, _, err := openServiceNoSweep()
 			if err != nil {
 				return err
 			}
-			n, err := st.GC(cmd.Context(), olderThan)
+			n, err := svc.GC(cmd.Context(), olderThan)
 			if err != nil {
 				return storeErr(err)
 			}
@@ -1028,13 +1028,13 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			specDirs = append(specDirs, args...)
 			explicitDirs := len(specDirs) > 0
-			svc, st, err := openService(cmd.Context())
+			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			src := tui.ServiceSource(svc, st)
+			src := tui.ServiceSource(svc)
 			if plain {
-				popt := tui.PlainOptions{Source: src, Out: a.stdout, DBPath: st.Path(), Once: once}
+				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once}
 				if len(specDirs) > 0 && !once {
 					w, err := watch.New(specDirs, watch.DefaultOptions())
 					if err != nil {
@@ -1063,7 +1063,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 				}
 			}
 			reviewer := review.CurrentUser()
-			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, DBPath: st.Path(), SpecDirs: specDirs,
+			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
 				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: tuiRunner{svc: svc, cfg: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
 				return &exitError{code: exitFailure, err: err}

@@ -85,6 +85,40 @@
 //     holder with error_type flow_owned; gate decisions are never refused by
 //     a lease.
 //
+// # The store port
+//
+// Store (ports.go) is everything the engine, main.go and the TUI need from
+// persistence, defined here by its consumer: Update and View run
+// transactions over a Tx (flow states with their summaries, the pending-gate
+// index, the event log — Append, Events, FlowEvents, LastSeq — and the
+// result cache); Watch delivers committed events by sequence number as
+// they commit, in any process; GC prunes finished flows. Package store
+// implements it over bbolt, enginetest in memory; store/storetest is the
+// contract both pass, and a new backend is one package that passes it (plus
+// the line of main.go that opens it).
+//
+// Summaries are the engine's: Summarize computes every field of a
+// FlowSummary from a state and its flow (step k/n, current step, round,
+// driver, parent, gate, the runner lease), and every state the Service
+// writes — transitions and the child flows they create or end, Claim,
+// TakeOver, Release — goes to Tx.Put with its summary. Stores persist it as
+// given, stamping only CreatedAt, UpdatedAt and Version.
+//
+// # In-process events
+//
+// Every transition the Service commits publishes its events, with the
+// sequence numbers Append stamped into them, to the Service's in-process
+// broker (watch.go). Publishing never waits: each subscriber has a buffer
+// of 64 batches, and a subscriber whose buffer is full misses the batch.
+// Service.Watch(ctx, after) is the one way to follow events: it merges the
+// broker's publications (this process's commits, at once) with the store's
+// Watch (every commit, other processes' included) by sequence number, so
+// its consumer gets every event after `after` once and in order. A
+// publication that leaves a gap (another process committed in between, or
+// publications were dropped) makes it read the gap from the log; what the
+// store's Watch delivers that was already delivered is skipped. A slow
+// consumer holds only its own Watch back, never a transition.
+//
 // The engine imports specs and review only; it never imports bbolt,
-// bubbletea or fsnotify. Its Store port is implemented by package store.
+// bubbletea or fsnotify.
 package engine

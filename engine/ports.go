@@ -16,8 +16,11 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// Store is the persistence the engine needs. Every transition runs inside one
-// Update, so concurrent processes cannot lose each other's updates.
+// Store is the persistence the engine needs, defined here by its consumer:
+// everything main.go, the TUI and the engine use goes through it, so a new
+// backend is one package that passes store/storetest. Every transition runs
+// inside one Update, so concurrent processes cannot lose each other's
+// updates.
 type Store interface {
 	// Update runs fn in one write transaction. If fn returns an error nothing
 	// is written. Implementations may retry fn when they lose a lock race, so
@@ -25,6 +28,19 @@ type Store interface {
 	Update(ctx context.Context, fn func(tx Tx) error) error
 	// View runs fn in one read-only transaction.
 	View(ctx context.Context, fn func(tx Tx) error) error
+	// Watch delivers, in order, every batch of committed events with a
+	// sequence number above after, each event once and none skipped (but
+	// those deleted before they were delivered), until ctx ends; then it
+	// closes the channel. Commits by other handles and other processes are
+	// included. A slow consumer loses nothing: what it has not taken yet is
+	// read from the log when it is ready, so batches may merge. Watch fails
+	// only when it cannot start (ctx already done).
+	Watch(ctx context.Context, after uint64) (<-chan []Event, error)
+	// GC deletes the flows a summary says are Prunable at now−olderThan (by
+	// the store's clock), with their events, and returns how many it
+	// deleted; every other flow is kept. A flow changed meanwhile by another
+	// writer is re-checked before it is deleted. A negative age is an error.
+	GC(ctx context.Context, olderThan time.Duration) (int, error)
 }
 
 // Tx is the view of the store inside one transaction. States returned by Get
@@ -32,18 +48,39 @@ type Store interface {
 type Tx interface {
 	// Get returns the flow, or an error wrapping ErrNotFound.
 	Get(flowID string) (*FlowState, error)
-	// Put creates or replaces a flow. It sets UpdatedAt (and CreatedAt when
-	// zero) from the store's clock, increments Version, and maintains the
-	// pending-gate index from st.Status and st.Gate.
-	Put(st *FlowState) error
+	// Put creates or replaces a flow together with its list summary, which
+	// the caller computes (the Service uses Summarize); sum.FlowID and
+	// sum.Status must be st's, else Put fails. Put stamps st: UpdatedAt from
+	// the store's clock, CreatedAt when zero (a replacement keeps the stored
+	// one), Version one past the larger of st's and the stored one (once per
+	// transaction). The store owns exactly these three fields of the
+	// summary: it stores the summary with st's stamps in them and every
+	// other field exactly as given. The listing and pending-gate indexes
+	// follow the stored summary (PendingGates: status awaiting_gate and Gate
+	// set).
+	Put(st *FlowState, sum FlowSummary) error
 	// Delete removes a flow and its events.
 	Delete(flowID string) error
 	// List returns summaries of flows matching the filter, newest first.
 	List(f ListFilter) ([]FlowSummary, error)
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]FlowSummary, error)
-	// Append adds events to the event log, assigning their sequence numbers.
+	// Append adds events to the event log. It stamps each event, in place
+	// (as Put stamps the state: the caller's slice holds the stored events
+	// afterwards), with the next sequence number — strictly increasing
+	// across the whole log and never reused, even after deletions — and,
+	// when Time is zero, the store's clock.
 	Append(events ...Event) error
+	// Events returns up to limit events with a sequence number above after,
+	// in sequence order (limit <= 0: no limit). A reader that keeps the last
+	// Seq it saw and passes it back misses nothing but what was deleted.
+	Events(after uint64, limit int) ([]Event, error)
+	// FlowEvents returns every event of one flow in sequence order (none for
+	// an unknown flow).
+	FlowEvents(flowID string) ([]Event, error)
+	// LastSeq returns the last sequence number ever assigned (0 for an empty
+	// log); deleting events never lowers it.
+	LastSeq() (uint64, error)
 	// CacheGet / CachePut are the persistent result cache (cache: global).
 	CacheGet(key string) ([]byte, bool, error)
 	CachePut(key string, value []byte) error
@@ -55,7 +92,8 @@ type ListFilter struct {
 	Limit  int
 }
 
-// FlowSummary is what lists show without decoding whole states.
+// FlowSummary is what lists show without decoding whole states. Summarize
+// computes it; Store.Put persists it next to the state.
 type FlowSummary struct {
 	FlowID       string       `json:"flow_id"`
 	FlowName     string       `json:"flow_name"`
@@ -67,9 +105,20 @@ type FlowSummary struct {
 	Driver       string       `json:"driver,omitempty"`
 	ParentFlowID string       `json:"parent_flow_id,omitempty"`
 	Gate         *PendingGate `json:"gate,omitempty"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	Version      int64        `json:"version"`
+	// Owner is the runner's lease (nil when none), so listings can tell a
+	// flow driven by a live runner (ExpiresAt ahead) from an abandoned one.
+	Owner     *Lease    `json:"owner,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int64     `json:"version"`
+}
+
+// Prunable reports whether Store.GC may delete the flow summarised by sum
+// at cutoff: it has finished (complete, killed, failed, budget_exhausted)
+// and has not changed since cutoff. Running flows and flows waiting at a
+// gate are never prunable.
+func (sum *FlowSummary) Prunable(cutoff time.Time) bool {
+	return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
 }
 
 // EventType names what happened.

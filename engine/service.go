@@ -16,22 +16,21 @@ import (
 
 // Service runs the transitions against a Store: one Store.Update per call
 // (View for reads), the flow's raw spec parsed (and cached by content), the
-// results persisted and the events appended in the same transaction. Every
-// method returns the wire response; the error is only for store failures.
+// results persisted with their summaries (Summarize) and the events
+// appended in the same transaction, then published to this process's
+// watchers (Watch). Transitions answer an Outcome, or a *Error the original
+// answers as an envelope; any other error is a store failure.
 type Service struct {
 	Store Store
 	Now   func() time.Time // default time.Now
 	NewID func() string    // default random UUIDv4 (crypto/rand)
 	Root  string           // expression file root
-	// Notify, when set, is called after every committed transition with the
-	// events it appended, in order (their Seq is assigned inside the store
-	// and is zero here). It runs after the transaction, in the caller's
-	// goroutine, and must not block.
-	Notify func(events []Event)
 
 	mu    sync.Mutex
 	specs map[[32]byte]*specs.Spec
 	order [][32]byte
+	// events publishes committed transitions' events to Watch.
+	events broker
 }
 
 // specCacheSize bounds the parsed-spec cache.
@@ -158,11 +157,11 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 }
 
 // update runs fn in one Store.Update and commits its Result: fn returns the
-// state to write (nil for none) and the result, or an error that aborts the
-// transaction. A panic in fn is the internal_error envelope and writes
-// nothing. The answer is the result's outcome, or its *Error; a store
-// failure is returned as is.
-func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*FlowState, Result, error)) (Outcome, error) {
+// state to write (nil for none), the spec the transition ran on (nil when
+// none) and the result, or an error that aborts the transaction. A panic in
+// fn is the internal_error envelope and writes nothing. The answer is the
+// result's outcome, or its *Error; a store failure is returned as is.
+func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error)) (Outcome, error) {
 	var res Result
 	err := s.Store.Update(ctx, func(tx Tx) (err error) {
 		res = Result{}
@@ -172,7 +171,7 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*Fl
 				err = errNoWrite
 			}
 		}()
-		st, r, err := fn(tx, s.now())
+		st, sp, r, err := fn(tx, s.now())
 		if err != nil {
 			if e := AsError(err); e != nil {
 				res = refused(e)
@@ -184,13 +183,13 @@ func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*Fl
 		if res.Unchanged {
 			return errNoWrite
 		}
-		return commitResult(tx, st, res)
+		return s.commitResult(tx, st, sp, res)
 	})
 	if err != nil && !errors.Is(err, errNoWrite) {
 		return nil, err
 	}
 	if err == nil {
-		s.notify(res.Events)
+		s.events.publish(res.Events) // stamped with their sequence numbers by Append
 	}
 	if res.Err != nil {
 		return nil, res.Err
@@ -204,39 +203,34 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, Result, error) {
+	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error) {
 		st, err := tx.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
-			return nil, Result{}, flowNotFound(flowID)
+			return nil, nil, Result{}, flowNotFound(flowID)
 		}
 		if err != nil {
-			return nil, Result{}, err
+			return nil, nil, Result{}, err
 		}
 		if checkLease != nil {
 			if e := leaseRefusal(st, now, checkLease.Actor); e != nil {
-				return nil, Result{}, e
+				return nil, nil, Result{}, e
 			}
 		}
 		env, bad := s.env(st, tx, now)
 		if bad != nil {
-			return nil, Result{}, bad
+			return nil, nil, Result{}, bad
 		}
 		res, err := fn(st, env)
-		return st, res, err
+		return st, env.Spec, res, err
 	})
 }
 
-func (s *Service) notify(events []Event) {
-	if s.Notify != nil && len(events) > 0 {
-		s.Notify(events)
-	}
-}
-
 // commitResult writes a transition's effects: other flows, deletions, the
-// flow itself, then the events.
-func commitResult(tx Tx, st *FlowState, res Result) error {
+// flow itself (each with its summary; sp is the spec the transition ran
+// on), then the events.
+func (s *Service) commitResult(tx Tx, st *FlowState, sp *specs.Spec, res Result) error {
 	for _, p := range res.Put {
-		if err := tx.Put(p); err != nil {
+		if err := s.put(tx, p, sp); err != nil {
 			return err
 		}
 	}
@@ -246,7 +240,7 @@ func commitResult(tx Tx, st *FlowState, res Result) error {
 		}
 	}
 	if st != nil {
-		if err := tx.Put(st); err != nil {
+		if err := s.put(tx, st, sp); err != nil {
 			return err
 		}
 	}
@@ -267,13 +261,13 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, Result, error) {
+	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error) {
 		env := Env{Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: tx}
 		st, res, err := Plan(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true
 		}
-		return st, res, err
+		return st, sp, res, err
 	})
 }
 
@@ -418,79 +412,6 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error
 		return nil, refusal
 	}
 	return out, nil
-}
-
-// Get returns a flow's state (an error wrapping ErrNotFound when unknown).
-func (s *Service) Get(ctx context.Context, flowID string) (*FlowState, error) {
-	var st *FlowState
-	err := s.Store.View(ctx, func(tx Tx) error {
-		var err error
-		st, err = tx.Get(flowID)
-		return err
-	})
-	return st, err
-}
-
-// List returns summaries of the flows matching f, newest first.
-func (s *Service) List(ctx context.Context, f ListFilter) ([]FlowSummary, error) {
-	var out []FlowSummary
-	err := s.Store.View(ctx, func(tx Tx) error {
-		var err error
-		out, err = tx.List(f)
-		return err
-	})
-	return out, err
-}
-
-// PendingGates returns every flow waiting at a gate.
-func (s *Service) PendingGates(ctx context.Context) ([]FlowSummary, error) {
-	var out []FlowSummary
-	err := s.Store.View(ctx, func(tx Tx) error {
-		var err error
-		out, err = tx.PendingGates()
-		return err
-	})
-	return out, err
-}
-
-// ErrLeaseHeld is returned by Claim when another live lease owns the flow.
-var ErrLeaseHeld = errors.New("flow is owned by another live lease")
-
-// Claim takes (or renews) the runner lease of a flow: it succeeds when the
-// flow has no live lease or the live lease has the same id. The flow's driver
-// becomes "runner".
-func (s *Service) Claim(ctx context.Context, flowID string, l Lease) error {
-	return s.Store.Update(ctx, func(tx Tx) error {
-		st, err := tx.Get(flowID)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		if st.Owner != nil && st.Owner.ExpiresAt.After(now) && st.Owner.ID != l.ID {
-			return fmt.Errorf("flow %s: %w (lease %s until %s)", flowID, ErrLeaseHeld, st.Owner.ID, st.Owner.ExpiresAt.UTC().Format(time.RFC3339))
-		}
-		if l.Heartbeat.IsZero() {
-			l.Heartbeat = now
-		}
-		st.Owner = &l
-		st.Driver = DriverRunner
-		return tx.Put(st)
-	})
-}
-
-// Release drops the flow's lease if it is held by leaseID.
-func (s *Service) Release(ctx context.Context, flowID, leaseID string) error {
-	return s.Store.Update(ctx, func(tx Tx) error {
-		st, err := tx.Get(flowID)
-		if err != nil {
-			return err
-		}
-		if st.Owner == nil || st.Owner.ID != leaseID {
-			return nil
-		}
-		st.Owner = nil
-		return tx.Put(st)
-	})
 }
 
 // Decide records a gate decision: it is the engine's review.Decider, so every

@@ -199,29 +199,6 @@ func TestServiceConcurrentDecisions(t *testing.T) {
 	}
 }
 
-func TestServiceNotify(t *testing.T) {
-	ctx := context.Background()
-	s, store, _ := newService()
-	var got []engine.EventType
-	s.Notify = func(evs []engine.Event) {
-		for _, e := range evs {
-			got = append(got, e.Type)
-		}
-	}
-	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{})) // refused: no events
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	stored, _ := store.FlowEvents(ctx, "f1")
-	if len(got) != len(stored) {
-		t.Fatalf("notified %v, stored %d events", got, len(stored))
-	}
-	for i := range got {
-		if got[i] != stored[i].Type {
-			t.Fatalf("notified %v, stored %+v", got, stored)
-		}
-	}
-}
-
 func TestServiceMiscPaths(t *testing.T) {
 	ctx := context.Background()
 	s, store, _ := newService()

@@ -96,7 +96,7 @@ func must(t *testing.T) func(engine.Outcome, error) engine.Response {
 
 func TestServiceFlow(t *testing.T) {
 	ctx := context.Background()
-	s, store, clk := newService()
+	s, _, clk := newService()
 	r := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{SpecFile: "x.stratum.yaml"}))
 	if r["status"] != "execute_step" || r["flow_id"] != "f1" {
 		t.Fatalf("plan: %v", r)
@@ -153,7 +153,7 @@ func TestServiceFlow(t *testing.T) {
 		t.Fatalf("gate still pending: %+v", gates)
 	}
 	// Events: strictly increasing sequence numbers, typed.
-	evs, _ := store.FlowEvents(ctx, "f1")
+	evs, _ := s.FlowEvents(ctx, "f1")
 	var types []string
 	for i, e := range evs {
 		if i > 0 && e.Seq <= evs[i-1].Seq {
@@ -191,7 +191,8 @@ func TestServiceErrors(t *testing.T) {
 	}
 	// A stored flow whose spec no longer parses: execution_error, no panic.
 	if err := store.Update(ctx, func(tx engine.Tx) error {
-		return tx.Put(&engine.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: engine.StatusRunning})
+		st := &engine.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: engine.StatusRunning}
+		return tx.Put(st, engine.Summarize(st, nil))
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	if b := fs.BudgetState; b == nil || b.SpentMS != 15 || b.SpentTokens != 3 || b.SpentUSD != 0.5 || fs.Attempts["a"] != 2 {
 		t.Fatalf("ledger %+v attempts %v", fs.BudgetState, fs.Attempts)
 	}
-	evs, _ := st.FlowEvents(ctx, id)
+	evs, _ := svc.FlowEvents(ctx, id)
 	traces := 0
 	for _, e := range evs {
 		if e.Type == engine.EventTrace {

@@ -1,22 +1,100 @@
 package engine
 
-// Summarize refines a flow's list summary with what only the spec knows: the
-// total number of steps and the id of the step at the cursor. It has the
-// signature of the store's Options.Summarize hook, so the store's listings
-// (which must not parse specs on every read) carry step k/n. A state whose
-// spec no longer parses is left as the store summarised it.
-func (s *Service) Summarize(st *FlowState, sum *FlowSummary) {
-	sp, _ := s.parse(st.SpecFile, st.RawSpec)
-	if sp == nil {
-		return
+import "github.com/stratum-go/stratum/specs"
+
+// Summarize computes the list summary of a flow state — every field of
+// FlowSummary — so that listings never decode states or parse specs. It is
+// the one derivation: the Service hands its result to Store.Put with every
+// state it writes, and stores persist it as given. flow is the state's flow
+// in its parsed spec; nil (a spec that no longer parses) leaves TotalSteps 0
+// and CurrentStep to what the state alone says.
+//
+//   - CurrentStep is the pending gate's step, else the active iteration's
+//     step, else, while the flow is running or awaiting a gate, the most
+//     recently dispatched step, else the step at the cursor; "" once the
+//     flow has finished.
+//   - StepNumber is CurrentIdx+1 (1-based) while the flow is running or
+//     awaiting a gate, CurrentIdx once it has finished.
+//   - TotalSteps is the number of steps of flow.
+//   - FlowName, Status, Round, Driver, ParentFlowID, Gate and Owner (the
+//     runner's lease) are the state's, Gate and Owner copied.
+//   - CreatedAt, UpdatedAt and Version are the state's as they are now;
+//     Store.Put stamps the stored summary with the values it stamps into
+//     the state.
+func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
+	sum := FlowSummary{
+		FlowID:     st.FlowID,
+		FlowName:   st.FlowName,
+		Status:     st.Status,
+		StepNumber: st.CurrentIdx,
+		Round:      st.Round,
+		Driver:     st.Driver,
+		CreatedAt:  st.CreatedAt,
+		UpdatedAt:  st.UpdatedAt,
+		Version:    st.Version,
 	}
-	fl := sp.Flows[st.FlowName]
-	if fl == nil {
-		return
+	if st.ParentFlowID != nil {
+		sum.ParentFlowID = *st.ParentFlowID
 	}
-	sum.TotalSteps = len(fl.Order)
-	if sum.CurrentStep == "" && st.CurrentIdx >= 0 && st.CurrentIdx < len(fl.Order) &&
-		(st.Status == StatusRunning || st.Status == StatusAwaitingGate) {
-		sum.CurrentStep = fl.Steps[fl.Order[st.CurrentIdx]].ID
+	if st.Owner != nil {
+		l := *st.Owner
+		sum.Owner = &l
 	}
+	if flow != nil {
+		sum.TotalSteps = len(flow.Order)
+	}
+	active := st.Status == StatusRunning || st.Status == StatusAwaitingGate
+	if active {
+		sum.StepNumber = st.CurrentIdx + 1
+	}
+	switch {
+	case st.Gate != nil:
+		g := *st.Gate
+		if g.Deadline != nil {
+			d := *g.Deadline
+			g.Deadline = &d
+		}
+		sum.Gate = &g
+		sum.CurrentStep = g.StepID
+	case st.ActiveIteration != nil:
+		sum.CurrentStep = st.ActiveIteration.StepID
+	case active:
+		sum.CurrentStep = latestDispatched(st)
+		if sum.CurrentStep == "" && flow != nil && st.CurrentIdx >= 0 && st.CurrentIdx < len(flow.Order) {
+			sum.CurrentStep = flow.Steps[flow.Order[st.CurrentIdx]].ID
+		}
+	}
+	return sum
+}
+
+// latestDispatched is the most recently dispatched step (ties: the larger
+// id), "" when none was.
+func latestDispatched(st *FlowState) string {
+	var latest string
+	for step, at := range st.DispatchedAt {
+		if latest == "" || at.After(st.DispatchedAt[latest]) ||
+			(at.Equal(st.DispatchedAt[latest]) && step > latest) {
+			latest = step
+		}
+	}
+	return latest
+}
+
+// summary is Summarize with st's flow looked up in sp when sp is the spec
+// st was parsed from (a transition's), else in st's stored spec, parsed
+// through the service's cache.
+func (s *Service) summary(st *FlowState, sp *specs.Spec) FlowSummary {
+	if sp == nil || string(sp.Source) != st.RawSpec {
+		sp, _ = s.parse(st.SpecFile, st.RawSpec)
+	}
+	var flow *specs.Flow
+	if sp != nil {
+		flow = sp.Flows[st.FlowName]
+	}
+	return Summarize(st, flow)
+}
+
+// put writes st with its summary.
+func (s *Service) put(tx Tx, st *FlowState, sp *specs.Spec) error {
+	return tx.Put(st, s.summary(st, sp))
 }

@@ -70,7 +70,7 @@ func fill(b *testing.B, s *Store, n int) {
 				if st.Status == engine.StatusAwaitingGate {
 					st.Gate = &engine.PendingGate{StepID: "s5"}
 				}
-				if err := tx.Put(st); err != nil {
+				if err := storetest.Put(tx, st); err != nil {
 					return err
 				}
 			}

@@ -56,11 +56,13 @@ func (s *Store) Check(ctx context.Context) error {
 }
 
 // Reindex rebuilds every summary and the listing and gate indexes from the
-// flow states, in one write transaction. It repairs what Check reports as
-// index problems; flow states and events are not touched.
-func (s *Store) Reindex(ctx context.Context) error {
+// flow states, in one write transaction. Summaries are the engine's, so the
+// caller passes the derivation (engine.Summarize with each state's flow in
+// its parsed spec). It repairs what Check reports as index problems; flow
+// states and events are not touched.
+func (s *Store) Reindex(ctx context.Context, summarize func(*engine.FlowState) engine.FlowSummary) error {
 	return s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
-		return s.guard(func() error { return s.rebuildIndexes(btx) })
+		return s.guard(func() error { return s.rebuildIndexes(btx, summarize) })
 	})
 }
 

@@ -13,7 +13,9 @@ import (
 // flows decodes every one of them, and JSON (times above all) made that
 // several times slower. The encoding is versioned by its first byte; a new
 // FlowSummary field needs a new version here (TestSummaryCodecCoversFields
-// fails until it has one).
+// fails until it has one) and a schema migration that rewrites the stored
+// summaries (migrate.go). The decoder reads every version; a store writes
+// the version of its schema (schema.summaryCodec).
 //
 //	v1: 0x01
 //	    str FlowID, str FlowName, str Status, str CurrentStep,
@@ -23,16 +25,23 @@ import (
 //	    byte hasGate, [str StepID, int Round, time DispatchedAt,
 //	                   byte hasDeadline, [time Deadline],
 //	                   str OnTimeout, str Approver]
+//	v2: 0x02 (schema 2), v1's fields, then
+//	    byte hasOwner, [str ID, int PID, str Host, time Heartbeat, time ExpiresAt]
 //
 // str is a uvarint length and the bytes; int is a zig-zag varint; time is a
 // uvarint length and time.Time's MarshalBinary form (empty for the zero time).
-const summaryCodecV1 = 1
+const (
+	summaryCodecV1 = 1
+	summaryCodecV2 = 2
+)
 
 var errShortSummary = errors.New("truncated summary record")
 
-func encodeSummary(sum *engine.FlowSummary) ([]byte, error) {
+// encodeSummary encodes sum in the given codec version (the fields a
+// version lacks are dropped).
+func encodeSummary(sum *engine.FlowSummary, codec byte) ([]byte, error) {
 	b := make([]byte, 0, 128+len(sum.FlowID)+len(sum.FlowName))
-	b = append(b, summaryCodecV1)
+	b = append(b, codec)
 	b = appendStr(b, sum.FlowID)
 	b = appendStr(b, sum.FlowName)
 	b = appendStr(b, string(sum.Status))
@@ -50,13 +59,23 @@ func encodeSummary(sum *engine.FlowSummary) ([]byte, error) {
 		return nil, err
 	}
 	b = binary.AppendVarint(b, sum.Version)
-	g := sum.Gate
+	if b, err = appendGate(b, sum.Gate); err != nil {
+		return nil, err
+	}
+	if codec >= summaryCodecV2 {
+		return appendLease(b, sum.Owner)
+	}
+	return b, nil
+}
+
+func appendGate(b []byte, g *engine.PendingGate) ([]byte, error) {
 	if g == nil {
 		return append(b, 0), nil
 	}
 	b = append(b, 1)
 	b = appendStr(b, g.StepID)
 	b = binary.AppendVarint(b, int64(g.Round))
+	var err error
 	if b, err = appendTime(b, g.DispatchedAt); err != nil {
 		return nil, err
 	}
@@ -69,8 +88,22 @@ func encodeSummary(sum *engine.FlowSummary) ([]byte, error) {
 		}
 	}
 	b = appendStr(b, g.OnTimeout)
-	b = appendStr(b, g.Approver)
-	return b, nil
+	return appendStr(b, g.Approver), nil
+}
+
+func appendLease(b []byte, l *engine.Lease) ([]byte, error) {
+	if l == nil {
+		return append(b, 0), nil
+	}
+	b = append(b, 1)
+	b = appendStr(b, l.ID)
+	b = binary.AppendVarint(b, int64(l.PID))
+	b = appendStr(b, l.Host)
+	var err error
+	if b, err = appendTime(b, l.Heartbeat); err != nil {
+		return nil, err
+	}
+	return appendTime(b, l.ExpiresAt)
 }
 
 func appendStr(b []byte, s string) []byte {
@@ -189,10 +222,10 @@ func decodeSummary(b []byte) (*engine.FlowSummary, error) {
 	return sum, nil
 }
 
-// decodeSummaryInto decodes b into *sum (which must be zero), sharing
-// repeated strings through intern when it is non-nil.
+// decodeSummaryInto decodes b (any codec version) into *sum (which must be
+// zero), sharing repeated strings through intern when it is non-nil.
 func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]string) error {
-	if len(b) == 0 || b[0] != summaryCodecV1 {
+	if len(b) == 0 || (b[0] != summaryCodecV1 && b[0] != summaryCodecV2) {
 		return fmt.Errorf("unknown summary encoding %x", b[:min(len(b), 1)])
 	}
 	r := &summaryReader{b: b[1:], intern: intern}
@@ -220,6 +253,15 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 		g.OnTimeout = r.common()
 		g.Approver = r.common()
 		sum.Gate = g
+	}
+	if b[0] >= summaryCodecV2 && r.byte() == 1 {
+		l := &engine.Lease{}
+		l.ID = r.str()
+		l.PID = int(r.int())
+		l.Host = r.common()
+		l.Heartbeat = r.time()
+		l.ExpiresAt = r.time()
+		sum.Owner = l
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes in summary record", len(r.b))

@@ -15,12 +15,15 @@ func FuzzDecodeSummary(f *testing.F) {
 		{},
 		{FlowID: "f", FlowName: "n", Status: "running", Version: 3, CreatedAt: d, UpdatedAt: d},
 		{FlowID: "g", Gate: &engine.PendingGate{StepID: "s", Deadline: &d, Approver: "human"}},
+		{FlowID: "o", Owner: &engine.Lease{ID: "run-1", PID: 7, Host: "h", ExpiresAt: d}},
 	} {
-		b, err := encodeSummary(&sum)
-		if err != nil {
-			f.Fatal(err)
+		for _, codec := range []byte{summaryCodecV1, summaryCodecV2} {
+			b, err := encodeSummary(&sum, codec)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
 		}
-		f.Add(b)
 	}
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -28,7 +31,7 @@ func FuzzDecodeSummary(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := encodeSummary(sum)
+		again, err := encodeSummary(sum, b[0])
 		if err != nil {
 			return // e.g. a year MarshalBinary refuses
 		}

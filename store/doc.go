@@ -2,7 +2,8 @@
 // log, the pending-gate index, list summaries and the persistent result
 // cache, in one file ($STRATUM_HOME/stratum.db) shared by every stratum
 // process on the machine (the TUI, `stratum mcp`, `stratum gate`, `stratum
-// run`). It implements engine.Store; it may import engine, specs and review,
+// run`). It implements engine.Store — transactions, the event log, Watch and
+// GC — and passes store/storetest; it may import engine, specs and review,
 // and nothing imports it except main and tests.
 //
 // # Sharing the file
@@ -26,19 +27,20 @@
 // # Schema
 //
 // Every bucket is top-level. Keys marked ‖ are concatenations. Flow states
-// and events are JSON; meta values are raw; <summary> is the compact binary
-// engine.FlowSummary of codec.go (List decodes up to 10,000 of them per
+// and events are JSON; meta values are raw; <summary> is the engine's
+// FlowSummary of the flow (see Summaries) in the compact binary codec of
+// codec.go, version 2 since schema 2 (List decodes up to 10,000 of them per
 // call, and JSON was several times slower).
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "1"           ASCII decimal; gates migrations
+//	    schema_version  = "2"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
 //	    <flow id>       = engine.FlowState JSON (stratum_state_version inside)
 //	summaries/
-//	    <flow id>       = <summary>     rewritten by every Put
+//	    <flow id>       = <summary>     as the last Put was given it, stamped
 //	idx_created/
 //	    <created:8> ‖ <flow id>                   = <summary>   newest-first listing
 //	idx_status/
@@ -64,6 +66,37 @@
 // backwards, reading the summaries stored in the index values, and decodes
 // only the ones it returns.
 //
+// # Summaries
+//
+// The store derives nothing: the engine computes every summary
+// (engine.Summarize: step k/n, current step, round, driver, parent, gate,
+// runner lease) and hands it to Put with the state. The store owns exactly
+// three fields of it — CreatedAt, UpdatedAt and Version, the stamps Put also
+// sets on the state — and refuses a summary whose FlowID or Status is not
+// the state's (the indexes are keyed by them); every other field is stored
+// as given. GC decides from the stored summaries (engine's
+// FlowSummary.Prunable). Because summaries are the engine's, Reindex takes
+// the derivation as an argument, and a migration that changes what
+// summaries hold rewrites the stored ones (rewriteSummaries) rather than
+// recomputing them; 1→2 added the runner lease (Owner) from each state's
+// "owner".
+//
+// # Watching
+//
+// Watch follows the log by sequence number for a consumer (the engine's
+// Service.Watch, and through it the TUI, stratum_wait_gate and `run
+// --on-gate wait`). Each Watch runs one goroutine with an fsnotify watcher
+// on the store's directory — not the file, so a file replaced by rename is
+// seen — filtered by the file's name; every commit of any process writes the
+// file, so it wakes within a millisecond or two of a commit anywhere on the
+// machine. Options.WatchPoll (DefaultWatchPoll, 2 s) is only the fallback
+// when no file-system event comes (fsnotify unavailable or out of
+// instances, network file systems). Each wake-up reads what follows the last
+// event delivered, in batches of up to 1,000, in a View; a read that fails
+// (the file stayed locked past LockTimeout) is retried at the next wake-up.
+// The goroutine waits for the consumer to take each batch, so a slow
+// consumer loses nothing, and it closes the channel when ctx ends.
+//
 // # Opening, corruption, migrations
 //
 // Open creates an absent file (and its directory) and initialises an empty
@@ -84,6 +117,7 @@
 // Inside Update/View, fn must not call the Store again (it would wait for
 // its own lock), and should be short: other processes wait while it runs.
 // Values returned by a Tx are private copies. Put sets CreatedAt, UpdatedAt,
-// Version and (when zero) SchemaVersion on the state it is given, even if
-// the Update later fails.
+// Version and (when zero) SchemaVersion on the state it is given, and
+// Append sets Seq (and a zero Time) on the events it is given, even if the
+// Update later fails.
 package store

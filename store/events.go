@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -12,34 +11,76 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// Events returns up to limit events with a sequence number greater than
-// afterSeq, in sequence order; limit <= 0 means no limit. A tailer keeps the
-// last Seq it saw and passes it back as afterSeq. Sequence numbers are never
-// reused, though GC and Delete leave gaps.
-func (s *Store) Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error) {
-	var out []engine.Event
-	err := s.run(ctx, modeRead, func(btx *bolt.Tx) error {
-		return s.guard(func() error {
-			log := btx.Bucket(bucketEvents)
-			if log == nil {
-				return corruptError(s.path, "bucket \"events\" is missing", nil)
+// Append adds events to the log, stamping each (in the caller's slice) with
+// the next global sequence number (strictly increasing across all
+// processes) and, when zero, the store's clock as Time. Events with a
+// FlowID are indexed under that flow and deleted with it.
+func (t *tx) Append(events ...engine.Event) error {
+	for i := range events {
+		if events[i].FlowID != "" {
+			if err := validFlowID(events[i].FlowID); err != nil {
+				return err
 			}
-			if afterSeq == ^uint64(0) {
-				return nil
+		}
+	}
+	return t.do(true, func() error {
+		log, idx, err := t.eventBuckets()
+		if err != nil {
+			return err
+		}
+		now := t.s.now()
+		for i := range events {
+			ev := &events[i]
+			seq, err := log.NextSequence()
+			if err != nil {
+				return err
 			}
-			c := log.Cursor()
-			for k, v := c.Seek(u64(afterSeq + 1)); k != nil; k, v = c.Next() {
-				ev, err := s.decodeEvent(k, v)
-				if err != nil {
+			ev.Seq = seq
+			if ev.Time.IsZero() {
+				ev.Time = now
+			}
+			data, err := json.Marshal(ev)
+			if err != nil {
+				return fmt.Errorf("store: encode %s event of flow %s: %w", ev.Type, ev.FlowID, err)
+			}
+			if err := log.Put(u64(seq), data); err != nil {
+				return err
+			}
+			if ev.FlowID != "" {
+				if err := idx.Put(flowEventKey(ev.FlowID, seq), nil); err != nil {
 					return err
 				}
-				out = append(out, ev)
-				if limit > 0 && len(out) >= limit {
-					break
-				}
 			}
+		}
+		return nil
+	})
+}
+
+// Events returns up to limit events with a sequence number greater than
+// after, in sequence order; limit <= 0 means no limit. Sequence numbers are
+// never reused, though GC and Delete leave gaps.
+func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
+	var out []engine.Event
+	err := t.do(false, func() error {
+		log, err := t.bucket(bucketEvents)
+		if err != nil {
+			return err
+		}
+		if after == ^uint64(0) {
 			return nil
-		})
+		}
+		c := log.Cursor()
+		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
+			ev, err := t.decodeEvent(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, ev)
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -49,33 +90,31 @@ func (s *Store) Events(ctx context.Context, afterSeq uint64, limit int) ([]engin
 
 // FlowEvents returns every event of one flow in sequence order (empty if
 // the flow has none or does not exist).
-func (s *Store) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
+func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
 	if err := validFlowID(flowID); err != nil {
 		return nil, err
 	}
 	var out []engine.Event
-	err := s.run(ctx, modeRead, func(btx *bolt.Tx) error {
-		return s.guard(func() error {
-			log, idx := btx.Bucket(bucketEvents), btx.Bucket(bucketFlowEvents)
-			if log == nil || idx == nil {
-				return corruptError(s.path, "event buckets are missing", nil)
+	err := t.do(false, func() error {
+		log, idx, err := t.eventBuckets()
+		if err != nil {
+			return err
+		}
+		prefix := flowEventPrefix(flowID)
+		c := idx.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			seqKey := k[len(prefix):]
+			v := log.Get(seqKey)
+			if v == nil {
+				return corruptError(t.s.path, fmt.Sprintf("event index of flow %q names missing event %x", flowID, seqKey), nil)
 			}
-			prefix := flowEventPrefix(flowID)
-			c := idx.Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				seqKey := k[len(prefix):]
-				v := log.Get(seqKey)
-				if v == nil {
-					return corruptError(s.path, fmt.Sprintf("event index of flow %q names missing event %x", flowID, seqKey), nil)
-				}
-				ev, err := s.decodeEvent(seqKey, v)
-				if err != nil {
-					return err
-				}
-				out = append(out, ev)
+			ev, err := t.decodeEvent(seqKey, v)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
+			out = append(out, ev)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -85,28 +124,35 @@ func (s *Store) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, 
 
 // LastSeq returns the last sequence number ever assigned (0 for an empty
 // log). It never decreases, even when events are pruned.
-func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
+func (t *tx) LastSeq() (uint64, error) {
 	var seq uint64
-	err := s.run(ctx, modeRead, func(btx *bolt.Tx) error {
-		return s.guard(func() error {
-			log := btx.Bucket(bucketEvents)
-			if log == nil {
-				return corruptError(s.path, "bucket \"events\" is missing", nil)
-			}
-			seq = log.Sequence()
-			return nil
-		})
+	err := t.do(false, func() error {
+		log, err := t.bucket(bucketEvents)
+		if err != nil {
+			return err
+		}
+		seq = log.Sequence()
+		return nil
 	})
 	return seq, err
 }
 
-func (s *Store) decodeEvent(k, v []byte) (engine.Event, error) {
+// eventBuckets returns the log and its per-flow index.
+func (t *tx) eventBuckets() (log, idx *bolt.Bucket, err error) {
+	if log, err = t.bucket(bucketEvents); err != nil {
+		return nil, nil, err
+	}
+	idx, err = t.bucket(bucketFlowEvents)
+	return log, idx, err
+}
+
+func (t *tx) decodeEvent(k, v []byte) (engine.Event, error) {
 	var ev engine.Event
 	if len(k) != 8 {
-		return ev, corruptError(s.path, fmt.Sprintf("bad event key %x", k), nil)
+		return ev, corruptError(t.s.path, fmt.Sprintf("bad event key %x", k), nil)
 	}
 	if err := json.Unmarshal(bytes.Clone(v), &ev); err != nil {
-		return ev, corruptError(s.path, fmt.Sprintf("cannot decode event %d", binary.BigEndian.Uint64(k)), err)
+		return ev, corruptError(t.s.path, fmt.Sprintf("cannot decode event %d", binary.BigEndian.Uint64(k)), err)
 	}
 	return ev, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stratum-go/stratum/store"
 )
 
-// A transition is one read-modify-write inside one Update; a reader tails
+// A transition is one read-modify-write inside one Update; a reader reads
 // the event log by sequence number.
 func Example() {
 	home, _ := os.MkdirTemp("", "stratum-home")
@@ -25,7 +25,7 @@ func Example() {
 	err = s.Update(ctx, func(tx engine.Tx) error {
 		st := &engine.FlowState{FlowID: "f1", FlowName: "review", Status: engine.StatusAwaitingGate,
 			Gate: &engine.PendingGate{StepID: "approve"}}
-		if err := tx.Put(st); err != nil {
+		if err := tx.Put(st, engine.Summarize(st, nil)); err != nil {
 			return err
 		}
 		return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventGateOpened, StepID: "approve"})
@@ -42,7 +42,11 @@ func Example() {
 	})
 	fmt.Println("pending:", gates[0].FlowID, gates[0].Gate.StepID, "version", gates[0].Version)
 
-	events, _ := s.Events(ctx, 0, 10)
+	var events []engine.Event
+	_ = s.View(ctx, func(tx engine.Tx) error {
+		events, err = tx.Events(0, 10)
+		return err
+	})
 	for _, ev := range events {
 		fmt.Println(ev.Seq, ev.FlowID, ev.Type)
 	}

@@ -6,27 +6,24 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/stratum-go/stratum/engine"
 )
 
 // gcBatch bounds how many flows one GC write transaction deletes, so other
 // processes are not kept waiting for the lock by a large prune.
 const gcBatch = 256
 
-// GC deletes finished flows whose UpdatedAt is older than olderThan (by the
-// store's clock), with their events and index entries, and returns how many
-// it deleted. Running flows and flows awaiting a gate are never pruned. Each
-// candidate is re-checked inside the write transaction that deletes it, so a
+// GC deletes the flows whose summary is Prunable at olderThan before now (by
+// the store's clock) — finished and unchanged since — with their events and
+// index entries, and returns how many it deleted. Running flows and flows
+// awaiting a gate are never pruned. It scans the summaries in one read
+// transaction, then deletes in write transactions of at most gcBatch flows,
+// re-checking each candidate inside the transaction that deletes it, so a
 // flow revived meanwhile by another process survives.
 func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, err error) {
 	if olderThan < 0 {
 		return 0, fmt.Errorf("store: %w: negative GC age %v", ErrInvalid, olderThan)
 	}
 	cutoff := s.now().Add(-olderThan)
-	prunable := func(sum *engine.FlowSummary) bool {
-		return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
-	}
 	var candidates []string
 	err = s.run(ctx, modeRead, func(btx *bolt.Tx) error {
 		return s.guard(func() error {
@@ -39,7 +36,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 				if err != nil {
 					return corruptError(s.path, "cannot decode summary of flow "+string(k), err)
 				}
-				if prunable(sum) {
+				if sum.Prunable(cutoff) {
 					candidates = append(candidates, string(k))
 				}
 				return nil
@@ -68,7 +65,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 					if err != nil {
 						return err
 					}
-					if sum == nil || !prunable(sum) {
+					if sum == nil || !sum.Prunable(cutoff) {
 						continue
 					}
 					if err := t.deleteFlow(id); err != nil {

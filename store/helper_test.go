@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/storetest"
 )
 
 // The tests re-execute the test binary as helper processes to exercise the
@@ -94,7 +95,7 @@ func runHelper(mode string) error {
 					Outcome: "approve", Reviewer: "worker-" + strconv.Itoa(worker), Channel: "cli"})
 				st.Status, st.Gate = engine.StatusRunning, nil
 				won = true
-				if err := tx.Put(st); err != nil {
+				if err := storetest.Put(tx, st); err != nil {
 					return err
 				}
 				return tx.Append(engine.Event{FlowID: id, Type: engine.EventGateResolved,
@@ -134,12 +135,15 @@ func step(tx engine.Tx, flow string, worker, i int) (int, error) {
 	}
 	st.Attempts["n"]++
 	st.Attempts["w"+strconv.Itoa(worker)]++
-	if err := tx.Put(st); err != nil {
+	if err := storetest.Put(tx, st); err != nil {
 		return 0, err
 	}
 	return st.Attempts["n"], tx.Append(engine.Event{FlowID: flow, Type: engine.EventStepDone, StepID: "s5",
 		Data: map[string]any{"worker": worker, "i": i, "counter": st.Attempts["n"]}})
 }
+
+// svcOf is the engine service over s, for its event-log reads.
+func svcOf(s *Store) *engine.Service { return &engine.Service{Store: s} }
 
 // parseLines returns the lines of helper output starting with prefix.
 func parseLines(out, prefix string) []string {

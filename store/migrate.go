@@ -21,7 +21,10 @@ import (
 
 // SchemaVersion is the store schema this binary writes. It is stored raw
 // (ASCII decimal) in meta/schema_version so any version can read it.
-const SchemaVersion = 1
+//
+//	1  the first schema
+//	2  summaries carry the runner lease (summary codec v2)
+const SchemaVersion = 2
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -38,9 +41,41 @@ type schema struct {
 	steps   []migration
 }
 
+// summaryCodec is the summary encoding the schema writes (codec.go).
+func (sc schema) summaryCodec() byte {
+	if sc.version < 2 {
+		return summaryCodecV1
+	}
+	return summaryCodecV2
+}
+
 // currentSchema is what Open uses. Add a step here (and bump SchemaVersion)
 // for every change of buckets or encodings, never edit a released one.
-var currentSchema = schema{version: SchemaVersion, steps: nil}
+var currentSchema = schema{version: SchemaVersion, steps: []migration{
+	{from: 1, name: "summaries carry the runner lease", apply: addLeaseToSummaries},
+}}
+
+// addLeaseToSummaries (1→2) re-encodes every summary in codec v2 with the
+// flow state's runner lease (the state's "owner", copied as the engine's
+// Summarize copies it). Index keys do not change, only their values.
+func addLeaseToSummaries(s *Store, btx *bolt.Tx) error {
+	flows := btx.Bucket(bucketFlows)
+	if flows == nil {
+		return corruptError(s.path, "bucket \"flows\" is missing", nil)
+	}
+	return s.rewriteSummaries(btx, func(id []byte, sum *engine.FlowSummary) error {
+		var st struct {
+			Owner *engine.Lease `json:"owner"`
+		}
+		if v := flows.Get(id); v != nil {
+			if err := json.Unmarshal(v, &st); err != nil {
+				return corruptError(s.path, "cannot decode flow "+string(id), err)
+			}
+		}
+		sum.Owner = st.Owner
+		return nil
+	})
+}
 
 // fileState is what inspect found.
 type fileState int
@@ -219,10 +254,53 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 	return f.Close()
 }
 
-// rebuildIndexes recomputes every summary and the idx_created, idx_status
-// and idx_gates buckets from the flow states, leaving the states untouched.
-// Migrations that change summaries or their encoding end with it.
-func (s *Store) rebuildIndexes(btx *bolt.Tx) error {
+// rewriteSummaries decodes every stored summary (any codec version), lets
+// fix change it (not its FlowID, Status or CreatedAt, which the index keys
+// are made of), and writes it back in the schema's codec, in the summaries
+// bucket and as the value of its index entries. Migrations that change what
+// summaries hold use it: a store cannot recompute summaries, the engine
+// does.
+func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *engine.FlowSummary) error) error {
+	sums := btx.Bucket(bucketSummaries)
+	if sums == nil {
+		return corruptError(s.path, "bucket \"summaries\" is missing", nil)
+	}
+	var ids [][]byte
+	if err := sums.ForEach(func(k, _ []byte) error { ids = append(ids, bytes.Clone(k)); return nil }); err != nil {
+		return err
+	}
+	t := &tx{s: s, btx: btx}
+	for _, id := range ids {
+		sum, err := decodeSummary(sums.Get(id))
+		if err != nil {
+			return corruptError(s.path, "cannot decode summary of flow "+string(id), err)
+		}
+		key := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
+		if err := fix(id, sum); err != nil {
+			return err
+		}
+		if (indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}) != key {
+			return fmt.Errorf("summary of flow %q: a rewrite may not change what it is indexed by", id)
+		}
+		enc, err := encodeSummary(sum, s.schema.summaryCodec())
+		if err != nil {
+			return err
+		}
+		if err := sums.Put(id, enc); err != nil {
+			return err
+		}
+		if err := t.index(sum, enc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuildIndexes recomputes every summary with summarize (the stamps
+// CreatedAt, UpdatedAt and Version are the state's, as Put stores them) and
+// the idx_created, idx_status and idx_gates buckets from the flow states,
+// leaving the states untouched.
+func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) engine.FlowSummary) error {
 	for _, name := range [][]byte{bucketSummaries, bucketByCreated, bucketByStatus, bucketGates} {
 		if btx.Bucket(name) != nil {
 			if err := btx.DeleteBucket(name); err != nil {
@@ -244,8 +322,12 @@ func (s *Store) rebuildIndexes(btx *bolt.Tx) error {
 		if err := json.Unmarshal(v, &st); err != nil {
 			return corruptError(s.path, "cannot decode flow "+string(k), err)
 		}
-		sum := s.summarize(&st)
-		enc, err := encodeSummary(&sum)
+		sum := summarize(&st)
+		if sum.FlowID != st.FlowID || sum.Status != st.Status {
+			return fmt.Errorf("summary of flow %q names flow %q, status %q", k, sum.FlowID, sum.Status)
+		}
+		sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
+		enc, err := encodeSummary(&sum, s.schema.summaryCodec())
 		if err != nil {
 			return err
 		}

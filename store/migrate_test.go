@@ -47,10 +47,10 @@ func seedV1(t *testing.T, path string) {
 	gate := storetest.NewState("g", engine.StatusAwaitingGate)
 	gate.Gate = &engine.PendingGate{StepID: "review"}
 	if err := s.Update(bg, func(tx engine.Tx) error {
-		if err := tx.Put(storetest.NewState("a", engine.StatusRunning)); err != nil {
+		if err := storetest.Put(tx, storetest.NewState("a", engine.StatusRunning)); err != nil {
 			return err
 		}
-		if err := tx.Put(gate); err != nil {
+		if err := storetest.Put(tx, gate); err != nil {
 			return err
 		}
 		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowCreated})
@@ -60,8 +60,9 @@ func seedV1(t *testing.T, path string) {
 }
 
 // testV3 is a made-up schema history: 1→2 adds a bucket; 2→3 rewrites
-// every flow's driver and rebuilds the summaries, as a real migration of a
-// derived field would.
+// every flow's driver in the states and in the summaries, as a real
+// migration of a summarised field must (the store cannot recompute
+// summaries; it rewrites the stored ones).
 var testV3 = schema{version: 3, steps: []migration{
 	{from: 1, name: "add x bucket", apply: func(_ *Store, btx *bolt.Tx) error {
 		b, err := btx.CreateBucket([]byte("x_v2"))
@@ -90,7 +91,10 @@ var testV3 = schema{version: 3, steps: []migration{
 				return err
 			}
 		}
-		return s.rebuildIndexes(btx)
+		return s.rewriteSummaries(btx, func(_ []byte, sum *engine.FlowSummary) error {
+			sum.Driver = "migrated"
+			return nil
+		})
 	}},
 }}
 
@@ -117,7 +121,7 @@ func TestMigrate(t *testing.T) {
 	if g := storeGates(t, s); len(g) != 1 || g[0].FlowID != "g" {
 		t.Fatalf("gate index after rebuild: %v", g)
 	}
-	if evs, err := s.FlowEvents(bg, "a"); err != nil || len(evs) != 1 {
+	if evs, err := svcOf(s).FlowEvents(bg, "a"); err != nil || len(evs) != 1 {
 		t.Fatalf("events after migration: %v %v", evs, err)
 	}
 
@@ -232,6 +236,9 @@ func TestFixtureV1(t *testing.T) {
 	if v := rawSchemaVersion(t, path); v != fmt.Sprint(SchemaVersion) {
 		t.Fatalf("schema_version = %q after opening, want %d", v, SchemaVersion)
 	}
+	if _, err := os.Stat(BackupPath(path, 1)); SchemaVersion > 1 && err != nil {
+		t.Fatalf("no backup of the v1 file: %v", err)
+	}
 	all := storeList(t, s, engine.ListFilter{})
 	if got := strings.Join(sortedIDs(all), ","); got != "child,done,gated,running" {
 		t.Fatalf("flows in fixture: %s", got)
@@ -247,7 +254,7 @@ func TestFixtureV1(t *testing.T) {
 	if child.ParentFlowID == nil || *child.ParentFlowID != "running" || child.Version != 2 {
 		t.Fatalf("child flow: %+v", child)
 	}
-	evs, err := s.Events(bg, 0, 0)
+	evs, err := svcOf(s).Events(bg, 0, 0)
 	if err != nil || len(evs) != 5 || evs[4].Type != engine.EventFlowFinished || evs[4].Seq != 5 {
 		t.Fatalf("events in fixture: %+v %v", evs, err)
 	}
@@ -261,6 +268,81 @@ func TestFixtureV1(t *testing.T) {
 	}
 }
 
+// TestMigrateV1SummariesGainTheLease: a schema-1 file (codec v1 summaries,
+// which cannot hold the runner lease) is migrated on Open: backed up, every
+// summary re-encoded in codec v2 with its state's lease, the indexes still
+// consistent.
+func TestMigrateV1SummariesGainTheLease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	old, err := openWith(path, Options{}, schema{version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := &engine.Lease{ID: "run-7", PID: 4242, Host: "box", Heartbeat: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC),
+		ExpiresAt: time.Date(2026, 5, 1, 0, 0, 30, 0, time.UTC)}
+	leased := storetest.NewState("leased", engine.StatusRunning)
+	leased.Owner, leased.Driver = lease, engine.DriverRunner
+	gate := storetest.NewState("gated", engine.StatusAwaitingGate)
+	gate.Gate = &engine.PendingGate{StepID: "review"}
+	if err := old.Update(bg, func(tx engine.Tx) error {
+		return errors.Join(storetest.Put(tx, leased), storetest.Put(tx, gate))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	codecs := func() map[string]byte {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		out := map[string]byte{}
+		_ = db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketSummaries).ForEach(func(k, v []byte) error { out[string(k)] = v[0]; return nil })
+		})
+		return out
+	}
+	if c := codecs(); c["leased"] != summaryCodecV1 || c["gated"] != summaryCodecV1 {
+		t.Fatalf("schema-1 store wrote summary codecs %v", c)
+	}
+	if sums := storeList(t, old, engine.ListFilter{}); sums[0].Owner != nil || sums[1].Owner != nil {
+		t.Fatalf("a v1 summary carries an owner: %+v", sums)
+	}
+
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("migrate 1→%d: %v", SchemaVersion, err)
+	}
+	if c := codecs(); c["leased"] != summaryCodecV2 || c["gated"] != summaryCodecV2 {
+		t.Fatalf("summary codecs after migration %v", c)
+	}
+	if v := rawSchemaVersion(t, BackupPath(path, 1)); v != "1" {
+		t.Fatalf("backup schema_version = %q", v)
+	}
+	if err := s.Check(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, sum := range storeList(t, s, engine.ListFilter{}) {
+		switch sum.FlowID {
+		case "leased":
+			if o := sum.Owner; o == nil || o.ID != lease.ID || o.PID != lease.PID || o.Host != lease.Host ||
+				!o.Heartbeat.Equal(lease.Heartbeat) || !o.ExpiresAt.Equal(lease.ExpiresAt) || sum.Driver != engine.DriverRunner {
+				t.Fatalf("migrated summary of the leased flow: %+v (owner %+v)", sum, sum.Owner)
+			}
+		default:
+			if sum.Owner != nil {
+				t.Fatalf("%s gained an owner: %+v", sum.FlowID, sum.Owner)
+			}
+		}
+	}
+	if g := storeGates(t, s); len(g) != 1 || g[0].FlowID != "gated" || g[0].Gate.StepID != "review" {
+		t.Fatalf("gate index after migration: %+v", g)
+	}
+	// What the old binary wrote is still read: states are unchanged.
+	if st := storeGet(t, s, "leased"); st.Owner == nil || st.Owner.ID != "run-7" {
+		t.Fatalf("state after migration: %+v", st.Owner)
+	}
+}
+
 func writeFixtureV1(t *testing.T, path string) {
 	s, err := Open(path, Options{Now: fixtureClock()})
 	if err != nil {
@@ -270,13 +352,13 @@ func writeFixtureV1(t *testing.T, path string) {
 	deadline := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	steps := []func(tx engine.Tx) error{
 		func(tx engine.Tx) error {
-			return errors.Join(tx.Put(storetest.NewState("running", engine.StatusRunning)),
+			return errors.Join(storetest.Put(tx, storetest.NewState("running", engine.StatusRunning)),
 				tx.Append(engine.Event{FlowID: "running", Type: engine.EventFlowCreated}))
 		},
 		func(tx engine.Tx) error {
 			st := storetest.NewState("child", engine.StatusRunning)
 			st.ParentFlowID = &parent
-			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventFlowCreated}))
+			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventFlowCreated}))
 		},
 		func(tx engine.Tx) error {
 			st, err := tx.Get("child")
@@ -284,17 +366,17 @@ func writeFixtureV1(t *testing.T, path string) {
 				return err
 			}
 			st.CurrentIdx++
-			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventStepDone, StepID: "s1"}))
+			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventStepDone, StepID: "s1"}))
 		},
 		func(tx engine.Tx) error {
 			st := storetest.NewState("gated", engine.StatusAwaitingGate)
 			st.Gate = &engine.PendingGate{StepID: "review", DispatchedAt: deadline.Add(-time.Hour), Deadline: &deadline,
 				OnTimeout: "kill", Approver: "human"}
-			return errors.Join(tx.Put(st), tx.Append(engine.Event{FlowID: "gated", Type: engine.EventGateOpened}),
+			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "gated", Type: engine.EventGateOpened}),
 				tx.CachePut("sha256:abc", []byte(`{"answer":42}`)))
 		},
 		func(tx engine.Tx) error {
-			return errors.Join(tx.Put(storetest.NewState("done", engine.StatusComplete)),
+			return errors.Join(storetest.Put(tx, storetest.NewState("done", engine.StatusComplete)),
 				tx.Append(engine.Event{FlowID: "done", Type: engine.EventFlowFinished}))
 		},
 	}
@@ -352,11 +434,11 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	err = old.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("x", engine.StatusRunning)) })
+	err = old.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("x", engine.StatusRunning)) })
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process writing a migrated file: %v, want ErrNewerSchema", err)
 	}
-	if _, err := old.Events(bg, 0, 0); !errors.Is(err, ErrNewerSchema) {
+	if _, err := svcOf(old).Events(bg, 0, 0); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process reading a migrated file: %v, want ErrNewerSchema", err)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {

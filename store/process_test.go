@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/storetest"
 )
 
 // runHelpers starts one helper per flow (flows[i] for worker i) and waits
@@ -94,7 +96,7 @@ func TestProcessesSeparateFlows(t *testing.T) {
 		if got := storeGet(t, s, f).Attempts["n"]; got != each {
 			t.Fatalf("%s counter = %d, want %d", f, got, each)
 		}
-		evs, err := s.FlowEvents(bg, f)
+		evs, err := svcOf(s).FlowEvents(bg, f)
 		if err != nil || len(evs) != each {
 			t.Fatalf("FlowEvents(%s) = %d events, %v; want %d", f, len(evs), err, each)
 		}
@@ -107,7 +109,7 @@ func TestProcessesSeparateFlows(t *testing.T) {
 // that process committed them, and per-flow counters rise with the sequence.
 func checkEventOrder(t *testing.T, s *Store, procs, each int) {
 	t.Helper()
-	evs, err := s.Events(bg, 0, 0)
+	evs, err := svcOf(s).Events(bg, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func checkEventOrder(t *testing.T, s *Store, procs, each int) {
 		}
 		lastCounter[ev.FlowID] = c
 	}
-	if last, err := s.LastSeq(bg); err != nil || last != evs[len(evs)-1].Seq {
+	if last, err := svcOf(s).LastSeq(bg); err != nil || last != evs[len(evs)-1].Seq {
 		t.Fatalf("LastSeq = %d, %v", last, err)
 	}
 }
@@ -149,7 +151,7 @@ func TestProcessesGateDecisions(t *testing.T) {
 			st := realisticState(fmt.Sprintf("gate-%d", g))
 			st.Status = engine.StatusAwaitingGate
 			st.Gate = &engine.PendingGate{StepID: "review", DispatchedAt: time.Now()}
-			if err := tx.Put(st); err != nil {
+			if err := storetest.Put(tx, st); err != nil {
 				return err
 			}
 		}
@@ -185,7 +187,7 @@ func TestProcessesGateDecisions(t *testing.T) {
 	if p := storeGates(t, s); len(p) != 0 {
 		t.Fatalf("%d gates still pending", len(p))
 	}
-	evs, err := s.Events(bg, 0, 0)
+	evs, err := svcOf(s).Events(bg, 0, 0)
 	if err != nil || len(evs) != gates {
 		t.Fatalf("gate_resolved events = %d, %v; want %d", len(evs), err, gates)
 	}
@@ -260,7 +262,7 @@ func TestCrashKill9(t *testing.T) {
 		if got < counter {
 			t.Fatalf("round %d: counter went back from %d to %d", round, counter, got)
 		}
-		evs, err := s.FlowEvents(bg, "crashy")
+		evs, err := svcOf(s).FlowEvents(bg, "crashy")
 		if err != nil || len(evs) != got {
 			t.Fatalf("round %d: %d events for counter %d (%v)", round, len(evs), got, err)
 		}
@@ -322,4 +324,69 @@ func BenchmarkThroughput(b *testing.B) {
 			b.ReportMetric(float64(each*procs)/el.Seconds(), "transitions/s")
 		})
 	}
+}
+
+// TestWatchAcrossProcesses: a Watch in this process delivers every event
+// that helper processes commit, in order and once, woken by fsnotify (its
+// fallback poll is a minute, so a test that relied on it would time out).
+func TestWatchAcrossProcesses(t *testing.T) {
+	procs, each := 3, 300
+	if testing.Short() {
+		procs, each = 2, 50
+	}
+	s := newTestStore(t, Options{WatchPoll: time.Minute})
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	w, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		evs  []engine.Event
+		last time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		timeout := time.After(60 * time.Second)
+		for len(r.evs) < procs*each {
+			select {
+			case batch, ok := <-w:
+				if !ok {
+					done <- r
+					return
+				}
+				r.evs, r.last = append(r.evs, batch...), time.Now()
+			case <-timeout:
+				done <- r
+				return
+			}
+		}
+		done <- r
+	}()
+	flows := make([]string, procs)
+	for i := range flows {
+		flows[i] = fmt.Sprintf("flow-%d", i)
+	}
+	runHelpers(t, "transitions", s.Path(), flows, each)
+	exited := time.Now()
+	r := <-done
+	if len(r.evs) != procs*each {
+		t.Fatalf("Watch delivered %d of %d events", len(r.evs), procs*each)
+	}
+	logged, err := svcOf(s).Events(bg, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range r.evs {
+		if ev.Seq != logged[i].Seq || ev.FlowID != logged[i].FlowID || ev.Data["i"] != logged[i].Data["i"] {
+			t.Fatalf("delivered event %d is seq %d (%s), the log has seq %d (%s)", i, ev.Seq, ev.FlowID, logged[i].Seq, logged[i].FlowID)
+		}
+	}
+	select {
+	case extra := <-w:
+		t.Fatalf("Watch delivered %d events more than were committed", len(extra))
+	case <-time.After(100 * time.Millisecond):
+	}
+	t.Logf("%d events from %d processes; the last delivered %v after the helpers exited", len(r.evs), procs, r.last.Sub(exited))
 }

@@ -49,14 +49,12 @@ type Options struct {
 	// Now is the clock for FlowState.CreatedAt/UpdatedAt and Event.Time.
 	// Nil means time.Now.
 	Now func() time.Time
-	// Summarize, when set, refines the summary the store derives from a flow
-	// state on every Put (see Summarize) — for instance to fill
-	// CurrentStep/TotalSteps from the parsed spec, which the store cannot
-	// see. It receives the default summary and may change any field except
-	// FlowID, Status, CreatedAt, UpdatedAt and Gate, which the indexes are built from.
-	Summarize func(st *engine.FlowState, sum *engine.FlowSummary)
 	// FileMode is the permission of a newly created store file; zero means 0600.
 	FileMode os.FileMode
+	// WatchPoll is how long Watch waits for a file-system event on the
+	// store file before it re-reads the log anyway (the fallback); zero
+	// means DefaultWatchPoll.
+	WatchPoll time.Duration
 }
 
 // Store is the bbolt-backed engine.Store. It is safe for concurrent use by
@@ -105,6 +103,9 @@ func openWith(path string, opts Options, sc schema) (*Store, error) {
 	}
 	if opts.FileMode == 0 {
 		opts.FileMode = 0o600
+	}
+	if opts.WatchPoll <= 0 {
+		opts.WatchPoll = DefaultWatchPoll
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", abs, err)

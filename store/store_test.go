@@ -39,7 +39,7 @@ func newTestStore(t *testing.T, opts Options) *Store {
 }
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) engine.Store { return newTestStore(t, Options{}) })
+	storetest.Run(t, func(t *testing.T, now func() time.Time) engine.Store { return newTestStore(t, Options{Now: now}) })
 }
 
 // fakeClock is a settable clock for Options.Now.
@@ -116,7 +116,7 @@ func TestOpenRejectsBadFiles(t *testing.T) {
 			for i := 0; i < 300; i++ {
 				st := storetest.NewState(fmt.Sprintf("flow-%03d", i), engine.StatusRunning)
 				st.RawSpec = strings.Repeat("x", 2000)
-				if err := tx.Put(st); err != nil {
+				if err := storetest.Put(tx, st); err != nil {
 					return err
 				}
 			}
@@ -241,7 +241,7 @@ func TestStoreFileDeletedAfterOpen(t *testing.T) {
 	if err := os.Remove(s.Path()); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("f", engine.StatusRunning)) })
+	err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", engine.StatusRunning)) })
 	if !errors.Is(err, ErrMissing) {
 		t.Fatalf("Update on a deleted file: %v, want ErrMissing", err)
 	}
@@ -263,7 +263,7 @@ func TestCorruptionAfterOpenIsAnError(t *testing.T) {
 	s := newTestStoreNoCheck(t)
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := 0; i < 200; i++ {
-			if err := tx.Put(storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)); err != nil {
+			if err := storetest.Put(tx, storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)); err != nil {
 				return err
 			}
 		}
@@ -318,7 +318,7 @@ func TestLockTimeout(t *testing.T) {
 	}
 	// Released within the timeout: the waiter gets through.
 	go func() { time.Sleep(50 * time.Millisecond); _ = db.Close() }()
-	if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("f", engine.StatusRunning)) }); err != nil {
+	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", engine.StatusRunning)) }); err != nil {
 		t.Fatalf("Update after the lock was released: %v", err)
 	}
 }
@@ -337,35 +337,42 @@ func TestTxUnusableAfterReturn(t *testing.T) {
 func TestInvalidIDs(t *testing.T) {
 	s := newTestStore(t, Options{})
 	for _, id := range []string{"", "a\x00b", strings.Repeat("x", 600)} {
-		err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState(id, engine.StatusRunning)) })
+		err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)) })
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("Put with id %q: %v, want ErrInvalid", id, err)
 		}
 	}
 }
 
-func TestSummaryDerivation(t *testing.T) {
+// TestPutStoresTheGivenSummary: the summary is stored as given, except the
+// stamps (the injected clock's), and must belong to the state.
+func TestPutStoresTheGivenSummary(t *testing.T) {
 	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
-	s := newTestStore(t, Options{Now: clock.Now, Summarize: func(st *engine.FlowState, sum *engine.FlowSummary) {
-		sum.TotalSteps = 7
-		sum.Status = "hijacked" // ignored: indexes depend on it
-	}})
+	s := newTestStore(t, Options{Now: clock.Now})
 	st := storetest.NewState("f", engine.StatusRunning)
-	st.DispatchedAt["s2"] = st.DispatchedAt["s1"].Add(time.Second)
-	storePut(t, s, st)
-	sum := storeList(t, s, engine.ListFilter{})[0]
-	if sum.TotalSteps != 7 || sum.Status != engine.StatusRunning || sum.CurrentStep != "s2" || sum.StepNumber != 2 {
-		t.Fatalf("summary = %+v", sum)
+	sum := engine.Summarize(st, nil)
+	sum.TotalSteps, sum.CurrentStep, sum.StepNumber = 7, "s2", 2
+	sum.UpdatedAt, sum.Version = time.Unix(1, 0), 99 // the store's to set
+	if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(st, sum) }); err != nil {
+		t.Fatal(err)
 	}
-	if !sum.UpdatedAt.Equal(clock.Now()) {
-		t.Fatalf("UpdatedAt %v, want the injected clock %v", sum.UpdatedAt, clock.Now())
+	got := storeList(t, s, engine.ListFilter{})[0]
+	if got.TotalSteps != 7 || got.Status != engine.StatusRunning || got.CurrentStep != "s2" || got.StepNumber != 2 || got.Version != 1 {
+		t.Fatalf("summary = %+v", got)
 	}
-	st.Status = engine.StatusComplete
-	clock.Advance(time.Minute)
-	storePut(t, s, st)
-	sum = storeList(t, s, engine.ListFilter{})[0]
-	if sum.CurrentStep != "" || sum.StepNumber != 1 {
-		t.Fatalf("finished summary = %+v", sum)
+	if !got.UpdatedAt.Equal(clock.Now()) || !got.CreatedAt.Equal(clock.Now()) {
+		t.Fatalf("UpdatedAt %v, want the injected clock %v", got.UpdatedAt, clock.Now())
+	}
+	for name, bad := range map[string]func(*engine.FlowSummary){
+		"status":  func(s *engine.FlowSummary) { s.Status = "hijacked" },
+		"flow id": func(s *engine.FlowSummary) { s.FlowID = "other" },
+	} {
+		wrong := engine.Summarize(st, nil)
+		bad(&wrong)
+		err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(st, wrong) })
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("Put with a summary of another %s: %v, want ErrInvalid", name, err)
+		}
 	}
 }
 
@@ -375,7 +382,7 @@ func TestListTieBreakAndManyFlows(t *testing.T) {
 	// Same timestamp for all: order falls back to flow id, descending.
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := 0; i < 500; i++ {
-			if err := tx.Put(storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)); err != nil {
+			if err := storetest.Put(tx, storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)); err != nil {
 				return err
 			}
 		}
@@ -398,7 +405,7 @@ func TestGC(t *testing.T) {
 			st.Gate = &engine.PendingGate{StepID: "g"}
 		}
 		if err := s.Update(bg, func(tx engine.Tx) error {
-			if err := tx.Put(st); err != nil {
+			if err := storetest.Put(tx, st); err != nil {
 				return err
 			}
 			return tx.Append(engine.Event{FlowID: id, Type: engine.EventFlowCreated})
@@ -424,10 +431,10 @@ func TestGC(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("after GC: %v, want %v", got, want)
 	}
-	if evs, _ := s.FlowEvents(bg, "old-complete"); len(evs) != 0 {
+	if evs, _ := svcOf(s).FlowEvents(bg, "old-complete"); len(evs) != 0 {
 		t.Fatalf("GC left events of a pruned flow: %v", evs)
 	}
-	if evs, _ := s.FlowEvents(bg, "old-running"); len(evs) != 1 {
+	if evs, _ := svcOf(s).FlowEvents(bg, "old-running"); len(evs) != 1 {
 		t.Fatalf("GC removed events of a kept flow: %v", evs)
 	}
 	if len(storeGates(t, s)) != 1 {
@@ -445,7 +452,7 @@ func TestGC(t *testing.T) {
 	// Many flows: more than one GC batch.
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := 0; i < 2*gcBatch+10; i++ {
-			if err := tx.Put(storetest.NewState(fmt.Sprintf("bulk%04d", i), engine.StatusComplete)); err != nil {
+			if err := storetest.Put(tx, storetest.NewState(fmt.Sprintf("bulk%04d", i), engine.StatusComplete)); err != nil {
 				return err
 			}
 		}
@@ -476,7 +483,7 @@ func sortedIDs(sums []engine.FlowSummary) []string {
 
 func storePut(t testing.TB, s *Store, st *engine.FlowState) {
 	t.Helper()
-	if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(st) }); err != nil {
+	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
 		t.Fatalf("Put %s: %v", st.FlowID, err)
 	}
 }
@@ -529,9 +536,11 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 			UpdatedAt: time.Date(2026, 1, 2, 0, 0, 0, 0, time.FixedZone("X", 3600)), Version: 1 << 40},
 		{FlowID: "g", Gate: &engine.PendingGate{StepID: "review", Round: 1, DispatchedAt: deadline.Add(-time.Hour)}},
 		{FlowID: "h", Gate: &engine.PendingGate{StepID: "r", Deadline: &deadline, OnTimeout: "kill", Approver: "human"}},
+		{FlowID: "o", Owner: &engine.Lease{ID: "run-1", PID: 4242, Host: "box", Heartbeat: deadline.Add(-time.Minute), ExpiresAt: deadline}},
+		{FlowID: "z", Owner: &engine.Lease{ID: "run-2"}},
 	}
 	for _, want := range cases {
-		b, err := encodeSummary(&want)
+		b, err := encodeSummary(&want, summaryCodecV2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -545,8 +554,13 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 			(got.Gate.Deadline != nil && !got.Gate.Deadline.Equal(*want.Gate.Deadline))) {
 			t.Fatalf("gate %+v, want %+v", got.Gate, want.Gate)
 		}
+		if (got.Owner == nil) != (want.Owner == nil) || got.Owner != nil && (got.Owner.ID != want.Owner.ID ||
+			got.Owner.PID != want.Owner.PID || got.Owner.Host != want.Owner.Host ||
+			!got.Owner.Heartbeat.Equal(want.Owner.Heartbeat) || !got.Owner.ExpiresAt.Equal(want.Owner.ExpiresAt)) {
+			t.Fatalf("owner %+v, want %+v", got.Owner, want.Owner)
+		}
 		g, w := *got, want
-		g.Gate, w.Gate = nil, nil
+		g.Gate, w.Gate, g.Owner, w.Owner = nil, nil, nil, nil
 		if !g.CreatedAt.Equal(w.CreatedAt) || !g.UpdatedAt.Equal(w.UpdatedAt) {
 			t.Fatalf("times %v %v, want %v %v", g.CreatedAt, g.UpdatedAt, w.CreatedAt, w.UpdatedAt)
 		}
@@ -560,18 +574,33 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 				t.Fatalf("decoding %d of %d bytes succeeded", i, len(b))
 			}
 		}
+		// Codec v1 (schema 1) has no owner and reads back without one.
+		b1, err := encodeSummary(&want, summaryCodecV1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := decodeSummary(b1)
+		if err != nil || old.Owner != nil || old.FlowID != want.FlowID || old.Version != want.Version ||
+			(old.Gate == nil) != (want.Gate == nil) {
+			t.Fatalf("v1 round trip of %+v: %+v, %v", want, old, err)
+		}
+		if len(b1) >= len(b) {
+			t.Fatalf("v1 encoding (%d bytes) not shorter than v2 (%d)", len(b1), len(b))
+		}
 	}
 }
 
-// TestSummaryCodecCoversFields fails when engine.FlowSummary or
-// engine.PendingGate gains a field the binary codec does not store.
+// TestSummaryCodecCoversFields fails when engine.FlowSummary,
+// engine.PendingGate or engine.Lease gains a field the binary codec does not
+// store.
 func TestSummaryCodecCoversFields(t *testing.T) {
 	known := map[string][]string{
 		"FlowSummary": {"FlowID", "FlowName", "Status", "CurrentStep", "StepNumber", "TotalSteps", "Round",
-			"Driver", "ParentFlowID", "Gate", "CreatedAt", "UpdatedAt", "Version"},
+			"Driver", "ParentFlowID", "Gate", "Owner", "CreatedAt", "UpdatedAt", "Version"},
 		"PendingGate": {"StepID", "Round", "DispatchedAt", "Deadline", "OnTimeout", "Approver"},
+		"Lease":       {"ID", "PID", "Host", "Heartbeat", "ExpiresAt"},
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[engine.FlowSummary](), reflect.TypeFor[engine.PendingGate]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[engine.FlowSummary](), reflect.TypeFor[engine.PendingGate](), reflect.TypeFor[engine.Lease]()} {
 		var fields []string
 		for i := 0; i < typ.NumField(); i++ {
 			fields = append(fields, typ.Field(i).Name)
@@ -644,7 +673,7 @@ func TestDamagedPagesNeverCrash(t *testing.T) {
 			if err := s.Update(bg, func(tx engine.Tx) error {
 				for i := 0; i < 300; i++ {
 					st := storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)
-					if err := tx.Put(st); err != nil {
+					if err := storetest.Put(tx, st); err != nil {
 						return err
 					}
 					if err := tx.Append(engine.Event{FlowID: st.FlowID, Type: engine.EventFlowCreated}); err != nil {
@@ -681,8 +710,8 @@ func TestDamagedPagesNeverCrash(t *testing.T) {
 				func() error {
 					return s.View(bg, func(tx engine.Tx) error { _, err := tx.Get("f150"); return err })
 				},
-				func() error { _, err := s.Events(bg, 0, 0); return err },
-				func() error { _, err := s.FlowEvents(bg, "f007"); return err },
+				func() error { _, err := svcOf(s).Events(bg, 0, 0); return err },
+				func() error { _, err := svcOf(s).FlowEvents(bg, "f007"); return err },
 				func() error { _, err := s.GC(bg, 0); return err },
 				func() error { return s.Check(bg) },
 			}
@@ -718,7 +747,7 @@ func TestConcurrentOpenOfFreshPath(t *testing.T) {
 			s, err := Open(path, Options{})
 			if err == nil {
 				err = s.Update(bg, func(tx engine.Tx) error {
-					return tx.Put(storetest.NewState(fmt.Sprintf("f%d", i), engine.StatusRunning))
+					return storetest.Put(tx, storetest.NewState(fmt.Sprintf("f%d", i), engine.StatusRunning))
 				})
 			}
 			errs <- err
@@ -747,7 +776,7 @@ func TestVersionCountsTransactionsNotPuts(t *testing.T) {
 		st := storetest.NewState("f", engine.StatusRunning)
 		for i := 0; i < 3; i++ {
 			st.Round = i
-			if err := tx.Put(st); err != nil {
+			if err := storetest.Put(tx, st); err != nil {
 				return err
 			}
 		}
@@ -794,7 +823,7 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 			gate := storetest.NewState("b", engine.StatusAwaitingGate)
 			gate.Gate = &engine.PendingGate{StepID: "g"}
 			if err := s.Update(bg, func(tx engine.Tx) error {
-				return errors.Join(tx.Put(storetest.NewState("a", engine.StatusRunning)), tx.Put(gate),
+				return errors.Join(storetest.Put(tx, storetest.NewState("a", engine.StatusRunning)), storetest.Put(tx, gate),
 					tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowCreated}))
 			}); err != nil {
 				t.Fatal(err)
@@ -817,7 +846,7 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 			if tc.name == "dangling event index" {
 				return // events are not derived data; Reindex does not touch them
 			}
-			if err := s.Reindex(bg); err != nil {
+			if err := s.Reindex(bg, summarizeNoSpec); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Check(bg); err != nil {
@@ -830,24 +859,5 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 	}
 }
 
-func TestSummarizeHookPanicIsNotCorruption(t *testing.T) {
-	boom := true
-	s := newTestStore(t, Options{Summarize: func(*engine.FlowState, *engine.FlowSummary) {
-		if boom {
-			panic("hook bug")
-		}
-	}})
-	func() {
-		defer func() {
-			if v := recover(); v != "hook bug" {
-				t.Fatalf("recovered %v, want the hook's panic", v)
-			}
-		}()
-		_ = s.Update(bg, func(tx engine.Tx) error { return tx.Put(storetest.NewState("f", engine.StatusRunning)) })
-	}()
-	boom = false
-	storePut(t, s, storetest.NewState("f", engine.StatusRunning))
-	if s.faults.Load() != 0 {
-		t.Fatal("a hook panic was counted as a file fault")
-	}
-}
+// summarizeNoSpec is the engine's summary of a state whose spec is unknown.
+func summarizeNoSpec(st *engine.FlowState) engine.FlowSummary { return engine.Summarize(st, nil) }

@@ -100,14 +100,16 @@ func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, 
 	return sum, nil
 }
 
-// Put creates or replaces the flow. It sets st.UpdatedAt to the store's
-// clock, st.CreatedAt when zero (keeping the stored one when replacing), and
-// st.Version to one more than the larger of st.Version and the stored
-// version, so versions only grow; a flow Put twice in one transaction gets
-// one increment. These fields are set on st itself. The
-// summary and the indexes (newest-first, by status, pending gates) are
-// updated in the same transaction.
-func (t *tx) Put(st *engine.FlowState) error {
+// Put creates or replaces the flow with its summary. It sets st.UpdatedAt
+// to the store's clock, st.CreatedAt when zero (keeping the stored one when
+// replacing), and st.Version to one more than the larger of st.Version and
+// the stored version, so versions only grow; a flow Put twice in one
+// transaction gets one increment. These fields are set on st itself and
+// copied into the stored summary, which is otherwise stored as given (its
+// FlowID and Status must be st's). The summary and the indexes
+// (newest-first, by status, pending gates) are updated in the same
+// transaction.
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if st == nil {
 		return fmt.Errorf("store: %w: nil flow state", ErrInvalid)
 	}
@@ -116,6 +118,10 @@ func (t *tx) Put(st *engine.FlowState) error {
 	}
 	if bytes.IndexByte([]byte(st.Status), 0) >= 0 {
 		return fmt.Errorf("store: %w: status contains a NUL byte", ErrInvalid)
+	}
+	if sum.FlowID != st.FlowID || sum.Status != st.Status {
+		return fmt.Errorf("store: %w: flow %q put with the summary of %q (status %q, the state's %q)",
+			ErrInvalid, st.FlowID, sum.FlowID, sum.Status, st.Status)
 	}
 	if t.done {
 		return ErrTxDone
@@ -136,8 +142,6 @@ func (t *tx) Put(st *engine.FlowState) error {
 		return err
 	}
 
-	// Stamp, encode and summarise outside the fault guard: a panic in the
-	// Summarize hook is a bug to surface, not a corrupt file.
 	prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
 	st.UpdatedAt = t.s.now()
 	if st.CreatedAt.IsZero() {
@@ -162,8 +166,8 @@ func (t *tx) Put(st *engine.FlowState) error {
 		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
 		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
 	}
-	sum := t.s.summarize(st)
-	sumData, err := encodeSummary(&sum)
+	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
+	sumData, err := encodeSummary(&sum, t.s.schema.summaryCodec())
 	if err != nil {
 		return fmt.Errorf("store: encode summary of flow %s: %w", st.FlowID, err)
 	}
@@ -289,11 +293,7 @@ func (t *tx) deleteFlow(flowID string) error {
 
 // deleteEvents removes every event of flowID and its index entries.
 func (t *tx) deleteEvents(flowID string) error {
-	idx, err := t.bucket(bucketFlowEvents)
-	if err != nil {
-		return err
-	}
-	events, err := t.bucket(bucketEvents)
+	events, idx, err := t.eventBuckets()
 	if err != nil {
 		return err
 	}
@@ -405,54 +405,6 @@ func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 		return out[i].FlowID < out[j].FlowID
 	})
 	return out, nil
-}
-
-// Append adds events to the log, assigning each the next global sequence
-// number (strictly increasing across all processes) and, when zero, the
-// store's clock as Time. Events with a FlowID are indexed under that flow
-// and deleted with it.
-func (t *tx) Append(events ...engine.Event) error {
-	for i := range events {
-		if events[i].FlowID != "" {
-			if err := validFlowID(events[i].FlowID); err != nil {
-				return err
-			}
-		}
-	}
-	return t.do(true, func() error {
-		log, err := t.bucket(bucketEvents)
-		if err != nil {
-			return err
-		}
-		idx, err := t.bucket(bucketFlowEvents)
-		if err != nil {
-			return err
-		}
-		now := t.s.now()
-		for _, ev := range events {
-			seq, err := log.NextSequence()
-			if err != nil {
-				return err
-			}
-			ev.Seq = seq
-			if ev.Time.IsZero() {
-				ev.Time = now
-			}
-			data, err := json.Marshal(ev)
-			if err != nil {
-				return fmt.Errorf("store: encode %s event of flow %s: %w", ev.Type, ev.FlowID, err)
-			}
-			if err := log.Put(u64(seq), data); err != nil {
-				return err
-			}
-			if ev.FlowID != "" {
-				if err := idx.Put(flowEventKey(ev.FlowID, seq), nil); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
 }
 
 // CacheGet returns a copy of the cached value for key.

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -53,7 +54,7 @@ func benchSource(b *testing.B) Source {
 func buildBenchStore(path string) (Source, error) {
 	ctx := context.Background()
 	svc := &engine.Service{}
-	st, err := store.Open(path, store.Options{Summarize: svc.Summarize})
+	st, err := store.Open(path, store.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,11 @@ func buildBenchStore(path string) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	last, err := st.LastSeq(ctx)
+	sp, ds := specs.Parse("", []byte(gateSpec))
+	if sp == nil || ds.HasErrors() {
+		return nil, ds
+	}
+	last, err := svc.LastSeq(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +104,7 @@ func buildBenchStore(path string) (Source, error) {
 				cp := *tmpl
 				cp.FlowID = fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)
 				cp.Version = 0
-				if err := tx.Put(&cp); err != nil {
+				if err := tx.Put(&cp, engine.Summarize(&cp, sp.Flows[cp.FlowName])); err != nil {
 					return err
 				}
 				n := perFlow
@@ -121,7 +126,7 @@ func buildBenchStore(path string) (Source, error) {
 			return nil, err
 		}
 	}
-	return ServiceSource(svc, st), nil
+	return ServiceSource(svc), nil
 }
 
 func loadedModel(b *testing.B, src Source, w, h int) *Model {

@@ -11,18 +11,21 @@
 // a tea.Cmd whose result comes back as a message.
 //
 // The package never imports the store: it reads and writes through Source,
-// an interface defined here and implemented in main.go over engine.Service
-// and the bbolt store.
+// an interface defined here; ServiceSource implements it over
+// engine.Service, whatever store the service runs on.
 //
 // # Live updates across processes
 //
-// A Tailer follows the store's append-only event log by sequence number. It
-// is woken by fsnotify on the directory of the database file (any process
-// that commits a transition writes the file) and, as a fallback, polls every
-// PollInterval (1 s). Each batch of new events reaches the model through a
-// re-arming wait command; the model then reloads its snapshot (flows,
-// pending gates, the selected flow) in one command, coalescing bursts, so a
-// gate decided in another process leaves the Gates pane on the next frame.
+// The console follows the store's append-only event log by sequence number
+// through Source.Watch (engine.Service.Watch): events of transitions this
+// process commits (a flow run from the Specs pane, a decision) arrive from
+// the engine's in-process broker at once; those of other processes arrive
+// through the store's change notification — for the bbolt store, fsnotify on
+// the database file, with a slow poll (store.DefaultWatchPoll) only as a
+// fallback. Each batch reaches the model through a re-arming wait command;
+// the model then reloads its snapshot (flows, pending gates, the selected
+// flow) in one command, coalescing bursts, so a gate decided in another
+// process leaves the Gates pane on the next frame.
 //
 // # Safety of decisions
 //

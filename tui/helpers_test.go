@@ -122,7 +122,7 @@ func newFixture(t testing.TB) *fixture {
 		return fmt.Sprintf("%08d-0000-4000-8000-000000000000", ids)
 	}}
 	f := &fixture{svc: svc, store: st}
-	f.src = ServiceSource(svc, st)
+	f.src = ServiceSource(svc)
 	ctx := context.Background()
 	must := func(r engine.Outcome, err error) engine.Outcome {
 		t.Helper()

@@ -328,7 +328,7 @@ func TestDialogClosesWhenDecidedElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decide elsewhere: %v %v", resp, err)
 	}
-	drive(m, m.handleEngineEvents(nil)) // what the tailer would deliver
+	drive(m, m.handleEngineEvents(nil)) // what Source.Watch would deliver
 	if len(m.dialogs) != 0 || !strings.Contains(m.status, "decided elsewhere") {
 		t.Fatalf("dialogs %d, status %q", len(m.dialogs), m.status)
 	}

@@ -102,29 +102,30 @@ func newCLI(t *testing.T) cli {
 }
 
 // TestCrossProcessDecision: gates opened and decided by other processes
-// reach the model through the tailer (fsnotify on the database file); a
-// decided gate leaves the Gates pane. It logs the delay from the deciding
-// process's exit to the redrawn frame.
+// reach the model through Source.Watch (the store's change notification:
+// fsnotify on the database file); a decided gate leaves the Gates pane. It
+// logs the delay from the deciding process's exit to the redrawn frame.
 func TestCrossProcessDecision(t *testing.T) {
 	c := newCLI(t)
 	c.gate() // creates the store
 	svc := &engine.Service{}
-	st, err := store.Open(filepath.Join(c.home, store.FileName), store.Options{Summarize: svc.Summarize})
+	// A long fallback poll: the wake-up must come from fsnotify.
+	st, err := store.Open(filepath.Join(c.home, store.FileName), store.Options{WatchPoll: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc.Store = st
-	src := ServiceSource(svc, st)
+	src := ServiceSource(svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	after, err := src.LastSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan []engine.Event, 16)
-	// A long poll: the wake-up must come from fsnotify.
-	tl := &Tailer{Log: src, DBPath: st.Path(), Poll: time.Minute, After: after}
-	go func() { _ = tl.Run(ctx, events) }()
+	events, err := src.Watch(ctx, after)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := newModel(t, src, 80, 24)
 	press(m, "3")
 	if len(m.reviews) != 1 {

@@ -30,7 +30,7 @@ type Options struct {
 	Reviewer string // identity recorded with decisions ($USER)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Events delivers batches of new store events (from a Tailer); nil
+	// Events delivers batches of new store events (Source.Watch); nil
 	// disables live updates.
 	Events <-chan []engine.Event
 	// Specs delivers spec-file states (from a specs/watch Watcher); nil

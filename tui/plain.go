@@ -16,9 +16,6 @@ import (
 type PlainOptions struct {
 	Source Source
 	Out    io.Writer
-	// DBPath and Poll configure the Tailer (see Tailer).
-	DBPath string
-	Poll   time.Duration
 	// Specs, when set, streams spec validation results too.
 	Specs <-chan watch.Update
 	// Once prints the current state and returns without following.
@@ -62,16 +59,18 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	if opt.Once {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	evs := make(chan []engine.Event, 16)
-	t := &Tailer{Log: src, DBPath: opt.DBPath, Poll: opt.Poll, After: after}
-	go func() { _ = t.Run(ctx, evs) }()
+	evs, err := src.Watch(ctx, after)
+	if err != nil {
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case batch := <-evs:
+		case batch, ok := <-evs:
+			if !ok {
+				return nil
+			}
 			for _, ev := range batch {
 				if _, ok := names[ev.FlowID]; !ok {
 					if st, err := src.Get(ctx, ev.FlowID); err == nil {

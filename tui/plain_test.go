@@ -70,7 +70,7 @@ func TestRunPlain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var live syncBuffer
-	go func() { done <- RunPlain(ctx, PlainOptions{Source: f.src, Out: &live, Poll: 10 * time.Millisecond}) }()
+	go func() { done <- RunPlain(ctx, PlainOptions{Source: f.src, Out: &live}) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(live.String(), "state ") && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)

@@ -4,19 +4,15 @@ import (
 	"context"
 	"io"
 	"os"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/specs/watch"
 )
 
 // RunOptions configure Run.
 type RunOptions struct {
 	Source Source
-	// DBPath is the store file the Tailer watches ("" polls only).
-	DBPath string
 	// SpecDirs are watched for *.stratum.yaml files (recursively); none
 	// leaves the Specs pane empty.
 	SpecDirs []string
@@ -30,7 +26,6 @@ type RunOptions struct {
 	Sink    *Sink
 	In      io.Reader
 	Out     io.Writer
-	Poll    time.Duration
 	NoAlt   bool // stay in the normal screen buffer
 	Program []tea.ProgramOption
 }
@@ -49,9 +44,10 @@ func Run(ctx context.Context, opt RunOptions) error {
 	if err != nil {
 		return err
 	}
-	events := make(chan []engine.Event, 16)
-	t := &Tailer{Log: opt.Source, DBPath: opt.DBPath, Poll: opt.Poll, After: after}
-	go func() { _ = t.Run(ctx, events) }()
+	events, err := opt.Source.Watch(ctx, after)
+	if err != nil {
+		return err
+	}
 
 	var specUpdates <-chan watch.Update
 	if len(opt.SpecDirs) > 0 {

@@ -8,7 +8,7 @@ import (
 )
 
 // Source is everything the console reads and writes. It is defined here, by
-// its consumer; main.go adapts engine.Service and the store to it. Every
+// its consumer; ServiceSource adapts engine.Service to it. Every
 // method is called from a tea.Cmd (never from Update) and must be safe for
 // concurrent use.
 type Source interface {
@@ -22,11 +22,12 @@ type Source interface {
 	Get(ctx context.Context, flowID string) (*engine.FlowState, error)
 	// FlowEvents returns every event of one flow, in sequence order.
 	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
-	// Events returns up to limit events with a sequence number above
-	// afterSeq, in order (limit <= 0: no limit).
-	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
 	// LastSeq is the last sequence number assigned (0 for an empty log).
 	LastSeq(ctx context.Context) (uint64, error)
+	// Watch delivers every batch of new events with a sequence number
+	// above after, in order, until ctx ends (then it closes the channel):
+	// the live updates, from this process and every other one.
+	Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error)
 	// GateResolve records a decision (first writer wins). A refusal is an
 	// *engine.Error.
 	GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error)
@@ -36,23 +37,25 @@ type Source interface {
 	Revert(ctx context.Context, flowID, label string) (engine.Outcome, error)
 }
 
-// EventLog is the read side of the store's event log (the bbolt store and
-// enginetest.Store both implement it).
-type EventLog interface {
-	Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error)
-	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
-	LastSeq(ctx context.Context) (uint64, error)
-}
-
-// ServiceSource adapts an engine.Service and the event log of its store to
-// Source.
-func ServiceSource(svc *engine.Service, log EventLog) Source {
-	return serviceSource{svc: svc, EventLog: log}
+// ServiceSource adapts an engine.Service to Source.
+func ServiceSource(svc *engine.Service) Source {
+	return serviceSource{svc: svc}
 }
 
 type serviceSource struct {
 	svc *engine.Service
-	EventLog
+}
+
+func (s serviceSource) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
+	return s.svc.FlowEvents(ctx, flowID)
+}
+
+func (s serviceSource) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
+	return s.svc.Watch(ctx, after)
+}
+
+func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
+	return s.svc.LastSeq(ctx)
 }
 
 func (s serviceSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -20,57 +21,103 @@ type Store struct {
 	// Now is the store's clock for UpdatedAt/CreatedAt (default time.Now).
 	Now func() time.Time
 
-	mu     sync.Mutex
-	flows  map[string][]byte
-	events []engine.Event
-	seq    uint64
+	mu sync.Mutex
+	d  *data
+	// changed is closed (and replaced) by every commit that appends events:
+	// it wakes the watchers.
+	changed chan struct{}
+}
+
+// data is the committed content. An Update works on a copy and swaps it in
+// when fn succeeds, so a failed or panicking transaction leaves no trace.
+type data struct {
+	flows  map[string]record
+	events []engine.Event // in sequence order
+	seq    uint64         // last sequence number ever assigned
 	cache  map[string][]byte
+}
+
+// record is one flow: its state as JSON (so every Get decodes a private
+// copy) and the summary Put was given, with the store's stamps.
+type record struct {
+	state []byte
+	sum   engine.FlowSummary
+}
+
+func (d *data) clone() *data {
+	return &data{flows: maps.Clone(d.flows), events: append([]engine.Event(nil), d.events...), seq: d.seq, cache: maps.Clone(d.cache)}
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{flows: map[string][]byte{}, cache: map[string][]byte{}}
+	return &Store{d: &data{flows: map[string]record{}, cache: map[string][]byte{}}, changed: make(chan struct{})}
 }
 
 var _ engine.Store = (*Store)(nil)
 
 func (s *Store) now() time.Time {
 	if s.Now != nil {
-		return s.Now()
+		return s.Now().Round(0)
 	}
-	return time.Now()
+	return time.Now().Round(0)
 }
 
-// Update runs fn in one write transaction; if fn fails nothing is written.
+// Update runs fn in one write transaction; if fn fails (or panics) nothing
+// is written.
 func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &tx{s: s, write: true, flows: map[string][]byte{}, deleted: map[string]bool{}, cache: map[string][]byte{}, seq: s.seq}
+	t := &tx{s: s, d: s.d.clone(), write: true}
 	if err := fn(t); err != nil {
 		return err
 	}
-	for id := range t.deleted {
-		delete(s.flows, id)
-		kept := s.events[:0]
-		for _, e := range s.events {
-			if e.FlowID != id {
-				kept = append(kept, e)
+	if t.d.seq != s.d.seq {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+	s.d = t.d
+	return nil
+}
+
+// watchBatch bounds how many events one delivery of Watch carries.
+const watchBatch = 1000
+
+// Watch delivers the committed events after the sequence number after, in
+// order, until ctx ends (then the channel is closed). It is woken by this
+// store's own commits and reads the log from the last event it delivered,
+// so a slow consumer loses nothing.
+func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make(chan []engine.Event)
+	go func() {
+		defer close(out)
+		for {
+			s.mu.Lock()
+			evs, _ := (&tx{s: s, d: s.d}).Events(after, watchBatch)
+			changed := s.changed
+			s.mu.Unlock()
+			if len(evs) > 0 {
+				select {
+				case out <- evs:
+					after = evs[len(evs)-1].Seq
+					continue
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
 			}
 		}
-		s.events = kept
-	}
-	for id, b := range t.flows {
-		s.flows[id] = b
-	}
-	for k, v := range t.cache {
-		s.cache[k] = v
-	}
-	s.events = append(s.events, t.events...)
-	s.seq = t.seq
-	return nil
+	}()
+	return out, nil
 }
 
 // View runs fn in one read-only transaction.
@@ -80,39 +127,198 @@ func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fn(&tx{s: s, flows: map[string][]byte{}, deleted: map[string]bool{}, cache: map[string][]byte{}, seq: s.seq})
+	return fn(&tx{s: s, d: s.d})
 }
 
-// Events returns the committed events with a sequence number above
-// afterSeq, oldest first, at most limit of them (0 = no limit).
-func (s *Store) Events(ctx context.Context, afterSeq uint64, limit int) ([]engine.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// GC deletes the flows whose summary is Prunable at olderThan before now,
+// with their events, in one transaction.
+func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
+	if olderThan < 0 {
+		return 0, fmt.Errorf("enginetest: negative GC age %v", olderThan)
 	}
+	n := 0
+	err := s.Update(ctx, func(etx engine.Tx) error {
+		t := etx.(*tx)
+		cutoff := s.now().Add(-olderThan)
+		n = 0
+		for _, sum := range t.summaries(func(sum *engine.FlowSummary) bool { return sum.Prunable(cutoff) }) {
+			if err := t.Delete(sum.FlowID); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Len returns the number of stored flows.
+func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []engine.Event{}
-	for _, e := range s.events {
-		if e.Seq <= afterSeq {
-			continue
+	return len(s.d.flows)
+}
+
+// tx is one transaction over d: the committed data in a View, a private
+// copy of it in an Update.
+type tx struct {
+	s     *Store
+	d     *data
+	write bool
+	// versions is the Version each flow got from its first Put in this
+	// transaction: Version counts transactions, not Put calls.
+	versions map[string]int64
+}
+
+func (t *tx) Get(flowID string) (*engine.FlowState, error) {
+	r, ok := t.d.flows[flowID]
+	if !ok {
+		return nil, fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
+	}
+	var st engine.FlowState
+	if err := json.Unmarshal(r.state, &st); err != nil {
+		return nil, fmt.Errorf("flow %q: decoding: %w", flowID, err)
+	}
+	return &st, nil
+}
+
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
+	if !t.write {
+		return errReadOnly
+	}
+	if st == nil || st.FlowID == "" {
+		return errors.New("enginetest: Put of a flow without id")
+	}
+	if sum.FlowID != st.FlowID || sum.Status != st.Status {
+		return fmt.Errorf("enginetest: Put of flow %q with the summary of %q (status %q, state's %q)",
+			st.FlowID, sum.FlowID, sum.Status, st.Status)
+	}
+	old, stored := t.d.flows[st.FlowID]
+	// Like the real store: the version moves forward from the stored one
+	// (once per transaction) and a zero CreatedAt keeps the stored one.
+	st.UpdatedAt = t.s.now()
+	if st.CreatedAt.IsZero() {
+		st.CreatedAt = st.UpdatedAt
+		if stored && !old.sum.CreatedAt.IsZero() {
+			st.CreatedAt = old.sum.CreatedAt
 		}
-		out = append(out, e)
-		if limit > 0 && len(out) >= limit {
-			break
+	}
+	if v, ok := t.versions[st.FlowID]; ok {
+		st.Version = v
+	} else {
+		if stored && old.sum.Version > st.Version {
+			st.Version = old.sum.Version
 		}
+		st.Version++
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("flow %q: encoding: %w", st.FlowID, err)
+	}
+	if t.versions == nil {
+		t.versions = map[string]int64{}
+	}
+	t.versions[st.FlowID] = st.Version
+	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
+	t.d.flows[st.FlowID] = record{state: b, sum: cloneSummary(sum)}
+	return nil
+}
+
+// cloneSummary copies what sum points to, so no caller shares it.
+func cloneSummary(sum engine.FlowSummary) engine.FlowSummary {
+	if g := sum.Gate; g != nil {
+		c := *g
+		if g.Deadline != nil {
+			d := *g.Deadline
+			c.Deadline = &d
+		}
+		sum.Gate = &c
+	}
+	if o := sum.Owner; o != nil {
+		c := *o
+		sum.Owner = &c
+	}
+	return sum
+}
+
+func (t *tx) Delete(flowID string) error {
+	if !t.write {
+		return errReadOnly
+	}
+	delete(t.d.flows, flowID)
+	kept := t.d.events[:0]
+	for _, e := range t.d.events {
+		if e.FlowID != flowID {
+			kept = append(kept, e)
+		}
+	}
+	t.d.events = kept
+	return nil
+}
+
+// summaries returns copies of the stored summaries that keep says, newest
+// first (ties by flow id).
+func (t *tx) summaries(keep func(*engine.FlowSummary) bool) []engine.FlowSummary {
+	var out []engine.FlowSummary
+	for _, r := range t.d.flows {
+		if keep(&r.sum) {
+			out = append(out, cloneSummary(r.sum))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].FlowID < out[j].FlowID
+	})
+	return out
+}
+
+func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
+	out := t.summaries(func(s *engine.FlowSummary) bool { return f.Status == "" || s.Status == f.Status })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
 	}
 	return out, nil
 }
 
-// FlowEvents returns one flow's committed events, oldest first.
-func (s *Store) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
+	return t.summaries(func(s *engine.FlowSummary) bool {
+		return s.Status == engine.StatusAwaitingGate && s.Gate != nil
+	}), nil
+}
+
+func (t *tx) Append(events ...engine.Event) error {
+	if !t.write {
+		return errReadOnly
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []engine.Event{}
-	for _, e := range s.events {
+	for i := range events {
+		e := &events[i]
+		t.d.seq++
+		e.Seq = t.d.seq
+		if e.Time.IsZero() {
+			e.Time = t.s.now()
+		}
+		t.d.events = append(t.d.events, *e)
+	}
+	return nil
+}
+
+// Events returns up to limit events after the sequence number after.
+func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
+	evs := t.d.events
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
+	evs = evs[i:]
+	if limit > 0 && len(evs) > limit {
+		evs = evs[:limit]
+	}
+	return append([]engine.Event(nil), evs...), nil
+}
+
+// FlowEvents returns one flow's events, in order.
+func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
+	var out []engine.Event
+	for _, e := range t.d.events {
 		if e.FlowID == flowID {
 			out = append(out, e)
 		}
@@ -121,200 +327,10 @@ func (s *Store) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, 
 }
 
 // LastSeq is the highest sequence number ever assigned (0 for a new store).
-func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seq, nil
-}
-
-// Len returns the number of stored flows.
-func (s *Store) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.flows)
-}
-
-// tx is one transaction: writes are buffered until Update commits.
-type tx struct {
-	s       *Store
-	write   bool
-	flows   map[string][]byte // written in this tx
-	deleted map[string]bool
-	cache   map[string][]byte
-	events  []engine.Event
-	seq     uint64
-}
-
-func (t *tx) raw(id string) ([]byte, bool) {
-	if b, ok := t.flows[id]; ok {
-		return b, true
-	}
-	if t.deleted[id] {
-		return nil, false
-	}
-	b, ok := t.s.flows[id]
-	return b, ok
-}
-
-func (t *tx) Get(flowID string) (*engine.FlowState, error) {
-	b, ok := t.raw(flowID)
-	if !ok {
-		return nil, fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
-	}
-	var st engine.FlowState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("flow %q: decoding: %w", flowID, err)
-	}
-	return &st, nil
-}
-
-func (t *tx) Put(st *engine.FlowState) error {
-	if !t.write {
-		return errReadOnly
-	}
-	if st == nil || st.FlowID == "" {
-		return errors.New("enginetest: Put of a flow without id")
-	}
-	now := t.s.now()
-	st.UpdatedAt = now
-	// Like the real store: the version moves forward from the stored one and
-	// CreatedAt is kept, even when the argument was built from scratch.
-	var prev struct {
-		Version   int64     `json:"version"`
-		CreatedAt time.Time `json:"created_at"`
-	}
-	if b, ok := t.raw(st.FlowID); ok && json.Unmarshal(b, &prev) == nil {
-		st.Version = prev.Version + 1
-		st.CreatedAt = prev.CreatedAt
-	} else {
-		st.Version++
-	}
-	if st.CreatedAt.IsZero() {
-		st.CreatedAt = now
-	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("flow %q: encoding: %w", st.FlowID, err)
-	}
-	t.flows[st.FlowID] = b
-	delete(t.deleted, st.FlowID)
-	return nil
-}
-
-func (t *tx) Delete(flowID string) error {
-	if !t.write {
-		return errReadOnly
-	}
-	delete(t.flows, flowID)
-	t.deleted[flowID] = true
-	kept := t.events[:0]
-	for _, e := range t.events {
-		if e.FlowID != flowID {
-			kept = append(kept, e)
-		}
-	}
-	t.events = kept
-	return nil
-}
-
-func (t *tx) all() ([]*engine.FlowState, error) {
-	ids := map[string]bool{}
-	for id := range t.s.flows {
-		ids[id] = true
-	}
-	for id := range t.flows {
-		ids[id] = true
-	}
-	var out []*engine.FlowState
-	for id := range ids {
-		if _, ok := t.raw(id); !ok {
-			continue
-		}
-		st, err := t.Get(id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].FlowID < out[j].FlowID
-	})
-	return out, nil
-}
-
-func summary(st *engine.FlowState) engine.FlowSummary {
-	s := engine.FlowSummary{
-		FlowID: st.FlowID, FlowName: st.FlowName, Status: st.Status, StepNumber: st.CurrentIdx + 1,
-		Round: st.Round, Driver: st.Driver, Gate: st.Gate, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt,
-		Version: st.Version,
-	}
-	if st.Gate != nil {
-		s.CurrentStep = st.Gate.StepID
-	}
-	if st.ParentFlowID != nil {
-		s.ParentFlowID = *st.ParentFlowID
-	}
-	return s
-}
-
-func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
-	all, err := t.all()
-	if err != nil {
-		return nil, err
-	}
-	var out []engine.FlowSummary
-	for _, st := range all {
-		if f.Status != "" && st.Status != f.Status {
-			continue
-		}
-		out = append(out, summary(st))
-		if f.Limit > 0 && len(out) >= f.Limit {
-			break
-		}
-	}
-	return out, nil
-}
-
-func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
-	all, err := t.all()
-	if err != nil {
-		return nil, err
-	}
-	var out []engine.FlowSummary
-	for _, st := range all {
-		if st.Status == engine.StatusAwaitingGate && st.Gate != nil {
-			out = append(out, summary(st))
-		}
-	}
-	return out, nil
-}
-
-func (t *tx) Append(events ...engine.Event) error {
-	if !t.write {
-		return errReadOnly
-	}
-	for _, e := range events {
-		t.seq++
-		e.Seq = t.seq
-		if e.Time.IsZero() {
-			e.Time = t.s.now()
-		}
-		t.events = append(t.events, e)
-	}
-	return nil
-}
+func (t *tx) LastSeq() (uint64, error) { return t.d.seq, nil }
 
 func (t *tx) CacheGet(key string) ([]byte, bool, error) {
-	if v, ok := t.cache[key]; ok {
-		return append([]byte(nil), v...), true, nil
-	}
-	v, ok := t.s.cache[key]
+	v, ok := t.d.cache[key]
 	if !ok {
 		return nil, false, nil
 	}
@@ -325,6 +341,6 @@ func (t *tx) CachePut(key string, value []byte) error {
 	if !t.write {
 		return errReadOnly
 	}
-	t.cache[key] = append([]byte(nil), value...)
+	t.d.cache[key] = append([]byte(nil), value...)
 	return nil
 }

@@ -14,10 +14,11 @@ func TestMemStore(t *testing.T) {
 	s := New()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Now = func() time.Time { return now }
+	svc := &engine.Service{Store: s} // its reads of the event log
 
 	put := func(st *engine.FlowState) {
 		t.Helper()
-		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st) }); err != nil {
+		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, engine.Summarize(st, nil)) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +42,7 @@ func TestMemStore(t *testing.T) {
 		if _, err := tx.Get("zz"); !errors.Is(err, engine.ErrNotFound) {
 			t.Errorf("missing flow: %v", err)
 		}
-		if err := tx.Put(again); err == nil {
+		if err := tx.Put(again, engine.Summarize(again, nil)); err == nil {
 			t.Error("Put inside View succeeded")
 		}
 		list, _ := tx.List(engine.ListFilter{})
@@ -58,12 +59,13 @@ func TestMemStore(t *testing.T) {
 	// A failing transaction writes nothing (flows, events, cache).
 	boom := errors.New("boom")
 	err := s.Update(ctx, func(tx engine.Tx) error {
-		_ = tx.Put(&engine.FlowState{FlowID: "c"})
+		c := &engine.FlowState{FlowID: "c"}
+		_ = tx.Put(c, engine.Summarize(c, nil))
 		_ = tx.Append(engine.Event{FlowID: "c", Type: engine.EventFlowCreated})
 		_ = tx.CachePut("k", []byte("v"))
 		return boom
 	})
-	if evs, _ := s.Events(ctx, 0, 0); !errors.Is(err, boom) || s.Len() != 2 || len(evs) != 0 {
+	if evs, _ := svc.Events(ctx, 0, 0); !errors.Is(err, boom) || s.Len() != 2 || len(evs) != 0 {
 		t.Fatalf("rollback: err %v len %d events %d", err, s.Len(), len(evs))
 	}
 
@@ -75,17 +77,17 @@ func TestMemStore(t *testing.T) {
 		_ = tx.CachePut("key", []byte("val"))
 		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowFinished})
 	})
-	evs, _ := s.Events(ctx, 0, 0)
+	evs, _ := svc.Events(ctx, 0, 0)
 	if len(evs) != 3 || evs[0].Seq != 1 || evs[2].Seq != 3 {
 		t.Fatalf("events %+v", evs)
 	}
-	if tail, _ := s.Events(ctx, 1, 1); len(tail) != 1 || tail[0].Seq != 2 {
+	if tail, _ := svc.Events(ctx, 1, 1); len(tail) != 1 || tail[0].Seq != 2 {
 		t.Fatalf("events after 1, limit 1: %+v", tail)
 	}
 	_ = s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("a") })
-	ea, _ := s.FlowEvents(ctx, "a")
-	eb, _ := s.FlowEvents(ctx, "b")
-	if last, _ := s.LastSeq(ctx); s.Len() != 1 || len(ea) != 0 || len(eb) != 1 || last != 3 {
+	ea, _ := svc.FlowEvents(ctx, "a")
+	eb, _ := svc.FlowEvents(ctx, "b")
+	if last, _ := svc.LastSeq(ctx); s.Len() != 1 || len(ea) != 0 || len(eb) != 1 || last != 3 {
 		t.Fatalf("delete: len %d events a=%v b=%v last=%d", s.Len(), ea, eb, last)
 	}
 	_ = s.View(ctx, func(tx engine.Tx) error {

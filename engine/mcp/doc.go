@@ -10,8 +10,11 @@
 // The server keeps no flow state in memory: every call goes through
 // engine.Service to the shared store, so flows driven here are visible to
 // `stratum query` and the TUI, and decisions made elsewhere (`stratum gate`)
-// are seen by the next call. Serve also sweeps expired gate deadlines in the
-// background.
+// are seen by the next call. stratum_wait_gate waits on the store's change
+// notification (engine.Service.Watch), not on a poll: it re-reads the flow
+// when an event about it commits, here or in another process, and a timer
+// at the gate's deadline applies it. Serve also sweeps expired gate
+// deadlines in the background, every SweepInterval.
 //
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers

@@ -26,11 +26,8 @@ const (
 	ErrTypeInternal = string(engine.ErrTypeInternal)
 )
 
-// Defaults of Options.
-const (
-	DefaultSweepInterval = 3 * time.Second
-	DefaultPollInterval  = 100 * time.Millisecond
-)
+// DefaultSweepInterval is the default of Options.SweepInterval.
+const DefaultSweepInterval = 3 * time.Second
 
 // Options configure the server.
 type Options struct {
@@ -43,9 +40,6 @@ type Options struct {
 	// (svc.SweepTimeouts). Zero means DefaultSweepInterval; negative
 	// disables the sweeper.
 	SweepInterval time.Duration
-	// PollInterval is how often stratum_wait_gate re-reads the store. Zero
-	// means DefaultPollInterval.
-	PollInterval time.Duration
 	// MaxWait caps stratum_wait_gate's timeout_seconds (default 300 s).
 	MaxWait time.Duration
 }
@@ -66,9 +60,6 @@ func NewServer(svc *engine.Service, opts Options) *mcp.Server {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = DefaultPollInterval
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = 300 * time.Second

@@ -35,7 +35,7 @@ Returns: the next dispatch (execute_step after approve or revise, …), the comp
 		s.waitGate)
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_list_flows", Annotations: readOnly(), Description: `List flow executions in the shared store, newest first (flows started by any agent, "stratum run" or the TUI).
-Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, total_steps, round, driver, gate ({step_id, round, deadline, approver} when awaiting_gate), created_at, updated_at, version}]}. Filter with status (running, awaiting_gate, complete, killed, failed, budget_exhausted); limit defaults to 50.`},
+Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, total_steps, round, driver, gate ({step_id, round, deadline, approver} when awaiting_gate), owner (the runner's lease {id, pid, host, heartbeat, expires_at} while a runner holds one), created_at, updated_at, version}]}. Filter with status (running, awaiting_gate, complete, killed, failed, budget_exhausted); limit defaults to 50.`},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in listFlowsArgs) (engine.Response, error) {
 			limit := in.Limit
 			if limit == 0 {
@@ -55,8 +55,12 @@ Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, tota
 		})
 }
 
-// waitGate is stratum_wait_gate: it re-reads the flow every PollInterval
-// until the gate it found is no longer the one waiting, then answers Resume.
+// waitGate is stratum_wait_gate. It follows the store's events
+// (Service.Watch: this process's commits at once, other processes' as the
+// store sees them) and re-reads the flow when one is about it, until the
+// gate it found is no longer the one waiting; then it answers Resume. A
+// timer at the gate's deadline applies it (CheckTimeouts), in case no
+// sweeper runs; another bounds the wait.
 func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGateArgs) (engine.Response, error) {
 	if err := required("flow_id", in.FlowID); err != nil {
 		return nil, err
@@ -72,6 +76,12 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 		wait = time.Duration(t * float64(time.Second))
 	}
 	start := time.Now()
+	// The end of the log before the first read: Watch delivers everything
+	// after it, so a decision made in between is not missed.
+	after, err := s.svc.LastSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
 	first, err := s.svc.Get(ctx, in.FlowID)
 	if errors.Is(err, engine.ErrNotFound) {
 		return answer(s.svc.Resume(ctx, in.FlowID)) // answers flow_not_found
@@ -79,37 +89,53 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 	if err != nil {
 		return nil, err
 	}
-	done := func(timedOut bool) (engine.Response, error) {
+	done := func(waited time.Duration, timedOut bool) (engine.Response, error) {
 		resp, err := answer(s.svc.Resume(ctx, in.FlowID))
 		if err != nil {
 			return nil, err
 		}
-		resp["waited_ms"] = time.Since(start).Milliseconds()
+		resp["waited_ms"] = waited.Milliseconds()
 		if timedOut {
 			resp["timed_out"] = true
 		}
 		return resp, nil
 	}
 	if first.Status != engine.StatusAwaitingGate || first.Gate == nil {
-		return done(false)
+		return done(0, false)
 	}
 	gate := *first.Gate
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(s.opts.PollInterval)
-	defer tick.Stop()
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	events, err := s.svc.Watch(watchCtx, after)
+	if err != nil {
+		return nil, err
+	}
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	var expired <-chan time.Time
+	if gate.Deadline != nil {
+		t := time.NewTimer(time.Until(*gate.Deadline))
+		defer t.Stop()
+		expired = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-deadline.C:
-			return done(true)
-		case <-tick.C:
-		}
-		if gate.Deadline != nil && !time.Now().Before(*gate.Deadline) {
+		case <-timeout.C:
+			return done(time.Since(start), true)
+		case <-expired:
+			expired = nil
 			// Apply the expired deadline here too, in case no sweeper runs.
-			if _, err := s.svc.CheckTimeouts(ctx, in.FlowID); err != nil {
+			if _, err := s.svc.CheckTimeouts(ctx, in.FlowID); err != nil && engine.AsError(err) == nil {
 				return nil, err
+			}
+		case batch, ok := <-events:
+			if !ok {
+				return nil, ctx.Err()
+			}
+			if !engine.Mentions(batch, in.FlowID) {
+				continue
 			}
 		}
 		st, err := s.svc.Get(ctx, in.FlowID)
@@ -120,7 +146,7 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 			return nil, err
 		}
 		if st.Status != engine.StatusAwaitingGate || st.Gate == nil || st.Gate.StepID != gate.StepID || st.Gate.Round != gate.Round {
-			return done(false)
+			return done(time.Since(start), false)
 		}
 	}
 }

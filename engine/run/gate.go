@@ -217,39 +217,69 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 	return &endState{status: EndGate, gate: &pr, message: msg}
 }
 
-// waitGate polls the store until another process decides the gate (or its
-// deadline passes: the sweep applies on_timeout).
+// waitGate waits for another process (or this one's TUI) to decide the
+// gate. It follows the store's events (Service.Watch) and re-reads the flow
+// when one is about it; a timer at the gate's deadline applies expired
+// deadlines (SweepTimeouts), as every stratum process does, so on_timeout
+// takes effect even when no other process sweeps.
 func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (turn, error) {
 	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
 		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
-	t := time.NewTicker(r.opts.PollInterval)
-	defer t.Stop()
+	// The end of the log before the first read: Watch delivers everything
+	// after it, so a decision made in between is not missed.
+	after, err := r.svc.LastSeq(ctx)
+	if err != nil {
+		return turn{}, err
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	events, err := r.svc.Watch(watchCtx, after)
+	if err != nil {
+		return turn{}, err
+	}
+	var expired <-chan time.Time
+	if pr.Deadline != nil {
+		t := time.NewTimer(time.Until(*pr.Deadline))
+		defer t.Stop()
+		expired = t.C
+	}
 	for {
-		select {
-		case <-ctx.Done():
-			return stop(&endState{status: EndInterrupted})
-		case <-t.C:
-		}
-		if _, err := r.svc.SweepTimeouts(ctx); err != nil {
-			return turn{}, err
-		}
 		st, err := r.svc.Get(ctx, fc.id)
 		if err != nil {
 			return turn{}, err
 		}
-		if st.Status == engine.StatusAwaitingGate && st.Gate != nil && st.Gate.StepID == pr.StepID && st.Gate.Round == pr.Round {
-			continue
-		}
-		if step := fc.flow.Step(pr.StepID); step != nil {
-			rep := r.stepReport(fc, step)
-			rep.Attempts++
-			rep.Status = "passed"
-			if st.Status == engine.StatusKilled {
-				rep.Status = "killed"
+		if st.Status != engine.StatusAwaitingGate || st.Gate == nil || st.Gate.StepID != pr.StepID || st.Gate.Round != pr.Round {
+			if step := fc.flow.Step(pr.StepID); step != nil {
+				rep := r.stepReport(fc, step)
+				rep.Attempts++
+				rep.Status = "passed"
+				if st.Status == engine.StatusKilled {
+					rep.Status = "killed"
+				}
+				r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: "decided by another process"})
 			}
-			r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: "decided by another process"})
+			return answered(r.svc.Resume(ctx, fc.id))
 		}
-		return answered(r.svc.Resume(ctx, fc.id))
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return stop(&endState{status: EndInterrupted})
+			case <-expired:
+				expired = nil
+				if _, err := r.svc.SweepTimeouts(ctx); err != nil {
+					return turn{}, err
+				}
+				break wait
+			case batch, ok := <-events:
+				if !ok {
+					return stop(&endState{status: EndInterrupted})
+				}
+				if engine.Mentions(batch, fc.id) {
+					break wait
+				}
+			}
+		}
 	}
 }
 

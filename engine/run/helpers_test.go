@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
@@ -46,7 +45,7 @@ func (e *env) spec(src string) *specs.Spec {
 }
 
 func (e *env) runner(mod ...func(*Options)) *Runner {
-	o := Options{Service: e.svc, Progress: &Printer{W: e.log}, PollInterval: 20 * time.Millisecond}
+	o := Options{Service: e.svc, Progress: &Printer{W: e.log}}
 	for _, m := range mod {
 		m(&o)
 	}

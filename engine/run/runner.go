@@ -75,8 +75,6 @@ type Options struct {
 	// LeaseTTL is how long the runner's lease lives without a heartbeat
 	// (default 30s; heartbeats every TTL/3).
 	LeaseTTL time.Duration
-	// PollInterval is how often `--on-gate wait` polls the store (default 1s).
-	PollInterval time.Duration
 }
 
 // Outcome is how a run ended.
@@ -145,9 +143,6 @@ func New(opts Options) *Runner {
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = 30 * time.Second
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
 	}
 	if opts.Gates.OnGate == "" {
 		opts.Gates.OnGate = OnGateExit
@@ -282,19 +277,7 @@ func (r *Runner) claim(ctx context.Context, st *engine.FlowState) error {
 	}
 	// The owner died (kill -9): take its lease over, only if it is still
 	// the same lease.
-	return r.svc.Store.Update(ctx, func(tx engine.Tx) error {
-		cur, err := tx.Get(st.FlowID)
-		if err != nil {
-			return err
-		}
-		if cur.Owner != nil && cur.Owner.ID != o.ID && cur.Owner.ExpiresAt.After(r.now()) {
-			return fmt.Errorf("flow %s: %w", st.FlowID, engine.ErrLeaseHeld)
-		}
-		l := r.freshLease()
-		cur.Owner = &l
-		cur.Driver = engine.DriverRunner
-		return tx.Put(cur)
-	})
+	return r.svc.TakeOver(ctx, st.FlowID, o.ID, r.freshLease())
 }
 
 func (r *Runner) hold(flowID string) {

@@ -574,7 +574,7 @@ func TestResumeRefusesALiveLeaseAndTakesOverADeadOne(t *testing.T) {
 		_ = e.store.Update(context.Background(), func(tx engine.Tx) error {
 			st, _ := tx.Get(o.FlowID)
 			st.Owner = &l
-			return tx.Put(st)
+			return tx.Put(st, engine.Summarize(st, nil))
 		})
 	}
 	// A live lease of a live process (this one) is refused.

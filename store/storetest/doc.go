@@ -1,15 +1,18 @@
 // Package storetest is the contract suite for engine.Store implementations.
 // Run it against every backend (the bbolt store in package store, the
-// engine's in-memory store) so they cannot drift apart:
+// engine's in-memory store) so they cannot drift apart; a new backend is a
+// package that passes it:
 //
 //	func TestContract(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) engine.Store { return newStore(t) })
+//		storetest.Run(t, func(t *testing.T, now func() time.Time) engine.Store {
+//			return newStore(t, now)
+//		})
 //	}
 //
-// open must return a fresh, empty store for each call and register its own
-// cleanup. The suite uses only the engine.Store / engine.Tx port, plus the
-// optional EventLog read API when the store offers it; it imports engine
-// only, never a concrete store.
+// open must return a fresh, empty store whose clock is now (the suite's
+// Clock: distinct, increasing readings it can move forward) and register
+// its own cleanup. The suite uses only the engine.Store / engine.Tx port; it
+// imports engine only, never a concrete store.
 //
 // The contract, beyond the port's own comments:
 //
@@ -19,16 +22,35 @@
 //     CreatedAt when zero (a replacement keeps the stored CreatedAt), and
 //     Version = max(stored, given) + 1, so versions never go backwards even
 //     when a state built from scratch replaces a stored one.
+//   - Put stores the summary it is given, every field exactly (even fields
+//     that disagree with the state: the store derives nothing), except
+//     CreatedAt, UpdatedAt and Version, which are the state's stamps. A
+//     replacement stores its own summary whole. A summary whose FlowID or
+//     Status is not the state's is refused. The caller's summary is not
+//     shared with the store.
 //   - Update commits all of fn's writes or none: an error or a panic in fn
 //     leaves the store as it was, and the store stays usable. A canceled
 //     context fails Update/View without running fn.
 //   - Writes inside View fail. Delete of a missing flow is not an error and
 //     also removes the flow's events.
 //   - List is newest-created first (updates do not reorder it), filters by
-//     exact status, honours Limit; summaries carry the state's name, status,
-//     round, driver, parent, gate, timestamps and version.
-//   - PendingGates is exactly the flows with status awaiting_gate and Gate
-//     set (order is the store's choice).
-//   - Event sequence numbers are strictly increasing and never reused.
+//     exact status, honours Limit.
+//   - PendingGates is exactly the flows whose summary has status
+//     awaiting_gate and a Gate (order is the store's choice).
+//   - Append stamps the caller's events in place; sequence numbers are
+//     strictly increasing, consecutive within one Append, and never
+//     reused. Events, FlowEvents and LastSeq read the log by sequence.
+//   - Watch delivers exactly what the log holds after `after`: events
+//     committed before and after it started, in order, none twice, none
+//     from a failed transaction; several watchers each get everything; a
+//     consumer that does not read while many transactions commit still
+//     gets every event; concurrent writers lose nothing; the channel
+//     closes when ctx ends, and a Watch with a done ctx fails.
+//   - GC deletes exactly the Prunable flows (finished, unchanged for longer
+//     than the age by the store's clock) with their events, keeps running
+//     and gated flows and recently changed ones, and refuses a negative age.
 //   - Concurrent Updates from many goroutines lose nothing.
+//
+// Crossing handles and processes (a Watch woken by another process's
+// commits) is the backend's own test: package store has them.
 package storetest

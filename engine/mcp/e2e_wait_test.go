@@ -1,0 +1,77 @@
+package mcp_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine/e2e"
+)
+
+// decidedAt is when the gate of flow id was decided (e2e.GateDecidedAt).
+func (s *server) decidedAt(id string) time.Time {
+	s.t.Helper()
+	out, err := s.cli("query", "flow", id)
+	if err != nil {
+		s.t.Fatalf("query flow: %v\n%s", err, out)
+	}
+	at, err := e2e.GateDecidedAt([]byte(out))
+	if err != nil {
+		s.t.Fatalf("%v:\n%s", err, out)
+	}
+	return at
+}
+
+// latencyBound is the p50 a waiter woken by the decision's commit stays
+// well under; the old 100 ms poll (phase-randomised) landed around 50 ms.
+const latencyBound = 30 * time.Millisecond
+
+// TestWaitGateLatency: stratum_wait_gate answers promptly after `stratum
+// gate approve` in another process — woken by the store's change
+// notification, not a poll. The delay is measured from the decision (the
+// gate record's time, taken by the deciding process before its commit, so
+// it includes that commit's fsync) to the answer reaching this client, over
+// several runs.
+func TestWaitGateLatency(t *testing.T) {
+	s := start(t)
+	const runs = 9
+	var lat []time.Duration
+	for i := 0; i < runs; i++ {
+		id, _ := s.plan("main", map[string]any{"x": "latency"}, nil)
+		s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "build", "result": map[string]any{"ok": true}},
+			map[string]any{"status": "await_gate"})
+		type answer struct {
+			r  map[string]any
+			at time.Time
+		}
+		done := make(chan answer, 1)
+		go func() {
+			r, _ := s.call("stratum_wait_gate", map[string]any{"flow_id": id, "timeout_seconds": 30})
+			done <- answer{r, time.Now()}
+		}()
+		// wait_gate is waiting, not starting to; the jitter keeps the
+		// decision out of step with any periodic wake-up.
+		time.Sleep(150*time.Millisecond + time.Duration(rand.IntN(100))*time.Millisecond)
+		if out, err := s.cli("gate", "approve", id, "review"); err != nil {
+			t.Fatalf("stratum gate approve: %v\n%s", err, out)
+		}
+		var a answer
+		select {
+		case a = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("wait_gate did not return after the decision")
+		}
+		expect(t, "wait_gate", a.r, map[string]any{"status": "complete", "flow_id": id})
+		if _, timed := a.r["timed_out"]; timed {
+			t.Fatalf("wait_gate timed out: %v", a.r)
+		}
+		lat = append(lat, a.at.Sub(s.decidedAt(id)))
+	}
+	slices.Sort(lat)
+	p50 := lat[len(lat)/2]
+	t.Logf("decision in another process -> wait_gate answered: min %v, p50 %v, max %v (n=%d)", lat[0], p50, lat[len(lat)-1], len(lat))
+	if p50 >= latencyBound {
+		t.Errorf("p50 %v: wait_gate is not woken by the decision", p50)
+	}
+}

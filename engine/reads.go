@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// read runs one read in a Store.View and returns its result.
+func read[T any](ctx context.Context, s *Service, fn func(tx Tx) (T, error)) (T, error) {
+	var out T
+	err := s.Store.View(ctx, func(tx Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
+// Get returns a flow's state (an error wrapping ErrNotFound when unknown).
+func (s *Service) Get(ctx context.Context, flowID string) (*FlowState, error) {
+	return read(ctx, s, func(tx Tx) (*FlowState, error) { return tx.Get(flowID) })
+}
+
+// List returns summaries of the flows matching f, newest first.
+func (s *Service) List(ctx context.Context, f ListFilter) ([]FlowSummary, error) {
+	return read(ctx, s, func(tx Tx) ([]FlowSummary, error) { return tx.List(f) })
+}
+
+// PendingGates returns every flow waiting at a gate.
+func (s *Service) PendingGates(ctx context.Context) ([]FlowSummary, error) {
+	return read(ctx, s, Tx.PendingGates)
+}
+
+// Events returns up to limit events with a sequence number above after, in
+// order (limit <= 0: no limit).
+func (s *Service) Events(ctx context.Context, after uint64, limit int) ([]Event, error) {
+	return read(ctx, s, func(tx Tx) ([]Event, error) { return tx.Events(after, limit) })
+}
+
+// FlowEvents returns every event of one flow, in order.
+func (s *Service) FlowEvents(ctx context.Context, flowID string) ([]Event, error) {
+	return read(ctx, s, func(tx Tx) ([]Event, error) { return tx.FlowEvents(flowID) })
+}
+
+// LastSeq is the last sequence number assigned (0 for an empty log).
+func (s *Service) LastSeq(ctx context.Context) (uint64, error) {
+	return read(ctx, s, Tx.LastSeq)
+}
+
+// GC deletes the flows that finished more than olderThan ago, with their
+// events (Store.GC), and returns how many.
+func (s *Service) GC(ctx context.Context, olderThan time.Duration) (int, error) {
+	return s.Store.GC(ctx, olderThan)
+}

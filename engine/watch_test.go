@@ -1,0 +1,158 @@
+package engine_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
+)
+
+// receive collects n events from w (strictly increasing), then checks that
+// nothing more arrives for a moment.
+func receive(t *testing.T, w <-chan []engine.Event, n int) []engine.Event {
+	t.Helper()
+	var got []engine.Event
+	timeout := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case batch, ok := <-w:
+			if !ok {
+				t.Fatalf("Watch closed after %d of %d events", len(got), n)
+			}
+			got = append(got, batch...)
+		case <-timeout:
+			t.Fatalf("Watch delivered %d of %d events", len(got), n)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Seq <= got[i-1].Seq {
+			t.Fatalf("seq %d after %d", got[i].Seq, got[i-1].Seq)
+		}
+	}
+	select {
+	case extra := <-w:
+		t.Fatalf("%d events beyond the %d committed", len(extra), n)
+	case <-time.After(30 * time.Millisecond):
+	}
+	return got
+}
+
+// watching starts s.Watch from the beginning of the log, for the test.
+func watching(t *testing.T, s *engine.Service) (context.Context, <-chan []engine.Event) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, w
+}
+
+func sameEvents(t *testing.T, got, want []engine.Event) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("watched %d events %v\n the log holds %d %v", len(got), got, len(want), want)
+	}
+}
+
+// TestServiceWatch: a watcher gets exactly what the transitions committed —
+// with the sequence numbers the store assigned — and nothing for refused
+// transitions.
+func TestServiceWatch(t *testing.T) {
+	s, _, _ := newService()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{})) // refused: no events
+	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	stored, err := s.FlowEvents(ctx, "f1")
+	if err != nil || len(stored) == 0 {
+		t.Fatalf("stored events %v %v", stored, err)
+	}
+	sameEvents(t, receive(t, w, len(stored)), stored)
+	cancel()
+	for range w { // closes once ctx ends
+	}
+}
+
+// quietStore is a store whose own Watch never delivers: what a Service
+// watcher receives through it came from the in-process broker or from the
+// log.
+type quietStore struct{ *enginetest.Store }
+
+func (q quietStore) Watch(ctx context.Context, _ uint64) (<-chan []engine.Event, error) {
+	ch := make(chan []engine.Event)
+	go func() {
+		<-ctx.Done()
+		close(ch)
+	}()
+	return ch, nil
+}
+
+// TestServiceWatchInProcess: commits of this Service reach its watchers
+// through the broker; a commit of someone else in between (another
+// process, here another Service on the same store) is read from the log
+// when the next publication shows the gap.
+func TestServiceWatchInProcess(t *testing.T) {
+	_, mem, clk := newService()
+	s := &engine.Service{Store: quietStore{mem}, Now: clk.Now}
+	other := &engine.Service{Store: mem, Now: clk.Now}
+	ctx, w := watching(t, s)
+	first := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	id := first["flow_id"].(string)
+	n := len(mustEvents(t, s, ctx))
+	receive(t, w, n)
+	// Another writer's commit is not published here …
+	must(t)(other.StepDone(ctx, id, "a", map[string]any{"ok": false}, engine.ReportOptions{}))
+	select {
+	case b := <-w:
+		t.Fatalf("another writer's events arrived without a publication: %v", b)
+	case <-time.After(30 * time.Millisecond):
+	}
+	// … until this Service's next commit leaves a gap: then both arrive.
+	must(t)(s.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	all := mustEvents(t, s, ctx)
+	got := receive(t, w, len(all)-n)
+	sameEvents(t, got, all[n:])
+}
+
+// TestServiceWatchSlowConsumer: a watcher that does not read never blocks
+// transitions, and loses nothing: what the broker dropped comes from the
+// store's Watch.
+func TestServiceWatchSlowConsumer(t *testing.T) {
+	s, _, _ := newService()
+	ctx, w := watching(t, s)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ { // far more batches than a subscriber buffers
+			if _, err := s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("transitions blocked behind a watcher that does not read")
+	}
+	all := mustEvents(t, s, ctx)
+	sameEvents(t, receive(t, w, len(all)), all)
+}
+
+func mustEvents(t *testing.T, s *engine.Service, ctx context.Context) []engine.Event {
+	t.Helper()
+	evs, err := s.Events(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}

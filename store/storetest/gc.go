@@ -1,0 +1,75 @@
+package storetest
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// testGC: GC prunes exactly the finished flows unchanged for longer than
+// the age, with their events, and keeps everything else.
+func testGC(t *testing.T, s engine.Store, clock *Clock) {
+	mk := func(id string, status engine.FlowStatus) {
+		t.Helper()
+		st := NewState(id, status)
+		if status == engine.StatusAwaitingGate {
+			st.Gate = &engine.PendingGate{StepID: "g"}
+		}
+		if err := s.Update(ctx, func(tx engine.Tx) error {
+			if err := Put(tx, st); err != nil {
+				return err
+			}
+			return tx.Append(engine.Event{FlowID: id, Type: engine.EventFlowCreated})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finished := []engine.FlowStatus{engine.StatusComplete, engine.StatusKilled, engine.StatusFailed, engine.StatusBudgetExhausted}
+	for _, status := range append(finished, engine.StatusRunning, engine.StatusAwaitingGate) {
+		mk("old-"+string(status), status)
+	}
+	mk("touched", engine.StatusComplete)
+	clock.Advance(48 * time.Hour)
+	// Changed recently: not prunable although created long ago.
+	put(t, s, get(t, s, "touched"))
+	mk("new-complete", engine.StatusComplete)
+	mk("new-running", engine.StatusRunning)
+	clock.Advance(time.Hour)
+
+	n, err := s.GC(ctx, 24*time.Hour)
+	if err != nil || n != len(finished) {
+		t.Fatalf("GC(24h) = %d, %v; want the %d old finished flows", n, err, len(finished))
+	}
+	want := []string{"new-complete", "new-running", "old-awaiting_gate", "old-running", "touched"}
+	if got := sortedIDs(list(t, s, engine.ListFilter{})); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after GC: %v, want %v", got, want)
+	}
+	log := eventLog{s}
+	for _, status := range finished {
+		if evs, err := log.FlowEvents(ctx, "old-"+string(status)); err != nil || len(evs) != 0 {
+			t.Fatalf("GC left the events of a pruned flow: %v %v", evs, err)
+		}
+	}
+	for _, id := range want {
+		if evs, err := log.FlowEvents(ctx, id); err != nil || len(evs) != 1 {
+			t.Fatalf("GC touched the events of kept flow %s: %v %v", id, evs, err)
+		}
+	}
+	if g := gates(t, s); len(g) != 1 || g[0].FlowID != "old-awaiting_gate" {
+		t.Fatalf("GC touched the pending gate: %v", ids(g))
+	}
+	if n, err := s.GC(ctx, 24*time.Hour); err != nil || n != 0 {
+		t.Fatalf("second GC = %d, %v; want 0", n, err)
+	}
+	if n, err := s.GC(ctx, 0); err != nil || n != 2 {
+		t.Fatalf("GC(0) = %d, %v; want the two recent finished flows", n, err)
+	}
+	if got := sortedIDs(list(t, s, engine.ListFilter{})); !reflect.DeepEqual(got, []string{"new-running", "old-awaiting_gate", "old-running"}) {
+		t.Fatalf("after GC(0): %v", got)
+	}
+	if _, err := s.GC(ctx, -time.Second); err == nil {
+		t.Fatal("GC with a negative age succeeded")
+	}
+}

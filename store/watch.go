@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// DefaultWatchPoll is how long Watch waits for a file-system event on the
+// store file before it re-reads the log anyway: the fallback for when
+// fsnotify is unavailable (or out of inotify instances), network file
+// systems, or a missed event.
+const DefaultWatchPoll = 2 * time.Second
+
+// watchBatch bounds how many events one read of a Watch returns.
+const watchBatch = 1000
+
+// Watch delivers every batch of committed events with a sequence number
+// above after, in order, until ctx ends (then the channel is closed). It
+// follows the log by sequence number: woken by fsnotify events on the store
+// file (it watches the file's directory, filtered by name, so a file
+// replaced by rename is seen too) and, failing those, every
+// Options.WatchPoll. Every process that commits writes the file, so
+// commits of other handles and processes wake it like this one's. A read
+// that fails (the file stayed locked past LockTimeout, say) is retried at
+// the next wake-up. A consumer that does not take a batch holds the
+// watcher where it is: nothing is lost, later reads start after the last
+// event delivered.
+func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := s.newWaker()
+	out := make(chan []engine.Event)
+	go func() {
+		defer close(out)
+		defer w.close()
+		for {
+			for {
+				// Read after the wake-up, so nothing committed before it
+				// is left for a wake-up that already happened.
+				var evs []engine.Event
+				err := s.View(ctx, func(tx engine.Tx) error {
+					var err error
+					evs, err = tx.Events(after, watchBatch)
+					return err
+				})
+				if err != nil || len(evs) == 0 {
+					break
+				}
+				select {
+				case out <- evs:
+					after = evs[len(evs)-1].Seq
+				case <-ctx.Done():
+					return
+				}
+				if len(evs) < watchBatch {
+					break
+				}
+			}
+			if !w.wait(ctx) {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// waker tells a watcher when the store file may have changed.
+type waker struct {
+	fs   *fsnotify.Watcher // nil: poll only
+	name string            // the store file's base name
+	poll time.Duration
+}
+
+// newWaker starts watching the store's directory. It is created before the
+// first read, so a commit between that read and the first wait still wakes
+// it.
+func (s *Store) newWaker() *waker {
+	w := &waker{name: filepath.Base(s.path), poll: s.opts.WatchPoll}
+	if fw, err := fsnotify.NewWatcher(); err == nil {
+		if err := fw.Add(filepath.Dir(s.path)); err == nil {
+			w.fs = fw
+		} else {
+			_ = fw.Close()
+		}
+	}
+	return w
+}
+
+func (w *waker) close() {
+	if w.fs != nil {
+		_ = w.fs.Close()
+	}
+}
+
+// wait blocks until the store file changed (or may have: an fsnotify
+// error, such as a queue overflow, counts), or the poll interval passed; it
+// returns false when ctx ended. Events already queued behind the one that
+// woke it are drained, so a commit's several writes cost one read.
+func (w *waker) wait(ctx context.Context) bool {
+	t := time.NewTimer(w.poll)
+	defer t.Stop()
+	var (
+		events <-chan fsnotify.Event
+		errs   <-chan error
+	)
+	if w.fs != nil {
+		events, errs = w.fs.Events, w.fs.Errors
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-errs:
+			w.drain()
+			return true
+		case ev, ok := <-events:
+			if !ok {
+				events, errs = nil, nil // the watcher failed: poll only
+				continue
+			}
+			if w.relevant(ev) {
+				w.drain()
+				return true
+			}
+		}
+	}
+}
+
+func (w *waker) relevant(ev fsnotify.Event) bool {
+	return filepath.Base(ev.Name) == w.name && ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename)
+}
+
+// drain discards the file-system events already queued.
+func (w *waker) drain() {
+	for {
+		select {
+		case _, ok := <-w.fs.Events:
+			if !ok {
+				return
+			}
+		case <-w.fs.Errors:
+		default:
+			return
+		}
+	}
+}
