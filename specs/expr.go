@@ -45,10 +45,16 @@ type ExprError struct {
 	Offset    int    // byte offset into the source of the problem; -1 when unknown
 	Message   string // human message, e.g. "result has no field 'x'"
 	Forbidden bool   // true for "__", or a call/name that is not allowed
+	// Cause is the context's cause when the evaluation was cancelled
+	// (errors.Is(err, context.Canceled) holds), nil otherwise.
+	Cause error
 }
 
 // Error implements error.
 func (e *ExprError) Error() string { return e.Message }
+
+// Unwrap returns Cause.
+func (e *ExprError) Unwrap() error { return e.Cause }
 
 // Limits of the expression language.
 const (
