@@ -10,7 +10,9 @@
 //     bounded time and memory.
 //  2. Structural checks: the field set of each object for the spec's version,
 //     types, required fields and enumerations (the original's JSON-Schema stage,
-//     error type ir_validation_error).
+//     error type ir_validation_error), and names: a mapping key or a field that
+//     names something (a step id, a reference, a routing target) may not
+//     contain a control character (invalid-name), since names reach terminals.
 //  3. Semantic checks: every rule of the original (ir_semantic_error) plus the
 //     stricter ones of DESIGN.md §4 (duplicate ids, unknown $-references, cycles,
 //     recursive flows, expressions that do not compile, ensure references to
@@ -20,7 +22,8 @@
 //
 // Every problem is reported, not just the first: Parse returns all Diagnostics
 // sorted by position, each with file:line:col, a stable code, the original's
-// error type and dotted path, a message and a suggestion.
+// error type and dotted path, a message and a suggestion. Diagnostic.String
+// escapes control characters.
 //
 // # Expressions
 //
