@@ -47,6 +47,10 @@
 //     holder with error_type flow_owned; gate decisions are never refused by
 //     a lease.
 //
+// JSON from outside (a step result or inputs given to the CLI, an MCP
+// frame) is held to one rule, jsonlimit.go: at most MaxJSONBytes (16 MiB)
+// and MaxJSONDepth (256) levels of nesting.
+//
 // The engine imports specs and review only; it never imports bbolt,
 // bubbletea or fsnotify. Its Store port is implemented by package store.
 package engine

@@ -13,6 +13,12 @@
 // are seen by the next call. Serve also sweeps expired gate deadlines in the
 // background.
 //
+// Serve reads stdin through a frame guard (frames.go): a frame the SDK's
+// stdio connection would end the session on (over engine.MaxJSONBytes,
+// nested deeper than engine.MaxJSONDepth, invalid JSON, not a JSON-RPC
+// message, a batch) is answered with a JSON-RPC error instead, and the
+// server goes on with the next line.
+//
 // Install registers the server in a project's Claude Code .mcp.json (and,
 // on request, in Codex's config.toml) without disturbing other entries.
 //
