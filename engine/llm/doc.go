@@ -27,5 +27,9 @@
 // the JSON body with sorted keys, never the host, base path or auth
 // headers), so a run
 // recorded with --record replays offline with --replay, with no network and
-// no API key.
+// no API key. The record is JSON Lines (format 2: a header, then one
+// exchange appended per line as it ends, never rewritten), so a run that
+// dies leaves a record that replays up to its last complete line; an answer
+// over the response cap (32 MiB) fails the call as in a normal run and is
+// not recorded. Format 1 files (one JSON object) still replay.
 package llm
