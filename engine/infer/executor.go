@@ -41,7 +41,8 @@ type Executor struct {
 	// System is the system message (default DefaultSystem).
 	System string
 	// MaxTokens caps the output (0 = provider default); a token budget
-	// lowers it further.
+	// lowers it further, and the client caps what it sends at the model's
+	// output limit (llm.RequestMaxTokens).
 	MaxTokens int
 	// Temperature, when set, is sent with every call.
 	Temperature *float64
@@ -140,7 +141,7 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 		// The previous answer hit the output limit: allow twice as much.
 		base := maxTokens
 		if base == 0 && target.Info.Dialect == llm.DialectAnthropic {
-			base = llm.DefaultAnthropicMaxTokens
+			base = llm.MaxOutputTokens(target.Model) // what was sent
 		}
 		if base > 0 {
 			maxTokens = 2 * base
@@ -191,8 +192,8 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 			span.Set(otlp.AttrServerPort, n)
 		}
 	}
-	if maxTokens > 0 {
-		span.Set(otlp.AttrRequestMaxTokens, maxTokens)
+	if sent := llm.RequestMaxTokens(target.Model, maxTokens, target.Info.Dialect == llm.DialectAnthropic); sent > 0 {
+		span.Set(otlp.AttrRequestMaxTokens, sent)
 	}
 	span.Set(otlp.AttrFunction, fn)
 	span.Set(otlp.AttrFlowID, req.FlowID)
