@@ -112,7 +112,7 @@ type Recorder struct {
 // NewRecorder returns a Recorder writing path (truncated now and given its
 // header, so a run that makes no call leaves an empty record).
 func NewRecorder(path string) (*Recorder, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // prompts may be private, as the temporary file of format 1 was
 	if err != nil {
 		return nil, fmt.Errorf("record file: %w", err)
 	}

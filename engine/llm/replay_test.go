@@ -130,3 +130,18 @@ func TestReplayReadsFormat1(t *testing.T) {
 		t.Fatalf("replaying a format 1 record: %v", err)
 	}
 }
+
+// The record is private to its owner (prompts carry the flow's inputs), as
+// format 1's temporary-then-renamed file was.
+func TestRecordFileMode(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "run.replay.json")
+	rec, err := NewRecorder(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	st, err := os.Stat(file)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v", st.Mode(), err)
+	}
+}
