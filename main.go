@@ -420,13 +420,13 @@ its violations, the completion, or an error envelope (exit 1).`,
 			case result != "":
 				raw = []byte(result)
 			case resultFile == "-":
-				b, err := io.ReadAll(a.stdin)
+				b, err := engine.ReadJSON(a.stdin)
 				if err != nil {
 					return usageErr("reading stdin: %v", err)
 				}
 				raw = b
 			case resultFile != "":
-				b, err := os.ReadFile(resultFile)
+				b, err := engine.ReadJSONFile(resultFile)
 				if err != nil {
 					return usageErr("%v", err)
 				}
@@ -435,7 +435,10 @@ its violations, the completion, or an error envelope (exit 1).`,
 				return usageErr("step-done needs --result JSON or --result-file FILE")
 			}
 			var v any
-			if err := json.Unmarshal(raw, &v); err != nil {
+			if err := engine.DecodeJSON(raw, &v); err != nil {
+				if _, limit := err.(*engine.JSONLimitError); limit {
+					return usageErr("the result is refused: %v", err)
+				}
 				return usageErr("the result is not valid JSON: %v", err)
 			}
 			svc, _, err := openService(cmd.Context())

@@ -119,6 +119,10 @@
 // store's Watch delivers that was already delivered is skipped. A slow
 // consumer holds only its own Watch back, never a transition.
 //
+// JSON from outside (a step result or inputs given to the CLI, an MCP
+// frame) is held to one rule, jsonlimit.go: at most MaxJSONBytes (16 MiB)
+// and MaxJSONDepth (256) levels of nesting.
+//
 // The engine imports specs and review only; it never imports bbolt,
 // bubbletea or fsnotify.
 package engine

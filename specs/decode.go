@@ -156,6 +156,9 @@ func (c *checker) asMapping(n *yaml.Node, path string) *mapping {
 		if k.Kind != yaml.ScalarNode {
 			name = reprNode(k)
 		}
+		if c.badName(k, joinPath(path, escapeControl(name)), name) {
+			continue // left out, so no later message repeats it
+		}
 		if prev, dup := m.entries[name]; dup {
 			c.add(CodeDuplicateKey, k, joinPath(path, name),
 				fmt.Sprintf("duplicate key '%s' (first defined at line %d)", name, prev.key.Line),
@@ -389,6 +392,34 @@ func (c *checker) str(m *mapping, k, path string, nonEmpty bool) (string, bool) 
 		return "", false
 	}
 	return e.val.Value, true
+}
+
+// name is str for a field whose value names something (a step id, a
+// function, flow or contract reference, a routing target): a value with a
+// control character is reported and not returned.
+func (c *checker) name(m *mapping, k, path string, nonEmpty bool) (string, bool) {
+	v, ok := c.str(m, k, path, nonEmpty)
+	if ok && c.badName(m.valNode(k), joinPath(path, k), v) {
+		m.bad[k] = true
+		return "", false
+	}
+	return v, ok
+}
+
+// badName reports a name (a mapping key, or the value of a field that names
+// something) containing a control character, C0 (U+0000–U+001F), DEL or C1
+// (U+0080–U+009F): spec names reach terminals, and such a name could inject
+// escape sequences into an operator's screen. The message and the path
+// show the character escaped.
+func (c *checker) badName(n *yaml.Node, path, name string) bool {
+	r, ok := controlRune(name)
+	if !ok {
+		return false
+	}
+	c.add(CodeInvalidName, n, path,
+		fmt.Sprintf("%s contains the control character U+%04X", py.ReprString(name), r),
+		"Names may not contain control characters (U+0000–U+001F, U+007F–U+009F): use printable text.")
+	return true
 }
 
 // strOrNull returns a string-or-null field ("" for null).

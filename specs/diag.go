@@ -45,16 +45,47 @@ type Diagnostic struct {
 }
 
 // String renders the diagnostic the way `stratum validate` prints it:
-// "file:line:col: severity code: message (suggestion)".
+// "file:line:col: severity code: message (suggestion)", with control
+// characters escaped.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	file := d.File
 	if file == "" {
 		file = "<input>"
 	}
-	fmt.Fprintf(&b, "%s:%d:%d: %s %s: %s", file, d.Line, d.Column, d.Severity, d.Code, d.Message)
+	fmt.Fprintf(&b, "%s:%d:%d: %s %s: %s", escapeControl(file), d.Line, d.Column, d.Severity, d.Code, escapeControl(d.Message))
 	if d.Suggestion != "" {
-		fmt.Fprintf(&b, " (%s)", d.Suggestion)
+		fmt.Fprintf(&b, " (%s)", escapeControl(d.Suggestion))
+	}
+	return b.String()
+}
+
+// controlRune returns the first C0 (U+0000–U+001F), DEL or C1
+// (U+0080–U+009F) control character of s.
+func controlRune(s string) (rune, bool) {
+	for _, r := range s {
+		if isControl(r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
+
+// escapeControl writes every control character of s as \xNN, so that text
+// taken from a spec cannot drive the terminal it is printed on.
+func escapeControl(s string) string {
+	if _, ok := controlRune(s); !ok {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, `\x%02x`, r)
+			continue
+		}
+		b.WriteRune(r)
 	}
 	return b.String()
 }

@@ -10,7 +10,9 @@
 //     bounded time and memory.
 //  2. Structural checks: the field set of each object for the spec's version,
 //     types, required fields and enumerations (the original's JSON-Schema stage,
-//     error type ir_validation_error).
+//     error type ir_validation_error), and names: a mapping key or a field that
+//     names something (a step id, a reference, a routing target) may not
+//     contain a control character (invalid-name), since names reach terminals.
 //  3. Semantic checks: every rule of the original (ir_semantic_error) plus the
 //     stricter ones of DESIGN.md §4 (duplicate ids, unknown $-references, cycles,
 //     recursive flows, expressions that do not compile, ensure references to
@@ -24,6 +26,7 @@
 // error type (codes.go); where the original reports a problem, the code is
 // the one with the original's type (an empty guardrail pattern is its
 // schema's error; an empty intent is its "exactly one of" step-mode error).
+// Diagnostic.String escapes control characters.
 //
 // Constructs of the original's newer releases that this package does not
 // implement (judge and pipeline steps, the vocabulary_compliance and

@@ -48,10 +48,16 @@ type ExprError struct {
 	// Newer names a builtin of the original's newer releases that this
 	// stratum does not implement (vocabulary_compliance, plan_completion).
 	Newer string
+	// Cause is the context's cause when the evaluation was cancelled
+	// (errors.Is(err, context.Canceled) holds), nil otherwise.
+	Cause error
 }
 
 // Error implements error.
 func (e *ExprError) Error() string { return e.Message }
+
+// Unwrap returns Cause.
+func (e *ExprError) Unwrap() error { return e.Cause }
 
 // Limits of the expression language.
 const (

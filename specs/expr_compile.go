@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -131,7 +132,8 @@ func wrapFunc(name string, fn func(*py.Work, []any) (any, error)) func(params ..
 // (accumulate_key), and `$.input.x` / `$.steps.s.output.f` references
 // (skip_if). Source containing "__" is refused (Forbidden), as are sources
 // longer than MaxExprLen or with more than 2000 syntax nodes; an evaluation
-// has a bounded work and memory budget.
+// has a bounded work budget, counted in bytes of data touched (see
+// EvalContext).
 func CompileExpr(kind ExprKind, src string) (*Expr, error) {
 	c, err := compileExpr(kind, src)
 	if err != nil {
@@ -261,11 +263,22 @@ func (e *Expr) Refs() []string {
 	return append([]string(nil), e.compiled.rw.refs...)
 }
 
-// Eval runs the compiled expression against env and returns its value
-// (nil, bool, int, float64, string, []any or map[string]any). Run-time
-// problems are returned as *ExprError; Eval never panics and is safe for
-// concurrent use.
-func (e *Expr) Eval(env EvalEnv) (out any, err error) {
+// Eval is EvalContext without a context: the evaluation is still bounded
+// by its work budget.
+func (e *Expr) Eval(env EvalEnv) (any, error) { return e.EvalContext(context.Background(), env) }
+
+// EvalContext runs the compiled expression against env and returns its
+// value (nil, bool, int, float64, string, []any or map[string]any).
+// Run-time problems are returned as *ExprError; EvalContext never panics and
+// is safe for concurrent use.
+//
+// One evaluation is bounded by a work budget that counts the size of the
+// data each operation touches (see package py): an expression that would
+// exceed it fails with "expression exceeded its evaluation budget …" before
+// the operation runs. It also stops soon (within about a millisecond of
+// work) after ctx is done, with an *ExprError whose Cause is the context's
+// cause.
+func (e *Expr) EvalContext(ctx context.Context, env EvalEnv) (out any, err error) {
 	if e == nil || e.compiled == nil {
 		return nil, &ExprError{Offset: -1, Message: "expression is not compiled"}
 	}
@@ -275,7 +288,11 @@ func (e *Expr) Eval(env EvalEnv) (out any, err error) {
 			out, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("evaluation failed: %v", r)}
 		}
 	}()
-	vars, verr := evalVars(e.Kind, c, env)
+	if err := ctx.Err(); err != nil {
+		cancelled := &py.Cancelled{Err: context.Cause(ctx)}
+		return nil, &ExprError{Offset: -1, Message: cancelled.Error(), Cause: cancelled.Err}
+	}
+	vars, verr := evalVars(ctx, e.Kind, c, env)
 	if verr != nil {
 		return nil, verr
 	}
@@ -286,6 +303,10 @@ func (e *Expr) Eval(env EvalEnv) (out any, err error) {
 		if xe.Message == "memory budget exceeded" {
 			xe.Message = "expression uses too much memory"
 		}
+		var cancelled *py.Cancelled
+		if errors.As(rerr, &cancelled) {
+			xe.Cause = cancelled.Err
+		}
 		return nil, xe
 	}
 	return py.AsValue(res), nil
@@ -294,7 +315,12 @@ func (e *Expr) Eval(env EvalEnv) (out any, err error) {
 // EvalBool runs the expression and returns the Python truth value of its
 // result (None, False, 0, "", [] and {} are false).
 func (e *Expr) EvalBool(env EvalEnv) (bool, error) {
-	v, err := e.Eval(env)
+	return e.EvalBoolContext(context.Background(), env)
+}
+
+// EvalBoolContext is EvalContext for the Python truth value of the result.
+func (e *Expr) EvalBoolContext(ctx context.Context, env EvalEnv) (bool, error) {
+	v, err := e.EvalContext(ctx, env)
 	if err != nil {
 		return false, err
 	}
@@ -302,10 +328,10 @@ func (e *Expr) EvalBool(env EvalEnv) (bool, error) {
 }
 
 // evalVars builds the variable map one evaluation sees.
-func evalVars(kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
+func evalVars(ctx context.Context, kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
 	vars := make(map[string]any, 4+len(c.rw.refs))
 	vars[varRoot] = env.Root
-	vars[varWork] = &py.Work{}
+	vars[varWork] = py.NewWork(ctx)
 	put := func(name string, v any) *ExprError {
 		n, err := py.Normalize(v)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // exprFuzzKinds are the kinds a fuzz input's int selects from.
@@ -55,6 +56,26 @@ var exprFuzzSeeds = []string{
 	"0 < result.x < 1 == True", "not 0 < result.x < 3", "(1 < 2) < 3", "result.items[::2]", "result.items[:]",
 	strings.Repeat("1 if x else ", 200) + "1", strings.Repeat("a or ", 300) + "a",
 	strings.Repeat("not ", 500) + "1", strings.Repeat("len(", 50) + "1" + strings.Repeat(")", 50),
+	// Cost: operations whose work grows with the size of the data touched.
+	"[result.summary * 60000] * 1000000 != [result.summary * 60000] * 1000000",
+	"result.summary in [result.summary * 60000] * 1000000", "min([str(result)] * 1000000) != ''",
+	"(result.summary * 60000).split('s').count('') > 0", "any(result.summary * 60000)",
+	"(result.summary * 60000).startswith([result.summary * 60000] * 1000000)",
+	"(result.summary * 60000).strip('é' * 60000 + 'A') == ''", "str([result.summary * 60000] * 15)",
+	strings.TrimSuffix(strings.Repeat("(result.summary * 60000)[-1:] != '' and ", 60), " and "),
+	strings.TrimSuffix(strings.Repeat("(result.summary * 60000).upper().count('A') > 0 and ", 40), " and "),
+}
+
+// exprCostSeeds pair expressions that touch a lot of data with a result of
+// large strings (FuzzEvalExpr).
+var exprCostSeeds = []string{
+	"[result.a] * 1000000 != [result.b] * 1000000",
+	"result.a in [result.b + 'x'] * 1000000",
+	"result.a.split('a').count('') > 0",
+	"result.a.startswith([result.b] * 1000000)",
+	"len(result.a) + len(result.a) + len(result.a) + len(result.a) > 0",
+	"result.a[1:] + result.b[1:] != result.a.lower()",
+	"str([result.a] * 100) != ''",
 }
 
 func exprFuzzEnvs(root string) []EvalEnv {
@@ -142,6 +163,10 @@ func FuzzEvalExpr(f *testing.F) {
 	}
 	f.Add("result.a.b.c", `{"a": {"b": {"c": 18446744073709551616}}}`)
 	f.Add("result == result", `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`)
+	big := strings.Repeat("a", 256<<10)
+	for _, src := range exprCostSeeds {
+		f.Add(src, `{"a": "`+big+`", "b": "`+big+`"}`)
+	}
 	root := exprFuzzRoot(f)
 	f.Fuzz(func(t *testing.T, src, resultJSON string) {
 		e, err := CompileExpr(ExprExitCriterion, src)
@@ -156,8 +181,14 @@ func FuzzEvalExpr(f *testing.F) {
 			result = resultJSON
 		}
 		env := EvalEnv{Result: result, Root: root, Vars: map[string]any{"accumulator": result, "iteration": result}}
+		start := time.Now()
 		if _, err := e.Eval(env); err != nil {
 			checkExprError(t, src, err)
+		}
+		// The work budget bounds every evaluation (well under a second; the
+		// margin is for a loaded machine).
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("%q took %v", src, d)
 		}
 		if _, err := e.EvalBool(env); err != nil {
 			checkExprError(t, src, err)

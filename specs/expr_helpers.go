@@ -31,7 +31,7 @@ const (
 var helpers = map[string]func(w *py.Work, a []any) (any, error){
 	helperGet: func(w *py.Work, a []any) (any, error) {
 		desc, _ := a[2].(string)
-		return py.Get(a[0], a[1], desc)
+		return py.Get(w, a[0], a[1], desc)
 	},
 	helperMethod: func(w *py.Work, a []any) (any, error) {
 		name, _ := a[1].(string)
@@ -52,7 +52,7 @@ var helpers = map[string]func(w *py.Work, a []any) (any, error){
 	},
 	helperSlice: func(w *py.Work, a []any) (any, error) {
 		desc, _ := a[3].(string)
-		return py.Slice(a[0], a[1], a[2], desc)
+		return py.Slice(w, a[0], a[1], a[2], desc)
 	},
 }
 

@@ -379,8 +379,8 @@ func TestExprRuntimeErrors(t *testing.T) {
 		{"'a' in result.count", "argument of type 'int' is not iterable"},
 		{"result.summary > 1", "'>' not supported between instances of 'str' and 'int'"},
 		{"result.count[1:]", "result.count is a int, which cannot be sliced"},
-		{"[[1] * 100000] * 100 == [[1] * 100000] * 100", "expression is too expensive to evaluate"},
-		{"min([[0] * 100000] * 100)", "expression is too expensive to evaluate"},
+		{"[[1] * 100000] * 100 == [[1] * 100000] * 100", "expression exceeded its evaluation budget (more than 64 MiB of data compared, searched, copied or built)"},
+		{"min([[0] * 100000] * 100)", "expression exceeded its evaluation budget (more than 64 MiB of data compared, searched, copied or built)"},
 		{"result.items['a':]", "slice indices must be integers or None, not str"},
 		{"0 < result.summary < 2", "'<' not supported between instances of 'int' and 'str'"},
 	}
@@ -703,7 +703,7 @@ func TestExprFileBuiltins(t *testing.T) {
 	// Reading counts against the evaluation's work budget.
 	many := strings.TrimSuffix(strings.Repeat("file_contains('exact.txt', 'needle') and ", 40), " and ")
 	_, err = mustCompile(t, ExprEnsure, many).Eval(EvalEnv{Root: root})
-	if err == nil || err.Error() != "expression is too expensive to evaluate" {
+	if err == nil || err.Error() != "expression exceeded its evaluation budget (more than 64 MiB of data compared, searched, copied or built)" {
 		t.Fatalf("40 reads of a 10 MB file: %v", err)
 	}
 

@@ -44,7 +44,7 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 		fn.Intent = v
 	}
 	fn.Input = c.params(m, "input", path, paramFields)
-	if v, ok := c.str(m, "output", path, false); ok {
+	if v, ok := c.name(m, "output", path, false); ok {
 		fn.Output = v
 	}
 	if srcs, nodes, _ := c.strList(m, "ensure", path, false); srcs != nil {
@@ -63,7 +63,7 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 	} else if m.has("retries") {
 		fn.RetriesSet = true
 	}
-	if v, ok := c.str(m, "model", path, false); ok {
+	if v, ok := c.name(m, "model", path, false); ok {
 		fn.Model = v
 	}
 	if v, ok := c.integer(m, "timeout", path, 1); ok && c.since(Version02) {
@@ -140,7 +140,7 @@ func (c *checker) buildFlow(b *build, flm *mapping, name string) {
 	}
 	c.checkFields(m, flowFields, path)
 	f.Input = c.params(m, "input", path, paramFields)
-	if v, ok := c.str(m, "output", path, false); ok {
+	if v, ok := c.name(m, "output", path, false); ok {
 		f.Output = v
 	}
 	f.Budget = c.budget(m, "budget", path)
@@ -187,7 +187,7 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	}
 	ss.m = m
 	c.checkFields(m, stepFields, ipath)
-	if v, ok := c.str(m, "id", ipath, true); ok {
+	if v, ok := c.name(m, "id", ipath, true); ok {
 		s.ID = v
 	}
 	sp := ss.spath(f.Name)
@@ -205,17 +205,17 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	}
 	// An empty function, intent or flow is no step mode (the original's
 	// semantic "exactly one of" rule reports it, see checkStep).
-	if v, ok := c.str(m, "function", ipath, false); ok {
+	if v, ok := c.name(m, "function", ipath, false); ok {
 		s.Function = v
 	}
 	if c.since(Version02) {
 		if v, ok := c.str(m, "intent", ipath, false); ok {
 			s.Intent = v
 		}
-		if v, ok := c.str(m, "flow", ipath, false); ok {
+		if v, ok := c.name(m, "flow", ipath, false); ok {
 			s.Flow = v
 		}
-		if v, ok := c.str(m, "agent", ipath, false); ok {
+		if v, ok := c.name(m, "agent", ipath, false); ok {
 			s.Agent = v
 		}
 	}
@@ -230,6 +230,13 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 		}
 	}
 	if ids, nodes, _ := c.strList(m, "depends_on", ipath, false); ids != nil {
+		for i := range ids {
+			if c.badName(nodes[i], fmt.Sprintf("%s.depends_on.%d", ipath, i), ids[i]) {
+				m.bad["depends_on"] = true
+				ids, nodes = nil, nil
+				break
+			}
+		}
 		s.DependsOn, ss.dependNode = ids, nodes
 	}
 	if e, ok := m.get("output_schema"); ok {
@@ -243,11 +250,18 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 		return ss
 	}
 	// v0.2 fields.
-	s.OnApprove, _ = c.strOrNull(m, "on_approve", ipath)
-	s.OnRevise, _ = c.strOrNull(m, "on_revise", ipath)
-	s.OnKill, _ = c.strOrNull(m, "on_kill", ipath)
-	s.OnFail, _ = c.str(m, "on_fail", ipath, true)
-	s.Next, _ = c.str(m, "next", ipath, true)
+	for _, r := range []struct {
+		k      string
+		target *string
+	}{{"on_approve", &s.OnApprove}, {"on_revise", &s.OnRevise}, {"on_kill", &s.OnKill}} {
+		if v, ok := c.strOrNull(m, r.k, ipath); ok && !c.badName(m.valNode(r.k), joinPath(ipath, r.k), v) {
+			*r.target = v
+		} else if ok {
+			m.bad[r.k] = true
+		}
+	}
+	s.OnFail, _ = c.name(m, "on_fail", ipath, true)
+	s.Next, _ = c.name(m, "next", ipath, true)
 	c.expr(m, "skip_if", ipath, sp+".skip_if", ExprSkipIf, func(x *Expr) { s.SkipIf = x })
 	s.SkipReason, _ = c.str(m, "skip_reason", ipath, false)
 	s.Policy, _ = c.enum(m, "policy", ipath, policyValues)
@@ -264,8 +278,8 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	if v, ok := c.integer(m, "retries", ipath, 1); ok {
 		s.Retries = int(v)
 	}
-	s.OutputContract, _ = c.str(m, "output_contract", ipath, false)
-	s.Model, _ = c.str(m, "model", ipath, false)
+	s.OutputContract, _ = c.name(m, "output_contract", ipath, false)
+	s.Model, _ = c.name(m, "model", ipath, false)
 	s.Budget = c.budget(m, "budget", ipath)
 	if pats, nodes, _ := c.strList(m, "guardrails", ipath, false); pats != nil {
 		s.Guardrails = c.guardrails(pats, nodes, ipath+".guardrails", sp+".guardrails")

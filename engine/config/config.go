@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -37,6 +39,10 @@ type Config struct {
 	Agents map[string]Command
 	// Keys are TUI key bindings by action name.
 	Keys map[string]Keys
+	// LLMTimeout bounds one attempt's LLM provider call, retries included
+	// (llm_timeout: a duration such as 90s or 10m, or seconds; 0 = the
+	// executor's default).
+	LLMTimeout time.Duration
 	// Files are the files that were read, in order.
 	Files []string
 }
@@ -92,6 +98,7 @@ type raw struct {
 	BaseURLs     map[string]string    `yaml:"base_urls"`
 	Agents       map[string]yaml.Node `yaml:"agents"`
 	Keys         map[string]yaml.Node `yaml:"keys"`
+	LLMTimeout   yaml.Node            `yaml:"llm_timeout"`
 }
 
 func (c *Config) merge(file string, b []byte) error {
@@ -105,6 +112,16 @@ func (c *Config) merge(file string, b []byte) error {
 	}
 	for k, v := range r.BaseURLs {
 		c.BaseURLs[k] = v
+	}
+	if n := r.LLMTimeout; n.Kind != 0 {
+		d, err := time.ParseDuration(n.Value)
+		if secs, serr := strconv.Atoi(n.Value); serr == nil {
+			d, err = time.Duration(secs)*time.Second, nil
+		}
+		if n.Kind != yaml.ScalarNode || err != nil || d <= 0 {
+			return fmt.Errorf("config %s: llm_timeout: want a positive duration such as 90s or 10m, or seconds", at(n))
+		}
+		c.LLMTimeout = d
 	}
 	for name, node := range r.Agents {
 		var cmd Command

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, path, text string) {
@@ -71,6 +72,8 @@ func TestLoadErrorsNameFileAndLine(t *testing.T) {
 		{"empty agent", "agents:\n  bad: {}\n", FileName + ":2: agents.bad"},
 		{"agent of wrong type", "agents:\n  bad: [1, [2]]\n", FileName + ":2: agents.bad"},
 		{"key map", "keys:\n  approve: {a: b}\n", FileName + ":2: keys.approve: want a key or a list of keys"},
+		{"llm_timeout word", "llm_timeout: soon\n", FileName + ":1: llm_timeout: want a positive duration"},
+		{"llm_timeout zero", "llm_timeout: 0s\n", FileName + ":1: llm_timeout: want a positive duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,5 +97,18 @@ func TestHome(t *testing.T) {
 	t.Setenv("HOME", "/home/ann")
 	if h, err := Home(); err != nil || h != "/home/ann/.stratum" {
 		t.Fatalf("%q %v", h, err)
+	}
+}
+
+func TestLLMTimeout(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	t.Setenv("STRATUM_HOME", home)
+	write(t, filepath.Join(home, FileName), "llm_timeout: 90s\n")
+	if cfg, err := Load(""); err != nil || cfg.LLMTimeout != 90*time.Second {
+		t.Fatalf("llm_timeout: %v, %v", cfg.LLMTimeout, err)
+	}
+	write(t, filepath.Join(project, ".stratum", FileName), "llm_timeout: 600\n") // seconds
+	if cfg, err := Load(project); err != nil || cfg.LLMTimeout != 10*time.Minute {
+		t.Fatalf("project llm_timeout: %v, %v", cfg.LLMTimeout, err)
 	}
 }

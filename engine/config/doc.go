@@ -17,6 +17,7 @@
 //	keys:
 //	  approve: A                                   # one key…
 //	  kill: [X, ctrl+x]                            # …or several
+//	llm_timeout: 5m      # one attempt's LLM call, retries included (STRATUM_LLM_TIMEOUT wins)
 //
 // A malformed file is an error naming the file and line; a missing one is
 // not. The package imports nothing else of stratum.

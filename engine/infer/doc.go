@@ -23,5 +23,9 @@
 // Parse failures, refusals, truncation and exhausted transport retries are
 // *engine.AttemptError with kinds parse, refusal, truncated and transport;
 // configuration problems (no model, no key, 4xx, replay miss) have kind
-// config.
+// config. The provider call, retries included, is bounded by
+// Executor.CallTimeout (config llm_timeout, STRATUM_LLM_TIMEOUT; default
+// DefaultCallTimeout) or the ms budget's deadline, whichever is sooner; the
+// first is an attempt of kind timeout whose violation says the call timed
+// out, the second a budget exhaustion.
 package infer

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
-	"github.com/stratum-go/stratum/engine/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -150,18 +149,18 @@ func TestClassifyExampleReplay(t *testing.T) {
 }
 
 func setNote(path, note string) error {
-	b, err := os.ReadFile(path)
+	// A note line after the exchanges replaces the note (format 2).
+	line, err := json.Marshal(map[string]string{"note": note})
 	if err != nil {
 		return err
 	}
-	var f llm.ReplayFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	f.Note = note
-	out, err := json.MarshalIndent(f, "", "  ")
+	f, err := os.OpenFile(filepath.Clean(path), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Clean(path), append(out, '\n'), 0o644)
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

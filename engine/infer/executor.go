@@ -15,6 +15,16 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
+// DefaultCallTimeout is Executor.CallTimeout when unset: without it a
+// provider that stalls its response body held an attempt for six tries of
+// llm.Retry.TryTimeout (about 12 minutes).
+const DefaultCallTimeout = 5 * time.Minute
+
+// callTimeout is the cause of a call's context when CallTimeout ended it.
+type callTimeout struct{ d time.Duration }
+
+func (c *callTimeout) Error() string { return fmt.Sprintf("timed out after %s", c.d) }
+
 // DefaultSystem is the system message of every call.
 const DefaultSystem = "You are executing a typed function. Follow the instructions and return only the result, as JSON matching the requested output schema."
 
@@ -31,10 +41,16 @@ type Executor struct {
 	// System is the system message (default DefaultSystem).
 	System string
 	// MaxTokens caps the output (0 = provider default); a token budget
-	// lowers it further.
+	// lowers it further, and the client caps what it sends at the model's
+	// output limit (llm.RequestMaxTokens).
 	MaxTokens int
 	// Temperature, when set, is sent with every call.
 	Temperature *float64
+	// CallTimeout bounds the provider call of one attempt, transport
+	// retries included (0 = DefaultCallTimeout); an ms budget that ends
+	// sooner wins. A call that runs out of it fails the attempt with an
+	// AttemptTimeout violation saying so.
+	CallTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -129,7 +145,7 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 		// The previous answer hit the output limit: allow twice as much.
 		base := maxTokens
 		if base == 0 && target.Info.Dialect == llm.DialectAnthropic {
-			base = llm.DefaultAnthropicMaxTokens
+			base = llm.MaxOutputTokens(target.Model) // what was sent
 		}
 		if base > 0 {
 			maxTokens = 2 * base
@@ -180,8 +196,8 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 			span.Set(otlp.AttrServerPort, n)
 		}
 	}
-	if maxTokens > 0 {
-		span.Set(otlp.AttrRequestMaxTokens, maxTokens)
+	if sent := llm.RequestMaxTokens(target.Model, maxTokens, target.Info.Dialect == llm.DialectAnthropic); sent > 0 {
+		span.Set(otlp.AttrRequestMaxTokens, sent)
 	}
 	span.Set(otlp.AttrFunction, fn)
 	span.Set(otlp.AttrFlowID, req.FlowID)
@@ -193,12 +209,16 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Violations})
 	}
 
-	callCtx := llm.WithPromptHash(ctx, prompt.Hash)
-	if !b.Deadline.IsZero() {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithDeadline(callCtx, b.Deadline)
-		defer cancel()
+	timeout := e.CallTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
 	}
+	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
+	if !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
+		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
+	}
+	callCtx, cancel := context.WithDeadlineCause(llm.WithPromptHash(ctx, prompt.Hash), deadline, cause)
+	defer cancel()
 	resp, callErr := target.Provider.Complete(callCtx, lreq)
 
 	var usage llm.Usage
@@ -246,7 +266,7 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	}
 
 	if callErr != nil {
-		return finish(e.mapCallError(ctx, callCtx, step, target, callErr))
+		return finish(e.mapCallError(ctx, callCtx, cause, step, target, callErr))
 	}
 	value, repaired, perr := ExtractJSON(resp.Content)
 	if perr != nil {
@@ -273,7 +293,9 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 }
 
 // mapCallError turns a provider error into the executor's error classes.
-func (e *Executor) mapCallError(parent, callCtx context.Context, step *specs.Step, target llm.Target, err error) error {
+// deadlineCause is the cause of callCtx's deadline: a *callTimeout, or
+// engine.ErrBudgetExhausted for an ms budget.
+func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause error, step *specs.Step, target llm.Target, err error) error {
 	var (
 		re   *llm.RefusalError
 		te   *llm.TruncatedError
@@ -291,6 +313,12 @@ func (e *Executor) mapCallError(parent, callCtx context.Context, step *specs.Ste
 		return &engine.AttemptError{Kind: engine.AttemptRefusal, Violations: []string{re.Error()}}
 	case errors.As(err, &te):
 		return &engine.AttemptError{Kind: engine.AttemptTruncated, Violations: []string{te.Error() + "; give a shorter answer"}}
+	case timedOut(callCtx, deadlineCause, err):
+		msg := fmt.Sprintf("the %s call %v (llm_timeout in config.yaml, or STRATUM_LLM_TIMEOUT)", target.Full, deadlineCause)
+		if errors.As(err, &tr) {
+			msg += "; " + tr.Error()
+		}
+		return &engine.AttemptError{Kind: engine.AttemptTimeout, Violations: []string{msg}}
 	case errors.Is(err, context.DeadlineExceeded) || callCtx.Err() != nil:
 		return fmt.Errorf("%w: step '%s' ran out of time during the %s call (ms budget)", engine.ErrBudgetExhausted, step.ID, target.Full)
 	case errors.As(err, &tr):
@@ -301,6 +329,18 @@ func (e *Executor) mapCallError(parent, callCtx context.Context, step *specs.Ste
 		return configErr(cfg.Error())
 	}
 	return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{fmt.Sprintf("%s: %v", target.Full, err)}}
+}
+
+// timedOut reports whether the call ended because of CallTimeout (cause is
+// its deadline's cause): its context's deadline passed, or its transport
+// retries stopped because the next one would have passed it.
+func timedOut(callCtx context.Context, cause, err error) bool {
+	var ct *callTimeout
+	if !errors.As(cause, &ct) {
+		return false
+	}
+	var tr *llm.TransportError
+	return callCtx.Err() != nil || (errors.As(err, &tr) && tr.Deadline)
 }
 
 // truncatedPrefix starts the violation of a truncated answer (see

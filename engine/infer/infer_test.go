@@ -492,7 +492,7 @@ func TestTruncationRaisesTheLimitOnRetry(t *testing.T) {
 	if _, err := ex.Execute(context.Background(), request(sp, 2, ae.Violations)); err != nil {
 		t.Fatal(err)
 	}
-	if fp.reqs[0].MaxTokens != 0 || fp.reqs[1].MaxTokens != 2*llm.DefaultAnthropicMaxTokens {
+	if fp.reqs[0].MaxTokens != 0 || fp.reqs[1].MaxTokens != 2*llm.DefaultOutputTokens {
 		t.Fatalf("max tokens: %d then %d", fp.reqs[0].MaxTokens, fp.reqs[1].MaxTokens)
 	}
 	if !strings.Contains(fp.reqs[1].Prompt, "  - the answer was truncated at the output token limit") {

@@ -2,8 +2,10 @@ package infer
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/stratum-go/stratum/engine/llm"
 )
@@ -20,6 +22,9 @@ type Setup struct {
 	// BaseURLs are config's per-provider base URLs; <PROVIDER>_BASE_URL
 	// overrides them.
 	BaseURLs map[string]string
+	// CallTimeout is config's llm_timeout (0: DefaultCallTimeout);
+	// STRATUM_LLM_TIMEOUT (a Go duration, "90s", "10m") overrides it.
+	CallTimeout time.Duration
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 }
@@ -60,5 +65,17 @@ func NewExecutor(s Setup) (*Executor, error) {
 		cfg.HTTPClient = &http.Client{Transport: rp}
 		cfg.NoKeys = true
 	}
-	return New(llm.NewRouter(cfg)), nil
+	ex := New(llm.NewRouter(cfg))
+	ex.CallTimeout = s.CallTimeout
+	if v := getenv("STRATUM_LLM_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("STRATUM_LLM_TIMEOUT=%q: want a positive duration such as 90s or 10m", v)
+		}
+		ex.CallTimeout = d
+	}
+	if ex.CallTimeout <= 0 {
+		ex.CallTimeout = DefaultCallTimeout
+	}
+	return ex, nil
 }

@@ -12,10 +12,6 @@ import (
 // AnthropicVersion is the anthropic-version header sent.
 const AnthropicVersion = "2023-06-01"
 
-// DefaultAnthropicMaxTokens is max_tokens when the request sets none (the
-// Messages API requires it).
-const DefaultAnthropicMaxTokens = 4096
-
 // Anthropic is a client for the Anthropic Messages API. Structured output is
 // a forced tool named "output" whose input schema is the trimmed contract
 // schema (works on every model).
@@ -44,13 +40,9 @@ func (c *Anthropic) Body(req Request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = DefaultAnthropicMaxTokens
-	}
 	body := map[string]any{
 		"model":      req.Model,
-		"max_tokens": maxTokens,
+		"max_tokens": RequestMaxTokens(req.Model, req.MaxTokens, true),
 		"messages":   []any{map[string]any{"role": "user", "content": parts}},
 	}
 	if req.System != "" {

@@ -10,6 +10,13 @@
 // buckets. The caller (engine/infer) validates the answer against the
 // original schema.
 //
+// The output cap a request sends (max_completion_tokens / max_tokens) is
+// the lower of what the caller asks (a token budget) and the model's output
+// limit, from a small table beside the price table (limits.go;
+// DefaultOutputTokens for unknown models): providers answer HTTP 400 above
+// a model's limit. Without a request, OpenAI-compatible bodies leave the
+// field out and Anthropic's (which requires it) send the model's limit.
+//
 // Transport errors (429 honouring Retry-After, 5xx, per-try timeouts,
 // connection resets) are retried inside Complete with jittered exponential
 // backoff bounded by the context deadline; they never surface as a failed
@@ -27,5 +34,9 @@
 // the JSON body with sorted keys, never the host, base path or auth
 // headers), so a run
 // recorded with --record replays offline with --replay, with no network and
-// no API key.
+// no API key. The record is JSON Lines (format 2: a header, then one
+// exchange appended per line as it ends, never rewritten), so a run that
+// dies leaves a record that replays up to its last complete line; an answer
+// over the response cap (32 MiB) fails the call as in a normal run and is
+// not recorded. Format 1 files (one JSON object) still replay.
 package llm

@@ -106,6 +106,9 @@ type TransportError struct {
 	Provider string
 	Tries    int
 	Last     string
+	// Deadline: the retries stopped early because the next one would start
+	// after the context's deadline.
+	Deadline bool
 }
 
 func (e *TransportError) Error() string {

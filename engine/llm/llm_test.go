@@ -181,7 +181,8 @@ func TestAnthropicSuccessAndRequestShape(t *testing.T) {
 		t.Fatalf("headers = %v", h)
 	}
 	body := srv.bodies[0]
-	if body["max_tokens"] != float64(DefaultAnthropicMaxTokens) || body["system"] != "sys" {
+	// No token budget: the model's output limit (Anthropic requires a value).
+	if body["max_tokens"] != float64(64_000) || body["system"] != "sys" {
 		t.Fatalf("body = %v", body)
 	}
 	tc := body["tool_choice"].(map[string]any)

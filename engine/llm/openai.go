@@ -58,12 +58,12 @@ func (c *OpenAI) Body(req Request) (map[string]any, error) {
 	} else {
 		body["response_format"] = map[string]any{"type": "json_object"}
 	}
-	if req.MaxTokens > 0 {
+	if n := RequestMaxTokens(req.Model, req.MaxTokens, false); n > 0 {
 		f := c.MaxTokensField
 		if f == "" {
 			f = "max_tokens"
 		}
-		body[f] = req.MaxTokens
+		body[f] = n
 	}
 	if req.Temperature != nil {
 		body["temperature"] = *req.Temperature

@@ -11,14 +11,21 @@ import (
 	"net/http"
 	"os"
 	pathpkg "path"
-	"path/filepath"
 	"sync"
 )
 
-// ReplayFormat is the version of the record/replay file.
-const ReplayFormat = 1
+// The record/replay file. Format 2 (written by Recorder) is JSON Lines: a
+// header {"version": 2, "note": …}, then one Exchange per line, each
+// appended when its exchange ends, so the file is never rewritten and a run
+// that dies mid-write leaves a record whose complete lines replay (a cut
+// short last line is ignored). A later {"note": …} line replaces the note.
+// Format 1, one indented ReplayFile object, is still read.
+const (
+	ReplayFormat   = 2
+	replayFormatV1 = 1
+)
 
-// ReplayFile is the on-disk record of a run's LLM exchanges.
+// ReplayFile is a record's content, and the whole of a format 1 file.
 type ReplayFile struct {
 	Version int `json:"version"`
 	// Note says where the recording came from (free text).
@@ -90,25 +97,38 @@ func (e *ReplayMissError) Error() string {
 	return fmt.Sprintf("no recorded response for request %s (model %s, prompt hash %s) in %s: the request differs from the recorded run (changed spec, inputs or model?); record it again with --record", e.Hash, e.Model, ph, e.File)
 }
 
-// Recorder is an http.RoundTripper that forwards requests to Base and saves
-// every final exchange (not the 429/5xx a transport retry absorbs) to File,
-// rewriting the file after each exchange so a killed run keeps what it got.
+// Recorder is an http.RoundTripper that forwards requests to Base and
+// appends every final exchange (not the 429/5xx a transport retry absorbs,
+// nor an answer over the response cap, which fails the call as in a normal
+// run) to File, one line each.
 type Recorder struct {
 	File string
 	Base http.RoundTripper // default http.DefaultTransport
 
-	mu  sync.Mutex
-	rec ReplayFile
+	mu sync.Mutex
+	f  *os.File
 }
 
-// NewRecorder returns a Recorder writing path (truncated now, so a run that
-// makes no call leaves an empty record).
+// NewRecorder returns a Recorder writing path (truncated now and given its
+// header, so a run that makes no call leaves an empty record).
 func NewRecorder(path string) (*Recorder, error) {
-	r := &Recorder{File: path, rec: ReplayFile{Version: ReplayFormat, Exchanges: []Exchange{}}}
-	if err := r.save(); err != nil {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // prompts may be private, as the temporary file of format 1 was
+	if err != nil {
+		return nil, fmt.Errorf("record file: %w", err)
+	}
+	r := &Recorder{File: path, f: f}
+	if err := r.appendLine(replayHeader{Version: ReplayFormat}); err != nil {
+		f.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// replayHeader is the first line of a format 2 file; a line with only a
+// note replaces the note.
+type replayHeader struct {
+	Version int    `json:"version,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -137,8 +157,8 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(rb))
-	if retryable(resp.StatusCode) {
-		return resp, nil
+	if retryable(resp.StatusCode) || len(rb) > maxResponseBytes {
+		return resp, nil // the transport retries or refuses it: not a final exchange
 	}
 	canon, hash, model, err := CanonicalRequest(req.Method, req.URL.Path, body)
 	if err != nil {
@@ -148,55 +168,101 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !json.Valid(rb) {
 		respJSON, _ = json.Marshal(string(rb))
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rec.Exchanges = append(r.rec.Exchanges, Exchange{Hash: hash, Model: model, PromptHash: promptHash(req.Context()),
-		Request: canon, Status: resp.StatusCode, Response: respJSON})
-	if err := r.save(); err != nil {
+	ex := Exchange{Hash: hash, Model: model, PromptHash: promptHash(req.Context()),
+		Request: canon, Status: resp.StatusCode, Response: respJSON}
+	if err := r.appendLine(ex); err != nil {
 		return nil, fmt.Errorf("recording the exchange: %w", err)
 	}
 	return resp, nil
 }
 
-// SetNote sets the file's note (written with the next exchange, and now).
-func (r *Recorder) SetNote(note string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rec.Note = note
-	return r.save()
-}
+// SetNote records the file's note.
+func (r *Recorder) SetNote(note string) error { return r.appendLine(replayHeader{Note: note}) }
 
-// Exchanges returns a copy of what was recorded so far.
+// Exchanges returns what was recorded so far, read back from the file.
 func (r *Recorder) Exchanges() []Exchange {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Exchange(nil), r.rec.Exchanges...)
+	f, err := ReadReplayFile(r.File)
+	if err != nil {
+		return nil
+	}
+	return f.Exchanges
 }
 
-func (r *Recorder) save() error {
-	b, err := json.MarshalIndent(r.rec, "", "  ")
+// Close closes the file; the record is complete without it.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
+
+// appendLine writes v as one line, in one write.
+func (r *Recorder) appendLine(v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(r.File)
-	f, err := os.CreateTemp(dir, ".stratum-record-*")
-	if err != nil {
-		return fmt.Errorf("record file: %w", err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return fmt.Errorf("record file %s: closed", r.File)
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("record file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("record file: %w", err)
-	}
-	if err := os.Rename(f.Name(), r.File); err != nil {
-		os.Remove(f.Name())
+	if _, err := r.f.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("record file: %w", err)
 	}
 	return nil
+}
+
+// ReadReplayFile reads a record of either format.
+func ReadReplayFile(path string) (ReplayFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ReplayFile{}, fmt.Errorf("replay file: %w", err)
+	}
+	first, rest, _ := bytes.Cut(b, []byte("\n"))
+	var h replayHeader
+	if json.Unmarshal(first, &h) != nil || h.Version == replayFormatV1 {
+		var f ReplayFile
+		if err := json.Unmarshal(b, &f); err != nil {
+			return ReplayFile{}, fmt.Errorf("replay file %s: %w", path, err)
+		}
+		if f.Version != replayFormatV1 {
+			return ReplayFile{}, fmt.Errorf("replay file %s: version %d, want %d or %d", path, f.Version, replayFormatV1, ReplayFormat)
+		}
+		return f, nil
+	}
+	if h.Version != ReplayFormat {
+		return ReplayFile{}, fmt.Errorf("replay file %s: version %d, want %d or %d", path, h.Version, replayFormatV1, ReplayFormat)
+	}
+	f := ReplayFile{Version: ReplayFormat, Note: h.Note, Exchanges: []Exchange{}}
+	for n := 2; len(rest) > 0; n++ {
+		var line []byte
+		var complete bool
+		line, rest, complete = bytes.Cut(rest, []byte("\n"))
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e Exchange
+		if err := json.Unmarshal(line, &e); err != nil {
+			if !complete {
+				break // the last line, cut short by a run that died writing it
+			}
+			return ReplayFile{}, fmt.Errorf("replay file %s:%d: %w", path, n, err)
+		}
+		if e.Hash == "" {
+			var note replayHeader
+			if json.Unmarshal(line, &note) == nil && note.Note != "" {
+				f.Note = note.Note
+			}
+			continue
+		}
+		f.Exchanges = append(f.Exchanges, e)
+	}
+	return f, nil
 }
 
 // Replayer is an http.RoundTripper that answers from a recorded file and
@@ -210,18 +276,11 @@ type Replayer struct {
 	used map[string]int
 }
 
-// NewReplayer loads path.
+// NewReplayer loads path (either format).
 func NewReplayer(path string) (*Replayer, error) {
-	b, err := os.ReadFile(path)
+	f, err := ReadReplayFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("replay file: %w", err)
-	}
-	var f ReplayFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("replay file %s: %w", path, err)
-	}
-	if f.Version != ReplayFormat {
-		return nil, fmt.Errorf("replay file %s: version %d, want %d", path, f.Version, ReplayFormat)
+		return nil, err
 	}
 	r := &Replayer{File: path, byID: map[string][]Exchange{}, used: map[string]int{}}
 	for _, e := range f.Exchanges {

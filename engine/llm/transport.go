@@ -106,7 +106,8 @@ func post(ctx context.Context, client *http.Client, provider, url string, header
 			wait = backoff(pol, try)
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return nil, try, &TransportError{Provider: provider, Tries: try, Last: last + fmt.Sprintf(" (next retry in %s would pass the deadline)", wait.Round(time.Millisecond))}
+			return nil, try, &TransportError{Provider: provider, Tries: try, Deadline: true,
+				Last: last + fmt.Sprintf(" (next retry in %s would pass the deadline)", wait.Round(time.Millisecond))}
 		}
 		if err := pol.Sleep(ctx, wait); err != nil {
 			return nil, try, err

@@ -16,6 +16,12 @@
 // at the gate's deadline applies it. Serve also sweeps expired gate
 // deadlines in the background, every SweepInterval.
 //
+// Serve reads stdin through a frame guard (frames.go): a frame the SDK's
+// stdio connection would end the session on (over engine.MaxJSONBytes,
+// nested deeper than engine.MaxJSONDepth, invalid JSON, not a JSON-RPC
+// message, a batch) is answered with a JSON-RPC error instead, and the
+// server goes on with the next line.
+//
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers
 // in CLAUDE.md (and AGENTS.md), and the skills under .claude/skills (the

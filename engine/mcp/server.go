@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -78,6 +79,10 @@ func NewServer(svc *engine.Service, opts Options) *mcp.Server {
 // Serve runs the server over stdin/stdout until the client disconnects or
 // ctx is cancelled, sweeping expired gate deadlines in the background. A
 // client closing the connection (EOF) or a cancelled ctx is a clean end.
+// Each inbound frame is checked first (frames.go): one over
+// engine.MaxJSONBytes or nested deeper than engine.MaxJSONDepth, invalid
+// JSON, a batch or a non-message is answered with a JSON-RPC error and the
+// server goes on.
 func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
 	srv := NewServer(svc, opts)
 	ctx, cancel := context.WithCancel(ctx)
@@ -94,7 +99,12 @@ func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
 			sweep(ctx, svc, interval, opts.Log)
 		}()
 	}
-	err := srv.Run(ctx, &mcp.StdioTransport{})
+	logOut := opts.Log
+	if logOut == nil {
+		logOut = io.Discard
+	}
+	frameLog := slog.New(slog.NewTextHandler(&lockedWriter{w: logOut}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	err := srv.Run(ctx, stdioTransport(os.Stdin, os.Stdout, frameLog))
 	cancel()
 	wg.Wait()
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {

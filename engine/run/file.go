@@ -151,7 +151,8 @@ type Executors struct {
 // NewExecutors builds the executors of a run. record and replay are the
 // --record and --replay files ("" for none).
 func NewExecutors(cfg config.Config, record, replay string) (Executors, error) {
-	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs})
+	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs,
+		CallTimeout: cfg.LLMTimeout})
 	if err != nil {
 		return Executors{}, &UsageError{Err: err}
 	}

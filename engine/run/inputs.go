@@ -1,10 +1,11 @@
 package run
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // ParseInput parses one flow input written NAME=VALUE (a --input flag, a
@@ -16,7 +17,11 @@ func ParseInput(field string) (string, any, error) {
 		return "", nil, fmt.Errorf("input %q: want NAME=VALUE", field)
 	}
 	var v any
-	if err := json.Unmarshal([]byte(val), &v); err != nil {
+	if err := engine.DecodeJSON([]byte(val), &v); err != nil {
+		var limit *engine.JSONLimitError
+		if errors.As(err, &limit) {
+			return "", nil, fmt.Errorf("input %s: %w", name, err)
+		}
 		v = val // not JSON: a plain string
 	}
 	return name, v, nil
@@ -27,11 +32,11 @@ func ParseInput(field string) (string, any, error) {
 func ParseInputs(fields []string, file string) (map[string]any, error) {
 	inputs := map[string]any{}
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := engine.ReadJSONFile(file)
 		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(b, &inputs); err != nil || inputs == nil {
+		if err := engine.DecodeJSON(b, &inputs); err != nil || inputs == nil {
 			if err == nil {
 				err = fmt.Errorf("null")
 			}

@@ -1,12 +1,15 @@
 package py
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Get is obj.name and obj[key] with Python-like errors: a dict by string
 // key (a missing key is an error "<desc> has no field 'k'", not None), a
 // list or str by integer index (negative from the end, code points for
 // strings). desc names obj in messages, e.g. "result.items".
-func Get(obj, key any, desc string) (any, error) {
+func Get(w *Work, obj, key any, desc string) (any, error) {
 	switch x := obj.(type) {
 	case map[string]any:
 		k, ok := key.(string)
@@ -38,14 +41,18 @@ func Get(obj, key any, desc string) (any, error) {
 		if !ok {
 			return nil, Errorf("%s is a str, not a mapping (cannot read %s)", desc, describeKey(key))
 		}
-		rs := []rune(x)
+		if err := w.spendBytes(len(x)); err != nil {
+			return nil, err
+		}
+		n := utf8.RuneCountInString(x)
 		if i < 0 {
-			i += len(rs)
+			i += n
 		}
-		if i < 0 || i >= len(rs) {
-			return nil, Errorf("%s index %s out of range (length %d)", desc, describeKey(key), len(rs))
+		if i < 0 || i >= n {
+			return nil, Errorf("%s index %s out of range (length %d)", desc, describeKey(key), n)
 		}
-		return string(rs[i]), nil
+		r, _ := utf8.DecodeRuneInString(x[runeOffset(x, i):])
+		return string(r), nil
 	case nil:
 		return nil, Errorf("%s is None (cannot read %s)", desc, describeKey(key))
 	}
@@ -55,15 +62,17 @@ func Get(obj, key any, desc string) (any, error) {
 // Slice is Python obj[from:to] on lists and strings (code points), with
 // negative and out-of-range bounds clamped as in Python; a nil bound is the
 // start or the end. desc names obj in messages.
-func Slice(obj, from, to any, desc string) (any, error) {
+func Slice(w *Work, obj, from, to any, desc string) (any, error) {
 	n := 0
-	var runes []rune
+	s, isStr := obj.(string)
 	switch x := obj.(type) {
 	case []any:
 		n = len(x)
 	case string:
-		runes = []rune(x)
-		n = len(runes)
+		if err := w.spendBytes(len(x)); err != nil {
+			return nil, err
+		}
+		n = utf8.RuneCountInString(x)
 	default:
 		return nil, Errorf("%s is a %s, which cannot be sliced", desc, typeName(obj))
 	}
@@ -89,14 +98,34 @@ func Slice(obj, from, to any, desc string) (any, error) {
 		return nil, err
 	}
 	hi = max(hi, lo)
-	if runes != nil || n == 0 {
-		if _, isStr := obj.(string); isStr {
-			return string(runes[lo:hi]), nil
+	if isStr {
+		sub := s[runeOffset(s, lo):runeOffset(s, hi)]
+		if !utf8.ValidString(sub) {
+			sub = string([]rune(sub)) // each invalid byte reads as U+FFFD
 		}
+		return sub, nil
+	}
+	if err := w.spendElems(hi - lo); err != nil {
+		return nil, err
 	}
 	out := make([]any, hi-lo)
 	copy(out, obj.([]any)[lo:hi])
 	return out, nil
+}
+
+// runeOffset is the byte offset of the i-th code point of s (len(s) for i
+// at or past the end).
+func runeOffset(s string, i int) int {
+	if i <= 0 {
+		return 0
+	}
+	for off := range s {
+		if i == 0 {
+			return off
+		}
+		i--
+	}
+	return len(s)
 }
 
 // indexArg returns an index operand as an int (bools count as 0 and 1).

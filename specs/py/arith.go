@@ -26,6 +26,9 @@ func Arith(w *Work, op string, a, b any) (any, error) {
 				if len(x)+len(y) > maxBuilt {
 					return nil, errTooLarge
 				}
+				if err := w.spendBytes(len(x) + len(y)); err != nil {
+					return nil, err
+				}
 				return x + y, nil
 			}
 			return nil, Errorf("can only concatenate str (not \"%s\") to str", typeName(b))
@@ -33,6 +36,9 @@ func Arith(w *Work, op string, a, b any) (any, error) {
 			if y, ok := b.([]any); ok {
 				if len(x)+len(y) > maxBuilt {
 					return nil, errTooLarge
+				}
+				if err := w.spendElems(len(x) + len(y)); err != nil {
+					return nil, err
 				}
 				out := make([]any, 0, len(x)+len(y))
 				return append(append(out, x...), y...), nil
@@ -71,7 +77,7 @@ func repeatString(w *Work, s string, n int) (any, error) {
 	if n > maxBuilt/len(s) {
 		return nil, errTooLarge
 	}
-	if err := w.Spend(n * len(s) / 64); err != nil {
+	if err := w.spendBytes(n * len(s)); err != nil {
 		return nil, err
 	}
 	return strings.Repeat(s, n), nil
@@ -84,7 +90,7 @@ func repeatList(w *Work, l []any, n int) (any, error) {
 	if n > maxBuilt/len(l) {
 		return nil, errTooLarge
 	}
-	if err := w.Spend(n * len(l)); err != nil {
+	if err := w.spendElems(n * len(l)); err != nil {
 		return nil, err
 	}
 	out := make([]any, 0, len(l)*n)

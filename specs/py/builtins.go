@@ -22,7 +22,7 @@ type Builtin struct {
 }
 
 var builtins = map[string]Builtin{
-	"len":   {Min: 1, Max: 1, Call: func(w *Work, a []any) (any, error) { return length(a[0]) }},
+	"len":   {Min: 1, Max: 1, Call: func(w *Work, a []any) (any, error) { return length(w, a[0]) }},
 	"bool":  {Min: 0, Max: 1, Call: func(w *Work, a []any) (any, error) { return len(a) == 1 && Truth(a[0]), nil }},
 	"str":   {Min: 0, Max: 1, Call: callStr},
 	"int":   {Min: 0, Max: 1, Call: callInt},
@@ -86,6 +86,11 @@ func callInt(w *Work, a []any) (any, error) {
 	if len(a) == 0 {
 		return 0, nil
 	}
+	if s, ok := a[0].(string); ok {
+		if err := w.spendBytes(len(s)); err != nil {
+			return nil, err
+		}
+	}
 	return toInt(a[0])
 }
 
@@ -93,13 +98,21 @@ func callFloat(w *Work, a []any) (any, error) {
 	if len(a) == 0 {
 		return 0.0, nil
 	}
+	if s, ok := a[0].(string); ok {
+		if err := w.spendBytes(len(s)); err != nil {
+			return nil, err
+		}
+	}
 	return toFloat(a[0])
 }
 
 func anyAll(isAny bool) func(*Work, []any) (any, error) {
 	return func(w *Work, a []any) (any, error) {
-		items, err := iterate(a[0])
+		items, err := iterate(w, a[0])
 		if err != nil {
+			return nil, err
+		}
+		if err := w.spendElems(len(items)); err != nil {
 			return nil, err
 		}
 		for _, it := range items {
@@ -116,7 +129,7 @@ func minMax(name string) func(*Work, []any) (any, error) {
 		items := a
 		if len(a) == 1 {
 			var err error
-			if items, err = iterate(a[0]); err != nil {
+			if items, err = iterate(w, a[0]); err != nil {
 				return nil, err
 			}
 			if len(items) == 0 {
@@ -260,6 +273,9 @@ func noFileConflicts(w *Work, a []any) (any, error) {
 			return nil, Errorf("no_file_conflicts(): files_owned of task %d is a %s, not a list", i, typeName(raw))
 		}
 		for _, f := range files {
+			if err := w.spendElems(1); err != nil {
+				return nil, err
+			}
 			key, err := str(w, f)
 			if err != nil {
 				return nil, err

@@ -11,7 +11,7 @@ func equal(w *Work, a, b any, depth int) (bool, error) {
 	if depth > maxDepth {
 		return false, errTooDeep
 	}
-	if err := w.Spend(1); err != nil {
+	if err := w.spendElems(1); err != nil {
 		return false, err
 	}
 	ai, af, aInt, aNum := number(a)
@@ -27,7 +27,13 @@ func equal(w *Work, a, b any, depth int) (bool, error) {
 		return b == nil, nil
 	case string:
 		y, ok := b.(string)
-		return ok && x == y, nil
+		if !ok || len(x) != len(y) {
+			return false, nil
+		}
+		if err := w.spendCompare(len(x)); err != nil {
+			return false, err
+		}
+		return x == y, nil
 	case []any:
 		y, ok := b.([]any)
 		if !ok || len(x) != len(y) {
@@ -70,7 +76,7 @@ func less(w *Work, op string, a, b any, depth int) (bool, error) {
 	if depth > maxDepth {
 		return false, errTooDeep
 	}
-	if err := w.Spend(1); err != nil {
+	if err := w.spendElems(1); err != nil {
 		return false, err
 	}
 	ai, af, aInt, aNum := number(a)
@@ -84,6 +90,9 @@ func less(w *Work, op string, a, b any, depth int) (bool, error) {
 	switch x := a.(type) {
 	case string:
 		if y, ok := b.(string); ok {
+			if err := w.spendCompare(min(len(x), len(y))); err != nil {
+				return false, err
+			}
 			return x < y, nil
 		}
 	case []any:
@@ -171,6 +180,9 @@ func In(w *Work, a, b any) (bool, error) {
 		x, ok := a.(string)
 		if !ok {
 			return false, Errorf("'in <string>' requires string as left operand, not %s", typeName(a))
+		}
+		if err := w.spendBytes(len(y) + len(x)); err != nil {
+			return false, err
 		}
 		return strings.Contains(y, x), nil
 	case []any:

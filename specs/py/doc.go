@@ -22,14 +22,28 @@
 // # Bounds
 //
 // Expressions run on hostile data, so every evaluation carries a Work
-// counter: comparisons, repr, repetition and file reads spend from a fixed
-// budget (5,000,000 units), and an evaluation that exhausts it fails with
-// "expression is too expensive to evaluate". Values built by an expression
-// (string and list repetition, concatenation, join, replace, repr) are
-// capped at 1 MiB (bytes or elements), nested values at 200 levels, and
-// file_contains reads files of at most MaxFileBytes (10 MB). The file
-// functions are confined to a root directory: paths that leave it,
-// lexically or through a symlink, are false.
+// counter (NewWork) and every operation pays, before it runs, for the size
+// of the data it touches: one unit per byte read, searched, split,
+// converted, copied or built for strings (len, in, count, find, split,
+// lower/upper/strip, replace, slicing and indexing, int/float parsing,
+// repr/str, concatenation, repetition, file_contains reads); 16 units per
+// list element or dict entry visited, compared, copied or created; one unit
+// per 16 bytes for the memory-speed string comparisons (==, <, startswith,
+// endswith). One evaluation may spend 64 Mi units (about 64 MiB of data
+// touched; the slowest operation, upper() of non-ASCII text, runs at about
+// 7 ns a unit), so an ensure may read a result of a few MB a dozen times,
+// and one that would exceed the budget fails with "expression exceeded its
+// evaluation budget (…)" before the operation that exceeds it runs: memory
+// allocated by one evaluation is bounded by its budget too. The Work also
+// carries the evaluation's context: once it is done, the next check (every
+// 64 Ki units, well under a millisecond) fails with a *Cancelled error.
+//
+// Values built by an expression (string and list repetition,
+// concatenation, join, replace, repr) are capped at 1 MiB (bytes or
+// elements), nested values at 200 levels, and file_contains reads files of
+// at most MaxFileBytes (10 MB). The file functions are confined to a root
+// directory: paths that leave it, lexically or through a symlink, are
+// false.
 //
 // # Python repr
 //

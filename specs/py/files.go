@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxFileBytes is the largest file file_contains reads (as in the original);
@@ -49,16 +50,20 @@ func fileContains(w *Work, a []any) (any, error) {
 	if err != nil || st.Size() > MaxFileBytes {
 		return false, nil
 	}
-	// Reading counts against the evaluation's budget (about 30 files of the
-	// maximum size per evaluation).
-	if err := w.Spend(int(st.Size()) / 64); err != nil {
+	// Reading counts against the evaluation's budget like any other data
+	// (about 6 files of the maximum size per evaluation).
+	if err := w.spendBytes(int(st.Size()) + len(sub)); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil || len(data) > MaxFileBytes {
 		return false, nil
 	}
-	return strings.Contains(strings.ToValidUTF8(string(data), "\uFFFD"), sub), nil
+	text := string(data)
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	return strings.Contains(text, sub), nil
 }
 
 func pathArg(fn string, v any) (string, error) {

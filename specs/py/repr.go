@@ -3,6 +3,7 @@ package py
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ func repr(w *Work, b *strings.Builder, v any, depth int) error {
 	if depth > maxDepth {
 		return errTooDeep
 	}
-	if err := w.Spend(1); err != nil {
+	if err := w.spendElems(1); err != nil {
 		return err
 	}
 	if b.Len() > maxBuilt {
@@ -59,6 +60,12 @@ func repr(w *Work, b *strings.Builder, v any, depth int) error {
 	case float64:
 		b.WriteString(ReprFloat(x))
 	case string:
+		if b.Len()+len(x) > maxBuilt {
+			return errTooLarge
+		}
+		if err := w.spendBytes(len(x)); err != nil {
+			return err
+		}
 		b.WriteString(ReprString(x))
 	case []any:
 		b.WriteByte('[')
@@ -72,6 +79,9 @@ func repr(w *Work, b *strings.Builder, v any, depth int) error {
 		}
 		b.WriteByte(']')
 	case map[string]any:
+		if err := w.spendElems(len(x) * (1 + bits.Len(uint(len(x))))); err != nil {
+			return err
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -81,6 +91,12 @@ func repr(w *Work, b *strings.Builder, v any, depth int) error {
 		for i, k := range keys {
 			if i > 0 {
 				b.WriteString(", ")
+			}
+			if b.Len()+len(k) > maxBuilt {
+				return errTooLarge
+			}
+			if err := w.spendBytes(len(k)); err != nil {
+				return err
 			}
 			b.WriteString(ReprString(k))
 			b.WriteString(": ")
@@ -123,10 +139,20 @@ func ReprString(s string) string {
 	b.Grow(len(s) + 2)
 	b.WriteByte(q)
 	for i := 0; i < len(s); {
+		// A run of printable ASCII that needs no escape is copied at once.
+		j := i
+		for j < len(s) && s[j] >= ' ' && s[j] < 0x7f && s[j] != '\\' && s[j] != q {
+			j++
+		}
+		if j > i {
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
 		r, w := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && w == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
+			writeEscape(&b, 'x', uint32(s[i]), 2)
 		case r == '\\':
 			b.WriteString(`\\`)
 		case r == rune(q):
@@ -141,16 +167,27 @@ func ReprString(s string) string {
 		case strconv.IsPrint(r):
 			b.WriteString(s[i : i+w])
 		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
+			writeEscape(&b, 'x', uint32(r), 2)
 		case r < 0x10000:
-			fmt.Fprintf(&b, `\u%04x`, r)
+			writeEscape(&b, 'u', uint32(r), 4)
 		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
+			writeEscape(&b, 'U', uint32(r), 8)
 		}
 		i += w
 	}
 	b.WriteByte(q)
 	return b.String()
+}
+
+// writeEscape writes a backslash, the letter and v in digits lower-case hex
+// digits (\x0a, \u2028, \U0001f600).
+func writeEscape(b *strings.Builder, letter byte, v uint32, digits int) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('\\')
+	b.WriteByte(letter)
+	for shift := 4 * (digits - 1); shift >= 0; shift -= 4 {
+		b.WriteByte(hex[v>>uint(shift)&0xf])
+	}
 }
 
 // ReprStrings is Python's repr() of a list of str: ['a', 'b'].

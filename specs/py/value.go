@@ -3,6 +3,7 @@ package py
 import (
 	"encoding/json"
 	"math"
+	"math/bits"
 	"reflect"
 	"sort"
 	"strconv"
@@ -247,9 +248,12 @@ func number(v any) (i int, f float64, isInt, ok bool) {
 }
 
 // length is Python len(v).
-func length(v any) (any, error) {
+func length(w *Work, v any) (any, error) {
 	switch x := v.(type) {
 	case string:
+		if err := w.spendBytes(len(x)); err != nil {
+			return nil, err
+		}
 		return utf8.RuneCountInString(x), nil
 	case []any:
 		return len(x), nil
@@ -262,12 +266,17 @@ func length(v any) (any, error) {
 }
 
 // iterate returns the elements Python would iterate over: list items, dict
-// keys (sorted), string characters.
-func iterate(v any) ([]any, error) {
+// keys (sorted), string characters. Building a new list (of keys or
+// characters) is paid for; a list is returned as it is.
+func iterate(w *Work, v any) ([]any, error) {
 	switch x := v.(type) {
 	case []any:
 		return x, nil
 	case map[string]any:
+		// Sorting makes about n·log2(n) key comparisons.
+		if err := w.spendElems(len(x) * (1 + bits.Len(uint(len(x))))); err != nil {
+			return nil, err
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -279,7 +288,15 @@ func iterate(v any) ([]any, error) {
 		}
 		return out, nil
 	case string:
-		out := make([]any, 0, len(x))
+		// Two elements (a slot and a boxed string) per character.
+		if err := w.spendBytes(len(x)); err != nil {
+			return nil, err
+		}
+		n := utf8.RuneCountInString(x)
+		if err := w.spendElems(2 * n); err != nil {
+			return nil, err
+		}
+		out := make([]any, 0, n)
 		for _, r := range x {
 			out = append(out, string(r))
 		}

@@ -70,13 +70,13 @@ func TestSemantics(t *testing.T) {
 	if ok, err := In(&w, "k", map[string]any{"k": 1}); !ok || err != nil {
 		t.Errorf("'k' in {'k': 1}: %v, %v", ok, err)
 	}
-	if v, err := Get([]any{"a", "b"}, -1, "result.items"); v != "b" || err != nil {
+	if v, err := Get(&w, []any{"a", "b"}, -1, "result.items"); v != "b" || err != nil {
 		t.Errorf("items[-1] = %v, %v", v, err)
 	}
-	if _, err := Get(map[string]any{}, "x", "result"); err == nil || err.Error() != "result has no field 'x'" {
+	if _, err := Get(&w, map[string]any{}, "x", "result"); err == nil || err.Error() != "result has no field 'x'" {
 		t.Errorf("missing key: %v", err)
 	}
-	if v, err := Slice("héllo", 1, nil, "s"); v != "éllo" || err != nil {
+	if v, err := Slice(&w, "héllo", 1, nil, "s"); v != "éllo" || err != nil {
 		t.Errorf("'héllo'[1:] = %v, %v", v, err)
 	}
 	if v, err := CallMethod(&w, " A ", "strip", "s", nil); v != "A" || err != nil {
