@@ -121,6 +121,19 @@ func (sum *FlowSummary) Prunable(cutoff time.Time) bool {
 	return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
 }
 
+// Stalled reports whether nothing drives the flow summarised by sum any
+// more: it is still running or awaiting a gate, a runner drove it
+// (Driver "runner"), and the runner's lease is gone (released when the
+// runner exited — exit 1, exit 4 at a gate, Ctrl-C) or expired at now
+// (killed). `stratum run --resume ID` continues such a flow. Flows driven
+// by an agent over MCP hold no lease, so they are never reported stalled.
+func (sum *FlowSummary) Stalled(now time.Time) bool {
+	if !sum.Status.Active() || sum.Driver != DriverRunner {
+		return false
+	}
+	return sum.Owner == nil || !sum.Owner.ExpiresAt.After(now)
+}
+
 // EventType names what happened.
 type EventType string
 

@@ -156,7 +156,7 @@ func (c *checker) asMapping(n *yaml.Node, path string) *mapping {
 		if k.Kind != yaml.ScalarNode {
 			name = reprNode(k)
 		}
-		if c.badName(k, joinPath(path, escapeControl(name)), name) {
+		if c.badName(k, joinPath(path, EscapeControl(name)), name) {
 			continue // left out, so no later message repeats it
 		}
 		if prev, dup := m.entries[name]; dup {

@@ -53,9 +53,9 @@ func (d Diagnostic) String() string {
 	if file == "" {
 		file = "<input>"
 	}
-	fmt.Fprintf(&b, "%s:%d:%d: %s %s: %s", escapeControl(file), d.Line, d.Column, d.Severity, d.Code, escapeControl(d.Message))
+	fmt.Fprintf(&b, "%s:%d:%d: %s %s: %s", EscapeControl(file), d.Line, d.Column, d.Severity, d.Code, EscapeControl(d.Message))
 	if d.Suggestion != "" {
-		fmt.Fprintf(&b, " (%s)", escapeControl(d.Suggestion))
+		fmt.Fprintf(&b, " (%s)", EscapeControl(d.Suggestion))
 	}
 	return b.String()
 }
@@ -73,9 +73,13 @@ func controlRune(s string) (rune, bool) {
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
 
-// escapeControl writes every control character of s as \xNN, so that text
-// taken from a spec cannot drive the terminal it is printed on.
-func escapeControl(s string) string {
+// EscapeControl writes every control character of s (C0, DEL, C1) as \xNN,
+// so that text taken from a spec, an agent or a provider cannot drive the
+// terminal it is printed on. It is the one rule for untrusted text on a
+// terminal: the runner's console, the CLI's human-readable output and the
+// TUI (plain and full-screen) pass ids, outputs, violations and rationales
+// through it before printing.
+func EscapeControl(s string) string {
 	if _, ok := controlRune(s); !ok {
 		return s
 	}
