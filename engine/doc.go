@@ -119,6 +119,12 @@
 // store's Watch delivers that was already delivered is skipped. A slow
 // consumer holds only its own Watch back, never a transition.
 //
+// An event's Data is the map the log persists as JSON; front ends read it
+// through Event.Detail (eventdetail.go), the one typed reading of every key
+// a transition writes, which gives the same values for an event fresh from
+// the broker (Go ints, []string) and one read back from the log (JSON
+// numbers).
+//
 // JSON from outside (a step result or inputs given to the CLI, an MCP
 // frame) is held to one rule, jsonlimit.go: at most MaxJSONBytes (16 MiB)
 // and MaxJSONDepth (256) levels of nesting.
