@@ -13,8 +13,10 @@
 // are seen by the next call. stratum_wait_gate waits on the store's change
 // notification (engine.Service.Watch), not on a poll: it re-reads the flow
 // when an event about it commits, here or in another process, and a timer
-// at the gate's deadline applies it. Serve also sweeps expired gate
-// deadlines in the background, every SweepInterval.
+// at the gate's deadline applies it. Serve also applies expired gate
+// deadlines in the background (engine.Service.EnforceDeadlines): it sleeps
+// until the earliest pending deadline and learns of new gates from events,
+// so it does not poll.
 //
 // Serve reads stdin through a frame guard (frames.go): a frame the SDK's
 // stdio connection would end the session on (over engine.MaxJSONBytes,

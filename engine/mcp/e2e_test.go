@@ -685,9 +685,11 @@ func TestInternalError(t *testing.T) {
 }
 
 // TestSweeperEnforcesDeadlines: a gate whose timeout passes is killed by the
-// server's background sweeper without any tool call.
+// server's background enforcer without any tool call. The retry interval is
+// an hour: the enforcer sleeps until the deadline it learnt of, it does not
+// poll.
 func TestSweeperEnforcesDeadlines(t *testing.T) {
-	s := start(t, "--sweep-interval", "100ms")
+	s := start(t, "--sweep-interval", "1h")
 	spec := `version: "0.2"
 functions:
   quick:

@@ -27,7 +27,8 @@ const (
 	ErrTypeInternal = string(engine.ErrTypeInternal)
 )
 
-// DefaultSweepInterval is the default of Options.SweepInterval.
+// DefaultSweepInterval is the default of Options.SweepInterval: how soon a
+// failed sweep of gate deadlines is tried again.
 const DefaultSweepInterval = 3 * time.Second
 
 // Options configure the server.
@@ -37,9 +38,10 @@ type Options struct {
 	Log io.Writer
 	// Version is reported as the server implementation's version.
 	Version string
-	// SweepInterval is how often Serve applies expired gate deadlines
-	// (svc.SweepTimeouts). Zero means DefaultSweepInterval; negative
-	// disables the sweeper.
+	// SweepInterval is how soon Serve's deadline enforcer
+	// (svc.EnforceDeadlines, which sleeps until the next gate deadline and
+	// learns of new ones from events) retries a sweep that failed. Zero
+	// means DefaultSweepInterval; negative disables the enforcer.
 	SweepInterval time.Duration
 	// MaxWait caps stratum_wait_gate's timeout_seconds (default 300 s).
 	MaxWait time.Duration
@@ -113,37 +115,22 @@ func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
 	return err
 }
 
-// sweep applies expired gate deadlines every interval until ctx ends.
-func sweep(ctx context.Context, svc *engine.Service, interval time.Duration, w io.Writer) {
+// sweep applies expired gate deadlines as they fall due until ctx ends
+// (engine.Service.EnforceDeadlines), logging what it applied or failed on.
+func sweep(ctx context.Context, svc *engine.Service, retry time.Duration, w io.Writer) {
 	if w == nil {
 		w = io.Discard
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		n, err := sweepOnce(ctx, svc)
-		switch {
-		case err != nil && ctx.Err() == nil:
+	err := svc.EnforceDeadlines(ctx, retry, func(n int, err error) {
+		if err != nil {
 			fmt.Fprintf(w, "stratum mcp: sweeping gate deadlines: %v\n", err)
-		case n > 0:
-			fmt.Fprintf(w, "stratum mcp: applied %d expired gate deadline(s)\n", n)
-		}
-		select {
-		case <-ctx.Done():
 			return
-		case <-t.C:
 		}
+		fmt.Fprintf(w, "stratum mcp: applied %d expired gate deadline(s)\n", n)
+	})
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(w, "stratum mcp: gate deadlines are not enforced in the background: %v\n", err)
 	}
-}
-
-// sweepOnce runs one SweepTimeouts, turning a panic into an error.
-func sweepOnce(ctx context.Context, svc *engine.Service) (n int, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return svc.SweepTimeouts(ctx)
 }
 
 // lockedWriter serialises writes from the SDK's logger, ours and the sweeper.
