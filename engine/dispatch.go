@@ -37,11 +37,16 @@ func currentDispatch(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
 	var res Result
 	visited := map[string]bool{}
+	failedPolicy := "" // the policy that could not approve the gate the loop stopped at
 	for !pastEnd(st, env) {
 		step := currentStep(st, env)
 		if step.SkipIf != nil && !visited[step.ID] && skipIfTrue(st, env, step) {
 			if step.IsGate() {
 				visited[step.ID] = true
+				if humanOnly(step) {
+					failedPolicy = policySkipIf
+					break
+				}
 				rationale := step.SkipReason
 				if rationale == "" {
 					rationale = "skip_if: " + step.SkipIf.Source
@@ -59,6 +64,10 @@ func currentDispatch(st *FlowState, env Env) (Result, error) {
 		}
 		if step.IsGate() && (step.Policy == policyFlag || step.Policy == policySkip) && !visited[step.ID] {
 			visited[step.ID] = true
+			if humanOnly(step) {
+				failedPolicy = step.Policy
+				break
+			}
 			autoApprove(st, env, step, step.Policy, "policy: "+step.Policy+" — auto-approved", &res)
 			continue
 		}
@@ -73,8 +82,32 @@ func currentDispatch(st *FlowState, env Env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if failedPolicy != "" {
+		notePolicyFallback(&res, step.ID, failedPolicy)
+	}
 	res.Outcome = out
 	return res, nil
+}
+
+// humanOnly reports whether a gate may be decided by a human only
+// (approver: human): no policy — flag, skip, a true skip_if — may approve
+// it. Such a policy fails, and the gate falls back to waiting for a
+// reviewer (policy_fallback: gate, the only fallback that can apply; the
+// validator requires it to be written for flag and skip).
+func humanOnly(step *specs.Step) bool {
+	return step.IsGate() && step.Fn != nil && step.Fn.Approver == string(review.HumanApprover)
+}
+
+// notePolicyFallback marks the gate_opened event of a gate whose policy
+// failed with the policy and why, for the trace and the reviewer.
+func notePolicyFallback(res *Result, stepID, policy string) {
+	for i := len(res.Events) - 1; i >= 0; i-- {
+		if ev := &res.Events[i]; ev.Type == EventGateOpened && ev.StepID == stepID {
+			ev.Data["policy"] = policy
+			ev.Data["policy_failed"] = "approver: human"
+			return
+		}
+	}
 }
 
 // skipIfTrue evaluates a step's skip_if; any evaluation error means "don't

@@ -35,7 +35,10 @@ type EventDetail struct {
 	Channel    string
 	Reviewer   string
 	Rationale  string
-	Policy     string
+	Policy     string // gate_resolved by a policy; gate_opened: the policy that failed
+	// gate_opened: why the gate's policy could not approve it (it waits
+	// for a reviewer instead: policy_fallback)
+	PolicyFailed string
 	// checkpoint; iteration_report (action "report"…)
 	Action     string
 	Label      string
@@ -99,6 +102,7 @@ func (e Event) Detail() EventDetail {
 	x.Reviewer = dataString(d, "reviewer")
 	x.Rationale = dataString(d, "rationale")
 	x.Policy = dataString(d, "policy")
+	x.PolicyFailed = dataString(d, "policy_failed")
 	x.Action = dataString(d, "action")
 	x.Label = dataString(d, "label")
 	x.StepNumber = dataInt(d, "step_number")

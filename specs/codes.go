@@ -53,6 +53,8 @@ const (
 	CodeGateReviseTarget   = "gate-revise-target"
 	CodeNotAGate           = "not-a-gate"
 	CodePolicyFallback     = "policy-fallback"
+	// A flag/skip policy on an approver: human gate without policy_fallback.
+	CodePolicyHuman        = "policy-human"
 	CodeFunctionStepField  = "function-step-field"
 	CodeFlowStepField      = "flow-step-field"
 	CodeParallelField      = "parallel-field"

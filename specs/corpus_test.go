@@ -84,7 +84,7 @@ var codeClass = map[string]ErrorType{
 	"contract-cycle": SemanticError, "invalid-schema": SemanticError,
 	"workflow-entry": SemanticError, "workflow-inputs": SemanticError,
 	"cache-field": SemanticError, "run-field": SemanticError,
-	"opaque-inline": SemanticError,
+	"opaque-inline": SemanticError, "policy-human": SemanticError,
 }
 
 // parseTimeout bounds one Parse call in these tests. It is a hang detector,

@@ -114,3 +114,41 @@ func TestCertTemplateDefaults(t *testing.T) {
 		t.Errorf("step without a template got %v", steps[0].ReasoningTemplate)
 	}
 }
+
+// policy_fallback: a flag/skip policy on an approver: human gate needs
+// policy_fallback: gate; a fallback of flag or skip is a warning (a failed
+// policy always waits for a reviewer).
+func TestPolicyFallbackRules(t *testing.T) {
+	human := strings.Replace(parseBase02, "    mode: gate\n", "    mode: gate\n    approver: human\n", 1)
+	gate := func(base, extra string) string {
+		return base + "      - {id: g, function: approve, depends_on: [a], on_approve: ~, on_revise: a, on_kill: ~" + extra + "}\n"
+	}
+	tests := []struct {
+		name, src string
+		code      string // "" : no diagnostic
+		sev       Severity
+	}{
+		{"human-flag", gate(human, ", policy: flag"), CodePolicyHuman, SeverityError},
+		{"human-skip", gate(human, ", policy: skip"), CodePolicyHuman, SeverityError},
+		{"human-flag-fallback-gate", gate(human, ", policy: flag, policy_fallback: gate"), "", ""},
+		{"human-gate-policy", gate(human, ", policy: gate"), "", ""},
+		{"any-flag", gate(parseBase02, ", policy: flag"), "", ""},
+		{"any-flag-fallback-gate", gate(parseBase02, ", policy: flag, policy_fallback: gate"), "", ""},
+		{"fallback-skip", gate(parseBase02, ", policy: flag, policy_fallback: skip"), CodePolicyFallback, SeverityWarning},
+		{"human-fallback-flag", gate(human, ", policy: skip, policy_fallback: flag"), CodePolicyFallback, SeverityWarning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ds := Parse("t.yaml", []byte(tt.src))
+			if tt.code == "" {
+				if len(ds) != 0 {
+					t.Fatalf("want no diagnostics, got:\n%s", dumpDiags(ds))
+				}
+				return
+			}
+			if len(ds) != 1 || ds[0].Code != tt.code || ds[0].Severity != tt.sev {
+				t.Fatalf("want one %s %s, got:\n%s", tt.sev, tt.code, dumpDiags(ds))
+			}
+		})
+	}
+}

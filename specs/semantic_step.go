@@ -256,6 +256,7 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			c.add(CodePolicyFallback, m.keyNode("policy_fallback"), sp+".policy_fallback",
 				fmt.Sprintf("Gate %s has policy_fallback but no policy", strings.ToLower(label)), "Add policy, or remove policy_fallback.")
 		}
+		c.policyFailure(s, m, sp, label)
 		if s.Cache {
 			c.add(CodeCacheField, m.keyNode("cache"), sp+".cache", fmt.Sprintf("Gate %s must not have 'cache: true'", strings.ToLower(label)),
 				"Only compute-function steps may be cached.")
@@ -492,4 +493,29 @@ func schemaErrNode(root *yaml.Node, msg string) *yaml.Node {
 		n = next
 	}
 	return n
+}
+
+// policyFailure checks what happens when a gate's auto-approving policy
+// (flag, skip) cannot apply. No policy may approve an `approver: human`
+// gate, so such a policy always fails there: the spec must say so with
+// policy_fallback: gate (wait for a reviewer). A fallback of flag or skip
+// can never take over from a failed policy (it would need the same
+// approval), so it is a warning: a failed policy always waits.
+func (c *checker) policyFailure(s *Step, m *mapping, sp, label string) {
+	if s.Policy != "flag" && s.Policy != "skip" {
+		return
+	}
+	human := s.Fn != nil && s.Fn.Approver == "human"
+	switch s.PolicyFallback {
+	case "":
+		if human {
+			c.add(CodePolicyHuman, m.valNode("policy"), sp+".policy",
+				fmt.Sprintf("Gate %s has policy '%s', which can never approve it: function '%s' has approver: human", strings.ToLower(label), s.Policy, s.Function),
+				"Add policy_fallback: gate to wait for a reviewer when the policy cannot apply, or remove the policy.")
+		}
+	case "flag", "skip":
+		c.warn(CodePolicyFallback, m.valNode("policy_fallback"), sp+".policy_fallback",
+			fmt.Sprintf("Gate %s has policy_fallback '%s', which cannot take over from a failed policy: a gate whose policy fails waits for a reviewer", strings.ToLower(label), s.PolicyFallback),
+			"Use policy_fallback: gate.")
+	}
 }
