@@ -751,31 +751,12 @@ exhausted; 130 interrupted (state saved, resumable).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			x, err := runner.NewExecutors(cfg, recordF, replayFile)
-			if err != nil {
-				return a.runErr(err)
-			}
-			defer x.Close(a.stderr)
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			r := runner.New(runner.Options{
-				Service:  svc,
-				Infer:    x.Infer,
-				Agent:    x.Agent,
-				Tracer:   x.Tracer,
-				Gates:    runner.GatePolicy{Approve: req.Approve, OnGate: req.OnGate},
-				Console:  &runner.Console{In: a.stdin, Out: a.stderr},
-				Progress: &runner.Printer{W: a.stderr, Terminal: terminal, GitHub: a.github},
-				Cache:    req.Cache,
-			})
-			var out *runner.Outcome
-			if req.Resume != "" {
-				out, err = r.Resume(cmd.Context(), req.Resume)
-			} else {
-				out, err = r.StartFile(cmd.Context(), req.FileRequest())
-			}
+			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
+				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
 			if err != nil {
 				return a.runErr(err)
 			}

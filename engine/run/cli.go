@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
 )
 
 // CommandLine is what `stratum run` was given, before it is checked.
@@ -115,4 +116,43 @@ func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.
 		return nil, nil
 	}
 	return Report(context.WithoutCancel(ctx), svc, out)
+}
+
+// Setup is what a run from the command line executes with besides its
+// Request: the merged configuration (providers, agents), the --record and
+// --replay files, and the process's terminal.
+type Setup struct {
+	Config         config.Config
+	Record, Replay string
+	Stdin          io.Reader // the console prompt reads here
+	Stderr         io.Writer // progress, prompts and exporter problems
+	Terminal       bool      // stdin and stderr are a terminal
+	GitHub         bool      // running under GitHub Actions: annotations
+}
+
+// Execute runs req on svc as `stratum run` does: it builds the executors
+// (NewExecutors), a Runner with the request's gate policy and cache, a
+// console prompt and a progress printer, then starts the spec file
+// (StartFile) or continues the stored flow (Resume). Errors are those of
+// NewExecutors, StartFile and Resume.
+func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*Outcome, error) {
+	x, err := NewExecutors(s.Config, s.Record, s.Replay)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Close(s.Stderr)
+	r := New(Options{
+		Service:  svc,
+		Infer:    x.Infer,
+		Agent:    x.Agent,
+		Tracer:   x.Tracer,
+		Gates:    GatePolicy{Approve: req.Approve, OnGate: req.OnGate},
+		Console:  &Console{In: s.Stdin, Out: s.Stderr},
+		Progress: &Printer{W: s.Stderr, Terminal: s.Terminal, GitHub: s.GitHub},
+		Cache:    req.Cache,
+	})
+	if req.Resume != "" {
+		return r.Resume(ctx, req.Resume)
+	}
+	return r.StartFile(ctx, req.FileRequest())
 }

@@ -178,3 +178,40 @@ func TestConclude(t *testing.T) {
 		t.Error("an unwritable JUnit file is not an error")
 	}
 }
+
+func TestExecute(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+contracts:
+  Out:
+    ok: {type: boolean}
+flows:
+  main:
+    input: {}
+    output: Out
+    steps:
+      - id: s
+        intent: x
+        output_contract: Out
+        run: "echo '{\"ok\": true}'"
+`)
+	var stderr bytes.Buffer
+	s := Setup{Stdin: strings.NewReader(""), Stderr: &stderr}
+	out, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, out, EndComplete, ExitComplete)
+	if !strings.Contains(stderr.String(), "s") {
+		t.Errorf("no progress on stderr: %q", stderr.String())
+	}
+	resumed, err := Execute(context.Background(), e.svc, Request{Resume: out.FlowID, OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil || resumed.FlowID != out.FlowID {
+		t.Fatalf("resume: %+v, %v", resumed, err)
+	}
+	s.Replay = filepath.Join(t.TempDir(), "missing.jsonl")
+	var ue *UsageError
+	if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, OnGate: OnGateExit, Cache: CacheSession}, s); !errors.As(err, &ue) {
+		t.Errorf("a missing --replay file: %v, want a usage error", err)
+	}
+}
