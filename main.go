@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -37,7 +38,8 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
-// Exit codes shared by every command (DESIGN.md §10 adds the run-specific ones).
+// Exit codes shared by every command (DESIGN.md §10 adds the run-specific
+// ones, runner.Exit*).
 const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and the answer is "no" (invalid spec, not found, …)
@@ -65,6 +67,10 @@ func usageErr(format string, a ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
 }
 
+// failErr ends the command with exit 1 and err's message (a store or file
+// failure, a refusal).
+func failErr(err error) error { return &exitError{code: exitFailure, err: err} }
+
 // silentExit ends the command with code without printing anything more.
 func silentExit(code int) error { return &exitError{code: code} }
 
@@ -82,7 +88,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
 	}
-	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr})
+	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr, github: os.Getenv("GITHUB_ACTIONS") == "true"})
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -103,10 +109,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// app holds the process's I/O streams, injected so tests can run commands in-process.
+// app holds what the commands get from the process: its I/O streams,
+// injected so tests can run commands in-process, and whether it runs under
+// GitHub Actions (GITHUB_ACTIONS=true: annotations, github formats).
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	github         bool
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -142,7 +151,74 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 	return root
 }
 
-// ---- validate ----
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// ---- the store and the engine service ----
+
+// openService opens the shared store ($STRATUM_HOME/stratum.db) and returns
+// the engine service over it. Every command that opens the store first
+// applies the gate deadlines that have passed (DESIGN.md §6: persisted
+// deadlines are enforced by whichever stratum process runs), so no command
+// shows or decides a gate whose time is up.
+func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
+	svc, st, err := openServiceNoSweep()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := svc.SweepTimeouts(ctx); err != nil {
+		return nil, nil, failErr(err)
+	}
+	return svc, st, nil
+}
+
+// openServiceNoSweep opens the store in the state directory (config.Home)
+// without applying expired deadlines.
+func openServiceNoSweep() (*engine.Service, *store.Store, error) {
+	home, err := config.Home()
+	if err != nil {
+		return nil, nil, failErr(err)
+	}
+	st, err := store.Open(filepath.Join(home, store.FileName), store.Options{})
+	if err != nil {
+		return nil, nil, failErr(err)
+	}
+	return &engine.Service{Root: ".", Store: st}, st, nil
+}
+
+// withService is a RunE that opens the service (openService) and hands it
+// to fn.
+func withService(fn func(ctx context.Context, svc *engine.Service, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		svc, _, err := openService(cmd.Context())
+		if err != nil {
+			return err
+		}
+		return fn(cmd.Context(), svc, args)
+	}
+}
+
+// answerExit prints an engine answer as the original's JSON (engine.Wire)
+// and maps an error envelope to exit 1; any other error is a store failure.
+func (a *app) answerExit(out engine.Outcome, err error) error {
+	if err != nil && engine.AsError(err) == nil {
+		return failErr(err)
+	}
+	if werr := writeJSON(a.stdout, engine.Wire(out, err)); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return silentExit(exitFailure)
+	}
+	return nil
+}
+
+// ---- validate, workflows, compile ----
 
 func (a *app) validateCommand() *cobra.Command {
 	var (
@@ -165,25 +241,12 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 			if len(args) == 0 {
 				return usageErr("validate needs at least one FILE or DIR")
 			}
-			if jsonOut {
-				if cmd.Flags().Changed("format") && format != specs.FormatJSON {
-					return usageErr("--json and --format %s disagree", format)
-				}
-				format = specs.FormatJSON
-			}
-			if !cmd.Flags().Changed("format") && !jsonOut && os.Getenv("GITHUB_ACTIONS") == "true" {
-				format = specs.FormatGitHub
-			}
-			switch format {
-			case specs.FormatHuman, specs.FormatJSON, specs.FormatGitHub:
-			default:
-				return usageErr("unknown --format %q (want human, json or github)", format)
+			format, err := specs.ChooseFormat(format, cmd.Flags().Changed("format"), jsonOut, a.github)
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			if watchF {
-				if err := watch.Report(cmd.Context(), args, format, a.stdout, a.stderr); err != nil {
-					return pathErr(err)
-				}
-				return nil
+				return pathErr(watch.Report(cmd.Context(), args, format, a.stdout, a.stderr))
 			}
 			files, err := specs.CollectSpecFiles(args)
 			if err != nil {
@@ -206,15 +269,16 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 }
 
 // pathErr maps a problem with the paths given (missing, no spec in them)
-// to a usage error, anything else to exit 1.
+// to a usage error, anything else to exit 1 (nil stays nil).
 func pathErr(err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, specs.ErrNoSpecFiles) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, specs.ErrNoSpecFiles):
 		return usageErr("%v", err)
 	}
-	return &exitError{code: exitFailure, err: err}
+	return failErr(err)
 }
-
-// ---- workflows, compile ----
 
 func (a *app) workflowsCommand() *cobra.Command {
 	return &cobra.Command{
@@ -233,7 +297,7 @@ the JSON of the original's stratum_list_workflows tool. Duplicate names are erro
 			}
 			list, err := specs.DiscoverWorkflows(dir)
 			if err != nil {
-				return &exitError{code: exitFailure, err: err}
+				return failErr(err)
 			}
 			return writeJSON(a.stdout, list)
 		},
@@ -253,19 +317,19 @@ groups in the dependency graph.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c, err := specs.CompileTasks(args[0], flowName)
+			var ce *specs.CompileError
+			if errors.As(err, &ce) {
+				return failErr(fmt.Errorf("%s: %s", ce.Type, ce.Message))
+			}
 			if err != nil {
-				var ce *specs.CompileError
-				if errors.As(err, &ce) {
-					return &exitError{code: exitFailure, err: fmt.Errorf("%s: %s", ce.Type, ce.Message)}
-				}
-				return &exitError{code: exitFailure, err: err}
+				return failErr(err)
 			}
 			if output == "" || output == "-" {
 				_, err := io.WriteString(a.stdout, c.YAML)
 				return err
 			}
 			if err := os.WriteFile(output, []byte(c.YAML), 0o644); err != nil {
-				return &exitError{code: exitFailure, err: err}
+				return failErr(err)
 			}
 			fmt.Fprintf(a.stderr, "wrote %s (%d steps, flow %q)\n", output, len(c.Steps), c.FlowName)
 			return nil
@@ -276,72 +340,14 @@ groups in the dependency graph.`,
 	return cmd
 }
 
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+// ---- plan, step-done, resume, audit: drive a flow from a shell ----
+
+// inputFlags adds --flow, --input and --inputs (plan, run).
+func inputFlags(cmd *cobra.Command, flow *string, kv *[]string, file *string) {
+	cmd.Flags().StringVar(flow, "flow", "", "flow to run (default: the only flow, or the workflow's entry flow)")
+	cmd.Flags().StringArrayVar(kv, "input", nil, "flow input as NAME=VALUE (VALUE is parsed as JSON when it is valid JSON); repeatable")
+	cmd.Flags().StringVar(file, "inputs", "", "JSON file with the flow inputs")
 }
-
-// ---- the store and the engine service ----
-
-// schemaVersion is the version of the CLI's JSON contract (`query`, `gate`),
-// as in the original.
-const schemaVersion = "1"
-
-// openService opens the shared store ($STRATUM_HOME/stratum.db) and returns
-// the engine service over it. Every command that opens the store first
-// applies the gate deadlines that have passed (DESIGN.md §6: persisted
-// deadlines are enforced by whichever stratum process runs), so no command
-// shows or decides a gate whose time is up.
-func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
-	svc, st, err := openServiceNoSweep()
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := svc.SweepTimeouts(ctx); err != nil {
-		return nil, nil, storeErr(err)
-	}
-	return svc, st, nil
-}
-
-// openServiceNoSweep opens the store without applying expired deadlines.
-func openServiceNoSweep() (*engine.Service, *store.Store, error) {
-	path, err := store.DefaultPath()
-	if err != nil {
-		return nil, nil, &exitError{code: exitFailure, err: err}
-	}
-	svc := &engine.Service{Root: "."}
-	st, err := store.Open(path, store.Options{})
-	if err != nil {
-		return nil, nil, &exitError{code: exitFailure, err: err}
-	}
-	svc.Store = st
-	return svc, st, nil
-}
-
-// storeErr turns a store failure into an exit error.
-func storeErr(err error) error {
-	return &exitError{code: exitFailure, err: err}
-}
-
-// answerExit prints an engine answer as the original's JSON (engine.Wire)
-// and maps an error envelope to exit 1; any other error is a store failure.
-func (a *app) answerExit(out engine.Outcome, err error) error {
-	if err != nil && engine.AsError(err) == nil {
-		return storeErr(err)
-	}
-	if werr := writeJSON(a.stdout, engine.Wire(out, err)); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return silentExit(exitFailure)
-	}
-	return nil
-}
-
-// ---- plan, step-done, resume: drive a flow from a shell ----
 
 func (a *app) planCommand() *cobra.Command {
 	var (
@@ -364,40 +370,23 @@ has one flow (or a workflow block naming its entry flow).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			inputs, err := parseInputs(inputKV, inputsFile)
+			inputs, err := runner.ParseInputs(inputKV, inputsFile)
 			if err != nil {
-				return err
+				return usageErr("%v", err)
 			}
-			if flowName == "" {
-				// An invalid spec is left to Plan, which answers the
-				// original's error envelope.
-				if sp, ds := specs.Parse(args[0], src); sp != nil && !ds.HasErrors() {
-					if flowName, err = runner.DefaultFlow(sp); err != nil {
-						return usageErr("%v", err)
-					}
-				}
+			flow, err := runner.PlanFlow(args[0], src, flowName)
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return a.answerExit(svc.Plan(cmd.Context(), string(src), flowName, inputs, engine.PlanOptions{SpecFile: args[0]}))
+			return a.answerExit(svc.Plan(cmd.Context(), string(src), flow, inputs, engine.PlanOptions{SpecFile: args[0]}))
 		},
 	}
-	cmd.Flags().StringVar(&flowName, "flow", "", "flow to run (default: the only flow, or the workflow's entry flow)")
-	cmd.Flags().StringArrayVar(&inputKV, "input", nil, "flow input as NAME=VALUE (VALUE is parsed as JSON when it is valid JSON); repeatable")
-	cmd.Flags().StringVar(&inputsFile, "inputs", "", "JSON file with the flow inputs")
+	inputFlags(cmd, &flowName, &inputKV, &inputsFile)
 	return cmd
-}
-
-// parseInputs merges --inputs FILE and --input k=v flags (flags win); a bad
-// one is a usage error.
-func parseInputs(kv []string, file string) (map[string]any, error) {
-	inputs, err := runner.ParseInputs(kv, file)
-	if err != nil {
-		return nil, usageErr("%v", err)
-	}
-	return inputs, nil
 }
 
 func (a *app) stepDoneCommand() *cobra.Command {
@@ -413,33 +402,9 @@ its violations, the completion, or an error envelope (exit 1).`,
   echo '{"done": true}' | stratum step-done 3f2a… build --result-file -`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw []byte
-			switch {
-			case result != "" && resultFile != "":
-				return usageErr("give --result or --result-file, not both")
-			case result != "":
-				raw = []byte(result)
-			case resultFile == "-":
-				b, err := engine.ReadJSON(a.stdin)
-				if err != nil {
-					return usageErr("reading stdin: %v", err)
-				}
-				raw = b
-			case resultFile != "":
-				b, err := engine.ReadJSONFile(resultFile)
-				if err != nil {
-					return usageErr("%v", err)
-				}
-				raw = b
-			default:
-				return usageErr("step-done needs --result JSON or --result-file FILE")
-			}
-			var v any
-			if err := engine.DecodeJSON(raw, &v); err != nil {
-				if _, limit := err.(*engine.JSONLimitError); limit {
-					return usageErr("the result is refused: %v", err)
-				}
-				return usageErr("the result is not valid JSON: %v", err)
+			v, err := runner.ParseResult(result, resultFile, a.stdin)
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
@@ -459,17 +424,28 @@ func (a *app) resumeCommand() *cobra.Command {
 		Short:   "Print the current dispatch of a flow (stratum_resume)",
 		Example: `  stratum resume 3f2a…`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, err := openService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return a.answerExit(svc.Resume(cmd.Context(), args[0]))
-		},
+		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
+			return a.answerExit(svc.Resume(ctx, args[0]))
+		}),
 	}
 }
 
-// ---- query ----
+func (a *app) auditCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "audit FLOW",
+		Short: "Print the audit snapshot of one flow execution",
+		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
+original's stratum_audit). Completed flows are kept in the store, so audits work after the
+fact until "stratum gc" prunes them.`,
+		Example: `  stratum audit 3f2a… | jq '.trace'`,
+		Args:    cobra.ExactArgs(1),
+		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
+			return a.answerExit(svc.Audit(ctx, args[0]))
+		}),
+	}
+}
+
+// ---- query, gate, gc ----
 
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -486,20 +462,13 @@ failed, budget_exhausted.`,
 		Short:   "List every flow execution, newest first",
 		Example: `  stratum query flows --status awaiting_gate`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			svc, _, err := openService(cmd.Context())
+		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
+			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
 			if err != nil {
-				return err
+				return failErr(err)
 			}
-			list, err := svc.List(cmd.Context(), engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
-			if err != nil {
-				return storeErr(err)
-			}
-			if list == nil {
-				list = []engine.FlowSummary{}
-			}
-			return writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "flows": list})
-		},
+			return writeJSON(a.stdout, engine.QueryFlows(list))
+		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
 	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
@@ -508,58 +477,34 @@ failed, budget_exhausted.`,
 		Short:   "Print the full persisted state of one flow",
 		Example: `  stratum query flow 3f2a…`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, err := openService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			st, err := svc.Get(cmd.Context(), args[0])
+		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
+			st, err := svc.Get(ctx, args[0])
 			if errors.Is(err, engine.ErrNotFound) {
-				_ = writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "ok": false,
-					"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("No flow with id '%s'", args[0])}})
+				_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
 				return silentExit(exitFailure)
 			}
 			if err != nil {
-				return storeErr(err)
+				return failErr(err)
 			}
-			return writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "flow": st})
-		},
+			return writeJSON(a.stdout, engine.QueryFlow(st))
+		}),
 	}
 	gates := &cobra.Command{
 		Use:     "gates",
 		Short:   "List every gate waiting for a decision",
 		Example: `  stratum query gates | jq -r '.gates[] | "\(.flow_id) \(.step_id)"'`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			svc, _, err := openService(cmd.Context())
+		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
+			pending, err := svc.PendingGates(ctx)
 			if err != nil {
-				return err
+				return failErr(err)
 			}
-			pending, err := svc.PendingGates(cmd.Context())
-			if err != nil {
-				return storeErr(err)
-			}
-			out := make([]map[string]any, 0, len(pending))
-			for _, p := range pending {
-				g := map[string]any{"flow_id": p.FlowID, "flow_name": p.FlowName, "status": p.Status, "round": p.Round,
-					"step_number": p.StepNumber, "total_steps": p.TotalSteps, "updated_at": p.UpdatedAt}
-				if p.Gate != nil {
-					g["step_id"] = p.Gate.StepID
-					g["dispatched_at"] = p.Gate.DispatchedAt
-					g["deadline"] = p.Gate.Deadline
-					g["approver"] = p.Gate.Approver
-					g["on_timeout"] = p.Gate.OnTimeout
-				}
-				out = append(out, g)
-			}
-			return writeJSON(a.stdout, map[string]any{"_schema_version": schemaVersion, "gates": out})
-		},
+			return writeJSON(a.stdout, engine.QueryGates(pending))
+		}),
 	}
 	cmd.AddCommand(flows, flow, gates)
 	return cmd
 }
-
-// ---- gate ----
 
 func (a *app) gateCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -582,7 +527,6 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 		{"reject", review.Kill, "Kill the flow at the gate (follow on_kill, or end the flow killed)"},
 		{"revise", review.Revise, "Send the flow back to the gate's on_revise step for another round"},
 	} {
-		verb := verb
 		var note, resolvedBy, reviewer string
 		var round int
 		c := &cobra.Command{
@@ -608,7 +552,18 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 					return err
 				}
 				next, err := svc.GateResolve(cmd.Context(), args[0], d)
-				return a.gateResult(args[0], args[1], verb.outcome, next, err)
+				if err != nil && engine.AsError(err) == nil {
+					return failErr(err)
+				}
+				resp, verdict := engine.GateAnswer(args[0], args[1], verb.outcome, next, err)
+				werr := writeJSON(a.stdout, resp)
+				switch verdict {
+				case engine.GateResolved:
+					return werr
+				case engine.GateConflict:
+					return silentExit(exitUsage)
+				}
+				return silentExit(exitFailure)
 			},
 		}
 		c.Flags().StringVar(&note, "note", "", "rationale recorded with the decision")
@@ -618,64 +573,6 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 		cmd.AddCommand(c)
 	}
 	return cmd
-}
-
-// gateResult prints the CLI gate JSON contract and picks the exit code: a
-// decision on a gate that moved on (review.ErrAlreadyDecided) or for another
-// round (review.ErrStaleRound) is a conflict, exit 2.
-func (a *app) gateResult(flowID, stepID string, outcome review.Outcome, next engine.Outcome, err error) error {
-	e := engine.AsError(err)
-	if err != nil && e == nil {
-		return storeErr(err)
-	}
-	out := map[string]any{"_schema_version": schemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
-	switch {
-	case e == nil:
-		out["ok"] = true
-		out["result"] = next.WireStatus()
-		return writeJSON(a.stdout, out)
-	case e.Committed(): // max_rounds_exceeded: the decision was recorded
-		out["ok"] = true
-		out["result"] = string(e.Type)
-		return writeJSON(a.stdout, out)
-	case e.Type == engine.ErrTypeFlowNotFound:
-		out["ok"] = false
-		out["error"] = map[string]any{"code": "NOT_FOUND", "message": e.Message}
-		_ = writeJSON(a.stdout, out)
-		return silentExit(exitFailure)
-	case errors.Is(e, review.ErrAlreadyDecided), errors.Is(e, review.ErrStaleRound):
-		out["ok"] = false
-		out["conflict"] = true
-		out["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
-		_ = writeJSON(a.stdout, out)
-		return silentExit(exitUsage)
-	default:
-		out["ok"] = false
-		out["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
-		_ = writeJSON(a.stdout, out)
-		return silentExit(exitFailure)
-	}
-}
-
-// ---- audit, gc ----
-
-func (a *app) auditCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "audit FLOW",
-		Short: "Print the audit snapshot of one flow execution",
-		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
-original's stratum_audit). Completed flows are kept in the store, so audits work after the
-fact until "stratum gc" prunes them.`,
-		Example: `  stratum audit 3f2a… | jq '.trace'`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, _, err := openService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return a.answerExit(svc.Audit(cmd.Context(), args[0]))
-		},
-	}
 }
 
 func (a *app) gcCommand() *cobra.Command {
@@ -701,7 +598,7 @@ never pruned. Prints {"deleted": N}.`,
 			}
 			n, err := svc.GC(cmd.Context(), olderThan)
 			if err != nil {
-				return storeErr(err)
+				return failErr(err)
 			}
 			return writeJSON(a.stdout, map[string]any{"deleted": n})
 		},
@@ -727,7 +624,7 @@ Register it for a project with "stratum install".`,
   npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			if isTerminal(a.stdin) {
 				fmt.Fprintln(a.stderr, "stratum mcp: speaking MCP on stdin/stdout; it is meant to be started by an MCP client (see stratum install). Ctrl-C to stop.")
 			}
 			svc, _, err := openService(cmd.Context())
@@ -735,7 +632,7 @@ Register it for a project with "stratum install".`,
 				return err
 			}
 			if err := mcpserver.Serve(cmd.Context(), svc, mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep}); err != nil {
-				return &exitError{code: exitFailure, err: err}
+				return failErr(err)
 			}
 			return nil
 		},
@@ -810,23 +707,19 @@ that cannot be parsed is reported and nothing is changed.`,
 // printInstallReport prints what install or uninstall did.
 func (a *app) printInstallReport(rep mcpserver.InstallReport, err error, jsonOut bool) error {
 	if err != nil {
-		return &exitError{code: exitFailure, err: err}
+		return failErr(err)
 	}
-	if jsonOut {
-		return writeJSON(a.stdout, rep)
-	}
-	fmt.Fprint(a.stdout, rep.Text())
-	return nil
+	return rep.Write(a.stdout, jsonOut)
 }
 
 // ---- run: execute a flow in-process ----
 
 func (a *app) runCommand() *cobra.Command {
 	var (
-		flowName, inputsFile, junitFile, resumeID string
-		onGate, recordFile, replayFile, cacheMode string
-		inputKV, approve                          []string
-		jsonOut                                   bool
+		line               runner.CommandLine
+		junitFile, recordF string
+		replayFile         string
+		jsonOut            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run SPEC",
@@ -848,98 +741,50 @@ exhausted; 130 interrupted (state saved, resumable).`,
   stratum run --resume 3f2a…`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if resumeID == "" && len(args) != 1 {
-				return usageErr("run needs a SPEC (or --resume ID)")
-			}
-			if resumeID != "" && len(args) == 1 {
-				return usageErr("--resume continues a stored flow with its stored spec; do not pass SPEC")
-			}
-			if resumeID != "" {
-				for _, f := range []string{"flow", "input", "inputs"} {
-					if cmd.Flags().Changed(f) {
-						return usageErr("--resume continues a stored flow with its stored inputs; --%s does not apply", f)
-					}
-				}
-			}
+			line.Args, line.Set = args, cmd.Flags().Changed
 			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
-			if onGate == "" {
-				onGate = runner.OnGateExit
-				if terminal {
-					onGate = runner.OnGatePrompt
-				}
+			req, err := line.Check(terminal)
+			if err != nil {
+				return a.runErr(err)
 			}
-			if !runner.ValidOnGate(onGate) {
-				return usageErr("--on-gate %q: want exit, wait, approve, kill or prompt", onGate)
-			}
-			switch cacheMode {
-			case runner.CacheNone, runner.CacheSession, runner.CacheGlobal:
-			default:
-				return usageErr("--cache %q: want none, session or global", cacheMode)
-			}
-			var approvals []string
-			for _, s := range approve {
-				for _, g := range strings.Split(s, ",") {
-					if g = strings.TrimSpace(g); g != "" {
-						approvals = append(approvals, g)
-					}
-				}
-			}
-			var file string
-			var inputs map[string]any
-			if resumeID == "" {
-				file = args[0]
-				var err error
-				if inputs, err = parseInputs(inputKV, inputsFile); err != nil {
-					return err
-				}
-			}
-			cfg, err := config.Load(runner.ProjectDir(file))
+			cfg, err := config.Load(runner.ProjectDir(req.File))
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			x, err := runner.NewExecutors(cfg, recordFile, replayFile)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			defer x.Close(a.stderr)
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			r := runner.New(runner.Options{
-				Service:  svc,
-				Infer:    x.Infer,
-				Agent:    x.Agent,
-				Tracer:   x.Tracer,
-				Gates:    runner.GatePolicy{Approve: approvals, OnGate: onGate},
-				Console:  &runner.Console{In: a.stdin, Out: a.stderr},
-				Progress: &runner.Printer{W: a.stderr, Terminal: terminal, GitHub: os.Getenv("GITHUB_ACTIONS") == "true"},
-				Cache:    cacheMode,
-			})
-			var out *runner.Outcome
-			if resumeID != "" {
-				out, err = r.Resume(cmd.Context(), resumeID)
-			} else {
-				out, err = r.StartFile(cmd.Context(), runner.FileRequest{File: file, Flow: flowName, Inputs: inputs, Approve: approvals})
-			}
+			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
+				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
 			if err != nil {
 				return a.runErr(err)
 			}
-			return a.finishRun(cmd.Context(), svc, out, jsonOut, junitFile)
+			rep, err := runner.Conclude(cmd.Context(), svc, out, a.stderr, junitFile, jsonOut)
+			if err != nil {
+				return failErr(err)
+			}
+			if rep != nil {
+				if err := writeJSON(a.stdout, rep); err != nil {
+					return err
+				}
+			}
+			if out.ExitCode != 0 {
+				return silentExit(out.ExitCode)
+			}
+			return nil
 		},
 	}
+	inputFlags(cmd, &line.Flow, &line.Inputs, &line.InputsFile)
 	f := cmd.Flags()
-	f.StringVar(&flowName, "flow", "", "flow to run (default: the only flow, or the workflow's entry flow)")
-	f.StringArrayVar(&inputKV, "input", nil, "flow input as NAME=VALUE (VALUE is parsed as JSON when it is valid JSON); repeatable")
-	f.StringVar(&inputsFile, "inputs", "", "JSON file with the flow inputs")
 	f.BoolVar(&jsonOut, "json", false, "print the final audit as JSON on stdout")
 	f.StringVar(&junitFile, "junit", "", "write a JUnit XML report (one test case per step) to this file")
-	f.StringVar(&resumeID, "resume", "", "continue the stored flow with this id (its runner died or was interrupted)")
-	f.StringArrayVar(&approve, "approve", nil, "approve this gate (step id) without asking; \"all\" approves every gate except approver: human ones; repeatable")
-	f.StringVar(&onGate, "on-gate", "", "at a gate --approve does not cover: exit (stop with exit 4), wait (for `stratum gate` from elsewhere), approve, kill, or prompt (default: prompt on a terminal, else exit)")
-	f.StringVar(&recordFile, "record", "", "record every LLM exchange of the run to this file")
+	f.StringVar(&line.Resume, "resume", "", "continue the stored flow with this id (its runner died or was interrupted)")
+	f.StringArrayVar(&line.Approve, "approve", nil, "approve this gate (step id) without asking; \"all\" approves every gate except approver: human ones; repeatable")
+	f.StringVar(&line.OnGate, "on-gate", "", "at a gate --approve does not cover: exit (stop with exit 4), wait (for `stratum gate` from elsewhere), approve, kill, or prompt (default: prompt on a terminal, else exit)")
+	f.StringVar(&recordF, "record", "", "record every LLM exchange of the run to this file")
 	f.StringVar(&replayFile, "replay", "", "serve LLM responses from this recording (no network, no key)")
-	f.StringVar(&cacheMode, "cache", runner.CacheSession, "cache of steps with cache: true: none, session (this run) or global (persistent in the store)")
+	f.StringVar(&line.Cache, "cache", runner.CacheSession, "cache of steps with cache: true: none, session (this run) or global (persistent in the store)")
 	return cmd
 }
 
@@ -949,48 +794,18 @@ exhausted; 130 interrupted (state saved, resumable).`,
 func (a *app) runErr(err error) error {
 	var se *runner.SpecError
 	var ue *runner.UsageError
+	var ee *exitError
 	switch {
 	case errors.As(err, &se):
-		format := specs.FormatHuman
-		if os.Getenv("GITHUB_ACTIONS") == "true" {
-			format = specs.FormatGitHub
-		}
-		_ = specs.WriteResults(a.stderr, format, []specs.FileResult{specs.NewFileResult(se.File, se.Diagnostics)})
+		format, _ := specs.ChooseFormat(specs.FormatHuman, false, false, a.github)
+		_ = se.WriteDiagnostics(a.stderr, format)
 		return silentExit(runner.ExitUsage)
 	case errors.As(err, &ue):
 		return usageErr("%v", ue.Err)
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
+	case errors.As(err, &ee):
 		return err
 	}
-	return storeErr(err)
-}
-
-// finishRun prints the outcome (--json report, --junit file) and maps it to
-// the exit code.
-func (a *app) finishRun(ctx context.Context, svc *engine.Service, out *runner.Outcome, jsonOut bool, junitFile string) error {
-	if out.Status == runner.EndInvalid {
-		fmt.Fprintln(a.stderr, "stratum:", out.Message)
-	}
-	if junitFile != "" && out.Status != runner.EndInvalid {
-		if err := runner.WriteJUnitFile(junitFile, out); err != nil {
-			return &exitError{code: exitFailure, err: err}
-		}
-	}
-	if jsonOut {
-		rep, err := runner.Report(context.WithoutCancel(ctx), svc, out)
-		if err != nil {
-			return storeErr(err)
-		}
-		if err := writeJSON(a.stdout, rep); err != nil {
-			return err
-		}
-	}
-	if out.ExitCode != 0 {
-		return silentExit(out.ExitCode)
-	}
-	return nil
+	return failErr(err)
 }
 
 // isTerminal reports whether f is a character device (a terminal).

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -18,7 +21,9 @@ type Response map[string]any
 // which never carries details. Wire(nil, nil) is nil.
 //
 // This is the one place the wire format is written: the MCP tools and the
-// CLI's JSON output both print what it returns.
+// CLI's JSON output both print what it returns. The CLI's own query and
+// gate objects (QueryFlows, QueryFlow, QueryGates, GateAnswer) are written
+// at the end of this file.
 func Wire(out Outcome, err error) Response {
 	if err != nil {
 		if e := AsError(err); e != nil {
@@ -340,3 +345,103 @@ func (i *IterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(
 func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
 func (i *IterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (a *AuditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(a.wire()) }
+
+// The CLI's JSON contract: `stratum query` and `stratum gate` print these
+// objects, the original's "stratum-mcp query" forms. They are written here,
+// beside Wire, so the JSON stratum prints is written in one file; a gate's
+// next status is the outcome's WireStatus.
+
+// SchemaVersion is the "_schema_version" of the CLI's JSON contract.
+const SchemaVersion = "1"
+
+// QueryFlows is `stratum query flows`: {_schema_version, flows: [FlowSummary…]}.
+func QueryFlows(list []FlowSummary) Response {
+	if list == nil {
+		list = []FlowSummary{}
+	}
+	return Response{"_schema_version": SchemaVersion, "flows": list}
+}
+
+// QueryFlow is `stratum query flow ID`: {_schema_version, flow: the state}.
+func QueryFlow(st *FlowState) Response {
+	return Response{"_schema_version": SchemaVersion, "flow": st}
+}
+
+// QueryFlowNotFound is `stratum query flow ID` for an unknown flow.
+func QueryFlowNotFound(flowID string) Response {
+	return Response{"_schema_version": SchemaVersion, "ok": false,
+		"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("No flow with id '%s'", flowID)}}
+}
+
+// QueryGates is `stratum query gates`: {_schema_version, gates: [{flow_id,
+// flow_name, status, round, step_number, total_steps, updated_at, and the
+// gate's step_id, dispatched_at, deadline, approver, on_timeout}…]}.
+func QueryGates(pending []FlowSummary) Response {
+	gates := make([]map[string]any, 0, len(pending))
+	for _, p := range pending {
+		g := map[string]any{"flow_id": p.FlowID, "flow_name": p.FlowName, "status": p.Status, "round": p.Round,
+			"step_number": p.StepNumber, "total_steps": p.TotalSteps, "updated_at": p.UpdatedAt}
+		if p.Gate != nil {
+			g["step_id"] = p.Gate.StepID
+			g["dispatched_at"] = p.Gate.DispatchedAt
+			g["deadline"] = p.Gate.Deadline
+			g["approver"] = p.Gate.Approver
+			g["on_timeout"] = p.Gate.OnTimeout
+		}
+		gates = append(gates, g)
+	}
+	return Response{"_schema_version": SchemaVersion, "gates": gates}
+}
+
+// GateVerdict classifies the answer to a gate decision made from a shell;
+// the CLI maps it to its exit status.
+type GateVerdict int
+
+// Gate verdicts.
+const (
+	// GateResolved: the decision was recorded (a max_rounds_exceeded answer
+	// included: it is committed).
+	GateResolved GateVerdict = iota
+	// GateNotFound: no flow with that id.
+	GateNotFound
+	// GateConflict: the gate was already decided or is in another round
+	// (review.ErrAlreadyDecided, review.ErrStaleRound), or STEP is not the
+	// gate waiting.
+	GateConflict
+	// GateRefused: any other error envelope.
+	GateRefused
+)
+
+// GateAnswer is `stratum gate VERB FLOW STEP`'s JSON: {_schema_version,
+// ok, flow_id, step_id, outcome} plus result (the flow's next status) when
+// the decision was recorded, else error {code, message} (and conflict: true
+// for a GateConflict). next and err are GateResolve's answer; err must be
+// nil or carry a *Error (a store failure has no JSON answer).
+func GateAnswer(flowID, stepID string, outcome review.Outcome, next Outcome, err error) (Response, GateVerdict) {
+	r := Response{"_schema_version": SchemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
+	e := AsError(err)
+	switch {
+	case err == nil:
+		r["ok"] = true
+		r["result"] = next.WireStatus()
+		return r, GateResolved
+	case e == nil:
+		e = internalError()
+	case e.Committed(): // max_rounds_exceeded: the decision was recorded
+		r["ok"] = true
+		r["result"] = string(e.Type)
+		return r, GateResolved
+	case e.Type == ErrTypeFlowNotFound:
+		r["ok"] = false
+		r["error"] = map[string]any{"code": "NOT_FOUND", "message": e.Message}
+		return r, GateNotFound
+	case errors.Is(e, review.ErrAlreadyDecided), errors.Is(e, review.ErrStaleRound):
+		r["ok"] = false
+		r["conflict"] = true
+		r["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
+		return r, GateConflict
+	}
+	r["ok"] = false
+	r["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
+	return r, GateRefused
+}

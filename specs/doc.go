@@ -55,6 +55,9 @@
 // and node_modules (IsSkippedDir). The watcher (subpackage watch) is built
 // from the same predicates and also leaves out hidden file names;
 // DiscoverWorkflows lists spec names directly in one directory.
+// CollectSpecFiles and ValidateFiles are `stratum validate` over its paths;
+// WriteResults renders the results in the format ChooseFormat picks from
+// its flags (human, json, or github under GitHub Actions).
 //
 // # Ownership
 //

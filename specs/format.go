@@ -30,6 +30,27 @@ const (
 	FormatGitHub = "github"
 )
 
+// ChooseFormat picks the output format of `stratum validate` from its
+// flags: format is the --format value (formatSet when it was given), asJSON
+// is --json (the same as --format json) and github says the process runs
+// under GitHub Actions, which makes github the default. A contradiction or
+// an unknown format is an error naming the flag.
+func ChooseFormat(format string, formatSet, asJSON, github bool) (string, error) {
+	switch {
+	case asJSON && formatSet && format != FormatJSON:
+		return "", fmt.Errorf("--json and --format %s disagree", format)
+	case asJSON:
+		return FormatJSON, nil
+	case !formatSet && github:
+		return FormatGitHub, nil
+	}
+	switch format {
+	case FormatHuman, FormatJSON, FormatGitHub:
+		return format, nil
+	}
+	return "", fmt.Errorf("unknown --format %q (want human, json or github)", format)
+}
+
 // WriteResults renders validation results in one of the output formats:
 //
 //   - human: one line per diagnostic, "file:line:col: severity code: message

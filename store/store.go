@@ -20,25 +20,13 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// FileName is the name of the store file inside $STRATUM_HOME.
+// FileName is the name of the store file inside the state directory
+// ($STRATUM_HOME, default ~/.stratum: config.Home).
 const FileName = "stratum.db"
 
 // DefaultLockTimeout is how long a transaction waits for the file lock
 // (held by other processes) before it fails with engine.ErrLocked.
 const DefaultLockTimeout = 10 * time.Second
-
-// DefaultPath returns $STRATUM_HOME/stratum.db, or ~/.stratum/stratum.db
-// when STRATUM_HOME is unset or empty.
-func DefaultPath() (string, error) {
-	if home := os.Getenv("STRATUM_HOME"); home != "" {
-		return filepath.Join(home, FileName), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("store: cannot locate the home directory (set STRATUM_HOME): %w", err)
-	}
-	return filepath.Join(home, ".stratum", FileName), nil
-}
 
 // Options configure a Store. The zero value is usable.
 type Options struct {

@@ -53,21 +53,6 @@ func newClock(t time.Time) *fakeClock {
 func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func TestDefaultPath(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("STRATUM_HOME", dir)
-	got, err := DefaultPath()
-	if err != nil || got != filepath.Join(dir, "stratum.db") {
-		t.Fatalf("DefaultPath with STRATUM_HOME = %q, %v", got, err)
-	}
-	t.Setenv("STRATUM_HOME", "")
-	t.Setenv("HOME", dir)
-	got, err = DefaultPath()
-	if err != nil || got != filepath.Join(dir, ".stratum", "stratum.db") {
-		t.Fatalf("DefaultPath without STRATUM_HOME = %q, %v", got, err)
-	}
-}
-
 func TestOpenCreatesAndReopens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a", "b", FileName)
 	s, err := Open(path, Options{})

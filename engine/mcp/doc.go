@@ -31,7 +31,8 @@
 // that is not ours, an edited skill and everything outside the markers stay.
 // Both edit files as text (install_jsontext.go, install_toml.go,
 // install_block.go) so the bytes they do not own are kept, and both refuse,
-// writing nothing, a file they cannot parse.
+// writing nothing, a file they cannot parse. InstallReport.Write prints
+// what they did, as text or JSON (`stratum install --json`).
 //
 // Only this package imports the MCP SDK; the engine stays protocol-free.
 package mcp

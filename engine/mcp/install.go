@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,6 +219,19 @@ func (rep *InstallReport) apply(verb string) error {
 		}
 	}
 	return nil
+}
+
+// Write prints the report on w: Text, or with asJSON the report as
+// indented JSON (`stratum install --json`).
+func (rep InstallReport) Write(w io.Writer, asJSON bool) error {
+	if !asJSON {
+		_, err := io.WriteString(w, rep.Text())
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(rep)
 }
 
 // Text renders the report for people.

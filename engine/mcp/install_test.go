@@ -240,3 +240,40 @@ func TestTableHeader(t *testing.T) {
 		}
 	}
 }
+
+func TestInstallReportWrite(t *testing.T) {
+	rep := InstallReport{ProjectRoot: "/p", Files: []InstalledFile{{Path: "CLAUDE.md", Action: ActionUpdated}},
+		Notes: []string{"block <!-- stratum:begin --> & more"}}
+	for _, tc := range []struct {
+		name   string
+		asJSON bool
+		want   string
+	}{
+		{"text", false, "updated CLAUDE.md\nnote: block <!-- stratum:begin --> & more\n"},
+		{"json keeps markup unescaped", true, `{
+  "project_root": "/p",
+  "dry_run": false,
+  "files": [
+    {
+      "path": "CLAUDE.md",
+      "action": "updated",
+      "content": ""
+    }
+  ],
+  "notes": [
+    "block <!-- stratum:begin --> & more"
+  ]
+}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := rep.Write(&b, tc.asJSON); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("Write =\n%s\nwant\n%s", b.String(), tc.want)
+			}
+		})
+	}
+}

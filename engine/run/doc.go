@@ -9,6 +9,15 @@
 // trace records and the budget ledger with the flow, caches results, and
 // reports progress (terminal, plain lines, GitHub annotations, JUnit).
 //
+// It also owns `stratum run`'s command line and report (cli.go), so main
+// only binds flags and maps outcomes to exit statuses: CommandLine.Check
+// turns the flags into a Request (every problem a *UsageError), Execute
+// builds the executors and the runner and starts or resumes the flow, and
+// Conclude writes the JUnit file and builds the --json report. The CLI's
+// other parsers live here too (inputs.go): ParseInputs for --input/--inputs
+// (also the TUI's run dialog), ParseResult for step-done's --result and
+// --result-file, and PlanFlow for plan's default flow.
+//
 // Not supported in-process: `type: decompose` and `type: parallel_dispatch`
 // steps. The runner stops with a clear error and leaves the flow running, so
 // an agent can continue it through MCP (`stratum_resume`).

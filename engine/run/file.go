@@ -35,6 +35,12 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return e.File + ": invalid spec" }
 
+// WriteDiagnostics prints the spec's diagnostics as `stratum validate`
+// does, in one of the specs.Format* formats.
+func (e *SpecError) WriteDiagnostics(w io.Writer, format string) error {
+	return specs.WriteResults(w, format, []specs.FileResult{specs.NewFileResult(e.File, e.Diagnostics)})
+}
+
 // LoadSpecFile reads and validates a spec file.
 func LoadSpecFile(file string) (*specs.Spec, error) {
 	src, err := os.ReadFile(file)
@@ -58,6 +64,20 @@ func DefaultFlow(sp *specs.Spec) (string, error) {
 		return sp.FlowNames[0], nil
 	}
 	return "", usage("%s has %d flows (%s): choose one with --flow", sp.File, len(sp.FlowNames), strings.Join(sp.FlowNames, ", "))
+}
+
+// PlanFlow is the flow `stratum plan` starts in the spec file (src read
+// from file): flow when named, else DefaultFlow. A spec that does not parse
+// cleanly leaves flow "" without an error, so the engine's plan answers it
+// with the original's error envelope.
+func PlanFlow(file string, src []byte, flow string) (string, error) {
+	if flow != "" {
+		return flow, nil
+	}
+	if sp, ds := specs.Parse(file, src); sp != nil && !ds.HasErrors() {
+		return DefaultFlow(sp)
+	}
+	return "", nil
 }
 
 // FileRequest is a run of a spec file, as `stratum run SPEC` asks for it.

@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
@@ -51,4 +52,38 @@ func ParseInputs(fields []string, file string) (map[string]any, error) {
 		inputs[name] = v
 	}
 	return inputs, nil
+}
+
+// ParseResult reads a step's result as `stratum step-done` takes it: the
+// JSON text of --result, or the JSON file --result-file names ("-" for
+// stdin); exactly one of the two. The result must be JSON within the
+// engine's limits (engine.DecodeJSON).
+func ParseResult(result, resultFile string, stdin io.Reader) (any, error) {
+	var raw []byte
+	var err error
+	switch {
+	case result != "" && resultFile != "":
+		return nil, errors.New("give --result or --result-file, not both")
+	case result != "":
+		raw = []byte(result)
+	case resultFile == "-":
+		if raw, err = engine.ReadJSON(stdin); err != nil {
+			return nil, fmt.Errorf("reading stdin: %v", err)
+		}
+	case resultFile != "":
+		if raw, err = engine.ReadJSONFile(resultFile); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errors.New("step-done needs --result JSON or --result-file FILE")
+	}
+	var v any
+	if err := engine.DecodeJSON(raw, &v); err != nil {
+		var limit *engine.JSONLimitError
+		if errors.As(err, &limit) {
+			return nil, fmt.Errorf("the result is refused: %v", err)
+		}
+		return nil, fmt.Errorf("the result is not valid JSON: %v", err)
+	}
+	return v, nil
 }

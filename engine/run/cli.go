@@ -1,0 +1,158 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
+)
+
+// CommandLine is what `stratum run` was given, before it is checked.
+type CommandLine struct {
+	Args       []string // positional arguments: the SPEC (none with --resume)
+	Resume     string   // --resume FLOW_ID
+	Flow       string   // --flow
+	Inputs     []string // --input NAME=VALUE, repeated
+	InputsFile string   // --inputs FILE
+	// Approve are the --approve values; each may list gates separated by
+	// commas.
+	Approve []string
+	OnGate  string // --on-gate ("" = prompt on a terminal, else exit)
+	Cache   string // --cache
+	// Set reports whether the named flag was given (nil: none was).
+	Set func(flag string) bool
+}
+
+// Request is a checked `stratum run` command line: either a spec file to
+// start (File, Flow, Inputs) or a stored flow to continue (Resume).
+type Request struct {
+	File    string // "" with Resume
+	Resume  string
+	Flow    string
+	Inputs  map[string]any
+	Approve []string // gate step ids or "all", one per element
+	OnGate  string   // one of the OnGate* constants
+	Cache   string   // one of the Cache* constants
+}
+
+// FileRequest is the request as StartFile takes it.
+func (r Request) FileRequest() FileRequest {
+	return FileRequest{File: r.File, Flow: r.Flow, Inputs: r.Inputs, Approve: r.Approve}
+}
+
+// Check turns the command line into a Request. terminal says whether
+// stdin and stderr are a terminal: --on-gate then defaults to prompt, else
+// to exit. Every problem is a *UsageError.
+func (c CommandLine) Check(terminal bool) (Request, error) {
+	set := c.Set
+	if set == nil {
+		set = func(string) bool { return false }
+	}
+	switch {
+	case c.Resume == "" && len(c.Args) != 1:
+		return Request{}, usage("run needs a SPEC (or --resume ID)")
+	case c.Resume != "" && len(c.Args) == 1:
+		return Request{}, usage("--resume continues a stored flow with its stored spec; do not pass SPEC")
+	}
+	if c.Resume != "" {
+		for _, f := range []string{"flow", "input", "inputs"} {
+			if set(f) {
+				return Request{}, usage("--resume continues a stored flow with its stored inputs; --%s does not apply", f)
+			}
+		}
+	}
+	req := Request{Resume: c.Resume, Flow: c.Flow, OnGate: c.OnGate, Cache: c.Cache}
+	if req.OnGate == "" {
+		req.OnGate = OnGateExit
+		if terminal {
+			req.OnGate = OnGatePrompt
+		}
+	}
+	if !ValidOnGate(req.OnGate) {
+		return Request{}, usage("--on-gate %q: want exit, wait, approve, kill or prompt", req.OnGate)
+	}
+	switch req.Cache {
+	case CacheNone, CacheSession, CacheGlobal:
+	default:
+		return Request{}, usage("--cache %q: want none, session or global", req.Cache)
+	}
+	for _, s := range c.Approve {
+		for _, g := range strings.Split(s, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				req.Approve = append(req.Approve, g)
+			}
+		}
+	}
+	if c.Resume == "" {
+		req.File = c.Args[0]
+		inputs, err := ParseInputs(c.Inputs, c.InputsFile)
+		if err != nil {
+			return Request{}, &UsageError{Err: err}
+		}
+		req.Inputs = inputs
+	}
+	return req, nil
+}
+
+// Conclude reports a finished run as `stratum run` does: why a run that
+// could not start did not (on stderr), the JUnit report when junit names a
+// file, and, with asJSON, the --json report (Report), which it returns for
+// the caller to print (nil without asJSON). The error is a failure to
+// write the JUnit file or to read the report; the exit status is
+// out.ExitCode.
+func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.Writer, junit string, asJSON bool) (engine.Response, error) {
+	if out.Status == EndInvalid {
+		fmt.Fprintln(stderr, "stratum:", out.Message)
+	}
+	if junit != "" && out.Status != EndInvalid {
+		if err := WriteJUnitFile(junit, out); err != nil {
+			return nil, err
+		}
+	}
+	if !asJSON {
+		return nil, nil
+	}
+	return Report(context.WithoutCancel(ctx), svc, out)
+}
+
+// Setup is what a run from the command line executes with besides its
+// Request: the merged configuration (providers, agents), the --record and
+// --replay files, and the process's terminal.
+type Setup struct {
+	Config         config.Config
+	Record, Replay string
+	Stdin          io.Reader // the console prompt reads here
+	Stderr         io.Writer // progress, prompts and exporter problems
+	Terminal       bool      // stdin and stderr are a terminal
+	GitHub         bool      // running under GitHub Actions: annotations
+}
+
+// Execute runs req on svc as `stratum run` does: it builds the executors
+// (NewExecutors), a Runner with the request's gate policy and cache, a
+// console prompt and a progress printer, then starts the spec file
+// (StartFile) or continues the stored flow (Resume). Errors are those of
+// NewExecutors, StartFile and Resume.
+func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*Outcome, error) {
+	x, err := NewExecutors(s.Config, s.Record, s.Replay)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Close(s.Stderr)
+	r := New(Options{
+		Service:  svc,
+		Infer:    x.Infer,
+		Agent:    x.Agent,
+		Tracer:   x.Tracer,
+		Gates:    GatePolicy{Approve: req.Approve, OnGate: req.OnGate},
+		Console:  &Console{In: s.Stdin, Out: s.Stderr},
+		Progress: &Printer{W: s.Stderr, Terminal: s.Terminal, GitHub: s.GitHub},
+		Cache:    req.Cache,
+	})
+	if req.Resume != "" {
+		return r.Resume(ctx, req.Resume)
+	}
+	return r.StartFile(ctx, req.FileRequest())
+}

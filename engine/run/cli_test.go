@@ -1,0 +1,217 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
+)
+
+func TestCommandLineCheck(t *testing.T) {
+	dir := t.TempDir()
+	inputs := filepath.Join(dir, "in.json")
+	if err := os.WriteFile(inputs, []byte(`{"a": 1, "b": "file"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := func(flags ...string) func(string) bool {
+		return func(f string) bool {
+			for _, s := range flags {
+				if s == f {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		line     CommandLine
+		terminal bool
+		want     Request
+		err      string
+	}{
+		{name: "spec, defaults off a terminal", line: CommandLine{Args: []string{"s.stratum.yaml"}, Cache: CacheSession},
+			want: Request{File: "s.stratum.yaml", Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}},
+		{name: "prompt on a terminal", line: CommandLine{Args: []string{"s"}, Cache: CacheNone}, terminal: true,
+			want: Request{File: "s", Inputs: map[string]any{}, OnGate: OnGatePrompt, Cache: CacheNone}},
+		{name: "inputs: flags win over the file", line: CommandLine{Args: []string{"s"}, Flow: "main", InputsFile: inputs,
+			Inputs: []string{"b=[1]", "c=text"}, OnGate: OnGateWait, Cache: CacheGlobal},
+			want: Request{File: "s", Flow: "main", Inputs: map[string]any{"a": 1.0, "b": []any{1.0}, "c": "text"}, OnGate: OnGateWait, Cache: CacheGlobal}},
+		{name: "approvals split on commas", line: CommandLine{Args: []string{"s"}, Approve: []string{"a, b", "", "all,"}, Cache: CacheSession},
+			want: Request{File: "s", Inputs: map[string]any{}, Approve: []string{"a", "b", "all"}, OnGate: OnGateExit, Cache: CacheSession}},
+		{name: "resume", line: CommandLine{Resume: "f1", Cache: CacheSession, Set: set("cache")},
+			want: Request{Resume: "f1", OnGate: OnGateExit, Cache: CacheSession}},
+		{name: "no spec", line: CommandLine{Cache: CacheSession}, err: "run needs a SPEC (or --resume ID)"},
+		{name: "resume and spec", line: CommandLine{Args: []string{"s"}, Resume: "f1", Cache: CacheSession},
+			err: "--resume continues a stored flow with its stored spec; do not pass SPEC"},
+		{name: "resume with inputs", line: CommandLine{Resume: "f1", Cache: CacheSession, Set: set("inputs")},
+			err: "--resume continues a stored flow with its stored inputs; --inputs does not apply"},
+		{name: "bad on-gate", line: CommandLine{Args: []string{"s"}, OnGate: "maybe", Cache: CacheSession},
+			err: `--on-gate "maybe": want exit, wait, approve, kill or prompt`},
+		{name: "bad cache", line: CommandLine{Args: []string{"s"}, Cache: "forever"},
+			err: `--cache "forever": want none, session or global`},
+		{name: "bad input", line: CommandLine{Args: []string{"s"}, Inputs: []string{"novalue"}, Cache: CacheSession},
+			err: `input "novalue": want NAME=VALUE`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.line.Check(tc.terminal)
+			if tc.err != "" {
+				var ue *UsageError
+				if !errors.As(err, &ue) || err.Error() != tc.err {
+					t.Fatalf("Check = %+v, %v; want usage error %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Check = %+v, %v\nwant %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseResult(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(file, []byte(`{"ok": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deep := strings.Repeat("[", engine.MaxJSONDepth+1) + strings.Repeat("]", engine.MaxJSONDepth+1)
+	for _, tc := range []struct {
+		name, result, file, stdin string
+		want                      any
+		err                       string
+	}{
+		{name: "flag", result: `{"n": 2}`, want: map[string]any{"n": 2.0}},
+		{name: "file", file: file, want: map[string]any{"ok": true}},
+		{name: "stdin", file: "-", stdin: `[1]`, want: []any{1.0}},
+		{name: "both", result: "1", file: file, err: "give --result or --result-file, not both"},
+		{name: "neither", err: "step-done needs --result JSON or --result-file FILE"},
+		{name: "missing file", file: filepath.Join(dir, "nope.json"), err: "no such file"},
+		{name: "not JSON", result: "{", err: "the result is not valid JSON: "},
+		{name: "too deep", result: deep, err: "the result is refused: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseResult(tc.result, tc.file, strings.NewReader(tc.stdin))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseResult = %v, %v; want error containing %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("ParseResult = %#v, %v; want %#v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanFlow(t *testing.T) {
+	one := "version: \"0.2\"\ncontracts:\n  Out:\n    ok: {type: boolean}\nflows:\n  only:\n    input: {}\n    output: Out\n    steps:\n      - id: s\n        intent: x\n        output_contract: Out\n        run: \"echo '{}'\"\n"
+	two := strings.Replace(one, "flows:\n", "flows:\n  other:\n    input: {}\n    output: Out\n    steps:\n      - id: t\n        intent: y\n        output_contract: Out\n        run: \"echo '{}'\"\n", 1)
+	for _, src := range []string{one, two} {
+		if _, ds := specs.Parse("x.stratum.yaml", []byte(src)); ds.HasErrors() {
+			t.Fatalf("fixture: %s", ds.Error())
+		}
+	}
+	for _, tc := range []struct {
+		name, src, flow, want, err string
+	}{
+		{name: "named", src: two, flow: "other", want: "other"},
+		{name: "the only flow", src: one, want: "only"},
+		{name: "two flows", src: two, err: "choose one with --flow"},
+		{name: "invalid spec is left to plan", src: "version: [", want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PlanFlow("x.stratum.yaml", []byte(tc.src), tc.flow)
+			if tc.err != "" {
+				var ue *UsageError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("PlanFlow = %q, %v; want usage error containing %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("PlanFlow = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConclude(t *testing.T) {
+	e := newEnv(t)
+	invalid := &Outcome{Status: EndInvalid, ExitCode: ExitUsage, Message: "bad inputs",
+		FinalErr: &engine.Error{Type: engine.ErrTypeInvalidInput, Message: "bad inputs"}}
+	var stderr bytes.Buffer
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	rep, err := Conclude(context.Background(), e.svc, invalid, &stderr, junit, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stderr.String() != "stratum: bad inputs\n" {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+	if _, err := os.Stat(junit); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a run that never started wrote a JUnit report (%v)", err)
+	}
+	final, _ := rep["final"].(engine.Response)
+	if run, _ := rep["run"].(map[string]any); final["error_type"] != "invalid_input" || run["exit_code"] != ExitUsage {
+		t.Errorf("report = %v", rep)
+	}
+
+	done := &Outcome{Status: EndComplete, FlowName: "f", Steps: []*StepReport{{StepID: "s", Status: "passed"}}}
+	stderr.Reset()
+	rep, err = Conclude(context.Background(), e.svc, done, &stderr, junit, false)
+	if err != nil || rep != nil || stderr.Len() != 0 {
+		t.Fatalf("Conclude = %v, %v; stderr %q", rep, err, stderr.String())
+	}
+	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), `name="s"`) {
+		t.Errorf("junit = %s, %v", b, err)
+	}
+	if _, err := Conclude(context.Background(), e.svc, done, &stderr, filepath.Join(t.TempDir(), "no", "dir.xml"), false); err == nil {
+		t.Error("an unwritable JUnit file is not an error")
+	}
+}
+
+func TestExecute(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+contracts:
+  Out:
+    ok: {type: boolean}
+flows:
+  main:
+    input: {}
+    output: Out
+    steps:
+      - id: s
+        intent: x
+        output_contract: Out
+        run: "echo '{\"ok\": true}'"
+`)
+	var stderr bytes.Buffer
+	s := Setup{Stdin: strings.NewReader(""), Stderr: &stderr}
+	out, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, out, EndComplete, ExitComplete)
+	if !strings.Contains(stderr.String(), "s") {
+		t.Errorf("no progress on stderr: %q", stderr.String())
+	}
+	resumed, err := Execute(context.Background(), e.svc, Request{Resume: out.FlowID, OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil || resumed.FlowID != out.FlowID {
+		t.Fatalf("resume: %+v, %v", resumed, err)
+	}
+	s.Replay = filepath.Join(t.TempDir(), "missing.jsonl")
+	var ue *UsageError
+	if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, OnGate: OnGateExit, Cache: CacheSession}, s); !errors.As(err, &ue) {
+		t.Errorf("a missing --replay file: %v, want a usage error", err)
+	}
+}
