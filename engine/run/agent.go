@@ -23,7 +23,9 @@ var DefaultAgents = map[string]config.Command{
 // Agents is DefaultAgents with configured agents added or replacing them.
 // In a command's arguments (or shell text), {prompt_file} is replaced by the
 // path of a file holding the prompt and {dir} by the working directory; the
-// prompt is also written to the process's stdin.
+// prompt is also written to the process's stdin. An argument gets the value
+// as it is (no shell sees it); shell text gets it quoted for where the
+// placeholder stands (shellSubstitute), so a value is never shell syntax.
 func Agents(configured map[string]config.Command) map[string]config.Command {
 	out := make(map[string]config.Command, len(DefaultAgents)+len(configured))
 	for k, v := range DefaultAgents {
@@ -72,7 +74,8 @@ func (a *AgentExecutor) Execute(ctx context.Context, req engine.StepRequest) (en
 	defer os.Remove(tmp.Name())
 	_, _ = tmp.WriteString(prompt)
 	_ = tmp.Close()
-	repl := strings.NewReplacer("{prompt_file}", tmp.Name(), "{dir}", req.Dir)
+	vals := map[string]string{"prompt_file": tmp.Name(), "dir": req.Dir}
+	repl := strings.NewReplacer("{prompt_file}", vals["prompt_file"], "{dir}", vals["dir"])
 	p := process{
 		name:         "agent " + req.Step.Agent,
 		dir:          req.Dir,
@@ -87,7 +90,7 @@ func (a *AgentExecutor) Execute(ctx context.Context, req engine.StepRequest) (en
 			p.argv[i] = repl.Replace(s)
 		}
 	} else {
-		p.shell = repl.Replace(ac.Shell)
+		p.shell = shellSubstitute(ac.Shell, vals)
 	}
 	ctx, cancel := withBudget(ctx, req.Budget)
 	defer cancel()
