@@ -37,7 +37,7 @@ type Options struct {
 	// leaves the Specs pane empty.
 	Specs <-chan watch.Update
 	// Reviews delivers gates offered through the review.Sink (Sink);
-	// defaults to Sink's.
+	// defaults to Sink.Reviews().
 	Reviews <-chan review.PendingReview
 	// GraceQuiet and GraceMax bound the grace period of asynchronously
 	// opened dialogs (defaults DefaultGraceQuiet, DefaultGraceMax).
@@ -46,7 +46,7 @@ type Options struct {
 	Runner FlowRunner
 	// Sink is offered to runs started from the console, so their gates open
 	// the decision dialog at once; pass its Reviews as Reviews too.
-	Sink *Sink
+	Sink *review.Queue
 	// Context bounds runs started from the console (Background when nil).
 	Context context.Context
 	// Tick is the countdown refresh interval (1 s when zero; negative

@@ -58,7 +58,7 @@ func (f *fakeRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, i
 
 func TestRunFromSpecsPane(t *testing.T) {
 	f := newFixture(t)
-	sink := NewSink()
+	sink := review.NewQueue(0, 0)
 	fr := &fakeRunner{}
 	m := New(Options{Source: f.src, Keys: DefaultKeyMap(), Reviewer: "alice", Styles: DefaultStyles(NewRenderer(nil, true)),
 		Tick: -1, Runner: fr})
