@@ -14,26 +14,21 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// FlowRunner runs one flow of a valid spec in-process (main.go adapts the
-// engine's runner to it). Gates the run meets are decided through the store,
-// like any other; the runner offers them to sink as they open. RunFlow
-// blocks until the run ends or stops (a gate it cannot wait for, ctx
-// cancelled).
+// FlowRunner runs one flow of a valid spec in-process; run.Background is
+// the implementation main.go wires in. Gates the run meets are decided
+// through the store, like any other; the runner offers them to sink as they
+// open. RunFlow blocks until the run ends or stops (ctx cancelled, a step it
+// cannot execute), so it is only ever called from a tea.Cmd.
 type FlowRunner interface {
-	RunFlow(ctx context.Context, sp *specs.Spec, flowName string, inputs map[string]any, sink review.Sink) (RunResult, error)
+	RunFlow(ctx context.Context, sp *specs.Spec, flowName string, inputs map[string]any, sink review.Sink) (*run.Outcome, error)
 }
 
-// RunResult is how an in-process run ended.
-type RunResult struct {
-	FlowID  string
-	Status  string // complete, killed, failed, …
-	Message string // one line for the status bar, when there is more to say
-}
+var _ FlowRunner = run.Background{}
 
 // runDoneMsg is the end of a run started from the Specs pane.
 type runDoneMsg struct {
 	file, flow string
-	res        RunResult
+	res        *run.Outcome
 	err        error
 }
 

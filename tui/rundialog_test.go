@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -44,16 +45,16 @@ type fakeRunner struct {
 	gate   review.PendingReview
 }
 
-func (f *fakeRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, inputs map[string]any, sink review.Sink) (RunResult, error) {
+func (f *fakeRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, inputs map[string]any, sink review.Sink) (*run.Outcome, error) {
 	f.mu.Lock()
 	f.flow, f.inputs = flow, inputs
 	f.mu.Unlock()
 	if sink != nil {
 		if err := sink.Emit(ctx, f.gate); err != nil {
-			return RunResult{}, err
+			return nil, err
 		}
 	}
-	return RunResult{FlowID: "abcdef0123", Status: "complete"}, nil
+	return &run.Outcome{FlowID: "abcdef0123", Status: "complete"}, nil
 }
 
 func TestRunFromSpecsPane(t *testing.T) {
