@@ -198,20 +198,3 @@ func (m *Model) handleRunDone(msg runDoneMsg) tea.Cmd {
 	m.setStatus(text, nil)
 	return m.reloadCmd()
 }
-
-// openRunDialog starts a run from the Specs pane's selected file.
-func (m *Model) openRunDialog() {
-	us := m.visibleSpecs()
-	if len(us) == 0 {
-		return
-	}
-	u := us[min(m.lists[paneSpecs].cursor, len(us)-1)]
-	switch {
-	case m.opt.Runner == nil:
-		m.setStatus("", errors.New("this console cannot run flows (no runner)"))
-	case !specValid(u):
-		m.setStatus("", errors.New(u.Path+" is invalid: fix its diagnostics first"))
-	default:
-		m.pushDialog(newRunDialog(u.Path, u.Spec))
-	}
-}
