@@ -77,7 +77,7 @@ func (d *runDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 		d.idx = (d.idx + 1) % len(d.flows)
 		return nil
 	case msg.Type == tea.KeyEnter:
-		inputs, err := ParseInputs(d.input.Value())
+		inputs, err := run.ParseInputLine(d.input.Value())
 		if err != nil {
 			d.err = err.Error()
 			return nil
@@ -129,46 +129,6 @@ func (d *runDialog) view(m *Model, width int) string {
 		b.WriteString("\n" + m.st.Error.Render(d.err))
 	}
 	return b.String()
-}
-
-// ParseInputs parses "name=value name2=value2": fields separated by
-// spaces outside quotes and brackets, each parsed like a --input flag
-// (run.ParseInput: JSON when it is valid JSON, else a plain string; quote a
-// value with spaces as a JSON string).
-func ParseInputs(s string) (map[string]any, error) {
-	return run.ParseInputs(splitFields(s), "")
-}
-
-// splitFields splits on spaces outside double quotes and brackets.
-func splitFields(s string) []string {
-	var out []string
-	var cur strings.Builder
-	depth, inStr, esc := 0, false, false
-	for _, r := range s {
-		switch {
-		case esc:
-			esc = false
-		case inStr && r == '\\':
-			esc = true
-		case r == '"':
-			inStr = !inStr
-		case !inStr && (r == '[' || r == '{'):
-			depth++
-		case !inStr && (r == ']' || r == '}'):
-			depth--
-		case !inStr && depth <= 0 && (r == ' ' || r == '\t'):
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-			continue
-		}
-		cur.WriteRune(r)
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 func (m *Model) runFlowCmd(path string, sp *specs.Spec, flow string, inputs map[string]any) tea.Cmd {
