@@ -41,7 +41,9 @@ func (p *notesPane) Update(m *Model, msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-func (p *notesPane) ShortHelp(*common) []key.Binding { return []key.Binding{shortHelp(p.keys.Pin, "pin")} }
+func (p *notesPane) ShortHelp(*common) []key.Binding {
+	return []key.Binding{shortHelp(p.keys.Pin, "pin")}
+}
 
 // TestAddPane: a pane registered in the list gets a tab, a tab key (its
 // position), a `:` command, remappable actions named after it, its footer
