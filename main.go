@@ -882,7 +882,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			reviewer := review.CurrentUser()
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
-				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: tuiRunner{svc: svc, cfg: cfg}})
+				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: runner.Background{Service: svc, Config: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
 				return &exitError{code: exitFailure, err: err}
 			}
@@ -894,40 +894,4 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "no colours (NO_COLOR is honoured too)")
 	cmd.Flags().StringArrayVar(&specDirs, "watch", nil, "directory of *.stratum.yaml specs for the Specs pane (default .; repeatable); with --plain, stream their validation too")
 	return cmd
-}
-
-// tuiRunner runs flows started from the console's Specs pane with the
-// in-process runner. Their gates wait for a decision in the store (made in
-// the console's Gates pane, or anywhere else) and are offered to the
-// console's sink as they open.
-type tuiRunner struct {
-	svc *engine.Service
-	cfg config.Config
-}
-
-func (t tuiRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, inputs map[string]any, sink review.Sink) (tui.RunResult, error) {
-	x, err := runner.NewExecutors(t.cfg, "", "")
-	if err != nil {
-		return tui.RunResult{}, err
-	}
-	defer x.Close(io.Discard)
-	r := runner.New(runner.Options{Service: t.svc, Infer: x.Infer, Tracer: x.Tracer, Agent: x.Agent,
-		Gates: runner.GatePolicy{OnGate: runner.OnGateWait}, Progress: gateForwarder{ctx: ctx, sink: sink}})
-	out, err := r.Start(ctx, sp, flow, inputs)
-	if err != nil {
-		return tui.RunResult{}, err
-	}
-	return tui.RunResult{FlowID: out.FlowID, Status: out.Status, Message: out.Message}, nil
-}
-
-// gateForwarder offers each gate a run opens to the console.
-type gateForwarder struct {
-	ctx  context.Context
-	sink review.Sink
-}
-
-func (g gateForwarder) Event(e runner.Event) {
-	if e.Kind == runner.EventGateOpen && e.Gate != nil && g.sink != nil {
-		_ = g.sink.Emit(g.ctx, *e.Gate)
-	}
 }

@@ -26,6 +26,16 @@
 // handler passes, Request returns ErrNoReviewer and a headless run stops at
 // the gate.
 //
+// # Offering reviews to a UI
+//
+// Sink is what Notify offers reviews to. Queue is the Sink of an
+// in-process UI (the TUI, for flows it runs itself): Emit puts the review
+// on a buffered channel the UI reads (Reviews), waiting at most a short
+// bound for room and never past ctx; an offer that finds no room is dropped,
+// which is safe because the review is already persisted and the UI also
+// follows the store. The decision never comes back through a Sink: it is
+// made through the recorder like any other.
+//
 // The recorder is a Decider[A]: the engine implements it, answering what
 // the flow does next (A is its outcome type), so this package imports
 // nothing else of stratum.

@@ -162,7 +162,7 @@ func (d *decisionDialog) view(m *Model, width int) string {
 	fmt.Fprintf(&b, "%s\n", st.DialogTitle.Render(title))
 	fmt.Fprintf(&b, "flow %s · round %d · %s\n", shortID(d.r.FlowID), d.r.Round, deadlineText(d.r, m.now()))
 	fmt.Fprintf(&b, "%s\n", wrap(d.r.Question, width))
-	if v := lastViolations(m, d.r.FlowID); v != "" {
+	if v := m.lastViolations(d.r.FlowID); v != "" {
 		fmt.Fprintf(&b, "%s\n", st.Warning.Render(truncate("violations: "+v, width)))
 	}
 	b.WriteString("\n")
@@ -312,6 +312,7 @@ func (d *helpDialog) view(m *Model, width int) string {
 		}
 		b.WriteString(wrap(strings.Join(parts, " "), width) + "\n")
 	}
-	b.WriteString("\n" + wrap("A decision asks for a rationale (required for revise and kill), then a second press of its key; enter alone never decides. Commands (:): flows, trace, gates, checkpoints, iterations, specs, filter TEXT, commit LABEL, revert LABEL, help, quit.", width))
+	b.WriteString("\n" + wrap("A decision asks for a rationale (required for revise and kill), then a second press of its key; enter alone never decides. Commands (:): "+
+		strings.Join(m.paneCommands(), ", ")+", "+otherCommands+".", width))
 	return b.String()
 }

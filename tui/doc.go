@@ -3,12 +3,57 @@
 //
 // # Architecture
 //
-// Model is the one Bubble Tea (v1) model. It owns the layout, the focus and
-// the routing of keys and messages; the panes (Flows, Trace, Gates,
-// Checkpoints, Iterations, Specs) are small imperative structs the root calls
-// directly, each rendering from the data the root holds. Dialogs live on an
-// overlay stack. Update does no I/O: every read or write of the store runs in
-// a tea.Cmd whose result comes back as a message.
+// Model (model.go) is the one Bubble Tea (v1) model. It owns the layout,
+// the focus, the routing of keys and messages, the overlay stack of dialogs
+// (dialog.go, rundialog.go) and common, the state every pane renders from:
+// the flows, the pending gates, the watched specs, the detail flow (the one
+// the Trace, Checkpoints and Iterations panes show), the keys, the styles,
+// the clock and the terminal size. Only the root writes common, in Update.
+//
+// Each pane is a component behind one small interface, pane (pane.go):
+//
+//	Title() string                          tab, `:` command, tab-key action
+//	SetSize(width, height int)              the body's size, from the root's layout
+//	Len(c *common) int                      rows for the current shared state
+//	View(c *common) []string                the body
+//	Update(m *Model, msg tea.KeyMsg) tea.Cmd  the pane's own keys
+//	ShortHelp(c *common) []key.Binding      its part of the footer
+//
+// plus base(), the cursor, filter and size every pane embeds (paneBase).
+// A pane holds only view state (cursor, filter, what is expanded) and
+// derives its rows from common on every call, so it is never stale. A few
+// optional interfaces let the root treat panes alike without naming them:
+// flowSelector (Flows, Gates: the detail panes follow their selection),
+// detailPane (the cursor resets when the detail flow changes) and badged
+// (a count on the tab, Gates(2)). One file per pane: pane_flows.go,
+// pane_trace.go, pane_gates.go, pane_checkpoints.go, pane_iterations.go,
+// pane_specs.go.
+//
+// Routing of a key: the top dialog takes it (once its grace period allows);
+// else the `/` filter or `:` command input; else the global keys (help,
+// filter, command, tab, esc, quit, a pane's tab key); else the list keys on
+// the focused pane's cursor; else the focused pane's Update.
+//
+// # Adding a pane
+//
+// Write pane_NAME.go with the pane's type (embedding paneBase and
+// implementing pane) and its paneDef — definePane(title, defaultKeys,
+// newPane) when it has keys of its own, declared in the same file as a
+// struct whose actions() names them for config.yaml — and add the paneDef
+// to registeredPanes in pane.go. That is all: the tab, the tab key (its
+// position, action = the title in lower case), the `:` command, the footer,
+// the `?` help and the remappable actions follow. TestAddPane does exactly
+// this with a test-only pane.
+//
+// # Where I/O happens
+//
+// Nowhere in Update or in a pane. Every read or write of the store, every
+// wait on a channel and every in-process run is a tea.Cmd (commands.go,
+// runFlowCmd) that captures what it needs when built and never touches the
+// model; its result comes back as a message carrying what it was for (a
+// flow id), so a stale answer is recognised. Decisions and checkpoints go
+// through Source; flows started from the Specs pane go through FlowRunner
+// (run.Background in the binary).
 //
 // The package never imports the store: it reads and writes through Source,
 // an interface defined here; ServiceSource implements it over
@@ -20,12 +65,15 @@
 // through Source.Watch (engine.Service.Watch): events of transitions this
 // process commits (a flow run from the Specs pane, a decision) arrive from
 // the engine's in-process broker at once; those of other processes arrive
-// through the store's change notification — for the bbolt store, fsnotify on
-// the database file, with a slow poll (store.DefaultWatchPoll) only as a
-// fallback. Each batch reaches the model through a re-arming wait command;
-// the model then reloads its snapshot (flows, pending gates, the selected
-// flow) in one command, coalescing bursts, so a gate decided in another
-// process leaves the Gates pane on the next frame.
+// through the store's change notification (for the bbolt store, fsnotify on
+// the database file, with a slow poll only as a fallback). Each batch
+// reaches the model through a re-arming wait command (waitEventsCmd); the
+// model then reloads its snapshot (flows, pending gates, the detail flow)
+// in one command, coalescing bursts, so a gate decided in another process
+// leaves the Gates pane on the next frame. Spec files arrive the same way
+// from a specs/watch Watcher, and gates opened by runs started here from a
+// review.Queue (the runs' review.Sink), which opens their decision dialog
+// at once.
 //
 // # Safety of decisions
 //
@@ -33,17 +81,27 @@
 // gate's context and asks for a rationale (required for revise and kill).
 // Enter only moves to the confirmation step; the decision is recorded only
 // when the outcome's own key is pressed again there. A dialog that opens
-// asynchronously (a gate arriving through the review.Sink) while the user is
-// typing ignores keys until the typing pauses (GraceQuiet), at most
+// asynchronously (a gate arriving through the review.Queue) while the user
+// is typing ignores keys until the typing pauses (GraceQuiet), at most
 // GraceMax after it opened. Decisions carry the reviewer's identity ($USER)
 // and channel "tui", and are first-writer-wins in the engine: a gate decided
-// elsewhere in the meantime yields a clear message, never a second decision.
+// elsewhere in the meantime closes its dialog with a clear message, never a
+// second decision.
 //
 // # Keys and styles
 //
-// Keys are defined once in KeyMap (DefaultKeyMap), remappable from the
-// `keys:` section of $STRATUM_HOME/config.yaml (LoadKeyMap). Styles are
-// defined once in Styles with semantic colours; NO_COLOR (or Options.NoColor)
-// renders without any colour or attribute. Frames are rendered by Bubble
-// Tea's line-diffing renderer without full clears, so tmux does not flicker.
+// Keys are defined once in KeyMap (DefaultKeyMap), grouped: global keys,
+// list keys, decision keys (the Gates pane and every decision dialog),
+// dialog keys, and one group per pane (its tab key and its own keys,
+// declared in the pane's file). They are remappable from the `keys:`
+// section of $STRATUM_HOME/config.yaml (KeyMapFrom) by action name
+// (KeyMap.Actions). Styles are defined once in Styles with semantic
+// colours; NO_COLOR (or RunOptions.NoColor) renders without any colour or
+// attribute. Frames are rendered by Bubble Tea's line-diffing renderer
+// without full clears, so tmux does not flicker.
+//
+// # Imports
+//
+// tui may import engine, engine/run, engine/config, review, specs and
+// specs/watch; never store or bbolt (checked by .ci/imports).
 package tui

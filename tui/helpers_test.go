@@ -172,6 +172,16 @@ func newModel(t testing.TB, src Source, w, h int) *Model {
 	return m
 }
 
+// paneOf is m's pane of type T and its index (the test fails without one).
+func paneOf[T pane](t testing.TB, m *Model) (T, int) {
+	t.Helper()
+	p, i := findPane[T](m.panes)
+	if i < 0 {
+		t.Fatalf("no pane of type %T", p)
+	}
+	return p, i
+}
+
 // drive runs cmd and every command it leads to synchronously, feeding the
 // messages to m (a tiny stand-in for the Bubble Tea event loop).
 func drive(m *Model, cmd tea.Cmd) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -11,71 +12,146 @@ import (
 	"github.com/stratum-go/stratum/engine/config"
 )
 
-// KeyMap is every key binding of the console, defined once. Each field's
-// name in the `keys:` section of config.yaml is given by Actions.
+// KeyMap is every key binding of the console, defined once and grouped:
+// the global keys, the list keys every pane shares, the decision keys (the
+// Gates pane and every decision dialog), the dialog keys, and one group per
+// pane (its tab key and the keys of its own, declared in the pane's file).
+// Each binding's name in the `keys:` section of config.yaml is given by
+// Actions.
+//
+// The groups are embedded, so k.Quit is k.GlobalKeys.Quit. The pane groups
+// hold pointers: build each KeyMap with DefaultKeyMap (or KeyMapFrom)
+// rather than copying one and changing the copy.
 type KeyMap struct {
-	// Global.
+	GlobalKeys
+	ListKeys
+	DecideKeys
+	DialogKeys
+	// Panes are the panes' groups, in tab order.
+	Panes []PaneKeys
+}
+
+// GlobalKeys work in every pane.
+type GlobalKeys struct {
 	Help, Filter, Command, NextPane, PrevPane, Back, Quit key.Binding
-	// Lists.
+}
+
+// ListKeys move in (and open the selected row of) the focused pane's list.
+type ListKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom, Open key.Binding
-	// Panes by number.
-	Flows, Trace, Gates, Checkpoints, Iterations, Specs key.Binding
-	// Gates.
+}
+
+// DecideKeys decide a gate: in the Gates pane and in decision dialogs,
+// which may open over any pane.
+type DecideKeys struct {
 	Approve, Revise, Kill key.Binding
-	// Checkpoints.
-	Commit, Revert key.Binding
-	// Dialogs.
+}
+
+// DialogKeys are the keys of dialogs.
+type DialogKeys struct {
 	Confirm, Edit key.Binding
 }
 
+// PaneKeys is one pane's group: the key that focuses it (action: its title
+// in lower case) and the bindings of its own, if any.
+type PaneKeys struct {
+	Title string
+	Focus key.Binding
+	own   keyGroup
+}
+
+// keyGroup is a pane's own bindings (a struct declared in the pane's file).
+type keyGroup interface {
+	// actions names each binding for the `keys:` section of config.yaml.
+	actions() []action
+}
+
+// action is one named, remappable binding.
+type action struct {
+	name string
+	b    *key.Binding
+}
+
+// bind is a binding whose help shows its keys.
+func bind(help string, keys ...string) key.Binding {
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(keys, "/"), help))
+}
+
 // DefaultKeyMap returns the default bindings.
-func DefaultKeyMap() KeyMap {
-	b := func(help string, keys ...string) key.Binding {
-		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(keys, "/"), help))
+func DefaultKeyMap() KeyMap { return newKeyMap(registeredPanes) }
+
+// newKeyMap returns the default bindings of a console with panes defs:
+// each pane's tab key is its position (1, 2, …).
+func newKeyMap(defs []paneDef) KeyMap {
+	k := KeyMap{
+		GlobalKeys: GlobalKeys{
+			Help:     bind("help", "?"),
+			Filter:   bind("filter", "/"),
+			Command:  bind("command", ":"),
+			NextPane: bind("pane", "tab"),
+			PrevPane: bind("previous pane", "shift+tab"),
+			Back:     bind("back", "esc"),
+			Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		},
+		ListKeys: ListKeys{
+			Up:       bind("up", "up", "k"),
+			Down:     bind("down", "down", "j"),
+			PageUp:   bind("page up", "pgup", "ctrl+u"),
+			PageDown: bind("page down", "pgdown", "ctrl+d"),
+			Top:      bind("top", "home", "g"),
+			Bottom:   bind("bottom", "end", "G"),
+			Open:     bind("open/expand", "enter"),
+		},
+		DecideKeys: DecideKeys{
+			Approve: bind("approve", "a"),
+			Revise:  bind("revise", "r"),
+			Kill:    bind("kill", "x"),
+		},
+		DialogKeys: DialogKeys{
+			Confirm: bind("confirm", "enter"),
+			Edit:    bind("edit rationale", "e"),
+		},
 	}
-	return KeyMap{
-		Help:        b("help", "?"),
-		Filter:      b("filter", "/"),
-		Command:     b("command", ":"),
-		NextPane:    b("pane", "tab"),
-		PrevPane:    b("previous pane", "shift+tab"),
-		Back:        b("back", "esc"),
-		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
-		Up:          b("up", "up", "k"),
-		Down:        b("down", "down", "j"),
-		PageUp:      b("page up", "pgup", "ctrl+u"),
-		PageDown:    b("page down", "pgdown", "ctrl+d"),
-		Top:         b("top", "home", "g"),
-		Bottom:      b("bottom", "end", "G"),
-		Open:        b("open/expand", "enter"),
-		Flows:       b("flows", "1"),
-		Trace:       b("trace", "2"),
-		Gates:       b("gates", "3"),
-		Checkpoints: b("checkpoints", "4"),
-		Iterations:  b("iterations", "5"),
-		Specs:       b("specs", "6"),
-		Approve:     b("approve", "a"),
-		Revise:      b("revise", "r"),
-		Kill:        b("kill", "x"),
-		Commit:      b("commit checkpoint", "n"),
-		Revert:      b("revert to checkpoint", "v"),
-		Confirm:     b("confirm", "enter"),
-		Edit:        b("edit rationale", "e"),
+	for i, d := range defs {
+		pk := PaneKeys{Title: d.title, Focus: bind(strings.ToLower(d.title), strconv.Itoa(i+1))}
+		if d.keys != nil {
+			pk.own = d.keys()
+		}
+		k.Panes = append(k.Panes, pk)
 	}
+	return k
+}
+
+// paneKeys is the group of the pane titled title (nil when there is none).
+func (k *KeyMap) paneKeys(title string) *PaneKeys {
+	for i := range k.Panes {
+		if k.Panes[i].Title == title {
+			return &k.Panes[i]
+		}
+	}
+	return nil
 }
 
 // Actions maps the action names used in config.yaml to the bindings.
 func (k *KeyMap) Actions() map[string]*key.Binding {
-	return map[string]*key.Binding{
+	acts := map[string]*key.Binding{
 		"help": &k.Help, "filter": &k.Filter, "command": &k.Command,
 		"next_pane": &k.NextPane, "prev_pane": &k.PrevPane, "back": &k.Back, "quit": &k.Quit,
 		"up": &k.Up, "down": &k.Down, "page_up": &k.PageUp, "page_down": &k.PageDown,
 		"top": &k.Top, "bottom": &k.Bottom, "open": &k.Open,
-		"flows": &k.Flows, "trace": &k.Trace, "gates": &k.Gates, "checkpoints": &k.Checkpoints,
-		"iterations": &k.Iterations, "specs": &k.Specs,
 		"approve": &k.Approve, "revise": &k.Revise, "kill": &k.Kill,
-		"commit": &k.Commit, "revert": &k.Revert, "confirm": &k.Confirm, "edit": &k.Edit,
+		"confirm": &k.Confirm, "edit": &k.Edit,
 	}
+	for i := range k.Panes {
+		p := &k.Panes[i]
+		acts[strings.ToLower(p.Title)] = &p.Focus
+		if p.own != nil {
+			for _, a := range p.own.actions() {
+				acts[a.name] = a.b
+			}
+		}
+	}
+	return acts
 }
 
 // keyError is a refused binding of one action.
@@ -138,18 +214,35 @@ func KeyMapFrom(keys map[string]config.Keys) (KeyMap, error) {
 	return km, nil
 }
 
-// ShortHelp is the one-line help of the footer.
+// ShortHelp is the global part of the footer (the focused pane's
+// ShortHelp comes first).
 func (k KeyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.NextPane, k.Filter, k.Command, k.Help, k.Quit}
 }
 
-// FullHelp is the `?` help, grouped: navigation, panes, gates and
-// checkpoints, app.
+// FullHelp is the `?` help, grouped: moving in lists; the panes; deciding
+// gates and the panes' own keys; the app.
 func (k KeyMap) FullHelp() [][]key.Binding {
+	panes := make([]key.Binding, 0, len(k.Panes)+2)
+	act := []key.Binding{k.Approve, k.Revise, k.Kill}
+	for _, p := range k.Panes {
+		panes = append(panes, p.Focus)
+		if p.own != nil {
+			for _, a := range p.own.actions() {
+				act = append(act, *a.b)
+			}
+		}
+	}
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open},
-		{k.Flows, k.Trace, k.Gates, k.Checkpoints, k.Iterations, k.Specs, k.NextPane, k.PrevPane},
-		{k.Approve, k.Revise, k.Kill, k.Commit, k.Revert},
+		append(panes, k.NextPane, k.PrevPane),
+		act,
 		{k.Filter, k.Command, k.Help, k.Back, k.Quit},
 	}
+}
+
+// shortHelp is b as the footer shows it: its first key and a short
+// description.
+func shortHelp(b key.Binding, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(keyName(b), desc))
 }

@@ -19,7 +19,7 @@ func gateModel(t *testing.T) (*fixture, *Model) {
 	f := newFixture(t)
 	m := newModel(t, recordingSource{Source: f.src, f: f}, 80, 24)
 	press(m, "3")
-	if m.focus != paneGates || len(m.reviews) != 2 {
+	if _, gates := paneOf[*gatesPane](t, m); m.focus != gates || len(m.reviews) != 2 {
 		t.Fatalf("want the Gates pane with 2 gates, got pane %d, %d gates", m.focus, len(m.reviews))
 	}
 	return f, m
@@ -188,11 +188,12 @@ func TestFilter(t *testing.T) {
 	m := newModel(t, f.src, 80, 24)
 	press(m, "/")
 	typeText(m, "hunt")
-	if n := len(m.visibleFlows()); n != 1 {
+	flows, _ := paneOf[*flowsPane](t, m)
+	if n := len(flows.visible(&m.common)); n != 1 {
 		t.Fatalf("filter hunt: %d flows", n)
 	}
 	press(m, "enter")
-	if m.inputMode != inputNone || m.filters[paneFlows] != "hunt" || !strings.Contains(m.View(), "/hunt") {
+	if m.inputMode != inputNone || flows.filter != "hunt" || !strings.Contains(m.View(), "/hunt") {
 		t.Fatal("enter did not keep the filter")
 	}
 	// q typed in the filter is text, not quit.
@@ -201,7 +202,7 @@ func TestFilter(t *testing.T) {
 		t.Fatal("q in the filter quit")
 	}
 	press(m, "esc")
-	if len(m.visibleFlows()) != 3 {
+	if len(flows.visible(&m.common)) != 3 {
 		t.Fatal("esc did not clear the filter")
 	}
 }
@@ -212,7 +213,7 @@ func TestCommandBar(t *testing.T) {
 	press(m, ":")
 	typeText(m, "gates")
 	press(m, "enter")
-	if m.focus != paneGates {
+	if _, gates := paneOf[*gatesPane](t, m); m.focus != gates {
 		t.Fatalf(":gates focused pane %d", m.focus)
 	}
 	press(m, ":")
@@ -318,7 +319,8 @@ func TestKeyMapOverrides(t *testing.T) {
 // while its dialog is open closes the dialog instead of deciding twice.
 func TestDialogClosesWhenDecidedElsewhere(t *testing.T) {
 	f, m := gateModel(t)
-	r, _ := m.selectedReview()
+	gates, _ := paneOf[*gatesPane](t, m)
+	r, _ := gates.selected(&m.common)
 	press(m, "a")
 	typeText(m, "mine")
 	press(m, "enter")

@@ -37,7 +37,7 @@ type Options struct {
 	// leaves the Specs pane empty.
 	Specs <-chan watch.Update
 	// Reviews delivers gates offered through the review.Sink (Sink);
-	// defaults to Sink's.
+	// defaults to Sink.Reviews().
 	Reviews <-chan review.PendingReview
 	// GraceQuiet and GraceMax bound the grace period of asynchronously
 	// opened dialogs (defaults DefaultGraceQuiet, DefaultGraceMax).
@@ -46,27 +46,17 @@ type Options struct {
 	Runner FlowRunner
 	// Sink is offered to runs started from the console, so their gates open
 	// the decision dialog at once; pass its Reviews as Reviews too.
-	Sink *Sink
+	Sink *review.Queue
 	// Context bounds runs started from the console (Background when nil).
 	Context context.Context
 	// Tick is the countdown refresh interval (1 s when zero; negative
 	// disables it, for tests).
 	Tick time.Duration
+
+	// panes are the panes to show (registeredPanes when nil); Keys must
+	// have been built for them (newKeyMap).
+	panes []paneDef
 }
-
-type paneID int
-
-const (
-	paneFlows paneID = iota
-	paneTrace
-	paneGates
-	paneCheckpoints
-	paneIterations
-	paneSpecs
-	numPanes
-)
-
-var paneNames = [numPanes]string{"Flows", "Trace", "Gates", "Checkpoints", "Iterations", "Specs"}
 
 // Messages. Results of commands carry what they are for, so a stale answer
 // can be recognised.
@@ -93,34 +83,21 @@ type (
 	}
 )
 
-// Model is the root (and only) Bubble Tea model of the console.
+// Model is the root (and only) Bubble Tea model of the console. It owns the
+// layout, the focus, the routing of keys and messages, the dialogs and the
+// shared state (common) the panes render from.
 type Model struct {
-	opt    Options
-	keys   KeyMap
-	st     Styles
-	now    func() time.Time
-	width  int
-	height int
-	focus  paneID
+	common
+	opt   Options
+	panes []pane
+	focus int // index in panes
 
-	flows   []engine.FlowSummary
-	reviews []review.PendingReview
-	specs   map[string]watch.Update
 	loaded  bool
 	loadErr error
-
 	// Snapshot reload coalescing.
 	loading, dirty bool
-	// Detail of the flow the focused pane is about.
-	detailID      string
-	detail        *engine.FlowState
-	detailEvents  []engine.Event
-	detailLoading bool
-	detailDirty   bool
-
-	lists    [numPanes]listState
-	filters  [numPanes]string
-	expanded map[uint64]bool // trace lines expanded (by event seq)
+	// Detail reload coalescing.
+	detailLoading, detailDirty bool
 
 	input     textinput.Model
 	inputMode inputMode
@@ -165,26 +142,29 @@ func New(opt Options) *Model {
 	if opt.Reviewer == "" {
 		opt.Reviewer = "unknown"
 	}
+	if opt.panes == nil {
+		opt.panes = registeredPanes
+	}
 	if opt.Keys.Quit.Keys() == nil {
-		opt.Keys = DefaultKeyMap()
+		opt.Keys = newKeyMap(opt.panes)
 	}
 	ti := newInput()
 	ti.Prompt = ""
 	ti.CharLimit = 500
-	return &Model{
-		opt: opt, keys: opt.Keys, st: opt.Styles, now: opt.Now,
-		width: 80, height: 24,
-		specs:    map[string]watch.Update{},
-		expanded: map[uint64]bool{},
-		input:    ti,
+	m := &Model{
+		common: common{keys: opt.Keys, st: opt.Styles, now: opt.Now, width: 80, height: 24, specs: map[string]watch.Update{}},
+		opt:    opt,
+		input:  ti,
 	}
+	m.panes = newPanes(opt.panes, &m.keys)
+	m.layout()
+	return m
 }
 
 // Init loads the first snapshot and starts listening.
 func (m *Model) Init() tea.Cmd {
 	m.loading = true
-	cmds := []tea.Cmd{m.snapshotCmd(), m.waitEventsCmd(), m.waitSpecsCmd(), m.waitReviewsCmd(), m.tickCmd()}
-	return tea.Batch(cmds...)
+	return tea.Batch(m.snapshotCmd(), m.waitEventsCmd(), m.waitSpecsCmd(), m.waitReviewsCmd(), m.tickCmd())
 }
 
 // Update dispatches by message kind; it does no I/O.
@@ -222,6 +202,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) handleResize(msg tea.WindowSizeMsg) {
 	m.width, m.height = msg.Width, msg.Height
 	m.input.Width = max(10, m.width-4)
+	m.layout()
+}
+
+// layout gives every pane the body's size.
+func (m *Model) layout() {
+	for _, p := range m.panes {
+		p.SetSize(m.width, m.bodyHeight())
+	}
 }
 
 func (m *Model) setStatus(text string, err error) {
@@ -230,173 +218,6 @@ func (m *Model) setStatus(text string, err error) {
 		return
 	}
 	m.status, m.statusErr = text, false
-}
-
-// ---- commands (all I/O is here) ----
-
-func (m *Model) snapshotCmd() tea.Cmd {
-	src := m.opt.Source
-	return func() tea.Msg {
-		ctx := context.Background()
-		flows, err := src.Flows(ctx)
-		if err != nil {
-			return snapshotMsg{err: err}
-		}
-		reviews, err := src.PendingReviews(ctx)
-		return snapshotMsg{flows: flows, reviews: reviews, err: err}
-	}
-}
-
-func (m *Model) detailCmd(flowID string) tea.Cmd {
-	src := m.opt.Source
-	return func() tea.Msg {
-		ctx := context.Background()
-		st, err := src.Get(ctx, flowID)
-		if err != nil {
-			return detailMsg{flowID: flowID, err: err}
-		}
-		evs, err := src.FlowEvents(ctx, flowID)
-		return detailMsg{flowID: flowID, state: st, events: evs, err: err}
-	}
-}
-
-// reloadCmd reloads the snapshot, or marks it dirty when a load is in flight.
-func (m *Model) reloadCmd() tea.Cmd {
-	if m.loading {
-		m.dirty = true
-		return nil
-	}
-	m.loading = true
-	return m.snapshotCmd()
-}
-
-// reloadDetailCmd (re)loads the detail of the flow the focus is about.
-func (m *Model) reloadDetailCmd() tea.Cmd {
-	id := m.focusFlowID()
-	if id == "" {
-		m.detailID, m.detail, m.detailEvents = "", nil, nil
-		return nil
-	}
-	if m.detailLoading {
-		m.detailDirty = true
-		return nil
-	}
-	if id != m.detailID {
-		m.detailID, m.detail, m.detailEvents = id, nil, nil
-		m.lists[paneTrace] = listState{}
-		m.lists[paneCheckpoints] = listState{}
-		m.lists[paneIterations] = listState{}
-	}
-	m.detailLoading = true
-	return m.detailCmd(id)
-}
-
-func (m *Model) waitEventsCmd() tea.Cmd {
-	ch := m.opt.Events
-	if ch == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		evs, ok := <-ch
-		if !ok {
-			return eventsEndMsg{}
-		}
-		return eventsMsg(evs)
-	}
-}
-
-func (m *Model) waitSpecsCmd() tea.Cmd {
-	ch := m.opt.Specs
-	if ch == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		u, ok := <-ch
-		if !ok {
-			return nil
-		}
-		return specMsg(u)
-	}
-}
-
-func (m *Model) waitReviewsCmd() tea.Cmd {
-	ch := m.opt.Reviews
-	if ch == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		r, ok := <-ch
-		if !ok {
-			return nil
-		}
-		return reviewMsg(r)
-	}
-}
-
-func (m *Model) tickCmd() tea.Cmd {
-	if m.opt.Tick < 0 {
-		return nil
-	}
-	return tea.Tick(m.opt.Tick, func(t time.Time) tea.Msg { return tickMsg(t) })
-}
-
-func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, rationale string) tea.Cmd {
-	src := m.opt.Source
-	round := r.Round
-	d := review.Decision{
-		ReviewID: r.ReviewID, FlowID: r.FlowID, StepID: r.StepID, Round: &round,
-		Outcome: outcome, Rationale: rationale, Reviewer: m.opt.Reviewer,
-		ResolvedBy: review.Human, Channel: review.ChannelTUI,
-	}
-	return func() tea.Msg {
-		out, err := src.GateResolve(context.Background(), r.FlowID, d)
-		if e := engine.AsError(err); e != nil {
-			if e.Committed() {
-				return actionMsg{text: string(outcome) + " recorded for " + r.StepID + ": " + errorText(e)}
-			}
-			return actionMsg{err: errors.New("gate " + r.StepID + " of " + shortID(r.FlowID) + ": " + errorText(e))}
-		}
-		if err != nil {
-			return actionMsg{err: err}
-		}
-		return actionMsg{text: pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); next: " + out.WireStatus()}
-	}
-}
-
-func (m *Model) checkpointCmd(revert bool, flowID, label string) tea.Cmd {
-	src := m.opt.Source
-	return func() tea.Msg {
-		var err error
-		verb := "committed"
-		if revert {
-			verb = "reverted to"
-			_, err = src.Revert(context.Background(), flowID, label)
-		} else {
-			_, err = src.Commit(context.Background(), flowID, label)
-		}
-		if e := engine.AsError(err); e != nil {
-			return actionMsg{err: errors.New(errorText(e))}
-		}
-		if err != nil {
-			return actionMsg{err: err}
-		}
-		return actionMsg{text: verb + " checkpoint " + label + " of " + shortID(flowID)}
-	}
-}
-
-// errorText is how an engine refusal reads in the status line.
-func errorText(e *engine.Error) string { return string(e.Type) + ": " + e.Message }
-
-func pastTense(o review.Outcome) string {
-	switch o {
-	case review.Approve:
-		return "approved"
-	case review.Revise:
-		return "sent back for revision:"
-	case review.Kill:
-		return "killed at"
-	}
-	return string(o)
 }
 
 // ---- message handlers ----
@@ -417,7 +238,7 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 	m.reviews = msg.reviews
 	sort.SliceStable(m.reviews, func(i, j int) bool { return m.reviews[i].OpenedAt.Before(m.reviews[j].OpenedAt) })
 	m.closeStaleDialogs()
-	m.clampLists()
+	m.refreshPanes()
 	cmds = append(cmds, m.reloadDetailCmd())
 	return tea.Batch(cmds...)
 }
@@ -436,7 +257,7 @@ func (m *Model) handleDetail(msg detailMsg) tea.Cmd {
 		return nil
 	}
 	m.detail, m.detailEvents = msg.state, msg.events
-	m.clampLists()
+	m.refreshPanes()
 	return nil
 }
 
@@ -454,7 +275,7 @@ func (m *Model) handleSpec(u watch.Update) {
 	} else {
 		m.specs[u.Path] = u
 	}
-	m.clampLists()
+	m.refreshPanes()
 }
 
 // handleReviewEvent is a gate offered through the Sink: show it and open
@@ -496,6 +317,9 @@ func (m *Model) closeStaleDialogs() {
 
 // ---- keys ----
 
+// handleKey routes a key: to the top dialog (after its grace period), to
+// the `/` or `:` input, to the global keys, to the list keys, and last to
+// the focused pane.
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	now := m.now()
 	defer func() { m.lastKeyAt = now }()
@@ -510,6 +334,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return m.handleInputKey(msg)
 	}
 	k := m.keys
+	n := len(m.panes)
 	switch {
 	case key.Matches(msg, k.Quit):
 		m.quitting = true
@@ -519,7 +344,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, k.Filter):
 		m.inputMode = inputFilter
-		m.input.SetValue(m.filters[m.focus])
+		m.input.SetValue(m.focused().base().filter)
 		m.input.CursorEnd()
 		m.input.Focus()
 		return nil
@@ -529,40 +354,52 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.input.Focus()
 		return nil
 	case key.Matches(msg, k.NextPane):
-		return m.setFocus((m.focus + 1) % numPanes)
+		return m.setFocus((m.focus + 1) % n)
 	case key.Matches(msg, k.PrevPane):
-		return m.setFocus((m.focus + numPanes - 1) % numPanes)
+		return m.setFocus((m.focus + n - 1) % n)
 	case key.Matches(msg, k.Back):
-		if m.filters[m.focus] != "" {
-			m.filters[m.focus] = ""
-			m.clampLists()
+		if b := m.focused().base(); b.filter != "" {
+			b.filter = ""
+			m.refreshPanes()
 			return m.reloadDetailCmd()
 		}
 		m.status = ""
-		if m.focus != paneFlows {
-			return m.setFocus(paneFlows)
+		if m.focus != 0 {
+			return m.setFocus(0)
 		}
 		return nil
 	}
-	for i, b := range []key.Binding{k.Flows, k.Trace, k.Gates, k.Checkpoints, k.Iterations, k.Specs} {
-		if key.Matches(msg, b) {
-			return m.setFocus(paneID(i))
+	for i, p := range m.panes {
+		if pk := m.keys.paneKeys(p.Title()); pk != nil && key.Matches(msg, pk.Focus) {
+			return m.setFocus(i)
 		}
 	}
 	if cmd, ok := m.handleListKey(msg); ok {
 		return cmd
 	}
-	return m.handlePaneKey(msg)
+	return m.focused().Update(m, msg)
 }
 
-func (m *Model) setFocus(p paneID) tea.Cmd {
-	m.focus = p
+// focused is the pane with the focus.
+func (m *Model) focused() pane { return m.panes[m.focus] }
+
+func (m *Model) setFocus(i int) tea.Cmd {
+	m.focus = i
 	return m.reloadDetailCmd()
 }
 
+// focusPaneOf focuses the pane of type T (if there is one).
+func focusPaneOf[T pane](m *Model) tea.Cmd {
+	if _, i := findPane[T](m.panes); i >= 0 {
+		return m.setFocus(i)
+	}
+	return nil
+}
+
 func (m *Model) handleListKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	l := &m.lists[m.focus]
-	n := m.rowCount(m.focus)
+	p := m.focused()
+	l := &p.base().l
+	n := p.Len(&m.common)
 	page := max(1, m.bodyHeight()-2)
 	k := m.keys
 	switch {
@@ -581,90 +418,19 @@ func (m *Model) handleListKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	default:
 		return nil, false
 	}
-	if m.focus == paneFlows || m.focus == paneGates {
+	if _, ok := p.(flowSelector); ok {
 		return m.reloadDetailCmd(), true
 	}
 	return nil, true
 }
 
-// handlePaneKey handles the focused pane's own keys.
-func (m *Model) handlePaneKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	switch m.focus {
-	case paneFlows:
-		if key.Matches(msg, k.Open) && m.focusFlowID() != "" {
-			return m.setFocus(paneTrace)
-		}
-	case paneSpecs:
-		if key.Matches(msg, k.Open) {
-			m.openRunDialog()
-		}
-	case paneTrace:
-		if key.Matches(msg, k.Open) {
-			if lines := m.traceLines(); len(lines) > 0 {
-				seq := lines[m.lists[paneTrace].cursor].seq
-				m.expanded[seq] = !m.expanded[seq]
-			}
-		}
-	case paneGates:
-		r, ok := m.selectedReview()
-		if !ok {
-			return nil
-		}
-		var outcome review.Outcome
-		switch {
-		case key.Matches(msg, k.Approve):
-			outcome = review.Approve
-		case key.Matches(msg, k.Revise):
-			outcome = review.Revise
-		case key.Matches(msg, k.Kill):
-			outcome = review.Kill
-		default:
-			return nil
-		}
-		if !allowed(r, outcome) {
-			m.setStatus("", errors.New("gate "+r.StepID+" does not accept "+string(outcome)))
-			return nil
-		}
-		m.pushDialog(newDecisionDialog(r, outcome, false, m.now()))
-	case paneCheckpoints:
-		id := m.focusFlowID()
-		if id == "" {
-			return nil
-		}
-		switch {
-		case key.Matches(msg, k.Commit):
-			m.pushDialog(newLabelDialog(id))
-		case key.Matches(msg, k.Revert):
-			cps := m.checkpoints()
-			if len(cps) == 0 {
-				m.setStatus("", errors.New("no checkpoint to revert to"))
-				return nil
-			}
-			m.pushDialog(&confirmDialog{flowID: id, label: cps[m.lists[paneCheckpoints].cursor].Label})
-		}
-	}
-	return nil
-}
-
-func allowed(r review.PendingReview, o review.Outcome) bool {
-	if len(r.Outcomes) == 0 {
-		return true
-	}
-	for _, x := range r.Outcomes {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
-
 func (m *Model) handleInputKey(msg tea.KeyMsg) tea.Cmd {
+	b := m.focused().base()
 	switch msg.Type {
 	case tea.KeyEsc:
 		if m.inputMode == inputFilter {
-			m.filters[m.focus] = ""
-			m.clampLists()
+			b.filter = ""
+			m.refreshPanes()
 		}
 		m.inputMode = inputNone
 		m.input.Blur()
@@ -681,11 +447,21 @@ func (m *Model) handleInputKey(msg tea.KeyMsg) tea.Cmd {
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
 	if m.inputMode == inputFilter {
-		m.filters[m.focus] = m.input.Value()
-		m.lists[m.focus] = listState{}
-		m.clampLists()
+		b.filter = m.input.Value()
+		b.l = listState{}
+		m.refreshPanes()
 	}
 	return cmd
+}
+
+// paneCommands are the `:` commands that focus a pane (the panes' titles in
+// lower case).
+func (m *Model) paneCommands() []string {
+	out := make([]string, 0, len(m.panes))
+	for _, p := range m.panes {
+		out = append(out, strings.ToLower(p.Title()))
+	}
+	return out
 }
 
 // runCommand executes a `:` command line.
@@ -695,9 +471,9 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		return nil
 	}
 	name, args := strings.ToLower(fields[0]), fields[1:]
-	for i, p := range paneNames {
-		if strings.HasPrefix(strings.ToLower(p), name) && len(name) >= 2 {
-			return m.setFocus(paneID(i))
+	for i, p := range m.paneCommands() {
+		if strings.HasPrefix(p, name) && len(name) >= 2 {
+			return m.setFocus(i)
 		}
 	}
 	switch name {
@@ -708,8 +484,8 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.pushDialog(&helpDialog{})
 		return nil
 	case "filter":
-		m.filters[m.focus] = strings.Join(args, " ")
-		m.clampLists()
+		m.focused().base().filter = strings.Join(args, " ")
+		m.refreshPanes()
 		return m.reloadDetailCmd()
 	case "commit":
 		id := m.focusFlowID()
@@ -727,11 +503,12 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.pushDialog(&confirmDialog{flowID: id, label: args[0]})
 		return nil
 	}
-	m.setStatus("", errors.New("unknown command "+strconvQuote(name)+" (try flows, trace, gates, checkpoints, iterations, specs, filter TEXT, commit LABEL, revert LABEL, help, quit)"))
+	m.setStatus("", errors.New("unknown command \""+name+"\" (try "+strings.Join(m.paneCommands(), ", ")+", "+otherCommands+")"))
 	return nil
 }
 
-func strconvQuote(s string) string { return "\"" + s + "\"" }
+// otherCommands are the `:` commands besides the panes'.
+const otherCommands = "filter TEXT, commit LABEL, revert LABEL, help, quit"
 
 // ---- dialogs ----
 
@@ -757,74 +534,25 @@ func (m *Model) hasDialogFor(reviewID string) bool {
 
 // ---- selection ----
 
-// focusFlowID is the flow the detail panes show: the selected gate's flow in
-// the Gates pane, else the flow selected in the Flows pane.
+// focusFlowID is the flow the detail panes show: the one selected in the
+// focused pane when it selects flows (a gate's flow in Gates), else the one
+// selected in the first pane that selects flows (Flows).
 func (m *Model) focusFlowID() string {
-	if m.focus == paneGates {
-		if r, ok := m.selectedReview(); ok {
-			return r.FlowID
+	if s, ok := m.focused().(flowSelector); ok {
+		return s.selectedFlow(&m.common)
+	}
+	for _, p := range m.panes {
+		if s, ok := p.(flowSelector); ok {
+			return s.selectedFlow(&m.common)
 		}
-		return ""
 	}
-	fl := m.visibleFlows()
-	if len(fl) == 0 {
-		return ""
-	}
-	return fl[min(m.lists[paneFlows].cursor, len(fl)-1)].FlowID
+	return ""
 }
 
-func (m *Model) selectedReview() (review.PendingReview, bool) {
-	rs := m.visibleReviews()
-	if len(rs) == 0 {
-		return review.PendingReview{}, false
+// refreshPanes keeps every pane's cursor within its rows after the shared
+// state (or a filter) changed.
+func (m *Model) refreshPanes() {
+	for _, p := range m.panes {
+		p.base().l.clamp(p.Len(&m.common))
 	}
-	return rs[min(m.lists[paneGates].cursor, len(rs)-1)], true
-}
-
-func (m *Model) clampLists() {
-	for p := paneID(0); p < numPanes; p++ {
-		m.lists[p].clamp(m.rowCount(p))
-	}
-}
-
-// listState is a cursor and a scroll offset.
-type listState struct{ cursor, offset int }
-
-func (l *listState) move(d, n int) {
-	l.cursor += d
-	l.clamp(n)
-}
-
-func (l *listState) clamp(n int) {
-	if l.cursor >= n {
-		l.cursor = n - 1
-	}
-	if l.cursor < 0 {
-		l.cursor = 0
-	}
-}
-
-// window returns the first visible row for height rows, keeping the cursor
-// in view.
-func (l *listState) window(height, n int) int {
-	if height <= 0 {
-		return 0
-	}
-	if l.cursor < l.offset {
-		l.offset = l.cursor
-	}
-	if l.cursor >= l.offset+height {
-		l.offset = l.cursor - height + 1
-	}
-	if l.offset > max(0, n-height) {
-		l.offset = max(0, n-height)
-	}
-	return l.offset
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }

@@ -92,30 +92,3 @@ func TestRunPlain(t *testing.T) {
 		t.Fatalf("live plain output lacks the decision:\n%s", s)
 	}
 }
-
-func TestSinkEmit(t *testing.T) {
-	s := NewSink()
-	r := review.PendingReview{ReviewID: "f/g/0"}
-	if err := s.Emit(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
-	if got := <-s.Reviews(); got.ReviewID != "f/g/0" {
-		t.Fatalf("got %+v", got)
-	}
-	// A busy console never blocks the run for long.
-	for i := 0; i < cap(s.ch); i++ {
-		_ = s.Emit(context.Background(), r)
-	}
-	start := time.Now()
-	if err := s.Emit(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("Emit blocked")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.Emit(ctx, r); err == nil {
-		t.Fatal("Emit on a full sink with a cancelled context returned nil")
-	}
-}

@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
 )
 
@@ -23,7 +24,7 @@ type RunOptions struct {
 	// Runner, when set, lets the Specs pane run flows in-process; their
 	// gates are offered to the console's own Sink.
 	Runner  FlowRunner
-	Sink    *Sink
+	Sink    *review.Queue
 	In      io.Reader
 	Out     io.Writer
 	NoAlt   bool // stay in the normal screen buffer
@@ -64,7 +65,7 @@ func Run(ctx context.Context, opt RunOptions) error {
 		Events: events, Specs: specUpdates,
 	}
 	if opt.Sink == nil {
-		opt.Sink = NewSink()
+		opt.Sink = review.NewQueue(0, 0)
 	}
 	mo.Sink, mo.Reviews, mo.Runner, mo.Context = opt.Sink, opt.Sink.Reviews(), opt.Runner, ctx
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(opt.In), tea.WithOutput(opt.Out)}

@@ -14,26 +14,21 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// FlowRunner runs one flow of a valid spec in-process (main.go adapts the
-// engine's runner to it). Gates the run meets are decided through the store,
-// like any other; the runner offers them to sink as they open. RunFlow
-// blocks until the run ends or stops (a gate it cannot wait for, ctx
-// cancelled).
+// FlowRunner runs one flow of a valid spec in-process; run.Background is
+// the implementation main.go wires in. Gates the run meets are decided
+// through the store, like any other; the runner offers them to sink as they
+// open. RunFlow blocks until the run ends or stops (ctx cancelled, a step it
+// cannot execute), so it is only ever called from a tea.Cmd.
 type FlowRunner interface {
-	RunFlow(ctx context.Context, sp *specs.Spec, flowName string, inputs map[string]any, sink review.Sink) (RunResult, error)
+	RunFlow(ctx context.Context, sp *specs.Spec, flowName string, inputs map[string]any, sink review.Sink) (*run.Outcome, error)
 }
 
-// RunResult is how an in-process run ended.
-type RunResult struct {
-	FlowID  string
-	Status  string // complete, killed, failed, …
-	Message string // one line for the status bar, when there is more to say
-}
+var _ FlowRunner = run.Background{}
 
 // runDoneMsg is the end of a run started from the Specs pane.
 type runDoneMsg struct {
 	file, flow string
-	res        RunResult
+	res        *run.Outcome
 	err        error
 }
 
@@ -82,7 +77,7 @@ func (d *runDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 		d.idx = (d.idx + 1) % len(d.flows)
 		return nil
 	case msg.Type == tea.KeyEnter:
-		inputs, err := ParseInputs(d.input.Value())
+		inputs, err := run.ParseInputLine(d.input.Value())
 		if err != nil {
 			d.err = err.Error()
 			return nil
@@ -136,46 +131,6 @@ func (d *runDialog) view(m *Model, width int) string {
 	return b.String()
 }
 
-// ParseInputs parses "name=value name2=value2": fields separated by
-// spaces outside quotes and brackets, each parsed like a --input flag
-// (run.ParseInput: JSON when it is valid JSON, else a plain string; quote a
-// value with spaces as a JSON string).
-func ParseInputs(s string) (map[string]any, error) {
-	return run.ParseInputs(splitFields(s), "")
-}
-
-// splitFields splits on spaces outside double quotes and brackets.
-func splitFields(s string) []string {
-	var out []string
-	var cur strings.Builder
-	depth, inStr, esc := 0, false, false
-	for _, r := range s {
-		switch {
-		case esc:
-			esc = false
-		case inStr && r == '\\':
-			esc = true
-		case r == '"':
-			inStr = !inStr
-		case !inStr && (r == '[' || r == '{'):
-			depth++
-		case !inStr && (r == ']' || r == '}'):
-			depth--
-		case !inStr && depth <= 0 && (r == ' ' || r == '\t'):
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-			continue
-		}
-		cur.WriteRune(r)
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
-}
-
 func (m *Model) runFlowCmd(path string, sp *specs.Spec, flow string, inputs map[string]any) tea.Cmd {
 	r, sink, ctx := m.opt.Runner, m.opt.Sink, m.opt.Context
 	if ctx == nil {
@@ -202,21 +157,4 @@ func (m *Model) handleRunDone(msg runDoneMsg) tea.Cmd {
 	}
 	m.setStatus(text, nil)
 	return m.reloadCmd()
-}
-
-// openRunDialog starts a run from the Specs pane's selected file.
-func (m *Model) openRunDialog() {
-	us := m.visibleSpecs()
-	if len(us) == 0 {
-		return
-	}
-	u := us[min(m.lists[paneSpecs].cursor, len(us)-1)]
-	switch {
-	case m.opt.Runner == nil:
-		m.setStatus("", errors.New("this console cannot run flows (no runner)"))
-	case !specValid(u):
-		m.setStatus("", errors.New(u.Path+" is invalid: fix its diagnostics first"))
-	default:
-		m.pushDialog(newRunDialog(u.Path, u.Spec))
-	}
 }

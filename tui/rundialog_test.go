@@ -7,34 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
-
-func TestParseInputs(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    map[string]any
-		wantErr bool
-	}{
-		{"", map[string]any{}, false},
-		{"count=3", map[string]any{"count": float64(3)}, false},
-		{`name="a b" tags=["x", "y"] ok=true`, map[string]any{"name": "a b", "tags": []any{"x", "y"}, "ok": true}, false},
-		{"word=plain  obj={\"k\": 1}", map[string]any{"word": "plain", "obj": map[string]any{"k": float64(1)}}, false},
-		{"novalue", nil, true},
-		{"=3", nil, true},
-	}
-	for _, tt := range tests {
-		got, err := ParseInputs(tt.in)
-		if (err != nil) != tt.wantErr {
-			t.Errorf("%q: err %v", tt.in, err)
-			continue
-		}
-		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%q: got %#v, want %#v", tt.in, got, tt.want)
-		}
-	}
-}
 
 // fakeRunner records the run it is asked for and offers a gate to the sink.
 type fakeRunner struct {
@@ -44,21 +20,21 @@ type fakeRunner struct {
 	gate   review.PendingReview
 }
 
-func (f *fakeRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, inputs map[string]any, sink review.Sink) (RunResult, error) {
+func (f *fakeRunner) RunFlow(ctx context.Context, sp *specs.Spec, flow string, inputs map[string]any, sink review.Sink) (*run.Outcome, error) {
 	f.mu.Lock()
 	f.flow, f.inputs = flow, inputs
 	f.mu.Unlock()
 	if sink != nil {
 		if err := sink.Emit(ctx, f.gate); err != nil {
-			return RunResult{}, err
+			return nil, err
 		}
 	}
-	return RunResult{FlowID: "abcdef0123", Status: "complete"}, nil
+	return &run.Outcome{FlowID: "abcdef0123", Status: "complete"}, nil
 }
 
 func TestRunFromSpecsPane(t *testing.T) {
 	f := newFixture(t)
-	sink := NewSink()
+	sink := review.NewQueue(0, 0)
 	fr := &fakeRunner{}
 	m := New(Options{Source: f.src, Keys: DefaultKeyMap(), Reviewer: "alice", Styles: DefaultStyles(NewRenderer(nil, true)),
 		Tick: -1, Runner: fr})

@@ -25,8 +25,9 @@ func TestTraceLines(t *testing.T) {
 			"attempt": float64(1), "status": "ensure_failed", "violations": []any{"ensure 'result.ok' failed"}, "exhausted": false}},
 		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: map[string]any{"attempts": float64(2)}},
 	}
-	m.focus = paneTrace
-	lines := m.traceLines()
+	trace, i := paneOf[*tracePane](t, m)
+	m.focus = i
+	lines := trace.lines(&m.common)
 	want := []string{
 		"05:00:00 · build builder [m-1] attempt 1 1.2s 900 tokens $0.0123",
 		"05:00:00 ✗ build attempt 1 ensure_failed: ensure 'result.ok' failed",

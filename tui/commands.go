@@ -1,0 +1,186 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
+)
+
+// The console's commands: every read or write of the store, every wait on a
+// channel and every run happens here, in a tea.Cmd, never in Update. A
+// command captures what it needs when it is built and touches no field of
+// the model when it runs; its result comes back as a message.
+
+func (m *Model) snapshotCmd() tea.Cmd {
+	src := m.opt.Source
+	return func() tea.Msg {
+		ctx := context.Background()
+		flows, err := src.Flows(ctx)
+		if err != nil {
+			return snapshotMsg{err: err}
+		}
+		reviews, err := src.PendingReviews(ctx)
+		return snapshotMsg{flows: flows, reviews: reviews, err: err}
+	}
+}
+
+func (m *Model) detailCmd(flowID string) tea.Cmd {
+	src := m.opt.Source
+	return func() tea.Msg {
+		ctx := context.Background()
+		st, err := src.Get(ctx, flowID)
+		if err != nil {
+			return detailMsg{flowID: flowID, err: err}
+		}
+		evs, err := src.FlowEvents(ctx, flowID)
+		return detailMsg{flowID: flowID, state: st, events: evs, err: err}
+	}
+}
+
+// reloadCmd reloads the snapshot, or marks it dirty when a load is in flight.
+func (m *Model) reloadCmd() tea.Cmd {
+	if m.loading {
+		m.dirty = true
+		return nil
+	}
+	m.loading = true
+	return m.snapshotCmd()
+}
+
+// reloadDetailCmd (re)loads the detail of the flow the focus is about.
+func (m *Model) reloadDetailCmd() tea.Cmd {
+	id := m.focusFlowID()
+	if id == "" {
+		m.detailID, m.detail, m.detailEvents = "", nil, nil
+		return nil
+	}
+	if m.detailLoading {
+		m.detailDirty = true
+		return nil
+	}
+	if id != m.detailID {
+		m.detailID, m.detail, m.detailEvents = id, nil, nil
+		for _, p := range m.panes {
+			if _, ok := p.(detailPane); ok {
+				p.base().l = listState{}
+			}
+		}
+	}
+	m.detailLoading = true
+	return m.detailCmd(id)
+}
+
+// waitEventsCmd is the re-arming wait on Source.Watch's batches: Update
+// issues it again after each one.
+func (m *Model) waitEventsCmd() tea.Cmd {
+	ch := m.opt.Events
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		evs, ok := <-ch
+		if !ok {
+			return eventsEndMsg{}
+		}
+		return eventsMsg(evs)
+	}
+}
+
+func (m *Model) waitSpecsCmd() tea.Cmd {
+	ch := m.opt.Specs
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		u, ok := <-ch
+		if !ok {
+			return nil
+		}
+		return specMsg(u)
+	}
+}
+
+func (m *Model) waitReviewsCmd() tea.Cmd {
+	ch := m.opt.Reviews
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		r, ok := <-ch
+		if !ok {
+			return nil
+		}
+		return reviewMsg(r)
+	}
+}
+
+func (m *Model) tickCmd() tea.Cmd {
+	if m.opt.Tick < 0 {
+		return nil
+	}
+	return tea.Tick(m.opt.Tick, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, rationale string) tea.Cmd {
+	src := m.opt.Source
+	round := r.Round
+	d := review.Decision{
+		ReviewID: r.ReviewID, FlowID: r.FlowID, StepID: r.StepID, Round: &round,
+		Outcome: outcome, Rationale: rationale, Reviewer: m.opt.Reviewer,
+		ResolvedBy: review.Human, Channel: review.ChannelTUI,
+	}
+	return func() tea.Msg {
+		out, err := src.GateResolve(context.Background(), r.FlowID, d)
+		if e := engine.AsError(err); e != nil {
+			if e.Committed() {
+				return actionMsg{text: string(outcome) + " recorded for " + r.StepID + ": " + errorText(e)}
+			}
+			return actionMsg{err: errors.New("gate " + r.StepID + " of " + shortID(r.FlowID) + ": " + errorText(e))}
+		}
+		if err != nil {
+			return actionMsg{err: err}
+		}
+		return actionMsg{text: pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); next: " + out.WireStatus()}
+	}
+}
+
+func (m *Model) checkpointCmd(revert bool, flowID, label string) tea.Cmd {
+	src := m.opt.Source
+	return func() tea.Msg {
+		var err error
+		verb := "committed"
+		if revert {
+			verb = "reverted to"
+			_, err = src.Revert(context.Background(), flowID, label)
+		} else {
+			_, err = src.Commit(context.Background(), flowID, label)
+		}
+		if e := engine.AsError(err); e != nil {
+			return actionMsg{err: errors.New(errorText(e))}
+		}
+		if err != nil {
+			return actionMsg{err: err}
+		}
+		return actionMsg{text: verb + " checkpoint " + label + " of " + shortID(flowID)}
+	}
+}
+
+// errorText is how an engine refusal reads in the status line.
+func errorText(e *engine.Error) string { return string(e.Type) + ": " + e.Message }
+
+func pastTense(o review.Outcome) string {
+	switch o {
+	case review.Approve:
+		return "approved"
+	case review.Revise:
+		return "sent back for revision:"
+	case review.Kill:
+		return "killed at"
+	}
+	return string(o)
+}
