@@ -43,7 +43,7 @@ func (c *common) lastViolations(flowID string) string {
 	for i := len(c.detailEvents) - 1; i >= 0; i-- {
 		ev := c.detailEvents[i]
 		if ev.Type == engine.EventStepFailed {
-			return ev.StepID + ": " + joinAny(ev.Data["violations"])
+			return ev.StepID + ": " + strings.Join(ev.Detail().Violations, "; ")
 		}
 		if ev.Type == engine.EventGateResolved {
 			return ""
@@ -63,19 +63,3 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-func anyStrings(v any) []string {
-	switch x := v.(type) {
-	case []string:
-		return x
-	case []any:
-		out := make([]string, 0, len(x))
-		for _, e := range x {
-			out = append(out, fmt.Sprint(e))
-		}
-		return out
-	}
-	return nil
-}
-
-func joinAny(v any) string      { return strings.Join(anyStrings(v), "; ") }
-func joinAnyLines(v any) string { return strings.Join(anyStrings(v), "\n") }

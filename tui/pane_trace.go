@@ -49,68 +49,68 @@ func (p *tracePane) lines(c *common) []traceLine {
 	out := make([]traceLine, 0, len(c.detailEvents))
 	for _, ev := range c.detailEvents {
 		tl := traceLine{seq: ev.Seq}
-		d := ev.Data
+		d := ev.Detail()
 		var text, detail string
 		switch ev.Type {
 		case engine.EventStepDone:
-			text = fmt.Sprintf("✓ %s done (attempt %v)", ev.StepID, d["attempts"])
+			text = fmt.Sprintf("✓ %s done (attempt %d)", ev.StepID, d.Attempts)
 			if ms, ok := durations[ev.StepID]; ok && ms > 0 {
 				text += fmt.Sprintf(" %s", time.Duration(ms)*time.Millisecond)
 			}
 			detail = jsonText(st.StepOutputs[ev.StepID])
 			tl.style = c.st.OK.Render
 		case engine.EventStepFailed:
-			text = fmt.Sprintf("✗ %s attempt %v %v: %s", ev.StepID, d["attempt"], d["status"], joinAny(d["violations"]))
-			if ex, _ := d["exhausted"].(bool); ex {
+			text = fmt.Sprintf("✗ %s attempt %d %s: %s", ev.StepID, d.Attempt, d.Status, strings.Join(d.Violations, "; "))
+			if d.Exhausted {
 				text += " (retries exhausted)"
 			}
-			detail = joinAnyLines(d["violations"])
+			detail = strings.Join(d.Violations, "\n")
 			tl.style = c.st.Failed.Render
 		case engine.EventTrace:
 			// A runner call: attempt, duration, tokens, cost; the trace
 			// record (function, model, output) when the runner kept one.
-			tr, _ := d["trace"].(map[string]any)
 			text = "· " + ev.StepID + " call"
-			if fn, _ := tr["function"].(string); fn != "" {
-				text = "· " + ev.StepID + " " + fn
+			if d.Call != nil && d.Call.Function != "" {
+				text = "· " + ev.StepID + " " + d.Call.Function
 			}
-			if model, _ := tr["model"].(string); model != "" {
-				text += " [" + model + "]"
+			if d.Call != nil && d.Call.Model != "" {
+				text += " [" + d.Call.Model + "]"
 			}
-			if a, ok := d["attempt"].(float64); ok && a > 0 {
-				text += fmt.Sprintf(" attempt %d", int(a))
+			if d.Attempt > 0 {
+				text += fmt.Sprintf(" attempt %d", d.Attempt)
 			}
-			if ms, ok := d["duration_ms"].(float64); ok {
-				text += " " + (time.Duration(ms) * time.Millisecond).String()
+			text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
+			if d.Tokens > 0 {
+				text += fmt.Sprintf(" %d tokens", d.Tokens)
 			}
-			if tok, ok := d["tokens"].(float64); ok && tok > 0 {
-				text += fmt.Sprintf(" %d tokens", int(tok))
+			if d.CostUSD != nil {
+				text += fmt.Sprintf(" $%.4f", *d.CostUSD)
 			}
-			if cost, ok := d["cost_usd"].(float64); ok {
-				text += fmt.Sprintf(" $%.4f", cost)
-			}
-			if tr != nil {
-				detail = jsonText(tr["output"])
+			if d.Call != nil {
+				detail = jsonText(d.Call.Output)
 			}
 		case engine.EventGateOpened:
 			text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
+			if d.PolicyFailed != "" {
+				text += fmt.Sprintf(" (policy %s cannot approve it: %s)", d.Policy, d.PolicyFailed)
+			}
 			tl.style = c.st.Waiting.Render
 		case engine.EventGateResolved:
-			text = fmt.Sprintf("⚑ gate %s %v", ev.StepID, d["outcome"])
-			if r, ok := d["reviewer"].(string); ok && r != "" {
-				text += " by " + r
+			text = fmt.Sprintf("⚑ gate %s %s", ev.StepID, d.Outcome)
+			if d.Reviewer != "" {
+				text += " by " + d.Reviewer
 			}
-			if ch, ok := d["channel"].(string); ok && ch != "" {
-				text += " (" + ch + ")"
+			if d.Channel != "" {
+				text += " (" + d.Channel + ")"
 			}
-			if r, ok := d["rationale"].(string); ok && r != "" {
-				text += ": " + r
-				detail = r
+			if d.Rationale != "" {
+				text += ": " + d.Rationale
+				detail = d.Rationale
 			}
 		default:
 			text = fmt.Sprintf("· %s %s", ev.Type, ev.StepID)
-			if len(d) > 0 {
-				detail = jsonText(d)
+			if len(ev.Data) > 0 {
+				detail = jsonText(ev.Data)
 			}
 		}
 		tl.text = ev.Time.UTC().Format("15:04:05") + " " + text
