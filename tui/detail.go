@@ -62,4 +62,3 @@ func jsonText(v any) string {
 	}
 	return string(b)
 }
-
