@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	sjson "github.com/segmentio/encoding/json"
+
 	"github.com/stratum-go/stratum/engine"
 )
 
@@ -268,3 +270,12 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 	}
 	return r.err
 }
+
+// Flow states and events are stored as the JSON encoding/json would write,
+// encoded and decoded with github.com/segmentio/encoding/json, a drop-in
+// replacement (same output, same decoding rules; the MCP SDK already
+// depends on it) that decodes a flow state in about half the time. Both run
+// inside the write transaction, on every transition.
+func marshalJSON(v any) ([]byte, error) { return sjson.Marshal(v) }
+
+func unmarshalJSON(data []byte, v any) error { return sjson.Unmarshal(data, v) }

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,7 +38,7 @@ func (t *tx) Append(events ...engine.Event) error {
 			if ev.Time.IsZero() {
 				ev.Time = now
 			}
-			data, err := json.Marshal(ev)
+			data, err := marshalJSON(ev)
 			if err != nil {
 				return fmt.Errorf("store: encode %s event of flow %s: %w", ev.Type, ev.FlowID, err)
 			}
@@ -151,7 +150,7 @@ func (t *tx) decodeEvent(k, v []byte) (engine.Event, error) {
 	if len(k) != 8 {
 		return ev, corruptError(t.s.path, fmt.Sprintf("bad event key %x", k), nil)
 	}
-	if err := json.Unmarshal(bytes.Clone(v), &ev); err != nil {
+	if err := unmarshalJSON(bytes.Clone(v), &ev); err != nil {
 		return ev, corruptError(t.s.path, fmt.Sprintf("cannot decode event %d", binary.BigEndian.Uint64(k)), err)
 	}
 	return ev, nil

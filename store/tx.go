@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -76,7 +75,7 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 			return fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
 		}
 		st = new(engine.FlowState)
-		if err := json.Unmarshal(bytes.Clone(v), st); err != nil {
+		if err := unmarshalJSON(bytes.Clone(v), st); err != nil {
 			return t.decodeErr("flow "+flowID, err)
 		}
 		return nil
@@ -161,7 +160,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if st.SchemaVersion == 0 {
 		st.SchemaVersion = stateRecordVersion
 	}
-	data, err := json.Marshal(st)
+	data, err := marshalJSON(st)
 	if err != nil {
 		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
 		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
