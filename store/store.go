@@ -43,6 +43,11 @@ type Options struct {
 	// store file before it re-reads the log anyway (the fallback); zero
 	// means DefaultWatchPoll.
 	WatchPoll time.Duration
+	// WatchGap is the least time between two reads of one Watch: a burst
+	// of commits (an agent reporting steps back to back) costs a read per
+	// WatchGap, not one per commit, while a commit after a quiet spell is
+	// read at once. Zero means DefaultWatchGap; negative means no gap.
+	WatchGap time.Duration
 }
 
 // Store is the bbolt-backed engine.Store. It is safe for concurrent use by
@@ -94,6 +99,9 @@ func openWith(path string, opts Options, sc schema) (*Store, error) {
 	}
 	if opts.WatchPoll <= 0 {
 		opts.WatchPoll = DefaultWatchPoll
+	}
+	if opts.WatchGap == 0 {
+		opts.WatchGap = DefaultWatchGap
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", abs, err)

@@ -16,6 +16,9 @@ import (
 // systems, or a missed event.
 const DefaultWatchPoll = 2 * time.Second
 
+// DefaultWatchGap is the default of Options.WatchGap.
+const DefaultWatchGap = 10 * time.Millisecond
+
 // watchBatch bounds how many events one read of a Watch returns.
 const watchBatch = 1000
 
@@ -39,7 +42,19 @@ func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event,
 	go func() {
 		defer close(out)
 		defer w.close()
+		var lastRead time.Time
 		for {
+			// Leading edge at once, then at most one read per gap: the
+			// wake-ups of a burst collapse into the read after it.
+			if gap := s.opts.WatchGap - time.Since(lastRead); gap > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(gap):
+				}
+				w.drain()
+			}
+			lastRead = time.Now()
 			for {
 				// Read after the wake-up, so nothing committed before it
 				// is left for a wake-up that already happened.
@@ -140,6 +155,9 @@ func (w *waker) relevant(ev fsnotify.Event) bool {
 
 // drain discards the file-system events already queued.
 func (w *waker) drain() {
+	if w.fs == nil {
+		return
+	}
 	for {
 		select {
 		case _, ok := <-w.fs.Events:

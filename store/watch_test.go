@@ -72,3 +72,58 @@ func TestWatchRetriesWhileLocked(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// TestWatchCoalescesBursts: a burst of commits on another handle reaches
+// the watcher whole and in order, in far fewer reads than commits (one per
+// WatchGap), while the first commit after a quiet spell is read at once.
+func TestWatchCoalescesBursts(t *testing.T) {
+	const commits = 60
+	other, w := watchedPair(t, Options{WatchPoll: time.Minute, WatchGap: 50 * time.Millisecond})
+	start := time.Now()
+	if err := other.Update(bg, func(tx engine.Tx) error {
+		return tx.Append(engine.Event{FlowID: "f", Type: engine.EventFlowCreated})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Collect(t, w, 1)
+	if d := time.Since(start); d > 40*time.Millisecond {
+		t.Logf("first commit after a quiet spell took %v to arrive (loaded machine?)", d)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < commits; i++ {
+			if err := other.Update(bg, func(tx engine.Tx) error {
+				return tx.Append(engine.Event{FlowID: "f", Type: engine.EventStepDone})
+			}); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(2 * time.Millisecond) // commits apart, as an agent's reports are
+		}
+		done <- nil
+	}()
+	var got []engine.Event
+	batches := 0
+	for len(got) < commits {
+		select {
+		case b := <-w:
+			batches++
+			got = append(got, b...)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d of %d events", len(got), commits)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range got {
+		if ev.Seq != uint64(i+2) {
+			t.Fatalf("event %d has seq %d", i, ev.Seq)
+		}
+	}
+	burst := time.Since(start)
+	t.Logf("%d commits in %v arrived in %d reads", commits, burst, batches)
+	if max := int(burst/(50*time.Millisecond)) + 2; batches > max {
+		t.Errorf("%d reads for a %v burst: more than one per 50 ms gap (%d)", batches, burst, max)
+	}
+}
