@@ -637,7 +637,7 @@ Register it for a project with "stratum install".`,
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&sweep, "sweep-interval", mcpserver.DefaultSweepInterval, "how often to apply expired gate deadlines (negative: never)")
+	cmd.Flags().DurationVar(&sweep, "sweep-interval", mcpserver.DefaultSweepInterval, "gate deadlines are applied as they fall due; this is how soon a failed sweep is retried (negative: no background enforcement)")
 	return cmd
 }
 
@@ -851,6 +851,11 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 				return err
 			}
 			src := tui.ServiceSource(svc)
+			if !once {
+				// A console stays open for hours: it applies gate
+				// deadlines as they fall due, as stratum mcp does.
+				go func() { _ = svc.EnforceDeadlines(cmd.Context(), mcpserver.DefaultSweepInterval, func(int, error) {}) }()
+			}
 			if plain {
 				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once}
 				if len(specDirs) > 0 && !once {
