@@ -451,16 +451,18 @@ func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
 		Short: "Print flows, one flow, or pending gates as JSON",
-		Long: `Query reads the store and prints JSON with "_schema_version": "1", like the
-original's "stratum-mcp query". Flow statuses: running, awaiting_gate, complete, killed,
-failed, budget_exhausted.`,
+		Long: `Query reads the store and prints JSON in the original's "stratum-mcp query" shapes:
+"query flows" and "query gates" print a list of objects, "query flow ID" one object; each
+object has "_schema_version": "1" and the original's keys, plus ours. Flow statuses: running,
+awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id exits 1 with
+{"error": {"code": "NOT_FOUND", …}}.`,
 	}
 	var status string
 	var limit int
 	flows := &cobra.Command{
 		Use:     "flows",
 		Short:   "List every flow execution, newest first",
-		Example: `  stratum query flows --status awaiting_gate`,
+		Example: `  stratum query flows --status awaiting_gate | jq -r '.[].flow_id'`,
 		Args:    cobra.NoArgs,
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
 			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
@@ -475,10 +477,10 @@ failed, budget_exhausted.`,
 	flow := &cobra.Command{
 		Use:     "flow ID",
 		Short:   "Print the full persisted state of one flow",
-		Example: `  stratum query flow 3f2a…`,
+		Example: `  stratum query flow 3f2a… | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			st, err := svc.Get(ctx, args[0])
+			f, err := svc.FlowWithSpec(ctx, args[0])
 			if errors.Is(err, engine.ErrNotFound) {
 				_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
 				return silentExit(exitFailure)
@@ -486,16 +488,16 @@ failed, budget_exhausted.`,
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryFlow(st))
+			return writeJSON(a.stdout, engine.QueryFlow(f))
 		}),
 	}
 	gates := &cobra.Command{
 		Use:     "gates",
 		Short:   "List every gate waiting for a decision",
-		Example: `  stratum query gates | jq -r '.gates[] | "\(.flow_id) \(.step_id)"'`,
+		Example: `  stratum query gates | jq -r '.[] | "\(.flow_id) \(.step_id)"'`,
 		Args:    cobra.NoArgs,
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			pending, err := svc.PendingGates(ctx)
+			pending, err := svc.PendingGateSteps(ctx)
 			if err != nil {
 				return failErr(err)
 			}

@@ -354,43 +354,175 @@ func (a *AuditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(
 // SchemaVersion is the "_schema_version" of the CLI's JSON contract.
 const SchemaVersion = "1"
 
-// QueryFlows is `stratum query flows`: {_schema_version, flows: [FlowSummary…]}.
-func QueryFlows(list []FlowSummary) Response {
-	if list == nil {
-		list = []FlowSummary{}
+// The `stratum query` objects are the original's ("stratum-mcp query",
+// _query_flows/_query_flow/_query_gates): `query flows` and `query gates`
+// print a JSON list of objects, `query flow ID` one flat object, each with
+// "_schema_version" and the original's keys; our own fields ride along in
+// each object. Their renderers are the types below.
+
+// FlowEntry is one element of `stratum query flows`: the original's keys
+// (_schema_version, flow_id, flow_name, status, current_step_id, round,
+// step_count, completed_steps, terminal_status) and the rest of the flow's
+// summary (step_number, total_steps, driver, parent_flow_id, gate, owner,
+// created_at, updated_at, version).
+type FlowEntry struct {
+	SchemaVersion string `json:"_schema_version"`
+	FlowSummary
+	// CurrentStepID is the summary's current step, null once the flow has
+	// finished. It shadows the embedded summary's omitempty field of the
+	// same JSON name (the shallower field wins).
+	CurrentStepID *string `json:"current_step_id"`
+	StepCount     int     `json:"step_count"`
+	// CompletedSteps is the cursor (the original's current_idx).
+	CompletedSteps int `json:"completed_steps"`
+	// TerminalStatus is "killed" for a killed flow, else null (summaries do
+	// not carry the state's terminal_status; while a kill's cleanup step runs
+	// the flow is still running and this is null until it ends).
+	TerminalStatus *string `json:"terminal_status"`
+}
+
+// QueryFlows is `stratum query flows`: one FlowEntry per summary, in the
+// given order (never null: no flows is []).
+func QueryFlows(list []FlowSummary) []FlowEntry {
+	out := make([]FlowEntry, 0, len(list))
+	for _, sum := range list {
+		completed := sum.StepNumber
+		if sum.Status.Active() {
+			completed-- // StepNumber is the cursor + 1 while the flow runs
+		}
+		var terminal *string
+		if sum.Status == StatusKilled {
+			terminal = strPtr(string(StatusKilled))
+		}
+		out = append(out, FlowEntry{
+			SchemaVersion:  SchemaVersion,
+			FlowSummary:    sum,
+			CurrentStepID:  optStr(sum.CurrentStep),
+			StepCount:      sum.TotalSteps,
+			CompletedSteps: completed,
+			TerminalStatus: terminal,
+		})
 	}
-	return Response{"_schema_version": SchemaVersion, "flows": list}
+	return out
 }
 
-// QueryFlow is `stratum query flow ID`: {_schema_version, flow: the state}.
-func QueryFlow(st *FlowState) Response {
-	return Response{"_schema_version": SchemaVersion, "flow": st}
+// FlowView is `stratum query flow ID`: the original's keys
+// (_schema_version, flow_id, flow_name, status, current_step_id,
+// current_idx, round, rounds_count, step_count, terminal_status,
+// step_outputs, records, rounds, ordered_steps) at the top level, with every
+// other field of the persisted state beside them (raw_spec, inputs,
+// attempts, checkpoints, iterations…, and ours: created_at, updated_at,
+// gate, driver, owner, version…).
+type FlowView struct {
+	SchemaVersion string `json:"_schema_version"`
+	*FlowState
+	// CurrentStepID is the flow summary's current step (Summarize), null
+	// once the flow has finished.
+	CurrentStepID *string       `json:"current_step_id"`
+	RoundsCount   int           `json:"rounds_count"`
+	StepCount     int           `json:"step_count"`
+	OrderedSteps  []OrderedStep `json:"ordered_steps"`
 }
 
-// QueryFlowNotFound is `stratum query flow ID` for an unknown flow.
+// OrderedStep is one element of FlowView's ordered_steps: the step id, its
+// function (null for a step without one) and mode "gate" or "step".
+type OrderedStep struct {
+	ID       string  `json:"id"`
+	Function *string `json:"function"`
+	Mode     string  `json:"mode"`
+}
+
+// QueryFlow renders a flow for `stratum query flow ID`. f.Flow nil (a spec
+// that no longer parses) leaves step_count 0 and ordered_steps [].
+func QueryFlow(f *FlowWithSpec) *FlowView {
+	sum := Summarize(f.State, f.Flow)
+	v := &FlowView{
+		SchemaVersion: SchemaVersion,
+		FlowState:     f.State,
+		CurrentStepID: optStr(sum.CurrentStep),
+		RoundsCount:   len(f.State.Rounds),
+		StepCount:     sum.TotalSteps,
+		OrderedSteps:  []OrderedStep{},
+	}
+	if f.Flow != nil {
+		for _, s := range f.Flow.OrderedSteps() {
+			mode := "step"
+			if s.IsGate() {
+				mode = "gate"
+			}
+			v.OrderedSteps = append(v.OrderedSteps, OrderedStep{ID: s.ID, Function: optStr(s.Function), Mode: mode})
+		}
+	}
+	return v
+}
+
+// QueryFlowNotFound is `stratum query flow ID` for an unknown flow: the
+// original's {"error": {"code": "NOT_FOUND", "message": "Flow 'ID' not
+// found"}}, plus our _schema_version and ok: false (as `stratum gate`).
 func QueryFlowNotFound(flowID string) Response {
 	return Response{"_schema_version": SchemaVersion, "ok": false,
-		"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("No flow with id '%s'", flowID)}}
+		"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("Flow '%s' not found", flowID)}}
 }
 
-// QueryGates is `stratum query gates`: {_schema_version, gates: [{flow_id,
-// flow_name, status, round, step_number, total_steps, updated_at, and the
-// gate's step_id, dispatched_at, deadline, approver, on_timeout}…]}.
-func QueryGates(pending []FlowSummary) Response {
-	gates := make([]map[string]any, 0, len(pending))
-	for _, p := range pending {
-		g := map[string]any{"flow_id": p.FlowID, "flow_name": p.FlowName, "status": p.Status, "round": p.Round,
-			"step_number": p.StepNumber, "total_steps": p.TotalSteps, "updated_at": p.UpdatedAt}
+// GateEntry is one element of `stratum query gates`: the original's keys
+// (_schema_version, flow_id, flow_name, step_id, function, on_approve,
+// on_revise, on_kill, timeout — null when the spec does not say, or no
+// longer parses) and ours: the flow's status, round, step_number,
+// total_steps and updated_at, and the pending gate's dispatched_at,
+// deadline, approver and on_timeout.
+type GateEntry struct {
+	SchemaVersion string  `json:"_schema_version"`
+	FlowID        string  `json:"flow_id"`
+	FlowName      string  `json:"flow_name"`
+	StepID        string  `json:"step_id"`
+	Function      *string `json:"function"`
+	OnApprove     *string `json:"on_approve"`
+	OnRevise      *string `json:"on_revise"`
+	OnKill        *string `json:"on_kill"`
+	Timeout       *int    `json:"timeout"`
+
+	Status       FlowStatus `json:"status"`
+	Round        int        `json:"round"`
+	StepNumber   int        `json:"step_number"`
+	TotalSteps   int        `json:"total_steps"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	DispatchedAt time.Time  `json:"dispatched_at"`
+	Deadline     *time.Time `json:"deadline"`
+	Approver     string     `json:"approver"`
+	OnTimeout    string     `json:"on_timeout"`
+}
+
+// QueryGates is `stratum query gates`: one GateEntry per waiting gate, in
+// the given order (never null: no gates is []).
+func QueryGates(gates []GateStep) []GateEntry {
+	out := make([]GateEntry, 0, len(gates))
+	for _, g := range gates {
+		p := g.Summary
+		e := GateEntry{SchemaVersion: SchemaVersion, FlowID: p.FlowID, FlowName: p.FlowName,
+			Status: p.Status, Round: p.Round, StepNumber: p.StepNumber, TotalSteps: p.TotalSteps, UpdatedAt: p.UpdatedAt}
 		if p.Gate != nil {
-			g["step_id"] = p.Gate.StepID
-			g["dispatched_at"] = p.Gate.DispatchedAt
-			g["deadline"] = p.Gate.Deadline
-			g["approver"] = p.Gate.Approver
-			g["on_timeout"] = p.Gate.OnTimeout
+			e.StepID, e.DispatchedAt, e.Deadline = p.Gate.StepID, p.Gate.DispatchedAt, p.Gate.Deadline
+			e.Approver, e.OnTimeout = p.Gate.Approver, p.Gate.OnTimeout
 		}
-		gates = append(gates, g)
+		if s := g.Step; s != nil {
+			e.Function = optStr(s.Function)
+			e.OnApprove, e.OnRevise, e.OnKill = optStr(s.OnApprove), optStr(s.OnRevise), optStr(s.OnKill)
+			if s.Fn != nil && s.Fn.Timeout > 0 {
+				t := s.Fn.Timeout
+				e.Timeout = &t
+			}
+		}
+		out = append(out, e)
 	}
-	return Response{"_schema_version": SchemaVersion, "gates": gates}
+	return out
+}
+
+// optStr is s, or nil (JSON null) when s is empty.
+func optStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // GateVerdict classifies the answer to a gate decision made from a shell;

@@ -11,17 +11,15 @@ import (
 // deciding process before its commit. Latency tests measure from it.
 func GateDecidedAt(queryFlow []byte) (time.Time, error) {
 	var q struct {
-		Flow struct {
-			Records []struct {
-				Type string    `json:"type"`
-				At   time.Time `json:"at"`
-			} `json:"records"`
-		} `json:"flow"`
+		Records []struct {
+			Type string    `json:"type"`
+			At   time.Time `json:"at"`
+		} `json:"records"`
 	}
 	if err := json.Unmarshal(queryFlow, &q); err != nil {
 		return time.Time{}, err
 	}
-	for _, r := range q.Flow.Records {
+	for _, r := range q.Records {
 		if r.Type == "gate" {
 			return r.At, nil
 		}

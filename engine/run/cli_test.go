@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -161,7 +162,7 @@ func TestConclude(t *testing.T) {
 		t.Errorf("a run that never started wrote a JUnit report (%v)", err)
 	}
 	final, _ := rep["final"].(engine.Response)
-	if run, _ := rep["run"].(map[string]any); final["error_type"] != "invalid_input" || run["exit_code"] != ExitUsage {
+	if run, _ := rep["run"].(*RunBlock); final["error_type"] != "invalid_input" || run == nil || run.ExitCode != ExitUsage || run.Output != nil {
 		t.Errorf("report = %v", rep)
 	}
 
@@ -214,4 +215,116 @@ flows:
 	if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, OnGate: OnGateExit, Cache: CacheSession}, s); !errors.As(err, &ue) {
 		t.Errorf("a missing --replay file: %v, want a usage error", err)
 	}
+}
+
+// TestReportOutput: the --json report's run block carries the flow's output
+// when the run completed (null otherwise) and the end of every iterating
+// step's loop, with an accumulate loop's items.
+func TestReportOutput(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+functions:
+  approval:
+    mode: gate
+flows:
+  main:
+    input: {}
+    steps:
+      - id: collect
+        intent: "collect words"
+        run: |
+          case "$STRATUM_ITERATION" in
+            1) echo '{"words": [{"id": "a"}, {"id": "b"}]}' ;;
+            *) echo '{"words": [{"id": "b"}]}' ;;
+          esac
+        max_iterations: 5
+        accumulate: "result.words"
+        accumulate_key: "item.id"
+        exit_criterion: "dry_streak >= 2"
+      - id: tries
+        intent: "three tries"
+        depends_on: [collect]
+        run: |
+          echo "{\"n\": $STRATUM_ITERATION}"
+        max_iterations: 3
+      - id: sum
+        intent: "sum up"
+        depends_on: [tries]
+        run: "echo '{\"total\": 2}'"
+      - id: last
+        intent: "no output"
+        depends_on: [sum]
+        run: "echo null"
+  gated:
+    input: {}
+    steps:
+      - id: work
+        intent: "work"
+        run: "echo '{\"ok\": true}'"
+      - id: review
+        function: approval
+        depends_on: [work]
+        on_approve: ~
+        on_revise: work
+        on_kill: ~
+`)
+	report := func(o *Outcome) *RunBlock {
+		t.Helper()
+		rep, err := Report(context.Background(), e.svc, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The block as a script reads it: through JSON.
+		b, err := json.Marshal(rep["run"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run RunBlock
+		if err := json.Unmarshal(b, &run); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"output":`) || !strings.Contains(string(b), `"iterations":{`) {
+			t.Errorf("run block lacks output or iterations: %s", b)
+		}
+		return &run
+	}
+
+	o := e.start(sp, "main", nil)
+	wantStatus(t, o, EndComplete, 0)
+	run := report(o)
+	// "last" printed null: the output is the last step's with one.
+	if got := canonJSON(t, run.Output); got != `{"total":2}` {
+		t.Errorf("output = %s", got)
+	}
+	collect, tries := run.Iterations["collect"], run.Iterations["tries"]
+	if len(run.Iterations) != 2 || collect.Outcome != "exit_success" || collect.Iterations != 3 ||
+		canonJSON(t, collect.Accumulated) != `[{"id":"a"},{"id":"b"}]` ||
+		canonJSON(t, collect.Result) != `{"accumulated":[{"id":"a"},{"id":"b"}],"accumulated_count":2,"words":[{"id":"b"}]}` {
+		t.Errorf("collect = %+v", collect)
+	}
+	if tries.Outcome != "exit_max" || tries.Iterations != 3 || canonJSON(t, tries.Result) != `{"n":3}` || tries.Accumulated != nil {
+		t.Errorf("tries = %+v", tries)
+	}
+
+	// Stopped at a gate: no output.
+	o = e.start(sp, "gated", nil, func(opt *Options) { opt.Gates = GatePolicy{OnGate: OnGateExit} })
+	wantStatus(t, o, EndGate, ExitGate)
+	if run := report(o); run.Output != nil || len(run.Iterations) != 0 {
+		t.Errorf("a run stopped at a gate: output %v, iterations %v", run.Output, run.Iterations)
+	}
+	// Killed at the gate: no output either.
+	o = e.start(sp, "gated", nil, func(opt *Options) { opt.Gates = GatePolicy{OnGate: OnGateKill} })
+	wantStatus(t, o, EndKilled, ExitKilled)
+	if run := report(o); run.Output != nil {
+		t.Errorf("a killed run: output %v", run.Output)
+	}
+}
+
+func canonJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

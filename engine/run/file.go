@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -123,25 +124,94 @@ func (r *Runner) StartFile(ctx context.Context, req FileRequest) (*Outcome, erro
 }
 
 // Report is the --json document of a finished run: the flow's audit (the
-// original's stratum_audit, engine.Wire) plus `run`: {status, exit_code,
-// message, budget_state, calls}; when the flow never started, {final: the
-// engine's answer, run}.
+// original's stratum_audit, engine.Wire) plus `run` (RunBlock); when the
+// flow never started, {final: the engine's answer, run}.
 func Report(ctx context.Context, svc *engine.Service, out *Outcome) (engine.Response, error) {
-	runInfo := map[string]any{"status": out.Status, "exit_code": out.ExitCode, "message": out.Message}
+	run := &RunBlock{Status: out.Status, ExitCode: out.ExitCode, Message: out.Message,
+		Output: runOutput(out), Iterations: map[string]IterationResult{}}
 	if out.FlowID == "" {
-		return engine.Response{"final": engine.Wire(out.Final, out.FinalErr), "run": runInfo}, nil
+		return engine.Response{"final": engine.Wire(out.Final, out.FinalErr), "run": run}, nil
 	}
 	audit, err := svc.Audit(ctx, out.FlowID)
 	if err != nil {
 		return nil, err
 	}
 	rep := engine.Wire(audit, nil)
-	if st, err := svc.Get(ctx, out.FlowID); err == nil {
-		runInfo["budget_state"] = st.BudgetState
-		runInfo["calls"] = st.Trace
+	if f, err := svc.FlowWithSpec(ctx, out.FlowID); err == nil {
+		run.BudgetState = f.State.BudgetState
+		run.Calls = f.State.Trace
+		run.Iterations = iterationResults(f)
 	}
-	rep["run"] = runInfo
+	rep["run"] = run
 	return rep, nil
+}
+
+// RunBlock is the `run` object of the --json report.
+type RunBlock struct {
+	Status   string `json:"status"` // Outcome.Status: complete, failed, killed, …
+	ExitCode int    `json:"exit_code"`
+	Message  string `json:"message"`
+	// Output is the flow's output when the run completed: the completion's
+	// output, i.e. the output of the last step in execution order that has
+	// one (as the original's completion). It is null for every run that
+	// did not complete: failed, killed (even when a cleanup step ran),
+	// budget exhausted, stopped at a gate, interrupted, error, invalid.
+	Output any `json:"output"`
+	// Iterations has one entry per iterating step (max_iterations) of the
+	// flow whose loop reported in the current round, keyed by step id; {}
+	// when none did.
+	Iterations  map[string]IterationResult `json:"iterations"`
+	BudgetState *engine.BudgetState        `json:"budget_state"`
+	Calls       []json.RawMessage          `json:"calls"`
+}
+
+// IterationResult is the end of an iterating step's last loop.
+type IterationResult struct {
+	// Iterations is how many reports the loop made.
+	Iterations int `json:"iterations"`
+	// Outcome is the loop's last outcome: exit_success, exit_stagnation,
+	// exit_max, exit_abort, or continue while the loop is still running.
+	Outcome string `json:"outcome"`
+	// Result is the step's recorded output — the loop's final result (the
+	// best-scoring one for score_expr loops, with accumulated and
+	// accumulated_count merged in for accumulate loops) — or null when the
+	// step recorded none (the loop is running or was aborted, or the flow
+	// stopped before step_done).
+	Result any `json:"result"`
+	// Accumulated is an accumulate loop's deduplicated items (the result's
+	// accumulated); absent for other steps and when the result has none.
+	Accumulated any `json:"accumulated,omitempty"`
+}
+
+// runOutput is RunBlock.Output: the completion's output of a completed run.
+func runOutput(out *Outcome) any {
+	if c, ok := out.Final.(*engine.Completion); ok && out.Status == EndComplete && c.Status == engine.StatusComplete {
+		return c.Output
+	}
+	return nil
+}
+
+// iterationResults reads RunBlock.Iterations from the flow's state: the
+// current round's iteration history of each step with max_iterations, and
+// the step's output.
+func iterationResults(f *engine.FlowWithSpec) map[string]IterationResult {
+	out := map[string]IterationResult{}
+	if f.Flow == nil {
+		return out
+	}
+	for _, step := range f.Flow.OrderedSteps() {
+		hist := f.State.Iterations[step.ID]
+		if step.MaxIterations <= 0 || len(hist) == 0 {
+			continue
+		}
+		last := hist[len(hist)-1]
+		res := IterationResult{Iterations: last.Iteration, Outcome: last.Outcome, Result: f.State.StepOutputs[step.ID]}
+		if m, ok := res.Result.(map[string]any); ok && step.Accumulate != nil {
+			res.Accumulated = m["accumulated"]
+		}
+		out[step.ID] = res
+	}
+	return out
 }
 
 // WriteJUnitFile writes the JUnit report of a run to path.

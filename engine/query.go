@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// The reads behind `stratum query flow` and `stratum query gates`: the
+// original's objects name spec facts (the ordered steps, a gate's function,
+// routes and timeout) that summaries do not carry, so these reads pair the
+// stored state with its flow as the stored spec declares it. QueryFlow and
+// QueryGates in wire.go render them.
+
+// FlowWithSpec is one flow's stored state with its flow in the stored spec.
+type FlowWithSpec struct {
+	State *FlowState
+	// Flow is nil when the stored spec no longer parses or lacks the flow.
+	Flow *specs.Flow
+}
+
+// GateStep is a flow waiting at a gate: its summary (Gate set) and the gate
+// step in the flow's stored spec.
+type GateStep struct {
+	Summary FlowSummary
+	// Step is nil when the stored spec no longer parses or lacks the step.
+	Step *specs.Step
+}
+
+// FlowWithSpec returns a flow's state and its flow (an error wrapping
+// ErrNotFound when unknown).
+func (s *Service) FlowWithSpec(ctx context.Context, flowID string) (*FlowWithSpec, error) {
+	st, err := s.Get(ctx, flowID)
+	if err != nil {
+		return nil, err
+	}
+	return &FlowWithSpec{State: st, Flow: s.storedFlow(st)}, nil
+}
+
+// PendingGateSteps returns every flow waiting at a gate with its gate step,
+// in PendingGates' order. A flow deleted between the two reads is left out.
+func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
+	var out []GateStep
+	err := s.Store.View(ctx, func(tx Tx) error {
+		out = nil
+		gates, err := tx.PendingGates()
+		if err != nil {
+			return err
+		}
+		for _, g := range gates {
+			gs := GateStep{Summary: g}
+			if g.Gate != nil {
+				st, err := tx.Get(g.FlowID)
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if flow := s.storedFlow(st); flow != nil {
+					gs.Step = flow.Step(g.Gate.StepID)
+				}
+			}
+			out = append(out, gs)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// storedFlow is st's flow in its stored spec (parsed through the service's
+// cache), nil when the spec no longer parses or lacks the flow.
+func (s *Service) storedFlow(st *FlowState) *specs.Flow {
+	sp, _ := s.parse(st.SpecFile, st.RawSpec)
+	if sp == nil {
+		return nil
+	}
+	return sp.Flows[st.FlowName]
+}
