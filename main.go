@@ -779,7 +779,7 @@ exhausted; 130 interrupted (state saved, resumable).`,
 	}
 	inputFlags(cmd, &line.Flow, &line.Inputs, &line.InputsFile)
 	f := cmd.Flags()
-	f.BoolVar(&jsonOut, "json", false, "print the final audit as JSON on stdout")
+	f.BoolVar(&jsonOut, "json", false, "print the final audit as JSON on stdout, with the run block: status, exit code, output, iterations, budget, calls")
 	f.StringVar(&junitFile, "junit", "", "write a JUnit XML report (one test case per step) to this file")
 	f.StringVar(&line.Resume, "resume", "", "continue the stored flow with this id (its runner died or was interrupted)")
 	f.StringArrayVar(&line.Approve, "approve", nil, "approve this gate (step id) without asking; \"all\" approves every gate except approver: human ones; repeatable")
