@@ -38,8 +38,8 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
-// Exit codes shared by every command (DESIGN.md §10 adds the run-specific
-// ones, runner.Exit*).
+// Exit codes shared by every command (`stratum run` adds its own,
+// runner.Exit*).
 const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and the answer is "no" (invalid spec, not found, …)
@@ -163,7 +163,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // openService opens the shared store ($STRATUM_HOME/stratum.db) and returns
 // the engine service over it. Every command that opens the store first
-// applies the gate deadlines that have passed (DESIGN.md §6: persisted
+// applies the gate deadlines that have passed (persisted
 // deadlines are enforced by whichever stratum process runs), so no command
 // shows or decides a gate whose time is up.
 func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
@@ -840,7 +840,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 --plain streams the same state and events as plain text lines (logs, screen readers).`,
 		Example: "  stratum tui\n  stratum tui specs/ examples/\n  stratum tui --plain",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// Directories may be given as arguments (DESIGN.md §2) or with --watch.
+			// Directories may be given as arguments or with --watch.
 			for _, d := range args {
 				if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 					return usageErr("%s: not a directory", d)

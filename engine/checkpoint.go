@@ -47,7 +47,7 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 // upstream-behavior §2.13): the checkpoint's fields are copied back (the
 // checkpoint itself stays, so one can revert to it again; inputs, the other
 // checkpoints and dispatch times are untouched) and the current dispatch is
-// computed with the policy loop (DESIGN §12: the original skipped it), plus
+// computed with the policy loop (README, "Deliberate differences": the original skipped it), plus
 // `reverted_to`. A snapshot past the end yields the completion (or killed)
 // payload, without reverted_to as the original. An unknown (or blank) label is checkpoint_not_found with the
 // available labels, as the original.

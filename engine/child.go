@@ -30,7 +30,7 @@ func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.
 
 // dispatchChild handles a flow: step becoming current (upstream-behavior
 // §2.14): it creates the child flow (or reuses the active one), computes the
-// child's own dispatch — with the policy loop, DESIGN §12 — and returns
+// child's own dispatch — with the policy loop, README, "Deliberate differences" — and returns
 // execute_flow. The child (and anything it created) goes into res.Put.
 func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outcome, error) {
 	var childFlow *specs.Flow

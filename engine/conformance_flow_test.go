@@ -1,7 +1,7 @@
 package engine
 
 // Conformance with the original server (upstream-behavior §2.10–§2.19) and
-// the deliberate differences of DESIGN.md §12: gate validation order and
+// the deliberate differences of README, "Deliberate differences from the original": gate validation order and
 // texts, record shapes, policy records, iteration payloads, checkpoints,
 // child flows, parallel_done, audit, the persisted field names.
 
@@ -114,7 +114,7 @@ func recordTypesOf(rs []Record) string { return recordTypes(rs) }
 // §2.10 timeouts: a timeout kill is {status:"killed", flow_id, reason,
 // trace, total_duration_ms} with a GateRecord (rationale "timeout",
 // resolved_by system); no_timeout carries message or remaining_seconds only.
-// DESIGN §12: the deadline is persisted (a resume or a reload does not reset
+// README, "Deliberate differences": the deadline is persisted (a resume or a reload does not reset
 // the clock).
 func TestConformanceTimeouts(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
@@ -145,7 +145,7 @@ func TestConformanceTimeouts(t *testing.T) {
 // §2.11: flag/skip gates auto-approve with a PolicyRecord (never a
 // GateRecord) of exactly the original's keys; a chain resolves in one call
 // and an on_approve cycle is broken by the visited set (the gate is
-// surfaced). DESIGN §12: revert applies the policy loop.
+// surfaced). README, "Deliberate differences": revert applies the policy loop.
 func TestConformancePolicy(t *testing.T) {
 	src := `version: "0.2"
 functions:
@@ -196,7 +196,7 @@ flows:
 // without score_expr/accumulate); three identical reports stagnate before
 // max_iterations 3; an abort entry is {iteration, round, result:{aborted,
 // reason}, exit_criterion_met:false, outcome:"exit_abort", timestamp}.
-// DESIGN §12: a non-accumulating step's output gets no accumulated keys.
+// README, "Deliberate differences": a non-accumulating step's output gets no accumulated keys.
 func TestConformanceIterations(t *testing.T) {
 	src := `version: "0.2"
 flows:
@@ -339,7 +339,7 @@ func TestConformanceParallelErrors(t *testing.T) {
 
 // §2.17: the audit snapshot's keys (the original's plus ours: created_at,
 // updated_at, flow_status, and gate while one is pending), rounds always
-// present, iteration results stripped; DESIGN §12: a completed flow is kept
+// present, iteration results stripped; README, "Deliberate differences": a completed flow is kept
 // and can be audited and resumed.
 func TestConformanceAudit(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
@@ -412,7 +412,7 @@ func jsonKindOf(v any) string {
 	return "?"
 }
 
-// DESIGN §12 rows that concern the engine, one case each (the others are
+// README, "Deliberate differences" rows that concern the engine, one case each (the others are
 // pinned above: revert applies the policy loop, no accumulated leak,
 // completed flows kept, persisted gate deadlines).
 func TestConformanceDeliberateDifferences(t *testing.T) {

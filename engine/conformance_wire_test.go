@@ -426,7 +426,7 @@ flows:
 	expect(t, r, map[string]any{"error_type": "execution_error", "message": "Flow is already complete"})
 }
 
-// §2.4: a cycle (which validation rejects up front, DESIGN §12) is refused at
+// §2.4: a cycle (which validation rejects up front, README, "Deliberate differences") is refused at
 // plan time with the original's text listing the unordered steps in
 // declaration order; an unknown flow likewise.
 func TestConformancePlanErrors(t *testing.T) {

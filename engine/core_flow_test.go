@@ -82,7 +82,7 @@ func TestFlowStepFailure(t *testing.T) {
 	}
 }
 
-// DESIGN §12: a child flow whose first step is a policy gate gets the policy
+// README, "Deliberate differences": a child flow whose first step is a policy gate gets the policy
 // loop.
 func TestChildPolicyLoop(t *testing.T) {
 	src := `version: "0.2"

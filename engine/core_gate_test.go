@@ -170,7 +170,7 @@ func TestGateKill(t *testing.T) {
 	expect(t, r, map[string]any{"status": "killed", "flow_id": f.st.FlowID})
 }
 
-// DESIGN §12: kill with a cleanup step runs only the cleanup step, then the
+// README, "Deliberate differences": kill with a cleanup step runs only the cleanup step, then the
 // flow ends killed (with output).
 func TestGateKillWithCleanup(t *testing.T) {
 	src := `version: "0.2"

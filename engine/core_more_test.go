@@ -10,7 +10,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// DESIGN §12: output_schema is enforced on every step kind, not only on
+// README, "Deliberate differences": output_schema is enforced on every step kind, not only on
 // function steps.
 func TestOutputSchemaOnInlineStep(t *testing.T) {
 	src := `version: "0.2"

@@ -417,7 +417,7 @@ flows:
 `
 
 func TestSkipIf(t *testing.T) {
-	// Both skipped at plan time → complete (DESIGN §12), not null.
+	// Both skipped at plan time → complete (README, "Deliberate differences"), not null.
 	f, r := plan(t, specSkip, "main", map[string]any{"mode": "fast"})
 	expect(t, r, map[string]any{"status": "complete", "output": nil, "flow_id": f.st.FlowID})
 	if got := traceTypes(r["trace"]); got != "skip:a skip:b" {

@@ -325,7 +325,7 @@ func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) *GateDi
 
 // finish builds the payload of a flow whose cursor is past the end and marks
 // it finished: {status, flow_id, output, trace, total_duration_ms}, status =
-// terminal_status or "complete" (DESIGN §12: all-skipped flows complete too).
+// terminal_status or "complete" (README, "Deliberate differences": all-skipped flows complete too).
 func finish(st *FlowState, env Env, res *Result) *Completion {
 	status := StatusComplete
 	if killedMode(st) {

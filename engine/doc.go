@@ -32,14 +32,14 @@
 // (upstream-behavior §2): plan, resume, step_done, gate_resolve,
 // check_timeouts, skip_step, the iteration protocol, commit/revert, audit and
 // the v0.3 parallel consumer path, with the deliberate differences of
-// DESIGN.md §12. A transition is a function of the flow state, the parsed spec
+// README, "Deliberate differences from the original". A transition is a function of the flow state, the parsed spec
 // and the request: it mutates the state it is given (a private copy loaded in
 // the current store transaction), and returns the wire response and the events
 // to append. Transitions do no I/O: time, ids and the file root for expression
 // builtins come in through Env.
 //
 // Decisions where the original is silent or where we differ (besides
-// DESIGN.md §12):
+// README, "Deliberate differences from the original"):
 //
 //   - Every finished flow is kept with its status: complete, killed, failed
 //     (retries exhausted, no on_fail) or budget_exhausted. Reports into a

@@ -140,7 +140,7 @@ func killedMode(st *FlowState) bool {
 }
 
 // advanceLinear moves the cursor to the next ordered step, or, while the
-// flow runs its kill cleanup step, to the end (DESIGN §12: kill with cleanup
+// flow runs its kill cleanup step, to the end (README, "Deliberate differences": kill with cleanup
 // runs only the cleanup step).
 func advanceLinear(st *FlowState, env Env) {
 	if killedMode(st) {

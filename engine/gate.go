@@ -144,7 +144,7 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 			res.Outcome = killedPayload(st, env)
 			return res, nil
 		}
-		// DESIGN §12: run only the cleanup step, then end killed.
+		// README, "Deliberate differences": run only the cleanup step, then end killed.
 		i := stepIndex(env, step.OnKill)
 		target := stepAt(env, i)
 		delete(st.Attempts, target.ID)

@@ -69,7 +69,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 		HistoryStart:  len(st.Iterations[stepID]),
 	}
 	// A new loop starts with no best result and an empty accumulator. Only
-	// accumulating steps get an accumulator (no `accumulated` leak, DESIGN §12).
+	// accumulating steps get an accumulator (no `accumulated` leak, README, "Deliberate differences").
 	if st.IterationBest != nil {
 		delete(st.IterationBest, stepID)
 	}
@@ -373,8 +373,8 @@ func iterationBestResult(st *FlowState, stepID string) (any, bool) {
 // accumulator merged in as `accumulated` (the items) and `accumulated_count`.
 // Only steps that declare accumulate get the keys, and only dict results that
 // had an accumulator (a loop ran); every other result is returned unchanged
-// (the original leaked `accumulated: []` into every iterated step, DESIGN
-// §12). The input map is not modified.
+// (the original leaked `accumulated: []` into every iterated step; README,
+// "Deliberate differences"). The input map is not modified.
 func mergeAccumulated(st *FlowState, step *specs.Step, result any) any {
 	if step == nil || step.Accumulate == nil || st.IterationAccumulator == nil {
 		return result

@@ -9,7 +9,7 @@ import (
 )
 
 // PendingReviewOf describes the gate a flow waits on as a reviewer sees it
-// (DESIGN §6); ok is false when the flow is not waiting at a gate.
+// (README, "Gates, deadlines and who may decide"); ok is false when the flow is not waiting at a gate.
 //
 // Question is the gate function's intent (or a default). Artifacts carries
 // the flow inputs, the outputs of the steps so far, the active round's trace

@@ -28,7 +28,7 @@ flows:
 `
 
 // The scored best result replaces the submitted one at step_done; a
-// non-accumulating iterated step gets no accumulated keys (DESIGN §12).
+// non-accumulating iterated step gets no accumulated keys (README, "Deliberate differences").
 func TestServiceIterationHooks(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newService()

@@ -77,7 +77,7 @@ func gateStepRequires(step *specs.Step) *Error {
 
 // checkResult runs the checks in the original's order, the first failing
 // stage short-circuiting the later ones: output_schema (every step kind,
-// DESIGN §12), guardrails over the canonical JSON of the result, the
+// README, "Deliberate differences"), guardrails over the canonical JSON of the result, the
 // reasoning certificate (claude steps with reasoning_template), ensure.
 func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string) {
 	if step.Schema != nil {

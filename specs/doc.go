@@ -14,7 +14,7 @@
 //     names something (a step id, a reference, a routing target) may not
 //     contain a control character (invalid-name), since names reach terminals.
 //  3. Semantic checks: every rule of the original (ir_semantic_error) plus the
-//     stricter ones of DESIGN.md §4 (duplicate ids, unknown $-references, cycles,
+//     stricter ones the README lists (duplicate ids, unknown $-references, cycles,
 //     recursive flows, expressions that do not compile, ensure references to
 //     fields that the output contract does not declare).
 //  4. Normalisation: defaults are applied and every expression is compiled once

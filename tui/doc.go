@@ -1,5 +1,5 @@
 // Package tui is `stratum tui`, the operator console for flows and human
-// gates (DESIGN.md §8), and its plain line mode (`stratum tui --plain`).
+// gates, and its plain line mode (`stratum tui --plain`).
 //
 // # Architecture
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// Exit codes of `stratum run` (DESIGN.md §10).
+// Exit codes of `stratum run` (README, `stratum run`).
 const (
 	ExitComplete    = 0
 	ExitFailed      = 1
