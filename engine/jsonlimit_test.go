@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -56,4 +58,40 @@ func TestReadAndDecodeJSON(t *testing.T) {
 		err.Error() != "JSON is nested deeper than 256 levels" {
 		t.Fatalf("DecodeJSON of a deep document: %v", err)
 	}
+}
+
+// FuzzCheckJSONLimits: for valid JSON, CheckJSONLimits refuses exactly the
+// documents nested deeper than MaxJSONDepth (measured independently with the
+// standard decoder's tokens), and it never panics on any input.
+func FuzzCheckJSONLimits(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":"]]]["}]}`, strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth),
+		strings.Repeat(`{"k":`, MaxJSONDepth+1) + "1" + strings.Repeat("}", MaxJSONDepth+1), `"\\\"{{{"`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := CheckJSONLimits(data)
+		if !json.Valid(data) {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		depth, deepest := 0, 0
+		for {
+			tok, terr := dec.Token()
+			if terr != nil {
+				break
+			}
+			switch tok {
+			case json.Delim('['), json.Delim('{'):
+				depth++
+				deepest = max(deepest, depth)
+			case json.Delim(']'), json.Delim('}'):
+				depth--
+			}
+		}
+		var le *JSONLimitError
+		tooDeep := errors.As(err, &le) && le.TooDeep
+		if tooDeep != (deepest > MaxJSONDepth) {
+			t.Fatalf("depth %d, CheckJSONLimits %v", deepest, err)
+		}
+	})
 }
