@@ -84,9 +84,10 @@
 //     cleared steps, as the original's _clear_from (a revise archives the
 //     round's history first).
 //   - A runner lease (FlowState.Owner) that is live refuses agent reports
-//     (step_done, parallel_done, skip_step, iteration_*) from anyone but its
-//     holder with error_type flow_owned; gate decisions are never refused by
-//     a lease.
+//     (step_done, parallel_done, skip_step, iteration_*) and checkpoint
+//     calls (commit, revert: a revert mid-run pulls the flow from under the
+//     runner) from anyone but its holder with error_type flow_owned; gate
+//     decisions are never refused by a lease.
 //
 // # The store port
 //
