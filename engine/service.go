@@ -385,7 +385,7 @@ func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOp
 // flow from under it.
 func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Revert(st, env, label)
+		return Revert(st, env, label, opt.Channel)
 	})
 }
 
