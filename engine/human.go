@@ -60,7 +60,7 @@ func humanGatePending(st, g *FlowState, what string) *Error {
 	}
 	e := refusal(ErrTypeHumanGatePending,
 		"Gate '%s' of flow '%s' (%s) is waiting for a human decision (approver: human); %s would bypass it. "+
-			"A human decides it first, in `stratum tui` or with `stratum gate approve|revise|kill %s %s`",
+			"A human decides it first, in `stratum tui` or with `stratum gate approve|revise|reject %s %s`",
 		g.Gate.StepID, g.FlowID, where, what, g.FlowID, g.Gate.StepID)
 	e.GateFlowID, e.GateStepID = g.FlowID, g.Gate.StepID
 	return e
