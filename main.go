@@ -584,7 +584,8 @@ func (a *app) gcCommand() *cobra.Command {
 		Short: "Delete finished flows (and their events) older than DURATION",
 		Long: `Gc prunes flows whose status is complete, killed, failed or budget_exhausted and that
 have not changed for DURATION (e.g. 720h). Running flows and flows waiting at a gate are
-never pruned. Prints {"deleted": N}.`,
+never pruned, nor a finished child flow whose parent (or any ancestor) has not finished.
+Prints {"deleted": N}.`,
 		Example: `  stratum gc --older-than 720h`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -20,7 +20,8 @@ const auditInProgress = "in_progress"
 // step reports "killed"), else derived from st.Status: "complete", "killed",
 // "budget_exhausted", "failed", or "in_progress" for a running flow or one
 // waiting at a gate. steps_completed counts the active round's records, like
-// the original (it can exceed total_steps). rounds is always present. The
+// the original (it can exceed total_steps), but not the gate records a
+// revert undid: those stay in the trace with reverted: true (ours). rounds is always present. The
 // iteration histories have their `result` stripped. total_duration_ms runs
 // from the flow's start to now, or to its last update once it has ended.
 //
@@ -53,7 +54,7 @@ func Audit(st *FlowState, env Env) *AuditReport {
 		FlowID:             st.FlowID,
 		FlowName:           st.FlowName,
 		Status:             auditStatus(st),
-		StepsCompleted:     len(st.Records),
+		StepsCompleted:     liveRecords(st.Records),
 		TotalSteps:         totalSteps,
 		Trace:              trace,
 		Round:              st.Round,
@@ -71,6 +72,17 @@ func Audit(st *FlowState, env Env) *AuditReport {
 		a.Gate = &g
 	}
 	return a
+}
+
+// liveRecords counts the records a revert did not undo.
+func liveRecords(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		if !r.Reverted {
+			n++
+		}
+	}
+	return n
 }
 
 // auditStatus maps the flow state onto the audit's status vocabulary.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/stratum-go/stratum/review"
 )
 
 // Commit saves a named checkpoint of the flow (stratum_commit,
@@ -51,7 +53,15 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 // `reverted_to`. A snapshot past the end yields the completion (or killed)
 // payload, without reverted_to as the original. An unknown (or blank) label is checkpoint_not_found with the
 // available labels, as the original.
-func Revert(st *FlowState, env Env, label string) (Result, error) {
+//
+// Ours: decisions are never erased. Every gate record the checkpoint does
+// not hold (decided after it was taken, in any round) is kept, appended to
+// the restored trace with reverted: true. ch is the channel the revert came
+// through: undoing a human's decision (a gate record made through the TUI,
+// the CLI or the console) needs a human's channel (HumanChannel), else
+// gate_requires_human; and no revert may end, skip or orphan a pending
+// approver: human gate (human_gate_pending, see human.go).
+func Revert(st *FlowState, env Env, label string, ch review.Channel) (Result, error) {
 	label = strings.TrimSpace(label)
 	cp := st.Checkpoints[label]
 	if cp == nil { // an empty label too, as the original
@@ -59,7 +69,30 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 		e.Available = checkpointLabels(st)
 		return refused(e), nil
 	}
+	what := "reverting flow '" + st.FlowID + "' to '" + label + "'"
+	if g := humanGateBelow(st, env); g != nil && (cp.CurrentIdx != st.CurrentIdx || !sameStrPtr(cp.ActiveChildFlowID, st.ActiveChildFlowID)) {
+		// The waiting child would be left behind, on any channel.
+		return refused(humanGatePending(st, g, what)), nil
+	}
+	if waitsForHuman(st) && !HumanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
+		return refused(humanGatePending(st, st, what+" through "+channelName(ch))), nil
+	}
+	undone := revertedDecisions(st, cp)
+	if !HumanChannel(ch) {
+		for _, r := range undone {
+			if !r.Reverted && humanDecision(r) {
+				return refused(refusal(ErrTypeGateRequiresHuman,
+					"Reverting flow '%s' to '%s' would undo a human decision (%s of gate '%s', round %d, through %s); "+
+						"a revert past a human decision needs a human: revert in `stratum tui`",
+					st.FlowID, label, r.Outcome, r.StepID, r.Round, orStr(r.Channel, "unknown channel"))), nil
+			}
+		}
+	}
 	restoreCheckpoint(st, cp)
+	for _, r := range undone {
+		r.Reverted = true
+		st.Records = append(st.Records, r)
+	}
 
 	// currentDispatch sets the status, the pending gate (a gate of the
 	// restored round keeps its persisted deadline) and dispatch time the
@@ -79,8 +112,69 @@ func Revert(st *FlowState, env Env, label string) (Result, error) {
 		"label":       label,
 		"step_number": st.CurrentIdx + 1,
 	}}
+	if ch != "" {
+		ev.Data["channel"] = string(ch)
+	}
 	res.Events = append([]Event{ev}, res.Events...)
 	return res, nil
+}
+
+// revertedDecisions lists, in trace order, the gate records of st (every
+// round, the active one last; records already marked reverted included)
+// that cp does not hold: the decisions a revert to cp would erase. Records
+// are matched by content, the reverted mark aside, so a decision a later
+// checkpoint holds comes back to life when reverted to it.
+func revertedDecisions(st *FlowState, cp *Checkpoint) []Record {
+	kept := map[string]bool{}
+	for _, recs := range append(append([][]Record{}, cp.Rounds...), cp.Records) {
+		for _, r := range recs {
+			if r.Type == RecordGate {
+				kept[decisionKey(r)] = true
+			}
+		}
+	}
+	var out []Record
+	for _, recs := range append(append([][]Record{}, st.Rounds...), st.Records) {
+		for _, r := range recs {
+			if k := decisionKey(r); r.Type == RecordGate && !kept[k] {
+				kept[k] = true // once, however often it was carried
+				out = append(out, ckptRecords([]Record{r})[0])
+			}
+		}
+	}
+	return out
+}
+
+// decisionKey identifies a gate record by its content, the reverted mark
+// aside.
+func decisionKey(r Record) string {
+	r.Reverted = false
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// humanDecision reports whether a gate record was decided by a human: made
+// through a human's channel, or (a record that names no channel) resolved_by
+// human.
+func humanDecision(r Record) bool {
+	if r.Channel == "" {
+		return r.ResolvedBy == string(review.Human)
+	}
+	return HumanChannel(review.Channel(r.Channel))
+}
+
+func channelName(ch review.Channel) string {
+	if ch == "" {
+		return "an unknown channel"
+	}
+	return string(ch)
+}
+
+func sameStrPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // checkpointLabels lists the flow's checkpoint labels, sorted (never nil).

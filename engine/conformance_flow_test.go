@@ -176,7 +176,7 @@ flows:
 		"rationale": "policy: flag — auto-approved", "round": 0, "round_start_step_id": nil})
 
 	// Revert to before a, do a again: the policy gate resolves itself.
-	r = f.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, "before") })
+	r = f.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, "before", review.ChannelTUI) })
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "a", "reverted_to": "before"})
 	f.stepDone("a", map[string]any{"x": 2})
 	// Revert to a checkpoint taken *at* the policy gate: applied on revert.
@@ -184,7 +184,7 @@ flows:
 	g.st.CurrentIdx = 1 // as if committed while the policy gate was current
 	g.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, "at-gate") })
 	g.st.CurrentIdx = 0
-	r = g.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, "at-gate") })
+	r = g.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, "at-gate", review.ChannelTUI) })
 	keysExactly(t, r, keysCompletion...) // past the end: no reverted_to, as the original
 	expect(t, r, map[string]any{"status": "complete"})
 	if recordTypes(g.st.Records) != "policy:p" {
@@ -266,7 +266,7 @@ func TestConformanceCheckpoints(t *testing.T) {
 		return f.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, l) })
 	}
 	revert := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, l) })
+		return f.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, l, review.ChannelTUI) })
 	}
 	r := commit("  start ")
 	keysExactly(t, r, "status", "flow_id", "label", "step_number", "current_step_id", "checkpoints")
@@ -288,7 +288,9 @@ func TestConformanceCheckpoints(t *testing.T) {
 	r = revert("start")
 	keysExactly(t, r, append(append([]string(nil), keysInline...), "reverted_to")...)
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "work", "reverted_to": "start"})
-	if f.st.Status != StatusRunning || len(f.st.Records) != 0 {
+	// Ours (issue 14): the decision the revert undid stays in the trace,
+	// marked reverted; the original dropped it.
+	if f.st.Status != StatusRunning || len(f.st.Records) != 1 || !f.st.Records[0].Reverted || f.st.Records[0].Type != RecordGate {
 		t.Errorf("after revert: status %q records %v", f.st.Status, f.st.Records)
 	}
 }

@@ -60,6 +60,21 @@
 //     gate_requires_human); a decision naming another round (Decision.Round,
 //     or the round of Decision.ReviewID) is stale_round. on_timeout revise
 //     that cannot happen (no on_revise, max_rounds reached) kills instead.
+//   - No way around a human (human.go): while a flow or any active
+//     descendant waits at an approver human gate, nothing may end, skip or
+//     orphan that gate — step_done, skip_step or a failed attempt of the
+//     parent's flow: step, a revert that leaves the waiting child behind
+//     (any channel), a revert off the flow's own pending human gate (any
+//     channel but a human's: HumanChannel, ReportOptions.Channel) — error_type
+//     human_gate_pending with gate_flow_id and gate_step_id; nothing is
+//     written. Iteration calls and parallel_done cannot target a flow: step,
+//     and a gate kill or a budget kill never has an active child.
+//   - Revert never erases a decision: every gate record the checkpoint does
+//     not hold (any round, matched by content) is appended to the restored
+//     trace with reverted: true (not counted by steps_completed nor by the
+//     fired-timeout check). Undoing a human's decision (a record made
+//     through tui, cli or console) needs a human's channel, else
+//     gate_requires_human.
 //   - check_timeouts tells what happened to a deadline that already fired
 //     (applied by the background sweep, another process or an earlier
 //     check; the original, which has no sweep, never meets this): when the
@@ -85,9 +100,10 @@
 //     cleared steps, as the original's _clear_from (a revise archives the
 //     round's history first).
 //   - A runner lease (FlowState.Owner) that is live refuses agent reports
-//     (step_done, parallel_done, skip_step, iteration_*) from anyone but its
-//     holder with error_type flow_owned; gate decisions are never refused by
-//     a lease.
+//     (step_done, parallel_done, skip_step, iteration_*) and checkpoint
+//     calls (commit, revert: a revert mid-run pulls the flow from under the
+//     runner) from anyone but its holder with error_type flow_owned; gate
+//     decisions are never refused by a lease.
 //
 // # The store port
 //

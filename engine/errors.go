@@ -35,6 +35,7 @@ const (
 	ErrTypeGateRequiresHuman ErrorType = "gate_requires_human" // ours: approver human refuses the mcp channel
 	ErrTypeStaleRound        ErrorType = "stale_round"         // ours: a decision for another round of the gate
 	ErrTypeFlowOwned         ErrorType = "flow_owned"          // ours: a live runner lease owns the flow
+	ErrTypeHumanGatePending  ErrorType = "human_gate_pending"  // ours: the call would end, skip or orphan a pending approver: human gate
 	ErrTypeFlowNotRunning    ErrorType = "flow_not_running"    // ours: the flow failed or ran out of budget
 	ErrTypeInvalidInput      ErrorType = "invalid_input"       // ours: plan inputs do not match the flow's input params
 	ErrTypeInternal          ErrorType = "internal_error"
@@ -70,6 +71,8 @@ type Error struct {
 	Owner      string   // flow_owned: the live lease's id
 	Problems   []string // invalid_input
 	Available  []string // checkpoint_not_found: the flow's checkpoint labels
+	GateFlowID string   // human_gate_pending: the flow waiting at the human gate
+	GateStepID string   // human_gate_pending: the gate's step
 	// Spec errors (Type is the first diagnostic's ir_* error type).
 	Path        string
 	Suggestion  string

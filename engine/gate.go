@@ -265,14 +265,17 @@ func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
 }
 
 // lastDecision returns the flow's last gate record (the current round's
-// records first, then the archived rounds, newest first) and whether a step
-// was reported after it (skip and policy records, written while computing
-// the next dispatch, do not count).
+// records first, then the archived rounds, newest first; a reverted record
+// does not count) and whether a step was reported after it (skip and policy
+// records, written while computing the next dispatch, do not count).
 func lastDecision(st *FlowState) (rec *Record, stepSince bool) {
 	rounds := append([][]Record{}, st.Rounds...)
 	rounds = append(rounds, st.Records)
 	for r := len(rounds) - 1; r >= 0; r-- {
 		for i := len(rounds[r]) - 1; i >= 0; i-- {
+			if rounds[r][i].Reverted {
+				continue // undone by a revert
+			}
 			switch rounds[r][i].Type {
 			case RecordGate:
 				return &rounds[r][i], stepSince

@@ -36,10 +36,11 @@ type Store interface {
 	// read from the log when it is ready, so batches may merge. Watch fails
 	// only when it cannot start (ctx already done).
 	Watch(ctx context.Context, after uint64) (<-chan []Event, error)
-	// GC deletes the flows a summary says are Prunable at now−olderThan (by
-	// the store's clock), with their events, and returns how many it
-	// deleted; every other flow is kept. A flow changed meanwhile by another
-	// writer is re-checked before it is deleted. A negative age is an error.
+	// GC deletes the flows PrunableLine allows at now−olderThan (by the
+	// store's clock: finished, unchanged since, and no unfinished ancestor),
+	// with their events, and returns how many it deleted; every other flow
+	// is kept. A flow changed meanwhile by another writer is re-checked
+	// before it is deleted. A negative age is an error.
 	GC(ctx context.Context, olderThan time.Duration) (int, error)
 }
 
@@ -119,6 +120,39 @@ type FlowSummary struct {
 // gate are never prunable.
 func (sum *FlowSummary) Prunable(cutoff time.Time) bool {
 	return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
+}
+
+// maxFlowDepth bounds the walks up and down a flow's line of parents and
+// children (a corrupt store could hold a cycle).
+const maxFlowDepth = 64
+
+// PrunableLine is the GC rule every store applies: the flow summarised by
+// sum is Prunable at cutoff and none of its ancestors — parent_flow_id,
+// followed up through lookup — is unfinished. A finished child of a parent
+// still running (or waiting at a gate) is kept, or the parent would run the
+// child's work again on resume. The walk stops at an ancestor lookup does
+// not find (nil, or an error wrapping ErrNotFound: a parent already pruned
+// or deleted); any other lookup error is returned.
+func PrunableLine(sum *FlowSummary, cutoff time.Time, lookup func(flowID string) (*FlowSummary, error)) (bool, error) {
+	if sum == nil || !sum.Prunable(cutoff) {
+		return false, nil
+	}
+	seen := map[string]bool{sum.FlowID: true}
+	for parent := sum.ParentFlowID; parent != "" && !seen[parent] && len(seen) <= maxFlowDepth; {
+		seen[parent] = true
+		p, err := lookup(parent)
+		if errors.Is(err, ErrNotFound) || err == nil && p == nil {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if !p.Status.Finished() {
+			return false, nil
+		}
+		parent = p.ParentFlowID
+	}
+	return true, nil
 }
 
 // Stalled reports whether nothing drives the flow summarised by sum any

@@ -8,7 +8,7 @@ import (
 // MarshalJSON writes a record with exactly the keys of its type in the
 // original (StepRecord, GateRecord, SkipRecord, PolicyRecord: every key
 // present, null where unset, as Python's dataclass asdict does), plus ours
-// (channel, reviewer, at, cache fields) only when set. Decoding uses the
+// (channel, reviewer, at, cache fields, reverted) only when set. Decoding uses the
 // struct tags, so records written either way read back the same.
 func (r Record) MarshalJSON() ([]byte, error) {
 	m := map[string]any{
@@ -53,6 +53,9 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	}
 	if !r.At.IsZero() {
 		m["at"] = r.At.Format(time.RFC3339Nano)
+	}
+	if r.Reverted {
+		m["reverted"] = true
 	}
 	return json.Marshal(m)
 }

@@ -36,11 +36,17 @@ type Service struct {
 // specCacheSize bounds the parsed-spec cache.
 const specCacheSize = 64
 
-// ReportOptions identify who reports into a flow. A flow whose runner lease
-// is live refuses reports from anyone but the lease holder.
+// ReportOptions identify who reports into a flow, commits or reverts it. A
+// flow whose runner lease is live refuses them from anyone but the lease
+// holder (flow_owned).
 type ReportOptions struct {
 	// Actor is the lease id of the caller ("" = an agent without a lease).
 	Actor string
+	// Channel is how the call arrived (mcp, cli, tui; "" = unknown, which
+	// has no more authority than mcp). Only Revert reads it: a revert past a
+	// human decision, or away from a pending approver: human gate, needs a
+	// human's channel (HumanChannel).
+	Channel review.Channel
 }
 
 // errNoWrite aborts a store transaction without writing; the response has
@@ -150,7 +156,7 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 		return nil
 	}
 	e := refusal(ErrTypeFlowOwned,
-		"Flow '%s' is driven by an in-process runner (lease '%s' until %s); agent reports are refused while the lease is live",
+		"Flow '%s' is driven by an in-process runner (lease '%s' until %s); reports, commits and reverts from anyone else are refused while the lease is live",
 		st.FlowID, st.Owner.ID, st.Owner.ExpiresAt.UTC().Format(time.RFC3339))
 	e.FlowID, e.Owner = st.FlowID, st.Owner.ID
 	return e
@@ -366,17 +372,20 @@ func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason str
 	})
 }
 
-// Commit is stratum_commit.
-func (s *Service) Commit(ctx context.Context, flowID, label string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (Result, error) {
+// Commit is stratum_commit. A live runner lease refuses it (flow_owned) to
+// anyone but its holder.
+func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
 		return Commit(st, env, label)
 	})
 }
 
-// Revert is stratum_revert.
-func (s *Service) Revert(ctx context.Context, flowID, label string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (Result, error) {
-		return Revert(st, env, label)
+// Revert is stratum_revert. A live runner lease refuses it (flow_owned) to
+// anyone but its holder: a revert under a running runner would pull the
+// flow from under it.
+func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+		return Revert(st, env, label, opt.Channel)
 	})
 }
 

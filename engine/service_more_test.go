@@ -69,16 +69,16 @@ func TestServiceCheckpointsAndLists(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	r := must(t)(s.Commit(ctx, "f1", " start "))
+	r := must(t)(s.Commit(ctx, "f1", " start ", engine.ReportOptions{}))
 	if r["status"] != "committed" || r["label"] != "start" {
 		t.Fatalf("%v", r)
 	}
 	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	r = must(t)(s.Revert(ctx, "f1", "start"))
+	r = must(t)(s.Revert(ctx, "f1", "start", engine.ReportOptions{}))
 	if r["step_id"] != "a" || r["reverted_to"] != "start" {
 		t.Fatalf("%v", r)
 	}
-	r = must(t)(s.Revert(ctx, "f1", "nope"))
+	r = must(t)(s.Revert(ctx, "f1", "nope", engine.ReportOptions{}))
 	if r["error_type"] != "checkpoint_not_found" {
 		t.Fatalf("%v", r)
 	}

@@ -312,3 +312,41 @@ func TestServiceApproverHumanViaMCP(t *testing.T) {
 		t.Fatalf("%v", r)
 	}
 }
+
+// TestServiceLeaseCommitRevert: a runner-owned flow refuses checkpoints from
+// anyone but the lease holder, like step reports (a revert mid-run made the
+// runner fail and lost a step's result).
+func TestServiceLeaseCommitRevert(t *testing.T) {
+	ctx := context.Background()
+	s, _, clk := newService()
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	must(t)(s.Commit(ctx, "f1", "start", engine.ReportOptions{}))
+	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{Actor: "runner-1"}))
+	for name, call := range map[string]func() engine.Response{
+		"commit": func() engine.Response { return must(t)(s.Commit(ctx, "f1", "mid", engine.ReportOptions{})) },
+		"revert": func() engine.Response { return must(t)(s.Revert(ctx, "f1", "start", engine.ReportOptions{})) },
+	} {
+		if r := call(); r["error_type"] != "flow_owned" || r["owner"] != "runner-1" {
+			t.Errorf("%s on an owned flow: %v", name, r)
+		}
+	}
+	st, _ := s.Get(ctx, "f1")
+	if st.StepOutputs["a"] == nil || len(st.Checkpoints) != 1 {
+		t.Fatalf("a refused checkpoint call changed the flow: outputs %v, checkpoints %v", st.StepOutputs, checkpointNames(st))
+	}
+	// The holder may checkpoint its own flow.
+	if r := must(t)(s.Commit(ctx, "f1", "mid", engine.ReportOptions{Actor: "runner-1"})); r["status"] != "committed" {
+		t.Fatalf("holder's commit: %v", r)
+	}
+}
+
+func checkpointNames(st *engine.FlowState) []string {
+	var out []string
+	for l := range st.Checkpoints {
+		out = append(out, l)
+	}
+	return out
+}

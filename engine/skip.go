@@ -18,6 +18,9 @@ func SkipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	if step.IsGate() {
 		return refused(execErrorf("Step '%s' is a gate step — use stratum_gate_resolve to resolve it", step.ID)), nil
 	}
+	if r, bad := refuseBypassingChild(st, env, step, "skip_step"); bad {
+		return r, nil
+	}
 	var res Result
 	if step.Kind == specs.KindFlow {
 		snapshotChildAudit(st, env, step.ID, &res)

@@ -138,6 +138,9 @@ type Record struct {
 	ResolvedOutcome string `json:"resolved_outcome,omitempty"`
 
 	At time.Time `json:"at,omitempty"` // ours: when the record was written
+	// Reverted marks a gate record a revert undid (ours): the decision is
+	// kept in the trace, never erased, and no longer counts.
+	Reverted bool `json:"reverted,omitempty"`
 }
 
 // Checkpoint is a named snapshot (stratum_commit). Its fields mirror the

@@ -28,6 +28,9 @@ func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error)
 	if stepID != step.ID {
 		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
 	}
+	if r, bad := refuseBypassingChild(st, env, step, "step_done"); bad {
+		return r, nil
+	}
 	childID := ""
 	var pre Result
 	if step.Kind == specs.KindFlow {

@@ -29,6 +29,9 @@ func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 	if stepID != step.ID {
 		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
 	}
+	if r, bad := refuseBypassingChild(st, env, step, "a failed attempt"); bad {
+		return r, nil
+	}
 	if len(violations) == 0 {
 		violations = []string{"attempt failed"}
 	}

@@ -64,6 +64,9 @@ func (e *Error) wire() Response {
 		r["problems"] = e.Problems
 	case ErrTypeCheckpointUnknown:
 		r["available"] = e.Available
+	case ErrTypeHumanGatePending:
+		r["gate_flow_id"] = e.GateFlowID
+		r["gate_step_id"] = e.GateStepID
 	case ErrorType(specs.ParseError), ErrorType(specs.ValidationError), ErrorType(specs.SemanticError):
 		r["path"] = e.Path
 		r["diagnostics"] = []specs.Diagnostic(e.Diagnostics)

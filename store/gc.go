@@ -6,14 +6,17 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // gcBatch bounds how many flows one GC write transaction deletes, so other
 // processes are not kept waiting for the lock by a large prune.
 const gcBatch = 256
 
-// GC deletes the flows whose summary is Prunable at olderThan before now (by
-// the store's clock) — finished and unchanged since — with their events and
+// GC deletes the flows engine.PrunableLine allows at olderThan before now
+// (by the store's clock) — finished and unchanged since, and no ancestor
+// unfinished (a finished child of a running parent is kept) — with their events and
 // index entries, and returns how many it deleted. Running flows and flows
 // awaiting a gate are never pruned. It scans the summaries in one read
 // transaction, then deletes in write transactions of at most gcBatch flows,
@@ -36,7 +39,21 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 				if err != nil {
 					return corruptError(s.path, "cannot decode summary of flow "+string(k), err)
 				}
-				if sum.Prunable(cutoff) {
+				ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*engine.FlowSummary, error) {
+					v := sums.Get([]byte(id))
+					if v == nil {
+						return nil, nil
+					}
+					p, err := decodeSummary(v)
+					if err != nil {
+						return nil, corruptError(s.path, "cannot decode summary of flow "+id, err)
+					}
+					return p, nil
+				})
+				if err != nil {
+					return err
+				}
+				if ok {
 					candidates = append(candidates, string(k))
 				}
 				return nil
@@ -65,7 +82,13 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 					if err != nil {
 						return err
 					}
-					if sum == nil || !sum.Prunable(cutoff) {
+					ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*engine.FlowSummary, error) {
+						return t.getSummary(sums, []byte(id))
+					})
+					if err != nil {
+						return err
+					}
+					if !ok {
 						continue
 					}
 					if err := t.deleteFlow(id); err != nil {

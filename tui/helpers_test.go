@@ -138,7 +138,7 @@ func newFixture(t testing.TB) *fixture {
 
 	r = must(svc.Plan(ctx, iterSpec, "hunt", map[string]any{}, engine.PlanOptions{SpecFile: "hunt.stratum.yaml"}))
 	f.huntID = engine.FlowIDOf(r)
-	must(svc.Commit(ctx, f.huntID, "before-hunt"))
+	must(svc.Commit(ctx, f.huntID, "before-hunt", engine.ReportOptions{}))
 	must(svc.IterationStart(ctx, f.huntID, "hunt", engine.ReportOptions{}))
 	find := func(ids ...string) map[string]any {
 		var items []any

@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/review"
 )
@@ -342,4 +343,36 @@ func TestDialogClosesWhenDecidedElsewhere(t *testing.T) {
 	if len(f.decisions()) != 0 {
 		t.Fatal("the console decided too")
 	}
+}
+
+// TestCheckpointRefusedOnOwnedFlow: a flow a runner owns refuses the TUI's
+// commit and revert (flow_owned), and the status line says so.
+func TestCheckpointRefusedOnOwnedFlow(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.svc.Claim(ctx, f.huntID, engine.Lease{ID: "runner-9", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(t, f.src, 80, 24)
+	press(m, "down", "4") // the hunt flow
+	press(m, "v", "y")    // revert to before-hunt
+	st, _ := f.svc.Get(ctx, f.huntID)
+	if st.Status != "awaiting_gate" || !strings.Contains(m.status, "flow_owned") {
+		t.Fatalf("revert of an owned flow: status %s, status line %q", st.Status, m.status)
+	}
+	press(m, "n")
+	typeText(m, "mine")
+	press(m, "enter")
+	st, _ = f.svc.Get(ctx, f.huntID)
+	if st.Checkpoints["mine"] != nil || !strings.Contains(m.status, "flow_owned") {
+		t.Fatalf("commit on an owned flow: checkpoints %v, status line %q", checkpointLabels(st), m.status)
+	}
+}
+
+func checkpointLabels(st *engine.FlowState) []string {
+	var out []string
+	for l := range st.Checkpoints {
+		out = append(out, l)
+	}
+	return out
 }

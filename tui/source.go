@@ -31,9 +31,11 @@ type Source interface {
 	// GateResolve records a decision (first writer wins). A refusal is an
 	// *engine.Error.
 	GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error)
-	// Commit checkpoints a flow under label.
+	// Commit checkpoints a flow under label (a flow a runner owns refuses
+	// it: flow_owned).
 	Commit(ctx context.Context, flowID, label string) (engine.Outcome, error)
-	// Revert restores a flow to the checkpoint label.
+	// Revert restores a flow to the checkpoint label, with a human's
+	// authority (channel tui); a flow a runner owns refuses it: flow_owned.
 	Revert(ctx context.Context, flowID, label string) (engine.Outcome, error)
 }
 
@@ -75,9 +77,9 @@ func (s serviceSource) GateResolve(ctx context.Context, flowID string, d review.
 }
 
 func (s serviceSource) Commit(ctx context.Context, flowID, label string) (engine.Outcome, error) {
-	return s.svc.Commit(ctx, flowID, label)
+	return s.svc.Commit(ctx, flowID, label, engine.ReportOptions{Channel: review.ChannelTUI})
 }
 
 func (s serviceSource) Revert(ctx context.Context, flowID, label string) (engine.Outcome, error) {
-	return s.svc.Revert(ctx, flowID, label)
+	return s.svc.Revert(ctx, flowID, label, engine.ReportOptions{Channel: review.ChannelTUI})
 }

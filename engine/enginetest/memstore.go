@@ -130,8 +130,9 @@ func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
 	return fn(&tx{s: s, d: s.d})
 }
 
-// GC deletes the flows whose summary is Prunable at olderThan before now,
-// with their events, in one transaction.
+// GC deletes the flows engine.PrunableLine allows at olderThan before now
+// (finished, unchanged since, no unfinished ancestor), with their events, in
+// one transaction.
 func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 	if olderThan < 0 {
 		return 0, fmt.Errorf("enginetest: negative GC age %v", olderThan)
@@ -141,7 +142,17 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 		t := etx.(*tx)
 		cutoff := s.now().Add(-olderThan)
 		n = 0
-		for _, sum := range t.summaries(func(sum *engine.FlowSummary) bool { return sum.Prunable(cutoff) }) {
+		lookup := func(id string) (*engine.FlowSummary, error) {
+			if r, ok := t.d.flows[id]; ok {
+				return &r.sum, nil
+			}
+			return nil, engine.ErrNotFound
+		}
+		prunable := func(sum *engine.FlowSummary) bool {
+			ok, _ := engine.PrunableLine(sum, cutoff, lookup) // lookup never fails
+			return ok
+		}
+		for _, sum := range t.summaries(prunable) {
 			if err := t.Delete(sum.FlowID); err != nil {
 				return err
 			}

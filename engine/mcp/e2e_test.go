@@ -580,6 +580,10 @@ func TestFlowOwnedByRunner(t *testing.T) {
 		map[string]any{"status": "error", "error_type": "flow_owned"})
 	s.ok("stratum_skip_step", map[string]any{"flow_id": id, "step_id": "build", "reason": "x"},
 		map[string]any{"status": "error", "error_type": "flow_owned"})
+	s.ok("stratum_commit", map[string]any{"flow_id": id, "label": "mid-run"},
+		map[string]any{"status": "error", "error_type": "flow_owned", "owner": "runner-1"})
+	s.ok("stratum_revert", map[string]any{"flow_id": id, "label": "mid-run"},
+		map[string]any{"status": "error", "error_type": "flow_owned", "owner": "runner-1"})
 	// Reads still work.
 	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "execute_step"})
 }
@@ -802,4 +806,69 @@ func TestWaitGateCancelled(t *testing.T) {
 		t.Fatalf("cancellation took %v", d)
 	}
 	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "await_gate"})
+}
+
+const humanChildSpec = `version: "0.2"
+functions:
+  hg:
+    mode: gate
+    approver: human
+flows:
+  inner:
+    input: {}
+    steps:
+      - id: work
+        intent: "W"
+      - id: signoff
+        function: hg
+        depends_on: [work]
+        on_approve: ~
+        on_revise: work
+        on_kill: ~
+  outer:
+    input: {}
+    steps:
+      - id: prep
+        intent: "P"
+      - id: sub
+        flow: inner
+        depends_on: [prep]
+      - id: after
+        intent: "A"
+        depends_on: [sub]
+`
+
+// TestHumanGateNotBypassed: while a child waits at an approver: human gate,
+// an agent cannot end the parent's flow step (MCP step_done, skip_step,
+// the CLI's step-done) nor revert the parent past it; a revert past a
+// human's kill is refused over MCP.
+func TestHumanGateNotBypassed(t *testing.T) {
+	s := start(t)
+	r := s.ok("stratum_plan", map[string]any{"spec": humanChildSpec, "flow": "outer"}, map[string]any{"step_id": "prep"})
+	id := r["flow_id"].(string)
+	s.ok("stratum_commit", map[string]any{"flow_id": id, "label": "start"}, map[string]any{"status": "committed"})
+	r = s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "prep", "result": map[string]any{}},
+		map[string]any{"status": "execute_flow"})
+	child := r["child_flow_id"].(string)
+	s.ok("stratum_step_done", map[string]any{"flow_id": child, "step_id": "work", "result": map[string]any{}},
+		map[string]any{"status": "await_gate", "step_id": "signoff"})
+	refused := map[string]any{"status": "error", "error_type": "human_gate_pending", "gate_flow_id": child, "gate_step_id": "signoff"}
+	s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "sub", "result": map[string]any{"status": "complete", "output": map[string]any{}}}, refused)
+	s.ok("stratum_skip_step", map[string]any{"flow_id": id, "step_id": "sub", "reason": "x"}, refused)
+	s.ok("stratum_revert", map[string]any{"flow_id": id, "label": "start"}, refused)
+	if out, err := s.cli("step-done", id, "sub", "--result", `{"status":"complete","output":{}}`); err == nil || !strings.Contains(out, "human_gate_pending") {
+		t.Fatalf("stratum step-done past a human gate: %v\n%s", err, out)
+	}
+	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "execute_flow", "child_flow_id": child})
+	// A human kills the child's gate; reverting past that needs a human too.
+	s.ok("stratum_commit", map[string]any{"flow_id": child, "label": "c0"}, nil)
+	if out, err := s.cli("gate", "reject", child, "signoff", "--note", "no"); err != nil {
+		t.Fatalf("stratum gate reject: %v\n%s", err, out)
+	}
+	s.ok("stratum_resume", map[string]any{"flow_id": child}, map[string]any{"status": "killed"})
+	s.ok("stratum_revert", map[string]any{"flow_id": child, "label": "c0"}, map[string]any{"status": "error", "error_type": "gate_requires_human"})
+	a := s.ok("stratum_audit", map[string]any{"flow_id": child}, map[string]any{"status": "killed"})
+	if tr := a["trace"].([]any); len(tr) != 2 || tr[1].(map[string]any)["outcome"] != "kill" {
+		t.Fatalf("trace after the refused revert: %v", tr)
+	}
 }

@@ -217,7 +217,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			return answer(svc.Commit(ctx, in.FlowID, in.Label))
+			return answer(svc.Commit(ctx, in.FlowID, in.Label, engine.ReportOptions{Channel: review.ChannelMCP}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_revert", Description: `Roll the flow back to a checkpoint saved with stratum_commit. Returns the dispatch at that point plus reverted_to: label (or the completion), or {status:"error", error_type:"checkpoint_not_found", available: [labels]}.`},
@@ -225,7 +225,7 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			return answer(svc.Revert(ctx, in.FlowID, in.Label))
+			return answer(svc.Revert(ctx, in.FlowID, in.Label, engine.ReportOptions{Channel: review.ChannelMCP}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_compile_speckit", Annotations: readOnly(), Description: `Compile a spec-kit tasks directory (one *.md file per task with "## Acceptance Criteria" checkboxes) into a stratum spec: one step per task, criteria as ensure expressions.

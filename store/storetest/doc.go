@@ -49,6 +49,8 @@
 //   - GC deletes exactly the Prunable flows (finished, unchanged for longer
 //     than the age by the store's clock) with their events, keeps running
 //     and gated flows and recently changed ones, and refuses a negative age.
+//     A finished child flow is kept while any ancestor (parent_flow_id,
+//     followed up) has not finished; one whose parent is gone is pruned.
 //   - Concurrent Updates from many goroutines lose nothing.
 //
 // Crossing handles and processes (a Watch woken by another process's

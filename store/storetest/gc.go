@@ -73,3 +73,50 @@ func testGC(t *testing.T, s engine.Store, clock *Clock) {
 		t.Fatal("GC with a negative age succeeded")
 	}
 }
+
+// testGCKeepsChildrenOfUnfinished: a finished child flow is kept while any
+// of its ancestors has not finished (a parent still running would redo the
+// pruned child's work on resume); once the whole line has finished it is
+// pruned like any flow. A child whose parent is gone is pruned.
+func testGCKeepsChildrenOfUnfinished(t *testing.T, s engine.Store, clock *Clock) {
+	mk := func(id, parent string, status engine.FlowStatus) {
+		t.Helper()
+		st := NewState(id, status)
+		if parent != "" {
+			p, step := parent, "sub"
+			st.ParentFlowID, st.ParentStepID = &p, &step
+		}
+		put(t, s, st)
+	}
+	mk("run-parent", "", engine.StatusRunning)
+	mk("run-child", "run-parent", engine.StatusRunning)
+	mk("run-grandchild", "run-child", engine.StatusComplete)
+	mk("gate-parent", "", engine.StatusAwaitingGate)
+	mk("gate-child", "gate-parent", engine.StatusKilled)
+	mk("done-parent", "", engine.StatusComplete)
+	mk("done-child", "done-parent", engine.StatusComplete)
+	mk("orphan-child", "gone", engine.StatusComplete)
+	clock.Advance(48 * time.Hour)
+
+	n, err := s.GC(ctx, 24*time.Hour)
+	if err != nil || n != 3 {
+		t.Fatalf("GC(24h) = %d, %v; want 3 (done-parent, done-child, orphan-child)", n, err)
+	}
+	want := []string{"gate-child", "gate-parent", "run-child", "run-grandchild", "run-parent"}
+	if got := sortedIDs(list(t, s, engine.ListFilter{})); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after GC: %v, want %v", got, want)
+	}
+	// The line finishes: everything in it becomes prunable.
+	for _, id := range []string{"run-child", "run-parent"} {
+		st := get(t, s, id)
+		st.Status = engine.StatusComplete
+		put(t, s, st)
+	}
+	clock.Advance(48 * time.Hour)
+	if n, err := s.GC(ctx, 24*time.Hour); err != nil || n != 3 {
+		t.Fatalf("GC after the line finished = %d, %v; want 3", n, err)
+	}
+	if got := sortedIDs(list(t, s, engine.ListFilter{})); !reflect.DeepEqual(got, []string{"gate-child", "gate-parent"}) {
+		t.Fatalf("after the second GC: %v", got)
+	}
+}

@@ -56,6 +56,10 @@ func Run(t *testing.T, open Open) {
 		c := NewClock()
 		testGC(t, open(t, c.Now), c)
 	})
+	t.Run("GCKeepsChildrenOfUnfinished", func(t *testing.T) {
+		c := NewClock()
+		testGCKeepsChildrenOfUnfinished(t, open(t, c.Now), c)
+	})
 }
 
 // Clock is the suite's clock: every reading moves it one millisecond on (so
