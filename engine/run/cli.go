@@ -8,6 +8,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // CommandLine is what `stratum run` was given, before it is checked.
@@ -104,8 +105,8 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 // write the JUnit file or to read the report; the exit status is
 // out.ExitCode.
 func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.Writer, junit string, asJSON bool) (engine.Response, error) {
-	if out.Status == EndInvalid {
-		fmt.Fprintln(stderr, "stratum:", out.Message)
+	if out.Status == EndInvalid || out.NotRun {
+		fmt.Fprintln(stderr, "stratum:", specs.EscapeControl(out.Message))
 	}
 	if junit != "" && out.Status != EndInvalid {
 		if err := WriteJUnitFile(junit, out); err != nil {
