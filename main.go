@@ -861,7 +861,12 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 					defer w.Close()
 					popt.Specs = w.Updates()
 				}
-				return tui.RunPlain(cmd.Context(), popt)
+				// A store failure (a damaged file found while streaming) is
+				// exit 1 with the store's message, as for every command.
+				if err := tui.RunPlain(cmd.Context(), popt); err != nil && cmd.Context().Err() == nil {
+					return failErr(err)
+				}
+				return nil
 			}
 			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
 				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
@@ -884,7 +889,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
 				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: runner.Background{Service: svc, Config: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
-				return &exitError{code: exitFailure, err: err}
+				return failErr(err)
 			}
 			return nil
 		},
