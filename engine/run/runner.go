@@ -301,8 +301,8 @@ func leaseHeldError(flowID string, o *engine.Lease, err error) error {
 	case o.Host != "":
 		who += fmt.Sprintf(" (on host %s)", o.Host)
 	}
-	return &leaseError{err: err, msg: fmt.Sprintf("flow %s is being run by %s, which holds its lease %s until %s; wait for that run to end, or for its lease to expire",
-		flowID, who, o.ID, o.ExpiresAt.UTC().Format(time.RFC3339))}
+	return &leaseError{err: err, msg: fmt.Sprintf("flow %s: %v: %s holds it (lease %s) until %s; wait for that run to end, or for its lease to expire",
+		flowID, engine.ErrLeaseHeld, who, o.ID, o.ExpiresAt.UTC().Format(time.RFC3339))}
 }
 
 // leaseError is a refused claim (errors.Is(err, engine.ErrLeaseHeld)).
