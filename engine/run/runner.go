@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/redact"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -49,6 +50,9 @@ const (
 // default.
 type Options struct {
 	Service *engine.Service
+	// Redact masks configured secrets in executors' errors before they are
+	// recorded or shown (nil: none).
+	Redact *redact.Redactor
 	// Command runs compute functions and `run:` steps (default
 	// &CommandExecutor{}).
 	Command engine.Executor
