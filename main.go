@@ -27,6 +27,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
+	"github.com/stratum-go/stratum/engine/redact"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -88,6 +89,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
 	}
+	// Everything written to stdout and stderr has the environment's secrets
+	// (API keys, tokens, passwords) masked: a provider or agent may echo one.
+	red := redact.FromEnv(os.Environ())
+	stdout, stderr = red.Writer(stdout), red.Writer(stderr)
 	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr, github: os.Getenv("GITHUB_ACTIONS") == "true"})
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -813,12 +818,25 @@ func (a *app) runErr(err error) error {
 
 // isTerminal reports whether f is a character device (a terminal).
 func isTerminal(f any) bool {
+	if u, ok := f.(interface{ Unwrap() io.Writer }); ok {
+		f = u.Unwrap()
+	}
 	file, ok := f.(*os.File)
 	if !ok {
 		return false
 	}
 	fi, err := file.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// unwrapWriter returns the terminal behind a masking writer: the
+// full-screen TUI drives the terminal itself (its text is escaped and comes
+// from the store, whose recorded errors are masked already).
+func unwrapWriter(w io.Writer) io.Writer {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		return u.Unwrap()
+	}
+	return w
 }
 
 // ---- tui ----
@@ -869,7 +887,12 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 					defer w.Close()
 					popt.Specs = w.Updates()
 				}
-				return tui.RunPlain(cmd.Context(), popt)
+				// A store failure (a damaged file found while streaming) is
+				// exit 1 with the store's message, as for every command.
+				if err := tui.RunPlain(cmd.Context(), popt); err != nil && cmd.Context().Err() == nil {
+					return failErr(err)
+				}
+				return nil
 			}
 			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
 				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
@@ -890,9 +913,9 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			reviewer := review.CurrentUser()
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
-				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: a.stdout, Runner: runner.Background{Service: svc, Config: cfg}})
+				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: unwrapWriter(a.stdout), Runner: runner.Background{Service: svc, Config: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
-				return &exitError{code: exitFailure, err: err}
+				return failErr(err)
 			}
 			return nil
 		},

@@ -20,7 +20,11 @@ type Console struct {
 	In       io.Reader
 	Out      io.Writer
 	Reviewer string
-	br       *bufio.Reader
+	// Escape makes untrusted text (ids, the question, outputs) safe to print
+	// on a terminal. Callers set specs.EscapeControl, the one rule for
+	// that (review imports nothing else of stratum); nil prints it as is.
+	Escape func(string) string
+	br     *bufio.Reader
 }
 
 func (c *Console) line() (string, error) {
@@ -37,7 +41,11 @@ func (c *Console) line() (string, error) {
 // Handle implements Handler.
 func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
 	w := c.Out
-	fmt.Fprintf(w, "\n── gate %s (flow %s, round %d) ──\n%s\n", r.StepID, r.FlowID, r.Round, r.Question)
+	esc := c.Escape
+	if esc == nil {
+		esc = func(s string) string { return s }
+	}
+	fmt.Fprintf(w, "\n── gate %s (flow %s, round %d) ──\n%s\n", esc(r.StepID), esc(r.FlowID), r.Round, escLines(esc, r.Question))
 	if outs, ok := r.Artifacts["step_outputs"].(map[string]any); ok && len(outs) > 0 {
 		keys := make([]string, 0, len(outs))
 		for k := range outs {
@@ -47,11 +55,11 @@ func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
 		fmt.Fprintln(w, "outputs so far:")
 		for _, k := range keys {
 			b, _ := json.Marshal(outs[k])
-			fmt.Fprintf(w, "  %s: %s\n", k, clip(string(b), 300))
+			fmt.Fprintf(w, "  %s: %s\n", esc(k), esc(clip(string(b), 300)))
 		}
 	}
 	if r.Deadline != nil {
-		fmt.Fprintf(w, "deadline: %s (then %s)\n", r.Deadline.Local().Format(time.RFC3339), r.OnTimeout)
+		fmt.Fprintf(w, "deadline: %s (then %s)\n", r.Deadline.Local().Format(time.RFC3339), esc(string(r.OnTimeout)))
 	}
 	choices := make([]string, len(r.Outcomes))
 	for i, o := range r.Outcomes {
@@ -113,4 +121,13 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// escLines applies esc to each line of s, keeping the line breaks.
+func escLines(esc func(string) string, s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = esc(l)
+	}
+	return strings.Join(lines, "\n")
 }

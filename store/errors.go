@@ -3,6 +3,9 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 )
 
 // Errors of the store, beside the engine's own (engine.ErrNotFound,
@@ -79,5 +82,34 @@ func corruptError(path, detail string, cause error) error {
 			path + ".bak-v<N>, if there is one) and stratum will create a new store, " +
 			"or point STRATUM_HOME elsewhere",
 		Cause: cause,
+	}
+}
+
+// danglingSymlink returns a *FileError of kind ErrMissing when path is a
+// symbolic link whose target does not exist (nil otherwise). Opening through
+// it would create a store wherever the link points, or fail with a
+// misleading "deleted or moved" error, so it is refused with the target named.
+func danglingSymlink(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	target, err := os.Readlink(path)
+	if err != nil {
+		return nil
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(path), target)
+	}
+	return &FileError{
+		Path:   path,
+		Kind:   ErrMissing,
+		Detail: fmt.Sprintf("the store path is a symlink to %s, which does not exist", target),
+		Hint: "restore the file it points to, or remove the symlink and stratum will create a new store, " +
+			"or point STRATUM_HOME elsewhere",
+		Cause: fs.ErrNotExist,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,9 @@ func openWith(path string, opts Options, sc schema) (*Store, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", abs, err)
+	}
+	if err := danglingSymlink(abs); err != nil {
+		return nil, err
 	}
 	s := &Store{path: abs, opts: opts, schema: sc}
 	if err := s.prepare(context.Background()); err != nil {
@@ -337,6 +341,9 @@ func (s *Store) mapErr(op string, err error) error {
 	case errors.As(err, &fe):
 		return err
 	case errors.Is(err, fs.ErrNotExist):
+		if derr := danglingSymlink(s.path); derr != nil {
+			return derr
+		}
 		return &FileError{Path: s.path, Kind: ErrMissing, Detail: op,
 			Hint: "it was deleted or moved while stratum was using it; restart to create a new store", Cause: err}
 	case errors.Is(err, berrors.ErrInvalid):
@@ -347,6 +354,14 @@ func (s *Store) mapErr(op string, err error) error {
 		return corruptError(s.path, "unsupported bbolt file format version", err)
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("store %s: %w", s.path, engine.ErrLocked)
+	case strings.Contains(err.Error(), "file size too small"):
+		// bbolt's (unexported) error for a file shorter than its two meta
+		// pages: a truncated store, corrupt like any other.
+		detail := "truncated: the file is too small to hold a bbolt database"
+		if fi, serr := os.Stat(s.path); serr == nil {
+			detail = fmt.Sprintf("truncated: the file is %d bytes, too small to hold a bbolt database", fi.Size())
+		}
+		return corruptError(s.path, detail, err)
 	}
 	return fmt.Errorf("store %s: %s: %w", s.path, op, err)
 }

@@ -173,6 +173,8 @@ func TestOpenRejectsBadFiles(t *testing.T) {
 		}, ErrCorrupt, "not a bbolt database"},
 		{"truncated", func(t *testing.T) []byte { d := validDB(t); return d[:len(d)/2] }, ErrCorrupt, "truncated"},
 		{"truncated to meta pages", func(t *testing.T) []byte { return validDB(t)[:3*4096] }, ErrCorrupt, "truncated"},
+		{"truncated to one page", func(t *testing.T) []byte { return validDB(t)[:4096] }, ErrCorrupt, "truncated: the file is 4096 bytes"},
+		{"truncated to a few bytes", func(t *testing.T) []byte { return validDB(t)[:100] }, ErrCorrupt, "truncated"},
 		{"damaged meta pages", func(t *testing.T) []byte {
 			d := validDB(t)
 			for _, page := range []int{0, 4096} {
@@ -216,6 +218,32 @@ func TestOpenRejectsBadFiles(t *testing.T) {
 			}
 			if _, err := os.Stat(BackupPath(path, 1)); err == nil {
 				t.Fatal("a backup was written for a rejected file")
+			}
+		})
+	}
+}
+
+// A store path that is a symlink to a missing file is refused, naming the
+// target, and nothing is created where the link points.
+func TestOpenDanglingSymlink(t *testing.T) {
+	for _, name := range []string{"gone.db", filepath.Join("no-such-dir", "gone.db")} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			target := filepath.Join(dir, name)
+			path := filepath.Join(dir, FileName)
+			if err := os.Symlink(target, path); err != nil {
+				t.Skip("no symlinks:", err)
+			}
+			_, err := Open(path, Options{})
+			if !errors.Is(err, ErrMissing) {
+				t.Fatalf("Open through a dangling symlink: %v, want ErrMissing", err)
+			}
+			want := "the store path is a symlink to " + target + ", which does not exist"
+			if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "deleted or moved") {
+				t.Fatalf("error %q, want it to say %q", err, want)
+			}
+			if _, serr := os.Stat(target); serr == nil {
+				t.Fatal("Open created the symlink's target")
 			}
 		})
 	}

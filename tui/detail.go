@@ -18,7 +18,7 @@ func (c *common) detailHeader() string {
 		}
 		return c.st.Muted.Render("Loading flow " + shortID(c.detailID) + "…")
 	}
-	h := fmt.Sprintf("%s %s · %s · round %d", shortID(st.FlowID), st.FlowName, c.st.status(st.Status).Render(statusIcon(st.Status)+" "+string(st.Status)), st.Round)
+	h := fmt.Sprintf("%s %s · %s · round %d", shortID(st.FlowID), clean(st.FlowName), c.st.status(st.Status).Render(statusIcon(st.Status)+" "+string(st.Status)), st.Round)
 	if b := st.BudgetState; b != nil {
 		if b.SpentUSD > 0 || b.CostUnknown {
 			cost := fmt.Sprintf("$%.4f", b.SpentUSD)
@@ -43,7 +43,7 @@ func (c *common) lastViolations(flowID string) string {
 	for i := len(c.detailEvents) - 1; i >= 0; i-- {
 		ev := c.detailEvents[i]
 		if ev.Type == engine.EventStepFailed {
-			return ev.StepID + ": " + strings.Join(ev.Detail().Violations, "; ")
+			return clean(ev.StepID + ": " + strings.Join(ev.Detail().Violations, "; "))
 		}
 		if ev.Type == engine.EventGateResolved {
 			return ""

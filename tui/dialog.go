@@ -155,13 +155,13 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 func (d *decisionDialog) view(m *Model, width int) string {
 	st := m.st
 	var b strings.Builder
-	title := "Gate " + d.r.StepID + " of " + d.r.FlowName
+	title := "Gate " + clean(d.r.StepID) + " of " + clean(d.r.FlowName)
 	if d.outcome != "" {
 		title = strings.ToUpper(string(d.outcome)) + " · " + title
 	}
 	fmt.Fprintf(&b, "%s\n", st.DialogTitle.Render(title))
 	fmt.Fprintf(&b, "flow %s · round %d · %s\n", shortID(d.r.FlowID), d.r.Round, deadlineText(d.r, m.now()))
-	fmt.Fprintf(&b, "%s\n", wrap(d.r.Question, width))
+	fmt.Fprintf(&b, "%s\n", wrap(clean(d.r.Question), width))
 	if v := m.lastViolations(d.r.FlowID); v != "" {
 		fmt.Fprintf(&b, "%s\n", st.Warning.Render(truncate("violations: "+v, width)))
 	}
@@ -184,7 +184,7 @@ func (d *decisionDialog) view(m *Model, width int) string {
 		if rat == "" {
 			rat = "(none)"
 		}
-		fmt.Fprintf(&b, "Rationale: %s\n", truncate(rat, width-11))
+		fmt.Fprintf(&b, "Rationale: %s\n", truncate(clean(rat), width-11))
 		fmt.Fprintf(&b, "Press %s to record %s as %s · %s edit · %s cancel",
 			st.Key.Render(keyName(d.outcomeKey(m.keys))), strings.ToUpper(string(d.outcome)), m.opt.Reviewer,
 			st.Key.Render(keyName(m.keys.Edit)), st.Key.Render("esc"))

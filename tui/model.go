@@ -214,10 +214,10 @@ func (m *Model) layout() {
 
 func (m *Model) setStatus(text string, err error) {
 	if err != nil {
-		m.status, m.statusErr = err.Error(), true
+		m.status, m.statusErr = clean(err.Error()), true
 		return
 	}
-	m.status, m.statusErr = text, false
+	m.status, m.statusErr = clean(text), false
 }
 
 // ---- message handlers ----

@@ -100,6 +100,6 @@ func (p *checkpointsPane) View(c *common) []string {
 	now := c.now()
 	return append(out, p.rows(c, p.height-1, fmt.Sprintf("%-24s %-10s %5s %6s %s", "LABEL", "CREATED", "ROUND", "STEPS", "AT STEP"), len(cps), func(i int) string {
 		cp := cps[i]
-		return fmt.Sprintf("%-24s %-10s %5d %6d %d", truncate(cp.Label, 24), age(now.Sub(cp.CreatedAt))+" ago", cp.Round, len(cp.Records), cp.CurrentIdx+1)
+		return fmt.Sprintf("%-24s %-10s %5d %6d %d", truncate(clean(cp.Label), 24), age(now.Sub(cp.CreatedAt))+" ago", cp.Round, len(cp.Records), cp.CurrentIdx+1)
 	})...)
 }

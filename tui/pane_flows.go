@@ -79,7 +79,7 @@ func (p *flowsPane) View(c *common) []string {
 		if driver == "" {
 			driver = "-"
 		}
-		line := fmt.Sprintf("%s %-*s %-14s %5s %5d %-6s %-6s", status, nameW, truncate(f.FlowName, nameW), truncate(f.CurrentStep, 14),
+		line := fmt.Sprintf("%s %-*s %-14s %5s %5d %-6s %-6s", status, nameW, truncate(clean(f.FlowName), nameW), truncate(clean(f.CurrentStep), 14),
 			kn, f.Round, age(now.Sub(f.CreatedAt)), driver)
 		if wide {
 			line += fmt.Sprintf(" %-8s %s ago", shortID(f.FlowID), age(now.Sub(f.UpdatedAt)))

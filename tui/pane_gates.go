@@ -100,12 +100,12 @@ func (p *gatesPane) View(c *common) []string {
 	listH := min(len(rs)+1, max(2, p.height/3))
 	out := p.rows(c, listH, fmt.Sprintf("%-20s %-14s %5s %-8s %s", "FLOW", "GATE", "ROUND", "ID", "DEADLINE"), len(rs), func(i int) string {
 		r := rs[i]
-		return fmt.Sprintf("%-20s %-14s %5d %-8s %s", truncate(r.FlowName, 20), truncate(r.StepID, 14), r.Round, shortID(r.FlowID), deadlineText(r, now))
+		return fmt.Sprintf("%-20s %-14s %5d %-8s %s", truncate(clean(r.FlowName), 20), truncate(clean(r.StepID), 14), r.Round, shortID(r.FlowID), deadlineText(r, now))
 	})
 	r, _ := p.selected(c)
 	out = append(out, "")
-	out = append(out, c.st.Header.Render("Gate "+r.StepID+" of "+r.FlowName+fmt.Sprintf(" · round %d · opened %s ago · %s", r.Round, age(now.Sub(r.OpenedAt)), deadlineText(r, now))))
-	out = append(out, wrapLines(r.Question, p.width)...)
+	out = append(out, c.st.Header.Render("Gate "+clean(r.StepID)+" of "+clean(r.FlowName)+fmt.Sprintf(" · round %d · opened %s ago · %s", r.Round, age(now.Sub(r.OpenedAt)), deadlineText(r, now))))
+	out = append(out, wrapLines(clean(r.Question), p.width)...)
 	if v := c.lastViolations(r.FlowID); v != "" {
 		out = append(out, c.st.Warning.Render("violations: "+v))
 	}

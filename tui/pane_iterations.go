@@ -62,7 +62,7 @@ func (p *iterationsPane) View(c *common) []string {
 		return out
 	}
 	if a := c.detail.ActiveIteration; a != nil {
-		out = append(out, c.st.Running.Render(fmt.Sprintf("▶ %s: iteration %d of %d running", a.StepID, a.Count, a.MaxIterations)))
+		out = append(out, c.st.Running.Render(fmt.Sprintf("▶ %s: iteration %d of %d running", clean(a.StepID), a.Count, a.MaxIterations)))
 	}
 	rows := p.iterationRows(c)
 	if len(rows) == 0 {
@@ -80,7 +80,7 @@ func (p *iterationsPane) View(c *common) []string {
 		if r.e.NewCount != nil {
 			items = fmt.Sprint(r.accum)
 		}
-		line := fmt.Sprintf("%-16s %4d %5d %5s %5s %6s %s", truncate(r.step, 16), r.e.Iteration, r.e.Round, opt(r.e.NewCount), opt(r.e.DryStreak), items, r.e.Outcome)
+		line := fmt.Sprintf("%-16s %4d %5d %5s %5s %6s %s", truncate(clean(r.step), 16), r.e.Iteration, r.e.Round, opt(r.e.NewCount), opt(r.e.DryStreak), clean(items), clean(string(r.e.Outcome)))
 		if r.e.Score != nil {
 			line += fmt.Sprintf(" score %.3g", *r.e.Score)
 		}

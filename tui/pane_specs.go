@@ -65,13 +65,13 @@ func (p *specsPane) View(c *common) []string {
 	out := p.rows(c, listH, "SPEC", len(us), func(i int) string {
 		u := us[i]
 		if specValid(u) {
-			s := c.st.OK.Render("✓") + " " + u.Path
+			s := c.st.OK.Render("✓") + " " + clean(u.Path)
 			if n := len(u.Spec.Flows); n > 0 {
 				s += c.st.Muted.Render(fmt.Sprintf("  %d flow%s", n, plural(n)))
 			}
 			return s
 		}
-		return c.st.Error.Render("✗") + " " + u.Path + c.st.Muted.Render(fmt.Sprintf("  %d problem%s", len(u.Diags), plural(len(u.Diags))))
+		return c.st.Error.Render("✗") + " " + clean(u.Path) + c.st.Muted.Render(fmt.Sprintf("  %d problem%s", len(u.Diags), plural(len(u.Diags))))
 	})
 	sel := us[min(p.l.cursor, len(us)-1)]
 	out = append(out, "")
@@ -83,9 +83,9 @@ func (p *specsPane) View(c *common) []string {
 		if d.Severity == specs.SeverityWarning {
 			style = c.st.Warning
 		}
-		line := fmt.Sprintf("%d:%d %s %s: %s", d.Line, d.Column, style.Render(string(d.Severity)), d.Code, d.Message)
+		line := fmt.Sprintf("%d:%d %s %s: %s", d.Line, d.Column, style.Render(string(d.Severity)), d.Code, clean(d.Message))
 		if d.Suggestion != "" {
-			line += " (" + d.Suggestion + ")"
+			line += " (" + clean(d.Suggestion) + ")"
 		}
 		out = append(out, wrapLines(line, p.width)...)
 	}

@@ -113,8 +113,8 @@ func (p *tracePane) lines(c *common) []traceLine {
 				detail = jsonText(ev.Data)
 			}
 		}
-		tl.text = ev.Time.UTC().Format("15:04:05") + " " + text
-		tl.detail = detail
+		tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(text)
+		tl.detail = clean(detail)
 		if !matches(p.filter, tl.text) {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
 )
 
@@ -54,7 +55,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d waiting_gates=%d\n", stamp(now), len(flows), running, len(reviews))
 	for _, r := range reviews {
 		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%q question=%q\n",
-			stamp(now), r.FlowID, r.FlowName, r.StepID, r.Round, deadlineText(r, now), r.Question)
+			stamp(now), specs.EscapeControl(r.FlowID), specs.EscapeControl(r.FlowName), specs.EscapeControl(r.StepID), r.Round, deadlineText(r, now), r.Question)
 	}
 	if opt.Once {
 		return nil
@@ -97,12 +98,14 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // step, then the event's data as sorted key=value pairs.
 func PlainEventLine(ev engine.Event, flowName string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s flow=%s", stamp(ev.Time), ev.Type, ev.FlowID)
+	// Names, ids and data come from specs, steps, agents and reviewers:
+	// escaped (specs.EscapeControl; a quoted value is escaped by %q).
+	fmt.Fprintf(&b, "%s %s flow=%s", stamp(ev.Time), specs.EscapeControl(string(ev.Type)), specs.EscapeControl(ev.FlowID))
 	if flowName != "" {
-		fmt.Fprintf(&b, " name=%s", flowName)
+		fmt.Fprintf(&b, " name=%s", specs.EscapeControl(flowName))
 	}
 	if ev.StepID != "" {
-		fmt.Fprintf(&b, " step=%s", ev.StepID)
+		fmt.Fprintf(&b, " step=%s", specs.EscapeControl(ev.StepID))
 	}
 	keys := make([]string, 0, len(ev.Data))
 	for k := range ev.Data {
@@ -124,9 +127,11 @@ func PlainEventLine(ev engine.Event, flowName string) string {
 			continue
 		}
 		if strings.ContainsAny(s, " \t\"=") {
-			s = fmt.Sprintf("%q", s)
+			s = fmt.Sprintf("%q", s) // strconv.Quote escapes every control character
+		} else {
+			s = specs.EscapeControl(s)
 		}
-		fmt.Fprintf(&b, " %s=%s", k, s)
+		fmt.Fprintf(&b, " %s=%s", specs.EscapeControl(k), s)
 	}
 	return b.String()
 }
@@ -135,13 +140,13 @@ func plainSpecLines(u watch.Update) []string {
 	now := stamp(time.Now())
 	switch {
 	case u.Removed:
-		return []string{now + " spec_removed file=" + u.Path}
+		return []string{now + " spec_removed file=" + specs.EscapeControl(u.Path)}
 	case specValid(u):
-		return []string{now + " spec_valid file=" + u.Path}
+		return []string{now + " spec_valid file=" + specs.EscapeControl(u.Path)}
 	}
-	out := []string{fmt.Sprintf("%s spec_invalid file=%s problems=%d", now, u.Path, len(u.Diags))}
+	out := []string{fmt.Sprintf("%s spec_invalid file=%s problems=%d", now, specs.EscapeControl(u.Path), len(u.Diags))}
 	for _, d := range u.Diags {
-		out = append(out, fmt.Sprintf("%s diagnostic %s:%d:%d %s %s: %s", now, u.Path, d.Line, d.Column, d.Severity, d.Code, d.Message))
+		out = append(out, fmt.Sprintf("%s diagnostic %s:%d:%d %s %s: %s", now, specs.EscapeControl(u.Path), d.Line, d.Column, d.Severity, d.Code, specs.EscapeControl(d.Message)))
 	}
 	return out
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/watch"
 )
 
 func TestPlainEventLine(t *testing.T) {
@@ -90,5 +92,33 @@ func TestRunPlain(t *testing.T) {
 	}
 	if s := live.String(); !strings.Contains(s, want) || !strings.Contains(s, "flow_finished flow="+f.gateID) {
 		t.Fatalf("live plain output lacks the decision:\n%s", s)
+	}
+}
+
+// Untrusted text in plain lines (flow names, step ids, outputs, violations,
+// rationales, reviewers) never reaches the terminal raw: ESC, NUL, DEL and
+// C1 characters are escaped, quoted or not.
+func TestPlainEventLineEscapesControl(t *testing.T) {
+	evil := "\x1b]0;pwned\x07\x1b[2J\x00\u009b\x7f"
+	evs := []engine.Event{
+		{Time: base, FlowID: "f1", Type: engine.EventStepFailed, StepID: "build" + evil,
+			Data: map[string]any{"violations": []string{"stderr: " + evil}, "tail": evil}},
+		{Time: base, FlowID: "f1", Type: engine.EventGateResolved, StepID: "review",
+			Data: map[string]any{"rationale": "ok " + evil, "reviewer": evil, "output": map[string]any{"v": evil}}},
+	}
+	for _, ev := range evs {
+		line := PlainEventLine(ev, "deploy"+evil)
+		for _, r := range line {
+			if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+				t.Errorf("plain line has a raw %U: %q", r, line)
+				break
+			}
+		}
+	}
+	lines := plainSpecLines(watch.Update{Path: "a" + evil + ".stratum.yaml", Diags: specs.Diagnostics{{Severity: specs.SeverityError, Code: "x", Message: evil}}})
+	for _, line := range lines {
+		if strings.ContainsAny(line, "\x1b\x00\u009b\x7f") {
+			t.Errorf("spec line has a raw control character: %q", line)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // View renders exactly height lines of at most width cells; Bubble Tea's
@@ -57,7 +58,7 @@ func (m *Model) headerLine() string {
 		fmt.Sprintf("%d flows", len(m.flows))
 	switch {
 	case m.loadErr != nil:
-		left += "  " + s.Error.Render("store: "+m.loadErr.Error())
+		left += "  " + s.Error.Render("store: "+clean(m.loadErr.Error()))
 	case !m.loaded:
 		left += "  " + s.Muted.Render("loading…")
 	}
@@ -142,6 +143,20 @@ func padRight(s string, w int) string {
 		return s + strings.Repeat(" ", w-n)
 	}
 	return s
+}
+
+// clean makes untrusted text (names, questions, outputs, violations,
+// rationales, error messages) safe to render: specs.EscapeControl on each
+// line, keeping the line breaks. Apply it to raw text, never to styled text.
+func clean(s string) string {
+	if !strings.Contains(s, "\n") {
+		return specs.EscapeControl(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = specs.EscapeControl(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func wrap(s string, w int) string { return strings.Join(wrapLines(s, w), "\n") }

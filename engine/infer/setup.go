@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine/llm"
+	"github.com/stratum-go/stratum/engine/redact"
 )
 
 // Setup is the configuration `stratum run` passes to NewExecutor.
@@ -27,6 +28,8 @@ type Setup struct {
 	CallTimeout time.Duration
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
+	// Redact masks configured secrets in the --record file.
+	Redact *redact.Redactor
 }
 
 // NewExecutor builds the infer executor of a run: a router over the
@@ -56,6 +59,7 @@ func NewExecutor(s Setup) (*Executor, error) {
 		if err != nil {
 			return nil, err
 		}
+		rec.Redact = s.Redact
 		cfg.HTTPClient = &http.Client{Transport: rec}
 	case s.Replay != "":
 		rp, err := llm.NewReplayer(s.Replay)

@@ -12,6 +12,8 @@ import (
 	"os"
 	pathpkg "path"
 	"sync"
+
+	"github.com/stratum-go/stratum/engine/redact"
 )
 
 // The record/replay file. Format 2 (written by Recorder) is JSON Lines: a
@@ -104,6 +106,9 @@ func (e *ReplayMissError) Error() string {
 type Recorder struct {
 	File string
 	Base http.RoundTripper // default http.DefaultTransport
+	// Redact masks configured secrets in what is written (the request's own
+	// Authorization / x-api-key values are always masked).
+	Redact *redact.Redactor
 
 	mu sync.Mutex
 	f  *os.File
@@ -164,9 +169,17 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, nil // not an LLM JSON request: pass through unrecorded
 	}
-	respJSON := json.RawMessage(rb)
-	if !json.Valid(rb) {
-		respJSON, _ = json.Marshal(string(rb))
+	// The hash is of the request as sent; what is written has every secret
+	// masked (a provider may echo the key in an error body).
+	red := redact.New(credentialHeaders(req.Header)...)
+	mask := func(b []byte) []byte { return r.Redact.Bytes(red.Bytes(b)) }
+	rbw := mask(rb)
+	respJSON := json.RawMessage(rbw)
+	if !json.Valid(rbw) {
+		respJSON, _ = json.Marshal(string(rbw))
+	}
+	if c := mask(canon); json.Valid(c) {
+		canon = c
 	}
 	ex := Exchange{Hash: hash, Model: model, PromptHash: promptHash(req.Context()),
 		Request: canon, Status: resp.StatusCode, Response: respJSON}

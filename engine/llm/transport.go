@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/redact"
 )
 
 // Retry policy of the transport layer (see Retry).
@@ -74,6 +76,10 @@ func post(ctx context.Context, client *http.Client, provider, url string, header
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// A provider may echo the key it was sent (`Incorrect API key provided:
+	// sk-…`): mask it in every message made from its answers.
+	red := redact.New(credentials(headers)...)
+	errorMessage := func(b []byte) string { return red.String(errorMessage(b)) }
 	var last string
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {
@@ -90,7 +96,7 @@ func post(ctx context.Context, client *http.Client, provider, url string, header
 			if errors.As(err, &miss) {
 				return nil, try, miss
 			}
-			last = err.Error()
+			last = red.String(err.Error())
 		case status >= 200 && status < 300:
 			return respBody, try, nil
 		case retryable(status):
@@ -183,6 +189,28 @@ func postOnce(ctx context.Context, client *http.Client, url string, headers map[
 		return 0, nil, nil, fmt.Errorf("response larger than %d bytes", maxResponseBytes)
 	}
 	return resp.StatusCode, b, resp.Header, nil
+}
+
+// credentials are the values of the authentication headers of a request
+// (Authorization, x-api-key, api-key, …).
+func credentials(headers map[string]string) []string {
+	var out []string
+	for k, v := range headers {
+		switch strings.ToLower(k) {
+		case "authorization", "x-api-key", "api-key", "proxy-authorization", "x-goog-api-key":
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// credentialHeaders are the values of a request's authentication headers.
+func credentialHeaders(h http.Header) []string {
+	m := map[string]string{}
+	for k := range h {
+		m[k] = h.Get(k)
+	}
+	return credentials(m)
 }
 
 // errorMessage extracts a provider's error message ({"error":{"message":…}}

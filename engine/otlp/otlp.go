@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/redact"
 )
 
 // GenAI and stratum attribute names.
@@ -75,6 +77,9 @@ type Config struct {
 	BatchSize int
 	// Interval is the longest a span waits before export (default 2s).
 	Interval time.Duration
+	// Redact masks secrets in the exported spans (FromEnv: the
+	// environment's keys and tokens, redact.FromEnv); nil masks nothing.
+	Redact *redact.Redactor
 }
 
 // ConfigFromEnv reads the standard OTEL_* variables; ok is false when no
@@ -125,6 +130,7 @@ func FromEnv() *Exporter {
 	if !ok {
 		return nil
 	}
+	cfg.Redact = redact.FromEnv(os.Environ())
 	return New(cfg)
 }
 
@@ -283,6 +289,7 @@ func (e *Exporter) post(batch []spanJSON) {
 		e.dropped.Add(int64(len(batch)))
 		return
 	}
+	body = e.cfg.Redact.Bytes(body) // a masked secret stays inside its JSON string
 	req, err := http.NewRequest(http.MethodPost, e.cfg.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		e.dropped.Add(int64(len(batch)))

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/redact"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // CommandLine is what `stratum run` was given, before it is checked.
@@ -104,8 +107,8 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 // write the JUnit file or to read the report; the exit status is
 // out.ExitCode.
 func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.Writer, junit string, asJSON bool) (engine.Response, error) {
-	if out.Status == EndInvalid {
-		fmt.Fprintln(stderr, "stratum:", out.Message)
+	if out.Status == EndInvalid || out.NotRun {
+		fmt.Fprintln(stderr, "stratum:", specs.EscapeControl(out.Message))
 	}
 	if junit != "" && out.Status != EndInvalid {
 		if err := WriteJUnitFile(junit, out); err != nil {
@@ -143,6 +146,7 @@ func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*O
 	defer x.Close(s.Stderr)
 	r := New(Options{
 		Service:  svc,
+		Redact:   redact.FromEnv(os.Environ()),
 		Infer:    x.Infer,
 		Agent:    x.Agent,
 		Tracer:   x.Tracer,

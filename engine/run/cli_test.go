@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/specs"
@@ -327,4 +329,37 @@ func canonJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A resume refused because another runner holds the lease says so on
+// stderr: who holds it (pid, host, lease) and until when.
+func TestConcludeLeaseHeld(t *testing.T) {
+	e := newEnv(t)
+	o := e.start(e.spec(gateSpec("approver: human")), "main", nil, func(o *Options) { o.Gates.Approve = []string{"all"} })
+	wantStatus(t, o, EndGate, 4)
+	host, _ := os.Hostname()
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	other := engine.Lease{ID: "other-runner", PID: os.Getpid(), Host: host, Heartbeat: time.Now(), ExpiresAt: until}
+	if err := e.svc.Claim(context.Background(), o.FlowID, other); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	out, err := Execute(context.Background(), e.svc, Request{Resume: o.FlowID, OnGate: OnGateExit, Cache: CacheSession},
+		Setup{Stdin: strings.NewReader(""), Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != ExitFailed {
+		t.Fatalf("exit %d, want %d", out.ExitCode, ExitFailed)
+	}
+	stderr.Reset()
+	if _, err := Conclude(context.Background(), e.svc, out, &stderr, "", false); err != nil {
+		t.Fatal(err)
+	}
+	msg := stderr.String()
+	for _, want := range []string{o.FlowID, "pid " + strconv.Itoa(os.Getpid()), host, "other-runner", until.Format(time.RFC3339)} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr %q does not say %q", msg, want)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/infer"
 	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/engine/redact"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -242,7 +243,7 @@ type Executors struct {
 // --record and --replay files ("" for none).
 func NewExecutors(cfg config.Config, record, replay string) (Executors, error) {
 	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs,
-		CallTimeout: cfg.LLMTimeout})
+		CallTimeout: cfg.LLMTimeout, Redact: redact.FromEnv(os.Environ())})
 	if err != nil {
 		return Executors{}, &UsageError{Err: err}
 	}

@@ -83,7 +83,9 @@ func (c *Console) line() (string, error) {
 // Ask shows the review and returns the decision (outcome and rationale).
 func (c *Console) Ask(pr review.PendingReview) (review.Outcome, string, error) {
 	w := c.Out
-	fmt.Fprintf(w, "\n── gate %s (flow %s, round %d) ──\n%s\n", pr.StepID, pr.FlowID, pr.Round, pr.Question)
+	// Everything shown comes from the spec, the steps' outputs or other
+	// processes: escaped (specs.EscapeControl) so it cannot drive the terminal.
+	fmt.Fprintf(w, "\n── gate %s (flow %s, round %d) ──\n%s\n", specs.EscapeControl(pr.StepID), specs.EscapeControl(pr.FlowID), pr.Round, escapeLines(pr.Question))
 	if outs, ok := pr.Artifacts["step_outputs"].(map[string]any); ok && len(outs) > 0 {
 		keys := make([]string, 0, len(outs))
 		for k := range outs {
@@ -93,11 +95,11 @@ func (c *Console) Ask(pr review.PendingReview) (review.Outcome, string, error) {
 		fmt.Fprintln(w, "outputs so far:")
 		for _, k := range keys {
 			b, _ := json.Marshal(outs[k])
-			fmt.Fprintf(w, "  %s: %s\n", k, clip(string(b), 300))
+			fmt.Fprintf(w, "  %s: %s\n", specs.EscapeControl(k), specs.EscapeControl(clip(string(b), 300)))
 		}
 	}
 	if pr.Deadline != nil {
-		fmt.Fprintf(w, "deadline: %s (then %s)\n", pr.Deadline.Local().Format(time.RFC3339), pr.OnTimeout)
+		fmt.Fprintf(w, "deadline: %s (then %s)\n", pr.Deadline.Local().Format(time.RFC3339), specs.EscapeControl(string(pr.OnTimeout)))
 	}
 	choices := make([]string, len(pr.Outcomes))
 	for i, o := range pr.Outcomes {

@@ -87,7 +87,39 @@ func stepName(e Event) string {
 	if e.Step == nil {
 		return "-"
 	}
-	return e.Step.ID
+	return specs.EscapeControl(e.Step.ID)
+}
+
+// escapeLines applies specs.EscapeControl to each line of s, keeping the
+// line breaks (a multi-line message stays multi-line; nothing else of it
+// can drive the terminal).
+func escapeLines(s string) string {
+	if !strings.Contains(s, "\n") {
+		return specs.EscapeControl(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = specs.EscapeControl(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// escapeEvent escapes the untrusted text of e (names, messages, violations:
+// they come from specs, commands, agents and providers) before it is
+// printed.
+func escapeEvent(e Event) Event {
+	e.FlowID = specs.EscapeControl(e.FlowID)
+	e.FlowName = specs.EscapeControl(e.FlowName)
+	e.Status = specs.EscapeControl(e.Status)
+	e.Message = escapeLines(e.Message)
+	if len(e.Violations) > 0 {
+		vs := make([]string, len(e.Violations))
+		for i, v := range e.Violations {
+			vs[i] = specs.EscapeControl(v)
+		}
+		e.Violations = vs
+	}
+	return e
 }
 
 // Event prints e.
@@ -97,6 +129,7 @@ func (p *Printer) Event(e Event) {
 	if p.start.IsZero() {
 		p.start = time.Now()
 	}
+	e = escapeEvent(e)
 	switch e.Kind {
 	case EventFlowStarted:
 		verb := "running"

@@ -63,3 +63,64 @@ func TestGitHubEscaping(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// rawControl returns the first control character of s other than a line
+// break (the only one the progress output may contain raw).
+func rawControl(s string) (rune, bool) {
+	for _, r := range s {
+		if r != '\n' && (r < 0x20 || (r >= 0x7f && r <= 0x9f)) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// A step whose stderr (its violation) and output carry terminal escape
+// sequences, NUL and C1 characters: the progress lines and the gate
+// console show them escaped, never raw.
+func TestPrinterEscapesUntrustedText(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+functions:
+  approval:
+    mode: gate
+flows:
+  main:
+    input: {}
+    steps:
+      - id: noisy
+        intent: x
+        run: "printf '%s' '{\"v\": \"\\u001b]0;pwned\\u0007\\u009b\"}'"
+      - id: review
+        function: approval
+        depends_on: [noisy]
+        on_approve: bad
+        on_revise: noisy
+        on_kill: bad
+      - id: bad
+        intent: x
+        depends_on: [review]
+        retries: 2
+        run: "printf 'boom \\033[2J\\033[31mred\\000nul \\302\\233c1 \\177del\\n' >&2; exit 1"
+`)
+	var shown bytes.Buffer
+	c := &Console{In: strings.NewReader("approve\nok\n"), Out: &shown}
+	o := e.start(sp, "main", nil, func(o *Options) {
+		o.Gates.OnGate = OnGatePrompt
+		o.Console = c
+	})
+	wantStatus(t, o, EndFailed, ExitFailed)
+	log := e.log.String()
+	if !strings.Contains(log, `\x1b[2J`) || !strings.Contains(log, `\x00nul`) || !strings.Contains(log, `\x9bc1`) {
+		t.Errorf("the violation is not shown escaped:\n%s", log)
+	}
+	if r, ok := rawControl(log); ok {
+		t.Errorf("progress output has a raw %U:\n%q", r, log)
+	}
+	if !strings.Contains(shown.String(), "noisy") {
+		t.Fatalf("the gate console did not show the outputs:\n%q\n%s", shown.String(), log)
+	}
+	if r, ok := rawControl(shown.String()); ok {
+		t.Errorf("the gate console shows a raw %U:\n%q", r, shown.String())
+	}
+}

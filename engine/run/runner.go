@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/redact"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -49,6 +50,9 @@ const (
 // default.
 type Options struct {
 	Service *engine.Service
+	// Redact masks configured secrets in executors' errors before they are
+	// recorded or shown (nil: none).
+	Redact *redact.Redactor
 	// Command runs compute functions and `run:` steps (default
 	// &CommandExecutor{}).
 	Command engine.Executor
@@ -96,6 +100,10 @@ type Outcome struct {
 	Steps []*StepReport
 	// Spec is the parsed spec of the flow (nil for EndInvalid).
 	Spec *specs.Spec
+	// NotRun: the run never started driving the flow (EndInvalid, or a
+	// resume refused because another runner holds the lease); no progress
+	// line said why, so Conclude prints Message.
+	NotRun bool
 }
 
 // StepReport summarises one step of the run.
@@ -250,7 +258,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 		return &Outcome{FlowID: flowID, Status: EndInvalid, ExitCode: ExitUsage, Message: fmt.Sprintf("flow %q not in the stored spec", st.FlowName)}, nil
 	}
 	if err := r.claim(ctx, st); err != nil {
-		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndError, ExitCode: ExitFailed, Message: err.Error(), Spec: sp}, nil
+		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndError, ExitCode: ExitFailed, Message: err.Error(), Spec: sp, NotRun: true}, nil
 	}
 	r.hold(flowID)
 	out, err := r.svc.Resume(ctx, flowID)
@@ -270,15 +278,45 @@ func (r *Runner) claim(ctx context.Context, st *engine.FlowState) error {
 	if !errors.Is(err, engine.ErrLeaseHeld) {
 		return err
 	}
+	if cur, gerr := r.svc.Get(ctx, st.FlowID); gerr == nil && cur.Owner != nil {
+		st = cur // the lease that refused us, not the one read before
+	}
 	host, _ := os.Hostname()
 	o := st.Owner
 	if o == nil || o.Host != host || processAlive(o.PID) {
-		return fmt.Errorf("%w; another `stratum run` is driving it (wait for it, or for its lease to expire)", err)
+		return leaseHeldError(st.FlowID, o, err)
 	}
 	// The owner died (kill -9): take its lease over, only if it is still
 	// the same lease.
 	return r.svc.TakeOver(ctx, st.FlowID, o.ID, r.freshLease())
 }
+
+// leaseHeldError says who holds a flow's lease and until when.
+func leaseHeldError(flowID string, o *engine.Lease, err error) error {
+	if o == nil {
+		return fmt.Errorf("%w; another `stratum run` is driving it (wait for it, or for its lease to expire)", err)
+	}
+	who := "another `stratum run`"
+	switch {
+	case o.PID > 0 && o.Host != "":
+		who += fmt.Sprintf(" (pid %d on host %s)", o.PID, o.Host)
+	case o.PID > 0:
+		who += fmt.Sprintf(" (pid %d)", o.PID)
+	case o.Host != "":
+		who += fmt.Sprintf(" (on host %s)", o.Host)
+	}
+	return &leaseError{err: err, msg: fmt.Sprintf("flow %s: %v: %s holds it (lease %s) until %s; wait for that run to end, or for its lease to expire",
+		flowID, engine.ErrLeaseHeld, who, o.ID, o.ExpiresAt.UTC().Format(time.RFC3339))}
+}
+
+// leaseError is a refused claim (errors.Is(err, engine.ErrLeaseHeld)).
+type leaseError struct {
+	err error
+	msg string
+}
+
+func (e *leaseError) Error() string { return e.msg }
+func (e *leaseError) Unwrap() error { return e.err }
 
 func (r *Runner) hold(flowID string) {
 	r.mu.Lock()

@@ -117,6 +117,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		out = engine.StepOutcome{Output: v, CacheHit: true}
 	} else {
 		out, execErr = ex.Execute(r.traceStep(ctx, fc, step.ID, attempt), req)
+		execErr = r.redactErr(execErr)
 	}
 	elapsed := time.Since(start)
 	rep.Attempts++
@@ -535,6 +536,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: req.Attempt, Iteration: iteration, Spec: fc.spec})
 		start := time.Now()
 		out, execErr := ex.Execute(r.traceStep(ctx, fc, step.ID, req.Attempt), req)
+		execErr = r.redactErr(execErr)
 		elapsed := time.Since(start)
 		rep.Duration += elapsed
 		call := r.callRecord(fc, step, kind, req.Attempt, elapsed, out, execErr)
@@ -578,3 +580,35 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		return next, nil
 	}
 }
+
+// redactErr masks configured secrets (Options.Redact) in an executor's
+// error before it becomes violations in the store, progress lines and the
+// report: a provider or agent may echo a key back.
+func (r *Runner) redactErr(err error) error {
+	red := r.opts.Redact
+	if err == nil || red.Empty() {
+		return err
+	}
+	var ae *engine.AttemptError
+	if errors.As(err, &ae) {
+		vs := make([]string, len(ae.Violations))
+		for i, v := range ae.Violations {
+			vs[i] = red.String(v)
+		}
+		return &engine.AttemptError{Violations: vs, Kind: ae.Kind}
+	}
+	if msg := err.Error(); red.String(msg) != msg {
+		return &redactedError{msg: red.String(msg), err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose message had secrets masked; errors.Is
+// and errors.As still see the original.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
