@@ -549,16 +549,19 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 				if reviewer == "" {
 					reviewer = review.CurrentUser()
 				}
-				d := review.Decision{StepID: args[1], Outcome: verb.outcome, Rationale: note,
+				d := review.Decision{FlowID: args[0], StepID: args[1], Outcome: verb.outcome, Rationale: note,
 					Reviewer: reviewer, ResolvedBy: rb, Channel: review.ChannelCLI}
 				if cmd.Flags().Changed("round") {
 					d.Round = &round
+				}
+				if err := review.Check(d); err != nil {
+					return usageErr("%v: say why with --note", err)
 				}
 				svc, _, err := openService(cmd.Context())
 				if err != nil {
 					return err
 				}
-				next, err := svc.GateResolve(cmd.Context(), args[0], d)
+				next, err := review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
 				if err != nil && engine.AsError(err) == nil {
 					return failErr(err)
 				}

@@ -14,9 +14,12 @@
 //
 // Service is the one way decisions are made: every front end (the
 // in-process runner, the TUI, `stratum gate`, MCP) decides through
-// Service.Decide, so the rules of Check hold on every channel — a valid
-// outcome and resolved_by, and a rationale for revise and kill, except
-// through MCP where the original accepts an empty one. Service.Request asks
+// Service.Decide, so the rule of Check holds on every channel: a rationale
+// for revise and kill, except through MCP where the original accepts an
+// empty one. (Whether the outcome and resolved_by are valid and the gate
+// still waits in that round is the recorder's to say, with the original's
+// error types.) The runner asks its handlers through Service.Request;
+// `stratum gate`, the TUI and the MCP tool call Service.Decide. Service.Request asks
 // its handlers in order for a decision on a pending review: Policy
 // (--approve, --on-gate approve|kill), Console (a prompt at a terminal),
 // Notify (offers the review to a Sink such as the TUI and passes), and

@@ -23,17 +23,14 @@ var (
 	ErrNoReviewer = errors.New("nobody here may decide this gate")
 )
 
-// Check enforces the rules every decision shares, whatever its channel: a
-// valid outcome and resolved_by, and a rationale for revise and kill except
-// through MCP. It is the one place these rules live; Service.Decide applies
-// it, and a front end may call it to ask again before deciding.
+// Check enforces the rule every front end shares and the recorder cannot
+// know: revise and kill need a rationale, except through MCP (the original
+// accepts an empty one there). It is the one place this rule lives;
+// Service.Decide applies it, and a front end may call it to ask again
+// before deciding. Whether the outcome and resolved_by are valid, and
+// whether the gate is still waiting in that round, is the recorder's to
+// say (the engine answers with the original's error types and messages).
 func Check(d Decision) error {
-	if !d.Outcome.Valid() {
-		return fmt.Errorf("outcome must be approve, revise or kill, got %q", d.Outcome)
-	}
-	if !d.ResolvedBy.Valid() {
-		return fmt.Errorf("resolved_by must be human, agent or system, got %q", d.ResolvedBy)
-	}
 	if d.Outcome != Approve && strings.TrimSpace(d.Rationale) == "" && d.Channel != ChannelMCP {
 		return fmt.Errorf("%w (%s of gate %s)", ErrRationaleRequired, d.Outcome, d.StepID)
 	}

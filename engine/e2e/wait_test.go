@@ -114,7 +114,11 @@ func TestRunOnGateWaitLatency(t *testing.T) {
 		if out, err := approve.CombinedOutput(); err != nil {
 			t.Fatalf("gate approve: %v\n%s", err, out)
 		}
-		resumed := await("decided by another process")
+		// The runner tells who decided, how and through what.
+		resumed := await("decided elsewhere")
+		if !strings.Contains(resumed.text, "approve by ") || !strings.Contains(resumed.text, "(cli)") {
+			t.Fatalf("the runner did not say who decided: %q", resumed.text)
+		}
 		for range lines { // drain until the runner exits
 		}
 		if err := run.Wait(); err != nil {

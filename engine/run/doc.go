@@ -3,8 +3,11 @@
 // MCP uses) while holding a runner lease on it, executes each step with an
 // executor (engine.Executor: a command for compute functions and `run:`
 // steps, an agent CLI for `agent:` steps, an injected infer executor for LLM
-// steps), runs child flows in-process, resolves gates through review sinks
-// (console prompt, --approve/--on-gate policy, waiting for another process),
+// steps), runs child flows in-process, resolves gates through the review
+// service (review.Service.Request over its handlers, in order: the
+// --approve/--on-gate policy, the console prompt or the wait for a decision
+// made elsewhere — a decision seen there is told with who made it, how and
+// why),
 // enforces run budgets (ms, usd, tokens; per call and per flow), records
 // trace records and the budget ledger with the flow, caches results, and
 // reports progress (terminal, plain lines, GitHub annotations, JUnit).
@@ -17,6 +20,10 @@
 // other parsers live here too (inputs.go): ParseInputs for --input/--inputs
 // (also the TUI's run dialog), ParseResult for step-done's --result and
 // --result-file, and PlanFlow for plan's default flow.
+//
+// Background (background.go) runs a flow for a console (the TUI's Specs
+// pane): its gates wait in the store and each one that opens is offered to
+// the console's review.Sink.
 //
 // Not supported in-process: `type: decompose` and `type: parallel_dispatch`
 // steps. The runner stops with a clear error and leaves the flow running, so

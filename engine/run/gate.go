@@ -1,14 +1,9 @@
 package run
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -16,126 +11,30 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// What the runner does at a gate that --approve does not cover.
+// What the runner does at a gate that --approve does not cover: the
+// review package's constants (one definition).
 const (
-	OnGateExit    = "exit"    // stop (exit 4) and print how to decide and resume
-	OnGateWait    = "wait"    // wait for another process to decide (until the deadline)
-	OnGateApprove = "approve" // approve (policy, resolved_by system)
-	OnGateKill    = "kill"    // kill (policy, resolved_by system)
-	OnGatePrompt  = "prompt"  // ask on the console
+	OnGateExit    = review.OnGateExit    // stop (exit 4) and print how to decide and resume
+	OnGateWait    = review.OnGateWait    // wait for another process to decide (until the deadline)
+	OnGateApprove = review.OnGateApprove // approve (policy, resolved_by system)
+	OnGateKill    = review.OnGateKill    // kill (policy, resolved_by system)
+	OnGatePrompt  = review.OnGatePrompt  // ask on the console
 )
 
-// GatePolicy is the policy review sink of a headless run.
-type GatePolicy struct {
-	// Approve lists gate step ids to approve; "all" approves every gate.
-	// A gate named explicitly is approved as a human decision (the person
-	// who typed the flag); "all" and OnGate approve are system decisions and
-	// do not apply to `approver: human` gates.
-	Approve []string
-	// OnGate is one of the OnGate* constants (default exit).
-	OnGate string
-	// Reviewer is recorded with the decisions (default $USER).
-	Reviewer string
-}
-
-func (p GatePolicy) approves(stepID string) (bool, review.ResolvedBy) {
-	for _, a := range p.Approve {
-		if a == stepID {
-			return true, review.Human
-		}
-	}
-	for _, a := range p.Approve {
-		if a == "all" {
-			return true, review.System
-		}
-	}
-	return false, ""
-}
+// GatePolicy is the policy handler of a headless run (review.Policy):
+// --approve GATE is a human decision (the person who typed the flag);
+// --approve all and --on-gate approve are system decisions that never
+// apply to `approver: human` gates; --on-gate kill kills. Reviewer is
+// recorded with every decision of the run (default review.CurrentUser).
+type GatePolicy = review.Policy
 
 // ValidOnGate reports whether s is a valid --on-gate value.
-func ValidOnGate(s string) bool {
-	switch s {
-	case OnGateExit, OnGateWait, OnGateApprove, OnGateKill, OnGatePrompt:
-		return true
-	}
-	return false
-}
+func ValidOnGate(s string) bool { return review.ValidOnGate(s) }
 
-// Console is the console review sink: it shows the gate on Out and reads
-// the decision from In (a terminal).
-type Console struct {
-	In  io.Reader
-	Out io.Writer
-	br  *bufio.Reader
-}
-
-func (c *Console) line() (string, error) {
-	if c.br == nil {
-		c.br = bufio.NewReader(c.In)
-	}
-	s, err := c.br.ReadString('\n')
-	if err != nil && s == "" {
-		return "", err
-	}
-	return strings.TrimSpace(s), nil
-}
-
-// Ask shows the review and returns the decision (outcome and rationale).
-func (c *Console) Ask(pr review.PendingReview) (review.Outcome, string, error) {
-	w := c.Out
-	// Everything shown comes from the spec, the steps' outputs or other
-	// processes: escaped (specs.EscapeControl) so it cannot drive the terminal.
-	fmt.Fprintf(w, "\n── gate %s (flow %s, round %d) ──\n%s\n", specs.EscapeControl(pr.StepID), specs.EscapeControl(pr.FlowID), pr.Round, escapeLines(pr.Question))
-	if outs, ok := pr.Artifacts["step_outputs"].(map[string]any); ok && len(outs) > 0 {
-		keys := make([]string, 0, len(outs))
-		for k := range outs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		fmt.Fprintln(w, "outputs so far:")
-		for _, k := range keys {
-			b, _ := json.Marshal(outs[k])
-			fmt.Fprintf(w, "  %s: %s\n", specs.EscapeControl(k), specs.EscapeControl(clip(string(b), 300)))
-		}
-	}
-	if pr.Deadline != nil {
-		fmt.Fprintf(w, "deadline: %s (then %s)\n", pr.Deadline.Local().Format(time.RFC3339), specs.EscapeControl(string(pr.OnTimeout)))
-	}
-	choices := make([]string, len(pr.Outcomes))
-	for i, o := range pr.Outcomes {
-		choices[i] = string(o)
-	}
-	for {
-		fmt.Fprintf(w, "decision [%s]: ", strings.Join(choices, "/"))
-		s, err := c.line()
-		if err != nil {
-			return "", "", fmt.Errorf("reading the gate decision: %w", err)
-		}
-		o := matchOutcome(strings.ToLower(s), pr.Outcomes)
-		if o == "" {
-			fmt.Fprintf(w, "please answer one of: %s\n", strings.Join(choices, ", "))
-			continue
-		}
-		fmt.Fprint(w, "rationale (optional): ")
-		note, err := c.line()
-		if err != nil && err != io.EOF {
-			return "", "", err
-		}
-		return o, note, nil
-	}
-}
-
-func matchOutcome(s string, allowed []review.Outcome) review.Outcome {
-	if s == "" {
-		return ""
-	}
-	for _, o := range allowed {
-		if string(o) == s || string(o)[:1] == s[:1] && len(s) == 1 {
-			return o
-		}
-	}
-	return ""
-}
+// Console is the console handler (review.Console): the gate on Out, the
+// decision and its rationale read from In, a rationale asked for again
+// until review.Check accepts it (revise and kill need one).
+type Console = review.Console
 
 // gate resolves the gate the flow waits at through the sinks and returns
 // the engine's next response, or an end (stopped at the gate).
@@ -153,58 +52,104 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 	step := fc.flow.Step(pr.StepID)
 	rep := r.stepReport(fc, step)
 	r.emit(Event{Kind: EventGateOpen, FlowID: fc.id, Step: step, Gate: &pr, Spec: fc.spec})
-	reviewer := r.opts.Gates.Reviewer
-	if reviewer == "" {
-		reviewer = os.Getenv("USER")
-	}
-	round := pr.Round
-	decide := func(o review.Outcome, note string, by review.ResolvedBy, ch review.Channel) (turn, error) {
-		next, err := answered(r.svc.GateResolve(ctx, fc.id, review.Decision{StepID: pr.StepID, Round: &round, Outcome: o,
-			Rationale: note, Reviewer: reviewer, ResolvedBy: by, Channel: ch}))
-		if err != nil {
-			return turn{}, err
-		}
-		if next.err != nil {
-			// max_rounds_exceeded, or someone else decided first: show it and
-			// continue from the current state.
-			r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: "decision refused: " + next.err.Message})
-			return answered(r.svc.Resume(ctx, fc.id))
-		}
+	svc := review.NewService[engine.Outcome](r.svc, r.gateHandlers(fc, pr)...)
+	d, out, err := svc.Request(ctx, pr)
+	var interrupted *interruptedError
+	switch {
+	case errors.As(err, &interrupted):
+		return stop(&endState{status: EndInterrupted})
+	case errors.Is(err, review.ErrDecidedElsewhere):
 		rep.Attempts++
 		rep.Status = "passed"
-		if o == review.Kill {
+		if d.Outcome == review.Kill {
 			rep.Status = "killed"
 		}
-		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(o), Message: fmt.Sprintf("%s (%s, %s)", o, ch, by)})
-		return next, nil
-	}
-	human := pr.Approver == review.HumanApprover
-	if ok, by := r.opts.Gates.approves(pr.StepID); ok && (by == review.Human || !human) {
-		return decide(review.Approve, "approved by --approve", by, review.ChannelPolicy)
-	}
-	switch r.opts.Gates.OnGate {
-	case OnGateApprove:
-		if !human {
-			return decide(review.Approve, "approved by --on-gate approve", review.System, review.ChannelPolicy)
+		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: decidedElsewhere(d)})
+		return answered(r.svc.Resume(ctx, fc.id))
+	case errors.Is(err, review.ErrNoReviewer):
+		end := r.gateStop(fc, pr)
+		if !errors.Is(err, errNoHandler) {
+			end.message = err.Error() + "\n" + end.message
 		}
-	case OnGateKill:
-		return decide(review.Kill, "killed by --on-gate kill", review.System, review.ChannelPolicy)
+		return stop(end)
+	case engine.AsError(err) != nil:
+		// max_rounds_exceeded, or someone else decided first: show it and
+		// continue from the current state.
+		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Message: "decision refused: " + engine.AsError(err).Message})
+		return answered(r.svc.Resume(ctx, fc.id))
+	case err != nil:
+		return turn{}, err
+	}
+	rep.Attempts++
+	rep.Status = "passed"
+	if d.Outcome == review.Kill {
+		rep.Status = "killed"
+	}
+	r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(d.Outcome), Message: fmt.Sprintf("%s (%s, %s)", d.Outcome, d.Channel, d.ResolvedBy)})
+	return answered(out, nil)
+}
+
+// errNoHandler ends the handlers of a run when none of them may decide.
+var errNoHandler = fmt.Errorf("%w: no handler decides", review.ErrNoReviewer)
+
+// gateHandlers are the review handlers of this run, in the order they are
+// asked: the policy (--approve, --on-gate approve|kill), then the console
+// (--on-gate prompt) or the wait for a decision made elsewhere (--on-gate
+// wait); when all pass, the run stops at the gate.
+func (r *Runner) gateHandlers(fc *flowCtx, pr review.PendingReview) []review.Handler {
+	policy := r.opts.Gates
+	if policy.Reviewer == "" {
+		policy.Reviewer = review.CurrentUser()
+	}
+	hs := []review.Handler{policy}
+	switch policy.OnGate {
 	case OnGatePrompt:
-		if r.opts.Console != nil {
-			o, note, err := r.opts.Console.Ask(pr)
-			if err != nil {
-				// No answer (stdin closed): nobody here can decide.
-				end := r.gateStop(fc, pr)
-				end.message = err.Error() + "\n" + end.message
-				return stop(end)
+		if c := r.opts.Console; c != nil {
+			if c.Reviewer == "" {
+				c.Reviewer = policy.Reviewer
 			}
-			return decide(o, note, review.Human, review.ChannelConsole)
+			if c.Escape == nil {
+				c.Escape = specs.EscapeControl
+			}
+			hs = append(hs, c)
 		}
 	case OnGateWait:
-		return r.waitGate(ctx, fc, pr)
+		hs = append(hs, review.HandlerFunc(func(ctx context.Context, _ review.PendingReview) (review.Decision, error) {
+			return r.waitGate(ctx, fc, pr)
+		}))
 	}
-	return stop(r.gateStop(fc, pr))
+	return append(hs, review.HandlerFunc(func(context.Context, review.PendingReview) (review.Decision, error) {
+		return review.Decision{}, errNoHandler
+	}))
 }
+
+// decidedElsewhere tells who decided a gate this run waited at, how and why.
+func decidedElsewhere(d review.Decision) string {
+	if d.Outcome == "" {
+		return "decided by another process"
+	}
+	msg := string(d.Outcome) + " by " + orUnknown(d.Reviewer)
+	if d.Channel != "" {
+		msg += " (" + string(d.Channel) + ")"
+	}
+	if d.Rationale != "" {
+		msg += ": " + d.Rationale
+	}
+	return msg + ", decided elsewhere"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "someone"
+	}
+	return s
+}
+
+// interruptedError is what the wait handler returns when the run is
+// interrupted while it waits.
+type interruptedError struct{}
+
+func (*interruptedError) Error() string { return "interrupted while waiting for a gate decision" }
 
 // gateStop is the end of a run stopped at a gate nobody here may resolve.
 func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
@@ -220,24 +165,25 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 }
 
 // waitGate waits for another process (or this one's TUI) to decide the
-// gate. It follows the store's events (Service.Watch) and re-reads the flow
-// when one is about it; a timer at the gate's deadline applies expired
-// deadlines (SweepTimeouts), as every stratum process does, so on_timeout
-// takes effect even when no other process sweeps.
-func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (turn, error) {
+// gate, and returns the recorded decision with review.ErrDecidedElsewhere.
+// It follows the store's events (Service.Watch) and re-reads the flow when
+// one is about it; a timer at the gate's deadline applies expired deadlines
+// (SweepTimeouts), as every stratum process does, so on_timeout takes
+// effect even when no other process sweeps.
+func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (review.Decision, error) {
 	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
 		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
 	// The end of the log before the first read: Watch delivers everything
 	// after it, so a decision made in between is not missed.
 	after, err := r.svc.LastSeq(ctx)
 	if err != nil {
-		return turn{}, err
+		return review.Decision{}, err
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	events, err := r.svc.Watch(watchCtx, after)
 	if err != nil {
-		return turn{}, err
+		return review.Decision{}, err
 	}
 	var expired <-chan time.Time
 	if pr.Deadline != nil {
@@ -248,34 +194,25 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 	for {
 		st, err := r.svc.Get(ctx, fc.id)
 		if err != nil {
-			return turn{}, err
+			return review.Decision{}, err
 		}
 		if st.Status != engine.StatusAwaitingGate || st.Gate == nil || st.Gate.StepID != pr.StepID || st.Gate.Round != pr.Round {
-			if step := fc.flow.Step(pr.StepID); step != nil {
-				rep := r.stepReport(fc, step)
-				rep.Attempts++
-				rep.Status = "passed"
-				if st.Status == engine.StatusKilled {
-					rep.Status = "killed"
-				}
-				r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: "decided by another process"})
-			}
-			return answered(r.svc.Resume(ctx, fc.id))
+			return recordedDecision(st, pr), review.ErrDecidedElsewhere
 		}
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
-				return stop(&endState{status: EndInterrupted})
+				return review.Decision{}, &interruptedError{}
 			case <-expired:
 				expired = nil
 				if _, err := r.svc.SweepTimeouts(ctx); err != nil {
-					return turn{}, err
+					return review.Decision{}, err
 				}
 				break wait
 			case batch, ok := <-events:
 				if !ok {
-					return stop(&endState{status: EndInterrupted})
+					return review.Decision{}, &interruptedError{}
 				}
 				if engine.Mentions(batch, fc.id) {
 					break wait
@@ -283,6 +220,24 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 			}
 		}
 	}
+}
+
+// recordedDecision is the decision recorded on the gate of pr (its last
+// gate record for that step and round, in the current round or archived),
+// or a zero decision when none is found (the flow moved on otherwise).
+func recordedDecision(st *engine.FlowState, pr review.PendingReview) review.Decision {
+	rounds := append([][]engine.Record{st.Records}, st.Rounds...)
+	for _, recs := range rounds {
+		for i := len(recs) - 1; i >= 0; i-- {
+			rec := recs[i]
+			if rec.Type == engine.RecordGate && rec.StepID == pr.StepID && rec.Round == pr.Round && !rec.Reverted {
+				return review.Decision{FlowID: pr.FlowID, StepID: pr.StepID, Outcome: review.Outcome(rec.Outcome),
+					Rationale: rec.Rationale, Reviewer: rec.Reviewer, ResolvedBy: review.ResolvedBy(rec.ResolvedBy),
+					Channel: review.Channel(rec.Channel)}
+			}
+		}
+	}
+	return review.Decision{}
 }
 
 // stepLine is the spec line of a step (0 when unknown).
