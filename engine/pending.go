@@ -12,8 +12,8 @@ import (
 // (README, "Gates, deadlines and who may decide"); ok is false when the flow is not waiting at a gate.
 //
 // Question is the gate function's intent (or a default). Artifacts carries
-// the flow inputs, the outputs of the steps so far, the active round's trace
-// and the decisions of earlier rounds (round, outcome, rationale, reviewer).
+// the flow inputs, the outputs of the steps so far and the decisions of
+// earlier rounds (round, outcome, rationale, reviewer).
 func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
 	if st.Status != StatusAwaitingGate || st.Gate == nil || pastEnd(st, env) {
 		return review.PendingReview{}, false
@@ -29,13 +29,12 @@ func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
 	if question == "" {
 		question = fmt.Sprintf("Approve step '%s' of flow '%s'?", step.ID, st.FlowName)
 	}
-	var earlier []map[string]any
+	var earlier []review.PriorDecision
 	for _, round := range st.Rounds {
 		for _, r := range round {
 			if r.Type == RecordGate {
-				earlier = append(earlier, map[string]any{
-					"round": r.Round, "step_id": r.StepID, "outcome": r.Outcome, "rationale": r.Rationale, "reviewer": r.Reviewer,
-				})
+				earlier = append(earlier, review.PriorDecision{Round: r.Round, StepID: r.StepID,
+					Outcome: review.Outcome(r.Outcome), Rationale: r.Rationale, Reviewer: r.Reviewer})
 			}
 		}
 	}
@@ -53,18 +52,13 @@ func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
 		deadline = &d
 	}
 	return review.PendingReview{
-		ReviewID: review.ID(st.FlowID, step.ID, st.Gate.Round),
-		FlowID:   st.FlowID,
-		FlowName: st.FlowName,
-		StepID:   step.ID,
-		Round:    st.Gate.Round,
-		Question: question,
-		Artifacts: map[string]any{
-			"inputs":             st.Inputs,
-			"step_outputs":       outputs,
-			"trace":              copyRecords(st.Records),
-			"previous_decisions": earlier,
-		},
+		ReviewID:  review.ID(st.FlowID, step.ID, st.Gate.Round),
+		FlowID:    st.FlowID,
+		FlowName:  st.FlowName,
+		StepID:    step.ID,
+		Round:     st.Gate.Round,
+		Question:  question,
+		Artifacts: review.Artifacts{Inputs: st.Inputs, StepOutputs: outputs, PreviousDecisions: earlier},
 		Outcomes:  outcomes,
 		Approver:  review.Approver(orStr(st.Gate.Approver, string(review.AnyApprover))),
 		OpenedAt:  st.Gate.DispatchedAt,

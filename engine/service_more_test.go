@@ -145,7 +145,7 @@ func TestServicePendingReviews(t *testing.T) {
 		len(pr.Outcomes) != 3 || pr.OnTimeout != "kill" || pr.Approver != "any" || pr.Question == "" {
 		t.Fatalf("review %+v", pr)
 	}
-	outs := pr.Artifacts["step_outputs"].(map[string]any)
+	outs := pr.Artifacts.StepOutputs
 	if len(outs) != 2 {
 		t.Errorf("artifacts %+v", pr.Artifacts)
 	}

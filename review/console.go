@@ -46,7 +46,7 @@ func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
 		esc = func(s string) string { return s }
 	}
 	fmt.Fprintf(w, "\n── gate %s (flow %s, round %d) ──\n%s\n", esc(r.StepID), esc(r.FlowID), r.Round, escLines(esc, r.Question))
-	if outs, ok := r.Artifacts["step_outputs"].(map[string]any); ok && len(outs) > 0 {
+	if outs := r.Artifacts.StepOutputs; len(outs) > 0 {
 		keys := make([]string, 0, len(outs))
 		for k := range outs {
 			keys = append(keys, k)

@@ -72,14 +72,30 @@ type PendingReview struct {
 	StepID   string
 	Round    int
 	Question string // what is being asked (the gate function's intent, or a default)
-	// Artifacts is what the reviewer needs: the outputs of earlier steps, the
-	// violations that led here, previous rounds' notes.
-	Artifacts map[string]any
+	// Artifacts is what the reviewer needs to decide.
+	Artifacts Artifacts
 	Outcomes  []Outcome
 	Approver  Approver
 	OpenedAt  time.Time
 	Deadline  *time.Time // nil = no timeout
 	OnTimeout Outcome
+}
+
+// Artifacts is the context of a pending review: the flow's inputs, the
+// outputs of the steps so far and the decisions of earlier rounds.
+type Artifacts struct {
+	Inputs            map[string]any
+	StepOutputs       map[string]any
+	PreviousDecisions []PriorDecision
+}
+
+// PriorDecision is a decision of an earlier round of a gate.
+type PriorDecision struct {
+	Round     int
+	StepID    string
+	Outcome   Outcome
+	Rationale string
+	Reviewer  string
 }
 
 // ID builds the review id of a gate round.

@@ -154,7 +154,7 @@ func TestServiceRequest(t *testing.T) {
 
 func TestConsole(t *testing.T) {
 	r := PendingReview{ReviewID: "f/g/0", FlowID: "f", StepID: "g", Question: "Ship it?",
-		Outcomes: []Outcome{Approve, Revise, Kill}, Artifacts: map[string]any{"step_outputs": map[string]any{"build": map[string]any{"ok": true}}}}
+		Outcomes: []Outcome{Approve, Revise, Kill}, Artifacts: Artifacts{StepOutputs: map[string]any{"build": map[string]any{"ok": true}}}}
 	cases := []struct {
 		name, input string
 		want        Outcome

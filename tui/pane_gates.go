@@ -109,12 +109,10 @@ func (p *gatesPane) View(c *common) []string {
 	if v := c.lastViolations(r.FlowID); v != "" {
 		out = append(out, c.st.Warning.Render("violations: "+v))
 	}
-	if prev, ok := r.Artifacts["previous_decisions"].([]map[string]any); ok && len(prev) > 0 {
-		for _, pd := range prev {
-			out = append(out, c.st.Muted.Render(fmt.Sprintf("round %v: %v by %v: %v", pd["round"], pd["outcome"], pd["reviewer"], pd["rationale"])))
-		}
+	for _, pd := range r.Artifacts.PreviousDecisions {
+		out = append(out, c.st.Muted.Render(fmt.Sprintf("round %d: %s by %s: %s", pd.Round, pd.Outcome, clean(pd.Reviewer), clean(pd.Rationale))))
 	}
-	if outs, ok := r.Artifacts["step_outputs"].(map[string]any); ok && len(outs) > 0 {
+	if outs := r.Artifacts.StepOutputs; len(outs) > 0 {
 		out = append(out, c.st.Header.Render("Outputs"))
 		keys := make([]string, 0, len(outs))
 		for k := range outs {
