@@ -113,7 +113,7 @@ func notePolicyFallback(res *Result, stepID, policy string) {
 // skipIfTrue evaluates a step's skip_if; any evaluation error means "don't
 // skip" (upstream-behavior §2.9).
 func skipIfTrue(st *FlowState, env Env, step *specs.Step) bool {
-	ok, err := evalBool(step.SkipIf, specs.EvalEnv{Refs: refResolver(st), Root: env.Root})
+	ok, err := evalBool(env.context(), step.SkipIf, specs.EvalEnv{Refs: refResolver(st), Root: env.Root})
 	return err == nil && ok
 }
 

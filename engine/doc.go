@@ -33,10 +33,43 @@
 // check_timeouts, skip_step, the iteration protocol, commit/revert, audit and
 // the v0.3 parallel consumer path, with the deliberate differences of
 // README, "Deliberate differences from the original". A transition is a function of the flow state, the parsed spec
-// and the request: it mutates the state it is given (a private copy loaded in
-// the current store transaction), and returns the wire response and the events
-// to append. Transitions do no I/O: time, ids and the file root for expression
-// builtins come in through Env.
+// and the request: it mutates the state it is given (a private copy read
+// from the store), and returns the wire response and the events to append.
+// Transitions do no I/O: time, ids, the file root for expression builtins,
+// the request's context (Env.Ctx: every evaluation stops once it is done)
+// and the reader of child flows come in through Env.
+//
+// # The Service: snapshot, verdict, version re-check
+//
+// Nothing expensive runs under the store's lock (DESIGN.md §5; snapshot.go).
+// The Service computes each transition on a snapshot, outside any write
+// transaction: the flow is read in a short View (a private copy with its
+// Version), its spec parsed through the per-process cache keyed by the
+// sha256 of the text, the lease checked (flow_owned) and the pure
+// transition run — every expression evaluated, child flows read through
+// Env.Children, each in its own short View with its Version noted — and
+// its summaries computed. Only then does one Update apply the verdict: it
+// checks that every flow the transition read is at the version read (a
+// flow only read is re-read; a flow written is checked by a
+// compare-and-swap on Tx.Put's stamps, so it is not decoded again: the
+// Version Put stamps is one past the one read only if the stored one is
+// still it, and a zeroed CreatedAt comes back as the one read only if the
+// flow was not deleted or replaced; a flow the transition creates must get
+// version 1, i.e. not exist), then writes the states, deletions and
+// events exactly as computed. If another writer got in between, the
+// transaction writes nothing and the whole transition is computed again
+// from a fresh snapshot, at most 5 times, then the call fails with an
+// error wrapping ErrConflict that names the flow. Transitions are pure, so
+// the committed result is the one the transition would have computed
+// inside the transaction. An answer that writes nothing (a refusal, a
+// read such as resume) needs no write transaction; when it read more than
+// one flow, one View re-checks their versions first. A transition whose
+// context ends (SIGINT/SIGTERM through main's signal.NotifyContext, a
+// client's cancellation) before it is written is discarded, even if its
+// evaluation finished, with an error wrapping the context's cause. Events
+// are published to the in-process broker only after their commit. Claim,
+// TakeOver and Release run the same way, and the reads that need a spec
+// (Audit, PendingReviews, PendingGateSteps) parse it after their View.
 //
 // Decisions where the original is silent or where we differ (besides
 // README, "Deliberate differences from the original"):

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -148,7 +149,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		best = st.IterationBest[stepID]
 	}
 	if step.ScoreExpr != nil {
-		v, err := step.ScoreExpr.Eval(specs.EvalEnv{Result: result, Root: env.Root})
+		v, err := evalValue(env.context(), step.ScoreExpr, specs.EvalEnv{Result: result, Root: env.Root})
 		if err != nil {
 			entry.ScoreError = err.Error()
 		} else if s, ok := iterationScore(v); ok {
@@ -177,7 +178,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 			acc = &Accumulator{Items: []any{}, Keys: []string{}}
 			st.IterationAccumulator[stepID] = acc
 		}
-		newCount, err := iterAccumulate(step, acc, result, env.Root)
+		newCount, err := iterAccumulate(env.context(), step, acc, result, env.Root)
 		if err != nil {
 			// A broken extractor freezes dry_streak: it cannot fake dryness.
 			entry.AccumulateError = err.Error()
@@ -214,7 +215,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 			vars["new_count"] = nil
 			vars["dry_streak"] = nil
 		}
-		met, err := step.ExitCriterion.EvalBool(specs.EvalEnv{Result: result, Vars: vars, Root: env.Root})
+		met, err := evalBool(env.context(), step.ExitCriterion, specs.EvalEnv{Result: result, Vars: vars, Root: env.Root})
 		if err != nil {
 			entry.ExitCriterionError = err.Error()
 		} else {
@@ -540,8 +541,8 @@ func iterBestFields(best *IterationBest) (any, any) {
 // JSON of accumulate_key (or of the whole item when there is no key or the
 // key expression fails for that item). It returns how many items were new. An
 // error (the expression fails or does not return a list) adds nothing.
-func iterAccumulate(step *specs.Step, acc *Accumulator, result any, root string) (int, error) {
-	v, err := step.Accumulate.Eval(specs.EvalEnv{Result: result, Root: root})
+func iterAccumulate(ctx context.Context, step *specs.Step, acc *Accumulator, result any, root string) (int, error) {
+	v, err := evalValue(ctx, step.Accumulate, specs.EvalEnv{Result: result, Root: root})
 	if err != nil {
 		return 0, fmt.Errorf("accumulate '%s' raised: %v", step.Accumulate.Source, err)
 	}
@@ -557,7 +558,7 @@ func iterAccumulate(step *specs.Step, acc *Accumulator, result any, root string)
 	for _, item := range items {
 		keyVal := item
 		if step.AccumulateKey != nil {
-			if k, err := step.AccumulateKey.Eval(specs.EvalEnv{Item: item, Root: root}); err == nil {
+			if k, err := evalValue(ctx, step.AccumulateKey, specs.EvalEnv{Item: item, Root: root}); err == nil {
 				keyVal = k
 			}
 		}

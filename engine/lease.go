@@ -26,35 +26,37 @@ func (s *Service) TakeOver(ctx context.Context, flowID, deadID string, l Lease) 
 }
 
 func (s *Service) claim(ctx context.Context, flowID string, l Lease, deadID string) error {
-	return s.Store.Update(ctx, func(tx Tx) error {
-		st, err := tx.Get(flowID)
+	_, err := s.optimistic(ctx, "lease of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+		st, err := sn.Get(flowID)
 		if err != nil {
-			return err
+			return computed{}, err
 		}
-		now := s.now()
 		if o := st.Owner; o != nil && o.ExpiresAt.After(now) && o.ID != l.ID && (deadID == "" || o.ID != deadID) {
-			return fmt.Errorf("flow %s: %w (lease %s until %s)", flowID, ErrLeaseHeld, o.ID, o.ExpiresAt.UTC().Format(time.RFC3339))
+			return computed{}, fmt.Errorf("flow %s: %w (lease %s until %s)", flowID, ErrLeaseHeld, o.ID, o.ExpiresAt.UTC().Format(time.RFC3339))
 		}
-		if l.Heartbeat.IsZero() {
-			l.Heartbeat = now
+		lease := l
+		if lease.Heartbeat.IsZero() {
+			lease.Heartbeat = now
 		}
-		st.Owner = &l
+		st.Owner = &lease
 		st.Driver = DriverRunner
-		return s.put(tx, st, nil)
+		return computed{st: st}, nil
 	})
+	return err
 }
 
 // Release drops the flow's lease if it is held by leaseID.
 func (s *Service) Release(ctx context.Context, flowID, leaseID string) error {
-	return s.Store.Update(ctx, func(tx Tx) error {
-		st, err := tx.Get(flowID)
+	_, err := s.optimistic(ctx, "release of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+		st, err := sn.Get(flowID)
 		if err != nil {
-			return err
+			return computed{}, err
 		}
 		if st.Owner == nil || st.Owner.ID != leaseID {
-			return nil
+			return computed{res: Result{Unchanged: true}}, nil
 		}
 		st.Owner = nil
-		return s.put(tx, st, nil)
+		return computed{st: st}, nil
 	})
+	return err
 }

@@ -68,11 +68,12 @@ func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
 }
 
 // PendingReviews returns the review of every flow waiting at a gate. Flows
-// whose stored spec no longer parses are skipped.
+// whose stored spec no longer parses are skipped. The states are read in one
+// View; their specs are parsed after it.
 func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
-	var out []review.PendingReview
+	var states []*FlowState
 	err := s.Store.View(ctx, func(tx Tx) error {
-		out = nil
+		states = nil
 		gates, err := tx.PendingGates()
 		if err != nil {
 			return err
@@ -85,15 +86,23 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 			if err != nil {
 				return err
 			}
-			env, bad := s.env(st, tx, s.now())
-			if bad != nil {
-				continue
-			}
-			if pr, ok := PendingReviewOf(st, env); ok {
-				out = append(out, pr)
-			}
+			states = append(states, st)
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	var out []review.PendingReview
+	now := s.now()
+	for _, st := range states {
+		env, bad := s.env(ctx, st, newSnapshot(ctx, s.Store), now)
+		if bad != nil {
+			continue
+		}
+		if pr, ok := PendingReviewOf(st, env); ok {
+			out = append(out, pr)
+		}
+	}
+	return out, nil
 }

@@ -18,9 +18,10 @@ var (
 
 // Store is the persistence the engine needs, defined here by its consumer:
 // everything main.go, the TUI and the engine use goes through it, so a new
-// backend is one package that passes store/storetest. Every transition runs
-// inside one Update, so concurrent processes cannot lose each other's
-// updates.
+// backend is one package that passes store/storetest. Every transition is
+// computed on a snapshot read in Views and committed in one Update that
+// re-checks the versions it read (doc.go, "The Service"), so concurrent
+// processes cannot lose each other's updates.
 type Store interface {
 	// Update runs fn in one write transaction. If fn returns an error nothing
 	// is written. Implementations may retry fn when they lose a lock race, so

@@ -40,33 +40,44 @@ func (s *Service) FlowWithSpec(ctx context.Context, flowID string) (*FlowWithSpe
 
 // PendingGateSteps returns every flow waiting at a gate with its gate step,
 // in PendingGates' order. A flow deleted between the two reads is left out.
+// The states are read in one View; their specs are parsed after it.
 func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	var out []GateStep
+	var states []*FlowState // states[i] is out[i]'s (nil: no gate)
 	err := s.Store.View(ctx, func(tx Tx) error {
-		out = nil
+		out, states = nil, nil
 		gates, err := tx.PendingGates()
 		if err != nil {
 			return err
 		}
 		for _, g := range gates {
-			gs := GateStep{Summary: g}
+			var st *FlowState
 			if g.Gate != nil {
-				st, err := tx.Get(g.FlowID)
+				st, err = tx.Get(g.FlowID)
 				if errors.Is(err, ErrNotFound) {
 					continue
 				}
 				if err != nil {
 					return err
 				}
-				if flow := s.storedFlow(st); flow != nil {
-					gs.Step = flow.Step(g.Gate.StepID)
-				}
 			}
-			out = append(out, gs)
+			out = append(out, GateStep{Summary: g})
+			states = append(states, st)
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for i, st := range states {
+		if st == nil {
+			continue
+		}
+		if flow := s.storedFlow(st); flow != nil {
+			out[i].Step = flow.Step(out[i].Summary.Gate.StepID)
+		}
+	}
+	return out, nil
 }
 
 // storedFlow is st's flow in its stored spec (parsed through the service's

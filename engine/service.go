@@ -14,11 +14,13 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// Service runs the transitions against a Store: one Store.Update per call
-// (View for reads), the flow's raw spec parsed (and cached by content), the
-// results persisted with their summaries (Summarize) and the events
-// appended in the same transaction, then published to this process's
-// watchers (Watch). Transitions answer an Outcome, or a *Error the original
+// Service runs the transitions against a Store: each is computed on a
+// snapshot outside any write transaction (the flow read in a View, its raw
+// spec parsed and cached by content, its expressions evaluated) and
+// committed in one Store.Update that re-checks the flow's version (see
+// snapshot.go): the results persisted with their summaries (Summarize) and
+// the events appended in the same transaction, then published to this
+// process's watchers (Watch). Transitions answer an Outcome, or a *Error the original
 // answers as an envelope; any other error is a store failure.
 type Service struct {
 	Store Store
@@ -131,9 +133,11 @@ func flowNotFound(flowID string) *Error {
 	return refusal(ErrTypeFlowNotFound, "No active flow with id '%s'", flowID)
 }
 
-// env builds the transition environment of a stored flow. A spec that no
-// longer parses, or a flow that vanished from it, is an execution_error.
-func (s *Service) env(st *FlowState, tx Tx, now time.Time) (Env, *Error) {
+// env builds the transition environment of a stored flow, outside any
+// store transaction: children are read through sn, expressions stop when
+// ctx is done. A spec that no longer parses, or a flow that vanished from
+// it, is an execution_error.
+func (s *Service) env(ctx context.Context, st *FlowState, sn ChildLoader, now time.Time) (Env, *Error) {
 	sp, ds := s.parse(st.SpecFile, st.RawSpec)
 	if sp == nil {
 		msg := "stored spec of flow '" + st.FlowID + "' no longer parses"
@@ -146,7 +150,7 @@ func (s *Service) env(st *FlowState, tx Tx, now time.Time) (Env, *Error) {
 	if flow == nil {
 		return Env{}, execErrorf("Flow '%s' not found in spec", st.FlowName)
 	}
-	return Env{Spec: sp, Flow: flow, Now: now, NewID: s.newID, Root: s.Root, Children: tx}, nil
+	return Env{Ctx: ctx, Spec: sp, Flow: flow, Now: now, NewID: s.newID, Root: s.Root, Children: sn}, nil
 }
 
 // leaseRefusal answers flow_owned when a live runner lease owns the flow and
@@ -162,98 +166,35 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 	return e
 }
 
-// update runs fn in one Store.Update and commits its Result: fn returns the
-// state to write (nil for none), the spec the transition ran on (nil when
-// none) and the result, or an error that aborts the transaction. A panic in
-// fn is the internal_error envelope and writes nothing. The answer is the
-// result's outcome, or its *Error; a store failure is returned as is.
-func (s *Service) update(ctx context.Context, fn func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error)) (Outcome, error) {
-	var res Result
-	err := s.Store.Update(ctx, func(tx Tx) (err error) {
-		res = Result{}
-		defer func() {
-			if r := recover(); r != nil {
-				res = refused(internalError())
-				err = errNoWrite
-			}
-		}()
-		st, sp, r, err := fn(tx, s.now())
-		if err != nil {
-			if e := AsError(err); e != nil {
-				res = refused(e)
-				return errNoWrite
-			}
-			return err
-		}
-		res = r
-		if res.Unchanged {
-			return errNoWrite
-		}
-		return s.commitResult(tx, st, sp, res)
-	})
-	if err != nil && !errors.Is(err, errNoWrite) {
-		return nil, err
-	}
-	if err == nil {
-		s.events.publish(res.Events) // stamped with their sequence numbers by Append
-	}
-	if res.Err != nil {
-		return nil, res.Err
-	}
-	return res.Outcome, nil
-}
-
-// transition loads a flow, runs fn and commits its result in one Update.
-// checkLease, when set, refuses callers other than a live lease's holder.
+// transition runs fn on a flow (snapshot.go): the flow is read in a View,
+// fn runs outside any store transaction on that private copy, and its
+// result is committed in one Update if the flow (and every flow fn read)
+// is unchanged, else everything is done again. checkLease, when set,
+// refuses callers other than a live lease's holder.
 func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (Result, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error) {
-		st, err := tx.Get(flowID)
+	return s.optimistic(ctx, "flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
-			return nil, nil, Result{}, flowNotFound(flowID)
+			return computed{}, flowNotFound(flowID)
 		}
 		if err != nil {
-			return nil, nil, Result{}, err
+			return computed{}, err
 		}
 		if checkLease != nil {
 			if e := leaseRefusal(st, now, checkLease.Actor); e != nil {
-				return nil, nil, Result{}, e
+				return computed{}, e
 			}
 		}
-		env, bad := s.env(st, tx, now)
+		env, bad := s.env(ctx, st, sn, now)
 		if bad != nil {
-			return nil, nil, Result{}, bad
+			return computed{}, bad
 		}
 		res, err := fn(st, env)
-		return st, env.Spec, res, err
+		return computed{st: st, sp: env.Spec, res: res}, err
 	})
-}
-
-// commitResult writes a transition's effects: other flows, deletions, the
-// flow itself (each with its summary; sp is the spec the transition ran
-// on), then the events.
-func (s *Service) commitResult(tx Tx, st *FlowState, sp *specs.Spec, res Result) error {
-	for _, p := range res.Put {
-		if err := s.put(tx, p, sp); err != nil {
-			return err
-		}
-	}
-	for _, id := range res.Delete {
-		if err := tx.Delete(id); err != nil {
-			return err
-		}
-	}
-	if st != nil {
-		if err := s.put(tx, st, sp); err != nil {
-			return err
-		}
-	}
-	if len(res.Events) > 0 {
-		return tx.Append(res.Events...)
-	}
-	return nil
 }
 
 // Plan is stratum_plan: parse the spec, create the flow, return its first
@@ -267,13 +208,13 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	return s.update(ctx, func(tx Tx, now time.Time) (*FlowState, *specs.Spec, Result, error) {
-		env := Env{Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: tx}
+	return s.optimistic(ctx, "plan of flow "+flowName, func(sn *snapshot, now time.Time) (computed, error) {
+		env := Env{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
 		st, res, err := Plan(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true
 		}
-		return st, sp, res, err
+		return computed{st: st, sp: sp, res: res}, err
 	})
 }
 
@@ -389,36 +330,30 @@ func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOp
 	})
 }
 
-// Audit is stratum_audit (a read).
+// Audit is stratum_audit (a read): the flow is read in a View, the spec
+// parsed and the report built after it.
 func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
 	var out *AuditReport
-	var refusal *Error
-	err := s.Store.View(ctx, func(tx Tx) error {
-		out, refusal = nil, nil
-		st, err := tx.Get(flowID)
+	_, err := s.optimistic(ctx, "audit of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
-			refusal = flowNotFound(flowID)
-			return nil
+			return computed{}, flowNotFound(flowID)
 		}
 		if err != nil {
-			return err
+			return computed{}, err
 		}
-		env, bad := s.env(st, tx, s.now())
+		env, bad := s.env(ctx, st, sn, now)
 		if bad != nil {
-			refusal = bad
-			return nil
+			return computed{}, bad
 		}
 		out = Audit(st, env)
-		return nil
+		return computed{res: answer(out)}, nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	if refusal != nil {
-		return nil, refusal
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ package engine
 // canonical JSON and parsing go through these helpers.
 
 import (
+	"context"
 	"errors"
 
 	"github.com/stratum-go/stratum/specs"
@@ -12,12 +13,22 @@ import (
 // errNoEval is returned when there is no expression to evaluate.
 var errNoEval = errors.New("no expression")
 
-// evalBool evaluates a compiled expression for its (Python) truth value.
-func evalBool(e *specs.Expr, env specs.EvalEnv) (bool, error) {
+// evalBool evaluates a compiled expression for its (Python) truth value; it
+// stops soon after ctx is done (the transition's Env.Ctx).
+func evalBool(ctx context.Context, e *specs.Expr, env specs.EvalEnv) (bool, error) {
 	if e == nil {
 		return false, errNoEval
 	}
-	return e.EvalBool(env)
+	return e.EvalBoolContext(ctx, env)
+}
+
+// evalValue evaluates a compiled expression for its value; it stops soon
+// after ctx is done.
+func evalValue(ctx context.Context, e *specs.Expr, env specs.EvalEnv) (any, error) {
+	if e == nil {
+		return nil, errNoEval
+	}
+	return e.EvalContext(ctx, env)
 }
 
 // schemaViolations validates v against a compiled step schema; nil = valid.

@@ -115,7 +115,7 @@ func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string)
 		if e == nil {
 			continue
 		}
-		ok, err := evalBool(e, specs.EvalEnv{Result: result, Root: env.Root})
+		ok, err := evalBool(env.context(), e, specs.EvalEnv{Result: result, Root: env.Root})
 		switch {
 		case err != nil:
 			vs = append(vs, fmt.Sprintf("Ensure expression %s raised: %s", py.ReprString(e.Source), err))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/stratum-go/stratum/specs"
@@ -10,20 +11,35 @@ import (
 // I/O: the clock reading, the id generator and the expression file root are
 // given, so transitions are deterministic in tests.
 type Env struct {
+	// Ctx is the request's context (nil = never done): every expression
+	// evaluation stops soon after it is done. The Service then discards the
+	// transition (nothing is written), so a verdict reached on a cancelled
+	// evaluation never counts.
+	Ctx   context.Context
 	Spec  *specs.Spec
 	Flow  *specs.Flow // the flow of the state being transitioned
 	Now   time.Time
 	NewID func() string // flow ids for child flows
 	// Root confines the file_exists / file_contains builtins.
 	Root string
-	// Children gives read access to child flows (flow: steps) inside the same
-	// store transaction; nil when the caller has none (pure tests).
+	// Children gives read access to child flows (flow: steps): the
+	// Service's snapshot (reads the commit re-checks); nil when the caller
+	// has none (pure tests).
 	Children ChildLoader
 }
 
-// ChildLoader reads a child flow state inside the current transaction.
+// ChildLoader reads a child flow state: a private copy the transition may
+// mutate.
 type ChildLoader interface {
 	Get(flowID string) (*FlowState, error)
+}
+
+// context is env.Ctx, or context.Background when it is nil.
+func (env Env) context() context.Context {
+	if env.Ctx == nil {
+		return context.Background()
+	}
+	return env.Ctx
 }
 
 // Result is what a transition produced besides mutating the state.

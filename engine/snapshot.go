@@ -1,0 +1,313 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Nothing expensive under the lock (DESIGN.md §5). A transition is computed
+// on a snapshot, outside any write transaction: the flows it reads are read
+// in short Store.Views (each a private copy, its Version noted), the spec is
+// parsed (through the cache) and every expression is evaluated without the
+// store's lock. The write transaction then re-reads each flow the
+// transition read and applies the transition's result only if none
+// changed; otherwise the transition is computed again from a fresh
+// snapshot, at most maxTransitionAttempts times. Transitions are pure
+// functions of what they read, so the result is the one the transition
+// would have computed inside the transaction.
+
+// maxTransitionAttempts bounds how often a transition is computed again
+// because another writer changed a flow it read before it could commit.
+const maxTransitionAttempts = 5
+
+// absentVersion notes a flow a transition looked for and did not find.
+const absentVersion int64 = -1
+
+// snapshot is what one attempt of a transition read: the ChildLoader of its
+// Env, and the main flow's read too. Each Get is one short Store.View.
+type snapshot struct {
+	ctx   context.Context
+	store Store
+	// read is the Version of every flow read (absentVersion: not found).
+	read map[string]int64
+	// unstable: a flow read twice had changed in between.
+	unstable bool
+	// err is the first read that failed for another reason than
+	// ErrNotFound: the transition cannot be trusted and is not committed.
+	err error
+}
+
+var _ ChildLoader = (*snapshot)(nil)
+
+func newSnapshot(ctx context.Context, st Store) *snapshot {
+	return &snapshot{ctx: ctx, store: st, read: map[string]int64{}}
+}
+
+// Get reads a flow in its own View and notes its version.
+func (sn *snapshot) Get(flowID string) (*FlowState, error) {
+	var st *FlowState
+	err := sn.store.View(sn.ctx, func(tx Tx) (err error) {
+		st, err = tx.Get(flowID)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		sn.note(flowID, absentVersion)
+		return nil, err
+	case err != nil:
+		if sn.err == nil {
+			sn.err = err
+		}
+		return nil, err
+	}
+	sn.note(flowID, st.Version)
+	return st, nil
+}
+
+func (sn *snapshot) note(flowID string, v int64) {
+	if old, ok := sn.read[flowID]; ok && old != v {
+		sn.unstable = true
+	}
+	sn.read[flowID] = v
+}
+
+// current reports whether every flow the snapshot read is, in tx, as it was
+// read.
+func (sn *snapshot) current(tx Tx) (bool, error) {
+	for id, v := range sn.read {
+		ok, err := hasVersion(tx, id, v)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// hasVersion reports whether flow id is at version v in tx (absentVersion:
+// not there).
+func hasVersion(tx Tx, id string, v int64) (bool, error) {
+	st, err := tx.Get(id)
+	if errors.Is(err, ErrNotFound) {
+		return v == absentVersion, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return st.Version == v, nil
+}
+
+// errStale aborts a write transaction whose snapshot is out of date.
+var errStale = errors.New("stale snapshot")
+
+// conflictError is the error of a transition that found its flows changed
+// by other writers at each of its attempts.
+func conflictError(what string) error {
+	return fmt.Errorf("%s: the flow was changed by another writer before each of %d attempts could be written; nothing was written, try again: %w",
+		what, maxTransitionAttempts, ErrConflict)
+}
+
+// cancelledError is the error of a transition whose request ended (SIGINT,
+// SIGTERM, a client's cancellation) before it was written.
+func cancelledError(what string, ctx context.Context) error {
+	return fmt.Errorf("%s: cancelled before it was written, nothing changed: %w", what, context.Cause(ctx))
+}
+
+// write is one flow state a transition writes, with its summary (computed
+// outside the write transaction) and the Version and CreatedAt it carried
+// when computed.
+type write struct {
+	st        *FlowState
+	sum       FlowSummary
+	version   int64
+	createdAt time.Time
+}
+
+// casPut puts w.st if it is still what the transition read (read: the
+// versions of the flows it read), else fails with errStale (and the
+// transaction writes nothing). It is a compare-and-swap on Tx.Put's
+// stamps, so the flow is not decoded again under the lock: Put makes the
+// Version one past the larger of the given and the stored one, so it is
+// w.version+1 exactly when the stored version is the one read (for a flow
+// the transition creates, version 0: when there is none); and a zero
+// CreatedAt takes the stored one, so a flow read and deleted since (or
+// replaced by a new one of the same id) is told from the one read.
+func casPut(tx Tx, w write, read map[string]int64) error {
+	v, wasRead := read[w.st.FlowID]
+	existed := wasRead && v != absentVersion
+	w.st.Version = w.version // the store may run fn again: Put stamped it
+	if existed {
+		w.st.CreatedAt = time.Time{}
+	}
+	err := tx.Put(w.st, w.sum)
+	if existed && w.st.CreatedAt.IsZero() {
+		w.st.CreatedAt = w.createdAt
+	}
+	if err != nil {
+		return err
+	}
+	if w.st.Version != w.version+1 || existed && !w.st.CreatedAt.Equal(w.createdAt) {
+		return errStale
+	}
+	return nil
+}
+
+// computed is what one attempt of a transition produced.
+type computed struct {
+	st  *FlowState  // the flow to write (nil: none)
+	sp  *specs.Spec // the spec the transition ran on (nil: none)
+	res Result
+}
+
+// optimistic runs a transition: compute on a snapshot outside any
+// transaction (a panic is the internal_error envelope), then, unless it
+// changed nothing, one Store.Update that checks the snapshot is current
+// and commits the result; on a stale snapshot everything is done again.
+// what names the transition in errors. A *Error from compute (or the
+// result's Err) is the answer; any other error is a store failure.
+func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
+	for attempt := 0; attempt < maxTransitionAttempts; attempt++ {
+		sn := newSnapshot(ctx, s.Store)
+		c, err := s.computeSafely(sn, compute)
+		if sn.err != nil {
+			return nil, sn.err
+		}
+		if ctx.Err() != nil {
+			return nil, cancelledError(what, ctx)
+		}
+		if sn.unstable {
+			continue
+		}
+		if err != nil && AsError(err) == nil {
+			return nil, err
+		}
+		if err != nil || c.res.Unchanged {
+			// An answer that writes nothing. One flow read is one
+			// consistent read; several (a flow and its children) are one
+			// only if none changed meanwhile.
+			if len(sn.read) > 1 {
+				ok, verr := s.stillCurrent(ctx, sn)
+				if verr != nil {
+					return nil, verr
+				}
+				if !ok {
+					continue
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			if c.res.Err != nil {
+				return nil, c.res.Err
+			}
+			return c.res.Outcome, nil
+		}
+		out, err := s.commit(ctx, sn, c)
+		if errors.Is(err, errStale) {
+			continue
+		}
+		return out, err
+	}
+	return nil, conflictError(what)
+}
+
+// computeSafely runs compute; a panic is the internal_error envelope.
+func (s *Service) computeSafely(sn *snapshot, compute func(sn *snapshot, now time.Time) (computed, error)) (c computed, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = computed{}, internalError()
+		}
+	}()
+	return compute(sn, s.now())
+}
+
+// stillCurrent checks, in one View, that nothing sn read has changed.
+func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, error) {
+	var ok bool
+	err := s.Store.View(ctx, func(tx Tx) (err error) {
+		ok, err = sn.current(tx)
+		return err
+	})
+	return ok, err
+}
+
+// commit writes a computed transition in one Store.Update if every flow
+// the snapshot read is unchanged and every flow it creates is still new
+// (errStale otherwise), then publishes its events. Summaries are computed
+// before the transaction; inside it there are only the version checks and
+// the writes.
+func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome, error) {
+	res := c.res
+	var writes []write
+	written := map[string]bool{}
+	add := func(st *FlowState) {
+		writes = append(writes, write{st: st, sum: s.summary(st, c.sp), version: st.Version, createdAt: st.CreatedAt})
+		written[st.FlowID] = true
+	}
+	for _, p := range res.Put {
+		add(p)
+	}
+	if c.st != nil {
+		add(c.st)
+	}
+	var internal bool
+	err := s.Store.Update(ctx, func(tx Tx) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				internal = true
+				err = errNoWrite
+			}
+		}()
+		// Flows read and not written: re-read. (Those written are checked
+		// by their Put, below, without decoding them again.)
+		for id, v := range sn.read {
+			if written[id] {
+				continue
+			}
+			if ok, err := hasVersion(tx, id, v); err != nil || !ok {
+				if err == nil {
+					err = errStale
+				}
+				return err
+			}
+		}
+		put := func(ws []write) error {
+			for _, w := range ws {
+				if err := casPut(tx, w, sn.read); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		// As the transition left them: other flows, deletions, the flow.
+		if err := put(writes[:len(res.Put)]); err != nil {
+			return err
+		}
+		for _, id := range res.Delete {
+			if err := tx.Delete(id); err != nil {
+				return err
+			}
+		}
+		if err := put(writes[len(res.Put):]); err != nil {
+			return err
+		}
+		if len(res.Events) > 0 {
+			return tx.Append(res.Events...)
+		}
+		return nil
+	})
+	if internal {
+		return nil, internalError()
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.events.publish(res.Events) // stamped with their sequence numbers by Append
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res.Outcome, nil
+}

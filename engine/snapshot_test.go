@@ -1,0 +1,324 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// hookStore is the in-memory store with a hook that runs before each
+// Update (outside it: another writer getting in between a transition's
+// snapshot and its commit) and a record of the longest time an Update's
+// function ran (how long the write lock would be held).
+type hookStore struct {
+	*enginetest.Store
+	mu           sync.Mutex
+	beforeUpdate func(s *enginetest.Store)
+	longest      time.Duration
+	updates      int
+}
+
+func (h *hookStore) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	h.mu.Lock()
+	hook := h.beforeUpdate
+	h.updates++
+	h.mu.Unlock()
+	if hook != nil {
+		hook(h.Store)
+	}
+	return h.Store.Update(ctx, func(tx engine.Tx) error {
+		t0 := time.Now()
+		defer func() {
+			h.mu.Lock()
+			h.longest = max(h.longest, time.Since(t0))
+			h.mu.Unlock()
+		}()
+		return fn(tx)
+	})
+}
+
+func (h *hookStore) reset() {
+	h.mu.Lock()
+	h.longest, h.updates = 0, 0
+	h.mu.Unlock()
+}
+
+// touch is another writer: it marks the flow's inputs and puts it back.
+func touch(t *testing.T, s *enginetest.Store, flowID, mark string) {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx engine.Tx) error {
+		st, err := tx.Get(flowID)
+		if err != nil {
+			return err
+		}
+		st.Inputs[mark] = true
+		return tx.Put(st, engine.Summarize(st, nil))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+const snapSpec = `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: w
+        intent: "work"
+        ensure: ["result.ok == True"]
+      - id: next
+        intent: "next"
+        depends_on: [w]
+`
+
+func hookService(t *testing.T, spec string) (*engine.Service, *hookStore, string) {
+	t.Helper()
+	h := &hookStore{Store: enginetest.New()}
+	svc := &engine.Service{Store: h}
+	out, err := svc.Plan(context.Background(), spec, "main", nil, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, h, out.(*engine.StepDispatch).FlowID
+}
+
+func getFlow(t *testing.T, s engine.Store, flowID string) *engine.FlowState {
+	t.Helper()
+	var st *engine.FlowState
+	if err := s.View(context.Background(), func(tx engine.Tx) (err error) {
+		st, err = tx.Get(flowID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A writer that gets in between a transition's snapshot and its commit
+// makes the transition start again from the flow it wrote: neither write
+// is lost.
+func TestTransitionRedoneAfterConflict(t *testing.T) {
+	svc, h, id := hookService(t, snapSpec)
+	n := 0
+	h.beforeUpdate = func(s *enginetest.Store) {
+		if n++; n == 1 {
+			touch(t, s, id, "other_writer")
+		}
+	}
+	out, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := out.(*engine.StepDispatch); !ok || d.StepID != "next" {
+		t.Fatalf("answer %#v, want the dispatch of next", out)
+	}
+	st := getFlow(t, h.Store, id)
+	if st.Inputs["other_writer"] != true || st.Attempts["w"] != 1 || st.Version != 3 {
+		t.Fatalf("inputs %v, attempts of w %d, version %d: want the other write, one attempt, version 3", st.Inputs, st.Attempts["w"], st.Version)
+	}
+	if n != 2 {
+		t.Fatalf("%d commits tried, want 2", n)
+	}
+}
+
+// A flow that changes before every attempt gives up after a bounded
+// number of attempts with ErrConflict, writing nothing.
+func TestTransitionConflictBounded(t *testing.T) {
+	svc, h, id := hookService(t, snapSpec)
+	n := 0
+	h.beforeUpdate = func(s *enginetest.Store) {
+		n++
+		touch(t, s, id, fmt.Sprint("w", n))
+	}
+	_, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{})
+	if !errors.Is(err, engine.ErrConflict) || engine.AsError(err) != nil {
+		t.Fatalf("err = %v, want a store error wrapping ErrConflict", err)
+	}
+	if !strings.Contains(err.Error(), id) {
+		t.Errorf("the error does not name the flow: %v", err)
+	}
+	if n != 5 {
+		t.Errorf("%d attempts, want 5", n)
+	}
+	if st := getFlow(t, h.Store, id); st.Attempts["w"] != 0 {
+		t.Fatalf("the conflicting step_done was written: attempts %d", st.Attempts["w"])
+	}
+}
+
+// A flow deleted between the snapshot and the commit is not brought back.
+func TestTransitionFlowDeletedMeanwhile(t *testing.T) {
+	svc, h, id := hookService(t, snapSpec)
+	h.beforeUpdate = func(s *enginetest.Store) {
+		if err := s.Update(context.Background(), func(tx engine.Tx) error { return tx.Delete(id) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{})
+	if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowNotFound {
+		t.Fatalf("err = %v, want flow_not_found", err)
+	}
+	err = h.View(context.Background(), func(tx engine.Tx) error {
+		_, err := tx.Get(id)
+		return err
+	})
+	if !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the deleted flow is back: %v", err)
+	}
+}
+
+// expensiveSpec has n ensures that each take a good part of the
+// evaluation budget on expensiveResult.
+func expensiveSpec(n int) string {
+	const one = "result.a.upper() == result.b.upper() and result.a.upper() == result.b.upper() and result.a.upper() == result.b.upper() and result.a.upper() == result.b.upper()"
+	return `version: "0.2"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: w
+        intent: "work"
+        ensure: [` + strings.TrimSuffix(strings.Repeat(`"`+one+`", `, n), ", ") + `]
+      - id: next
+        intent: "next"
+        depends_on: [w]
+`
+}
+
+func expensiveResult() map[string]any {
+	a := strings.Repeat("é", 3<<20)
+	return map[string]any{"a": a, "b": strings.Clone(a)}
+}
+
+// Issue 14: a cancelled request (SIGINT, a client going away) stops an
+// evaluation at once and writes nothing.
+func TestStepDoneCancelledEvaluation(t *testing.T) {
+	svc, h, id := hookService(t, expensiveSpec(4))
+	before := getFlow(t, h.Store, id)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := svc.StepDone(ctx, id, "w", expensiveResult(), engine.ReportOptions{})
+	took := time.Since(start)
+	if !errors.Is(err, context.Canceled) || engine.AsError(err) != nil {
+		t.Fatalf("err = %v, want an error wrapping context.Canceled", err)
+	}
+	if took > time.Second {
+		t.Errorf("step_done took %v to stop after its context was cancelled at 200ms", took)
+	}
+	after := getFlow(t, h.Store, id)
+	if after.Version != before.Version || after.Attempts["w"] != 0 {
+		t.Fatalf("the cancelled step_done wrote: version %d → %d, attempts %d", before.Version, after.Version, after.Attempts["w"])
+	}
+}
+
+// Issue 14: neither evaluating expressions nor parsing a large spec
+// happens inside the write transaction.
+func TestNothingExpensiveInsideUpdate(t *testing.T) {
+	t.Run("ensure", func(t *testing.T) {
+		svc, h, id := hookService(t, expensiveSpec(2))
+		h.reset()
+		start := time.Now()
+		out, err := svc.StepDone(context.Background(), id, "w", expensiveResult(), engine.ReportOptions{})
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := out.(*engine.StepDispatch); !ok || d.StepID != "next" {
+			t.Fatalf("answer %#v, want the dispatch of next", out)
+		}
+		t.Logf("step_done took %v, its write transaction %v", took, h.longest)
+		if h.longest > took/4 {
+			t.Errorf("the write transaction ran %v of step_done's %v", h.longest, took)
+		}
+	})
+	t.Run("large spec", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString(snapSpec)
+		pad := strings.Repeat("lorem ipsum dolor sit amet ", 10)
+		for f := 0; b.Len() < 3<<20; f++ {
+			fmt.Fprintf(&b, "  pad%d:\n    input: {}\n    steps:\n", f)
+			for i := 0; i < 8; i++ {
+				fmt.Fprintf(&b, "      - id: p%d\n        intent: \"%s\"\n        ensure: [\"result.x == %d\"]\n", i, pad, i)
+			}
+		}
+		src := b.String()
+		t0 := time.Now()
+		if sp, ds := specs.Parse("", []byte(src)); sp == nil || ds.HasErrors() {
+			t.Fatal(ds.Error())
+		}
+		parse := time.Since(t0)
+		_, h, id := hookService(t, src)
+		// A new process: its spec cache is empty.
+		svc := &engine.Service{Store: h}
+		h.reset()
+		if _, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("parse %v, the write transaction %v", parse, h.longest)
+		if h.longest > parse/4 {
+			t.Errorf("the write transaction ran %v; parsing the spec takes %v", h.longest, parse)
+		}
+	})
+}
+
+const childSpec = `version: "0.2"
+flows:
+  child:
+    input: {}
+    steps:
+      - id: c1
+        intent: "child"
+  main:
+    input: {}
+    steps:
+      - id: sub
+        flow: child
+      - id: after
+        intent: "after"
+        depends_on: [sub]
+`
+
+// A child flow the transition read and writes (a parent step reported while
+// its child runs: the child ends killed) is version-checked too: a write to
+// the child in between makes the transition start again, and both writes
+// are kept.
+func TestTransitionChildConflict(t *testing.T) {
+	h := &hookStore{Store: enginetest.New()}
+	svc := &engine.Service{Store: h}
+	out, err := svc.Plan(context.Background(), childSpec, "main", nil, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, ok := out.(*engine.ChildDispatch)
+	if !ok {
+		t.Fatalf("plan answered %#v, want a child dispatch", out)
+	}
+	n := 0
+	h.beforeUpdate = func(s *enginetest.Store) {
+		if n++; n == 1 {
+			touch(t, s, cd.ChildFlowID, "other_writer")
+		}
+	}
+	if _, err := svc.StepDone(context.Background(), cd.ParentFlowID, "sub", map[string]any{"x": 1}, engine.ReportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("%d commits tried, want 2", n)
+	}
+	child := getFlow(t, h.Store, cd.ChildFlowID)
+	if child.Status != engine.StatusKilled || child.Inputs["other_writer"] != true {
+		t.Fatalf("child is %s with inputs %v, want killed with the other write", child.Status, child.Inputs)
+	}
+	if parent := getFlow(t, h.Store, cd.ParentFlowID); parent.StepOutputs["sub"] == nil {
+		t.Fatalf("the parent's step_done was not written")
+	}
+}
