@@ -34,6 +34,8 @@ type KeyMap struct {
 // GlobalKeys work in every pane.
 type GlobalKeys struct {
 	Help, Filter, Command, NextPane, PrevPane, Back, Quit key.Binding
+	// Copy copies the full id of the selected flow to the clipboard.
+	Copy key.Binding
 }
 
 // ListKeys move in (and open the selected row of) the focused pane's list.
@@ -92,6 +94,7 @@ func newKeyMap(defs []paneDef) KeyMap {
 			PrevPane: bind("previous pane", "shift+tab"),
 			Back:     bind("back", "esc"),
 			Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+			Copy:     bind("copy flow id", "y"),
 		},
 		ListKeys: ListKeys{
 			Up:       bind("up", "up", "k"),
@@ -136,7 +139,7 @@ func (k *KeyMap) paneKeys(title string) *PaneKeys {
 func (k *KeyMap) Actions() map[string]*key.Binding {
 	acts := map[string]*key.Binding{
 		"help": &k.Help, "filter": &k.Filter, "command": &k.Command,
-		"next_pane": &k.NextPane, "prev_pane": &k.PrevPane, "back": &k.Back, "quit": &k.Quit,
+		"next_pane": &k.NextPane, "prev_pane": &k.PrevPane, "back": &k.Back, "quit": &k.Quit, "copy": &k.Copy,
 		"up": &k.Up, "down": &k.Down, "page_up": &k.PageUp, "page_down": &k.PageDown,
 		"top": &k.Top, "bottom": &k.Bottom, "open": &k.Open,
 		"approve": &k.Approve, "revise": &k.Revise, "kill": &k.Kill,
@@ -224,7 +227,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // gates and the panes' own keys; the app.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	panes := make([]key.Binding, 0, len(k.Panes)+2)
-	act := []key.Binding{k.Approve, k.Revise, k.Kill}
+	act := []key.Binding{k.Approve, k.Revise, k.Kill, shortHelp(k.Open, "expand")}
 	for _, p := range k.Panes {
 		panes = append(panes, p.Focus)
 		if p.own != nil {
@@ -237,7 +240,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open},
 		append(panes, k.NextPane, k.PrevPane),
 		act,
-		{k.Filter, k.Command, k.Help, k.Back, k.Quit},
+		{k.Filter, k.Command, k.Copy, k.Help, k.Back, k.Quit},
 	}
 }
 
