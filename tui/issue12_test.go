@@ -244,6 +244,12 @@ func TestMultiRuneKeys(t *testing.T) {
 	if len(m.dialogs) != 0 {
 		t.Fatal("a paste pressed keys")
 	}
+	// esc and a key in one read (alt+key): esc, then the key.
+	press(m, "3", "a")
+	drive(m, func() tea.Msg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("1"), Alt: true} })
+	if _, fl := paneOf[*flowsPane](t, m); len(m.dialogs) != 0 || m.focus != fl {
+		t.Fatalf("esc+1 in one read: %d dialogs, pane %d", len(m.dialogs), m.focus)
+	}
 	press(m, "3", "r")
 	runes("needs more tests", true)
 	d := m.dialogs[0].(*decisionDialog)

@@ -392,6 +392,13 @@ func (m *Model) dropStaleGateCtx() {
 // text input it is ignored, so pasted text never presses keys (never
 // decides a gate).
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	// esc and the next key in one read arrive as alt+key: unless some
+	// action is bound to that alt key, they are esc, then the key.
+	if msg.Type == tea.KeyRunes && msg.Alt && !msg.Paste && !m.bound(msg) {
+		escCmd := m.routeKey(tea.KeyMsg{Type: tea.KeyEsc})
+		msg.Alt = false
+		return tea.Batch(escCmd, m.handleKey(msg))
+	}
 	if msg.Type != tea.KeyRunes || (len(msg.Runes) <= 1 && !msg.Paste) {
 		return m.routeKey(msg)
 	}
@@ -409,6 +416,16 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		runes = runes[1:]
 	}
 	return tea.Batch(cmds...)
+}
+
+// bound reports whether any action is bound to msg.
+func (m *Model) bound(msg tea.KeyMsg) bool {
+	for _, b := range m.keys.Actions() {
+		if key.Matches(msg, *b) {
+			return true
+		}
+	}
+	return false
 }
 
 // textEntry is a dialog that may be taking text (a rationale, a label, a
