@@ -3,9 +3,12 @@ package tui
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/review"
@@ -128,6 +131,12 @@ func (m *Model) tickCmd() tea.Cmd {
 
 func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, rationale string) tea.Cmd {
 	src := m.opt.Source
+	// A flow whose runner has exited does not move on by itself after the
+	// decision: say so, with the command that continues it.
+	stalled := false
+	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) {
+		stalled = true
+	}
 	round := r.Round
 	d := review.Decision{
 		ReviewID: r.ReviewID, FlowID: r.FlowID, StepID: r.StepID, Round: &round,
@@ -150,8 +159,43 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 		if err != nil {
 			return actionMsg{err: err}
 		}
-		return actionMsg{text: pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); next: " + out.WireStatus()}
+		text := pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); " + nextText(out)
+		if stalled && !finished(out) {
+			text += "; its runner has exited: continue it with `stratum run --resume " + r.FlowID + "`"
+		}
+		return actionMsg{text: text}
 	}
+}
+
+// nextText says in words what a flow does after a decision (never the
+// wire's token, e.g. execute_step).
+func nextText(out engine.Outcome) string {
+	switch o := out.(type) {
+	case *engine.StepDispatch:
+		return "next: step " + o.StepID
+	case *engine.GateDispatch:
+		return "next: gate " + o.StepID
+	case *engine.ChildDispatch:
+		return "next: sub-flow " + o.ChildFlowName
+	case *engine.ParallelDispatch:
+		return "next: parallel tasks of " + o.StepID
+	case *engine.Completion:
+		return "flow " + string(o.Status)
+	case *engine.Stopped:
+		return "flow " + strings.ReplaceAll(string(o.Status), "_", " ")
+	case nil:
+		return "done"
+	}
+	return "flow updated"
+}
+
+// finished reports whether out ends the flow (nothing to continue).
+func finished(out engine.Outcome) bool {
+	switch out.(type) {
+	case *engine.Completion, *engine.Stopped:
+		return true
+	}
+	return false
 }
 
 func (m *Model) checkpointCmd(revert bool, flowID, label string) tea.Cmd {
@@ -196,4 +240,25 @@ type sourceDecider struct{ src Source }
 
 func (d sourceDecider) Decide(ctx context.Context, dec review.Decision) (engine.Outcome, error) {
 	return d.src.GateResolve(ctx, dec.FlowID, dec)
+}
+
+// copyIDCmd copies the full id of the flow the focus is about to the
+// terminal's clipboard: an OSC 52 escape sequence written to the terminal
+// (tmux and most terminals honour it; over SSH too).
+func (m *Model) copyIDCmd() tea.Cmd {
+	id, w := m.focusFlowID(), m.opt.Clipboard
+	if id == "" {
+		m.setStatus("", errors.New("no flow selected to copy"))
+		return nil
+	}
+	if w == nil {
+		m.setStatus("", errors.New("no terminal to copy to"))
+		return nil
+	}
+	return func() tea.Msg {
+		if _, err := io.WriteString(w, ansi.SetSystemClipboard(id)); err != nil {
+			return actionMsg{err: errors.New("copy: " + err.Error())}
+		}
+		return actionMsg{text: "copied flow id " + id}
+	}
 }

@@ -3,7 +3,6 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 )
@@ -18,7 +17,13 @@ func (c *common) detailHeader() string {
 		}
 		return c.st.Muted.Render("Loading flow " + shortID(c.detailID) + "…")
 	}
-	h := fmt.Sprintf("%s %s · %s · round %d", shortID(st.FlowID), clean(st.FlowName), c.st.status(st.Status).Render(statusIcon(st.Status)+" "+string(st.Status)), st.Round)
+	status := c.st.status(st.Status).Render(statusIcon(st.Status) + " " + string(st.Status))
+	if sum := c.summaryOf(st.FlowID); sum != nil && sum.Stalled(c.now()) {
+		status = c.st.Warning.Render("⚠ stalled (run --resume)")
+	}
+	// The full id: what `stratum query flow`, `stratum gate` and
+	// `stratum run --resume` take (copy it with y).
+	h := fmt.Sprintf("%s %s · %s · round %d", clean(st.FlowID), clean(st.FlowName), status, st.Round)
 	if b := st.BudgetState; b != nil {
 		if b.SpentUSD > 0 || b.CostUnknown {
 			cost := fmt.Sprintf("$%.4f", b.SpentUSD)
@@ -34,22 +39,14 @@ func (c *common) detailHeader() string {
 	return h
 }
 
-// lastViolations are the violations of the detail flow's most recent failed
-// attempt (what led to the gate), when the detail is that flow.
-func (c *common) lastViolations(flowID string) string {
-	if c.detail == nil || c.detail.FlowID != flowID {
-		return ""
-	}
-	for i := len(c.detailEvents) - 1; i >= 0; i-- {
-		ev := c.detailEvents[i]
-		if ev.Type == engine.EventStepFailed {
-			return clean(ev.StepID + ": " + strings.Join(ev.Detail().Violations, "; "))
-		}
-		if ev.Type == engine.EventGateResolved {
-			return ""
+// summaryOf is the listed summary of flow id (nil when not listed).
+func (c *common) summaryOf(id string) *engine.FlowSummary {
+	for i := range c.flows {
+		if c.flows[i].FlowID == id {
+			return &c.flows[i]
 		}
 	}
-	return ""
+	return nil
 }
 
 func jsonText(v any) string {

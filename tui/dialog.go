@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/review"
 )
@@ -86,7 +87,8 @@ func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async boo
 	return d
 }
 
-func (d *decisionDialog) grace() *grace { return d.g }
+func (d *decisionDialog) grace() *grace   { return d.g }
+func (d *decisionDialog) takesText() bool { return d.stage == stageEdit }
 
 // rationaleRequired: revise and kill must say why.
 func (d *decisionDialog) rationaleRequired() bool { return d.outcome != review.Approve }
@@ -160,10 +162,16 @@ func (d *decisionDialog) view(m *Model, width int) string {
 		title = strings.ToUpper(string(d.outcome)) + " · " + title
 	}
 	fmt.Fprintf(&b, "%s\n", st.DialogTitle.Render(title))
-	fmt.Fprintf(&b, "flow %s · round %d · %s\n", shortID(d.r.FlowID), d.r.Round, deadlineText(d.r, m.now()))
-	fmt.Fprintf(&b, "%s\n", wrap(clean(d.r.Question), width))
-	if v := m.lastViolations(d.r.FlowID); v != "" {
-		fmt.Fprintf(&b, "%s\n", st.Warning.Render(truncate("violations: "+v, width)))
+	fmt.Fprintf(&b, "flow %s\n", clean(d.r.FlowID))
+	// The gate's context, within the room the prompt leaves (the prompt,
+	// its keys and the border always show).
+	ctx := m.gateContextLines(d.r, m.gateCtx[d.r.ReviewID], width, false, false)
+	if room := m.bodyHeight() - 11; len(ctx) > room {
+		room = max(1, room)
+		ctx = append(ctx[:room-1], st.Muted.Render(truncate(fmt.Sprintf("… %d more lines in the Gates pane", len(ctx)-room+1), width)))
+	}
+	for _, l := range ctx {
+		b.WriteString(l + "\n")
 	}
 	b.WriteString("\n")
 	switch d.stage {
@@ -231,7 +239,8 @@ func newLabelDialog(flowID string) *labelDialog {
 	return &labelDialog{flowID: flowID, input: ti}
 }
 
-func (d *labelDialog) grace() *grace { return nil }
+func (d *labelDialog) grace() *grace   { return nil }
+func (d *labelDialog) takesText() bool { return true }
 
 func (d *labelDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 	switch msg.Type {
@@ -288,6 +297,31 @@ func (d *confirmDialog) view(m *Model, width int) string {
 		"\n\n" + m.st.Key.Render("y") + " revert  " + m.st.Key.Render("n/esc") + " cancel"
 }
 
+// ---- quit while a run started here waits at a gate ----
+
+type quitDialog struct{ r review.PendingReview }
+
+func (d *quitDialog) grace() *grace { return nil }
+
+func (d *quitDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
+	switch msg.String() {
+	case "y", "Y":
+		m.popDialog()
+		m.quitting = true
+		return tea.Quit
+	case "n", "N", "esc":
+		m.popDialog()
+	}
+	return nil
+}
+
+func (d *quitDialog) view(m *Model, width int) string {
+	return m.st.DialogTitle.Render("Quit while a run waits at a gate?") + "\n\n" +
+		wrap("The run of "+clean(d.r.FlowName)+" started here waits at gate "+clean(d.r.StepID)+". Quitting stops the run there; "+
+			"the gate stays open, and the flow continues only with `stratum run --resume "+clean(d.r.FlowID)+"`.", width) +
+		"\n\n" + m.st.Key.Render("y") + " quit  " + m.st.Key.Render("n/esc") + " stay"
+}
+
 // ---- help ----
 
 type helpDialog struct{}
@@ -302,17 +336,69 @@ func (d *helpDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 }
 
 func (d *helpDialog) view(m *Model, width int) string {
-	var b strings.Builder
-	b.WriteString(m.st.DialogTitle.Render("Keys") + "\n")
-	titles := []string{"Move", "Panes", "Decide", "App"}
+	st := m.st
+	note := wrapLines("A decision needs a rationale (for revise and kill) and a second press of its key; enter never decides. "+
+		"Commands (:): "+strings.Join(m.paneCommands(), ", ")+", "+otherCommands+".", width)
+	// The rows the key table may take: the body less the border, the title,
+	// a blank line and the note.
+	room := max(4, m.bodyHeight()-2-1-1-len(note))
+	type row struct{ title, key, desc string }
+	var rows []row
+	titles := []string{"Move", "Panes", "Decide and act", "App"}
 	for i, group := range m.keys.FullHelp() {
-		parts := []string{m.st.Header.Render(titles[i] + ":")}
+		rows = append(rows, row{title: titles[i]})
 		for _, kb := range group {
-			parts = append(parts, m.st.Key.Render(kb.Help().Key)+" "+kb.Help().Desc)
+			rows = append(rows, row{key: kb.Help().Key, desc: kb.Help().Desc})
 		}
-		b.WriteString(wrap(strings.Join(parts, " "), width) + "\n")
 	}
-	b.WriteString("\n" + wrap("A decision asks for a rationale (required for revise and kill), then a second press of its key; enter alone never decides. Commands (:): "+
-		strings.Join(m.paneCommands(), ", ")+", "+otherCommands+".", width))
+	// Fill columns top to bottom, as few as fit the room, never leaving a
+	// group's title alone at the bottom of a column.
+	var cols [][]row
+	for n := 1; ; n++ {
+		per := (len(rows) + n - 1) / n
+		cols = nil
+		var col []row
+		for i, r := range rows {
+			if len(col) == per || (r.title != "" && len(col) == per-1 && i+1 < len(rows)) {
+				cols, col = append(cols, col), nil
+			}
+			col = append(col, r)
+		}
+		cols = append(cols, col)
+		if per <= room || n >= 4 {
+			break
+		}
+	}
+	const gap = 2
+	colW := (width - gap*(len(cols)-1)) / len(cols)
+	lines := make([]string, 0, room)
+	for _, col := range cols {
+		keyW := 0
+		for _, r := range col {
+			keyW = max(keyW, ansi.StringWidth(r.key))
+		}
+		for i, r := range col {
+			var cell string
+			if r.title != "" {
+				cell = st.Header.Render(truncate(r.title, colW))
+			} else {
+				cell = st.Key.Render(padRight(r.key, keyW)) + " " + truncate(r.desc, max(0, colW-keyW-1))
+			}
+			cell = padRight(cell, colW)
+			if i >= len(lines) {
+				lines = append(lines, "")
+			}
+			if lines[i] != "" || len(lines[i]) > 0 {
+				lines[i] += strings.Repeat(" ", gap)
+			}
+			lines[i] += cell
+		}
+	}
+	var b strings.Builder
+	b.WriteString(st.DialogTitle.Render("Keys") + "\n")
+	for _, l := range lines {
+		b.WriteString(strings.TrimRight(l, " ") + "\n")
+	}
+	b.WriteString("\n" + strings.Join(note, "\n"))
 	return b.String()
 }

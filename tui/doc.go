@@ -78,7 +78,12 @@
 // # Safety of decisions
 //
 // Approve (a), revise (r) and kill (x) each open a dialog that shows the
-// gate's context and asks for a rationale (required for revise and kill).
+// gate's context (gatectx.go: the flow's inputs, the outputs and the
+// violations that led to the gate, fixed ones marked fixed, where a revise
+// goes and the rounds left, the approver and the deadline) and asks for a
+// rationale (required for revise and kill). In the Gates pane they decide
+// the selected gate (oldest first); in any other pane the gate of the
+// selected flow, else the gate that has waited longest.
 // Enter only moves to the confirmation step; the decision is recorded only
 // when the outcome's own key is pressed again there. A dialog that opens
 // asynchronously (a gate arriving through the review.Queue) while the user
@@ -86,7 +91,10 @@
 // GraceMax after it opened. Decisions carry the reviewer's identity ($USER)
 // and channel "tui", and are first-writer-wins in the engine: a gate decided
 // elsewhere in the meantime closes its dialog with a clear message, never a
-// second decision.
+// second decision; the notice names who decided, the outcome and the
+// rationale (the flow's gate record). A flow whose runner has gone
+// (engine.FlowSummary.Stalled) reads "stalled", never running, with the
+// `stratum run --resume ID` that continues it.
 //
 // # Keys and styles
 //
@@ -95,7 +103,10 @@
 // dialog keys, and one group per pane (its tab key and its own keys,
 // declared in the pane's file). They are remappable from the `keys:`
 // section of $STRATUM_HOME/config.yaml (KeyMapFrom) by action name
-// (KeyMap.Actions). Styles are defined once in Styles with semantic
+// (KeyMap.Actions); a map in which enter decides or two actions share a
+// key where both work is refused, naming the config line. Several keys
+// arriving in one message (fast typing, a laggy link) are handled one by
+// one, except text for a text input; a paste never presses keys. Styles are defined once in Styles with semantic
 // colours; NO_COLOR (or RunOptions.NoColor) renders without any colour or
 // attribute. Frames are rendered by Bubble Tea's line-diffing renderer
 // without full clears, so tmux does not flicker.

@@ -69,7 +69,8 @@ flows:
 
 // fixture is an in-memory store with three flows: "deploy" waiting at its
 // gate after a failed attempt, "hunt" waiting at a gate after an
-// accumulating iteration loop (with a checkpoint), and a running "deploy".
+// accumulating iteration loop (with a checkpoint), and a "deploy" a runner
+// started and left (running, no lease: stalled).
 type fixture struct {
 	svc    *engine.Service
 	store  *enginetest.Store
@@ -152,7 +153,7 @@ func newFixture(t testing.TB) *fixture {
 	must(svc.IterationReport(ctx, f.huntID, "hunt", find("a"), engine.ReportOptions{}))
 	must(svc.StepDone(ctx, f.huntID, "hunt", map[string]any{"ok": true}, engine.ReportOptions{}))
 
-	r = must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "mars"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml"}))
+	r = must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "mars"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml", Driver: engine.DriverRunner}))
 	f.runID = engine.FlowIDOf(r)
 	return f
 }
@@ -227,6 +228,8 @@ func keyMsg(k string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyBackspace}
 	case "ctrl+c":
 		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case "f4":
+		return tea.KeyMsg{Type: tea.KeyF4}
 	case " ":
 		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
 	}

@@ -34,6 +34,8 @@ type KeyMap struct {
 // GlobalKeys work in every pane.
 type GlobalKeys struct {
 	Help, Filter, Command, NextPane, PrevPane, Back, Quit key.Binding
+	// Copy copies the full id of the selected flow to the clipboard.
+	Copy key.Binding
 }
 
 // ListKeys move in (and open the selected row of) the focused pane's list.
@@ -92,6 +94,7 @@ func newKeyMap(defs []paneDef) KeyMap {
 			PrevPane: bind("previous pane", "shift+tab"),
 			Back:     bind("back", "esc"),
 			Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+			Copy:     bind("copy flow id", "y"),
 		},
 		ListKeys: ListKeys{
 			Up:       bind("up", "up", "k"),
@@ -136,7 +139,7 @@ func (k *KeyMap) paneKeys(title string) *PaneKeys {
 func (k *KeyMap) Actions() map[string]*key.Binding {
 	acts := map[string]*key.Binding{
 		"help": &k.Help, "filter": &k.Filter, "command": &k.Command,
-		"next_pane": &k.NextPane, "prev_pane": &k.PrevPane, "back": &k.Back, "quit": &k.Quit,
+		"next_pane": &k.NextPane, "prev_pane": &k.PrevPane, "back": &k.Back, "quit": &k.Quit, "copy": &k.Copy,
 		"up": &k.Up, "down": &k.Down, "page_up": &k.PageUp, "page_down": &k.PageDown,
 		"top": &k.Top, "bottom": &k.Bottom, "open": &k.Open,
 		"approve": &k.Approve, "revise": &k.Revise, "kill": &k.Kill,
@@ -160,9 +163,17 @@ type keyError struct{ action, msg string }
 func (e *keyError) Error() string { return "keys." + e.action + ": " + e.msg }
 
 // ApplyOverrides rebinds actions: each value is one key or a list of keys
-// ("ctrl+a", "A", "f2"). An unknown action or an empty key list is an error
-// naming it; nothing is changed then.
+// ("ctrl+a", "A", "f2"). An unknown action, an empty key list, enter bound
+// to a decision (approve, revise, kill: enter only ever moves a decision
+// dialog to its confirmation) or a key two actions would share where both
+// work is an error naming the action; nothing is changed then.
 func (k *KeyMap) ApplyOverrides(over map[string][]string) error {
+	return k.applyOverrides(over, func(string) string { return "" })
+}
+
+// applyOverrides is ApplyOverrides; pos names where an action was set
+// (file:line, "" when unknown), for the message of a clash.
+func (k *KeyMap) applyOverrides(over map[string][]string, pos func(action string) string) error {
 	acts := k.Actions()
 	names := make([]string, 0, len(over))
 	for name := range over {
@@ -185,26 +196,97 @@ func (k *KeyMap) ApplyOverrides(over map[string][]string) error {
 			if strings.TrimSpace(s) == "" {
 				return &keyError{name, "empty key"}
 			}
+			if s == "enter" && (name == "approve" || name == "revise" || name == "kill") {
+				return &keyError{name, "enter cannot decide a gate (it only moves a decision dialog to its confirmation, where the decision's own key records it)"}
+			}
 		}
 	}
+	saved := make(map[string]key.Binding, len(names))
 	for _, name := range names {
 		b := acts[name]
+		saved[name] = *b
 		*b = key.NewBinding(key.WithKeys(over[name]...), key.WithHelp(strings.Join(over[name], "/"), b.Help().Desc))
+	}
+	if err := k.clash(over, pos); err != nil {
+		for name, b := range saved {
+			*acts[name] = b
+		}
+		return err
+	}
+	return nil
+}
+
+// scopes are the sets of actions that work at the same time: in each pane
+// the global keys, the panes' tab keys, the list keys, the decision keys
+// (they open the waiting gate's dialog from any pane) and the pane's own
+// keys; in a decision dialog the decision keys, confirm, edit and back.
+func (k *KeyMap) scopes() map[string][]string {
+	shared := []string{"help", "filter", "command", "next_pane", "prev_pane", "back", "quit", "copy",
+		"up", "down", "page_up", "page_down", "top", "bottom", "open", "approve", "revise", "kill"}
+	for _, p := range k.Panes {
+		shared = append(shared, strings.ToLower(p.Title))
+	}
+	out := map[string][]string{"a decision dialog": {"approve", "revise", "kill", "confirm", "edit", "back"}}
+	for _, p := range k.Panes {
+		scope := append([]string(nil), shared...)
+		if p.own != nil {
+			for _, a := range p.own.actions() {
+				scope = append(scope, a.name)
+			}
+		}
+		out["the "+p.Title+" pane"] = scope
+	}
+	return out
+}
+
+// clash is the first key two actions of one scope share, as an error on
+// the configured one of them (over).
+func (k *KeyMap) clash(over map[string][]string, pos func(string) string) error {
+	acts := k.Actions()
+	scopes := k.scopes()
+	scopeNames := make([]string, 0, len(scopes))
+	for n := range scopes {
+		scopeNames = append(scopeNames, n)
+	}
+	sort.Strings(scopeNames)
+	for _, sn := range scopeNames {
+		owner := map[string]string{} // key -> action
+		for _, name := range scopes[sn] {
+			for _, ks := range acts[name].Keys() {
+				other, taken := owner[ks]
+				if !taken {
+					owner[ks] = name
+					continue
+				}
+				if other == name {
+					continue
+				}
+				blame, with := name, other
+				if _, ok := over[blame]; !ok {
+					blame, with = other, name
+				}
+				where := ""
+				if p := pos(with); p != "" {
+					where = " (" + p + ")"
+				}
+				return &keyError{blame, fmt.Sprintf("%q is also the key of %s%s in %s; two actions cannot share a key where both work", ks, with, where, sn)}
+			}
+		}
 	}
 	return nil
 }
 
 // KeyMapFrom returns DefaultKeyMap with the configured bindings (the
 // `keys:` section of the config files, read by engine/config) applied. An
-// unknown action or an empty key list is an error naming where it was set
-// (file:line); nothing is changed then.
+// invalid map (ApplyOverrides) is refused with an error naming where the
+// action was set (file:line); the defaults are returned with it.
 func KeyMapFrom(keys map[string]config.Keys) (KeyMap, error) {
 	km := DefaultKeyMap()
 	over := make(map[string][]string, len(keys))
 	for action, k := range keys {
 		over[action] = k.Keys
 	}
-	if err := km.ApplyOverrides(over); err != nil {
+	if err := km.applyOverrides(over, func(a string) string { return keys[a].Pos }); err != nil {
 		var ke *keyError
 		if errors.As(err, &ke) && keys[ke.action].Pos != "" {
 			return DefaultKeyMap(), fmt.Errorf("config %s: %w", keys[ke.action].Pos, err)
@@ -224,7 +306,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // gates and the panes' own keys; the app.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	panes := make([]key.Binding, 0, len(k.Panes)+2)
-	act := []key.Binding{k.Approve, k.Revise, k.Kill}
+	act := []key.Binding{k.Approve, k.Revise, k.Kill, shortHelp(k.Open, "expand")}
 	for _, p := range k.Panes {
 		panes = append(panes, p.Focus)
 		if p.own != nil {
@@ -237,7 +319,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open},
 		append(panes, k.NextPane, k.PrevPane),
 		act,
-		{k.Filter, k.Command, k.Help, k.Back, k.Quit},
+		{k.Filter, k.Command, k.Copy, k.Help, k.Back, k.Quit},
 	}
 }
 

@@ -171,7 +171,7 @@ func TestHelpToggle(t *testing.T) {
 	f := newFixture(t)
 	m := newModel(t, f.src, 80, 24)
 	press(m, "?")
-	if !strings.Contains(m.View(), "enter alone never decides") {
+	if !strings.Contains(m.View(), "enter never decides") {
 		t.Fatal("? did not show the help")
 	}
 	press(m, "?")

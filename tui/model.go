@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -49,6 +50,9 @@ type Options struct {
 	Sink *review.Queue
 	// Context bounds runs started from the console (Background when nil).
 	Context context.Context
+	// Clipboard is the terminal the copy key writes its OSC 52 sequence to
+	// (nil: copying is unavailable).
+	Clipboard io.Writer
 	// Tick is the countdown refresh interval (1 s when zero; negative
 	// disables it, for tests).
 	Tick time.Duration
@@ -112,6 +116,14 @@ type Model struct {
 	status    string
 	statusErr bool
 	quitting  bool
+
+	// Runs started from the Specs pane still running, and the flows whose
+	// gates they offered (the Sink): quitting while one waits at a gate asks
+	// first.
+	runs     int
+	runFlows map[string]bool
+	// gateCtxLoading are the review ids whose gateContext is being loaded.
+	gateCtxLoading map[string]bool
 }
 
 type inputMode int
@@ -152,9 +164,12 @@ func New(opt Options) *Model {
 	ti.Prompt = ""
 	ti.CharLimit = 500
 	m := &Model{
-		common: common{keys: opt.Keys, st: opt.Styles, now: opt.Now, width: 80, height: 24, specs: map[string]watch.Update{}},
-		opt:    opt,
-		input:  ti,
+		common: common{keys: opt.Keys, st: opt.Styles, now: opt.Now, width: 80, height: 24, specs: map[string]watch.Update{},
+			gateCtx: map[string]*gateContext{}},
+		opt:            opt,
+		input:          ti,
+		runFlows:       map[string]bool{},
+		gateCtxLoading: map[string]bool{},
 	}
 	m.panes = newPanes(opt.panes, &m.keys)
 	m.layout()
@@ -167,36 +182,56 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(m.snapshotCmd(), m.waitEventsCmd(), m.waitSpecsCmd(), m.waitReviewsCmd(), m.tickCmd())
 }
 
-// Update dispatches by message kind; it does no I/O.
+// Update dispatches by message kind; it does no I/O. After every message
+// the context of the gates on screen is loaded if it is not yet.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	if ctxCmd := m.gateCtxCmds(); ctxCmd != nil {
+		cmd = tea.Batch(cmd, ctxCmd)
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case gateCtxMsg:
+		delete(m.gateCtxLoading, msg.reviewID)
+		m.gateCtx[msg.reviewID] = msg.ctx
+		return nil
+	case decidedMsg:
+		if msg.err != nil {
+			m.setStatus(decidedText(msg.r, nil), nil)
+		} else {
+			m.setStatus(decidedText(msg.r, msg.rec), nil)
+		}
+		return nil
 	case tea.WindowSizeMsg:
 		m.handleResize(msg)
-		return m, nil
+		return nil
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		return m.handleKey(msg)
 	case snapshotMsg:
-		return m, m.handleSnapshot(msg)
+		return m.handleSnapshot(msg)
 	case detailMsg:
-		return m, m.handleDetail(msg)
+		return m.handleDetail(msg)
 	case eventsMsg:
-		return m, m.handleEngineEvents(msg)
+		return m.handleEngineEvents(msg)
 	case eventsEndMsg:
-		return m, nil
+		return nil
 	case specMsg:
 		m.handleSpec(watch.Update(msg))
-		return m, m.waitSpecsCmd()
+		return m.waitSpecsCmd()
 	case reviewMsg:
-		return m, m.handleReviewEvent(review.PendingReview(msg))
+		return m.handleReviewEvent(review.PendingReview(msg))
 	case tickMsg:
-		return m, m.tickCmd()
+		return m.tickCmd()
 	case actionMsg:
 		m.setStatus(msg.text, msg.err)
-		return m, m.reloadCmd()
+		return m.reloadCmd()
 	case runDoneMsg:
-		return m, m.handleRunDone(msg)
+		return m.handleRunDone(msg)
 	}
-	return m, nil
+	return nil
 }
 
 func (m *Model) handleResize(msg tea.WindowSizeMsg) {
@@ -234,11 +269,25 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 		return tea.Batch(cmds...)
 	}
 	m.loaded, m.loadErr = true, nil
+	// The panes that select flows stay on the flow they were on.
+	selected := make([]string, len(m.panes))
+	for i, p := range m.panes {
+		if s, ok := p.(flowSelector); ok {
+			selected[i] = s.selectedFlow(&m.common)
+		}
+	}
 	m.flows = msg.flows
 	m.reviews = msg.reviews
+	// Oldest first: the gate that has waited longest comes first.
 	sort.SliceStable(m.reviews, func(i, j int) bool { return m.reviews[i].OpenedAt.Before(m.reviews[j].OpenedAt) })
-	m.closeStaleDialogs()
+	m.dropStaleGateCtx()
+	cmds = append(cmds, m.closeStaleDialogs())
 	m.refreshPanes()
+	for i, p := range m.panes {
+		if s, ok := p.(flowSelector); ok && selected[i] != "" {
+			s.selectFlow(&m.common, selected[i])
+		}
+	}
 	cmds = append(cmds, m.reloadDetailCmd())
 	return tea.Batch(cmds...)
 }
@@ -281,6 +330,7 @@ func (m *Model) handleSpec(u watch.Update) {
 // handleReviewEvent is a gate offered through the Sink: show it and open
 // its dialog (asynchronously, so with a grace period).
 func (m *Model) handleReviewEvent(r review.PendingReview) tea.Cmd {
+	m.runFlows[r.FlowID] = true
 	found := false
 	for i := range m.reviews {
 		if m.reviews[i].ReviewID == r.ReviewID {
@@ -298,29 +348,104 @@ func (m *Model) handleReviewEvent(r review.PendingReview) tea.Cmd {
 }
 
 // closeStaleDialogs closes decision dialogs whose gate is no longer pending
-// (decided elsewhere, timed out, or a later round).
-func (m *Model) closeStaleDialogs() {
+// (decided elsewhere, timed out, or a later round); the command it returns
+// reads who decided, the outcome and the rationale, for the notice.
+func (m *Model) closeStaleDialogs() tea.Cmd {
 	pending := map[string]bool{}
 	for _, r := range m.reviews {
 		pending[r.ReviewID] = true
 	}
+	var cmds []tea.Cmd
 	kept := m.dialogs[:0]
 	for _, d := range m.dialogs {
 		if dd, ok := d.(*decisionDialog); ok && !pending[dd.r.ReviewID] {
 			m.setStatus("gate "+dd.r.StepID+" of "+shortID(dd.r.FlowID)+" was decided elsewhere; dialog closed", nil)
+			cmds = append(cmds, m.decidedElsewhereCmd(dd.r))
 			continue
 		}
 		kept = append(kept, d)
 	}
 	m.dialogs = kept
+	return tea.Batch(cmds...)
+}
+
+// dropStaleGateCtx forgets the context of gates no longer pending.
+func (m *Model) dropStaleGateCtx() {
+	pending := map[string]bool{}
+	for _, r := range m.reviews {
+		pending[r.ReviewID] = true
+	}
+	for id := range m.gateCtx {
+		if !pending[id] {
+			delete(m.gateCtx, id)
+		}
+	}
 }
 
 // ---- keys ----
 
-// handleKey routes a key: to the top dialog (after its grace period), to
+// handleKey takes one key message. Several runes may arrive in one message
+// (fast typing, a laggy connection: one read holds several keys); each is
+// a key of its own, so `jjj` moves three rows and `:gates` typed quickly
+// opens the command line and types "gates" into it. Runes that reach a text
+// input go in whole, and a paste (bracketed) is only ever text: outside a
+// text input it is ignored, so pasted text never presses keys (never
+// decides a gate).
+func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	// esc and the next key in one read arrive as alt+key: unless some
+	// action is bound to that alt key, they are esc, then the key.
+	if msg.Type == tea.KeyRunes && msg.Alt && !msg.Paste && !m.bound(msg) {
+		escCmd := m.routeKey(tea.KeyMsg{Type: tea.KeyEsc})
+		msg.Alt = false
+		return tea.Batch(escCmd, m.handleKey(msg))
+	}
+	if msg.Type != tea.KeyRunes || (len(msg.Runes) <= 1 && !msg.Paste) {
+		return m.routeKey(msg)
+	}
+	var cmds []tea.Cmd
+	runes := msg.Runes
+	for len(runes) > 0 {
+		if m.takesText() {
+			cmds = append(cmds, m.routeKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: runes, Alt: msg.Alt, Paste: msg.Paste}))
+			break
+		}
+		if msg.Paste {
+			break
+		}
+		cmds = append(cmds, m.routeKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: runes[:1], Alt: msg.Alt}))
+		runes = runes[1:]
+	}
+	return tea.Batch(cmds...)
+}
+
+// bound reports whether any action is bound to msg.
+func (m *Model) bound(msg tea.KeyMsg) bool {
+	for _, b := range m.keys.Actions() {
+		if key.Matches(msg, *b) {
+			return true
+		}
+	}
+	return false
+}
+
+// textEntry is a dialog that may be taking text (a rationale, a label, a
+// run's inputs).
+type textEntry interface{ takesText() bool }
+
+// takesText reports whether the next key goes into a text input: the `/`
+// or `:` line, or a dialog typing text.
+func (m *Model) takesText() bool {
+	if n := len(m.dialogs); n > 0 {
+		t, ok := m.dialogs[n-1].(textEntry)
+		return ok && t.takesText()
+	}
+	return m.inputMode != inputNone
+}
+
+// routeKey routes a key: to the top dialog (after its grace period), to
 // the `/` or `:` input, to the global keys, to the list keys, and last to
 // the focused pane.
-func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+func (m *Model) routeKey(msg tea.KeyMsg) tea.Cmd {
 	now := m.now()
 	defer func() { m.lastKeyAt = now }()
 	if len(m.dialogs) > 0 {
@@ -337,8 +462,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	n := len(m.panes)
 	switch {
 	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		return tea.Quit
+		return m.quit()
+	case key.Matches(msg, k.Copy):
+		return m.copyIDCmd()
 	case key.Matches(msg, k.Help):
 		m.pushDialog(&helpDialog{})
 		return nil
@@ -377,14 +503,94 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if cmd, ok := m.handleListKey(msg); ok {
 		return cmd
 	}
+	if _, gates := m.focused().(*gatesPane); !gates {
+		if o, ok := decisionOf(k, msg); ok {
+			return m.decideAnywhere(o)
+		}
+	}
 	return m.focused().Update(m, msg)
+}
+
+// decisionOf is the outcome a decision key asks for.
+func decisionOf(k KeyMap, msg tea.KeyMsg) (review.Outcome, bool) {
+	switch {
+	case key.Matches(msg, k.Approve):
+		return review.Approve, true
+	case key.Matches(msg, k.Revise):
+		return review.Revise, true
+	case key.Matches(msg, k.Kill):
+		return review.Kill, true
+	}
+	return "", false
+}
+
+// decideAnywhere is a decision key pressed outside the Gates pane: it
+// opens the decision dialog of the gate the focused pane is about (the
+// selected flow's, when it waits at one), else of the gate that has waited
+// longest, so `a` right after launch approves the waiting gate in three
+// keys besides the rationale (a, enter, a). The dialog names the gate and
+// asks for the outcome key again before anything is recorded.
+func (m *Model) decideAnywhere(o review.Outcome) tea.Cmd {
+	if len(m.reviews) == 0 {
+		m.setStatus("", errors.New("no gate is waiting for a decision"))
+		return nil
+	}
+	r := m.reviews[0]
+	if id := m.focusFlowID(); id != "" {
+		for _, x := range m.reviews {
+			if x.FlowID == id {
+				r = x
+				break
+			}
+		}
+	}
+	return m.openDecision(r, o)
+}
+
+// openDecision opens the dialog deciding r with outcome o (refused, with a
+// message, when the gate does not accept o).
+func (m *Model) openDecision(r review.PendingReview, o review.Outcome) tea.Cmd {
+	if !allowed(r, o) {
+		m.setStatus("", errors.New("gate "+r.StepID+" does not accept "+string(o)))
+		return nil
+	}
+	m.status = ""
+	m.pushDialog(newDecisionDialog(r, o, false, m.now()))
+	return nil
+}
+
+// quit ends the console, after asking when a run started here waits at a
+// gate (quitting stops it there).
+func (m *Model) quit() tea.Cmd {
+	if r, ok := m.runWaiting(); ok {
+		m.pushDialog(&quitDialog{r: r})
+		return nil
+	}
+	m.quitting = true
+	return tea.Quit
+}
+
+// runWaiting is a gate at which a run started from the Specs pane (still
+// running in this process) waits.
+func (m *Model) runWaiting() (review.PendingReview, bool) {
+	if m.runs == 0 {
+		return review.PendingReview{}, false
+	}
+	for _, r := range m.reviews {
+		if m.runFlows[r.FlowID] {
+			return r, true
+		}
+	}
+	return review.PendingReview{}, false
 }
 
 // focused is the pane with the focus.
 func (m *Model) focused() pane { return m.panes[m.focus] }
 
+// setFocus switches panes; a pane switch clears the status message.
 func (m *Model) setFocus(i int) tea.Cmd {
 	m.focus = i
+	m.status, m.statusErr = "", false
 	return m.reloadDetailCmd()
 }
 
@@ -471,6 +677,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		return nil
 	}
 	name, args := strings.ToLower(fields[0]), fields[1:]
+	m.status, m.statusErr = "", false
 	for i, p := range m.paneCommands() {
 		if strings.HasPrefix(p, name) && len(name) >= 2 {
 			return m.setFocus(i)
@@ -478,8 +685,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 	}
 	switch name {
 	case "q", "quit", "exit":
-		m.quitting = true
-		return tea.Quit
+		return m.quit()
 	case "help":
 		m.pushDialog(&helpDialog{})
 		return nil

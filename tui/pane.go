@@ -62,6 +62,8 @@ type (
 	// cursor or filtering it reloads that detail.
 	flowSelector interface {
 		selectedFlow(c *common) string
+		// selectFlow puts the cursor on flow id's row, if it has one.
+		selectFlow(c *common, id string)
 	}
 	// detailPane is a pane that shows the detail flow (Trace, Checkpoints,
 	// Iterations): its cursor goes back to the top when that flow changes.
@@ -133,6 +135,8 @@ type common struct {
 
 	flows   []engine.FlowSummary
 	reviews []review.PendingReview
+	// gateCtx is the loaded context of pending gates, by review id.
+	gateCtx map[string]*gateContext
 	specs   map[string]watch.Update
 	// The detail flow: the one the detail panes show.
 	detailID     string

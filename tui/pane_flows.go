@@ -41,6 +41,16 @@ func (p *flowsPane) selectedFlow(c *common) string {
 	return fl[min(p.l.cursor, len(fl)-1)].FlowID
 }
 
+// selectFlow keeps the cursor on flow id's row when flows come and go.
+func (p *flowsPane) selectFlow(c *common, id string) {
+	for i, f := range p.visible(c) {
+		if f.FlowID == id {
+			p.l.cursor = i
+			return
+		}
+	}
+}
+
 func (p *flowsPane) Update(m *Model, msg tea.KeyMsg) tea.Cmd {
 	if key.Matches(msg, m.keys.Open) && m.focusFlowID() != "" {
 		return focusPaneOf[*tracePane](m)
@@ -58,34 +68,65 @@ func (p *flowsPane) View(c *common) []string {
 		return p.empty(c, "No flows yet. Start one with `stratum plan`, `stratum run` or an agent over MCP.",
 			"No flow matches the filter (esc clears it).")
 	}
+	// Narrow terminals keep the short id (what `stratum query flow` and
+	// `stratum run --resume` take) and drop the driver column first.
 	wide := p.width >= 110
 	now := c.now()
-	nameW := 18
+	nameW, stepW := 16, 12
+	header := fmt.Sprintf("%-16s %-*s %-*s %5s %5s %-8s %-4s", "STATUS", nameW, "FLOW", stepW, "STEP", "K/N", "ROUND", "ID", "AGE")
 	if wide {
-		nameW = 24
+		nameW, stepW = 24, 14
+		header = fmt.Sprintf("%-16s %-*s %-*s %5s %5s %-8s %-4s %-6s %s", "STATUS", nameW, "FLOW", stepW, "STEP", "K/N", "ROUND", "ID", "AGE", "DRIVER", "UPDATED")
 	}
-	header := fmt.Sprintf("%-16s %-*s %-14s %5s %5s %-6s %-6s", "STATUS", nameW, "FLOW", "STEP", "K/N", "ROUND", "AGE", "DRIVER")
-	if wide {
-		header += fmt.Sprintf(" %-8s %s", "ID", "UPDATED")
-	}
-	return p.rows(c, p.height, header, len(fl), func(i int) string {
-		f := fl[i]
-		status := c.st.status(f.Status).Render(padRight(statusIcon(f.Status)+" "+string(f.Status), 16))
+	// The last line is the selected flow's full id (and, when nothing
+	// drives it, the command that continues it).
+	out := p.rows(c, max(1, p.height-3), header, len(fl), func(i int) string {
+		f := &fl[i]
+		status := c.st.flowStatus(f, now).Render(padRight(flowStatusText(f, now), 16))
 		kn := fmt.Sprintf("%d/%d", f.StepNumber, f.TotalSteps)
 		if f.TotalSteps == 0 {
 			kn = fmt.Sprintf("%d/-", f.StepNumber)
 		}
-		driver := f.Driver
-		if driver == "" {
-			driver = "-"
-		}
-		line := fmt.Sprintf("%s %-*s %-14s %5s %5d %-6s %-6s", status, nameW, truncate(clean(f.FlowName), nameW), truncate(clean(f.CurrentStep), 14),
-			kn, f.Round, age(now.Sub(f.CreatedAt)), driver)
+		line := fmt.Sprintf("%s %-*s %-*s %5s %5d %-8s %-4s", status, nameW, truncate(clean(f.FlowName), nameW), stepW, truncate(clean(f.CurrentStep), stepW),
+			kn, f.Round, shortID(f.FlowID), age(now.Sub(f.CreatedAt)))
 		if wide {
-			line += fmt.Sprintf(" %-8s %s ago", shortID(f.FlowID), age(now.Sub(f.UpdatedAt)))
+			driver := f.Driver
+			if driver == "" {
+				driver = "-"
+			}
+			line += fmt.Sprintf(" %-6s %s ago", driver, age(now.Sub(f.UpdatedAt)))
 		}
 		return line
 	})
+	if p.height >= 5 {
+		sel := &fl[min(p.l.cursor, len(fl)-1)]
+		for len(out) < p.height-2 {
+			out = append(out, "")
+		}
+		out = append(out, flowFootnote(c, sel, now)...)
+	}
+	return out
+}
+
+// flowFootnote is the two lines under the Flows list: the selected flow's
+// full id and, when nothing drives it any more, the command that continues
+// it.
+func flowFootnote(c *common, f *engine.FlowSummary, now time.Time) []string {
+	line := "flow " + clean(f.FlowID)
+	if f.Stalled(now) {
+		return []string{c.st.Warning.Render(line + " · ⚠ stalled: its runner has exited"),
+			c.st.Warning.Render("continue it with: stratum run --resume " + clean(f.FlowID))}
+	}
+	return []string{c.st.Muted.Render(line + " · " + flowStatusText(f, now)), ""}
+}
+
+// flowStatusText is a flow's status as the console shows it: a flow still
+// running or at a gate whose runner is gone reads "stalled", never running.
+func flowStatusText(f *engine.FlowSummary, now time.Time) string {
+	if f.Stalled(now) {
+		return "⚠ stalled"
+	}
+	return statusIcon(f.Status) + " " + string(f.Status)
 }
 
 func statusIcon(s engine.FlowStatus) string {

@@ -1,10 +1,7 @@
 package tui
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -18,7 +15,10 @@ import (
 // are KeyMap.DecideKeys, shared with the decision dialogs.
 var gatesPaneDef = paneDef{title: "Gates", new: func(keyGroup) pane { return &gatesPane{} }}
 
-type gatesPane struct{ paneBase }
+type gatesPane struct {
+	paneBase
+	expanded bool // the outputs pretty-printed in full
+}
 
 var (
 	_ flowSelector = (*gatesPane)(nil)
@@ -61,34 +61,36 @@ func (p *gatesPane) badge(c *common) string {
 	return fmt.Sprintf("(%d)", len(c.reviews))
 }
 
-// Update: a, r and x open the decision dialog for the selected gate.
+// selectFlow keeps the cursor on the gate of flow id.
+func (p *gatesPane) selectFlow(c *common, id string) {
+	for i, r := range p.visible(c) {
+		if r.FlowID == id {
+			p.l.cursor = i
+			return
+		}
+	}
+}
+
+// Update: a, r and x open the decision dialog for the selected gate; enter
+// expands (or folds) the outputs that led to it.
 func (p *gatesPane) Update(m *Model, msg tea.KeyMsg) tea.Cmd {
 	r, ok := p.selected(&m.common)
 	if !ok {
 		return nil
 	}
-	k := m.keys
-	var outcome review.Outcome
-	switch {
-	case key.Matches(msg, k.Approve):
-		outcome = review.Approve
-	case key.Matches(msg, k.Revise):
-		outcome = review.Revise
-	case key.Matches(msg, k.Kill):
-		outcome = review.Kill
-	default:
+	if key.Matches(msg, m.keys.Open) {
+		p.expanded = !p.expanded
 		return nil
 	}
-	if !allowed(r, outcome) {
-		m.setStatus("", errors.New("gate "+r.StepID+" does not accept "+string(outcome)))
-		return nil
+	if o, ok := decisionOf(m.keys, msg); ok {
+		return m.openDecision(r, o)
 	}
-	m.pushDialog(newDecisionDialog(r, outcome, false, m.now()))
 	return nil
 }
 
 func (p *gatesPane) ShortHelp(c *common) []key.Binding {
-	return []key.Binding{shortHelp(c.keys.Approve, "approve"), shortHelp(c.keys.Revise, "revise"), shortHelp(c.keys.Kill, "kill")}
+	return []key.Binding{shortHelp(c.keys.Approve, "approve"), shortHelp(c.keys.Revise, "revise"), shortHelp(c.keys.Kill, "kill"),
+		shortHelp(c.keys.Open, "outputs")}
 }
 
 func (p *gatesPane) View(c *common) []string {
@@ -98,33 +100,28 @@ func (p *gatesPane) View(c *common) []string {
 	}
 	now := c.now()
 	listH := min(len(rs)+1, max(2, p.height/3))
-	out := p.rows(c, listH, fmt.Sprintf("%-20s %-14s %5s %-8s %s", "FLOW", "GATE", "ROUND", "ID", "DEADLINE"), len(rs), func(i int) string {
+	if p.expanded {
+		listH = 2 // room for the outputs: the list shows the selected gate only
+	}
+	nameW, stepW := 16, 12
+	if p.width >= 110 {
+		nameW, stepW = 24, 16
+	}
+	out := p.rows(c, listH, fmt.Sprintf("%-*s %-*s %5s %-8s %-7s %s", nameW, "FLOW", stepW, "GATE", "ROUND", "ID", "WAITING", "DEADLINE"), len(rs), func(i int) string {
 		r := rs[i]
-		return fmt.Sprintf("%-20s %-14s %5d %-8s %s", truncate(clean(r.FlowName), 20), truncate(clean(r.StepID), 14), r.Round, shortID(r.FlowID), deadlineText(r, now))
+		return fmt.Sprintf("%-*s %-*s %5d %-8s %-7s %s", nameW, truncate(clean(r.FlowName), nameW), stepW, truncate(clean(r.StepID), stepW), r.Round, shortID(r.FlowID),
+			age(now.Sub(r.OpenedAt)), deadlineText(r, now))
 	})
 	r, _ := p.selected(c)
 	out = append(out, "")
-	out = append(out, c.st.Header.Render("Gate "+clean(r.StepID)+" of "+clean(r.FlowName)+fmt.Sprintf(" · round %d · opened %s ago · %s", r.Round, age(now.Sub(r.OpenedAt)), deadlineText(r, now))))
-	out = append(out, wrapLines(clean(r.Question), p.width)...)
-	if v := c.lastViolations(r.FlowID); v != "" {
-		out = append(out, c.st.Warning.Render("violations: "+v))
+	// The full flow id: what `stratum gate` and `stratum query flow` take
+	// (y copies it).
+	out = append(out, wrapLines(c.st.Header.Render("Gate "+clean(r.StepID)+" of "+clean(r.FlowName)+" · flow "+clean(r.FlowID)), p.width)...)
+	ctx := c.gateContextLines(r, c.gateCtx[r.ReviewID], p.width, p.expanded, true)
+	if room := p.height - len(out); len(ctx) > room && room > 0 {
+		ctx = append(ctx[:room-1], c.st.Muted.Render(fmt.Sprintf("… %d more lines (a taller terminal shows them)", len(ctx)-room+1)))
 	}
-	for _, pd := range r.Artifacts.PreviousDecisions {
-		out = append(out, c.st.Muted.Render(fmt.Sprintf("round %d: %s by %s: %s", pd.Round, pd.Outcome, clean(pd.Reviewer), clean(pd.Rationale))))
-	}
-	if outs := r.Artifacts.StepOutputs; len(outs) > 0 {
-		out = append(out, c.st.Header.Render("Outputs"))
-		keys := make([]string, 0, len(outs))
-		for k := range outs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			b, _ := json.Marshal(outs[k])
-			out = append(out, "  "+k+": "+string(b))
-		}
-	}
-	return out
+	return append(out, ctx...)
 }
 
 // deadlineText counts down to the gate's deadline.

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,7 +80,7 @@ func TestAddPane(t *testing.T) {
 		t.Fatalf("pinned %v, status %q", notes.pinned, m.status)
 	}
 	press(m, "?")
-	if help := m.View(); !strings.Contains(help, "7 notes") || !strings.Contains(help, "P pin a note") || !strings.Contains(help, "specs, notes, filter") {
+	if help := m.View(); !regexp.MustCompile(`7 +notes`).MatchString(help) || !regexp.MustCompile(`P +pin a note`).MatchString(help) || !strings.Contains(help, "specs, notes, filter") {
 		t.Fatalf("help lacks the new pane:\n%s", help)
 	}
 	press(m, "esc", "1", ":")
@@ -100,7 +101,7 @@ func TestAddPane(t *testing.T) {
 func TestActionNames(t *testing.T) {
 	km := DefaultKeyMap()
 	acts := km.Actions()
-	want := strings.Fields("help filter command next_pane prev_pane back quit up down page_up page_down top bottom open " +
+	want := strings.Fields("help filter command next_pane prev_pane back quit copy up down page_up page_down top bottom open " +
 		"flows trace gates checkpoints iterations specs approve revise kill commit revert confirm edit")
 	if len(acts) != len(want) {
 		t.Errorf("%d actions, want %d", len(acts), len(want))
@@ -110,7 +111,7 @@ func TestActionNames(t *testing.T) {
 			t.Errorf("action %s is gone", name)
 		}
 	}
-	if err := km.ApplyOverrides(map[string][]string{"commit": {"C"}, "checkpoints": {"F4"}}); err != nil {
+	if err := km.ApplyOverrides(map[string][]string{"commit": {"C"}, "checkpoints": {"f4"}}); err != nil {
 		t.Fatal(err)
 	}
 	f := newFixture(t)
@@ -120,9 +121,9 @@ func TestActionNames(t *testing.T) {
 	if _, cp := paneOf[*checkpointsPane](t, m); m.focus == cp {
 		t.Fatal("4 still focuses Checkpoints after remapping it")
 	}
-	press(m, "F4", "n")
+	press(m, "f4", "n")
 	if _, cp := paneOf[*checkpointsPane](t, m); m.focus != cp || len(m.dialogs) != 0 {
-		t.Fatalf("F4: pane %d; n after remapping commit: %d dialogs", m.focus, len(m.dialogs))
+		t.Fatalf("f4: pane %d; n after remapping commit: %d dialogs", m.focus, len(m.dialogs))
 	}
 	press(m, "C")
 	if _, ok := m.dialogs[0].(*labelDialog); !ok || !strings.Contains(m.View(), "Commit a checkpoint") {

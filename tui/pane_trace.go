@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
 )
 
 // tracePaneDef registers the Trace pane: the live records of the detail
@@ -33,34 +34,57 @@ type traceLine struct {
 }
 
 // lines builds the trace of the detail flow from its events: attempts,
-// durations (from the step records), violations, cost (runner trace
-// records), gate decisions, checkpoints and iteration reports.
+// durations, violations, cost (runner trace records), gate decisions,
+// checkpoints and iteration reports.
+//
+// Attempts are counted in each round (a revise starts a round: the step's
+// first attempt in it is attempt 1 again), and a step's duration is the
+// execution time of that attempt: the runner's calls for it when it
+// made any, else from the attempt's dispatch (or the previous attempt's
+// failure) to its report, in that round — never counted from an earlier
+// round's dispatch or across a gate's wait.
 func (p *tracePane) lines(c *common) []traceLine {
 	if c.detail == nil {
 		return nil
 	}
 	st := c.detail
-	durations := map[string]int64{}
-	for _, r := range st.Records {
-		if r.Type == engine.RecordStep {
-			durations[r.StepID] = r.DurationMS
-		}
-	}
+	round := 0
+	attempts := map[string]int{}      // failed attempts of each step in this round
+	started := map[string]time.Time{} // when each step's current attempt began
+	callMS := map[string]int64{}      // the runner's call time in the current attempt
 	out := make([]traceLine, 0, len(c.detailEvents))
 	for _, ev := range c.detailEvents {
 		tl := traceLine{seq: ev.Seq}
 		d := ev.Detail()
 		var text, detail string
-		switch ev.Type {
-		case engine.EventStepDone:
-			text = fmt.Sprintf("✓ %s done (attempt %d)", ev.StepID, d.Attempts)
-			if ms, ok := durations[ev.StepID]; ok && ms > 0 {
-				text += fmt.Sprintf(" %s", time.Duration(ms)*time.Millisecond)
+		took := func() string {
+			defer delete(callMS, ev.StepID)
+			if ms := callMS[ev.StepID]; ms > 0 {
+				return " " + (time.Duration(ms) * time.Millisecond).String()
 			}
+			t0, ok := started[ev.StepID]
+			if !ok || !ev.Time.After(t0) {
+				return ""
+			}
+			return " " + ev.Time.Sub(t0).Round(time.Millisecond).String()
+		}
+		switch ev.Type {
+		case engine.EventStepDispatched:
+			started[ev.StepID] = ev.Time
+			text = "→ " + ev.StepID + " dispatched"
+			if d.StepMode != "" {
+				text += " (" + d.StepMode + ")"
+			}
+		case engine.EventStepDone:
+			text = fmt.Sprintf("✓ %s done (attempt %d)", ev.StepID, attempts[ev.StepID]+1) + took()
+			delete(attempts, ev.StepID)
+			delete(started, ev.StepID)
 			detail = jsonText(st.StepOutputs[ev.StepID])
 			tl.style = c.st.OK.Render
 		case engine.EventStepFailed:
-			text = fmt.Sprintf("✗ %s attempt %d %s: %s", ev.StepID, d.Attempt, d.Status, strings.Join(d.Violations, "; "))
+			attempts[ev.StepID]++
+			text = fmt.Sprintf("✗ %s attempt %d %s", ev.StepID, attempts[ev.StepID], strings.ReplaceAll(d.Status, "_", " ")) + took() + ": " + strings.Join(d.Violations, "; ")
+			started[ev.StepID] = ev.Time // the next attempt starts now
 			if d.Exhausted {
 				text += " (retries exhausted)"
 			}
@@ -76,10 +100,9 @@ func (p *tracePane) lines(c *common) []traceLine {
 			if d.Call != nil && d.Call.Model != "" {
 				text += " [" + d.Call.Model + "]"
 			}
-			if d.Attempt > 0 {
-				text += fmt.Sprintf(" attempt %d", d.Attempt)
-			}
+			text += fmt.Sprintf(" attempt %d", attempts[ev.StepID]+1)
 			text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
+			callMS[ev.StepID] += d.DurationMS
 			if d.Tokens > 0 {
 				text += fmt.Sprintf(" %d tokens", d.Tokens)
 			}
@@ -91,6 +114,9 @@ func (p *tracePane) lines(c *common) []traceLine {
 			}
 		case engine.EventGateOpened:
 			text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
+			if round > 0 {
+				text += fmt.Sprintf(" (round %d)", round)
+			}
 			if d.PolicyFailed != "" {
 				text += fmt.Sprintf(" (policy %s cannot approve it: %s)", d.Policy, d.PolicyFailed)
 			}
@@ -107,13 +133,19 @@ func (p *tracePane) lines(c *common) []traceLine {
 				text += ": " + d.Rationale
 				detail = d.Rationale
 			}
+			if d.Outcome == string(review.Revise) {
+				// A new round: attempts count from 1 again.
+				round++
+				attempts, started, callMS = map[string]int{}, map[string]time.Time{}, map[string]int64{}
+				text += fmt.Sprintf(" → round %d", round)
+			}
 		default:
-			text = fmt.Sprintf("· %s %s", ev.Type, ev.StepID)
+			text = fmt.Sprintf("· %s %s", strings.ReplaceAll(string(ev.Type), "_", " "), ev.StepID)
 			if len(ev.Data) > 0 {
 				detail = jsonText(ev.Data)
 			}
 		}
-		tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(text)
+		tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(strings.TrimRight(text, " "))
 		tl.detail = clean(detail)
 		if !matches(p.filter, tl.text) {
 			continue

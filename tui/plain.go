@@ -44,15 +44,26 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 		return err
 	}
 	names := map[string]string{}
+	now := time.Now()
+	// running counts only flows something drives; a flow whose runner is
+	// gone is stalled, with the command that continues it.
 	running := 0
-	for _, f := range flows {
+	var stalled []*engine.FlowSummary
+	for i := range flows {
+		f := &flows[i]
 		names[f.FlowID] = f.FlowName
-		if f.Status == engine.StatusRunning {
+		switch {
+		case f.Stalled(now):
+			stalled = append(stalled, f)
+		case f.Status == engine.StatusRunning:
 			running++
 		}
 	}
-	now := time.Now()
-	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d waiting_gates=%d\n", stamp(now), len(flows), running, len(reviews))
+	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d\n", stamp(now), len(flows), running, len(stalled), len(reviews))
+	for _, f := range stalled {
+		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%q\n",
+			stamp(now), specs.EscapeControl(f.FlowID), specs.EscapeControl(f.FlowName), f.Status, specs.EscapeControl(f.CurrentStep), "stratum run --resume "+f.FlowID)
+	}
 	for _, r := range reviews {
 		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%q question=%q\n",
 			stamp(now), specs.EscapeControl(r.FlowID), specs.EscapeControl(r.FlowName), specs.EscapeControl(r.StepID), r.Round, deadlineText(r, now), r.Question)

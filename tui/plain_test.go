@@ -62,7 +62,8 @@ func TestRunPlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"state flows=3 running=1 waiting_gates=2", "gate_waiting flow=" + f.gateID + " name=deploy step=review round=0",
+	for _, want := range []string{"state flows=3 running=0 stalled=1 waiting_gates=2",
+		"flow_stalled flow=" + f.runID + " name=deploy status=running step=build continue=\"stratum run --resume " + f.runID + "\"", "gate_waiting flow=" + f.gateID + " name=deploy step=review round=0",
 		`question="Ship the build to production?"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("plain output lacks %q:\n%s", want, got)

@@ -62,7 +62,7 @@ func Run(ctx context.Context, opt RunOptions) error {
 	mo := Options{
 		Source: opt.Source, Keys: opt.Keys, Reviewer: opt.Reviewer,
 		Styles: DefaultStyles(NewRenderer(opt.Out, opt.NoColor || noColor())),
-		Events: events, Specs: specUpdates,
+		Events: events, Specs: specUpdates, Clipboard: opt.Out,
 	}
 	if opt.Sink == nil {
 		opt.Sink = review.NewQueue(0, 0)

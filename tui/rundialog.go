@@ -66,7 +66,8 @@ func newRunDialog(path string, sp *specs.Spec) *runDialog {
 	return &runDialog{path: path, sp: sp, flows: flows, idx: idx, input: ti}
 }
 
-func (d *runDialog) grace() *grace { return nil }
+func (d *runDialog) grace() *grace   { return nil }
+func (d *runDialog) takesText() bool { return true }
 
 func (d *runDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 	switch {
@@ -89,6 +90,7 @@ func (d *runDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 		m.popDialog()
 		flow := d.flows[d.idx]
 		m.setStatus("running "+flow+" of "+d.path+"…", nil)
+		m.runs++
 		return m.runFlowCmd(d.path, d.sp, flow, inputs)
 	}
 	var cmd tea.Cmd
@@ -147,6 +149,7 @@ func (m *Model) runFlowCmd(path string, sp *specs.Spec, flow string, inputs map[
 }
 
 func (m *Model) handleRunDone(msg runDoneMsg) tea.Cmd {
+	m.runs--
 	if msg.err != nil {
 		m.setStatus("", errors.New("run "+msg.flow+": "+msg.err.Error()))
 		return m.reloadCmd()

@@ -20,6 +20,10 @@ type Source interface {
 	// Get returns one flow's state (an error wrapping engine.ErrNotFound
 	// when unknown).
 	Get(ctx context.Context, flowID string) (*engine.FlowState, error)
+	// FlowWithSpec returns one flow's state with its flow as the stored
+	// spec declares it (Flow nil when that spec no longer parses): a gate's
+	// on_revise and the flow's max_rounds.
+	FlowWithSpec(ctx context.Context, flowID string) (*engine.FlowWithSpec, error)
 	// FlowEvents returns every event of one flow, in sequence order.
 	FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error)
 	// LastSeq is the last sequence number assigned (0 for an empty log).
@@ -70,6 +74,10 @@ func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingRevi
 
 func (s serviceSource) Get(ctx context.Context, flowID string) (*engine.FlowState, error) {
 	return s.svc.Get(ctx, flowID)
+}
+
+func (s serviceSource) FlowWithSpec(ctx context.Context, flowID string) (*engine.FlowWithSpec, error) {
+	return s.svc.FlowWithSpec(ctx, flowID)
 }
 
 func (s serviceSource) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error) {

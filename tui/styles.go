@@ -3,6 +3,7 @@ package tui
 import (
 	"io"
 	"os"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -88,4 +89,13 @@ func (st Styles) status(s engine.FlowStatus) lipgloss.Style {
 		return st.Killed
 	}
 	return st.Muted
+}
+
+// flowStatus is the style of a flow's status as the console shows it
+// (flowStatusText): a stalled flow is a warning, not running.
+func (st Styles) flowStatus(f *engine.FlowSummary, now time.Time) lipgloss.Style {
+	if f.Stalled(now) {
+		return st.Warning
+	}
+	return st.status(f.Status)
 }

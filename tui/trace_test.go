@@ -30,8 +30,8 @@ func TestTraceLines(t *testing.T) {
 	lines := trace.lines(&m.common)
 	want := []string{
 		"05:00:00 · build builder [m-1] attempt 1 1.2s 900 tokens $0.0123",
-		"05:00:00 ✗ build attempt 1 ensure_failed: ensure 'result.ok' failed",
-		"05:00:01 ✓ build done (attempt 2) 1.5s",
+		"05:00:00 ✗ build attempt 1 ensure failed 1.2s: ensure 'result.ok' failed",
+		"05:00:01 ✓ build done (attempt 2) 1s",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines: %+v", len(lines), lines)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
@@ -45,16 +46,26 @@ func (m *Model) View() string {
 func (m *Model) bodyHeight() int { return max(1, m.height-4) }
 
 func (m *Model) headerLine() string {
-	running, waiting := 0, len(m.reviews)
-	for _, f := range m.flows {
-		if f.Status == engine.StatusRunning {
+	// Only flows something drives count as running; a flow whose runner
+	// is gone is counted apart (it needs `stratum run --resume`).
+	running, stalled, waiting := 0, 0, len(m.reviews)
+	now := m.now()
+	for i := range m.flows {
+		f := &m.flows[i]
+		switch {
+		case f.Stalled(now):
+			stalled++
+		case f.Status == engine.StatusRunning:
 			running++
 		}
 	}
 	s := m.st
 	left := s.Title.Render("stratum") + "  " +
-		s.Running.Render(fmt.Sprintf("%d running", running)) + " · " +
-		s.Waiting.Render(fmt.Sprintf("%d waiting gate%s", waiting, plural(waiting))) + " · " +
+		s.Running.Render(fmt.Sprintf("%d running", running)) + " · "
+	if stalled > 0 {
+		left += s.Warning.Render(fmt.Sprintf("%d stalled", stalled)) + " · "
+	}
+	left += s.Waiting.Render(fmt.Sprintf("%d waiting gate%s", waiting, plural(waiting))) + " · " +
 		fmt.Sprintf("%d flows", len(m.flows))
 	switch {
 	case m.loadErr != nil:
@@ -104,13 +115,40 @@ func (m *Model) statusLine() string {
 	return m.st.Muted.Render(m.status)
 }
 
-// helpLine is the footer: the focused pane's ShortHelp, then the globals.
+// helpLine is the footer: the focused pane's ShortHelp, then the globals,
+// as many whole entries as fit the width; `? help` and `q quit` always
+// stay (the help lists everything).
 func (m *Model) helpLine() string {
-	var parts []string
-	for _, b := range append(m.focused().ShortHelp(&m.common), m.keys.ShortHelp()...) {
-		parts = append(parts, m.st.Key.Render(b.Help().Key)+" "+b.Help().Desc)
+	entries := append(m.focused().ShortHelp(&m.common), m.keys.ShortHelp()...)
+	text := func(b key.Binding) string { return b.Help().Key + " " + b.Help().Desc }
+	const sep = " · "
+	sepW := ansi.StringWidth(sep)
+	always := func(b key.Binding) bool {
+		return b.Help() == m.keys.Help.Help() || b.Help() == m.keys.Quit.Help()
 	}
-	return m.st.Footer.Render(strings.Join(parts, " · "))
+	used := 0
+	for _, b := range entries {
+		if always(b) {
+			used += ansi.StringWidth(text(b)) + sepW
+		}
+	}
+	keep := make([]bool, len(entries))
+	for i, b := range entries {
+		if always(b) {
+			keep[i] = true
+			continue
+		}
+		if w := ansi.StringWidth(text(b)) + sepW; used+w <= m.width+sepW {
+			keep[i], used = true, used+w
+		}
+	}
+	var parts []string
+	for i, b := range entries {
+		if keep[i] {
+			parts = append(parts, m.st.Key.Render(b.Help().Key)+" "+b.Help().Desc)
+		}
+	}
+	return m.st.Footer.Render(strings.Join(parts, sep))
 }
 
 func (m *Model) dialogBody(d dialog, height int) []string {

@@ -55,6 +55,10 @@ func TestGoldenFrames(t *testing.T) {
 				if p.name == "checkpoints" || p.name == "iterations" {
 					press(m, "down")
 				}
+				// The deploy flow at its gate (after a failed attempt) for the trace.
+				if p.name == "trace" {
+					press(m, "down", "down")
+				}
 				press(m, p.key)
 				if p.setup != nil {
 					p.setup(m)

@@ -1,0 +1,298 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
+)
+
+// gateContext is what the Gates pane and the decision dialog show of a
+// gate beyond its review.PendingReview: where a revise sends the flow and
+// how many rounds are left (the gate step's on_revise and the flow's
+// max_rounds, from the flow's stored spec), and the violations of the
+// attempts that led to the gate. It is loaded once per review (a review id
+// names one round of one gate, whose past does not change) by gateCtxCmd.
+type gateContext struct {
+	onRevise   string // "" when the gate does not accept revise
+	maxRounds  int    // 0 = unlimited
+	noSpec     bool   // the stored spec no longer parses: routing unknown
+	violations []violation
+	err        error
+}
+
+// violation is one failed attempt of a step in the round that led to a
+// gate; fixedBy is the later attempt of the same step that passed (0: the
+// violation is still current).
+type violation struct {
+	stepID  string
+	attempt int
+	text    string
+	fixedBy int
+}
+
+type gateCtxMsg struct {
+	reviewID string
+	ctx      *gateContext
+}
+
+// gateCtxCmds loads the context of the gates on screen (the Gates pane's
+// selection and every open decision dialog) that is not loaded yet.
+func (m *Model) gateCtxCmds() tea.Cmd {
+	var want []review.PendingReview
+	if g, i := findPane[*gatesPane](m.panes); i >= 0 {
+		if r, ok := g.selected(&m.common); ok {
+			want = append(want, r)
+		}
+	}
+	for _, d := range m.dialogs {
+		if dd, ok := d.(*decisionDialog); ok {
+			want = append(want, dd.r)
+		}
+	}
+	var cmds []tea.Cmd
+	for _, r := range want {
+		if m.gateCtx[r.ReviewID] != nil || m.gateCtxLoading[r.ReviewID] {
+			continue
+		}
+		m.gateCtxLoading[r.ReviewID] = true
+		cmds = append(cmds, m.gateCtxCmd(r))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) gateCtxCmd(r review.PendingReview) tea.Cmd {
+	src := m.opt.Source
+	return func() tea.Msg {
+		ctx := context.Background()
+		fs, err := src.FlowWithSpec(ctx, r.FlowID)
+		if err != nil {
+			return gateCtxMsg{r.ReviewID, &gateContext{err: err}}
+		}
+		evs, err := src.FlowEvents(ctx, r.FlowID)
+		if err != nil {
+			return gateCtxMsg{r.ReviewID, &gateContext{err: err}}
+		}
+		gc := &gateContext{violations: gateViolations(evs, r)}
+		if fs.Flow == nil {
+			gc.noSpec = true
+		} else {
+			gc.maxRounds = fs.Flow.MaxRounds
+			if st := fs.Flow.Step(r.StepID); st != nil {
+				gc.onRevise = st.OnRevise
+			}
+		}
+		return gateCtxMsg{r.ReviewID, gc}
+	}
+}
+
+// gateViolations are the failed attempts of the round that led to gate r
+// (the events after the previous decision, up to the gate's opening), each
+// marked fixed when a later attempt of its step passed.
+func gateViolations(evs []engine.Event, r review.PendingReview) []violation {
+	var out []violation
+	attempts := map[string]int{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case engine.EventGateResolved:
+			// A decision (of any gate) ends what led to the next one.
+			out, attempts = nil, map[string]int{}
+		case engine.EventGateOpened:
+			if ev.StepID == r.StepID && ev.Detail().Round == r.Round {
+				return out
+			}
+		case engine.EventStepFailed:
+			attempts[ev.StepID]++
+			out = append(out, violation{stepID: ev.StepID, attempt: attempts[ev.StepID], text: strings.Join(ev.Detail().Violations, "; ")})
+		case engine.EventStepDone:
+			attempts[ev.StepID]++
+			for i := range out {
+				if out[i].stepID == ev.StepID && out[i].fixedBy == 0 {
+					out[i].fixedBy = attempts[ev.StepID]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// gateContextLines renders the context of gate r for width: when and until
+// when it waits, who may decide, where a revise goes and the rounds left,
+// the question, the flow's inputs, the violations (current ones, then the
+// fixed ones marked so), the decisions of earlier rounds and the outputs
+// that led to the gate: one line each, or (expanded) pretty-printed. Lines
+// wrap; nothing is cut.
+func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width int, expanded, hint bool) []string {
+	st := c.st
+	now := c.now()
+	var out []string
+	add := func(s string, style func(...string) string) {
+		for _, l := range wrapLines(s, width) {
+			if style != nil {
+				l = style(l)
+			}
+			out = append(out, l)
+		}
+	}
+	add(fmt.Sprintf("round %d · waiting %s · %s · approver: %s", r.Round, age(now.Sub(r.OpenedAt)), deadlineText(r, now), approverText(r.Approver)), nil)
+	add(c.reviseText(r, gc), nil)
+	add(clean(r.Question), nil)
+	if in := r.Artifacts.Inputs; len(in) > 0 {
+		add("inputs: "+clean(kvText(in)), st.Muted.Render)
+	}
+	if gc != nil {
+		for _, v := range gc.violations {
+			if v.fixedBy == 0 {
+				add(clean(fmt.Sprintf("✗ violation: %s attempt %d: %s", v.stepID, v.attempt, v.text)), st.Warning.Render)
+			}
+		}
+		for _, v := range gc.violations {
+			if v.fixedBy != 0 {
+				add(clean(fmt.Sprintf("✓ fixed: %s attempt %d: %s (attempt %d passed)", v.stepID, v.attempt, v.text, v.fixedBy)), st.Muted.Render)
+			}
+		}
+	}
+	for _, pd := range r.Artifacts.PreviousDecisions {
+		add(fmt.Sprintf("round %d: %s by %s: %s", pd.Round, pd.Outcome, clean(pd.Reviewer), clean(pd.Rationale)), st.Muted.Render)
+	}
+	if outs := r.Artifacts.StepOutputs; len(outs) > 0 {
+		title := "Outputs"
+		switch {
+		case hint && expanded:
+			title += " (enter folds)"
+		case hint:
+			title += " (enter expands)"
+		}
+		out = append(out, st.Header.Render(truncate(title, width)))
+		for _, k := range sortedKeys(outs) {
+			if expanded {
+				add("  "+clean(k)+":", nil)
+				for _, l := range strings.Split(jsonText(outs[k]), "\n") {
+					add("    "+clean(l), nil)
+				}
+				continue
+			}
+			add("  "+clean(k)+": "+clean(jsonCompact(outs[k])), nil)
+		}
+	}
+	return out
+}
+
+// reviseText says where a revise sends the flow and how many rounds are
+// left.
+func (c *common) reviseText(r review.PendingReview, gc *gateContext) string {
+	switch {
+	case gc == nil:
+		return "revise: …"
+	case gc.err != nil:
+		return "revise: unknown (" + clean(gc.err.Error()) + ")"
+	case gc.noSpec:
+		return "revise: unknown (the flow's stored spec does not parse)"
+	case gc.onRevise == "" || !allowed(r, review.Revise):
+		return "revise: not accepted by this gate (approve or kill)"
+	case gc.maxRounds <= 0:
+		return "revise → step " + clean(gc.onRevise) + " · rounds: unlimited"
+	}
+	left := gc.maxRounds - r.Round
+	if left <= 0 {
+		return "revise → step " + clean(gc.onRevise) + " · no rounds left (max_rounds " + fmt.Sprint(gc.maxRounds) + ")"
+	}
+	return fmt.Sprintf("revise → step %s · %d of %d round%s left", clean(gc.onRevise), left, gc.maxRounds, plural(gc.maxRounds))
+}
+
+func approverText(a review.Approver) string {
+	if a == review.HumanApprover {
+		return "human (not over MCP)"
+	}
+	if a == "" {
+		return string(review.AnyApprover)
+	}
+	return string(a)
+}
+
+// kvText renders a map as sorted key=value pairs, values in JSON.
+func kvText(m map[string]any) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+"="+jsonCompact(m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// decidedMsg is what was recorded at a gate decided elsewhere.
+type decidedMsg struct {
+	r    review.PendingReview
+	rec  *engine.Record
+	err  error
+	when time.Time
+}
+
+// decidedElsewhereCmd reads who decided gate r elsewhere, the outcome and
+// the rationale: the flow's gate record of r's step and round (not one a
+// revert undid).
+func (m *Model) decidedElsewhereCmd(r review.PendingReview) tea.Cmd {
+	src := m.opt.Source
+	return func() tea.Msg {
+		st, err := src.Get(context.Background(), r.FlowID)
+		if err != nil {
+			return decidedMsg{r: r, err: err}
+		}
+		return decidedMsg{r: r, rec: gateRecord(st, r)}
+	}
+}
+
+// gateRecord is the decision recorded for gate r in st (nil when none).
+func gateRecord(st *engine.FlowState, r review.PendingReview) *engine.Record {
+	var found *engine.Record
+	look := func(recs []engine.Record) {
+		for i := range recs {
+			rec := &recs[i]
+			if rec.Type == engine.RecordGate && rec.StepID == r.StepID && rec.Round == r.Round && !rec.Reverted {
+				found = rec
+			}
+		}
+	}
+	for _, round := range st.Rounds {
+		look(round)
+	}
+	look(st.Records)
+	return found
+}
+
+// decidedText is the notice of a gate decided elsewhere.
+func decidedText(r review.PendingReview, rec *engine.Record) string {
+	s := "gate " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + ") was decided elsewhere"
+	if rec == nil {
+		return s + " (or timed out); dialog closed"
+	}
+	who := rec.Reviewer
+	if who == "" {
+		who = rec.ResolvedBy
+	}
+	if who == "" {
+		who = "someone"
+	}
+	s += ": " + rec.Outcome + " by " + who
+	if rec.Channel != "" {
+		s += " (" + rec.Channel + ")"
+	}
+	if rec.Rationale != "" {
+		s += ": " + rec.Rationale
+	}
+	return s + "; dialog closed"
+}
