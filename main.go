@@ -459,7 +459,8 @@ func (a *app) queryCommand() *cobra.Command {
 		Long: `Query reads the store and prints JSON in the original's "stratum-mcp query" shapes:
 "query flows" and "query gates" print a list of objects, "query flow ID" one object; each
 object has "_schema_version": "1" and the original's keys, plus ours. Flow statuses: running,
-awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id exits 1 with
+awaiting_gate, complete, killed, failed, budget_exhausted; a flow nothing drives any more (its
+runner exited or died) keeps its status and adds "stalled": true. An unknown flow id exits 1 with
 {"error": {"code": "NOT_FOUND", …}}.`,
 	}
 	var status string
@@ -474,7 +475,7 @@ awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id ex
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryFlows(list))
+			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
@@ -493,7 +494,7 @@ awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id ex
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryFlow(f))
+			return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
 		}),
 	}
 	gates := &cobra.Command{

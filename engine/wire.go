@@ -382,11 +382,16 @@ type FlowEntry struct {
 	// not carry the state's terminal_status; while a kill's cleanup step runs
 	// the flow is still running and this is null until it ends).
 	TerminalStatus *string `json:"terminal_status"`
+	// Stalled is ours: true when nothing drives the flow any more
+	// (FlowSummary.Stalled: a runner's flow whose lease was released or
+	// expired; `stratum run --resume ID` continues it). Absent otherwise, so
+	// status stays the original's.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // QueryFlows is `stratum query flows`: one FlowEntry per summary, in the
-// given order (never null: no flows is []).
-func QueryFlows(list []FlowSummary) []FlowEntry {
+// given order (never null: no flows is []); now decides which are stalled.
+func QueryFlows(list []FlowSummary, now time.Time) []FlowEntry {
 	out := make([]FlowEntry, 0, len(list))
 	for _, sum := range list {
 		completed := sum.StepNumber
@@ -404,6 +409,7 @@ func QueryFlows(list []FlowSummary) []FlowEntry {
 			StepCount:      sum.TotalSteps,
 			CompletedSteps: completed,
 			TerminalStatus: terminal,
+			Stalled:        sum.Stalled(now),
 		})
 	}
 	return out
@@ -425,6 +431,8 @@ type FlowView struct {
 	RoundsCount   int           `json:"rounds_count"`
 	StepCount     int           `json:"step_count"`
 	OrderedSteps  []OrderedStep `json:"ordered_steps"`
+	// Stalled is ours, as in FlowEntry: true when nothing drives the flow.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // OrderedStep is one element of FlowView's ordered_steps: the step id, its
@@ -437,7 +445,7 @@ type OrderedStep struct {
 
 // QueryFlow renders a flow for `stratum query flow ID`. f.Flow nil (a spec
 // that no longer parses) leaves step_count 0 and ordered_steps [].
-func QueryFlow(f *FlowWithSpec) *FlowView {
+func QueryFlow(f *FlowWithSpec, now time.Time) *FlowView {
 	sum := Summarize(f.State, f.Flow)
 	v := &FlowView{
 		SchemaVersion: SchemaVersion,
@@ -446,6 +454,7 @@ func QueryFlow(f *FlowWithSpec) *FlowView {
 		RoundsCount:   len(f.State.Rounds),
 		StepCount:     sum.TotalSteps,
 		OrderedSteps:  []OrderedStep{},
+		Stalled:       sum.Stalled(now),
 	}
 	if f.Flow != nil {
 		for _, s := range f.Flow.OrderedSteps() {
