@@ -415,7 +415,11 @@ its violations, the completion, or an error envelope (exit 1).`,
 			if err != nil {
 				return err
 			}
-			return a.answerExit(svc.StepDone(cmd.Context(), args[0], args[1], v, engine.ReportOptions{}))
+			id, err := svc.ResolveFlowID(cmd.Context(), args[0])
+			if err != nil {
+				return a.answerExit(nil, err)
+			}
+			return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
 		},
 	}
 	cmd.Flags().StringVar(&result, "result", "", "the step result as JSON")
@@ -430,7 +434,11 @@ func (a *app) resumeCommand() *cobra.Command {
 		Example: `  stratum resume 3f2a…`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			return a.answerExit(svc.Resume(ctx, args[0]))
+			id, err := svc.ResolveFlowID(ctx, args[0])
+			if err != nil {
+				return a.answerExit(nil, err)
+			}
+			return a.answerExit(svc.Resume(ctx, id))
 		}),
 	}
 }
@@ -445,7 +453,11 @@ fact until "stratum gc" prunes them.`,
 		Example: `  stratum audit 3f2a… | jq '.trace'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			return a.answerExit(svc.Audit(ctx, args[0]))
+			id, err := svc.ResolveFlowID(ctx, args[0])
+			if err != nil {
+				return a.answerExit(nil, err)
+			}
+			return a.answerExit(svc.Audit(ctx, id))
 		}),
 	}
 }
@@ -486,7 +498,14 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Example: `  stratum query flow 3f2a… | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			f, err := svc.FlowWithSpec(ctx, args[0])
+			id, err := svc.ResolveFlowID(ctx, args[0])
+			if e := engine.AsError(err); e != nil {
+				_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
+				return silentExit(exitFailure)
+			} else if err != nil {
+				return failErr(err)
+			}
+			f, err := svc.FlowWithSpec(ctx, id)
 			if errors.Is(err, engine.ErrNotFound) {
 				_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
 				return silentExit(exitFailure)
@@ -562,11 +581,16 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 				if err != nil {
 					return err
 				}
-				next, err := review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
+				var next engine.Outcome
+				id, err := svc.ResolveFlowID(cmd.Context(), args[0])
+				if err == nil {
+					d.FlowID = id
+					next, err = review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
+				}
 				if err != nil && engine.AsError(err) == nil {
 					return failErr(err)
 				}
-				resp, verdict := engine.GateAnswer(args[0], args[1], verb.outcome, next, err)
+				resp, verdict := engine.GateAnswer(d.FlowID, args[1], verb.outcome, next, err)
 				werr := writeJSON(a.stdout, resp)
 				switch verdict {
 				case engine.GateResolved:

@@ -67,6 +67,8 @@ func (e *Error) wire() Response {
 	case ErrTypeHumanGatePending:
 		r["gate_flow_id"] = e.GateFlowID
 		r["gate_step_id"] = e.GateStepID
+	case ErrTypeAmbiguousFlowID:
+		r["candidates"] = e.Candidates
 	case ErrorType(specs.ParseError), ErrorType(specs.ValidationError), ErrorType(specs.SemanticError):
 		r["path"] = e.Path
 		r["diagnostics"] = []specs.Diagnostic(e.Diagnostics)
@@ -476,6 +478,17 @@ func QueryFlowNotFound(flowID string) Response {
 		"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("Flow '%s' not found", flowID)}}
 }
 
+// QueryFlowRefused is `stratum query flow ID` when ID cannot be resolved
+// (Service.ResolveFlowID): QueryFlowNotFound for flow_not_found, else
+// {"_schema_version", "ok": false, "error": {"code": error_type, "message",
+// "candidates"}} (an ambiguous prefix lists the ids it matches).
+func QueryFlowRefused(flowID string, e *Error) Response {
+	if e == nil || e.Type == ErrTypeFlowNotFound {
+		return QueryFlowNotFound(flowID)
+	}
+	return Response{"_schema_version": SchemaVersion, "ok": false, "error": queryError(e)}
+}
+
 // GateEntry is one element of `stratum query gates`: the original's keys
 // (_schema_version, flow_id, flow_name, step_id, function, on_approve,
 // on_revise, on_kill, timeout — null when the spec does not say, or no
@@ -586,6 +599,17 @@ func GateAnswer(flowID, stepID string, outcome review.Outcome, next Outcome, err
 		return r, GateConflict
 	}
 	r["ok"] = false
-	r["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
+	r["error"] = queryError(e)
 	return r, GateRefused
+}
+
+// queryError is the "error" object of `stratum gate` and `stratum query
+// flow` for an envelope: its error_type as code, its message, and for
+// ambiguous_flow_id the candidates.
+func queryError(e *Error) map[string]any {
+	m := map[string]any{"code": string(e.Type), "message": e.Message}
+	if e.Type == ErrTypeAmbiguousFlowID {
+		m["candidates"] = e.Candidates
+	}
+	return m
 }

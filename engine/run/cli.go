@@ -137,8 +137,21 @@ type Setup struct {
 // (NewExecutors), a Runner with the request's gate policy and cache, a
 // console prompt and a progress printer, then starts the spec file
 // (StartFile) or continues the stored flow (Resume). Errors are those of
-// NewExecutors, StartFile and Resume.
+// NewExecutors, StartFile and Resume. --resume takes any unique prefix of
+// the flow id (engine.Service.ResolveFlowID); an ambiguous one ends the run
+// with exit 2 and the candidates, an unknown one Resume's "no flow" answer.
 func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*Outcome, error) {
+	if req.Resume != "" {
+		id, err := svc.ResolveFlowID(ctx, req.Resume)
+		switch e := engine.AsError(err); {
+		case err == nil:
+			req.Resume = id
+		case e == nil:
+			return nil, err
+		case e.Type != engine.ErrTypeFlowNotFound:
+			return &Outcome{FlowID: req.Resume, Status: EndInvalid, ExitCode: ExitUsage, Message: e.Message}, nil
+		}
+	}
 	x, err := NewExecutors(s.Config, s.Record, s.Replay)
 	if err != nil {
 		return nil, err

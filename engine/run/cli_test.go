@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -211,6 +212,29 @@ flows:
 	resumed, err := Execute(context.Background(), e.svc, Request{Resume: out.FlowID, OnGate: OnGateExit, Cache: CacheSession}, s)
 	if err != nil || resumed.FlowID != out.FlowID {
 		t.Fatalf("resume: %+v, %v", resumed, err)
+	}
+	// --resume takes a unique prefix of the id; an ambiguous one is exit 2
+	// with the candidates; an unknown one the "no flow" answer.
+	resumed, err = Execute(context.Background(), e.svc, Request{Resume: out.FlowID[:8], OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil || resumed.FlowID != out.FlowID || resumed.Status != EndComplete {
+		t.Fatalf("resume by prefix: %+v, %v", resumed, err)
+	}
+	n := 0
+	e.svc.NewID = func() string { n++; return fmt.Sprintf("abcd%d", n) }
+	for range 2 {
+		if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	amb, err := Execute(context.Background(), e.svc, Request{Resume: "abcd", OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil || amb.ExitCode != ExitUsage || !strings.Contains(amb.Message, "abcd1, abcd2") {
+		t.Fatalf("ambiguous prefix: %+v, %v", amb, err)
+	}
+	for _, id := range []string{"abc", "zzzz"} {
+		unknown, err := Execute(context.Background(), e.svc, Request{Resume: id, OnGate: OnGateExit, Cache: CacheSession}, s)
+		if err != nil || unknown.ExitCode != ExitUsage || !strings.Contains(unknown.Message, "no flow with id") {
+			t.Fatalf("unknown %q: %+v, %v", id, unknown, err)
+		}
 	}
 	s.Replay = filepath.Join(t.TempDir(), "missing.jsonl")
 	var ue *UsageError

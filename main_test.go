@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store"
+)
+
+const idSpec = `version: "0.2"
+functions:
+  approval:
+    mode: gate
+flows:
+  main:
+    input: {}
+    steps:
+      - id: build
+        intent: "build it"
+      - id: review
+        function: approval
+        depends_on: [build]
+        on_approve: ~
+        on_revise: build
+        on_kill: ~
+`
+
+// seedFlows plans one flow per id in the store of $STRATUM_HOME (a fresh
+// temporary one), so ids can share a prefix.
+func seedFlows(t *testing.T, ids ...string) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("STRATUM_HOME", home)
+	st, err := store.Open(filepath.Join(home, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	svc := &engine.Service{Store: st, NewID: func() string { n++; return ids[n-1] }}
+	for range ids {
+		if _, err := svc.Plan(context.Background(), idSpec, "main", nil, engine.PlanOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runCLI runs the command line in-process and returns its exit code, stdout
+// and stderr.
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestAmbiguousFlowIDPrefix: a prefix several flow ids start with is an
+// error listing the candidates on every command that takes a flow id; a
+// unique one works (the testscript flow_ids covers unique, short, unknown
+// prefixes with real random ids).
+func TestAmbiguousFlowIDPrefix(t *testing.T) {
+	seedFlows(t, "abcd1111-aaaa", "abcd2222-bbbb", "abce3333-cccc")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"audit", "abcd"}, `"error_type": "ambiguous_flow_id"`},
+		{[]string{"resume", "abcd"}, `"error_type": "ambiguous_flow_id"`},
+		{[]string{"step-done", "abcd", "build", "--result", "{}"}, `"error_type": "ambiguous_flow_id"`},
+		{[]string{"query", "flow", "abcd"}, `"code": "ambiguous_flow_id"`},
+		{[]string{"gate", "approve", "abcd", "review", "--note", "ok"}, `"code": "ambiguous_flow_id"`},
+	} {
+		code, out, _ := runCLI(tc.args...)
+		if code != exitFailure || !strings.Contains(out, tc.want) ||
+			!strings.Contains(out, `"abcd1111-aaaa"`) || !strings.Contains(out, `"abcd2222-bbbb"`) || strings.Contains(out, `"abce3333-cccc"`) {
+			t.Errorf("%v: exit %d\n%s", tc.args, code, out)
+		}
+	}
+	code, _, errOut := runCLI("run", "--resume", "abcd")
+	if code != 2 || !strings.Contains(errOut, "ambiguous") || !strings.Contains(errOut, "abcd1111-aaaa, abcd2222-bbbb") {
+		t.Errorf("run --resume: exit %d\n%s", code, errOut)
+	}
+	code, out, _ := runCLI("query", "flow", "abce")
+	if code != 0 || !strings.Contains(out, `"flow_id": "abce3333-cccc"`) {
+		t.Errorf("a unique prefix: exit %d\n%s", code, out)
+	}
+}
