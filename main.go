@@ -121,6 +121,17 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	github         bool
+	// terminal reports whether a stream is an interactive terminal (nil:
+	// isTerminal); tests inject it to confirm an approver: human gate.
+	terminal func(any) bool
+}
+
+// isTerm is a.terminal, or isTerminal.
+func (a *app) isTerm(f any) bool {
+	if a.terminal != nil {
+		return a.terminal(f)
+	}
+	return isTerminal(f)
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -542,8 +553,13 @@ every stratum process (TUI, MCP server, other shells). It prints
 {"_schema_version": "1", "ok": true, "flow_id", "step_id", "outcome", "result"} where result
 is the flow's next status (execute_step, await_gate, complete, killed, max_rounds_exceeded).
 
+A gate with approver: human is decided here only on an interactive terminal, after you type
+the gate's step id (or the flow's short id) to confirm; without a terminal (a script, an
+agent's tool) it is refused with exit 2: decide it in the TUI or from a terminal.
+
 Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
-2 conflict (the gate was already resolved, or STEP is not the gate waiting).`,
+2 conflict (the gate was already resolved, or STEP is not the gate waiting), or an
+approver: human gate without a terminal or without the confirmation.`,
 	}
 	for _, verb := range []struct {
 		use     string
@@ -585,6 +601,9 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 				id, err := svc.ResolveFlowID(cmd.Context(), args[0])
 				if err == nil {
 					d.FlowID = id
+					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
+						return err
+					}
 					next, err = review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
 				}
 				if err != nil && engine.AsError(err) == nil {
@@ -608,6 +627,35 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// confirmHuman applies review.HumanConfirm to a decision made with
+// `stratum gate`: at a gate with approver: human it needs an interactive
+// terminal (stdin and stderr) and the reviewer typing the gate's step id
+// or the flow's short id, else exit 2. A confirmed decision is pinned to
+// the round confirmed. A flow not waiting at d's step needs nothing here:
+// the engine refuses the decision.
+func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision) error {
+	st, err := svc.Get(ctx, d.FlowID)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return failErr(err)
+	}
+	g := st.Gate
+	if g == nil || g.StepID != d.StepID {
+		return nil
+	}
+	c := review.HumanConfirm{Terminal: a.isTerm(a.stdin) && a.isTerm(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
+	if err := c.Confirm(*d, review.Approver(g.Approver)); err != nil {
+		return usageErr("%v", err)
+	}
+	if review.Approver(g.Approver) == review.HumanApprover && d.Round == nil {
+		round := g.Round
+		d.Round = &round
+	}
+	return nil
 }
 
 func (a *app) gcCommand() *cobra.Command {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +86,89 @@ func TestAmbiguousFlowIDPrefix(t *testing.T) {
 	code, out, _ := runCLI("query", "flow", "abce")
 	if code != 0 || !strings.Contains(out, `"flow_id": "abce3333-cccc"`) {
 		t.Errorf("a unique prefix: exit %d\n%s", code, out)
+	}
+}
+
+// TestGateHumanConfirm: `stratum gate` decides an approver: human gate only
+// on a terminal (injected here) after the reviewer typed the step id or
+// the flow's short id; without one it is exit 2 and nothing is recorded.
+func TestGateHumanConfirm(t *testing.T) {
+	const humanSpec = `version: "0.2"
+functions:
+  approval:
+    mode: gate
+    approver: human
+flows:
+  main:
+    input: {}
+    steps:
+      - id: build
+        intent: "build it"
+      - id: review
+        function: approval
+        depends_on: [build]
+        on_approve: ~
+        on_revise: build
+        on_kill: ~
+`
+	home := t.TempDir()
+	t.Setenv("STRATUM_HOME", home)
+	st, err := store.Open(filepath.Join(home, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &engine.Service{Store: st}
+	ctx := context.Background()
+	plan := func() string {
+		out, err := svc.Plan(ctx, humanSpec, "main", nil, engine.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := engine.Wire(out, nil)["flow_id"].(string)
+		if _, err := svc.StepDone(ctx, id, "build", map[string]any{}, engine.ReportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	gate := func(terminal bool, typed string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		root := newRootCommand(&app{stdin: strings.NewReader(typed), stdout: &out, stderr: &errb,
+			terminal: func(any) bool { return terminal }})
+		root.SetArgs(append([]string{"gate"}, args...))
+		err := root.ExecuteContext(ctx)
+		var ee *exitError
+		switch {
+		case err == nil:
+			return 0, out.String(), errb.String()
+		case errors.As(err, &ee):
+			return ee.code, out.String(), errb.String() + ee.Error()
+		}
+		return -1, out.String(), err.Error()
+	}
+	status := func(id string) engine.FlowStatus {
+		s, err := svc.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Status
+	}
+
+	id := plan()
+	if code, out, msg := gate(false, "review\n", "approve", id, "review"); code != exitUsage || out != "" || !strings.Contains(msg, "use the TUI") {
+		t.Errorf("no terminal: exit %d %q %q", code, out, msg)
+	}
+	if code, _, msg := gate(true, "yes\n", "approve", id, "review"); code != exitUsage || !strings.Contains(msg, "not confirmed") {
+		t.Errorf("wrong confirmation: exit %d %q", code, msg)
+	}
+	if s := status(id); s != engine.StatusAwaitingGate {
+		t.Fatalf("refused decisions changed the flow: %s", s)
+	}
+	code, out, prompt := gate(true, "review\n", "approve", id, "review")
+	if code != 0 || !strings.Contains(out, `"result": "complete"`) || !strings.Contains(prompt, "type the gate's step id (review)") {
+		t.Errorf("confirmed with the step id: exit %d %s %q", code, out, prompt)
+	}
+	id = plan()
+	if code, out, _ := gate(true, id[:8]+"\n", "reject", id[:6], "review", "--note", "no"); code != 0 || !strings.Contains(out, `"result": "killed"`) {
+		t.Errorf("confirmed with the short id: exit %d %s", code, out)
 	}
 }
