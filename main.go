@@ -818,7 +818,10 @@ it while it runs, and a run that died or was interrupted continues with --resume
 Exit status: 0 complete; 1 failed (retries exhausted, executor error); 2 usage error
 or invalid spec/inputs; 3 killed at a gate; 4 stopped at a gate nobody was allowed to
 resolve (the flow id and the commands to decide and resume are printed); 5 budget
-exhausted; 130 interrupted (state saved, resumable).`,
+exhausted; 130 interrupted (state saved, resumable).
+
+A completed run prints the flow's output as JSON on stdout (with --json: the whole report,
+its run.output the same value); progress goes to stderr.`,
 		Example: `  stratum run specs/examples/hello.stratum.yaml --approve all
   stratum run review.stratum.yaml --flow main --input text=hello --json
   stratum run ci.stratum.yaml --on-gate exit --junit report.xml
@@ -848,7 +851,7 @@ exhausted; 130 interrupted (state saved, resumable).`,
 			if err != nil {
 				return failErr(err)
 			}
-			if rep != nil {
+			if rep != nil { // the --json report, or the completed flow's output
 				if err := writeJSON(a.stdout, rep); err != nil {
 					return err
 				}

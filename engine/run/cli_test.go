@@ -164,16 +164,24 @@ func TestConclude(t *testing.T) {
 	if _, err := os.Stat(junit); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a run that never started wrote a JUnit report (%v)", err)
 	}
-	final, _ := rep["final"].(engine.Response)
-	if run, _ := rep["run"].(*RunBlock); final["error_type"] != "invalid_input" || run == nil || run.ExitCode != ExitUsage || run.Output != nil {
+	report, _ := rep.(engine.Response)
+	final, _ := report["final"].(engine.Response)
+	if run, _ := report["run"].(*RunBlock); final["error_type"] != "invalid_input" || run == nil || run.ExitCode != ExitUsage || run.Output != nil {
 		t.Errorf("report = %v", rep)
 	}
 
-	done := &Outcome{Status: EndComplete, FlowName: "f", Steps: []*StepReport{{StepID: "s", Status: "passed"}}}
+	// Without --json: the completed flow's output is what stdout gets.
+	output := map[string]any{"greeting": "hello"}
+	done := &Outcome{Status: EndComplete, FlowName: "f", Steps: []*StepReport{{StepID: "s", Status: "passed"}},
+		Final: &engine.Completion{Status: engine.StatusComplete, Output: output}}
 	stderr.Reset()
 	rep, err = Conclude(context.Background(), e.svc, done, &stderr, junit, false)
-	if err != nil || rep != nil || stderr.Len() != 0 {
+	if err != nil || !reflect.DeepEqual(rep, output) || stderr.Len() != 0 {
 		t.Fatalf("Conclude = %v, %v; stderr %q", rep, err, stderr.String())
+	}
+	// A run that did not complete prints nothing on stdout.
+	if rep, err := Conclude(context.Background(), e.svc, &Outcome{Status: EndGate, ExitCode: ExitGate}, &stderr, "", false); err != nil || rep != nil {
+		t.Errorf("a run stopped at a gate: %v, %v", rep, err)
 	}
 	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), `name="s"`) {
 		t.Errorf("junit = %s, %v", b, err)
