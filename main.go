@@ -702,7 +702,8 @@ func (a *app) mcpCommand() *cobra.Command {
 Codex, the MCP Inspector) starts it. It offers the original stratum tools (stratum_plan,
 stratum_step_done, stratum_gate_resolve, stratum_audit, …) plus stratum_wait_gate and
 stratum_list_flows, on the shared store: flows driven here show up in "stratum query" and the
-TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr.
+TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr, starting with
+the store it opened (path and schema version).
 Register it for a project with "stratum install".`,
 		Example: `  claude mcp add stratum -- stratum mcp
   npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
@@ -711,10 +712,13 @@ Register it for a project with "stratum install".`,
 			if isTerminal(a.stdin) {
 				fmt.Fprintln(a.stderr, "stratum mcp: speaking MCP on stdin/stdout; it is meant to be started by an MCP client (see stratum install). Ctrl-C to stop.")
 			}
-			svc, _, err := openService(cmd.Context())
+			svc, st, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
+			// Which store this server shares (a client may start it with
+			// another $STRATUM_HOME than the shell's).
+			fmt.Fprintf(a.stderr, "stratum mcp: store %s (schema %d)\n", st.Path(), store.SchemaVersion)
 			if err := mcpserver.Serve(cmd.Context(), svc, mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep}); err != nil {
 				return failErr(err)
 			}
