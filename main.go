@@ -744,12 +744,17 @@ and adds the skills (slash commands) ` + strings.Join(mcpserver.Skills(), ", ") 
 (default ~/.codex/config.toml) and the block to AGENTS.md. Files are edited as text: other
 servers, keys and lines, and everything outside the markers keep their bytes; running it again
 changes nothing; a skill that differs from ours is kept; a file that cannot be parsed is
-reported and nothing is written. "stratum uninstall" removes it all again.`,
+reported and nothing is written. "stratum uninstall" removes it all again.
+
+When STRATUM_HOME is set, the server entry gets "env": {"STRATUM_HOME": …} so the server uses
+the same store. Run from a temporary "go run" build, install refuses (the path would vanish)
+unless --command names what the client should run.`,
 		Example: `  stratum install
   stratum install --codex --dry-run
   stratum install --command stratum   # rely on PATH instead of this binary's path`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
+			opts.StratumHome = os.Getenv("STRATUM_HOME")
 			rep, err := mcpserver.Install(opts)
 			return a.printInstallReport(rep, err, jsonOut)
 		},
