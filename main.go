@@ -250,9 +250,9 @@ and prints every diagnostic as "file:line:col: severity code: message (suggestio
 
 Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
 Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
-		Example: `  stratum validate specs/
-  stratum validate --json flow.stratum.yaml
-  stratum validate --watch .`,
+		Example: `  stratum validate specs/examples
+  stratum validate --json specs/examples/hello.stratum.yaml
+  stratum validate --watch specs/examples`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("validate needs at least one FILE or DIR")
@@ -304,7 +304,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 workflow: block and prints {"workflows": [{name, description, input, path}], "errors": [...]},
 the JSON of the original's stratum_list_workflows tool. Duplicate names are errors.`,
 		Example: `  stratum workflows
-  stratum workflows ./workflows | jq '.workflows[].name'`,
+  stratum workflows specs/examples | jq '.workflows[].name'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			dir := "."
@@ -329,8 +329,9 @@ func (a *app) compileCommand() *cobra.Command {
 "## Acceptance Criteria" checklists) into a v0.1 spec: one compute function and one step
 per task, file_exists/file_contains/tests/lint criteria as ensures, [P] tasks as parallel
 groups in the dependency graph.`,
-		Example: `  stratum compile tasks/ --output tasks.stratum.yaml --flow build`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  stratum compile testdata/speckit/sequential --flow build
+  stratum compile tasks/ --output tasks.stratum.yaml`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c, err := specs.CompileTasks(args[0], flowName)
 			var ce *specs.CompileError
@@ -378,8 +379,9 @@ func (a *app) planCommand() *cobra.Command {
 dispatch as JSON, exactly like the stratum_plan tool: an agent or a script then does the
 step's work and reports it with "stratum step-done". --flow may be omitted when the spec
 has one flow (or a workflow block naming its entry flow).`,
-		Example: `  stratum plan review.stratum.yaml --flow main --input text=hello
-  stratum plan flow.stratum.yaml --inputs inputs.json`,
+		Example: `  stratum plan specs/examples/review.stratum.yaml --input task="add a --verbose flag"
+  stratum plan specs/examples/hello.stratum.yaml --flow hello --input name=ann
+  stratum plan specs/examples/hello.stratum.yaml --inputs inputs.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := os.ReadFile(args[0])
@@ -413,9 +415,9 @@ func (a *app) stepDoneCommand() *cobra.Command {
 		Long: `Step-done reports the JSON result of the current step. The engine checks it
 (output_schema, guardrails, ensure) and prints the next dispatch, the same step again with
 its violations, the completion, or an error envelope (exit 1).`,
-		Example: `  stratum step-done 3f2a… classify --result '{"label":"positive","confidence":0.9}'
-  stratum step-done 3f2a… classify --result-file out.json
-  echo '{"done": true}' | stratum step-done 3f2a… build --result-file -`,
+		Example: `  stratum step-done 3f2a1c implement --result '{"summary":"add --verbose","files":["main.go"],"tests_pass":true}'
+  stratum step-done 3f2a1c implement --result-file out.json
+  echo '{"approved": true, "issues": []}' | stratum step-done 3f2a1c self_review --result-file -`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := runner.ParseResult(result, resultFile, a.stdin)
@@ -442,7 +444,7 @@ func (a *app) resumeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:     "resume FLOW",
 		Short:   "Print the current dispatch of a flow (stratum_resume)",
-		Example: `  stratum resume 3f2a…`,
+		Example: `  stratum resume 3f2a1c`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
 			id, err := svc.ResolveFlowID(ctx, args[0])
@@ -461,7 +463,7 @@ func (a *app) auditCommand() *cobra.Command {
 		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
 original's stratum_audit). Completed flows are kept in the store, so audits work after the
 fact until "stratum gc" prunes them.`,
-		Example: `  stratum audit 3f2a… | jq '.trace'`,
+		Example: `  stratum audit 3f2a1c | jq '.trace'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
 			id, err := svc.ResolveFlowID(ctx, args[0])
@@ -506,7 +508,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 	flow := &cobra.Command{
 		Use:     "flow ID",
 		Short:   "Print the full persisted state of one flow",
-		Example: `  stratum query flow 3f2a… | jq '{status, current_step_id, step_outputs}'`,
+		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
 			id, err := svc.ResolveFlowID(ctx, args[0])
@@ -575,7 +577,7 @@ approver: human gate without a terminal or without the confirmation.`,
 		c := &cobra.Command{
 			Use:     verb.use + " FLOW STEP",
 			Short:   verb.short,
-			Example: fmt.Sprintf("  stratum gate %s 3f2a… review --note \"looks good\"", verb.use),
+			Example: fmt.Sprintf("  stratum gate %s 3f2a1c human --note \"looks good\"", verb.use),
 			Args:    cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				rb := review.ResolvedBy(resolvedBy)
@@ -832,9 +834,10 @@ exhausted; 130 interrupted (state saved, resumable).
 A completed run prints the flow's output as JSON on stdout (with --json: the whole report,
 its run.output the same value); progress goes to stderr.`,
 		Example: `  stratum run specs/examples/hello.stratum.yaml --approve all
-  stratum run review.stratum.yaml --flow main --input text=hello --json
-  stratum run ci.stratum.yaml --on-gate exit --junit report.xml
-  stratum run --resume 3f2a…`,
+  stratum run specs/examples/hello.stratum.yaml --input name=ann --approve review --json
+  stratum run specs/examples/classify.stratum.yaml --replay specs/examples/classify.replay.json
+  stratum run specs/examples/hello.stratum.yaml --on-gate exit --junit report.xml
+  stratum run --resume 3f2a1c`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
@@ -877,7 +880,7 @@ its run.output the same value); progress goes to stderr.`,
 	f.StringVar(&junitFile, "junit", "", "write a JUnit XML report (one test case per step) to this file")
 	f.StringVar(&line.Resume, "resume", "", "continue the stored flow with this id (its runner died or was interrupted)")
 	f.StringArrayVar(&line.Approve, "approve", nil, "approve this gate (step id) without asking; \"all\" approves every gate except approver: human ones; repeatable")
-	f.StringVar(&line.OnGate, "on-gate", "", "at a gate --approve does not cover: exit (stop with exit 4), wait (for `stratum gate` from elsewhere), approve, kill, or prompt (default: prompt on a terminal, else exit)")
+	f.StringVar(&line.OnGate, "on-gate", "", "at a gate --approve does not cover: exit (stop with exit 4), wait (for \"stratum gate\" from elsewhere), approve, kill, or prompt (default: prompt on a terminal, else exit)")
 	f.StringVar(&recordF, "record", "", "record every LLM exchange of the run to this file")
 	f.StringVar(&replayFile, "replay", "", "serve LLM responses from this recording (no network, no key)")
 	f.StringVar(&line.Cache, "cache", runner.CacheSession, "cache of steps with cache: true: none, session (this run) or global (persistent in the store)")
@@ -945,7 +948,7 @@ of the same key; enter alone never decides. Decisions are recorded with $USER an
 channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.yaml.
 
 --plain streams the same state and events as plain text lines (logs, screen readers).`,
-		Example: "  stratum tui\n  stratum tui specs/ examples/\n  stratum tui --plain",
+		Example: "  stratum tui\n  stratum tui specs/examples\n  stratum tui --plain",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Directories may be given as arguments or with --watch.
 			for _, d := range args {

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/store"
@@ -171,4 +176,37 @@ flows:
 	if code, out, _ := gate(true, id[:8]+"\n", "reject", id[:6], "review", "--note", "no"); code != 0 || !strings.Contains(out, `"result": "killed"`) {
 		t.Errorf("confirmed with the short id: exit %d %s", code, out)
 	}
+}
+
+// TestHelpTexts: flag descriptions do not leak into the flag column (cobra
+// takes a backquoted word in a usage as the value's placeholder), and
+// every spec an Example names is one the repository ships.
+func TestHelpTexts(t *testing.T) {
+	root := newRootCommand(&app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: a backquote in the usage becomes the placeholder: %q", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+		fields := strings.Fields(c.Example)
+		for i, w := range fields {
+			w = strings.Trim(w, `"'`)
+			isOutput := i > 0 && (fields[i-1] == "--output" || fields[i-1] == "-o" || fields[i-1] == "--record")
+			shipped := strings.HasPrefix(w, "specs/") || strings.HasPrefix(w, "testdata/")
+			if strings.HasSuffix(w, ".stratum.yaml") && !isOutput && !shipped {
+				t.Errorf("%s: example spec %s is not in the repository (use specs/examples)", c.CommandPath(), w)
+			}
+			if shipped {
+				if _, err := os.Stat(w); err != nil {
+					t.Errorf("%s: example path %s: %v", c.CommandPath(), w, err)
+				}
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
