@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/store"
@@ -185,11 +185,14 @@ func TestHelpTexts(t *testing.T) {
 	root := newRootCommand(&app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			if strings.Contains(f.Usage, "`") {
-				t.Errorf("%s --%s: a backquote in the usage becomes the placeholder: %q", c.CommandPath(), f.Name, f.Usage)
+		// The flag column is "-x, --name TYPE": a placeholder that is not
+		// the value's type came from a backquoted word of the usage.
+		for _, line := range strings.Split(c.Flags().FlagUsages(), "\n") {
+			m := flagColumn.FindStringSubmatch(line)
+			if m != nil && m[2] != "" && !flagTypes[m[2]] {
+				t.Errorf("%s --%s: placeholder %q comes from a backquoted word of the usage: %q", c.CommandPath(), m[1], m[2], strings.TrimSpace(line))
 			}
-		})
+		}
 		fields := strings.Fields(c.Example)
 		for i, w := range fields {
 			w = strings.Trim(w, `"'`)
@@ -210,3 +213,9 @@ func TestHelpTexts(t *testing.T) {
 	}
 	walk(root)
 }
+
+// flagColumn matches a flag line of --help: its name and placeholder.
+var flagColumn = regexp.MustCompile(`^\s+(?:-\w, )?--([\w-]+)(?: (\S.*?))?\s{2,}`)
+
+// flagTypes are the placeholders cobra derives from a flag's type.
+var flagTypes = map[string]bool{"string": true, "int": true, "duration": true, "stringArray": true, "strings": true, "float": true}
