@@ -121,6 +121,17 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	github         bool
+	// terminal reports whether a stream is an interactive terminal (nil:
+	// isTerminal); tests inject it to confirm an approver: human gate.
+	terminal func(any) bool
+}
+
+// isTerm is a.terminal, or isTerminal.
+func (a *app) isTerm(f any) bool {
+	if a.terminal != nil {
+		return a.terminal(f)
+	}
+	return isTerminal(f)
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -239,9 +250,9 @@ and prints every diagnostic as "file:line:col: severity code: message (suggestio
 
 Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
 Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
-		Example: `  stratum validate specs/
-  stratum validate --json flow.stratum.yaml
-  stratum validate --watch .`,
+		Example: `  stratum validate specs/examples
+  stratum validate --json specs/examples/hello.stratum.yaml
+  stratum validate --watch specs/examples`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("validate needs at least one FILE or DIR")
@@ -293,7 +304,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 workflow: block and prints {"workflows": [{name, description, input, path}], "errors": [...]},
 the JSON of the original's stratum_list_workflows tool. Duplicate names are errors.`,
 		Example: `  stratum workflows
-  stratum workflows ./workflows | jq '.workflows[].name'`,
+  stratum workflows specs/examples | jq '.workflows[].name'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			dir := "."
@@ -318,8 +329,9 @@ func (a *app) compileCommand() *cobra.Command {
 "## Acceptance Criteria" checklists) into a v0.1 spec: one compute function and one step
 per task, file_exists/file_contains/tests/lint criteria as ensures, [P] tasks as parallel
 groups in the dependency graph.`,
-		Example: `  stratum compile tasks/ --output tasks.stratum.yaml --flow build`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  stratum compile testdata/speckit/sequential --flow build
+  stratum compile tasks/ --output tasks.stratum.yaml`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c, err := specs.CompileTasks(args[0], flowName)
 			var ce *specs.CompileError
@@ -367,8 +379,9 @@ func (a *app) planCommand() *cobra.Command {
 dispatch as JSON, exactly like the stratum_plan tool: an agent or a script then does the
 step's work and reports it with "stratum step-done". --flow may be omitted when the spec
 has one flow (or a workflow block naming its entry flow).`,
-		Example: `  stratum plan review.stratum.yaml --flow main --input text=hello
-  stratum plan flow.stratum.yaml --inputs inputs.json`,
+		Example: `  stratum plan specs/examples/review.stratum.yaml --input task="add a --verbose flag"
+  stratum plan specs/examples/hello.stratum.yaml --flow hello --input name=ann
+  stratum plan specs/examples/hello.stratum.yaml --inputs inputs.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := os.ReadFile(args[0])
@@ -402,9 +415,9 @@ func (a *app) stepDoneCommand() *cobra.Command {
 		Long: `Step-done reports the JSON result of the current step. The engine checks it
 (output_schema, guardrails, ensure) and prints the next dispatch, the same step again with
 its violations, the completion, or an error envelope (exit 1).`,
-		Example: `  stratum step-done 3f2a… classify --result '{"label":"positive","confidence":0.9}'
-  stratum step-done 3f2a… classify --result-file out.json
-  echo '{"done": true}' | stratum step-done 3f2a… build --result-file -`,
+		Example: `  stratum step-done 3f2a1c implement --result '{"summary":"add --verbose","files":["main.go"],"tests_pass":true}'
+  stratum step-done 3f2a1c implement --result-file out.json
+  echo '{"approved": true, "issues": []}' | stratum step-done 3f2a1c self_review --result-file -`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := runner.ParseResult(result, resultFile, a.stdin)
@@ -415,7 +428,11 @@ its violations, the completion, or an error envelope (exit 1).`,
 			if err != nil {
 				return err
 			}
-			return a.answerExit(svc.StepDone(cmd.Context(), args[0], args[1], v, engine.ReportOptions{}))
+			id, err := svc.ResolveFlowID(cmd.Context(), args[0])
+			if err != nil {
+				return a.answerExit(nil, err)
+			}
+			return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
 		},
 	}
 	cmd.Flags().StringVar(&result, "result", "", "the step result as JSON")
@@ -427,10 +444,14 @@ func (a *app) resumeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:     "resume FLOW",
 		Short:   "Print the current dispatch of a flow (stratum_resume)",
-		Example: `  stratum resume 3f2a…`,
+		Example: `  stratum resume 3f2a1c`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			return a.answerExit(svc.Resume(ctx, args[0]))
+			id, err := svc.ResolveFlowID(ctx, args[0])
+			if err != nil {
+				return a.answerExit(nil, err)
+			}
+			return a.answerExit(svc.Resume(ctx, id))
 		}),
 	}
 }
@@ -442,10 +463,14 @@ func (a *app) auditCommand() *cobra.Command {
 		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
 original's stratum_audit). Completed flows are kept in the store, so audits work after the
 fact until "stratum gc" prunes them.`,
-		Example: `  stratum audit 3f2a… | jq '.trace'`,
+		Example: `  stratum audit 3f2a1c | jq '.trace'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			return a.answerExit(svc.Audit(ctx, args[0]))
+			id, err := svc.ResolveFlowID(ctx, args[0])
+			if err != nil {
+				return a.answerExit(nil, err)
+			}
+			return a.answerExit(svc.Audit(ctx, id))
 		}),
 	}
 }
@@ -459,7 +484,8 @@ func (a *app) queryCommand() *cobra.Command {
 		Long: `Query reads the store and prints JSON in the original's "stratum-mcp query" shapes:
 "query flows" and "query gates" print a list of objects, "query flow ID" one object; each
 object has "_schema_version": "1" and the original's keys, plus ours. Flow statuses: running,
-awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id exits 1 with
+awaiting_gate, complete, killed, failed, budget_exhausted; a flow nothing drives any more (its
+runner exited or died) keeps its status and adds "stalled": true. An unknown flow id exits 1 with
 {"error": {"code": "NOT_FOUND", …}}.`,
 	}
 	var status string
@@ -474,7 +500,7 @@ awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id ex
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryFlows(list))
+			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
@@ -482,10 +508,17 @@ awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id ex
 	flow := &cobra.Command{
 		Use:     "flow ID",
 		Short:   "Print the full persisted state of one flow",
-		Example: `  stratum query flow 3f2a… | jq '{status, current_step_id, step_outputs}'`,
+		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			f, err := svc.FlowWithSpec(ctx, args[0])
+			id, err := svc.ResolveFlowID(ctx, args[0])
+			if e := engine.AsError(err); e != nil {
+				_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
+				return silentExit(exitFailure)
+			} else if err != nil {
+				return failErr(err)
+			}
+			f, err := svc.FlowWithSpec(ctx, id)
 			if errors.Is(err, engine.ErrNotFound) {
 				_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
 				return silentExit(exitFailure)
@@ -493,7 +526,7 @@ awaiting_gate, complete, killed, failed, budget_exhausted. An unknown flow id ex
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryFlow(f))
+			return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
 		}),
 	}
 	gates := &cobra.Command{
@@ -522,8 +555,13 @@ every stratum process (TUI, MCP server, other shells). It prints
 {"_schema_version": "1", "ok": true, "flow_id", "step_id", "outcome", "result"} where result
 is the flow's next status (execute_step, await_gate, complete, killed, max_rounds_exceeded).
 
+A gate with approver: human is decided here only on an interactive terminal, after you type
+the gate's step id (or the flow's short id) to confirm; without a terminal (a script, an
+agent's tool) it is refused with exit 2: decide it in the TUI or from a terminal.
+
 Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
-2 conflict (the gate was already resolved, or STEP is not the gate waiting).`,
+2 conflict (the gate was already resolved, or STEP is not the gate waiting), or an
+approver: human gate without a terminal or without the confirmation.`,
 	}
 	for _, verb := range []struct {
 		use     string
@@ -539,7 +577,7 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 		c := &cobra.Command{
 			Use:     verb.use + " FLOW STEP",
 			Short:   verb.short,
-			Example: fmt.Sprintf("  stratum gate %s 3f2a… review --note \"looks good\"", verb.use),
+			Example: fmt.Sprintf("  stratum gate %s 3f2a1c human --note \"looks good\"", verb.use),
 			Args:    cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				rb := review.ResolvedBy(resolvedBy)
@@ -561,11 +599,19 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 				if err != nil {
 					return err
 				}
-				next, err := review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
+				var next engine.Outcome
+				id, err := svc.ResolveFlowID(cmd.Context(), args[0])
+				if err == nil {
+					d.FlowID = id
+					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
+						return err
+					}
+					next, err = review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
+				}
 				if err != nil && engine.AsError(err) == nil {
 					return failErr(err)
 				}
-				resp, verdict := engine.GateAnswer(args[0], args[1], verb.outcome, next, err)
+				resp, verdict := engine.GateAnswer(d.FlowID, args[1], verb.outcome, next, err)
 				werr := writeJSON(a.stdout, resp)
 				switch verdict {
 				case engine.GateResolved:
@@ -583,6 +629,35 @@ Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// confirmHuman applies review.HumanConfirm to a decision made with
+// `stratum gate`: at a gate with approver: human it needs an interactive
+// terminal (stdin and stderr) and the reviewer typing the gate's step id
+// or the flow's short id, else exit 2. A confirmed decision is pinned to
+// the round confirmed. A flow not waiting at d's step needs nothing here:
+// the engine refuses the decision.
+func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision) error {
+	st, err := svc.Get(ctx, d.FlowID)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return failErr(err)
+	}
+	g := st.Gate
+	if g == nil || g.StepID != d.StepID {
+		return nil
+	}
+	c := review.HumanConfirm{Terminal: a.isTerm(a.stdin) && a.isTerm(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
+	if err := c.Confirm(*d, review.Approver(g.Approver)); err != nil {
+		return usageErr("%v", err)
+	}
+	if review.Approver(g.Approver) == review.HumanApprover && d.Round == nil {
+		round := g.Round
+		d.Round = &round
+	}
+	return nil
 }
 
 func (a *app) gcCommand() *cobra.Command {
@@ -629,7 +704,8 @@ func (a *app) mcpCommand() *cobra.Command {
 Codex, the MCP Inspector) starts it. It offers the original stratum tools (stratum_plan,
 stratum_step_done, stratum_gate_resolve, stratum_audit, …) plus stratum_wait_gate and
 stratum_list_flows, on the shared store: flows driven here show up in "stratum query" and the
-TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr.
+TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr, starting with
+the store it opened (path and schema version).
 Register it for a project with "stratum install".`,
 		Example: `  claude mcp add stratum -- stratum mcp
   npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
@@ -638,10 +714,13 @@ Register it for a project with "stratum install".`,
 			if isTerminal(a.stdin) {
 				fmt.Fprintln(a.stderr, "stratum mcp: speaking MCP on stdin/stdout; it is meant to be started by an MCP client (see stratum install). Ctrl-C to stop.")
 			}
-			svc, _, err := openService(cmd.Context())
+			svc, st, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
+			// Which store this server shares (a client may start it with
+			// another $STRATUM_HOME than the shell's).
+			fmt.Fprintf(a.stderr, "stratum mcp: store %s (schema %d)\n", st.Path(), store.SchemaVersion)
 			if err := mcpserver.Serve(cmd.Context(), svc, mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep}); err != nil {
 				return failErr(err)
 			}
@@ -667,12 +746,17 @@ and adds the skills (slash commands) ` + strings.Join(mcpserver.Skills(), ", ") 
 (default ~/.codex/config.toml) and the block to AGENTS.md. Files are edited as text: other
 servers, keys and lines, and everything outside the markers keep their bytes; running it again
 changes nothing; a skill that differs from ours is kept; a file that cannot be parsed is
-reported and nothing is written. "stratum uninstall" removes it all again.`,
+reported and nothing is written. "stratum uninstall" removes it all again.
+
+When STRATUM_HOME is set, the server entry gets "env": {"STRATUM_HOME": …} so the server uses
+the same store. Run from a temporary "go run" build, install refuses (the path would vanish)
+unless --command names what the client should run.`,
 		Example: `  stratum install
   stratum install --codex --dry-run
   stratum install --command stratum   # rely on PATH instead of this binary's path`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
+			opts.StratumHome = os.Getenv("STRATUM_HOME")
 			rep, err := mcpserver.Install(opts)
 			return a.printInstallReport(rep, err, jsonOut)
 		},
@@ -745,11 +829,15 @@ it while it runs, and a run that died or was interrupted continues with --resume
 Exit status: 0 complete; 1 failed (retries exhausted, executor error); 2 usage error
 or invalid spec/inputs; 3 killed at a gate; 4 stopped at a gate nobody was allowed to
 resolve (the flow id and the commands to decide and resume are printed); 5 budget
-exhausted; 130 interrupted (state saved, resumable).`,
+exhausted; 130 interrupted (state saved, resumable).
+
+A completed run prints the flow's output as JSON on stdout (with --json: the whole report,
+its run.output the same value); progress goes to stderr.`,
 		Example: `  stratum run specs/examples/hello.stratum.yaml --approve all
-  stratum run review.stratum.yaml --flow main --input text=hello --json
-  stratum run ci.stratum.yaml --on-gate exit --junit report.xml
-  stratum run --resume 3f2a…`,
+  stratum run specs/examples/hello.stratum.yaml --input name=ann --approve review --json
+  stratum run specs/examples/classify.stratum.yaml --replay specs/examples/classify.replay.json
+  stratum run specs/examples/hello.stratum.yaml --on-gate exit --junit report.xml
+  stratum run --resume 3f2a1c`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
@@ -775,7 +863,7 @@ exhausted; 130 interrupted (state saved, resumable).`,
 			if err != nil {
 				return failErr(err)
 			}
-			if rep != nil {
+			if rep != nil { // the --json report, or the completed flow's output
 				if err := writeJSON(a.stdout, rep); err != nil {
 					return err
 				}
@@ -792,7 +880,7 @@ exhausted; 130 interrupted (state saved, resumable).`,
 	f.StringVar(&junitFile, "junit", "", "write a JUnit XML report (one test case per step) to this file")
 	f.StringVar(&line.Resume, "resume", "", "continue the stored flow with this id (its runner died or was interrupted)")
 	f.StringArrayVar(&line.Approve, "approve", nil, "approve this gate (step id) without asking; \"all\" approves every gate except approver: human ones; repeatable")
-	f.StringVar(&line.OnGate, "on-gate", "", "at a gate --approve does not cover: exit (stop with exit 4), wait (for `stratum gate` from elsewhere), approve, kill, or prompt (default: prompt on a terminal, else exit)")
+	f.StringVar(&line.OnGate, "on-gate", "", "at a gate --approve does not cover: exit (stop with exit 4), wait (for \"stratum gate\" from elsewhere), approve, kill, or prompt (default: prompt on a terminal, else exit)")
 	f.StringVar(&recordF, "record", "", "record every LLM exchange of the run to this file")
 	f.StringVar(&replayFile, "replay", "", "serve LLM responses from this recording (no network, no key)")
 	f.StringVar(&line.Cache, "cache", runner.CacheSession, "cache of steps with cache: true: none, session (this run) or global (persistent in the store)")
@@ -860,7 +948,7 @@ of the same key; enter alone never decides. Decisions are recorded with $USER an
 channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.yaml.
 
 --plain streams the same state and events as plain text lines (logs, screen readers).`,
-		Example: "  stratum tui\n  stratum tui specs/ examples/\n  stratum tui --plain",
+		Example: "  stratum tui\n  stratum tui specs/examples\n  stratum tui --plain",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Directories may be given as arguments or with --watch.
 			for _, d := range args {

@@ -132,6 +132,11 @@
 //     iteration outcome/best/accumulator/history and the active loop of the
 //     cleared steps, as the original's _clear_from (a revise archives the
 //     round's history first).
+//   - Flow ids may be abbreviated: front ends resolve what they are given
+//     with Service.ResolveFlowID (ids.go) before calling the Service — the
+//     id itself, or a unique prefix of at least MinFlowIDPrefix (4)
+//     characters; an ambiguous prefix is error_type ambiguous_flow_id with
+//     candidates, a shorter or unknown one flow_not_found.
 //   - A runner lease (FlowState.Owner) that is live refuses agent reports
 //     (step_done, parallel_done, skip_step, iteration_*) and checkpoint
 //     calls (commit, revert: a revert mid-run pulls the flow from under the

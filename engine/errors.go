@@ -73,6 +73,7 @@ type Error struct {
 	Available  []string // checkpoint_not_found: the flow's checkpoint labels
 	GateFlowID string   // human_gate_pending: the flow waiting at the human gate
 	GateStepID string   // human_gate_pending: the gate's step
+	Candidates []string // ambiguous_flow_id: every flow id the prefix matches
 	// Spec errors (Type is the first diagnostic's ir_* error type).
 	Path        string
 	Suggestion  string

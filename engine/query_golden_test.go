@@ -120,24 +120,34 @@ func TestQueryGoldens(t *testing.T) {
 	must(t)(s.GateResolve(ctx, killed, review.Decision{StepID: "review", Outcome: review.Kill, Rationale: "no",
 		Reviewer: "ana", ResolvedBy: review.Human, Channel: review.ChannelCLI}))
 	running := plan("main")
+	// f5 was started by a runner that exited (its lease released): stalled,
+	// its status still the original's.
+	stalled := plan("main")
+	clk.Add(time.Second)
+	if err := s.Claim(ctx, stalled, engine.Lease{ID: "run-1", PID: 4242, Host: "ci", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, stalled, "run-1"); err != nil {
+		t.Fatal(err)
+	}
 
 	list, err := s.List(ctx, engine.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 4 {
-		t.Fatalf("%d flows, want 4", len(list))
+	if len(list) != 5 {
+		t.Fatalf("%d flows, want 5", len(list))
 	}
-	checkGolden(t, "flows.json", cliJSON(t, engine.QueryFlows(list)))
-	checkGolden(t, "flows-none.json", cliJSON(t, engine.QueryFlows(nil)))
+	checkGolden(t, "flows.json", cliJSON(t, engine.QueryFlows(list, clk.Now())))
+	checkGolden(t, "flows-none.json", cliJSON(t, engine.QueryFlows(nil, clk.Now())))
 
 	for name, id := range map[string]string{"flow-awaiting_gate.json": waiting, "flow-complete.json": complete,
-		"flow-killed.json": killed, "flow-running.json": running} {
+		"flow-killed.json": killed, "flow-running.json": running, "flow-stalled.json": stalled} {
 		f, err := s.FlowWithSpec(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkGolden(t, name, cliJSON(t, engine.QueryFlow(f)))
+		checkGolden(t, name, cliJSON(t, engine.QueryFlow(f, clk.Now())))
 	}
 	checkGolden(t, "flow-not-found.json", cliJSON(t, engine.QueryFlowNotFound("no-such-flow")))
 

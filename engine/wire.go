@@ -67,6 +67,8 @@ func (e *Error) wire() Response {
 	case ErrTypeHumanGatePending:
 		r["gate_flow_id"] = e.GateFlowID
 		r["gate_step_id"] = e.GateStepID
+	case ErrTypeAmbiguousFlowID:
+		r["candidates"] = e.Candidates
 	case ErrorType(specs.ParseError), ErrorType(specs.ValidationError), ErrorType(specs.SemanticError):
 		r["path"] = e.Path
 		r["diagnostics"] = []specs.Diagnostic(e.Diagnostics)
@@ -382,11 +384,16 @@ type FlowEntry struct {
 	// not carry the state's terminal_status; while a kill's cleanup step runs
 	// the flow is still running and this is null until it ends).
 	TerminalStatus *string `json:"terminal_status"`
+	// Stalled is ours: true when nothing drives the flow any more
+	// (FlowSummary.Stalled: a runner's flow whose lease was released or
+	// expired; `stratum run --resume ID` continues it). Absent otherwise, so
+	// status stays the original's.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // QueryFlows is `stratum query flows`: one FlowEntry per summary, in the
-// given order (never null: no flows is []).
-func QueryFlows(list []FlowSummary) []FlowEntry {
+// given order (never null: no flows is []); now decides which are stalled.
+func QueryFlows(list []FlowSummary, now time.Time) []FlowEntry {
 	out := make([]FlowEntry, 0, len(list))
 	for _, sum := range list {
 		completed := sum.StepNumber
@@ -404,6 +411,7 @@ func QueryFlows(list []FlowSummary) []FlowEntry {
 			StepCount:      sum.TotalSteps,
 			CompletedSteps: completed,
 			TerminalStatus: terminal,
+			Stalled:        sum.Stalled(now),
 		})
 	}
 	return out
@@ -425,6 +433,8 @@ type FlowView struct {
 	RoundsCount   int           `json:"rounds_count"`
 	StepCount     int           `json:"step_count"`
 	OrderedSteps  []OrderedStep `json:"ordered_steps"`
+	// Stalled is ours, as in FlowEntry: true when nothing drives the flow.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // OrderedStep is one element of FlowView's ordered_steps: the step id, its
@@ -437,7 +447,7 @@ type OrderedStep struct {
 
 // QueryFlow renders a flow for `stratum query flow ID`. f.Flow nil (a spec
 // that no longer parses) leaves step_count 0 and ordered_steps [].
-func QueryFlow(f *FlowWithSpec) *FlowView {
+func QueryFlow(f *FlowWithSpec, now time.Time) *FlowView {
 	sum := Summarize(f.State, f.Flow)
 	v := &FlowView{
 		SchemaVersion: SchemaVersion,
@@ -446,6 +456,7 @@ func QueryFlow(f *FlowWithSpec) *FlowView {
 		RoundsCount:   len(f.State.Rounds),
 		StepCount:     sum.TotalSteps,
 		OrderedSteps:  []OrderedStep{},
+		Stalled:       sum.Stalled(now),
 	}
 	if f.Flow != nil {
 		for _, s := range f.Flow.OrderedSteps() {
@@ -465,6 +476,17 @@ func QueryFlow(f *FlowWithSpec) *FlowView {
 func QueryFlowNotFound(flowID string) Response {
 	return Response{"_schema_version": SchemaVersion, "ok": false,
 		"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("Flow '%s' not found", flowID)}}
+}
+
+// QueryFlowRefused is `stratum query flow ID` when ID cannot be resolved
+// (Service.ResolveFlowID): QueryFlowNotFound for flow_not_found, else
+// {"_schema_version", "ok": false, "error": {"code": error_type, "message",
+// "candidates"}} (an ambiguous prefix lists the ids it matches).
+func QueryFlowRefused(flowID string, e *Error) Response {
+	if e == nil || e.Type == ErrTypeFlowNotFound {
+		return QueryFlowNotFound(flowID)
+	}
+	return Response{"_schema_version": SchemaVersion, "ok": false, "error": queryError(e)}
 }
 
 // GateEntry is one element of `stratum query gates`: the original's keys
@@ -577,6 +599,17 @@ func GateAnswer(flowID, stepID string, outcome review.Outcome, next Outcome, err
 		return r, GateConflict
 	}
 	r["ok"] = false
-	r["error"] = map[string]any{"code": string(e.Type), "message": e.Message}
+	r["error"] = queryError(e)
 	return r, GateRefused
+}
+
+// queryError is the "error" object of `stratum gate` and `stratum query
+// flow` for an envelope: its error_type as code, its message, and for
+// ambiguous_flow_id the candidates.
+func queryError(e *Error) map[string]any {
+	m := map[string]any{"code": string(e.Type), "message": e.Message}
+	if e.Type == ErrTypeAmbiguousFlowID {
+		m["candidates"] = e.Candidates
+	}
+	return m
 }

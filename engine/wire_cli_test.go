@@ -69,12 +69,12 @@ func TestQueryRenderers(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"no flows is an empty list", QueryFlows(nil), `[]`},
-		{"a finished flow", QueryFlows([]FlowSummary{{FlowID: "a", FlowName: "main", Status: StatusKilled, StepNumber: 3, TotalSteps: 3}}),
+		{"no flows is an empty list", QueryFlows(nil, at), `[]`},
+		{"a finished flow", QueryFlows([]FlowSummary{{FlowID: "a", FlowName: "main", Status: StatusKilled, StepNumber: 3, TotalSteps: 3}}, at),
 			`[{"_schema_version":"1","flow_id":"a","flow_name":"main","status":"killed","step_number":3,"total_steps":3,"round":0,` +
 				`"created_at":"0001-01-01T00:00:00Z","updated_at":"0001-01-01T00:00:00Z","version":0,` +
 				`"current_step_id":null,"step_count":3,"completed_steps":3,"terminal_status":"killed"}]`},
-		{"an active flow", QueryFlows([]FlowSummary{waiting})[0].CompletedSteps, `1`},
+		{"an active flow", QueryFlows([]FlowSummary{waiting}, at)[0].CompletedSteps, `1`},
 		{"flow not found", QueryFlowNotFound("zz"),
 			`{"_schema_version":"1","error":{"code":"NOT_FOUND","message":"Flow 'zz' not found"},"ok":false}`},
 		{"no gates is an empty list", QueryGates(nil), `[]`},
@@ -83,7 +83,12 @@ func TestQueryRenderers(t *testing.T) {
 				`"status":"awaiting_gate","round":1,"step_number":2,"total_steps":3,"updated_at":"2026-01-02T03:04:05Z","dispatched_at":"2026-01-02T03:04:05Z","deadline":null,"approver":"human","on_timeout":"kill"},` +
 				`{"_schema_version":"1","flow_id":"b","flow_name":"other","step_id":"","function":null,"on_approve":null,"on_revise":null,"on_kill":null,"timeout":null,` +
 				`"status":"awaiting_gate","round":0,"step_number":0,"total_steps":0,"updated_at":"2026-01-02T03:04:05Z","dispatched_at":"0001-01-01T00:00:00Z","deadline":null,"approver":"","on_timeout":""}]`},
-		{"a flow whose spec no longer parses", QueryFlow(&FlowWithSpec{State: &FlowState{FlowID: "a", Status: StatusRunning}}).OrderedSteps, `[]`},
+		{"a flow whose spec no longer parses", QueryFlow(&FlowWithSpec{State: &FlowState{FlowID: "a", Status: StatusRunning}}, at).OrderedSteps, `[]`},
+		{"a runner's flow with a live lease is not stalled", QueryFlows([]FlowSummary{{FlowID: "r", Status: StatusRunning, Driver: DriverRunner,
+			Owner: &Lease{ID: "l", ExpiresAt: at.Add(time.Second)}}}, at)[0].Stalled, `false`},
+		{"a runner's flow whose lease expired is stalled", QueryFlows([]FlowSummary{{FlowID: "r", Status: StatusRunning, Driver: DriverRunner,
+			Owner: &Lease{ID: "l", ExpiresAt: at}}}, at)[0].Stalled, `true`},
+		{"a stalled flow keeps its status", QueryFlow(&FlowWithSpec{State: &FlowState{FlowID: "r", Status: StatusAwaitingGate, Driver: DriverRunner}}, at).Stalled, `true`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := json.Marshal(tc.v)

@@ -29,6 +29,15 @@
 // handler passes, Request returns ErrNoReviewer and a headless run stops at
 // the gate.
 //
+// # Separation of duties in a shell
+//
+// HumanConfirm (confirm.go) is the rule of a decision typed in a shell
+// (`stratum gate`) on a gate with approver: human: it is made only on an
+// interactive terminal (the front end says whether it has one), after the
+// reviewer typed the gate's step id or the flow's short id; otherwise
+// ErrNeedsTerminal or ErrNotConfirmed, both matching ErrNotAllowed. MCP
+// decisions on such gates are refused by the recorder (gate_requires_human).
+//
 // # Offering reviews to a UI
 //
 // Sink is what Notify offers reviews to. Queue is the Sink of an

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -429,12 +430,30 @@ func TestHumanApproverRefusedOverMCP(t *testing.T) {
 	if msg, _ := r["message"].(string); !strings.Contains(msg, "human") {
 		t.Errorf("message: %q", msg)
 	}
-	// Still waiting; a person decides with the CLI.
+	// Still waiting. Nor may the agent's shell decide it: stratum gate
+	// without a terminal refuses (exit 2). A person decides in the TUI.
 	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "await_gate"})
-	if out, err := s.cli("gate", "approve", id, "approve", "--note", "ok"); err != nil {
-		t.Fatalf("stratum gate approve: %v\n%s", err, out)
+	if out, err := s.cli("gate", "approve", id, "approve", "--note", "ok"); err == nil || !strings.Contains(out, "use the TUI") {
+		t.Fatalf("stratum gate approve without a terminal: %v\n%s", err, out)
 	}
+	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "await_gate"})
+	s.humanDecides(id, "approve", review.Approve, "ok")
 	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "complete"})
+}
+
+// humanDecides records a person's decision as the TUI does (channel tui,
+// resolved_by human), in the server's store.
+func (s *server) humanDecides(flowID, stepID string, outcome review.Outcome, note string) {
+	s.t.Helper()
+	st, err := store.Open(filepath.Join(s.home, store.FileName), store.Options{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	d := review.Decision{FlowID: flowID, StepID: stepID, Outcome: outcome, Rationale: note, Reviewer: "ana",
+		ResolvedBy: review.Human, Channel: review.ChannelTUI}
+	if _, err := review.NewService[engine.Outcome](&engine.Service{Store: st}).Decide(context.Background(), d); err != nil {
+		s.t.Fatalf("%s %s/%s in the TUI: %v", outcome, flowID, stepID, err)
+	}
 }
 
 // TestCLIDecisionSeen: a decision made with `stratum gate` while the server
@@ -862,9 +881,7 @@ func TestHumanGateNotBypassed(t *testing.T) {
 	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "execute_flow", "child_flow_id": child})
 	// A human kills the child's gate; reverting past that needs a human too.
 	s.ok("stratum_commit", map[string]any{"flow_id": child, "label": "c0"}, nil)
-	if out, err := s.cli("gate", "reject", child, "signoff", "--note", "no"); err != nil {
-		t.Fatalf("stratum gate reject: %v\n%s", err, out)
-	}
+	s.humanDecides(child, "signoff", review.Kill, "no")
 	s.ok("stratum_resume", map[string]any{"flow_id": child}, map[string]any{"status": "killed"})
 	s.ok("stratum_revert", map[string]any{"flow_id": child, "label": "c0"}, map[string]any{"status": "error", "error_type": "gate_requires_human"})
 	a := s.ok("stratum_audit", map[string]any{"flow_id": child}, map[string]any{"status": "killed"})

@@ -21,8 +21,15 @@ type InstallOptions struct {
 	// holds .git; without one, Dir itself.
 	Dir string
 	// Command is the server's executable (default: the absolute path of the
-	// running binary, or "stratum" when it cannot be found).
+	// running binary, or "stratum" when it cannot be found). Without it,
+	// Install refuses when the running binary is a temporary `go run`
+	// build (ErrTemporaryBinary): the path would vanish.
 	Command string
+	// StratumHome, when set (main passes $STRATUM_HOME), is written into
+	// the server entry's env block of .mcp.json as STRATUM_HOME (made
+	// absolute), so the server the client starts opens the same store as
+	// this shell.
+	StratumHome string
 	// Codex also registers the server in Codex's config.toml and writes the
 	// execution-model block into the project's AGENTS.md.
 	Codex bool
@@ -95,11 +102,19 @@ func Install(opts InstallOptions) (InstallReport, error) {
 	}
 	rep.Command = opts.Command
 	if rep.Command == "" {
-		rep.Command = defaultCommand()
+		if rep.Command, err = defaultCommand(); err != nil {
+			return rep, fmt.Errorf("install: %w", err)
+		}
+	}
+	home := opts.StratumHome
+	if home != "" {
+		if home, err = filepath.Abs(home); err != nil {
+			return rep, fmt.Errorf("install: STRATUM_HOME: %w", err)
+		}
 	}
 	root := rep.ProjectRoot
 	plans := []func() (fileChange, error){
-		func() (fileChange, error) { return planMCPJSON(filepath.Join(root, ".mcp.json"), rep.Command) },
+		func() (fileChange, error) { return planMCPJSON(filepath.Join(root, ".mcp.json"), rep.Command, home) },
 	}
 	if opts.Codex {
 		home, err := codexHome(opts.CodexHome)
@@ -303,16 +318,47 @@ func projectRoot(dir string) string {
 	}
 }
 
-// defaultCommand is the absolute path of the running binary.
-func defaultCommand() string {
-	exe, err := os.Executable()
+// ErrTemporaryBinary: install was run from a temporary `go run` build and
+// no --command was given.
+var ErrTemporaryBinary = errors.New("this stratum is a temporary go run build")
+
+// executable is os.Executable; tests replace it.
+var executable = os.Executable
+
+// defaultCommand is the absolute path of the running binary; a temporary
+// build (TemporaryBuild) is ErrTemporaryBinary.
+func defaultCommand() (string, error) {
+	exe, err := executable()
 	if err != nil {
-		return ServerName
+		return ServerName, nil
 	}
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
 	}
-	return exe
+	if TemporaryBuild(exe, os.Getenv("GOCACHE")) {
+		return "", fmt.Errorf("%w (%s): the MCP client could not start it once it is deleted; install the binary (go install github.com/stratum-go/stratum@latest, or go build -o stratum .) and run its install, or pass --command (e.g. --command stratum to rely on PATH)", ErrTemporaryBinary, exe)
+	}
+	return exe, nil
+}
+
+// TemporaryBuild reports whether the binary at path is a temporary build
+// of the go command (`go run`, `go test`): it lies in a go-build directory
+// (the work directory $TMPDIR/go-build<digits>, or the default build cache
+// ~/.cache/go-build, where go run caches executables) or under gocache
+// (a $GOCACHE set elsewhere).
+func TemporaryBuild(path, gocache string) bool {
+	clean := filepath.Clean(path)
+	for _, el := range strings.Split(filepath.ToSlash(clean), "/") {
+		if rest, ok := strings.CutPrefix(el, "go-build"); ok && strings.Trim(rest, "0123456789") == "" {
+			return true // go-build (the cache) or go-build<digits> (a work directory)
+		}
+	}
+	if gocache != "" && gocache != "off" {
+		if rel, err := filepath.Rel(filepath.Clean(gocache), clean); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 // readExisting returns a file's content, or nil when it does not exist.

@@ -67,9 +67,22 @@ func readMCPDoc(path string, old []byte) (*mcpDoc, error) {
 	return d, nil
 }
 
-// ourEntry is the server entry install writes.
-func ourEntry(command string) map[string]any {
-	return map[string]any{"command": command, "args": []any{"mcp"}}
+// ourEntry is the server entry install writes: with home, an env block
+// with STRATUM_HOME (merged into the entry's existing env: its other
+// variables are kept).
+func ourEntry(command, home string, existing map[string]any) map[string]any {
+	e := map[string]any{"command": command, "args": []any{"mcp"}}
+	if home != "" {
+		env := map[string]any{}
+		if old, ok := existing["env"].(map[string]any); ok {
+			for k, v := range old {
+				env[k] = v
+			}
+		}
+		env["STRATUM_HOME"] = home
+		e["env"] = env
+	}
+	return e
 }
 
 // isOurEntry reports whether an entry runs `<something> mcp`: what install
@@ -79,7 +92,7 @@ func isOurEntry(entry map[string]any) bool {
 }
 
 // planMCPJSON computes the new .mcp.json.
-func planMCPJSON(path, command string) (fileChange, error) {
+func planMCPJSON(path, command, home string) (fileChange, error) {
 	f := fileChange{Path: path, Action: ActionCreated}
 	old, err := readExisting(path)
 	if err != nil {
@@ -89,7 +102,11 @@ func planMCPJSON(path, command string) (fileChange, error) {
 	if err != nil {
 		return f, err
 	}
-	want := ourEntry(command)
+	var existing map[string]any
+	if d != nil {
+		existing = d.entry
+	}
+	want := ourEntry(command, home, existing)
 	if d == nil {
 		if old != nil {
 			f.Action = ActionUpdated

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,7 +197,15 @@ func TestInstallCodexTOML(t *testing.T) {
 	}
 }
 
+// fakeExecutable makes the running binary look like path for the test.
+func fakeExecutable(t *testing.T, path string) {
+	old := executable
+	executable = func() (string, error) { return path, nil }
+	t.Cleanup(func() { executable = old })
+}
+
 func TestInstallDryRunAndDefaults(t *testing.T) {
+	fakeExecutable(t, filepath.Join(t.TempDir(), "bin", "stratum")) // not a go-build dir
 	dir := t.TempDir()
 	codex := filepath.Join(dir, "codexhome")
 	t.Setenv("CODEX_HOME", codex)
@@ -275,5 +284,75 @@ func TestInstallReportWrite(t *testing.T) {
 				t.Errorf("Write =\n%s\nwant\n%s", b.String(), tc.want)
 			}
 		})
+	}
+}
+
+func TestTemporaryBuild(t *testing.T) {
+	for _, tc := range []struct {
+		path, gocache string
+		want          bool
+	}{
+		{"/tmp/go-build1234567/b001/exe/stratum", "", true},
+		{"/home/ann/.cache/go-build/ab/abcdef-d/stratum", "", true},
+		{"/var/cache/gobuild/0a/0a12-d/stratum", "/var/cache/gobuild", true},
+		{"/home/ann/go/bin/stratum", "/var/cache/gobuild", false},
+		{"/usr/local/bin/stratum", "", false},
+		{"/opt/go-builder/stratum", "", false},
+		{"/var/cache/gobuild-other/stratum", "/var/cache/gobuild", false},
+		{"/usr/local/bin/stratum", "off", false},
+	} {
+		if got := TemporaryBuild(tc.path, tc.gocache); got != tc.want {
+			t.Errorf("TemporaryBuild(%q, %q) = %v, want %v", tc.path, tc.gocache, got, tc.want)
+		}
+	}
+}
+
+// TestInstallRefusesGoRun: from a `go run` build (a binary in a go-build
+// directory) install refuses and writes nothing, unless --command says
+// what the client should run.
+func TestInstallRefusesGoRun(t *testing.T) {
+	fakeExecutable(t, "/tmp/go-build3141592/b001/exe/stratum")
+	dir := t.TempDir()
+	_, err := Install(InstallOptions{Dir: dir})
+	if !errors.Is(err, ErrTemporaryBinary) || !strings.Contains(err.Error(), "--command") {
+		t.Fatalf("err = %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("wrote %v", entries)
+	}
+	rep, err := Install(InstallOptions{Dir: dir, Command: "stratum"})
+	if err != nil || rep.Command != "stratum" {
+		t.Fatalf("with --command: %+v, %v", rep, err)
+	}
+}
+
+// TestInstallStratumHome: with STRATUM_HOME set, the server entry gets an
+// env block with it (absolute), merged into an existing env.
+func TestInstallStratumHome(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	path := filepath.Join(dir, ".mcp.json")
+	if _, err := Install(InstallOptions{Dir: dir, Command: "/opt/bin/stratum", StratumHome: "state"}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"mcpServers":{"stratum":{"args":["mcp"],"command":"/opt/bin/stratum","env":{"STRATUM_HOME":` + mustJSON(t, filepath.Join(dir, "state")) + `}}}}`
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, path)), &doc); err != nil || mustJSON(t, doc) != want {
+		t.Fatalf("got %s (%v)\nwant %s", readFile(t, path), err, want)
+	}
+	rep, err := Install(InstallOptions{Dir: dir, Command: "/opt/bin/stratum", StratumHome: filepath.Join(dir, "state")})
+	if err != nil || rep.Files[0].Action != ActionUnchanged {
+		t.Fatalf("second run: %+v %v", rep.Files[0], err)
+	}
+	// An existing env keeps its other variables.
+	writeFile(t, path, `{"mcpServers": {"stratum": {"command": "/opt/bin/stratum", "args": ["mcp"], "env": {"K": "1", "STRATUM_HOME": "/old"}}}}`)
+	if _, err := Install(InstallOptions{Dir: dir, Command: "/opt/bin/stratum", StratumHome: "/new"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(readFile(t, path)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustJSON(t, doc); got != `{"mcpServers":{"stratum":{"args":["mcp"],"command":"/opt/bin/stratum","env":{"K":"1","STRATUM_HOME":"/new"}}}}` {
+		t.Fatalf("merged env: %s", got)
 	}
 }

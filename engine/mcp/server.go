@@ -254,4 +254,6 @@ const instructions = `stratum tracks flow executions of typed specs (*.stratum.y
    gates refuse MCP decisions).
 4. stratum_audit(flow_id) returns the full trace at any time. Flow state lives in the shared store, so
    stratum_resume(flow_id) continues a flow after a restart.
+Every flow_id argument also takes a unique prefix of the id (at least 4 characters, as the CLI and TUI
+show them); an ambiguous prefix answers error_type ambiguous_flow_id with candidates (the matching ids).
 Errors are {status:"error", error_type, message}.`

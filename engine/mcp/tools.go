@@ -122,6 +122,9 @@ Returns the same shapes as stratum_plan (execute_step, await_gate, execute_flow,
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
+			}
 			return answer(svc.Resume(ctx, in.FlowID))
 		})
 
@@ -134,6 +137,9 @@ Errors: retries_exhausted (with violations), wrong/unknown step (execution_error
 		func(ctx context.Context, _ *mcp.CallToolRequest, in stepDoneArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
+			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
 			}
 			return answer(svc.StepDone(ctx, in.FlowID, in.StepID, in.Result, engine.ReportOptions{}))
 		})
@@ -148,6 +154,9 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 			if !ok {
 				return nil, badArgs("task_results must be a JSON array of {task_id, result, status}, got %s", jsonKind(in.TaskResults))
 			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
+			}
 			return answer(svc.ParallelDone(ctx, in.FlowID, in.StepID, tasks, in.MergeStatus, engine.ReportOptions{}))
 		})
 
@@ -155,6 +164,9 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 		func(ctx context.Context, _ *mcp.CallToolRequest, in flowArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
+			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
 			}
 			return answer(svc.Audit(ctx, in.FlowID))
 		})
@@ -165,6 +177,9 @@ Returns the next dispatch, the completion, {status:"killed", …}, or an error: 
 		func(ctx context.Context, req *mcp.CallToolRequest, in gateResolveArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
+			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
 			}
 			d := review.Decision{FlowID: in.FlowID, StepID: in.StepID, Outcome: review.Outcome(in.Outcome), Rationale: in.Rationale,
 				Reviewer: clientName(req), ResolvedBy: review.ResolvedBy(in.ResolvedBy), Channel: review.ChannelMCP}
@@ -179,6 +194,9 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
+			}
 			return answer(svc.CheckTimeouts(ctx, in.FlowID))
 		})
 
@@ -186,6 +204,9 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 		func(ctx context.Context, _ *mcp.CallToolRequest, in stepReasonArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
+			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
 			}
 			return answer(svc.SkipStep(ctx, in.FlowID, in.StepID, in.Reason, engine.ReportOptions{}))
 		})
@@ -195,6 +216,9 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
 			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
+			}
 			return answer(svc.IterationStart(ctx, in.FlowID, in.StepID, engine.ReportOptions{}))
 		})
 
@@ -202,6 +226,9 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 		func(ctx context.Context, _ *mcp.CallToolRequest, in iterationReportArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
+			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
 			}
 			return answer(svc.IterationReport(ctx, in.FlowID, in.StepID, in.Result, engine.ReportOptions{}))
 		})
@@ -211,6 +238,9 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
 			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
+			}
 			return answer(svc.IterationAbort(ctx, in.FlowID, in.StepID, in.Reason, engine.ReportOptions{}))
 		})
 
@@ -219,6 +249,9 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
+			}
 			return answer(svc.Commit(ctx, in.FlowID, in.Label, engine.ReportOptions{Channel: review.ChannelMCP}))
 		})
 
@@ -226,6 +259,9 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 		func(ctx context.Context, _ *mcp.CallToolRequest, in labelArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
+			}
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+				return resp, err
 			}
 			return answer(svc.Revert(ctx, in.FlowID, in.Label, engine.ReportOptions{Channel: review.ChannelMCP}))
 		})

@@ -75,6 +75,9 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 		}
 		wait = time.Duration(t * float64(time.Second))
 	}
+	if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
+		return resp, err
+	}
 	start := time.Now()
 	// The end of the log before the first read: Watch delivers everything
 	// after it, so a decision made in between is not missed.

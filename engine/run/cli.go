@@ -102,11 +102,12 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 
 // Conclude reports a finished run as `stratum run` does: why a run that
 // could not start did not (on stderr), the JUnit report when junit names a
-// file, and, with asJSON, the --json report (Report), which it returns for
-// the caller to print (nil without asJSON). The error is a failure to
-// write the JUnit file or to read the report; the exit status is
-// out.ExitCode.
-func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.Writer, junit string, asJSON bool) (engine.Response, error) {
+// file, and what the caller prints on stdout: with asJSON the --json report
+// (Report); without, the flow's output when the run completed (the
+// completion's output, as the report's run.output), else nil (nothing to
+// print). The error is a failure to write the JUnit file or to read the
+// report; the exit status is out.ExitCode.
+func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.Writer, junit string, asJSON bool) (any, error) {
 	if out.Status == EndInvalid || out.NotRun {
 		fmt.Fprintln(stderr, "stratum:", specs.EscapeControl(out.Message))
 	}
@@ -116,7 +117,7 @@ func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.
 		}
 	}
 	if !asJSON {
-		return nil, nil
+		return runOutput(out), nil
 	}
 	return Report(context.WithoutCancel(ctx), svc, out)
 }
@@ -137,8 +138,21 @@ type Setup struct {
 // (NewExecutors), a Runner with the request's gate policy and cache, a
 // console prompt and a progress printer, then starts the spec file
 // (StartFile) or continues the stored flow (Resume). Errors are those of
-// NewExecutors, StartFile and Resume.
+// NewExecutors, StartFile and Resume. --resume takes any unique prefix of
+// the flow id (engine.Service.ResolveFlowID); an ambiguous one ends the run
+// with exit 2 and the candidates, an unknown one Resume's "no flow" answer.
 func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*Outcome, error) {
+	if req.Resume != "" {
+		id, err := svc.ResolveFlowID(ctx, req.Resume)
+		switch e := engine.AsError(err); {
+		case err == nil:
+			req.Resume = id
+		case e == nil:
+			return nil, err
+		case e.Type != engine.ErrTypeFlowNotFound:
+			return &Outcome{FlowID: req.Resume, Status: EndInvalid, ExitCode: ExitUsage, Message: e.Message}, nil
+		}
+	}
 	x, err := NewExecutors(s.Config, s.Record, s.Replay)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -163,16 +164,24 @@ func TestConclude(t *testing.T) {
 	if _, err := os.Stat(junit); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a run that never started wrote a JUnit report (%v)", err)
 	}
-	final, _ := rep["final"].(engine.Response)
-	if run, _ := rep["run"].(*RunBlock); final["error_type"] != "invalid_input" || run == nil || run.ExitCode != ExitUsage || run.Output != nil {
+	report, _ := rep.(engine.Response)
+	final, _ := report["final"].(engine.Response)
+	if run, _ := report["run"].(*RunBlock); final["error_type"] != "invalid_input" || run == nil || run.ExitCode != ExitUsage || run.Output != nil {
 		t.Errorf("report = %v", rep)
 	}
 
-	done := &Outcome{Status: EndComplete, FlowName: "f", Steps: []*StepReport{{StepID: "s", Status: "passed"}}}
+	// Without --json: the completed flow's output is what stdout gets.
+	output := map[string]any{"greeting": "hello"}
+	done := &Outcome{Status: EndComplete, FlowName: "f", Steps: []*StepReport{{StepID: "s", Status: "passed"}},
+		Final: &engine.Completion{Status: engine.StatusComplete, Output: output}}
 	stderr.Reset()
 	rep, err = Conclude(context.Background(), e.svc, done, &stderr, junit, false)
-	if err != nil || rep != nil || stderr.Len() != 0 {
+	if err != nil || !reflect.DeepEqual(rep, output) || stderr.Len() != 0 {
 		t.Fatalf("Conclude = %v, %v; stderr %q", rep, err, stderr.String())
+	}
+	// A run that did not complete prints nothing on stdout.
+	if rep, err := Conclude(context.Background(), e.svc, &Outcome{Status: EndGate, ExitCode: ExitGate}, &stderr, "", false); err != nil || rep != nil {
+		t.Errorf("a run stopped at a gate: %v, %v", rep, err)
 	}
 	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), `name="s"`) {
 		t.Errorf("junit = %s, %v", b, err)
@@ -211,6 +220,29 @@ flows:
 	resumed, err := Execute(context.Background(), e.svc, Request{Resume: out.FlowID, OnGate: OnGateExit, Cache: CacheSession}, s)
 	if err != nil || resumed.FlowID != out.FlowID {
 		t.Fatalf("resume: %+v, %v", resumed, err)
+	}
+	// --resume takes a unique prefix of the id; an ambiguous one is exit 2
+	// with the candidates; an unknown one the "no flow" answer.
+	resumed, err = Execute(context.Background(), e.svc, Request{Resume: out.FlowID[:8], OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil || resumed.FlowID != out.FlowID || resumed.Status != EndComplete {
+		t.Fatalf("resume by prefix: %+v, %v", resumed, err)
+	}
+	n := 0
+	e.svc.NewID = func() string { n++; return fmt.Sprintf("abcd%d", n) }
+	for range 2 {
+		if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	amb, err := Execute(context.Background(), e.svc, Request{Resume: "abcd", OnGate: OnGateExit, Cache: CacheSession}, s)
+	if err != nil || amb.ExitCode != ExitUsage || !strings.Contains(amb.Message, "abcd1, abcd2") {
+		t.Fatalf("ambiguous prefix: %+v, %v", amb, err)
+	}
+	for _, id := range []string{"abc", "zzzz"} {
+		unknown, err := Execute(context.Background(), e.svc, Request{Resume: id, OnGate: OnGateExit, Cache: CacheSession}, s)
+		if err != nil || unknown.ExitCode != ExitUsage || !strings.Contains(unknown.Message, "no flow with id") {
+			t.Fatalf("unknown %q: %+v, %v", id, unknown, err)
+		}
 	}
 	s.Replay = filepath.Join(t.TempDir(), "missing.jsonl")
 	var ue *UsageError

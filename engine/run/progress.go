@@ -40,6 +40,7 @@ type Event struct {
 	Iteration    int
 	Elapsed      time.Duration
 	CostUSD      *float64
+	Tokens       int64 // step_done: tokens the step's attempts spent
 	CacheHit     bool
 	Violations   []string
 	Status       string
@@ -161,15 +162,11 @@ func (p *Printer) Event(e Event) {
 	case EventIteration:
 		p.println(fmt.Sprintf("[%s] ↻ %s iteration %d: %s", p.since(), stepName(e), e.Iteration, e.Message))
 	case EventStepDone:
-		cost := "cost ?"
-		if e.CostUSD != nil {
-			cost = fmt.Sprintf("$%.4f", *e.CostUSD)
-		}
-		extra := ""
+		extra := stepCost(e)
 		if e.CacheHit {
-			extra = ", cached"
+			extra += ", cached"
 		}
-		p.println(fmt.Sprintf("[%s] ✓ %s (%d attempt%s, %s, %s%s)", p.since(), stepName(e), e.Attempt, plural(e.Attempt), e.Elapsed.Round(time.Millisecond), cost, extra))
+		p.println(fmt.Sprintf("[%s] ✓ %s (%d attempt%s, %s%s)", p.since(), stepName(e), e.Attempt, plural(e.Attempt), e.Elapsed.Round(time.Millisecond), extra))
 	case EventStepFailed:
 		msg := strings.Join(e.Violations, "; ")
 		if e.Message != "" {
@@ -302,4 +299,21 @@ func relToCwd(file string) string {
 		return rel
 	}
 	return file
+}
+
+// stepCost is the cost part of a step's result line: ", $0.0123" when the
+// step cost something, ", cost ?" when it spent tokens at an unknown price,
+// and nothing for a step that cost nothing (a command, an agent CLI that
+// reports no usage, a cache hit).
+func stepCost(e Event) string {
+	switch {
+	case e.CostUSD != nil && *e.CostUSD > 0:
+		if *e.CostUSD < 0.00005 {
+			return ", <$0.0001"
+		}
+		return fmt.Sprintf(", $%.4f", *e.CostUSD)
+	case e.CostUSD == nil && e.Tokens > 0:
+		return ", cost ?"
+	}
+	return ""
 }

@@ -124,3 +124,28 @@ flows:
 		t.Errorf("the gate console shows a raw %U:\n%q", r, shown.String())
 	}
 }
+
+// TestStepDoneCost: a step's result line shows its cost only when it cost
+// something, "cost ?" when it spent tokens at an unknown price, and no
+// "$0.0000" for a step that cost nothing.
+func TestStepDoneCost(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name   string
+		cost   *float64
+		tokens int64
+		want   string
+	}{
+		{"a command", f(0), 0, "(1 attempt, 0s)"},
+		{"an agent CLI reporting no usage", nil, 0, "(1 attempt, 0s)"},
+		{"a priced LLM call", f(0.0123), 900, "(1 attempt, 0s, $0.0123)"},
+		{"a cheap LLM call", f(0.00001), 12, "(1 attempt, 0s, <$0.0001)"},
+		{"tokens at an unknown price", nil, 900, "(1 attempt, 0s, cost ?)"},
+	} {
+		var out bytes.Buffer
+		(&Printer{W: &out}).Event(Event{Kind: EventStepDone, FlowID: "f", Attempt: 1, CostUSD: tc.cost, Tokens: tc.tokens})
+		if !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), "$0.0000") {
+			t.Errorf("%s: %q, want %q", tc.name, out.String(), tc.want)
+		}
+	}
+}

@@ -116,6 +116,7 @@ type StepReport struct {
 	Duration   time.Duration
 	CostUSD    float64
 	CostKnown  bool
+	Tokens     int64 // spent by the step's attempts (LLM calls)
 	Violations []string
 	CacheHit   bool
 }

@@ -223,7 +223,7 @@ func (r *Runner) noteStepResult(fc *flowCtx, step *specs.Step, next turn, execVi
 	}
 	rep.Status = "passed"
 	rep.Violations = nil
-	r.emit(Event{Kind: EventStepDone, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Elapsed: rep.Duration, CostUSD: costPtr(rep), CacheHit: rep.CacheHit, Spec: fc.spec})
+	r.emit(Event{Kind: EventStepDone, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Elapsed: rep.Duration, CostUSD: costPtr(rep), Tokens: rep.Tokens, CacheHit: rep.CacheHit, Spec: fc.spec})
 	return true
 }
 
@@ -240,6 +240,7 @@ func costPtr(rep *StepReport) *float64 {
 func (r *Runner) callRecord(fc *flowCtx, step *specs.Step, kind executorKind, attempt int, elapsed time.Duration, out engine.StepOutcome, execErr error) engine.CallRecord {
 	tokens := out.Usage.Total()
 	rep := r.stepReport(fc, step)
+	rep.Tokens += tokens
 	if out.CostUSD != nil {
 		rep.CostUSD += *out.CostUSD
 		rep.CostKnown = true

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+)
+
+// MinFlowIDPrefix is the shortest prefix of a flow id ResolveFlowID
+// accepts, as git and docker do with short ids.
+const MinFlowIDPrefix = 4
+
+// ErrTypeAmbiguousFlowID is ours: a flow id prefix that more than one flow
+// id starts with. Its envelope carries candidates: the matching ids.
+const ErrTypeAmbiguousFlowID ErrorType = "ambiguous_flow_id"
+
+// maxCandidatesInMessage bounds the ids an ambiguous_flow_id message lists
+// (Candidates holds every one).
+const maxCandidatesInMessage = 10
+
+// ResolveFlowID turns what a person or an agent typed — a whole flow id or
+// any unique prefix of at least MinFlowIDPrefix characters — into the flow
+// id, so every id a front end shows works everywhere. An id that exists as
+// given resolves without listing the store. Otherwise:
+//
+//   - a prefix no flow id starts with, or one shorter than MinFlowIDPrefix,
+//     is the *Error flow_not_found every Service method answers for an
+//     unknown id (same message);
+//   - a prefix several flow ids start with is the *Error ambiguous_flow_id,
+//     its Candidates the matching ids, sorted.
+//
+// Any other error is the store's. Front ends (main.go's commands, the MCP
+// tools, `stratum run --resume`) call it before the Service.
+func (s *Service) ResolveFlowID(ctx context.Context, idOrPrefix string) (string, error) {
+	if !plausibleFlowID(idOrPrefix) {
+		return "", flowNotFound(idOrPrefix)
+	}
+	var matches []string
+	err := s.Store.View(ctx, func(tx Tx) error {
+		matches = nil
+		if _, err := tx.Get(idOrPrefix); err == nil {
+			matches = []string{idOrPrefix}
+			return nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if len(idOrPrefix) < MinFlowIDPrefix {
+			return nil
+		}
+		list, err := tx.List(ListFilter{})
+		if err != nil {
+			return err
+		}
+		for _, sum := range list {
+			if strings.HasPrefix(sum.FlowID, idOrPrefix) {
+				matches = append(matches, sum.FlowID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	switch len(matches) {
+	case 0:
+		return "", flowNotFound(idOrPrefix)
+	case 1:
+		return matches[0], nil
+	}
+	sort.Strings(matches)
+	return "", ambiguousFlowID(idOrPrefix, matches)
+}
+
+func ambiguousFlowID(prefix string, candidates []string) *Error {
+	shown := candidates
+	more := ""
+	if len(shown) > maxCandidatesInMessage {
+		shown = shown[:maxCandidatesInMessage]
+		more = ", …"
+	}
+	e := refusal(ErrTypeAmbiguousFlowID, "Flow id prefix '%s' is ambiguous: it matches %d flows (%s%s); give more characters",
+		prefix, len(candidates), strings.Join(shown, ", "), more)
+	e.Candidates = candidates
+	return e
+}

@@ -1,0 +1,26 @@
+package mcp_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratum-go/stratum/store"
+)
+
+// TestLogsStoreAtStartup: `stratum mcp` says on stderr which store it
+// opened, so a client started with another STRATUM_HOME is easy to spot.
+func TestLogsStoreAtStartup(t *testing.T) {
+	home := t.TempDir()
+	s := startIn(t, home)
+	s.ok("stratum_list_flows", nil, nil)
+	path, err := filepath.Abs(filepath.Join(home, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("stratum mcp: store %s (schema %d)\n", path, store.SchemaVersion)
+	if got := s.stderr.String(); !strings.Contains(got, want) {
+		t.Errorf("stderr %q does not contain %q", got, want)
+	}
+}
