@@ -79,8 +79,8 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		return problems
 	}
 	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
-	// index key → expected value (the encoded summary)
-	wantCreated, wantStatus, wantGates := map[string]string{}, map[string]string{}, map[string]string{}
+	// index keys expected (their values are empty)
+	wantCreated, wantStatus, wantGates := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	_ = flows.ForEach(func(k, v []byte) error {
 		var st engine.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
@@ -105,10 +105,10 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 				sum.Status, sum.UpdatedAt, sum.Version, st.Status, st.UpdatedAt, st.Version)
 		}
 		ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
-		wantCreated[string(createdKey(ref))] = string(raw)
-		wantStatus[string(statusKey(ref))] = string(raw)
+		wantCreated[string(createdKey(ref))] = true
+		wantStatus[string(statusKey(ref))] = true
 		if pendingGate(sum) {
-			wantGates[sum.FlowID] = string(raw)
+			wantGates[sum.FlowID] = true
 		}
 		return nil
 	})
@@ -120,15 +120,14 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	})
 	for _, idx := range []struct {
 		name []byte
-		want map[string]string
+		want map[string]bool
 	}{{bucketByCreated, wantCreated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}} {
 		_ = b[string(idx.name)].ForEach(func(k, v []byte) error {
-			want, ok := idx.want[string(k)]
 			switch {
-			case !ok:
+			case !idx.want[string(k)]:
 				bad("%s has a stray entry %q", idx.name, k)
-			case want != string(v):
-				bad("%s entry %q holds a stale summary", idx.name, k)
+			case len(v) != 0:
+				bad("%s entry %q has a value (index entries are keys only)", idx.name, k)
 			}
 			delete(idx.want, string(k))
 			return nil

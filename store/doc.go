@@ -34,7 +34,7 @@
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "2"           ASCII decimal; gates migrations
+//	    schema_version  = "3"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
@@ -42,11 +42,11 @@
 //	summaries/
 //	    <flow id>       = <summary>     as the last Put was given it, stamped
 //	idx_created/
-//	    <created:8> ‖ <flow id>                   = <summary>   newest-first listing
+//	    <created:8> ‖ <flow id>                   = ""   newest-first listing
 //	idx_status/
-//	    <status> ‖ 0x00 ‖ <created:8> ‖ <flow id> = <summary>   List(Status)
+//	    <status> ‖ 0x00 ‖ <created:8> ‖ <flow id> = ""   List(Status)
 //	idx_gates/
-//	    <flow id>       = <summary>     status awaiting_gate and Gate set
+//	    <flow id>       = ""            status awaiting_gate and Gate set
 //	events/                             sequence = last seq ever assigned
 //	    <seq:8>         = engine.Event JSON
 //	idx_flow_events/
@@ -62,9 +62,14 @@
 //
 // Put keeps summaries and the idx_* buckets in step with flows inside the
 // same transaction; Delete and GC remove a flow's state, summary, index
-// entries and events together. List walks idx_created (or idx_status)
-// backwards, reading the summaries stored in the index values, and decodes
-// only the ones it returns.
+// entries and events together. The index entries are keys only (since
+// schema 3; schema 2 stored a copy of the summary in each), so they change
+// only when a flow is created, changes status or CreatedAt, or starts or
+// stops awaiting a gate: a typical transition rewrites flows/<id>,
+// summaries/<id> and appends to events and idx_flow_events, and bbolt
+// writes (and fdatasyncs) fewer pages. List walks the keys of idx_created
+// (or idx_status) backwards and reads each returned flow's summary from
+// summaries; PendingGates does the same over idx_gates.
 //
 // # Summaries
 //

@@ -24,7 +24,8 @@ import (
 //
 //	1  the first schema
 //	2  summaries carry the runner lease (summary codec v2)
-const SchemaVersion = 2
+//	3  index entries are keys only (a transition rewrites one summary, not four)
+const SchemaVersion = 3
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -53,7 +54,38 @@ func (sc schema) summaryCodec() byte {
 // for every change of buckets or encodings, never edit a released one.
 var currentSchema = schema{version: SchemaVersion, steps: []migration{
 	{from: 1, name: "summaries carry the runner lease", apply: addLeaseToSummaries},
+	{from: 2, name: "index entries are keys only", apply: emptyIndexValues},
 }}
+
+// emptyIndexValues (2→3) drops the copies of the summaries that schema 2
+// kept as the values of idx_created, idx_status and idx_gates: the keys
+// stay, their values become empty, and List and PendingGates read bucket
+// summaries instead. A transition then rewrites one summary (and the
+// indexes only when a flow is created, changes status or opens or closes a
+// gate) instead of four.
+func emptyIndexValues(s *Store, btx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketByCreated, bucketByStatus, bucketGates} {
+		b := btx.Bucket(name)
+		if b == nil {
+			return corruptError(s.path, fmt.Sprintf("bucket %q is missing", name), nil)
+		}
+		var keys [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			if len(v) != 0 {
+				keys = append(keys, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := b.Put(k, []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // addLeaseToSummaries (1→2) re-encodes every summary in codec v2 with the
 // flow state's runner lease (the state's "owner", copied as the engine's
@@ -256,8 +288,9 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 
 // rewriteSummaries decodes every stored summary (any codec version), lets
 // fix change it (not its FlowID, Status or CreatedAt, which the index keys
-// are made of), and writes it back in the schema's codec, in the summaries
-// bucket and as the value of its index entries. Migrations that change what
+// are made of), and writes it back in the schema's codec, with its index
+// entries (keys only since schema 3; 1→2 wrote the summary as their value,
+// which 2→3 then empties). Migrations that change what
 // summaries hold use it: a store cannot recompute summaries, the engine
 // does.
 func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *engine.FlowSummary) error) error {
@@ -289,7 +322,7 @@ func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *engine.F
 		if err := sums.Put(id, enc); err != nil {
 			return err
 		}
-		if err := t.index(sum, enc); err != nil {
+		if err := t.index(sum); err != nil {
 			return err
 		}
 	}
@@ -334,7 +367,7 @@ func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) e
 		if err := sums.Put(bytes.Clone(k), enc); err != nil {
 			return err
 		}
-		return t.index(&sum, enc)
+		return t.index(&sum)
 	})
 }
 
