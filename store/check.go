@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,6 +81,8 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		return problems
 	}
 	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
+	// references to each spec, by hash
+	specRefs := map[[32]byte]uint64{}
 	// index keys expected (their values are empty)
 	wantCreated, wantStatus, wantGates := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	_ = flows.ForEach(func(k, v []byte) error {
@@ -89,6 +93,13 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		}
 		if st.FlowID != string(k) {
 			bad("flow under key %q has flow_id %q", k, st.FlowID)
+		}
+		if isSpecRef(st.RawSpec) {
+			if r, err := parseSpecRef(st.RawSpec); err != nil {
+				bad("flow %q: %v", k, err)
+			} else {
+				specRefs[r.hash]++
+			}
 		}
 		raw := sums.Get(k)
 		if raw == nil {
@@ -135,6 +146,26 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		for k := range idx.want {
 			bad("%s lacks the entry %q", idx.name, k)
 		}
+	}
+	_ = b[string(bucketSpecs)].ForEach(func(k, v []byte) error {
+		var h [32]byte
+		if len(k) != len(h) || len(v) < 8 {
+			bad("specs: bad entry %x", k)
+			return nil
+		}
+		copy(h[:], k)
+		n := binary.BigEndian.Uint64(v)
+		if sha256.Sum256(v[8:]) != h {
+			bad("specs: the text of %x does not hash to its key", k)
+		}
+		if n != specRefs[h] {
+			bad("specs: %x counts %d flows, %d refer to it", k, n, specRefs[h])
+		}
+		delete(specRefs, h)
+		return nil
+	})
+	for h, n := range specRefs {
+		bad("specs: %d flows refer to the missing spec %x", n, h)
 	}
 	events := b[string(bucketEvents)]
 	_ = b[string(bucketFlowEvents)].ForEach(func(k, _ []byte) error {

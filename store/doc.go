@@ -8,10 +8,21 @@
 //
 // # Sharing the file
 //
-// A Store keeps no file open between calls. Every Update/View opens the
-// file, takes its lock (exclusive for Update, shared for View), runs exactly
-// one transaction and closes the file, so a process that is idle never
-// blocks the others. A lock held by another process is retried with jittered
+// A Store holds the file's lock only inside a call. Every View opens the
+// file, takes its lock (shared), runs exactly one transaction and closes
+// the file. Every Update takes the lock (exclusive), runs one transaction
+// and releases the lock, so a process that is idle never blocks the
+// others; it leaves the file open and mapped, unlocked, for
+// Options.KeepOpen (DefaultKeepOpen, 1 s) after its last Update, and the
+// next Update of the same process, having re-taken the lock, reuses that
+// handle only if no other process wrote meanwhile: the path still names
+// the same file, of the same size, whose last committed transaction (in
+// bbolt's meta page; every commit increments it) is the one the handle
+// left. bbolt's in-memory state of the handle (the free-page list, the
+// mapping) is then exactly the file's. Otherwise, and after KeepOpen, the
+// handle is closed and the file opened afresh. A burst of transitions
+// (an agent reporting steps, a runner) thus skips the open, mmap and
+// munmap of each, and an idle process holds nothing open. A lock held by another process is retried with jittered
 // exponential backoff (one non-blocking try each time) up to
 // Options.LockTimeout, then the call fails with an error wrapping
 // engine.ErrLocked. Goroutines of one process queue on an in-process lock
@@ -38,7 +49,10 @@
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
-//	    <flow id>       = engine.FlowState JSON (stratum_state_version inside)
+//	    <flow id>       = engine.FlowState JSON (stratum_state_version inside),
+//	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits
+//	specs/
+//	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
 //	summaries/
 //	    <flow id>       = <summary>     as the last Put was given it, stamped
 //	idx_created/
@@ -54,6 +68,15 @@
 //	cache/
 //	    <cache key>     = raw cached bytes
 //
+// A flow state's raw_spec (the spec text, several KiB and the same for
+// every flow of a spec) is stored once in specs, keyed by its SHA-256, with
+// the number of flows referring to it (<flows:8>, big-endian); the state's
+// JSON holds the reference instead (an empty raw_spec stays empty). Get
+// puts the text back and Put takes it out, so the engine never sees a
+// reference, and a transition neither encodes, decodes nor rewrites the
+// text. The entry is written only when a flow is created, deleted or
+// changes spec, and deleted with the last flow referring to it.
+//
 // <seq:8> is the uint64 from bucket events' NextSequence, 8 bytes big-endian,
 // so the log sorts in commit order across all processes. <created:8> is
 // CreatedAt as Unix nanoseconds with the sign bit flipped, 8 bytes
@@ -62,7 +85,7 @@
 //
 // Put keeps summaries and the idx_* buckets in step with flows inside the
 // same transaction; Delete and GC remove a flow's state, summary, index
-// entries and events together. The index entries are keys only (since
+// entries, events and reference to its spec together. The index entries are keys only (since
 // schema 3; schema 2 stored a copy of the summary in each), so they change
 // only when a flow is created, changes status or CreatedAt, or starts or
 // stops awaiting a gate: a typical transition rewrites flows/<id>,

@@ -24,7 +24,9 @@ import (
 //
 //	1  the first schema
 //	2  summaries carry the runner lease (summary codec v2)
-//	3  index entries are keys only (a transition rewrites one summary, not four)
+//	3  index entries are keys only (a transition rewrites one summary, not
+//	   four); spec texts are stored once, in bucket specs, and flow states
+//	   refer to them
 const SchemaVersion = 3
 
 // migration upgrades a store from schema version from to from+1. It runs
@@ -54,8 +56,53 @@ func (sc schema) summaryCodec() byte {
 // for every change of buckets or encodings, never edit a released one.
 var currentSchema = schema{version: SchemaVersion, steps: []migration{
 	{from: 1, name: "summaries carry the runner lease", apply: addLeaseToSummaries},
-	{from: 2, name: "index entries are keys only", apply: emptyIndexValues},
+	{from: 2, name: "index entries are keys only, specs stored once", apply: func(s *Store, btx *bolt.Tx) error {
+		if err := emptyIndexValues(s, btx); err != nil {
+			return err
+		}
+		return storeSpecsOnce(s, btx)
+	}},
 }}
+
+// storeSpecsOnce (2→3) moves every flow state's raw_spec into bucket specs
+// (one entry per distinct text, counting the flows that refer to it) and
+// leaves a reference in the state (specs.go).
+func storeSpecsOnce(s *Store, btx *bolt.Tx) error {
+	specs, err := btx.CreateBucketIfNotExists(bucketSpecs)
+	if err != nil {
+		return err
+	}
+	flows := btx.Bucket(bucketFlows)
+	if flows == nil {
+		return corruptError(s.path, "bucket \"flows\" is missing", nil)
+	}
+	var ids [][]byte
+	if err := flows.ForEach(func(k, _ []byte) error { ids = append(ids, bytes.Clone(k)); return nil }); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		var st engine.FlowState
+		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil {
+			return corruptError(s.path, "cannot decode flow "+string(id), err)
+		}
+		if st.RawSpec == "" || isSpecRef(st.RawSpec) {
+			continue
+		}
+		ref := refOfText(st.RawSpec, specRef{})
+		if err := adjustSpec(specs, ref, 1); err != nil {
+			return err
+		}
+		st.RawSpec = ref.String()
+		data, err := marshalJSON(&st)
+		if err != nil {
+			return fmt.Errorf("encode flow %s: %w", id, err)
+		}
+		if err := flows.Put(id, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // emptyIndexValues (2→3) drops the copies of the summaries that schema 2
 // kept as the values of idx_created, idx_status and idx_gates: the keys
@@ -354,6 +401,9 @@ func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) e
 		var st engine.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
 			return corruptError(s.path, "cannot decode flow "+string(k), err)
+		}
+		if _, err := t.resolveSpec(&st); err != nil {
+			return err
 		}
 		sum := summarize(&st)
 		if sum.FlowID != st.FlowID || sum.Status != st.Status {

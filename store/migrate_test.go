@@ -244,10 +244,11 @@ func TestFixtureV1(t *testing.T) {
 
 // TestFixtureV2 opens the checked-in schema-2 store (testdata/store-v2.db.gz,
 // written by writeFixtureV1's transactions with stratum at schema 2, whose
-// index entries held copies of the summaries): Open backs it up to
-// .bak-v2 and migrates it to keys-only index entries (2→3) in one
-// transaction; the backup is the untouched schema-2 file and the migrated
-// store reads back exactly what was written.
+// index entries held copies of the summaries and whose flow states held
+// their spec texts): Open backs it up to .bak-v2 and migrates it (2→3:
+// keys-only index entries, each spec text stored once) in one transaction;
+// the backup is the untouched schema-2 file and the migrated store reads
+// back exactly what was written.
 func TestFixtureV2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	gunzipFile(t, filepath.Join("testdata", "store-v2.db.gz"), path)
@@ -299,6 +300,13 @@ func TestFixtureV2(t *testing.T) {
 	}
 	if err := s.Check(bg); err != nil {
 		t.Fatal(err)
+	}
+	spec := storetest.NewState("x", engine.StatusRunning).RawSpec
+	if counts, inline := specCounts(t, s); inline || len(counts) != 1 || counts[spec] != 4 {
+		t.Fatalf("specs after migration: %v (inline left: %v), want the one spec of the 4 flows", counts, inline)
+	}
+	if got := storeGet(t, s, "child").RawSpec; got != spec {
+		t.Fatalf("raw_spec after migration: %q", got)
 	}
 	checkFixtureContents(t, s)
 	// The migrated store takes transitions and stays consistent.

@@ -29,11 +29,13 @@ var (
 	bucketFlowEvents = []byte("idx_flow_events")
 	// bucketCache: cache key → cached value (opaque bytes).
 	bucketCache = []byte("cache")
+	// bucketSpecs: sha256 of a spec → reference count ‖ spec text (specs.go).
+	bucketSpecs = []byte("specs")
 
 	// allBuckets is every bucket a current store has.
 	allBuckets = [][]byte{
 		bucketMeta, bucketFlows, bucketSummaries, bucketByCreated, bucketByStatus,
-		bucketGates, bucketEvents, bucketFlowEvents, bucketCache,
+		bucketGates, bucketEvents, bucketFlowEvents, bucketCache, bucketSpecs,
 	}
 
 	// keyFormat in meta is the literal "stratum"; it marks the file as ours.

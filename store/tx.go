@@ -29,6 +29,10 @@ type tx struct {
 	// transaction: further Puts of the same flow keep it, so Version counts
 	// committed transactions, not Put calls.
 	versions map[string]int64
+	// specs is the spec reference each flow read (Get) or written (Put) in
+	// this transaction has in the file, so Put knows without decoding the
+	// stored state again whether the spec changed (specs.go).
+	specs map[string]specRef
 }
 
 var _ engine.Tx = (*tx)(nil)
@@ -78,12 +82,29 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 		if err := unmarshalJSON(bytes.Clone(v), st); err != nil {
 			return t.decodeErr("flow "+flowID, err)
 		}
+		stored := isSpecRef(st.RawSpec)
+		r, err := t.resolveSpec(st)
+		if err != nil {
+			return err
+		}
+		if !stored {
+			r = specRef{} // inline: no reference is counted for it
+		}
+		t.rememberSpec(flowID, r)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// rememberSpec records the spec reference flowID has in the file.
+func (t *tx) rememberSpec(flowID string, r specRef) {
+	if t.specs == nil {
+		t.specs = map[string]specRef{}
+	}
+	t.specs[flowID] = r
 }
 
 // getSummary reads the stored summary of flowID (nil if absent).
@@ -160,7 +181,11 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if st.SchemaVersion == 0 {
 		st.SchemaVersion = stateRecordVersion
 	}
-	data, err := marshalJSON(st)
+	known, haveKnown := t.specs[st.FlowID]
+	ref := refOfText(st.RawSpec, known)
+	stored := *st // shallow: only RawSpec differs
+	stored.RawSpec = ref.String()
+	data, err := marshalJSON(&stored)
 	if err != nil {
 		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
 		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
@@ -180,9 +205,29 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		if err != nil {
 			return err
 		}
+		if !haveKnown {
+			if v := flows.Get(id); v != nil {
+				if known, err = t.storedSpecRef(st.FlowID, v); err != nil {
+					return err
+				}
+			}
+		}
+		if known.ok != ref.ok || known.hash != ref.hash {
+			specs, err := t.bucket(bucketSpecs)
+			if err != nil {
+				return err
+			}
+			if err := adjustSpec(specs, ref, 1); err != nil {
+				return err
+			}
+			if err := adjustSpec(specs, known, -1); err != nil {
+				return err
+			}
+		}
 		if err := flows.Put(id, data); err != nil {
 			return err
 		}
+		t.rememberSpec(st.FlowID, ref)
 		if t.versions == nil {
 			t.versions = map[string]int64{}
 		}
@@ -293,6 +338,20 @@ func (t *tx) deleteFlow(flowID string) error {
 			return err
 		}
 	}
+	ref, haveRef := t.specs[flowID]
+	if v := flows.Get(id); v != nil && !haveRef {
+		if ref, err = t.storedSpecRef(flowID, v); err != nil {
+			return err
+		}
+	}
+	specs, err := t.bucket(bucketSpecs)
+	if err != nil {
+		return err
+	}
+	if err := adjustSpec(specs, ref, -1); err != nil {
+		return err
+	}
+	delete(t.specs, flowID)
 	if err := flows.Delete(id); err != nil {
 		return err
 	}
