@@ -168,9 +168,12 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		bad("specs: %d flows refer to the missing spec %x", n, h)
 	}
 	events := b[string(bucketEvents)]
-	_ = b[string(bucketFlowEvents)].ForEach(func(k, _ []byte) error {
+	_ = events.ForEach(func(k, _ []byte) error {
+		if isSeqKey(k) {
+			return nil
+		}
 		i := bytes.IndexByte(k, 0)
-		if i < 0 || len(k) != i+9 {
+		if i < 1 || len(k) != i+9 {
 			bad("idx_flow_events: bad key %q", k)
 			return nil
 		}

@@ -56,13 +56,39 @@ func (sc schema) summaryCodec() byte {
 // for every change of buckets or encodings, never edit a released one.
 var currentSchema = schema{version: SchemaVersion, steps: []migration{
 	{from: 1, name: "summaries carry the runner lease", apply: addLeaseToSummaries},
-	{from: 2, name: "index entries are keys only, specs stored once", apply: func(s *Store, btx *bolt.Tx) error {
+	{from: 2, name: "index entries are keys only, specs stored once, events indexed in their bucket", apply: func(s *Store, btx *bolt.Tx) error {
 		if err := emptyIndexValues(s, btx); err != nil {
 			return err
 		}
-		return storeSpecsOnce(s, btx)
+		if err := storeSpecsOnce(s, btx); err != nil {
+			return err
+		}
+		return mergeFlowEvents(s, btx)
 	}},
 }}
+
+// mergeFlowEvents (2→3) moves the per-flow event index (idx_flow_events)
+// into bucket events, beside the log, and drops idx_flow_events: an Append
+// then dirties one B-tree path, not two.
+func mergeFlowEvents(s *Store, btx *bolt.Tx) error {
+	events := btx.Bucket(bucketEvents)
+	if events == nil {
+		return corruptError(s.path, "bucket \"events\" is missing", nil)
+	}
+	idx := btx.Bucket(bucketFlowEvents)
+	if idx == nil {
+		return nil // already in the schema-3 layout
+	}
+	if err := idx.ForEach(func(k, _ []byte) error {
+		if isSeqKey(k) {
+			return fmt.Errorf("idx_flow_events: bad key %q", k)
+		}
+		return events.Put(bytes.Clone(k), []byte{})
+	}); err != nil {
+		return err
+	}
+	return btx.DeleteBucket(bucketFlowEvents)
+}
 
 // storeSpecsOnce (2→3) moves every flow state's raw_spec into bucket specs
 // (one entry per distinct text, counting the flows that refer to it) and

@@ -246,7 +246,8 @@ func TestFixtureV1(t *testing.T) {
 // written by writeFixtureV1's transactions with stratum at schema 2, whose
 // index entries held copies of the summaries and whose flow states held
 // their spec texts): Open backs it up to .bak-v2 and migrates it (2→3:
-// keys-only index entries, each spec text stored once) in one transaction;
+// keys-only index entries, each spec text stored once, the per-flow event
+// index moved into bucket events) in one transaction;
 // the backup is the untouched schema-2 file and the migrated store reads
 // back exactly what was written.
 func TestFixtureV2(t *testing.T) {
@@ -308,6 +309,25 @@ func TestFixtureV2(t *testing.T) {
 	if got := storeGet(t, s, "child").RawSpec; got != spec {
 		t.Fatalf("raw_spec after migration: %q", got)
 	}
+	var childEvents []engine.Event
+	if err := s.View(bg, func(tx engine.Tx) error {
+		var err error
+		childEvents, err = tx.FlowEvents("child")
+		return err
+	}); err != nil || len(childEvents) != 2 || childEvents[1].Type != engine.EventStepDone {
+		t.Fatalf("events of child after migration: %+v %v", childEvents, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketFlowEvents) != nil {
+			t.Error("idx_flow_events is still there after migration")
+		}
+		return nil
+	})
+	_ = db.Close()
 	checkFixtureContents(t, s)
 	// The migrated store takes transitions and stays consistent.
 	if err := s.Update(bg, func(tx engine.Tx) error {
