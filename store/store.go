@@ -61,10 +61,12 @@ type Options struct {
 const DefaultKeepOpen = time.Second
 
 // Store is the bbolt-backed engine.Store. It is safe for concurrent use by
-// many goroutines and many processes. It keeps no file open between calls:
-// each Update/View opens the file, takes the lock (exclusive for Update,
-// shared for View), runs one transaction and closes the file, so an idle
-// process never blocks the others.
+// many goroutines and many processes. It holds the file's lock only inside
+// a call: each View opens the file, takes the shared lock, runs one
+// transaction and closes the file; each Update takes the exclusive lock,
+// runs one transaction and releases the lock, keeping the file open for
+// the next Update for Options.KeepOpen (reused only if no other process
+// wrote meanwhile). An idle process never blocks the others.
 type Store struct {
 	path   string
 	opts   Options
@@ -79,8 +81,9 @@ type Store struct {
 	// running when a newer stratum migrated the file stops touching it.
 	ready atomic.Bool
 	// kept is the handle of the last Update, unlocked, kept for the next
-	// Update while nobody else writes (keepWritable); nil when none. It is
-	// guarded by mu held for writing, like every write transaction.
+	// Update while nobody else writes (keep, acquireKept); nil when none.
+	// It and keptTimer are guarded by mu held for writing, like every
+	// write transaction.
 	kept      *handle
 	keptTimer *time.Timer
 }
@@ -355,7 +358,9 @@ func (s *Store) acquireKept(ctx context.Context) (*handle, error) {
 // left it: the path names the same file, of the same size, whose last
 // committed transaction is the one h committed or saw last. Then no other
 // process committed (every commit bumps the transaction id), and bbolt's
-// in-memory state of h (free-page list, mapping) is exact.
+// in-memory state of h (free-page list, mapping) is exact. The size is
+// checked first, so a file truncated meanwhile is never read through the
+// old mapping.
 func (s *Store) unchanged(h *handle) bool {
 	fi, err := h.file.Stat()
 	if err != nil || fi.Size() != h.size {

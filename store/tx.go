@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -473,7 +474,9 @@ func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary,
 	}
 	slot := make(map[string]int, len(ids))
 	for i, id := range ids {
-		slot[string(id)] = i
+		// Not a copy: id stays valid (and unchanged) for the transaction,
+		// and slot does not outlive this call.
+		slot[unsafe.String(unsafe.SliceData(id), len(id))] = i
 	}
 	found := 0
 	c := sums.Cursor()
