@@ -22,10 +22,11 @@
 // mapping) is then exactly the file's. Otherwise, and after KeepOpen, the
 // handle is closed and the file opened afresh. A burst of transitions
 // (an agent reporting steps, a runner) thus skips the open, mmap and
-// munmap of each, and an idle process holds nothing open. A lock held by another process is retried with jittered
-// exponential backoff (one non-blocking try each time) up to
-// Options.LockTimeout, then the call fails with an error wrapping
-// engine.ErrLocked. Goroutines of one process queue on an in-process lock
+// munmap of each, and an idle process holds nothing open.
+//
+// A lock held by another process is retried with jittered exponential
+// backoff (one non-blocking try each time) up to Options.LockTimeout, then
+// the call fails with an error wrapping engine.ErrLocked. Goroutines of one process queue on an in-process lock
 // first. Each engine transition is one read-modify-write inside one Update,
 // so concurrent processes cannot lose each other's updates; an Update that
 // returns is durable (bbolt fsyncs before Commit returns), and kill -9 at
@@ -81,16 +82,16 @@
 // lives in the same bucket (since schema 3; it was idx_flow_events): its
 // keys are at least 10 bytes and start with the flow id's first byte, never
 // 0x00, so they sort after every sequence key (below 2^56), and an Append
-// dirties one B-tree path, not two. <created:8> is
-// CreatedAt as Unix nanoseconds with the sign bit flipped, 8 bytes
-// big-endian, so it sorts chronologically. Flow ids may not contain NUL and
+// dirties one B-tree path, not two. <created:8> is CreatedAt as Unix
+// nanoseconds with the sign bit flipped, 8 bytes big-endian, so it sorts
+// chronologically. Flow ids may not contain NUL and
 // are at most 512 bytes.
 //
 // Put keeps summaries and the idx_* buckets in step with flows inside the
 // same transaction; Delete and GC remove a flow's state, summary, index
-// entries, events and reference to its spec together. The index entries are keys only (since
-// schema 3; schema 2 stored a copy of the summary in each), so they change
-// only when a flow is created, changes status or CreatedAt, or starts or
+// entries, events and reference to its spec together. The index entries
+// are keys only (since schema 3; schema 2 stored a copy of the summary in
+// each), so they change only when a flow is created, changes status or CreatedAt, or starts or
 // stops awaiting a gate: a typical transition rewrites flows/<id> and
 // summaries/<id> and appends to events, so bbolt writes (and fdatasyncs)
 // three B-tree paths, the root page and the free-page list — 14 pages at
