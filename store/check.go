@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,8 +81,10 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		return problems
 	}
 	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
-	// index key → expected value (the encoded summary)
-	wantCreated, wantStatus, wantGates := map[string]string{}, map[string]string{}, map[string]string{}
+	// references to each spec, by hash
+	specRefs := map[[32]byte]uint64{}
+	// index keys expected (their values are empty)
+	wantCreated, wantStatus, wantGates := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	_ = flows.ForEach(func(k, v []byte) error {
 		var st engine.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
@@ -89,6 +93,13 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		}
 		if st.FlowID != string(k) {
 			bad("flow under key %q has flow_id %q", k, st.FlowID)
+		}
+		if isSpecRef(st.RawSpec) {
+			if r, err := parseSpecRef(st.RawSpec); err != nil {
+				bad("flow %q: %v", k, err)
+			} else {
+				specRefs[r.hash]++
+			}
 		}
 		raw := sums.Get(k)
 		if raw == nil {
@@ -105,10 +116,10 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 				sum.Status, sum.UpdatedAt, sum.Version, st.Status, st.UpdatedAt, st.Version)
 		}
 		ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
-		wantCreated[string(createdKey(ref))] = string(raw)
-		wantStatus[string(statusKey(ref))] = string(raw)
+		wantCreated[string(createdKey(ref))] = true
+		wantStatus[string(statusKey(ref))] = true
 		if pendingGate(sum) {
-			wantGates[sum.FlowID] = string(raw)
+			wantGates[sum.FlowID] = true
 		}
 		return nil
 	})
@@ -120,15 +131,14 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	})
 	for _, idx := range []struct {
 		name []byte
-		want map[string]string
+		want map[string]bool
 	}{{bucketByCreated, wantCreated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}} {
 		_ = b[string(idx.name)].ForEach(func(k, v []byte) error {
-			want, ok := idx.want[string(k)]
 			switch {
-			case !ok:
+			case !idx.want[string(k)]:
 				bad("%s has a stray entry %q", idx.name, k)
-			case want != string(v):
-				bad("%s entry %q holds a stale summary", idx.name, k)
+			case len(v) != 0:
+				bad("%s entry %q has a value (index entries are keys only)", idx.name, k)
 			}
 			delete(idx.want, string(k))
 			return nil
@@ -137,10 +147,33 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 			bad("%s lacks the entry %q", idx.name, k)
 		}
 	}
+	_ = b[string(bucketSpecs)].ForEach(func(k, v []byte) error {
+		var h [32]byte
+		if len(k) != len(h) || len(v) < 8 {
+			bad("specs: bad entry %x", k)
+			return nil
+		}
+		copy(h[:], k)
+		n := binary.BigEndian.Uint64(v)
+		if sha256.Sum256(v[8:]) != h {
+			bad("specs: the text of %x does not hash to its key", k)
+		}
+		if n != specRefs[h] {
+			bad("specs: %x counts %d flows, %d refer to it", k, n, specRefs[h])
+		}
+		delete(specRefs, h)
+		return nil
+	})
+	for h, n := range specRefs {
+		bad("specs: %d flows refer to the missing spec %x", n, h)
+	}
 	events := b[string(bucketEvents)]
-	_ = b[string(bucketFlowEvents)].ForEach(func(k, _ []byte) error {
+	_ = events.ForEach(func(k, _ []byte) error {
+		if isSeqKey(k) {
+			return nil
+		}
 		i := bytes.IndexByte(k, 0)
-		if i < 0 || len(k) != i+9 {
+		if i < 1 || len(k) != i+9 {
 			bad("idx_flow_events: bad key %q", k)
 			return nil
 		}

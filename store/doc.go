@@ -8,13 +8,25 @@
 //
 // # Sharing the file
 //
-// A Store keeps no file open between calls. Every Update/View opens the
-// file, takes its lock (exclusive for Update, shared for View), runs exactly
-// one transaction and closes the file, so a process that is idle never
-// blocks the others. A lock held by another process is retried with jittered
-// exponential backoff (one non-blocking try each time) up to
-// Options.LockTimeout, then the call fails with an error wrapping
-// engine.ErrLocked. Goroutines of one process queue on an in-process lock
+// A Store holds the file's lock only inside a call. Every View opens the
+// file, takes its lock (shared), runs exactly one transaction and closes
+// the file. Every Update takes the lock (exclusive), runs one transaction
+// and releases the lock, so a process that is idle never blocks the
+// others; it leaves the file open and mapped, unlocked, for
+// Options.KeepOpen (DefaultKeepOpen, 1 s) after its last Update, and the
+// next Update of the same process, having re-taken the lock, reuses that
+// handle only if no other process wrote meanwhile: the path still names
+// the same file, of the same size, whose last committed transaction (in
+// bbolt's meta page; every commit increments it) is the one the handle
+// left. bbolt's in-memory state of the handle (the free-page list, the
+// mapping) is then exactly the file's. Otherwise, and after KeepOpen, the
+// handle is closed and the file opened afresh. A burst of transitions
+// (an agent reporting steps, a runner) thus skips the open, mmap and
+// munmap of each, and an idle process holds nothing open.
+//
+// A lock held by another process is retried with jittered exponential
+// backoff (one non-blocking try each time) up to Options.LockTimeout, then
+// the call fails with an error wrapping engine.ErrLocked. Goroutines of one process queue on an in-process lock
 // first. Each engine transition is one read-modify-write inside one Update,
 // so concurrent processes cannot lose each other's updates; an Update that
 // returns is durable (bbolt fsyncs before Commit returns), and kill -9 at
@@ -34,37 +46,58 @@
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "2"           ASCII decimal; gates migrations
+//	    schema_version  = "3"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
-//	    <flow id>       = engine.FlowState JSON (stratum_state_version inside)
+//	    <flow id>       = engine.FlowState JSON (stratum_state_version inside),
+//	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits
+//	specs/
+//	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
 //	summaries/
 //	    <flow id>       = <summary>     as the last Put was given it, stamped
 //	idx_created/
-//	    <created:8> ‖ <flow id>                   = <summary>   newest-first listing
+//	    <created:8> ‖ <flow id>                   = ""   newest-first listing
 //	idx_status/
-//	    <status> ‖ 0x00 ‖ <created:8> ‖ <flow id> = <summary>   List(Status)
+//	    <status> ‖ 0x00 ‖ <created:8> ‖ <flow id> = ""   List(Status)
 //	idx_gates/
-//	    <flow id>       = <summary>     status awaiting_gate and Gate set
+//	    <flow id>       = ""            status awaiting_gate and Gate set
 //	events/                             sequence = last seq ever assigned
 //	    <seq:8>         = engine.Event JSON
-//	idx_flow_events/
 //	    <flow id> ‖ 0x00 ‖ <seq:8>      = ""   a flow's events, for listing and Delete
 //	cache/
 //	    <cache key>     = raw cached bytes
 //
+// A flow state's raw_spec (the spec text, several KiB and the same for
+// every flow of a spec) is stored once in specs, keyed by its SHA-256, with
+// the number of flows referring to it (<flows:8>, big-endian); the state's
+// JSON holds the reference instead (an empty raw_spec stays empty). Get
+// puts the text back and Put takes it out, so the engine never sees a
+// reference, and a transition neither encodes, decodes nor rewrites the
+// text. The entry is written only when a flow is created, deleted or
+// changes spec, and deleted with the last flow referring to it.
+//
 // <seq:8> is the uint64 from bucket events' NextSequence, 8 bytes big-endian,
-// so the log sorts in commit order across all processes. <created:8> is
-// CreatedAt as Unix nanoseconds with the sign bit flipped, 8 bytes
-// big-endian, so it sorts chronologically. Flow ids may not contain NUL and
+// so the log sorts in commit order across all processes. The per-flow index
+// lives in the same bucket (since schema 3; it was idx_flow_events): its
+// keys are at least 10 bytes and start with the flow id's first byte, never
+// 0x00, so they sort after every sequence key (below 2^56), and an Append
+// dirties one B-tree path, not two. <created:8> is CreatedAt as Unix
+// nanoseconds with the sign bit flipped, 8 bytes big-endian, so it sorts
+// chronologically. Flow ids may not contain NUL and
 // are at most 512 bytes.
 //
 // Put keeps summaries and the idx_* buckets in step with flows inside the
 // same transaction; Delete and GC remove a flow's state, summary, index
-// entries and events together. List walks idx_created (or idx_status)
-// backwards, reading the summaries stored in the index values, and decodes
-// only the ones it returns.
+// entries, events and reference to its spec together. The index entries
+// are keys only (since schema 3; schema 2 stored a copy of the summary in
+// each), so they change only when a flow is created, changes status or CreatedAt, or starts or
+// stops awaiting a gate: a typical transition rewrites flows/<id> and
+// summaries/<id> and appends to events, so bbolt writes (and fdatasyncs)
+// three B-tree paths, the root page and the free-page list — 14 pages at
+// 10,000 flows, where schema 2 wrote 21. List walks the keys of idx_created
+// (or idx_status) backwards and reads each returned flow's summary from
+// summaries; PendingGates does the same over idx_gates.
 //
 // # Summaries
 //

@@ -24,7 +24,10 @@ import (
 //
 //	1  the first schema
 //	2  summaries carry the runner lease (summary codec v2)
-const SchemaVersion = 2
+//	3  index entries are keys only (a transition rewrites one summary, not
+//	   four); spec texts are stored once, in bucket specs, and flow states
+//	   refer to them
+const SchemaVersion = 3
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -53,7 +56,109 @@ func (sc schema) summaryCodec() byte {
 // for every change of buckets or encodings, never edit a released one.
 var currentSchema = schema{version: SchemaVersion, steps: []migration{
 	{from: 1, name: "summaries carry the runner lease", apply: addLeaseToSummaries},
+	{from: 2, name: "index entries are keys only, specs stored once, events indexed in their bucket", apply: func(s *Store, btx *bolt.Tx) error {
+		if err := emptyIndexValues(s, btx); err != nil {
+			return err
+		}
+		if err := storeSpecsOnce(s, btx); err != nil {
+			return err
+		}
+		return mergeFlowEvents(s, btx)
+	}},
 }}
+
+// mergeFlowEvents (2→3) moves the per-flow event index (idx_flow_events)
+// into bucket events, beside the log, and drops idx_flow_events: an Append
+// then dirties one B-tree path, not two.
+func mergeFlowEvents(s *Store, btx *bolt.Tx) error {
+	events := btx.Bucket(bucketEvents)
+	if events == nil {
+		return corruptError(s.path, "bucket \"events\" is missing", nil)
+	}
+	idx := btx.Bucket(bucketFlowEvents)
+	if idx == nil {
+		return nil // already in the schema-3 layout
+	}
+	if err := idx.ForEach(func(k, _ []byte) error {
+		if isSeqKey(k) {
+			return fmt.Errorf("idx_flow_events: bad key %q", k)
+		}
+		return events.Put(bytes.Clone(k), []byte{})
+	}); err != nil {
+		return err
+	}
+	return btx.DeleteBucket(bucketFlowEvents)
+}
+
+// storeSpecsOnce (2→3) moves every flow state's raw_spec into bucket specs
+// (one entry per distinct text, counting the flows that refer to it) and
+// leaves a reference in the state (specs.go).
+func storeSpecsOnce(s *Store, btx *bolt.Tx) error {
+	specs, err := btx.CreateBucketIfNotExists(bucketSpecs)
+	if err != nil {
+		return err
+	}
+	flows := btx.Bucket(bucketFlows)
+	if flows == nil {
+		return corruptError(s.path, "bucket \"flows\" is missing", nil)
+	}
+	var ids [][]byte
+	if err := flows.ForEach(func(k, _ []byte) error { ids = append(ids, bytes.Clone(k)); return nil }); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		var st engine.FlowState
+		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil {
+			return corruptError(s.path, "cannot decode flow "+string(id), err)
+		}
+		if st.RawSpec == "" || isSpecRef(st.RawSpec) {
+			continue
+		}
+		ref := refOfText(st.RawSpec, specRef{})
+		if err := adjustSpec(specs, ref, 1); err != nil {
+			return err
+		}
+		st.RawSpec = ref.String()
+		data, err := marshalJSON(&st)
+		if err != nil {
+			return fmt.Errorf("encode flow %s: %w", id, err)
+		}
+		if err := flows.Put(id, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emptyIndexValues (2→3) drops the copies of the summaries that schema 2
+// kept as the values of idx_created, idx_status and idx_gates: the keys
+// stay, their values become empty, and List and PendingGates read bucket
+// summaries instead. A transition then rewrites one summary (and the
+// indexes only when a flow is created, changes status or opens or closes a
+// gate) instead of four.
+func emptyIndexValues(s *Store, btx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketByCreated, bucketByStatus, bucketGates} {
+		b := btx.Bucket(name)
+		if b == nil {
+			return corruptError(s.path, fmt.Sprintf("bucket %q is missing", name), nil)
+		}
+		var keys [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			if len(v) != 0 {
+				keys = append(keys, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := b.Put(k, []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // addLeaseToSummaries (1→2) re-encodes every summary in codec v2 with the
 // flow state's runner lease (the state's "owner", copied as the engine's
@@ -256,8 +361,9 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 
 // rewriteSummaries decodes every stored summary (any codec version), lets
 // fix change it (not its FlowID, Status or CreatedAt, which the index keys
-// are made of), and writes it back in the schema's codec, in the summaries
-// bucket and as the value of its index entries. Migrations that change what
+// are made of), and writes it back in the schema's codec, with its index
+// entries (keys only since schema 3; 1→2 wrote the summary as their value,
+// which 2→3 then empties). Migrations that change what
 // summaries hold use it: a store cannot recompute summaries, the engine
 // does.
 func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *engine.FlowSummary) error) error {
@@ -289,7 +395,7 @@ func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *engine.F
 		if err := sums.Put(id, enc); err != nil {
 			return err
 		}
-		if err := t.index(sum, enc); err != nil {
+		if err := t.index(sum); err != nil {
 			return err
 		}
 	}
@@ -322,6 +428,9 @@ func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) e
 		if err := json.Unmarshal(v, &st); err != nil {
 			return corruptError(s.path, "cannot decode flow "+string(k), err)
 		}
+		if _, err := t.resolveSpec(&st); err != nil {
+			return err
+		}
 		sum := summarize(&st)
 		if sum.FlowID != st.FlowID || sum.Status != st.Status {
 			return fmt.Errorf("summary of flow %q names flow %q, status %q", k, sum.FlowID, sum.Status)
@@ -334,7 +443,7 @@ func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) e
 		if err := sums.Put(bytes.Clone(k), enc); err != nil {
 			return err
 		}
-		return t.index(&sum, enc)
+		return t.index(&sum)
 	})
 }
 

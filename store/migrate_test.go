@@ -239,6 +239,118 @@ func TestFixtureV1(t *testing.T) {
 	if _, err := os.Stat(BackupPath(path, 1)); SchemaVersion > 1 && err != nil {
 		t.Fatalf("no backup of the v1 file: %v", err)
 	}
+	checkFixtureContents(t, s)
+}
+
+// TestFixtureV2 opens the checked-in schema-2 store (testdata/store-v2.db.gz,
+// written by writeFixtureV1's transactions with stratum at schema 2, whose
+// index entries held copies of the summaries and whose flow states held
+// their spec texts): Open backs it up to .bak-v2 and migrates it (2→3:
+// keys-only index entries, each spec text stored once, the per-flow event
+// index moved into bucket events) in one transaction;
+// the backup is the untouched schema-2 file and the migrated store reads
+// back exactly what was written.
+func TestFixtureV2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	gunzipFile(t, filepath.Join("testdata", "store-v2.db.gz"), path)
+	indexValues := func(path string) (empty, full int) {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		_ = db.View(func(tx *bolt.Tx) error {
+			for _, name := range [][]byte{bucketByCreated, bucketByStatus, bucketGates} {
+				_ = tx.Bucket(name).ForEach(func(_, v []byte) error {
+					if len(v) == 0 {
+						empty++
+					} else {
+						full++
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+		return empty, full
+	}
+	if v := rawSchemaVersion(t, path); v != "2" {
+		t.Fatalf("fixture schema_version = %q, want 2", v)
+	}
+	if empty, full := indexValues(path); empty != 0 || full != 9 {
+		t.Fatalf("schema-2 fixture: %d empty and %d summary index values, want 0 and 9", empty, full)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("open v2 fixture: %v", err)
+	}
+	if v := rawSchemaVersion(t, path); v != fmt.Sprint(SchemaVersion) {
+		t.Fatalf("schema_version = %q after opening, want %d", v, SchemaVersion)
+	}
+	if empty, full := indexValues(path); empty != 9 || full != 0 {
+		t.Fatalf("migrated store: %d empty and %d summary index values, want 9 and 0", empty, full)
+	}
+	if _, err := os.Stat(BackupPath(path, 2)); err != nil {
+		t.Fatalf("no backup of the v2 file: %v", err)
+	}
+	if v := rawSchemaVersion(t, BackupPath(path, 2)); v != "2" {
+		t.Fatalf("backup schema_version = %q", v)
+	}
+	if empty, full := indexValues(BackupPath(path, 2)); empty != 0 || full != 9 {
+		t.Fatalf("backup: %d empty and %d summary index values, want the schema-2 file's", empty, full)
+	}
+	if err := s.Check(bg); err != nil {
+		t.Fatal(err)
+	}
+	spec := storetest.NewState("x", engine.StatusRunning).RawSpec
+	if counts, inline := specCounts(t, s); inline || len(counts) != 1 || counts[spec] != 4 {
+		t.Fatalf("specs after migration: %v (inline left: %v), want the one spec of the 4 flows", counts, inline)
+	}
+	if got := storeGet(t, s, "child").RawSpec; got != spec {
+		t.Fatalf("raw_spec after migration: %q", got)
+	}
+	var childEvents []engine.Event
+	if err := s.View(bg, func(tx engine.Tx) error {
+		var err error
+		childEvents, err = tx.FlowEvents("child")
+		return err
+	}); err != nil || len(childEvents) != 2 || childEvents[1].Type != engine.EventStepDone {
+		t.Fatalf("events of child after migration: %+v %v", childEvents, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketFlowEvents) != nil {
+			t.Error("idx_flow_events is still there after migration")
+		}
+		return nil
+	})
+	_ = db.Close()
+	checkFixtureContents(t, s)
+	// The migrated store takes transitions and stays consistent.
+	if err := s.Update(bg, func(tx engine.Tx) error {
+		st, err := tx.Get("gated")
+		if err != nil {
+			return err
+		}
+		st.Status, st.Gate = engine.StatusRunning, nil
+		return storetest.Put(tx, st)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(bg); err != nil {
+		t.Fatal(err)
+	}
+	if g := storeGates(t, s); len(g) != 0 {
+		t.Fatalf("gates after resolving the only one: %+v", g)
+	}
+}
+
+// checkFixtureContents reads back everything writeFixtureV1 wrote.
+func checkFixtureContents(t *testing.T, s *Store) {
+	t.Helper()
 	all := storeList(t, s, engine.ListFilter{})
 	if got := strings.Join(sortedIDs(all), ","); got != "child,done,gated,running" {
 		t.Fatalf("flows in fixture: %s", got)

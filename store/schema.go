@@ -22,18 +22,23 @@ var (
 	bucketByStatus = []byte("idx_status")
 	// bucketGates: flow id → summary, for every flow awaiting a gate.
 	bucketGates = []byte("idx_gates")
-	// bucketEvents: sequence (8-byte big-endian) → Event JSON. The bucket's
+	// bucketEvents: sequence (8-byte big-endian) → Event JSON, and each
+	// flow's index of its events, flow id ‖ 0x00 ‖ sequence → empty (since
+	// schema 3; the 8-byte sequence keys, which start with 0x00, sort before
+	// every index key, whose flow id is non-empty without NUL). The bucket's
 	// own sequence (NextSequence) is the last sequence ever assigned.
 	bucketEvents = []byte("events")
-	// bucketFlowEvents: flow id ‖ 0x00 ‖ sequence → empty.
+	// bucketFlowEvents held the per-flow index up to schema 2.
 	bucketFlowEvents = []byte("idx_flow_events")
 	// bucketCache: cache key → cached value (opaque bytes).
 	bucketCache = []byte("cache")
+	// bucketSpecs: sha256 of a spec → reference count ‖ spec text (specs.go).
+	bucketSpecs = []byte("specs")
 
 	// allBuckets is every bucket a current store has.
 	allBuckets = [][]byte{
 		bucketMeta, bucketFlows, bucketSummaries, bucketByCreated, bucketByStatus,
-		bucketGates, bucketEvents, bucketFlowEvents, bucketCache,
+		bucketGates, bucketEvents, bucketCache, bucketSpecs,
 	}
 
 	// keyFormat in meta is the literal "stratum"; it marks the file as ours.

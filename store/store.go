@@ -44,6 +44,12 @@ type Options struct {
 	// store file before it re-reads the log anyway (the fallback); zero
 	// means DefaultWatchPoll.
 	WatchPoll time.Duration
+	// KeepOpen is how long the file stays open (unlocked) after an Update,
+	// so the next Update of this process skips opening and mapping it
+	// again when no other process wrote meanwhile (see "Sharing the file"
+	// in the package doc). Zero means DefaultKeepOpen; negative means the
+	// file is closed after every transaction.
+	KeepOpen time.Duration
 	// WatchGap is the least time between two reads of one Watch: a burst
 	// of commits (an agent reporting steps back to back) costs a read per
 	// WatchGap, not one per commit, while a commit after a quiet spell is
@@ -51,11 +57,17 @@ type Options struct {
 	WatchGap time.Duration
 }
 
+// DefaultKeepOpen is how long an Update leaves the file open, unlocked, for
+// the next one (Options.KeepOpen).
+const DefaultKeepOpen = time.Second
+
 // Store is the bbolt-backed engine.Store. It is safe for concurrent use by
-// many goroutines and many processes. It keeps no file open between calls:
-// each Update/View opens the file, takes the lock (exclusive for Update,
-// shared for View), runs one transaction and closes the file, so an idle
-// process never blocks the others.
+// many goroutines and many processes. It holds the file's lock only inside
+// a call: each View opens the file, takes the shared lock, runs one
+// transaction and closes the file; each Update takes the exclusive lock,
+// runs one transaction and releases the lock, keeping the file open for
+// the next Update for Options.KeepOpen (reused only if no other process
+// wrote meanwhile). An idle process never blocks the others.
 type Store struct {
 	path   string
 	opts   Options
@@ -69,6 +81,12 @@ type Store struct {
 	// on every transaction re-checks the schema version, so a process left
 	// running when a newer stratum migrated the file stops touching it.
 	ready atomic.Bool
+	// kept is the handle of the last Update, unlocked, kept for the next
+	// Update while nobody else writes (keep, acquireKept); nil when none.
+	// It and keptTimer are guarded by mu held for writing, like every
+	// write transaction.
+	kept      *handle
+	keptTimer *time.Timer
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -100,6 +118,9 @@ func openWith(path string, opts Options, sc schema) (*Store, error) {
 	}
 	if opts.WatchPoll <= 0 {
 		opts.WatchPoll = DefaultWatchPoll
+	}
+	if opts.KeepOpen == 0 {
+		opts.KeepOpen = DefaultKeepOpen
 	}
 	if opts.WatchGap == 0 {
 		opts.WatchGap = DefaultWatchGap
@@ -178,13 +199,21 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 	}
-	h, err := s.acquire(ctx, mode)
+	var h *handle
+	if mode == modeWrite {
+		h, err = s.acquireKept(ctx)
+	} else {
+		h, err = s.acquire(ctx, func() (*handle, error) { return s.tryOpen(mode) })
+	}
 	if err != nil {
 		return err
 	}
 	faultsBefore := s.faults.Load()
 	var btx *bolt.Tx
 	finished := false
+	// keepable: the handle may be kept for the next Update (keep) — not
+	// after a failed commit or a check that found the file changed.
+	keepable := false
 	defer func() {
 		// Runs on success, error and panic alike: roll back what was not
 		// committed, then release the lock. After a fault bbolt's internal
@@ -198,6 +227,9 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 				h.abandon()
 				return
 			}
+		}
+		if mode == modeWrite && (err == nil || keepable) && s.keep(h) {
+			return
 		}
 		if cerr := h.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("store %s: close: %w", s.path, cerr)
@@ -219,6 +251,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 			return err
 		}
 	}
+	keepable = true
 	if err := fn(btx); err != nil {
 		if errors.Is(err, errNothingWritten) {
 			return nil // the deferred rollback ends the transaction
@@ -229,6 +262,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 		return nil
 	}
 	finished = true
+	keepable = false
 	if err := s.guard(btx.Commit); err != nil {
 		// bbolt rolls back on a failed commit.
 		return s.mapErr("commit", err)
@@ -240,6 +274,108 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 type handle struct {
 	db   *bolt.DB
 	file *os.File // the descriptor bbolt opened, kept to release the lock if bbolt faults
+	// txid and size are the file's last committed transaction and its
+	// size when the handle was unlocked and kept (keep): a kept handle is
+	// reused only if both are unchanged, i.e. no other process wrote.
+	txid uint64
+	size int64
+}
+
+// committedTxid is the id of the file's last committed transaction as the
+// handle sees it (bbolt's meta page).
+func (s *Store) committedTxid(h *handle) (uint64, error) {
+	var id uint64
+	err := s.guard(func() error {
+		rtx, err := h.db.Begin(false)
+		if err != nil {
+			return err
+		}
+		id = uint64(rtx.ID())
+		return rtx.Rollback()
+	})
+	return id, err
+}
+
+// keep unlocks h and keeps it open for the next Update, reporting whether
+// it did (else the caller closes h). Called with mu held for writing, after
+// the transaction ended.
+func (s *Store) keep(h *handle) bool {
+	if !canKeepOpen || s.opts.KeepOpen < 0 || h.file == nil || !s.ready.Load() {
+		return false
+	}
+	id, err := s.committedTxid(h)
+	if err != nil {
+		return false
+	}
+	fi, err := h.file.Stat()
+	if err != nil {
+		return false
+	}
+	h.txid, h.size = id, fi.Size()
+	unlockFile(h.file)
+	s.kept = h
+	if s.keptTimer == nil {
+		s.keptTimer = time.AfterFunc(s.opts.KeepOpen, s.closeKept)
+	} else {
+		s.keptTimer.Reset(s.opts.KeepOpen)
+	}
+	return true
+}
+
+// closeKept closes the kept handle once the process stopped writing.
+func (s *Store) closeKept() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kept != nil {
+		_ = s.kept.close()
+		s.kept = nil
+	}
+}
+
+// acquireKept locks the handle kept by the last Update and returns it if
+// nobody else wrote the file since (same file, same last transaction, same
+// size); otherwise it opens the file as acquire does. Called with mu held
+// for writing.
+func (s *Store) acquireKept(ctx context.Context) (*handle, error) {
+	h := s.kept
+	s.kept = nil
+	if h != nil {
+		locked, err := s.acquire(ctx, func() (*handle, error) {
+			if lockFile(h.file) {
+				return h, nil
+			}
+			return nil, berrors.ErrTimeout
+		})
+		if err != nil {
+			_ = h.close()
+			return nil, err
+		}
+		if s.unchanged(locked) {
+			return locked, nil
+		}
+		_ = h.close()
+	}
+	return s.acquire(ctx, func() (*handle, error) { return s.tryOpen(modeWrite) })
+}
+
+// unchanged reports whether the locked handle h still sees the file as it
+// left it: the path names the same file, of the same size, whose last
+// committed transaction is the one h committed or saw last. Then no other
+// process committed (every commit bumps the transaction id), and bbolt's
+// in-memory state of h (free-page list, mapping) is exact. The size is
+// checked first, so a file truncated meanwhile is never read through the
+// old mapping.
+func (s *Store) unchanged(h *handle) bool {
+	fi, err := h.file.Stat()
+	if err != nil || fi.Size() != h.size {
+		return false
+	}
+	pi, err := os.Stat(s.path)
+	if err != nil || !os.SameFile(fi, pi) {
+		return false
+	}
+	id, err := s.committedTxid(h)
+	return err == nil && id == h.txid
 }
 
 func (h *handle) close() error {
@@ -260,14 +396,15 @@ func (h *handle) abandon() {
 	}
 }
 
-// acquire opens the database, retrying with jittered exponential backoff
-// while other processes hold the lock, up to Options.LockTimeout.
-func (s *Store) acquire(ctx context.Context, mode txMode) (*handle, error) {
+// acquire calls try (one attempt to open or lock the file, failing with
+// bbolt's ErrTimeout while other processes hold the lock), retrying with
+// jittered exponential backoff up to Options.LockTimeout.
+func (s *Store) acquire(ctx context.Context, try func() (*handle, error)) (*handle, error) {
 	deadline := time.Now().Add(s.opts.LockTimeout)
 	wait := 100 * time.Microsecond
 	const maxWait = 4 * time.Millisecond
 	for {
-		h, err := s.tryOpen(mode)
+		h, err := try()
 		if err == nil {
 			return h, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -29,6 +30,10 @@ type tx struct {
 	// transaction: further Puts of the same flow keep it, so Version counts
 	// committed transactions, not Put calls.
 	versions map[string]int64
+	// specs is the spec reference each flow read (Get) or written (Put) in
+	// this transaction has in the file, so Put knows without decoding the
+	// stored state again whether the spec changed (specs.go).
+	specs map[string]specRef
 }
 
 var _ engine.Tx = (*tx)(nil)
@@ -78,12 +83,29 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 		if err := unmarshalJSON(bytes.Clone(v), st); err != nil {
 			return t.decodeErr("flow "+flowID, err)
 		}
+		stored := isSpecRef(st.RawSpec)
+		r, err := t.resolveSpec(st)
+		if err != nil {
+			return err
+		}
+		if !stored {
+			r = specRef{} // inline: no reference is counted for it
+		}
+		t.rememberSpec(flowID, r)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// rememberSpec records the spec reference flowID has in the file.
+func (t *tx) rememberSpec(flowID string, r specRef) {
+	if t.specs == nil {
+		t.specs = map[string]specRef{}
+	}
+	t.specs[flowID] = r
 }
 
 // getSummary reads the stored summary of flowID (nil if absent).
@@ -160,7 +182,11 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if st.SchemaVersion == 0 {
 		st.SchemaVersion = stateRecordVersion
 	}
-	data, err := marshalJSON(st)
+	known, haveKnown := t.specs[st.FlowID]
+	ref := refOfText(st.RawSpec, known)
+	stored := *st // shallow: only RawSpec differs
+	stored.RawSpec = ref.String()
+	data, err := marshalJSON(&stored)
 	if err != nil {
 		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
 		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
@@ -180,9 +206,29 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		if err != nil {
 			return err
 		}
+		if !haveKnown {
+			if v := flows.Get(id); v != nil {
+				if known, err = t.storedSpecRef(st.FlowID, v); err != nil {
+					return err
+				}
+			}
+		}
+		if known.ok != ref.ok || known.hash != ref.hash {
+			specs, err := t.bucket(bucketSpecs)
+			if err != nil {
+				return err
+			}
+			if err := adjustSpec(specs, ref, 1); err != nil {
+				return err
+			}
+			if err := adjustSpec(specs, known, -1); err != nil {
+				return err
+			}
+		}
 		if err := flows.Put(id, data); err != nil {
 			return err
 		}
+		t.rememberSpec(st.FlowID, ref)
 		if t.versions == nil {
 			t.versions = map[string]int64{}
 		}
@@ -190,28 +236,40 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		if err := sums.Put(id, sumData); err != nil {
 			return err
 		}
-		if old != nil {
-			if err := t.unindex(old); err != nil {
-				return err
-			}
-		}
-		return t.index(&sum, sumData)
+		return t.reindex(old, &sum)
 	})
 }
 
-// index adds the secondary-index entries of sum. Every index carries the
-// encoded summary as its value, so List and PendingGates read sequentially
-// without a lookup per flow.
-func (t *tx) index(sum *engine.FlowSummary, encoded []byte) error {
+// reindex moves the secondary-index entries of a flow from its old summary
+// (nil for a new flow) to sum. The entries are keys only, so a Put that
+// changes neither the flow's status, its CreatedAt nor whether it awaits a
+// gate — most transitions — leaves the indexes, and their pages, alone.
+func (t *tx) reindex(old, sum *engine.FlowSummary) error {
+	if old != nil && old.FlowID == sum.FlowID && old.Status == sum.Status &&
+		old.CreatedAt.Equal(sum.CreatedAt) && pendingGate(old) == pendingGate(sum) {
+		return nil
+	}
+	if old != nil {
+		if err := t.unindex(old); err != nil {
+			return err
+		}
+	}
+	return t.index(sum)
+}
+
+// index adds the secondary-index entries of sum. They are keys only (empty
+// values): List and PendingGates read the summaries from bucket summaries,
+// so a transition rewrites one copy of the summary, not four.
+func (t *tx) index(sum *engine.FlowSummary) error {
 	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
 	for _, e := range []struct {
-		bucket     []byte
-		key, value []byte
-		on         bool
+		bucket []byte
+		key    []byte
+		on     bool
 	}{
-		{bucketByCreated, createdKey(ref), encoded, true},
-		{bucketByStatus, statusKey(ref), encoded, true},
-		{bucketGates, []byte(sum.FlowID), encoded, pendingGate(sum)},
+		{bucketByCreated, createdKey(ref), true},
+		{bucketByStatus, statusKey(ref), true},
+		{bucketGates, []byte(sum.FlowID), pendingGate(sum)},
 	} {
 		if !e.on {
 			continue
@@ -220,7 +278,7 @@ func (t *tx) index(sum *engine.FlowSummary, encoded []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Put(e.key, e.value); err != nil {
+		if err := b.Put(e.key, []byte{}); err != nil {
 			return err
 		}
 	}
@@ -281,6 +339,20 @@ func (t *tx) deleteFlow(flowID string) error {
 			return err
 		}
 	}
+	ref, haveRef := t.specs[flowID]
+	if v := flows.Get(id); v != nil && !haveRef {
+		if ref, err = t.storedSpecRef(flowID, v); err != nil {
+			return err
+		}
+	}
+	specs, err := t.bucket(bucketSpecs)
+	if err != nil {
+		return err
+	}
+	if err := adjustSpec(specs, ref, -1); err != nil {
+		return err
+	}
+	delete(t.specs, flowID)
 	if err := flows.Delete(id); err != nil {
 		return err
 	}
@@ -315,8 +387,9 @@ func (t *tx) deleteEvents(flowID string) error {
 }
 
 // List returns the summaries of flows matching f, newest (CreatedAt) first,
-// ties broken by flow id descending; rows do not move as flows progress. It walks the newest-first or the
-// by-status index backwards and decodes only the summaries it returns.
+// ties broken by flow id descending; rows do not move as flows progress. It
+// walks the keys of the newest-first or the by-status index backwards and
+// decodes the summary of each flow it returns from bucket summaries.
 func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 	var out []engine.FlowSummary
 	err := t.do(false, func() error {
@@ -325,6 +398,10 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 			prefix []byte
 			err    error
 		)
+		sums, err := t.bucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
 		if f.Status != "" {
 			if idx, err = t.bucket(bucketByStatus); err != nil {
 				return err
@@ -345,32 +422,80 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 			}
 			return c.Prev()
 		}
-		// Count first (keys only) so the result is allocated once.
-		n := 0
+		var ids [][]byte
+		skip := len(prefix) + 8 // the created-at key, then the flow id
 		for k, _ := last(); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
-			n++
-			if f.Limit > 0 && n >= f.Limit {
+			if f.Limit > 0 && len(ids) >= f.Limit {
 				break
 			}
+			if len(k) <= skip {
+				return corruptError(t.s.path, fmt.Sprintf("bad index key %q", k), nil)
+			}
+			ids = append(ids, k[skip:])
 		}
-		intern := map[string]string{}
-		out = make([]engine.FlowSummary, 0, n)
-		for k, v := last(); k != nil; k, v = c.Prev() {
-			if !bytes.HasPrefix(k, prefix) {
-				break
-			}
-			out = append(out, engine.FlowSummary{})
-			if err := decodeSummaryInto(v, &out[len(out)-1], intern); err != nil {
-				return t.decodeErr(fmt.Sprintf("index entry %q", k), err)
-			}
-			if f.Limit > 0 && len(out) >= f.Limit {
-				break
-			}
-		}
-		return nil
+		out, err = t.summariesOf(sums, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// scanAbove is the number of flows above which summariesOf reads the whole
+// summaries bucket in key order rather than looking each flow up: a lookup
+// walks the B-tree from its root, a scan reads each page once.
+const scanAbove = 512
+
+// summariesOf decodes the summaries of the flows ids (which must be
+// distinct), in that order. Few are looked up one by one; many are read by
+// one pass over bucket summaries (ids are random UUIDs, unrelated to the
+// order of the listing). The ids may point into the mapping: they are only
+// used within the transaction.
+func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary, error) {
+	out := make([]engine.FlowSummary, len(ids))
+	intern := map[string]string{}
+	decode := func(id, v []byte, sum *engine.FlowSummary) error {
+		if v == nil {
+			return corruptError(t.s.path, fmt.Sprintf("an index names flow %q, which has no summary", id), nil)
+		}
+		if err := decodeSummaryInto(v, sum, intern); err != nil {
+			return t.decodeErr(fmt.Sprintf("summary of flow %q", id), err)
+		}
+		return nil
+	}
+	if len(ids) <= scanAbove {
+		for i, id := range ids {
+			if err := decode(id, sums.Get(id), &out[i]); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	slot := make(map[string]int, len(ids))
+	for i, id := range ids {
+		// Not a copy: id stays valid (and unchanged) for the transaction,
+		// and slot does not outlive this call.
+		slot[unsafe.String(unsafe.SliceData(id), len(id))] = i
+	}
+	found := 0
+	c := sums.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		i, ok := slot[string(k)]
+		if !ok {
+			continue
+		}
+		if err := decode(k, v, &out[i]); err != nil {
+			return nil, err
+		}
+		found++
+	}
+	if found != len(ids) {
+		for _, id := range ids {
+			if sums.Get(id) == nil {
+				return nil, decode(id, nil, nil)
+			}
+		}
 	}
 	return out, nil
 }
@@ -384,14 +509,16 @@ func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 		if err != nil {
 			return err
 		}
-		intern := map[string]string{}
-		return gates.ForEach(func(k, v []byte) error {
-			out = append(out, engine.FlowSummary{})
-			if err := decodeSummaryInto(v, &out[len(out)-1], intern); err != nil {
-				return t.decodeErr(fmt.Sprintf("gate index entry %q", k), err)
-			}
-			return nil
-		})
+		sums, err := t.bucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
+		var ids [][]byte
+		if err := gates.ForEach(func(k, _ []byte) error { ids = append(ids, k); return nil }); err != nil {
+			return err
+		}
+		out, err = t.summariesOf(sums, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err
