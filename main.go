@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -721,6 +722,12 @@ Register it for a project with "stratum install".`,
 			// Which store this server shares (a client may start it with
 			// another $STRATUM_HOME than the shell's).
 			fmt.Fprintf(a.stderr, "stratum mcp: store %s (schema %d)\n", st.Path(), store.SchemaVersion)
+			if os.Getenv("GOGC") == "" {
+				// A long-lived server with a small live heap: collecting at
+				// 5x the live heap instead of 2x cuts the collector's share
+				// of a tool call (about a fifth of its CPU at the default).
+				debug.SetGCPercent(400)
+			}
 			if err := mcpserver.Serve(cmd.Context(), svc, mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep}); err != nil {
 				return failErr(err)
 			}

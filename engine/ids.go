@@ -15,14 +15,18 @@ const MinFlowIDPrefix = 4
 // id starts with. Its envelope carries candidates: the matching ids.
 const ErrTypeAmbiguousFlowID ErrorType = "ambiguous_flow_id"
 
+// uuidLen is the length of the flow ids NewUUID makes.
+const uuidLen = 36
+
 // maxCandidatesInMessage bounds the ids an ambiguous_flow_id message lists
 // (Candidates holds every one).
 const maxCandidatesInMessage = 10
 
 // ResolveFlowID turns what a person or an agent typed — a whole flow id or
 // any unique prefix of at least MinFlowIDPrefix characters — into the flow
-// id, so every id a front end shows works everywhere. An id that exists as
-// given resolves without listing the store. Otherwise:
+// id, so every id a front end shows works everywhere. A whole UUID is taken
+// as is without reading the store; a shorter id that exists as given
+// resolves without listing it. Otherwise:
 //
 //   - a prefix no flow id starts with, or one shorter than MinFlowIDPrefix,
 //     is the *Error flow_not_found every Service method answers for an
@@ -35,6 +39,13 @@ const maxCandidatesInMessage = 10
 func (s *Service) ResolveFlowID(ctx context.Context, idOrPrefix string) (string, error) {
 	if !plausibleFlowID(idOrPrefix) {
 		return "", flowNotFound(idOrPrefix)
+	}
+	if len(idOrPrefix) >= uuidLen {
+		// A whole id (every id stratum makes is a UUID): no other id can
+		// start with it, so it is taken as is without reading the store —
+		// the Service answers flow_not_found itself when there is none.
+		// This keeps the hot path of every MCP call at one store read.
+		return idOrPrefix, nil
 	}
 	var matches []string
 	err := s.Store.View(ctx, func(tx Tx) error {

@@ -97,3 +97,46 @@ func TestKeptHandleClosedWhenIdle(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestKeptHandleReads: reads of a process that keeps a handle reuse it (no
+// open of the file), and still see what another process committed since —
+// the kept handle is then not reused but the file opened afresh.
+func TestKeptHandleReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	a, err := Open(path, Options{KeepOpen: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(path, Options{KeepOpen: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storePut(t, a, storetest.NewState("mine", engine.StatusRunning))
+	a.mu.Lock()
+	kept := a.kept
+	a.mu.Unlock()
+	if kept == nil {
+		t.Fatal("no handle kept after an Update")
+	}
+	if st := storeGet(t, a, "mine"); st.FlowID != "mine" {
+		t.Fatalf("read %+v", st)
+	}
+	a.mu.Lock()
+	reused := a.kept == kept
+	a.mu.Unlock()
+	if !reused {
+		t.Fatal("a read did not reuse (and keep) the handle of the last Update")
+	}
+	for i := 0; i < 20; i++ {
+		storePut(t, b, storetest.NewState(fmt.Sprintf("theirs-%02d", i), engine.StatusRunning))
+		if got := len(storeList(t, a, engine.ListFilter{})); got != i+2 {
+			t.Fatalf("after the other store's write %d, a read lists %d flows, want %d", i, got, i+2)
+		}
+		if st := storeGet(t, a, fmt.Sprintf("theirs-%02d", i)); st == nil {
+			t.Fatalf("the other store's flow %d is not seen", i)
+		}
+	}
+	if err := a.Check(bg); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -192,16 +192,25 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 		return err
 	}
 	writable := mode != modeRead
+	// A read while a handle is kept (this process wrote within KeepOpen)
+	// reuses it under the shared lock, like an Update under the exclusive
+	// one: no open, mapping or unmapping. Reads of a process that does not
+	// write run concurrently on handles of their own.
+	useKept := mode == modeWrite
 	if writable {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-	} else {
-		s.mu.RLock()
+	} else if s.mu.RLock(); s.kept == nil {
 		defer s.mu.RUnlock()
+	} else {
+		s.mu.RUnlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		useKept = true
 	}
 	var h *handle
-	if mode == modeWrite {
-		h, err = s.acquireKept(ctx)
+	if useKept {
+		h, useKept, err = s.acquireKept(ctx, mode)
 	} else {
 		h, err = s.acquire(ctx, func() (*handle, error) { return s.tryOpen(mode) })
 	}
@@ -228,7 +237,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 				return
 			}
 		}
-		if mode == modeWrite && (err == nil || keepable) && s.keep(h) {
+		if useKept && (err == nil || keepable) && s.keep(h) {
 			return
 		}
 		if cerr := h.close(); cerr != nil && err == nil {
@@ -332,30 +341,33 @@ func (s *Store) closeKept() {
 	}
 }
 
-// acquireKept locks the handle kept by the last Update and returns it if
-// nobody else wrote the file since (same file, same last transaction, same
-// size); otherwise it opens the file as acquire does. Called with mu held
-// for writing.
-func (s *Store) acquireKept(ctx context.Context) (*handle, error) {
+// acquireKept locks the handle kept by the last Update — exclusively for
+// a write, shared for a read — and returns it if nobody else wrote the file
+// since (same file, same last transaction, same size). Otherwise it opens
+// the file as acquire does, and reports whether that handle may be kept
+// afterwards (a write's; a read opens the file read-only and closes it).
+// Called with mu held for writing.
+func (s *Store) acquireKept(ctx context.Context, mode txMode) (*handle, bool, error) {
 	h := s.kept
 	s.kept = nil
 	if h != nil {
 		locked, err := s.acquire(ctx, func() (*handle, error) {
-			if lockFile(h.file) {
+			if lockFile(h.file, mode != modeRead) {
 				return h, nil
 			}
 			return nil, berrors.ErrTimeout
 		})
 		if err != nil {
 			_ = h.close()
-			return nil, err
+			return nil, false, err
 		}
 		if s.unchanged(locked) {
-			return locked, nil
+			return locked, true, nil
 		}
 		_ = h.close()
 	}
-	return s.acquire(ctx, func() (*handle, error) { return s.tryOpen(modeWrite) })
+	open, err := s.acquire(ctx, func() (*handle, error) { return s.tryOpen(mode) })
+	return open, mode == modeWrite, err
 }
 
 // unchanged reports whether the locked handle h still sees the file as it

@@ -13,4 +13,4 @@ const canKeepOpen = false
 func unlockFile(*os.File) {}
 
 // lockFile is never called where canKeepOpen is false.
-func lockFile(*os.File) bool { return false }
+func lockFile(*os.File, bool) bool { return false }
