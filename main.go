@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -32,7 +31,7 @@ import (
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
-	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/tui"
 )
 
@@ -152,6 +151,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.uninstallCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
+		a.storeCommand(),
 	)
 	return root
 }
@@ -166,12 +166,13 @@ func writeJSON(w io.Writer, v any) error {
 
 // ---- the store and the engine service ----
 
-// openService opens the shared store ($STRATUM_HOME/stratum.db) and returns
-// the engine service over it. Every command that opens the store first
+// openService opens the shared store ($STRATUM_HOME/stratum.db, or what
+// STRATUM_STORE / store: select: store/backend) and returns the engine
+// service over it. Every command that opens the store first
 // applies the gate deadlines that have passed (persisted
 // deadlines are enforced by whichever stratum process runs), so no command
 // shows or decides a gate whose time is up.
-func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
+func openService(ctx context.Context) (*engine.Service, *backend.Opened, error) {
 	svc, st, err := openServiceNoSweep()
 	if err != nil {
 		return nil, nil, err
@@ -182,18 +183,46 @@ func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
 	return svc, st, nil
 }
 
-// openServiceNoSweep opens the store in the state directory (config.Home)
+// openServiceNoSweep opens the store the settings select (openStore)
 // without applying expired deadlines.
-func openServiceNoSweep() (*engine.Service, *store.Store, error) {
-	home, err := config.Home()
+func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
+	st, err := openStore(context.Background())
 	if err != nil {
-		return nil, nil, failErr(err)
-	}
-	st, err := store.Open(filepath.Join(home, store.FileName), store.Options{})
-	if err != nil {
-		return nil, nil, failErr(err)
+		return nil, nil, err
 	}
 	return &engine.Service{Root: ".", Store: st}, st, nil
+}
+
+// storeSettings are the store settings: STRATUM_STORE and STRATUM_ETCD_*
+// over store:/store_timeout:/etcd: of the config files (store/backend).
+func storeSettings() (backend.Settings, error) {
+	home, err := config.Home()
+	if err != nil {
+		return backend.Settings{}, failErr(err)
+	}
+	cfg, err := config.Load(".")
+	if err != nil {
+		return backend.Settings{}, usageErr("%v", err)
+	}
+	s, err := backend.FromEnv(home, cfg, nil)
+	if err != nil {
+		return s, usageErr("%v", err)
+	}
+	return s, nil
+}
+
+// openStore opens the bbolt file ($STRATUM_HOME/stratum.db by default) or
+// the etcd cluster the settings select.
+func openStore(ctx context.Context) (*backend.Opened, error) {
+	s, err := storeSettings()
+	if err != nil {
+		return nil, err
+	}
+	st, err := backend.Open(ctx, s)
+	if err != nil {
+		return nil, failErr(err)
+	}
+	return st, nil
 }
 
 // withService is a RunE that opens the service (openService) and hands it
@@ -870,7 +899,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			specDirs = append(specDirs, args...)
 			explicitDirs := len(specDirs) > 0
-			svc, _, err := openService(cmd.Context())
+			svc, opened, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -881,7 +910,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 				go func() { _ = svc.EnforceDeadlines(cmd.Context(), mcpserver.DefaultSweepInterval, func(int, error) {}) }()
 			}
 			if plain {
-				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once}
+				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once, Backend: opened.Name()}
 				if len(specDirs) > 0 && !once {
 					w, err := watch.New(specDirs, watch.DefaultOptions())
 					if err != nil {
@@ -916,7 +945,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			reviewer := review.CurrentUser()
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
-				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: unwrapWriter(a.stdout), Runner: runner.Background{Service: svc, Config: cfg}})
+				Keys: keys, NoColor: noColor, Reviewer: reviewer, Backend: opened.Name(), In: a.stdin, Out: unwrapWriter(a.stdout), Runner: runner.Background{Service: svc, Config: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
 				return failErr(err)
 			}

@@ -21,6 +21,9 @@ type PlainOptions struct {
 	Specs <-chan watch.Update
 	// Once prints the current state and returns without following.
 	Once bool
+	// Backend names the store ("etcd etcd://…/team"), printed in the state
+	// line as store="…" when set.
+	Backend string
 }
 
 // RunPlain is the line mode (`stratum tui --plain`): it prints the state of
@@ -52,7 +55,11 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 		}
 	}
 	now := time.Now()
-	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d waiting_gates=%d\n", stamp(now), len(flows), running, len(reviews))
+	store := ""
+	if opt.Backend != "" {
+		store = fmt.Sprintf(" store=%q", opt.Backend)
+	}
+	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d waiting_gates=%d%s\n", stamp(now), len(flows), running, len(reviews), store)
 	for _, r := range reviews {
 		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%q question=%q\n",
 			stamp(now), specs.EscapeControl(r.FlowID), specs.EscapeControl(r.FlowName), specs.EscapeControl(r.StepID), r.Round, deadlineText(r, now), r.Question)

@@ -238,3 +238,20 @@ func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
 	}
 	return nil
 }
+
+// CacheKeys lists the keys of the result cache (for stratum store copy and
+// info; the port has no listing of the cache).
+func (s *Store) CacheKeys(ctx context.Context) ([]string, error) {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	p := s.key("k/")
+	r, err := s.cli.Get(c, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	out := make([]string, len(r.Kvs))
+	for i, k := range r.Kvs {
+		out[i] = strings.TrimPrefix(string(k.Key), p)
+	}
+	return out, nil
+}
