@@ -41,7 +41,6 @@ func (s *Store) wrap(op string, err error) error {
 		return err
 	}
 	timeout := s.timeout.String()
-	eps := strings.Join(s.eps, ",")
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
@@ -57,9 +56,9 @@ func (s *Store) wrap(op string, err error) error {
 		return &Error{Store: s.String(), Msg: op + ": permission denied; the etcd user needs read/write on the prefix " + s.pfx, Err: errors.Join(ErrAuth, err)}
 	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost):
-		return &Error{Store: s.String(), Msg: op + ": the cluster has no leader (quorum lost or an election under way); check that a majority of the members of " + eps + " are running, then retry", Err: errors.Join(ErrUnavailable, err)}
+		return &Error{Store: s.String(), Msg: op + ": the cluster has no leader (quorum lost or an election under way); check that a majority of the members are running, then retry", Err: errors.Join(ErrUnavailable, err)}
 	case errors.Is(err, context.DeadlineExceeded), status.Code(err) == codes.DeadlineExceeded, status.Code(err) == codes.Unavailable:
-		return &Error{Store: s.String(), Msg: op + ": no answer from " + eps + " within " + timeout + " (unreachable, TLS mismatch, or no quorum); check that the members are running and reachable, or raise store_timeout", Err: errors.Join(ErrUnavailable, context.DeadlineExceeded)}
+		return &Error{Store: s.String(), Msg: op + ": no answer within " + timeout + " (members unreachable, TLS mismatch, or no quorum); check that a majority of the members are running and reachable from here, or raise store_timeout / STRATUM_STORE_TIMEOUT", Err: errors.Join(ErrUnavailable, context.DeadlineExceeded)}
 	case errors.Is(err, engine.ErrConflict):
 		return &Error{Store: s.String(), Msg: op + ": " + err.Error(), Err: err}
 	}
