@@ -41,8 +41,14 @@ func freePort(t testing.TB) int {
 }
 
 // Start runs an n-member cluster and waits until it serves; it is stopped
-// when the test ends.
-func Start(t testing.TB, n int) *Cluster {
+// when the test ends. Members do not fsync (see StartFsync).
+func Start(t testing.TB, n int) *Cluster { return start(t, n, false) }
+
+// StartFsync is Start with members that fsync as a real deployment does
+// (for benchmarks).
+func StartFsync(t testing.TB, n int) *Cluster { return start(t, n, true) }
+
+func start(t testing.TB, n int, fsync bool) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, dir: t.TempDir()}
 	var initial []string
@@ -72,7 +78,7 @@ func Start(t testing.TB, n int) *Cluster {
 		cfg.LogOutputs = []string{filepath.Join(c.dir, c.names[i]+".log")}
 		// Test data lives in a temporary directory: durability across a
 		// power cut is not what these tests check, and fsync dominates.
-		cfg.UnsafeNoFsync = true
+		cfg.UnsafeNoFsync = !fsync
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
