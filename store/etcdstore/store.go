@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -57,6 +58,9 @@ type Store struct {
 	tls     bool
 
 	purging sync.Mutex
+	// watchReads counts the log reads of every Watch (tests check that a
+	// watcher is woken, not spinning).
+	watchReads atomic.Int64
 }
 
 var _ engine.Store = (*Store)(nil)

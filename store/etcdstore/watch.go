@@ -26,6 +26,12 @@ const watchRetry = 500 * time.Millisecond
 // loses nothing. A watch cancelled by the cluster (compaction, no leader)
 // is re-established after a fresh read.
 func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
+	return s.watch(ctx, after, 0)
+}
+
+// watch is Watch whose first etcd watch starts at revision from when it is
+// not zero (the tests start it below a compaction).
+func (s *Store) watch(ctx context.Context, after uint64, from int64) (<-chan []engine.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -39,6 +45,7 @@ func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event,
 			// rev+1: nothing committed in between is missed.
 			var evs []engine.Event
 			var rev int64
+			s.watchReads.Add(1)
 			err := s.View(ctx, func(etx engine.Tx) error {
 				t := etx.(*tx)
 				var err error
@@ -67,7 +74,11 @@ func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event,
 				continue
 			}
 			if sub == nil {
-				sub = s.subscribe(ctx, rev+1)
+				if from == 0 {
+					from = rev + 1
+				}
+				sub = s.subscribe(ctx, from)
+				from = 0
 			}
 			select {
 			case resp, ok := <-sub.ch:
