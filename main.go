@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -33,7 +32,7 @@ import (
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
-	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/tui"
 )
 
@@ -164,6 +163,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.uninstallCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
+		a.storeCommand(),
 	)
 	return root
 }
@@ -178,12 +178,13 @@ func writeJSON(w io.Writer, v any) error {
 
 // ---- the store and the engine service ----
 
-// openService opens the shared store ($STRATUM_HOME/stratum.db) and returns
-// the engine service over it. Every command that opens the store first
+// openService opens the shared store ($STRATUM_HOME/stratum.db, or what
+// STRATUM_STORE / store: select: store/backend) and returns the engine
+// service over it. Every command that opens the store first
 // applies the gate deadlines that have passed (persisted
 // deadlines are enforced by whichever stratum process runs), so no command
 // shows or decides a gate whose time is up.
-func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
+func openService(ctx context.Context) (*engine.Service, *backend.Opened, error) {
 	svc, st, err := openServiceNoSweep()
 	if err != nil {
 		return nil, nil, err
@@ -194,18 +195,46 @@ func openService(ctx context.Context) (*engine.Service, *store.Store, error) {
 	return svc, st, nil
 }
 
-// openServiceNoSweep opens the store in the state directory (config.Home)
+// openServiceNoSweep opens the store the settings select (openStore)
 // without applying expired deadlines.
-func openServiceNoSweep() (*engine.Service, *store.Store, error) {
-	home, err := config.Home()
+func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
+	st, err := openStore(context.Background())
 	if err != nil {
-		return nil, nil, failErr(err)
-	}
-	st, err := store.Open(filepath.Join(home, store.FileName), store.Options{})
-	if err != nil {
-		return nil, nil, failErr(err)
+		return nil, nil, err
 	}
 	return &engine.Service{Root: ".", Store: st}, st, nil
+}
+
+// storeSettings are the store settings: STRATUM_STORE and STRATUM_ETCD_*
+// over store:/store_timeout:/etcd: of the config files (store/backend).
+func storeSettings() (backend.Settings, error) {
+	home, err := config.Home()
+	if err != nil {
+		return backend.Settings{}, failErr(err)
+	}
+	cfg, err := config.Load(".")
+	if err != nil {
+		return backend.Settings{}, usageErr("%v", err)
+	}
+	s, err := backend.FromEnv(home, cfg, nil)
+	if err != nil {
+		return s, usageErr("%v", err)
+	}
+	return s, nil
+}
+
+// openStore opens the bbolt file ($STRATUM_HOME/stratum.db by default) or
+// the etcd cluster the settings select.
+func openStore(ctx context.Context) (*backend.Opened, error) {
+	s, err := storeSettings()
+	if err != nil {
+		return nil, err
+	}
+	st, err := backend.Open(ctx, s)
+	if err != nil {
+		return nil, failErr(err)
+	}
+	return st, nil
 }
 
 // withService is a RunE that opens the service (openService) and hands it
@@ -721,7 +750,11 @@ Register it for a project with "stratum install".`,
 			}
 			// Which store this server shares (a client may start it with
 			// another $STRATUM_HOME than the shell's).
-			fmt.Fprintf(a.stderr, "stratum mcp: store %s (schema %d)\n", st.Path(), store.SchemaVersion)
+			schema, err := st.SchemaVersion(cmd.Context())
+			if err != nil {
+				return failErr(err)
+			}
+			fmt.Fprintf(a.stderr, "stratum mcp: store %s (schema %d)\n", st.Name(), schema)
 			if os.Getenv("GOGC") == "" {
 				// A long-lived server with a small live heap: collecting at
 				// 5x the live heap instead of 2x cuts the collector's share
@@ -965,7 +998,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			specDirs = append(specDirs, args...)
 			explicitDirs := len(specDirs) > 0
-			svc, _, err := openService(cmd.Context())
+			svc, opened, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -976,7 +1009,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 				go func() { _ = svc.EnforceDeadlines(cmd.Context(), mcpserver.DefaultSweepInterval, func(int, error) {}) }()
 			}
 			if plain {
-				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once}
+				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once, Backend: opened.Name()}
 				if len(specDirs) > 0 && !once {
 					w, err := watch.New(specDirs, watch.DefaultOptions())
 					if err != nil {
@@ -1011,7 +1044,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			}
 			reviewer := review.CurrentUser()
 			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
-				Keys: keys, NoColor: noColor, Reviewer: reviewer, In: a.stdin, Out: unwrapWriter(a.stdout), Runner: runner.Background{Service: svc, Config: cfg}})
+				Keys: keys, NoColor: noColor, Reviewer: reviewer, Backend: opened.Name(), In: a.stdin, Out: unwrapWriter(a.stdout), Runner: runner.Background{Service: svc, Config: cfg}})
 			if err != nil && cmd.Context().Err() == nil {
 				return failErr(err)
 			}
@@ -1022,5 +1055,115 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 	cmd.Flags().BoolVar(&once, "once", false, "with --plain: print the current state and exit")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "no colours (NO_COLOR is honoured too)")
 	cmd.Flags().StringArrayVar(&specDirs, "watch", nil, "directory of *.stratum.yaml specs for the Specs pane (default .; repeatable); with --plain, stream their validation too")
+	return cmd
+}
+
+// ---- store: inspection and migration between backends ----
+
+func (a *app) storeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "store",
+		Short: "Inspect the store, or copy it to another (bbolt file ⇄ etcd)",
+		Long: `The store holds every flow, the event log and the result cache: the bbolt file
+$STRATUM_HOME/stratum.db, or an etcd cluster when STRATUM_STORE (or store: in config.yaml) is
+etcd://HOST:PORT[,HOST:PORT…]/PREFIX. See README, "Team mode".`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(a.storeInfoCommand(), a.storeCopyCommand())
+	return cmd
+}
+
+func (a *app) storeInfoCommand() *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Print the backend, its endpoints or path, schema version and counts",
+		Long: `Info opens the store the settings select (STRATUM_STORE, store: in config.yaml, else
+$STRATUM_HOME/stratum.db) and prints the backend, its path or endpoints and prefix, the schema
+version, and how many flows (by status), pending gates, events and cache entries it holds.
+Credentials are never printed.`,
+		Example: "  stratum store info\n  STRATUM_STORE=etcd://127.0.0.1:2379/team stratum store info --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			info, err := backend.Describe(cmd.Context(), st)
+			if err != nil {
+				return failErr(err)
+			}
+			if jsonOut {
+				return writeJSON(a.stdout, info)
+			}
+			return info.WriteText(a.stdout)
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) storeCopyCommand() *cobra.Command {
+	var from, to string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "copy --from SRC --to DST [--force]",
+		Short: "Copy flows, events and the cache from one store to another",
+		Long: `Copy copies every flow (with its summary, times and version), the event log (in order;
+the destination numbers events afresh) and the result cache from SRC to DST. Each is a bbolt
+file path or etcd://HOST:PORT[,HOST:PORT…]/PREFIX; TLS and credentials come from the same
+settings as for every command (STRATUM_ETCD_*, etcd: in config.yaml). A destination that
+holds flows or events is refused unless --force: then each flow of SRC is replaced in DST
+(its events too), so copying again gives the same result. Stop the writers of SRC first:
+flows changed during the copy may be copied as they were before.`,
+		Example: `  stratum store copy --from ~/.stratum/stratum.db --to etcd://10.0.0.5:2379/team
+  stratum store copy --from etcd://10.0.0.5:2379/team --to backup.db`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" || to == "" {
+				return usageErr("store copy needs --from SRC and --to DST")
+			}
+			settings, err := storeSettings()
+			if err != nil {
+				return err
+			}
+			srcLoc, err := backend.Parse(from)
+			if err != nil {
+				return usageErr("--from: %v", err)
+			}
+			dstLoc, err := backend.Parse(to)
+			if err != nil {
+				return usageErr("--to: %v", err)
+			}
+			if srcLoc.String() == dstLoc.String() {
+				return usageErr("--from and --to are the same store")
+			}
+			ctx := cmd.Context()
+			src, err := backend.OpenAt(ctx, srcLoc, settings)
+			if err != nil {
+				return failErr(err)
+			}
+			defer src.Close()
+			clock := &backend.FixedClock{}
+			settings.Now = clock.Now
+			dst, err := backend.OpenAt(ctx, dstLoc, settings)
+			if err != nil {
+				return failErr(err)
+			}
+			defer dst.Close()
+			n, err := backend.Copy(ctx, src, dst, clock, force)
+			if errors.Is(err, backend.ErrNotEmpty) {
+				return &exitError{code: exitFailure, err: err}
+			}
+			if err != nil {
+				return failErr(fmt.Errorf("%v (copied so far: %d flows, %d events, %d cache entries; run again with --force to finish)", err, n.Flows, n.Events, n.Cache))
+			}
+			return writeJSON(a.stdout, map[string]any{"from": src.Name(), "to": dst.Name(), "flows": n.Flows, "events": n.Events, "cache_entries": n.Cache})
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "source store: a bbolt path or etcd://HOST:PORT[,…]/PREFIX")
+	cmd.Flags().StringVar(&to, "to", "", "destination store, same forms")
+	cmd.Flags().BoolVar(&force, "force", false, "replace the flows the destination shares with the source")
 	return cmd
 }

@@ -29,6 +29,8 @@ type Options struct {
 	Keys     KeyMap
 	Styles   Styles
 	Reviewer string // identity recorded with decisions ($USER)
+	// Backend names the store, shown at the right of the header.
+	Backend string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Events delivers batches of new store events (Source.Watch); nil

@@ -21,6 +21,9 @@ type PlainOptions struct {
 	Specs <-chan watch.Update
 	// Once prints the current state and returns without following.
 	Once bool
+	// Backend names the store ("etcd etcd://…/team"), printed in the state
+	// line as store="…" when set.
+	Backend string
 }
 
 // RunPlain is the line mode (`stratum tui --plain`): it prints the state of
@@ -59,7 +62,11 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 			running++
 		}
 	}
-	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d\n", stamp(now), len(flows), running, len(stalled), len(reviews))
+	store := ""
+	if opt.Backend != "" {
+		store = fmt.Sprintf(" store=%q", opt.Backend)
+	}
+	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), len(flows), running, len(stalled), len(reviews), store)
 	for _, f := range stalled {
 		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%q\n",
 			stamp(now), specs.EscapeControl(f.FlowID), specs.EscapeControl(f.FlowName), f.Status, specs.EscapeControl(f.CurrentStep), "stratum run --resume "+f.FlowID)

@@ -23,11 +23,14 @@ type RunOptions struct {
 	Reviewer string
 	// Runner, when set, lets the Specs pane run flows in-process; their
 	// gates are offered to the console's own Sink.
-	Runner  FlowRunner
-	Sink    *review.Queue
-	In      io.Reader
-	Out     io.Writer
-	NoAlt   bool // stay in the normal screen buffer
+	Runner FlowRunner
+	Sink   *review.Queue
+	In     io.Reader
+	Out    io.Writer
+	NoAlt  bool // stay in the normal screen buffer
+	// Backend names the store in the header ("etcd etcd://…/team"); main
+	// passes it, as the TUI never imports a store.
+	Backend string
 	Program []tea.ProgramOption
 }
 
@@ -62,7 +65,7 @@ func Run(ctx context.Context, opt RunOptions) error {
 	mo := Options{
 		Source: opt.Source, Keys: opt.Keys, Reviewer: opt.Reviewer,
 		Styles: DefaultStyles(NewRenderer(opt.Out, opt.NoColor || noColor())),
-		Events: events, Specs: specUpdates, Clipboard: opt.Out,
+		Events: events, Specs: specUpdates, Clipboard: opt.Out, Backend: opt.Backend,
 	}
 	if opt.Sink == nil {
 		opt.Sink = review.NewQueue(0, 0)

@@ -67,6 +67,9 @@ func (m *Model) headerLine() string {
 	}
 	left += s.Waiting.Render(fmt.Sprintf("%d waiting gate%s", waiting, plural(waiting))) + " · " +
 		fmt.Sprintf("%d flows", len(m.flows))
+	if m.opt.Backend != "" {
+		left += "  " + s.Muted.Render("on "+clean(m.opt.Backend))
+	}
 	switch {
 	case m.loadErr != nil:
 		left += "  " + s.Error.Render("store: "+clean(m.loadErr.Error()))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -43,8 +44,29 @@ type Config struct {
 	// (llm_timeout: a duration such as 90s or 10m, or seconds; 0 = the
 	// executor's default).
 	LLMTimeout time.Duration
+	// Store selects the store (store:): a bbolt file path, or
+	// etcd://HOST:PORT[,HOST:PORT…]/PREFIX. Empty: the default file.
+	// STRATUM_STORE overrides it (store/backend applies the environment).
+	Store string
+	// StoreTimeout bounds each call to the store (store_timeout; 0: the
+	// backend's default).
+	StoreTimeout time.Duration
+	// Etcd are the etcd client's credentials and TLS files (etcd:).
+	Etcd Etcd
 	// Files are the files that were read, in order.
 	Files []string
+}
+
+// Etcd configures the client of an etcd store. Relative file names are
+// resolved against the directory of the config file that set them.
+type Etcd struct {
+	CertFile string // cert: client certificate (PEM)
+	KeyFile  string // key: its private key (PEM)
+	CAFile   string // ca: the CA that signed the members' certificates
+	User     string // user
+	Password string // password (never printed)
+	// Insecure allows plain TCP to an endpoint that is not loopback.
+	Insecure bool // insecure: true
 }
 
 // Command is how an agent CLI starts: Argv, or Shell (run by `sh -c`).
@@ -99,6 +121,30 @@ type raw struct {
 	Agents       map[string]yaml.Node `yaml:"agents"`
 	Keys         map[string]yaml.Node `yaml:"keys"`
 	LLMTimeout   yaml.Node            `yaml:"llm_timeout"`
+	Store        string               `yaml:"store"`
+	StoreTimeout yaml.Node            `yaml:"store_timeout"`
+	Etcd         struct {
+		Cert     string `yaml:"cert"`
+		Key      string `yaml:"key"`
+		CA       string `yaml:"ca"`
+		User     string `yaml:"user"`
+		Password string `yaml:"password"`
+		Insecure *bool  `yaml:"insecure"`
+	} `yaml:"etcd"`
+}
+
+// relTo resolves name against the directory of the config file (a leading
+// ~/ is the user's home directory).
+func relTo(file, name string) string {
+	if rest, ok := strings.CutPrefix(name, "~/"); ok {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, rest)
+		}
+	}
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(filepath.Dir(file), name)
 }
 
 func (c *Config) merge(file string, b []byte) error {
@@ -113,15 +159,45 @@ func (c *Config) merge(file string, b []byte) error {
 	for k, v := range r.BaseURLs {
 		c.BaseURLs[k] = v
 	}
-	if n := r.LLMTimeout; n.Kind != 0 {
+	duration := func(name string, n yaml.Node, into *time.Duration) error {
+		if n.Kind == 0 {
+			return nil
+		}
 		d, err := time.ParseDuration(n.Value)
 		if secs, serr := strconv.Atoi(n.Value); serr == nil {
 			d, err = time.Duration(secs)*time.Second, nil
 		}
 		if n.Kind != yaml.ScalarNode || err != nil || d <= 0 {
-			return fmt.Errorf("config %s: llm_timeout: want a positive duration such as 90s or 10m, or seconds", at(n))
+			return fmt.Errorf("config %s: %s: want a positive duration such as 90s or 10m, or seconds", at(n), name)
 		}
-		c.LLMTimeout = d
+		*into = d
+		return nil
+	}
+	if err := duration("llm_timeout", r.LLMTimeout, &c.LLMTimeout); err != nil {
+		return err
+	}
+	if err := duration("store_timeout", r.StoreTimeout, &c.StoreTimeout); err != nil {
+		return err
+	}
+	if r.Store != "" {
+		c.Store = r.Store
+		if !strings.Contains(r.Store, "://") {
+			c.Store = relTo(file, r.Store)
+		}
+	}
+	for _, f := range []struct{ from, into *string }{{&r.Etcd.Cert, &c.Etcd.CertFile}, {&r.Etcd.Key, &c.Etcd.KeyFile}, {&r.Etcd.CA, &c.Etcd.CAFile}} {
+		if *f.from != "" {
+			*f.into = relTo(file, *f.from)
+		}
+	}
+	if r.Etcd.User != "" {
+		c.Etcd.User = r.Etcd.User
+	}
+	if r.Etcd.Password != "" {
+		c.Etcd.Password = r.Etcd.Password
+	}
+	if r.Etcd.Insecure != nil {
+		c.Etcd.Insecure = *r.Etcd.Insecure
 	}
 	for name, node := range r.Agents {
 		var cmd Command

@@ -112,3 +112,26 @@ func TestLLMTimeout(t *testing.T) {
 		t.Fatalf("project llm_timeout: %v, %v", cfg.LLMTimeout, err)
 	}
 }
+
+func TestLoadStoreSettings(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	t.Setenv("STRATUM_HOME", home)
+	write(t, filepath.Join(home, FileName), "store: etcd://127.0.0.1:2379/team\nstore_timeout: 3s\netcd:\n  ca: certs/ca.pem\n  user: ann\n  password: pw\n")
+	write(t, filepath.Join(project, ".stratum", FileName), "etcd:\n  insecure: true\n  cert: /abs/c.pem\n")
+	cfg, err := Load(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Etcd{CAFile: filepath.Join(home, "certs/ca.pem"), CertFile: "/abs/c.pem", User: "ann", Password: "pw", Insecure: true}
+	if cfg.Store != "etcd://127.0.0.1:2379/team" || cfg.StoreTimeout != 3*time.Second || cfg.Etcd != want {
+		t.Fatalf("store settings = %q %v %+v", cfg.Store, cfg.StoreTimeout, cfg.Etcd)
+	}
+	write(t, filepath.Join(project, ".stratum", FileName), "store: other.db\nstore_timeout: soon\n")
+	if _, err := Load(project); err == nil || !strings.Contains(err.Error(), "store_timeout") {
+		t.Fatalf("a bad store_timeout: %v", err)
+	}
+	write(t, filepath.Join(project, ".stratum", FileName), "store: other.db\n")
+	if cfg, err := Load(project); err != nil || cfg.Store != filepath.Join(project, ".stratum", "other.db") {
+		t.Fatalf("a relative store path = %q, %v", cfg.Store, err)
+	}
+}

@@ -19,7 +19,7 @@ func TestLogsStoreAtStartup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("stratum mcp: store %s (schema %d)\n", path, store.SchemaVersion)
+	want := fmt.Sprintf("stratum mcp: store bbolt %s (schema %d)\n", path, store.SchemaVersion)
 	if got := s.stderr.String(); !strings.Contains(got, want) {
 		t.Errorf("stderr %q does not contain %q", got, want)
 	}

@@ -1,0 +1,237 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/etcdstore"
+)
+
+// Counts is what a store holds.
+type Counts struct {
+	Flows    int                       `json:"flows"`
+	ByStatus map[engine.FlowStatus]int `json:"by_status"`
+	Gates    int                       `json:"pending_gates"`
+	Events   int                       `json:"events"`
+	LastSeq  uint64                    `json:"last_seq"`
+	Cache    int                       `json:"cache_entries"`
+}
+
+// Count reads the counts of o.
+func (o *Opened) Count(ctx context.Context) (Counts, error) {
+	c := Counts{ByStatus: map[engine.FlowStatus]int{}}
+	err := o.View(ctx, func(tx engine.Tx) error {
+		sums, err := tx.List(engine.ListFilter{})
+		if err != nil {
+			return err
+		}
+		c.Flows = len(sums)
+		for _, s := range sums {
+			c.ByStatus[s.Status]++
+		}
+		g, err := tx.PendingGates()
+		if err != nil {
+			return err
+		}
+		c.Gates = len(g)
+		evs, err := tx.Events(0, 0)
+		if err != nil {
+			return err
+		}
+		c.Events = len(evs)
+		c.LastSeq, err = tx.LastSeq()
+		return err
+	})
+	if err != nil {
+		return c, err
+	}
+	keys, err := o.cacheKeys(ctx)
+	c.Cache = len(keys)
+	return c, err
+}
+
+// cacheKeys lists the cache (the port cannot: each backend can).
+func (o *Opened) cacheKeys(ctx context.Context) ([]string, error) {
+	if e, ok := o.Store.(*etcdstore.Store); ok {
+		return e.CacheKeys(ctx)
+	}
+	// The bbolt file's cache bucket (store/doc.go, "Schema"), read-only
+	// under bbolt's shared lock like any View of the store.
+	db, err := bolt.Open(o.Location.Path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", o.Location.Path, err)
+	}
+	defer db.Close()
+	var keys []string
+	err = db.View(func(btx *bolt.Tx) error {
+		b := btx.Bucket([]byte("cache"))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error { keys = append(keys, string(k)); return nil })
+	})
+	return keys, err
+}
+
+// ErrNotEmpty is returned by Copy when the destination holds flows or
+// events and force is not set.
+var ErrNotEmpty = errors.New("the destination store is not empty")
+
+// eventsPerTx bounds the events copied in one transaction (an etcd
+// transaction holds at most 128 operations by default; an event is two).
+const eventsPerTx = 50
+
+// Copy copies every flow (state, summary, stamps), the event log (in order;
+// sequence numbers are assigned afresh by dst, densely) and the cache from
+// src to dst. dst must be empty unless force: then every flow of src, and
+// every flow with events in src, is first deleted from dst with its events,
+// so copying again gives the same result (the copy is idempotent). The
+// destination must have been opened with clock as its clock: Copy sets it
+// so copied flows keep their UpdatedAt. Each flow and each batch of events
+// is its own transaction: an interrupted copy is finished by running it
+// again with force.
+func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) (Counts, error) {
+	var n Counts
+	if !force {
+		var nonEmpty bool
+		if err := dst.View(ctx, func(tx engine.Tx) error {
+			sums, err := tx.List(engine.ListFilter{Limit: 1})
+			if err != nil {
+				return err
+			}
+			last, err := tx.LastSeq()
+			nonEmpty = len(sums) > 0 || last > 0
+			return err
+		}); err != nil {
+			return n, err
+		}
+		if nonEmpty {
+			return n, fmt.Errorf("%w (%s); pass --force to replace the flows it shares with the source", ErrNotEmpty, dst.Name())
+		}
+	}
+	var sums []engine.FlowSummary
+	var evs []engine.Event
+	if err := src.View(ctx, func(tx engine.Tx) error {
+		var err error
+		if sums, err = tx.List(engine.ListFilter{}); err != nil {
+			return err
+		}
+		evs, err = tx.Events(0, 0)
+		return err
+	}); err != nil {
+		return n, err
+	}
+	if force {
+		ids := map[string]bool{}
+		for _, s := range sums {
+			ids[s.FlowID] = true
+		}
+		for _, e := range evs {
+			ids[e.FlowID] = true
+		}
+		for _, id := range slices.Sorted(func(y func(string) bool) {
+			for id := range ids {
+				if !y(id) {
+					return
+				}
+			}
+		}) {
+			if err := dst.Update(ctx, func(tx engine.Tx) error { return tx.Delete(id) }); err != nil {
+				return n, err
+			}
+		}
+	}
+	// Oldest first, so a listing of the copy is in the same order.
+	slices.Reverse(sums)
+	for _, sum := range sums {
+		var st *engine.FlowState
+		if err := src.View(ctx, func(tx engine.Tx) error {
+			var err error
+			st, err = tx.Get(sum.FlowID)
+			return err
+		}); errors.Is(err, engine.ErrNotFound) {
+			continue // deleted meanwhile
+		} else if err != nil {
+			return n, err
+		}
+		updated, version := st.UpdatedAt, st.Version
+		clock.Set(updated)
+		err := dst.Update(ctx, func(tx engine.Tx) error {
+			st.Version = version - 1 // Put moves it one on
+			st.UpdatedAt = updated
+			return tx.Put(st, sum)
+		})
+		clock.Set(time.Time{})
+		if err != nil {
+			return n, fmt.Errorf("copying flow %s: %w", sum.FlowID, err)
+		}
+		n.Flows++
+	}
+	for i := 0; i < len(evs); i += eventsPerTx {
+		batch := evs[i:min(i+eventsPerTx, len(evs))]
+		if err := dst.Update(ctx, func(tx engine.Tx) error {
+			c := slices.Clone(batch)
+			for j := range c {
+				c[j].Seq = 0
+			}
+			return tx.Append(c...)
+		}); err != nil {
+			return n, fmt.Errorf("copying events: %w", err)
+		}
+		n.Events += len(batch)
+	}
+	keys, err := src.cacheKeys(ctx)
+	if err != nil {
+		return n, err
+	}
+	for _, k := range keys {
+		var v []byte
+		var ok bool
+		if err := src.View(ctx, func(tx engine.Tx) error {
+			var err error
+			v, ok, err = tx.CacheGet(k)
+			return err
+		}); err != nil {
+			return n, err
+		}
+		if !ok {
+			continue
+		}
+		if err := dst.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(k, v) }); err != nil {
+			return n, err
+		}
+		n.Cache++
+	}
+	return n, nil
+}
+
+// FixedClock is a store clock Copy can pin: Now returns the pinned time, or
+// time.Now when none is.
+type FixedClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now is the clock to give the destination (Settings.Now).
+func (c *FixedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.t.IsZero() {
+		return time.Now()
+	}
+	return c.t
+}
+
+// Set pins the clock at t (zero: unpin).
+func (c *FixedClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}

@@ -1,0 +1,56 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Info is what `stratum store info` prints: the backend, where it is, its
+// schema version and what it holds. It never carries credentials.
+type Info struct {
+	Backend   string   `json:"backend"`
+	Path      string   `json:"path,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
+	Prefix    string   `json:"prefix,omitempty"`
+	Schema    int      `json:"schema_version"`
+	Counts
+}
+
+// Describe reads the Info of an opened store.
+func Describe(ctx context.Context, st *Opened) (Info, error) {
+	info := Info{Backend: st.Location.Kind}
+	if st.Location.Kind == KindBbolt {
+		info.Path = st.Location.Path
+	} else {
+		info.Endpoints, info.Prefix = st.Location.Endpoints, st.Location.Prefix
+	}
+	var err error
+	if info.Schema, err = st.SchemaVersion(ctx); err != nil {
+		return info, err
+	}
+	info.Counts, err = st.Count(ctx)
+	return info, err
+}
+
+// WriteText prints the info for a person, one aligned line per field.
+func (info Info) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "backend:        %s\n", info.Backend)
+	if info.Path != "" {
+		fmt.Fprintf(&b, "path:           %s\n", info.Path)
+	} else {
+		fmt.Fprintf(&b, "endpoints:      %s\nprefix:         %s\n", strings.Join(info.Endpoints, ","), info.Prefix)
+	}
+	fmt.Fprintf(&b, "schema version: %d\nflows:          %d", info.Schema, info.Flows)
+	for _, s := range slices.Sorted(maps.Keys(info.ByStatus)) {
+		fmt.Fprintf(&b, " · %s %d", s, info.ByStatus[s])
+	}
+	fmt.Fprintf(&b, "\npending gates:  %d\nevents:         %d (last sequence %d)\ncache entries:  %d\n",
+		info.Gates, info.Events, info.LastSeq, info.Cache)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,159 @@
+// Package etcdtest runs real etcd members inside a test process
+// (go.etcd.io/etcd/server/v3/embed) on loopback ports with temporary data
+// directories, so the etcd store's tests need nothing installed. Only tests
+// import it: the stratum binary does not link the etcd server.
+package etcdtest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// Cluster is a set of embedded etcd members.
+type Cluster struct {
+	t       testing.TB
+	mu      sync.Mutex
+	members []*embed.Etcd
+	names   []string
+	// Endpoints are the members' client URLs (http://127.0.0.1:PORT).
+	Endpoints []string
+	dir       string
+}
+
+// freePort returns a loopback port nobody listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Start runs an n-member cluster and waits until it serves; it is stopped
+// when the test ends. Members do not fsync (see StartFsync).
+func Start(t testing.TB, n int) *Cluster { return start(t, n, false) }
+
+// StartFsync is Start with members that fsync as a real deployment does
+// (for benchmarks).
+func StartFsync(t testing.TB, n int) *Cluster { return start(t, n, true) }
+
+func start(t testing.TB, n int, fsync bool) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, dir: t.TempDir()}
+	var initial []string
+	peers := make([]url.URL, n)
+	clients := make([]url.URL, n)
+	for i := 0; i < n; i++ {
+		peers[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		clients[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		name := fmt.Sprintf("m%d", i)
+		c.names = append(c.names, name)
+		initial = append(initial, name+"="+peers[i].String())
+		c.Endpoints = append(c.Endpoints, clients[i].String())
+	}
+	c.members = make([]*embed.Etcd, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		cfg := embed.NewConfig()
+		cfg.Name = c.names[i]
+		cfg.Dir = filepath.Join(c.dir, c.names[i])
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peers[i]}, []url.URL{peers[i]}
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clients[i]}, []url.URL{clients[i]}
+		cfg.InitialCluster = strings.Join(initial, ",")
+		cfg.InitialClusterToken = "stratum-test"
+		cfg.TickMs, cfg.ElectionMs = 50, 500
+		cfg.LogLevel = "error"
+		cfg.LogOutputs = []string{filepath.Join(c.dir, c.names[i]+".log")}
+		// Test data lives in a temporary directory: durability across a
+		// power cut is not what these tests check, and fsync dominates.
+		cfg.UnsafeNoFsync = !fsync
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := embed.StartEtcd(cfg)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			select {
+			case <-e.Server.ReadyNotify():
+				c.members[i] = e
+			case <-time.After(30 * time.Second):
+				e.Close()
+				errs[i] = fmt.Errorf("member %s not ready in 30s", cfg.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(c.StopAll)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("etcdtest: %v", err)
+		}
+	}
+	return c
+}
+
+// Leader returns the index of the member that leads, or -1.
+func (c *Cluster) Leader() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, m := range c.members {
+		if m == nil {
+			continue
+		}
+		if uint64(m.Server.Leader()) == uint64(m.Server.MemberID()) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Stop stops member i (a crash as far as the others can tell).
+func (c *Cluster) Stop(i int) {
+	c.mu.Lock()
+	m := c.members[i]
+	c.members[i] = nil
+	c.mu.Unlock()
+	if m != nil {
+		m.Close()
+	}
+}
+
+// StopAll stops every member.
+func (c *Cluster) StopAll() {
+	for i := range c.members {
+		c.Stop(i)
+	}
+}
+
+// Logs returns the members' logs (for a failing test's message).
+func (c *Cluster) Logs() string {
+	var b strings.Builder
+	for _, n := range c.names {
+		data, _ := os.ReadFile(filepath.Join(c.dir, n+".log"))
+		fmt.Fprintf(&b, "--- %s\n%s", n, data)
+	}
+	return b.String()
+}
+
+// URL is the store URL of the cluster with prefix: etcd://127.0.0.1:P1,…/prefix.
+func (c *Cluster) URL(prefix string) string {
+	hosts := make([]string, len(c.Endpoints))
+	for i, e := range c.Endpoints {
+		hosts[i] = strings.TrimPrefix(e, "http://")
+	}
+	return "etcd://" + strings.Join(hosts, ",") + "/" + prefix
+}

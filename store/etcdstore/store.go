@@ -1,0 +1,261 @@
+package etcdstore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// SchemaVersion is the layout of the keys (see the package comment).
+const SchemaVersion = 1
+
+// format marks a prefix as ours.
+const format = "stratum-etcd"
+
+// DefaultTimeout bounds every call when Options.Timeout is zero.
+const DefaultTimeout = 5 * time.Second
+
+// maxAttempts bounds how often one Update is retried after losing a race.
+const maxAttempts = 100
+
+// Options configure Open.
+type Options struct {
+	// Endpoints are the cluster's client URLs or HOST:PORT.
+	Endpoints []string
+	// Prefix namespaces every key ("/team-a/"); it must not be empty or "/".
+	Prefix string
+	// Timeout bounds each call: Open, Update/View (retries included), one
+	// read of Watch, GC's steps (0: DefaultTimeout).
+	Timeout time.Duration
+	// TLS is the client TLS configuration (nil: plain TCP).
+	TLS *tls.Config
+	// Username and Password authenticate to etcd (empty: no auth). They are
+	// never part of an error.
+	Username, Password string
+	// Now is the store's clock (default time.Now).
+	Now func() time.Time
+}
+
+// Store is engine.Store over etcd. Close it when done.
+type Store struct {
+	cli     *clientv3.Client
+	pfx     string
+	eps     []string
+	timeout time.Duration
+	nowFn   func() time.Time
+	tls     bool
+
+	purging sync.Mutex
+	// watchReads counts the log reads of every Watch (tests check that a
+	// watcher is woken, not spinning).
+	watchReads atomic.Int64
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// Open connects to the cluster and checks the prefix: an empty prefix is
+// initialised, one that holds another program's keys or a newer schema is
+// refused. It fails within the timeout when the cluster does not answer.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("etcd store: no endpoints")
+	}
+	pfx := opts.Prefix
+	if strings.Trim(pfx, "/") == "" {
+		return nil, fmt.Errorf("etcd store %s: a prefix is required (etcd://HOST:PORT/PREFIX), so stratum never writes at the root of a shared cluster", describe(opts.Endpoints, pfx))
+	}
+	if !strings.HasPrefix(pfx, "/") {
+		pfx = "/" + pfx
+	}
+	if !strings.HasSuffix(pfx, "/") {
+		pfx += "/"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	s := &Store{pfx: pfx, eps: opts.Endpoints, timeout: opts.Timeout, nowFn: opts.Now, tls: opts.TLS != nil}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:            opts.Endpoints,
+		DialTimeout:          opts.Timeout,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: opts.Timeout,
+		TLS:                  opts.TLS,
+		Username:             opts.Username,
+		Password:             opts.Password,
+		Logger:               zap.NewNop(),
+		RejectOldCluster:     false,
+	})
+	if err != nil {
+		return nil, s.wrap("connect", err)
+	}
+	s.cli = cli
+	if err := s.init(ctx); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the connection.
+func (s *Store) Close() error { return s.cli.Close() }
+
+// Endpoints are the cluster's endpoints as given.
+func (s *Store) Endpoints() []string { return append([]string(nil), s.eps...) }
+
+// Prefix is the key prefix, with its slashes ("/team-a/").
+func (s *Store) Prefix() string { return s.pfx }
+
+// String names the store as a URL without credentials: etcd://a:2379,b:2379/prefix.
+func (s *Store) String() string { return describe(s.eps, s.pfx) }
+
+func describe(eps []string, pfx string) string {
+	hosts := make([]string, len(eps))
+	for i, e := range eps {
+		e = strings.TrimPrefix(strings.TrimPrefix(e, "http://"), "https://")
+		hosts[i] = e
+	}
+	return "etcd://" + strings.Join(hosts, ",") + "/" + strings.Trim(pfx, "/")
+}
+
+func (s *Store) now() time.Time {
+	if s.nowFn != nil {
+		return s.nowFn().Round(0)
+	}
+	return time.Now().Round(0)
+}
+
+func (s *Store) key(parts ...string) string { return s.pfx + strings.Join(parts, "") }
+
+// init checks (or writes) meta/format and meta/schema_version.
+func (s *Store) init(ctx context.Context) error {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	fk, vk := s.key("meta/format"), s.key("meta/schema_version")
+	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0)).
+		Then(clientv3.OpPut(fk, format),
+			clientv3.OpPut(vk, strconv.Itoa(SchemaVersion)),
+			clientv3.OpPut(s.key("meta/created_at"), s.now().UTC().Format(time.RFC3339))).
+		Else(clientv3.OpGet(fk), clientv3.OpGet(vk)).Commit()
+	if err != nil {
+		return s.wrap("open", err)
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	var f, v string
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		f = string(kvs[0].Value)
+	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		v = string(kvs[0].Value)
+	}
+	if f != format {
+		return &Error{Store: s.String(), Msg: fmt.Sprintf("the prefix holds keys of another program (meta/format %q); choose another prefix", f)}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return &Error{Store: s.String(), Msg: fmt.Sprintf("unreadable meta/schema_version %q; the prefix was left untouched", v)}
+	}
+	if n > SchemaVersion {
+		return &Error{Store: s.String(), Msg: fmt.Sprintf("written by a newer stratum (schema %d, this one knows %d); upgrade stratum", n, SchemaVersion)}
+	}
+	return nil
+}
+
+// SchemaVersionOf returns the schema version stored under the prefix.
+func (s *Store) SchemaVersionOf(ctx context.Context) (int, error) {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	r, err := s.cli.Get(c, s.key("meta/schema_version"))
+	if err != nil {
+		return 0, s.wrap("read", err)
+	}
+	if len(r.Kvs) == 0 {
+		return 0, nil
+	}
+	return strconv.Atoi(string(r.Kvs[0].Value))
+}
+
+// Update runs fn in one etcd transaction, retrying it when another writer
+// changed what it read (see the package comment).
+func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		t := newTx(s, c, true)
+		if err := fn(t); err != nil {
+			if t.etcdErr != nil && errors.Is(err, t.etcdErr) {
+				return s.wrap("update", t.etcdErr)
+			}
+			return err
+		}
+		ok, err := t.commit()
+		if err != nil {
+			return s.wrap("update", err)
+		}
+		if ok {
+			t.afterCommit(ctx)
+			return nil
+		}
+		if attempt >= maxAttempts {
+			return &Error{Store: s.String(), Msg: fmt.Sprintf("gave up after %d attempts that each lost a race with another writer; retry", attempt), Err: engine.ErrConflict}
+		}
+		// Jittered backoff: 1 ms growing to 50 ms.
+		d := time.Duration(min(attempt, 50)) * time.Millisecond
+		d = d/2 + time.Duration(rand.Int64N(int64(d)))
+		select {
+		case <-time.After(d):
+		case <-c.Done():
+			return s.wrap("update", c.Err())
+		}
+	}
+}
+
+// View runs fn against one consistent snapshot.
+func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	t := newTx(s, c, false)
+	if err := fn(t); err != nil {
+		if t.etcdErr != nil && errors.Is(err, t.etcdErr) {
+			return s.wrap("read", t.etcdErr)
+		}
+		return err
+	}
+	return nil
+}
+
+// CacheKeys lists the keys of the result cache (for stratum store copy and
+// info; the port has no listing of the cache).
+func (s *Store) CacheKeys(ctx context.Context) ([]string, error) {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	p := s.key("k/")
+	r, err := s.cli.Get(c, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	out := make([]string, len(r.Kvs))
+	for i, k := range r.Kvs {
+		out[i] = strings.TrimPrefix(string(k.Key), p)
+	}
+	return out, nil
+}

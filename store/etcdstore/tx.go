@@ -1,0 +1,656 @@
+package etcdstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	sjson "github.com/segmentio/encoding/json"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// stateRecordVersion is stamped into FlowState.SchemaVersion when a caller
+// leaves it zero (as the bbolt store does).
+const stateRecordVersion = 1
+
+// maxFlowIDLen bounds flow ids (as the bbolt store does).
+const maxFlowIDLen = 512
+
+// inlineEvents is how many events of a flow Delete removes in its own
+// transaction (two operations each; etcd's default limit is 128 per
+// transaction); a flow with more leaves a tombstone and is purged in
+// batches after the commit.
+const inlineEvents = 40
+
+// ErrReadOnlyTx is returned by writes inside View.
+var ErrReadOnlyTx = errors.New("etcd store: write in a read-only transaction")
+
+// kv is one key as a transaction sees it.
+type kv struct {
+	key string
+	val []byte
+	mod int64 // etcd mod revision; 0 for a buffered write
+}
+
+// krange is a range read inside an Update: [start, end).
+type krange struct{ start, end string }
+
+type tx struct {
+	s     *Store
+	ctx   context.Context
+	write bool
+	// rev is the snapshot revision, pinned by the first read (0 until then).
+	rev int64
+	// reads are the keys read from etcd and their mod revisions (0: absent).
+	reads  map[string]int64
+	ranges []krange
+	// writes are buffered: a nil value deletes.
+	writes   map[string][]byte
+	deleted  map[string]bool
+	versions map[string]int64
+	gen      bool     // a flow was deleted: bump meta/gen
+	purge    []string // flows tombstoned by this transaction
+	// etcdErr is the last error of the cluster, so Update/View can tell it
+	// from fn's own errors.
+	etcdErr error
+}
+
+func newTx(s *Store, ctx context.Context, write bool) *tx {
+	return &tx{s: s, ctx: ctx, write: write, reads: map[string]int64{}, writes: map[string][]byte{}, deleted: map[string]bool{}}
+}
+
+var _ engine.Tx = (*tx)(nil)
+
+func (t *tx) fail(err error) error {
+	t.etcdErr = err
+	return err
+}
+
+func (t *tx) snapshot() []clientv3.OpOption {
+	if t.rev == 0 {
+		return nil
+	}
+	return []clientv3.OpOption{clientv3.WithRev(t.rev)}
+}
+
+// get reads one key (the transaction's own writes first).
+func (t *tx) get(key string) ([]byte, bool, error) {
+	if v, ok := t.writes[key]; ok {
+		return v, true, nil
+	}
+	if t.deleted[key] {
+		return nil, false, nil
+	}
+	r, err := t.s.cli.Get(t.ctx, key, t.snapshot()...)
+	if err != nil {
+		return nil, false, t.fail(err)
+	}
+	if t.rev == 0 {
+		t.rev = r.Header.Revision
+	}
+	if len(r.Kvs) == 0 {
+		if _, seen := t.reads[key]; !seen {
+			t.reads[key] = 0
+		}
+		return nil, false, nil
+	}
+	if _, seen := t.reads[key]; !seen {
+		t.reads[key] = r.Kvs[0].ModRevision
+	}
+	return r.Kvs[0].Value, true, nil
+}
+
+// scan reads the keys in [start, end) in key order (descending when desc),
+// at most limit of them (0: all), the transaction's writes merged in.
+func (t *tx) scan(start, end string, limit int, desc bool) ([]kv, error) {
+	overlay := false
+	for k := range t.writes {
+		if k >= start && k < end {
+			overlay = true
+			break
+		}
+	}
+	if !overlay {
+		for k := range t.deleted {
+			if k >= start && k < end {
+				overlay = true
+				break
+			}
+		}
+	}
+	if t.write {
+		t.ranges = append(t.ranges, krange{start, end})
+		if _, _, err := t.get(t.s.key("meta/gen")); err != nil {
+			return nil, err
+		}
+	}
+	opts := append(t.snapshot(), clientv3.WithRange(end))
+	if desc {
+		opts = append(opts, clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	}
+	if limit > 0 && !overlay {
+		opts = append(opts, clientv3.WithLimit(int64(limit)))
+	}
+	r, err := t.s.cli.Get(t.ctx, start, opts...)
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	if t.rev == 0 {
+		t.rev = r.Header.Revision
+	}
+	out := make([]kv, 0, len(r.Kvs))
+	for _, k := range r.Kvs {
+		out = append(out, kv{key: string(k.Key), val: k.Value, mod: k.ModRevision})
+	}
+	if overlay {
+		byKey := map[string]int{}
+		for i, k := range out {
+			byKey[k.key] = i
+		}
+		var merged []kv
+		for _, k := range out {
+			if t.deleted[k.key] {
+				continue
+			}
+			if v, ok := t.writes[k.key]; ok {
+				k.val = v
+			}
+			merged = append(merged, k)
+		}
+		for k, v := range t.writes {
+			if _, ok := byKey[k]; !ok && k >= start && k < end {
+				merged = append(merged, kv{key: k, val: v})
+			}
+		}
+		sort.Slice(merged, func(i, j int) bool {
+			if desc {
+				return merged[i].key > merged[j].key
+			}
+			return merged[i].key < merged[j].key
+		})
+		out = merged
+		if limit > 0 && len(out) > limit {
+			out = out[:limit]
+		}
+	}
+	return out, nil
+}
+
+func prefixEnd(p string) string { return clientv3.GetPrefixRangeEnd(p) }
+
+func (t *tx) put(key string, val []byte) {
+	delete(t.deleted, key)
+	t.writes[key] = val
+}
+
+func (t *tx) del(key string) {
+	delete(t.writes, key)
+	t.deleted[key] = true
+}
+
+func (t *tx) writable() error {
+	if !t.write {
+		return ErrReadOnlyTx
+	}
+	return nil
+}
+
+// commit sends the buffered writes in one etcd transaction guarded by what
+// was read; false means another writer changed it first.
+func (t *tx) commit() (bool, error) {
+	if len(t.writes) == 0 && len(t.deleted) == 0 {
+		return true, nil
+	}
+	if t.gen {
+		t.put(t.s.key("meta/gen"), []byte(engine.NewUUID()))
+	}
+	cmps := make([]clientv3.Cmp, 0, len(t.reads)+len(t.ranges))
+	for k, mod := range t.reads {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", mod))
+	}
+	for _, r := range t.ranges {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(r.start), "<", t.rev+1).WithRange(r.end))
+	}
+	ops := make([]clientv3.Op, 0, len(t.writes)+len(t.deleted))
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range t.writes {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		ops = append(ops, clientv3.OpPut(k, string(t.writes[k])))
+	}
+	for k := range t.deleted {
+		ops = append(ops, clientv3.OpDelete(k))
+	}
+	resp, err := t.s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
+}
+
+// afterCommit purges the events of flows this transaction tombstoned.
+func (t *tx) afterCommit(ctx context.Context) {
+	for _, id := range t.purge {
+		_ = t.s.purgeFlow(ctx, id)
+	}
+}
+
+// ---- flows ----
+
+func validFlowID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("etcd store: empty flow id")
+	case len(id) > maxFlowIDLen:
+		return fmt.Errorf("etcd store: flow id longer than %d bytes", maxFlowIDLen)
+	case strings.IndexByte(id, 0) >= 0:
+		return errors.New("etcd store: flow id contains a NUL byte")
+	}
+	return nil
+}
+
+func (t *tx) Get(flowID string) (*engine.FlowState, error) {
+	v, ok, err := t.get(t.s.key("f/", flowID))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
+	}
+	st := new(engine.FlowState)
+	if err := sjson.Unmarshal(bytes.Clone(v), st); err != nil {
+		return nil, fmt.Errorf("etcd store %s: cannot decode flow %s: %w", t.s, flowID, err)
+	}
+	return st, nil
+}
+
+func (t *tx) summary(flowID string) (*engine.FlowSummary, error) {
+	v, ok, err := t.get(t.s.key("s/", flowID))
+	if err != nil || !ok {
+		return nil, err
+	}
+	sum := new(engine.FlowSummary)
+	if err := sjson.Unmarshal(bytes.Clone(v), sum); err != nil {
+		return nil, fmt.Errorf("etcd store %s: cannot decode the summary of flow %s: %w", t.s, flowID, err)
+	}
+	return sum, nil
+}
+
+func hex16(n uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return fmt.Sprintf("%x", b[:])
+}
+
+func createdKey(sum *engine.FlowSummary) string {
+	return hex16(uint64(sum.CreatedAt.UnixNano()) ^ (1 << 63))
+}
+
+func (t *tx) indexKeys(sum *engine.FlowSummary) (created, status, gate string) {
+	c := createdKey(sum)
+	created = t.s.key("c/", c, "\x00", sum.FlowID)
+	status = t.s.key("t/", string(sum.Status), "\x00", c, "\x00", sum.FlowID)
+	if sum.Status == engine.StatusAwaitingGate && sum.Gate != nil {
+		gate = t.s.key("g/", sum.FlowID)
+	}
+	return
+}
+
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if st == nil {
+		return errors.New("etcd store: nil flow state")
+	}
+	if err := validFlowID(st.FlowID); err != nil {
+		return err
+	}
+	if strings.IndexByte(string(st.Status), 0) >= 0 {
+		return errors.New("etcd store: status contains a NUL byte")
+	}
+	if sum.FlowID != st.FlowID || sum.Status != st.Status {
+		return fmt.Errorf("etcd store: flow %q put with the summary of %q (status %q, the state's %q)",
+			st.FlowID, sum.FlowID, sum.Status, st.Status)
+	}
+	old, err := t.summary(st.FlowID)
+	if err != nil {
+		return err
+	}
+	prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
+	st.UpdatedAt = t.s.now()
+	if st.CreatedAt.IsZero() {
+		st.CreatedAt = st.UpdatedAt
+		if old != nil && !old.CreatedAt.IsZero() {
+			st.CreatedAt = old.CreatedAt
+		}
+	}
+	if v, ok := t.versions[st.FlowID]; ok {
+		st.Version = v
+	} else {
+		if old != nil && old.Version > st.Version {
+			st.Version = old.Version
+		}
+		st.Version++
+	}
+	if st.SchemaVersion == 0 {
+		st.SchemaVersion = stateRecordVersion
+	}
+	data, err := sjson.Marshal(st)
+	if err != nil {
+		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
+		return fmt.Errorf("etcd store: encode flow %s: %w", st.FlowID, err)
+	}
+	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
+	sumData, err := sjson.Marshal(&sum)
+	if err != nil {
+		return fmt.Errorf("etcd store: encode summary of flow %s: %w", st.FlowID, err)
+	}
+	if t.versions == nil {
+		t.versions = map[string]int64{}
+	}
+	t.versions[st.FlowID] = st.Version
+	if old != nil {
+		c, s, g := t.indexKeys(old)
+		t.del(c)
+		t.del(s)
+		if g != "" {
+			t.del(g)
+		}
+	}
+	t.put(t.s.key("f/", st.FlowID), data)
+	t.put(t.s.key("s/", st.FlowID), sumData)
+	c, s, g := t.indexKeys(&sum)
+	t.put(c, sumData)
+	t.put(s, sumData)
+	if g != "" {
+		t.put(g, sumData)
+	}
+	return nil
+}
+
+func (t *tx) Delete(flowID string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	old, err := t.summary(flowID)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		c, s, g := t.indexKeys(old)
+		t.del(c)
+		t.del(s)
+		if g != "" {
+			t.del(g)
+		}
+	}
+	t.del(t.s.key("f/", flowID))
+	t.del(t.s.key("s/", flowID))
+	t.gen = true
+	xp := t.s.key("x/", flowID, "\x00")
+	evs, err := t.scan(xp, prefixEnd(xp), inlineEvents+1, false)
+	if err != nil {
+		return err
+	}
+	if len(evs) <= inlineEvents {
+		for _, k := range evs {
+			t.del(k.key)
+			t.del(t.s.key("e/", strings.TrimPrefix(k.key, xp)))
+		}
+		return nil
+	}
+	last, err := t.LastSeq()
+	if err != nil {
+		return err
+	}
+	t.put(t.s.key("d/", flowID), []byte(strconv.FormatUint(last, 10)))
+	t.purge = append(t.purge, flowID)
+	return nil
+}
+
+func decodeSummaries(kvs []kv) ([]engine.FlowSummary, error) {
+	out := make([]engine.FlowSummary, 0, len(kvs))
+	for _, k := range kvs {
+		var sum engine.FlowSummary
+		if err := sjson.Unmarshal(bytes.Clone(k.val), &sum); err != nil {
+			return nil, fmt.Errorf("etcd store: cannot decode the summary at %q: %w", k.key, err)
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
+	p := t.s.key("c/")
+	if f.Status != "" {
+		p = t.s.key("t/", string(f.Status), "\x00")
+	}
+	kvs, err := t.scan(p, prefixEnd(p), max(f.Limit, 0), true)
+	if err != nil {
+		return nil, err
+	}
+	return decodeSummaries(kvs)
+}
+
+func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
+	p := t.s.key("g/")
+	kvs, err := t.scan(p, prefixEnd(p), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	return decodeSummaries(kvs)
+}
+
+// ---- the event log ----
+
+func (t *tx) LastSeq() (uint64, error) {
+	v, ok, err := t.get(t.s.key("meta/seq"))
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("etcd store %s: unreadable meta/seq %q", t.s, v)
+	}
+	return n, nil
+}
+
+func (t *tx) Append(events ...engine.Event) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	seq, err := t.LastSeq()
+	if err != nil {
+		return err
+	}
+	for i := range events {
+		e := &events[i]
+		seq++
+		e.Seq = seq
+		if e.Time.IsZero() {
+			e.Time = t.s.now()
+		}
+		b, err := sjson.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("etcd store: encode event: %w", err)
+		}
+		if err := validFlowID(e.FlowID); err != nil && e.FlowID != "" {
+			return err
+		}
+		t.put(t.s.key("e/", hex16(seq)), b)
+		t.put(t.s.key("x/", e.FlowID, "\x00", hex16(seq)), b)
+	}
+	t.put(t.s.key("meta/seq"), []byte(strconv.FormatUint(seq, 10)))
+	return nil
+}
+
+// tombstones reads d/: deleted flows whose events are hidden up to a seq.
+func (t *tx) tombstones() (map[string]uint64, error) {
+	p := t.s.key("d/")
+	kvs, err := t.scan(p, prefixEnd(p), 0, false)
+	if err != nil || len(kvs) == 0 {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for _, k := range kvs {
+		n, _ := strconv.ParseUint(string(k.val), 10, 64)
+		out[strings.TrimPrefix(k.key, p)] = n
+	}
+	return out, nil
+}
+
+func decodeEvent(k kv) (engine.Event, error) {
+	var e engine.Event
+	if err := sjson.Unmarshal(bytes.Clone(k.val), &e); err != nil {
+		return e, fmt.Errorf("etcd store: cannot decode the event at %q: %w", k.key, err)
+	}
+	return e, nil
+}
+
+func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
+	dead, err := t.tombstones()
+	if err != nil {
+		return nil, err
+	}
+	p := t.s.key("e/")
+	end := prefixEnd(p)
+	var out []engine.Event
+	for {
+		batch := 0
+		if limit > 0 {
+			batch = limit - len(out)
+		}
+		kvs, err := t.scan(p+hex16(after+1), end, batch, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kvs {
+			e, err := decodeEvent(k)
+			if err != nil {
+				return nil, err
+			}
+			after = e.Seq
+			if d, ok := dead[e.FlowID]; ok && e.Seq <= d {
+				continue
+			}
+			out = append(out, e)
+		}
+		if batch == 0 || len(kvs) < batch || len(out) >= limit || after == ^uint64(0) {
+			return out, nil
+		}
+	}
+}
+
+func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
+	var hide uint64
+	if v, ok, err := t.get(t.s.key("d/", flowID)); err != nil {
+		return nil, err
+	} else if ok {
+		hide, _ = strconv.ParseUint(string(v), 10, 64)
+	}
+	p := t.s.key("x/", flowID, "\x00")
+	kvs, err := t.scan(p, prefixEnd(p), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Event, 0, len(kvs))
+	for _, k := range kvs {
+		e, err := decodeEvent(k)
+		if err != nil {
+			return nil, err
+		}
+		if e.Seq > hide {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// ---- cache ----
+
+func (t *tx) CacheGet(key string) ([]byte, bool, error) {
+	v, ok, err := t.get(t.s.key("k/", key))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return append([]byte{}, v...), true, nil
+}
+
+func (t *tx) CachePut(key string, value []byte) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	t.put(t.s.key("k/", key), append([]byte{}, value...))
+	return nil
+}
+
+// ---- purging tombstoned flows ----
+
+// purgeFlow removes the events a tombstone d/<id> hides, in batches, then
+// the tombstone (unless the flow was deleted again meanwhile).
+func (s *Store) purgeFlow(ctx context.Context, flowID string) error {
+	s.purging.Lock()
+	defer s.purging.Unlock()
+	c, cancel := context.WithTimeout(ctx, 10*s.timeout)
+	defer cancel()
+	dk := s.key("d/", flowID)
+	r, err := s.cli.Get(c, dk)
+	if err != nil || len(r.Kvs) == 0 {
+		return err
+	}
+	upTo, _ := strconv.ParseUint(string(r.Kvs[0].Value), 10, 64)
+	dmod := r.Kvs[0].ModRevision
+	xp := s.key("x/", flowID, "\x00")
+	for {
+		rr, err := s.cli.Get(c, xp, clientv3.WithRange(xp+hex16(upTo+1)), clientv3.WithLimit(inlineEvents), clientv3.WithKeysOnly())
+		if err != nil {
+			return err
+		}
+		if len(rr.Kvs) == 0 {
+			break
+		}
+		ops := make([]clientv3.Op, 0, 2*len(rr.Kvs))
+		for _, k := range rr.Kvs {
+			ops = append(ops, clientv3.OpDelete(string(k.Key)), clientv3.OpDelete(s.key("e/", strings.TrimPrefix(string(k.Key), xp))))
+		}
+		if _, err := s.cli.Txn(c).Then(ops...).Commit(); err != nil {
+			return err
+		}
+	}
+	_, err = s.cli.Txn(c).If(clientv3.Compare(clientv3.ModRevision(dk), "=", dmod)).Then(clientv3.OpDelete(dk)).Commit()
+	return err
+}
+
+// purgeAll finishes every pending purge (a process that tombstoned a flow
+// may have died before purging it).
+func (s *Store) purgeAll(ctx context.Context) error {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	p := s.key("d/")
+	r, err := s.cli.Get(c, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	cancel()
+	if err != nil {
+		return s.wrap("gc", err)
+	}
+	for _, k := range r.Kvs {
+		if err := s.purgeFlow(ctx, strings.TrimPrefix(string(k.Key), p)); err != nil {
+			return s.wrap("gc", err)
+		}
+	}
+	return nil
+}
