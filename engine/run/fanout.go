@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -73,6 +74,9 @@ type FanOut struct {
 	Log io.Writer
 
 	state map[string]*engine.ParallelTask // owned by the scheduler
+	// wtMu serialises `git worktree` commands: git's worktree bookkeeping
+	// is not safe for concurrent adds and prunes.
+	wtMu sync.Mutex
 	root  string                          // repository root (isolation: worktree)
 	rel   string                          // the spec directory relative to root
 }
@@ -442,6 +446,8 @@ func (f *FanOut) names(taskID string) (string, string) {
 // removeWorktree removes a task's worktree (and its branch when asked).
 func (f *FanOut) removeWorktree(ctx context.Context, wt, branch string, dropBranch bool) {
 	ctx = context.WithoutCancel(ctx)
+	f.wtMu.Lock()
+	defer f.wtMu.Unlock()
 	if _, err := os.Stat(wt); err == nil {
 		if _, err := git(ctx, f.root, "worktree", "remove", "--force", wt); err != nil {
 			_ = os.RemoveAll(wt)
@@ -488,7 +494,10 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 		if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
 			return finish(engine.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
 		}
-		if _, err := git(ctx, f.root, "worktree", "add", "-b", branch, wt, "HEAD"); err != nil {
+		f.wtMu.Lock()
+		_, err := git(ctx, f.root, "worktree", "add", "-b", branch, wt, "HEAD")
+		f.wtMu.Unlock()
+		if err != nil {
 			return finish(engine.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
 		}
 		pt.WorktreePath = &wt
