@@ -77,8 +77,8 @@ type FanOut struct {
 	// wtMu serialises `git worktree` commands: git's worktree bookkeeping
 	// is not safe for concurrent adds and prunes.
 	wtMu sync.Mutex
-	root  string                          // repository root (isolation: worktree)
-	rel   string                          // the spec directory relative to root
+	root string // repository root (isolation: worktree)
+	rel  string // the spec directory relative to root
 }
 
 // FanOutResult is how a fan-out ended.
