@@ -486,3 +486,45 @@ func RequireSatisfied(require string, completed, failed int) bool {
 func RequireUnsatisfiable(require string, completed, failed, open int) bool {
 	return !requireSatisfied(require, completed+open, failed)
 }
+
+// ResolveSource resolves a parallel_dispatch step's source against the flow
+// state (what its dispatch carries as tasks).
+func ResolveSource(st *FlowState, step *specs.Step) (any, error) {
+	return resolveValue(st, step.Source)
+}
+
+// LeaseLive reports whether a runner's lease owns the flow at now (reports
+// from anyone else are refused with flow_owned).
+func LeaseLive(st *FlowState, now time.Time) bool {
+	return st.Owner != nil && st.Owner.ExpiresAt.After(now)
+}
+
+// LastParallelTasks is ParallelTasksOf for a step that may no longer be
+// dispatched (it was reported): the tasks of its latest recorded dispatch.
+func LastParallelTasks(st *FlowState, stepID string) map[string]ParallelTask {
+	if dispatchKey(st, stepID) != "" {
+		return ParallelTasksOf(st, stepID)
+	}
+	var latest time.Time
+	out := map[string]ParallelTask{}
+	for id, raw := range st.ParallelTasks {
+		t, ok := decodeTask(raw)
+		if !ok || t.StepID != stepID {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, t.Dispatch)
+		if err != nil {
+			continue
+		}
+		if at.After(latest) {
+			latest, out = at, map[string]ParallelTask{}
+		}
+		if at.Equal(latest) {
+			if t.TaskID == "" {
+				t.TaskID = id
+			}
+			out[id] = t
+		}
+	}
+	return out
+}
