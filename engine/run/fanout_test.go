@@ -14,7 +14,7 @@ import (
 )
 
 // gitEnv is a runner env whose directory is a git repository.
-func gitEnv(t *testing.T) *env {
+func gitEnv(t testing.TB) *env {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
