@@ -528,3 +528,35 @@ func LastParallelTasks(st *FlowState, stepID string) map[string]ParallelTask {
 	}
 	return out
 }
+
+// TaskEventDetail is the typed reading of a parallel_task event's data
+// (fresh from the broker or read back from the log).
+type TaskEventDetail struct {
+	TaskID, State, Worktree, Branch, Error string
+	Runs                                   int
+	DurationMS                             int64
+	Violations                             []string
+}
+
+// TaskDetail reads a parallel_task event (ok false for other events).
+func (e Event) TaskDetail() (TaskEventDetail, bool) {
+	if e.Type != EventParallelTask {
+		return TaskEventDetail{}, false
+	}
+	var d struct {
+		TaskID     string   `json:"task_id"`
+		State      string   `json:"state"`
+		Worktree   string   `json:"worktree"`
+		Branch     string   `json:"branch"`
+		Error      string   `json:"error"`
+		Runs       float64  `json:"runs"`
+		DurationMS float64  `json:"duration_ms"`
+		Violations []string `json:"violations"`
+	}
+	b, err := json.Marshal(e.Data)
+	if err != nil || json.Unmarshal(b, &d) != nil {
+		return TaskEventDetail{}, false
+	}
+	return TaskEventDetail{TaskID: d.TaskID, State: d.State, Worktree: d.Worktree, Branch: d.Branch, Error: d.Error,
+		Runs: int(d.Runs), DurationMS: int64(d.DurationMS), Violations: d.Violations}, true
+}
