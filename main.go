@@ -923,6 +923,7 @@ its run.output the same value); progress goes to stderr.`,
 	f.StringVar(&line.OnGate, "on-gate", "", "at a gate --approve does not cover: exit (stop with exit 4), wait (for \"stratum gate\" from elsewhere), approve, kill, or prompt (default: prompt on a terminal, else exit)")
 	f.StringVar(&recordF, "record", "", "record every LLM exchange of the run to this file")
 	f.StringVar(&replayFile, "replay", "", "serve LLM responses from this recording (no network, no key)")
+	f.BoolVar(&line.KeepWorktrees, "keep-worktrees", false, "leave each fan-out task's git worktree and branch in place (their paths are printed) instead of removing them")
 	f.StringVar(&line.Cache, "cache", runner.CacheSession, "cache of steps with cache: true: none, session (this run) or global (persistent in the store)")
 	return cmd
 }

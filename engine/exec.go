@@ -40,6 +40,21 @@ type StepRequest struct {
 	// Budget is the remaining envelope for this call: the per-call budget
 	// intersected with what is left of the per-flow budget.
 	Budget BudgetView
+	// Task is the task of a parallel_dispatch step this attempt runs (nil
+	// otherwise): a command receives {"task": Task} merged with Inputs on
+	// stdin and STRATUM_TASK_ID; an agent finds it in its prompt. Step is
+	// then a copy whose Intent is the step's intent_template rendered for
+	// the task.
+	Task map[string]any
+	// Worktree is the task's git worktree under isolation: worktree ("" =
+	// none); Dir is inside it.
+	Worktree string
+}
+
+// TaskID is the id of the request's task ("" outside a fan-out).
+func (r StepRequest) TaskID() string {
+	id, _ := r.Task["id"].(string)
+	return id
 }
 
 // Feedback is the revise decision this attempt redoes the step for (nil

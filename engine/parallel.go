@@ -18,6 +18,12 @@ import (
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
 func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
+	return parallelDone(st, env, stepID, taskResults, mergeStatus, nil)
+}
+
+// parallelDone is ParallelDone; details follow a merge or require
+// violation (ParallelDoneDetailed).
+func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
@@ -58,6 +64,7 @@ func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 	outcome := "complete"
 	if len(violations) > 0 {
 		outcome = "failed"
+		violations = append(violations, details...)
 	}
 	agg := map[string]any{
 		"tasks":        tasks,

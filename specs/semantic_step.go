@@ -150,9 +150,12 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			}
 		case KindDecompose:
 			for _, k := range []string{"agent", "intent", "output_contract"} {
+				if k == "agent" && m.has("run") {
+					continue // a decompose step with run: prints its task graph
+				}
 				if !m.has(k) || emptyStr(m, k) {
 					c.add(CodeParallelRequires, m.valNode(k), sp+"."+k, fmt.Sprintf("decompose %s requires '%s'", strings.ToLower(label), k),
-						"A decompose step needs agent, intent and output_contract.")
+						"A decompose step needs intent, output_contract, and agent (or a run: command that prints the task graph).")
 				}
 			}
 		case KindParallelDispatch:
@@ -183,7 +186,7 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 				}
 			}
 		}
-		if s.Kind != KindInline {
+		if s.Kind != KindInline && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
 			if m.has("run") {
 				forbid(CodeRunField, "run", fmt.Sprintf("%s has 'run' but is not an inline step", label),
 					"Put run on an inline step (with intent) or on a compute function.")

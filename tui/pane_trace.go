@@ -53,10 +53,33 @@ func (p *tracePane) lines(c *common) []traceLine {
 	started := map[string]time.Time{} // when each step's current attempt began
 	callMS := map[string]int64{}      // the runner's call time in the current attempt
 	out := make([]traceLine, 0, len(c.detailEvents))
+	taskRow := map[string]int{} // a fan-out task's row: its latest state
 	for _, ev := range c.detailEvents {
 		tl := traceLine{seq: ev.Seq}
 		d := ev.Detail()
 		var text, detail string
+		if td, ok := ev.TaskDetail(); ok {
+			text, detail = taskText(ev.StepID, td)
+			switch td.State {
+			case engine.TaskComplete:
+				tl.style = c.st.OK.Render
+			case engine.TaskFailed, engine.TaskCancelled:
+				tl.style = c.st.Failed.Render
+			}
+			tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(text)
+			tl.detail = clean(detail)
+			key := ev.StepID + "\x00" + td.TaskID
+			if i, ok := taskRow[key]; ok {
+				out[i] = tl
+				continue
+			}
+			if !matches(p.filter, tl.text) {
+				continue
+			}
+			taskRow[key] = len(out)
+			out = append(out, tl)
+			continue
+		}
 		took := func() string {
 			defer delete(callMS, ev.StepID)
 			if ms := callMS[ev.StepID]; ms > 0 {
@@ -212,4 +235,27 @@ func (p *tracePane) View(c *common) []string {
 		}
 	}
 	return out
+}
+
+// taskText is the row of a fan-out task: state, run, duration, worktree
+// or branch; its detail is why it failed.
+func taskText(stepID string, d engine.TaskEventDetail) (string, string) {
+	text := fmt.Sprintf("⇉ %s task %s %s", stepID, d.TaskID, d.State)
+	if d.Runs > 0 {
+		text += fmt.Sprintf(" (run %d)", d.Runs)
+	}
+	if d.DurationMS > 0 {
+		text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
+	}
+	switch {
+	case d.Branch != "":
+		text += " " + d.Branch
+	case d.Worktree != "":
+		text += " " + d.Worktree
+	}
+	detail := strings.Join(d.Violations, "\n")
+	if detail == "" {
+		detail = d.Error
+	}
+	return text, detail
 }

@@ -243,7 +243,8 @@ func TestToolsList(t *testing.T) {
 	want := []string{"stratum_validate", "stratum_plan", "stratum_resume", "stratum_step_done", "stratum_parallel_done",
 		"stratum_audit", "stratum_gate_resolve", "stratum_check_timeouts", "stratum_skip_step", "stratum_iteration_start",
 		"stratum_iteration_report", "stratum_iteration_abort", "stratum_commit", "stratum_revert", "stratum_compile_speckit",
-		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows"}
+		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows",
+		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance"}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl
@@ -267,15 +268,18 @@ func TestToolsList(t *testing.T) {
 	}
 	// The original's parameter names.
 	params := map[string][]string{
-		"stratum_plan":            {"spec", "flow", "inputs"},
-		"stratum_step_done":       {"flow_id", "step_id", "result"},
-		"stratum_parallel_done":   {"flow_id", "step_id", "task_results", "merge_status"},
-		"stratum_gate_resolve":    {"flow_id", "step_id", "outcome", "rationale", "resolved_by"},
-		"stratum_compile_speckit": {"tasks_dir", "flow_name"},
-		"stratum_draft_pipeline":  {"draft", "project_dir"},
-		"stratum_list_workflows":  {"workflows_dir"},
-		"stratum_wait_gate":       {"flow_id", "timeout_seconds"},
-		"stratum_list_flows":      {"status", "limit"},
+		"stratum_plan":             {"spec", "flow", "inputs"},
+		"stratum_step_done":        {"flow_id", "step_id", "result"},
+		"stratum_parallel_done":    {"flow_id", "step_id", "task_results", "merge_status"},
+		"stratum_gate_resolve":     {"flow_id", "step_id", "outcome", "rationale", "resolved_by"},
+		"stratum_compile_speckit":  {"tasks_dir", "flow_name"},
+		"stratum_draft_pipeline":   {"draft", "project_dir"},
+		"stratum_list_workflows":   {"workflows_dir"},
+		"stratum_wait_gate":        {"flow_id", "timeout_seconds"},
+		"stratum_list_flows":       {"status", "limit"},
+		"stratum_parallel_start":   {"flow_id", "step_id"},
+		"stratum_parallel_poll":    {"flow_id", "step_id"},
+		"stratum_parallel_advance": {"flow_id", "step_id", "merge_status"},
 	}
 	for n, ps := range params {
 		schema := canon(t, tools[n].InputSchema)

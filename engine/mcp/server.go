@@ -52,12 +52,25 @@ type server struct {
 	svc  *engine.Service
 	opts Options
 	log  *slog.Logger
+
+	// Server-dispatched fan-outs (stratum_parallel_start), by flow and
+	// step; bg is their context, cancelled when the server stops.
+	fanMu  sync.Mutex
+	fans   map[fanKey]*fanRun
+	fanWG  sync.WaitGroup
+	bg     context.Context
+	bgStop context.CancelFunc
 }
 
 // NewServer builds the MCP server with every stratum tool registered on svc.
 // It starts no goroutine; Serve adds the stdio transport and the deadline
 // sweeper.
 func NewServer(svc *engine.Service, opts Options) *mcp.Server {
+	srv, _ := newServer(svc, opts)
+	return srv
+}
+
+func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -68,14 +81,16 @@ func NewServer(svc *engine.Service, opts Options) *mcp.Server {
 		opts.MaxWait = 300 * time.Second
 	}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s := &server{svc: svc, opts: opts, log: log}
+	s := &server{svc: svc, opts: opts, log: log, fans: map[fanKey]*fanRun{}}
+	s.bg, s.bgStop = context.WithCancel(context.Background())
 	srv := mcp.NewServer(&mcp.Implementation{Name: "stratum", Title: "stratum", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       slog.New(quietHandler{slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelWarn})}),
 	})
 	s.registerCoreTools(srv)
 	s.registerAddedTools(srv)
-	return srv
+	s.registerParallelTools(srv)
+	return srv, s
 }
 
 // Serve runs the server over stdin/stdout until the client disconnects or
@@ -86,7 +101,10 @@ func NewServer(svc *engine.Service, opts Options) *mcp.Server {
 // JSON, a batch or a non-message is answered with a JSON-RPC error and the
 // server goes on.
 func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
-	srv := NewServer(svc, opts)
+	srv, s := newServer(svc, opts)
+	// Server-dispatched fan-outs end with the server: their tasks are
+	// cancelled (process groups killed, worktrees removed).
+	defer s.stopFanOuts()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -79,7 +79,7 @@ func (a *AgentExecutor) Execute(ctx context.Context, req engine.StepRequest) (en
 	p := process{
 		name:         "agent " + req.Step.Agent,
 		dir:          req.Dir,
-		env:          append(os.Environ(), "STRATUM_FLOW_ID="+req.FlowID, "STRATUM_STEP_ID="+req.Step.ID, "STRATUM_PROMPT_FILE="+tmp.Name()),
+		env:          agentEnv(req, tmp.Name()),
 		stdin:        strings.NewReader(prompt),
 		maxOut:       a.MaxOutput,
 		startFailure: engine.AttemptConfig,
@@ -120,6 +120,10 @@ func AgentPrompt(req engine.StepRequest) string {
 	step := req.Step
 	b.WriteString(strings.TrimSpace(engine.StepIntent(step)))
 	b.WriteString("\n")
+	if req.Task != nil {
+		t, _ := json.MarshalIndent(req.Task, "", "  ")
+		b.WriteString("\nYour task (id, description, files_owned — the only files you may change —, files_read, depends_on):\n```json\n" + string(t) + "\n```\n")
+	}
 	if len(req.Inputs) > 0 {
 		in, _ := json.MarshalIndent(req.Inputs, "", "  ")
 		b.WriteString("\nInputs:\n```json\n" + string(in) + "\n```\n")
@@ -207,4 +211,17 @@ func LastJSONBlock(out []byte) (any, bool) {
 		i += int(dec.InputOffset()) - 1
 	}
 	return last, ok
+}
+
+// agentEnv is an agent CLI's environment: stratum's ids, the prompt file
+// and, for a fan-out task, its id and worktree.
+func agentEnv(req engine.StepRequest, promptFile string) []string {
+	env := append(os.Environ(), "STRATUM_FLOW_ID="+req.FlowID, "STRATUM_STEP_ID="+req.Step.ID, "STRATUM_PROMPT_FILE="+promptFile)
+	if req.Task != nil {
+		env = append(env, "STRATUM_TASK_ID="+req.TaskID())
+	}
+	if req.Worktree != "" {
+		env = append(env, "STRATUM_WORKTREE="+req.Worktree)
+	}
+	return env
 }

@@ -25,6 +25,8 @@ type CommandLine struct {
 	Approve []string
 	OnGate  string // --on-gate ("" = prompt on a terminal, else exit)
 	Cache   string // --cache
+	// KeepWorktrees is --keep-worktrees: fan-out task worktrees stay.
+	KeepWorktrees bool
 	// Set reports whether the named flag was given (nil: none was).
 	Set func(flag string) bool
 }
@@ -39,6 +41,8 @@ type Request struct {
 	Approve []string // gate step ids or "all", one per element
 	OnGate  string   // one of the OnGate* constants
 	Cache   string   // one of the Cache* constants
+	// KeepWorktrees leaves fan-out task worktrees (and branches) in place.
+	KeepWorktrees bool
 }
 
 // FileRequest is the request as StartFile takes it.
@@ -67,7 +71,7 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 			}
 		}
 	}
-	req := Request{Resume: c.Resume, Flow: c.Flow, OnGate: c.OnGate, Cache: c.Cache}
+	req := Request{Resume: c.Resume, Flow: c.Flow, OnGate: c.OnGate, Cache: c.Cache, KeepWorktrees: c.KeepWorktrees}
 	if req.OnGate == "" {
 		req.OnGate = OnGateExit
 		if terminal {
@@ -168,6 +172,9 @@ func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*O
 		Console:  &Console{In: s.Stdin, Out: s.Stderr},
 		Progress: &Printer{W: s.Stderr, Terminal: s.Terminal, GitHub: s.GitHub},
 		Cache:    req.Cache,
+		// Fan-out worktrees: kept ones are printed with the progress.
+		KeepWorktrees: req.KeepWorktrees,
+		Log:           s.Stderr,
 	})
 	if req.Resume != "" {
 		return r.Resume(ctx, req.Resume)

@@ -63,7 +63,17 @@ func (c *CommandExecutor) Execute(ctx context.Context, req engine.StepRequest) (
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig,
 			Violations: []string{fmt.Sprintf("step '%s' has no run: command", req.Step.ID)}}
 	}
-	stdin, err := json.Marshal(nonNilInputs(req.Inputs))
+	in := nonNilInputs(req.Inputs)
+	if req.Task != nil {
+		// A fan-out task: {"task": {…}} merged with the step's inputs.
+		merged := make(map[string]any, len(in)+1)
+		for k, v := range in {
+			merged[k] = v
+		}
+		merged["task"] = req.Task
+		in = merged
+	}
+	stdin, err := json.Marshal(in)
 	if err != nil {
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig,
 			Violations: []string{"inputs are not JSON-encodable: " + err.Error()}}
@@ -130,6 +140,12 @@ func (c *CommandExecutor) environment(command *specs.Command, req engine.StepReq
 	)
 	if req.Iteration > 0 {
 		env = append(env, "STRATUM_ITERATION="+strconv.Itoa(req.Iteration))
+	}
+	if req.Task != nil {
+		env = append(env, "STRATUM_TASK_ID="+req.TaskID())
+	}
+	if req.Worktree != "" {
+		env = append(env, "STRATUM_WORKTREE="+req.Worktree)
 	}
 	if len(req.Violations) > 0 {
 		b, _ := json.Marshal(req.Violations)

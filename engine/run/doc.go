@@ -25,7 +25,11 @@
 // pane): its gates wait in the store and each one that opens is offered to
 // the console's review.Sink.
 //
-// Not supported in-process: `type: decompose` and `type: parallel_dispatch`
-// steps. The runner stops with a clear error and leaves the flow running, so
-// an agent can continue it through MCP (`stratum_resume`).
+// Fan-outs (parallel.go, fanout.go): decompose steps run like any step and
+// their task graph is checked before dispatch; parallel_dispatch steps run
+// their tasks through FanOut (concurrency, dependencies, git worktrees,
+// require, merge), recording every task's state in the flow so a resume
+// re-runs only unfinished tasks, and report the outcome through
+// parallel_done. The MCP server's stratum_parallel_start uses the same
+// FanOut.
 package run

@@ -16,14 +16,14 @@ import (
 // env is a runner test environment: an in-memory store and a spec written
 // into a temp dir (commands run there).
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	store *enginetest.Store
 	svc   *engine.Service
 	log   *bytes.Buffer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	t.Setenv("STRATUM_HOME", t.TempDir())
 	st := enginetest.New()

@@ -159,6 +159,8 @@ func (p *Printer) Event(e Event) {
 		}
 	case EventAttemptFailed:
 		p.println(fmt.Sprintf("[%s] ✗ %s attempt %d failed: %s", p.since(), stepName(e), e.Attempt, strings.Join(e.Violations, "; ")))
+	case EventTask:
+		p.println(fmt.Sprintf("[%s] %s", p.since(), taskLine(e)))
 	case EventIteration:
 		p.println(fmt.Sprintf("[%s] ↻ %s iteration %d: %s", p.since(), stepName(e), e.Iteration, e.Message))
 	case EventStepDone:

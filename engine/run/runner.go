@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,12 @@ type Options struct {
 	// LeaseTTL is how long the runner's lease lives without a heartbeat
 	// (default 30s; heartbeats every TTL/3).
 	LeaseTTL time.Duration
+	// WorktreeRoot is where fan-out tasks get their git worktrees (default
+	// $STRATUM_HOME/worktrees); KeepWorktrees leaves them (and their
+	// branches) in place, their paths printed to Log.
+	WorktreeRoot  string
+	KeepWorktrees bool
+	Log           io.Writer
 }
 
 // Outcome is how a run ended.
@@ -527,8 +534,7 @@ func (r *Runner) drive(ctx context.Context, fc *flowCtx, out engine.Outcome, fai
 		case *engine.ChildDispatch:
 			next, err = r.child(ctx, fc, o)
 		case *engine.ParallelDispatch:
-			return &endState{status: EndError, out: o, message: fmt.Sprintf(
-				"step '%s' is a parallel_dispatch step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", o.StepID, fc.id)}, nil
+			next, err = r.parallel(ctx, fc, o)
 		case *engine.Completion:
 			r.markRemaining(fc, "skipped")
 			if o.Status == engine.StatusKilled {

@@ -641,29 +641,6 @@ flows:
 	}
 }
 
-func TestUnsupportedStepKinds(t *testing.T) {
-	e := newEnv(t)
-	sp := e.spec(`version: "0.3"
-contracts:
-  TaskGraph:
-    tasks: {type: array}
-flows:
-  main:
-    input: {}
-    steps:
-      - id: split
-        type: decompose
-        agent: claude
-        intent: "split the work"
-        output_contract: TaskGraph
-`)
-	o := e.start(sp, "main", nil)
-	wantStatus(t, o, EndError, 1)
-	if !strings.Contains(o.Message, "does not execute in-process") {
-		t.Fatal(o.Message)
-	}
-}
-
 func TestConsoleWithoutAnswerStopsAtTheGate(t *testing.T) {
 	e := newEnv(t)
 	var shown bytes.Buffer

@@ -30,7 +30,7 @@ func kindOf(step *specs.Step) executorKind {
 			return execCommand
 		}
 		return execInfer
-	case specs.KindInline:
+	case specs.KindInline, specs.KindDecompose, specs.KindParallelDispatch:
 		switch {
 		case step.Run != nil:
 			return execCommand
@@ -118,6 +118,9 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	} else {
 		out, execErr = ex.Execute(r.traceStep(ctx, fc, step.ID, attempt), req)
 		execErr = r.redactErr(execErr)
+	}
+	if execErr == nil {
+		execErr = taskGraphError(step, out.Output)
 	}
 	elapsed := time.Since(start)
 	rep.Attempts++

@@ -1,0 +1,428 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// The server-dispatched path of a parallel_dispatch step, as the original's
+// current release: stratum_parallel_start runs the step's tasks in this
+// process (run.FanOut: the executor of `stratum run` — the step's run:
+// command, agent CLI or LLM — with worktrees, require, merge), every task's
+// state recorded in the flow as it changes; stratum_parallel_poll reports
+// them and, once all settled, advances the flow (through parallel_done, so
+// the state machine judges); stratum_parallel_advance does it for steps with
+// defer_advance: true.
+
+type fanKey struct{ flow, step string }
+
+// fanRun is one fan-out running in this process.
+type fanRun struct {
+	done chan struct{}
+	res  *run.FanOutResult
+	err  error
+}
+
+type parallelArgs struct {
+	FlowID string `json:"flow_id" jsonschema:"the flow id from stratum_plan"`
+	StepID string `json:"step_id" jsonschema:"the parallel_dispatch step"`
+}
+
+type parallelAdvanceArgs struct {
+	FlowID      string `json:"flow_id" jsonschema:"the flow id from stratum_plan"`
+	StepID      string `json:"step_id" jsonschema:"the parallel_dispatch step"`
+	MergeStatus string `json:"merge_status" jsonschema:"clean or conflict: the outcome of your merge of the task results"`
+}
+
+func (s *server) registerParallelTools(srv *mcp.Server) {
+	addTool(srv, s, &mcp.Tool{Name: "stratum_parallel_start", Description: `Start server-dispatched execution of a parallel_dispatch step. Inputs: flow_id (str), step_id (str).
+The stratum server runs all the step's tasks itself, concurrently (max_concurrent, task depends_on), each with the step's executor (its run: command, agent CLI, or LLM) — under isolation: worktree each in its own git worktree and branch, merged in task order once all settle. Use stratum_parallel_poll to observe progress and advance the flow.
+Returns {status: "started", flow_id, step_id, task_count, tasks: [task ids]}, or {error, message}: flow_not_found, flow_complete, step_mismatch, wrong_step_type, already_started (use stratum_parallel_poll), source_resolution_failed, no_tasks, worktree_unavailable (git missing, no repository, uncommitted changes), flow_owned.`},
+		s.parallelStart)
+	addTool(srv, s, &mcp.Tool{Name: "stratum_parallel_poll", Annotations: nil, Description: `Poll the state of a server-dispatched parallel_dispatch step. Inputs: flow_id (str), step_id (str).
+Returns {flow_id, step_id, summary: {pending, running, complete, failed, cancelled, skipped, reparenting}, tasks: {task_id: {task_id, state, started_at, finished_at, result, error, cert_violations, worktree_path, diff, diff_error, branch, runs, violations}}, require_satisfied, can_advance, outcome}. outcome is null while tasks run; once all settled it is the flow's next dispatch (the step advanced, or was sent back with violations), {status: "awaiting_consumer_advance", aggregate} for defer_advance steps, or {status: "already_advanced", aggregate}. Safe to call at any cadence.`},
+		s.parallelPoll)
+	addTool(srv, s, &mcp.Tool{Name: "stratum_parallel_advance", Description: `Advance a parallel_dispatch step whose spec declared defer_advance: true. Inputs: flow_id (str), step_id (str), merge_status ('clean' | 'conflict').
+Call after observing 'awaiting_consumer_advance' from stratum_parallel_poll; merge_status feeds the require/merge evaluation and the flow advances (returns the next dispatch like stratum_parallel_done). Idempotent: returns {status: 'already_advanced', step_id} if the flow has already moved past step_id. Errors: flow_not_found, unknown_step, wrong_step_type, advance_not_deferred, invalid_merge_status, step_not_dispatched, tasks_not_terminal.`},
+		s.parallelAdvance)
+}
+
+func perr(code, format string, a ...any) engine.Response {
+	return engine.Response{"error": code, "message": fmt.Sprintf(format, a...)}
+}
+
+func flowNotFound(id string) engine.Response {
+	return engine.Response{"status": "error", "error_type": "flow_not_found", "message": fmt.Sprintf("No active flow with id '%s'", id)}
+}
+
+// fanFlow loads a flow with its parsed spec.
+func (s *server) fanFlow(ctx context.Context, flowID string) (*engine.FlowState, *specs.Spec, *specs.Flow, error) {
+	st, err := s.svc.Get(ctx, flowID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec))
+	if sp == nil || ds.HasErrors() {
+		return nil, nil, nil, fmt.Errorf("the stored spec of flow %s no longer parses: %s", flowID, ds.Error())
+	}
+	flow := sp.Flows[st.FlowName]
+	if flow == nil {
+		return nil, nil, nil, fmt.Errorf("flow %q not in the stored spec", st.FlowName)
+	}
+	return st, sp, flow, nil
+}
+
+func currentStep(st *engine.FlowState, flow *specs.Flow) *specs.Step {
+	steps := flow.OrderedSteps()
+	if st.Status.Finished() || st.CurrentIdx < 0 || st.CurrentIdx >= len(steps) {
+		return nil
+	}
+	return steps[st.CurrentIdx]
+}
+
+func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in parallelArgs) (engine.Response, error) {
+	if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
+		return nil, err
+	}
+	st, sp, flow, err := s.fanFlow(ctx, in.FlowID)
+	if err != nil {
+		if engine.AsError(err) != nil || isNotFound(err) {
+			return flowNotFound(in.FlowID), nil
+		}
+		return nil, err
+	}
+	cur := currentStep(st, flow)
+	switch {
+	case cur == nil:
+		return perr("flow_complete", "Flow is already complete"), nil
+	case cur.ID != in.StepID:
+		return perr("step_mismatch", "Expected step '%s', got '%s'", cur.ID, in.StepID), nil
+	case cur.Kind != specs.KindParallelDispatch:
+		return perr("wrong_step_type", "Step '%s' is a %s step, not parallel_dispatch.", in.StepID, cur.StepMode()), nil
+	case cur.Isolation == "branch":
+		return engine.Response{"error": "branch-mode isolation is not yet supported in server-side parallel dispatch. Use 'worktree' or 'none'."}, nil
+	}
+	if engine.LeaseLive(st, time.Now()) {
+		return engine.Response{"status": "error", "error_type": "flow_owned", "flow_id": st.FlowID,
+			"message": fmt.Sprintf("Flow '%s' is driven by an in-process runner (lease '%s'); it runs its fan-out itself", st.FlowID, st.Owner.ID)}, nil
+	}
+	key := fanKey{in.FlowID, in.StepID}
+	s.fanMu.Lock()
+	_, running := s.fans[key]
+	s.fanMu.Unlock()
+	prior := engine.ParallelTasksOf(st, in.StepID)
+	started := false
+	for _, t := range prior {
+		if t.State != engine.TaskPending {
+			started = true
+		}
+	}
+	if started || running {
+		return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", in.StepID), nil
+	}
+	source, err := engine.ResolveSource(st, cur)
+	if err != nil {
+		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
+	}
+	tasks, err := engine.ParseTasks(source)
+	if err != nil {
+		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
+	}
+	if len(tasks) == 0 {
+		return perr("no_tasks", "Step '%s' source resolved to zero tasks.", in.StepID), nil
+	}
+	inputs, err := engine.ResolveStepInputs(st, cur)
+	if err != nil {
+		return perr("source_resolution_failed", "Could not resolve the inputs of step '%s': %v", in.StepID, err), nil
+	}
+	ex, kind, err := s.taskExecutor(st, cur)
+	if err != nil {
+		return perr("executor_unavailable", "Step '%s': %v", in.StepID, err), nil
+	}
+	dir := run.ProjectDir(st.SpecFile)
+	fo := &run.FanOut{
+		Service: s.svc, Executor: ex, Kind: kind, FlowID: st.FlowID, Spec: sp, Flow: flow, Step: cur,
+		Tasks: tasks, Inputs: inputs, Attempt: st.Attempts[cur.ID] + 1, Dir: dir, Prior: prior, Log: s.opts.Log,
+	}
+	if err := fo.Preflight(ctx); err != nil {
+		code := "worktree_unavailable"
+		if vs := engine.TaskListViolations(tasks); len(vs) > 0 {
+			code = "source_resolution_failed"
+		}
+		return perr(code, "%v", err), nil
+	}
+	fr := &fanRun{done: make(chan struct{})}
+	s.fanMu.Lock()
+	s.fans[key] = fr
+	s.fanMu.Unlock()
+	s.fanWG.Add(1)
+	go func() {
+		defer s.fanWG.Done()
+		defer close(fr.done)
+		fr.res, fr.err = fo.Run(s.bg)
+		if fr.err != nil {
+			s.log.Error("parallel fan-out failed", "flow_id", st.FlowID, "step_id", cur.ID, "error", fr.err.Error())
+		}
+	}()
+	// Wait until every task is recorded (pending), so a poll right after
+	// start sees them.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if st2, err := s.svc.Get(ctx, st.FlowID); err == nil && len(engine.ParallelTasksOf(st2, cur.ID)) >= len(tasks) {
+			break
+		}
+		select {
+		case <-fr.done:
+			deadline = time.Now()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	return engine.Response{"status": "started", "flow_id": st.FlowID, "step_id": cur.ID, "task_count": len(tasks), "tasks": ids}, nil
+}
+
+// taskExecutor is the executor of a step's tasks, as `stratum run` picks
+// it: run: → command, agent: → agent CLI (agents from the configuration
+// next to the spec), else an LLM.
+func (s *server) taskExecutor(st *engine.FlowState, step *specs.Step) (engine.Executor, string, error) {
+	if step.Run != nil {
+		return &run.CommandExecutor{}, "command", nil
+	}
+	cfg, err := config.Load(run.ProjectDir(st.SpecFile))
+	if err != nil {
+		return nil, "", err
+	}
+	if step.Agent != "" {
+		return &run.AgentExecutor{Agents: run.Agents(cfg.Agents)}, "agent", nil
+	}
+	x, err := run.NewExecutors(cfg, "", "")
+	if err != nil {
+		return nil, "", err
+	}
+	if x.Infer == nil {
+		return nil, "", fmt.Errorf("no LLM provider is configured for its tasks")
+	}
+	return x.Infer, "infer", nil
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, engine.ErrNotFound)
+}
+
+// taskView is a task as poll shows it: the original's ParallelTaskState
+// fields, plus ours.
+func taskView(t engine.ParallelTask) map[string]any {
+	m := map[string]any{
+		"task_id": t.TaskID, "state": t.State, "started_at": t.StartedAt, "finished_at": t.FinishedAt, "result": t.Result,
+		"error": t.Error, "cert_violations": t.CertViolations, "worktree_path": t.WorktreePath, "diff": t.Diff, "diff_error": t.DiffError,
+		"runs": t.Runs,
+	}
+	if t.Branch != "" {
+		m["branch"] = t.Branch
+	}
+	if len(t.Violations) > 0 {
+		m["violations"] = t.Violations
+	}
+	return m
+}
+
+// aggregate is the parallel step's aggregate, as parallel_done builds it.
+func aggregate(results []any, mergeStatus string) map[string]any {
+	completed, failed := []any{}, []any{}
+	for _, r := range results {
+		if r.(map[string]any)["status"] == engine.TaskComplete {
+			completed = append(completed, r)
+		} else {
+			failed = append(failed, r)
+		}
+	}
+	return map[string]any{"tasks": results, "merge_status": mergeStatus, "completed": completed, "failed": failed}
+}
+
+// stepTasks are the recorded tasks of the step's current dispatch, in
+// source order, and the ids the source lists.
+func stepTasks(st *engine.FlowState, step *specs.Step) ([]engine.ParallelTask, bool) {
+	rec := engine.LastParallelTasks(st, step.ID)
+	source, err := engine.ResolveSource(st, step)
+	if err != nil {
+		return nil, false
+	}
+	tasks, err := engine.ParseTasks(source)
+	if err != nil {
+		return nil, false
+	}
+	var out []engine.ParallelTask
+	for _, t := range tasks {
+		if r, ok := rec[t.ID]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, len(out) > 0
+}
+
+func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in parallelArgs) (engine.Response, error) {
+	if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
+		return nil, err
+	}
+	st, _, flow, err := s.fanFlow(ctx, in.FlowID)
+	if err != nil {
+		if isNotFound(err) {
+			return perr("flow_not_found", "No active flow with id '%s'", in.FlowID), nil
+		}
+		return nil, err
+	}
+	step := flow.Step(in.StepID)
+	if step == nil {
+		return perr("unknown_step", "Step '%s' not found in flow", in.StepID), nil
+	}
+	key := fanKey{in.FlowID, in.StepID}
+	s.fanMu.Lock()
+	fr := s.fans[key]
+	s.fanMu.Unlock()
+	finished := fr == nil
+	if fr != nil {
+		select {
+		case <-fr.done:
+			finished = true
+		default:
+		}
+	}
+	tasks, ok := stepTasks(st, step)
+	if !ok {
+		return engine.Response{"error": fmt.Sprintf("step '%s' not dispatched yet; call stratum_parallel_start first", in.StepID)}, nil
+	}
+	summary := map[string]int{"pending": 0, "running": 0, "complete": 0, "failed": 0, "cancelled": 0, "skipped": 0, "reparenting": 0}
+	view := map[string]any{}
+	allTerminal := true
+	for _, t := range tasks {
+		summary[t.State]++
+		view[t.TaskID] = taskView(t)
+		if !engine.TaskTerminal(t.State) {
+			allTerminal = false
+		}
+	}
+	resp := engine.Response{"flow_id": in.FlowID, "step_id": in.StepID, "summary": summary, "tasks": view,
+		"require_satisfied": false, "can_advance": false, "outcome": nil}
+	if !allTerminal || !finished {
+		return resp, nil
+	}
+	mergeStatus, details := "clean", []string(nil)
+	if fr != nil && fr.res != nil {
+		mergeStatus, details = fr.res.MergeStatus, fr.res.Details
+	}
+	results := make([]any, len(tasks))
+	complete := 0
+	for i, t := range tasks {
+		results[i] = t.TaskResult()
+		if t.State == engine.TaskComplete {
+			complete++
+		}
+	}
+	reqOK := engine.RequireSatisfied(step.Require, complete, len(tasks)-complete)
+	resp["require_satisfied"] = reqOK
+	resp["can_advance"] = reqOK && mergeStatus != "conflict"
+	agg := aggregate(results, mergeStatus)
+	cur := currentStep(st, flow)
+	switch {
+	case cur == nil || cur.ID != in.StepID:
+		resp["outcome"] = map[string]any{"status": "already_advanced", "aggregate": agg}
+	case step.DeferAdvance:
+		resp["outcome"] = map[string]any{"status": "awaiting_consumer_advance", "aggregate": agg}
+	default:
+		out, err := answer(s.svc.ParallelDoneDetailed(ctx, in.FlowID, in.StepID, results, mergeStatus, details, engine.ReportOptions{}))
+		if err != nil {
+			return nil, err
+		}
+		resp["outcome"] = out
+		s.fanMu.Lock()
+		delete(s.fans, key)
+		s.fanMu.Unlock()
+	}
+	return resp, nil
+}
+
+func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in parallelAdvanceArgs) (engine.Response, error) {
+	if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
+		return nil, err
+	}
+	st, _, flow, err := s.fanFlow(ctx, in.FlowID)
+	if err != nil {
+		if isNotFound(err) {
+			return perr("flow_not_found", "No active flow with id '%s'", in.FlowID), nil
+		}
+		return nil, err
+	}
+	step := flow.Step(in.StepID)
+	switch {
+	case step == nil:
+		return perr("unknown_step", "Step '%s' not found in flow", in.StepID), nil
+	case step.Kind != specs.KindParallelDispatch:
+		return perr("wrong_step_type", "Step '%s' is not a parallel_dispatch step", in.StepID), nil
+	case !step.DeferAdvance:
+		return perr("advance_not_deferred", "Step '%s' does not have defer_advance: true. Auto-advance fires from stratum_parallel_poll; this tool is a no-op.", in.StepID), nil
+	case in.MergeStatus != "clean" && in.MergeStatus != "conflict":
+		return perr("invalid_merge_status", "merge_status must be 'clean' or 'conflict', got '%s'", in.MergeStatus), nil
+	}
+	if cur := currentStep(st, flow); cur == nil || cur.ID != in.StepID {
+		return engine.Response{"status": "already_advanced", "step_id": in.StepID}, nil
+	}
+	tasks, ok := stepTasks(st, step)
+	if !ok {
+		return perr("step_not_dispatched", "Step '%s' not dispatched yet; call stratum_parallel_start first", in.StepID), nil
+	}
+	key := fanKey{in.FlowID, in.StepID}
+	s.fanMu.Lock()
+	fr := s.fans[key]
+	s.fanMu.Unlock()
+	busy := false
+	if fr != nil {
+		select {
+		case <-fr.done:
+		default:
+			busy = true
+		}
+	}
+	results := make([]any, len(tasks))
+	for i, t := range tasks {
+		if !engine.TaskTerminal(t.State) {
+			busy = true
+		}
+		results[i] = t.TaskResult()
+	}
+	if busy {
+		return perr("tasks_not_terminal", "Step '%s' still has running tasks. Poll until outcome.status == 'awaiting_consumer_advance' before calling advance.", in.StepID), nil
+	}
+	mergeStatus, details := in.MergeStatus, []string(nil)
+	if fr != nil && fr.res != nil {
+		details = fr.res.Details
+		if fr.res.MergeStatus == "conflict" {
+			mergeStatus = "conflict"
+		}
+	}
+	out, err := answer(s.svc.ParallelDoneDetailed(ctx, in.FlowID, in.StepID, results, mergeStatus, details, engine.ReportOptions{}))
+	if err == nil {
+		s.fanMu.Lock()
+		delete(s.fans, key)
+		s.fanMu.Unlock()
+	}
+	return out, err
+}
+
+// stopFanOuts cancels the running fan-outs (their tasks' process groups
+// are killed, worktrees removed) and waits for them.
+func (s *server) stopFanOuts() {
+	s.bgStop()
+	s.fanWG.Wait()
+}

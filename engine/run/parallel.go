@@ -1,0 +1,156 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// EventTask is a task of a fan-out changing state (Message: the task id
+// and its state; Violations: why it failed).
+const EventTask = "task"
+
+// parallel executes a parallel_dispatch step in-process (FanOut) and
+// reports its outcome the way an agent does, through parallel_done: the
+// engine judges require, the merge and the step's checks, and answers the
+// next dispatch or the retry.
+func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDispatch) (turn, error) {
+	step := fc.flow.Step(d.StepID)
+	if step == nil {
+		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("dispatched step %q is not in flow %q", d.StepID, fc.flow.Name)})
+	}
+	kind := kindOf(step)
+	ex := r.executor(kind)
+	if ex == nil {
+		msg := fmt.Sprintf("step '%s' runs its tasks with an LLM (infer) but no provider is configured", step.ID)
+		if r.opts.InferUnavailable != "" {
+			msg += ": " + r.opts.InferUnavailable
+		}
+		msg += "; give the step an agent: or a run: command, or configure a provider; the flow stays resumable: stratum run --resume " + rootID(fc)
+		return stop(&endState{status: EndError, out: d, message: msg})
+	}
+	st, err := r.svc.Get(ctx, fc.id)
+	if err != nil {
+		return turn{}, err
+	}
+	resume := "; the flow stays resumable: stratum run --resume " + rootID(fc)
+	tasks, perr := engine.ParseTasks(d.Tasks)
+	if perr != nil {
+		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
+			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks%s",
+			step.ID, step.Source, perr, resume)})
+	}
+	inputs, err := engine.ResolveStepInputs(st, step)
+	if err != nil {
+		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its inputs do not resolve: %v%s", step.ID, err, resume)})
+	}
+	attempt := st.Attempts[step.ID] + 1
+	if fc.call.stepID != step.ID || attempt == 1 {
+		fc.call = callState{stepID: step.ID, start: time.Now()}
+	}
+	var violations []string
+	if d.Failure != "" {
+		violations = d.Violations
+	}
+	rep := r.stepReport(fc, step)
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec,
+		Message: fmt.Sprintf("%d task%s, isolation: %s", len(tasks), plural(len(tasks)), orDefault(step.Isolation, "worktree"))})
+	var emitMu sync.Mutex
+	var budgetMu sync.Mutex
+	fo := &FanOut{
+		Service: r.svc, Report: r.report(), Executor: ex, Kind: executorName(kind),
+		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Tasks: tasks, Inputs: inputs,
+		Attempt: attempt, Violations: violations, Dir: fc.dir,
+		Prior:        engine.ParallelTasksOf(st, step.ID),
+		WorktreeRoot: r.opts.WorktreeRoot, KeepWorktrees: r.opts.KeepWorktrees, Log: r.opts.Log,
+		Budget: func(ctx context.Context) (engine.BudgetView, string, error) {
+			budgetMu.Lock()
+			defer budgetMu.Unlock()
+			return r.budgetView(ctx, fc, step, kind)
+		},
+		OnCall: func(ctx context.Context, c engine.CallRecord) {
+			budgetMu.Lock()
+			fc.call.usd += deref(c.CostUSD)
+			fc.call.tokens += c.Tokens
+			if c.CostUSD != nil {
+				rep.CostUSD += *c.CostUSD
+				rep.CostKnown = true
+			}
+			budgetMu.Unlock()
+			_ = r.recordCall(ctx, fc, c)
+		},
+		OnTask: func(t engine.ParallelTask) {
+			if t.State == engine.TaskPending {
+				return
+			}
+			emitMu.Lock()
+			defer emitMu.Unlock()
+			msg := t.TaskID + " " + t.State
+			if t.Runs > 1 {
+				msg += fmt.Sprintf(" (run %d)", t.Runs)
+			}
+			if t.Branch != "" && t.State == engine.TaskRunning {
+				msg += " on " + t.Branch
+			}
+			r.emit(Event{Kind: EventTask, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec, Message: msg,
+				Status: t.State, Violations: t.Violations, Elapsed: time.Duration(t.DurationMS(time.Now())) * time.Millisecond})
+		},
+	}
+	start := time.Now()
+	res, err := fo.Run(r.traceStep(ctx, fc, step.ID, attempt))
+	rep.Duration += time.Since(start)
+	if fe, ok := err.(*FanOutError); ok {
+		return stop(&endState{status: EndError, out: d, message: fe.Msg + resume})
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return stop(&endState{status: EndInterrupted})
+		}
+		return turn{}, err
+	}
+	if res.Interrupted {
+		return stop(&endState{status: EndInterrupted})
+	}
+	rep.Attempts++
+	if res.Budget != "" {
+		return r.exhaust(ctx, fc, step, res.Budget)
+	}
+	next, err := answered(r.svc.ParallelDoneDetailed(ctx, fc.id, step.ID, res.TaskResults(), res.MergeStatus, res.Details, r.report()))
+	if err != nil {
+		return turn{}, err
+	}
+	r.noteStepResult(fc, step, next, nil)
+	return next, nil
+}
+
+// taskGraphError checks a decompose step's result before anything is
+// dispatched from it: a malformed graph (not a task list, duplicate ids,
+// unknown dependencies, cycles) is a failed attempt with the violations
+// fed back (nil when the graph is sound or the step is not decompose).
+func taskGraphError(step *specs.Step, output any) error {
+	if step.Kind != specs.KindDecompose {
+		return nil
+	}
+	vs := engine.TaskGraphViolations(output)
+	if len(vs) == 0 {
+		return nil
+	}
+	return &engine.AttemptError{Kind: engine.AttemptTaskGraph, Violations: vs}
+}
+
+// taskLine is the progress line of a task event.
+func taskLine(e Event) string {
+	line := fmt.Sprintf("  · %s task %s", stepName(e), e.Message)
+	if engine.TaskTerminal(e.Status) && e.Elapsed > 0 {
+		line += fmt.Sprintf(" (%s)", e.Elapsed.Round(time.Millisecond))
+	}
+	if len(e.Violations) > 0 && e.Status != engine.TaskComplete {
+		line += ": " + strings.Join(e.Violations, "; ")
+	}
+	return line
+}
