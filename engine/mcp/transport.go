@@ -118,7 +118,27 @@ func (c *stdioConn) Close() error {
 // SessionID implements mcp.Connection: a stdio connection has none.
 func (*stdioConn) SessionID() string { return "" }
 
-// encodeMessage is jsonrpc.EncodeMessage, with room for the newline.
+// encodeMessage is jsonrpc.EncodeMessage. A successful response is
+// written as the envelope EncodeMessage makes of its id with the result
+// spliced in as is: EncodeMessage would pass the result through
+// encoding/json's compaction (a scan and a copy of the whole answer, twice
+// the engine's JSON for a tool call), which leaves it unchanged, since the
+// session's responses carry results that the SDK marshalled with
+// encoding/json (jsonrpc2.NewResponse: compact, HTML characters not
+// escaped). Anything else goes through EncodeMessage.
 func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
-	return jsonrpc.EncodeMessage(msg)
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	env, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: resp.ID})
+	if err != nil || len(env) == 0 || env[len(env)-1] != '}' {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	const key = `,"result":`
+	data := make([]byte, 0, len(env)+len(key)+len(resp.Result)+2) // +2: '}' and the newline
+	data = append(data, env[:len(env)-1]...)
+	data = append(data, key...)
+	data = append(data, resp.Result...)
+	return append(data, '}'), nil
 }

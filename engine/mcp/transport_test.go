@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestStdioConnRead: the connection yields the accepted messages in order,
@@ -75,4 +78,53 @@ func TestStdioConnClose(t *testing.T) {
 	if err := c.Write(ctx, &jsonrpc.Response{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Write on a cancelled context: %v", err)
 	}
+}
+
+// TestEncodeMessage: the connection writes every message as
+// jsonrpc.EncodeMessage does, results the SDK marshalled included.
+func TestEncodeMessage(t *testing.T) {
+	result := func(v any) json.RawMessage {
+		r, err := jsonrpc2NewResponse(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sid, _ := jsonrpc.MakeID("a<b>&\u2028\"c\"")
+	nid, _ := jsonrpc.MakeID(float64(42))
+	text := "{\"k\":\"<&>\u2028\u2029 \\\" é\"}"
+	msgs := []jsonrpc.Message{
+		&jsonrpc.Response{ID: nid, Result: result(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "structuredContent": json.RawMessage(text)})},
+		&jsonrpc.Response{ID: sid, Result: result(map[string]any{})},
+		&jsonrpc.Response{ID: nid, Result: result(&mcp.CallToolResult{StructuredContent: json.RawMessage(text), Content: []mcp.Content{&mcp.TextContent{Text: text}}})},
+		&jsonrpc.Response{ID: nid, Error: &jsonrpc.Error{Code: -32602, Message: "bad <params>"}},
+		&jsonrpc.Response{ID: sid, Result: result(map[string]any{}), Error: errors.New("failed")},
+		&jsonrpc.Request{ID: nid, Method: "ping"},
+		&jsonrpc.Request{Method: "notifications/progress", Params: json.RawMessage(`{"progress":1}`)},
+	}
+	for _, m := range msgs {
+		want, err := jsonrpc.EncodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("encodeMessage(%#v)\n got %s\nwant %s", m, got, want)
+		}
+	}
+}
+
+// jsonrpc2NewResponse is the result of a response as the SDK's
+// jsonrpc2.NewResponse marshals it: encoding/json without HTML escaping.
+func jsonrpc2NewResponse(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
