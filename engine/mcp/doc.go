@@ -18,11 +18,13 @@
 // until the earliest pending deadline and learns of new gates from events,
 // so it does not poll.
 //
-// Serve reads stdin through a frame guard (frames.go): a frame the SDK's
-// stdio connection would end the session on (over engine.MaxJSONBytes,
-// nested deeper than engine.MaxJSONDepth, invalid JSON, not a JSON-RPC
-// message, a batch) is answered with a JSON-RPC error instead, and the
-// server goes on with the next line.
+// Serve runs on a stdio connection of its own (transport.go) that reads
+// stdin through a frame guard (frames.go): a frame the SDK's stdio
+// connection would end the session on (over engine.MaxJSONBytes, nested
+// deeper than engine.MaxJSONDepth, invalid JSON, not a JSON-RPC message, a
+// batch) is answered with a JSON-RPC error instead, and the server goes on
+// with the next line. Each accepted frame is decoded once, into the message
+// the session handles.
 //
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers

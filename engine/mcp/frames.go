@@ -9,7 +9,6 @@ import (
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
 )
@@ -20,10 +19,11 @@ import (
 // beyond encoding/json's 10,000 levels, a message its own decoder refuses
 // (internal/json: more than 1,000 levels; not a JSON-RPC message) or a batch
 // after protocol 2025-06-18. So one hostile line ended the server. The guard
-// below sits between stdin and that connection: it reads one line (one
-// message, as MCP's stdio framing says), passes on only frames the SDK will
-// decode, and answers every other one itself with a JSON-RPC error, then
-// reads the next line.
+// below reads stdin for our own connection (transport.go): it reads one line
+// (one message, as MCP's stdio framing says), passes on only frames that
+// decode to a message as the SDK decodes them (jsonrpc.DecodeMessage), and
+// answers every other one itself with a JSON-RPC error, then reads the next
+// line.
 
 // JSON-RPC error codes of refused frames.
 const (
@@ -34,47 +34,27 @@ const (
 // idPrefix is how much of an oversized frame is kept to find its id.
 const idPrefix = 64 << 10
 
-// stdioTransport is the transport Serve runs on: in and out as newline
-// delimited JSON-RPC, every inbound frame checked by a frameGuard. Writes of
-// the SDK and of the guard go through one lock, a whole frame at a time.
-func stdioTransport(in io.ReadCloser, out io.Writer, log *slog.Logger) mcp.Transport {
-	w := &frameWriter{lockedWriter: lockedWriter{w: out}}
-	return &mcp.IOTransport{
-		Reader:        &frameGuard{src: in, r: bufio.NewReaderSize(in, 1<<16), out: w, log: log},
-		Writer:        w,
-		MaxLineLength: -1, // the guard enforces engine.MaxJSONBytes per line
-	}
-}
-
-// frameWriter is stdout shared by the SDK and the guard; closing it leaves
-// stdout open, as the SDK's stdio transport does.
-type frameWriter struct{ lockedWriter }
-
-func (*frameWriter) Close() error { return nil }
-
-// frameGuard is the inbound side of stdioTransport.
+// frameGuard is the inbound side of stdioTransport (transport.go).
 type frameGuard struct {
-	src     io.ReadCloser
-	r       *bufio.Reader
-	out     io.Writer
-	log     *slog.Logger
-	pending []byte // the rest of an accepted frame, with its newline
-	err     error  // the input's error, returned once pending is read
+	src io.ReadCloser
+	r   *bufio.Reader
+	out io.Writer
+	log *slog.Logger
+	err error // the input's error, returned once the frames before it are
 }
 
-// Read implements io.Reader: the accepted frames, each ending in a newline.
-func (g *frameGuard) Read(p []byte) (int, error) {
-	for len(g.pending) == 0 {
-		if g.err != nil {
-			return 0, g.err
-		}
+// next returns the next accepted frame (without its newline) and the
+// message it decodes to, answering and skipping every refused one; at the
+// end of the input, the input's error (io.EOF).
+func (g *frameGuard) next() ([]byte, jsonrpc.Message, error) {
+	for g.err == nil {
 		line, tooLong, err := g.readLine()
 		g.err = err
-		g.pending = g.admit(line, tooLong)
+		if msg := g.admit(line, tooLong); msg != nil {
+			return line, msg, nil
+		}
 	}
-	n := copy(p, g.pending)
-	g.pending = g.pending[n:]
-	return n, nil
+	return nil, nil, g.err
 }
 
 // Close closes the input.
@@ -103,9 +83,10 @@ func (g *frameGuard) readLine() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// admit returns the frame to pass on (with a newline), or nil after
-// answering a frame the SDK would end the session on.
-func (g *frameGuard) admit(line []byte, tooLong bool) []byte {
+// admit returns the message a frame decodes to, or nil for a blank line
+// or after answering a frame the SDK's stdio connection would end the
+// session on.
+func (g *frameGuard) admit(line []byte, tooLong bool) jsonrpc.Message {
 	if len(bytes.TrimSpace(line)) == 0 && !tooLong {
 		return nil
 	}
@@ -120,12 +101,11 @@ func (g *frameGuard) admit(line []byte, tooLong bool) []byte {
 	case bytes.TrimSpace(line)[0] == '[':
 		msg = "request refused: batch requests are not supported"
 	default:
-		if _, err := jsonrpc.DecodeMessage(line); err != nil {
-			msg = "request refused: not a JSON-RPC message: " + err.Error()
+		m, err := jsonrpc.DecodeMessage(line)
+		if err == nil {
+			return m
 		}
-	}
-	if msg == "" {
-		return append(line, '\n')
+		msg = "request refused: not a JSON-RPC message: " + err.Error()
 	}
 	g.log.Warn("refused an MCP frame", "bytes", len(line), "too_long", tooLong, "reason", msg)
 	g.answer(line, code, msg)

@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
 )
 
-// FuzzFrameGuard feeds arbitrary input to the guard in front of the SDK's
-// stdio connection. It must never panic or stall, pass on only frames the
-// SDK decodes without ending the session (valid JSON within the limits, a
-// JSON-RPC message, not a batch), and answer every other non-blank line
+// FuzzFrameGuard feeds arbitrary input to the guard of the stdio
+// connection. It must never panic or stall, pass on only frames the SDK
+// decodes without ending the session (valid JSON within the limits, a
+// JSON-RPC message, not a batch), each as the message the SDK makes of it,
+// and answer every other non-blank line
 // with a JSON-RPC error of its own, so no line is silently lost.
 func FuzzFrameGuard(f *testing.F) {
 	for _, s := range []string{
@@ -36,14 +36,14 @@ func FuzzFrameGuard(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out bytes.Buffer
-		tr := stdioTransport(io.NopCloser(bytes.NewReader(in)), &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		tr := newStdioTransport(io.NopCloser(bytes.NewReader(in)), &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		type read struct {
 			b   []byte
 			err error
 		}
 		done := make(chan read, 1)
 		go func() {
-			b, err := io.ReadAll(tr.(*mcp.IOTransport).Reader)
+			b, err := readFrames(tr.guard)
 			done <- read{b, err}
 		}()
 		var passed []byte

@@ -3,12 +3,15 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/stratum-go/stratum/engine"
 )
@@ -40,8 +43,8 @@ func TestFrameGuard(t *testing.T) {
 	big := `{"jsonrpc":"2.0","id":3,"method":"x","params":{"s":"` + strings.Repeat("a", engine.MaxJSONBytes) + `"}}`
 	in := ok1 + "\r\n\n" + deep + "\n" + big + "\n" + `{"id":4` + "\n" + `[{"jsonrpc":"2.0","id":5,"method":"x"},{"jsonrpc":"2.0","id":6,"method":"y"}]` + "\n" + ok2
 	var out bytes.Buffer
-	tr := stdioTransport(io.NopCloser(strings.NewReader(in)), &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	passed, err := io.ReadAll(tr.(*mcp.IOTransport).Reader)
+	tr := newStdioTransport(io.NopCloser(strings.NewReader(in)), &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	passed, err := readFrames(tr.guard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,5 +74,29 @@ func TestFrameGuard(t *testing.T) {
 	}
 	if strings.Join(answers, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("answers:\n%s\nwant:\n%s", strings.Join(answers, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// readFrames reads the guard to the end of its input: the accepted frames,
+// each with a newline. Each frame's message must be the one
+// jsonrpc.DecodeMessage makes of it (the one the SDK's connection made).
+func readFrames(g *frameGuard) ([]byte, error) {
+	var passed []byte
+	for {
+		line, msg, err := g.next()
+		if errors.Is(err, io.EOF) {
+			return passed, nil
+		}
+		if err != nil {
+			return passed, err
+		}
+		want, err := jsonrpc.DecodeMessage(line)
+		if err != nil {
+			return passed, fmt.Errorf("accepted a frame DecodeMessage refuses (%v): %.200q", err, line)
+		}
+		if !reflect.DeepEqual(msg, want) {
+			return passed, fmt.Errorf("frame %.200q decoded to %#v, DecodeMessage makes %#v", line, msg, want)
+		}
+		passed = append(append(passed, line...), '\n')
 	}
 }

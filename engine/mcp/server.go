@@ -124,7 +124,7 @@ func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
 		logOut = io.Discard
 	}
 	frameLog := slog.New(slog.NewTextHandler(&lockedWriter{w: logOut}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := srv.Run(ctx, stdioTransport(os.Stdin, os.Stdout, frameLog))
+	err := srv.Run(ctx, newStdioTransport(os.Stdin, os.Stdout, frameLog))
 	cancel()
 	wg.Wait()
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {

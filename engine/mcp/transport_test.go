@@ -1,0 +1,130 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestStdioConnRead: the connection yields the accepted messages in order,
+// then the input's end; a refused frame is answered, not passed on.
+func TestStdioConnRead(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n" + `{"id":2` + "\n" + `{"jsonrpc":"2.0","id":"x","result":{}}`
+	var out strings.Builder
+	tr := newStdioTransport(io.NopCloser(strings.NewReader(in)), &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	m, err := c.Read(ctx)
+	if req, ok := m.(*jsonrpc.Request); err != nil || !ok || req.Method != "ping" || req.ID.Raw() != int64(1) {
+		t.Fatalf("first: %#v, %v", m, err)
+	}
+	m, err = c.Read(ctx)
+	if resp, ok := m.(*jsonrpc.Response); err != nil || !ok || resp.ID.Raw() != "x" || string(resp.Result) != "{}" {
+		t.Fatalf("second: %#v, %v", m, err)
+	}
+	if m, err = c.Read(ctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("at the end: %#v, %v", m, err)
+	}
+	if !strings.Contains(out.String(), `"id":2`) {
+		t.Fatalf("the refused frame is not answered: %q", out.String())
+	}
+}
+
+// TestStdioConnClose: Close unblocks a Read waiting for input, and later
+// Reads report the end.
+func TestStdioConnClose(t *testing.T) {
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	tr := newStdioTransport(inR, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := c.Read(context.Background()); done <- err }()
+	time.Sleep(10 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("blocked Read after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock Read")
+	}
+	if _, err := c.Read(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("Read after Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Write(ctx, &jsonrpc.Response{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write on a cancelled context: %v", err)
+	}
+}
+
+// TestEncodeMessage: the connection writes every message as
+// jsonrpc.EncodeMessage does, results the SDK marshalled included.
+func TestEncodeMessage(t *testing.T) {
+	result := func(v any) json.RawMessage {
+		r, err := jsonrpc2NewResponse(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sid, _ := jsonrpc.MakeID("a<b>&\u2028\"c\"")
+	nid, _ := jsonrpc.MakeID(float64(42))
+	text := "{\"k\":\"<&>\u2028\u2029 \\\" é\"}"
+	msgs := []jsonrpc.Message{
+		&jsonrpc.Response{ID: nid, Result: result(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "structuredContent": json.RawMessage(text)})},
+		&jsonrpc.Response{ID: sid, Result: result(map[string]any{})},
+		&jsonrpc.Response{ID: nid, Result: result(&mcp.CallToolResult{StructuredContent: json.RawMessage(text), Content: []mcp.Content{&mcp.TextContent{Text: text}}})},
+		&jsonrpc.Response{ID: nid, Error: &jsonrpc.Error{Code: -32602, Message: "bad <params>"}},
+		&jsonrpc.Response{ID: sid, Result: result(map[string]any{}), Error: errors.New("failed")},
+		&jsonrpc.Request{ID: nid, Method: "ping"},
+		&jsonrpc.Request{Method: "notifications/progress", Params: json.RawMessage(`{"progress":1}`)},
+	}
+	for _, m := range msgs {
+		want, err := jsonrpc.EncodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("encodeMessage(%#v)\n got %s\nwant %s", m, got, want)
+		}
+	}
+}
+
+// jsonrpc2NewResponse is the result of a response as the SDK's
+// jsonrpc2.NewResponse marshals it: encoding/json without HTML escaping.
+func jsonrpc2NewResponse(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
