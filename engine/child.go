@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
 
@@ -41,11 +40,12 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outco
 		return nil, execErrorf("Flow '%s' not found in spec", step.Flow)
 	}
 	var child *FlowState
-	var before []byte
+	var before *FlowState
 	if st.ActiveChildFlowID != nil && env.Children != nil {
 		if c, err := env.Children.Get(*st.ActiveChildFlowID); err == nil && c != nil {
 			child = c
-			before = stateBytes(c)
+			ensureMaps(c)
+			before = c.Clone()
 		}
 	}
 	if child == nil {
@@ -74,7 +74,7 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outco
 	if err != nil {
 		return nil, err
 	}
-	if before == nil || !bytes.Equal(before, stateBytes(child)) {
+	if before == nil || !sameState(before, child) {
 		res.Put = append(res.Put, child)
 	}
 	res.Put = append(res.Put, cr.Put...)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -213,12 +212,13 @@ func Resume(st *FlowState, env Env) (Result, error) {
 			return answer(completionPayload(st, env, StatusComplete)), nil
 		}
 	}
-	before := stateBytes(st)
+	ensureMaps(st)
+	before := st.Clone()
 	res, err := currentDispatch(st, env)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(res.Put) == 0 && len(res.Delete) == 0 && bytes.Equal(before, stateBytes(st)) {
+	if len(res.Put) == 0 && len(res.Delete) == 0 && sameState(before, st) {
 		res.Unchanged = true
 	}
 	return res, nil
