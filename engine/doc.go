@@ -150,10 +150,20 @@
 // transactions over a Tx (flow states with their summaries, the pending-gate
 // index, the event log — Append, Events, FlowEvents, LastSeq — and the
 // result cache); Watch delivers committed events by sequence number as
-// they commit, in any process; GC prunes finished flows. Package store
-// implements it over bbolt, enginetest in memory; store/storetest is the
-// contract both pass, and a new backend is one package that passes it (plus
-// the line of main.go that opens it).
+// they commit, in any process; GC prunes finished flows. Three packages
+// implement this one port, unchanged: store over a bbolt file (one
+// machine), store/etcdstore over an etcd cluster (team mode: many
+// machines; each Update is one etcd transaction compared on the revisions
+// it read, Watch an etcd watch), and enginetest in memory. store/storetest
+// is the contract all three pass; store/backend picks bbolt or etcd from
+// STRATUM_STORE / store: for main.go, so nothing else — the engine, its
+// front ends, the TUI — knows which backend it is on. A new backend is one
+// package that passes storetest plus a case in store/backend.
+//
+// The runner lease is flow state (FlowState.Owner, checked and renewed in
+// the same transaction as the flow it guards), not a store operation, so
+// it works the same on every backend; see store/etcdstore's "Runner
+// leases" for what that guarantees across machines.
 //
 // Summaries are the engine's: Summarize computes every field of a
 // FlowSummary from a state and its flow (step k/n, current step, round,
@@ -187,6 +197,6 @@
 // frame) is held to one rule, jsonlimit.go: at most MaxJSONBytes (16 MiB)
 // and MaxJSONDepth (256) levels of nesting.
 //
-// The engine imports specs and review only; it never imports bbolt,
-// bubbletea or fsnotify.
+// The engine imports specs and review only; it never imports store, bbolt,
+// etcd, bubbletea or fsnotify (.ci/imports checks it).
 package engine

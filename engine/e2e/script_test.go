@@ -1,15 +1,21 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in the scripts")
@@ -61,6 +67,67 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 			env.Setenv("STRATUM_HOME", filepath.Join(env.WorkDir, ".stratum"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("GITHUB_ACTIONS", "")
+			env.Setenv("EXAMPLES", filepath.Join(root, "specs", "examples"))
+			env.Setenv("GOCOVERDIR", os.Getenv("GOCOVERDIR"))
+			return nil
+		},
+	})
+}
+
+// scriptsOnEtcd are the scripts that TestScriptsEtcd runs again on etcd:
+// every script that uses the store. store_errors.txtar is about a damaged
+// bbolt file (nothing of it applies to etcd); validate.txtar and
+// install.txtar never open the store.
+var scriptsOnEtcd = []string{"flow_ids", "gate", "gate_human", "gate_rounds", "run", "run_replay", "run_resume", "tui_deadline"}
+
+// TestScriptsEtcd runs the scripts of every command that uses the store
+// (run with --approve all and --resume after kill -9, plan/step-done/
+// resume, gate, query, audit, gc, tui --plain) with STRATUM_STORE naming an
+// embedded etcd member, each script on a prefix of its own.
+func TestScriptsEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd member")
+	}
+	root := repoRoot(t)
+	c := etcdtest.Start(t, 1)
+	var files []string
+	for _, name := range scriptsOnEtcd {
+		files = append(files, filepath.Join(root, "testdata", "script", name+".txtar"))
+	}
+	var n atomic.Int64
+	// The scripts run as parallel subtests, after this function returns:
+	// once they are done, check that each wrote its flows to etcd.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		for i := int64(1); i <= n.Load(); i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			r, err := cli.Get(ctx, fmt.Sprintf("/script-%d/meta/seq", i))
+			cancel()
+			if err != nil || len(r.Kvs) == 0 {
+				t.Errorf("prefix script-%d: no event log in etcd (%v)", i, err)
+			}
+		}
+		if n.Load() != int64(len(files)) {
+			t.Errorf("%d scripts set up, want %d", n.Load(), len(files))
+		}
+	})
+	testscript.Run(t, testscript.Params{
+		Files:               files,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			env.Setenv("STRATUM_HOME", filepath.Join(env.WorkDir, ".stratum"))
+			env.Setenv("STRATUM_STORE", c.URL(fmt.Sprintf("script-%d", n.Add(1))))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("GITHUB_ACTIONS", "")

@@ -2,18 +2,18 @@ package mcp_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/store"
 )
 
 // TestFlowIDPrefixes: every tool taking flow_id accepts a unique prefix of
 // at least 4 characters; a shorter or unknown one answers the original's
 // flow_not_found; an ambiguous one answers ambiguous_flow_id with the
 // candidates.
-func TestFlowIDPrefixes(t *testing.T) {
+func TestFlowIDPrefixes(t *testing.T) { onBoth(t, testFlowIDPrefixes) }
+
+func testFlowIDPrefixes(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("main", map[string]any{"x": "p"}, nil)
 	short := id[:8]
@@ -40,10 +40,7 @@ func TestFlowIDPrefixes(t *testing.T) {
 	}
 
 	// Two flows whose ids share a prefix.
-	st, err := store.Open(filepath.Join(s.home, store.FileName), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := s.openStore()
 	ids := []string{"abcd1111-aaaa", "abcd2222-bbbb"}
 	n := 0
 	svc := &engine.Service{Store: st, NewID: func() string { n++; return ids[n-1] }}

@@ -15,10 +15,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 )
 
 // bin is the stratum binary built by TestMain.
@@ -45,6 +48,13 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building stratum:", err)
 		return 1
 	}
+	c, err := etcdtest.Launch(etcdtest.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting etcd:", err)
+		return 1
+	}
+	defer c.Close()
+	cluster = c
 	return m.Run()
 }
 
@@ -70,6 +80,7 @@ func (s *syncBuffer) String() string {
 type server struct {
 	t      testing.TB
 	home   string
+	store  string // STRATUM_STORE ("": the bbolt file in home)
 	sess   *mcp.ClientSession
 	stderr *syncBuffer
 }
@@ -78,8 +89,9 @@ func startIn(t testing.TB, home string, extra ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	storeURL := storeFor(t)
 	cmd := exec.Command(bin, append([]string{"mcp"}, extra...)...)
-	cmd.Env = append(os.Environ(), "STRATUM_HOME="+home)
+	cmd.Env = environ(home, storeURL)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)
@@ -88,7 +100,7 @@ func startIn(t testing.TB, home string, extra ...string) *server {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
 	}
 	t.Cleanup(func() { _ = sess.Close() })
-	return &server{t: t, home: home, sess: sess, stderr: stderr}
+	return &server{t: t, home: home, store: storeURL, sess: sess, stderr: stderr}
 }
 
 func start(t testing.TB, extra ...string) *server {
@@ -140,7 +152,7 @@ func (s *server) ok(name string, args map[string]any, want map[string]any) map[s
 // cli runs the stratum binary against the server's store.
 func (s *server) cli(args ...string) (string, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "STRATUM_HOME="+s.home)
+	cmd.Env = environ(s.home, s.store)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -234,7 +246,9 @@ func (s *server) plan(flow string, inputs map[string]any, want map[string]any) (
 	return id, r
 }
 
-func TestToolsList(t *testing.T) {
+func TestToolsList(t *testing.T) { onBoth(t, testToolsList) }
+
+func testToolsList(t *testing.T) {
 	s := start(t)
 	res, err := s.sess.ListTools(context.Background(), nil)
 	if err != nil {
@@ -291,7 +305,9 @@ func TestToolsList(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
+func TestValidate(t *testing.T) { onBoth(t, testValidate) }
+
+func testValidate(t *testing.T) {
 	s := start(t)
 	s.ok("stratum_validate", map[string]any{"spec": flowSpec}, map[string]any{"valid": true, "errors": []any{}})
 
@@ -333,7 +349,9 @@ flows:
 	}
 }
 
-func TestFullFlow(t *testing.T) {
+func TestFullFlow(t *testing.T) { onBoth(t, testFullFlow) }
+
+func testFullFlow(t *testing.T) {
 	s := start(t)
 	id, r := s.plan("main", map[string]any{"x": "hi"}, map[string]any{
 		"status": "execute_step", "step_id": "build", "step_number": 1, "total_steps": 2,
@@ -378,7 +396,9 @@ func TestFullFlow(t *testing.T) {
 		map[string]any{"status": "error", "error_type": "flow_already_complete"})
 }
 
-func TestNotFoundAndBadArguments(t *testing.T) {
+func TestNotFoundAndBadArguments(t *testing.T) { onBoth(t, testNotFoundAndBadArguments) }
+
+func testNotFoundAndBadArguments(t *testing.T) {
 	s := start(t)
 	for _, tool := range []string{"stratum_resume", "stratum_audit", "stratum_check_timeouts", "stratum_wait_gate"} {
 		s.ok(tool, map[string]any{"flow_id": "nope"}, map[string]any{"status": "error", "error_type": "flow_not_found",
@@ -424,7 +444,9 @@ func TestNotFoundAndBadArguments(t *testing.T) {
 	}
 }
 
-func TestHumanApproverRefusedOverMCP(t *testing.T) {
+func TestHumanApproverRefusedOverMCP(t *testing.T) { onBoth(t, testHumanApproverRefusedOverMCP) }
+
+func testHumanApproverRefusedOverMCP(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("guarded", nil, map[string]any{"step_id": "work"})
 	s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "work", "result": map[string]any{"ok": true}},
@@ -449,10 +471,7 @@ func TestHumanApproverRefusedOverMCP(t *testing.T) {
 // resolved_by human), in the server's store.
 func (s *server) humanDecides(flowID, stepID string, outcome review.Outcome, note string) {
 	s.t.Helper()
-	st, err := store.Open(filepath.Join(s.home, store.FileName), store.Options{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	st := s.openStore()
 	d := review.Decision{FlowID: flowID, StepID: stepID, Outcome: outcome, Rationale: note, Reviewer: "ana",
 		ResolvedBy: review.Human, Channel: review.ChannelTUI}
 	if _, err := review.NewService[engine.Outcome](&engine.Service{Store: st}).Decide(context.Background(), d); err != nil {
@@ -463,7 +482,9 @@ func (s *server) humanDecides(flowID, stepID string, outcome review.Outcome, not
 // TestCLIDecisionSeen: a decision made with `stratum gate` while the server
 // runs is seen by the next tool call, and stratum_wait_gate returns when it
 // arrives.
-func TestCLIDecisionSeen(t *testing.T) {
+func TestCLIDecisionSeen(t *testing.T) { onBoth(t, testCLIDecisionSeen) }
+
+func testCLIDecisionSeen(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("main", map[string]any{"x": "a"}, nil)
 	s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "build", "result": map[string]any{"ok": true}},
@@ -514,7 +535,9 @@ func TestCLIDecisionSeen(t *testing.T) {
 	s.ok("stratum_wait_gate", map[string]any{"flow_id": id}, map[string]any{"status": "complete", "waited_ms": 0})
 }
 
-func TestIterationsCheckpointsSkip(t *testing.T) {
+func TestIterationsCheckpointsSkip(t *testing.T) { onBoth(t, testIterationsCheckpointsSkip) }
+
+func testIterationsCheckpointsSkip(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("hunt", nil, map[string]any{"step_id": "hunt"})
 	s.ok("stratum_iteration_start", map[string]any{"flow_id": id, "step_id": "hunt"}, map[string]any{"status": "iteration_started"})
@@ -574,7 +597,9 @@ flows:
         depends_on: [split]
 `
 
-func TestParallel(t *testing.T) {
+func TestParallel(t *testing.T) { onBoth(t, testParallel) }
+
+func testParallel(t *testing.T) {
 	s := start(t)
 	r := s.ok("stratum_plan", map[string]any{"spec": parallelSpec, "flow": "main", "inputs": map[string]any{}}, map[string]any{"step_id": "split"})
 	id := r["flow_id"].(string)
@@ -588,14 +613,12 @@ func TestParallel(t *testing.T) {
 		map[string]any{"status": "complete"})
 }
 
-func TestFlowOwnedByRunner(t *testing.T) {
+func TestFlowOwnedByRunner(t *testing.T) { onBoth(t, testFlowOwnedByRunner) }
+
+func testFlowOwnedByRunner(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("main", map[string]any{"x": "c"}, nil)
-	st, err := store.Open(filepath.Join(s.home, store.FileName), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Store: s.openStore()}
 	if err := svc.Claim(context.Background(), id, engine.Lease{ID: "runner-1", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +634,9 @@ func TestFlowOwnedByRunner(t *testing.T) {
 	s.ok("stratum_resume", map[string]any{"flow_id": id}, map[string]any{"status": "execute_step"})
 }
 
-func TestListFlows(t *testing.T) {
+func TestListFlows(t *testing.T) { onBoth(t, testListFlows) }
+
+func testListFlows(t *testing.T) {
 	s := start(t)
 	s.ok("stratum_list_flows", nil, map[string]any{"flows": []any{}})
 	var ids []string
@@ -636,7 +661,9 @@ func TestListFlows(t *testing.T) {
 	}
 }
 
-func TestCompileDraftWorkflows(t *testing.T) {
+func TestCompileDraftWorkflows(t *testing.T) { onBoth(t, testCompileDraftWorkflows) }
+
+func testCompileDraftWorkflows(t *testing.T) {
 	s := start(t)
 	dir := t.TempDir()
 	tasks := filepath.Join(dir, "tasks")
@@ -686,13 +713,31 @@ func TestCompileDraftWorkflows(t *testing.T) {
 
 // TestInternalError: a store that stops working answers internal_error
 // without leaking the failure; the details go to stderr.
-func TestInternalError(t *testing.T) {
+func TestInternalError(t *testing.T) { onBoth(t, testInternalError) }
+
+func testInternalError(t *testing.T) {
 	s := start(t, "--sweep-interval", "-1s")
 	id, _ := s.plan("main", map[string]any{"x": "d"}, nil)
-	db := filepath.Join(s.home, store.FileName)
-	garbage := bytes.Repeat([]byte("not a bolt database "), 1000)
-	if err := os.WriteFile(db, garbage, 0o600); err != nil {
-		t.Fatal(err)
+	if s.store == "" {
+		db := filepath.Join(s.home, store.FileName)
+		garbage := bytes.Repeat([]byte("not a bolt database "), 1000)
+		if err := os.WriteFile(db, garbage, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// etcd: the flow's record under the prefix becomes undecodable.
+		loc, err := backend.Parse(s.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.Endpoints, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		if _, err := cli.Put(context.Background(), "/"+loc.Prefix+"/f/"+id, "not a flow record"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r, isErr := s.call("stratum_resume", map[string]any{"flow_id": id})
 	if !isErr {
@@ -715,7 +760,9 @@ func TestInternalError(t *testing.T) {
 // server's background enforcer without any tool call. The retry interval is
 // an hour: the enforcer sleeps until the deadline it learnt of, it does not
 // poll.
-func TestSweeperEnforcesDeadlines(t *testing.T) {
+func TestSweeperEnforcesDeadlines(t *testing.T) { onBoth(t, testSweeperEnforcesDeadlines) }
+
+func testSweeperEnforcesDeadlines(t *testing.T) {
 	s := start(t, "--sweep-interval", "1h")
 	spec := `version: "0.2"
 functions:
@@ -753,7 +800,9 @@ flows:
 // after a restart learns what the sweeper did: the kill (reason timeout,
 // the trace with the timeout's gate record), or, for on_timeout approve, the
 // flow's next dispatch, never "no_timeout: Flow is already complete".
-func TestCheckTimeoutsAfterSweep(t *testing.T) {
+func TestCheckTimeoutsAfterSweep(t *testing.T) { onBoth(t, testCheckTimeoutsAfterSweep) }
+
+func testCheckTimeoutsAfterSweep(t *testing.T) {
 	spec := `version: "0.2"
 functions:
   quick:
@@ -813,7 +862,9 @@ flows:
 
 // TestWaitGateCancelled: a client that cancels stratum_wait_gate gets its
 // answer at once, and the server keeps serving.
-func TestWaitGateCancelled(t *testing.T) {
+func TestWaitGateCancelled(t *testing.T) { onBoth(t, testWaitGateCancelled) }
+
+func testWaitGateCancelled(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("main", map[string]any{"x": "e"}, nil)
 	s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "build", "result": map[string]any{"ok": true}},
@@ -865,7 +916,9 @@ flows:
 // an agent cannot end the parent's flow step (MCP step_done, skip_step,
 // the CLI's step-done) nor revert the parent past it; a revert past a
 // human's kill is refused over MCP.
-func TestHumanGateNotBypassed(t *testing.T) {
+func TestHumanGateNotBypassed(t *testing.T) { onBoth(t, testHumanGateNotBypassed) }
+
+func testHumanGateNotBypassed(t *testing.T) {
 	s := start(t)
 	r := s.ok("stratum_plan", map[string]any{"spec": humanChildSpec, "flow": "outer"}, map[string]any{"step_id": "prep"})
 	id := r["flow_id"].(string)

@@ -33,7 +33,9 @@ const latencyBound = 30 * time.Millisecond
 // gate record's time, taken by the deciding process before its commit, so
 // it includes that commit's fsync) to the answer reaching this client, over
 // several runs.
-func TestWaitGateLatency(t *testing.T) {
+func TestWaitGateLatency(t *testing.T) { onBoth(t, testWaitGateLatency) }
+
+func testWaitGateLatency(t *testing.T) {
 	s := start(t)
 	const runs = 9
 	var lat []time.Duration

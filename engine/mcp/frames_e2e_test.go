@@ -25,7 +25,7 @@ type rawServer struct {
 func startRaw(t *testing.T) *rawServer {
 	t.Helper()
 	cmd := exec.Command(bin, "mcp")
-	cmd.Env = append(os.Environ(), "STRATUM_HOME="+t.TempDir())
+	cmd.Env = environ(t.TempDir(), storeFor(t))
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
@@ -139,7 +139,9 @@ func validateCall(id int, args string) string {
 // 16 MiB, a line that is not JSON and one that is not a JSON-RPC message are
 // each answered with an error, and the server keeps serving (it exited on
 // the first two before).
-func TestHostileFrames(t *testing.T) {
+func TestHostileFrames(t *testing.T) { onBoth(t, testHostileFrames) }
+
+func testHostileFrames(t *testing.T) {
 	s := startRaw(t)
 	s.initialize()
 
@@ -172,8 +174,10 @@ func TestHostileFrames(t *testing.T) {
 
 // TestCLIJSONLimits: the CLI applies the MCP frame limits to a step result
 // and to flow inputs (it accepted a 50 MB, 10,000-deep result before).
-func TestCLIJSONLimits(t *testing.T) {
-	s := &server{t: t, home: t.TempDir()}
+func TestCLIJSONLimits(t *testing.T) { onBoth(t, testCLIJSONLimits) }
+
+func testCLIJSONLimits(t *testing.T) {
+	s := &server{t: t, home: t.TempDir(), store: storeFor(t)}
 	dir := t.TempDir()
 	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
 	write := func(name, content string) string {

@@ -30,9 +30,10 @@ func startInRepo(t *testing.T) (*server, string) {
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	storeURL := storeFor(t)
 	cmd := exec.Command(bin, "mcp")
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "STRATUM_HOME="+home)
+	cmd.Env = environ(home, storeURL)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)
@@ -41,7 +42,7 @@ func startInRepo(t *testing.T) (*server, string) {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
 	}
 	t.Cleanup(func() { _ = sess.Close() })
-	return &server{t: t, home: home, sess: sess, stderr: stderr}, repo
+	return &server{t: t, home: home, store: storeURL, sess: sess, stderr: stderr}, repo
 }
 
 func fanoutSpec(deferAdvance bool) string {
@@ -90,7 +91,9 @@ func (s *server) pollUntil(id, step string) map[string]any {
 	return nil
 }
 
-func TestParallelServerDispatched(t *testing.T) {
+func TestParallelServerDispatched(t *testing.T) { onBoth(t, testParallelServerDispatched) }
+
+func testParallelServerDispatched(t *testing.T) {
 	s, repo := startInRepo(t)
 	r := s.ok("stratum_plan", map[string]any{"spec": fanoutSpec(false), "flow": "main", "inputs": map[string]any{}}, map[string]any{"step_id": "split"})
 	id := r["flow_id"].(string)
@@ -129,7 +132,9 @@ func TestParallelServerDispatched(t *testing.T) {
 	}
 }
 
-func TestParallelDeferAdvance(t *testing.T) {
+func TestParallelDeferAdvance(t *testing.T) { onBoth(t, testParallelDeferAdvance) }
+
+func testParallelDeferAdvance(t *testing.T) {
 	s, _ := startInRepo(t)
 	r := s.ok("stratum_plan", map[string]any{"spec": fanoutSpec(true), "flow": "main", "inputs": map[string]any{}}, map[string]any{"step_id": "split"})
 	id := r["flow_id"].(string)

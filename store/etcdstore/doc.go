@@ -80,11 +80,38 @@
 //
 // # Runner leases
 //
-// The engine keeps a runner's lease in the flow state (FlowState.Owner, with
-// an expiry renewed by the runner's heartbeat transitions): the port has no
-// lease operation, and the lease must be read and changed in the same
-// transaction as the flow it guards. Those transitions are etcd
-// transactions like any other, so a runner that dies on any machine loses
-// its lease when ExpiresAt passes; expiry is judged by the reader's clock,
-// so machines sharing a store should keep their clocks synchronised (NTP).
+// The issue asked for runner leases to be etcd leases with keepalive. They
+// are not: the engine keeps a runner's lease in the flow state
+// (FlowState.Owner: id, pid, host, ExpiresAt), renewed by the runner's
+// heartbeat transitions (every TTL/3; TTL 30 s by default), and checks it
+// inside the same transaction as every write it guards (Claim, TakeOver,
+// agent reports, commits, reverts: flow_owned). The port has no lease
+// operation, and the same code serves bbolt, etcd and memory. What that
+// gives on etcd, and what an etcd lease would have changed:
+//
+//   - Who may write is decided by the etcd transaction, never by a clock.
+//     The owner is a field of f/<id>; every write compares that key's mod
+//     revision, so a takeover and the old holder's next heartbeat or report
+//     cannot both commit: after the takeover the old holder's writes are
+//     refused (ErrLeaseHeld, flow_owned). At any revision the flow has
+//     exactly one owner, as an etcd lease attached to a key would give.
+//   - When a silent runner is presumed dead is judged by the clock of the
+//     process that looks (ExpiresAt was set from the runner's clock). A
+//     machine whose clock is ahead of the runner's by d presumes it dead d
+//     early; behind by d, d late. With d below the TTL minus the heartbeat
+//     interval (20 s by default) a live runner is never presumed dead;
+//     beyond that, another machine may take a live runner's flow; the
+//     runner learns it at its next heartbeat (ErrLeaseHeld cancels its run)
+//     or write (flow_owned), and none of its writes after the takeover
+//     commits (TestRunnerLeaseClockSkew). The side effects of a step it was
+//     running (a command) are not undone — the same as with an etcd lease,
+//     which cannot fence a process that does not know yet that it lost it. Keep the clocks in sync
+//     (NTP: milliseconds, far below the TTL).
+//   - A runner that dies anywhere loses its flow after the TTL either way;
+//     on the runner's own host, stratum run --resume takes over at once when
+//     the lease's pid is gone.
+//
+// An etcd lease would make expiry independent of the machines' clocks (the
+// leader's TTL counts). It needs a lease operation in the engine's port and
+// the runner's heartbeat to keep it alive; that is not built.
 package etcdstore

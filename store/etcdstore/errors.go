@@ -51,7 +51,7 @@ func (s *Store) wrap(op string, err error) error {
 	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken),
 		errors.Is(err, rpctypes.ErrAuthOldRevision), errors.Is(err, rpctypes.ErrUserEmpty),
 		errors.Is(err, rpctypes.ErrAuthNotEnabled):
-		return &Error{Store: s.String(), Msg: op + ": authentication refused or expired (" + rpctypes.ErrorDesc(err) + "); check STRATUM_ETCD_USER / STRATUM_ETCD_PASSWORD (or etcd_user/etcd_password in config.yaml)", Err: errors.Join(ErrAuth, err)}
+		return &Error{Store: s.String(), Msg: op + ": authentication refused or expired (" + rpctypes.ErrorDesc(err) + "); check STRATUM_ETCD_USER / STRATUM_ETCD_PASSWORD (or etcd: user/password in config.yaml)", Err: errors.Join(ErrAuth, err)}
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
 		return &Error{Store: s.String(), Msg: op + ": permission denied; the etcd user needs read/write on the prefix " + s.pfx, Err: errors.Join(ErrAuth, err)}
 	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),

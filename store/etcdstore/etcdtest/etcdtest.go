@@ -20,43 +20,118 @@ import (
 
 // Cluster is a set of embedded etcd members.
 type Cluster struct {
-	t       testing.TB
 	mu      sync.Mutex
 	members []*embed.Etcd
 	names   []string
-	// Endpoints are the members' client URLs (http://127.0.0.1:PORT).
+	// Endpoints are the members' client URLs (http://127.0.0.1:PORT, or
+	// https:// with Options.TLS).
 	Endpoints []string
 	dir       string
+	ownDir    bool
+}
+
+// TLS is a member's client TLS: its certificate and key, and when CA is
+// set, client certificates signed by that CA are required.
+type TLS struct {
+	CertFile, KeyFile string
+	CA                string
+}
+
+// Options configure StartWith and Launch.
+type Options struct {
+	// Members is the cluster's size (0: 1).
+	Members int
+	// Fsync makes the members fsync as a real deployment does (benchmarks).
+	Fsync bool
+	// TLS serves the client port over TLS (nil: plain TCP).
+	TLS *TLS
+	// AuthTokenTTL is the lifetime of etcd's simple tokens in seconds,
+	// reset by each use (0: etcd's default, 300).
+	AuthTokenTTL uint
 }
 
 // freePort returns a loopback port nobody listens on right now.
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Start runs an n-member cluster and waits until it serves; it is stopped
 // when the test ends. Members do not fsync (see StartFsync).
-func Start(t testing.TB, n int) *Cluster { return start(t, n, false) }
+func Start(t testing.TB, n int) *Cluster { return StartWith(t, Options{Members: n}) }
 
 // StartFsync is Start with members that fsync as a real deployment does
 // (for benchmarks).
-func StartFsync(t testing.TB, n int) *Cluster { return start(t, n, true) }
+func StartFsync(t testing.TB, n int) *Cluster {
+	return StartWith(t, Options{Members: n, Fsync: true})
+}
 
-func start(t testing.TB, n int, fsync bool) *Cluster {
+// StartWith is Start with options; the cluster is stopped when the test ends.
+func StartWith(t testing.TB, o Options) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir()}
+	c, err := launch(t.TempDir(), false, o)
+	if c != nil {
+		t.Cleanup(c.StopAll)
+	}
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	return c
+}
+
+// Launch starts a cluster outside a test (a TestMain's, shared by a
+// package's tests) in a temporary directory; Close stops it and removes
+// the directory.
+func Launch(o Options) (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "etcdtest-")
+	if err != nil {
+		return nil, err
+	}
+	c, err := launch(dir, true, o)
+	if err != nil {
+		if c != nil {
+			c.Close()
+		} else {
+			os.RemoveAll(dir)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops every member and, for a Launch cluster, removes its data.
+func (c *Cluster) Close() {
+	c.StopAll()
+	if c.ownDir {
+		os.RemoveAll(c.dir)
+	}
+}
+
+func launch(dir string, ownDir bool, o Options) (*Cluster, error) {
+	n := max(o.Members, 1)
+	c := &Cluster{dir: dir, ownDir: ownDir}
 	var initial []string
 	peers := make([]url.URL, n)
 	clients := make([]url.URL, n)
+	scheme := "http"
+	if o.TLS != nil {
+		scheme = "https"
+	}
 	for i := 0; i < n; i++ {
-		peers[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-		clients[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		pp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		peers[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", pp)}
+		clients[i] = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", cp)}
 		name := fmt.Sprintf("m%d", i)
 		c.names = append(c.names, name)
 		initial = append(initial, name+"="+peers[i].String())
@@ -78,7 +153,16 @@ func start(t testing.TB, n int, fsync bool) *Cluster {
 		cfg.LogOutputs = []string{filepath.Join(c.dir, c.names[i]+".log")}
 		// Test data lives in a temporary directory: durability across a
 		// power cut is not what these tests check, and fsync dominates.
-		cfg.UnsafeNoFsync = !fsync
+		cfg.UnsafeNoFsync = !o.Fsync
+		if o.TLS != nil {
+			cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = o.TLS.CertFile, o.TLS.KeyFile
+			if o.TLS.CA != "" {
+				cfg.ClientTLSInfo.TrustedCAFile, cfg.ClientTLSInfo.ClientCertAuth = o.TLS.CA, true
+			}
+		}
+		if o.AuthTokenTTL > 0 {
+			cfg.AuthTokenTTL = o.AuthTokenTTL
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -89,7 +173,9 @@ func start(t testing.TB, n int, fsync bool) *Cluster {
 			}
 			select {
 			case <-e.Server.ReadyNotify():
+				c.mu.Lock()
 				c.members[i] = e
+				c.mu.Unlock()
 			case <-time.After(30 * time.Second):
 				e.Close()
 				errs[i] = fmt.Errorf("member %s not ready in 30s", cfg.Name)
@@ -97,13 +183,12 @@ func start(t testing.TB, n int, fsync bool) *Cluster {
 		}()
 	}
 	wg.Wait()
-	t.Cleanup(c.StopAll)
 	for _, err := range errs {
 		if err != nil {
-			t.Fatalf("etcdtest: %v", err)
+			return c, err
 		}
 	}
-	return c
+	return c, nil
 }
 
 // Leader returns the index of the member that leads, or -1.
@@ -153,7 +238,7 @@ func (c *Cluster) Logs() string {
 func (c *Cluster) URL(prefix string) string {
 	hosts := make([]string, len(c.Endpoints))
 	for i, e := range c.Endpoints {
-		hosts[i] = strings.TrimPrefix(e, "http://")
+		hosts[i] = strings.TrimPrefix(strings.TrimPrefix(e, "http://"), "https://")
 	}
 	return "etcd://" + strings.Join(hosts, ",") + "/" + prefix
 }
