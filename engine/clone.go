@@ -41,6 +41,7 @@ func (st *FlowState) Clone() *FlowState {
 	c.ActiveChildFlowID = copyStrPtr(st.ActiveChildFlowID)
 	c.ChildAudits = cloneRawLists(st.ChildAudits)
 	c.ParallelTasks = cloneObject(st.ParallelTasks)
+	c.ParallelRuns = cloneParallelRuns(st.ParallelRuns)
 	c.DispatchedAt = maps.Clone(st.DispatchedAt)
 	if st.Gate != nil {
 		g := *st.Gate

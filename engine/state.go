@@ -63,6 +63,10 @@ type FlowState struct {
 	Trace []json.RawMessage `json:"trace,omitempty"`
 	// Budget is the run budget ledger.
 	BudgetState *BudgetState `json:"budget_state,omitempty"`
+	// ParallelRuns are the server-dispatched fan-outs of parallel_dispatch
+	// steps (stratum_parallel_start), by step id: who runs them (a lease
+	// renewed while they run) and, once their tasks settled, the merge.
+	ParallelRuns map[string]*ParallelRun `json:"parallel_runs,omitempty"`
 }
 
 // PendingGate is the persisted state of the gate the flow waits on. The

@@ -2,8 +2,12 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,6 +26,16 @@ import (
 // them and, once all settled, advances the flow (through parallel_done, so
 // the state machine judges); stratum_parallel_advance does it for steps with
 // defer_advance: true.
+//
+// What a poll answers comes from the flow, not from this process's memory:
+// the server holds the step's fan-out with a lease recorded in the flow
+// (engine.ParallelRun, renewed every third of fanLeaseTTL) and records the
+// merge outcome there when the fan-out ends. A restarted server — or
+// another server sharing the store — therefore reports the real merge
+// status, and tasks left "running" by a server that died (its lease
+// expired) are marked failed with the original's "server restart
+// interrupted task" (pending ones cancelled) when the step is next polled
+// or advanced, so the step settles and the flow goes on.
 
 type fanKey struct{ flow, step string }
 
@@ -31,6 +45,14 @@ type fanRun struct {
 	res  *run.FanOutResult
 	err  error
 }
+
+// fanLeaseTTL is how long a server's hold on a fan-out lives without being
+// renewed (it is renewed every third of it while the tasks run).
+var fanLeaseTTL = 30 * time.Second
+
+// restartError is the error of a task whose server stopped while it ran
+// (the original's RESUME_INTERRUPTED_ERROR).
+const restartError = "server restart interrupted task"
 
 type parallelArgs struct {
 	FlowID string `json:"flow_id" jsonschema:"the flow id from stratum_plan"`
@@ -111,23 +133,23 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	case cur.Isolation == "branch":
 		return engine.Response{"error": "branch-mode isolation is not yet supported in server-side parallel dispatch. Use 'worktree' or 'none'."}, nil
 	}
-	if engine.LeaseLive(st, time.Now()) {
-		return engine.Response{"status": "error", "error_type": "flow_owned", "flow_id": st.FlowID,
-			"message": fmt.Sprintf("Flow '%s' is driven by an in-process runner (lease '%s'); it runs its fan-out itself", st.FlowID, st.Owner.ID)}, nil
-	}
 	key := fanKey{in.FlowID, in.StepID}
 	s.fanMu.Lock()
 	_, running := s.fans[key]
 	s.fanMu.Unlock()
 	prior := engine.ParallelTasksOf(st, in.StepID)
-	started := false
+	started := running || engine.ParallelRunOf(st, in.StepID) != nil
 	for _, t := range prior {
 		if t.State != engine.TaskPending {
 			started = true
 		}
 	}
-	if started || running {
+	if started {
 		return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", in.StepID), nil
+	}
+	if engine.LeaseLive(st, time.Now()) {
+		return engine.Response{"status": "error", "error_type": "flow_owned", "flow_id": st.FlowID,
+			"message": fmt.Sprintf("Flow '%s' is driven by an in-process runner (lease '%s'); it runs its fan-out itself", st.FlowID, st.Owner.ID)}, nil
 	}
 	source, err := engine.ResolveSource(st, cur)
 	if err != nil {
@@ -160,6 +182,13 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		}
 		return perr(code, "%v", err), nil
 	}
+	lease := newFanLease()
+	if err := s.svc.ClaimParallelRun(ctx, st.FlowID, cur.ID, lease); err != nil {
+		if errors.Is(err, engine.ErrParallelRunHeld) {
+			return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", in.StepID), nil
+		}
+		return nil, err
+	}
 	fr := &fanRun{done: make(chan struct{})}
 	s.fanMu.Lock()
 	s.fans[key] = fr
@@ -168,9 +197,32 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	go func() {
 		defer s.fanWG.Done()
 		defer close(fr.done)
+		hbCtx, stopBeat := context.WithCancel(context.Background())
+		beat := make(chan struct{})
+		go func() {
+			defer close(beat)
+			s.renewFanLease(hbCtx, st.FlowID, cur.ID, lease)
+		}()
 		fr.res, fr.err = fo.Run(s.bg)
-		if fr.err != nil {
+		stopBeat()
+		<-beat
+		end, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		mergeStatus, details := "", []string(nil)
+		switch {
+		case fr.err != nil:
 			s.log.Error("parallel fan-out failed", "flow_id", st.FlowID, "step_id", cur.ID, "error", fr.err.Error())
+		case fr.res.Interrupted:
+			// The server is stopping: its tasks were killed. Fail them as a
+			// restarted server would, so the step settles.
+			if err := s.settleOrphans(end, st.FlowID, cur.ID); err != nil {
+				s.log.Error("parallel fan-out: recording interrupted tasks", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
+			}
+		default:
+			mergeStatus, details = fr.res.MergeStatus, fr.res.Details
+		}
+		if err := s.svc.EndParallelRun(end, st.FlowID, cur.ID, lease.ID, mergeStatus, details); err != nil {
+			s.log.Error("parallel fan-out: recording its end", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
 		}
 	}()
 	// Wait until every task is recorded (pending), so a poll right after
@@ -215,6 +267,119 @@ func (s *server) taskExecutor(st *engine.FlowState, step *specs.Step) (engine.Ex
 		return nil, "", fmt.Errorf("no LLM provider is configured for its tasks")
 	}
 	return x.Infer, "infer", nil
+}
+
+// newFanLease is a fresh hold of this server on a fan-out.
+func newFanLease() engine.Lease {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	host, _ := os.Hostname()
+	now := time.Now().UTC()
+	return engine.Lease{ID: "mcp-" + hex.EncodeToString(b), PID: os.Getpid(), Host: host, Heartbeat: now, ExpiresAt: now.Add(fanLeaseTTL)}
+}
+
+// renewFanLease renews the server's hold on a fan-out every third of
+// fanLeaseTTL until ctx ends.
+func (s *server) renewFanLease(ctx context.Context, flowID, stepID string, l engine.Lease) {
+	t := time.NewTicker(fanLeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now().UTC()
+		l.Heartbeat, l.ExpiresAt = now, now.Add(fanLeaseTTL)
+		if err := s.svc.ClaimParallelRun(ctx, flowID, stepID, l); err != nil && ctx.Err() == nil {
+			s.log.Error("parallel fan-out: renewing its lease", "flow_id", flowID, "step_id", stepID, "error", err.Error())
+		}
+	}
+}
+
+// settleOrphans ends the tasks of stepID's current dispatch that nobody
+// runs any more (their server stopped): running ones fail with the
+// original's "server restart interrupted task", pending ones are
+// cancelled (they never started).
+func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error {
+	st, err := s.svc.Get(ctx, flowID)
+	if err != nil {
+		return err
+	}
+	tasks := engine.ParallelTasksOf(st, stepID)
+	for _, id := range engine.SortedTaskIDs(tasks) {
+		t := tasks[id]
+		var msg string
+		switch t.State {
+		case engine.TaskRunning:
+			t.State, msg = engine.TaskFailed, restartError
+		case engine.TaskPending:
+			t.State, msg = engine.TaskCancelled, fmt.Sprintf("task '%s' did not run: the server running the fan-out stopped", id)
+		default:
+			continue
+		}
+		t.Error = &msg
+		t.Violations = []string{msg}
+		if t.FinishedAt == nil {
+			t.FinishedAt = engine.UnixSeconds(time.Now())
+		}
+		if _, err := answer(s.svc.RecordParallelTask(ctx, flowID, t, engine.ReportOptions{})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orphaned reports whether the step's fan-out was started by a server
+// that no longer runs it (its lease expired or was dropped) while some of
+// its tasks are not settled.
+func orphaned(st *engine.FlowState, stepID string, tasks []engine.ParallelTask) bool {
+	r := engine.ParallelRunOf(st, stepID)
+	if r == nil || r.Live(time.Now()) {
+		return false
+	}
+	for _, t := range tasks {
+		if !engine.TaskTerminal(t.State) {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeOutcome is the merge status (and details) of a settled fan-out:
+// this process's result while it has it, else the one recorded in the
+// flow. A fan-out whose server stopped before merging under isolation:
+// worktree merged nothing, which is a conflict, never "clean".
+func mergeOutcome(fr *fanRun, st *engine.FlowState, step *specs.Step, tasks []engine.ParallelTask) (string, []string) {
+	if fr != nil && fr.res != nil && !fr.res.Interrupted {
+		return fr.res.MergeStatus, fr.res.Details
+	}
+	r := engine.ParallelRunOf(st, step.ID)
+	if r == nil {
+		return "clean", nil
+	}
+	if r.Done {
+		return r.MergeStatus, r.Details
+	}
+	// The server stopped before its merge: as FanOut.merge, failed tasks
+	// are the details, and nothing is merged unless require is met.
+	var branches, details []string
+	complete := 0
+	for _, t := range tasks {
+		switch {
+		case t.State == engine.TaskComplete:
+			complete++
+			if t.Branch != "" {
+				branches = append(branches, t.Branch)
+			}
+		case t.Error != nil:
+			details = append(details, *t.Error)
+		}
+	}
+	if len(branches) == 0 || !engine.RequireSatisfied(step.Require, complete, len(tasks)-complete) {
+		return "clean", details
+	}
+	return "conflict", append(details, fmt.Sprintf("the server running the fan-out of step '%s' stopped before merging the task branches (%s); nothing was merged", step.ID, strings.Join(branches, ", ")))
 }
 
 func isNotFound(err error) bool {
@@ -303,6 +468,20 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	if !ok {
 		return engine.Response{"error": fmt.Sprintf("step '%s' not dispatched yet; call stratum_parallel_start first", in.StepID)}, nil
 	}
+	if fr == nil && orphaned(st, in.StepID, tasks) {
+		if err := s.settleOrphans(ctx, in.FlowID, in.StepID); err != nil {
+			return nil, err
+		}
+		if st, _, _, err = s.fanFlow(ctx, in.FlowID); err != nil {
+			return nil, err
+		}
+		tasks, _ = stepTasks(st, step)
+	}
+	if fr == nil && engine.ParallelRunOf(st, in.StepID).Live(time.Now()) {
+		// Another server runs the fan-out (a shared store): it has not
+		// merged yet.
+		finished = false
+	}
 	summary := map[string]int{"pending": 0, "running": 0, "complete": 0, "failed": 0, "cancelled": 0, "skipped": 0, "reparenting": 0}
 	view := map[string]any{}
 	allTerminal := true
@@ -318,10 +497,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	if !allTerminal || !finished {
 		return resp, nil
 	}
-	mergeStatus, details := "clean", []string(nil)
-	if fr != nil && fr.res != nil {
-		mergeStatus, details = fr.res.MergeStatus, fr.res.Details
-	}
+	mergeStatus, details := mergeOutcome(fr, st, step, tasks)
 	results := make([]any, len(tasks))
 	complete := 0
 	for i, t := range tasks {
@@ -394,6 +570,18 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 			busy = true
 		}
 	}
+	if fr == nil && orphaned(st, in.StepID, tasks) {
+		if err := s.settleOrphans(ctx, in.FlowID, in.StepID); err != nil {
+			return nil, err
+		}
+		if st, _, _, err = s.fanFlow(ctx, in.FlowID); err != nil {
+			return nil, err
+		}
+		tasks, _ = stepTasks(st, step)
+	}
+	if fr == nil && engine.ParallelRunOf(st, in.StepID).Live(time.Now()) {
+		busy = true // another server runs the fan-out
+	}
 	results := make([]any, len(tasks))
 	for i, t := range tasks {
 		if !engine.TaskTerminal(t.State) {
@@ -404,12 +592,10 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 	if busy {
 		return perr("tasks_not_terminal", "Step '%s' still has running tasks. Poll until outcome.status == 'awaiting_consumer_advance' before calling advance.", in.StepID), nil
 	}
-	mergeStatus, details := in.MergeStatus, []string(nil)
-	if fr != nil && fr.res != nil {
-		details = fr.res.Details
-		if fr.res.MergeStatus == "conflict" {
-			mergeStatus = "conflict"
-		}
+	mergeStatus := in.MergeStatus
+	ms, details := mergeOutcome(fr, st, step, tasks)
+	if ms == "conflict" {
+		mergeStatus = "conflict"
 	}
 	out, err := answer(s.svc.ParallelDoneDetailed(ctx, in.FlowID, in.StepID, results, mergeStatus, details, engine.ReportOptions{}))
 	if err == nil {

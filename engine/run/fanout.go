@@ -551,20 +551,22 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 		}
 		f.OnCall(context.WithoutCancel(ctx), c)
 	}
-	endSpan := func(ok bool, msg string) {
+	// endSpan ends the task's span with the state the task settles in.
+	endSpan := func(state string, msg string) {
 		if span != nil {
-			span.EndStatus(ok, msg)
+			span.Set("stratum.task_state", state)
+			span.EndStatus(state == engine.TaskComplete, msg)
 		}
 	}
 	if execErr != nil {
 		if deadlineSpent(view, execErr) || errors.Is(execErr, engine.ErrBudgetExhausted) {
-			endSpan(false, "budget exhausted")
+			endSpan(engine.TaskCancelled, "budget exhausted")
 			d := finish(engine.TaskCancelled, nil, []string{fmt.Sprintf("task '%s' stopped: the budget ran out", t.ID)})
 			d.budget = fmt.Sprintf("step '%s' ran out of its budget during task '%s'", f.Step.ID, t.ID)
 			return d
 		}
 		if tctx.Err() != nil {
-			endSpan(false, "cancelled")
+			endSpan(engine.TaskCancelled, "cancelled")
 			why := "cancelled"
 			switch cause := context.Cause(tctx); {
 			case errors.Is(cause, errTaskCancelled):
@@ -585,7 +587,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 		for i, v := range vs {
 			vs[i] = fmt.Sprintf("task '%s': %s", t.ID, v)
 		}
-		endSpan(false, strings.Join(vs, "; "))
+		endSpan(engine.TaskFailed, strings.Join(vs, "; "))
 		return finish(engine.TaskFailed, nil, vs)
 	}
 	if worktree {
@@ -593,19 +595,19 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 		pt.Files = files
 		pt.Diff = diff
 		if err != nil {
-			endSpan(false, err.Error())
+			endSpan(engine.TaskFailed, err.Error())
 			return finish(engine.TaskFailed, out.Output, []string{fmt.Sprintf("task '%s': %v", t.ID, err)})
 		}
 		if len(t.FilesOwned) > 0 {
 			if bad := outside(files, t.FilesOwned); len(bad) > 0 {
 				msg := fmt.Sprintf("task '%s' wrote outside its files_owned: %s (files_owned: %s); its changes are discarded — widen files_owned in the task graph or keep the task to its files",
 					t.ID, listShort(bad, 5), strings.Join(t.FilesOwned, ", "))
-				endSpan(false, msg)
+				endSpan(engine.TaskFailed, msg)
 				return finish(engine.TaskFailed, out.Output, []string{msg})
 			}
 		}
 	}
-	endSpan(true, "")
+	endSpan(engine.TaskComplete, "")
 	return finish(engine.TaskComplete, out.Output, nil)
 }
 

@@ -75,8 +75,11 @@ func BenchmarkFanOutEngineOverhead(b *testing.B) {
 		r := en.runner(func(o *Options) { o.Command = noop })
 		b.StartTimer()
 		o, err := r.Start(context.Background(), sp, "main", nil)
-		if err != nil || o.Status != EndComplete {
-			b.Fatalf("%v %v", err, o.Message)
+		if err != nil {
+			b.Fatalf("run: %v\n%s", err, en.log)
+		}
+		if o.Status != EndComplete {
+			b.Fatalf("%s: %s", o.Status, o.Message)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/16, "µs/task")
