@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -41,15 +40,7 @@ func (s *Store) Check(ctx context.Context) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	msgs := make([]string, 0, 11)
-	for i, p := range problems {
-		if i == 10 {
-			msgs = append(msgs, fmt.Sprintf("… and %d more", len(problems)-10))
-			break
-		}
-		msgs = append(msgs, p.Error())
-	}
-	fe := corruptError(s.path, "consistency check failed: "+strings.Join(msgs, "; "), errors.Join(problems...)).(*FileError)
+	fe := corruptError(s.path, "consistency check failed: "+summarize(problems), errors.Join(problems...)).(*FileError)
 	if len(pageProblems) == 0 {
 		fe.Hint = "the pages are sound and only the derived indexes disagree with the flow states; " +
 			"Reindex rebuilds them (back the file up first)"
