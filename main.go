@@ -93,6 +93,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// (API keys, tokens, passwords) masked: a provider or agent may echo one.
 	red := redact.FromEnv(os.Environ())
 	stdout, stderr = red.Writer(stdout), red.Writer(stderr)
+	diag = stderr
 	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr, github: os.Getenv("GITHUB_ACTIONS") == "true"})
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -195,14 +196,19 @@ func openService(ctx context.Context) (*engine.Service, *backend.Opened, error) 
 	return svc, st, nil
 }
 
+// diag is where warnings go: run's (masked) stderr.
+var diag io.Writer = os.Stderr
+
 // openServiceNoSweep opens the store the settings select (openStore)
-// without applying expired deadlines.
+// without applying expired deadlines. A flow whose record cannot be decoded
+// is skipped by sweeps and listings and reported once on stderr.
 func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	st, err := openStore(context.Background())
 	if err != nil {
 		return nil, nil, err
 	}
-	return &engine.Service{Root: ".", Store: st}, st, nil
+	report := func(d *engine.DamagedError) { fmt.Fprintln(diag, "stratum: warning:", d) }
+	return &engine.Service{Root: ".", Store: st, OnDamaged: report}, st, nil
 }
 
 // storeSettings are the store settings: STRATUM_STORE and STRATUM_ETCD_*
@@ -692,18 +698,29 @@ func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.D
 
 func (a *app) gcCommand() *cobra.Command {
 	var olderThan time.Duration
+	var damaged bool
 	cmd := &cobra.Command{
-		Use:   "gc --older-than DURATION",
-		Short: "Delete finished flows (and their events) older than DURATION",
+		Use:   "gc --older-than DURATION | --damaged",
+		Short: "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
 		Long: `Gc prunes flows whose status is complete, killed, failed or budget_exhausted and that
 have not changed for DURATION (e.g. 720h). Running flows and flows waiting at a gate are
 never pruned, nor a finished child flow whose parent (or any ancestor) has not finished.
-Prints {"deleted": N}.`,
-		Example: `  stratum gc --older-than 720h`,
+Prints {"deleted": N}.
+
+--damaged (bbolt file only) moves every flow whose stored state or summary cannot be decoded
+into the file's quarantine bucket (raw bytes kept) and removes its index entries and events.
+Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`,
+		Example: "  stratum gc --older-than 720h\n  stratum gc --damaged",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if damaged {
+				if cmd.Flags().Changed("older-than") {
+					return usageErr("gc: give --older-than or --damaged, not both")
+				}
+				return a.quarantine(cmd.Context())
+			}
 			if !cmd.Flags().Changed("older-than") {
-				return usageErr("gc needs --older-than DURATION (for example 720h)")
+				return usageErr("gc needs --older-than DURATION (for example 720h), or --damaged")
 			}
 			if olderThan < 0 {
 				return usageErr("--older-than must not be negative")
@@ -720,7 +737,24 @@ Prints {"deleted": N}.`,
 		},
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
+	cmd.Flags().BoolVar(&damaged, "damaged", false, "quarantine flows whose stored record cannot be decoded")
 	return cmd
+}
+
+// quarantine is `gc --damaged`.
+func (a *app) quarantine(ctx context.Context) error {
+	st, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	q, err := backend.QuarantineDamaged(ctx, st)
+	if errors.Is(err, backend.ErrNotBbolt) {
+		return usageErr("gc --damaged: %v", err)
+	} else if err != nil {
+		return failErr(err)
+	}
+	return writeJSON(a.stdout, map[string]any{"quarantined": q})
 }
 
 // ---- mcp, install: the MCP server agents drive flows through ----
@@ -1070,7 +1104,45 @@ $STRATUM_HOME/stratum.db, or an etcd cluster when STRATUM_STORE (or store: in co
 etcd://HOST:PORT[,HOST:PORT…]/PREFIX. See README, "Team mode".`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(a.storeInfoCommand(), a.storeCopyCommand())
+	cmd.AddCommand(a.storeInfoCommand(), a.storeCopyCommand(), a.storeCheckCommand())
+	return cmd
+}
+
+func (a *app) storeCheckCommand() *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check the bbolt file: pages (bbolt's check), then flows, summaries and indexes",
+		Long: `Check reads the whole bbolt store file and reports damaged pages (bbolt's own consistency
+check, which every process also runs before its first write to a file it has not verified) and,
+if the pages are sound, records that cannot be decoded and indexes that disagree with the flows.
+Exit status: 0 clean, 1 damaged (or unreadable), 2 usage (an etcd store).`,
+		Example: "  stratum store check\n  stratum store check --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r, err := backend.Check(cmd.Context(), st)
+			if errors.Is(err, backend.ErrNotBbolt) {
+				return usageErr("store check: %v", err)
+			} else if err != nil {
+				return failErr(err)
+			}
+			if jsonOut {
+				err = writeJSON(a.stdout, r)
+			} else {
+				err = r.WriteText(a.stdout)
+			}
+			if err == nil && !r.OK {
+				return silentExit(exitFailure)
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
 }
 

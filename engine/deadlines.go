@@ -93,7 +93,7 @@ func (s *Service) sweepNext(ctx context.Context) (n int, next *time.Time, err er
 		return n, nil, err
 	}
 	err = s.Store.View(ctx, func(tx Tx) error {
-		pending, err := tx.PendingGates()
+		pending, err := s.listing(tx.PendingGates())
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func (s *Service) ResolveFlowID(ctx context.Context, idOrPrefix string) (string,
 		if len(idOrPrefix) < MinFlowIDPrefix {
 			return nil
 		}
-		list, err := tx.List(ListFilter{})
+		list, err := s.listing(tx.List(ListFilter{}))
 		if err != nil {
 			return err
 		}

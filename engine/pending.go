@@ -74,13 +74,13 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 	var states []*FlowState
 	err := s.Store.View(ctx, func(tx Tx) error {
 		states = nil
-		gates, err := tx.PendingGates()
+		gates, err := s.listing(tx.PendingGates())
 		if err != nil {
 			return err
 		}
 		for _, g := range gates {
 			st, err := tx.Get(g.FlowID)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrNotFound) || s.noteDamagedErr(err) {
 				continue
 			}
 			if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -14,7 +15,49 @@ var (
 	ErrLocked = errors.New("store is locked by another process")
 	// ErrConflict: the write lost a race it must not win (e.g. a stale version).
 	ErrConflict = errors.New("conflict")
+	// ErrDamaged: one flow's stored record (its state or its summary)
+	// cannot be decoded, while the rest of the store is readable. Stores
+	// return it as a *DamagedError naming the flow.
+	ErrDamaged = errors.New("damaged flow record")
 )
+
+// DamagedError is a flow whose stored state or summary cannot be decoded
+// (errors.Is(err, ErrDamaged)). Err is the store's own error (for the bbolt
+// file, one wrapping store.ErrCorrupt). The Service skips such flows in
+// sweeps and listings and reports each once (Service.OnDamaged).
+type DamagedError struct {
+	FlowID string
+	Err    error
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("flow %s: %v: %v", e.FlowID, ErrDamaged, e.Err)
+}
+
+// Unwrap exposes ErrDamaged and the store's error.
+func (e *DamagedError) Unwrap() []error { return []error{ErrDamaged, e.Err} }
+
+// DamagedFlows returns the *DamagedError values err is made of — one, or
+// several joined (errors.Join), possibly wrapped — and ok false when err
+// holds anything else (or is nil).
+func DamagedFlows(err error) (flows []*DamagedError, ok bool) {
+	switch e := err.(type) {
+	case nil:
+		return nil, false
+	case *DamagedError:
+		return []*DamagedError{e}, true
+	case interface{ Unwrap() []error }:
+		for _, sub := range e.Unwrap() {
+			d, ok := DamagedFlows(sub)
+			if !ok {
+				return nil, false
+			}
+			flows = append(flows, d...)
+		}
+		return flows, len(flows) > 0
+	}
+	return DamagedFlows(errors.Unwrap(err))
+}
 
 // Store is the persistence the engine needs, defined here by its consumer:
 // everything main.go, the TUI and the engine use goes through it, so a new
@@ -47,6 +90,14 @@ type Store interface {
 
 // Tx is the view of the store inside one transaction. States returned by Get
 // are private copies: mutate them and Put them back.
+//
+// A damaged flow record — a state or summary the store holds but cannot
+// decode, the rest of the store being readable — is reported as a
+// *DamagedError naming the flow (errors.Is ErrDamaged): by Get for the
+// state; by List and PendingGates for summaries, which then return the
+// summaries they could decode together with an error joining
+// (errors.Join) one *DamagedError per flow left out. Every other error
+// comes with no result.
 type Tx interface {
 	// Get returns the flow, or an error wrapping ErrNotFound.
 	Get(flowID string) (*FlowState, error)

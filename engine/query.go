@@ -46,7 +46,7 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	var states []*FlowState // states[i] is out[i]'s (nil: no gate)
 	err := s.Store.View(ctx, func(tx Tx) error {
 		out, states = nil, nil
-		gates, err := tx.PendingGates()
+		gates, err := s.listing(tx.PendingGates())
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 			var st *FlowState
 			if g.Gate != nil {
 				st, err = tx.Get(g.FlowID)
-				if errors.Is(err, ErrNotFound) {
+				if errors.Is(err, ErrNotFound) || s.noteDamagedErr(err) {
 					continue
 				}
 				if err != nil {

@@ -17,18 +17,33 @@ func read[T any](ctx context.Context, s *Service, fn func(tx Tx) (T, error)) (T,
 }
 
 // Get returns a flow's state (an error wrapping ErrNotFound when unknown).
+// A damaged flow's error is reported (OnDamaged) and returned.
 func (s *Service) Get(ctx context.Context, flowID string) (*FlowState, error) {
-	return read(ctx, s, func(tx Tx) (*FlowState, error) { return tx.Get(flowID) })
+	st, err := read(ctx, s, func(tx Tx) (*FlowState, error) { return tx.Get(flowID) })
+	if err != nil {
+		s.noteDamagedErr(err)
+	}
+	return st, err
 }
 
-// List returns summaries of the flows matching f, newest first.
+// List returns summaries of the flows matching f, newest first, leaving
+// out damaged flows (reported: OnDamaged).
 func (s *Service) List(ctx context.Context, f ListFilter) ([]FlowSummary, error) {
-	return read(ctx, s, func(tx Tx) ([]FlowSummary, error) { return tx.List(f) })
+	return s.listing(read(ctx, s, func(tx Tx) ([]FlowSummary, error) { return tx.List(f) }))
 }
 
-// PendingGates returns every flow waiting at a gate.
+// PendingGates returns every flow waiting at a gate, leaving out damaged
+// flows (reported: OnDamaged).
 func (s *Service) PendingGates(ctx context.Context) ([]FlowSummary, error) {
-	return read(ctx, s, Tx.PendingGates)
+	return s.listing(read(ctx, s, Tx.PendingGates))
+}
+
+// listing is a List or PendingGates answer without the damaged flows.
+func (s *Service) listing(sums []FlowSummary, err error) ([]FlowSummary, error) {
+	if err = s.skipDamaged(err); err != nil {
+		return nil, err
+	}
+	return s.withoutDamaged(sums), nil
 }
 
 // Events returns up to limit events with a sequence number above after, in

@@ -27,12 +27,18 @@ type Service struct {
 	Now   func() time.Time // default time.Now
 	NewID func() string    // default random UUIDv4 (crypto/rand)
 	Root  string           // expression file root
+	// OnDamaged, when set, is told of each flow whose stored record cannot
+	// be decoded (a *DamagedError), once per flow and Service; sweeps and
+	// listings skip such flows (damaged.go).
+	OnDamaged func(*DamagedError)
 
 	mu    sync.Mutex
 	specs map[[32]byte]*specs.Spec
 	order [][32]byte
 	// events publishes committed transitions' events to Watch.
 	events broker
+	// damaged holds the flows found damaged (damaged.go), guarded by mu.
+	damaged map[string]bool
 }
 
 // specCacheSize bounds the parsed-spec cache.
@@ -255,14 +261,11 @@ func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, er
 }
 
 // SweepTimeouts applies every expired gate deadline in the store (any
-// process may call it) and returns how many gates it resolved.
+// process may call it) and returns how many gates it resolved. A flow whose
+// record is damaged is skipped (and reported: OnDamaged).
 func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
-	var pending []FlowSummary
-	if err := s.Store.View(ctx, func(tx Tx) error {
-		var err error
-		pending, err = tx.PendingGates()
-		return err
-	}); err != nil {
+	pending, err := s.PendingGates(ctx)
+	if err != nil {
 		return 0, err
 	}
 	now := s.now()
@@ -273,7 +276,7 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 		}
 		out, err := s.transition(ctx, p.FlowID, nil, applyExpiredTimeout)
 		if err != nil {
-			if AsError(err) != nil {
+			if AsError(err) != nil || s.noteDamagedErr(err) {
 				continue
 			}
 			return n, err

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -22,18 +21,7 @@ import (
 // for tests and a `doctor`-style command, not for every open. Problems are
 // reported together, wrapped in ErrCorrupt.
 func (s *Store) Check(ctx context.Context) error {
-	var pageProblems, indexProblems []error
-	err := s.run(ctx, modeRead, func(btx *bolt.Tx) error {
-		return s.guard(func() error {
-			for err := range btx.Check() {
-				pageProblems = append(pageProblems, err)
-			}
-			if len(pageProblems) == 0 {
-				indexProblems = s.checkIndexes(btx)
-			}
-			return nil
-		})
-	})
+	pageProblems, indexProblems, err := s.Problems(ctx)
 	if err != nil {
 		return err
 	}
@@ -41,20 +29,31 @@ func (s *Store) Check(ctx context.Context) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	msgs := make([]string, 0, 11)
-	for i, p := range problems {
-		if i == 10 {
-			msgs = append(msgs, fmt.Sprintf("… and %d more", len(problems)-10))
-			break
-		}
-		msgs = append(msgs, p.Error())
-	}
-	fe := corruptError(s.path, "consistency check failed: "+strings.Join(msgs, "; "), errors.Join(problems...)).(*FileError)
+	fe := corruptError(s.path, "consistency check failed: "+summarize(problems), errors.Join(problems...)).(*FileError)
 	if len(pageProblems) == 0 {
 		fe.Hint = "the pages are sound and only the derived indexes disagree with the flow states; " +
 			"Reindex rebuilds them (back the file up first)"
 	}
 	return fe
+}
+
+// Problems runs what Check runs and returns what it found: the page
+// problems bbolt's check reports, then (only if the pages are sound) the
+// store's index problems. err is a failure to read the file at all.
+func (s *Store) Problems(ctx context.Context) (pages, indexes []error, err error) {
+	err = s.run(ctx, modeRead, func(btx *bolt.Tx) error {
+		pages, indexes = nil, nil
+		return s.guard(func() error {
+			for err := range btx.Check() {
+				pages = append(pages, err)
+			}
+			if len(pages) == 0 {
+				indexes = s.checkIndexes(btx)
+			}
+			return nil
+		})
+	})
+	return pages, indexes, err
 }
 
 // Reindex rebuilds every summary and the listing and gate indexes from the

@@ -146,6 +146,20 @@
 // for writing. Faults while reading a damaged mapping are turned into
 // ErrCorrupt rather than crashing the process.
 //
+// A write transaction first runs bbolt's page check (tx.Check) unless the
+// file is at the generation the last stratum commit recorded in
+// <path>.verified (device, inode, size, modification and change times,
+// transaction id: verify.go), so a page damaged while no stratum process
+// ran is refused with ErrCorrupt before anything is written over it.
+//
+// A flow whose state or summary cannot be decoded, the rest being sound, is
+// an *engine.DamagedError (engine.ErrDamaged, wrapping ErrCorrupt): Get
+// returns it, List and PendingGates return the other flows with it, GC
+// skips the flow. QuarantineDamaged moves such records, raw, into bucket
+// quarantine (<flow id> ‖ 0x00 ‖ "state" or "summary"), removing the flow
+// like Delete and recounting the specs' references; older binaries ignore
+// the bucket.
+//
 // An older schema is migrated on Open: the file is first copied to
 // <path>.bak-v<N> (N the old version), then every step from N to
 // SchemaVersion and the version bump run in one write transaction, so a

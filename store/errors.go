@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // Errors of the store, beside the engine's own (engine.ErrNotFound,
@@ -14,7 +16,9 @@ import (
 var (
 	// ErrCorrupt: the file is not a readable bbolt database (random bytes, a
 	// truncated file, a damaged page), or its stratum records cannot be
-	// decoded. The file is never modified once this is detected.
+	// decoded. The file is never modified once this is detected. One flow's
+	// undecodable state or summary is also an *engine.DamagedError
+	// (engine.ErrDamaged) naming the flow: the rest of the file is used.
 	ErrCorrupt = errors.New("store file is corrupt")
 
 	// ErrForeign: the file is a valid bbolt database that belongs to some
@@ -83,6 +87,19 @@ func corruptError(path, detail string, cause error) error {
 			"or point STRATUM_HOME elsewhere",
 		Cause: cause,
 	}
+}
+
+// damagedRecord is the error for one flow record (what: "state" or
+// "summary") that cannot be decoded: an *engine.DamagedError (the rest of
+// the store is usable) wrapping a *FileError of kind ErrCorrupt.
+func damagedRecord(path, flowID, what string, cause error) error {
+	return &engine.DamagedError{FlowID: flowID, Err: &FileError{
+		Path:   path,
+		Kind:   ErrCorrupt,
+		Detail: "cannot decode its " + what,
+		Hint:   "every other flow is usable; `stratum gc --damaged` moves the record to the quarantine bucket",
+		Cause:  cause,
+	}}
 }
 
 // danglingSymlink returns a *FileError of kind ErrMissing when path is a

@@ -37,7 +37,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 			return sums.ForEach(func(k, v []byte) error {
 				sum, err := decodeSummary(v)
 				if err != nil {
-					return corruptError(s.path, "cannot decode summary of flow "+string(k), err)
+					return nil // a damaged record: never pruned (QuarantineDamaged)
 				}
 				ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*engine.FlowSummary, error) {
 					v := sums.Get([]byte(id))
@@ -46,10 +46,13 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 					}
 					p, err := decodeSummary(v)
 					if err != nil {
-						return nil, corruptError(s.path, "cannot decode summary of flow "+id, err)
+						return nil, damagedRecord(s.path, id, "summary", err)
 					}
 					return p, nil
 				})
+				if _, damaged := engine.DamagedFlows(err); damaged {
+					return nil // an ancestor is damaged: kept
+				}
 				if err != nil {
 					return err
 				}
@@ -85,6 +88,9 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 					ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*engine.FlowSummary, error) {
 						return t.getSummary(sums, []byte(id))
 					})
+					if _, damaged := engine.DamagedFlows(err); damaged {
+						continue
+					}
 					if err != nil {
 						return err
 					}

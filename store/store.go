@@ -87,6 +87,11 @@ type Store struct {
 	// write transaction.
 	kept      *handle
 	keptTimer *time.Timer
+	// verified is the generation of the file this process last verified
+	// or committed (verify.go), guarded like kept.
+	verified generation
+	// pageChecks counts the page checks verifyBeforeWrite ran (tests).
+	pageChecks atomic.Int64
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -255,6 +260,11 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	if err := s.checkSize(h, btx); err != nil {
 		return err
 	}
+	if writable {
+		if err := s.verifyBeforeWrite(h, btx); err != nil {
+			return err
+		}
+	}
 	if s.ready.Load() {
 		if err := s.checkVersion(btx); err != nil {
 			return err
@@ -272,10 +282,13 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	}
 	finished = true
 	keepable = false
+	txid := uint64(btx.ID())
 	if err := s.guard(btx.Commit); err != nil {
 		// bbolt rolls back on a failed commit.
+		s.verified = generation{}
 		return s.mapErr("commit", err)
 	}
+	s.markCommitted(h, txid)
 	return nil
 }
 

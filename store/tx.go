@@ -81,7 +81,7 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 		}
 		st = new(engine.FlowState)
 		if err := unmarshalJSON(bytes.Clone(v), st); err != nil {
-			return t.decodeErr("flow "+flowID, err)
+			return damagedRecord(t.s.path, flowID, "state", err)
 		}
 		stored := isSpecRef(st.RawSpec)
 		r, err := t.resolveSpec(st)
@@ -116,7 +116,7 @@ func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, 
 	}
 	sum, err := decodeSummary(v)
 	if err != nil {
-		return nil, t.decodeErr("summary of flow "+string(flowID), err)
+		return nil, damagedRecord(t.s.path, string(flowID), "summary", err)
 	}
 	return sum, nil
 }
@@ -436,10 +436,10 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 		out, err = t.summariesOf(sums, ids)
 		return err
 	})
-	if err != nil {
+	if _, damaged := engine.DamagedFlows(err); err != nil && !damaged {
 		return nil, err
 	}
-	return out, nil
+	return out, err
 }
 
 // scanAbove is the number of flows above which summariesOf reads the whole
@@ -455,22 +455,39 @@ const scanAbove = 512
 func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary, error) {
 	out := make([]engine.FlowSummary, len(ids))
 	intern := map[string]string{}
-	decode := func(id, v []byte, sum *engine.FlowSummary) error {
+	var damaged []error // one *engine.DamagedError per summary that does not decode
+	bad := make([]bool, len(ids))
+	decode := func(id, v []byte, i int) error {
 		if v == nil {
 			return corruptError(t.s.path, fmt.Sprintf("an index names flow %q, which has no summary", id), nil)
 		}
-		if err := decodeSummaryInto(v, sum, intern); err != nil {
-			return t.decodeErr(fmt.Sprintf("summary of flow %q", id), err)
+		if err := decodeSummaryInto(v, &out[i], intern); err != nil {
+			damaged = append(damaged, damagedRecord(t.s.path, string(id), "summary", err))
+			bad[i] = true
 		}
 		return nil
 	}
+	// done leaves the damaged flows out (ports.go: the rest is returned
+	// with an error joining theirs).
+	done := func() ([]engine.FlowSummary, error) {
+		if len(damaged) == 0 {
+			return out, nil
+		}
+		kept := out[:0]
+		for i := range out {
+			if !bad[i] {
+				kept = append(kept, out[i])
+			}
+		}
+		return kept, errors.Join(damaged...)
+	}
 	if len(ids) <= scanAbove {
 		for i, id := range ids {
-			if err := decode(id, sums.Get(id), &out[i]); err != nil {
+			if err := decode(id, sums.Get(id), i); err != nil {
 				return nil, err
 			}
 		}
-		return out, nil
+		return done()
 	}
 	slot := make(map[string]int, len(ids))
 	for i, id := range ids {
@@ -485,19 +502,19 @@ func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary,
 		if !ok {
 			continue
 		}
-		if err := decode(k, v, &out[i]); err != nil {
+		if err := decode(k, v, i); err != nil {
 			return nil, err
 		}
 		found++
 	}
 	if found != len(ids) {
-		for _, id := range ids {
+		for i, id := range ids {
 			if sums.Get(id) == nil {
-				return nil, decode(id, nil, nil)
+				return nil, decode(id, nil, i)
 			}
 		}
 	}
-	return out, nil
+	return done()
 }
 
 // PendingGates returns every flow awaiting a gate (status awaiting_gate with
@@ -520,7 +537,7 @@ func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 		out, err = t.summariesOf(sums, ids)
 		return err
 	})
-	if err != nil {
+	if _, damaged := engine.DamagedFlows(err); err != nil && !damaged {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -530,7 +547,7 @@ func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 		}
 		return out[i].FlowID < out[j].FlowID
 	})
-	return out, nil
+	return out, err
 }
 
 // CacheGet returns a copy of the cached value for key.

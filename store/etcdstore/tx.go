@@ -271,7 +271,7 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 	}
 	st := new(engine.FlowState)
 	if err := sjson.Unmarshal(bytes.Clone(v), st); err != nil {
-		return nil, fmt.Errorf("etcd store %s: cannot decode flow %s: %w", t.s, flowID, err)
+		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its state: %w", t.s, err)}
 	}
 	return st, nil
 }
@@ -283,7 +283,7 @@ func (t *tx) summary(flowID string) (*engine.FlowSummary, error) {
 	}
 	sum := new(engine.FlowSummary)
 	if err := sjson.Unmarshal(bytes.Clone(v), sum); err != nil {
-		return nil, fmt.Errorf("etcd store %s: cannot decode the summary of flow %s: %w", t.s, flowID, err)
+		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its summary: %w", t.s, err)}
 	}
 	return sum, nil
 }
@@ -421,16 +421,25 @@ func (t *tx) Delete(flowID string) error {
 	return nil
 }
 
-func decodeSummaries(kvs []kv) ([]engine.FlowSummary, error) {
+// decodeSummaries decodes the summaries stored in index entries. One that
+// does not decode is left out and reported as an *engine.DamagedError
+// naming the flow (the id ends every index key, after its last NUL or its
+// prefix p), joined with the others (engine.Tx's contract).
+func decodeSummaries(p string, kvs []kv) ([]engine.FlowSummary, error) {
 	out := make([]engine.FlowSummary, 0, len(kvs))
+	var damaged []error
 	for _, k := range kvs {
 		var sum engine.FlowSummary
 		if err := sjson.Unmarshal(bytes.Clone(k.val), &sum); err != nil {
-			return nil, fmt.Errorf("etcd store: cannot decode the summary at %q: %w", k.key, err)
+			id := strings.TrimPrefix(k.key, p)
+			id = id[strings.LastIndexByte(id, 0)+1:]
+			damaged = append(damaged, &engine.DamagedError{FlowID: id,
+				Err: fmt.Errorf("etcd store: cannot decode the summary at %q: %w", k.key, err)})
+			continue
 		}
 		out = append(out, sum)
 	}
-	return out, nil
+	return out, errors.Join(damaged...)
 }
 
 func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
@@ -442,7 +451,7 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeSummaries(kvs)
+	return decodeSummaries(p, kvs)
 }
 
 func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
@@ -451,7 +460,7 @@ func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeSummaries(kvs)
+	return decodeSummaries(p, kvs)
 }
 
 // ---- the event log ----
