@@ -43,13 +43,15 @@ func (s *Store) Check(ctx context.Context) error {
 func (s *Store) Problems(ctx context.Context) (pages, indexes []error, err error) {
 	err = s.run(ctx, modeRead, func(btx *bolt.Tx) error {
 		pages, indexes = nil, nil
+		var err error
+		if pages, err = s.pageProblems(btx); err != nil {
+			return err
+		}
+		if len(pages) > 0 {
+			return nil
+		}
 		return s.guard(func() error {
-			for err := range btx.Check() {
-				pages = append(pages, err)
-			}
-			if len(pages) == 0 {
-				indexes = s.checkIndexes(btx)
-			}
+			indexes = s.checkIndexes(btx)
 			return nil
 		})
 	})

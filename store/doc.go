@@ -150,7 +150,12 @@
 // file is at the generation the last stratum commit recorded in
 // <path>.verified (device, inode, size, modification and change times,
 // transaction id: verify.go), so a page damaged while no stratum process
-// ran is refused with ErrCorrupt before anything is written over it.
+// ran is refused with ErrCorrupt before anything is written over it. The
+// check runs on a copy of the file (Tx.WriteTo) in a child process — this
+// executable, turned into a checker by pagecheck.go's init — because
+// bbolt's check runs in a goroutine of its own, where a memory fault on a
+// damaged page would end the process instead of becoming ErrCorrupt;
+// CheckFilePages is that check for any closed file.
 //
 // A flow whose state or summary cannot be decoded, the rest being sound, is
 // an *engine.DamagedError (engine.ErrDamaged, wrapping ErrCorrupt): Get

@@ -133,16 +133,12 @@ func (s *Store) markCommitted(h *handle, txid uint64) {
 	_ = f.Close()
 }
 
-// checkPagesIn runs bbolt's consistency check in btx and returns the
-// corrupt-file error naming the first problems it found (nil when none).
+// checkPagesIn runs bbolt's consistency check on the file as btx sees it
+// (in a child process: pagecheck.go) and returns the corrupt-file error
+// naming the first problems it found (nil when none).
 func (s *Store) checkPagesIn(btx *bolt.Tx) error {
-	var problems []error
-	if err := s.guard(func() error {
-		for p := range btx.Check() {
-			problems = append(problems, p)
-		}
-		return nil
-	}); err != nil {
+	problems, err := s.pageProblems(btx)
+	if err != nil {
 		return err
 	}
 	if len(problems) == 0 {
