@@ -27,7 +27,6 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
-	"github.com/stratum-go/stratum/engine/redact"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -89,9 +88,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
 	}
-	// Everything written to stdout and stderr has the environment's secrets
-	// (API keys, tokens, passwords) masked: a provider or agent may echo one.
-	red := redact.FromEnv(os.Environ())
+	// Everything written to stdout and stderr has the secrets of the
+	// environment and of the configuration here (API keys, tokens,
+	// passwords) masked: a provider or agent may echo one. A config that
+	// does not load is reported by the command that needs it.
+	cfg, _ := config.Load(".")
+	red := runner.Redactor(cfg)
 	stdout, stderr = red.Writer(stdout), red.Writer(stderr)
 	diag = stderr
 	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr, github: os.Getenv("GITHUB_ACTIONS") == "true"})

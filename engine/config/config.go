@@ -239,3 +239,14 @@ func (c *Config) merge(file string, b []byte) error {
 	}
 	return nil
 }
+
+// Secrets are the secret values the configuration holds (the etcd
+// password), which everything stratum writes must mask (engine/redact)
+// beside the environment's.
+func (c Config) Secrets() []string {
+	var out []string
+	if c.Etcd.Password != "" {
+		out = append(out, c.Etcd.Password)
+	}
+	return out
+}

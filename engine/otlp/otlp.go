@@ -123,14 +123,15 @@ func parseHeaders(s string) map[string]string {
 	return out
 }
 
-// FromEnv returns an Exporter configured from the environment, or nil (a
-// no-op) when OTLP export is not configured.
-func FromEnv() *Exporter {
+// FromEnv returns an Exporter configured from the environment, masking
+// red's secrets in what it sends, or nil (a no-op) when OTLP export is not
+// configured.
+func FromEnv(red *redact.Redactor) *Exporter {
 	cfg, ok := ConfigFromEnv(nil)
 	if !ok {
 		return nil
 	}
-	cfg.Redact = redact.FromEnv(os.Environ())
+	cfg.Redact = red
 	return New(cfg)
 }
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
-	"github.com/stratum-go/stratum/engine/redact"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -164,7 +162,7 @@ func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*O
 	defer x.Close(s.Stderr)
 	r := New(Options{
 		Service:  svc,
-		Redact:   redact.FromEnv(os.Environ()),
+		Redact:   Redactor(s.Config),
 		Infer:    x.Infer,
 		Agent:    x.Agent,
 		Tracer:   x.Tracer,

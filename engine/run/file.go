@@ -242,13 +242,14 @@ type Executors struct {
 // NewExecutors builds the executors of a run. record and replay are the
 // --record and --replay files ("" for none).
 func NewExecutors(cfg config.Config, record, replay string) (Executors, error) {
+	red := Redactor(cfg)
 	ex, err := infer.NewExecutor(infer.Setup{Record: record, Replay: replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs,
-		CallTimeout: cfg.LLMTimeout, Redact: redact.FromEnv(os.Environ())})
+		CallTimeout: cfg.LLMTimeout, Redact: red})
 	if err != nil {
 		return Executors{}, &UsageError{Err: err}
 	}
 	x := Executors{Infer: ex, Agent: &AgentExecutor{Agents: Agents(cfg.Agents)}, Close: func(io.Writer) {}}
-	exp := otlp.FromEnv()
+	exp := otlp.FromEnv(red)
 	if exp == nil {
 		return x, nil
 	}
@@ -273,4 +274,10 @@ func ProjectDir(file string) string {
 		return "."
 	}
 	return filepath.Dir(file)
+}
+
+// Redactor masks the secrets of the environment and of the configuration
+// (config.Config.Secrets) in what a run writes: the one way a run builds it.
+func Redactor(cfg config.Config) *redact.Redactor {
+	return redact.FromEnv(os.Environ(), cfg.Secrets()...)
 }
