@@ -42,6 +42,8 @@
 //	x/<id>‖NUL‖<seq:16>  engine.Event JSON (a flow's events)
 //	d/<id>               tombstone of a deleted flow with many events
 //	k/<cache key>        raw cached bytes
+//	leases/<lease id>‖NUL‖<id>  flow id, attached to the etcd lease of the
+//	                     runner lease that owns the flow (see Runner leases)
 //
 // <seq:16> and <created:16> are 16 lower-case hex digits (created: Unix
 // nanoseconds with the sign bit flipped), so keys sort numerically.
@@ -80,38 +82,81 @@
 //
 // # Runner leases
 //
-// The issue asked for runner leases to be etcd leases with keepalive. They
-// are not: the engine keeps a runner's lease in the flow state
-// (FlowState.Owner: id, pid, host, ExpiresAt), renewed by the runner's
-// heartbeat transitions (every TTL/3; TTL 30 s by default), and checks it
-// inside the same transaction as every write it guards (Claim, TakeOver,
-// agent reports, commits, reverts: flow_owned). The port has no lease
-// operation, and the same code serves bbolt, etcd and memory. What that
-// gives on etcd, and what an etcd lease would have changed:
+// The engine keeps a runner's lease in the flow state (FlowState.Owner: id,
+// pid, host, ExpiresAt), renewed by the runner's heartbeat transitions
+// (every TTL/3; TTL 30 s by default) and checked inside the same
+// transaction as every write it guards (Claim, TakeOver, agent reports,
+// commits, reverts: flow_owned). The engine's port has no lease operation,
+// and the engine is the same for every store; this store backs each such
+// lease with an etcd lease underneath the port, so whether a silent runner
+// is dead is decided by etcd (the leader counts the TTL), not by the clock
+// of the machine that looks:
 //
-//   - Who may write is decided by the etcd transaction, never by a clock.
-//     The owner is a field of f/<id>; every write compares that key's mod
-//     revision, so a takeover and the old holder's next heartbeat or report
-//     cannot both commit: after the takeover the old holder's writes are
-//     refused (ErrLeaseHeld, flow_owned). At any revision the flow has
-//     exactly one owner, as an etcd lease attached to a key would give.
-//   - When a silent runner is presumed dead is judged by the clock of the
-//     process that looks (ExpiresAt was set from the runner's clock). A
-//     machine whose clock is ahead of the runner's by d presumes it dead d
-//     early; behind by d, d late. With d below the TTL minus the heartbeat
-//     interval (20 s by default) a live runner is never presumed dead;
-//     beyond that, another machine may take a live runner's flow; the
-//     runner learns it at its next heartbeat (ErrLeaseHeld cancels its run)
-//     or write (flow_owned), and none of its writes after the takeover
-//     commits (TestRunnerLeaseClockSkew). The side effects of a step it was
-//     running (a command) are not undone — the same as with an etcd lease,
-//     which cannot fence a process that does not know yet that it lost it. Keep the clocks in sync
-//     (NTP: milliseconds, far below the TTL).
-//   - A runner that dies anywhere loses its flow after the TTL either way;
-//     on the runner's own host, stratum run --resume takes over at once when
-//     the lease's pid is gone.
+//   - A Put of a state whose Owner is live (ExpiresAt after the store's
+//     clock) marks the flow's records (f/, s/ and the index copies begin
+//     with {"etcdstore_lease":"<lease id>", …}) and makes sure, in the same
+//     etcd transaction, that the key leases/<lease id>‖NUL‖<flow id> exists,
+//     attached to an etcd lease. The Store that grants it (TTL: the
+//     lease's remaining time, rounded up, at least minLeaseTTL, 5 s) keeps
+//     it by runner lease id; a later Put of that owner whose ExpiresAt is
+//     beyond what the etcd lease is known to last (the runner's heartbeat)
+//     sends a KeepAliveOnce, or grants a new etcd lease when the old one
+//     expired or is too short. So it is the runner's own heartbeats that
+//     keep the etcd lease alive, wherever the runner runs: a process that
+//     writes the flow elsewhere (a gate decided on another machine) leaves
+//     the key as it is, on the runner's etcd lease, and never renews it.
+//     There is one key per flow on one etcd lease per runner lease, because
+//     a runner holds its flow and its child flows with one lease id and
+//     releases them one at a time.
+//   - A Put that clears the owner (Release), replaces it (Claim, TakeOver)
+//     or writes one already expired, and a Delete, delete the flow's key in
+//     the same transaction; when the runner lease then owns no flow, the
+//     Store that keeps its etcd lease revokes it at once.
+//   - A read of a marked owner (Get; FlowSummary.Owner in the summaries of
+//     List and PendingGates) looks at its key at the transaction's snapshot
+//     revision. Gone (etcd expired or revoked the lease): the owner is
+//     reported expired, with ExpiresAt set to ExpiredAt, the Unix epoch —
+//     in the past for every clock (Heartbeat is kept: when the runner was
+//     last heard). Present: the owner is reported live until at least the
+//     reader's clock plus the etcd lease's remaining TTL (TimeToLive; the
+//     later of that and the stored ExpiresAt). Inside an Update the key
+//     joins the compare set, so a write decided on a live or an expired
+//     owner commits only if it still is: a takeover cannot race an expiry
+//     (TestTakeoverCannotRaceExpiry).
 //
-// An etcd lease would make expiry independent of the machines' clocks (the
-// leader's TTL counts). It needs a lease operation in the engine's port and
-// the runner's heartbeat to keep it alive; that is not built.
+// What that gives:
+//
+//   - Who may write is decided by the etcd transaction, never by a clock:
+//     every write compares f/<id> (and the lease key it judged) at the
+//     revisions it read, so a takeover and the old holder's next heartbeat
+//     or report cannot both commit; after the takeover the old holder's
+//     writes are refused (ErrLeaseHeld, flow_owned).
+//   - When a silent runner is dead is decided by etcd, the same for every
+//     machine whatever its clock: a runner killed with kill -9 anywhere
+//     loses its flows when its etcd lease expires, at most the TTL after
+//     its last heartbeat; a machine whose clock is ahead never presumes a
+//     live runner dead, and one whose clock is behind sees a dead one
+//     expired as soon as etcd does (TestKilledRunnerLeaseFollowsEtcd,
+//     TestRunnerLeaseIgnoresClockSkew). On the runner's own host, stratum
+//     run --resume takes over at once when the lease's pid is gone.
+//   - What an etcd lease does not change: a runner cut off from the
+//     cluster for longer than the TTL loses its lease while it still runs;
+//     it learns it at its next heartbeat (ErrLeaseHeld cancels its run) or
+//     write (flow_owned), none of its writes after a takeover commits, but
+//     the side effects of a step it was running (a command) are not
+//     undone: no lease can fence a process that does not know yet that it
+//     lost it. A runner's clock only sets its own etcd TTL (its ExpiresAt
+//     minus its own now), and the store's clock (Options.Now) must be the
+//     engine's, as it is in stratum.
+//   - Records without the mark — an owner written by an older stratum, or
+//     rewritten by one (it drops the mark) — keep the state-only lease: the
+//     owner is live until its ExpiresAt by the reader's clock, as before,
+//     so a team mixing versions is judged by the clocks (keep them in sync
+//     with NTP until every machine runs this one).
+//   - A read of a marked owner costs one more key read (a read-only
+//     listing reads them all in one request) and one TimeToLive per etcd
+//     lease; a heartbeat costs one KeepAliveOnce per flow it renews.
+//   - A runner lease id is used by one process (stratum's are run-<uuid>,
+//     one per process). The keys carry no credentials; an etcd user with
+//     read/write on the prefix can grant, keep alive and revoke them.
 package etcdstore

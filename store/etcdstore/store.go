@@ -58,6 +58,11 @@ type Store struct {
 	tls     bool
 
 	purging sync.Mutex
+	// leaseMu guards leases and serialises the commits that write lease
+	// keys with the revocations that follow releases (lease.go).
+	leaseMu sync.Mutex
+	// leases are the etcd leases this Store keeps alive, by runner lease id.
+	leases map[string]*heldLease
 	// watchReads counts the log reads of every Watch (tests check that a
 	// watcher is woken, not spinning).
 	watchReads atomic.Int64

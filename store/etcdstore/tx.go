@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	sjson "github.com/segmentio/encoding/json"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stratum-go/stratum/engine"
@@ -58,6 +59,21 @@ type tx struct {
 	versions map[string]int64
 	gen      bool     // a flow was deleted: bump meta/gen
 	purge    []string // flows tombstoned by this transaction
+	// leaseOf is the etcd lease of each key read that has one.
+	leaseOf map[string]clientv3.LeaseID
+	// leaseKeys are every lease key at the snapshot, with their etcd
+	// leases (read-only transactions, read once when first needed).
+	leaseKeys map[string]clientv3.LeaseID
+	// ttls are the remaining TTLs asked of etcd, by etcd lease.
+	ttls map[clientv3.LeaseID]int64
+	// owners are the backed owners of the flows put, by flow id; leased
+	// are the lease keys to write with their etcd lease (set at commit);
+	// dropped are the runner leases whose key of a flow this transaction
+	// deletes (their etcd lease is revoked after the commit when it owns
+	// nothing any more).
+	owners  map[string]ownerIntent
+	leased  map[string]clientv3.LeaseID
+	dropped map[string]bool
 	// etcdErr is the last error of the cluster, so Update/View can tell it
 	// from fn's own errors.
 	etcdErr error
@@ -104,6 +120,12 @@ func (t *tx) get(key string) ([]byte, bool, error) {
 	}
 	if _, seen := t.reads[key]; !seen {
 		t.reads[key] = r.Kvs[0].ModRevision
+	}
+	if id := r.Kvs[0].Lease; id != 0 {
+		if t.leaseOf == nil {
+			t.leaseOf = map[string]clientv3.LeaseID{}
+		}
+		t.leaseOf[key] = clientv3.LeaseID(id)
 	}
 	return r.Kvs[0].Value, true, nil
 }
@@ -204,10 +226,55 @@ func (t *tx) writable() error {
 }
 
 // commit sends the buffered writes in one etcd transaction guarded by what
-// was read; false means another writer changed it first.
+// was read; false means another writer changed it first. The etcd leases
+// of the owners put are made sure of first (granted or kept alive), and the
+// leases of runners that own nothing any more are revoked after it.
 func (t *tx) commit() (bool, error) {
 	if len(t.writes) == 0 && len(t.deleted) == 0 {
 		return true, nil
+	}
+	if len(t.owners) > 0 || len(t.dropped) > 0 {
+		// leaseMu covers the etcd leases held and, when this commit writes
+		// a lease key or may revoke, the commit and the revocation: a key
+		// written on a lease must not land between the count of a
+		// released runner's keys and the revocation of its lease.
+		t.s.leaseMu.Lock()
+		locked := true
+		defer func() {
+			if locked {
+				t.s.leaseMu.Unlock()
+			}
+		}()
+		for flowID, in := range t.owners {
+			h := t.s.leases[in.lid]
+			if h == nil && in.cur != 0 {
+				// Another process holds this runner's etcd lease (the
+				// runner's own): the key stays attached to it, and the
+				// compare on it fails if it expired meanwhile.
+				continue
+			}
+			id, err := t.s.ensureLease(t.ctx, in.lid, in.expires)
+			if err != nil {
+				return false, err
+			}
+			if id != in.cur {
+				if t.leased == nil {
+					t.leased = map[string]clientv3.LeaseID{}
+				}
+				t.leased[in.key] = id
+				t.put(in.key, []byte(flowID))
+			}
+		}
+		if len(t.leased) == 0 && len(t.dropped) == 0 {
+			t.s.leaseMu.Unlock()
+			locked = false
+		} else {
+			defer func() {
+				if len(t.dropped) > 0 {
+					t.s.revokeUnused(t.ctx, t.dropped)
+				}
+			}()
+		}
 	}
 	if t.gen {
 		t.put(t.s.key("meta/gen"), []byte(engine.NewUUID()))
@@ -228,14 +295,32 @@ func (t *tx) commit() (bool, error) {
 		}
 	})
 	for _, k := range keys {
+		if id, ok := t.leased[k]; ok {
+			ops = append(ops, clientv3.OpPut(k, string(t.writes[k]), clientv3.WithLease(id)))
+			continue
+		}
 		ops = append(ops, clientv3.OpPut(k, string(t.writes[k])))
 	}
 	for k := range t.deleted {
 		ops = append(ops, clientv3.OpDelete(k))
 	}
 	resp, err := t.s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		// An etcd lease expired between its keepalive and the commit:
+		// forget it, and let the retry grant a new one.
+		for _, in := range t.owners {
+			if h := t.s.leases[in.lid]; h != nil && h.id == t.leased[in.key] {
+				delete(t.s.leases, in.lid)
+			}
+		}
+		t.dropped = nil
+		return false, nil
+	}
 	if err != nil {
 		return false, err
+	}
+	if !resp.Succeeded {
+		t.dropped = nil
 	}
 	return resp.Succeeded, nil
 }
@@ -273,19 +358,29 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 	if err := sjson.Unmarshal(bytes.Clone(v), st); err != nil {
 		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its state: %w", t.s, err)}
 	}
+	if err := t.judge(flowID, marker(v), st.Owner); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
+// summary returns a flow's summary as stored (its owner not judged).
 func (t *tx) summary(flowID string) (*engine.FlowSummary, error) {
+	sum, _, err := t.summaryRec(flowID)
+	return sum, err
+}
+
+// summaryRec is summary with the runner lease id its record is marked with.
+func (t *tx) summaryRec(flowID string) (*engine.FlowSummary, string, error) {
 	v, ok, err := t.get(t.s.key("s/", flowID))
 	if err != nil || !ok {
-		return nil, err
+		return nil, "", err
 	}
 	sum := new(engine.FlowSummary)
 	if err := sjson.Unmarshal(bytes.Clone(v), sum); err != nil {
-		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its summary: %w", t.s, err)}
+		return nil, "", &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its summary: %w", t.s, err)}
 	}
-	return sum, nil
+	return sum, marker(v), nil
 }
 
 func hex16(n uint64) string {
@@ -325,7 +420,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		return fmt.Errorf("etcd store: flow %q put with the summary of %q (status %q, the state's %q)",
 			st.FlowID, sum.FlowID, sum.Status, st.Status)
 	}
-	old, err := t.summary(st.FlowID)
+	old, oldLID, err := t.summaryRec(st.FlowID)
 	if err != nil {
 		return err
 	}
@@ -348,15 +443,30 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if st.SchemaVersion == 0 {
 		st.SchemaVersion = stateRecordVersion
 	}
+	// A live owner is backed by an etcd lease: the records are marked with
+	// its id, and its lease key is written at commit (see lease.go).
+	var lid string
+	if backable(st.Owner, st.UpdatedAt) {
+		lid = st.Owner.ID
+	}
 	data, err := sjson.Marshal(st)
+	if err == nil {
+		data, err = mark(data, lid)
+	}
 	if err != nil {
 		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
 		return fmt.Errorf("etcd store: encode flow %s: %w", st.FlowID, err)
 	}
 	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
 	sumData, err := sjson.Marshal(&sum)
+	if err == nil {
+		sumData, err = mark(sumData, lid)
+	}
 	if err != nil {
 		return fmt.Errorf("etcd store: encode summary of flow %s: %w", st.FlowID, err)
+	}
+	if err := t.setOwner(st.FlowID, oldLID, lid, st.Owner); err != nil {
+		return err
 	}
 	if t.versions == nil {
 		t.versions = map[string]int64{}
@@ -385,8 +495,11 @@ func (t *tx) Delete(flowID string) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	old, err := t.summary(flowID)
+	old, oldLID, err := t.summaryRec(flowID)
 	if err != nil {
+		return err
+	}
+	if err := t.setOwner(flowID, oldLID, "", nil); err != nil {
 		return err
 	}
 	if old != nil {
@@ -421,11 +534,12 @@ func (t *tx) Delete(flowID string) error {
 	return nil
 }
 
-// decodeSummaries decodes the summaries stored in index entries. One that
-// does not decode is left out and reported as an *engine.DamagedError
-// naming the flow (the id ends every index key, after its last NUL or its
-// prefix p), joined with the others (engine.Tx's contract).
-func decodeSummaries(p string, kvs []kv) ([]engine.FlowSummary, error) {
+// decodeSummaries decodes the summaries stored in index entries, their
+// owners judged by etcd (see judge). One that does not decode is left out
+// and reported as an *engine.DamagedError naming the flow (the id ends every
+// index key, after its last NUL or its prefix p), joined with the others
+// (engine.Tx's contract).
+func (t *tx) decodeSummaries(p string, kvs []kv) ([]engine.FlowSummary, error) {
 	out := make([]engine.FlowSummary, 0, len(kvs))
 	var damaged []error
 	for _, k := range kvs {
@@ -436,6 +550,14 @@ func decodeSummaries(p string, kvs []kv) ([]engine.FlowSummary, error) {
 			damaged = append(damaged, &engine.DamagedError{FlowID: id,
 				Err: fmt.Errorf("etcd store: cannot decode the summary at %q: %w", k.key, err)})
 			continue
+		}
+		if lid := marker(k.val); lid != "" && sum.Owner != nil && sum.Owner.ID == lid {
+			if err := t.loadLeaseKeys(); err != nil {
+				return nil, err
+			}
+			if err := t.judge(sum.FlowID, lid, sum.Owner); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, sum)
 	}
@@ -451,7 +573,7 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeSummaries(p, kvs)
+	return t.decodeSummaries(p, kvs)
 }
 
 func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
@@ -460,7 +582,7 @@ func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeSummaries(p, kvs)
+	return t.decodeSummaries(p, kvs)
 }
 
 // ---- the event log ----
