@@ -90,6 +90,9 @@ type Store struct {
 	// verified is the generation of the file this process last verified
 	// or committed (verify.go), guarded like kept.
 	verified generation
+	// mark is <path>.verified, kept open by the process that writes it
+	// (markCommitted), guarded by mu held for writing.
+	mark *os.File
 	// pageChecks counts the page checks verifyBeforeWrite ran (tests).
 	pageChecks atomic.Int64
 }

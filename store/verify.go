@@ -125,12 +125,22 @@ func (s *Store) markCommitted(h *handle, txid uint64) {
 		return
 	}
 	s.verified = g
-	f, err := os.OpenFile(s.markPath(), os.O_WRONLY|os.O_CREATE, s.opts.FileMode)
-	if err != nil {
-		return
+	// Kept open between commits (an open and a close cost more than the
+	// write); reopened after a failed write. Were the record removed or
+	// replaced meanwhile, this process would write to the old one: others
+	// would then not trust the file and check it once — a cost, never a
+	// missed check.
+	if s.mark == nil {
+		f, err := os.OpenFile(s.markPath(), os.O_WRONLY|os.O_CREATE, s.opts.FileMode)
+		if err != nil {
+			return
+		}
+		s.mark = f
 	}
-	_, _ = f.WriteAt(g.record(), 0)
-	_ = f.Close()
+	if _, err := s.mark.WriteAt(g.record(), 0); err != nil {
+		_ = s.mark.Close()
+		s.mark = nil
+	}
 }
 
 // checkPagesIn runs bbolt's consistency check on the file as btx sees it
