@@ -207,21 +207,12 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	old, stored := t.d.flows[st.FlowID]
 	// Like the real store: the version moves forward from the stored one
 	// (once per transaction) and a zero CreatedAt keeps the stored one.
-	st.UpdatedAt = t.s.now()
-	if st.CreatedAt.IsZero() {
-		st.CreatedAt = st.UpdatedAt
-		if stored && !old.sum.CreatedAt.IsZero() {
-			st.CreatedAt = old.sum.CreatedAt
-		}
+	var oldSum *engine.FlowSummary
+	if stored {
+		oldSum = &old.sum
 	}
-	if v, ok := t.versions[st.FlowID]; ok {
-		st.Version = v
-	} else {
-		if stored && old.sum.Version > st.Version {
-			st.Version = old.sum.Version
-		}
-		st.Version++
-	}
+	v, putBefore := t.versions[st.FlowID]
+	engine.StampPut(st, oldSum, t.s.now(), v, putBefore)
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("flow %q: encoding: %w", st.FlowID, err)

@@ -425,21 +425,8 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		return err
 	}
 	prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
-	st.UpdatedAt = t.s.now()
-	if st.CreatedAt.IsZero() {
-		st.CreatedAt = st.UpdatedAt
-		if old != nil && !old.CreatedAt.IsZero() {
-			st.CreatedAt = old.CreatedAt
-		}
-	}
-	if v, ok := t.versions[st.FlowID]; ok {
-		st.Version = v
-	} else {
-		if old != nil && old.Version > st.Version {
-			st.Version = old.Version
-		}
-		st.Version++
-	}
+	v, putBefore := t.versions[st.FlowID]
+	engine.StampPut(st, old, t.s.now(), v, putBefore)
 	if st.SchemaVersion == 0 {
 		st.SchemaVersion = stateRecordVersion
 	}
