@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -92,7 +93,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// environment and of the configuration here (API keys, tokens,
 	// passwords) masked: a provider or agent may echo one. A config that
 	// does not load is reported by the command that needs it.
-	cfg, _ := config.Load(".")
+	cfg, _ := projectConfig()
 	red := runner.Redactor(cfg)
 	stdout, stderr = red.Writer(stdout), red.Writer(stderr)
 	diag = stderr
@@ -213,6 +214,13 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	return &engine.Service{Root: ".", Store: st, OnDamaged: report}, st, nil
 }
 
+// projectConfig is the configuration of the working directory
+// ($STRATUM_HOME/config.yaml, then .stratum/config.yaml, then the
+// environment), read once per process: the secrets to mask, the store
+// settings and the console's keys all come from it. `stratum run` reads the
+// spec's project instead (runner.ProjectDir).
+var projectConfig = sync.OnceValues(func() (config.Config, error) { return config.Load(".") })
+
 // storeSettings are the store settings: STRATUM_STORE and STRATUM_ETCD_*
 // over store:/store_timeout:/etcd: of the config files (store/backend).
 func storeSettings() (backend.Settings, error) {
@@ -220,7 +228,7 @@ func storeSettings() (backend.Settings, error) {
 	if err != nil {
 		return backend.Settings{}, failErr(err)
 	}
-	cfg, err := config.Load(".")
+	cfg, err := projectConfig()
 	if err != nil {
 		return backend.Settings{}, usageErr("%v", err)
 	}
@@ -1065,7 +1073,7 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
 				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
 			}
-			cfg, err := config.Load(".")
+			cfg, err := projectConfig()
 			if err != nil {
 				return usageErr("%v", err)
 			}
