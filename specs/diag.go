@@ -94,6 +94,20 @@ func EscapeControl(s string) string {
 	return b.String()
 }
 
+// EscapeControlLines is EscapeControl applied to each line of s, keeping
+// the line breaks: a multi-line message stays multi-line, and nothing else
+// of it can drive the terminal.
+func EscapeControlLines(s string) string {
+	if !strings.Contains(s, "\n") {
+		return EscapeControl(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = EscapeControl(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Diagnostics is every problem found in one spec. A non-empty Diagnostics with
 // at least one error-severity entry is an error value.
 type Diagnostics []Diagnostic

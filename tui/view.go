@@ -190,14 +190,7 @@ func padRight(s string, w int) string {
 // rationales, error messages) safe to render: specs.EscapeControl on each
 // line, keeping the line breaks. Apply it to raw text, never to styled text.
 func clean(s string) string {
-	if !strings.Contains(s, "\n") {
-		return specs.EscapeControl(s)
-	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = specs.EscapeControl(l)
-	}
-	return strings.Join(lines, "\n")
+	return specs.EscapeControlLines(s)
 }
 
 func wrap(s string, w int) string { return strings.Join(wrapLines(s, w), "\n") }

@@ -91,20 +91,6 @@ func stepName(e Event) string {
 	return specs.EscapeControl(e.Step.ID)
 }
 
-// escapeLines applies specs.EscapeControl to each line of s, keeping the
-// line breaks (a multi-line message stays multi-line; nothing else of it
-// can drive the terminal).
-func escapeLines(s string) string {
-	if !strings.Contains(s, "\n") {
-		return specs.EscapeControl(s)
-	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = specs.EscapeControl(l)
-	}
-	return strings.Join(lines, "\n")
-}
-
 // escapeEvent escapes the untrusted text of e (names, messages, violations:
 // they come from specs, commands, agents and providers) before it is
 // printed.
@@ -112,7 +98,7 @@ func escapeEvent(e Event) Event {
 	e.FlowID = specs.EscapeControl(e.FlowID)
 	e.FlowName = specs.EscapeControl(e.FlowName)
 	e.Status = specs.EscapeControl(e.Status)
-	e.Message = escapeLines(e.Message)
+	e.Message = specs.EscapeControlLines(e.Message)
 	if len(e.Violations) > 0 {
 		vs := make([]string, len(e.Violations))
 		for i, v := range e.Violations {
