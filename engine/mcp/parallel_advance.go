@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/specs"
 )
