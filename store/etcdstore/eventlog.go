@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	sjson "github.com/segmentio/encoding/json"
-	"github.com/stratum-go/stratum/engine"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // ---- the event log ----
