@@ -17,10 +17,12 @@ import (
 // handleKey takes one key message. Several runes may arrive in one message
 // (fast typing, a laggy connection: one read holds several keys); each is
 // a key of its own, so `jjj` moves three rows and `:gates` typed quickly
-// opens the command line and types "gates" into it. Runes that reach a text
-// input go in whole, and a paste (bracketed) is only ever text: outside a
-// text input it is ignored, so pasted text never presses keys (never
-// decides a gate).
+// opens the command line and types "gates" into it. Typed runes reach a
+// text input one by one too: a burst that spells a key's name ("right",
+// "home") would otherwise be taken for that key (key.Matches compares the
+// message's text) and lost. A paste (bracketed) is only ever text: it goes
+// into a text input whole, and outside one it is ignored, so pasted text
+// never presses keys (never decides a gate).
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	// esc and the next key in one read arrive as alt+key: unless some
 	// action is bound to that alt key, they are esc, then the key.
@@ -35,11 +37,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	var cmds []tea.Cmd
 	runes := msg.Runes
 	for len(runes) > 0 {
-		if m.takesText() {
-			cmds = append(cmds, m.routeKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: runes, Alt: msg.Alt, Paste: msg.Paste}))
-			break
-		}
 		if msg.Paste {
+			if m.takesText() {
+				cmds = append(cmds, m.routeKey(msg))
+			}
 			break
 		}
 		cmds = append(cmds, m.routeKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: runes[:1], Alt: msg.Alt}))

@@ -256,6 +256,13 @@ func TestMultiRuneKeys(t *testing.T) {
 	if d.input.Value() != "needs more tests" {
 		t.Fatalf("pasted rationale %q", d.input.Value())
 	}
+	// Typed fast, words that spell a key's name are text, not keys.
+	for _, w := range []string{" right", "left", " home", "up"} {
+		runes(w, false)
+	}
+	if want := "needs more tests rightleft homeup"; d.input.Value() != want {
+		t.Fatalf("typed rationale %q, want %q", d.input.Value(), want)
+	}
 }
 
 // TestStatusClearedOnPaneSwitch: a status message goes with the next pane
