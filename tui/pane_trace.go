@@ -129,7 +129,7 @@ func (p *tracePane) lines(c *common) []traceLine {
 			if d.Tokens > 0 {
 				text += fmt.Sprintf(" %d tokens", d.Tokens)
 			}
-			if d.CostUSD != nil {
+			if d.CostUSD != nil && *d.CostUSD > 0 { // a free call (a command) shows no cost, as in `stratum run`
 				text += fmt.Sprintf(" $%.4f", *d.CostUSD)
 			}
 			if d.Call != nil {

@@ -23,7 +23,9 @@ func TestTraceLines(t *testing.T) {
 			"trace": map[string]any{"function": "builder", "model": "m-1", "output": map[string]any{"ok": false}}}},
 		{Seq: 2, Time: base, Type: engine.EventStepFailed, StepID: "build", Data: map[string]any{
 			"attempt": float64(1), "status": "ensure_failed", "violations": []any{"ensure 'result.ok' failed"}, "exhausted": false}},
-		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: map[string]any{"attempts": float64(2)}},
+		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventTrace, StepID: "build", Data: map[string]any{
+			"attempt": float64(2), "duration_ms": float64(3), "cost_usd": 0.0}},
+		{Seq: 4, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: map[string]any{"attempts": float64(2)}},
 	}
 	trace, i := paneOf[*tracePane](t, m)
 	m.focus = i
@@ -31,7 +33,8 @@ func TestTraceLines(t *testing.T) {
 	want := []string{
 		"05:00:00 · build builder [m-1] attempt 1 1.2s 900 tokens $0.0123",
 		"05:00:00 ✗ build attempt 1 ensure failed 1.2s: ensure 'result.ok' failed",
-		"05:00:01 ✓ build done (attempt 2) 1s",
+		"05:00:01 · build call attempt 2 3ms", // a free call shows no $0.0000
+		"05:00:01 ✓ build done (attempt 2) 3ms",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines: %+v", len(lines), lines)
