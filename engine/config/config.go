@@ -241,7 +241,7 @@ func (c *Config) merge(file string, b []byte) error {
 }
 
 // Secrets are the secret values the configuration holds (the etcd
-// password), which everything stratum writes must mask (engine/redact)
+// password), which everything stratum writes must mask (engine/internal/redact)
 // beside the environment's.
 func (c Config) Secrets() []string {
 	var out []string

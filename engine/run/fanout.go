@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/engine/internal/otlp"
 	"github.com/stratum-go/stratum/specs"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/engine/internal/otlp"
 )
 
 // otlpSpan is a span as an OTLP/HTTP JSON receiver sees it.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
-	"github.com/stratum-go/stratum/engine/infer"
-	"github.com/stratum-go/stratum/engine/otlp"
-	"github.com/stratum-go/stratum/engine/redact"
+	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/engine/internal/otlp"
+	"github.com/stratum-go/stratum/engine/internal/redact"
 	"github.com/stratum-go/stratum/specs"
 )
 

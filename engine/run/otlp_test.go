@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/engine/internal/otlp"
 )
 
 // The runner's spans reach a real OTLP/HTTP receiver: the flow as root, the

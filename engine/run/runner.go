@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/engine/redact"
+	"github.com/stratum-go/stratum/engine/internal/redact"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )

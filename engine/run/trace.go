@@ -7,7 +7,7 @@ import (
 )
 
 // Tracer receives the run's structure as spans (an OTLP exporter's tracker,
-// engine/otlp.Tracker, satisfies it). StepStarted returns the context the
+// engine/internal/otlp.Tracker, satisfies it). StepStarted returns the context the
 // executor runs under, so an executor's own spans (an LLM call) nest under
 // the step.
 type Tracer interface {

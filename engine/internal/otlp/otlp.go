@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stratum-go/stratum/engine/redact"
+	"github.com/stratum-go/stratum/engine/internal/redact"
 )
 
 // GenAI and stratum attribute names.

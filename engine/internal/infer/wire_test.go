@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/engine/llm"
+	"github.com/stratum-go/stratum/engine/internal/llm"
 )
 
 // TestExecuteOverTheWire runs the executor over the real clients against

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/stratum-go/stratum/engine/llm"
-	"github.com/stratum-go/stratum/engine/redact"
+	"github.com/stratum-go/stratum/engine/internal/llm"
+	"github.com/stratum-go/stratum/engine/internal/redact"
 )
 
 // Setup is the configuration `stratum run` passes to NewExecutor.

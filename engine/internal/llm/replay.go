@@ -13,7 +13,7 @@ import (
 	pathpkg "path"
 	"sync"
 
-	"github.com/stratum-go/stratum/engine/redact"
+	"github.com/stratum-go/stratum/engine/internal/redact"
 )
 
 // The record/replay file. Format 2 (written by Recorder) is JSON Lines: a

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/engine/internal/otlp"
 )
 
 // TestInferSpan checks the executor's chat span: a CLIENT child of the step

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
-	"github.com/stratum-go/stratum/engine/llm"
+	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratum-go/stratum/engine/redact"
+	"github.com/stratum-go/stratum/engine/internal/redact"
 )
 
 // Retry policy of the transport layer (see Retry).

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/engine/llm"
-	"github.com/stratum-go/stratum/engine/otlp"
+	"github.com/stratum-go/stratum/engine/internal/llm"
+	"github.com/stratum-go/stratum/engine/internal/otlp"
 	"github.com/stratum-go/stratum/specs"
 )
 
