@@ -666,9 +666,9 @@ func TestCorpusValidIR(t *testing.T) {
 		if r := step(t, spec, "main", "inline_map").Run; r == nil || len(r.Argv) != 2 || r.Env["MODE"] != "strict" {
 			t.Errorf("inline mapping run = %+v", r)
 		}
-		eq(t, "on_timeout", fn["human_gate"].OnTimeout, "approve")
+		eq(t, "on_timeout revise", fn["human_gate"].OnTimeout, "revise")
 		eq(t, "approver", fn["human_gate"].Approver, "human")
-		eq(t, "on_timeout revise", fn["any_gate"].OnTimeout, "revise")
+		eq(t, "on_timeout approve", fn["any_gate"].OnTimeout, "approve")
 		var doc *Param
 		for _, p := range fn["judge"].Input {
 			if p.Name == "document" {
