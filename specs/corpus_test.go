@@ -82,6 +82,7 @@ var codeClass = map[string]ErrorType{
 	"expr-syntax": SemanticError, "expr-forbidden": SemanticError,
 	"unknown-result-field": SemanticError, "unknown-type": SemanticError,
 	"contract-cycle": SemanticError, "invalid-schema": SemanticError,
+	"contract-depth": SemanticError, "contract-size": SemanticError,
 	"workflow-entry": SemanticError, "workflow-inputs": SemanticError,
 	"cache-field": SemanticError, "run-field": SemanticError,
 	"opaque-inline": SemanticError, "policy-human": SemanticError,
@@ -431,6 +432,8 @@ func generatedHostile() []hostileCase {
 			return []byte("version: \"0.2\"\nx: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n")
 		}},
 		{"too-deep-in-output-schema", "too-deep", func() []byte { return deepOutputSchema(40) }},
+		{"contract-depth-chain", "contract-depth", func() []byte { return []byte(contractChain(3000, 1)) }},
+		{"contract-size-tree", "contract-size", func() []byte { return []byte(contractChain(40, 2)) }},
 	}
 }
 
