@@ -1,0 +1,73 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// A 200 KB string input (over Linux's 128 KiB bound on one variable) ran
+// the command into "fork/exec /usr/bin/sh: argument list too long". It goes
+// to a file named by STRATUM_INPUT_<NAME>_FILE, byte-exact, and the file is
+// gone when the attempt ends; small inputs stay variables.
+func TestCommandLargeInputGoesToAFile(t *testing.T) {
+	tmp := t.TempDir()
+	big := strings.Repeat("0123456789", 20_000)
+	// The command reports what it sees: whether STRATUM_INPUT_BIG is set,
+	// the file's size and checksum, the small input, and the file's path.
+	cmd := &specs.Command{Shell: `printf '{"set": "%s", "size": %s, "sum": "%s", "small": "%s", "path": "%s"}' ` +
+		`"${STRATUM_INPUT_BIG+yes}" "$(wc -c < "$STRATUM_INPUT_BIG_FILE")" "$(cksum < "$STRATUM_INPUT_BIG_FILE")" "$STRATUM_INPUT_SMALL" "$STRATUM_INPUT_BIG_FILE"`}
+	req := cmdReq(t, cmd, map[string]any{"big": big, "small": "hi"})
+	out, err := (&CommandExecutor{TempDir: tmp}).Execute(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.Output.(map[string]any)
+	if got["set"] != "" || got["size"] != float64(len(big)) || got["small"] != "hi" {
+		t.Fatalf("the command saw %v", got)
+	}
+	if !strings.HasPrefix(got["path"].(string), tmp) {
+		t.Fatalf("file %v outside TempDir %s", got["path"], tmp)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("left behind in TempDir: %v", left)
+	}
+}
+
+// A revise rationale of 200,000 bytes failed the revised step ("argument
+// list too long") and left a flow that could not be resumed. The worker
+// gets the feedback from STRATUM_REVISE_FEEDBACK_FILE and the flow
+// completes.
+func TestReviseLargeRationaleReachesTheWorker(t *testing.T) {
+	e := newEnv(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	rationale := strings.Repeat("r", 200_000)
+	src := strings.Replace(gateSpec(""),
+		`printf '%s\\n' \"$STRATUM_REVISE_FEEDBACK\" >> feedback.log`,
+		`if [ -n \"$STRATUM_REVISE_FEEDBACK_FILE\" ]; then cat \"$STRATUM_REVISE_FEEDBACK_FILE\" > feedback.json; fi`, 1)
+	var shown bytes.Buffer
+	c := &Console{In: strings.NewReader("r\n" + rationale + "\napprove\nfine\n"), Out: &shown}
+	o := e.start(e.spec(src), "main", nil, func(o *Options) { o.Gates.OnGate = OnGatePrompt; o.Console = c })
+	wantStatus(t, o, EndComplete, 0)
+	if e.count("work.count") != 2 {
+		t.Fatalf("work ran %d times", e.count("work.count"))
+	}
+	b, err := os.ReadFile(filepath.Join(e.dir, "feedback.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got engine.ReviseFeedback
+	if err := json.Unmarshal(b, &got); err != nil || got.Rationale != rationale || got.Gate != "review" {
+		t.Fatalf("feedback (%d bytes): %v", len(b), err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "stratum-env-*")); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
