@@ -71,3 +71,22 @@ func TestReviseLargeRationaleReachesTheWorker(t *testing.T) {
 		t.Fatalf("left behind: %v", left)
 	}
 }
+
+// A command that exits successfully after starting a background process
+// that keeps stdout open (`sleep 4 & echo …`) passes on the JSON it printed;
+// it failed with "WaitDelay expired before I/O complete".
+func TestCommandBackgroundChildKeepsStdout(t *testing.T) {
+	req := cmdReq(t, &specs.Command{Shell: `sleep 4 & echo '{"ok": true}'`}, nil)
+	out, err := (&CommandExecutor{}).Execute(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := out.Output.(map[string]any); m["ok"] != true {
+		t.Fatalf("output %v", out.Output)
+	}
+	// A failing command with such a child still fails with its status.
+	req = cmdReq(t, &specs.Command{Shell: `sleep 4 & exit 3`}, nil)
+	if _, err := (&CommandExecutor{}).Execute(context.Background(), req); err == nil || !strings.Contains(err.Error(), "status 3") {
+		t.Fatalf("err %v, want status 3", err)
+	}
+}
