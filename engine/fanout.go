@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -161,52 +163,76 @@ func decodeTask(raw any) (ParallelTask, bool) {
 	return t, true
 }
 
-// RecordParallelTask stores one task's state in the flow (a transition).
-// It is refused (wrong_step / wrong_step_type) unless stepID is the flow's
-// current parallel_dispatch step, so a late report of a task whose step was
-// already reported never lands in the next step's fan-out.
+// RecordParallelTask stores one task's state in the flow (a transition):
+// RecordParallelTasks of one task.
 func RecordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) {
+	return RecordParallelTasks(st, env, []ParallelTask{t})
+}
+
+// RecordParallelTasks stores the state of tasks in the flow (a transition:
+// one write for all of them, one parallel_task event each, in order). It is
+// refused (wrong_step / wrong_step_type) unless every task belongs to the
+// flow's current parallel_dispatch step, so a late report of a task whose
+// step was already reported never lands in the next step's fan-out.
+func RecordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (Result, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
 	}
 	step := currentStep(st, env)
-	if step.ID != t.StepID {
-		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, t.StepID)), nil
+	for _, t := range tasks {
+		if step.ID != t.StepID {
+			return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, t.StepID)), nil
+		}
+		if step.Kind != specs.KindParallelDispatch {
+			return refused(refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.", step.ID, step.StepMode())), nil
+		}
+		if t.TaskID == "" {
+			return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil
+		}
 	}
-	if step.Kind != specs.KindParallelDispatch {
-		return refused(refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.", step.ID, step.StepMode())), nil
-	}
-	if t.TaskID == "" {
-		return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil
-	}
-	t.Dispatch = dispatchKey(st, step.ID)
-	b, err := json.Marshal(t)
-	if err != nil {
-		return refused(refusal(ErrTypeInvalidInput, "task '%s': %v", t.TaskID, err)), nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return Result{}, err
-	}
+	key := dispatchKey(st, step.ID)
 	if st.ParallelTasks == nil {
 		st.ParallelTasks = map[string]any{}
 	}
-	st.ParallelTasks[t.TaskID] = m
-	data := map[string]any{"task_id": t.TaskID, "state": t.State, "runs": t.Runs, "duration_ms": t.DurationMS(env.Now)}
-	if t.WorktreePath != nil {
-		data["worktree"] = *t.WorktreePath
+	events := make([]Event, 0, len(tasks))
+	for _, t := range tasks {
+		t.Dispatch = key
+		m, err := taskRecord(t)
+		if err != nil {
+			return refused(refusal(ErrTypeInvalidInput, "task '%s': %v", t.TaskID, err)), nil
+		}
+		st.ParallelTasks[t.TaskID] = m
+		data := map[string]any{"task_id": t.TaskID, "state": t.State, "runs": t.Runs, "duration_ms": t.DurationMS(env.Now)}
+		if t.WorktreePath != nil {
+			data["worktree"] = *t.WorktreePath
+		}
+		if t.Branch != "" {
+			data["branch"] = t.Branch
+		}
+		if t.Error != nil {
+			data["error"] = *t.Error
+		}
+		if len(t.Violations) > 0 {
+			data["violations"] = append([]string(nil), t.Violations...)
+		}
+		events = append(events, event(st, env, EventParallelTask, step.ID, data))
 	}
-	if t.Branch != "" {
-		data["branch"] = t.Branch
+	return Result{Events: events}, nil
+}
+
+// taskRecord is a task as FlowState.ParallelTasks holds it (its JSON
+// object).
+func taskRecord(t ParallelTask) (map[string]any, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
 	}
-	if t.Error != nil {
-		data["error"] = *t.Error
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
 	}
-	if len(t.Violations) > 0 {
-		data["violations"] = append([]string(nil), t.Violations...)
-	}
-	return Result{Events: []Event{event(st, env, EventParallelTask, step.ID, data)}}, nil
+	return m, nil
 }
 
 // RecordParallelTask is the Service form of RecordParallelTask
@@ -336,8 +362,9 @@ func clipText(s string, n int) string {
 
 // TaskGraphViolations checks a decompose step's output (a task graph:
 // {"tasks": [...]}) before anything is dispatched: a task list of objects
-// with ids, no duplicate id, no dependency on an unknown task or on
-// itself, no cycle. Each problem is one violation, fed back to the retry.
+// with ids, no duplicate id, no two ids sharing a branch and worktree
+// name (TaskRef), no dependency on an unknown task or on itself, no cycle.
+// Each problem is one violation, fed back to the retry.
 func TaskGraphViolations(output any) []string {
 	tasks, err := ParseTasks(output)
 	if err != nil {
@@ -366,6 +393,15 @@ func TaskListViolations(tasks []Task) []string {
 			}
 		}
 	}
+	refs := make(map[string]string, len(tasks))
+	for _, t := range tasks {
+		ref := TaskRef(t.ID)
+		if o, ok := refs[ref]; ok && o != t.ID {
+			vs = append(vs, fmt.Sprintf("task graph: tasks '%s' and '%s' would share the branch and worktree name '%s'; rename one", o, t.ID, ref))
+			continue
+		}
+		refs[ref] = t.ID
+	}
 	if len(vs) > 0 {
 		return vs
 	}
@@ -373,6 +409,65 @@ func TaskListViolations(tasks []Task) []string {
 		vs = append(vs, "task graph: dependency cycle "+strings.Join(cycle, " → "))
 	}
 	return vs
+}
+
+// TaskRef is the name a task's git branch and worktree directory take from
+// its id (stratum/<flow>/<step>/<ref>, <worktrees>/<flow>/<step>/<ref>). An
+// id that is already a safe name — lower-case letters, digits, '.', '_'
+// and '-', starting and ending with a letter or digit, no "..", no
+// ".lock" ending, at most 64 bytes — is its own ref; any other id (upper
+// case, '/', spaces, newlines, a leading '-' …) is cleaned to such a name
+// and followed by '-' and 8 hex digits of the id's SHA-256, so ids that
+// clean to the same text ("x" and "-x", "a/b" and "a b", "A" and "a" on a
+// case-insensitive file system) still get different branches and
+// worktrees. TaskListViolations refuses a graph in which two ids would
+// still share a ref.
+func TaskRef(id string) string {
+	if safeRef(id) {
+		return id
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(id) {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	clean := b.String()
+	for strings.Contains(clean, "..") {
+		clean = strings.ReplaceAll(clean, "..", ".")
+	}
+	if len(clean) > 40 {
+		clean = clean[:40]
+	}
+	clean = strings.Trim(clean, ".-_")
+	sum := sha256.Sum256([]byte(id))
+	h := hex.EncodeToString(sum[:4])
+	if clean == "" {
+		return h
+	}
+	return clean + "-" + h
+}
+
+// safeRef reports whether id is its own TaskRef.
+func safeRef(id string) bool {
+	if id == "" || len(id) > 64 || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || i == len(id)-1 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // findCycle returns one dependency cycle (first node repeated at the end),
