@@ -22,7 +22,8 @@ import (
 // writes therefore cost as many whole-flow rewrites as there are batches,
 // not n, and the only writers they can still conflict with are other
 // processes (and this process's lease heartbeats), against which the
-// transition's retries are meant.
+// transition's retries are meant. A batch holds at most as many events as
+// the store accepts in one write (EventLimiter).
 //
 // A write in a batch that is refused (wrong step, flow finished, lease
 // lost: an *Error) is answered alone: the batch is then not committed and
@@ -39,6 +40,8 @@ type FlowWriter struct {
 	flowID string
 	opt    ReportOptions
 
+	max int // events per write (0: unbounded)
+
 	mu    sync.Mutex
 	queue []*flowWrite
 	busy  bool // a goroutine is committing batches
@@ -46,17 +49,36 @@ type FlowWriter struct {
 
 // flowWrite is one write handed to a FlowWriter.
 type flowWrite struct {
-	ctx  context.Context
-	fn   func(st *FlowState, env Env) (Result, error)
-	done chan error
+	ctx    context.Context
+	fn     func(st *FlowState, env Env) (Result, error)
+	events int // the events it appends (at most)
+	done   chan error
+}
+
+// EventLimiter is implemented by a Store that accepts a bounded number of
+// events in one write: the etcd store (every event is two keys, and an etcd
+// member accepts 128 operations per transaction unless told otherwise,
+// --max-txn-ops). A FlowWriter commits at most that many events together,
+// and callers recording many tasks at once split them (MaxEvents).
+type EventLimiter interface {
+	MaxEventsPerWrite() int
 }
 
 // FlowWriter returns the writer of flowID whose writes report as opt
 // (lease-checked like every report). Use one per flow and process for all
 // the writes that may run concurrently.
 func (s *Service) FlowWriter(flowID string, opt ReportOptions) *FlowWriter {
-	return &FlowWriter{svc: s, flowID: flowID, opt: opt}
+	w := &FlowWriter{svc: s, flowID: flowID, opt: opt}
+	if l, ok := s.Store.(EventLimiter); ok {
+		w.max = l.MaxEventsPerWrite()
+	}
+	return w
 }
+
+// MaxEvents is how many events one write of the flow's store may append
+// (EventLimiter; 0: no limit). A caller recording more tasks than that at
+// once splits them.
+func (w *FlowWriter) MaxEvents() int { return w.max }
 
 // RecordTasks records the state of tasks of the flow's current
 // parallel_dispatch step (RecordParallelTasks), in one transition with the
@@ -65,10 +87,7 @@ func (w *FlowWriter) RecordTasks(ctx context.Context, tasks ...ParallelTask) err
 	if len(tasks) == 0 {
 		return nil
 	}
-	tasks = append([]ParallelTask(nil), tasks...)
-	return w.write(ctx, func(st *FlowState, env Env) (Result, error) {
-		return RecordParallelTasks(st, env, tasks)
-	})
+	return <-w.RecordTasksLater(ctx, tasks...)
 }
 
 // RecordTasksLater queues the records of tasks like RecordTasks without
@@ -76,7 +95,7 @@ func (w *FlowWriter) RecordTasks(ctx context.Context, tasks ...ParallelTask) err
 // order it queued them. The answer arrives on the returned channel.
 func (w *FlowWriter) RecordTasksLater(ctx context.Context, tasks ...ParallelTask) <-chan error {
 	tasks = append([]ParallelTask(nil), tasks...)
-	return w.enqueue(ctx, func(st *FlowState, env Env) (Result, error) {
+	return w.enqueue(ctx, len(tasks), func(st *FlowState, env Env) (Result, error) {
 		return RecordParallelTasks(st, env, tasks)
 	})
 }
@@ -90,7 +109,7 @@ func (w *FlowWriter) RecordCall(ctx context.Context, c CallRecord) error {
 // RecordCallLater queues RecordCall without waiting for it (see
 // RecordTasksLater).
 func (w *FlowWriter) RecordCallLater(ctx context.Context, c CallRecord) <-chan error {
-	return w.enqueue(ctx, func(st *FlowState, env Env) (Result, error) {
+	return w.enqueue(ctx, 1, func(st *FlowState, env Env) (Result, error) {
 		return RecordCall(st, env, c)
 	})
 }
@@ -99,16 +118,11 @@ func (w *FlowWriter) RecordCallLater(ctx context.Context, c CallRecord) <-chan e
 // writes are then committed one by one.
 var errBatchRefused = errors.New("a write of the batch was refused")
 
-// write queues fn and returns once it is committed (or refused, or failed).
-func (w *FlowWriter) write(ctx context.Context, fn func(st *FlowState, env Env) (Result, error)) error {
-	return <-w.enqueue(ctx, fn)
-}
-
-// enqueue queues fn behind the writes already queued and returns the
-// channel its answer arrives on. A goroutine commits batches while the
-// queue is not empty.
-func (w *FlowWriter) enqueue(ctx context.Context, fn func(st *FlowState, env Env) (Result, error)) <-chan error {
-	op := &flowWrite{ctx: ctx, fn: fn, done: make(chan error, 1)}
+// enqueue queues fn (appending at most events events) behind the writes
+// already queued and returns the channel its answer arrives on. A
+// goroutine commits batches while the queue is not empty.
+func (w *FlowWriter) enqueue(ctx context.Context, events int, fn func(st *FlowState, env Env) (Result, error)) <-chan error {
+	op := &flowWrite{ctx: ctx, fn: fn, events: events, done: make(chan error, 1)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.queue = append(w.queue, op)
@@ -119,16 +133,22 @@ func (w *FlowWriter) enqueue(ctx context.Context, fn func(st *FlowState, env Env
 	return op.done
 }
 
-// drain commits batches until the queue is empty.
+// drain commits batches, oldest writes first, until the queue is empty.
 func (w *FlowWriter) drain() {
 	w.mu.Lock()
 	for len(w.queue) > 0 {
-		batch := w.queue
-		w.queue = nil
+		n, events := 1, w.queue[0].events
+		for n < len(w.queue) && (w.max <= 0 || events+w.queue[n].events <= w.max) {
+			events += w.queue[n].events
+			n++
+		}
+		batch := w.queue[:n:n]
+		w.queue = w.queue[n:]
 		w.mu.Unlock()
 		w.commit(batch)
 		w.mu.Lock()
 	}
+	w.queue = nil
 	w.busy = false
 	w.mu.Unlock()
 }

@@ -181,9 +181,9 @@ func (f *FanOut) Preflight(ctx context.Context) error {
 }
 
 // Run executes the fan-out (Preflight first). A *FanOutError means nothing
-// ran. The tasks still to run are recorded pending in one write, then each
-// start and each settled task is recorded through Writer, so concurrent
-// tasks never conflict with each other over the flow. Ctrl-C (ctx ending)
+// ran. The tasks still to run are recorded pending, then each start and
+// each settled task, all through Writer (a few writes for many records),
+// so concurrent tasks never conflict with each other over the flow. Ctrl-C (ctx ending)
 // is honoured in every phase: the run returns Interrupted, the flow
 // resumable.
 func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
@@ -210,12 +210,9 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 		f.state[t.ID] = &pt
 		pending = append(pending, pt)
 	}
-	if err := f.record(ctx, pending...); err != nil {
-		if ctx.Err() != nil {
-			return &FanOutResult{Interrupted: true}, nil
-		}
-		return nil, err
-	}
+	// Queued at once, in one write (unless the store limits its writes:
+	// etcd); tasks start while it is written.
+	f.recordLater(ctx, pending...)
 	res := &FanOutResult{MergeStatus: "clean"}
 	if err := f.schedule(ctx, res); err != nil {
 		return nil, err
@@ -230,34 +227,19 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 	return res, nil
 }
 
-// record persists the state of tasks in one write (and tells OnTask). A
-// caller that must not lose the write to Ctrl-C (a settled task) passes a
-// context without cancellation.
-func (f *FanOut) record(ctx context.Context, ts ...engine.ParallelTask) error {
-	if len(ts) == 0 {
-		return nil
-	}
-	err := f.Writer.RecordTasks(ctx, ts...)
-	if e := engine.AsError(err); e != nil {
-		return fmt.Errorf("step '%s': recording task '%s' refused: %s", f.Step.ID, ts[0].TaskID, e.Message)
-	}
-	if err != nil {
-		return err
-	}
-	if f.OnTask != nil {
-		for _, t := range ts {
-			f.OnTask(t)
-		}
-	}
-	return nil
-}
-
 // recordLater queues the records of tasks behind the fan-out's other
 // writes without waiting for them (and tells OnTask): the scheduler and the
 // tasks go on while the FlowWriter commits what accumulates in one write.
 // A failure is kept for laterErr; a write whose ctx ended (Ctrl-C) is not
 // one. flushLater waits for every queued record.
 func (f *FanOut) recordLater(ctx context.Context, ts ...engine.ParallelTask) {
+	// Many records go in writes the store accepts (FlowWriter.MaxEvents).
+	if max := f.Writer.MaxEvents(); max > 0 {
+		for len(ts) > max {
+			f.recordLater(ctx, ts[:max]...)
+			ts = ts[max:]
+		}
+	}
 	if len(ts) == 0 {
 		return
 	}
