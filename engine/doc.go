@@ -59,7 +59,10 @@
 // events exactly as computed. If another writer got in between, the
 // transaction writes nothing and the whole transition is computed again
 // from a fresh snapshot, at most 5 times, then the call fails with an
-// error wrapping ErrConflict that names the flow. Transitions are pure, so
+// error wrapping ErrConflict that names the flow (writers of one process
+// that write a flow concurrently share a FlowWriter, flowwriter.go, which
+// commits their writes one batch at a time, so they never conflict with
+// each other). Transitions are pure, so
 // the committed result is the one the transition would have computed
 // inside the transaction. An answer that writes nothing (a refusal, a
 // read such as resume) needs no write transaction; when it read more than
