@@ -435,3 +435,19 @@ func TestFanOutInterruptEveryPhase(t *testing.T) {
 		}
 	}
 }
+
+// TestFanOutJSONOnFailure: a fan-out whose tasks fail ends the run with
+// exit 1 and the --json report on stdout.
+func TestFanOutJSONOnFailure(t *testing.T) {
+	r := newScaleRepo(t, manyIDs(20), `        max_concurrent: 8
+        isolation: none
+        retries: 1
+        run: |
+          [ "$STRATUM_TASK_ID" = t00007 ] && { echo boom >&2; exit 1; }
+          echo '{}'
+`, false)
+	code, run, _, stderr := r.runJSON("fan.stratum.yaml")
+	if code != 1 || run.Status != "failed" || run.ExitCode != 1 {
+		t.Fatalf("run: exit %d, %+v\n%s", code, run, tail(stderr, 2000))
+	}
+}

@@ -81,11 +81,14 @@ type FanOut struct {
 	Writer *engine.FlowWriter
 
 	state map[string]*engine.ParallelTask // owned by the scheduler
-	// later counts the records queued by recordLater; laterErr is the
-	// first that failed.
-	later    sync.WaitGroup
-	laterMu  sync.Mutex
-	laterErr error
+	// later counts the records queued by recordLater and not yet
+	// answered; laterQ holds them in order for confirm (running while
+	// confirming); laterErr is the first that failed.
+	later      sync.WaitGroup
+	laterMu    sync.Mutex
+	laterQ     []queuedRecord
+	confirming bool
+	laterErr   error
 	// wtMu serialises `git worktree` commands: git's worktree bookkeeping
 	// is not safe for concurrent adds and prunes.
 	wtMu sync.Mutex
@@ -228,9 +231,11 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 }
 
 // recordLater queues the records of tasks behind the fan-out's other
-// writes without waiting for them (and tells OnTask): the scheduler and the
-// tasks go on while the FlowWriter commits what accumulates in one write.
-// A failure is kept for laterErr; a write whose ctx ended (Ctrl-C) is not
+// writes without waiting for them: the scheduler and the tasks go on while
+// the FlowWriter commits what accumulates in one write. OnTask is told of
+// each record once it is written (in the order the records were queued),
+// so a progress line never announces what a kill -9 could still lose. A
+// failure is kept for laterError; a write whose ctx ended (Ctrl-C) is not
 // one. flushLater waits for every queued record.
 func (f *FanOut) recordLater(ctx context.Context, ts ...engine.ParallelTask) {
 	// Many records go in writes the store accepts (FlowWriter.MaxEvents).
@@ -244,27 +249,55 @@ func (f *FanOut) recordLater(ctx context.Context, ts ...engine.ParallelTask) {
 		return
 	}
 	ch := f.Writer.RecordTasksLater(ctx, ts...)
-	if f.OnTask != nil {
-		for _, t := range ts {
-			f.OnTask(t)
-		}
-	}
 	f.later.Add(1)
-	go func() {
-		defer f.later.Done()
-		err := <-ch
-		if err == nil || ctx.Err() != nil {
-			return
-		}
-		if e := engine.AsError(err); e != nil {
-			err = fmt.Errorf("step '%s': recording task '%s' refused: %s", f.Step.ID, ts[0].TaskID, e.Message)
-		}
-		f.laterMu.Lock()
-		if f.laterErr == nil {
-			f.laterErr = err
-		}
+	f.laterMu.Lock()
+	defer f.laterMu.Unlock()
+	f.laterQ = append(f.laterQ, queuedRecord{ctx: ctx, answer: ch, tasks: ts})
+	if !f.confirming {
+		f.confirming = true
+		go f.confirm()
+	}
+}
+
+// queuedRecord is a record handed to the FlowWriter, awaiting its answer.
+type queuedRecord struct {
+	ctx    context.Context
+	answer <-chan error
+	tasks  []engine.ParallelTask
+}
+
+// confirm awaits the answers of the queued records in order, tells OnTask
+// of those written and keeps the first failure.
+func (f *FanOut) confirm() {
+	f.laterMu.Lock()
+	for len(f.laterQ) > 0 {
+		q := f.laterQ[0]
+		f.laterQ = f.laterQ[1:]
 		f.laterMu.Unlock()
-	}()
+		err := <-q.answer
+		switch {
+		case err == nil:
+			if f.OnTask != nil {
+				for _, t := range q.tasks {
+					f.OnTask(t)
+				}
+			}
+		case q.ctx.Err() != nil:
+		default:
+			if e := engine.AsError(err); e != nil {
+				err = fmt.Errorf("step '%s': recording task '%s' refused: %s", f.Step.ID, q.tasks[0].TaskID, e.Message)
+			}
+			f.laterMu.Lock()
+			if f.laterErr == nil {
+				f.laterErr = err
+			}
+			f.laterMu.Unlock()
+		}
+		f.later.Done()
+		f.laterMu.Lock()
+	}
+	f.confirming = false
+	f.laterMu.Unlock()
 }
 
 // laterError is the first failure of a queued record so far.
