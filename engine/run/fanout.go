@@ -319,7 +319,6 @@ type taskDone struct {
 	id     string
 	task   *engine.ParallelTask // the settled task; nil when it did not settle (interrupted)
 	budget string               // the budget ran out during the task
-	err    error                // a store error
 }
 
 // Causes of a task's cancellation.
@@ -518,9 +517,6 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 				cascade(d.id)
 			}
 		}
-		if d.err != nil {
-			failStore(d.err)
-		}
 		if d.budget != "" && res.Budget == "" {
 			res.Budget = d.budget
 			stop(errBudgetStop)
@@ -672,6 +668,8 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 			switch cause := context.Cause(tctx); {
 			case errors.Is(cause, errTaskCancelled):
 				why = "cancelled: require '" + orDefault(f.Step.Require, "all") + "' can no longer be met"
+			case errors.Is(cause, errStoreStop):
+				why = "cancelled: " + errStoreStop.Error()
 			case errors.Is(cause, errBudgetStop):
 				why = "cancelled: the budget ran out"
 			}
