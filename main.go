@@ -287,12 +287,16 @@ func (a *app) validateCommand() *cobra.Command {
 		jsonOut bool
 		format  string
 		watchF  bool
+		strict  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR...",
 		Short: "Check specs and report every problem with file:line:col",
 		Long: `Validate decodes and checks each spec (directories are searched for *.stratum.yaml)
 and prints every diagnostic as "file:line:col: severity code: message (suggestion)".
+
+Warnings (routing-target-runs, unchecked-keyword, …) leave a spec valid;
+--strict counts them as errors.
 
 Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
 Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
@@ -314,7 +318,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 			if err != nil {
 				return pathErr(err)
 			}
-			results, valid := specs.ValidateFiles(files)
+			results, valid := specs.ValidateFiles(files, strict)
 			if err := specs.WriteResults(a.stdout, format, results); err != nil {
 				return err
 			}
@@ -327,6 +331,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
 	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
 	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
+	cmd.Flags().BoolVar(&strict, "strict", false, "count warnings as errors (exit 1)")
 	return cmd
 }
 
