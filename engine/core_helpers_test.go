@@ -129,7 +129,7 @@ func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*revie
 	for _, m := range mutate {
 		m(&d)
 	}
-	return f.do(func(st *FlowState, env Env) (Result, error) { return GateResolve(st, env, d) })
+	return f.do(func(st *FlowState, env Env) (Result, error) { return gateResolve(st, env, d) })
 }
 
 func (f *fixture) later(d time.Duration) { f.env.Now = f.env.Now.Add(d) }

@@ -51,7 +51,7 @@ func TestRandomWalks(t *testing.T) {
 						o := []review.Outcome{review.Approve, review.Revise, review.Kill, "bogus"}[rng.IntN(4)]
 						op = "gate " + id + " " + string(o)
 						fn = func(st *FlowState, env Env) (Result, error) {
-							return GateResolve(st, env, review.Decision{StepID: id, Outcome: o, ResolvedBy: review.Human, Channel: review.ChannelCLI})
+							return gateResolve(st, env, review.Decision{StepID: id, Outcome: o, ResolvedBy: review.Human, Channel: review.ChannelCLI})
 						}
 					case 5:
 						op = "skip " + id

@@ -11,11 +11,11 @@ import (
 	"github.com/stratum-go/stratum/specs/py"
 )
 
-// GateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
+// gateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
 // order: flow not complete → current step is a gate → outcome → resolved_by
 // → step id → (ours) approver human refuses the mcp channel → (ours) a
 // decision for another round is stale. Then approve / revise / kill.
-func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
+func gateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
 	if pastEnd(st, env) || isFinished(st) {

@@ -89,7 +89,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	}
 
 	// Revise: the round's iterations move to archived_iterations.
-	r = ok(GateResolve(st, env, review.Decision{FlowID: id, StepID: "g", Outcome: review.Revise,
+	r = ok(gateResolve(st, env, review.Decision{FlowID: id, StepID: "g", Outcome: review.Revise,
 		Rationale: "again", ResolvedBy: review.Human, Channel: review.ChannelCLI}))
 	if r["step_id"] != "hunt" || st.Round != 1 {
 		t.Fatalf("revise: %v (round %d)", r, st.Round)

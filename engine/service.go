@@ -251,7 +251,7 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}
-		return GateResolve(st, env, d)
+		return gateResolve(st, env, d)
 	})
 }
 
