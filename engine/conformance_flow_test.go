@@ -118,16 +118,16 @@ func recordTypesOf(rs []Record) string { return recordTypes(rs) }
 // the clock).
 func TestConformanceTimeouts(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
-	r := f.do(CheckTimeouts)
+	r := f.do(checkTimeouts)
 	keysExactly(t, r, "status", "message")
 	f.stepDone("work", map[string]any{})
 	f.later(20 * time.Second)
 	f.do(Resume) // would re-stamp the clock in the original
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	keysExactly(t, r, "status", "remaining_seconds")
 	expect(t, r, map[string]any{"status": "no_timeout", "remaining_seconds": 10})
 	f.later(10 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	keysExactly(t, r, append(append([]string(nil), keysKilled...), "reason")...)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout"})
 	g := recordWire(t, f.st.Records[len(f.st.Records)-1])
@@ -135,7 +135,7 @@ func TestConformanceTimeouts(t *testing.T) {
 	// A check after the deadline fired reports the kill, not no_timeout
 	// (ours: the original has no background sweep; see firedTimeout).
 	f.later(time.Hour)
-	again := f.do(CheckTimeouts)
+	again := f.do(checkTimeouts)
 	keysExactly(t, again, append(append([]string(nil), keysKilled...), "reason")...)
 	if show(again) != show(r) {
 		t.Errorf("second check %s, want the first answer %s", show(again), show(r))

@@ -313,25 +313,25 @@ flows:
 
 func TestCheckTimeouts(t *testing.T) {
 	f, _ := plan(t, specGate, "main", nil)
-	r := f.do(CheckTimeouts)
+	r := f.do(checkTimeouts)
 	// The original's no_timeout carries no flow_id.
 	expect(t, r, map[string]any{"status": "no_timeout", "message": "Current step is not a gate step"})
 	noKey(t, r, "flow_id")
 	f.stepDone("work", map[string]any{"v": 1}) // gate dispatched at t0 → deadline t0+60s
 	f.later(30 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "no_timeout", "remaining_seconds": 30})
 	// A resume does not re-stamp the persisted deadline.
 	r = f.do(Resume)
 	expect(t, r, map[string]any{"status": "await_gate", "deadline": t0.Add(60 * time.Second).Format(time.RFC3339Nano)})
 	f.later(31 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout", "flow_id": f.st.FlowID})
 	g := f.st.Records[len(f.st.Records)-1]
 	if g.Type != RecordGate || g.Outcome != "kill" || g.ResolvedBy != "system" || g.Channel != "timeout" || g.Rationale != "timeout" {
 		t.Errorf("record %+v", g)
 	}
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout", "flow_id": f.st.FlowID, "total_duration_ms": 61000})
 }
 
@@ -347,7 +347,7 @@ func TestOnTimeoutVariants(t *testing.T) {
 			src := strings.Replace(specGate, "timeout: 60", "timeout: 60\n    on_timeout: "+c.onTimeout, 1)
 			f := atGate(t, src)
 			f.later(2 * time.Minute)
-			r := f.do(CheckTimeouts)
+			r := f.do(checkTimeouts)
 			expect(t, r, map[string]any{"status": c.status})
 			if c.step != "" {
 				expect(t, r, map[string]any{"step_id": c.step})

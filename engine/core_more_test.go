@@ -68,11 +68,11 @@ func TestOnTimeoutReviseAtMaxRounds(t *testing.T) {
 	src = strings.Replace(src, "max_rounds: 2", "max_rounds: 1", 1)
 	f := atGate(t, src)
 	f.later(61 * time.Second)
-	r := f.do(CheckTimeouts)
+	r := f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "work"})
 	f.stepDone("work", map[string]any{"v": 2})
 	f.later(61 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout"})
 }
 

@@ -62,7 +62,7 @@ func TestRandomWalks(t *testing.T) {
 					case 7:
 						op = "timeouts"
 						f.later(time.Duration(rng.IntN(90)) * time.Second)
-						fn = CheckTimeouts
+						fn = checkTimeouts
 					case 8:
 						op = "parallel " + id
 						fn = func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, id, nil, "clean") }

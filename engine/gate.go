@@ -166,7 +166,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 	}
 }
 
-// CheckTimeouts is stratum_check_timeouts with a persisted absolute deadline
+// checkTimeouts is stratum_check_timeouts with a persisted absolute deadline
 // (st.Gate.Deadline, set when the gate of the round was first dispatched).
 // On expiry it applies the gate's on_timeout (kill by default, approve,
 // revise — a revise that is impossible, no on_revise or max_rounds reached,
@@ -177,7 +177,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 // A deadline that already fired (applied by the background sweep, another
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
-func CheckTimeouts(st *FlowState, env Env) (Result, error) {
+func checkTimeouts(st *FlowState, env Env) (Result, error) {
 	res, err := applyExpiredTimeout(st, env)
 	if err != nil {
 		return res, err

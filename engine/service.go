@@ -257,7 +257,7 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 
 // CheckTimeouts is stratum_check_timeouts.
 func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, CheckTimeouts)
+	return s.transition(ctx, flowID, nil, checkTimeouts)
 }
 
 // SweepTimeouts applies every expired gate deadline in the store (any
