@@ -8,14 +8,14 @@ import (
 	"github.com/stratum-go/stratum/review"
 )
 
-// Commit saves a named checkpoint of the flow (stratum_commit,
+// commitCheckpoint saves a named checkpoint of the flow (stratum_commit,
 // upstream-behavior §2.13). The label is whitespace-trimmed; an empty label
 // is invalid_label. A checkpoint with the same label is replaced. The
 // snapshot holds deep copies of exactly the fields Checkpoint lists; inputs,
 // other checkpoints, dispatch times, parallel task state and the budget
-// ledger are not captured. Commit is allowed at any time, even on a finished
+// ledger are not captured. commitCheckpoint is allowed at any time, even on a finished
 // flow; step_number is current_idx+1 even past the end.
-func Commit(st *FlowState, env Env, label string) (Result, error) {
+func commitCheckpoint(st *FlowState, env Env, label string) (Result, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
 		return refused(refusal(ErrTypeInvalidLabel, "label must be a non-empty string")), nil

@@ -40,7 +40,7 @@ func TestCommit(t *testing.T) {
 	st := extState(t, env, "b")
 	st.StepOutputs["a"] = map[string]any{"x": 1.0}
 
-	res, err := Commit(st, env, "  first  ")
+	res, err := commitCheckpoint(st, env, "  first  ")
 	r := mustOK(t, res, err)
 	want := Response{"status": "committed", "flow_id": "flow-1", "label": "first", "step_number": 3,
 		"current_step_id": "b", "checkpoints": []string{"first"}}
@@ -63,8 +63,8 @@ func TestCommit(t *testing.T) {
 
 	// Same label overwrites; labels are listed sorted.
 	st.CurrentIdx = 3
-	okFn(t)(Commit(st, env, "zeta"))
-	r = okFn(t)(Commit(st, env, "first"))
+	okFn(t)(commitCheckpoint(st, env, "zeta"))
+	r = okFn(t)(commitCheckpoint(st, env, "first"))
 	if !reflect.DeepEqual(r["checkpoints"], []string{"first", "zeta"}) || st.Checkpoints["first"].CurrentIdx != 3 {
 		t.Fatalf("overwrite: %v %+v", r, st.Checkpoints["first"])
 	}
@@ -72,13 +72,13 @@ func TestCommit(t *testing.T) {
 	// Past the end: step_number = current_idx+1, no current step.
 	st.CurrentIdx = len(f.Order)
 	st.Status = StatusComplete
-	r = okFn(t)(Commit(st, env, "end"))
+	r = okFn(t)(commitCheckpoint(st, env, "end"))
 	if r["step_number"] != len(f.Order)+1 || r["current_step_id"] != nil {
 		t.Fatalf("commit when complete: %v", r)
 	}
 
 	for _, bad := range []string{"", "   ", "\t\n"} {
-		res, err := Commit(st, env, bad)
+		res, err := commitCheckpoint(st, env, bad)
 		if err != nil || res.Wire()["status"] != "error" || res.Wire()["error_type"] != "invalid_label" || !res.Unchanged {
 			t.Fatalf("label %q: %v %v", bad, res.Wire(), err)
 		}
@@ -92,7 +92,7 @@ func TestCommitSnapshotsExactFields(t *testing.T) {
 	sp, f := extSpec(t, ckptSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := fullState(t, env)
-	okFn(t)(Commit(st, env, "cp"))
+	okFn(t)(commitCheckpoint(st, env, "cp"))
 	cp := st.Checkpoints["cp"]
 	b, err := json.Marshal(cp)
 	if err != nil {
@@ -163,7 +163,7 @@ func TestRevertRestores(t *testing.T) {
 	st := fullState(t, env)
 	st.TerminalStatus = nil
 	st.ActiveChildFlowID = nil
-	okFn(t)(Commit(st, env, "cp"))
+	okFn(t)(commitCheckpoint(st, env, "cp"))
 	snap := st.Checkpoints["cp"]
 	snapJSON, _ := json.Marshal(snap)
 
@@ -179,7 +179,7 @@ func TestRevertRestores(t *testing.T) {
 	st.ActiveIteration = nil
 	st.IterationOutcome["b"] = OutcomeExitMax
 	st.Inputs["topic"] = "kept"
-	okFn(t)(Commit(st, env, "later"))
+	okFn(t)(commitCheckpoint(st, env, "later"))
 
 	later := env
 	later.Now = extNow.Add(time.Minute)
@@ -222,7 +222,7 @@ func TestRevertAppliesPolicyLoop(t *testing.T) {
 	env := extEnv(sp, f)
 	st := extState(t, env, "g") // a snapshot taken on the flag gate (e.g. by an older version)
 	st.StepOutputs["a"] = map[string]any{"ok": true}
-	okFn(t)(Commit(st, env, "at-gate"))
+	okFn(t)(commitCheckpoint(st, env, "at-gate"))
 	st.CurrentIdx = stepIndex(env, "c")
 
 	res, err := Revert(st, env, "at-gate", review.ChannelTUI)
@@ -246,7 +246,7 @@ func TestRevertPastEnd(t *testing.T) {
 	st.StepOutputs = map[string]any{"a": map[string]any{"n": 1.0}, "b": map[string]any{"n": 2.0}, "c": nil}
 	st.CurrentIdx = len(f.Order)
 	st.Status = StatusComplete
-	okFn(t)(Commit(st, env, "done"))
+	okFn(t)(commitCheckpoint(st, env, "done"))
 	st.CurrentIdx = 0
 	st.Status = StatusFailed
 
@@ -277,8 +277,8 @@ func TestRevertErrors(t *testing.T) {
 	if !reflect.DeepEqual(res.Wire()["available"], []string{}) {
 		t.Fatalf("available %v", res.Wire()["available"])
 	}
-	okFn(t)(Commit(st, env, "b1"))
-	okFn(t)(Commit(st, env, "a1"))
+	okFn(t)(commitCheckpoint(st, env, "b1"))
+	okFn(t)(commitCheckpoint(st, env, "a1"))
 	before = stateBytes(st)
 	res, _ = Revert(st, env, "nope", review.ChannelTUI)
 	if !reflect.DeepEqual(res.Wire()["available"], []string{"a1", "b1"}) {

@@ -166,7 +166,7 @@ flows:
         on_kill: ~
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, "before") })
+	f.do(func(st *FlowState, env Env) (Result, error) { return commitCheckpoint(st, env, "before") })
 	r := f.stepDone("a", map[string]any{"x": 1})
 	keysExactly(t, r, keysCompletion...)
 	expect(t, r, map[string]any{"status": "complete", "output": map[string]any{"x": 1}})
@@ -182,7 +182,7 @@ flows:
 	// Revert to a checkpoint taken *at* the policy gate: applied on revert.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 1 // as if committed while the policy gate was current
-	g.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, "at-gate") })
+	g.do(func(st *FlowState, env Env) (Result, error) { return commitCheckpoint(st, env, "at-gate") })
 	g.st.CurrentIdx = 0
 	r = g.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, "at-gate", review.ChannelTUI) })
 	keysExactly(t, r, keysCompletion...) // past the end: no reverted_to, as the original
@@ -263,7 +263,7 @@ flows:
 func TestConformanceCheckpoints(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
 	commit := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, l) })
+		return f.do(func(st *FlowState, env Env) (Result, error) { return commitCheckpoint(st, env, l) })
 	}
 	revert := func(l string) map[string]any {
 		return f.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, l, review.ChannelTUI) })

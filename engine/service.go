@@ -320,7 +320,7 @@ func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason str
 // anyone but its holder.
 func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Commit(st, env, label)
+		return commitCheckpoint(st, env, label)
 	})
 }
 
