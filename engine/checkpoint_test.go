@@ -183,7 +183,7 @@ func TestRevertRestores(t *testing.T) {
 
 	later := env
 	later.Now = extNow.Add(time.Minute)
-	res, err := Revert(st, later, " cp ", review.ChannelTUI)
+	res, err := revertCheckpoint(st, later, " cp ", review.ChannelTUI)
 	r := mustOK(t, res, err)
 	if r["reverted_to"] != "cp" || r["status"] != DispatchExecuteStep || r["step_id"] != "b" {
 		t.Fatalf("revert response %v", r)
@@ -225,7 +225,7 @@ func TestRevertAppliesPolicyLoop(t *testing.T) {
 	okFn(t)(commitCheckpoint(st, env, "at-gate"))
 	st.CurrentIdx = stepIndex(env, "c")
 
-	res, err := Revert(st, env, "at-gate", review.ChannelTUI)
+	res, err := revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
 	r := mustOK(t, res, err)
 	if r["status"] != DispatchExecuteStep || r["step_id"] != "b" || r["reverted_to"] != "at-gate" {
 		t.Fatalf("a reverted-to flag gate must be auto-approved: %v", r)
@@ -250,7 +250,7 @@ func TestRevertPastEnd(t *testing.T) {
 	st.CurrentIdx = 0
 	st.Status = StatusFailed
 
-	r := okFn(t)(Revert(st, env, "done", review.ChannelTUI))
+	r := okFn(t)(revertCheckpoint(st, env, "done", review.ChannelTUI))
 	// The original answers the bare completion object (no reverted_to).
 	if _, has := r["reverted_to"]; has {
 		t.Fatalf("past-end revert has reverted_to: %v", r)
@@ -270,7 +270,7 @@ func TestRevertErrors(t *testing.T) {
 	st := extState(t, env, "a")
 	before := stateBytes(st)
 
-	res, err := Revert(st, env, "nope", review.ChannelTUI)
+	res, err := revertCheckpoint(st, env, "nope", review.ChannelTUI)
 	if err != nil || res.Wire()["status"] != "error" || res.Wire()["error_type"] != "checkpoint_not_found" || !res.Unchanged {
 		t.Fatalf("unknown label: %v %v", res.Wire(), err)
 	}
@@ -280,13 +280,13 @@ func TestRevertErrors(t *testing.T) {
 	okFn(t)(commitCheckpoint(st, env, "b1"))
 	okFn(t)(commitCheckpoint(st, env, "a1"))
 	before = stateBytes(st)
-	res, _ = Revert(st, env, "nope", review.ChannelTUI)
+	res, _ = revertCheckpoint(st, env, "nope", review.ChannelTUI)
 	if !reflect.DeepEqual(res.Wire()["available"], []string{"a1", "b1"}) {
 		t.Fatalf("available %v", res.Wire()["available"])
 	}
 	// The original strips the label and looks it up: a blank label is
 	// checkpoint_not_found, not invalid_label (that one is commit's).
-	res, _ = Revert(st, env, "  ", review.ChannelTUI)
+	res, _ = revertCheckpoint(st, env, "  ", review.ChannelTUI)
 	if res.Wire()["error_type"] != "checkpoint_not_found" || !res.Unchanged {
 		t.Fatalf("blank label: %v", res.Wire())
 	}

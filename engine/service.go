@@ -329,7 +329,7 @@ func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOp
 // flow from under it.
 func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Revert(st, env, label, opt.Channel)
+		return revertCheckpoint(st, env, label, opt.Channel)
 	})
 }
 
