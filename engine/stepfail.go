@@ -49,11 +49,11 @@ func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 	return mergeResults(pre, res), nil
 }
 
-// ExhaustBudget ends a running flow (and its active child, by the caller)
+// exhaustBudget ends a running flow (and its active child, by the caller)
 // with status budget_exhausted: the run budget (ms, usd, tokens) of the flow
 // or of the current call ran out. reason is recorded in the flow_finished
 // event and the response. A finished flow is refused unchanged.
-func ExhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
+func exhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
 	ensureMaps(st)
 	if isFinished(st) || pastEnd(st, env) {
 		return refused(execErrorf("Flow is already finished")), nil
@@ -142,7 +142,7 @@ func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, 
 // ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
 func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return ExhaustBudget(st, env, reason)
+		return exhaustBudget(st, env, reason)
 	})
 }
 

@@ -156,7 +156,7 @@ func TestExhaustBudgetAndRecordCall(t *testing.T) {
 		t.Fatalf("trace %d", len(f.st.Trace))
 	}
 	r = f.do(func(st *FlowState, env Env) (Result, error) {
-		return ExhaustBudget(st, env, "flow budget usd 0.2 spent")
+		return exhaustBudget(st, env, "flow budget usd 0.2 spent")
 	})
 	expect(t, r, map[string]any{"status": "budget_exhausted", "step_id": "a"})
 	if f.st.Status != StatusBudgetExhausted {
@@ -164,6 +164,6 @@ func TestExhaustBudgetAndRecordCall(t *testing.T) {
 	}
 	r = f.stepDone("a", map[string]any{"ok": true})
 	expect(t, r, map[string]any{"status": "error", "message": "Flow budget exhausted"})
-	r = f.do(func(st *FlowState, env Env) (Result, error) { return ExhaustBudget(st, env, "again") })
+	r = f.do(func(st *FlowState, env Env) (Result, error) { return exhaustBudget(st, env, "again") })
 	expect(t, r, map[string]any{"status": "error"})
 }
