@@ -250,7 +250,7 @@ flows:
 	g.do(func(st *FlowState, env Env) (Result, error) {
 		return IterationReport(st, env, "loop", map[string]any{"v": 1})
 	})
-	r = g.do(func(st *FlowState, env Env) (Result, error) { return IterationAbort(st, env, "loop", "enough") })
+	r = g.do(func(st *FlowState, env Env) (Result, error) { return iterationAbort(st, env, "loop", "enough") })
 	keysExactly(t, r, "status", "flow_id", "step_id", "iteration", "reason")
 	expect(t, r, map[string]any{"status": "iteration_aborted", "iteration": 1, "reason": "enough"})
 	ab := wire(t, Response{"e": g.st.Iterations["loop"][1]})["e"].(map[string]any)

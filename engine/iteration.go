@@ -308,12 +308,12 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
 }
 
-// IterationAbort ends the active loop early (stratum_iteration_abort): it
+// iterationAbort ends the active loop early (stratum_iteration_abort): it
 // appends an exit_abort entry (iteration = the count so far, result
 // {aborted: true, reason}) and records exit_abort as the step's pending
 // outcome. A scored step's response also carries best_result and best_score
 // (null when nothing was scored).
-func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
+func iterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil

@@ -184,13 +184,13 @@ func TestIterationReportErrors(t *testing.T) {
 	st := extState(t, env, "loop")
 	res, err := IterationReport(st, env, "loop", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "No active iteration loop")
-	res, err = IterationAbort(st, env, "loop", "why")
+	res, err = iterationAbort(st, env, "loop", "why")
 	mustExecError(t, res, err, "No active iteration loop")
 
 	okFn(t)(IterationStart(st, env, "loop"))
 	res, err = IterationReport(st, env, "crit", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got report for 'crit'")
-	res, err = IterationAbort(st, env, "crit", "why")
+	res, err = iterationAbort(st, env, "crit", "why")
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got abort for 'crit'")
 }
 
@@ -358,7 +358,7 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	okFn(t)(IterationStart(st, env, "loop"))
 	report(t, st, env, "loop", same)
 	report(t, st, env, "loop", same)
-	res, err := IterationAbort(st, env, "loop", "giving up")
+	res, err := iterationAbort(st, env, "loop", "giving up")
 	r := mustOK(t, res, err)
 	want := Response{"status": "iteration_aborted", "flow_id": "flow-1", "step_id": "loop", "iteration": 2, "reason": "giving up"}
 	if !reflect.DeepEqual(r, want) {
@@ -481,7 +481,7 @@ func TestIterationAbortScored(t *testing.T) {
 	env := extEnv(sp, f)
 	st := extState(t, env, "tune")
 	okFn(t)(IterationStart(st, env, "tune"))
-	r := okFn(t)(IterationAbort(st, env, "tune", "stop"))
+	r := okFn(t)(iterationAbort(st, env, "tune", "stop"))
 	if v, ok := r["best_result"]; !ok || v != nil {
 		t.Fatalf("best_result must be null: %v", r)
 	}
@@ -492,7 +492,7 @@ func TestIterationAbortScored(t *testing.T) {
 	st = extState(t, env, "tune")
 	okFn(t)(IterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 0.4})
-	r = okFn(t)(IterationAbort(st, env, "tune", "stop"))
+	r = okFn(t)(iterationAbort(st, env, "tune", "stop"))
 	if r["best_score"] != 0.4 || !reflect.DeepEqual(r["best_result"], map[string]any{"score": 0.4}) {
 		t.Fatalf("scored abort: %v", r)
 	}
@@ -666,7 +666,7 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	st := extState(t, env, "tune")
 	okFn(t)(IterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 1.0})
-	okFn(t)(IterationAbort(st, env, "tune", "x"))
+	okFn(t)(iterationAbort(st, env, "tune", "x"))
 
 	// Start refused while the outcome is pending.
 	res, err := IterationStart(st, env, "tune")

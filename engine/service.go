@@ -312,7 +312,7 @@ func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, re
 // IterationAbort is stratum_iteration_abort.
 func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationAbort(st, env, stepID, reason)
+		return iterationAbort(st, env, stepID, reason)
 	})
 }
 
