@@ -216,7 +216,7 @@ flows:
 	}
 	report := func(v any) map[string]any {
 		return f.do(func(st *FlowState, env Env) (Result, error) {
-			return IterationReport(st, env, "loop", map[string]any{"v": v})
+			return iterationReport(st, env, "loop", map[string]any{"v": v})
 		})
 	}
 	r := start()
@@ -248,7 +248,7 @@ flows:
 	g, _ := plan(t, src, "main", nil)
 	g.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
 	g.do(func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, "loop", map[string]any{"v": 1})
+		return iterationReport(st, env, "loop", map[string]any{"v": 1})
 	})
 	r = g.do(func(st *FlowState, env Env) (Result, error) { return iterationAbort(st, env, "loop", "enough") })
 	keysExactly(t, r, "status", "flow_id", "step_id", "iteration", "reason")
@@ -607,7 +607,7 @@ flows:
 	var r map[string]any
 	for _, s := range []int{5, 9, 1} {
 		r = f.do(func(st *FlowState, env Env) (Result, error) {
-			return IterationReport(st, env, "loop", map[string]any{"s": s})
+			return iterationReport(st, env, "loop", map[string]any{"s": s})
 		})
 	}
 	expect(t, r, map[string]any{"outcome": "exit_max", "final_result": map[string]any{"s": 9}, "best_score": 9, "best_iteration": 2})
@@ -670,7 +670,7 @@ flows:
 		f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, id) })
 	}
 	report := func(id string, v map[string]any) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return IterationReport(st, env, id, v) })
+		return f.do(func(st *FlowState, env Env) (Result, error) { return iterationReport(st, env, id, v) })
 	}
 	start("loop")
 	report("loop", map[string]any{"v": 3})
@@ -700,7 +700,7 @@ flows:
 	g.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "scored") })
 	for i := 1; i <= 4; i++ {
 		r = g.do(func(st *FlowState, env Env) (Result, error) {
-			return IterationReport(st, env, "scored", map[string]any{"s": "not a number"})
+			return iterationReport(st, env, "scored", map[string]any{"s": "not a number"})
 		})
 	}
 	expect(t, r, map[string]any{"outcome": "exit_max", "iteration": 4})
@@ -723,7 +723,7 @@ flows:
 	f, _ := plan(t, src, "main", nil)
 	f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "hunt") })
 	r := f.do(func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
+		return iterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
 	})
 	expect(t, r, map[string]any{"new_count": 2, "dry_streak": 0})
 	// The schema forbids extra keys: the merge happens after validation.

@@ -95,7 +95,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	}, nil
 }
 
-// IterationReport records one iteration result of the active loop
+// iterationReport records one iteration result of the active loop
 // (stratum_iteration_report, upstream-behavior §2.12). Per report: the count
 // is incremented; score_expr is evaluated (numbers only, booleans are not
 // scores) and the best result tracked (strictly greater wins, ties keep the
@@ -111,7 +111,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 // outcome is kept until stratum_step_done consumes it and the loop ends.
 //
 // The step need not be current any more (as in the original).
-func IterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
+func iterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
 	if res, stop := iterNotRunning(st); stop {
 		return res, nil
 	}

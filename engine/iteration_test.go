@@ -182,13 +182,13 @@ func TestIterationReportErrors(t *testing.T) {
 	sp, f := extSpec(t, iterSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
-	res, err := IterationReport(st, env, "loop", map[string]any{"v": "x"})
+	res, err := iterationReport(st, env, "loop", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "No active iteration loop")
 	res, err = iterationAbort(st, env, "loop", "why")
 	mustExecError(t, res, err, "No active iteration loop")
 
 	okFn(t)(IterationStart(st, env, "loop"))
-	res, err = IterationReport(st, env, "crit", map[string]any{"v": "x"})
+	res, err = iterationReport(st, env, "crit", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got report for 'crit'")
 	res, err = iterationAbort(st, env, "crit", "why")
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got abort for 'crit'")
@@ -205,7 +205,7 @@ func okFn(t *testing.T) func(Result, error) Response {
 // report runs one IterationReport and returns its response.
 func report(t *testing.T, st *FlowState, env Env, step string, result any) Response {
 	t.Helper()
-	return okFn(t)(IterationReport(st, env, step, result))
+	return okFn(t)(iterationReport(st, env, step, result))
 }
 
 func TestIterationOutcomes(t *testing.T) {
@@ -268,7 +268,7 @@ func TestIterationOutcomes(t *testing.T) {
 			st := extState(t, env, tc.step)
 			okFn(t)(IterationStart(st, env, tc.step))
 			for i, r := range tc.reports {
-				res, err := IterationReport(st, env, tc.step, r.result)
+				res, err := iterationReport(st, env, tc.step, r.result)
 				resp := mustOK(t, res, err)
 				if resp["outcome"] != r.outcome || resp["exit_criterion_met"] != r.met || resp["iteration"] != i+1 {
 					t.Fatalf("report %d: got %v, want outcome %s met %v", i+1, resp, r.outcome, r.met)

@@ -305,7 +305,7 @@ func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt
 // IterationReport is stratum_iteration_report.
 func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, stepID, result)
+		return iterationReport(st, env, stepID, result)
 	})
 }
 
