@@ -212,7 +212,7 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func() map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
+		return f.do(func(st *FlowState, env Env) (Result, error) { return iterationStart(st, env, "loop") })
 	}
 	report := func(v any) map[string]any {
 		return f.do(func(st *FlowState, env Env) (Result, error) {
@@ -246,7 +246,7 @@ flows:
 
 	// Abort.
 	g, _ := plan(t, src, "main", nil)
-	g.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
+	g.do(func(st *FlowState, env Env) (Result, error) { return iterationStart(st, env, "loop") })
 	g.do(func(st *FlowState, env Env) (Result, error) {
 		return iterationReport(st, env, "loop", map[string]any{"v": 1})
 	})
@@ -603,7 +603,7 @@ flows:
         depends_on: [loop]
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
+	f.do(func(st *FlowState, env Env) (Result, error) { return iterationStart(st, env, "loop") })
 	var r map[string]any
 	for _, s := range []int{5, 9, 1} {
 		r = f.do(func(st *FlowState, env Env) (Result, error) {
@@ -667,7 +667,7 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func(id string) {
-		f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, id) })
+		f.do(func(st *FlowState, env Env) (Result, error) { return iterationStart(st, env, id) })
 	}
 	report := func(id string, v map[string]any) map[string]any {
 		return f.do(func(st *FlowState, env Env) (Result, error) { return iterationReport(st, env, id, v) })
@@ -697,7 +697,7 @@ flows:
 	// A scored loop whose score_expr never yields a number runs to exit_max.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 2
-	g.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "scored") })
+	g.do(func(st *FlowState, env Env) (Result, error) { return iterationStart(st, env, "scored") })
 	for i := 1; i <= 4; i++ {
 		r = g.do(func(st *FlowState, env Env) (Result, error) {
 			return iterationReport(st, env, "scored", map[string]any{"s": "not a number"})
@@ -721,7 +721,7 @@ flows:
         output_schema: {type: object, additionalProperties: false, properties: {ok: {type: boolean}}}
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "hunt") })
+	f.do(func(st *FlowState, env Env) (Result, error) { return iterationStart(st, env, "hunt") })
 	r := f.do(func(st *FlowState, env Env) (Result, error) {
 		return iterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
 	})

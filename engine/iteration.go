@@ -25,14 +25,14 @@ const (
 // stagnant: identical fingerprints, or (scored loops) reports without a new best.
 const stagnationWindow = 3
 
-// IterationStart starts an iteration loop on the current step
+// iterationStart starts an iteration loop on the current step
 // (stratum_iteration_start, upstream-behavior §2.12). The step must be the
 // current one, not a gate, and declare max_iterations; only one loop may be
 // active in a flow, and a step whose previous loop's outcome has not been
 // consumed by stratum_step_done cannot start another. Errors are
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
-func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
+func iterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
 		return iterationError("Flow is already complete"), nil
 	}

@@ -52,7 +52,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	ok := okFn(t)
 	finding := func(id string) map[string]any { return map[string]any{"id": id} }
 
-	ok(IterationStart(st, env, "hunt"))
+	ok(iterationStart(st, env, "hunt"))
 	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
 	r := ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
 	if r["outcome"] != OutcomeExitSuccess {
@@ -69,7 +69,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	}
 
 	// A new loop may start; its accumulator starts empty.
-	ok(IterationStart(st, env, "hunt"))
+	ok(iterationStart(st, env, "hunt"))
 	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("b"), finding("c")}}))
 	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("c")}}))
 	if r["outcome"] != OutcomeExitSuccess || r["accumulated_count"] != 2 {
@@ -100,7 +100,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 
 	// In the new round the history starts over: no stagnation carried over,
 	// and the loop may start (the outcome was consumed).
-	ok(IterationStart(st, env, "hunt"))
+	ok(iterationStart(st, env, "hunt"))
 	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("z")}}))
 	if r["outcome"] != OutcomeContinue || r["iteration"] != 1 {
 		t.Fatalf("new round: %v", r)

@@ -298,7 +298,7 @@ func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, o
 // IterationStart is stratum_iteration_start.
 func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationStart(st, env, stepID)
+		return iterationStart(st, env, stepID)
 	})
 }
 
