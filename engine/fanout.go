@@ -223,7 +223,7 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t Paral
 // more than the original's one-line verdict.
 func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return parallelDone(st, env, stepID, taskResults, mergeStatus, details)
+		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
 	})
 }
 

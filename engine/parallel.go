@@ -18,12 +18,12 @@ import (
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
 func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
-	return parallelDone(st, env, stepID, taskResults, mergeStatus, nil)
+	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
-// parallelDone is ParallelDone; details follow a merge or require
+// parallelDoneDetailed is ParallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
-func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
+func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
