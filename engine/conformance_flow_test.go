@@ -325,7 +325,7 @@ func TestConformanceParallelErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
 	pd := func(id string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, id, nil, "clean") })
+		return f.do(func(st *FlowState, env Env) (Result, error) { return parallelDone(st, env, id, nil, "clean") })
 	}
 	r := pd("run")
 	keysExactly(t, r, "status", "error_type", "message")
@@ -632,7 +632,7 @@ func TestConformanceParallelTaskCertificate(t *testing.T) {
 		map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{"artifact": "## Plan\nok"}},
 		map[string]any{"task_id": "t2", "status": "complete", "result": map[string]any{"artifact": "none"}},
 	}
-	r := f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "run", in, "clean") })
+	r := f.do(func(st *FlowState, env Env) (Result, error) { return parallelDone(st, env, "run", in, "clean") })
 	expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{
 		"require='all' not satisfied: 1 completed, 1 failed", "task 't2' cert: certificate missing section: Plan"}})
 	if in[1].(map[string]any)["status"] != "complete" {

@@ -126,7 +126,7 @@ func TestConformanceDispatchKeySets(t *testing.T) {
 		"tasks": tasks, "max_concurrent": 3, "isolation": "worktree", "require": "all", "merge": "sequential_apply"})
 
 	r = f.do(func(st *FlowState, env Env) (Result, error) {
-		return ParallelDone(st, env, "par", []any{map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{}}}, "clean")
+		return parallelDone(st, env, "par", []any{map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{}}}, "clean")
 	})
 	keysExactly(t, r, keysExecuteFlow...)
 	expect(t, r, map[string]any{"status": "execute_flow", "parent_flow_id": f.st.FlowID, "parent_step_id": "sub",

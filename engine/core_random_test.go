@@ -65,7 +65,7 @@ func TestRandomWalks(t *testing.T) {
 						fn = checkTimeouts
 					case 8:
 						op = "parallel " + id
-						fn = func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, id, nil, "clean") }
+						fn = func(st *FlowState, env Env) (Result, error) { return parallelDone(st, env, id, nil, "clean") }
 					}
 					before := showV(f.st)
 					res, err := fn(f.st, f.env)

@@ -239,7 +239,7 @@ func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result an
 // ParallelDone is stratum_parallel_done.
 func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return ParallelDone(st, env, stepID, taskResults, mergeStatus)
+		return parallelDone(st, env, stepID, taskResults, mergeStatus)
 	})
 }
 
