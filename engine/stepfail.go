@@ -88,11 +88,11 @@ type CallRecord struct {
 	Data       map[string]any // extra event data (kind, violations, cache_hit…)
 }
 
-// RecordCall adds a call's spend to the flow's budget ledger
+// recordCall adds a call's spend to the flow's budget ledger
 // (FlowState.BudgetState), appends its trace record to FlowState.Trace and
 // emits a trace event. It works on finished flows too (the ledger of a
 // failed flow stays accurate).
-func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
+func recordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 	if st.BudgetState == nil {
 		st.BudgetState = &BudgetState{}
 	}
@@ -149,7 +149,7 @@ func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt 
 // RecordCall is the Service form of RecordCall (lease-checked).
 func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return RecordCall(st, env, c)
+		return recordCall(st, env, c)
 	})
 }
 
@@ -160,7 +160,7 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) (Result, error) {
 	var pre Result
 	if c != nil {
-		r, err := RecordCall(st, env, *c)
+		r, err := recordCall(st, env, *c)
 		if err != nil {
 			return Result{}, err
 		}

@@ -141,12 +141,12 @@ func TestExhaustBudgetAndRecordCall(t *testing.T) {
 	f, _ := plan(t, specStepFail, "main", nil)
 	cost := 0.25
 	r := f.do(func(st *FlowState, env Env) (Result, error) {
-		return RecordCall(st, env, CallRecord{StepID: "a", Attempt: 1, DurationMS: 40, Tokens: 100, CostUSD: &cost,
+		return recordCall(st, env, CallRecord{StepID: "a", Attempt: 1, DurationMS: 40, Tokens: 100, CostUSD: &cost,
 			Trace: &TraceRecord{Function: "work", Attempts: 1, StepID: "a"}})
 	})
 	expect(t, r, map[string]any{"status": "recorded"})
 	f.do(func(st *FlowState, env Env) (Result, error) {
-		return RecordCall(st, env, CallRecord{StepID: "a", Attempt: 2, DurationMS: 10, Tokens: 5})
+		return recordCall(st, env, CallRecord{StepID: "a", Attempt: 2, DurationMS: 10, Tokens: 5})
 	})
 	b := f.st.BudgetState
 	if b == nil || b.SpentMS != 50 || b.SpentTokens != 105 || b.SpentUSD != 0.25 || !b.CostUnknown {
