@@ -70,7 +70,7 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outco
 	childEnv.Flow = childFlow
 	// Resume semantics: a finished child answers its final payload and is
 	// not revived.
-	cr, err := Resume(child, childEnv)
+	cr, err := resumeFlow(child, childEnv)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func TestConformanceGateErrors(t *testing.T) {
 	rec := recordWire(t, f.st.Records[1])
 	keysExactly(t, rec, append(append([]string(nil), keysGateRecord...), "channel", "reviewer")...)
 	expect(t, rec, map[string]any{"type": "gate", "outcome": "revise", "round": 1, "round_start_step_id": "work", "resolved_by": "human"})
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "await_gate", "step_id": "review"})
 
 	// kill with null on_kill: {status, flow_id, trace, total_duration_ms}.
@@ -122,7 +122,7 @@ func TestConformanceTimeouts(t *testing.T) {
 	keysExactly(t, r, "status", "message")
 	f.stepDone("work", map[string]any{})
 	f.later(20 * time.Second)
-	f.do(Resume) // would re-stamp the clock in the original
+	f.do(resumeFlow) // would re-stamp the clock in the original
 	r = f.do(checkTimeouts)
 	keysExactly(t, r, "status", "remaining_seconds")
 	expect(t, r, map[string]any{"status": "no_timeout", "remaining_seconds": 10})
@@ -366,7 +366,7 @@ func TestConformanceAudit(t *testing.T) {
 	keysExactly(t, rounds[0].(map[string]any), "round", "steps")
 	expect(t, rounds[0].(map[string]any), map[string]any{"round": 0})
 	// Kept after completion: resume answers the completion object again.
-	r := f.do(Resume)
+	r := f.do(resumeFlow)
 	keysExactly(t, r, keysCompletion...)
 	expect(t, r, map[string]any{"status": "complete"})
 }

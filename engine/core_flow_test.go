@@ -40,7 +40,7 @@ func TestFlowStep(t *testing.T) {
 		t.Fatalf("active child %v", f.st.ActiveChildFlowID)
 	}
 	// Re-dispatching is idempotent: same child.
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	if r["child_flow_id"] != childID {
 		t.Fatalf("resume made a new child: %s", show(r))
 	}
@@ -320,7 +320,7 @@ func TestChildAbandonedAndFailed(t *testing.T) {
 	done := c.stepDone("c1", map[string]any{"ok": false})
 	expect(t, done, map[string]any{"error_type": "retries_exhausted"})
 	f.save(c)
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "execute_flow", "child_flow_id": childID})
 	expect(t, r["child_step"].(map[string]any), map[string]any{"status": "failed", "flow_id": childID})
 	if c2 := f.child(childID); c2.st.Status != StatusFailed {

@@ -166,7 +166,7 @@ func TestGateKill(t *testing.T) {
 	if f.st.Status != StatusKilled || *f.st.TerminalStatus != "killed" {
 		t.Fatalf("status %q", f.st.Status)
 	}
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "killed", "flow_id": f.st.FlowID})
 }
 
@@ -202,7 +202,7 @@ flows:
 	f := atGate(t, src)
 	r := f.resolve("review", review.Kill)
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "cleanup"})
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "cleanup"})
 	r = f.stepDone("cleanup", map[string]any{"cleaned": true})
 	expect(t, r, map[string]any{"status": "killed", "output": map[string]any{"cleaned": true}})
@@ -322,7 +322,7 @@ func TestCheckTimeouts(t *testing.T) {
 	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "no_timeout", "remaining_seconds": 30})
 	// A resume does not re-stamp the persisted deadline.
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "await_gate", "deadline": t0.Add(60 * time.Second).Format(time.RFC3339Nano)})
 	f.later(31 * time.Second)
 	r = f.do(checkTimeouts)

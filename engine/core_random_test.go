@@ -58,7 +58,7 @@ func TestRandomWalks(t *testing.T) {
 						fn = func(st *FlowState, env Env) (Result, error) { return SkipStep(st, env, id, "r") }
 					case 6:
 						op = "resume"
-						fn = Resume
+						fn = resumeFlow
 					case 7:
 						op = "timeouts"
 						f.later(time.Duration(rng.IntN(90)) * time.Second)

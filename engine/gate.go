@@ -252,7 +252,7 @@ func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
 	if since || isFinished(st) && !pastEnd(st, env) {
 		return Result{}, false, nil
 	}
-	res, err = Resume(st, env)
+	res, err = resumeFlow(st, env)
 	if err != nil {
 		return Result{}, false, err
 	}

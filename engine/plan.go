@@ -193,12 +193,12 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// Resume is stratum_resume: the current dispatch (skip_if and the policy
+// resumeFlow is stratum_resume: the current dispatch (skip_if and the policy
 // loop applied; a pending gate's deadline is kept, never re-stamped), or the
 // final payload of a finished flow: complete → the completion object,
 // killed → {status:"killed", flow_id, trace, total_duration_ms}, failed /
 // budget_exhausted → {status, flow_id}.
-func Resume(st *FlowState, env Env) (Result, error) {
+func resumeFlow(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:

@@ -226,7 +226,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 
 // Resume is stratum_resume.
 func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, Resume)
+	return s.transition(ctx, flowID, nil, resumeFlow)
 }
 
 // StepDone is stratum_step_done.
