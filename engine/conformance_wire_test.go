@@ -409,7 +409,7 @@ flows:
 	}
 
 	skip := func(id, reason string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return SkipStep(st, env, id, reason) })
+		return f.do(func(st *FlowState, env Env) (Result, error) { return skipStep(st, env, id, reason) })
 	}
 	r = skip("a", "x")
 	expect(t, r, map[string]any{"success": false, "error_type": "execution_error", "message": "Expected step 'b', got 'a'"})

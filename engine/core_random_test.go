@@ -55,7 +55,7 @@ func TestRandomWalks(t *testing.T) {
 						}
 					case 5:
 						op = "skip " + id
-						fn = func(st *FlowState, env Env) (Result, error) { return SkipStep(st, env, id, "r") }
+						fn = func(st *FlowState, env Env) (Result, error) { return skipStep(st, env, id, "r") }
 					case 6:
 						op = "resume"
 						fn = resumeFlow

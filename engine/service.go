@@ -291,7 +291,7 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 // SkipStep is stratum_skip_step.
 func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return SkipStep(st, env, stepID, reason)
+		return skipStep(st, env, stepID, reason)
 	})
 }
 
