@@ -7,7 +7,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// StepAttemptFailed records a failed attempt of the current step that
+// stepAttemptFailed records a failed attempt of the current step that
 // produced no checkable result (a command that exited non-zero, output that
 // is not JSON, an LLM answer that could not be parsed, a refusal…). It counts
 // the attempt exactly like a failed ensure in StepDone and answers the same
@@ -17,7 +17,7 @@ import (
 // retries_exhausted with the flow failed.
 //
 // Refusals (finished flow, gate step, another step) are StepDone's.
-func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (Result, error) {
+func stepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (Result, error) {
 	ensureMaps(st)
 	if r, done := refuseFinished(st, env); done {
 		return r, nil
@@ -135,7 +135,7 @@ func recordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 // like StepDone).
 func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return StepAttemptFailed(st, env, stepID, violations)
+		return stepAttemptFailed(st, env, stepID, violations)
 	})
 }
 
@@ -187,6 +187,6 @@ func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, r
 // the attempt's call (nil: none), in one transaction.
 func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return withCall(st, env, c, func() (Result, error) { return StepAttemptFailed(st, env, stepID, violations) })
+		return withCall(st, env, c, func() (Result, error) { return stepAttemptFailed(st, env, stepID, violations) })
 	})
 }

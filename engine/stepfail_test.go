@@ -40,7 +40,7 @@ flows:
 func TestStepAttemptFailed(t *testing.T) {
 	fail := func(f *fixture, step string, vs ...string) map[string]any {
 		t.Helper()
-		return f.do(func(st *FlowState, env Env) (Result, error) { return StepAttemptFailed(st, env, step, vs) })
+		return f.do(func(st *FlowState, env Env) (Result, error) { return stepAttemptFailed(st, env, step, vs) })
 	}
 	tests := []struct {
 		name  string
