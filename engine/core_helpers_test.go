@@ -120,7 +120,7 @@ func (f *fixture) do(fn func(st *FlowState, env Env) (Result, error)) map[string
 
 func (f *fixture) stepDone(stepID string, result any) map[string]any {
 	f.t.Helper()
-	return f.do(func(st *FlowState, env Env) (Result, error) { return StepDone(st, env, stepID, result) })
+	return f.do(func(st *FlowState, env Env) (Result, error) { return stepDone(st, env, stepID, result) })
 }
 
 func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*review.Decision)) map[string]any {

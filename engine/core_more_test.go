@@ -159,7 +159,7 @@ flows:
 			b.Fatal(err)
 		}
 		env.Flow = sp.Flows["main"]
-		if _, err := StepDone(st, env, "a", result); err != nil {
+		if _, err := stepDone(st, env, "a", result); err != nil {
 			b.Fatal(err)
 		}
 	}

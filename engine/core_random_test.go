@@ -46,7 +46,7 @@ func TestRandomWalks(t *testing.T) {
 					case 0, 1, 2:
 						res := results[rng.IntN(len(results))]
 						op = "step_done " + id
-						fn = func(st *FlowState, env Env) (Result, error) { return StepDone(st, env, id, res) }
+						fn = func(st *FlowState, env Env) (Result, error) { return stepDone(st, env, id, res) }
 					case 3, 4:
 						o := []review.Outcome{review.Approve, review.Revise, review.Kill, "bogus"}[rng.IntN(4)]
 						op = "gate " + id + " " + string(o)

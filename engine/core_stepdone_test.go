@@ -160,7 +160,7 @@ flows:
         inputs: {v: "$.steps.a.output.missing"}
 `
 	f, _ := plan(t, src, "main", nil)
-	_, err := StepDone(f.st, f.env, "a", map[string]any{"present": 1})
+	_, err := stepDone(f.st, f.env, "a", map[string]any{"present": 1})
 	if err == nil || !strings.Contains(err.Error(), "Key 'missing' not found in $.steps.a.output — available keys: ['present']") {
 		t.Fatalf("err = %v", err)
 	}

@@ -60,7 +60,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	}
 
 	// A failed attempt (ensure) clears the outcome and the accumulator.
-	r = ok(StepDone(st, env, "hunt", map[string]any{"ok": false}))
+	r = ok(stepDone(st, env, "hunt", map[string]any{"ok": false}))
 	if r["status"] != "ensure_failed" {
 		t.Fatalf("step_done: %v", r)
 	}
@@ -76,7 +76,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 		t.Fatalf("second loop: %v", r)
 	}
 
-	r = ok(StepDone(st, env, "hunt", map[string]any{"ok": true}))
+	r = ok(stepDone(st, env, "hunt", map[string]any{"ok": true}))
 	if r["status"] != DispatchAwaitGate || r["step_id"] != "g" {
 		t.Fatalf("after step_done: %v", r)
 	}

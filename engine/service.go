@@ -232,7 +232,7 @@ func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
 // StepDone is stratum_step_done.
 func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return StepDone(st, env, stepID, result)
+		return stepDone(st, env, stepID, result)
 	})
 }
 

@@ -179,7 +179,7 @@ func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) 
 // (nil: none), in one transaction.
 func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return withCall(st, env, c, func() (Result, error) { return StepDone(st, env, stepID, result) })
+		return withCall(st, env, c, func() (Result, error) { return stepDone(st, env, stepID, result) })
 	})
 }
 
