@@ -433,11 +433,11 @@ func TestConformancePlanErrors(t *testing.T) {
 	sp := mustParse(t, specOrder)
 	sp.Flows["main"].Order = sp.Flows["main"].Order[:1] // as if b and c were on a cycle
 	env := Env{Spec: sp, Now: t0, NewID: func() string { return "id" }}
-	_, _, err := Plan(env, "main", nil, PlanOptions{})
+	_, _, err := planFlow(env, "main", nil, PlanOptions{})
 	if err == nil || err.Error() != "Cycle detected in step dependencies: ['b', 'c']" {
 		t.Fatalf("cycle: %v", err)
 	}
-	_, _, err = Plan(env, "nope", nil, PlanOptions{})
+	_, _, err = planFlow(env, "nope", nil, PlanOptions{})
 	if err == nil || err.Error() != "Flow 'nope' not found in spec" {
 		t.Fatalf("unknown flow: %v", err)
 	}

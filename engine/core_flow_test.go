@@ -247,7 +247,7 @@ flows:
 		{"extras accepted", map[string]any{"topic": "go", "extra": true}, "", map[string]any{"t": "go", "d": 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, res, err := Plan(env, "main", c.inputs, PlanOptions{})
+			st, res, err := planFlow(env, "main", c.inputs, PlanOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +265,7 @@ flows:
 			expect(t, r, map[string]any{"status": "execute_step", "flow_id": "id-1", "inputs": c.want})
 		})
 	}
-	if _, _, err := Plan(env, "nope", nil, PlanOptions{}); err == nil || err.Error() != "Flow 'nope' not found in spec" {
+	if _, _, err := planFlow(env, "nope", nil, PlanOptions{}); err == nil || err.Error() != "Flow 'nope' not found in spec" {
 		t.Errorf("unknown flow: %v", err)
 	}
 }

@@ -60,7 +60,7 @@ func plan(t *testing.T, src, flow string, inputs map[string]any) (*fixture, map[
 	t.Helper()
 	f := &fixture{t: t, spec: mustParse(t, src), flows: map[string][]byte{}}
 	f.env = Env{Spec: f.spec, Now: t0, NewID: f.nextID, Children: f}
-	st, res, err := Plan(f.env, flow, inputs, PlanOptions{})
+	st, res, err := planFlow(f.env, flow, inputs, PlanOptions{})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}

@@ -154,7 +154,7 @@ flows:
 	result := map[string]any{"n": 3}
 	b.ReportAllocs()
 	for b.Loop() {
-		st, _, err := Plan(env, "main", nil, PlanOptions{})
+		st, _, err := planFlow(env, "main", nil, PlanOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

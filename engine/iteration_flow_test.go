@@ -40,7 +40,7 @@ flows:
 func TestIterationThroughStepDone(t *testing.T) {
 	sp, f := extSpec(t, iterFlowSrc, "main")
 	env := extEnv(sp, f)
-	st, res, err := Plan(env, "main", map[string]any{}, PlanOptions{})
+	st, res, err := planFlow(env, "main", map[string]any{}, PlanOptions{})
 	if err != nil || st == nil {
 		t.Fatalf("plan: %v %v", res.Wire(), err)
 	}

@@ -216,7 +216,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	}
 	return s.optimistic(ctx, "plan of flow "+flowName, func(sn *snapshot, now time.Time) (computed, error) {
 		env := Env{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
-		st, res, err := Plan(env, flowName, inputs, opt)
+		st, res, err := planFlow(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true
 		}
