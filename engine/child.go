@@ -114,7 +114,7 @@ func snapshotChildAudit(st *FlowState, env Env, stepID string, res *Result) stri
 	if childEnv.Flow == nil {
 		return id
 	}
-	if b, err := json.Marshal(Audit(child, childEnv)); err == nil {
+	if b, err := json.Marshal(auditFlow(child, childEnv)); err == nil {
 		st.ChildAudits[stepID] = append(st.ChildAudits[stepID], json.RawMessage(b))
 	}
 	if !isFinished(child) {

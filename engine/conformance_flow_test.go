@@ -347,17 +347,17 @@ func TestConformanceAudit(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
 	keysAudit := []string{"flow_id", "flow_name", "status", "steps_completed", "total_steps", "trace", "round", "rounds",
 		"iterations", "archived_iterations", "child_audits", "total_duration_ms", "created_at", "updated_at", "flow_status"}
-	a := wire(t, Audit(f.st, f.env))
+	a := wire(t, auditFlow(f.st, f.env))
 	keysExactly(t, a, keysAudit...)
 	expect(t, a, map[string]any{"status": "in_progress", "steps_completed": 0, "total_steps": 2, "rounds": []any{},
 		"iterations": map[string]any{}, "archived_iterations": []any{}, "child_audits": map[string]any{}, "round": 0})
 	f.stepDone("work", map[string]any{})
-	a = wire(t, Audit(f.st, f.env))
+	a = wire(t, auditFlow(f.st, f.env))
 	keysExactly(t, a, append(append([]string(nil), keysAudit...), "gate")...)
 	f.resolve("review", review.Revise)
 	f.stepDone("work", map[string]any{})
 	f.resolve("review", review.Approve)
-	a = wire(t, Audit(f.st, f.env))
+	a = wire(t, auditFlow(f.st, f.env))
 	expect(t, a, map[string]any{"status": "complete", "steps_completed": 2, "round": 1})
 	rounds := a["rounds"].([]any)
 	if len(rounds) != 1 {
@@ -466,7 +466,7 @@ flows:
 		f.stepDone("w", map[string]any{"w": 1})
 		r := f.resolve("gate", review.Kill)
 		expect(t, r, map[string]any{"status": "execute_step", "step_id": "cleanup"})
-		a := wire(t, Audit(f.st, f.env))
+		a := wire(t, auditFlow(f.st, f.env))
 		expect(t, a, map[string]any{"status": "killed", "flow_status": "running"})
 		r = f.stepDone("cleanup", map[string]any{"c": 1})
 		keysExactly(t, r, keysCompletion...)

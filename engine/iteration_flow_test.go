@@ -109,7 +109,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 		t.Fatalf("entry round %d", e.Round)
 	}
 
-	a := Audit(st, env)
+	a := auditFlow(st, env)
 	b := mustJSON(t, a)
 	var m struct {
 		Status             string                        `json:"status"`

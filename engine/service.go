@@ -352,7 +352,7 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error
 		if bad != nil {
 			return computed{}, bad
 		}
-		out = Audit(st, env)
+		out = auditFlow(st, env)
 		return computed{res: answer(out)}, nil
 	})
 	if err != nil {
