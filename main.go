@@ -447,6 +447,9 @@ has one flow (or a workflow block naming its entry flow).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			if sp, _ := specs.Parse(args[0], src); sp != nil {
+				inputs = runner.CoerceInputs(sp, flow, inputs, runner.TextInputs(inputKV))
+			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
@@ -931,22 +934,33 @@ its run.output the same value); progress goes to stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
+			// notStarted ends a run that could not start; with --json
+			// stdout still gets a JSON object (runner.ErrorReport).
+			notStarted := func(err error) error {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
+				return a.runErr(err)
+			}
 			req, err := line.Check(terminal)
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			cfg, err := config.Load(runner.ProjectDir(req.File))
 			if err != nil {
-				return usageErr("%v", err)
+				return notStarted(&runner.UsageError{Err: err})
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
 				return err
 			}
 			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
 				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			rep, err := runner.Conclude(cmd.Context(), svc, out, a.stderr, junitFile, jsonOut)
 			if err != nil {
