@@ -176,7 +176,9 @@ flows:
 		"rationale": "policy: flag — auto-approved", "round": 0, "round_start_step_id": nil})
 
 	// Revert to before a, do a again: the policy gate resolves itself.
-	r = f.do(func(st *FlowState, env Env) (Result, error) { return revertCheckpoint(st, env, "before", review.ChannelTUI) })
+	r = f.do(func(st *FlowState, env Env) (Result, error) {
+		return revertCheckpoint(st, env, "before", review.ChannelTUI)
+	})
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "a", "reverted_to": "before"})
 	f.stepDone("a", map[string]any{"x": 2})
 	// Revert to a checkpoint taken *at* the policy gate: applied on revert.
@@ -184,7 +186,9 @@ flows:
 	g.st.CurrentIdx = 1 // as if committed while the policy gate was current
 	g.do(func(st *FlowState, env Env) (Result, error) { return commitCheckpoint(st, env, "at-gate") })
 	g.st.CurrentIdx = 0
-	r = g.do(func(st *FlowState, env Env) (Result, error) { return revertCheckpoint(st, env, "at-gate", review.ChannelTUI) })
+	r = g.do(func(st *FlowState, env Env) (Result, error) {
+		return revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
+	})
 	keysExactly(t, r, keysCompletion...) // past the end: no reverted_to, as the original
 	expect(t, r, map[string]any{"status": "complete"})
 	if recordTypes(g.st.Records) != "policy:p" {
