@@ -56,8 +56,11 @@ func ParseInputs(fields []string, file string) (map[string]any, error) {
 }
 
 // TextInputs returns the NAME=VALUE fields as typed (the last one of a
-// name wins, as in ParseInputs), for CoerceInputs.
+// name wins, as in ParseInputs), for CoerceInputs; nil for no fields.
 func TextInputs(fields []string) map[string]string {
+	if len(fields) == 0 {
+		return nil
+	}
 	out := map[string]string{}
 	for _, f := range fields {
 		if name, val, ok := strings.Cut(f, "="); ok && strings.TrimSpace(name) != "" {

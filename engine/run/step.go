@@ -122,6 +122,9 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	if execErr == nil {
 		execErr = taskGraphError(step, out.Output)
 	}
+	if execErr == nil {
+		execErr = contractError(fc.spec, step, kind, out.Output)
+	}
 	elapsed := time.Since(start)
 	rep.Attempts++
 	rep.Duration += elapsed
