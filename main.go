@@ -531,6 +531,15 @@ fact until "stratum gc" prunes them.`,
 
 // ---- query, gate, gc ----
 
+// statusList is the flow statuses for help texts and errors.
+func statusList() string {
+	names := make([]string, len(engine.FlowStatuses))
+	for i, st := range engine.FlowStatuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
@@ -549,6 +558,12 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Short:   "List every flow execution, newest first",
 		Example: `  stratum query flows --status awaiting_gate | jq -r '.[].flow_id'`,
 		Args:    cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if status != "" && !engine.FlowStatus(status).Valid() {
+				return usageErr("--status %q: want one of %s", status, statusList())
+			}
+			return nil
+		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
 			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
 			if err != nil {
@@ -557,7 +572,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
 		}),
 	}
-	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
+	flows.Flags().StringVar(&status, "status", "", "only flows with this status: "+statusList())
 	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
 	flow := &cobra.Command{
 		Use:     "flow ID",
