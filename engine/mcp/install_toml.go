@@ -292,3 +292,9 @@ func withStratumHome(line, home string) (string, error) {
 	}
 	return line[:open] + "{ " + kv + ", " + inner + " }" + line[close+1:], nil
 }
+
+// tomlEnvKey matches key = "value" (or 'value') inside a one-line env
+// table; the first group is the quoted value.
+func tomlEnvKey(key string) *regexp.Regexp {
+	return regexp.MustCompile(regexp.QuoteMeta(key) + `\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*')`)
+}
