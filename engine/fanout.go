@@ -165,7 +165,7 @@ func decodeTask(raw any) (ParallelTask, bool) {
 // It is refused (wrong_step / wrong_step_type) unless stepID is the flow's
 // current parallel_dispatch step, so a late report of a task whose step was
 // already reported never lands in the next step's fan-out.
-func recordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) {
+func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
@@ -187,7 +187,7 @@ func recordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) 
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	if st.ParallelTasks == nil {
 		st.ParallelTasks = map[string]any{}
@@ -206,13 +206,13 @@ func recordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) 
 	if len(t.Violations) > 0 {
 		data["violations"] = append([]string(nil), t.Violations...)
 	}
-	return Result{Events: []Event{event(st, env, EventParallelTask, step.ID, data)}}, nil
+	return transitionResult{Events: []Event{event(st, env, EventParallelTask, step.ID, data)}}, nil
 }
 
 // RecordParallelTask is the Service form of RecordParallelTask
 // (lease-checked like every report).
 func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t ParallelTask, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return recordParallelTask(st, env, t)
 	})
 }
@@ -222,7 +222,7 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t Paral
 // conflicted in which file, why each task failed), so the retry is told
 // more than the original's one-line verdict.
 func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
 	})
 }

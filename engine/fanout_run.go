@@ -111,7 +111,7 @@ func (s *Service) EndParallelRun(ctx context.Context, flowID, stepID, leaseID, m
 		}
 		r := ParallelRunOf(st, stepID)
 		if r == nil || r.Lease == nil || r.Lease.ID != leaseID {
-			return computed{res: Result{Unchanged: true}}, nil
+			return computed{res: transitionResult{Unchanged: true}}, nil
 		}
 		st.ParallelRuns[stepID] = &ParallelRun{Dispatch: r.Dispatch, Done: mergeStatus != "", MergeStatus: mergeStatus,
 			Details: append([]string(nil), details...)}

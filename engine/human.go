@@ -69,12 +69,12 @@ func humanGatePending(st, g *FlowState, what string) *Error {
 // refuseBypassingChild refuses a report that would end the current flow:
 // step while its child (or a deeper descendant) waits at a human gate; what
 // names the report.
-func refuseBypassingChild(st *FlowState, env Env, step *specs.Step, what string) (Result, bool) {
+func refuseBypassingChild(st *FlowState, env Env, step *specs.Step, what string) (transitionResult, bool) {
 	if step.Kind != specs.KindFlow {
-		return Result{}, false
+		return transitionResult{}, false
 	}
 	if g := humanGateBelow(st, env); g != nil {
 		return refused(humanGatePending(st, g, what+" of step '"+step.ID+"'")), true
 	}
-	return Result{}, false
+	return transitionResult{}, false
 }

@@ -46,7 +46,7 @@ func extEnv(sp *specs.Spec, f *specs.Flow) Env {
 }
 
 // mustOK fails unless the transition returned no Go error and a non-error response.
-func mustOK(t *testing.T, res Result, err error) Response {
+func mustOK(t *testing.T, res transitionResult, err error) Response {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
@@ -59,7 +59,7 @@ func mustOK(t *testing.T, res Result, err error) Response {
 
 // mustExecError fails unless the response is an execution_error whose
 // message contains want, and the transition was marked unchanged.
-func mustExecError(t *testing.T, res Result, err error, want string) {
+func mustExecError(t *testing.T, res transitionResult, err error, want string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected Go error: %v", err)
@@ -195,8 +195,8 @@ func TestIterationReportErrors(t *testing.T) {
 }
 
 // okFn adapts mustOK to a transition's two results: okFn(t)(Commit(…)).
-func okFn(t *testing.T) func(Result, error) Response {
-	return func(res Result, err error) Response {
+func okFn(t *testing.T) func(transitionResult, error) Response {
+	return func(res transitionResult, err error) Response {
 		t.Helper()
 		return mustOK(t, res, err)
 	}

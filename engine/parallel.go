@@ -17,13 +17,13 @@ import (
 // the attempt fails as ensure_failed with the original's violation texts.
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
-func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
+func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
 	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
 // parallelDoneDetailed is ParallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
-func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
+func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
