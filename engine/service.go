@@ -143,7 +143,7 @@ func flowNotFound(flowID string) *Error {
 // store transaction: children are read through sn, expressions stop when
 // ctx is done. A spec that no longer parses, or a flow that vanished from
 // it, is an execution_error.
-func (s *Service) env(ctx context.Context, st *FlowState, sn ChildLoader, now time.Time) (Env, *Error) {
+func (s *Service) env(ctx context.Context, st *FlowState, sn childLoader, now time.Time) (Env, *Error) {
 	sp, ds := s.parse(st.SpecFile, st.RawSpec)
 	if sp == nil {
 		msg := "stored spec of flow '" + st.FlowID + "' no longer parses"

@@ -41,7 +41,7 @@ type snapshot struct {
 	err error
 }
 
-var _ ChildLoader = (*snapshot)(nil)
+var _ childLoader = (*snapshot)(nil)
 
 func newSnapshot(ctx context.Context, st Store) *snapshot {
 	return &snapshot{ctx: ctx, store: st, read: map[string]int64{}}

@@ -25,12 +25,12 @@ type Env struct {
 	// Children gives read access to child flows (flow: steps): the
 	// Service's snapshot (reads the commit re-checks); nil when the caller
 	// has none (pure tests).
-	Children ChildLoader
+	Children childLoader
 }
 
-// ChildLoader reads a child flow state: a private copy the transition may
+// childLoader reads a child flow state: a private copy the transition may
 // mutate.
-type ChildLoader interface {
+type childLoader interface {
 	Get(flowID string) (*FlowState, error)
 }
 
