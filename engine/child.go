@@ -7,8 +7,8 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// StateVersion is the record format version written into new flow states.
-const StateVersion = 1
+// stateVersion is the record format version written into new flow states.
+const stateVersion = 1
 
 // newFlowState creates the state of a new flow execution.
 func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.Time) *FlowState {
@@ -17,7 +17,7 @@ func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.
 		FlowName:      flowName,
 		RawSpec:       rawSpec,
 		Inputs:        inputs,
-		SchemaVersion: StateVersion,
+		SchemaVersion: stateVersion,
 		Status:        StatusRunning,
 		CreatedAt:     now,
 		UpdatedAt:     now,
