@@ -185,7 +185,7 @@ func TestRevertRestores(t *testing.T) {
 	later.Now = extNow.Add(time.Minute)
 	res, err := revertCheckpoint(st, later, " cp ", review.ChannelTUI)
 	r := mustOK(t, res, err)
-	if r["reverted_to"] != "cp" || r["status"] != DispatchExecuteStep || r["step_id"] != "b" {
+	if r["reverted_to"] != "cp" || r["status"] != dispatchExecuteStep || r["step_id"] != "b" {
 		t.Fatalf("revert response %v", r)
 	}
 	if res.Unchanged {
@@ -227,7 +227,7 @@ func TestRevertAppliesPolicyLoop(t *testing.T) {
 
 	res, err := revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
 	r := mustOK(t, res, err)
-	if r["status"] != DispatchExecuteStep || r["step_id"] != "b" || r["reverted_to"] != "at-gate" {
+	if r["status"] != dispatchExecuteStep || r["step_id"] != "b" || r["reverted_to"] != "at-gate" {
 		t.Fatalf("a reverted-to flag gate must be auto-approved: %v", r)
 	}
 	last := st.Records[len(st.Records)-1]

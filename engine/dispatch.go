@@ -9,7 +9,7 @@ import (
 
 // Dispatch statuses.
 const (
-	DispatchExecuteStep = "execute_step"
+	dispatchExecuteStep = "execute_step"
 	DispatchAwaitGate   = "await_gate"
 	DispatchExecuteFlow = "execute_flow"
 	DispatchParallel    = "parallel_dispatch"

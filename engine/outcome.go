@@ -188,7 +188,7 @@ func (d *StepDispatch) Attempt(total int) int {
 }
 
 // WireStatus implements Outcome.
-func (d *StepDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchExecuteStep) }
+func (d *StepDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchExecuteStep) }
 
 // ParallelDispatch is parallel_dispatch: the tasks of a v0.3 fan-out.
 type ParallelDispatch struct {

@@ -81,7 +81,7 @@ func (e *Error) wire() Response {
 
 func (d *StepDispatch) wire() Response {
 	r := Response{
-		"status":            DispatchExecuteStep,
+		"status":            dispatchExecuteStep,
 		"flow_id":           d.FlowID,
 		"step_number":       d.StepNumber,
 		"total_steps":       d.TotalSteps,
