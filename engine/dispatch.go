@@ -10,7 +10,7 @@ import (
 // Dispatch statuses.
 const (
 	dispatchExecuteStep = "execute_step"
-	DispatchAwaitGate   = "await_gate"
+	dispatchAwaitGate   = "await_gate"
 	DispatchExecuteFlow = "execute_flow"
 	DispatchParallel    = "parallel_dispatch"
 )

@@ -77,7 +77,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	}
 
 	r = ok(stepDone(st, env, "hunt", map[string]any{"ok": true}))
-	if r["status"] != DispatchAwaitGate || r["step_id"] != "g" {
+	if r["status"] != dispatchAwaitGate || r["step_id"] != "g" {
 		t.Fatalf("after step_done: %v", r)
 	}
 	out, _ := st.StepOutputs["hunt"].(map[string]any)

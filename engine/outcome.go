@@ -233,7 +233,7 @@ type GateDispatch struct {
 }
 
 // WireStatus implements Outcome.
-func (d *GateDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchAwaitGate) }
+func (d *GateDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchAwaitGate) }
 
 // ChildDispatch is execute_flow: a flow: step's child flow, with the child's
 // own current answer.

@@ -147,7 +147,7 @@ func (d *GateDispatch) wire() Response {
 		deadline = d.Deadline.UTC().Format(time.RFC3339Nano)
 	}
 	return d.apply(Response{
-		"status":      DispatchAwaitGate,
+		"status":      dispatchAwaitGate,
 		"flow_id":     d.FlowID,
 		"step_number": d.StepNumber,
 		"total_steps": d.TotalSteps,
