@@ -11,7 +11,7 @@ import (
 const (
 	dispatchExecuteStep = "execute_step"
 	dispatchAwaitGate   = "await_gate"
-	DispatchExecuteFlow = "execute_flow"
+	dispatchExecuteFlow = "execute_flow"
 	DispatchParallel    = "parallel_dispatch"
 )
 

@@ -249,7 +249,7 @@ type ChildDispatch struct {
 }
 
 // WireStatus implements Outcome.
-func (d *ChildDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchExecuteFlow) }
+func (d *ChildDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchExecuteFlow) }
 
 // Completion is the answer of a flow whose cursor is past the end: status
 // complete or killed. A kill without a cleanup step has no output key

@@ -166,7 +166,7 @@ func (d *GateDispatch) wire() Response {
 
 func (d *ChildDispatch) wire() Response {
 	return d.apply(Response{
-		"status":          DispatchExecuteFlow,
+		"status":          dispatchExecuteFlow,
 		"parent_flow_id":  d.ParentFlowID,
 		"parent_step_id":  d.ParentStepID,
 		"child_flow_id":   d.ChildFlowID,
