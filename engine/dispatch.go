@@ -12,7 +12,7 @@ const (
 	dispatchExecuteStep = "execute_step"
 	dispatchAwaitGate   = "await_gate"
 	dispatchExecuteFlow = "execute_flow"
-	DispatchParallel    = "parallel_dispatch"
+	dispatchParallel    = "parallel_dispatch"
 )
 
 // Gate policies.

@@ -212,7 +212,7 @@ type ParallelDispatch struct {
 }
 
 // WireStatus implements Outcome.
-func (d *ParallelDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchParallel) }
+func (d *ParallelDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchParallel) }
 
 // GateDispatch is await_gate: the flow waits at a gate. Deadline and
 // Approver are ours (the only additions to any dispatch object).

@@ -113,7 +113,7 @@ func (d *StepDispatch) wire() Response {
 
 func (d *ParallelDispatch) wire() Response {
 	r := Response{
-		"status":            DispatchParallel,
+		"status":            dispatchParallel,
 		"flow_id":           d.FlowID,
 		"step_number":       d.StepNumber,
 		"total_steps":       d.TotalSteps,
