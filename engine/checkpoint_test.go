@@ -148,7 +148,7 @@ func fullState(t *testing.T, env Env) *FlowState {
 	st.Iterations = map[string][]IterationEntry{"b": {{Iteration: 1, Result: map[string]any{"q": 1.0}, Score: &score, NewCount: &one, DryStreak: &one}}}
 	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: OutcomeExitMax}}}}
 	st.ActiveIteration = &ActiveIteration{StepID: "b", Count: 1, MaxIterations: 3}
-	st.IterationOutcome = map[string]string{"b": OutcomeContinue}
+	st.IterationOutcome = map[string]string{"b": outcomeContinue}
 	st.IterationBest = map[string]*IterationBest{"b": {Result: map[string]any{"q": 1.0}, Score: &score, Iteration: 1}}
 	st.IterationAccumulator = map[string]*Accumulator{"b": {Items: []any{"i"}, Keys: []string{`"i"`}, DryStreak: 1}}
 	st.ActiveChildFlowID = strPtr("child-9")
@@ -195,7 +195,7 @@ func TestRevertRestores(t *testing.T) {
 		t.Fatalf("events %+v", res.Events)
 	}
 	if st.CurrentIdx != 2 || st.Round != 1 || st.Attempts["b"] != 0 || len(st.Records) != 1 ||
-		len(st.Rounds) != 1 || st.Iterations["c"] != nil || st.IterationOutcome["b"] != OutcomeContinue ||
+		len(st.Rounds) != 1 || st.Iterations["c"] != nil || st.IterationOutcome["b"] != outcomeContinue ||
 		st.ActiveIteration == nil || st.StepOutputs["b"] != nil ||
 		!reflect.DeepEqual(st.StepOutputs["a"], map[string]any{"v": []any{1.0, "two"}}) {
 		t.Fatalf("fields not restored: %+v", st)

@@ -14,7 +14,7 @@ import (
 
 // Iteration outcomes (the original's strings).
 const (
-	OutcomeContinue       = "continue"
+	outcomeContinue       = "continue"
 	OutcomeExitSuccess    = "exit_success"
 	OutcomeExitStagnation = "exit_stagnation"
 	OutcomeExitMax        = "exit_max"
@@ -245,7 +245,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 	case count >= maxIter:
 		outcome = OutcomeExitMax
 	default:
-		outcome = OutcomeContinue
+		outcome = outcomeContinue
 	}
 	entry.Outcome = outcome
 
@@ -253,7 +253,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 		st.Iterations = map[string][]IterationEntry{}
 	}
 	st.Iterations[stepID] = append(history, entry)
-	if outcome != OutcomeContinue {
+	if outcome != outcomeContinue {
 		if st.IterationOutcome == nil {
 			st.IterationOutcome = map[string]string{}
 		}
@@ -280,7 +280,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 		out.AccumulatedCount = len(acc.Items)
 		out.AccumulateError = entry.AccumulateError
 	}
-	if outcome != OutcomeContinue {
+	if outcome != outcomeContinue {
 		out.FinalResult = result
 		if best != nil && best.Score != nil {
 			out.FinalResult = best.Result

@@ -102,7 +102,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	// and the loop may start (the outcome was consumed).
 	ok(iterationStart(st, env, "hunt"))
 	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("z")}}))
-	if r["outcome"] != OutcomeContinue || r["iteration"] != 1 {
+	if r["outcome"] != outcomeContinue || r["iteration"] != 1 {
 		t.Fatalf("new round: %v", r)
 	}
 	if e := st.Iterations["hunt"][0]; e.Round != 1 {

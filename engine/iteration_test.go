@@ -222,44 +222,44 @@ func TestIterationOutcomes(t *testing.T) {
 		reports []rep
 	}{
 		{"three identical results stagnate before max", "loop", []rep{
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
 			{map[string]any{"v": "a"}, OutcomeExitStagnation, false},
 		}},
 		{"different results reach max", "loop", []rep{
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "b"}, OutcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "b"}, outcomeContinue, false},
 			{map[string]any{"v": "a"}, OutcomeExitMax, false},
 		}},
 		{"key order does not change the fingerprint", "loop", []rep{
-			{map[string]any{"a": 1.0, "b": 2.0}, OutcomeContinue, false},
-			{map[string]any{"b": 2.0, "a": 1.0}, OutcomeContinue, false},
+			{map[string]any{"a": 1.0, "b": 2.0}, outcomeContinue, false},
+			{map[string]any{"b": 2.0, "a": 1.0}, outcomeContinue, false},
 			{map[string]any{"a": 1.0, "b": 2.0}, OutcomeExitStagnation, false},
 		}},
 		{"criterion met", "crit", []rep{
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
 			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
 		}},
 		{"criterion met at once", "crit", []rep{
 			{map[string]any{"v": "done", "x": 1.0}, OutcomeExitSuccess, true},
 		}},
 		{"success beats max", "crit", []rep{
-			{map[string]any{"v": "1"}, OutcomeContinue, false},
-			{map[string]any{"v": "2"}, OutcomeContinue, false},
-			{map[string]any{"v": "3"}, OutcomeContinue, false},
-			{map[string]any{"v": "4"}, OutcomeContinue, false},
+			{map[string]any{"v": "1"}, outcomeContinue, false},
+			{map[string]any{"v": "2"}, outcomeContinue, false},
+			{map[string]any{"v": "3"}, outcomeContinue, false},
+			{map[string]any{"v": "4"}, outcomeContinue, false},
 			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
 		}},
 		{"stagnation beats max", "crit", []rep{
-			{map[string]any{"v": "1"}, OutcomeContinue, false},
-			{map[string]any{"v": "2"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeContinue, false},
+			{map[string]any{"v": "1"}, outcomeContinue, false},
+			{map[string]any{"v": "2"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeContinue, false},
 			{map[string]any{"v": "x"}, OutcomeExitStagnation, false},
 		}},
 		{"stagnation with criterion not met", "crit", []rep{
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
 			{map[string]any{"v": "wip"}, OutcomeExitStagnation, false},
 		}},
 	}
@@ -274,7 +274,7 @@ func TestIterationOutcomes(t *testing.T) {
 					t.Fatalf("report %d: got %v, want outcome %s met %v", i+1, resp, r.outcome, r.met)
 				}
 				wantStatus := "iteration_continue"
-				if r.outcome != OutcomeContinue {
+				if r.outcome != outcomeContinue {
 					wantStatus = "iteration_exit"
 					if !reflect.DeepEqual(resp["final_result"], r.result) {
 						t.Fatalf("final_result %v, want %v", resp["final_result"], r.result)
@@ -316,7 +316,7 @@ func TestIterationExitCriterionError(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "crit"))
 	// `result.v` on a result without v raises: not met, error reported.
 	r := report(t, st, env, "crit", map[string]any{"other": 1.0})
-	if r["exit_criterion_met"] != false || r["outcome"] != OutcomeContinue {
+	if r["exit_criterion_met"] != false || r["outcome"] != outcomeContinue {
 		t.Fatalf("got %v", r)
 	}
 	if msg, _ := r["exit_criterion_error"].(string); msg == "" {
@@ -378,7 +378,7 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	}
 	consumeIterationOutcome(st, "loop")
 	okFn(t)(iterationStart(st, env, "loop"))
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeContinue {
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeContinue {
 		t.Fatalf("the abort entry must break the fingerprint chain: %v", r)
 	}
 }
@@ -411,7 +411,7 @@ func TestIterationScoring(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "tune"))
 
 	r := report(t, st, env, "tune", map[string]any{"score": 0.5, "n": 1.0})
-	if r["score"] != 0.5 || r["outcome"] != OutcomeContinue {
+	if r["score"] != 0.5 || r["outcome"] != outcomeContinue {
 		t.Fatalf("1: %v", r)
 	}
 	report(t, st, env, "tune", map[string]any{"score": 0.8, "n": 2.0})
@@ -457,7 +457,7 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "tunec"))
 	same := map[string]any{"score": 0.1}
 	for i := 1; i <= 3; i++ {
-		if r := report(t, st, env, "tunec", same); r["outcome"] != OutcomeContinue {
+		if r := report(t, st, env, "tunec", same); r["outcome"] != outcomeContinue {
 			t.Fatalf("report %d: %v", i, r)
 		}
 	}
@@ -537,16 +537,16 @@ func TestIterationAccumulateWithKey(t *testing.T) {
 		outcome    string
 		wantAccErr bool
 	}{
-		{[]any{item("a", "1"), item("b", "1")}, 2, 0, 2, OutcomeContinue, false},
+		{[]any{item("a", "1"), item("b", "1")}, 2, 0, 2, outcomeContinue, false},
 		// Same ids with other notes are duplicates.
-		{[]any{item("a", "2"), item("c", "1")}, 1, 0, 3, OutcomeContinue, false},
-		{[]any{item("b", "9")}, 0, 1, 3, OutcomeContinue, false},
+		{[]any{item("a", "2"), item("c", "1")}, 1, 0, 3, outcomeContinue, false},
+		{[]any{item("b", "9")}, 0, 1, 3, outcomeContinue, false},
 		// An extraction error adds nothing and freezes the dry streak.
-		{nil, 0, 1, 3, OutcomeContinue, true},
+		{nil, 0, 1, 3, outcomeContinue, true},
 		// An item whose key fails falls back to the whole item; twice the
 		// same whole item is one.
-		{[]any{map[string]any{"nokey": 1.0}, map[string]any{"nokey": 1.0}}, 1, 0, 4, OutcomeContinue, false},
-		{[]any{}, 0, 1, 4, OutcomeContinue, false},
+		{[]any{map[string]any{"nokey": 1.0}, map[string]any{"nokey": 1.0}}, 1, 0, 4, outcomeContinue, false},
+		{[]any{}, 0, 1, 4, outcomeContinue, false},
 		{[]any{item("a", "x")}, 0, 2, 4, OutcomeExitSuccess, false},
 	}
 	for i, s := range steps {

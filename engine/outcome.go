@@ -357,7 +357,7 @@ type IterationReported struct {
 }
 
 // Exited reports whether the loop ended with this report.
-func (i *IterationReported) Exited() bool { return i.Outcome != OutcomeContinue }
+func (i *IterationReported) Exited() bool { return i.Outcome != outcomeContinue }
 
 // WireStatus implements Outcome.
 func (i *IterationReported) WireStatus() string {
