@@ -15,7 +15,7 @@ import (
 // Iteration outcomes (the original's strings).
 const (
 	outcomeContinue       = "continue"
-	OutcomeExitSuccess    = "exit_success"
+	outcomeExitSuccess    = "exit_success"
 	OutcomeExitStagnation = "exit_stagnation"
 	OutcomeExitMax        = "exit_max"
 	OutcomeExitAbort      = "exit_abort"
@@ -239,7 +239,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 	var outcome string
 	switch {
 	case exitMet:
-		outcome = OutcomeExitSuccess
+		outcome = outcomeExitSuccess
 	case stagnant:
 		outcome = OutcomeExitStagnation
 	case count >= maxIter:

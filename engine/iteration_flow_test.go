@@ -55,7 +55,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	ok(iterationStart(st, env, "hunt"))
 	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
 	r := ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
-	if r["outcome"] != OutcomeExitSuccess {
+	if r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("dry round must exit: %v", r)
 	}
 
@@ -72,7 +72,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	ok(iterationStart(st, env, "hunt"))
 	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("b"), finding("c")}}))
 	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("c")}}))
-	if r["outcome"] != OutcomeExitSuccess || r["accumulated_count"] != 2 {
+	if r["outcome"] != outcomeExitSuccess || r["accumulated_count"] != 2 {
 		t.Fatalf("second loop: %v", r)
 	}
 

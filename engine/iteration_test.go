@@ -238,17 +238,17 @@ func TestIterationOutcomes(t *testing.T) {
 		}},
 		{"criterion met", "crit", []rep{
 			{map[string]any{"v": "wip"}, outcomeContinue, false},
-			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "done"}, outcomeExitSuccess, true},
 		}},
 		{"criterion met at once", "crit", []rep{
-			{map[string]any{"v": "done", "x": 1.0}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "done", "x": 1.0}, outcomeExitSuccess, true},
 		}},
 		{"success beats max", "crit", []rep{
 			{map[string]any{"v": "1"}, outcomeContinue, false},
 			{map[string]any{"v": "2"}, outcomeContinue, false},
 			{map[string]any{"v": "3"}, outcomeContinue, false},
 			{map[string]any{"v": "4"}, outcomeContinue, false},
-			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "done"}, outcomeExitSuccess, true},
 		}},
 		{"stagnation beats max", "crit", []rep{
 			{map[string]any{"v": "1"}, outcomeContinue, false},
@@ -462,7 +462,7 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 		}
 	}
 	r := report(t, st, env, "tunec", map[string]any{"score": 0.95})
-	if r["outcome"] != OutcomeExitSuccess || r["best_score"] != 0.95 || r["best_iteration"] != 4 {
+	if r["outcome"] != outcomeExitSuccess || r["best_score"] != 0.95 || r["best_iteration"] != 4 {
 		t.Fatalf("criterion on best_score: %v", r)
 	}
 
@@ -471,7 +471,7 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "seen"))
 	report(t, st, env, "seen", map[string]any{"score": 1.0})
 	report(t, st, env, "seen", map[string]any{"score": 2.0})
-	if r := report(t, st, env, "seen", map[string]any{"score": 3.0}); r["outcome"] != OutcomeExitSuccess {
+	if r := report(t, st, env, "seen", map[string]any{"score": 3.0}); r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("prior_scores/iteration: %v", r)
 	}
 }
@@ -547,7 +547,7 @@ func TestIterationAccumulateWithKey(t *testing.T) {
 		// same whole item is one.
 		{[]any{map[string]any{"nokey": 1.0}, map[string]any{"nokey": 1.0}}, 1, 0, 4, outcomeContinue, false},
 		{[]any{}, 0, 1, 4, outcomeContinue, false},
-		{[]any{item("a", "x")}, 0, 2, 4, OutcomeExitSuccess, false},
+		{[]any{item("a", "x")}, 0, 2, 4, outcomeExitSuccess, false},
 	}
 	for i, s := range steps {
 		var result map[string]any
@@ -629,7 +629,7 @@ func TestIterationAccumulatorLocals(t *testing.T) {
 	st := extState(t, env, "counted")
 	okFn(t)(iterationStart(st, env, "counted"))
 	report(t, st, env, "counted", map[string]any{"findings": []any{1.0, 2.0}})
-	if r := report(t, st, env, "counted", map[string]any{"findings": []any{2.0, 3.0}}); r["outcome"] != OutcomeExitSuccess {
+	if r := report(t, st, env, "counted", map[string]any{"findings": []any{2.0, 3.0}}); r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("accumulator locals: %v", r)
 	}
 }
