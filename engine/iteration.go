@@ -16,7 +16,7 @@ import (
 const (
 	outcomeContinue       = "continue"
 	outcomeExitSuccess    = "exit_success"
-	OutcomeExitStagnation = "exit_stagnation"
+	outcomeExitStagnation = "exit_stagnation"
 	OutcomeExitMax        = "exit_max"
 	OutcomeExitAbort      = "exit_abort"
 )
@@ -241,7 +241,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 	case exitMet:
 		outcome = outcomeExitSuccess
 	case stagnant:
-		outcome = OutcomeExitStagnation
+		outcome = outcomeExitStagnation
 	case count >= maxIter:
 		outcome = OutcomeExitMax
 	default:

@@ -224,7 +224,7 @@ func TestIterationOutcomes(t *testing.T) {
 		{"three identical results stagnate before max", "loop", []rep{
 			{map[string]any{"v": "a"}, outcomeContinue, false},
 			{map[string]any{"v": "a"}, outcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "a"}, outcomeExitStagnation, false},
 		}},
 		{"different results reach max", "loop", []rep{
 			{map[string]any{"v": "a"}, outcomeContinue, false},
@@ -234,7 +234,7 @@ func TestIterationOutcomes(t *testing.T) {
 		{"key order does not change the fingerprint", "loop", []rep{
 			{map[string]any{"a": 1.0, "b": 2.0}, outcomeContinue, false},
 			{map[string]any{"b": 2.0, "a": 1.0}, outcomeContinue, false},
-			{map[string]any{"a": 1.0, "b": 2.0}, OutcomeExitStagnation, false},
+			{map[string]any{"a": 1.0, "b": 2.0}, outcomeExitStagnation, false},
 		}},
 		{"criterion met", "crit", []rep{
 			{map[string]any{"v": "wip"}, outcomeContinue, false},
@@ -255,12 +255,12 @@ func TestIterationOutcomes(t *testing.T) {
 			{map[string]any{"v": "2"}, outcomeContinue, false},
 			{map[string]any{"v": "x"}, outcomeContinue, false},
 			{map[string]any{"v": "x"}, outcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "x"}, outcomeExitStagnation, false},
 		}},
 		{"stagnation with criterion not met", "crit", []rep{
 			{map[string]any{"v": "wip"}, outcomeContinue, false},
 			{map[string]any{"v": "wip"}, outcomeContinue, false},
-			{map[string]any{"v": "wip"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "wip"}, outcomeExitStagnation, false},
 		}},
 	}
 	for _, tc := range tests {
@@ -345,7 +345,7 @@ func TestIterationStagnationUsesRoundHistory(t *testing.T) {
 	// earlier reports of this round.
 	clearStepIteration(st, "loop")
 	okFn(t)(iterationStart(st, env, "loop"))
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitStagnation || r["iteration"] != 1 {
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeExitStagnation || r["iteration"] != 1 {
 		t.Fatalf("third identical report across loops: %v", r)
 	}
 }
@@ -432,7 +432,7 @@ func TestIterationScoring(t *testing.T) {
 	// No new best for 3 reports (3, 4, 5) after iteration 2 → stagnation,
 	// although the results all differ.
 	r = report(t, st, env, "tune", map[string]any{"score": 0.1, "n": 5.0})
-	if r["outcome"] != OutcomeExitStagnation || r["status"] != "iteration_exit" {
+	if r["outcome"] != outcomeExitStagnation || r["status"] != "iteration_exit" {
 		t.Fatalf("score stagnation: %v", r)
 	}
 	if r["best_score"] != 0.8 || r["best_iteration"] != 2 ||
