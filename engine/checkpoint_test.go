@@ -146,7 +146,7 @@ func fullState(t *testing.T, env Env) *FlowState {
 	st.RoundStartStepID = strPtr("a")
 	st.TerminalStatus = strPtr("killed")
 	st.Iterations = map[string][]IterationEntry{"b": {{Iteration: 1, Result: map[string]any{"q": 1.0}, Score: &score, NewCount: &one, DryStreak: &one}}}
-	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: OutcomeExitMax}}}}
+	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: outcomeExitMax}}}}
 	st.ActiveIteration = &ActiveIteration{StepID: "b", Count: 1, MaxIterations: 3}
 	st.IterationOutcome = map[string]string{"b": outcomeContinue}
 	st.IterationBest = map[string]*IterationBest{"b": {Result: map[string]any{"q": 1.0}, Score: &score, Iteration: 1}}
@@ -177,7 +177,7 @@ func TestRevertRestores(t *testing.T) {
 	st.Rounds = append(st.Rounds, []Record{})
 	st.Iterations["c"] = []IterationEntry{{Iteration: 1}}
 	st.ActiveIteration = nil
-	st.IterationOutcome["b"] = OutcomeExitMax
+	st.IterationOutcome["b"] = outcomeExitMax
 	st.Inputs["topic"] = "kept"
 	okFn(t)(commitCheckpoint(st, env, "later"))
 

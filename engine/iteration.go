@@ -17,7 +17,7 @@ const (
 	outcomeContinue       = "continue"
 	outcomeExitSuccess    = "exit_success"
 	outcomeExitStagnation = "exit_stagnation"
-	OutcomeExitMax        = "exit_max"
+	outcomeExitMax        = "exit_max"
 	OutcomeExitAbort      = "exit_abort"
 )
 
@@ -243,7 +243,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 	case stagnant:
 		outcome = outcomeExitStagnation
 	case count >= maxIter:
-		outcome = OutcomeExitMax
+		outcome = outcomeExitMax
 	default:
 		outcome = outcomeContinue
 	}

@@ -124,7 +124,7 @@ func TestIterationStartErrors(t *testing.T) {
 			setup: func(st *FlowState) { st.ActiveIteration = &ActiveIteration{StepID: "crit", MaxIterations: 5} },
 			want:  "Iteration loop already active on step 'crit'"},
 		{name: "pending outcome", at: "loop", step: "loop",
-			setup: func(st *FlowState) { st.IterationOutcome["loop"] = OutcomeExitMax },
+			setup: func(st *FlowState) { st.IterationOutcome["loop"] = outcomeExitMax },
 			want:  "Step 'loop' already has a pending iteration outcome ('exit_max') — call stratum_step_done first"},
 	}
 	for _, tc := range tests {
@@ -229,7 +229,7 @@ func TestIterationOutcomes(t *testing.T) {
 		{"different results reach max", "loop", []rep{
 			{map[string]any{"v": "a"}, outcomeContinue, false},
 			{map[string]any{"v": "b"}, outcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeExitMax, false},
+			{map[string]any{"v": "a"}, outcomeExitMax, false},
 		}},
 		{"key order does not change the fingerprint", "loop", []rep{
 			{map[string]any{"a": 1.0, "b": 2.0}, outcomeContinue, false},
@@ -338,7 +338,7 @@ func TestIterationStagnationUsesRoundHistory(t *testing.T) {
 	same := map[string]any{"v": "same"}
 	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", same)
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitMax {
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeExitMax {
 		t.Fatalf("second report: %v", r)
 	}
 	// A failed step_done clears the outcome; a new loop still sees the
@@ -597,7 +597,7 @@ func TestIterationAccumulateWholeItem(t *testing.T) {
 	}
 	report(t, st, env, "whole", map[string]any{"findings": []any{map[string]any{"j": 2.0, "k": 1.0}, "x", "y"}})
 	r = report(t, st, env, "whole", same)
-	if r["outcome"] != OutcomeExitMax {
+	if r["outcome"] != outcomeExitMax {
 		t.Fatalf("accumulating loop must not stagnate on fingerprints: %v", r)
 	}
 	// (compared as JSON: the expression runtime may hand back integral numbers as ints)
@@ -684,14 +684,14 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	// clear: outcome, best, accumulator and an active loop on the step go.
 	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 2.0})
-	st.IterationOutcome["tune"] = OutcomeExitMax
+	st.IterationOutcome["tune"] = outcomeExitMax
 	st.IterationAccumulator["tune"] = &Accumulator{}
-	st.IterationOutcome["other"] = OutcomeExitMax
+	st.IterationOutcome["other"] = outcomeExitMax
 	clearStepIteration(st, "tune")
 	if st.ActiveIteration != nil || st.IterationOutcome["tune"] != "" || st.IterationBest["tune"] != nil || st.IterationAccumulator["tune"] != nil {
 		t.Fatalf("clearStepIteration left state: %+v %v %v %v", st.ActiveIteration, st.IterationOutcome, st.IterationBest, st.IterationAccumulator)
 	}
-	if st.IterationOutcome["other"] != OutcomeExitMax {
+	if st.IterationOutcome["other"] != outcomeExitMax {
 		t.Fatalf("clearStepIteration touched another step")
 	}
 	if _, ok := iterationBestResult(st, "tune"); ok {
