@@ -18,7 +18,7 @@ const (
 	outcomeExitSuccess    = "exit_success"
 	outcomeExitStagnation = "exit_stagnation"
 	outcomeExitMax        = "exit_max"
-	OutcomeExitAbort      = "exit_abort"
+	outcomeExitAbort      = "exit_abort"
 )
 
 // stagnationWindow is the number of consecutive reports that make a loop
@@ -326,7 +326,7 @@ func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionRe
 		Iteration: count,
 		Round:     st.Round,
 		Result:    map[string]any{"aborted": true, "reason": reason},
-		Outcome:   OutcomeExitAbort,
+		Outcome:   outcomeExitAbort,
 		Timestamp: env.Now,
 	}
 	if st.Iterations == nil {
@@ -336,7 +336,7 @@ func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionRe
 	if st.IterationOutcome == nil {
 		st.IterationOutcome = map[string]string{}
 	}
-	st.IterationOutcome[stepID] = OutcomeExitAbort
+	st.IterationOutcome[stepID] = outcomeExitAbort
 	st.ActiveIteration = nil
 
 	out := &IterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}

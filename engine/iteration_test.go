@@ -366,11 +366,11 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	}
 	h := st.Iterations["loop"]
 	last := h[len(h)-1]
-	if last.Outcome != OutcomeExitAbort || last.Iteration != 2 || last.ExitCriterionMet ||
+	if last.Outcome != outcomeExitAbort || last.Iteration != 2 || last.ExitCriterionMet ||
 		!reflect.DeepEqual(last.Result, map[string]any{"aborted": true, "reason": "giving up"}) {
 		t.Fatalf("abort entry %+v", last)
 	}
-	if st.IterationOutcome["loop"] != OutcomeExitAbort || st.ActiveIteration != nil {
+	if st.IterationOutcome["loop"] != outcomeExitAbort || st.ActiveIteration != nil {
 		t.Fatalf("abort must record exit_abort and end the loop")
 	}
 	if len(res.Events) != 1 || res.Events[0].Data["action"] != "abort" {
