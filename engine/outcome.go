@@ -116,7 +116,7 @@ func FlowIDOf(o Outcome) string {
 
 // Step modes of dispatches (the original's step_mode).
 const (
-	ModeFunction  = "function"
+	modeFunction  = "function"
 	ModeInline    = "inline"
 	ModeDecompose = "decompose"
 )

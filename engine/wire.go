@@ -95,7 +95,7 @@ func (d *StepDispatch) wire() Response {
 		"retries_remaining": d.RetriesRemaining,
 	}
 	switch d.StepMode {
-	case ModeFunction:
+	case modeFunction:
 		r["function"] = d.Function
 		r["mode"] = d.Mode
 		r["intent"] = d.Intent
@@ -152,7 +152,7 @@ func (d *GateDispatch) wire() Response {
 		"step_number": d.StepNumber,
 		"total_steps": d.TotalSteps,
 		"step_id":     d.StepID,
-		"step_mode":   ModeFunction,
+		"step_mode":   modeFunction,
 		"function":    d.Function,
 		"agent":       nullable(d.Agent),
 		"on_approve":  nullable(d.OnApprove),
