@@ -117,7 +117,7 @@ func FlowIDOf(o Outcome) string {
 // Step modes of dispatches (the original's step_mode).
 const (
 	modeFunction  = "function"
-	ModeInline    = "inline"
+	modeInline    = "inline"
 	ModeDecompose = "decompose"
 )
 

@@ -99,7 +99,7 @@ func (d *StepDispatch) wire() Response {
 		r["function"] = d.Function
 		r["mode"] = d.Mode
 		r["intent"] = d.Intent
-	case ModeInline:
+	case modeInline:
 		r["intent"] = d.Intent
 		r["model"] = nullable(d.Model)
 	default: // decompose
