@@ -118,7 +118,7 @@ func FlowIDOf(o Outcome) string {
 const (
 	modeFunction  = "function"
 	modeInline    = "inline"
-	ModeDecompose = "decompose"
+	modeDecompose = "decompose"
 )
 
 // StepDispatch is execute_step: the step to do now (upstream-behavior §2.3).
