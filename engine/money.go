@@ -5,10 +5,10 @@ import (
 	"math"
 )
 
-// USDDecimals is how many decimals amounts of money keep in JSON: a
+// usdDecimals is how many decimals amounts of money keep in JSON: a
 // millionth of a dollar, finer than any price per token sums to, and no
 // float noise (0.30000000000000004) in budget_state or a trace record.
-const USDDecimals = 6
+const usdDecimals = 6
 
 // RoundUSD rounds an amount of money to USDDecimals decimals. Amounts are
 // summed unrounded in memory and rounded in one place, where their JSON is
