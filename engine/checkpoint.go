@@ -74,11 +74,11 @@ func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (
 		// The waiting child would be left behind, on any channel.
 		return refused(humanGatePending(st, g, what)), nil
 	}
-	if waitsForHuman(st) && !HumanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
+	if waitsForHuman(st) && !humanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
 		return refused(humanGatePending(st, st, what+" through "+channelName(ch))), nil
 	}
 	undone := revertedDecisions(st, cp)
-	if !HumanChannel(ch) {
+	if !humanChannel(ch) {
 		for _, r := range undone {
 			if !r.Reverted && humanDecision(r) {
 				return refused(refusal(ErrTypeGateRequiresHuman,
@@ -160,7 +160,7 @@ func humanDecision(r Record) bool {
 	if r.Channel == "" {
 		return r.ResolvedBy == string(review.Human)
 	}
-	return HumanChannel(review.Channel(r.Channel))
+	return humanChannel(review.Channel(r.Channel))
 }
 
 func channelName(ch review.Channel) string {
