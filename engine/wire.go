@@ -356,8 +356,8 @@ func (a *AuditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(
 // beside Wire, so the JSON stratum prints is written in one file; a gate's
 // next status is the outcome's WireStatus.
 
-// SchemaVersion is the "_schema_version" of the CLI's JSON contract.
-const SchemaVersion = "1"
+// schemaVersion is the "_schema_version" of the CLI's JSON contract.
+const schemaVersion = "1"
 
 // The `stratum query` objects are the original's ("stratum-mcp query",
 // _query_flows/_query_flow/_query_gates): `query flows` and `query gates`
@@ -405,7 +405,7 @@ func QueryFlows(list []FlowSummary, now time.Time) []FlowEntry {
 			terminal = strPtr(string(StatusKilled))
 		}
 		out = append(out, FlowEntry{
-			SchemaVersion:  SchemaVersion,
+			SchemaVersion:  schemaVersion,
 			FlowSummary:    sum,
 			CurrentStepID:  optStr(sum.CurrentStep),
 			StepCount:      sum.TotalSteps,
@@ -450,7 +450,7 @@ type OrderedStep struct {
 func QueryFlow(f *FlowWithSpec, now time.Time) *FlowView {
 	sum := Summarize(f.State, f.Flow)
 	v := &FlowView{
-		SchemaVersion: SchemaVersion,
+		SchemaVersion: schemaVersion,
 		FlowState:     f.State,
 		CurrentStepID: optStr(sum.CurrentStep),
 		RoundsCount:   len(f.State.Rounds),
@@ -474,7 +474,7 @@ func QueryFlow(f *FlowWithSpec, now time.Time) *FlowView {
 // original's {"error": {"code": "NOT_FOUND", "message": "Flow 'ID' not
 // found"}}, plus our _schema_version and ok: false (as `stratum gate`).
 func QueryFlowNotFound(flowID string) Response {
-	return Response{"_schema_version": SchemaVersion, "ok": false,
+	return Response{"_schema_version": schemaVersion, "ok": false,
 		"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("Flow '%s' not found", flowID)}}
 }
 
@@ -486,7 +486,7 @@ func QueryFlowRefused(flowID string, e *Error) Response {
 	if e == nil || e.Type == ErrTypeFlowNotFound {
 		return QueryFlowNotFound(flowID)
 	}
-	return Response{"_schema_version": SchemaVersion, "ok": false, "error": queryError(e)}
+	return Response{"_schema_version": schemaVersion, "ok": false, "error": queryError(e)}
 }
 
 // GateEntry is one element of `stratum query gates`: the original's keys
@@ -523,7 +523,7 @@ func QueryGates(gates []GateStep) []GateEntry {
 	out := make([]GateEntry, 0, len(gates))
 	for _, g := range gates {
 		p := g.Summary
-		e := GateEntry{SchemaVersion: SchemaVersion, FlowID: p.FlowID, FlowName: p.FlowName,
+		e := GateEntry{SchemaVersion: schemaVersion, FlowID: p.FlowID, FlowName: p.FlowName,
 			Status: p.Status, Round: p.Round, StepNumber: p.StepNumber, TotalSteps: p.TotalSteps, UpdatedAt: p.UpdatedAt}
 		if p.Gate != nil {
 			e.StepID, e.DispatchedAt, e.Deadline = p.Gate.StepID, p.Gate.DispatchedAt, p.Gate.Deadline
@@ -575,7 +575,7 @@ const (
 // for a GateConflict). next and err are GateResolve's answer; err must be
 // nil or carry a *Error (a store failure has no JSON answer).
 func GateAnswer(flowID, stepID string, outcome review.Outcome, next Outcome, err error) (Response, GateVerdict) {
-	r := Response{"_schema_version": SchemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
+	r := Response{"_schema_version": schemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
 	e := AsError(err)
 	switch {
 	case err == nil:
