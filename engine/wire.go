@@ -37,8 +37,8 @@ func Wire(out Outcome, err error) Response {
 	return out.wire()
 }
 
-// IsErrorResponse reports whether r is an error envelope.
-func IsErrorResponse(r Response) bool {
+// isErrorResponse reports whether r is an error envelope.
+func isErrorResponse(r Response) bool {
 	s, _ := r["status"].(string)
 	return s == "error"
 }
