@@ -98,7 +98,7 @@ func FlowIDOf(o Outcome) string {
 		return o.FlowID
 	case *BudgetExhausted:
 		return o.FlowID
-	case *CallRecorded:
+	case *callRecorded:
 		return o.FlowID
 	case *Committed:
 		return o.FlowID
@@ -287,14 +287,14 @@ type BudgetExhausted struct {
 // WireStatus implements Outcome.
 func (b *BudgetExhausted) WireStatus() string { return string(StatusBudgetExhausted) }
 
-// CallRecorded is RecordCall's answer: the ledger after the call.
-type CallRecorded struct {
+// callRecorded is RecordCall's answer: the ledger after the call.
+type callRecorded struct {
 	FlowID string
 	Budget BudgetState
 }
 
 // WireStatus implements Outcome.
-func (c *CallRecorded) WireStatus() string { return "recorded" }
+func (c *callRecorded) WireStatus() string { return "recorded" }
 
 // NoTimeout is check_timeouts with nothing to apply: a Message, or the
 // seconds remaining before the deadline.

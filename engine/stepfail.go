@@ -126,7 +126,7 @@ func recordCall(st *FlowState, env Env, c CallRecord) (transitionResult, error) 
 		data["trace"] = json.RawMessage(raw)
 	}
 	return transitionResult{
-		Outcome: &CallRecorded{FlowID: st.FlowID, Budget: *b},
+		Outcome: &callRecorded{FlowID: st.FlowID, Budget: *b},
 		Events:  []Event{event(st, env, EventTrace, c.StepID, data)},
 	}, nil
 }

@@ -198,7 +198,7 @@ func (b *BudgetExhausted) wire() Response {
 	return Response{"status": string(StatusBudgetExhausted), "flow_id": b.FlowID, "step_id": nullable(b.StepID), "reason": b.Reason}
 }
 
-func (c *CallRecorded) wire() Response {
+func (c *callRecorded) wire() Response {
 	return Response{"status": "recorded", "flow_id": c.FlowID, "budget_state": c.Budget}
 }
 
@@ -343,7 +343,7 @@ func (d *ChildDispatch) MarshalJSON() ([]byte, error)     { return json.Marshal(
 func (c *Completion) MarshalJSON() ([]byte, error)        { return json.Marshal(c.wire()) }
 func (s *Stopped) MarshalJSON() ([]byte, error)           { return json.Marshal(s.wire()) }
 func (b *BudgetExhausted) MarshalJSON() ([]byte, error)   { return json.Marshal(b.wire()) }
-func (c *CallRecorded) MarshalJSON() ([]byte, error)      { return json.Marshal(c.wire()) }
+func (c *callRecorded) MarshalJSON() ([]byte, error)      { return json.Marshal(c.wire()) }
 func (n *NoTimeout) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
 func (c *Committed) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
 func (i *IterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
