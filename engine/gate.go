@@ -182,7 +182,7 @@ func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if nt, ok := res.Outcome.(*NoTimeout); ok && nt.Remaining == nil {
+	if nt, ok := res.Outcome.(*notTimedOut); ok && nt.Remaining == nil {
 		if fired, ok, err := firedTimeout(st, env); err != nil || ok {
 			return fired, err
 		}
@@ -196,7 +196,7 @@ func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
 func applyExpiredTimeout(st *FlowState, env Env) (transitionResult, error) {
 	ensureMaps(st)
 	noTimeout := func(msg string) (transitionResult, error) {
-		return answer(&NoTimeout{Message: msg}), nil
+		return answer(&notTimedOut{Message: msg}), nil
 	}
 	if pastEnd(st, env) || isFinished(st) {
 		return noTimeout("Flow is already complete")
@@ -216,7 +216,7 @@ func applyExpiredTimeout(st *FlowState, env Env) (transitionResult, error) {
 	}
 	if remaining := st.Gate.Deadline.Sub(env.Now); remaining > 0 {
 		secs := remaining.Seconds()
-		return answer(&NoTimeout{Remaining: &secs}), nil
+		return answer(&notTimedOut{Remaining: &secs}), nil
 	}
 	return applyTimeout(st, env, step)
 }

@@ -296,15 +296,15 @@ type callRecorded struct {
 // WireStatus implements Outcome.
 func (c *callRecorded) WireStatus() string { return "recorded" }
 
-// NoTimeout is check_timeouts with nothing to apply: a Message, or the
+// notTimedOut is check_timeouts with nothing to apply: a Message, or the
 // seconds remaining before the deadline.
-type NoTimeout struct {
+type notTimedOut struct {
 	Message   string
 	Remaining *float64
 }
 
 // WireStatus implements Outcome.
-func (n *NoTimeout) WireStatus() string { return "no_timeout" }
+func (n *notTimedOut) WireStatus() string { return "no_timeout" }
 
 // Committed is stratum_commit's answer.
 type Committed struct {

@@ -281,7 +281,7 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 			}
 			return n, err
 		}
-		if _, none := out.(*NoTimeout); !none {
+		if _, none := out.(*notTimedOut); !none {
 			n++
 		}
 	}

@@ -202,7 +202,7 @@ func (c *callRecorded) wire() Response {
 	return Response{"status": "recorded", "flow_id": c.FlowID, "budget_state": c.Budget}
 }
 
-func (n *NoTimeout) wire() Response {
+func (n *notTimedOut) wire() Response {
 	if n.Remaining != nil {
 		return Response{"status": "no_timeout", "remaining_seconds": *n.Remaining}
 	}
@@ -344,7 +344,7 @@ func (c *Completion) MarshalJSON() ([]byte, error)        { return json.Marshal(
 func (s *Stopped) MarshalJSON() ([]byte, error)           { return json.Marshal(s.wire()) }
 func (b *BudgetExhausted) MarshalJSON() ([]byte, error)   { return json.Marshal(b.wire()) }
 func (c *callRecorded) MarshalJSON() ([]byte, error)      { return json.Marshal(c.wire()) }
-func (n *NoTimeout) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
+func (n *notTimedOut) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
 func (c *Committed) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
 func (i *IterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
