@@ -30,7 +30,7 @@ func commitCheckpoint(st *FlowState, env Env, label string) (transitionResult, e
 	if env.Flow != nil && st.CurrentIdx >= 0 && st.CurrentIdx < len(env.Flow.Order) {
 		current = env.Flow.Steps[env.Flow.Order[st.CurrentIdx]].ID
 	}
-	out := &Committed{
+	out := &checkpointCommitted{
 		FlowID:        st.FlowID,
 		Label:         label,
 		StepNumber:    st.CurrentIdx + 1,

@@ -100,7 +100,7 @@ func FlowIDOf(o Outcome) string {
 		return o.FlowID
 	case *callRecorded:
 		return o.FlowID
-	case *Committed:
+	case *checkpointCommitted:
 		return o.FlowID
 	case *IterationStarted:
 		return o.FlowID
@@ -306,8 +306,8 @@ type notTimedOut struct {
 // WireStatus implements Outcome.
 func (n *notTimedOut) WireStatus() string { return "no_timeout" }
 
-// Committed is stratum_commit's answer.
-type Committed struct {
+// checkpointCommitted is stratum_commit's answer.
+type checkpointCommitted struct {
 	FlowID        string
 	Label         string
 	StepNumber    int
@@ -316,7 +316,7 @@ type Committed struct {
 }
 
 // WireStatus implements Outcome.
-func (c *Committed) WireStatus() string { return "committed" }
+func (c *checkpointCommitted) WireStatus() string { return "committed" }
 
 // IterationStarted is stratum_iteration_start's answer.
 type IterationStarted struct {

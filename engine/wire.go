@@ -209,7 +209,7 @@ func (n *notTimedOut) wire() Response {
 	return Response{"status": "no_timeout", "message": n.Message}
 }
 
-func (c *Committed) wire() Response {
+func (c *checkpointCommitted) wire() Response {
 	return Response{
 		"status":          "committed",
 		"flow_id":         c.FlowID,
@@ -345,7 +345,7 @@ func (s *Stopped) MarshalJSON() ([]byte, error)           { return json.Marshal(
 func (b *BudgetExhausted) MarshalJSON() ([]byte, error)   { return json.Marshal(b.wire()) }
 func (c *callRecorded) MarshalJSON() ([]byte, error)      { return json.Marshal(c.wire()) }
 func (n *notTimedOut) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
-func (c *Committed) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
+func (c *checkpointCommitted) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
 func (i *IterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
 func (i *IterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
