@@ -85,7 +85,7 @@ func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, er
 	}
 
 	// exit_criterion is null when the step has none, as the original.
-	out := &IterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
+	out := &iterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
 	return transitionResult{
 		Outcome: out,
 		Events: []Event{iterationEvent(st, env, stepID, map[string]any{

@@ -102,7 +102,7 @@ func FlowIDOf(o Outcome) string {
 		return o.FlowID
 	case *checkpointCommitted:
 		return o.FlowID
-	case *IterationStarted:
+	case *iterationStarted:
 		return o.FlowID
 	case *IterationReported:
 		return o.FlowID
@@ -318,8 +318,8 @@ type checkpointCommitted struct {
 // WireStatus implements Outcome.
 func (c *checkpointCommitted) WireStatus() string { return "committed" }
 
-// IterationStarted is stratum_iteration_start's answer.
-type IterationStarted struct {
+// iterationStarted is stratum_iteration_start's answer.
+type iterationStarted struct {
 	FlowID        string
 	StepID        string
 	MaxIterations int
@@ -327,7 +327,7 @@ type IterationStarted struct {
 }
 
 // WireStatus implements Outcome.
-func (i *IterationStarted) WireStatus() string { return "iteration_started" }
+func (i *iterationStarted) WireStatus() string { return "iteration_started" }
 
 // IterationReported is stratum_iteration_report's answer:
 // iteration_continue, or iteration_exit once Outcome is not "continue".

@@ -220,7 +220,7 @@ func (c *checkpointCommitted) wire() Response {
 	}
 }
 
-func (i *IterationStarted) wire() Response {
+func (i *iterationStarted) wire() Response {
 	return Response{
 		"status":         "iteration_started",
 		"flow_id":        i.FlowID,
@@ -346,7 +346,7 @@ func (b *BudgetExhausted) MarshalJSON() ([]byte, error)   { return json.Marshal(
 func (c *callRecorded) MarshalJSON() ([]byte, error)      { return json.Marshal(c.wire()) }
 func (n *notTimedOut) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
 func (c *checkpointCommitted) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
-func (i *IterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
+func (i *iterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
 func (i *IterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (a *AuditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(a.wire()) }
