@@ -339,7 +339,7 @@ func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionRe
 	st.IterationOutcome[stepID] = outcomeExitAbort
 	st.ActiveIteration = nil
 
-	out := &IterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
+	out := &iterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
 	if env.Flow != nil {
 		if step := env.Flow.Step(stepID); step != nil && step.ScoreExpr != nil {
 			out.Scored = true

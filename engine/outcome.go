@@ -106,7 +106,7 @@ func FlowIDOf(o Outcome) string {
 		return o.FlowID
 	case *IterationReported:
 		return o.FlowID
-	case *IterationAborted:
+	case *iterationAborted:
 		return o.FlowID
 	case *AuditReport:
 		return o.FlowID
@@ -367,9 +367,9 @@ func (i *IterationReported) WireStatus() string {
 	return "iteration_continue"
 }
 
-// IterationAborted is stratum_iteration_abort's answer; a scored step's
+// iterationAborted is stratum_iteration_abort's answer; a scored step's
 // carries the best result so far (null when nothing was scored).
-type IterationAborted struct {
+type iterationAborted struct {
 	FlowID     string
 	StepID     string
 	Iteration  int
@@ -380,7 +380,7 @@ type IterationAborted struct {
 }
 
 // WireStatus implements Outcome.
-func (i *IterationAborted) WireStatus() string { return "iteration_aborted" }
+func (i *iterationAborted) WireStatus() string { return "iteration_aborted" }
 
 // AuditReport is stratum_audit's snapshot (see Audit).
 type AuditReport struct {

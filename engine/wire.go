@@ -275,7 +275,7 @@ func (i *IterationReported) wire() Response {
 	return r
 }
 
-func (i *IterationAborted) wire() Response {
+func (i *iterationAborted) wire() Response {
 	r := Response{
 		"status":    "iteration_aborted",
 		"flow_id":   i.FlowID,
@@ -348,7 +348,7 @@ func (n *notTimedOut) MarshalJSON() ([]byte, error)         { return json.Marsha
 func (c *checkpointCommitted) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
 func (i *iterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
-func (i *IterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
+func (i *iterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (a *AuditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(a.wire()) }
 
 // The CLI's JSON contract: `stratum query` and `stratum gate` print these
