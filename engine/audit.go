@@ -26,7 +26,7 @@ const auditInProgress = "in_progress"
 // from the flow's start to now, or to its last update once it has ended.
 //
 // auditFlow is a read: it neither mutates st nor appends events.
-func auditFlow(st *FlowState, env Env) *AuditReport {
+func auditFlow(st *FlowState, env Env) *auditReport {
 	totalSteps := 0
 	if env.Flow != nil {
 		totalSteps = len(env.Flow.Order)
@@ -50,7 +50,7 @@ func auditFlow(st *FlowState, env Env) *AuditReport {
 	if childAudits == nil {
 		childAudits = map[string][]json.RawMessage{}
 	}
-	a := &AuditReport{
+	a := &auditReport{
 		FlowID:             st.FlowID,
 		FlowName:           st.FlowName,
 		Status:             auditStatus(st),

@@ -108,7 +108,7 @@ func FlowIDOf(o Outcome) string {
 		return o.FlowID
 	case *iterationAborted:
 		return o.FlowID
-	case *AuditReport:
+	case *auditReport:
 		return o.FlowID
 	}
 	return ""
@@ -382,8 +382,8 @@ type iterationAborted struct {
 // WireStatus implements Outcome.
 func (i *iterationAborted) WireStatus() string { return "iteration_aborted" }
 
-// AuditReport is stratum_audit's snapshot (see Audit).
-type AuditReport struct {
+// auditReport is stratum_audit's snapshot (see Audit).
+type auditReport struct {
 	FlowID             string
 	FlowName           string
 	Status             string // the audit vocabulary: a final status or "in_progress"
@@ -409,7 +409,7 @@ type AuditRound struct {
 }
 
 // WireStatus implements Outcome.
-func (a *AuditReport) WireStatus() string { return a.Status }
+func (a *auditReport) WireStatus() string { return a.Status }
 
 func wireStatus(n *Notes, base string) string {
 	if n.Failure != "" {

@@ -335,11 +335,11 @@ func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOp
 
 // Audit is stratum_audit (a read): the flow is read in a View, the spec
 // parsed and the report built after it.
-func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error) {
+func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	var out *AuditReport
+	var out *auditReport
 	_, err := s.optimistic(ctx, "audit of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {

@@ -290,7 +290,7 @@ func (i *iterationAborted) wire() Response {
 	return r
 }
 
-func (a *AuditReport) wire() Response {
+func (a *auditReport) wire() Response {
 	rounds := make([]map[string]any, len(a.Rounds))
 	for i, rd := range a.Rounds {
 		rounds[i] = map[string]any{"round": rd.Round, "steps": rd.Steps}
@@ -349,7 +349,7 @@ func (c *checkpointCommitted) MarshalJSON() ([]byte, error)         { return jso
 func (i *iterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
 func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
 func (i *iterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
-func (a *AuditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(a.wire()) }
+func (a *auditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(a.wire()) }
 
 // The CLI's JSON contract: `stratum query` and `stratum gate` print these
 // objects, the original's "stratum-mcp query" forms. They are written here,
