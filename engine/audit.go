@@ -35,12 +35,12 @@ func auditFlow(st *FlowState, env Env) *auditReport {
 	if trace == nil {
 		trace = []Record{}
 	}
-	rounds := make([]AuditRound, 0, len(st.Rounds))
+	rounds := make([]auditRound, 0, len(st.Rounds))
 	for i, recs := range st.Rounds {
 		if recs == nil {
 			recs = []Record{}
 		}
-		rounds = append(rounds, AuditRound{Round: i, Steps: recs})
+		rounds = append(rounds, auditRound{Round: i, Steps: recs})
 	}
 	archived := make([]map[string][]IterationEntry, 0, len(st.ArchivedIterations))
 	for _, m := range st.ArchivedIterations {

@@ -391,7 +391,7 @@ type auditReport struct {
 	TotalSteps         int
 	Trace              []Record
 	Round              int
-	Rounds             []AuditRound
+	Rounds             []auditRound
 	Iterations         map[string][]IterationEntry
 	ArchivedIterations []map[string][]IterationEntry
 	ChildAudits        map[string][]json.RawMessage
@@ -402,8 +402,8 @@ type auditReport struct {
 	Gate               *PendingGate // while awaiting a gate
 }
 
-// AuditRound is one archived round of an audit.
-type AuditRound struct {
+// auditRound is one archived round of an audit.
+type auditRound struct {
 	Round int      `json:"round"`
 	Steps []Record `json:"steps"`
 }
