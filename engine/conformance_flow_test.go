@@ -176,7 +176,9 @@ flows:
 		"rationale": "policy: flag — auto-approved", "round": 0, "round_start_step_id": nil})
 
 	// Revert to before a, do a again: the policy gate resolves itself.
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) { return revertCheckpoint(st, env, "before", review.ChannelTUI) })
+	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return revertCheckpoint(st, env, "before", review.ChannelTUI)
+	})
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "a", "reverted_to": "before"})
 	f.stepDone("a", map[string]any{"x": 2})
 	// Revert to a checkpoint taken *at* the policy gate: applied on revert.
@@ -184,7 +186,9 @@ flows:
 	g.st.CurrentIdx = 1 // as if committed while the policy gate was current
 	g.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, "at-gate") })
 	g.st.CurrentIdx = 0
-	r = g.do(func(st *FlowState, env Env) (transitionResult, error) { return revertCheckpoint(st, env, "at-gate", review.ChannelTUI) })
+	r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
+	})
 	keysExactly(t, r, keysCompletion...) // past the end: no reverted_to, as the original
 	expect(t, r, map[string]any{"status": "complete"})
 	if recordTypes(g.st.Records) != "policy:p" {
@@ -250,7 +254,9 @@ flows:
 	g.do(func(st *FlowState, env Env) (transitionResult, error) {
 		return iterationReport(st, env, "loop", map[string]any{"v": 1})
 	})
-	r = g.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationAbort(st, env, "loop", "enough") })
+	r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return iterationAbort(st, env, "loop", "enough")
+	})
 	keysExactly(t, r, "status", "flow_id", "step_id", "iteration", "reason")
 	expect(t, r, map[string]any{"status": "iteration_aborted", "iteration": 1, "reason": "enough"})
 	ab := wire(t, Response{"e": g.st.Iterations["loop"][1]})["e"].(map[string]any)
@@ -266,7 +272,9 @@ func TestConformanceCheckpoints(t *testing.T) {
 		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, l) })
 	}
 	revert := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return revertCheckpoint(st, env, l, review.ChannelTUI) })
+		return f.do(func(st *FlowState, env Env) (transitionResult, error) {
+			return revertCheckpoint(st, env, l, review.ChannelTUI)
+		})
 	}
 	r := commit("  start ")
 	keysExactly(t, r, "status", "flow_id", "label", "step_number", "current_step_id", "checkpoints")
@@ -632,7 +640,9 @@ func TestConformanceParallelTaskCertificate(t *testing.T) {
 		map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{"artifact": "## Plan\nok"}},
 		map[string]any{"task_id": "t2", "status": "complete", "result": map[string]any{"artifact": "none"}},
 	}
-	r := f.do(func(st *FlowState, env Env) (transitionResult, error) { return parallelDone(st, env, "run", in, "clean") })
+	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDone(st, env, "run", in, "clean")
+	})
 	expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{
 		"require='all' not satisfied: 1 completed, 1 failed", "task 't2' cert: certificate missing section: Plan"}})
 	if in[1].(map[string]any)["status"] != "complete" {

@@ -335,21 +335,21 @@ func optInt(p *int) any {
 
 // MarshalJSON renders the wire form, so json.Marshal of any outcome (or
 // *Error) gives what a client receives.
-func (e *Error) MarshalJSON() ([]byte, error)             { return json.Marshal(e.wire()) }
-func (d *StepDispatch) MarshalJSON() ([]byte, error)      { return json.Marshal(d.wire()) }
-func (d *ParallelDispatch) MarshalJSON() ([]byte, error)  { return json.Marshal(d.wire()) }
-func (d *GateDispatch) MarshalJSON() ([]byte, error)      { return json.Marshal(d.wire()) }
-func (d *ChildDispatch) MarshalJSON() ([]byte, error)     { return json.Marshal(d.wire()) }
-func (c *Completion) MarshalJSON() ([]byte, error)        { return json.Marshal(c.wire()) }
-func (s *Stopped) MarshalJSON() ([]byte, error)           { return json.Marshal(s.wire()) }
-func (b *BudgetExhausted) MarshalJSON() ([]byte, error)   { return json.Marshal(b.wire()) }
-func (c *callRecorded) MarshalJSON() ([]byte, error)      { return json.Marshal(c.wire()) }
+func (e *Error) MarshalJSON() ([]byte, error)               { return json.Marshal(e.wire()) }
+func (d *StepDispatch) MarshalJSON() ([]byte, error)        { return json.Marshal(d.wire()) }
+func (d *ParallelDispatch) MarshalJSON() ([]byte, error)    { return json.Marshal(d.wire()) }
+func (d *GateDispatch) MarshalJSON() ([]byte, error)        { return json.Marshal(d.wire()) }
+func (d *ChildDispatch) MarshalJSON() ([]byte, error)       { return json.Marshal(d.wire()) }
+func (c *Completion) MarshalJSON() ([]byte, error)          { return json.Marshal(c.wire()) }
+func (s *Stopped) MarshalJSON() ([]byte, error)             { return json.Marshal(s.wire()) }
+func (b *BudgetExhausted) MarshalJSON() ([]byte, error)     { return json.Marshal(b.wire()) }
+func (c *callRecorded) MarshalJSON() ([]byte, error)        { return json.Marshal(c.wire()) }
 func (n *notTimedOut) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
-func (c *checkpointCommitted) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
-func (i *iterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
-func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
-func (i *iterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
-func (a *auditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(a.wire()) }
+func (c *checkpointCommitted) MarshalJSON() ([]byte, error) { return json.Marshal(c.wire()) }
+func (i *iterationStarted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
+func (i *IterationReported) MarshalJSON() ([]byte, error)   { return json.Marshal(i.wire()) }
+func (i *iterationAborted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
+func (a *auditReport) MarshalJSON() ([]byte, error)         { return json.Marshal(a.wire()) }
 
 // The CLI's JSON contract: `stratum query` and `stratum gate` print these
 // objects, the original's "stratum-mcp query" forms. They are written here,
