@@ -127,6 +127,9 @@ const (
 	AttemptTransport = "transport" // transport retries ran out
 	AttemptTooLarge  = "too_large" // output exceeded the executor's cap
 	AttemptConfig    = "config"    // misconfiguration (no provider, unknown agent, …)
+	// AttemptTaskGraph: a decompose step's task graph is malformed
+	// (engine/internal/fanout.GraphViolations).
+	AttemptTaskGraph = "task_graph"
 )
 
 // AttemptError is a failed attempt: it spends an attempt exactly like a

@@ -2,9 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -57,7 +57,7 @@ func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []a
 	switch {
 	case ms == "conflict":
 		violations = []string{"merge conflict: merge_status='conflict'"}
-	case !requireSatisfied(require, len(completed), len(failed)):
+	case !fanout.RequireSatisfied(require, len(completed), len(failed)):
 		violations = []string{fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))}
 	}
 
@@ -140,20 +140,4 @@ func mergeStatusString(v any) string {
 		return s
 	}
 	return "clean"
-}
-
-// requireSatisfied evaluates `require`: all = no failures, any = at least
-// one complete, N = at least N complete.
-func requireSatisfied(require string, completed, failed int) bool {
-	switch strings.TrimSpace(require) {
-	case "", "all":
-		return failed == 0
-	case "any":
-		return completed >= 1
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(require))
-	if err != nil {
-		return failed == 0
-	}
-	return completed >= n
 }
