@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -147,12 +146,6 @@ func (e *AttemptError) Error() string {
 	}
 	return e.Kind + ": " + strings.Join(e.Violations, "; ")
 }
-
-// ErrBudgetExhausted is returned (wrapped) by an executor that refuses to
-// start a call because the remaining budget (req.Budget) does not allow it.
-// The runner maps it to the budget_exhausted flow status; it spends no
-// attempt.
-var ErrBudgetExhausted = errors.New("budget exhausted")
 
 // Executor runs one attempt of one step. It must honour ctx and
 // req.Budget.Deadline. A returned *AttemptError spends an attempt; an error

@@ -17,11 +17,6 @@ import (
 // stratum_parallel_done — the state machine stays the one judge of require,
 // merge and the step's checks.
 
-// EventParallelTask is a task of a parallel_dispatch step changing state
-// (ours). Its data: task_id, state, runs, duration_ms, worktree, branch,
-// error, violations.
-const EventParallelTask EventType = "parallel_task"
-
 // Task states (the original's ParallelTaskState.state).
 const (
 	TaskPending   = "pending"
