@@ -11,31 +11,6 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// What the runner does at a gate that --approve does not cover: the
-// review package's constants (one definition).
-const (
-	OnGateExit    = review.OnGateExit    // stop (exit 4) and print how to decide and resume
-	OnGateWait    = review.OnGateWait    // wait for another process to decide (until the deadline)
-	OnGateApprove = review.OnGateApprove // approve (policy, resolved_by system)
-	OnGateKill    = review.OnGateKill    // kill (policy, resolved_by system)
-	OnGatePrompt  = review.OnGatePrompt  // ask on the console
-)
-
-// GatePolicy is the policy handler of a headless run (review.Policy):
-// --approve GATE is a human decision (the person who typed the flag);
-// --approve all and --on-gate approve are system decisions that never
-// apply to `approver: human` gates; --on-gate kill kills. Reviewer is
-// recorded with every decision of the run (default review.CurrentUser).
-type GatePolicy = review.Policy
-
-// ValidOnGate reports whether s is a valid --on-gate value.
-func ValidOnGate(s string) bool { return review.ValidOnGate(s) }
-
-// Console is the console handler (review.Console): the gate on Out, the
-// decision and its rationale read from In, a rationale asked for again
-// until review.Check accepts it (revise and kill need one).
-type Console = review.Console
-
 // gate resolves the gate the flow waits at through the sinks and returns
 // the engine's next response, or an end (stopped at the gate).
 func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) (turn, error) {
@@ -103,7 +78,7 @@ func (r *Runner) gateHandlers(fc *flowCtx, pr review.PendingReview) []review.Han
 	}
 	hs := []review.Handler{policy}
 	switch policy.OnGate {
-	case OnGatePrompt:
+	case review.OnGatePrompt:
 		if c := r.opts.Console; c != nil {
 			if c.Reviewer == "" {
 				c.Reviewer = policy.Reviewer
@@ -113,7 +88,7 @@ func (r *Runner) gateHandlers(fc *flowCtx, pr review.PendingReview) []review.Han
 			}
 			hs = append(hs, c)
 		}
-	case OnGateWait:
+	case review.OnGateWait:
 		hs = append(hs, review.HandlerFunc(func(ctx context.Context, _ review.PendingReview) (review.Decision, error) {
 			return r.waitGate(ctx, fc, pr)
 		}))

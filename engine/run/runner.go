@@ -66,11 +66,13 @@ type Options struct {
 	// Agent runs inline steps with `agent:` (default: an AgentExecutor over
 	// DefaultAgents).
 	Agent engine.Executor
-	// Gates decides how gates are resolved.
-	Gates GatePolicy
-	// Console is the terminal prompt sink (used when Gates.OnGate is
-	// "prompt").
-	Console *Console
+	// Gates decides how gates are resolved: --approve, --on-gate (its
+	// Reviewer, recorded with every decision of the run, defaults to
+	// review.CurrentUser).
+	Gates review.Policy
+	// Console is the terminal prompt handler (used when Gates.OnGate is
+	// review.OnGatePrompt).
+	Console *review.Console
 	// Progress receives progress events (default: none).
 	Progress Progress
 	// Tracer receives spans (default: none).
@@ -161,7 +163,7 @@ func New(opts Options) *Runner {
 		opts.LeaseTTL = 30 * time.Second
 	}
 	if opts.Gates.OnGate == "" {
-		opts.Gates.OnGate = OnGateExit
+		opts.Gates.OnGate = review.OnGateExit
 	}
 	host, _ := os.Hostname()
 	return &Runner{
