@@ -638,6 +638,8 @@ approver: human gate without a terminal or without the confirmation.`,
 				if cmd.Flags().Changed("round") {
 					d.Round = &round
 				}
+				// The engine refuses it too; asked here first so that
+				// neither the store nor a human's confirmation is touched.
 				if err := review.Check(d); err != nil {
 					return usageErr("%v: say why with --note", err)
 				}
@@ -652,7 +654,7 @@ approver: human gate without a terminal or without the confirmation.`,
 					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
 						return err
 					}
-					next, err = review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
+					next, err = svc.GateResolve(cmd.Context(), d.FlowID, d)
 				}
 				if err != nil && engine.AsError(err) == nil {
 					return failErr(err)

@@ -57,6 +57,17 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	return resolveGate(st, env, step, d)
 }
 
+// checkDecision applies review.Check, the rule of every channel (revise
+// and kill need a rationale, except through MCP), to a decision before
+// the gate is read: error_type rationale_required, with Check's message.
+func checkDecision(d review.Decision) *Error {
+	applyReviewID(&d)
+	if err := review.Check(d); err != nil {
+		return refusal(ErrTypeRationaleRequired, "%s", err.Error())
+	}
+	return nil
+}
+
 // applyReviewID fills a decision's step and round from its review id
 // (flow_id/step_id/round) when they are not given.
 func applyReviewID(d *review.Decision) {
