@@ -33,18 +33,9 @@ const stagnationWindow = 3
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
 func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
-	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
-		return iterationError("Flow is already complete"), nil
-	}
-	if res, stop := iterNotRunning(st); stop {
-		return res, nil
-	}
-	step := env.Flow.Steps[env.Flow.Order[st.CurrentIdx]]
-	if step.ID != stepID {
-		return iterationError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if step.IsGate() {
-		return iterationError(fmt.Sprintf("Step '%s' is a gate step — cannot start iteration loop", stepID)), nil
+	step, e := reportable(st, env, stepID, iterationStartReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if step.MaxIterations <= 0 {
 		return iterationError(fmt.Sprintf("Step '%s' does not have max_iterations defined", stepID)), nil
@@ -112,8 +103,8 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 //
 // The step need not be current any more (as in the original).
 func IterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
-	if res, stop := iterNotRunning(st); stop {
-		return res, nil
+	if e := flowNotRunning(st); e != nil {
+		return refused(e), nil
 	}
 	ai := st.ActiveIteration
 	if ai == nil {
@@ -423,15 +414,15 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 	}
 }
 
-// iterNotRunning refuses iteration calls on a flow that failed (retries
+// flowNotRunning refuses iteration calls on a flow that failed (retries
 // exhausted) or ran out of budget: the original deleted such flows, we keep
 // them for the audit but accept no more reports.
-func iterNotRunning(st *FlowState) (Result, bool) {
+func flowNotRunning(st *FlowState) *Error {
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
-		return refused(refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)), true
+		return refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)
 	}
-	return Result{}, false
+	return nil
 }
 
 // iterationError is an execution_error response that leaves the state as it was.
