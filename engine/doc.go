@@ -195,7 +195,10 @@
 // through Event.Detail (eventdetail.go), the one typed reading of every key
 // a transition writes, which gives the same values for an event fresh from
 // the broker (Go ints, []string) and one read back from the log (JSON
-// numbers).
+// numbers). A gate_resolved event carries the whole decision (outcome,
+// rationale, reviewer, resolved_by, channel, round, a revise's
+// revise_target; max_rounds_exceeded when the gate waits on): a waiter
+// reads it with Event.GateDecision instead of reading the flow.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
 // frame) is held to one rule, jsonlimit.go: at most MaxJSONBytes (16 MiB)

@@ -141,10 +141,14 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 
 // waitGate waits for another process (or this one's TUI) to decide the
 // gate, and returns the recorded decision with review.ErrDecidedElsewhere.
-// It follows the store's events (Service.Watch) and re-reads the flow when
-// one is about it; a timer at the gate's deadline applies expired deadlines
-// (SweepTimeouts), as every stratum process does, so on_timeout takes
-// effect even when no other process sweeps.
+// It follows the store's events (Service.Watch): the gate_resolved event
+// of the gate's round carries the decision (engine.Event.GateDecision),
+// which it returns without reading the flow. The flow is read once before
+// the wait, and again only when an event about it does not tell (a revert,
+// an event without the decision) or after the deadline's sweep; a timer at
+// the gate's deadline applies expired deadlines (SweepTimeouts), as every
+// stratum process does, so on_timeout takes effect even when no other
+// process sweeps.
 func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (review.Decision, error) {
 	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
 		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
@@ -189,12 +193,39 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 				if !ok {
 					return review.Decision{}, &interruptedError{}
 				}
-				if engine.Mentions(batch, fc.id) {
+				d, decided, reread := gateNews(batch, pr)
+				if decided {
+					return d, review.ErrDecidedElsewhere
+				}
+				if reread {
 					break wait
 				}
 			}
 		}
 	}
+}
+
+// gateNews reads a batch of events for the gate pr waits at: the decision
+// the gate_resolved event of its step and round carries (decided), or
+// whether something else happened to the flow that only reading it can
+// tell (reread). A revise refused by max_rounds is neither: the gate
+// waits on in its round.
+func gateNews(batch []engine.Event, pr review.PendingReview) (d review.Decision, decided, reread bool) {
+	for _, e := range batch {
+		if e.FlowID != pr.FlowID {
+			continue
+		}
+		if e.Type == engine.EventGateResolved && e.StepID == pr.StepID {
+			if x := e.Detail(); x.MaxRoundsExceeded && x.Round == pr.Round {
+				continue
+			}
+			if d, _, ok := e.GateDecision(); ok && *d.Round == pr.Round {
+				return d, true, false
+			}
+		}
+		reread = true
+	}
+	return review.Decision{}, false, reread
 }
 
 // recordedDecision is the decision recorded on the gate of pr (its last
