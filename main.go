@@ -287,12 +287,16 @@ func (a *app) validateCommand() *cobra.Command {
 		jsonOut bool
 		format  string
 		watchF  bool
+		strict  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR...",
 		Short: "Check specs and report every problem with file:line:col",
 		Long: `Validate decodes and checks each spec (directories are searched for *.stratum.yaml)
 and prints every diagnostic as "file:line:col: severity code: message (suggestion)".
+
+Warnings (routing-target-runs, unchecked-keyword, …) leave a spec valid;
+--strict counts them as errors.
 
 Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
 Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
@@ -314,7 +318,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 			if err != nil {
 				return pathErr(err)
 			}
-			results, valid := specs.ValidateFiles(files)
+			results, valid := specs.ValidateFiles(files, strict)
 			if err := specs.WriteResults(a.stdout, format, results); err != nil {
 				return err
 			}
@@ -327,6 +331,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
 	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
 	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
+	cmd.Flags().BoolVar(&strict, "strict", false, "count warnings as errors (exit 1)")
 	return cmd
 }
 
@@ -441,6 +446,9 @@ has one flow (or a workflow block naming its entry flow).`,
 			flow, err := runner.PlanFlow(args[0], src, flowName)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			if sp, _ := specs.Parse(args[0], src); sp != nil {
+				inputs = runner.CoerceInputs(sp, flow, inputs, runner.TextInputs(inputKV))
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
@@ -928,22 +936,33 @@ its run.output the same value); progress goes to stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
+			// notStarted ends a run that could not start; with --json
+			// stdout still gets a JSON object (runner.ErrorReport).
+			notStarted := func(err error) error {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
+				return a.runErr(err)
+			}
 			req, err := line.Check(terminal)
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			cfg, err := config.Load(runner.ProjectDir(req.File))
 			if err != nil {
-				return usageErr("%v", err)
+				return notStarted(&runner.UsageError{Err: err})
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
 				return err
 			}
 			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
 				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			rep, err := runner.Conclude(cmd.Context(), svc, out, a.stderr, junitFile, jsonOut)
 			if err != nil {

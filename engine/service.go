@@ -216,7 +216,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	}
 	return s.optimistic(ctx, "plan of flow "+flowName, func(sn *snapshot, now time.Time) (computed, error) {
 		env := Env{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
-		st, res, err := Plan(env, flowName, inputs, opt)
+		st, res, err := planFlow(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true
 		}
@@ -226,20 +226,20 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 
 // Resume is stratum_resume.
 func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, Resume)
+	return s.transition(ctx, flowID, nil, resumeFlow)
 }
 
 // StepDone is stratum_step_done.
 func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return StepDone(st, env, stepID, result)
+		return stepDone(st, env, stepID, result)
 	})
 }
 
 // ParallelDone is stratum_parallel_done.
 func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return ParallelDone(st, env, stepID, taskResults, mergeStatus)
+		return parallelDone(st, env, stepID, taskResults, mergeStatus)
 	})
 }
 
@@ -257,13 +257,13 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}
-		return GateResolve(st, env, d)
+		return gateResolve(st, env, d)
 	})
 }
 
 // CheckTimeouts is stratum_check_timeouts.
 func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, CheckTimeouts)
+	return s.transition(ctx, flowID, nil, checkTimeouts)
 }
 
 // SweepTimeouts applies every expired gate deadline in the store (any
@@ -297,28 +297,28 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 // SkipStep is stratum_skip_step.
 func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return SkipStep(st, env, stepID, reason)
+		return skipStep(st, env, stepID, reason)
 	})
 }
 
 // IterationStart is stratum_iteration_start.
 func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationStart(st, env, stepID)
+		return iterationStart(st, env, stepID)
 	})
 }
 
 // IterationReport is stratum_iteration_report.
 func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, stepID, result)
+		return iterationReport(st, env, stepID, result)
 	})
 }
 
 // IterationAbort is stratum_iteration_abort.
 func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationAbort(st, env, stepID, reason)
+		return iterationAbort(st, env, stepID, reason)
 	})
 }
 
@@ -326,7 +326,7 @@ func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason str
 // anyone but its holder.
 func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Commit(st, env, label)
+		return commitCheckpoint(st, env, label)
 	})
 }
 
@@ -335,7 +335,7 @@ func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOp
 // flow from under it.
 func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Revert(st, env, label, opt.Channel)
+		return revertCheckpoint(st, env, label, opt.Channel)
 	})
 }
 
@@ -358,7 +358,7 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error
 		if bad != nil {
 			return computed{}, bad
 		}
-		out = Audit(st, env)
+		out = auditFlow(st, env)
 		return computed{res: answer(out)}, nil
 	})
 	if err != nil {
