@@ -176,25 +176,25 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 
 // GateDecision is the decision a gate_resolved event carries (outcome,
 // rationale, reviewer, resolved_by, channel, round; DecidedAt is the
-// event's time) and, for a revise, the step it sends the flow back to. ok
-// is false for another event, for a decision that left the gate waiting
-// (a revise refused by max_rounds: the gate stays in its round), and for
-// an event that does not carry the decision (an older log's): a reader
-// that needs it then reads the flow.
-func (e Event) GateDecision() (d review.Decision, reviseTarget string, ok bool) {
+// event's time; a revise's target step is Detail().ReviseTarget). ok is
+// false for another event, for a decision that left the gate waiting (a
+// revise refused by max_rounds: the gate stays in its round), and for an
+// event that does not carry the decision (an older log's): a reader that
+// needs it then reads the flow.
+func (e Event) GateDecision() (d review.Decision, ok bool) {
 	if e.Type != EventGateResolved {
-		return review.Decision{}, "", false
+		return review.Decision{}, false
 	}
 	x := e.Detail()
 	if x.Outcome == "" || x.Channel == "" || x.MaxRoundsExceeded {
-		return review.Decision{}, "", false
+		return review.Decision{}, false
 	}
 	round := x.Round
 	return review.Decision{
 		ReviewID: review.ID(e.FlowID, e.StepID, round), FlowID: e.FlowID, StepID: e.StepID, Round: &round,
 		Outcome: review.Outcome(x.Outcome), Rationale: x.Rationale, Reviewer: x.Reviewer,
 		ResolvedBy: review.ResolvedBy(x.ResolvedBy), Channel: review.Channel(x.Channel), DecidedAt: e.Time,
-	}, x.ReviseTarget, true
+	}, true
 }
 
 // closeGate drops the pending gate of step.

@@ -79,7 +79,8 @@ flows:
 			t.Fatal(err)
 		}
 		for _, ev := range []Event{e, logged} {
-			d, target, ok := ev.GateDecision()
+			d, ok := ev.GateDecision()
+			target := ev.Detail().ReviseTarget
 			if ok != wants[i].ok || target != wants[i].target || (ok && !reflect.DeepEqual(d, wants[i].d)) {
 				t.Fatalf("event %d %v: GateDecision = %+v %q %v, want %+v %q %v", i, ev.Data, d, target, ok, wants[i].d, wants[i].target, wants[i].ok)
 			}
@@ -91,10 +92,10 @@ flows:
 
 	// An event that does not carry the decision (an older log's) is not one.
 	old := Event{Type: EventGateResolved, FlowID: "f", StepID: "review", Data: map[string]any{"round": 0.0}}
-	if _, _, ok := old.GateDecision(); ok {
+	if _, ok := old.GateDecision(); ok {
 		t.Fatal("an event without the decision was read as one")
 	}
-	if _, _, ok := (Event{Type: EventGateOpened, Data: got[0].Data}).GateDecision(); ok {
+	if _, ok := (Event{Type: EventGateOpened, Data: got[0].Data}).GateDecision(); ok {
 		t.Fatal("a gate_opened event was read as a decision")
 	}
 }

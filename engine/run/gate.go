@@ -219,7 +219,7 @@ func gateNews(batch []engine.Event, pr review.PendingReview) (d review.Decision,
 			if x := e.Detail(); x.MaxRoundsExceeded && x.Round == pr.Round {
 				continue
 			}
-			if d, _, ok := e.GateDecision(); ok && *d.Round == pr.Round {
+			if d, ok := e.GateDecision(); ok && *d.Round == pr.Round {
 				return d, true, false
 			}
 		}
