@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -165,6 +166,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.mcpCommand(),
 		a.installCommand(),
 		a.uninstallCommand(),
+		a.doctorCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
 		a.storeCommand(),
@@ -531,6 +533,15 @@ fact until "stratum gc" prunes them.`,
 
 // ---- query, gate, gc ----
 
+// statusList is the flow statuses for help texts and errors.
+func statusList() string {
+	names := make([]string, len(engine.FlowStatuses))
+	for i, st := range engine.FlowStatuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
@@ -549,6 +560,12 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Short:   "List every flow execution, newest first",
 		Example: `  stratum query flows --status awaiting_gate | jq -r '.[].flow_id'`,
 		Args:    cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if status != "" && !engine.FlowStatus(status).Valid() {
+				return usageErr("--status %q: want one of %s", status, statusList())
+			}
+			return nil
+		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
 			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
 			if err != nil {
@@ -557,7 +574,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
 		}),
 	}
-	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
+	flows.Flags().StringVar(&status, "status", "", "only flows with this status: "+statusList())
 	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
 	flow := &cobra.Command{
 		Use:     "flow ID",
@@ -860,6 +877,47 @@ unless --command names what the client should run.`,
 	cmd.Flags().BoolVar(&opts.Codex, "codex", false, "also register the server in Codex's config.toml ($CODEX_HOME, default ~/.codex) and write AGENTS.md's block")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be written and change nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func (a *app) doctorCommand() *cobra.Command {
+	var opts mcpserver.DoctorOptions
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that an agent's stratum server runs this binary on this shell's store",
+		Long: `Doctor reads the stratum server an agent's client starts — the project's .mcp.json and, when
+it registers one, Codex's config.toml — and checks that its command is this binary and that its
+STRATUM_HOME and STRATUM_STORE are this shell's: otherwise the agent's flows and gates live in
+another store than the one your TUI shows. Each check prints one line, with the fix when it
+fails.
+
+Exit status: 0 every check passed, 1 some check failed, 2 usage error.`,
+		Example: `  stratum doctor
+  stratum doctor --json`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if exe, err := os.Executable(); err == nil {
+				if r, err := filepath.EvalSymlinks(exe); err == nil {
+					exe = r
+				}
+				opts.Binary = exe
+			}
+			rep, err := mcpserver.Doctor(opts)
+			if err != nil {
+				return failErr(err)
+			}
+			if err := rep.Write(a.stdout, jsonOut); err != nil {
+				return err
+			}
+			if !rep.OK {
+				return silentExit(exitFailure)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the checks as JSON")
 	return cmd
 }
 
