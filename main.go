@@ -712,30 +712,23 @@ func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome,
 }
 
 // confirmHuman applies review.HumanConfirm to a decision made with
-// `stratum gate`: at a gate with approver: human it needs an interactive
-// terminal (stdin and stderr) and the reviewer typing the gate's step id
-// or the flow's short id, else exit 2. A confirmed decision is pinned to
-// the round confirmed. A flow not waiting at d's step needs nothing here:
-// the engine refuses the decision.
+// `stratum gate` at the gate its flow waits at (HumanConfirm.ConfirmAt): at
+// an approver: human gate it needs an interactive terminal (stdin and
+// stderr) and the gate's step id or the flow's short id typed, else exit 2.
 func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision) error {
 	st, err := svc.Get(ctx, d.FlowID)
 	if errors.Is(err, engine.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+		return nil // the engine answers an unknown flow
+	} else if err != nil {
 		return failErr(err)
 	}
-	g := st.Gate
-	if g == nil || g.StepID != d.StepID {
-		return nil
+	var g *review.WaitingGate
+	if pg := st.Gate; pg != nil {
+		g = &review.WaitingGate{StepID: pg.StepID, Approver: review.Approver(pg.Approver), Round: pg.Round}
 	}
 	c := review.HumanConfirm{Terminal: a.isTerm(a.stdin) && a.isTerm(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-	if err := c.Confirm(*d, review.Approver(g.Approver)); err != nil {
+	if err := c.ConfirmAt(d, g); err != nil {
 		return usageErr("%v", err)
-	}
-	if review.Approver(g.Approver) == review.HumanApprover && d.Round == nil {
-		round := g.Round
-		d.Round = &round
 	}
 	return nil
 }
