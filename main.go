@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
@@ -576,7 +577,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
+			return writeJSON(a.stdout, clijson.Flows(list, time.Now()))
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
@@ -589,7 +590,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		RunE: func(cmd *cobra.Command, args []string) error {
 			refused := func(err error) error {
 				if e := engine.AsError(err); e != nil {
-					_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
+					_ = writeJSON(a.stdout, clijson.FlowRefused(args[0], e))
 					return silentExit(exitFailure)
 				}
 				return failErr(err)
@@ -597,12 +598,12 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
 				f, err := svc.FlowWithSpec(cmd.Context(), id)
 				if errors.Is(err, engine.ErrNotFound) {
-					_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
+					_ = writeJSON(a.stdout, clijson.FlowNotFound(args[0]))
 					return silentExit(exitFailure)
 				} else if err != nil {
 					return failErr(err)
 				}
-				return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
+				return writeJSON(a.stdout, clijson.Flow(f, time.Now()))
 			})
 		},
 	}
@@ -616,7 +617,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryGates(pending))
+			return writeJSON(a.stdout, clijson.Gates(pending))
 		}),
 	}
 	cmd.AddCommand(flows, flow, gates)
@@ -693,19 +694,19 @@ approver: human gate without a terminal or without the confirmation.`,
 }
 
 // gateAnswer prints the answer to a decision made with `stratum gate`
-// (engine.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
+// (clijson.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
 // conflict, 1 anything else; an error without an envelope is a store
 // failure.
 func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error) error {
 	if err != nil && engine.AsError(err) == nil {
 		return failErr(err)
 	}
-	resp, verdict := engine.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
+	resp, verdict := clijson.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
 	werr := writeJSON(a.stdout, resp)
 	switch verdict {
-	case engine.GateResolved:
+	case clijson.GateResolved:
 		return werr
-	case engine.GateConflict:
+	case clijson.GateConflict:
 		return silentExit(exitUsage)
 	}
 	return silentExit(exitFailure)

@@ -25,10 +25,8 @@
 // Wire is the one function that renders the original's JSON, byte for byte
 // what the original's clients read: the MCP tools and the CLI's JSON output
 // print what it returns (json.Marshal of an outcome renders the same).
-// The CLI's own objects are written beside it in wire.go: QueryFlows,
-// QueryFlow and QueryGates (`stratum query`, over the reads FlowWithSpec
-// and PendingGateSteps of query.go) and GateAnswer (`stratum
-// gate`, with a typed GateVerdict the CLI maps to its exit status).
+// The CLI's own objects (`stratum query`, over the reads FlowWithSpec and
+// PendingGateSteps of query.go, and `stratum gate`) are engine/clijson's.
 // Nothing inside stratum reads a rendered response back: the runner, the
 // TUI and the CLI switch on the outcome's type.
 //
