@@ -278,6 +278,38 @@ flows:
 	}
 }
 
+// A flow input that a step reads and nobody gave is refused at plan
+// (invalid_input), not left to fail the step that reads it.
+func TestPlanMissingInput(t *testing.T) {
+	sp := mustParse(t, `version: "0.2"
+flows:
+  main:
+    input:
+      topic: {type: string}
+      unused: {type: string}
+    steps:
+      - id: a
+        intent: "A"
+        inputs: {t: "$.input.topic"}
+`)
+	env := Env{Spec: sp, Now: t0, NewID: func() string { return "id-1" }}
+	st, res, err := planFlow(env, "main", map[string]any{}, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wire(t, res.Wire())
+	if st != nil {
+		t.Fatal("refused plan returned a state")
+	}
+	expect(t, r, map[string]any{"status": "error", "error_type": "invalid_input"})
+	if msg := r["message"].(string); !strings.Contains(msg, "missing input 'topic' (step 'a' reads $.input.topic)") || strings.Contains(msg, "unused") {
+		t.Errorf("message %q", msg)
+	}
+	if st, _, _ := planFlow(env, "main", map[string]any{"topic": "go"}, PlanOptions{}); st == nil {
+		t.Error("the input given: want a plan")
+	}
+}
+
 func TestClearFrom(t *testing.T) {
 	f, _ := plan(t, specOrder, "main", nil) // order a, c, b
 	st := f.st

@@ -117,9 +117,37 @@ func validateInputs(spec *specs.Spec, flow *specs.Flow, inputs map[string]any) (
 			problems = append(problems, msg)
 		}
 	}
+	problems = append(problems, missingInputs(flow, out)...)
 	sort.Strings(problems)
 	problems = compactStrings(problems)
 	return out, problems
+}
+
+// missingInputs names the flow inputs that a step reads ($.input.NAME in
+// its inputs or source) and that were not given: refused before the flow
+// starts (invalid_input) rather than failing the step that reads them.
+func missingInputs(flow *specs.Flow, inputs map[string]any) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, st := range flow.Steps {
+		refs := []string{st.Source}
+		for _, in := range st.Inputs {
+			refs = append(refs, in.Value)
+		}
+		for _, r := range refs {
+			rest, ok := strings.CutPrefix(r, "$.input.")
+			if !ok {
+				continue
+			}
+			name, _, _ := strings.Cut(rest, ".")
+			if _, given := inputs[name]; given || name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			out = append(out, fmt.Sprintf("missing input '%s' (step '%s' reads $.input.%s)", name, st.ID, name))
+		}
+	}
+	return out
 }
 
 func compactStrings(s []string) []string {

@@ -33,7 +33,7 @@ type Service struct {
 	OnDamaged func(*DamagedError)
 
 	mu    sync.Mutex
-	specs map[[32]byte]*specs.Spec
+	specs map[[32]byte]parsedSpec
 	order [][32]byte
 	// events publishes committed transitions' events to Watch.
 	events broker
@@ -86,31 +86,48 @@ func NewUUID() string {
 
 // parse parses a spec text, caching the result by the sha256 of the text.
 func (s *Service) parse(file, text string) (*specs.Spec, specs.Diagnostics) {
+	// A valid spec is cached by its text; a failure by its file name and
+	// text (its diagnostics name the file), so that thousands of flows
+	// stored with one spec that no longer parses cost one parse, not one
+	// per flow.
 	key := sha256.Sum256([]byte(text))
+	fkey := sha256.Sum256([]byte(file + "\x00" + text))
 	s.mu.Lock()
-	if sp, ok := s.specs[key]; ok {
+	if p, ok := s.specs[key]; ok {
 		s.mu.Unlock()
-		return sp, nil
+		return p.spec, nil
+	}
+	if p, ok := s.specs[fkey]; ok {
+		s.mu.Unlock()
+		return nil, p.diags
 	}
 	s.mu.Unlock()
 	sp, ds := parseSpec(file, []byte(text))
+	p, k := parsedSpec{spec: sp}, key
 	if sp == nil || ds.HasErrors() {
-		return nil, ds
+		p, k, sp = parsedSpec{diags: ds}, fkey, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.specs == nil {
-		s.specs = map[[32]byte]*specs.Spec{}
+		s.specs = map[[32]byte]parsedSpec{}
 	}
-	if _, ok := s.specs[key]; !ok {
+	if _, ok := s.specs[k]; !ok {
 		if len(s.order) >= specCacheSize {
 			delete(s.specs, s.order[0])
 			s.order = s.order[1:]
 		}
-		s.specs[key] = sp
-		s.order = append(s.order, key)
+		s.specs[k] = p
+		s.order = append(s.order, k)
 	}
 	return sp, ds
+}
+
+// parsedSpec is one entry of the Service's parse cache: a valid spec, or
+// the diagnostics of one that does not parse.
+type parsedSpec struct {
+	spec  *specs.Spec
+	diags specs.Diagnostics
 }
 
 // specError is the original's translated exception for an invalid spec:

@@ -15,12 +15,12 @@ const (
 	StatusFailed          FlowStatus = "failed" // retries exhausted with no on_fail (the original deleted the file)
 )
 
-// flowStatuses lists every status, in the order above.
-var flowStatuses = []FlowStatus{StatusRunning, StatusAwaitingGate, StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed}
+// FlowStatuses lists every status, in the order above.
+var FlowStatuses = []FlowStatus{StatusRunning, StatusAwaitingGate, StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed}
 
 // Valid reports whether s is one of the statuses.
 func (s FlowStatus) Valid() bool {
-	for _, v := range flowStatuses {
+	for _, v := range FlowStatuses {
 		if s == v {
 			return true
 		}
