@@ -564,15 +564,6 @@ fact until "stratum gc" prunes them.`,
 
 // ---- query, gate, gc ----
 
-// statusList is the flow statuses for help texts and errors.
-func statusList() string {
-	names := make([]string, len(engine.FlowStatuses))
-	for i, st := range engine.FlowStatuses {
-		names[i] = string(st)
-	}
-	return strings.Join(names, ", ")
-}
-
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
@@ -592,8 +583,10 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Example: `  stratum query flows --status awaiting_gate | jq -r '.[].flow_id'`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
-			if status != "" && !engine.FlowStatus(status).Valid() {
-				return usageErr("--status %q: want one of %s", status, statusList())
+			if status != "" {
+				if _, err := engine.ParseFlowStatus(status); err != nil {
+					return usageErr("--status: %v", err)
+				}
 			}
 			return nil
 		},
@@ -605,7 +598,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return writeJSON(a.stdout, clijson.Flows(list, time.Now()))
 		}),
 	}
-	flows.Flags().StringVar(&status, "status", "", "only flows with this status: "+statusList())
+	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")
 	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
 	flow := &cobra.Command{
 		Use:     "flow ID",
