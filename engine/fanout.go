@@ -2,12 +2,7 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/specs"
@@ -15,17 +10,13 @@ import (
 
 // This file is the engine's side of fan-outs executed by stratum itself (the
 // in-process runner and the MCP server's stratum_parallel_start): the task
-// graph a decompose step returns is checked here, every task's state is
-// recorded in FlowState.ParallelTasks as it changes (one transition per
-// change, so a runner killed mid fan-out loses no finished task), and the
-// fan-out's outcome is reported through ParallelDone like an agent's
+// graph a decompose step returns is checked by engine/internal/fanout, every task's state is
+// recorded in FlowState.ParallelTasks as it changes (a runner writes them
+// through a FlowWriter, many in one transition, so a runner killed mid
+// fan-out loses no task recorded finished), and the
+// fan-out's outcome is reported through Service.ParallelDone like an agent's
 // stratum_parallel_done — the state machine stays the one judge of require,
 // merge and the step's checks.
-
-// EventParallelTask is a task of a parallel_dispatch step changing state
-// (ours). Its data: task_id, state, runs, duration_ms, worktree, branch,
-// error, violations.
-const EventParallelTask EventType = "parallel_task"
 
 // Task states (the original's ParallelTaskState.state).
 const (
@@ -113,12 +104,6 @@ func (t ParallelTask) TaskResult() map[string]any {
 	return m
 }
 
-// UnixSeconds is a time as the original's float timestamps.
-func UnixSeconds(t time.Time) *float64 {
-	f := float64(t.UnixNano()) / 1e9
-	return &f
-}
-
 // dispatchKey is the identity of a step's current dispatch ("" when the
 // step is not dispatched).
 func dispatchKey(st *FlowState, stepID string) string {
@@ -163,33 +148,32 @@ func decodeTask(raw any) (ParallelTask, bool) {
 	return t, true
 }
 
-// RecordParallelTask stores one task's state in the flow (a transition):
-// RecordParallelTasks of one task.
-func RecordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) {
-	return RecordParallelTasks(st, env, []ParallelTask{t})
+// recordParallelTask stores one task's state in the flow (a transition):
+// recordParallelTasks of one task.
+func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
+	return recordParallelTasks(st, env, []ParallelTask{t})
 }
 
-// RecordParallelTasks stores the state of tasks in the flow (a transition:
+// recordParallelTasks stores the state of tasks in the flow (a transition:
 // one write for all of them, one parallel_task event each, in order). It is
 // refused (wrong_step / wrong_step_type) unless every task belongs to the
 // flow's current parallel_dispatch step, so a late report of a task whose
 // step was already reported never lands in the next step's fan-out.
-func RecordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (Result, error) {
+func recordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
-	if pastEnd(st, env) || isFinished(st) {
-		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
-	}
-	step := currentStep(st, env)
+	var step *specs.Step
 	for _, t := range tasks {
-		if step.ID != t.StepID {
-			return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, t.StepID)), nil
-		}
-		if step.Kind != specs.KindParallelDispatch {
-			return refused(refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.", step.ID, step.StepMode())), nil
+		s, e := reportable(st, env, t.StepID, parallelTaskReport)
+		if e != nil {
+			return refused(e), nil
 		}
 		if t.TaskID == "" {
 			return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil
 		}
+		step = s
+	}
+	if step == nil {
+		return transitionResult{Unchanged: true}, nil
 	}
 	key := dispatchKey(st, step.ID)
 	if st.ParallelTasks == nil {
@@ -218,7 +202,7 @@ func RecordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (Result, 
 		}
 		events = append(events, event(st, env, EventParallelTask, step.ID, data))
 	}
-	return Result{Events: events}, nil
+	return transitionResult{Events: events}, nil
 }
 
 // taskRecord is a task as FlowState.ParallelTasks holds it (its JSON
@@ -238,8 +222,8 @@ func taskRecord(t ParallelTask) (map[string]any, error) {
 // RecordParallelTask is the Service form of RecordParallelTask
 // (lease-checked like every report).
 func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t ParallelTask, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return RecordParallelTask(st, env, t)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return recordParallelTask(st, env, t)
 	})
 }
 
@@ -248,8 +232,8 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t Paral
 // conflicted in which file, why each task failed), so the retry is told
 // more than the original's one-line verdict.
 func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return parallelDone(st, env, stepID, taskResults, mergeStatus, details)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
 	})
 }
 
@@ -258,328 +242,6 @@ func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID strin
 // does not carry them (parallel_dispatch).
 func ResolveStepInputs(st *FlowState, step *specs.Step) (map[string]any, error) {
 	return resolveInputs(st, step)
-}
-
-// Task is one task of a task graph, read from a decompose step's output or
-// a parallel_dispatch step's source.
-type Task struct {
-	ID          string
-	Description string
-	FilesOwned  []string
-	FilesRead   []string
-	DependsOn   []string
-	// Raw is the task object as given (what executors receive).
-	Raw map[string]any
-}
-
-// ParseTasks reads a parallel_dispatch source: a list of task objects, each
-// with a non-empty string id. A graph object {"tasks": [...]} is accepted
-// too. The error says what was found instead.
-func ParseTasks(source any) ([]Task, error) {
-	if m, ok := source.(map[string]any); ok {
-		if inner, ok := m["tasks"]; ok {
-			source = inner
-		}
-	}
-	list, ok := source.([]any)
-	if !ok {
-		return nil, fmt.Errorf("the source is %s, not a task list ([{id, description, files_owned, depends_on}, …])", describe(source))
-	}
-	tasks := make([]Task, 0, len(list))
-	for i, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("task %d is %s, not an object with an id", i, describe(item))
-		}
-		t := Task{Raw: m}
-		t.ID, _ = m["id"].(string)
-		if strings.TrimSpace(t.ID) == "" {
-			return nil, fmt.Errorf("task %d has no id (a non-empty string)", i)
-		}
-		t.Description, _ = m["description"].(string)
-		var err error
-		if t.FilesOwned, err = stringList(m, "files_owned", t.ID); err != nil {
-			return nil, err
-		}
-		if t.FilesRead, err = stringList(m, "files_read", t.ID); err != nil {
-			return nil, err
-		}
-		if t.DependsOn, err = stringList(m, "depends_on", t.ID); err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, t)
-	}
-	return tasks, nil
-}
-
-func stringList(m map[string]any, key, id string) ([]string, error) {
-	raw, ok := m[key]
-	if !ok || raw == nil {
-		return nil, nil
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		if ss, ok := raw.([]string); ok {
-			return append([]string(nil), ss...), nil
-		}
-		return nil, fmt.Errorf("task '%s': %s is %s, not a list of strings", id, key, describe(raw))
-	}
-	out := make([]string, 0, len(list))
-	for _, v := range list {
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("task '%s': %s holds %s, not a string", id, key, describe(v))
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return fmt.Sprintf("a string (%q)", clipText(x, 40))
-	case bool:
-		return "a boolean"
-	case float64, int, int64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// TaskGraphViolations checks a decompose step's output (a task graph:
-// {"tasks": [...]}) before anything is dispatched: a task list of objects
-// with ids, no duplicate id, no two ids sharing a branch and worktree
-// name (TaskRef), no dependency on an unknown task or on itself, no cycle.
-// Each problem is one violation, fed back to the retry.
-func TaskGraphViolations(output any) []string {
-	tasks, err := ParseTasks(output)
-	if err != nil {
-		return []string{"task graph: " + err.Error()}
-	}
-	return TaskListViolations(tasks)
-}
-
-// TaskListViolations checks parsed tasks (see TaskGraphViolations).
-func TaskListViolations(tasks []Task) []string {
-	var vs []string
-	ids := map[string]bool{}
-	for _, t := range tasks {
-		if ids[t.ID] {
-			vs = append(vs, fmt.Sprintf("task graph: duplicate task id '%s'", t.ID))
-		}
-		ids[t.ID] = true
-	}
-	for _, t := range tasks {
-		for _, d := range t.DependsOn {
-			switch {
-			case d == t.ID:
-				vs = append(vs, fmt.Sprintf("task graph: task '%s' depends on itself", t.ID))
-			case !ids[d]:
-				vs = append(vs, fmt.Sprintf("task graph: task '%s' depends on unknown task '%s'", t.ID, d))
-			}
-		}
-	}
-	refs := make(map[string]string, len(tasks))
-	for _, t := range tasks {
-		ref := TaskRef(t.ID)
-		if o, ok := refs[ref]; ok && o != t.ID {
-			vs = append(vs, fmt.Sprintf("task graph: tasks '%s' and '%s' would share the branch and worktree name '%s'; rename one", o, t.ID, ref))
-			continue
-		}
-		refs[ref] = t.ID
-	}
-	if len(vs) > 0 {
-		return vs
-	}
-	if cycle := findCycle(tasks); len(cycle) > 0 {
-		vs = append(vs, "task graph: dependency cycle "+strings.Join(cycle, " → "))
-	}
-	return vs
-}
-
-// TaskRef is the name a task's git branch and worktree directory take from
-// its id (stratum/<flow>/<step>/<ref>, <worktrees>/<flow>/<step>/<ref>). An
-// id that is already a safe name — lower-case letters, digits, '.', '_'
-// and '-', starting and ending with a letter or digit, no "..", no
-// ".lock" ending, at most 64 bytes — is its own ref; any other id (upper
-// case, '/', spaces, newlines, a leading '-' …) is cleaned to such a name
-// and followed by '-' and 8 hex digits of the id's SHA-256, so ids that
-// clean to the same text ("x" and "-x", "a/b" and "a b", "A" and "a" on a
-// case-insensitive file system) still get different branches and
-// worktrees. TaskListViolations refuses a graph in which two ids would
-// still share a ref.
-func TaskRef(id string) string {
-	if safeRef(id) {
-		return id
-	}
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(id) {
-		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			b.WriteRune(r)
-			dash = false
-			continue
-		}
-		if !dash {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	clean := b.String()
-	for strings.Contains(clean, "..") {
-		clean = strings.ReplaceAll(clean, "..", ".")
-	}
-	if len(clean) > 40 {
-		clean = clean[:40]
-	}
-	clean = strings.Trim(clean, ".-_")
-	sum := sha256.Sum256([]byte(id))
-	h := hex.EncodeToString(sum[:4])
-	if clean == "" {
-		return h
-	}
-	return clean + "-" + h
-}
-
-// safeRef reports whether id is its own TaskRef.
-func safeRef(id string) bool {
-	if id == "" || len(id) > 64 || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || i == len(id)-1 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// findCycle returns one dependency cycle (first node repeated at the end),
-// or nil.
-func findCycle(tasks []Task) []string {
-	deps := map[string][]string{}
-	var order []string
-	for _, t := range tasks {
-		if _, ok := deps[t.ID]; !ok {
-			order = append(order, t.ID)
-		}
-		deps[t.ID] = t.DependsOn
-	}
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[string]int{}
-	var stack []string
-	var found []string
-	var visit func(id string) bool
-	visit = func(id string) bool {
-		color[id] = grey
-		stack = append(stack, id)
-		for _, d := range deps[id] {
-			switch color[d] {
-			case grey:
-				for i, s := range stack {
-					if s == d {
-						found = append(append([]string(nil), stack[i:]...), d)
-						return true
-					}
-				}
-			case white:
-				if visit(d) {
-					return true
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[id] = black
-		return false
-	}
-	for _, id := range order {
-		if color[id] == white && visit(id) {
-			return found
-		}
-	}
-	return nil
-}
-
-// TaskPrompt renders a parallel_dispatch step's intent_template for a task
-// as the original does (str.format with the task's keys; {task.KEY} reads
-// the same keys): every {key} the task has is replaced; a template naming a
-// key the task lacks is used as written.
-func TaskPrompt(template string, task map[string]any) string {
-	var b strings.Builder
-	rest := template
-	for {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			b.WriteString(rest)
-			break
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
-			b.WriteString(rest)
-			break
-		}
-		key := strings.TrimPrefix(rest[i+1:i+j], "task.")
-		v, ok := task[key]
-		if !ok {
-			return template
-		}
-		b.WriteString(rest[:i])
-		if s, ok := v.(string); ok {
-			b.WriteString(s)
-		} else {
-			raw, _ := json.Marshal(v)
-			b.Write(raw)
-		}
-		rest = rest[i+j+1:]
-	}
-	return b.String()
-}
-
-// SortedTaskIDs returns the ids of a task map in order.
-func SortedTaskIDs(m map[string]ParallelTask) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// AttemptTaskGraph is the kind of a failed attempt of a decompose step
-// whose task graph is malformed (TaskGraphViolations).
-const AttemptTaskGraph = "task_graph"
-
-// RequireSatisfied evaluates a parallel_dispatch step's require (all: no
-// failure; any: one complete; N: N complete) as ParallelDone does.
-func RequireSatisfied(require string, completed, failed int) bool {
-	return requireSatisfied(require, completed, failed)
-}
-
-// RequireUnsatisfiable reports whether require can no longer be met once
-// the open tasks (pending or running) end, whatever their outcome: the
-// fan-out may then cancel them (the original's cascade cancel).
-func RequireUnsatisfiable(require string, completed, failed, open int) bool {
-	return !requireSatisfied(require, completed+open, failed)
 }
 
 // ResolveSource resolves a parallel_dispatch step's source against the flow

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/internal/otlp"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -48,7 +49,7 @@ type FanOut struct {
 	Flow     *specs.Flow
 	Step     *specs.Step
 	// Tasks are the parsed source; Inputs the step's resolved inputs.
-	Tasks  []engine.Task
+	Tasks  []fanout.Task
 	Inputs map[string]any
 	// Attempt is the step's attempt (1-based); Violations the previous
 	// attempt's.
@@ -145,7 +146,7 @@ func (f *FanOut) Preflight(ctx context.Context) error {
 	if len(f.Tasks) == 0 {
 		return f.errorf("the source %s resolved to no tasks; the decompose step must return at least one task", f.Step.Source)
 	}
-	if vs := engine.TaskListViolations(f.Tasks); len(vs) > 0 {
+	if vs := fanout.ListViolations(f.Tasks); len(vs) > 0 {
 		return f.errorf("the source %s is not a valid task graph: %s; fix the step that produces it", f.Step.Source, strings.Join(vs, "; "))
 	}
 	switch f.isolation() {
@@ -431,7 +432,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		pt.Error = &msg
 		pt.Violations = []string{msg}
 		if pt.FinishedAt == nil {
-			pt.FinishedAt = engine.UnixSeconds(time.Now())
+			pt.FinishedAt = fanout.UnixSeconds(time.Now())
 		}
 		set(id, pt)
 		return pt
@@ -459,7 +460,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		if err := f.laterError(); err != nil && !stopping {
 			failStore(err)
 		}
-		if !stopping && ctx.Err() == nil && open > 0 && engine.RequireUnsatisfiable(require, complete, failed, open) {
+		if !stopping && ctx.Err() == nil && open > 0 && fanout.RequireUnsatisfiable(require, complete, failed, open) {
 			stopping = true
 			var batch []engine.ParallelTask
 			for _, t := range f.Tasks {
@@ -492,13 +493,13 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			pt := *f.state[next]
 			pt.State = engine.TaskRunning
 			pt.Runs++
-			pt.StartedAt = engine.UnixSeconds(time.Now())
+			pt.StartedAt = fanout.UnixSeconds(time.Now())
 			pt.FinishedAt, pt.Error, pt.Violations, pt.Result = nil, nil, nil, nil
 			set(next, pt)
 			tctx, cancel := context.WithCancelCause(runCtx)
 			cancels[next] = cancel
 			running++
-			go func(t engine.Task, snapshot engine.ParallelTask) {
+			go func(t fanout.Task, snapshot engine.ParallelTask) {
 				done <- f.runTask(ctx, tctx, t, snapshot, view)
 			}(f.Tasks[index[next]], pt)
 		}
@@ -560,7 +561,7 @@ var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // are not slowed to one store write each. A process killed before a
 // record was written leaves the task as last written (pending or
 // running), and a resume runs it again.
-func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.ParallelTask, view engine.BudgetView) taskDone {
+func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.ParallelTask, view engine.BudgetView) taskDone {
 	f.recordLater(ctx, pt)
 	dir := f.Dir
 	wt, branch := "", ""
@@ -574,7 +575,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 		}
 		pt.State = state
 		pt.Result = result
-		pt.FinishedAt = engine.UnixSeconds(time.Now())
+		pt.FinishedAt = fanout.UnixSeconds(time.Now())
 		pt.Violations = violations
 		pt.Error = nil
 		if len(violations) > 0 {
@@ -607,7 +608,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 	}
 
 	step := *f.Step
-	step.Intent = engine.TaskPrompt(f.Step.IntentTemplate, t.Raw)
+	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
 	req := engine.StepRequest{
 		FlowID: f.FlowID, Spec: f.Spec, Flow: f.Flow, Step: &step, Inputs: f.Inputs,
 		Attempt: f.Attempt, Violations: f.Violations, Dir: dir, Budget: view,
