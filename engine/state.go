@@ -57,7 +57,8 @@ type FlowState struct {
 	// Owner is the runner's lease; an agent cannot report into a flow whose
 	// lease is live.
 	Owner *Lease `json:"owner,omitempty"`
-	// Version is incremented by every committed transition.
+	// Version counts the committed writes of the flow: Stamp moves it one
+	// on, and Tx.Put writes only over the version the writer read.
 	Version int64 `json:"version"`
 	// Trace is the in-process runner's per-call trace records (seed 000 §8.1).
 	Trace []json.RawMessage `json:"trace,omitempty"`

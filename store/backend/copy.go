@@ -92,9 +92,9 @@ const eventsPerTx = 50
 // sequence numbers are assigned afresh by dst, densely) and the cache from
 // src to dst. dst must be empty unless force: then every flow of src, and
 // every flow with events in src, is first deleted from dst with its events,
-// so copying again gives the same result (the copy is idempotent). The
-// destination must have been opened with clock as its clock: Copy sets it
-// so copied flows keep their UpdatedAt. Each flow and each batch of events
+// so copying again gives the same result (the copy is idempotent). Copied
+// flows keep their stamps (Tx.Put stores them as given), so clock is no
+// longer set; the parameter stays for the callers. Each flow and each batch of events
 // is its own transaction: an interrupted copy is finished by running it
 // again with force.
 func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) (Counts, error) {
@@ -161,14 +161,9 @@ func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) 
 		} else if err != nil {
 			return n, err
 		}
-		updated, version := st.UpdatedAt, st.Version
-		clock.Set(updated)
-		err := dst.Update(ctx, func(tx engine.Tx) error {
-			st.Version = version - 1 // Put moves it one on
-			st.UpdatedAt = updated
-			return tx.Put(st, sum)
-		})
-		clock.Set(time.Time{})
+		// Stored as it is, stamps included; dst has no such flow (it was
+		// empty, or force deleted it).
+		err := dst.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, sum, engine.NotStored) })
 		if err != nil {
 			return n, fmt.Errorf("copying flow %s: %w", sum.FlowID, err)
 		}
