@@ -98,23 +98,27 @@ func NewState(id string, status engine.FlowStatus) *engine.FlowState {
 	start := "s1"
 	agent := "claude"
 	st := &engine.FlowState{
-		FlowID:      id,
-		FlowName:    "review_pr",
-		RawSpec:     "version: \"0.2\"\nflows:\n  review_pr:\n    steps: []\n",
-		Inputs:      map[string]any{"pr": "https://example.com/pr/1", "depth": 2.0},
-		StepOutputs: map[string]any{"s1": map[string]any{"summary": "ok", "score": 0.9}},
-		Records: []engine.Record{
-			{Type: engine.RecordStep, StepID: "s1", FunctionName: "summarise", Attempts: 1, DurationMS: 1200, Agent: &agent},
+		FlowID:   id,
+		FlowName: "review_pr",
+		RawSpec:  "version: \"0.2\"\nflows:\n  review_pr:\n    steps: []\n",
+		Inputs:   map[string]any{"pr": "https://example.com/pr/1", "depth": 2.0},
+		StepProgress: engine.StepProgress{
+			StepOutputs: map[string]any{"s1": map[string]any{"summary": "ok", "score": 0.9}},
+			Records: []engine.Record{
+				{Type: engine.RecordStep, StepID: "s1", FunctionName: "summarise", Attempts: 1, DurationMS: 1200, Agent: &agent},
+			},
+			Attempts:   map[string]int{"s1": 1},
+			CurrentIdx: 1,
 		},
-		Attempts:         map[string]int{"s1": 1},
-		CurrentIdx:       1,
-		Checkpoints:      map[string]*engine.Checkpoint{},
-		Rounds:           [][]engine.Record{},
-		RoundStartStepID: &start,
-		Iterations:       map[string][]engine.IterationEntry{},
-		Status:           status,
-		Driver:           "agent",
-		DispatchedAt:     map[string]time.Time{"s1": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		Checkpoints: map[string]*engine.Checkpoint{},
+		RoundProgress: engine.RoundProgress{
+			Rounds:           [][]engine.Record{},
+			RoundStartStepID: &start,
+			Iterations:       map[string][]engine.IterationEntry{},
+		},
+		Status:       status,
+		Driver:       "agent",
+		DispatchedAt: map[string]time.Time{"s1": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 	}
 	return st
 }
