@@ -14,25 +14,25 @@ import (
 
 // Iteration outcomes (the original's strings).
 const (
-	OutcomeContinue       = "continue"
-	OutcomeExitSuccess    = "exit_success"
-	OutcomeExitStagnation = "exit_stagnation"
-	OutcomeExitMax        = "exit_max"
-	OutcomeExitAbort      = "exit_abort"
+	outcomeContinue       = "continue"
+	outcomeExitSuccess    = "exit_success"
+	outcomeExitStagnation = "exit_stagnation"
+	outcomeExitMax        = "exit_max"
+	outcomeExitAbort      = "exit_abort"
 )
 
 // stagnationWindow is the number of consecutive reports that make a loop
 // stagnant: identical fingerprints, or (scored loops) reports without a new best.
 const stagnationWindow = 3
 
-// IterationStart starts an iteration loop on the current step
+// iterationStart starts an iteration loop on the current step
 // (stratum_iteration_start, upstream-behavior §2.12). The step must be the
 // current one, not a gate, and declare max_iterations; only one loop may be
 // active in a flow, and a step whose previous loop's outcome has not been
 // consumed by stratum_step_done cannot start another. Errors are
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
-func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
+func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, error) {
 	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
 		return iterationError("Flow is already complete"), nil
 	}
@@ -85,8 +85,8 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	}
 
 	// exit_criterion is null when the step has none, as the original.
-	out := &IterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
-	return Result{
+	out := &iterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
+	return transitionResult{
 		Outcome: out,
 		Events: []Event{iterationEvent(st, env, stepID, map[string]any{
 			"action":         "start",
@@ -95,7 +95,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	}, nil
 }
 
-// IterationReport records one iteration result of the active loop
+// iterationReport records one iteration result of the active loop
 // (stratum_iteration_report, upstream-behavior §2.12). Per report: the count
 // is incremented; score_expr is evaluated (numbers only, booleans are not
 // scores) and the best result tracked (strictly greater wins, ties keep the
@@ -111,7 +111,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 // outcome is kept until stratum_step_done consumes it and the loop ends.
 //
 // The step need not be current any more (as in the original).
-func IterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
+func iterationReport(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
 	if res, stop := iterNotRunning(st); stop {
 		return res, nil
 	}
@@ -239,13 +239,13 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	var outcome string
 	switch {
 	case exitMet:
-		outcome = OutcomeExitSuccess
+		outcome = outcomeExitSuccess
 	case stagnant:
-		outcome = OutcomeExitStagnation
+		outcome = outcomeExitStagnation
 	case count >= maxIter:
-		outcome = OutcomeExitMax
+		outcome = outcomeExitMax
 	default:
-		outcome = OutcomeContinue
+		outcome = outcomeContinue
 	}
 	entry.Outcome = outcome
 
@@ -253,7 +253,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		st.Iterations = map[string][]IterationEntry{}
 	}
 	st.Iterations[stepID] = append(history, entry)
-	if outcome != OutcomeContinue {
+	if outcome != outcomeContinue {
 		if st.IterationOutcome == nil {
 			st.IterationOutcome = map[string]string{}
 		}
@@ -280,7 +280,7 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		out.AccumulatedCount = len(acc.Items)
 		out.AccumulateError = entry.AccumulateError
 	}
-	if outcome != OutcomeContinue {
+	if outcome != outcomeContinue {
 		out.FinalResult = result
 		if best != nil && best.Score != nil {
 			out.FinalResult = best.Result
@@ -305,15 +305,15 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		data["new_count"] = *entry.NewCount
 		data["dry_streak"] = *entry.DryStreak
 	}
-	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
+	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
 }
 
-// IterationAbort ends the active loop early (stratum_iteration_abort): it
+// iterationAbort ends the active loop early (stratum_iteration_abort): it
 // appends an exit_abort entry (iteration = the count so far, result
 // {aborted: true, reason}) and records exit_abort as the step's pending
 // outcome. A scored step's response also carries best_result and best_score
 // (null when nothing was scored).
-func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
+func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionResult, error) {
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil
@@ -326,7 +326,7 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 		Iteration: count,
 		Round:     st.Round,
 		Result:    map[string]any{"aborted": true, "reason": reason},
-		Outcome:   OutcomeExitAbort,
+		Outcome:   outcomeExitAbort,
 		Timestamp: env.Now,
 	}
 	if st.Iterations == nil {
@@ -336,10 +336,10 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 	if st.IterationOutcome == nil {
 		st.IterationOutcome = map[string]string{}
 	}
-	st.IterationOutcome[stepID] = OutcomeExitAbort
+	st.IterationOutcome[stepID] = outcomeExitAbort
 	st.ActiveIteration = nil
 
-	out := &IterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
+	out := &iterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
 	if env.Flow != nil {
 		if step := env.Flow.Step(stepID); step != nil && step.ScoreExpr != nil {
 			out.Scored = true
@@ -349,7 +349,7 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 			}
 		}
 	}
-	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
+	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
 		"action":    "abort",
 		"iteration": count,
 		"reason":    reason,
@@ -426,16 +426,16 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 // iterNotRunning refuses iteration calls on a flow that failed (retries
 // exhausted) or ran out of budget: the original deleted such flows, we keep
 // them for the audit but accept no more reports.
-func iterNotRunning(st *FlowState) (Result, bool) {
+func iterNotRunning(st *FlowState) (transitionResult, bool) {
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
 		return refused(refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)), true
 	}
-	return Result{}, false
+	return transitionResult{}, false
 }
 
 // iterationError is an execution_error response that leaves the state as it was.
-func iterationError(msg string) Result {
+func iterationError(msg string) transitionResult {
 	return refused(execErrorf("%s", msg))
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -47,7 +48,8 @@ func TestCommandLineCheck(t *testing.T) {
 			want: Request{File: "s", Inputs: map[string]any{}, OnGate: OnGatePrompt, Cache: CacheNone}},
 		{name: "inputs: flags win over the file", line: CommandLine{Args: []string{"s"}, Flow: "main", InputsFile: inputs,
 			Inputs: []string{"b=[1]", "c=text"}, OnGate: OnGateWait, Cache: CacheGlobal},
-			want: Request{File: "s", Flow: "main", Inputs: map[string]any{"a": 1.0, "b": []any{1.0}, "c": "text"}, OnGate: OnGateWait, Cache: CacheGlobal}},
+			want: Request{File: "s", Flow: "main", Inputs: map[string]any{"a": 1.0, "b": []any{1.0}, "c": "text"},
+				TextInputs: map[string]string{"b": "[1]", "c": "text"}, OnGate: OnGateWait, Cache: CacheGlobal}},
 		{name: "approvals split on commas", line: CommandLine{Args: []string{"s"}, Approve: []string{"a, b", "", "all,"}, Cache: CacheSession},
 			want: Request{File: "s", Inputs: map[string]any{}, Approve: []string{"a", "b", "all"}, OnGate: OnGateExit, Cache: CacheSession}},
 		{name: "resume", line: CommandLine{Resume: "f1", Cache: CacheSession, Set: set("cache")},
@@ -86,7 +88,7 @@ func TestParseResult(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"ok": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deep := strings.Repeat("[", engine.MaxJSONDepth+1) + strings.Repeat("]", engine.MaxJSONDepth+1)
+	deep := strings.Repeat("[", jsonlimit.MaxDepth+1) + strings.Repeat("]", jsonlimit.MaxDepth+1)
 	for _, tc := range []struct {
 		name, result, file, stdin string
 		want                      any
