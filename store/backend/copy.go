@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -98,11 +97,10 @@ const eventsPerTx = 50
 // src to dst. dst must be empty unless force: then every flow of src, and
 // every flow with events in src, is first deleted from dst with its events,
 // so copying again gives the same result (the copy is idempotent). Copied
-// flows keep their stamps (Tx.Put stores them as given), so clock is no
-// longer set; the parameter stays for the callers. Each flow and each batch of events
+// flows keep their stamps: Tx.Put stores them as given. Each flow and each batch of events
 // is its own transaction: an interrupted copy is finished by running it
 // again with force.
-func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) (Counts, error) {
+func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 	var n Counts
 	if !force {
 		var nonEmpty bool
@@ -215,28 +213,4 @@ func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) 
 		n.Cache++
 	}
 	return n, nil
-}
-
-// FixedClock is a store clock Copy can pin: Now returns the pinned time, or
-// time.Now when none is.
-type FixedClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now is the clock to give the destination (Settings.Now).
-func (c *FixedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.t.IsZero() {
-		return time.Now()
-	}
-	return c.t
-}
-
-// Set pins the clock at t (zero: unpin).
-func (c *FixedClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
 }
