@@ -168,9 +168,10 @@ type Tx interface {
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]FlowSummary, error)
 	// Append adds events to the event log. It stamps each event, in place
-	// (the caller's slice holds the stored events afterwards), with the next sequence number — strictly increasing
-	// across the whole log and never reused, even after deletions — and,
-	// when Time is zero, the store's clock.
+	// (the caller's slice holds the stored events afterwards), with the
+	// next sequence number — strictly increasing across the whole log and
+	// never reused, even after deletions — and, when Time is zero, the
+	// store's clock.
 	Append(events ...Event) error
 	// Events returns up to limit events with a sequence number above after,
 	// in sequence order (limit <= 0: no limit). A reader that keeps the last
