@@ -687,6 +687,8 @@ approver: human gate without a terminal or without the confirmation.`,
 				if cmd.Flags().Changed("round") {
 					d.Round = &round
 				}
+				// The engine refuses it too; asked here first so that
+				// neither the store nor a human's confirmation is touched.
 				if err := review.Check(d); err != nil {
 					return usageErr("%v: say why with --note", err)
 				}
@@ -697,7 +699,7 @@ approver: human gate without a terminal or without the confirmation.`,
 					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
 						return err
 					}
-					return answer(review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d))
+					return answer(svc.GateResolve(cmd.Context(), d.FlowID, d))
 				})
 			},
 		}

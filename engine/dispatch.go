@@ -148,7 +148,7 @@ func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale str
 		st.Gate = nil
 	}
 	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, map[string]any{
-		"outcome": "approve", "channel": "policy", "policy": policy, "rationale": rationale,
+		"outcome": "approve", "channel": "policy", "policy": policy, "rationale": rationale, "round": st.Round,
 	}))
 	jumpOrEnd(st, env, step.OnApprove)
 }

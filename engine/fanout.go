@@ -153,15 +153,9 @@ func decodeTask(raw any) (ParallelTask, bool) {
 // already reported never lands in the next step's fan-out.
 func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
-	if pastEnd(st, env) || isFinished(st) {
-		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
-	}
-	step := currentStep(st, env)
-	if step.ID != t.StepID {
-		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, t.StepID)), nil
-	}
-	if step.Kind != specs.KindParallelDispatch {
-		return refused(refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.", step.ID, step.StepMode())), nil
+	step, e := reportable(st, env, t.StepID, parallelTaskReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if t.TaskID == "" {
 		return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil

@@ -25,16 +25,9 @@ func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 // violation (ParallelDoneDetailed).
 func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
-	if pastEnd(st, env) || isFinished(st) {
-		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
-	}
-	step := currentStep(st, env)
-	if step.ID != stepID {
-		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if step.Kind != specs.KindParallelDispatch {
-		return refused(refusal(ErrTypeWrongStepType,
-			"Step '%s' is a %s step, not parallel_dispatch. Use stratum_step_done for non-parallel steps.", step.ID, step.StepMode())), nil
+	step, e := reportable(st, env, stepID, parallelDoneReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	tasks := taskResults
 	if tasks == nil {
