@@ -9,8 +9,8 @@ import (
 // ParallelTasks keep the original's JSON names (upstream-behavior §2.19) so
 // consumers of `stratum-mcp query` keep working; the fields after it are ours.
 //
-// FlowState is plain data. Transitions mutate the copy they are given inside
-// one store transaction; nothing else may hold on to it.
+// FlowState is plain data. Transitions mutate the private copy they are
+// given (read on a snapshot, snapshot.go); nothing else may hold on to it.
 type FlowState struct {
 	FlowID   string         `json:"flow_id"`
 	FlowName string         `json:"flow_name"`
