@@ -10,10 +10,10 @@ import (
 
 // This file is the engine's side of fan-outs executed by stratum itself (the
 // in-process runner and the MCP server's stratum_parallel_start): the task
-// graph a decompose step returns is checked here, every task's state is
+// graph a decompose step returns is checked by engine/internal/fanout, every task's state is
 // recorded in FlowState.ParallelTasks as it changes (one transition per
 // change, so a runner killed mid fan-out loses no finished task), and the
-// fan-out's outcome is reported through ParallelDone like an agent's
+// fan-out's outcome is reported through Service.ParallelDone like an agent's
 // stratum_parallel_done — the state machine stays the one judge of require,
 // merge and the step's checks.
 

@@ -12,6 +12,9 @@
 // trace records and the budget ledger with the flow, caches results, and
 // reports progress (terminal, plain lines, GitHub annotations, JUnit).
 //
+// Part of the stratum command, not a public API: its exported names serve
+// the command's packages and may change.
+//
 // It also owns `stratum run`'s command line and report (cli.go), so main
 // only binds flags and maps outcomes to exit statuses: CommandLine.Check
 // turns the flags into a Request (every problem a *UsageError), Execute
