@@ -591,7 +591,8 @@ func TestResumeRefusesALiveLeaseAndTakesOverADeadOne(t *testing.T) {
 		_ = e.store.Update(context.Background(), func(tx engine.Tx) error {
 			st, _ := tx.Get(o.FlowID)
 			st.Owner = &l
-			return tx.Put(st, engine.Summarize(st, nil))
+			expect := st.Stamp(time.Now())
+			return tx.Put(st, engine.Summarize(st, nil), expect)
 		})
 	}
 	// A live lease of a live process (this one) is refused.
