@@ -26,11 +26,12 @@ import (
 // worktree each task runs in its own git worktree on its own branch, its
 // changes committed there, checked against its files_owned, then the
 // worktree removed (kept with --keep-worktrees). Every change of a task's
-// state is recorded in the flow (Service.RecordParallelTask) as it
-// happens (the pending ones in one write, then through one FlowWriter, so
-// the fan-out's own writes never conflict with each other), so a fan-out
-// resumed after a crash re-runs only the tasks that had not completed. Once every task settled, the completed branches are
-// merged in task order (merge: sequential_apply) — all of them or, on a
+// state is recorded in the flow as it happens, through one
+// engine.FlowWriter (the pending tasks in one write, then what the tasks
+// record meanwhile in each next write, so the fan-out's own writes never
+// conflict with each other), so a fan-out resumed after a crash re-runs
+// only the tasks that had not completed. Once every task settled, the
+// completed branches are merged in task order (merge: sequential_apply) — all of them or, on a
 // conflict, none. The caller reports the outcome with
 // Service.ParallelDoneDetailed: the state machine judges require, the
 // merge and the step's checks.
@@ -187,9 +188,9 @@ func (f *FanOut) Preflight(ctx context.Context) error {
 // Run executes the fan-out (Preflight first). A *FanOutError means nothing
 // ran. The tasks still to run are recorded pending, then each start and
 // each settled task, all through Writer (a few writes for many records),
-// so concurrent tasks never conflict with each other over the flow. Ctrl-C (ctx ending)
-// is honoured in every phase: the run returns Interrupted, the flow
-// resumable.
+// so concurrent tasks never conflict with each other over the flow.
+// Ctrl-C (ctx ending) is honoured in every phase: the run returns
+// Interrupted, the flow resumable.
 func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 	if err := f.Preflight(ctx); err != nil {
 		return nil, err
