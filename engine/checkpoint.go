@@ -37,10 +37,10 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 		CurrentStepID: current,
 		Checkpoints:   checkpointLabels(st),
 	}
-	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, StepID: current, Data: map[string]any{
-		"action":      "commit",
-		"label":       label,
-		"step_number": st.CurrentIdx + 1,
+	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, StepID: current, Data: EventData{
+		Action:     "commit",
+		Label:      label,
+		StepNumber: st.CurrentIdx + 1,
 	}}
 	return Result{Outcome: out, Events: []Event{ev}}, nil
 }
@@ -107,14 +107,12 @@ func Revert(st *FlowState, env Env, label string, ch review.Channel) (Result, er
 		n.RevertedTo = label
 	}
 	res.Unchanged = false
-	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: map[string]any{
-		"action":      "revert",
-		"label":       label,
-		"step_number": st.CurrentIdx + 1,
+	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: EventData{
+		Action:     "revert",
+		Label:      label,
+		StepNumber: st.CurrentIdx + 1,
+		Channel:    string(ch),
 	}}
-	if ch != "" {
-		ev.Data["channel"] = string(ch)
-	}
 	res.Events = append([]Event{ev}, res.Events...)
 	return res, nil
 }

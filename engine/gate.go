@@ -104,9 +104,9 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 	}
 	rec.DurationMS = durationMS(opened, env.Now)
 	st.Records = append(st.Records, rec)
-	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, map[string]any{
-		"outcome": string(d.Outcome), "resolved_by": string(d.ResolvedBy), "channel": string(d.Channel),
-		"reviewer": d.Reviewer, "rationale": d.Rationale, "round": st.Round,
+	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, EventData{
+		Outcome: string(d.Outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
+		Reviewer: d.Reviewer, Rationale: d.Rationale, Round: st.Round,
 	}))
 
 	switch d.Outcome {
@@ -140,7 +140,7 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 			st.CurrentIdx = totalSteps(env)
 			st.Status = StatusKilled
 			st.ActiveChildFlowID = nil
-			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": string(StatusKilled)}))
+			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(StatusKilled)}))
 			res.Outcome = killedPayload(st, env)
 			return res, nil
 		}

@@ -88,9 +88,9 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	out := &IterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
 	return Result{
 		Outcome: out,
-		Events: []Event{iterationEvent(st, env, stepID, map[string]any{
-			"action":         "start",
-			"max_iterations": step.MaxIterations,
+		Events: []Event{iterationEvent(st, env, stepID, EventData{
+			Action:        "start",
+			MaxIterations: step.MaxIterations,
 		})},
 	}, nil
 }
@@ -292,18 +292,19 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		}
 	}
 
-	data := map[string]any{
-		"action":             "report",
-		"iteration":          count,
-		"outcome":            outcome,
-		"exit_criterion_met": exitMet,
+	data := EventData{
+		Action:           "report",
+		Iteration:        count,
+		Outcome:          outcome,
+		ExitCriterionMet: exitMet,
 	}
 	if entry.Score != nil {
-		data["score"] = *entry.Score
+		sc := *entry.Score
+		data.Score = &sc
 	}
 	if entry.NewCount != nil {
-		data["new_count"] = *entry.NewCount
-		data["dry_streak"] = *entry.DryStreak
+		n, dry := *entry.NewCount, *entry.DryStreak
+		data.NewCount, data.DryStreak = &n, &dry
 	}
 	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
 }
@@ -349,10 +350,10 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 			}
 		}
 	}
-	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
-		"action":    "abort",
-		"iteration": count,
-		"reason":    reason,
+	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, EventData{
+		Action:    "abort",
+		Iteration: count,
+		Reason:    reason,
 	})}}, nil
 }
 
@@ -439,7 +440,7 @@ func iterationError(msg string) Result {
 	return refused(execErrorf("%s", msg))
 }
 
-func iterationEvent(st *FlowState, env Env, stepID string, data map[string]any) Event {
+func iterationEvent(st *FlowState, env Env, stepID string, data EventData) Event {
 	return Event{Time: env.Now, FlowID: st.FlowID, Type: EventIterationReport, StepID: stepID, Data: data}
 }
 

@@ -291,7 +291,7 @@ func TestIterationOutcomes(t *testing.T) {
 				if _, leak := resp["accumulated"]; leak {
 					t.Fatalf("non-accumulating step leaks accumulated: %v", resp)
 				}
-				if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].Data["outcome"] != r.outcome {
+				if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].Data.Outcome != r.outcome {
 					t.Fatalf("events: %+v", res.Events)
 				}
 			}
@@ -373,7 +373,7 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	if st.IterationOutcome["loop"] != OutcomeExitAbort || st.ActiveIteration != nil {
 		t.Fatalf("abort must record exit_abort and end the loop")
 	}
-	if len(res.Events) != 1 || res.Events[0].Data["action"] != "abort" {
+	if len(res.Events) != 1 || res.Events[0].Data.Action != "abort" {
 		t.Fatalf("events %+v", res.Events)
 	}
 	consumeIterationOutcome(st, "loop")

@@ -240,10 +240,10 @@ const (
 // Event is one entry of the append-only event log. Seq is assigned by the
 // store and is strictly increasing across the whole log.
 type Event struct {
-	Seq    uint64         `json:"seq"`
-	Time   time.Time      `json:"time"`
-	FlowID string         `json:"flow_id"`
-	Type   EventType      `json:"type"`
-	StepID string         `json:"step_id,omitempty"`
-	Data   map[string]any `json:"data,omitempty"`
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	FlowID string    `json:"flow_id"`
+	Type   EventType `json:"type"`
+	StepID string    `json:"step_id,omitempty"`
+	Data   EventData `json:"data,omitzero"` // written with the keys its type writes (Event.MarshalJSON)
 }
