@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -165,6 +166,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.mcpCommand(),
 		a.installCommand(),
 		a.uninstallCommand(),
+		a.doctorCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
 		a.storeCommand(),
@@ -287,12 +289,16 @@ func (a *app) validateCommand() *cobra.Command {
 		jsonOut bool
 		format  string
 		watchF  bool
+		strict  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR...",
 		Short: "Check specs and report every problem with file:line:col",
 		Long: `Validate decodes and checks each spec (directories are searched for *.stratum.yaml)
 and prints every diagnostic as "file:line:col: severity code: message (suggestion)".
+
+Warnings (routing-target-runs, unchecked-keyword, …) leave a spec valid;
+--strict counts them as errors.
 
 Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
 Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
@@ -314,7 +320,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 			if err != nil {
 				return pathErr(err)
 			}
-			results, valid := specs.ValidateFiles(files)
+			results, valid := specs.ValidateFiles(files, strict)
 			if err := specs.WriteResults(a.stdout, format, results); err != nil {
 				return err
 			}
@@ -327,6 +333,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
 	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
 	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
+	cmd.Flags().BoolVar(&strict, "strict", false, "count warnings as errors (exit 1)")
 	return cmd
 }
 
@@ -442,6 +449,9 @@ has one flow (or a workflow block naming its entry flow).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			if sp, _ := specs.Parse(args[0], src); sp != nil {
+				inputs = runner.CoerceInputs(sp, flow, inputs, runner.TextInputs(inputKV))
+			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
@@ -523,6 +533,15 @@ fact until "stratum gc" prunes them.`,
 
 // ---- query, gate, gc ----
 
+// statusList is the flow statuses for help texts and errors.
+func statusList() string {
+	names := make([]string, len(engine.FlowStatuses))
+	for i, st := range engine.FlowStatuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
@@ -541,6 +560,12 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Short:   "List every flow execution, newest first",
 		Example: `  stratum query flows --status awaiting_gate | jq -r '.[].flow_id'`,
 		Args:    cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if status != "" && !engine.FlowStatus(status).Valid() {
+				return usageErr("--status %q: want one of %s", status, statusList())
+			}
+			return nil
+		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
 			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
 			if err != nil {
@@ -549,7 +574,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
 		}),
 	}
-	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
+	flows.Flags().StringVar(&status, "status", "", "only flows with this status: "+statusList())
 	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
 	flow := &cobra.Command{
 		Use:     "flow ID",
@@ -853,6 +878,47 @@ unless --command names what the client should run.`,
 	return cmd
 }
 
+func (a *app) doctorCommand() *cobra.Command {
+	var opts mcpserver.DoctorOptions
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that an agent's stratum server runs this binary on this shell's store",
+		Long: `Doctor reads the stratum server an agent's client starts — the project's .mcp.json and, when
+it registers one, Codex's config.toml — and checks that its command is this binary and that its
+STRATUM_HOME and STRATUM_STORE are this shell's: otherwise the agent's flows and gates live in
+another store than the one your TUI shows. Each check prints one line, with the fix when it
+fails.
+
+Exit status: 0 every check passed, 1 some check failed, 2 usage error.`,
+		Example: `  stratum doctor
+  stratum doctor --json`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if exe, err := os.Executable(); err == nil {
+				if r, err := filepath.EvalSymlinks(exe); err == nil {
+					exe = r
+				}
+				opts.Binary = exe
+			}
+			rep, err := mcpserver.Doctor(opts)
+			if err != nil {
+				return failErr(err)
+			}
+			if err := rep.Write(a.stdout, jsonOut); err != nil {
+				return err
+			}
+			if !rep.OK {
+				return silentExit(exitFailure)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the checks as JSON")
+	return cmd
+}
+
 func (a *app) uninstallCommand() *cobra.Command {
 	var opts mcpserver.UninstallOptions
 	var jsonOut bool
@@ -926,22 +992,33 @@ its run.output the same value); progress goes to stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
+			// notStarted ends a run that could not start; with --json
+			// stdout still gets a JSON object (runner.ErrorReport).
+			notStarted := func(err error) error {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
+				return a.runErr(err)
+			}
 			req, err := line.Check(terminal)
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			cfg, err := config.Load(runner.ProjectDir(req.File))
 			if err != nil {
-				return usageErr("%v", err)
+				return notStarted(&runner.UsageError{Err: err})
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
 				return err
 			}
 			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
 				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			rep, err := runner.Conclude(cmd.Context(), svc, out, a.stderr, junitFile, jsonOut)
 			if err != nil {

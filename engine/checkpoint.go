@@ -8,14 +8,14 @@ import (
 	"github.com/stratum-go/stratum/review"
 )
 
-// Commit saves a named checkpoint of the flow (stratum_commit,
+// commitCheckpoint saves a named checkpoint of the flow (stratum_commit,
 // upstream-behavior §2.13). The label is whitespace-trimmed; an empty label
 // is invalid_label. A checkpoint with the same label is replaced. The
 // snapshot holds deep copies of exactly the fields Checkpoint lists; inputs,
 // other checkpoints, dispatch times, parallel task state and the budget
-// ledger are not captured. Commit is allowed at any time, even on a finished
+// ledger are not captured. commitCheckpoint is allowed at any time, even on a finished
 // flow; step_number is current_idx+1 even past the end.
-func Commit(st *FlowState, env Env, label string) (Result, error) {
+func commitCheckpoint(st *FlowState, env Env, label string) (Result, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
 		return refused(refusal(ErrTypeInvalidLabel, "label must be a non-empty string")), nil
@@ -45,7 +45,7 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 	return Result{Outcome: out, Events: []Event{ev}}, nil
 }
 
-// Revert restores the flow to a checkpoint (stratum_revert,
+// revertCheckpoint restores the flow to a checkpoint (stratum_revert,
 // upstream-behavior §2.13): the checkpoint's fields are copied back (the
 // checkpoint itself stays, so one can revert to it again; inputs, the other
 // checkpoints and dispatch times are untouched) and the current dispatch is
@@ -61,7 +61,7 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 // the CLI or the console) needs a human's channel (HumanChannel), else
 // gate_requires_human; and no revert may end, skip or orphan a pending
 // approver: human gate (human_gate_pending, see human.go).
-func Revert(st *FlowState, env Env, label string, ch review.Channel) (Result, error) {
+func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (Result, error) {
 	label = strings.TrimSpace(label)
 	cp := st.Checkpoints[label]
 	if cp == nil { // an empty label too, as the original

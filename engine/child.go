@@ -70,7 +70,7 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outco
 	childEnv.Flow = childFlow
 	// Resume semantics: a finished child answers its final payload and is
 	// not revived.
-	cr, err := Resume(child, childEnv)
+	cr, err := resumeFlow(child, childEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func snapshotChildAudit(st *FlowState, env Env, stepID string, res *Result) stri
 	if childEnv.Flow == nil {
 		return id
 	}
-	if b, err := json.Marshal(Audit(child, childEnv)); err == nil {
+	if b, err := json.Marshal(auditFlow(child, childEnv)); err == nil {
 		st.ChildAudits[stepID] = append(st.ChildAudits[stepID], json.RawMessage(b))
 	}
 	if !isFinished(child) {

@@ -60,7 +60,7 @@ func plan(t *testing.T, src, flow string, inputs map[string]any) (*fixture, map[
 	t.Helper()
 	f := &fixture{t: t, spec: mustParse(t, src), flows: map[string][]byte{}}
 	f.env = Env{Spec: f.spec, Now: t0, NewID: f.nextID, Children: f}
-	st, res, err := Plan(f.env, flow, inputs, PlanOptions{})
+	st, res, err := planFlow(f.env, flow, inputs, PlanOptions{})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -120,7 +120,7 @@ func (f *fixture) do(fn func(st *FlowState, env Env) (Result, error)) map[string
 
 func (f *fixture) stepDone(stepID string, result any) map[string]any {
 	f.t.Helper()
-	return f.do(func(st *FlowState, env Env) (Result, error) { return StepDone(st, env, stepID, result) })
+	return f.do(func(st *FlowState, env Env) (Result, error) { return stepDone(st, env, stepID, result) })
 }
 
 func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*review.Decision)) map[string]any {
@@ -129,7 +129,7 @@ func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*revie
 	for _, m := range mutate {
 		m(&d)
 	}
-	return f.do(func(st *FlowState, env Env) (Result, error) { return GateResolve(st, env, d) })
+	return f.do(func(st *FlowState, env Env) (Result, error) { return gateResolve(st, env, d) })
 }
 
 func (f *fixture) later(d time.Duration) { f.env.Now = f.env.Now.Add(d) }

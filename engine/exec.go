@@ -127,6 +127,7 @@ const (
 	AttemptTransport = "transport" // transport retries ran out
 	AttemptTooLarge  = "too_large" // output exceeded the executor's cap
 	AttemptConfig    = "config"    // misconfiguration (no provider, unknown agent, …)
+	AttemptContract  = "contract"  // a command's or agent's result does not fit its output contract
 )
 
 // AttemptError is a failed attempt: it spends an attempt exactly like a

@@ -161,11 +161,11 @@ func decodeTask(raw any) (ParallelTask, bool) {
 	return t, true
 }
 
-// RecordParallelTask stores one task's state in the flow (a transition).
+// recordParallelTask stores one task's state in the flow (a transition).
 // It is refused (wrong_step / wrong_step_type) unless stepID is the flow's
 // current parallel_dispatch step, so a late report of a task whose step was
 // already reported never lands in the next step's fan-out.
-func RecordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) {
+func recordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
@@ -210,7 +210,7 @@ func RecordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) 
 // (lease-checked like every report).
 func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t ParallelTask, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return RecordParallelTask(st, env, t)
+		return recordParallelTask(st, env, t)
 	})
 }
 
@@ -220,7 +220,7 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t Paral
 // more than the original's one-line verdict.
 func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return parallelDone(st, env, stepID, taskResults, mergeStatus, details)
+		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
 	})
 }
 

@@ -11,11 +11,11 @@ import (
 	"github.com/stratum-go/stratum/specs/py"
 )
 
-// GateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
+// gateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
 // order: flow not complete → current step is a gate → outcome → resolved_by
 // → step id → (ours) approver human refuses the mcp channel → (ours) a
 // decision for another round is stale. Then approve / revise / kill.
-func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
+func gateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
 	if pastEnd(st, env) || isFinished(st) {
@@ -166,7 +166,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 	}
 }
 
-// CheckTimeouts is stratum_check_timeouts with a persisted absolute deadline
+// checkTimeouts is stratum_check_timeouts with a persisted absolute deadline
 // (st.Gate.Deadline, set when the gate of the round was first dispatched).
 // On expiry it applies the gate's on_timeout (kill by default, approve,
 // revise — a revise that is impossible, no on_revise or max_rounds reached,
@@ -177,7 +177,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 // A deadline that already fired (applied by the background sweep, another
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
-func CheckTimeouts(st *FlowState, env Env) (Result, error) {
+func checkTimeouts(st *FlowState, env Env) (Result, error) {
 	res, err := applyExpiredTimeout(st, env)
 	if err != nil {
 		return res, err
@@ -252,7 +252,7 @@ func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
 	if since || isFinished(st) && !pastEnd(st, env) {
 		return Result{}, false, nil
 	}
-	res, err = Resume(st, env)
+	res, err = resumeFlow(st, env)
 	if err != nil {
 		return Result{}, false, err
 	}

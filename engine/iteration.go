@@ -25,14 +25,14 @@ const (
 // stagnant: identical fingerprints, or (scored loops) reports without a new best.
 const stagnationWindow = 3
 
-// IterationStart starts an iteration loop on the current step
+// iterationStart starts an iteration loop on the current step
 // (stratum_iteration_start, upstream-behavior §2.12). The step must be the
 // current one, not a gate, and declare max_iterations; only one loop may be
 // active in a flow, and a step whose previous loop's outcome has not been
 // consumed by stratum_step_done cannot start another. Errors are
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
-func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
+func iterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
 		return iterationError("Flow is already complete"), nil
 	}
@@ -95,7 +95,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	}, nil
 }
 
-// IterationReport records one iteration result of the active loop
+// iterationReport records one iteration result of the active loop
 // (stratum_iteration_report, upstream-behavior §2.12). Per report: the count
 // is incremented; score_expr is evaluated (numbers only, booleans are not
 // scores) and the best result tracked (strictly greater wins, ties keep the
@@ -111,7 +111,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 // outcome is kept until stratum_step_done consumes it and the loop ends.
 //
 // The step need not be current any more (as in the original).
-func IterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
+func iterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
 	if res, stop := iterNotRunning(st); stop {
 		return res, nil
 	}
@@ -309,12 +309,12 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
 }
 
-// IterationAbort ends the active loop early (stratum_iteration_abort): it
+// iterationAbort ends the active loop early (stratum_iteration_abort): it
 // appends an exit_abort entry (iteration = the count so far, result
 // {aborted: true, reason}) and records exit_abort as the step's pending
 // outcome. A scored step's response also carries best_result and best_score
 // (null when nothing was scored).
-func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
+func iterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil

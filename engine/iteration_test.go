@@ -140,7 +140,7 @@ func TestIterationStartErrors(t *testing.T) {
 				tc.setup(st)
 			}
 			before := stateBytes(st)
-			res, err := IterationStart(st, env, tc.step)
+			res, err := iterationStart(st, env, tc.step)
 			mustExecError(t, res, err, tc.want)
 			if string(stateBytes(st)) != string(before) {
 				t.Fatalf("state changed by a refused start")
@@ -158,7 +158,7 @@ func TestIterationStartResponse(t *testing.T) {
 		max  int
 	}{{"loop", nil, 3}, {"crit", "result.v == 'done'", 5}} {
 		st := extState(t, env, tc.step)
-		res, err := IterationStart(st, env, tc.step)
+		res, err := iterationStart(st, env, tc.step)
 		r := mustOK(t, res, err)
 		want := Response{"status": "iteration_started", "flow_id": "flow-1", "step_id": tc.step,
 			"max_iterations": tc.max, "exit_criterion": tc.ec, "iteration": 0}
@@ -182,15 +182,15 @@ func TestIterationReportErrors(t *testing.T) {
 	sp, f := extSpec(t, iterSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
-	res, err := IterationReport(st, env, "loop", map[string]any{"v": "x"})
+	res, err := iterationReport(st, env, "loop", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "No active iteration loop")
-	res, err = IterationAbort(st, env, "loop", "why")
+	res, err = iterationAbort(st, env, "loop", "why")
 	mustExecError(t, res, err, "No active iteration loop")
 
-	okFn(t)(IterationStart(st, env, "loop"))
-	res, err = IterationReport(st, env, "crit", map[string]any{"v": "x"})
+	okFn(t)(iterationStart(st, env, "loop"))
+	res, err = iterationReport(st, env, "crit", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got report for 'crit'")
-	res, err = IterationAbort(st, env, "crit", "why")
+	res, err = iterationAbort(st, env, "crit", "why")
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got abort for 'crit'")
 }
 
@@ -205,7 +205,7 @@ func okFn(t *testing.T) func(Result, error) Response {
 // report runs one IterationReport and returns its response.
 func report(t *testing.T, st *FlowState, env Env, step string, result any) Response {
 	t.Helper()
-	return okFn(t)(IterationReport(st, env, step, result))
+	return okFn(t)(iterationReport(st, env, step, result))
 }
 
 func TestIterationOutcomes(t *testing.T) {
@@ -266,9 +266,9 @@ func TestIterationOutcomes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := extState(t, env, tc.step)
-			okFn(t)(IterationStart(st, env, tc.step))
+			okFn(t)(iterationStart(st, env, tc.step))
 			for i, r := range tc.reports {
-				res, err := IterationReport(st, env, tc.step, r.result)
+				res, err := iterationReport(st, env, tc.step, r.result)
 				resp := mustOK(t, res, err)
 				if resp["outcome"] != r.outcome || resp["exit_criterion_met"] != r.met || resp["iteration"] != i+1 {
 					t.Fatalf("report %d: got %v, want outcome %s met %v", i+1, resp, r.outcome, r.met)
@@ -313,7 +313,7 @@ func TestIterationExitCriterionError(t *testing.T) {
 	sp, f := extSpec(t, iterSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "crit")
-	okFn(t)(IterationStart(st, env, "crit"))
+	okFn(t)(iterationStart(st, env, "crit"))
 	// `result.v` on a result without v raises: not met, error reported.
 	r := report(t, st, env, "crit", map[string]any{"other": 1.0})
 	if r["exit_criterion_met"] != false || r["outcome"] != OutcomeContinue {
@@ -336,7 +336,7 @@ func TestIterationStagnationUsesRoundHistory(t *testing.T) {
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
 	same := map[string]any{"v": "same"}
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", same)
 	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitMax {
 		t.Fatalf("second report: %v", r)
@@ -344,7 +344,7 @@ func TestIterationStagnationUsesRoundHistory(t *testing.T) {
 	// A failed step_done clears the outcome; a new loop still sees the
 	// earlier reports of this round.
 	clearStepIteration(st, "loop")
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitStagnation || r["iteration"] != 1 {
 		t.Fatalf("third identical report across loops: %v", r)
 	}
@@ -355,10 +355,10 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
 	same := map[string]any{"v": "same"}
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", same)
 	report(t, st, env, "loop", same)
-	res, err := IterationAbort(st, env, "loop", "giving up")
+	res, err := iterationAbort(st, env, "loop", "giving up")
 	r := mustOK(t, res, err)
 	want := Response{"status": "iteration_aborted", "flow_id": "flow-1", "step_id": "loop", "iteration": 2, "reason": "giving up"}
 	if !reflect.DeepEqual(r, want) {
@@ -377,7 +377,7 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 		t.Fatalf("events %+v", res.Events)
 	}
 	consumeIterationOutcome(st, "loop")
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeContinue {
 		t.Fatalf("the abort entry must break the fingerprint chain: %v", r)
 	}
@@ -408,7 +408,7 @@ func TestIterationScoring(t *testing.T) {
 	sp, f := extSpec(t, scoreSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 
 	r := report(t, st, env, "tune", map[string]any{"score": 0.5, "n": 1.0})
 	if r["score"] != 0.5 || r["outcome"] != OutcomeContinue {
@@ -454,7 +454,7 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 
 	// With exit_criterion, neither score nor fingerprint stagnation applies.
 	st := extState(t, env, "tunec")
-	okFn(t)(IterationStart(st, env, "tunec"))
+	okFn(t)(iterationStart(st, env, "tunec"))
 	same := map[string]any{"score": 0.1}
 	for i := 1; i <= 3; i++ {
 		if r := report(t, st, env, "tunec", same); r["outcome"] != OutcomeContinue {
@@ -468,7 +468,7 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 
 	// prior_scores and iteration are visible to the criterion.
 	st = extState(t, env, "seen")
-	okFn(t)(IterationStart(st, env, "seen"))
+	okFn(t)(iterationStart(st, env, "seen"))
 	report(t, st, env, "seen", map[string]any{"score": 1.0})
 	report(t, st, env, "seen", map[string]any{"score": 2.0})
 	if r := report(t, st, env, "seen", map[string]any{"score": 3.0}); r["outcome"] != OutcomeExitSuccess {
@@ -480,8 +480,8 @@ func TestIterationAbortScored(t *testing.T) {
 	sp, f := extSpec(t, scoreSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
-	r := okFn(t)(IterationAbort(st, env, "tune", "stop"))
+	okFn(t)(iterationStart(st, env, "tune"))
+	r := okFn(t)(iterationAbort(st, env, "tune", "stop"))
 	if v, ok := r["best_result"]; !ok || v != nil {
 		t.Fatalf("best_result must be null: %v", r)
 	}
@@ -490,9 +490,9 @@ func TestIterationAbortScored(t *testing.T) {
 	}
 
 	st = extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 0.4})
-	r = okFn(t)(IterationAbort(st, env, "tune", "stop"))
+	r = okFn(t)(iterationAbort(st, env, "tune", "stop"))
 	if r["best_score"] != 0.4 || !reflect.DeepEqual(r["best_result"], map[string]any{"score": 0.4}) {
 		t.Fatalf("scored abort: %v", r)
 	}
@@ -524,7 +524,7 @@ func TestIterationAccumulateWithKey(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "hunt")
-	okFn(t)(IterationStart(st, env, "hunt"))
+	okFn(t)(iterationStart(st, env, "hunt"))
 	if a := st.IterationAccumulator["hunt"]; a == nil || len(a.Items) != 0 {
 		t.Fatalf("accumulating step starts with an empty accumulator: %+v", a)
 	}
@@ -588,7 +588,7 @@ func TestIterationAccumulateWholeItem(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "whole")
-	okFn(t)(IterationStart(st, env, "whole"))
+	okFn(t)(iterationStart(st, env, "whole"))
 	same := map[string]any{"findings": []any{"x", map[string]any{"k": 1.0, "j": 2.0}}}
 	// Identical results do not stagnate an accumulating loop.
 	r := report(t, st, env, "whole", same)
@@ -627,7 +627,7 @@ func TestIterationAccumulatorLocals(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "counted")
-	okFn(t)(IterationStart(st, env, "counted"))
+	okFn(t)(iterationStart(st, env, "counted"))
 	report(t, st, env, "counted", map[string]any{"findings": []any{1.0, 2.0}})
 	if r := report(t, st, env, "counted", map[string]any{"findings": []any{2.0, 3.0}}); r["outcome"] != OutcomeExitSuccess {
 		t.Fatalf("accumulator locals: %v", r)
@@ -638,7 +638,7 @@ func TestNoAccumulatedLeak(t *testing.T) {
 	sp, f := extSpec(t, iterSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", map[string]any{"v": "a"})
 	report(t, st, env, "loop", map[string]any{"v": "b"})
 	r := report(t, st, env, "loop", map[string]any{"v": "c"})
@@ -664,12 +664,12 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	sp, f := extSpec(t, scoreSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 1.0})
-	okFn(t)(IterationAbort(st, env, "tune", "x"))
+	okFn(t)(iterationAbort(st, env, "tune", "x"))
 
 	// Start refused while the outcome is pending.
-	res, err := IterationStart(st, env, "tune")
+	res, err := iterationStart(st, env, "tune")
 	mustExecError(t, res, err, "pending iteration outcome ('exit_abort')")
 
 	// consume: outcome gone, history kept.
@@ -682,7 +682,7 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	}
 
 	// clear: outcome, best, accumulator and an active loop on the step go.
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 2.0})
 	st.IterationOutcome["tune"] = OutcomeExitMax
 	st.IterationAccumulator["tune"] = &Accumulator{}
@@ -715,7 +715,7 @@ func TestIterationStatePersists(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "hunt")
-	okFn(t)(IterationStart(st, env, "hunt"))
+	okFn(t)(iterationStart(st, env, "hunt"))
 	report(t, st, env, "hunt", map[string]any{"findings": []any{map[string]any{"id": "a"}}})
 	var back FlowState
 	if err := json.Unmarshal(stateBytes(st), &back); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// ParallelDone is stratum_parallel_done, the consumer path of a
+// parallelDone is stratum_parallel_done, the consumer path of a
 // parallel_dispatch step (upstream-behavior §2.15). It builds the aggregate
 // {tasks, merge_status, completed, failed, outcome} — completed and failed
 // are the task lists, a task being complete only when its status is
@@ -17,13 +17,13 @@ import (
 // the attempt fails as ensure_failed with the original's violation texts.
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
-func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
-	return parallelDone(st, env, stepID, taskResults, mergeStatus, nil)
+func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
+	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
-// parallelDone is ParallelDone; details follow a merge or require
+// parallelDoneDetailed is ParallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
-func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
+func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil

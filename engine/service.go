@@ -33,7 +33,7 @@ type Service struct {
 	OnDamaged func(*DamagedError)
 
 	mu    sync.Mutex
-	specs map[[32]byte]*specs.Spec
+	specs map[[32]byte]parsedSpec
 	order [][32]byte
 	// events publishes committed transitions' events to Watch.
 	events broker
@@ -86,31 +86,48 @@ func NewUUID() string {
 
 // parse parses a spec text, caching the result by the sha256 of the text.
 func (s *Service) parse(file, text string) (*specs.Spec, specs.Diagnostics) {
+	// A valid spec is cached by its text; a failure by its file name and
+	// text (its diagnostics name the file), so that thousands of flows
+	// stored with one spec that no longer parses cost one parse, not one
+	// per flow.
 	key := sha256.Sum256([]byte(text))
+	fkey := sha256.Sum256([]byte(file + "\x00" + text))
 	s.mu.Lock()
-	if sp, ok := s.specs[key]; ok {
+	if p, ok := s.specs[key]; ok {
 		s.mu.Unlock()
-		return sp, nil
+		return p.spec, nil
+	}
+	if p, ok := s.specs[fkey]; ok {
+		s.mu.Unlock()
+		return nil, p.diags
 	}
 	s.mu.Unlock()
 	sp, ds := parseSpec(file, []byte(text))
+	p, k := parsedSpec{spec: sp}, key
 	if sp == nil || ds.HasErrors() {
-		return nil, ds
+		p, k, sp = parsedSpec{diags: ds}, fkey, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.specs == nil {
-		s.specs = map[[32]byte]*specs.Spec{}
+		s.specs = map[[32]byte]parsedSpec{}
 	}
-	if _, ok := s.specs[key]; !ok {
+	if _, ok := s.specs[k]; !ok {
 		if len(s.order) >= specCacheSize {
 			delete(s.specs, s.order[0])
 			s.order = s.order[1:]
 		}
-		s.specs[key] = sp
-		s.order = append(s.order, key)
+		s.specs[k] = p
+		s.order = append(s.order, k)
 	}
 	return sp, ds
+}
+
+// parsedSpec is one entry of the Service's parse cache: a valid spec, or
+// the diagnostics of one that does not parse.
+type parsedSpec struct {
+	spec  *specs.Spec
+	diags specs.Diagnostics
 }
 
 // specError is the original's translated exception for an invalid spec:
@@ -216,7 +233,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	}
 	return s.optimistic(ctx, "plan of flow "+flowName, func(sn *snapshot, now time.Time) (computed, error) {
 		env := Env{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
-		st, res, err := Plan(env, flowName, inputs, opt)
+		st, res, err := planFlow(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true
 		}
@@ -226,20 +243,20 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 
 // Resume is stratum_resume.
 func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, Resume)
+	return s.transition(ctx, flowID, nil, resumeFlow)
 }
 
 // StepDone is stratum_step_done.
 func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return StepDone(st, env, stepID, result)
+		return stepDone(st, env, stepID, result)
 	})
 }
 
 // ParallelDone is stratum_parallel_done.
 func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return ParallelDone(st, env, stepID, taskResults, mergeStatus)
+		return parallelDone(st, env, stepID, taskResults, mergeStatus)
 	})
 }
 
@@ -251,13 +268,13 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}
-		return GateResolve(st, env, d)
+		return gateResolve(st, env, d)
 	})
 }
 
 // CheckTimeouts is stratum_check_timeouts.
 func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, CheckTimeouts)
+	return s.transition(ctx, flowID, nil, checkTimeouts)
 }
 
 // SweepTimeouts applies every expired gate deadline in the store (any
@@ -291,28 +308,28 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 // SkipStep is stratum_skip_step.
 func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return SkipStep(st, env, stepID, reason)
+		return skipStep(st, env, stepID, reason)
 	})
 }
 
 // IterationStart is stratum_iteration_start.
 func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationStart(st, env, stepID)
+		return iterationStart(st, env, stepID)
 	})
 }
 
 // IterationReport is stratum_iteration_report.
 func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, stepID, result)
+		return iterationReport(st, env, stepID, result)
 	})
 }
 
 // IterationAbort is stratum_iteration_abort.
 func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationAbort(st, env, stepID, reason)
+		return iterationAbort(st, env, stepID, reason)
 	})
 }
 
@@ -320,7 +337,7 @@ func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason str
 // anyone but its holder.
 func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Commit(st, env, label)
+		return commitCheckpoint(st, env, label)
 	})
 }
 
@@ -329,7 +346,7 @@ func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOp
 // flow from under it.
 func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Revert(st, env, label, opt.Channel)
+		return revertCheckpoint(st, env, label, opt.Channel)
 	})
 }
 
@@ -352,7 +369,7 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error
 		if bad != nil {
 			return computed{}, bad
 		}
-		out = Audit(st, env)
+		out = auditFlow(st, env)
 		return computed{res: answer(out)}, nil
 	})
 	if err != nil {

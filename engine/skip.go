@@ -4,9 +4,9 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// SkipStep is stratum_skip_step: the current (non-gate) step is skipped with
+// skipStep is stratum_skip_step: the current (non-gate) step is skipped with
 // a SkipRecord, its output set to null, and the flow advances.
-func SkipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
+func skipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	ensureMaps(st)
 	if r, done := refuseFinished(st, env); done {
 		return r, nil

@@ -12,11 +12,11 @@ import (
 	"github.com/stratum-go/stratum/specs/py"
 )
 
-// StepDone is stratum_step_done (upstream-behavior §2.6): it checks the
+// stepDone is stratum_step_done (upstream-behavior §2.6): it checks the
 // result of the current step (output_schema → guardrails → ensure), retries
 // with the violations, routes on_fail on exhaustion, or stores the output and
 // advances (next, or linearly) to the next dispatch.
-func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error) {
+func stepDone(st *FlowState, env Env, stepID string, result any) (Result, error) {
 	ensureMaps(st)
 	if r, done := refuseFinished(st, env); done {
 		return r, nil

@@ -7,7 +7,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// StepAttemptFailed records a failed attempt of the current step that
+// stepAttemptFailed records a failed attempt of the current step that
 // produced no checkable result (a command that exited non-zero, output that
 // is not JSON, an LLM answer that could not be parsed, a refusal…). It counts
 // the attempt exactly like a failed ensure in StepDone and answers the same
@@ -17,7 +17,7 @@ import (
 // retries_exhausted with the flow failed.
 //
 // Refusals (finished flow, gate step, another step) are StepDone's.
-func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (Result, error) {
+func stepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (Result, error) {
 	ensureMaps(st)
 	if r, done := refuseFinished(st, env); done {
 		return r, nil
@@ -49,11 +49,11 @@ func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 	return mergeResults(pre, res), nil
 }
 
-// ExhaustBudget ends a running flow (and its active child, by the caller)
+// exhaustBudget ends a running flow (and its active child, by the caller)
 // with status budget_exhausted: the run budget (ms, usd, tokens) of the flow
 // or of the current call ran out. reason is recorded in the flow_finished
 // event and the response. A finished flow is refused unchanged.
-func ExhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
+func exhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
 	ensureMaps(st)
 	if isFinished(st) || pastEnd(st, env) {
 		return refused(execErrorf("Flow is already finished")), nil
@@ -94,11 +94,11 @@ type CallRecord struct {
 	ChildFlowID string   // booked to an ancestor: the child flow that made the call
 }
 
-// RecordCall adds a call's spend to the flow's budget ledger
+// recordCall adds a call's spend to the flow's budget ledger
 // (FlowState.BudgetState), appends its trace record to FlowState.Trace and
 // emits a trace event. It works on finished flows too (the ledger of a
 // failed flow stays accurate).
-func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
+func recordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 	if st.BudgetState == nil {
 		st.BudgetState = &BudgetState{}
 	}
@@ -139,21 +139,21 @@ func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 // like StepDone).
 func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return StepAttemptFailed(st, env, stepID, violations)
+		return stepAttemptFailed(st, env, stepID, violations)
 	})
 }
 
 // ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
 func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return ExhaustBudget(st, env, reason)
+		return exhaustBudget(st, env, reason)
 	})
 }
 
 // RecordCall is the Service form of RecordCall (lease-checked).
 func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return RecordCall(st, env, c)
+		return recordCall(st, env, c)
 	})
 }
 
@@ -164,7 +164,7 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) (Result, error) {
 	var pre Result
 	if c != nil {
-		r, err := RecordCall(st, env, *c)
+		r, err := recordCall(st, env, *c)
 		if err != nil {
 			return Result{}, err
 		}
@@ -183,7 +183,7 @@ func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) 
 // (nil: none), in one transaction.
 func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return withCall(st, env, c, func() (Result, error) { return StepDone(st, env, stepID, result) })
+		return withCall(st, env, c, func() (Result, error) { return stepDone(st, env, stepID, result) })
 	})
 }
 
@@ -191,6 +191,6 @@ func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, r
 // the attempt's call (nil: none), in one transaction.
 func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return withCall(st, env, c, func() (Result, error) { return StepAttemptFailed(st, env, stepID, violations) })
+		return withCall(st, env, c, func() (Result, error) { return stepAttemptFailed(st, env, stepID, violations) })
 	})
 }

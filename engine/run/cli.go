@@ -32,20 +32,22 @@ type CommandLine struct {
 // Request is a checked `stratum run` command line: either a spec file to
 // start (File, Flow, Inputs) or a stored flow to continue (Resume).
 type Request struct {
-	File    string // "" with Resume
-	Resume  string
-	Flow    string
-	Inputs  map[string]any
-	Approve []string // gate step ids or "all", one per element
-	OnGate  string   // one of the OnGate* constants
-	Cache   string   // one of the Cache* constants
+	File   string // "" with Resume
+	Resume string
+	Flow   string
+	Inputs map[string]any
+	// TextInputs are the --input fields as typed (see CoerceInputs).
+	TextInputs map[string]string
+	Approve    []string // gate step ids or "all", one per element
+	OnGate     string   // one of the OnGate* constants
+	Cache      string   // one of the Cache* constants
 	// KeepWorktrees leaves fan-out task worktrees (and branches) in place.
 	KeepWorktrees bool
 }
 
 // FileRequest is the request as StartFile takes it.
 func (r Request) FileRequest() FileRequest {
-	return FileRequest{File: r.File, Flow: r.Flow, Inputs: r.Inputs, Approve: r.Approve}
+	return FileRequest{File: r.File, Flow: r.Flow, Inputs: r.Inputs, TextInputs: r.TextInputs, Approve: r.Approve}
 }
 
 // Check turns the command line into a Request. terminal says whether
@@ -97,7 +99,7 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 		if err != nil {
 			return Request{}, &UsageError{Err: err}
 		}
-		req.Inputs = inputs
+		req.Inputs, req.TextInputs = inputs, TextInputs(c.Inputs)
 	}
 	return req, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // ParseInput parses one flow input written NAME=VALUE (a --input flag, a
@@ -52,6 +53,51 @@ func ParseInputs(fields []string, file string) (map[string]any, error) {
 		inputs[name] = v
 	}
 	return inputs, nil
+}
+
+// TextInputs returns the NAME=VALUE fields as typed (the last one of a
+// name wins, as in ParseInputs), for CoerceInputs; nil for no fields.
+func TextInputs(fields []string) map[string]string {
+	if len(fields) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, f := range fields {
+		if name, val, ok := strings.Cut(f, "="); ok && strings.TrimSpace(name) != "" {
+			out[name] = val
+		}
+	}
+	return out
+}
+
+// CoerceInputs reads command-line inputs as the types the spec declares
+// for them: ParseInput takes a value as JSON when it is valid JSON, so
+// `--input version=7` gives the number 7; when the flow (or the workflow
+// entering it) declares that input a string, the text as typed is used
+// instead. Other declared types keep the JSON reading (a text that is not
+// one is then refused by the engine's input check). text holds the typed
+// fields (TextInputs); inputs is changed in place and returned.
+func CoerceInputs(sp *specs.Spec, flowName string, inputs map[string]any, text map[string]string) map[string]any {
+	if sp == nil || len(text) == 0 {
+		return inputs
+	}
+	var params []*specs.Param
+	if f := sp.Flows[flowName]; f != nil {
+		params = append(params, f.Input...)
+	}
+	if sp.Workflow != nil && sp.Workflow.EntryFlow == flowName {
+		params = append(params, sp.Workflow.Input...)
+	}
+	for _, p := range params {
+		raw, typed := text[p.Name]
+		if !typed || p.Type != "string" {
+			continue
+		}
+		if _, isStr := inputs[p.Name].(string); !isStr {
+			inputs[p.Name] = raw
+		}
+	}
+	return inputs
 }
 
 // ParseResult reads a step's result as `stratum step-done` takes it: the
