@@ -18,7 +18,9 @@ import (
 // no migration). Which keys an event writes is decided by its type, in one
 // place (Event.MarshalJSON, writtenKeys): each type always writes its own
 // keys, zero or not, and writes an optional key only when it is set. The
-// fields are declared in key order, the order they are written in.
+// fields are declared in key order, the order they are written in. An
+// EventData marshalled on its own (not as an Event's) drops every zero
+// field: encode the Event, or list its keys with Event.DataFields.
 type EventData struct {
 	// Action is what a checkpoint event did (commit, revert) or what an
 	// iteration_report recorded (start, report, abort).

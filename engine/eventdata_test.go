@@ -50,7 +50,7 @@ func TestEventDataRoundTrip(t *testing.T) {
 	f.stepDone("s1", map[string]any{"n": 0})
 	cost := 0.25
 	f.do(func(st *FlowState, env Env) (Result, error) {
-		return RecordCall(st, env, CallRecord{StepID: "s1", Attempt: 2, DurationMS: 1500, Tokens: 42, CostUSD: &cost,
+		return recordCall(st, env, CallRecord{StepID: "s1", Attempt: 2, DurationMS: 1500, Tokens: 42, CostUSD: &cost,
 			Trace:    &TraceRecord{Function: "s1", Model: "openai/gpt-4o-mini", Output: map[string]any{"n": 3.0}},
 			Executor: "infer"})
 	})
@@ -316,5 +316,35 @@ func TestEventDataBadInput(t *testing.T) {
 	}
 	if _, err := (Event{Type: EventTrace, Data: EventData{Score: &nan}}).DataFields(); err == nil {
 		t.Error("NaN score listed")
+	}
+}
+
+// TestPolicyEventsJSON: the gate events of a policy's approval and of a
+// policy that could not approve a human's gate, straight from the
+// transitions, write the keys the map-based build wrote (no test stored
+// one, so testdata/events holds hand-built ones; these pin the real ones).
+func TestPolicyEventsJSON(t *testing.T) {
+	tests := []struct{ approver, want string }{
+		{"any", `{"channel":"policy","outcome":"approve","policy":"flag","rationale":"policy: flag — auto-approved"}`},
+		{"human", `{"approver":"human","policy":"flag","policy_failed":"approver: human","round":0}`},
+	}
+	for _, tt := range tests {
+		src := strings.NewReplacer("APPROVER", tt.approver, "POLICY", "policy: flag\n        policy_fallback: gate").Replace(policyFallbackSpec)
+		f, _ := plan(t, src, "main", nil)
+		f.stepDone("work", map[string]any{"ok": true})
+		var got string
+		for _, ev := range f.events {
+			if ev.StepID == "gate" && (ev.Type == EventGateResolved || ev.Type == EventGateOpened) {
+				b, err := json.Marshal(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, data, _ := bytes.Cut(b, []byte(`"data":`))
+				got = string(bytes.TrimSuffix(data, []byte("}")))
+			}
+		}
+		if got != tt.want {
+			t.Errorf("approver %s: data %s, want %s", tt.approver, got, tt.want)
+		}
 	}
 }
