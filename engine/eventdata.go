@@ -137,7 +137,7 @@ type dataField struct {
 	append func(b []byte, d *EventData) ([]byte, error)
 }
 
-// dataFields are EventData's fields in key order (TestDataFieldsMatchTags
+// dataFields are EventData's fields in key order (TestDataFieldsMatchStruct
 // keeps them in step with the struct).
 var dataFields = [...]dataField{
 	dataStr("action", func(d *EventData) *string { return &d.Action }),
@@ -183,9 +183,7 @@ var dataFields = [...]dataField{
 	dataStr("task_id", func(d *EventData) *string { return &d.TaskID }),
 	dataNum("tokens", func(d *EventData) *int64 { return &d.Tokens }),
 	dataPtr("trace", func(d *EventData) **TraceRecord { return &d.Trace }, appendTrace),
-	{"violations", func(d *EventData) bool { return d.Violations == nil }, func(b []byte, d *EventData) ([]byte, error) {
-		return appendStrings(b, d.Violations), nil
-	}},
+	dataList("violations", func(d *EventData) *[]string { return &d.Violations }),
 	dataStr("worktree", func(d *EventData) *string { return &d.Worktree }),
 }
 
@@ -202,6 +200,13 @@ func dataNum[T int | int64](key string, f func(*EventData) *T) dataField {
 func dataFlag(key string, f func(*EventData) *bool) dataField {
 	return dataField{key, func(d *EventData) bool { return !*f(d) },
 		func(b []byte, d *EventData) ([]byte, error) { return strconv.AppendBool(b, *f(d)), nil }}
+}
+
+// dataList is a list of strings: zero when nil (an empty list is written
+// as []), written as null when nil.
+func dataList(key string, f func(*EventData) *[]string) dataField {
+	return dataField{key, func(d *EventData) bool { return *f(d) == nil },
+		func(b []byte, d *EventData) ([]byte, error) { return appendStrings(b, *f(d)), nil }}
 }
 
 // dataPtr is a field that is zero when nil and written as null when nil.
