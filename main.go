@@ -267,6 +267,46 @@ func withService(fn func(ctx context.Context, svc *engine.Service, args []string
 	}
 }
 
+// withStore is a RunE that opens the store the settings select (openStore),
+// hands it to fn and closes it.
+func withStore(fn func(ctx context.Context, st *backend.Opened) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		st, err := openStore(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return fn(cmd.Context(), st)
+	}
+}
+
+// writeReport prints a store report as JSON (--json) or as text.
+func (a *app) writeReport(jsonOut bool, r interface{ WriteText(io.Writer) error }) error {
+	if jsonOut {
+		return writeJSON(a.stdout, r)
+	}
+	return r.WriteText(a.stdout)
+}
+
+// withFlow opens the service (openService), resolves FLOW — the id or a
+// unique prefix of it (Service.ResolveFlowID) — and hands both to fn; a
+// FLOW that does not resolve is refused's to answer.
+func withFlow(ctx context.Context, flow string, refused func(error) error, fn func(svc *engine.Service, id string) error) error {
+	svc, _, err := openService(ctx)
+	if err != nil {
+		return err
+	}
+	id, err := svc.ResolveFlowID(ctx, flow)
+	if err != nil {
+		return refused(err)
+	}
+	return fn(svc, id)
+}
+
+// refused answers a FLOW that does not resolve as the engine's answer
+// (answerExit).
+func (a *app) refused(err error) error { return a.answerExit(nil, err) }
+
 // answerExit prints an engine answer as the original's JSON (engine.Wire)
 // and maps an error envelope to exit 1; any other error is a store failure.
 func (a *app) answerExit(out engine.Outcome, err error) error {
@@ -480,15 +520,9 @@ its violations, the completion, or an error envelope (exit 1).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			svc, _, err := openService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			id, err := svc.ResolveFlowID(cmd.Context(), args[0])
-			if err != nil {
-				return a.answerExit(nil, err)
-			}
-			return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
+			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+				return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
+			})
 		},
 	}
 	cmd.Flags().StringVar(&result, "result", "", "the step result as JSON")
@@ -502,13 +536,11 @@ func (a *app) resumeCommand() *cobra.Command {
 		Short:   "Print the current dispatch of a flow (stratum_resume)",
 		Example: `  stratum resume 3f2a1c`,
 		Args:    cobra.ExactArgs(1),
-		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			id, err := svc.ResolveFlowID(ctx, args[0])
-			if err != nil {
-				return a.answerExit(nil, err)
-			}
-			return a.answerExit(svc.Resume(ctx, id))
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+				return a.answerExit(svc.Resume(cmd.Context(), id))
+			})
+		},
 	}
 }
 
@@ -521,26 +553,15 @@ original's stratum_audit). Completed flows are kept in the store, so audits work
 fact until "stratum gc" prunes them.`,
 		Example: `  stratum audit 3f2a1c | jq '.trace'`,
 		Args:    cobra.ExactArgs(1),
-		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			id, err := svc.ResolveFlowID(ctx, args[0])
-			if err != nil {
-				return a.answerExit(nil, err)
-			}
-			return a.answerExit(svc.Audit(ctx, id))
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+				return a.answerExit(svc.Audit(cmd.Context(), id))
+			})
+		},
 	}
 }
 
 // ---- query, gate, gc ----
-
-// statusList is the flow statuses for help texts and errors.
-func statusList() string {
-	names := make([]string, len(engine.FlowStatuses))
-	for i, st := range engine.FlowStatuses {
-		names[i] = string(st)
-	}
-	return strings.Join(names, ", ")
-}
 
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -561,8 +582,10 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Example: `  stratum query flows --status awaiting_gate | jq -r '.[].flow_id'`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
-			if status != "" && !engine.FlowStatus(status).Valid() {
-				return usageErr("--status %q: want one of %s", status, statusList())
+			if status != "" {
+				if _, err := engine.ParseFlowStatus(status); err != nil {
+					return usageErr("--status: %v", err)
+				}
 			}
 			return nil
 		},
@@ -574,31 +597,32 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
 		}),
 	}
-	flows.Flags().StringVar(&status, "status", "", "only flows with this status: "+statusList())
+	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")
 	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
 	flow := &cobra.Command{
 		Use:     "flow ID",
 		Short:   "Print the full persisted state of one flow",
 		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
-		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			id, err := svc.ResolveFlowID(ctx, args[0])
-			if e := engine.AsError(err); e != nil {
-				_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
-				return silentExit(exitFailure)
-			} else if err != nil {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			refused := func(err error) error {
+				if e := engine.AsError(err); e != nil {
+					_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
+					return silentExit(exitFailure)
+				}
 				return failErr(err)
 			}
-			f, err := svc.FlowWithSpec(ctx, id)
-			if errors.Is(err, engine.ErrNotFound) {
-				_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
-				return silentExit(exitFailure)
-			}
-			if err != nil {
-				return failErr(err)
-			}
-			return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
-		}),
+			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
+				f, err := svc.FlowWithSpec(cmd.Context(), id)
+				if errors.Is(err, engine.ErrNotFound) {
+					_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
+					return silentExit(exitFailure)
+				} else if err != nil {
+					return failErr(err)
+				}
+				return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
+			})
+		},
 	}
 	gates := &cobra.Command{
 		Use:     "gates",
@@ -666,31 +690,15 @@ approver: human gate without a terminal or without the confirmation.`,
 				if err := review.Check(d); err != nil {
 					return usageErr("%v: say why with --note", err)
 				}
-				svc, _, err := openService(cmd.Context())
-				if err != nil {
-					return err
-				}
-				var next engine.Outcome
-				id, err := svc.ResolveFlowID(cmd.Context(), args[0])
-				if err == nil {
+				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err) }
+				refused := func(err error) error { return answer(nil, err) }
+				return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
 					d.FlowID = id
 					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
 						return err
 					}
-					next, err = review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
-				}
-				if err != nil && engine.AsError(err) == nil {
-					return failErr(err)
-				}
-				resp, verdict := engine.GateAnswer(d.FlowID, args[1], verb.outcome, next, err)
-				werr := writeJSON(a.stdout, resp)
-				switch verdict {
-				case engine.GateResolved:
-					return werr
-				case engine.GateConflict:
-					return silentExit(exitUsage)
-				}
-				return silentExit(exitFailure)
+					return answer(review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d))
+				})
 			},
 		}
 		c.Flags().StringVar(&note, "note", "", "rationale recorded with the decision")
@@ -700,6 +708,25 @@ approver: human gate without a terminal or without the confirmation.`,
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// gateAnswer prints the answer to a decision made with `stratum gate`
+// (engine.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
+// conflict, 1 anything else; an error without an envelope is a store
+// failure.
+func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error) error {
+	if err != nil && engine.AsError(err) == nil {
+		return failErr(err)
+	}
+	resp, verdict := engine.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
+	werr := writeJSON(a.stdout, resp)
+	switch verdict {
+	case engine.GateResolved:
+		return werr
+	case engine.GateConflict:
+		return silentExit(exitUsage)
+	}
+	return silentExit(exitFailure)
 }
 
 // confirmHuman applies review.HumanConfirm to a decision made with
@@ -752,7 +779,7 @@ Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`,
 				if cmd.Flags().Changed("older-than") {
 					return usageErr("gc: give --older-than or --damaged, not both")
 				}
-				return a.quarantine(cmd.Context())
+				return withStore(a.quarantine)(cmd, nil)
 			}
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr("gc needs --older-than DURATION (for example 720h), or --damaged")
@@ -777,12 +804,7 @@ Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`,
 }
 
 // quarantine is `gc --damaged`.
-func (a *app) quarantine(ctx context.Context) error {
-	st, err := openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func (a *app) quarantine(ctx context.Context, st *backend.Opened) error {
 	q, err := backend.QuarantineDamaged(ctx, st)
 	if errors.Is(err, backend.ErrNotBbolt) {
 		return usageErr("gc --damaged: %v", err)
@@ -1206,28 +1228,18 @@ if the pages are sound, records that cannot be decoded and indexes that disagree
 Exit status: 0 clean, 1 damaged (or unreadable), 2 usage (an etcd store).`,
 		Example: "  stratum store check\n  stratum store check --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			r, err := backend.Check(cmd.Context(), st)
+		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
+			r, err := backend.Check(ctx, st)
 			if errors.Is(err, backend.ErrNotBbolt) {
 				return usageErr("store check: %v", err)
 			} else if err != nil {
 				return failErr(err)
 			}
-			if jsonOut {
-				err = writeJSON(a.stdout, r)
-			} else {
-				err = r.WriteText(a.stdout)
+			if err := a.writeReport(jsonOut, r); err != nil || r.OK {
+				return err
 			}
-			if err == nil && !r.OK {
-				return silentExit(exitFailure)
-			}
-			return err
-		},
+			return silentExit(exitFailure)
+		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
@@ -1244,21 +1256,13 @@ version, and how many flows (by status), pending gates, events and cache entries
 Credentials are never printed.`,
 		Example: "  stratum store info\n  STRATUM_STORE=etcd://127.0.0.1:2379/team stratum store info --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			info, err := backend.Describe(cmd.Context(), st)
+		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
+			info, err := backend.Describe(ctx, st)
 			if err != nil {
 				return failErr(err)
 			}
-			if jsonOut {
-				return writeJSON(a.stdout, info)
-			}
-			return info.WriteText(a.stdout)
-		},
+			return a.writeReport(jsonOut, info)
+		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
@@ -1299,27 +1303,11 @@ flows changed during the copy may be copied as they were before.`,
 			if srcLoc.String() == dstLoc.String() {
 				return usageErr("--from and --to are the same store")
 			}
-			ctx := cmd.Context()
-			src, err := backend.OpenAt(ctx, srcLoc, settings)
+			n, err := backend.CopyStores(cmd.Context(), srcLoc, dstLoc, settings, force)
 			if err != nil {
 				return failErr(err)
 			}
-			defer src.Close()
-			clock := &backend.FixedClock{}
-			settings.Now = clock.Now
-			dst, err := backend.OpenAt(ctx, dstLoc, settings)
-			if err != nil {
-				return failErr(err)
-			}
-			defer dst.Close()
-			n, err := backend.Copy(ctx, src, dst, clock, force)
-			if errors.Is(err, backend.ErrNotEmpty) {
-				return &exitError{code: exitFailure, err: err}
-			}
-			if err != nil {
-				return failErr(fmt.Errorf("%v (copied so far: %d flows, %d events, %d cache entries; run again with --force to finish)", err, n.Flows, n.Events, n.Cache))
-			}
-			return writeJSON(a.stdout, map[string]any{"from": src.Name(), "to": dst.Name(), "flows": n.Flows, "events": n.Events, "cache_entries": n.Cache})
+			return writeJSON(a.stdout, n)
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "source store: a bbolt path or etcd://HOST:PORT[,…]/PREFIX")

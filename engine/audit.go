@@ -26,7 +26,7 @@ const auditInProgress = "in_progress"
 // from the flow's start to now, or to its last update once it has ended.
 //
 // auditFlow is a read: it neither mutates st nor appends events.
-func auditFlow(st *FlowState, env Env) *AuditReport {
+func auditFlow(st *FlowState, env Env) *auditReport {
 	totalSteps := 0
 	if env.Flow != nil {
 		totalSteps = len(env.Flow.Order)
@@ -35,12 +35,12 @@ func auditFlow(st *FlowState, env Env) *AuditReport {
 	if trace == nil {
 		trace = []Record{}
 	}
-	rounds := make([]AuditRound, 0, len(st.Rounds))
+	rounds := make([]auditRound, 0, len(st.Rounds))
 	for i, recs := range st.Rounds {
 		if recs == nil {
 			recs = []Record{}
 		}
-		rounds = append(rounds, AuditRound{Round: i, Steps: recs})
+		rounds = append(rounds, auditRound{Round: i, Steps: recs})
 	}
 	archived := make([]map[string][]IterationEntry, 0, len(st.ArchivedIterations))
 	for _, m := range st.ArchivedIterations {
@@ -50,7 +50,7 @@ func auditFlow(st *FlowState, env Env) *AuditReport {
 	if childAudits == nil {
 		childAudits = map[string][]json.RawMessage{}
 	}
-	a := &AuditReport{
+	a := &auditReport{
 		FlowID:             st.FlowID,
 		FlowName:           st.FlowName,
 		Status:             auditStatus(st),

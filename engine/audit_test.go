@@ -96,7 +96,7 @@ func TestAuditContent(t *testing.T) {
 		t.Fatalf("result key in audit iterations: %s", js)
 	}
 	arch := a["archived_iterations"].([]map[string][]IterationEntry)
-	if len(arch) != 1 || arch[0]["b"][0].Outcome != OutcomeExitMax {
+	if len(arch) != 1 || arch[0]["b"][0].Outcome != outcomeExitMax {
 		t.Fatalf("archived %v", arch)
 	}
 	if !reflect.DeepEqual(a["child_audits"], st.ChildAudits) {

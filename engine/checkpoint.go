@@ -15,7 +15,7 @@ import (
 // other checkpoints, dispatch times, parallel task state and the budget
 // ledger are not captured. commitCheckpoint is allowed at any time, even on a finished
 // flow; step_number is current_idx+1 even past the end.
-func commitCheckpoint(st *FlowState, env Env, label string) (Result, error) {
+func commitCheckpoint(st *FlowState, env Env, label string) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
 		return refused(refusal(ErrTypeInvalidLabel, "label must be a non-empty string")), nil
@@ -30,7 +30,7 @@ func commitCheckpoint(st *FlowState, env Env, label string) (Result, error) {
 	if env.Flow != nil && st.CurrentIdx >= 0 && st.CurrentIdx < len(env.Flow.Order) {
 		current = env.Flow.Steps[env.Flow.Order[st.CurrentIdx]].ID
 	}
-	out := &Committed{
+	out := &checkpointCommitted{
 		FlowID:        st.FlowID,
 		Label:         label,
 		StepNumber:    st.CurrentIdx + 1,
@@ -42,7 +42,7 @@ func commitCheckpoint(st *FlowState, env Env, label string) (Result, error) {
 		Label:      label,
 		StepNumber: st.CurrentIdx + 1,
 	}}
-	return Result{Outcome: out, Events: []Event{ev}}, nil
+	return transitionResult{Outcome: out, Events: []Event{ev}}, nil
 }
 
 // revertCheckpoint restores the flow to a checkpoint (stratum_revert,
@@ -61,7 +61,7 @@ func commitCheckpoint(st *FlowState, env Env, label string) (Result, error) {
 // the CLI or the console) needs a human's channel (HumanChannel), else
 // gate_requires_human; and no revert may end, skip or orphan a pending
 // approver: human gate (human_gate_pending, see human.go).
-func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (Result, error) {
+func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	cp := st.Checkpoints[label]
 	if cp == nil { // an empty label too, as the original
@@ -74,11 +74,11 @@ func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (
 		// The waiting child would be left behind, on any channel.
 		return refused(humanGatePending(st, g, what)), nil
 	}
-	if waitsForHuman(st) && !HumanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
+	if waitsForHuman(st) && !humanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
 		return refused(humanGatePending(st, st, what+" through "+channelName(ch))), nil
 	}
 	undone := revertedDecisions(st, cp)
-	if !HumanChannel(ch) {
+	if !humanChannel(ch) {
 		for _, r := range undone {
 			if !r.Reverted && humanDecision(r) {
 				return refused(refusal(ErrTypeGateRequiresHuman,
@@ -99,7 +99,7 @@ func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (
 	// restored cursor calls for, also for a flow that had ended.
 	res, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	if n := NotesOf(res.Outcome); n != nil && !pastEnd(st, env) {
 		// The original adds reverted_to to a dispatch only; a snapshot past
@@ -158,7 +158,7 @@ func humanDecision(r Record) bool {
 	if r.Channel == "" {
 		return r.ResolvedBy == string(review.Human)
 	}
-	return HumanChannel(review.Channel(r.Channel))
+	return humanChannel(review.Channel(r.Channel))
 }
 
 func channelName(ch review.Channel) string {

@@ -146,9 +146,9 @@ func fullState(t *testing.T, env Env) *FlowState {
 	st.RoundStartStepID = strPtr("a")
 	st.TerminalStatus = strPtr("killed")
 	st.Iterations = map[string][]IterationEntry{"b": {{Iteration: 1, Result: map[string]any{"q": 1.0}, Score: &score, NewCount: &one, DryStreak: &one}}}
-	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: OutcomeExitMax}}}}
+	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: outcomeExitMax}}}}
 	st.ActiveIteration = &ActiveIteration{StepID: "b", Count: 1, MaxIterations: 3}
-	st.IterationOutcome = map[string]string{"b": OutcomeContinue}
+	st.IterationOutcome = map[string]string{"b": outcomeContinue}
 	st.IterationBest = map[string]*IterationBest{"b": {Result: map[string]any{"q": 1.0}, Score: &score, Iteration: 1}}
 	st.IterationAccumulator = map[string]*Accumulator{"b": {Items: []any{"i"}, Keys: []string{`"i"`}, DryStreak: 1}}
 	st.ActiveChildFlowID = strPtr("child-9")
@@ -177,7 +177,7 @@ func TestRevertRestores(t *testing.T) {
 	st.Rounds = append(st.Rounds, []Record{})
 	st.Iterations["c"] = []IterationEntry{{Iteration: 1}}
 	st.ActiveIteration = nil
-	st.IterationOutcome["b"] = OutcomeExitMax
+	st.IterationOutcome["b"] = outcomeExitMax
 	st.Inputs["topic"] = "kept"
 	okFn(t)(commitCheckpoint(st, env, "later"))
 
@@ -185,7 +185,7 @@ func TestRevertRestores(t *testing.T) {
 	later.Now = extNow.Add(time.Minute)
 	res, err := revertCheckpoint(st, later, " cp ", review.ChannelTUI)
 	r := mustOK(t, res, err)
-	if r["reverted_to"] != "cp" || r["status"] != DispatchExecuteStep || r["step_id"] != "b" {
+	if r["reverted_to"] != "cp" || r["status"] != dispatchExecuteStep || r["step_id"] != "b" {
 		t.Fatalf("revert response %v", r)
 	}
 	if res.Unchanged {
@@ -195,7 +195,7 @@ func TestRevertRestores(t *testing.T) {
 		t.Fatalf("events %+v", res.Events)
 	}
 	if st.CurrentIdx != 2 || st.Round != 1 || st.Attempts["b"] != 0 || len(st.Records) != 1 ||
-		len(st.Rounds) != 1 || st.Iterations["c"] != nil || st.IterationOutcome["b"] != OutcomeContinue ||
+		len(st.Rounds) != 1 || st.Iterations["c"] != nil || st.IterationOutcome["b"] != outcomeContinue ||
 		st.ActiveIteration == nil || st.StepOutputs["b"] != nil ||
 		!reflect.DeepEqual(st.StepOutputs["a"], map[string]any{"v": []any{1.0, "two"}}) {
 		t.Fatalf("fields not restored: %+v", st)
@@ -227,7 +227,7 @@ func TestRevertAppliesPolicyLoop(t *testing.T) {
 
 	res, err := revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
 	r := mustOK(t, res, err)
-	if r["status"] != DispatchExecuteStep || r["step_id"] != "b" || r["reverted_to"] != "at-gate" {
+	if r["status"] != dispatchExecuteStep || r["step_id"] != "b" || r["reverted_to"] != "at-gate" {
 		t.Fatalf("a reverted-to flag gate must be auto-approved: %v", r)
 	}
 	last := st.Records[len(st.Records)-1]

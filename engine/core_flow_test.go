@@ -175,7 +175,9 @@ func TestParallelDone(t *testing.T) {
 				"isolation": "worktree", "require": c.require, "merge": "sequential_apply",
 				"intent_template": "do {description}", "retries_remaining": 2, "agent": "claude",
 			})
-			r = f.do(func(st *FlowState, env Env) (Result, error) { return parallelDone(st, env, "run", c.results, c.merge) })
+			r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+				return parallelDone(st, env, "run", c.results, c.merge)
+			})
 			if c.status == "complete" {
 				expect(t, r, map[string]any{"status": "complete"})
 				out := r["output"].(map[string]any)
@@ -187,7 +189,9 @@ func TestParallelDone(t *testing.T) {
 			}
 			// First failure: retry with the violation; second: exhausted.
 			expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{c.viol}, "retries_remaining": 1})
-			r = f.do(func(st *FlowState, env Env) (Result, error) { return parallelDone(st, env, "run", c.results, c.merge) })
+			r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+				return parallelDone(st, env, "run", c.results, c.merge)
+			})
 			expect(t, r, map[string]any{"status": "error", "error_type": "retries_exhausted", "violations": []any{c.viol}})
 		})
 	}
@@ -206,9 +210,13 @@ func countFailed(results []any) int {
 func TestParallelDoneErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
-	r := f.do(func(st *FlowState, env Env) (Result, error) { return parallelDone(st, env, "run", nil, "clean") })
+	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDone(st, env, "run", nil, "clean")
+	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "step_mismatch"})
-	r = f.do(func(st *FlowState, env Env) (Result, error) { return parallelDone(st, env, "split", nil, "clean") })
+	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDone(st, env, "split", nil, "clean")
+	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "wrong_step_type",
 		"message": "Step 'split' is a decompose step, not parallel_dispatch. Use stratum_step_done for non-parallel steps."})
 }

@@ -198,8 +198,8 @@
 // generically list it with Event.DataFields.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
-// frame) is held to one rule, jsonlimit.go: at most MaxJSONBytes (16 MiB)
-// and MaxJSONDepth (256) levels of nesting.
+// frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB
+// and 256 levels of nesting.
 //
 // The engine imports specs and review only; it never imports store, bbolt,
 // etcd, bubbletea or fsnotify (.ci/imports checks it).

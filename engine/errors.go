@@ -39,6 +39,10 @@ const (
 	ErrTypeFlowNotRunning    ErrorType = "flow_not_running"    // ours: the flow failed or ran out of budget
 	ErrTypeInvalidInput      ErrorType = "invalid_input"       // ours: plan inputs do not match the flow's input params
 	ErrTypeInternal          ErrorType = "internal_error"
+	// ErrTypeAmbiguousFlowID is ours: a flow id prefix that more than one
+	// flow id starts with (ids.go). Its envelope carries candidates: the
+	// matching ids.
+	ErrTypeAmbiguousFlowID ErrorType = "ambiguous_flow_id"
 )
 
 // Error is an answer the original gives as an error envelope {status:

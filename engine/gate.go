@@ -15,7 +15,7 @@ import (
 // order: flow not complete → current step is a gate → outcome → resolved_by
 // → step id → (ours) approver human refuses the mcp channel → (ours) a
 // decision for another round is stale. Then approve / revise / kill.
-func gateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
+func gateResolve(st *FlowState, env Env, d review.Decision) (transitionResult, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
 	if pastEnd(st, env) || isFinished(st) {
@@ -90,8 +90,8 @@ func gateApprover(st *FlowState, step *specs.Step) string {
 }
 
 // resolveGate applies a validated decision to the current gate.
-func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (Result, error) {
-	var res Result
+func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (transitionResult, error) {
+	var res transitionResult
 	rec := newRecord(st, env, RecordGate, step.ID)
 	rec.Outcome = string(d.Outcome)
 	rec.Rationale = d.Rationale
@@ -153,7 +153,7 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 	}
 	nr, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	return mergeResults(res, nr), nil
 }
@@ -177,12 +177,12 @@ func closeGate(st *FlowState, step *specs.Step) {
 // A deadline that already fired (applied by the background sweep, another
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
-func checkTimeouts(st *FlowState, env Env) (Result, error) {
+func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
 	res, err := applyExpiredTimeout(st, env)
 	if err != nil {
 		return res, err
 	}
-	if nt, ok := res.Outcome.(*NoTimeout); ok && nt.Remaining == nil {
+	if nt, ok := res.Outcome.(*notTimedOut); ok && nt.Remaining == nil {
 		if fired, ok, err := firedTimeout(st, env); err != nil || ok {
 			return fired, err
 		}
@@ -193,10 +193,10 @@ func checkTimeouts(st *FlowState, env Env) (Result, error) {
 // applyExpiredTimeout applies the current gate's deadline when it has
 // passed, else answers no_timeout (the original's check). The sweep uses it
 // alone: a deadline another process applied is not the sweep's to count.
-func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
+func applyExpiredTimeout(st *FlowState, env Env) (transitionResult, error) {
 	ensureMaps(st)
-	noTimeout := func(msg string) (Result, error) {
-		return answer(&NoTimeout{Message: msg}), nil
+	noTimeout := func(msg string) (transitionResult, error) {
+		return answer(&notTimedOut{Message: msg}), nil
 	}
 	if pastEnd(st, env) || isFinished(st) {
 		return noTimeout("Flow is already complete")
@@ -216,7 +216,7 @@ func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
 	}
 	if remaining := st.Gate.Deadline.Sub(env.Now); remaining > 0 {
 		secs := remaining.Seconds()
-		return answer(&NoTimeout{Remaining: &secs}), nil
+		return answer(&notTimedOut{Remaining: &secs}), nil
 	}
 	return applyTimeout(st, env, step)
 }
@@ -236,10 +236,10 @@ func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
 //
 // Otherwise (no timeout decided the flow's last gate, or the flow moved on
 // since) ok is false and the check answers no_timeout as before.
-func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
+func firedTimeout(st *FlowState, env Env) (res transitionResult, ok bool, err error) {
 	rec, since := lastDecision(st)
 	if rec == nil || rec.Channel != string(review.ChannelTimeout) || rec.ResolvedBy != string(review.System) {
-		return Result{}, false, nil
+		return transitionResult{}, false, nil
 	}
 	if st.Status == StatusKilled && pastEnd(st, env) && rec.Outcome == string(review.Kill) {
 		c := killedPayload(st, env)
@@ -250,11 +250,11 @@ func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
 		return answer(c), true, nil
 	}
 	if since || isFinished(st) && !pastEnd(st, env) {
-		return Result{}, false, nil
+		return transitionResult{}, false, nil
 	}
 	res, err = resumeFlow(st, env)
 	if err != nil {
-		return Result{}, false, err
+		return transitionResult{}, false, err
 	}
 	if c, ok := res.Outcome.(*Completion); ok {
 		if end := lastRecordAt(st); !end.IsZero() {
@@ -303,7 +303,7 @@ func lastRecordAt(st *FlowState) time.Time {
 }
 
 // applyTimeout resolves an expired gate with its on_timeout outcome.
-func applyTimeout(st *FlowState, env Env, step *specs.Step) (Result, error) {
+func applyTimeout(st *FlowState, env Env, step *specs.Step) (transitionResult, error) {
 	outcome := review.Outcome(orStr(st.Gate.OnTimeout, string(review.Kill)))
 	if !outcome.Valid() {
 		outcome = review.Kill

@@ -14,11 +14,11 @@ import (
 
 // Iteration outcomes (the original's strings).
 const (
-	OutcomeContinue       = "continue"
-	OutcomeExitSuccess    = "exit_success"
-	OutcomeExitStagnation = "exit_stagnation"
-	OutcomeExitMax        = "exit_max"
-	OutcomeExitAbort      = "exit_abort"
+	outcomeContinue       = "continue"
+	outcomeExitSuccess    = "exit_success"
+	outcomeExitStagnation = "exit_stagnation"
+	outcomeExitMax        = "exit_max"
+	outcomeExitAbort      = "exit_abort"
 )
 
 // stagnationWindow is the number of consecutive reports that make a loop
@@ -32,7 +32,7 @@ const stagnationWindow = 3
 // consumed by stratum_step_done cannot start another. Errors are
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
-func iterationStart(st *FlowState, env Env, stepID string) (Result, error) {
+func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, error) {
 	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
 		return iterationError("Flow is already complete"), nil
 	}
@@ -85,8 +85,8 @@ func iterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	}
 
 	// exit_criterion is null when the step has none, as the original.
-	out := &IterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
-	return Result{
+	out := &iterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
+	return transitionResult{
 		Outcome: out,
 		Events: []Event{iterationEvent(st, env, stepID, EventData{
 			Action:        "start",
@@ -111,7 +111,7 @@ func iterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 // outcome is kept until stratum_step_done consumes it and the loop ends.
 //
 // The step need not be current any more (as in the original).
-func iterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
+func iterationReport(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
 	if res, stop := iterNotRunning(st); stop {
 		return res, nil
 	}
@@ -239,13 +239,13 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	var outcome string
 	switch {
 	case exitMet:
-		outcome = OutcomeExitSuccess
+		outcome = outcomeExitSuccess
 	case stagnant:
-		outcome = OutcomeExitStagnation
+		outcome = outcomeExitStagnation
 	case count >= maxIter:
-		outcome = OutcomeExitMax
+		outcome = outcomeExitMax
 	default:
-		outcome = OutcomeContinue
+		outcome = outcomeContinue
 	}
 	entry.Outcome = outcome
 
@@ -253,7 +253,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		st.Iterations = map[string][]IterationEntry{}
 	}
 	st.Iterations[stepID] = append(history, entry)
-	if outcome != OutcomeContinue {
+	if outcome != outcomeContinue {
 		if st.IterationOutcome == nil {
 			st.IterationOutcome = map[string]string{}
 		}
@@ -280,7 +280,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		out.AccumulatedCount = len(acc.Items)
 		out.AccumulateError = entry.AccumulateError
 	}
-	if outcome != OutcomeContinue {
+	if outcome != outcomeContinue {
 		out.FinalResult = result
 		if best != nil && best.Score != nil {
 			out.FinalResult = best.Result
@@ -306,7 +306,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		n, dry := *entry.NewCount, *entry.DryStreak
 		data.NewCount, data.DryStreak = &n, &dry
 	}
-	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
+	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
 }
 
 // iterationAbort ends the active loop early (stratum_iteration_abort): it
@@ -314,7 +314,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 // {aborted: true, reason}) and records exit_abort as the step's pending
 // outcome. A scored step's response also carries best_result and best_score
 // (null when nothing was scored).
-func iterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
+func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionResult, error) {
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil
@@ -327,7 +327,7 @@ func iterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 		Iteration: count,
 		Round:     st.Round,
 		Result:    map[string]any{"aborted": true, "reason": reason},
-		Outcome:   OutcomeExitAbort,
+		Outcome:   outcomeExitAbort,
 		Timestamp: env.Now,
 	}
 	if st.Iterations == nil {
@@ -337,10 +337,10 @@ func iterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 	if st.IterationOutcome == nil {
 		st.IterationOutcome = map[string]string{}
 	}
-	st.IterationOutcome[stepID] = OutcomeExitAbort
+	st.IterationOutcome[stepID] = outcomeExitAbort
 	st.ActiveIteration = nil
 
-	out := &IterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
+	out := &iterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
 	if env.Flow != nil {
 		if step := env.Flow.Step(stepID); step != nil && step.ScoreExpr != nil {
 			out.Scored = true
@@ -350,7 +350,7 @@ func iterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 			}
 		}
 	}
-	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, EventData{
+	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, EventData{
 		Action:    "abort",
 		Iteration: count,
 		Reason:    reason,
@@ -427,16 +427,16 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 // iterNotRunning refuses iteration calls on a flow that failed (retries
 // exhausted) or ran out of budget: the original deleted such flows, we keep
 // them for the audit but accept no more reports.
-func iterNotRunning(st *FlowState) (Result, bool) {
+func iterNotRunning(st *FlowState) (transitionResult, bool) {
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
 		return refused(refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)), true
 	}
-	return Result{}, false
+	return transitionResult{}, false
 }
 
 // iterationError is an execution_error response that leaves the state as it was.
-func iterationError(msg string) Result {
+func iterationError(msg string) transitionResult {
 	return refused(execErrorf("%s", msg))
 }
 

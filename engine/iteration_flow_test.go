@@ -55,7 +55,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	ok(iterationStart(st, env, "hunt"))
 	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
 	r := ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
-	if r["outcome"] != OutcomeExitSuccess {
+	if r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("dry round must exit: %v", r)
 	}
 
@@ -72,12 +72,12 @@ func TestIterationThroughStepDone(t *testing.T) {
 	ok(iterationStart(st, env, "hunt"))
 	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("b"), finding("c")}}))
 	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("c")}}))
-	if r["outcome"] != OutcomeExitSuccess || r["accumulated_count"] != 2 {
+	if r["outcome"] != outcomeExitSuccess || r["accumulated_count"] != 2 {
 		t.Fatalf("second loop: %v", r)
 	}
 
 	r = ok(stepDone(st, env, "hunt", map[string]any{"ok": true}))
-	if r["status"] != DispatchAwaitGate || r["step_id"] != "g" {
+	if r["status"] != dispatchAwaitGate || r["step_id"] != "g" {
 		t.Fatalf("after step_done: %v", r)
 	}
 	out, _ := st.StepOutputs["hunt"].(map[string]any)
@@ -102,7 +102,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	// and the loop may start (the outcome was consumed).
 	ok(iterationStart(st, env, "hunt"))
 	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("z")}}))
-	if r["outcome"] != OutcomeContinue || r["iteration"] != 1 {
+	if r["outcome"] != outcomeContinue || r["iteration"] != 1 {
 		t.Fatalf("new round: %v", r)
 	}
 	if e := st.Iterations["hunt"][0]; e.Round != 1 {

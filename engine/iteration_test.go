@@ -46,7 +46,7 @@ func extEnv(sp *specs.Spec, f *specs.Flow) Env {
 }
 
 // mustOK fails unless the transition returned no Go error and a non-error response.
-func mustOK(t *testing.T, res Result, err error) Response {
+func mustOK(t *testing.T, res transitionResult, err error) Response {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
@@ -59,7 +59,7 @@ func mustOK(t *testing.T, res Result, err error) Response {
 
 // mustExecError fails unless the response is an execution_error whose
 // message contains want, and the transition was marked unchanged.
-func mustExecError(t *testing.T, res Result, err error, want string) {
+func mustExecError(t *testing.T, res transitionResult, err error, want string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected Go error: %v", err)
@@ -124,7 +124,7 @@ func TestIterationStartErrors(t *testing.T) {
 			setup: func(st *FlowState) { st.ActiveIteration = &ActiveIteration{StepID: "crit", MaxIterations: 5} },
 			want:  "Iteration loop already active on step 'crit'"},
 		{name: "pending outcome", at: "loop", step: "loop",
-			setup: func(st *FlowState) { st.IterationOutcome["loop"] = OutcomeExitMax },
+			setup: func(st *FlowState) { st.IterationOutcome["loop"] = outcomeExitMax },
 			want:  "Step 'loop' already has a pending iteration outcome ('exit_max') — call stratum_step_done first"},
 	}
 	for _, tc := range tests {
@@ -195,8 +195,8 @@ func TestIterationReportErrors(t *testing.T) {
 }
 
 // okFn adapts mustOK to a transition's two results: okFn(t)(Commit(…)).
-func okFn(t *testing.T) func(Result, error) Response {
-	return func(res Result, err error) Response {
+func okFn(t *testing.T) func(transitionResult, error) Response {
+	return func(res transitionResult, err error) Response {
 		t.Helper()
 		return mustOK(t, res, err)
 	}
@@ -222,45 +222,45 @@ func TestIterationOutcomes(t *testing.T) {
 		reports []rep
 	}{
 		{"three identical results stagnate before max", "loop", []rep{
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeExitStagnation, false},
 		}},
 		{"different results reach max", "loop", []rep{
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "b"}, OutcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeExitMax, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "b"}, outcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeExitMax, false},
 		}},
 		{"key order does not change the fingerprint", "loop", []rep{
-			{map[string]any{"a": 1.0, "b": 2.0}, OutcomeContinue, false},
-			{map[string]any{"b": 2.0, "a": 1.0}, OutcomeContinue, false},
-			{map[string]any{"a": 1.0, "b": 2.0}, OutcomeExitStagnation, false},
+			{map[string]any{"a": 1.0, "b": 2.0}, outcomeContinue, false},
+			{map[string]any{"b": 2.0, "a": 1.0}, outcomeContinue, false},
+			{map[string]any{"a": 1.0, "b": 2.0}, outcomeExitStagnation, false},
 		}},
 		{"criterion met", "crit", []rep{
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
-			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
+			{map[string]any{"v": "done"}, outcomeExitSuccess, true},
 		}},
 		{"criterion met at once", "crit", []rep{
-			{map[string]any{"v": "done", "x": 1.0}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "done", "x": 1.0}, outcomeExitSuccess, true},
 		}},
 		{"success beats max", "crit", []rep{
-			{map[string]any{"v": "1"}, OutcomeContinue, false},
-			{map[string]any{"v": "2"}, OutcomeContinue, false},
-			{map[string]any{"v": "3"}, OutcomeContinue, false},
-			{map[string]any{"v": "4"}, OutcomeContinue, false},
-			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "1"}, outcomeContinue, false},
+			{map[string]any{"v": "2"}, outcomeContinue, false},
+			{map[string]any{"v": "3"}, outcomeContinue, false},
+			{map[string]any{"v": "4"}, outcomeContinue, false},
+			{map[string]any{"v": "done"}, outcomeExitSuccess, true},
 		}},
 		{"stagnation beats max", "crit", []rep{
-			{map[string]any{"v": "1"}, OutcomeContinue, false},
-			{map[string]any{"v": "2"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "1"}, outcomeContinue, false},
+			{map[string]any{"v": "2"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeExitStagnation, false},
 		}},
 		{"stagnation with criterion not met", "crit", []rep{
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
-			{map[string]any{"v": "wip"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
+			{map[string]any{"v": "wip"}, outcomeExitStagnation, false},
 		}},
 	}
 	for _, tc := range tests {
@@ -274,7 +274,7 @@ func TestIterationOutcomes(t *testing.T) {
 					t.Fatalf("report %d: got %v, want outcome %s met %v", i+1, resp, r.outcome, r.met)
 				}
 				wantStatus := "iteration_continue"
-				if r.outcome != OutcomeContinue {
+				if r.outcome != outcomeContinue {
 					wantStatus = "iteration_exit"
 					if !reflect.DeepEqual(resp["final_result"], r.result) {
 						t.Fatalf("final_result %v, want %v", resp["final_result"], r.result)
@@ -316,7 +316,7 @@ func TestIterationExitCriterionError(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "crit"))
 	// `result.v` on a result without v raises: not met, error reported.
 	r := report(t, st, env, "crit", map[string]any{"other": 1.0})
-	if r["exit_criterion_met"] != false || r["outcome"] != OutcomeContinue {
+	if r["exit_criterion_met"] != false || r["outcome"] != outcomeContinue {
 		t.Fatalf("got %v", r)
 	}
 	if msg, _ := r["exit_criterion_error"].(string); msg == "" {
@@ -338,14 +338,14 @@ func TestIterationStagnationUsesRoundHistory(t *testing.T) {
 	same := map[string]any{"v": "same"}
 	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", same)
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitMax {
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeExitMax {
 		t.Fatalf("second report: %v", r)
 	}
 	// A failed step_done clears the outcome; a new loop still sees the
 	// earlier reports of this round.
 	clearStepIteration(st, "loop")
 	okFn(t)(iterationStart(st, env, "loop"))
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitStagnation || r["iteration"] != 1 {
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeExitStagnation || r["iteration"] != 1 {
 		t.Fatalf("third identical report across loops: %v", r)
 	}
 }
@@ -366,11 +366,11 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	}
 	h := st.Iterations["loop"]
 	last := h[len(h)-1]
-	if last.Outcome != OutcomeExitAbort || last.Iteration != 2 || last.ExitCriterionMet ||
+	if last.Outcome != outcomeExitAbort || last.Iteration != 2 || last.ExitCriterionMet ||
 		!reflect.DeepEqual(last.Result, map[string]any{"aborted": true, "reason": "giving up"}) {
 		t.Fatalf("abort entry %+v", last)
 	}
-	if st.IterationOutcome["loop"] != OutcomeExitAbort || st.ActiveIteration != nil {
+	if st.IterationOutcome["loop"] != outcomeExitAbort || st.ActiveIteration != nil {
 		t.Fatalf("abort must record exit_abort and end the loop")
 	}
 	if len(res.Events) != 1 || res.Events[0].Data.Action != "abort" {
@@ -378,7 +378,7 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	}
 	consumeIterationOutcome(st, "loop")
 	okFn(t)(iterationStart(st, env, "loop"))
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeContinue {
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeContinue {
 		t.Fatalf("the abort entry must break the fingerprint chain: %v", r)
 	}
 }
@@ -411,7 +411,7 @@ func TestIterationScoring(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "tune"))
 
 	r := report(t, st, env, "tune", map[string]any{"score": 0.5, "n": 1.0})
-	if r["score"] != 0.5 || r["outcome"] != OutcomeContinue {
+	if r["score"] != 0.5 || r["outcome"] != outcomeContinue {
 		t.Fatalf("1: %v", r)
 	}
 	report(t, st, env, "tune", map[string]any{"score": 0.8, "n": 2.0})
@@ -432,7 +432,7 @@ func TestIterationScoring(t *testing.T) {
 	// No new best for 3 reports (3, 4, 5) after iteration 2 → stagnation,
 	// although the results all differ.
 	r = report(t, st, env, "tune", map[string]any{"score": 0.1, "n": 5.0})
-	if r["outcome"] != OutcomeExitStagnation || r["status"] != "iteration_exit" {
+	if r["outcome"] != outcomeExitStagnation || r["status"] != "iteration_exit" {
 		t.Fatalf("score stagnation: %v", r)
 	}
 	if r["best_score"] != 0.8 || r["best_iteration"] != 2 ||
@@ -457,12 +457,12 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "tunec"))
 	same := map[string]any{"score": 0.1}
 	for i := 1; i <= 3; i++ {
-		if r := report(t, st, env, "tunec", same); r["outcome"] != OutcomeContinue {
+		if r := report(t, st, env, "tunec", same); r["outcome"] != outcomeContinue {
 			t.Fatalf("report %d: %v", i, r)
 		}
 	}
 	r := report(t, st, env, "tunec", map[string]any{"score": 0.95})
-	if r["outcome"] != OutcomeExitSuccess || r["best_score"] != 0.95 || r["best_iteration"] != 4 {
+	if r["outcome"] != outcomeExitSuccess || r["best_score"] != 0.95 || r["best_iteration"] != 4 {
 		t.Fatalf("criterion on best_score: %v", r)
 	}
 
@@ -471,7 +471,7 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "seen"))
 	report(t, st, env, "seen", map[string]any{"score": 1.0})
 	report(t, st, env, "seen", map[string]any{"score": 2.0})
-	if r := report(t, st, env, "seen", map[string]any{"score": 3.0}); r["outcome"] != OutcomeExitSuccess {
+	if r := report(t, st, env, "seen", map[string]any{"score": 3.0}); r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("prior_scores/iteration: %v", r)
 	}
 }
@@ -537,17 +537,17 @@ func TestIterationAccumulateWithKey(t *testing.T) {
 		outcome    string
 		wantAccErr bool
 	}{
-		{[]any{item("a", "1"), item("b", "1")}, 2, 0, 2, OutcomeContinue, false},
+		{[]any{item("a", "1"), item("b", "1")}, 2, 0, 2, outcomeContinue, false},
 		// Same ids with other notes are duplicates.
-		{[]any{item("a", "2"), item("c", "1")}, 1, 0, 3, OutcomeContinue, false},
-		{[]any{item("b", "9")}, 0, 1, 3, OutcomeContinue, false},
+		{[]any{item("a", "2"), item("c", "1")}, 1, 0, 3, outcomeContinue, false},
+		{[]any{item("b", "9")}, 0, 1, 3, outcomeContinue, false},
 		// An extraction error adds nothing and freezes the dry streak.
-		{nil, 0, 1, 3, OutcomeContinue, true},
+		{nil, 0, 1, 3, outcomeContinue, true},
 		// An item whose key fails falls back to the whole item; twice the
 		// same whole item is one.
-		{[]any{map[string]any{"nokey": 1.0}, map[string]any{"nokey": 1.0}}, 1, 0, 4, OutcomeContinue, false},
-		{[]any{}, 0, 1, 4, OutcomeContinue, false},
-		{[]any{item("a", "x")}, 0, 2, 4, OutcomeExitSuccess, false},
+		{[]any{map[string]any{"nokey": 1.0}, map[string]any{"nokey": 1.0}}, 1, 0, 4, outcomeContinue, false},
+		{[]any{}, 0, 1, 4, outcomeContinue, false},
+		{[]any{item("a", "x")}, 0, 2, 4, outcomeExitSuccess, false},
 	}
 	for i, s := range steps {
 		var result map[string]any
@@ -597,7 +597,7 @@ func TestIterationAccumulateWholeItem(t *testing.T) {
 	}
 	report(t, st, env, "whole", map[string]any{"findings": []any{map[string]any{"j": 2.0, "k": 1.0}, "x", "y"}})
 	r = report(t, st, env, "whole", same)
-	if r["outcome"] != OutcomeExitMax {
+	if r["outcome"] != outcomeExitMax {
 		t.Fatalf("accumulating loop must not stagnate on fingerprints: %v", r)
 	}
 	// (compared as JSON: the expression runtime may hand back integral numbers as ints)
@@ -629,7 +629,7 @@ func TestIterationAccumulatorLocals(t *testing.T) {
 	st := extState(t, env, "counted")
 	okFn(t)(iterationStart(st, env, "counted"))
 	report(t, st, env, "counted", map[string]any{"findings": []any{1.0, 2.0}})
-	if r := report(t, st, env, "counted", map[string]any{"findings": []any{2.0, 3.0}}); r["outcome"] != OutcomeExitSuccess {
+	if r := report(t, st, env, "counted", map[string]any{"findings": []any{2.0, 3.0}}); r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("accumulator locals: %v", r)
 	}
 }
@@ -684,14 +684,14 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	// clear: outcome, best, accumulator and an active loop on the step go.
 	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 2.0})
-	st.IterationOutcome["tune"] = OutcomeExitMax
+	st.IterationOutcome["tune"] = outcomeExitMax
 	st.IterationAccumulator["tune"] = &Accumulator{}
-	st.IterationOutcome["other"] = OutcomeExitMax
+	st.IterationOutcome["other"] = outcomeExitMax
 	clearStepIteration(st, "tune")
 	if st.ActiveIteration != nil || st.IterationOutcome["tune"] != "" || st.IterationBest["tune"] != nil || st.IterationAccumulator["tune"] != nil {
 		t.Fatalf("clearStepIteration left state: %+v %v %v %v", st.ActiveIteration, st.IterationOutcome, st.IterationBest, st.IterationAccumulator)
 	}
-	if st.IterationOutcome["other"] != OutcomeExitMax {
+	if st.IterationOutcome["other"] != outcomeExitMax {
 		t.Fatalf("clearStepIteration touched another step")
 	}
 	if _, ok := iterationBestResult(st, "tune"); ok {

@@ -2,9 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -17,13 +17,13 @@ import (
 // the attempt fails as ensure_failed with the original's violation texts.
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
-func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
+func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
 	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
 // parallelDoneDetailed is ParallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
-func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
+func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
@@ -57,7 +57,7 @@ func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []a
 	switch {
 	case ms == "conflict":
 		violations = []string{"merge conflict: merge_status='conflict'"}
-	case !requireSatisfied(require, len(completed), len(failed)):
+	case !fanout.RequireSatisfied(require, len(completed), len(failed)):
 		violations = []string{fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))}
 	}
 
@@ -140,20 +140,4 @@ func mergeStatusString(v any) string {
 		return s
 	}
 	return "clean"
-}
-
-// requireSatisfied evaluates `require`: all = no failures, any = at least
-// one complete, N = at least N complete.
-func requireSatisfied(require string, completed, failed int) bool {
-	switch strings.TrimSpace(require) {
-	case "", "all":
-		return failed == 0
-	case "any":
-		return completed >= 1
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(require))
-	if err != nil {
-		return failed == 0
-	}
-	return completed >= n
 }

@@ -35,13 +35,13 @@ type PlanOptions struct {
 // A nil state with a Result.Err means the plan was refused (invalid
 // inputs); an execution_error *Error means an unknown flow or a dispatch
 // error.
-func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, Result, error) {
+func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, transitionResult, error) {
 	if env.Spec == nil {
-		return nil, Result{}, execErrorf("no spec")
+		return nil, transitionResult{}, execErrorf("no spec")
 	}
 	flow := env.Spec.Flows[flowName]
 	if flow == nil {
-		return nil, Result{}, execErrorf("Flow '%s' not found in spec", flowName)
+		return nil, transitionResult{}, execErrorf("Flow '%s' not found in spec", flowName)
 	}
 	if len(flow.Order) != len(flow.Steps) {
 		in := map[int]bool{}
@@ -54,7 +54,7 @@ func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) 
 				ids = append(ids, s.ID)
 			}
 		}
-		return nil, Result{}, execErrorf("Cycle detected in step dependencies: %s", py.ReprStrings(ids))
+		return nil, transitionResult{}, execErrorf("Cycle detected in step dependencies: %s", py.ReprStrings(ids))
 	}
 	resolved, problems := validateInputs(env.Spec, flow, inputs)
 	if len(problems) > 0 {
@@ -63,7 +63,7 @@ func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) 
 		return nil, refused(e), nil
 	}
 	if env.NewID == nil {
-		return nil, Result{}, execErrorf("no flow id generator")
+		return nil, transitionResult{}, execErrorf("no flow id generator")
 	}
 	env.Flow = flow
 	st := newFlowState(env.NewID(), flowName, string(env.Spec.Source), resolved, env.Now)
@@ -73,12 +73,12 @@ func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) 
 		l := *opt.Owner
 		st.Owner = &l
 	}
-	res := Result{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
+	res := transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
 		FlowName: flowName, Driver: st.Driver, SpecFile: st.SpecFile,
 	})}}
 	nr, err := currentDispatch(st, env)
 	if err != nil {
-		return nil, Result{}, err
+		return nil, transitionResult{}, err
 	}
 	return st, mergeResults(res, nr), nil
 }
@@ -226,7 +226,7 @@ func jsonKind(v any) string {
 // final payload of a finished flow: complete → the completion object,
 // killed → {status:"killed", flow_id, trace, total_duration_ms}, failed /
 // budget_exhausted → {status, flow_id}.
-func resumeFlow(st *FlowState, env Env) (Result, error) {
+func resumeFlow(st *FlowState, env Env) (transitionResult, error) {
 	ensureMaps(st)
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
@@ -244,7 +244,7 @@ func resumeFlow(st *FlowState, env Env) (Result, error) {
 	before := st.Clone()
 	res, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	if len(res.Put) == 0 && len(res.Delete) == 0 && sameState(before, st) {
 		res.Unchanged = true

@@ -160,7 +160,7 @@ func flowNotFound(flowID string) *Error {
 // store transaction: children are read through sn, expressions stop when
 // ctx is done. A spec that no longer parses, or a flow that vanished from
 // it, is an execution_error.
-func (s *Service) env(ctx context.Context, st *FlowState, sn ChildLoader, now time.Time) (Env, *Error) {
+func (s *Service) env(ctx context.Context, st *FlowState, sn childLoader, now time.Time) (Env, *Error) {
 	sp, ds := s.parse(st.SpecFile, st.RawSpec)
 	if sp == nil {
 		msg := "stored spec of flow '" + st.FlowID + "' no longer parses"
@@ -194,7 +194,7 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 // result is committed in one Update if the flow (and every flow fn read)
 // is unchanged, else everything is done again. checkLease, when set,
 // refuses callers other than a live lease's holder.
-func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (Result, error)) (Outcome, error) {
+func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
@@ -248,14 +248,14 @@ func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
 
 // StepDone is stratum_step_done.
 func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return stepDone(st, env, stepID, result)
 	})
 }
 
 // ParallelDone is stratum_parallel_done.
 func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return parallelDone(st, env, stepID, taskResults, mergeStatus)
 	})
 }
@@ -264,7 +264,7 @@ func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskR
 // says how the decision arrived (approver: human gates refuse mcp).
 func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decision) (Outcome, error) {
 	d.FlowID = flowID
-	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (transitionResult, error) {
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}
@@ -298,7 +298,7 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 			}
 			return n, err
 		}
-		if _, none := out.(*NoTimeout); !none {
+		if _, none := out.(*notTimedOut); !none {
 			n++
 		}
 	}
@@ -307,28 +307,28 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 
 // SkipStep is stratum_skip_step.
 func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return skipStep(st, env, stepID, reason)
 	})
 }
 
 // IterationStart is stratum_iteration_start.
 func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return iterationStart(st, env, stepID)
 	})
 }
 
 // IterationReport is stratum_iteration_report.
 func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return iterationReport(st, env, stepID, result)
 	})
 }
 
 // IterationAbort is stratum_iteration_abort.
 func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return iterationAbort(st, env, stepID, reason)
 	})
 }
@@ -336,7 +336,7 @@ func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason str
 // Commit is stratum_commit. A live runner lease refuses it (flow_owned) to
 // anyone but its holder.
 func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return commitCheckpoint(st, env, label)
 	})
 }
@@ -345,18 +345,18 @@ func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOp
 // anyone but its holder: a revert under a running runner would pull the
 // flow from under it.
 func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
 		return revertCheckpoint(st, env, label, opt.Channel)
 	})
 }
 
 // Audit is stratum_audit (a read): the flow is read in a View, the spec
 // parsed and the report built after it.
-func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error) {
+func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	var out *AuditReport
+	var out *auditReport
 	_, err := s.optimistic(ctx, "audit of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {

@@ -6,7 +6,7 @@ import (
 
 // skipStep is stratum_skip_step: the current (non-gate) step is skipped with
 // a SkipRecord, its output set to null, and the flow advances.
-func skipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
+func skipStep(st *FlowState, env Env, stepID, reason string) (transitionResult, error) {
 	ensureMaps(st)
 	if r, done := refuseFinished(st, env); done {
 		return r, nil
@@ -21,7 +21,7 @@ func skipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	if r, bad := refuseBypassingChild(st, env, step, "skip_step"); bad {
 		return r, nil
 	}
-	var res Result
+	var res transitionResult
 	if step.Kind == specs.KindFlow {
 		snapshotChildAudit(st, env, step.ID, &res)
 	}
@@ -29,7 +29,7 @@ func skipStep(st *FlowState, env Env, stepID, reason string) (Result, error) {
 	skipCurrent(st, env, step, reason, &res)
 	nr, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	return mergeResults(res, nr), nil
 }

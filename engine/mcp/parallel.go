@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -155,7 +158,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
-	tasks, err := engine.ParseTasks(source)
+	tasks, err := fanout.ParseTasks(source)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
@@ -177,7 +180,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	}
 	if err := fo.Preflight(ctx); err != nil {
 		code := "worktree_unavailable"
-		if vs := engine.TaskListViolations(tasks); len(vs) > 0 {
+		if vs := fanout.ListViolations(tasks); len(vs) > 0 {
 			code = "source_resolution_failed"
 		}
 		return perr(code, "%v", err), nil
@@ -307,7 +310,7 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 		return err
 	}
 	tasks := engine.ParallelTasksOf(st, stepID)
-	for _, id := range engine.SortedTaskIDs(tasks) {
+	for _, id := range slices.Sorted(maps.Keys(tasks)) {
 		t := tasks[id]
 		var msg string
 		switch t.State {
@@ -321,7 +324,7 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 		t.Error = &msg
 		t.Violations = []string{msg}
 		if t.FinishedAt == nil {
-			t.FinishedAt = engine.UnixSeconds(time.Now())
+			t.FinishedAt = fanout.UnixSeconds(time.Now())
 		}
 		if _, err := answer(s.svc.RecordParallelTask(ctx, flowID, t, engine.ReportOptions{})); err != nil {
 			return err
@@ -376,7 +379,7 @@ func mergeOutcome(fr *fanRun, st *engine.FlowState, step *specs.Step, tasks []en
 			details = append(details, *t.Error)
 		}
 	}
-	if len(branches) == 0 || !engine.RequireSatisfied(step.Require, complete, len(tasks)-complete) {
+	if len(branches) == 0 || !fanout.RequireSatisfied(step.Require, complete, len(tasks)-complete) {
 		return "clean", details
 	}
 	return "conflict", append(details, fmt.Sprintf("the server running the fan-out of step '%s' stopped before merging the task branches (%s); nothing was merged", step.ID, strings.Join(branches, ", ")))
@@ -424,7 +427,7 @@ func stepTasks(st *engine.FlowState, step *specs.Step) ([]engine.ParallelTask, b
 	if err != nil {
 		return nil, false
 	}
-	tasks, err := engine.ParseTasks(source)
+	tasks, err := fanout.ParseTasks(source)
 	if err != nil {
 		return nil, false
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -87,7 +88,7 @@ func TestParseResult(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"ok": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deep := strings.Repeat("[", engine.MaxJSONDepth+1) + strings.Repeat("]", engine.MaxJSONDepth+1)
+	deep := strings.Repeat("[", jsonlimit.MaxDepth+1) + strings.Repeat("]", jsonlimit.MaxDepth+1)
 	for _, tc := range []struct {
 		name, result, file, stdin string
 		want                      any

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -19,8 +19,8 @@ func ParseInput(field string) (string, any, error) {
 		return "", nil, fmt.Errorf("input %q: want NAME=VALUE", field)
 	}
 	var v any
-	if err := engine.DecodeJSON([]byte(val), &v); err != nil {
-		var limit *engine.JSONLimitError
+	if err := jsonlimit.Decode([]byte(val), &v); err != nil {
+		var limit *jsonlimit.Error
 		if errors.As(err, &limit) {
 			return "", nil, fmt.Errorf("input %s: %w", name, err)
 		}
@@ -34,11 +34,11 @@ func ParseInput(field string) (string, any, error) {
 func ParseInputs(fields []string, file string) (map[string]any, error) {
 	inputs := map[string]any{}
 	if file != "" {
-		b, err := engine.ReadJSONFile(file)
+		b, err := jsonlimit.ReadFile(file)
 		if err != nil {
 			return nil, err
 		}
-		if err := engine.DecodeJSON(b, &inputs); err != nil || inputs == nil {
+		if err := jsonlimit.Decode(b, &inputs); err != nil || inputs == nil {
 			if err == nil {
 				err = fmt.Errorf("null")
 			}
@@ -103,7 +103,7 @@ func CoerceInputs(sp *specs.Spec, flowName string, inputs map[string]any, text m
 // ParseResult reads a step's result as `stratum step-done` takes it: the
 // JSON text of --result, or the JSON file --result-file names ("-" for
 // stdin); exactly one of the two. The result must be JSON within the
-// engine's limits (engine.DecodeJSON).
+// engine's limits (jsonlimit.Decode).
 func ParseResult(result, resultFile string, stdin io.Reader) (any, error) {
 	var raw []byte
 	var err error
@@ -113,19 +113,19 @@ func ParseResult(result, resultFile string, stdin io.Reader) (any, error) {
 	case result != "":
 		raw = []byte(result)
 	case resultFile == "-":
-		if raw, err = engine.ReadJSON(stdin); err != nil {
+		if raw, err = jsonlimit.Read(stdin); err != nil {
 			return nil, fmt.Errorf("reading stdin: %v", err)
 		}
 	case resultFile != "":
-		if raw, err = engine.ReadJSONFile(resultFile); err != nil {
+		if raw, err = jsonlimit.ReadFile(resultFile); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, errors.New("step-done needs --result JSON or --result-file FILE")
 	}
 	var v any
-	if err := engine.DecodeJSON(raw, &v); err != nil {
-		var limit *engine.JSONLimitError
+	if err := jsonlimit.Decode(raw, &v); err != nil {
+		var limit *jsonlimit.Error
 		if errors.As(err, &limit) {
 			return nil, fmt.Errorf("the result is refused: %v", err)
 		}
