@@ -58,7 +58,7 @@ func commitCheckpoint(st *FlowState, env Env, label string) (transitionResult, e
 // not hold (decided after it was taken, in any round) is kept, appended to
 // the restored trace with reverted: true. ch is the channel the revert came
 // through: undoing a human's decision (a gate record made through the TUI,
-// the CLI or the console) needs a human's channel (HumanChannel), else
+// the CLI or the console) needs a human's channel (humanChannel), else
 // gate_requires_human; and no revert may end, skip or orphan a pending
 // approver: human gate (human_gate_pending, see human.go).
 func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (transitionResult, error) {

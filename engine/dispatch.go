@@ -148,7 +148,7 @@ func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale str
 		st.Gate = nil
 	}
 	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, EventData{
-		Outcome: string(review.Approve), Channel: "policy", Policy: policy, Rationale: rationale,
+		Outcome: string(review.Approve), Channel: "policy", Policy: policy, Rationale: rationale, Round: st.Round,
 	}))
 	jumpOrEnd(st, env, step.OnApprove)
 }

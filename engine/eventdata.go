@@ -72,6 +72,9 @@ type EventData struct {
 	Label string `json:"label,omitempty"`
 	// MaxIterations is a started iteration loop's bound.
 	MaxIterations int `json:"max_iterations,omitempty"`
+	// MaxRoundsExceeded is true on a gate_resolved event of a revise that
+	// max_rounds refused (the gate waits on in its round).
+	MaxRoundsExceeded bool `json:"max_rounds_exceeded,omitempty"`
 	// NewCount is how many new items an iteration report accumulated (nil:
 	// the step accumulates nothing).
 	NewCount *int `json:"new_count,omitempty"`
@@ -97,6 +100,9 @@ type EventData struct {
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// Reviewer names the person who resolved a gate, when known.
 	Reviewer string `json:"reviewer,omitempty"`
+	// ReviseTarget is the step a revise sends the flow back to
+	// (gate_resolved).
+	ReviseTarget string `json:"revise_target,omitempty"`
 	// Round is the round a gate opened or was resolved in.
 	Round int `json:"round,omitempty"`
 	// Runs is how many times a parallel_task has run.
@@ -162,6 +168,7 @@ var dataFields = [...]dataField{
 	dataNum("iteration", func(d *EventData) *int { return &d.Iteration }),
 	dataStr("label", func(d *EventData) *string { return &d.Label }),
 	dataNum("max_iterations", func(d *EventData) *int { return &d.MaxIterations }),
+	dataFlag("max_rounds_exceeded", func(d *EventData) *bool { return &d.MaxRoundsExceeded }),
 	dataPtr("new_count", func(d *EventData) **int { return &d.NewCount }, appendInt),
 	dataStr("outcome", func(d *EventData) *string { return &d.Outcome }),
 	dataStr("parent_flow_id", func(d *EventData) *string { return &d.ParentFlowID }),
@@ -172,6 +179,7 @@ var dataFields = [...]dataField{
 	dataStr("reason", func(d *EventData) *string { return &d.Reason }),
 	dataStr("resolved_by", func(d *EventData) *string { return &d.ResolvedBy }),
 	dataStr("reviewer", func(d *EventData) *string { return &d.Reviewer }),
+	dataStr("revise_target", func(d *EventData) *string { return &d.ReviseTarget }),
 	dataNum("round", func(d *EventData) *int { return &d.Round }),
 	dataNum("runs", func(d *EventData) *int { return &d.Runs }),
 	dataPtr("score", func(d *EventData) **float64 { return &d.Score }, appendFloat),
@@ -255,7 +263,8 @@ var (
 	keysStepSkipped    = keysOf("reason")
 	keysGateOpened     = keysOf("approver", "round")
 	keysGateResolved   = keysOf("channel", "outcome", "rationale", "resolved_by", "reviewer", "round")
-	keysGatePolicy     = keysOf("channel", "outcome", "policy", "rationale")
+	keysGateRevised    = keysGateResolved | keysOf("revise_target")
+	keysGatePolicy     = keysOf("channel", "outcome", "policy", "rationale", "round")
 	keysCheckpoint     = keysOf("action", "label", "step_number")
 	keysIterStart      = keysOf("action", "max_iterations")
 	keysIterReport     = keysOf("action", "exit_criterion_met", "iteration", "outcome")
@@ -286,8 +295,11 @@ func writtenKeys(t EventType, d *EventData) keyMask {
 	case EventGateOpened:
 		return keysGateOpened
 	case EventGateResolved:
-		if d.Policy != "" { // resolved by the gate's own policy
+		switch {
+		case d.Policy != "": // resolved by the gate's own policy
 			return keysGatePolicy
+		case d.Outcome == "revise" && !d.MaxRoundsExceeded: // sent back to revise_target
+			return keysGateRevised
 		}
 		return keysGateResolved
 	case EventCheckpoint:

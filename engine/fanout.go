@@ -10,10 +10,10 @@ import (
 
 // This file is the engine's side of fan-outs executed by stratum itself (the
 // in-process runner and the MCP server's stratum_parallel_start): the task
-// graph a decompose step returns is checked here, every task's state is
+// graph a decompose step returns is checked by engine/internal/fanout, every task's state is
 // recorded in FlowState.ParallelTasks as it changes (one transition per
 // change, so a runner killed mid fan-out loses no finished task), and the
-// fan-out's outcome is reported through ParallelDone like an agent's
+// fan-out's outcome is reported through Service.ParallelDone like an agent's
 // stratum_parallel_done — the state machine stays the one judge of require,
 // merge and the step's checks.
 
@@ -153,15 +153,9 @@ func decodeTask(raw any) (ParallelTask, bool) {
 // already reported never lands in the next step's fan-out.
 func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
-	if pastEnd(st, env) || isFinished(st) {
-		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
-	}
-	step := currentStep(st, env)
-	if step.ID != t.StepID {
-		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, t.StepID)), nil
-	}
-	if step.Kind != specs.KindParallelDispatch {
-		return refused(refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.", step.ID, step.StepMode())), nil
+	step, e := reportable(st, env, t.StepID, parallelTaskReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if t.TaskID == "" {
 		return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil

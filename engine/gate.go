@@ -57,6 +57,17 @@ func gateResolve(st *FlowState, env Env, d review.Decision) (transitionResult, e
 	return resolveGate(st, env, step, d)
 }
 
+// checkDecision applies review.Check, the rule of every channel (revise
+// and kill need a rationale, except through MCP), to a decision before
+// the gate is read: error_type rationale_required, with Check's message.
+func checkDecision(d review.Decision) *Error {
+	applyReviewID(&d)
+	if err := review.Check(d); err != nil {
+		return refusal(ErrTypeRationaleRequired, "%s", err.Error())
+	}
+	return nil
+}
+
 // applyReviewID fills a decision's step and round from its review id
 // (flow_id/step_id/round) when they are not given.
 func applyReviewID(d *review.Decision) {
@@ -104,10 +115,13 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (t
 	}
 	rec.DurationMS = durationMS(opened, env.Now)
 	st.Records = append(st.Records, rec)
+	// The event carries the decision, so whoever waits at the gate acts on
+	// it without reading the flow (GateDecision).
 	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, EventData{
 		Outcome: string(d.Outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
 		Reviewer: d.Reviewer, Rationale: d.Rationale, Round: st.Round,
 	}))
+	resolved := len(res.Events) - 1
 
 	switch d.Outcome {
 	case review.Approve:
@@ -116,11 +130,13 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (t
 	case review.Revise:
 		if env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds {
 			// The GateRecord stays in the active trace; the gate remains current.
+			res.Events[resolved].Data.MaxRoundsExceeded = true
 			e := refusal(ErrTypeMaxRoundsExceeded, "Maximum rounds (%d) exceeded", env.Flow.MaxRounds)
 			e.Round = st.Round
 			res.Err = e
 			return res, nil
 		}
+		res.Events[resolved].Data.ReviseTarget = step.OnRevise
 		closeGate(st, step)
 		st.Rounds = append(st.Rounds, copyRecords(st.Records))
 		st.ArchivedIterations = append(st.ArchivedIterations, st.Iterations)
@@ -156,6 +172,29 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (t
 		return transitionResult{}, err
 	}
 	return mergeResults(res, nr), nil
+}
+
+// GateDecision is the decision a gate_resolved event carries (outcome,
+// rationale, reviewer, resolved_by, channel, round; DecidedAt is the
+// event's time; a revise's target step is Data.ReviseTarget). ok is
+// false for another event, for a decision that left the gate waiting (a
+// revise refused by max_rounds: the gate stays in its round), and for an
+// event that does not carry the decision (an older log's): a reader that
+// needs it then reads the flow.
+func (e Event) GateDecision() (d review.Decision, ok bool) {
+	if e.Type != EventGateResolved {
+		return review.Decision{}, false
+	}
+	x := &e.Data
+	if x.Outcome == "" || x.Channel == "" || x.MaxRoundsExceeded {
+		return review.Decision{}, false
+	}
+	round := x.Round
+	return review.Decision{
+		ReviewID: review.ID(e.FlowID, e.StepID, round), FlowID: e.FlowID, StepID: e.StepID, Round: &round,
+		Outcome: review.Outcome(x.Outcome), Rationale: x.Rationale, Reviewer: x.Reviewer,
+		ResolvedBy: review.ResolvedBy(x.ResolvedBy), Channel: review.Channel(x.Channel), DecidedAt: e.Time,
+	}, true
 }
 
 // closeGate drops the pending gate of step.

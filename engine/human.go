@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/stratum-go/stratum/review"
-	"github.com/stratum-go/stratum/specs"
 )
 
 // No way around a human: an approver: human gate is decided by a human
@@ -64,17 +63,4 @@ func humanGatePending(st, g *FlowState, what string) *Error {
 		g.Gate.StepID, g.FlowID, where, what, g.FlowID, g.Gate.StepID)
 	e.GateFlowID, e.GateStepID = g.FlowID, g.Gate.StepID
 	return e
-}
-
-// refuseBypassingChild refuses a report that would end the current flow:
-// step while its child (or a deeper descendant) waits at a human gate; what
-// names the report.
-func refuseBypassingChild(st *FlowState, env Env, step *specs.Step, what string) (transitionResult, bool) {
-	if step.Kind != specs.KindFlow {
-		return transitionResult{}, false
-	}
-	if g := humanGateBelow(st, env); g != nil {
-		return refused(humanGatePending(st, g, what+" of step '"+step.ID+"'")), true
-	}
-	return transitionResult{}, false
 }

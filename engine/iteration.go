@@ -33,18 +33,9 @@ const stagnationWindow = 3
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
 func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, error) {
-	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
-		return iterationError("Flow is already complete"), nil
-	}
-	if res, stop := iterNotRunning(st); stop {
-		return res, nil
-	}
-	step := env.Flow.Steps[env.Flow.Order[st.CurrentIdx]]
-	if step.ID != stepID {
-		return iterationError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if step.IsGate() {
-		return iterationError(fmt.Sprintf("Step '%s' is a gate step — cannot start iteration loop", stepID)), nil
+	step, e := reportable(st, env, stepID, iterationStartReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if step.MaxIterations <= 0 {
 		return iterationError(fmt.Sprintf("Step '%s' does not have max_iterations defined", stepID)), nil
@@ -112,8 +103,8 @@ func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, er
 //
 // The step need not be current any more (as in the original).
 func iterationReport(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
-	if res, stop := iterNotRunning(st); stop {
-		return res, nil
+	if e := flowNotRunning(st); e != nil {
+		return refused(e), nil
 	}
 	ai := st.ActiveIteration
 	if ai == nil {
@@ -133,141 +124,166 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 	ai.Count++
 	count := ai.Count
 	history := st.Iterations[stepID]
-
 	entry := IterationEntry{
-		Iteration: count,
-		Round:     st.Round,
-		Result:    result,
-		Timestamp: env.Now,
+		Iteration:         count,
+		Round:             st.Round,
+		Result:            result,
+		Timestamp:         env.Now,
+		ResultFingerprint: iterFingerprint(result),
 	}
-	fingerprint := iterFingerprint(result)
-	entry.ResultFingerprint = fingerprint
-
-	// score_expr: best-result tracking.
-	var best *IterationBest
-	if st.IterationBest != nil {
-		best = st.IterationBest[stepID]
-	}
-	if step.ScoreExpr != nil {
-		v, err := evalValue(env.context(), step.ScoreExpr, specs.EvalEnv{Result: result, Root: env.Root})
-		if err != nil {
-			entry.ScoreError = err.Error()
-		} else if s, ok := iterationScore(v); ok {
-			entry.Score = &s
-			if best == nil || best.Score == nil || s > *best.Score {
-				sc := s
-				best = &IterationBest{Result: result, Score: &sc, Iteration: count}
-				if st.IterationBest == nil {
-					st.IterationBest = map[string]*IterationBest{}
-				}
-				st.IterationBest[stepID] = best
-			}
-		} else {
-			entry.ScoreError = fmt.Sprintf("score_expr must return a number, got %s", iterationValueKind(v))
-		}
-	}
-
-	// accumulate / accumulate_key.
-	var acc *Accumulator
-	if step.Accumulate != nil {
-		if st.IterationAccumulator == nil {
-			st.IterationAccumulator = map[string]*Accumulator{}
-		}
-		acc = st.IterationAccumulator[stepID]
-		if acc == nil {
-			acc = &Accumulator{Items: []any{}, Keys: []string{}}
-			st.IterationAccumulator[stepID] = acc
-		}
-		newCount, err := iterAccumulate(env.context(), step, acc, result, env.Root)
-		if err != nil {
-			// A broken extractor freezes dry_streak: it cannot fake dryness.
-			entry.AccumulateError = err.Error()
-		} else if newCount == 0 {
-			acc.DryStreak++
-		} else {
-			acc.DryStreak = 0
-		}
-		nc, ds := newCount, acc.DryStreak
-		entry.NewCount, entry.DryStreak = &nc, &ds
-	}
-
-	// exit_criterion.
-	exitMet := false
-	if step.ExitCriterion != nil {
-		vars := map[string]any{
-			"iteration":  count,
-			"best_score": nil,
-			// The scores of the step's history in this round (earlier loops
-			// too, until a clear), as the original.
-			"prior_scores": iterPriorScores(history),
-		}
-		if best != nil && best.Score != nil {
-			vars["best_score"] = *best.Score
-		}
-		if acc != nil {
-			vars["accumulator"] = iterCopyItems(acc.Items)
-			vars["accumulated_count"] = len(acc.Items)
-			vars["new_count"] = *entry.NewCount
-			vars["dry_streak"] = acc.DryStreak
-		} else {
-			vars["accumulator"] = nil
-			vars["accumulated_count"] = nil
-			vars["new_count"] = nil
-			vars["dry_streak"] = nil
-		}
-		met, err := evalBool(env.context(), step.ExitCriterion, specs.EvalEnv{Result: result, Vars: vars, Root: env.Root})
-		if err != nil {
-			entry.ExitCriterionError = err.Error()
-		} else {
-			exitMet = met
-		}
-	}
-	entry.ExitCriterionMet = exitMet
-
-	// Stagnation.
-	stagnant := false
-	switch {
-	case step.ScoreExpr == nil && step.Accumulate == nil:
-		stagnant = iterFingerprintStagnant(history, fingerprint)
-	case step.ScoreExpr != nil && step.ExitCriterion == nil:
-		// No new best for the last stagnationWindow reports; a loop that has
-		// scored nothing yet is not stagnant (as the original).
-		stagnant = best != nil && best.Score != nil && count-best.Iteration >= stagnationWindow
-	}
-
-	maxIter := ai.MaxIterations
-	var outcome string
-	switch {
-	case exitMet:
-		outcome = outcomeExitSuccess
-	case stagnant:
-		outcome = outcomeExitStagnation
-	case count >= maxIter:
-		outcome = outcomeExitMax
-	default:
-		outcome = outcomeContinue
-	}
-	entry.Outcome = outcome
+	best := iterScore(st, env, step, &entry)
+	acc := iterAccumulateReport(st, env, step, &entry)
+	entry.ExitCriterionMet = iterExitMet(env, step, history, best, acc, &entry)
+	entry.Outcome = iterOutcome(step, history, best, ai.MaxIterations, entry)
 
 	if st.Iterations == nil {
 		st.Iterations = map[string][]IterationEntry{}
 	}
 	st.Iterations[stepID] = append(history, entry)
-	if outcome != outcomeContinue {
+	if entry.Outcome != outcomeContinue {
 		if st.IterationOutcome == nil {
 			st.IterationOutcome = map[string]string{}
 		}
-		st.IterationOutcome[stepID] = outcome
+		st.IterationOutcome[stepID] = entry.Outcome
 		st.ActiveIteration = nil
 	}
+	out := iterReported(st, step, ai.MaxIterations, entry, best, acc)
+	return transitionResult{Outcome: out, Events: []Event{iterReportEvent(st, env, stepID, entry)}}, nil
+}
 
+// iterScore evaluates the step's score_expr on the entry's result (numbers
+// only, booleans are not scores) and tracks the best result (strictly
+// greater wins, ties keep the earlier). It returns the loop's best so far
+// (nil: none).
+func iterScore(st *FlowState, env Env, step *specs.Step, entry *IterationEntry) *IterationBest {
+	var best *IterationBest
+	if st.IterationBest != nil {
+		best = st.IterationBest[step.ID]
+	}
+	if step.ScoreExpr == nil {
+		return best
+	}
+	v, err := evalValue(env.context(), step.ScoreExpr, specs.EvalEnv{Result: entry.Result, Root: env.Root})
+	if err != nil {
+		entry.ScoreError = err.Error()
+		return best
+	}
+	s, ok := iterationScore(v)
+	if !ok {
+		entry.ScoreError = fmt.Sprintf("score_expr must return a number, got %s", iterationValueKind(v))
+		return best
+	}
+	entry.Score = &s
+	if best == nil || best.Score == nil || s > *best.Score {
+		sc := s
+		best = &IterationBest{Result: entry.Result, Score: &sc, Iteration: entry.Iteration}
+		if st.IterationBest == nil {
+			st.IterationBest = map[string]*IterationBest{}
+		}
+		st.IterationBest[step.ID] = best
+	}
+	return best
+}
+
+// iterAccumulateReport extracts and deduplicates the entry's items into the
+// step's accumulator (accumulate / accumulate_key) and counts the dry
+// streak; it returns the accumulator (nil: the step does not accumulate).
+func iterAccumulateReport(st *FlowState, env Env, step *specs.Step, entry *IterationEntry) *Accumulator {
+	if step.Accumulate == nil {
+		return nil
+	}
+	if st.IterationAccumulator == nil {
+		st.IterationAccumulator = map[string]*Accumulator{}
+	}
+	acc := st.IterationAccumulator[step.ID]
+	if acc == nil {
+		acc = &Accumulator{Items: []any{}, Keys: []string{}}
+		st.IterationAccumulator[step.ID] = acc
+	}
+	newCount, err := iterAccumulate(env.context(), step, acc, entry.Result, env.Root)
+	if err != nil {
+		// A broken extractor freezes dry_streak: it cannot fake dryness.
+		entry.AccumulateError = err.Error()
+	} else if newCount == 0 {
+		acc.DryStreak++
+	} else {
+		acc.DryStreak = 0
+	}
+	nc, ds := newCount, acc.DryStreak
+	entry.NewCount, entry.DryStreak = &nc, &ds
+	return acc
+}
+
+// iterExitMet evaluates the step's exit_criterion with `result` and the
+// iteration locals; an evaluation error is recorded in the entry and is
+// not an exit.
+func iterExitMet(env Env, step *specs.Step, history []IterationEntry, best *IterationBest, acc *Accumulator, entry *IterationEntry) bool {
+	if step.ExitCriterion == nil {
+		return false
+	}
+	vars := map[string]any{
+		"iteration":  entry.Iteration,
+		"best_score": nil,
+		// The scores of the step's history in this round (earlier loops
+		// too, until a clear), as the original.
+		"prior_scores": iterPriorScores(history),
+	}
+	if best != nil && best.Score != nil {
+		vars["best_score"] = *best.Score
+	}
+	if acc != nil {
+		vars["accumulator"] = iterCopyItems(acc.Items)
+		vars["accumulated_count"] = len(acc.Items)
+		vars["new_count"] = *entry.NewCount
+		vars["dry_streak"] = acc.DryStreak
+	} else {
+		vars["accumulator"] = nil
+		vars["accumulated_count"] = nil
+		vars["new_count"] = nil
+		vars["dry_streak"] = nil
+	}
+	met, err := evalBool(env.context(), step.ExitCriterion, specs.EvalEnv{Result: entry.Result, Vars: vars, Root: env.Root})
+	if err != nil {
+		entry.ExitCriterionError = err.Error()
+		return false
+	}
+	return met
+}
+
+// iterOutcome is the report's outcome, in order of precedence:
+// exit_success (criterion met), exit_stagnation, exit_max (the count
+// reached max_iterations) or continue.
+func iterOutcome(step *specs.Step, history []IterationEntry, best *IterationBest, maxIter int, entry IterationEntry) string {
+	stagnant := false
+	switch {
+	case step.ScoreExpr == nil && step.Accumulate == nil:
+		stagnant = iterFingerprintStagnant(history, entry.ResultFingerprint)
+	case step.ScoreExpr != nil && step.ExitCriterion == nil:
+		// No new best for the last stagnationWindow reports; a loop that has
+		// scored nothing yet is not stagnant (as the original).
+		stagnant = best != nil && best.Score != nil && entry.Iteration-best.Iteration >= stagnationWindow
+	}
+	switch {
+	case entry.ExitCriterionMet:
+		return outcomeExitSuccess
+	case stagnant:
+		return outcomeExitStagnation
+	case entry.Iteration >= maxIter:
+		return outcomeExitMax
+	}
+	return outcomeContinue
+}
+
+// iterReported is the answer to a report: the entry, and on exit the final
+// result (the best one of a scored loop) and the accumulated items.
+func iterReported(st *FlowState, step *specs.Step, maxIter int, entry IterationEntry, best *IterationBest, acc *Accumulator) *IterationReported {
 	out := &IterationReported{
 		FlowID:             st.FlowID,
-		StepID:             stepID,
-		Iteration:          count,
+		StepID:             step.ID,
+		Iteration:          entry.Iteration,
 		MaxIterations:      maxIter,
-		ExitCriterionMet:   exitMet,
-		Outcome:            outcome,
+		ExitCriterionMet:   entry.ExitCriterionMet,
+		Outcome:            entry.Outcome,
 		ExitCriterionError: entry.ExitCriterionError,
 		Scored:             step.ScoreExpr != nil,
 		Score:              entry.Score,
@@ -280,23 +296,28 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 		out.AccumulatedCount = len(acc.Items)
 		out.AccumulateError = entry.AccumulateError
 	}
-	if outcome != outcomeContinue {
-		out.FinalResult = result
-		if best != nil && best.Score != nil {
-			out.FinalResult = best.Result
-			sc, it := *best.Score, best.Iteration
-			out.BestScore, out.BestIteration = &sc, &it
-		}
-		if acc != nil {
-			out.Accumulated = iterCopyItems(acc.Items)
-		}
+	if entry.Outcome == outcomeContinue {
+		return out
 	}
+	out.FinalResult = entry.Result
+	if best != nil && best.Score != nil {
+		out.FinalResult = best.Result
+		sc, it := *best.Score, best.Iteration
+		out.BestScore, out.BestIteration = &sc, &it
+	}
+	if acc != nil {
+		out.Accumulated = iterCopyItems(acc.Items)
+	}
+	return out
+}
 
+// iterReportEvent is the iteration_report event of a report.
+func iterReportEvent(st *FlowState, env Env, stepID string, entry IterationEntry) Event {
 	data := EventData{
 		Action:           "report",
-		Iteration:        count,
-		Outcome:          outcome,
-		ExitCriterionMet: exitMet,
+		Iteration:        entry.Iteration,
+		Outcome:          entry.Outcome,
+		ExitCriterionMet: entry.ExitCriterionMet,
 	}
 	if entry.Score != nil {
 		sc := *entry.Score
@@ -306,7 +327,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 		n, dry := *entry.NewCount, *entry.DryStreak
 		data.NewCount, data.DryStreak = &n, &dry
 	}
-	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
+	return iterationEvent(st, env, stepID, data)
 }
 
 // iterationAbort ends the active loop early (stratum_iteration_abort): it
@@ -424,15 +445,15 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 	}
 }
 
-// iterNotRunning refuses iteration calls on a flow that failed (retries
+// flowNotRunning refuses iteration calls on a flow that failed (retries
 // exhausted) or ran out of budget: the original deleted such flows, we keep
 // them for the audit but accept no more reports.
-func iterNotRunning(st *FlowState) (transitionResult, bool) {
+func flowNotRunning(st *FlowState) *Error {
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
-		return refused(refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)), true
+		return refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)
 	}
-	return transitionResult{}, false
+	return nil
 }
 
 // iterationError is an execution_error response that leaves the state as it was.

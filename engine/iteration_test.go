@@ -726,3 +726,35 @@ func TestIterationStatePersists(t *testing.T) {
 		t.Fatalf("after round trip: %v", r)
 	}
 }
+
+// TestIterationReportEvent: a report's iteration_report event carries what
+// its entry recorded (iteration, outcome, whether the criterion was met,
+// the new items and the dry streak).
+func TestIterationReportEvent(t *testing.T) {
+	sp, f := extSpec(t, accSpecSrc, "main")
+	env := extEnv(sp, f)
+	st := extState(t, env, "hunt")
+	okFn(t)(iterationStart(st, env, "hunt"))
+	results := []map[string]any{
+		{"findings": []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}}},
+		{"findings": []any{map[string]any{"id": "a"}}},
+		{"findings": []any{}},
+	}
+	want := []EventData{
+		{Action: "report", Iteration: 1, Outcome: outcomeContinue, NewCount: ptrTo(2), DryStreak: ptrTo(0)},
+		{Action: "report", Iteration: 2, Outcome: outcomeContinue, NewCount: ptrTo(0), DryStreak: ptrTo(1)},
+		{Action: "report", Iteration: 3, Outcome: outcomeExitSuccess, ExitCriterionMet: true, NewCount: ptrTo(0), DryStreak: ptrTo(2)},
+	}
+	for i, r := range results {
+		res, err := iterationReport(st, env, "hunt", r)
+		mustOK(t, res, err)
+		if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].StepID != "hunt" {
+			t.Fatalf("report %d: events %+v", i+1, res.Events)
+		}
+		if got := res.Events[0].Data; !reflect.DeepEqual(got, want[i]) {
+			t.Fatalf("report %d: event detail %+v, want %+v", i+1, got, want[i])
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

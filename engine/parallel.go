@@ -21,20 +21,13 @@ func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
-// parallelDoneDetailed is ParallelDone; details follow a merge or require
+// parallelDoneDetailed is parallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
 func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
-	if pastEnd(st, env) || isFinished(st) {
-		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
-	}
-	step := currentStep(st, env)
-	if step.ID != stepID {
-		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if step.Kind != specs.KindParallelDispatch {
-		return refused(refusal(ErrTypeWrongStepType,
-			"Step '%s' is a %s step, not parallel_dispatch. Use stratum_step_done for non-parallel steps.", step.ID, step.StepMode())), nil
+	step, e := reportable(st, env, stepID, parallelDoneReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	tasks := taskResults
 	if tasks == nil {

@@ -53,7 +53,7 @@ type ReportOptions struct {
 	// Channel is how the call arrived (mcp, cli, tui; "" = unknown, which
 	// has no more authority than mcp). Only Revert reads it: a revert past a
 	// human decision, or away from a pending approver: human gate, needs a
-	// human's channel (HumanChannel).
+	// human's channel (humanChannel).
 	Channel review.Channel
 }
 
@@ -261,9 +261,15 @@ func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskR
 }
 
 // GateResolve is stratum_gate_resolve. d.StepID names the gate; d.Channel
-// says how the decision arrived (approver: human gates refuse mcp).
+// says how the decision arrived (approver: human gates refuse mcp). The
+// rule every channel shares, review.Check, is applied first, whoever
+// calls: a revise or kill without a rationale is refused
+// (rationale_required, nothing read or written), except through MCP.
 func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decision) (Outcome, error) {
 	d.FlowID = flowID
+	if e := checkDecision(d); e != nil {
+		return nil, e
+	}
 	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (transitionResult, error) {
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
@@ -378,9 +384,9 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error
 	return out, nil
 }
 
-// Decide records a gate decision: it is the engine's review.Decider, so every
-// front end decides through review.Service (which checks the shared rules)
-// and lands here (GateResolve of d.FlowID, first writer wins).
+// Decide records a gate decision (GateResolve of d.FlowID, first writer
+// wins, review.Check applied): it is the engine's review.Decider, what the
+// runner's review.Service records through.
 func (s *Service) Decide(ctx context.Context, d review.Decision) (Outcome, error) {
 	return s.GateResolve(ctx, d.FlowID, d)
 }

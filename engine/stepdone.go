@@ -18,18 +18,9 @@ import (
 // advances (next, or linearly) to the next dispatch.
 func stepDone(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
 	ensureMaps(st)
-	if r, done := refuseFinished(st, env); done {
-		return r, nil
-	}
-	step := currentStep(st, env)
-	if step.IsGate() {
-		return refused(gateStepRequires(step)), nil
-	}
-	if stepID != step.ID {
-		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if r, bad := refuseBypassingChild(st, env, step, "step_done"); bad {
-		return r, nil
+	step, e := reportable(st, env, stepID, stepDoneReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	childID := ""
 	var pre transitionResult
@@ -58,24 +49,6 @@ func unwrapChildCompletion(result any) any {
 		return out
 	}
 	return result
-}
-
-// refuseFinished answers a report into a flow that has no current step.
-func refuseFinished(st *FlowState, env Env) (transitionResult, bool) {
-	switch {
-	case st.Status == StatusFailed:
-		return refused(execErrorf("Flow has failed (retries exhausted); revert to a checkpoint or plan a new flow")), true
-	case st.Status == StatusBudgetExhausted:
-		return refused(execErrorf("Flow budget exhausted")), true
-	case pastEnd(st, env) || st.Status == StatusComplete || st.Status == StatusKilled:
-		return refused(execErrorf("Flow is already complete")), true
-	}
-	return transitionResult{}, false
-}
-
-// gateStepRequires refuses a report into a gate step.
-func gateStepRequires(step *specs.Step) *Error {
-	return refusal(ErrTypeGateStepRequires, "Step '%s' is a gate step. Use stratum_gate_resolve to resolve it.", step.ID)
 }
 
 // checkResult runs the checks in the original's order, the first failing

@@ -19,18 +19,9 @@ import (
 // Refusals (finished flow, gate step, another step) are StepDone's.
 func stepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (transitionResult, error) {
 	ensureMaps(st)
-	if r, done := refuseFinished(st, env); done {
-		return r, nil
-	}
-	step := currentStep(st, env)
-	if step.IsGate() {
-		return refused(gateStepRequires(step)), nil
-	}
-	if stepID != step.ID {
-		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if r, bad := refuseBypassingChild(st, env, step, "a failed attempt"); bad {
-		return r, nil
+	step, e := reportable(st, env, stepID, attemptFailedReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if len(violations) == 0 {
 		violations = []string{"attempt failed"}

@@ -81,3 +81,30 @@ func (c HumanConfirm) Confirm(d Decision, approver Approver) error {
 	}
 	return fmt.Errorf("%w: typed %q, want %q or %q", ErrNotConfirmed, esc(typed), esc(d.StepID), esc(short))
 }
+
+// WaitingGate is the gate a flow waits at, as far as HumanConfirm needs
+// it: its step, its approver and its round.
+type WaitingGate struct {
+	StepID   string
+	Approver Approver
+	Round    int
+}
+
+// ConfirmAt is Confirm for a decision d on a flow waiting at g (nil: at no
+// gate). A decision for a step the flow is not waiting at needs nothing
+// here (the recorder refuses it). A decision confirmed at an approver:
+// human gate is pinned to the round confirmed (d.Round, when d names
+// none), so it cannot land on a later round the reviewer did not see.
+func (c HumanConfirm) ConfirmAt(d *Decision, g *WaitingGate) error {
+	if g == nil || g.StepID != d.StepID {
+		return nil
+	}
+	if err := c.Confirm(*d, g.Approver); err != nil {
+		return err
+	}
+	if g.Approver == HumanApprover && d.Round == nil {
+		round := g.Round
+		d.Round = &round
+	}
+	return nil
+}

@@ -14,9 +14,12 @@ import (
 // must keep decoding, and re-encode the same (testdata/events/README.md).
 const storedEventsFile = "../testdata/events/stored-v1.jsonl"
 
-func storedEventLines(tb testing.TB) [][]byte {
+// currentEventsFile is, line for line, what this build writes for them.
+const currentEventsFile = "../testdata/events/current.jsonl"
+
+func storedEventLines(tb testing.TB, name string) [][]byte {
 	tb.Helper()
-	f, err := os.ReadFile(storedEventsFile)
+	f, err := os.ReadFile(name)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -35,7 +38,7 @@ func storedEventLines(tb testing.TB) [][]byte {
 // BenchmarkEventCodec encodes and decodes every stored event shape as
 // Append and Events do per event; ns/event is the mean over the shapes.
 func BenchmarkEventCodec(b *testing.B) {
-	lines := storedEventLines(b)
+	lines := storedEventLines(b, storedEventsFile)
 	events := make([]engine.Event, len(lines))
 	for i, l := range lines {
 		if err := unmarshalJSON(bytes.Clone(l), &events[i]); err != nil {

@@ -199,9 +199,9 @@ Returns the next dispatch, the completion, {status:"killed", …}, or an error: 
 			}
 			d := review.Decision{FlowID: in.FlowID, StepID: in.StepID, Outcome: review.Outcome(in.Outcome), Rationale: in.Rationale,
 				Reviewer: clientName(req), ResolvedBy: review.ResolvedBy(in.ResolvedBy), Channel: review.ChannelMCP}
-			// Through the review service like every front end; over MCP an
+			// The engine applies the rationale rule by channel: over MCP an
 			// empty rationale is accepted, as in the original.
-			return answer(review.NewService[engine.Outcome](svc).Decide(ctx, d))
+			return answer(svc.GateResolve(ctx, d.FlowID, d))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_check_timeouts", Description: `Apply the waiting gate's timeout if it has expired (the gate's on_timeout: kill by default). Gate deadlines are also enforced in the background by every running stratum process.
