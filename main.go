@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
@@ -1087,17 +1088,16 @@ func (a *app) runErr(err error) error {
 	return failErr(err)
 }
 
-// isTerminal reports whether f is a character device (a terminal).
+// isTerminal reports whether f is an interactive terminal: a file whose
+// descriptor answers the terminal ioctl (isatty). A character device is not
+// enough: /dev/null and /dev/zero are character devices, and a decision
+// "typed" from them is a program's.
 func isTerminal(f any) bool {
 	if u, ok := f.(interface{ Unwrap() io.Writer }); ok {
 		f = u.Unwrap()
 	}
 	file, ok := f.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := file.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(file.Fd())
 }
 
 // unwrapWriter returns the terminal behind a masking writer: the

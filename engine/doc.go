@@ -63,13 +63,13 @@
 // Env.Children, each in its own short View with its Version noted — and
 // its summaries computed. Only then does one Update apply the verdict: it
 // checks that every flow the transition read is at the version read (a
-// flow only read is re-read; a flow written is checked by a
-// compare-and-swap on Tx.Put's stamps, so it is not decoded again: the
-// Version Put stamps is one past the one read only if the stored one is
-// still it, and a zeroed CreatedAt comes back as the one read only if the
-// flow was not deleted or replaced; a flow the transition creates must get
-// version 1, i.e. not exist), then writes the states, deletions and
-// events exactly as computed. If another writer got in between, the
+// flow only read is re-read; a flow written is checked by Tx.Put's
+// conditional put, so it is not decoded again: each written flow is
+// stamped once, before the transaction (FlowState.Stamp: UpdatedAt,
+// CreatedAt, Version one past the one read), and Put writes it only over
+// the version read, NotStored for a flow the transition creates, else
+// fails with ErrConflict), then writes the states, deletions and events
+// exactly as computed. If another writer got in between, the
 // transaction writes nothing and the whole transition is computed again
 // from a fresh snapshot, at most 5 times, then the call fails with an
 // error wrapping ErrConflict that names the flow. Transitions are pure, so

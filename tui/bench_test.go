@@ -104,7 +104,8 @@ func buildBenchStore(path string) (Source, error) {
 				cp := *tmpl
 				cp.FlowID = fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)
 				cp.Version = 0
-				if err := tx.Put(&cp, engine.Summarize(&cp, sp.Flows[cp.FlowName])); err != nil {
+				expect := cp.Stamp(tmpl.UpdatedAt)
+				if err := tx.Put(&cp, engine.Summarize(&cp, sp.Flows[cp.FlowName]), expect); err != nil {
 					return err
 				}
 				n := perFlow

@@ -14,8 +14,9 @@ func TestTraceLines(t *testing.T) {
 	f := newFixture(t)
 	m := newModel(t, f.src, 100, 30)
 	m.detail = &engine.FlowState{FlowID: "f", FlowName: "x", Status: "running",
-		StepOutputs: map[string]any{"build": map[string]any{"ok": true}},
-		Records:     []engine.Record{{Type: engine.RecordStep, StepID: "build", DurationMS: 1500}},
+		StepProgress: engine.StepProgress{
+			StepOutputs: map[string]any{"build": map[string]any{"ok": true}},
+			Records:     []engine.Record{{Type: engine.RecordStep, StepID: "build", DurationMS: 1500}}},
 		BudgetState: &engine.BudgetState{SpentUSD: 0.0123, SpentTokens: 900}}
 	m.detailEvents = []engine.Event{
 		{Seq: 1, Time: base, Type: engine.EventTrace, StepID: "build", Data: engine.EventData{

@@ -107,8 +107,9 @@ type Settings struct {
 	Home    string
 	Timeout time.Duration
 	Etcd    config.Etcd
-	// Now is the store's clock (nil: time.Now); stratum store copy sets it
-	// so copied flows keep their times.
+	// Now is the store's clock (nil: time.Now): GC's cutoff and the time
+	// of events appended without one (the stamps of flows are the
+	// writer's).
 	Now func() time.Time
 }
 
