@@ -207,14 +207,19 @@
 // store's Watch delivers that was already delivered is skipped. A slow
 // consumer holds only its own Watch back, never a transition.
 //
-// An event's Data is the map the log persists as JSON; front ends read it
-// through Event.Detail (eventdetail.go), the one typed reading of every key
-// a transition writes, which gives the same values for an event fresh from
-// the broker (Go ints, []string) and one read back from the log (JSON
-// numbers). A gate_resolved event carries the whole decision (outcome,
-// rationale, reviewer, resolved_by, channel, round, a revise's
-// revise_target; max_rounds_exceeded when the gate waits on): a waiter
-// reads it with Event.GateDecision instead of reading the flow.
+// An event's Data is one typed struct, EventData (eventdata.go): the
+// transitions fill its fields and front ends read them, the same for an
+// event fresh from the broker and one read back from the log. JSON is its
+// form in the log only: Event.MarshalJSON writes the keys the log has
+// always held (the json tags), and which of them an event writes is one
+// rule of its type (writtenKeys: a type's own keys always, any other when
+// set), so the stores keep writing the bytes they wrote when Data was a
+// map (testdata/events pins them). Front ends that show the data
+// generically list it with Event.DataFields.
+// A gate_resolved event carries the whole decision (outcome, rationale,
+// reviewer, resolved_by, channel, round, a revise's revise_target;
+// max_rounds_exceeded when the gate waits on): a waiter reads it with
+// Event.GateDecision instead of reading the flow.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
 // frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB

@@ -187,18 +187,15 @@ func recordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (transiti
 			return refused(refusal(ErrTypeInvalidInput, "task '%s': %v", t.TaskID, err)), nil
 		}
 		st.ParallelTasks[t.TaskID] = m
-		data := map[string]any{"task_id": t.TaskID, "state": t.State, "runs": t.Runs, "duration_ms": t.DurationMS(env.Now)}
+		data := EventData{TaskID: t.TaskID, State: t.State, Runs: t.Runs, DurationMS: t.DurationMS(env.Now), Branch: t.Branch}
 		if t.WorktreePath != nil {
-			data["worktree"] = *t.WorktreePath
-		}
-		if t.Branch != "" {
-			data["branch"] = t.Branch
+			data.Worktree = *t.WorktreePath
 		}
 		if t.Error != nil {
-			data["error"] = *t.Error
+			data.Error = *t.Error
 		}
 		if len(t.Violations) > 0 {
-			data["violations"] = append([]string(nil), t.Violations...)
+			data.Violations = append([]string(nil), t.Violations...)
 		}
 		events = append(events, event(st, env, EventParallelTask, step.ID, data))
 	}
@@ -284,36 +281,4 @@ func LastParallelTasks(st *FlowState, stepID string) map[string]ParallelTask {
 		}
 	}
 	return out
-}
-
-// TaskEventDetail is the typed reading of a parallel_task event's data
-// (fresh from the broker or read back from the log).
-type TaskEventDetail struct {
-	TaskID, State, Worktree, Branch, Error string
-	Runs                                   int
-	DurationMS                             int64
-	Violations                             []string
-}
-
-// TaskDetail reads a parallel_task event (ok false for other events).
-func (e Event) TaskDetail() (TaskEventDetail, bool) {
-	if e.Type != EventParallelTask {
-		return TaskEventDetail{}, false
-	}
-	var d struct {
-		TaskID     string   `json:"task_id"`
-		State      string   `json:"state"`
-		Worktree   string   `json:"worktree"`
-		Branch     string   `json:"branch"`
-		Error      string   `json:"error"`
-		Runs       float64  `json:"runs"`
-		DurationMS float64  `json:"duration_ms"`
-		Violations []string `json:"violations"`
-	}
-	b, err := json.Marshal(e.Data)
-	if err != nil || json.Unmarshal(b, &d) != nil {
-		return TaskEventDetail{}, false
-	}
-	return TaskEventDetail{TaskID: d.TaskID, State: d.State, Worktree: d.Worktree, Branch: d.Branch, Error: d.Error,
-		Runs: int(d.Runs), DurationMS: int64(d.DurationMS), Violations: d.Violations}, true
 }

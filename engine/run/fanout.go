@@ -637,16 +637,14 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 	elapsed := time.Since(start)
 	if f.OnCall != nil {
 		c := engine.CallRecord{StepID: f.Step.ID, Attempt: f.Attempt, DurationMS: elapsed.Milliseconds(), Tokens: out.Usage.Total(),
-			CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace,
-			Data: map[string]any{"executor": f.Kind, "task_id": t.ID}}
+			CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace, Executor: f.Kind, TaskID: t.ID}
 		if c.CostUSD == nil && f.Kind == "command" {
 			zero := 0.0
 			c.CostUSD = &zero
 		}
 		var ae *engine.AttemptError
 		if errors.As(execErr, &ae) {
-			c.Data["error_kind"] = ae.Kind
-			c.Data["violations"] = ae.Violations
+			c.ErrorKind, c.Violations = ae.Kind, ae.Violations
 		}
 		f.OnCall(context.WithoutCancel(ctx), c)
 	}
