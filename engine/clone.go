@@ -18,28 +18,17 @@ func (st *FlowState) Clone() *FlowState {
 	}
 	c := *st
 	c.Inputs = cloneObject(st.Inputs)
-	c.StepOutputs = cloneObject(st.StepOutputs)
-	c.Records = cloneRecords(st.Records)
-	c.Attempts = maps.Clone(st.Attempts)
+	c.StepProgress = st.StepProgress.clone()
 	if st.Checkpoints != nil {
 		c.Checkpoints = make(map[string]*Checkpoint, len(st.Checkpoints))
 		for k, cp := range st.Checkpoints {
 			c.Checkpoints[k] = cp.clone()
 		}
 	}
-	c.Rounds = cloneRounds(st.Rounds)
-	c.RoundStartStepID = copyStrPtr(st.RoundStartStepID)
-	c.TerminalStatus = copyStrPtr(st.TerminalStatus)
-	c.Iterations = cloneIterations(st.Iterations)
-	c.ArchivedIterations = cloneArchived(st.ArchivedIterations)
-	c.ActiveIteration = clonePtr(st.ActiveIteration)
-	c.IterationOutcome = maps.Clone(st.IterationOutcome)
-	c.IterationBest = cloneBest(st.IterationBest)
-	c.IterationAccumulator = cloneAccumulators(st.IterationAccumulator)
+	c.RoundProgress = st.RoundProgress.clone()
 	c.ParentFlowID = copyStrPtr(st.ParentFlowID)
 	c.ParentStepID = copyStrPtr(st.ParentStepID)
-	c.ActiveChildFlowID = copyStrPtr(st.ActiveChildFlowID)
-	c.ChildAudits = cloneRawLists(st.ChildAudits)
+	c.ChildProgress = st.ChildProgress.clone()
 	c.ParallelTasks = cloneObject(st.ParallelTasks)
 	c.ParallelRuns = cloneParallelRuns(st.ParallelRuns)
 	c.DispatchedAt = maps.Clone(st.DispatchedAt)
@@ -59,21 +48,39 @@ func (cp *Checkpoint) clone() *Checkpoint {
 		return nil
 	}
 	c := *cp
-	c.StepOutputs = cloneObject(cp.StepOutputs)
-	c.Attempts = maps.Clone(cp.Attempts)
-	c.Records = cloneRecords(cp.Records)
-	c.Rounds = cloneRounds(cp.Rounds)
-	c.RoundStartStepID = copyStrPtr(cp.RoundStartStepID)
-	c.TerminalStatus = copyStrPtr(cp.TerminalStatus)
-	c.Iterations = cloneIterations(cp.Iterations)
-	c.ArchivedIterations = cloneArchived(cp.ArchivedIterations)
-	c.ActiveIteration = clonePtr(cp.ActiveIteration)
-	c.IterationOutcome = maps.Clone(cp.IterationOutcome)
-	c.IterationBest = cloneBest(cp.IterationBest)
-	c.IterationAccumulator = cloneAccumulators(cp.IterationAccumulator)
-	c.ActiveChildFlowID = copyStrPtr(cp.ActiveChildFlowID)
-	c.ChildAudits = cloneRawLists(cp.ChildAudits)
+	c.StepProgress = cp.StepProgress.clone()
+	c.RoundProgress = cp.RoundProgress.clone()
+	c.ChildProgress = cp.ChildProgress.clone()
 	return &c
+}
+
+// The deep copies of a flow's progress: the one copy of what a checkpoint
+// saves, for Clone, Commit and Revert alike.
+
+func (p StepProgress) clone() StepProgress {
+	p.StepOutputs = cloneObject(p.StepOutputs)
+	p.Records = cloneRecords(p.Records)
+	p.Attempts = maps.Clone(p.Attempts)
+	return p
+}
+
+func (p RoundProgress) clone() RoundProgress {
+	p.Rounds = cloneRounds(p.Rounds)
+	p.RoundStartStepID = copyStrPtr(p.RoundStartStepID)
+	p.TerminalStatus = copyStrPtr(p.TerminalStatus)
+	p.Iterations = cloneIterations(p.Iterations)
+	p.ArchivedIterations = cloneArchived(p.ArchivedIterations)
+	p.ActiveIteration = clonePtr(p.ActiveIteration)
+	p.IterationOutcome = maps.Clone(p.IterationOutcome)
+	p.IterationBest = cloneBest(p.IterationBest)
+	p.IterationAccumulator = cloneAccumulators(p.IterationAccumulator)
+	return p
+}
+
+func (p ChildProgress) clone() ChildProgress {
+	p.ActiveChildFlowID = copyStrPtr(p.ActiveChildFlowID)
+	p.ChildAudits = cloneRawLists(p.ChildAudits)
+	return p
 }
 
 func clonePtr[T any](p *T) *T {
@@ -117,7 +124,7 @@ func cloneEntries(es []IterationEntry) []IterationEntry {
 	}
 	out := make([]IterationEntry, len(es))
 	for i, e := range es {
-		e.Result = CloneValue(e.Result)
+		e.Result = cloneValue(e.Result)
 		e.Score = clonePtr(e.Score)
 		e.NewCount = clonePtr(e.NewCount)
 		e.DryStreak = clonePtr(e.DryStreak)
@@ -159,7 +166,7 @@ func cloneBest(m map[string]*IterationBest) map[string]*IterationBest {
 			continue
 		}
 		c := *b
-		c.Result = CloneValue(b.Result)
+		c.Result = cloneValue(b.Result)
 		c.Score = clonePtr(b.Score)
 		out[k] = &c
 	}
@@ -212,7 +219,7 @@ func cloneObject(m map[string]any) map[string]any {
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = CloneValue(v)
+		out[k] = cloneValue(v)
 	}
 	return out
 }
@@ -223,15 +230,15 @@ func cloneList(l []any) []any {
 	}
 	out := make([]any, len(l))
 	for i, v := range l {
-		out[i] = CloneValue(v)
+		out[i] = cloneValue(v)
 	}
 	return out
 }
 
-// CloneValue deep-copies a JSON-like value: objects and arrays are copied,
+// cloneValue deep-copies a JSON-like value: objects and arrays are copied,
 // scalars shared (they are immutable). Any other map, slice or pointer (a
 // value a caller built in Go rather than decoded) is copied by reflection.
-func CloneValue(v any) any {
+func cloneValue(v any) any {
 	switch x := v.(type) {
 	case nil, string, bool, float64, int, int64, json.Number:
 		return v
@@ -294,7 +301,7 @@ func cloneElem(v reflect.Value, t reflect.Type) reflect.Value {
 			return v
 		}
 		out := reflect.New(t).Elem()
-		out.Set(reflect.ValueOf(CloneValue(v.Interface())))
+		out.Set(reflect.ValueOf(cloneValue(v.Interface())))
 		return out
 	}
 	return cloneReflect(v)

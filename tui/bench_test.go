@@ -104,7 +104,8 @@ func buildBenchStore(path string) (Source, error) {
 				cp := *tmpl
 				cp.FlowID = fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)
 				cp.Version = 0
-				if err := tx.Put(&cp, engine.Summarize(&cp, sp.Flows[cp.FlowName])); err != nil {
+				expect := cp.Stamp(tmpl.UpdatedAt)
+				if err := tx.Put(&cp, engine.Summarize(&cp, sp.Flows[cp.FlowName]), expect); err != nil {
 					return err
 				}
 				n := perFlow
@@ -114,7 +115,7 @@ func buildBenchStore(path string) (Source, error) {
 				evs := make([]engine.Event, n)
 				for j := range evs {
 					evs[j] = engine.Event{FlowID: cp.FlowID, Type: engine.EventStepFailed, StepID: "build",
-						Data: map[string]any{"attempt": j + 1, "violations": []string{"ensure 'result.ok == True' failed"}}}
+						Data: engine.EventData{Attempt: j + 1, Violations: []string{"ensure 'result.ok == True' failed"}}}
 				}
 				if err := tx.Append(evs...); err != nil {
 					return err

@@ -2,6 +2,9 @@
 // over stdio (`stratum mcp`), so coding agents can plan flows, report step
 // results and resolve gates through tool calls.
 //
+// Part of the stratum command, not a public API: its exported names serve
+// the command's packages and may change.
+//
 // It exposes the original Python server's seventeen tools with the same
 // parameter names, defaults and response shapes (upstream-behavior §2.2–§2.3),
 // plus stratum_wait_gate and stratum_list_flows. Every tool result carries the
@@ -20,8 +23,8 @@
 //
 // Serve runs on a stdio connection of its own (transport.go) that reads
 // stdin through a frame guard (frames.go): a frame the SDK's stdio
-// connection would end the session on (over engine.MaxJSONBytes, nested
-// deeper than engine.MaxJSONDepth, invalid JSON, not a JSON-RPC message, a
+// connection would end the session on (over jsonlimit.MaxBytes, nested
+// deeper than jsonlimit.MaxDepth, invalid JSON, not a JSON-RPC message, a
 // batch) is answered with a JSON-RPC error instead, and the server goes on
 // with the next line; so is a request whose id is null, an array, an object
 // or a boolean (answered with id null). Each accepted frame is decoded once,

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -32,20 +34,22 @@ type CommandLine struct {
 // Request is a checked `stratum run` command line: either a spec file to
 // start (File, Flow, Inputs) or a stored flow to continue (Resume).
 type Request struct {
-	File    string // "" with Resume
-	Resume  string
-	Flow    string
-	Inputs  map[string]any
-	Approve []string // gate step ids or "all", one per element
-	OnGate  string   // one of the OnGate* constants
-	Cache   string   // one of the Cache* constants
+	File   string // "" with Resume
+	Resume string
+	Flow   string
+	Inputs map[string]any
+	// TextInputs are the --input fields as typed (see CoerceInputs).
+	TextInputs map[string]string
+	Approve    []string // gate step ids or "all", one per element
+	OnGate     string   // one of the review.OnGate* constants
+	Cache      string   // one of the Cache* constants
 	// KeepWorktrees leaves fan-out task worktrees (and branches) in place.
 	KeepWorktrees bool
 }
 
 // FileRequest is the request as StartFile takes it.
 func (r Request) FileRequest() FileRequest {
-	return FileRequest{File: r.File, Flow: r.Flow, Inputs: r.Inputs, Approve: r.Approve}
+	return FileRequest{File: r.File, Flow: r.Flow, Inputs: r.Inputs, TextInputs: r.TextInputs, Approve: r.Approve}
 }
 
 // Check turns the command line into a Request. terminal says whether
@@ -71,12 +75,12 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 	}
 	req := Request{Resume: c.Resume, Flow: c.Flow, OnGate: c.OnGate, Cache: c.Cache, KeepWorktrees: c.KeepWorktrees}
 	if req.OnGate == "" {
-		req.OnGate = OnGateExit
+		req.OnGate = review.OnGateExit
 		if terminal {
-			req.OnGate = OnGatePrompt
+			req.OnGate = review.OnGatePrompt
 		}
 	}
-	if !ValidOnGate(req.OnGate) {
+	if !review.ValidOnGate(req.OnGate) {
 		return Request{}, usage("--on-gate %q: want exit, wait, approve, kill or prompt", req.OnGate)
 	}
 	switch req.Cache {
@@ -97,7 +101,7 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 		if err != nil {
 			return Request{}, &UsageError{Err: err}
 		}
-		req.Inputs = inputs
+		req.Inputs, req.TextInputs = inputs, TextInputs(c.Inputs)
 	}
 	return req, nil
 }
@@ -155,19 +159,26 @@ func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*O
 			return &Outcome{FlowID: req.Resume, Status: EndInvalid, ExitCode: ExitUsage, Message: e.Message}, nil
 		}
 	}
+	var stdin io.Reader
+	if s.Stdin != nil {
+		stdin = bufio.NewReader(s.Stdin)
+	}
 	x, err := NewExecutors(s.Config, s.Record, s.Replay)
 	if err != nil {
 		return nil, err
 	}
 	defer x.Close(s.Stderr)
 	r := New(Options{
-		Service:  svc,
-		Redact:   Redactor(s.Config),
-		Infer:    x.Infer,
-		Agent:    x.Agent,
-		Tracer:   x.Tracer,
-		Gates:    GatePolicy{Approve: req.Approve, OnGate: req.OnGate},
-		Console:  &Console{In: s.Stdin, Out: s.Stderr},
+		Service: svc,
+		Redact:  Redactor(s.Config),
+		Infer:   x.Infer,
+		Agent:   x.Agent,
+		Tracer:  x.Tracer,
+		// One reader of stdin for the policy's confirmations and the
+		// console, and one human-presence rule for both (review.HumanConfirm).
+		Gates: review.Policy{Approve: req.Approve, OnGate: req.OnGate,
+			Human: review.HumanConfirm{Terminal: s.Terminal, In: stdin, Out: s.Stderr, Escape: specs.EscapeControl}},
+		Console:  &review.Console{In: stdin, Out: s.Stderr, Terminal: s.Terminal},
 		Progress: &Printer{W: s.Stderr, Terminal: s.Terminal, GitHub: s.GitHub},
 		Cache:    req.Cache,
 		// Fan-out worktrees: kept ones are printed with the progress.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -53,8 +54,8 @@ func TestReviseLargeRationaleReachesTheWorker(t *testing.T) {
 		`printf '%s\\n' \"$STRATUM_REVISE_FEEDBACK\" >> feedback.log`,
 		`if [ -n \"$STRATUM_REVISE_FEEDBACK_FILE\" ]; then cat \"$STRATUM_REVISE_FEEDBACK_FILE\" > feedback.json; fi`, 1)
 	var shown bytes.Buffer
-	c := &Console{In: strings.NewReader("r\n" + rationale + "\napprove\nfine\n"), Out: &shown}
-	o := e.start(e.spec(src), "main", nil, func(o *Options) { o.Gates.OnGate = OnGatePrompt; o.Console = c })
+	c := &review.Console{In: strings.NewReader("r\n" + rationale + "\napprove\nfine\n"), Out: &shown}
+	o := e.start(e.spec(src), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGatePrompt; o.Console = c })
 	wantStatus(t, o, EndComplete, 0)
 	if e.count("work.count") != 2 {
 		t.Fatalf("work ran %d times", e.count("work.count"))

@@ -12,6 +12,9 @@
 // trace records and the budget ledger with the flow, caches results, and
 // reports progress (terminal, plain lines, GitHub annotations, JUnit).
 //
+// Part of the stratum command, not a public API: its exported names serve
+// the command's packages and may change.
+//
 // It also owns `stratum run`'s command line and report (cli.go), so main
 // only binds flags and maps outcomes to exit statuses: CommandLine.Check
 // turns the flags into a Request (every problem a *UsageError), Execute
@@ -20,6 +23,11 @@
 // other parsers live here too (inputs.go): ParseInputs for --input/--inputs
 // (also the TUI's run dialog), ParseResult for step-done's --result and
 // --result-file, and PlanFlow for plan's default flow.
+//
+// Leases (lease.go): a Holder is the one way this process holds a lease —
+// the runner on the flows it drives, the MCP server on a fan-out it runs
+// (stratum_parallel_start) — its identity, its term and its keep-alive
+// (a renewal every third of the TTL; a lost lease ends the run).
 //
 // Background (background.go) runs a flow for a console (the TUI's Specs
 // pane): its gates wait in the store and each one that opens is offered to
@@ -30,6 +38,8 @@
 // their tasks through FanOut (concurrency, dependencies, git worktrees,
 // require, merge), recording every task's state in the flow so a resume
 // re-runs only unfinished tasks, and report the outcome through
-// parallel_done. The MCP server's stratum_parallel_start uses the same
+// parallel_done. The records (and the tasks' call records) are written
+// behind the work by one engine.FlowWriter per fan-out, so concurrent tasks
+// never conflict with each other over the flow. The MCP server's stratum_parallel_start uses the same
 // FanOut.
 package run

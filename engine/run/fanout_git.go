@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 )
 
 // The git side of a fan-out under isolation: worktree: a task's worktree
@@ -24,22 +25,27 @@ func (f *FanOut) branchUsable(ctx context.Context, p engine.ParallelTask) bool {
 	return err == nil
 }
 
-// names are the worktree path and branch of a task.
+// names are the worktree path and branch of a task: distinct tasks get
+// distinct ones (engine.TaskRef).
 func (f *FanOut) names(taskID string) (string, string) {
-	safe := func(s string) string {
-		s = strings.Trim(unsafeRef.ReplaceAllString(s, "-"), ".-")
-		if s == "" {
-			s = "x"
-		}
-		return s
-	}
 	short := f.FlowID
 	if len(short) > 8 {
 		short = short[:8]
 	}
-	wt := filepath.Join(f.WorktreeRoot, f.FlowID, safe(f.Step.ID), safe(taskID))
-	branch := fmt.Sprintf("stratum/%s/%s/%s", short, safe(f.Step.ID), safe(taskID))
+	step := safeName(f.Step.ID)
+	ref := fanout.Ref(taskID)
+	wt := filepath.Join(f.WorktreeRoot, f.FlowID, step, ref)
+	branch := fmt.Sprintf("stratum/%s/%s/%s", short, step, ref)
 	return wt, branch
+}
+
+// safeName cleans a step id for a path and a branch name.
+func safeName(s string) string {
+	s = strings.Trim(unsafeRef.ReplaceAllString(s, "-"), ".-")
+	if s == "" {
+		s = "x"
+	}
+	return s
 }
 
 // removeWorktree removes a task's worktree (and its branch when asked).
@@ -61,7 +67,7 @@ func (f *FanOut) removeWorktree(ctx context.Context, wt, branch string, dropBran
 // commitTask commits everything the task changed in its worktree on its
 // branch and returns the changed files (repository-relative) and, with
 // capture_diff, the diff.
-func (f *FanOut) commitTask(ctx context.Context, wt string, t engine.Task) ([]string, *string, error) {
+func (f *FanOut) commitTask(ctx context.Context, wt string, t fanout.Task) ([]string, *string, error) {
 	ctx = context.WithoutCancel(ctx)
 	if _, err := git(ctx, wt, "add", "-A"); err != nil {
 		return nil, nil, err
@@ -123,7 +129,7 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 		return
 	}
 	defer f.dropBranches(ctx, res)
-	if !engine.RequireSatisfied(f.Step.Require, complete, failed) || f.Step.Merge == "manual" {
+	if !fanout.RequireSatisfied(f.Step.Require, complete, failed) || f.Step.Merge == "manual" {
 		return
 	}
 	owner := map[string]string{}

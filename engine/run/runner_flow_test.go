@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,7 +179,23 @@ func TestGateSinks(t *testing.T) {
 	})
 	t.Run("naming the gate approves it as a human", func(t *testing.T) {
 		e := newEnv(t)
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.Approve = []string{"review"} })
+		wantStatus(t, o, EndComplete, 0)
+		if g := gateRecords(e.state(o.FlowID)); g[0].ResolvedBy != "human" || g[0].Channel != "policy" {
+			t.Fatalf("gate records %+v", g)
+		}
+	})
+	t.Run("naming a human gate needs a terminal and the confirmation", func(t *testing.T) {
+		e := newEnv(t)
 		o := e.start(e.spec(gateSpec("approver: human")), "main", nil, func(o *Options) { o.Gates.Approve = []string{"review"} })
+		wantStatus(t, o, EndGate, 2)
+		if g := gateRecords(e.state(o.FlowID)); len(g) != 0 || !strings.Contains(o.Message, "decided by a person") {
+			t.Fatalf("gate records %+v, message %s", g, o.Message)
+		}
+		o = e.start(e.spec(gateSpec("approver: human")), "main", nil, func(o *Options) {
+			o.Gates.Approve = []string{"review"}
+			o.Gates.Human = review.HumanConfirm{Terminal: true, In: strings.NewReader("review\n"), Out: io.Discard}
+		})
 		wantStatus(t, o, EndComplete, 0)
 		if g := gateRecords(e.state(o.FlowID)); g[0].ResolvedBy != "human" || g[0].Channel != "policy" {
 			t.Fatalf("gate records %+v", g)
@@ -186,7 +203,7 @@ func TestGateSinks(t *testing.T) {
 	})
 	t.Run("on-gate kill runs the cleanup and ends killed", func(t *testing.T) {
 		e := newEnv(t)
-		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGateKill })
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGateKill })
 		wantStatus(t, o, EndKilled, 3)
 		if e.count("cleanup.count") != 1 {
 			t.Fatal("cleanup did not run")
@@ -226,7 +243,7 @@ func TestGateSinks(t *testing.T) {
 				}
 			}
 		}()
-		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGateWait })
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGateWait })
 		<-done
 		wantStatus(t, o, EndComplete, 0)
 		if g := gateRecords(e.state(o.FlowID)); g[0].Channel != "tui" {
@@ -236,7 +253,7 @@ func TestGateSinks(t *testing.T) {
 	t.Run("wait until the deadline applies on_timeout", func(t *testing.T) {
 		e := newEnv(t)
 		sp := e.spec(gateSpec("timeout: 1\n    on_timeout: approve"))
-		o := e.start(sp, "main", nil, func(o *Options) { o.Gates.OnGate = OnGateWait })
+		o := e.start(sp, "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGateWait })
 		wantStatus(t, o, EndComplete, 0)
 		if g := gateRecords(e.state(o.FlowID)); g[0].Channel != "timeout" {
 			t.Fatalf("gate records %+v", g)
@@ -245,8 +262,8 @@ func TestGateSinks(t *testing.T) {
 	t.Run("console revise then approve", func(t *testing.T) {
 		e := newEnv(t)
 		var shown bytes.Buffer
-		c := &Console{In: strings.NewReader("maybe\nr\nneeds work\napprove\nfine\n"), Out: &shown}
-		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGatePrompt; o.Console = c })
+		c := &review.Console{In: strings.NewReader("maybe\nr\nneeds work\napprove\nfine\n"), Out: &shown}
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGatePrompt; o.Console = c })
 		wantStatus(t, o, EndComplete, 0)
 		g := gateRecords(e.state(o.FlowID))
 		if len(g) != 2 || g[0].Outcome != "revise" || g[0].Rationale != "needs work" || g[1].Outcome != "approve" ||
@@ -574,7 +591,8 @@ func TestResumeRefusesALiveLeaseAndTakesOverADeadOne(t *testing.T) {
 		_ = e.store.Update(context.Background(), func(tx engine.Tx) error {
 			st, _ := tx.Get(o.FlowID)
 			st.Owner = &l
-			return tx.Put(st, engine.Summarize(st, nil))
+			expect := st.Stamp(time.Now())
+			return tx.Put(st, engine.Summarize(st, nil), expect)
 		})
 	}
 	// A live lease of a live process (this one) is refused.
@@ -644,8 +662,8 @@ flows:
 func TestConsoleWithoutAnswerStopsAtTheGate(t *testing.T) {
 	e := newEnv(t)
 	var shown bytes.Buffer
-	c := &Console{In: strings.NewReader(""), Out: &shown}
-	o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGatePrompt; o.Console = c })
+	c := &review.Console{In: strings.NewReader(""), Out: &shown}
+	o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGatePrompt; o.Console = c })
 	wantStatus(t, o, EndGate, 4)
 	if !strings.Contains(o.Message, "reading the gate decision: EOF") {
 		t.Fatal(o.Message)

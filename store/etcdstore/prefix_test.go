@@ -99,7 +99,7 @@ func TestNestedPrefixesIsolated(t *testing.T) {
 
 	// copy of p takes p's flow only.
 	dst := open("q")
-	if _, err := backend.Copy(ctx, stores["p"], dst, &backend.FixedClock{}, false); err != nil {
+	if _, err := backend.Copy(ctx, stores["p"], dst, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := flows(dst); len(got) != 1 || got[0] != "p-waiting" {

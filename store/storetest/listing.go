@@ -207,13 +207,14 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 		Gate: &engine.PendingGate{StepID: "given_gate", Round: 3, DispatchedAt: at, Deadline: &deadline,
 			OnTimeout: "approve", Approver: "human"},
 		Owner: &engine.Lease{ID: "run-given", PID: 4242, Host: "given-host", Heartbeat: at, ExpiresAt: deadline},
-		// The store's to set: these must be replaced by the state's stamps.
+		// Not the state's: these must be replaced by the state's stamps.
 		CreatedAt: at.Add(-48 * time.Hour), UpdatedAt: at.Add(-24 * time.Hour), Version: 1000,
 	}
 	if zero := zeroFields(given); len(zero) > 0 {
 		t.Fatalf("the test leaves summary fields %v unset: set them so they are checked", zero)
 	}
-	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, given) }); err != nil {
+	expect := st.Stamp(time.Now())
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, given, expect) }); err != nil {
 		t.Fatal(err)
 	}
 	stored := get(t, s, "f")
@@ -240,7 +241,8 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 	st = get(t, s, "f")
 	st.Status = engine.StatusRunning
 	bare := engine.FlowSummary{FlowID: "f", Status: engine.StatusRunning}
-	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, bare) }); err != nil {
+	expect = st.Stamp(time.Now())
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, bare, expect) }); err != nil {
 		t.Fatal(err)
 	}
 	stored = get(t, s, "f")
@@ -259,7 +261,8 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 		"status":  {FlowID: "f", Status: engine.StatusComplete},
 	} {
 		cur := get(t, s, "f")
-		err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(cur, wrong) })
+		expect := cur.Stamp(time.Now())
+		err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(cur, wrong, expect) })
 		if err == nil {
 			t.Errorf("Put with the summary of another %s succeeded", name)
 		}
