@@ -2,11 +2,13 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -86,7 +88,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if kv.Lease != 0 {
 				// A runner lease's key stays on its etcd lease; if that
 				// expired meanwhile, the key is gone, as it would be.
-				if _, err := s.cli.Put(ctx, s.key(rest), string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease))); err != nil && !strings.Contains(err.Error(), "lease not found") {
+				if _, err := s.cli.Put(ctx, s.key(rest), string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease))); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 					return s.wrap("migrate", err)
 				}
 				continue
