@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -42,10 +41,10 @@ func TestCommandLargeInputGoesToAFile(t *testing.T) {
 	}
 }
 
-// A revise rationale of 200,000 bytes failed the revised step ("argument
-// list too long") and left a flow that could not be resumed. The worker
-// gets the feedback from STRATUM_REVISE_FEEDBACK_FILE and the flow
-// completes.
+// A revise rationale of 200,000 bytes (stratum gate revise --note) failed
+// the revised step ("argument list too long") and left a flow that could
+// not be resumed. The worker gets the feedback from
+// STRATUM_REVISE_FEEDBACK_FILE and the resumed flow completes.
 func TestReviseLargeRationaleReachesTheWorker(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("TMPDIR", t.TempDir())
@@ -53,9 +52,26 @@ func TestReviseLargeRationaleReachesTheWorker(t *testing.T) {
 	src := strings.Replace(gateSpec(""),
 		`printf '%s\\n' \"$STRATUM_REVISE_FEEDBACK\" >> feedback.log`,
 		`if [ -n \"$STRATUM_REVISE_FEEDBACK_FILE\" ]; then cat \"$STRATUM_REVISE_FEEDBACK_FILE\" > feedback.json; fi`, 1)
-	var shown bytes.Buffer
-	c := &review.Console{In: strings.NewReader("r\n" + rationale + "\napprove\nfine\n"), Out: &shown}
-	o := e.start(e.spec(src), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGatePrompt; o.Console = c })
+	sp := e.spec(src)
+	o := e.start(sp, "main", nil)
+	wantStatus(t, o, EndGate, 4)
+	decide := func(outcome review.Outcome, note string) {
+		t.Helper()
+		if resp, err := e.svc.GateResolve(context.Background(), o.FlowID, review.Decision{StepID: "review", Outcome: outcome,
+			Rationale: note, ResolvedBy: review.Human, Channel: review.ChannelCLI}); err != nil {
+			t.Fatalf("resolve: %v %v", resp, err)
+		}
+	}
+	decide(review.Revise, rationale)
+	o, err := e.runner().Resume(context.Background(), o.FlowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, o, EndGate, 4) // the revised step ran; the gate opened again
+	decide(review.Approve, "fine")
+	if o, err = e.runner().Resume(context.Background(), o.FlowID); err != nil {
+		t.Fatal(err)
+	}
 	wantStatus(t, o, EndComplete, 0)
 	if e.count("work.count") != 2 {
 		t.Fatalf("work ran %d times", e.count("work.count"))
