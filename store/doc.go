@@ -60,12 +60,12 @@
 // Every bucket is top-level. Keys marked ‖ are concatenations. Flow states
 // and events are JSON; meta values are raw; <summary> is the engine's
 // FlowSummary of the flow (see Summaries) in the compact binary codec of
-// codec.go, version 2 since schema 2 (List decodes up to 10,000 of them per
+// codec.go, version 3 since schema 4 (List decodes up to 10,000 of them per
 // call, and JSON was several times slower).
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "3"           ASCII decimal; gates migrations
+//	    schema_version  = "4"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/

@@ -27,7 +27,9 @@ import (
 //	3  index entries are keys only (a transition rewrites one summary, not
 //	   four); spec texts are stored once, in bucket specs, and flow states
 //	   refer to them
-const SchemaVersion = 3
+//	4  summaries may carry the pending gate's review (summary codec v3);
+//	   schema-3 summaries are read as they are, without it
+const SchemaVersion = 4
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -46,10 +48,13 @@ type schema struct {
 
 // summaryCodec is the summary encoding the schema writes (codec.go).
 func (sc schema) summaryCodec() byte {
-	if sc.version < 2 {
+	switch {
+	case sc.version < 2:
 		return summaryCodecV1
+	case sc.version < 4:
+		return summaryCodecV2
 	}
-	return summaryCodecV2
+	return summaryCodecV3
 }
 
 // currentSchema is what Open uses. Add a step here (and bump SchemaVersion)
@@ -65,6 +70,11 @@ var currentSchema = schema{version: SchemaVersion, steps: []migration{
 		}
 		return mergeFlowEvents(s, btx)
 	}},
+	// Nothing to rewrite: a codec-v2 summary decodes as one without a
+	// review (the engine then reads that gate's state), and every Put
+	// writes v3. The bump keeps schema-3 binaries, which cannot decode v3,
+	// out of the file.
+	{from: 3, name: "summaries carry the pending gate's review", apply: func(*Store, *bolt.Tx) error { return nil }},
 }}
 
 // mergeFlowEvents (2→3) moves the per-flow event index (idx_flow_events)

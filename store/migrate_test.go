@@ -424,8 +424,8 @@ func TestMigrateV1SummariesGainTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrate 1→%d: %v", SchemaVersion, err)
 	}
-	if c := codecs(); c["leased"] != summaryCodecV2 || c["gated"] != summaryCodecV2 {
-		t.Fatalf("summary codecs after migration %v", c)
+	if c, want := codecs(), currentSchema.summaryCodec(); c["leased"] != want || c["gated"] != want {
+		t.Fatalf("summary codecs after migration %v, want %d", c, want)
 	}
 	if v := rawSchemaVersion(t, BackupPath(path, 1)); v != "1" {
 		t.Fatalf("backup schema_version = %q", v)

@@ -42,6 +42,9 @@ type FlowEntry struct {
 	// expired; `stratum run --resume ID` continues it). Absent otherwise, so
 	// status stays the original's.
 	Stalled bool `json:"stalled,omitempty"`
+	// Review shadows the summary's gate review (its question), which the
+	// original's objects do not have: always nil, so never written.
+	Review *engine.GateReview `json:"review,omitempty"`
 }
 
 // Flows is `stratum query flows`: one FlowEntry per summary, in the
