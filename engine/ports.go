@@ -212,10 +212,9 @@ type FlowSummary struct {
 	Owner *Lease `json:"owner,omitempty"`
 	// Review is what the gate the flow waits at asks its reviewer (the
 	// gate step in the flow's spec), so gate lists need no state: nil when
-	// Gate is nil, when the spec did not parse or lacks the gate step when
-	// the summary was computed, and in summaries written before it existed
-	// (a bbolt store of schema 3 or older). Service.PendingReviews decodes
-	// the state of a gate whose summary lacks it.
+	// Gate is nil, or when the spec did not parse or lacks the gate step
+	// when the summary was computed. Service.GateReviews reads the state of
+	// a gate whose summary lacks it.
 	Review    *GateReview `json:"review,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`

@@ -131,7 +131,11 @@
 // the derivation as an argument, and a migration that changes what
 // summaries hold rewrites the stored ones (rewriteSummaries) rather than
 // recomputing them; 1→2 added the runner lease (Owner) from each state's
-// "owner".
+// "owner". 3→4 added the pending gate's review (engine.GateReview: the
+// question and whether revise is accepted) to the summaries of flows at a
+// gate, by engine.Summarize of each such state with its flow in its stored
+// spec (each distinct spec parsed once), so the gate list never decodes a
+// state.
 //
 // # Watching
 //
