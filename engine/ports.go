@@ -300,18 +300,18 @@ const (
 	EventFlowFinished    EventType = "flow_finished"
 	EventTrace           EventType = "trace" // an in-process trace record (attempt, cost)
 	// EventParallelTask is a task of a parallel_dispatch step changing
-	// state (ours; fanout.go). Its data: task_id, state, runs, duration_ms,
-	// worktree, branch, error, violations.
+	// state (ours; fanout.go). Its data (EventData): TaskID, State, Runs,
+	// DurationMS, Worktree, Branch, Error, Violations.
 	EventParallelTask EventType = "parallel_task"
 )
 
 // Event is one entry of the append-only event log. Seq is assigned by the
 // store and is strictly increasing across the whole log.
 type Event struct {
-	Seq    uint64         `json:"seq"`
-	Time   time.Time      `json:"time"`
-	FlowID string         `json:"flow_id"`
-	Type   EventType      `json:"type"`
-	StepID string         `json:"step_id,omitempty"`
-	Data   map[string]any `json:"data,omitempty"`
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	FlowID string    `json:"flow_id"`
+	Type   EventType `json:"type"`
+	StepID string    `json:"step_id,omitempty"`
+	Data   EventData `json:"data,omitzero"` // written with the keys its type writes (Event.MarshalJSON)
 }

@@ -313,3 +313,8 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 func marshalJSON(v any) ([]byte, error) { return sjson.Marshal(v) }
 
 func unmarshalJSON(data []byte, v any) error { return sjson.Unmarshal(data, v) }
+
+// encodeEvent is an event as the log stores it: Event.AppendJSON (what
+// Event.MarshalJSON writes) directly, without a JSON library's pass
+// over the result.
+func encodeEvent(ev *engine.Event) ([]byte, error) { return ev.AppendJSON(make([]byte, 0, 512)) }

@@ -58,7 +58,8 @@
 // # Schema
 //
 // Every bucket is top-level. Keys marked ‖ are concatenations. Flow states
-// and events are JSON; meta values are raw; <summary> is the engine's
+// and events are JSON (an event as engine.Event.AppendJSON writes it, the
+// bytes the log has always held: testdata/events); meta values are raw; <summary> is the engine's
 // FlowSummary of the flow (see Summaries) in the compact binary codec of
 // codec.go, version 3 since schema 4 (List decodes up to 10,000 of them per
 // call, and JSON was several times slower).

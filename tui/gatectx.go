@@ -108,12 +108,12 @@ func gateViolations(evs []engine.Event, r review.PendingReview) []violation {
 			// A decision (of any gate) ends what led to the next one.
 			out, attempts = nil, map[string]int{}
 		case engine.EventGateOpened:
-			if ev.StepID == r.StepID && ev.Detail().Round == r.Round {
+			if ev.StepID == r.StepID && ev.Data.Round == r.Round {
 				return out
 			}
 		case engine.EventStepFailed:
 			attempts[ev.StepID]++
-			out = append(out, violation{stepID: ev.StepID, attempt: attempts[ev.StepID], text: strings.Join(ev.Detail().Violations, "; ")})
+			out = append(out, violation{stepID: ev.StepID, attempt: attempts[ev.StepID], text: strings.Join(ev.Data.Violations, "; ")})
 		case engine.EventStepDone:
 			attempts[ev.StepID]++
 			for i := range out {
