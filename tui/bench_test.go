@@ -200,6 +200,7 @@ var (
 	big100kOnce sync.Once
 	big100kSrc  Source
 	big100kErr  error
+	big100kDir  string // removed by TestMain
 )
 
 // big100k is a bbolt store of 100,000 flows, a quarter of them waiting at
@@ -217,7 +218,7 @@ func big100k(b *testing.B) Source {
 				big100kErr = err
 				return
 			}
-			path = filepath.Join(dir, "stratum.db")
+			big100kDir, path = dir, filepath.Join(dir, "stratum.db")
 		}
 		st, err := store.Open(path, store.Options{})
 		if err == nil && build {
@@ -256,8 +257,6 @@ func BenchmarkPlainOnce100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.StopTimer()
-	heapAfter(b, func() any { return nil })
 }
 
 // BenchmarkFirstFrame100k: the console's first full frame at 100,000 flows

@@ -19,7 +19,16 @@ var (
 	bigOnce  sync.Once
 	bigStore *store.Store
 	bigErr   error
+	bigDir   string // removed by TestMain
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		_ = os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
 
 // bigStore100k is a bbolt store of 100,000 flows (enginetest.Populate), built
 // once per test binary in a temporary directory, or the file
@@ -35,7 +44,7 @@ func bigStore100k(b *testing.B) *store.Store {
 				bigErr = err
 				return
 			}
-			path = filepath.Join(dir, "stratum.db")
+			bigDir, path = dir, filepath.Join(dir, "stratum.db")
 		}
 		bigStore, bigErr = store.Open(path, store.Options{})
 		if bigErr == nil && build {
