@@ -187,10 +187,14 @@
 //
 // Summaries are the engine's: Summarize computes every field of a
 // FlowSummary from a state and its flow (step k/n, current step, round,
-// driver, parent, gate, the runner lease), and every state the Service
+// driver, parent, gate, the runner lease, the pending gate's question and
+// whether it accepts revise), and every state the Service
 // writes — transitions and the child flows they create or end, Claim,
 // TakeOver, Release — goes to Tx.Put with its summary. Stores persist it as
-// given, stamping only CreatedAt, UpdatedAt and Version.
+// given, stamping only CreatedAt, UpdatedAt and Version. Listings read
+// summaries only: List, and GateReviews, the gates' reviews without their
+// artifacts (the TUI's and `stratum tui --plain`'s gate list, 25,000 gates
+// without decoding a state).
 //
 // # In-process events
 //

@@ -61,12 +61,12 @@
 // and events are JSON (an event as engine.Event.AppendJSON writes it, the
 // bytes the log has always held: testdata/events); meta values are raw; <summary> is the engine's
 // FlowSummary of the flow (see Summaries) in the compact binary codec of
-// codec.go, version 2 since schema 2 (List decodes up to 10,000 of them per
+// codec.go, version 3 since schema 4 (List decodes up to 10,000 of them per
 // call, and JSON was several times slower).
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "3"           ASCII decimal; gates migrations
+//	    schema_version  = "4"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
@@ -132,7 +132,11 @@
 // the derivation as an argument, and a migration that changes what
 // summaries hold rewrites the stored ones (rewriteSummaries) rather than
 // recomputing them; 1→2 added the runner lease (Owner) from each state's
-// "owner".
+// "owner". 3→4 added the pending gate's review (engine.GateReview: the
+// question and whether revise is accepted) to the summaries of flows at a
+// gate, by engine.Summarize of each such state with its flow in its stored
+// spec (each distinct spec parsed once), so the gate list never decodes a
+// state.
 //
 // # Watching
 //
