@@ -195,7 +195,8 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 
 // checkFlowLogs checks bucket flowlog (flowlog.go): every entry belongs to
 // a stored flow that has a meta entry, and each flow has exactly the
-// records and trace entries its meta entry counts.
+// records and trace entries its meta entry counts, and the spec reference
+// its state has.
 func checkFlowLogs(flows, logb *bolt.Bucket, bad func(format string, args ...any)) {
 	type counts struct {
 		meta           *logMeta
@@ -240,6 +241,18 @@ func checkFlowLogs(flows, logb *bolt.Bucket, bad func(format string, args ...any
 		case c.meta.records != c.records || c.meta.trace != c.trace:
 			bad("flowlog: flow %q has %d records and %d trace entries, its meta entry counts %d and %d",
 				id, c.records, c.trace, c.meta.records, c.meta.trace)
+		default:
+			var head struct {
+				RawSpec string `json:"raw_spec"`
+			}
+			_ = json.Unmarshal(flows.Get([]byte(id)), &head)
+			want, err := parseSpecRef(head.RawSpec)
+			if err != nil {
+				want = specRef{} // inline: not counted
+			}
+			if got := c.meta.specRef(); got.ok != want.ok || got.hash != want.hash {
+				bad("flowlog: the meta entry of flow %q names another spec than its state", id)
+			}
 		}
 	}
 }

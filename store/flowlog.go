@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -21,14 +22,17 @@ import (
 // live beside the state, one key per entry, in bucket flowlog:
 //
 //	flowlog/
-//	    <flow id> ‖ 0x00 ‖ "m"              = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1>
+//	    <flow id> ‖ 0x00 ‖ "m"              = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1> ‖ <spec:32>
 //	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>      = engine.Record JSON (records[i])
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>      = trace[i], JSON
 //
 // and flows/<id> holds the rest of the state (records null, trace absent).
 // The meta entry "m" gives the number of each; flags say which of the two
 // slices is non-nil, as the state's JSON would (records [] and null are
-// told apart; an empty trace is omitted, so read back as nil).
+// told apart; an empty trace is omitted, so read back as nil) and whether
+// the state refers to a spec in bucket specs, whose hash <spec> is (zeros
+// when not): a Put that did not read the flow in its transaction learns
+// the reference it replaces here instead of decoding the stored state.
 // Its tag names one version of the entries: a Put that only appends keeps
 // it, one that changes any stored entry (a round archived, a revert)
 // rewrites them all under a new random tag. So the first n entries under
@@ -53,6 +57,7 @@ const (
 const (
 	logRecordsSet byte = 1 << iota // Records is non-nil
 	logTraceSet                    // Trace is non-nil
+	logSpecSet                     // the state refers to spec <spec>
 )
 
 // logMeta is a flow's flowlog meta entry.
@@ -60,9 +65,10 @@ type logMeta struct {
 	tag            uint64
 	records, trace uint32
 	flags          byte
+	spec           [sha256.Size]byte
 }
 
-const logMetaLen = 8 + 4 + 4 + 1
+const logMetaLen = 8 + 4 + 4 + 1 + sha256.Size
 
 func (m logMeta) encode() []byte {
 	b := make([]byte, logMetaLen)
@@ -70,6 +76,7 @@ func (m logMeta) encode() []byte {
 	binary.BigEndian.PutUint32(b[8:], m.records)
 	binary.BigEndian.PutUint32(b[12:], m.trace)
 	b[16] = m.flags
+	copy(b[17:], m.spec[:])
 	return b
 }
 
@@ -77,12 +84,39 @@ func decodeLogMeta(b []byte) (logMeta, error) {
 	if len(b) != logMetaLen {
 		return logMeta{}, fmt.Errorf("flowlog meta of %d bytes, want %d", len(b), logMetaLen)
 	}
-	return logMeta{
+	m := logMeta{
 		tag:     binary.BigEndian.Uint64(b),
 		records: binary.BigEndian.Uint32(b[8:]),
 		trace:   binary.BigEndian.Uint32(b[12:]),
 		flags:   b[16],
-	}, nil
+	}
+	copy(m.spec[:], b[17:])
+	return m, nil
+}
+
+// specRef is the spec reference the meta entry records (the text unknown).
+func (m logMeta) specRef() specRef {
+	if m.flags&logSpecSet == 0 {
+		return specRef{}
+	}
+	return specRef{hash: m.spec, ok: true}
+}
+
+// storedLogMeta reads flowID's meta entry (ok false: none).
+func (t *tx) storedLogMeta(flowID string) (logMeta, bool, error) {
+	logb, err := t.bucket(bucketFlowLog)
+	if err != nil {
+		return logMeta{}, false, err
+	}
+	raw := logb.Get(logMetaKey(flowID))
+	if raw == nil {
+		return logMeta{}, false, nil
+	}
+	m, err := decodeLogMeta(raw)
+	if err != nil {
+		return m, false, damagedRecord(t.s.path, flowID, "state", err)
+	}
+	return m, true, nil
 }
 
 func logPrefix(flowID string) []byte { return append([]byte(flowID), 0) }
@@ -222,9 +256,10 @@ func (t *tx) readLog(st *engine.FlowState) error {
 
 // writeLog writes st's records and trace as flowID's log entries: only
 // those past the stored ones when the stored ones are the Store's cached
-// entries and st begins with them; else all of them, under a new tag. It
-// notes what to cache once the transaction commits.
-func (t *tx) writeLog(st *engine.FlowState) error {
+// entries and st begins with them; else all of them, under a new tag. ref
+// is the spec reference the state is stored with. It notes what to cache
+// once the transaction commits.
+func (t *tx) writeLog(st *engine.FlowState, ref specRef) error {
 	logb, err := t.bucket(bucketFlowLog)
 	if err != nil {
 		return err
@@ -294,6 +329,10 @@ func (t *tx) writeLog(st *engine.FlowState) error {
 		next.trace = append(next.trace, v)
 	}
 	m := logMeta{tag: tag, records: uint32(len(st.Records)), trace: uint32(len(st.Trace)), flags: flags}
+	if ref.ok {
+		m.flags |= logSpecSet
+		m.spec = ref.hash
+	}
 	if err := logb.Put(logMetaKey(st.FlowID), m.encode()); err != nil {
 		return err
 	}

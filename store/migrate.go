@@ -98,7 +98,11 @@ func splitFlowLogs(s *Store, btx *bolt.Tx) error {
 		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil || st.FlowID != string(id) {
 			continue
 		}
-		if err := t.writeLog(&st); err != nil {
+		ref, err := parseSpecRef(st.RawSpec)
+		if err != nil {
+			ref = specRef{} // inline (or damaged): nothing is counted for it
+		}
+		if err := t.writeLog(&st, ref); err != nil {
 			return err
 		}
 		st.Records, st.Trace = nil, nil

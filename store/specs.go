@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -71,6 +72,40 @@ func refOfText(text string, known specRef) specRef {
 		return known
 	}
 	return specRef{hash: sha256.Sum256([]byte(text)), text: text, ok: true}
+}
+
+// specHashes remembers the hash of the spec texts a Store wrote last, so
+// that a Put of a flow not read in its own transaction (the engine reads
+// in a View and writes in an Update) compares the text (one memory
+// comparison) instead of hashing it again: the text of a 200-step spec
+// is 20 KiB, hashed on every transition otherwise.
+type specHashes struct {
+	mu     sync.Mutex
+	hashes map[string][sha256.Size]byte
+}
+
+// specHashesSize bounds the texts remembered.
+const specHashesSize = 16
+
+// refOf is refOfText, remembering the hash of each text.
+func (h *specHashes) refOf(text string, known specRef) specRef {
+	if text == "" || known.ok && known.text == text {
+		return refOfText(text, known)
+	}
+	h.mu.Lock()
+	sum, ok := h.hashes[text]
+	h.mu.Unlock()
+	if ok {
+		return specRef{hash: sum, text: text, ok: true}
+	}
+	r := refOfText(text, known)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hashes == nil || len(h.hashes) >= specHashesSize {
+		h.hashes = map[string][sha256.Size]byte{}
+	}
+	h.hashes[text] = r.hash
+	return r
 }
 
 // resolveSpec replaces the reference in st.RawSpec by the spec text,

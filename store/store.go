@@ -97,6 +97,8 @@ type Store struct {
 	pageChecks atomic.Int64
 	// logs caches flows' flowlog entries (flowlog.go).
 	logs logCache
+	// specHashes caches the hashes of spec texts (specs.go).
+	specHashes specHashes
 }
 
 var _ engine.Store = (*Store)(nil)

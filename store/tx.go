@@ -183,7 +183,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 		st.SchemaVersion = stateRecordVersion
 	}
 	known, haveKnown := t.specs[st.FlowID]
-	ref := refOfText(st.RawSpec, known)
+	ref := t.s.specHashes.refOf(st.RawSpec, known)
 	stored := *st // shallow: RawSpec, Records and Trace differ
 	stored.RawSpec = ref.String()
 	stored.Records, stored.Trace = nil, nil // in bucket flowlog (flowlog.go)
@@ -208,9 +208,19 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 			return err
 		}
 		if !haveKnown {
-			if v := flows.Get(id); v != nil {
-				if known, err = t.storedSpecRef(st.FlowID, v); err != nil {
-					return err
+			// From the flow's log meta entry, else (a state stored
+			// before it had one) from the state itself.
+			m, ok, err := t.storedLogMeta(st.FlowID)
+			switch {
+			case err != nil:
+				return err
+			case ok:
+				known = m.specRef()
+			default:
+				if v := flows.Get(id); v != nil {
+					if known, err = t.storedSpecRef(st.FlowID, v); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -229,7 +239,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 		if err := flows.Put(id, data); err != nil {
 			return err
 		}
-		if err := t.writeLog(st); err != nil {
+		if err := t.writeLog(st, ref); err != nil {
 			return err
 		}
 		t.rememberSpec(st.FlowID, ref)
