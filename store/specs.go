@@ -79,9 +79,29 @@ func refOfText(text string, known specRef) specRef {
 // in a View and writes in an Update) compares the text (one memory
 // comparison) instead of hashing it again: the text of a 200-step spec
 // is 20 KiB, hashed on every transition otherwise.
+//
+// It also keeps the texts it read by their hash, so that Get gives every
+// flow of a spec the same (immutable) string instead of copying the text
+// out of the file each time.
 type specHashes struct {
 	mu     sync.Mutex
 	hashes map[string][sha256.Size]byte
+	texts  map[[sha256.Size]byte]string
+}
+
+// text returns the spec text stored as v (count ‖ text) under hash h.
+func (h *specHashes) text(hash [sha256.Size]byte, v []byte) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.texts[hash]; ok && len(t) == len(v)-8 {
+		return t
+	}
+	t := string(v[8:])
+	if h.texts == nil || len(h.texts) >= specHashesSize {
+		h.texts = map[[sha256.Size]byte]string{}
+	}
+	h.texts[hash] = t
+	return t
 }
 
 // specHashesSize bounds the texts remembered.
@@ -126,7 +146,7 @@ func (t *tx) resolveSpec(st *engine.FlowState) (specRef, error) {
 	if len(v) < 8 {
 		return r, corruptError(t.s.path, fmt.Sprintf("flow %s refers to spec %x, which is missing", st.FlowID, r.hash), nil)
 	}
-	r.text = string(v[8:])
+	r.text = t.s.specHashes.text(r.hash, v)
 	st.RawSpec = r.text
 	return r, nil
 }
