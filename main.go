@@ -596,7 +596,8 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, clijson.Flows(list, time.Now()))
+			// Streamed entry by entry: the bytes writeJSON would write.
+			return clijson.WriteFlows(a.stdout, list, time.Now())
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")

@@ -38,10 +38,10 @@ func commitCheckpoint(st *FlowState, env Env, label string) (transitionResult, e
 		CurrentStepID: current,
 		Checkpoints:   checkpointLabels(st),
 	}
-	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, StepID: current, Data: map[string]any{
-		"action":      "commit",
-		"label":       label,
-		"step_number": st.CurrentIdx + 1,
+	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, StepID: current, Data: EventData{
+		Action:     "commit",
+		Label:      label,
+		StepNumber: st.CurrentIdx + 1,
 	}}
 	return transitionResult{Outcome: out, Events: []Event{ev}}, nil
 }
@@ -108,14 +108,12 @@ func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (
 		n.RevertedTo = label
 	}
 	res.Unchanged = false
-	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: map[string]any{
-		"action":      "revert",
-		"label":       label,
-		"step_number": st.CurrentIdx + 1,
+	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: EventData{
+		Action:     "revert",
+		Label:      label,
+		StepNumber: st.CurrentIdx + 1,
+		Channel:    string(ch),
 	}}
-	if ch != "" {
-		ev.Data["channel"] = string(ch)
-	}
 	res.Events = append([]Event{ev}, res.Events...)
 	return res, nil
 }

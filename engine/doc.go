@@ -45,8 +45,9 @@
 // Service is the one way to run them, so nothing outside the package
 // depends on their signatures.
 //
-// The exported names are what the Service, its ports (Store, Tx, Executor),
-// its outcomes, errors and events, and the summaries and views that main,
+// The exported names are what the Service (and its FlowWriter, a
+// process's one writer of a flow), its ports (Store, Tx, Executor, the
+// optional EventLimiter), its outcomes, errors and events, and the summaries and views that main,
 // the TUI, engine/run, engine/mcp and the stores need. Plumbing shared only
 // by packages under engine/ lives in engine/internal (llm, infer, otlp,
 // redact, jsonlimit: the limits on JSON from outside, fanout: the task
@@ -72,7 +73,10 @@
 // exactly as computed. If another writer got in between, the
 // transaction writes nothing and the whole transition is computed again
 // from a fresh snapshot, at most 5 times, then the call fails with an
-// error wrapping ErrConflict that names the flow. Transitions are pure, so
+// error wrapping ErrConflict that names the flow (writers of one process
+// that write a flow concurrently share a FlowWriter, flowwriter.go, which
+// commits their writes one batch at a time, so they never conflict with
+// each other). Transitions are pure, so
 // the committed result is the one the transition would have computed
 // inside the transaction. An answer that writes nothing (a refusal, a
 // read such as resume) needs no write transaction; when it read more than
@@ -183,10 +187,14 @@
 //
 // Summaries are the engine's: Summarize computes every field of a
 // FlowSummary from a state and its flow (step k/n, current step, round,
-// driver, parent, gate, the runner lease), and every state the Service
+// driver, parent, gate, the runner lease, the pending gate's question and
+// whether it accepts revise), and every state the Service
 // writes — transitions and the child flows they create or end, Claim,
 // TakeOver, Release — goes to Tx.Put with its summary. Stores persist it as
-// given, stamping only CreatedAt, UpdatedAt and Version.
+// given, stamping only CreatedAt, UpdatedAt and Version. Listings read
+// summaries only: List, and GateReviews, the gates' reviews without their
+// artifacts (the TUI's and `stratum tui --plain`'s gate list, 25,000 gates
+// without decoding a state).
 //
 // # In-process events
 //
@@ -203,14 +211,19 @@
 // store's Watch delivers that was already delivered is skipped. A slow
 // consumer holds only its own Watch back, never a transition.
 //
-// An event's Data is the map the log persists as JSON; front ends read it
-// through Event.Detail (eventdetail.go), the one typed reading of every key
-// a transition writes, which gives the same values for an event fresh from
-// the broker (Go ints, []string) and one read back from the log (JSON
-// numbers). A gate_resolved event carries the whole decision (outcome,
-// rationale, reviewer, resolved_by, channel, round, a revise's
-// revise_target; max_rounds_exceeded when the gate waits on): a waiter
-// reads it with Event.GateDecision instead of reading the flow.
+// An event's Data is one typed struct, EventData (eventdata.go): the
+// transitions fill its fields and front ends read them, the same for an
+// event fresh from the broker and one read back from the log. JSON is its
+// form in the log only: Event.MarshalJSON writes the keys the log has
+// always held (the json tags), and which of them an event writes is one
+// rule of its type (writtenKeys: a type's own keys always, any other when
+// set), so the stores keep writing the bytes they wrote when Data was a
+// map (testdata/events pins them). Front ends that show the data
+// generically list it with Event.DataFields.
+// A gate_resolved event carries the whole decision (outcome, rationale,
+// reviewer, resolved_by, channel, round, a revise's revise_target;
+// max_rounds_exceeded when the gate waits on): a waiter reads it with
+// Event.GateDecision instead of reading the flow.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
 // frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB

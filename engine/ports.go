@@ -209,10 +209,25 @@ type FlowSummary struct {
 	Gate         *PendingGate `json:"gate,omitempty"`
 	// Owner is the runner's lease (nil when none), so listings can tell a
 	// flow driven by a live runner (ExpiresAt ahead) from an abandoned one.
-	Owner     *Lease    `json:"owner,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Version   int64     `json:"version"`
+	Owner *Lease `json:"owner,omitempty"`
+	// Review is what the gate the flow waits at asks its reviewer (the
+	// gate step in the flow's spec), so gate lists need no state: nil when
+	// Gate is nil, or when the spec did not parse or lacks the gate step
+	// when the summary was computed. Service.GateReviews reads the state of
+	// a gate whose summary lacks it.
+	Review    *GateReview `json:"review,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Version   int64       `json:"version"`
+}
+
+// GateReview is what a flow's pending gate asks its reviewer, as
+// Summarize derives it from the gate step: the question (the gate
+// function's intent, or "Approve step 'S' of flow 'F'?") and whether the
+// gate accepts revise (its step has on_revise; approve and kill always).
+type GateReview struct {
+	Question string `json:"question"`
+	Revise   bool   `json:"revise,omitempty"`
 }
 
 // Prunable reports whether Store.GC may delete the flow summarised by sum
@@ -285,18 +300,18 @@ const (
 	EventFlowFinished    EventType = "flow_finished"
 	EventTrace           EventType = "trace" // an in-process trace record (attempt, cost)
 	// EventParallelTask is a task of a parallel_dispatch step changing
-	// state (ours; fanout.go). Its data: task_id, state, runs, duration_ms,
-	// worktree, branch, error, violations.
+	// state (ours; fanout.go). Its data (EventData): TaskID, State, Runs,
+	// DurationMS, Worktree, Branch, Error, Violations.
 	EventParallelTask EventType = "parallel_task"
 )
 
 // Event is one entry of the append-only event log. Seq is assigned by the
 // store and is strictly increasing across the whole log.
 type Event struct {
-	Seq    uint64         `json:"seq"`
-	Time   time.Time      `json:"time"`
-	FlowID string         `json:"flow_id"`
-	Type   EventType      `json:"type"`
-	StepID string         `json:"step_id,omitempty"`
-	Data   map[string]any `json:"data,omitempty"`
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	FlowID string    `json:"flow_id"`
+	Type   EventType `json:"type"`
+	StepID string    `json:"step_id,omitempty"`
+	Data   EventData `json:"data,omitzero"` // written with the keys its type writes (Event.MarshalJSON)
 }

@@ -141,6 +141,16 @@ func TestQueryGoldens(t *testing.T) {
 	}
 	checkGolden(t, "flows.json", cliJSON(t, clijson.Flows(list, clk.Now())))
 	checkGolden(t, "flows-none.json", cliJSON(t, clijson.Flows(nil, clk.Now())))
+	// What the CLI runs: the same bytes, streamed.
+	for name, l := range map[string][]engine.FlowSummary{"flows.json": list, "flows-none.json": nil} {
+		var b bytes.Buffer
+		if err := clijson.WriteFlows(&b, l, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if !updateGoldens() {
+			checkGolden(t, name, b.Bytes())
+		}
+	}
 
 	for name, id := range map[string]string{"flow-awaiting_gate.json": waiting, "flow-complete.json": complete,
 		"flow-killed.json": killed, "flow-running.json": running, "flow-stalled.json": stalled} {

@@ -18,6 +18,9 @@ import "github.com/stratum-go/stratum/specs"
 //   - TotalSteps is the number of steps of flow.
 //   - FlowName, Status, Round, Driver, ParentFlowID, Gate and Owner (the
 //     runner's lease) are the state's, Gate and Owner copied.
+//   - Review, while the flow awaits a gate that is the gate step at its
+//     cursor in flow, is that gate's question and whether it accepts
+//     revise, as PendingReviewOf has them.
 //   - CreatedAt, UpdatedAt and Version are the state's as they are now
 //     (the Service summarizes a state after stamping it); Tx.Put stores
 //     the summary with the state's stamps.
@@ -56,6 +59,9 @@ func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
 		}
 		sum.Gate = &g
 		sum.CurrentStep = g.StepID
+		if step := pendingGateStep(st, flow); step != nil {
+			sum.Review = &GateReview{Question: gateQuestion(step, st.FlowName), Revise: step.OnRevise != ""}
+		}
 	case st.ActiveIteration != nil:
 		sum.CurrentStep = st.ActiveIteration.StepID
 	case active:

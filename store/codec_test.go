@@ -56,8 +56,9 @@ func FuzzDecodeSummary(f *testing.F) {
 		{FlowID: "f", FlowName: "n", Status: "running", Version: 3, CreatedAt: d, UpdatedAt: d},
 		{FlowID: "g", Gate: &engine.PendingGate{StepID: "s", Deadline: &d, Approver: "human"}},
 		{FlowID: "o", Owner: &engine.Lease{ID: "run-1", PID: 7, Host: "h", ExpiresAt: d}},
+		{FlowID: "r", Gate: &engine.PendingGate{StepID: "s"}, Review: &engine.GateReview{Question: "Ship?", Revise: true}},
 	} {
-		for _, codec := range []byte{summaryCodecV1, summaryCodecV2} {
+		for _, codec := range []byte{summaryCodecV1, summaryCodecV2, summaryCodecV3} {
 			b, err := encodeSummary(&sum, codec)
 			if err != nil {
 				f.Fatal(err)

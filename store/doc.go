@@ -58,21 +58,22 @@
 // # Schema
 //
 // Every bucket is top-level. Keys marked ‖ are concatenations. Flow states
-// and events are JSON; meta values are raw; <summary> is the engine's
+// and events are JSON (an event as engine.Event.AppendJSON writes it, the
+// bytes the log has always held: testdata/events); meta values are raw; <summary> is the engine's
 // FlowSummary of the flow (see Summaries) in the compact binary codec of
-// codec.go, version 2 since schema 2 (List decodes up to 10,000 of them per
+// codec.go, version 3 since schema 4 (List decodes up to 10,000 of them per
 // call, and JSON was several times slower).
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "4"           ASCII decimal; gates migrations
+//	    schema_version  = "5"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
 //	    <flow id>       = engine.FlowState JSON (stratum_state_version inside),
 //	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits,
 //	                      records null and trace absent: they are in flowlog
-//	flowlog/                            since schema 4 (flowlog.go)
+//	flowlog/                            since schema 5 (flowlog.go)
 //	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1>
 //	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>  = records[i], engine.Record JSON
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>  = trace[i], JSON
@@ -101,7 +102,7 @@
 // text. The entry is written only when a flow is created, deleted or
 // changes spec, and deleted with the last flow referring to it.
 //
-// A flow's records and trace grow by an entry per step; since schema 4
+// A flow's records and trace grow by an entry per step; since schema 5
 // they are stored one key per entry (flowlog.go), so a transition encodes
 // and writes only the entries it added (a step: one record) instead of the
 // whole growing state — at 200 steps the state was ~100 KiB, rewritten on
@@ -149,7 +150,11 @@
 // the derivation as an argument, and a migration that changes what
 // summaries hold rewrites the stored ones (rewriteSummaries) rather than
 // recomputing them; 1→2 added the runner lease (Owner) from each state's
-// "owner".
+// "owner". 3→4 added the pending gate's review (engine.GateReview: the
+// question and whether revise is accepted) to the summaries of flows at a
+// gate, by engine.Summarize of each such state with its flow in its stored
+// spec (each distinct spec parsed once), so the gate list never decodes a
+// state.
 //
 // # Watching
 //

@@ -18,7 +18,7 @@ import (
 // steps, gates, skips and policies) and its in-process trace of calls —
 // grow by one entry per step, and were re-encoded whole, with the rest of
 // the state, by every transition: a 200-step flow wrote ~100 KiB per step
-// and spent a third of its CPU encoding it (issue 21). Since schema 4 they
+// and spent a third of its CPU encoding it (issue 21). Since schema 5 they
 // live beside the state, one key per entry, in bucket flowlog:
 //
 //	flowlog/

@@ -229,8 +229,8 @@ func TestFlowLogDamaged(t *testing.T) {
 
 // TestFixtureV3 opens the checked-in schema-3 store (testdata/store-v3.db.gz,
 // written by stratum 79e5101: records and trace inside each state's JSON):
-// Open backs it up and migrates it (3→4: records and trace moved to
-// bucket flowlog), and every flow reads back exactly as the schema-3 file
+// Open backs it up and migrates it (3→4: gate reviews in the summaries;
+// 4→5: records and trace moved to bucket flowlog), and every flow reads back exactly as the schema-3 file
 // holds it; the migrated flows take appends.
 func TestFixtureV3(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)

@@ -606,16 +606,18 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 }
 
 // TestSummaryCodecCoversFields fails when engine.FlowSummary,
-// engine.PendingGate or engine.Lease gains a field the binary codec does not
-// store.
+// engine.PendingGate, engine.Lease or engine.GateReview gains a field the
+// binary codec does not store.
 func TestSummaryCodecCoversFields(t *testing.T) {
 	known := map[string][]string{
 		"FlowSummary": {"FlowID", "FlowName", "Status", "CurrentStep", "StepNumber", "TotalSteps", "Round",
-			"Driver", "ParentFlowID", "Gate", "Owner", "CreatedAt", "UpdatedAt", "Version"},
+			"Driver", "ParentFlowID", "Gate", "Owner", "Review", "CreatedAt", "UpdatedAt", "Version"},
 		"PendingGate": {"StepID", "Round", "DispatchedAt", "Deadline", "OnTimeout", "Approver"},
 		"Lease":       {"ID", "PID", "Host", "Heartbeat", "ExpiresAt"},
+		"GateReview":  {"Question", "Revise"},
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[engine.FlowSummary](), reflect.TypeFor[engine.PendingGate](), reflect.TypeFor[engine.Lease]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[engine.FlowSummary](), reflect.TypeFor[engine.PendingGate](), reflect.TypeFor[engine.Lease](),
+		reflect.TypeFor[engine.GateReview]()} {
 		var fields []string
 		for i := 0; i < typ.NumField(); i++ {
 			fields = append(fields, typ.Field(i).Name)

@@ -42,6 +42,9 @@ type FlowEntry struct {
 	// expired; `stratum run --resume ID` continues it). Absent otherwise, so
 	// status stays the original's.
 	Stalled bool `json:"stalled,omitempty"`
+	// Review shadows the summary's gate review (its question), which the
+	// original's objects do not have: always nil, so never written.
+	Review *engine.GateReview `json:"review,omitempty"`
 }
 
 // Flows is `stratum query flows`: one FlowEntry per summary, in the
@@ -49,25 +52,30 @@ type FlowEntry struct {
 func Flows(list []engine.FlowSummary, now time.Time) []FlowEntry {
 	out := make([]FlowEntry, 0, len(list))
 	for _, sum := range list {
-		completed := sum.StepNumber
-		if sum.Status.Active() {
-			completed-- // StepNumber is the cursor + 1 while the flow runs
-		}
-		var terminal *string
-		if sum.Status == engine.StatusKilled {
-			terminal = optStr(string(engine.StatusKilled))
-		}
-		out = append(out, FlowEntry{
-			SchemaVersion:  schemaVersion,
-			FlowSummary:    sum,
-			CurrentStepID:  optStr(sum.CurrentStep),
-			StepCount:      sum.TotalSteps,
-			CompletedSteps: completed,
-			TerminalStatus: terminal,
-			Stalled:        sum.Stalled(now),
-		})
+		out = append(out, flowEntry(sum, now))
 	}
 	return out
+}
+
+// flowEntry is one summary's FlowEntry, for Flows and WriteFlows.
+func flowEntry(sum engine.FlowSummary, now time.Time) FlowEntry {
+	completed := sum.StepNumber
+	if sum.Status.Active() {
+		completed-- // StepNumber is the cursor + 1 while the flow runs
+	}
+	var terminal *string
+	if sum.Status == engine.StatusKilled {
+		terminal = optStr(string(engine.StatusKilled))
+	}
+	return FlowEntry{
+		SchemaVersion:  schemaVersion,
+		FlowSummary:    sum,
+		CurrentStepID:  optStr(sum.CurrentStep),
+		StepCount:      sum.TotalSteps,
+		CompletedSteps: completed,
+		TerminalStatus: terminal,
+		Stalled:        sum.Stalled(now),
+	}
 }
 
 // FlowView is `stratum query flow ID`: the original's keys

@@ -238,6 +238,10 @@ func cloneSummary(sum engine.FlowSummary) engine.FlowSummary {
 		c := *o
 		sum.Owner = &c
 	}
+	if r := sum.Review; r != nil {
+		c := *r
+		sum.Review = &c
+	}
 	return sum
 }
 

@@ -38,6 +38,8 @@
 // their tasks through FanOut (concurrency, dependencies, git worktrees,
 // require, merge), recording every task's state in the flow so a resume
 // re-runs only unfinished tasks, and report the outcome through
-// parallel_done. The MCP server's stratum_parallel_start uses the same
+// parallel_done. The records (and the tasks' call records) are written
+// behind the work by one engine.FlowWriter per fan-out, so concurrent tasks
+// never conflict with each other over the flow. The MCP server's stratum_parallel_start uses the same
 // FanOut.
 package run

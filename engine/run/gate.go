@@ -224,7 +224,7 @@ func gateNews(batch []engine.Event, pr review.PendingReview) (d review.Decision,
 			continue
 		}
 		if e.Type == engine.EventGateResolved && e.StepID == pr.StepID {
-			if x := e.Detail(); x.MaxRoundsExceeded && x.Round == pr.Round {
+			if x := &e.Data; x.MaxRoundsExceeded && x.Round == pr.Round {
 				continue
 			}
 			if d, ok := e.GateDecision(); ok && *d.Round == pr.Round {

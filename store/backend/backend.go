@@ -175,6 +175,15 @@ type Opened struct {
 // Name is what a header shows: "bbolt PATH" or "etcd etcd://HOSTS/PREFIX".
 func (o *Opened) Name() string { return o.Location.Kind + " " + o.Location.String() }
 
+// MaxEventsPerWrite is engine.EventLimiter: the opened store's limit (0:
+// none).
+func (o *Opened) MaxEventsPerWrite() int {
+	if l, ok := o.Store.(engine.EventLimiter); ok {
+		return l.MaxEventsPerWrite()
+	}
+	return 0
+}
+
 // SchemaVersion is the schema the store holds.
 func (o *Opened) SchemaVersion(ctx context.Context) (int, error) {
 	if e, ok := o.Store.(*etcdstore.Store); ok {
