@@ -227,18 +227,26 @@ func TestFlowLogDamaged(t *testing.T) {
 	}
 }
 
-// TestFixtureV3 opens the checked-in schema-3 store (testdata/store-v3.db.gz,
-// written by stratum 79e5101: records and trace inside each state's JSON):
-// Open backs it up and migrates it (3→4: gate reviews in the summaries;
-// 4→5: records and trace moved to bucket flowlog), and every flow reads back exactly as the schema-3 file
-// holds it; the migrated flows take appends.
-func TestFixtureV3(t *testing.T) {
-	path := filepath.Join(t.TempDir(), FileName)
-	gunzipFile(t, filepath.Join("testdata", "store-v3.db.gz"), path)
-	if v := rawSchemaVersion(t, path); v != "3" {
-		t.Fatalf("fixture schema_version = %q, want 3", v)
+// TestFixtureRecordsInline opens the checked-in stores whose flow states
+// hold their records and trace inside their JSON — testdata/store-v3.db.gz,
+// written by stratum 79e5101, and testdata/store-v4.db.gz, by cde0ff1
+// (schema 4: summaries with gate reviews) — each written by the same
+// transactions: Open backs the file up and migrates it (up to 4→5: records
+// and trace moved to bucket flowlog), and every flow reads back exactly as
+// the old file holds it; the migrated flows take appends.
+func TestFixtureRecordsInline(t *testing.T) {
+	for _, v := range []int{3, 4} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { testFixtureRecordsInline(t, v) })
 	}
-	// What the schema-3 file holds, decoded as schema 3 decoded it.
+}
+
+func testFixtureRecordsInline(t *testing.T, version int) {
+	path := filepath.Join(t.TempDir(), FileName)
+	gunzipFile(t, filepath.Join("testdata", fmt.Sprintf("store-v%d.db.gz", version)), path)
+	if v := rawSchemaVersion(t, path); v != fmt.Sprint(version) {
+		t.Fatalf("fixture schema_version = %q, want %d", v, version)
+	}
+	// What the old file holds, decoded as the old schema decoded it.
 	want := map[string]*engine.FlowState{}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
@@ -260,12 +268,12 @@ func TestFixtureV3(t *testing.T) {
 	}
 	s, err := Open(path, Options{})
 	if err != nil {
-		t.Fatalf("open v3 fixture: %v", err)
+		t.Fatalf("open v%d fixture: %v", version, err)
 	}
 	if v := rawSchemaVersion(t, path); v != fmt.Sprint(SchemaVersion) {
 		t.Fatalf("schema_version = %q after opening, want %d", v, SchemaVersion)
 	}
-	if v := rawSchemaVersion(t, BackupPath(path, 3)); v != "3" {
+	if v := rawSchemaVersion(t, BackupPath(path, version)); v != fmt.Sprint(version) {
 		t.Fatalf("backup schema_version = %q", v)
 	}
 	if err := s.Check(bg); err != nil {
