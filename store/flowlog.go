@@ -138,18 +138,37 @@ type cachedLog struct {
 	trace   []json.RawMessage
 }
 
+// recordSize is what a cached record is counted as (logCacheBytes): the
+// struct and its strings, roughly.
+const recordSize = 256
+
+// size is roughly the memory the entries hold.
+func (l *cachedLog) size() int {
+	n := len(l.records) * recordSize
+	for _, t := range l.trace {
+		n += len(t) + 24
+	}
+	return n
+}
+
 // logCache holds the cachedLog of the flows this Store handle used last.
 // An entry is valid for the file whenever the file's meta entry has the
 // same tag and at least as many entries: entries under one tag never
 // change (see above). Entries go in only after the transaction that read
 // or wrote them has committed (tx.cache, Update, View).
 type logCache struct {
-	mu   sync.Mutex
-	logs map[string]*cachedLog
+	mu    sync.Mutex
+	logs  map[string]*cachedLog
+	bytes int // the sizes of logs
 }
 
-// logCacheSize bounds the flows a Store caches the entries of.
-const logCacheSize = 64
+// logCacheSize and logCacheBytes bound the flows a Store caches the
+// entries of, and the memory they hold; a flow whose entries alone are
+// larger is not cached (its reads decode them all, as before schema 5).
+const (
+	logCacheSize  = 64
+	logCacheBytes = 64 << 20
+)
 
 func (c *logCache) get(flowID string) *cachedLog {
 	c.mu.Lock()
@@ -165,21 +184,27 @@ func (c *logCache) put(logs map[string]*cachedLog) {
 		c.logs = map[string]*cachedLog{}
 	}
 	for id, l := range logs {
-		if l == nil {
-			delete(c.logs, id)
-			continue
-		}
-		if old := c.logs[id]; old != nil && old.tag == l.tag &&
+		old := c.logs[id]
+		if l != nil && old != nil && old.tag == l.tag &&
 			len(old.records) > len(l.records) && len(old.trace) >= len(l.trace) {
 			continue // a read that raced a longer write keeps the longer
 		}
-		if _, ok := c.logs[id]; !ok && len(c.logs) >= logCacheSize {
-			for k := range c.logs { // any one: the map's order is random
+		if old != nil {
+			c.bytes -= old.size()
+			delete(c.logs, id)
+		}
+		if l == nil || l.size() > logCacheBytes {
+			continue
+		}
+		for len(c.logs) > 0 && (len(c.logs) >= logCacheSize || c.bytes+l.size() > logCacheBytes) {
+			for k, v := range c.logs { // any one: the map's order is random
+				c.bytes -= v.size()
 				delete(c.logs, k)
 				break
 			}
 		}
 		c.logs[id] = l
+		c.bytes += l.size()
 	}
 }
 

@@ -294,3 +294,32 @@ func testFixtureRecordsInline(t *testing.T, version int) {
 		t.Fatalf("long after an append: %d records", len(got.Records))
 	}
 }
+
+// TestLogCacheBounded: the cache keeps at most logCacheSize flows and
+// logCacheBytes of entries, and does not keep a flow larger than that.
+func TestLogCacheBounded(t *testing.T) {
+	var c logCache
+	for i := 0; i < 3*logCacheSize; i++ {
+		c.put(map[string]*cachedLog{fmt.Sprint(i): {tag: 1, records: make([]engine.Record, 10)}})
+	}
+	if len(c.logs) != logCacheSize || c.bytes != logCacheSize*10*recordSize {
+		t.Fatalf("%d flows, %d bytes cached", len(c.logs), c.bytes)
+	}
+	big := &cachedLog{tag: 1, trace: []json.RawMessage{make(json.RawMessage, logCacheBytes/2)}}
+	c.put(map[string]*cachedLog{"big1": big, "big2": big})
+	if c.bytes > logCacheBytes {
+		t.Fatalf("%d bytes cached, more than %d", c.bytes, logCacheBytes)
+	}
+	c.put(map[string]*cachedLog{"huge": {tag: 1, trace: []json.RawMessage{make(json.RawMessage, logCacheBytes+1)}}})
+	if c.get("huge") != nil {
+		t.Fatal("an entry larger than the cache was cached")
+	}
+	c.put(map[string]*cachedLog{"big1": nil, "big2": nil})
+	total := 0
+	for _, l := range c.logs {
+		total += l.size()
+	}
+	if total != c.bytes {
+		t.Fatalf("the cache counts %d bytes, holds %d", c.bytes, total)
+	}
+}
