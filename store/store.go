@@ -213,6 +213,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	defer func() { err = s.diskFull(err) }()
 	writable := mode != modeRead
 	// A read while a handle is kept (this process wrote within KeepOpen)
 	// reuses it under the shared lock, like an Update under the exclusive
