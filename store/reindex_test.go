@@ -85,3 +85,31 @@ func TestReindexTouchesOnlyChangedIndexes(t *testing.T) {
 		t.Fatalf("after the completion: %d pending gates, %d complete %v", len(gates), len(done), done)
 	}
 }
+
+// TestOneStatPerLock: a read and a write through the kept handle stat the
+// file once per lock, plus once after the commit (the generation it left):
+// the size check, the page-check generation and keep share the status.
+func TestOneStatPerLock(t *testing.T) {
+	s := newTestStore(t, Options{KeepOpen: time.Minute})
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := &engine.FlowState{FlowID: "f", Status: engine.StatusRunning}
+	step := func() {
+		t.Helper()
+		if err := s.View(bg, func(tx engine.Tx) error { _, err := tx.Get("f"); return err }); err != nil && st.Version > 0 {
+			t.Fatal(err)
+		}
+		expect := st.Stamp(at)
+		if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(st, engine.Summarize(st, nil), expect) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step() // keeps the handle
+	before := s.fileStats.Load()
+	const n = 20
+	for range n {
+		step()
+	}
+	if got := s.fileStats.Load() - before; got != 3*n {
+		t.Fatalf("%d reads and writes through the kept handle ran %d fstats, want %d (one per lock, one per commit)", n, got, 3*n)
+	}
+}
