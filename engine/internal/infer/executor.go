@@ -53,6 +53,8 @@ type Executor struct {
 	CallTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	recorder *llm.Recorder // closed by Close
 }
 
 // New returns an Executor over a router.

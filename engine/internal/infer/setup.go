@@ -53,6 +53,7 @@ func NewExecutor(s Setup) (*Executor, error) {
 		cfg.DefaultModel = s.DefaultModel
 	}
 	cfg.BaseURLs = s.BaseURLs
+	var recorder *llm.Recorder
 	switch {
 	case s.Record != "":
 		rec, err := llm.NewRecorder(s.Record)
@@ -61,6 +62,7 @@ func NewExecutor(s Setup) (*Executor, error) {
 		}
 		rec.Redact = s.Redact
 		cfg.HTTPClient = &http.Client{Transport: rec}
+		recorder = rec
 	case s.Replay != "":
 		rp, err := llm.NewReplayer(s.Replay)
 		if err != nil {
@@ -70,6 +72,7 @@ func NewExecutor(s Setup) (*Executor, error) {
 		cfg.NoKeys = true
 	}
 	ex := New(llm.NewRouter(cfg))
+	ex.recorder = recorder
 	ex.CallTimeout = s.CallTimeout
 	if v := getenv("STRATUM_LLM_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -82,4 +85,13 @@ func NewExecutor(s Setup) (*Executor, error) {
 		ex.CallTimeout = DefaultCallTimeout
 	}
 	return ex, nil
+}
+
+// Close closes the record file, if the executor records (the record is
+// complete without it: every exchange is written as it ends).
+func (e *Executor) Close() error {
+	if e.recorder == nil {
+		return nil
+	}
+	return e.recorder.Close()
 }
