@@ -70,8 +70,8 @@ func driveFlow(t *testing.T, specText string, inputs map[string]any, ex engine.E
 	}
 }
 
-const exampleSpec = "../../specs/examples/classify.stratum.yaml"
-const exampleReplay = "../../specs/examples/classify.replay.json"
+const exampleSpec = "../../../specs/examples/classify.stratum.yaml"
+const exampleReplay = "../../../specs/examples/classify.replay.json"
 
 // scriptedOpenAI answers like the Chat Completions API: confidence 0.55 on a
 // first attempt, 0.92 once the prompt carries a retry.
