@@ -18,6 +18,9 @@ import (
 func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
+	if st.IsLibrary() {
+		return resolveLibraryReview(st, env, d)
+	}
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 	}
@@ -178,6 +181,9 @@ func closeGate(st *FlowState, step *specs.Step) {
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
 func CheckTimeouts(st *FlowState, env Env) (Result, error) {
+	if st.IsLibrary() {
+		return libraryTimeouts(st, env)
+	}
 	res, err := applyExpiredTimeout(st, env)
 	if err != nil {
 		return res, err
@@ -195,6 +201,9 @@ func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 // alone: a deadline another process applied is not the sweep's to count.
 func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
 	ensureMaps(st)
+	if st.IsLibrary() {
+		return libraryTimeouts(st, env)
+	}
 	noTimeout := func(msg string) (Result, error) {
 		return answer(&NoTimeout{Message: msg}), nil
 	}

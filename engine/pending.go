@@ -67,7 +67,8 @@ func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
 	}, true
 }
 
-// PendingReviews returns the review of every flow waiting at a gate. Flows
+// PendingReviews returns the review of every flow waiting at a gate (every
+// open review of a Go program's flow, library.go). Flows
 // whose stored spec no longer parses are skipped. The states are read in one
 // View; their specs are parsed after it.
 func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
@@ -96,6 +97,10 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 	var out []review.PendingReview
 	now := s.now()
 	for _, st := range states {
+		if st.IsLibrary() {
+			out = append(out, libraryPendingReviews(st)...)
+			continue
+		}
 		env, bad := s.env(ctx, st, newSnapshot(ctx, s.Store), now)
 		if bad != nil {
 			continue
