@@ -224,15 +224,15 @@ var projectConfig = sync.OnceValues(func() (config.Config, error) { return confi
 // storeSettings are the store settings: STRATUM_STORE and STRATUM_ETCD_*
 // over store:/store_timeout:/etcd: of the config files (store/backend).
 func storeSettings() (backend.Settings, error) {
-	home, err := config.Home()
-	if err != nil {
-		return backend.Settings{}, failErr(err)
-	}
 	cfg, err := projectConfig()
 	if err != nil {
 		return backend.Settings{}, usageErr("%v", err)
 	}
-	s, err := backend.FromEnv(home, cfg, nil)
+	s, err := backend.DefaultSettings(cfg)
+	var se *backend.SettingsError
+	if errors.As(err, &se) && se.Stage == backend.StageHome {
+		return s, failErr(err)
+	}
 	if err != nil {
 		return s, usageErr("%v", err)
 	}
