@@ -21,6 +21,9 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	if st.IsLibrary() {
 		return resolveLibraryReview(st, env, d)
 	}
+	if d.Option != 0 || len(d.Value) > 0 {
+		return refused(refusal(ErrTypeInvalidReviewValue, "Flow '%s' waits at a gate of its spec: a gate decision carries no value (--option and --value are for reviews of Go programs)", st.FlowID)), nil
+	}
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 	}

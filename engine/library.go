@@ -138,13 +138,14 @@ func (l *LibraryState) clone() *LibraryState {
 	if l.Reviews != nil {
 		c.Reviews = make([]*LibraryReview, len(l.Reviews))
 		for i, r := range l.Reviews {
-			c.Reviews[i] = r.clone()
+			c.Reviews[i] = r.Clone()
 		}
 	}
 	return &c
 }
 
-func (r *LibraryReview) clone() *LibraryReview {
+// Clone returns a deep copy of the review.
+func (r *LibraryReview) Clone() *LibraryReview {
 	if r == nil {
 		return nil
 	}
@@ -322,29 +323,63 @@ func resolveLibraryReview(st *FlowState, env Env, d review.Decision) (Result, er
 			"Review '%s' requires a human decision (approver: human) and cannot be resolved through MCP; "+
 				"decide it in `stratum tui` or with `stratum gate`", r.ID)), nil
 	}
+	if d.Outcome == review.Revise {
+		return refused(refusal(ErrTypeInvalidOutcome,
+			"Review '%s' is a review of a Go program: approve it with a value (--option N or --value JSON) or reject it; it cannot be revised", r.ID)), nil
+	}
+	if !d.Outcome.Valid() {
+		return refused(refusal(ErrTypeInvalidOutcome, "outcome must be one of ['approve', 'kill', 'revise'], got '%s'", d.Outcome)), nil
+	}
+	if err := r.Decide(d, env.Now); err != nil {
+		return refused(refusal(ErrTypeInvalidReviewValue, "%s; the review stays open", err.Error())), nil
+	}
+	return closeLibraryReview(st, env, r, string(d.Outcome)), nil
+}
+
+// Decide closes an open review with d: approve records the value (an
+// option or a value, CheckReviewValue), kill rejects it. It is the one
+// rule of a decision, for reviews in the store (GateResolve) and for those
+// a program keeps in memory (no store); the caller checks the review is
+// open and the channel may decide. An error leaves r as it was.
+func (r *LibraryReview) Decide(d review.Decision, now time.Time) error {
 	dec := &ReviewDecision{Reviewer: d.Reviewer, Rationale: d.Rationale, ResolvedBy: string(d.ResolvedBy),
-		Channel: string(d.Channel), DecidedAt: orTime(d.DecidedAt, env.Now)}
+		Channel: string(d.Channel), DecidedAt: orTime(d.DecidedAt, now)}
 	switch d.Outcome {
 	case review.Approve:
 		v, opt, err := CheckReviewValue(r, d.Option, d.Value)
 		if err != nil {
-			return refused(refusal(ErrTypeInvalidReviewValue, "%s; the review stays open", err.Error())), nil
+			return err
 		}
 		dec.Value, dec.Option = v, opt
 		r.Status = ReviewApproved
 	case review.Kill:
 		if d.Option != 0 || len(d.Value) > 0 {
-			return refused(refusal(ErrTypeInvalidReviewValue, "a rejection carries no value; the review stays open")), nil
+			return fmt.Errorf("a rejection carries no value")
 		}
 		r.Status = ReviewRejected
-	case review.Revise:
-		return refused(refusal(ErrTypeInvalidOutcome,
-			"Review '%s' is a review of a Go program: approve it with a value (--option N or --value JSON) or reject it; it cannot be revised", r.ID)), nil
 	default:
-		return refused(refusal(ErrTypeInvalidOutcome, "outcome must be one of ['approve', 'kill', 'revise'], got '%s'", d.Outcome)), nil
+		return fmt.Errorf("a review is approved with a value or rejected, not %s", d.Outcome)
 	}
 	r.Decision = dec
-	return closeLibraryReview(st, env, r, string(d.Outcome)), nil
+	return nil
+}
+
+// Expire times the review out if it is open and its deadline is not after
+// now: it decides its OnTimeout value when it has one (channel timeout,
+// resolved_by system, reviewer auto, rationale "timeout"). It reports
+// whether it did, and the outcome recorded (approve with a value, kill
+// without).
+func (r *LibraryReview) Expire(now time.Time) (outcome review.Outcome, ok bool) {
+	if r.Status != ReviewOpen || r.Deadline == nil || r.Deadline.After(now) {
+		return "", false
+	}
+	r.Status = ReviewTimedOut
+	r.Decision = &ReviewDecision{Value: cloneRaw(r.OnTimeout), Reviewer: "auto", Rationale: "timeout",
+		ResolvedBy: string(review.System), Channel: string(review.ChannelTimeout), DecidedAt: now}
+	if r.OnTimeout != nil {
+		return review.Approve, true
+	}
+	return review.Kill, true
 }
 
 func orTime(t, def time.Time) time.Time {
@@ -373,7 +408,7 @@ func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string
 		data["value"] = d.Value
 	}
 	return Result{
-		Outcome: &ReviewClosed{FlowID: st.FlowID, Review: r.clone()},
+		Outcome: &ReviewClosed{FlowID: st.FlowID, Review: r.Clone()},
 		Events:  []Event{event(st, env, EventGateResolved, r.ID, data)},
 	}
 }
@@ -385,17 +420,9 @@ func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string
 func libraryTimeouts(st *FlowState, env Env) (Result, error) {
 	var res Result
 	for _, r := range st.Library.openReviews() {
-		if r.Deadline == nil || r.Deadline.After(env.Now) {
-			continue
+		if outcome, ok := r.Expire(env.Now); ok {
+			res = mergeResults(res, closeLibraryReview(st, env, r, string(outcome)))
 		}
-		r.Status = ReviewTimedOut
-		r.Decision = &ReviewDecision{Value: cloneRaw(r.OnTimeout), Reviewer: "auto", Rationale: "timeout",
-			ResolvedBy: string(review.System), Channel: string(review.ChannelTimeout), DecidedAt: env.Now}
-		outcome := string(review.Kill)
-		if r.OnTimeout != nil {
-			outcome = string(review.Approve)
-		}
-		res = mergeResults(res, closeLibraryReview(st, env, r, outcome))
 	}
 	if len(res.Events) == 0 {
 		return Result{Outcome: &NoTimeout{Message: "No review deadline has passed"}, Unchanged: true}, nil
@@ -581,7 +608,7 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		}
 		st.Library.Reviews = append(st.Library.Reviews, r)
 		syncLibraryGate(st)
-		opened = r.clone()
+		opened = r.Clone()
 		data := map[string]any{"question": r.Question, "trigger": r.Trigger, "options": len(r.Options), "approver": r.Approver}
 		if r.Deadline != nil {
 			data["deadline"] = r.Deadline.UTC().Format(time.RFC3339Nano)
@@ -604,12 +631,12 @@ func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason s
 		if r == nil {
 			return refused(refusal(ErrTypeWrongStep, "Flow '%s' has no review '%s'", flowID, reviewID)), nil
 		}
-		out = r.clone()
+		out = r.Clone()
 		if r.Status != ReviewOpen {
 			return Result{Unchanged: true}, nil
 		}
 		res := withdraw(st, env, r, reason)
-		out = r.clone()
+		out = r.Clone()
 		return res, nil
 	})
 	if err != nil {
@@ -634,7 +661,7 @@ func (s *Service) LibraryReviewOf(ctx context.Context, flowID, reviewID string) 
 	if r == nil {
 		return nil, fmt.Errorf("flow %s: review %s: %w", flowID, reviewID, ErrNotFound)
 	}
-	return r.clone(), nil
+	return r.Clone(), nil
 }
 
 // libraryPendingReviews are the open reviews of a library flow as reviewers

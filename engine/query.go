@@ -77,7 +77,7 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	for i, st := range states {
 		if st.IsLibrary() {
 			for _, r := range st.Library.openReviews() {
-				g := GateStep{Summary: out[i].Summary, Review: r.clone()}
+				g := GateStep{Summary: out[i].Summary, Review: r.Clone()}
 				g.Summary.Gate = r.Gate()
 				expanded = append(expanded, g)
 			}
