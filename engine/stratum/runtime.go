@@ -40,8 +40,7 @@ type Options struct {
 	SampleN int
 	// Sinks are told about every review that opens (§6.2), after it is
 	// persisted.
-	// NOTE(core): uncommented by the review engineer once ReviewSink exists.
-	// Sinks []ReviewSink
+	Sinks []ReviewSink
 
 	// OnCall, when set, receives every Call's trace record as the call
 	// ends (failed calls too), in addition to Runtime.Trace.
@@ -65,6 +64,7 @@ type Runtime struct {
 	recorder flowRecorder
 	global   *memCache
 	warnOnce sync.Once
+	reviews  reviewHub // review.go
 
 	mu    sync.Mutex
 	trace []CallTrace
