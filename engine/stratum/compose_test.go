@@ -337,7 +337,7 @@ func TestDebate(t *testing.T) {
 	}
 	var got Transcript[string, argument]
 	d := Debate[string, argument, string]{
-		Agents: []func(context.Context, Turn[string, argument]) (argument, error){agent(pro), agent(con)},
+		Agents:  []func(context.Context, Turn[string, argument]) (argument, error){agent(pro), agent(con)},
 		AgreeOn: "position",
 		Synthesize: func(_ context.Context, tr Transcript[string, argument]) (string, error) {
 			got = tr
