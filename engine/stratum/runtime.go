@@ -12,6 +12,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
 	"github.com/stratum-go/stratum/engine/internal/otlp"
+	"github.com/stratum-go/stratum/engine/internal/redact"
 )
 
 // Options configure a Runtime (seed 000 §11). The zero Options work: models
@@ -105,13 +106,27 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Model != "" {
+		// Options.Model wins over STRATUM_MODEL (the router reads the latter).
+		getenv, model := opts.Getenv, opts.Model
+		opts.Getenv = func(k string) string {
+			if k == "STRATUM_MODEL" {
+				return model
+			}
+			return getenv(k)
+		}
+	}
+	// The process environment's secrets are masked in the record file and
+	// the exported spans, as `stratum run` masks them.
+	red := redact.FromEnv(os.Environ())
 	ex, err := infer.NewExecutor(infer.Setup{Record: opts.Record, Replay: opts.Replay,
-		DefaultModel: opts.Model, Getenv: opts.Getenv})
+		Getenv: opts.Getenv, Redact: red})
 	if err != nil {
 		return nil, fmt.Errorf("stratum: %w", err)
 	}
 	r := &Runtime{opts: opts, exec: ex, recorder: memRecorder{}, global: newMemCache()}
 	if cfg, ok := otlp.ConfigFromEnv(opts.Getenv); ok {
+		cfg.Redact = red
 		r.exporter = otlp.New(cfg)
 	}
 	if opts.Store != nil {
