@@ -218,11 +218,18 @@ func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine
 			return "", nil, err
 		}
 		defer func() {
+			// The flow ends as the review did: complete with the value,
+			// failed when nothing was decided.
 			var out any
-			if closed != nil && closed.Decision != nil && closed.Decision.Value != nil {
+			failure := err
+			switch {
+			case closed == nil:
+			case closed.Decision != nil && closed.Decision.Value != nil:
 				out = json.RawMessage(closed.Decision.Value)
+			case failure == nil:
+				failure = fmt.Errorf("review %s", closed.Status)
 			}
-			if ferr := s.finishFlow(ctx, flowID, out, err); ferr != nil && err == nil {
+			if ferr := s.finishFlow(ctx, flowID, out, failure); ferr != nil && err == nil {
 				err = ferr
 			}
 		}()
