@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"flag"
 	"testing"
 
-	"github.com/stratum-go/stratum/engine/stratum"
 	"github.com/stratum-go/stratum/engine/stratum/examples/internal/demo"
 )
 
@@ -24,34 +21,10 @@ const want = `"Your app deleted three months of my notes. I am furious."
   escalate=false: Open Settings → Account → Email, enter the new address and confirm the link we send.
 `
 
-// TestOffline runs the example from its recording (re-recorded first with
-// -record).
+// TestOffline runs the example from its recording: the second ticket's
+// first answer fails the ensure and is retried.
 func TestOffline(t *testing.T) {
-	t.Setenv("STRATUM_HOME", t.TempDir())
-	if *record {
-		rt, done, err := demo.Recorder("recording.replay", script)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = run(stratum.WithRuntime(context.Background(), rt), &bytes.Buffer{})
-		done()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Skip("recorded; run the test again to check the recording")
-	}
-	rt, done, err := demo.Runtime(recording, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
-	var out bytes.Buffer
-	if err := run(stratum.WithRuntime(context.Background(), rt), &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != want {
-		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
-	}
+	rt := demo.Check(t, *record, recording, script, run, want)
 	tr := rt.Trace()
 	if len(tr) != 5 || tr[2].Function != "classify_sentiment" || tr[2].Attempts != 2 {
 		t.Fatalf("trace: %+v", tr)
