@@ -25,8 +25,14 @@ const Model = "openai/gpt-4o-mini"
 // <PROVIDER>_API_KEY, <PROVIDER>_BASE_URL); else answers from recording,
 // with no network and no key. The returned function closes it.
 func Runtime(recording []byte, live bool) (*stratum.Runtime, func(), error) {
+	return RuntimeWith(recording, live, stratum.Options{})
+}
+
+// RuntimeWith is Runtime over base options (a Store, Sinks; its Replay,
+// Model and Getenv are set here).
+func RuntimeWith(recording []byte, live bool, base stratum.Options) (*stratum.Runtime, func(), error) {
 	if live {
-		rt, err := stratum.New(stratum.Options{})
+		rt, err := stratum.New(base)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -41,7 +47,8 @@ func Runtime(recording []byte, live bool) (*stratum.Runtime, func(), error) {
 		os.Remove(f.Name())
 		return nil, nil, err
 	}
-	rt, err := stratum.New(stratum.Options{Replay: f.Name(), Model: Model, Getenv: func(string) string { return "" }})
+	base.Replay, base.Model, base.Getenv = f.Name(), Model, func(string) string { return "" }
+	rt, err := stratum.New(base)
 	if err != nil {
 		os.Remove(f.Name())
 		return nil, nil, err
@@ -60,6 +67,12 @@ type Answer struct {
 // local OpenAI-compatible server answering by script (the first Answer
 // whose Match the prompt contains), and a function that closes both.
 func Recorder(path string, script []Answer) (*stratum.Runtime, func(), error) {
+	return RecorderWith(path, script, stratum.Options{})
+}
+
+// RecorderWith is Recorder over base options (Sinks …; its Record, Model
+// and Getenv are set here).
+func RecorderWith(path string, script []Answer, base stratum.Options) (*stratum.Runtime, func(), error) {
 	var mu sync.Mutex
 	used := map[int]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +97,8 @@ func Recorder(path string, script []Answer) (*stratum.Runtime, func(), error) {
 		w.Write(resp)
 	}))
 	env := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "recording"}
-	rt, err := stratum.New(stratum.Options{Record: path, Model: Model, Getenv: func(k string) string { return env[k] }})
+	base.Record, base.Model, base.Getenv = path, Model, func(k string) string { return env[k] }
+	rt, err := stratum.New(base)
 	if err != nil {
 		srv.Close()
 		return nil, nil, err
