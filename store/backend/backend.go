@@ -1,7 +1,11 @@
 // Package backend selects and opens the store every command uses: the bbolt
 // file (package store) or an etcd cluster (package etcdstore), from
 // STRATUM_STORE or the config's store: key. main.go calls Open; nothing
-// else of stratum needs to know which backend it is on.
+// else of stratum needs to know which backend it is on. DefaultSettings is
+// the one rule for the settings of the working directory (main.go uses
+// it), and OpenDefault opens that store for a Go program using the library
+// (engine/stratum), so its flows and reviews are where `stratum tui` and
+// `stratum gate` look.
 //
 // Settings, the environment over the config files (as for the other
 // settings: STRATUM_MODEL over default_model):
