@@ -207,8 +207,11 @@ func (r *LibraryReview) Gate() *PendingGate {
 }
 
 // syncLibraryGate keeps a library flow's Status and Gate in line with its
-// reviews: awaiting_gate at its oldest open review while one is open,
-// running otherwise (a finished flow keeps its status).
+// reviews: awaiting_gate while one is open, running otherwise (a finished
+// flow keeps its status). Gate, what the pending-gate index and the
+// deadline sweeps read, is the open review whose deadline comes first
+// (else the oldest), so a sweep that sleeps until the next deadline wakes
+// for the right one.
 func syncLibraryGate(st *FlowState) {
 	if st.Status.Finished() {
 		st.Gate = nil
@@ -220,7 +223,13 @@ func syncLibraryGate(st *FlowState) {
 		st.Status = StatusRunning
 		return
 	}
-	st.Gate = open[0].Gate()
+	first := open[0]
+	for _, r := range open[1:] {
+		if r.Deadline != nil && (first.Deadline == nil || r.Deadline.Before(*first.Deadline)) {
+			first = r
+		}
+	}
+	st.Gate = first.Gate()
 	st.Status = StatusAwaitingGate
 }
 

@@ -152,8 +152,20 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q2", Timeout: 2 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
+	opened := clk.Now()
+	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q0", Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	// The flow's gate (what deadline sweeps sleep on) is the first deadline.
 	st, _ := svc.Get(ctx, id)
-	if st.Gate == nil || st.Gate.Deadline == nil || !st.Gate.Deadline.Equal(clk.Now().Add(time.Minute)) {
+	if st.Gate == nil || st.Gate.StepID != "review-3" || st.Gate.Deadline == nil || st.Gate.Deadline.After(opened.Add(15*time.Second)) {
+		t.Fatalf("gate %+v", st.Gate)
+	}
+	if _, err := svc.WithdrawReview(ctx, id, "review-3", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = svc.Get(ctx, id)
+	if st.Gate == nil || st.Gate.StepID != "review-1" || st.Gate.Deadline == nil || st.Gate.Deadline.After(opened.Add(time.Minute)) {
 		t.Fatalf("gate %+v", st.Gate)
 	}
 	clk.Add(90 * time.Second)
@@ -175,7 +187,7 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q3"}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := svc.WithdrawReview(ctx, id, "review-3", "context canceled")
+	w, err := svc.WithdrawReview(ctx, id, "review-4", "context canceled")
 	if err != nil || w.Status != engine.ReviewWithdrawn {
 		t.Errorf("withdraw: %+v, %v", w, err)
 	}
