@@ -114,6 +114,8 @@ func (e *envelope) charge(usd *float64, tokens int64) {
 
 // extend moves every deadline of the chain by d: time spent waiting for a
 // human is not charged (§6.1).
+// NOTE(core): for AwaitHuman: `if f := flowFrom(ctx); f != nil {
+// f.budget.extend(waited) }` once the decision is in.
 func (e *envelope) extend(d time.Duration) {
 	for x := e; x != nil; x = x.parent {
 		x.mu.Lock()
