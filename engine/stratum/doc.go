@@ -85,7 +85,8 @@
 // Go so it is traced like an LLM function and interchangeable with
 // (*Fn).Call. All keeps input order and cancels the rest on the first
 // error (a *BranchError naming the branch); Any and Race return the first
-// success, AtLeast the first n; Settle collects every outcome. Each of
+// success, AtLeast the first n; Settle collects every outcome; AllValid
+// adds §5.1's validate (ErrParallelValidation). Each of
 // them cancels the branches it no longer needs and waits for every one
 // to return before it does: no goroutine outlives the call. Debate runs
 // its agents concurrently per round; from round 2 each gets the others'

@@ -157,3 +157,17 @@ func Race[T any](ctx context.Context, branches ...Branch[T]) (T, error) {
 	}
 	return vs[0], nil
 }
+
+// AllValid is All followed by seed 000 §5.1's validate: when every branch
+// succeeded and validate rejects the values, the error is
+// ErrParallelValidation.
+func AllValid[T any](ctx context.Context, validate func([]T) bool, branches ...Branch[T]) ([]T, error) {
+	vs, err := All(ctx, branches...)
+	if err != nil {
+		return nil, err
+	}
+	if validate != nil && !validate(vs) {
+		return vs, ErrParallelValidation
+	}
+	return vs, nil
+}
