@@ -123,6 +123,9 @@ func plainJSON(v any) any {
 // error (no model, no key, replay miss) matching ErrStratum.
 func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 	var zero Out
+	if f == nil {
+		return zero, fmt.Errorf("%w: Call on a nil *Fn (define it with NewInfer)", ErrStratum)
+	}
 	c, err := begin(ctx, f.name, f.spec.Budget)
 	if err != nil {
 		return zero, err
@@ -200,18 +203,37 @@ func (f *Fn[In, Out]) refined(ctx context.Context, c *callState, binds []infer.B
 		}
 		ce.Iterations = i
 		ce.Outputs = append(ce.Outputs, plainJSON(out))
-		if r.Until == nil || r.Until(out) {
-			return out, nil
+		done, fb, err := f.judge(out)
+		if err != nil {
+			return out, err
 		}
-		fb := "the output does not meet the goal"
-		if r.Feedback != nil {
-			fb = r.Feedback(out)
+		if done {
+			return out, nil
 		}
 		ce.Feedback = append(ce.Feedback, fb)
 		tail = []string{"Previous output had the following issues: " + fb, "Fix these and regenerate."}
 	}
 	var zero Out
 	return zero, ce
+}
+
+// judge runs the refine loop's Until and Feedback, a panic in either
+// being an error.
+func (f *Fn[In, Out]) judge(out Out) (done bool, feedback string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s: refine panicked: %v", ErrStratum, f.name, r)
+		}
+	}()
+	r := f.spec.Refine
+	if r.Until == nil || r.Until(out) {
+		return true, "", nil
+	}
+	feedback = "the output does not meet the goal"
+	if r.Feedback != nil {
+		feedback = r.Feedback(out)
+	}
+	return false, feedback, nil
 }
 
 // once runs one infer loop (Retries+1 attempts at most). tail ends the

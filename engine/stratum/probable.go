@@ -3,6 +3,7 @@ package stratum
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/stratum-go/stratum/engine/internal/infer"
 	"github.com/stratum-go/stratum/specs"
@@ -83,6 +84,9 @@ func agreementKey(v any, field string) string {
 // other (each a full call with its retries, charged to one envelope and
 // one trace record).
 func (f *Fn[In, Out]) Probable(ctx context.Context, in In) (Probabilistic[Out], error) {
+	if f == nil {
+		return Probabilistic[Out]{}, fmt.Errorf("%w: Probable on a nil *Fn (define it with NewInfer)", ErrStratum)
+	}
 	c, err := begin(ctx, f.name, f.spec.Budget)
 	if err != nil {
 		return Probabilistic[Out]{}, err
