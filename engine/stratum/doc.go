@@ -99,8 +99,9 @@
 // CallTrace (§8.1): inputs, output, attempts, each failed attempt's
 // violations, tokens and cost summed over attempts, duration, contract and
 // prompt hashes, flow id. Runtime.Trace returns the last TraceLimit of
-// them; Options.OnCall receives each as it ends; with a Store, each is a
-// trace entry of its flow. With OTLP configured, spans nest flow NAME →
+// them; Options.OnCall receives each as it ends; with a Store, each Call
+// made inside a Flow.Run is a trace entry of that flow (a Call outside any
+// flow is kept by the Runtime only, never persisted). With OTLP configured, spans nest flow NAME →
 // infer NAME → chat MODEL, with a "retry" event on the infer span per
 // retry.
 //
