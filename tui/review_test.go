@@ -67,6 +67,17 @@ func TestLibraryReviewInGatesPane(t *testing.T) {
 		t.Errorf("two open reviews, one row each: %s", frame)
 	}
 
+	// The Trace pane (the selected gate's flow): the Call with its
+	// attempts, duration, tokens and cost, then the reviews opening.
+	press(m, "2")
+	trace := m.View()
+	for _, want := range []string{"· plan#1 plan [openai/gpt-4o-mini] 2 attempts 1.2s 840 tokens", "⏸ gate review-1 opened", "⏸ gate review-2 opened"} {
+		if !strings.Contains(trace, want) {
+			t.Errorf("the Trace pane lacks %q:\n%s", want, trace)
+		}
+	}
+	press(m, "3")
+
 	press(m, "a")
 	press(m, "5") // no option 5
 	if !strings.Contains(m.View(), "option 5 is out of range") {
