@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/store/backend"
@@ -88,4 +89,42 @@ func TestConcurrentCallsInOneStoredFlow(t *testing.T) {
 		t.Errorf("%d commits for %d calls, want at most %d", commits, n, n+2)
 	}
 	t.Logf("%d calls: %d durable commits (start and finish included)", n, commits)
+}
+
+// Rule 15: a program's flow holds a lease while it runs, so once the
+// program died (no finishFlow, no heartbeat) the flow shows as stalled;
+// a finished flow drops it.
+func TestStoredFlowLeaseMakesADeadProgramStalled(t *testing.T) {
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	st := openShared(t)
+	rt, err := New(Options{Store: st, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	ctx := context.Background()
+	id, err := rt.recorder.startFlow(ctx, "crashy", map[string]any{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &engine.Service{Store: st}
+	sums, _ := svc.List(ctx, engine.ListFilter{})
+	if len(sums) != 1 || sums[0].Driver != engine.DriverLibrary || sums[0].Owner == nil {
+		t.Fatalf("summary %+v", sums)
+	}
+	now := time.Now()
+	if sums[0].Stalled(now) {
+		t.Error("a running program's flow is stalled")
+	}
+	if !sums[0].Stalled(now.Add(leaseTTL + time.Second)) {
+		t.Error("a flow whose program stopped renewing its lease is not stalled")
+	}
+	if err := rt.recorder.finishFlow(ctx, id, "done", nil); err != nil {
+		t.Fatal(err)
+	}
+	sums, _ = svc.List(ctx, engine.ListFilter{})
+	if sums[0].Status != engine.StatusComplete || sums[0].Owner != nil || sums[0].Stalled(now.Add(time.Hour)) {
+		t.Errorf("finished flow %+v", sums[0])
+	}
 }
