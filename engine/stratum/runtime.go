@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -120,7 +121,7 @@ func New(opts Options) (*Runtime, error) {
 	// the exported spans, as `stratum run` masks them.
 	red := redact.FromEnv(os.Environ())
 	ex, err := infer.NewExecutor(infer.Setup{Record: opts.Record, Replay: opts.Replay,
-		Getenv: opts.Getenv, Redact: red})
+		Getenv: opts.Getenv, Redact: red, Transport: transport()})
 	if err != nil {
 		return nil, fmt.Errorf("stratum: %w", err)
 	}
@@ -138,6 +139,23 @@ func New(opts Options) (*Runtime, error) {
 	}
 	return r, nil
 }
+
+// transport is the HTTP transport of a Runtime's requests: the default
+// one, keeping up to MaxIdleConnsPerHost idle connections per provider
+// instead of 2, so the concurrent calls of All or a quorum reuse their
+// connections instead of opening new ones (TLS handshakes included).
+func transport() http.RoundTripper {
+	d, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport // replaced by the program: keep its choice
+	}
+	t := d.Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return t
+}
+
+// MaxIdleConnsPerHost is the idle connections a Runtime keeps per provider.
+const MaxIdleConnsPerHost = 64
 
 // Close flushes the OTLP exporter and the recording. The Runtime must not
 // be used afterwards.

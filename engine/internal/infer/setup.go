@@ -30,6 +30,9 @@ type Setup struct {
 	Getenv func(string) string
 	// Redact masks configured secrets in the --record file.
 	Redact *redact.Redactor
+	// Transport sends live requests (nil: http.DefaultTransport); the
+	// recorder forwards through it too.
+	Transport http.RoundTripper
 }
 
 // NewExecutor builds the infer executor of a run: a router over the
@@ -61,6 +64,7 @@ func NewExecutor(s Setup) (*Executor, error) {
 			return nil, err
 		}
 		rec.Redact = s.Redact
+		rec.Base = s.Transport
 		cfg.HTTPClient = &http.Client{Transport: rec}
 		recorder = rec
 	case s.Replay != "":
@@ -70,6 +74,8 @@ func NewExecutor(s Setup) (*Executor, error) {
 		}
 		cfg.HTTPClient = &http.Client{Transport: rp}
 		cfg.NoKeys = true
+	case s.Transport != nil:
+		cfg.HTTPClient = &http.Client{Transport: s.Transport}
 	}
 	ex := New(llm.NewRouter(cfg))
 	ex.recorder = recorder
