@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -61,4 +62,27 @@ func jsonText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// dataText is an event's data as the log holds it (the keys its type
+// writes), indented; "" when it has none.
+func dataText(ev engine.Event) string {
+	fields, err := ev.DataFields()
+	if err != nil || len(fields) == 0 {
+		return ""
+	}
+	obj := []byte{'{'}
+	for i, f := range fields {
+		if i > 0 {
+			obj = append(obj, ',')
+		}
+		k, _ := json.Marshal(f.Key)
+		obj = append(append(append(obj, k...), ':'), f.JSON...)
+	}
+	obj = append(obj, '}')
+	var b bytes.Buffer
+	if json.Indent(&b, obj, "", "  ") != nil {
+		return ""
+	}
+	return b.String()
 }

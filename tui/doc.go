@@ -84,6 +84,11 @@
 // rationale (required for revise and kill). In the Gates pane they decide
 // the selected gate (oldest first); in any other pane the gate of the
 // selected flow, else the gate that has waited longest.
+// The gate list comes from the flows' summaries (Source.PendingReviews,
+// engine.Service.GateReviews: no state is decoded, so 25,000 waiting
+// gates load as fast as 25); the inputs and outputs a gate shows are read
+// from its flow's state with the rest of its context, only for the gates
+// on screen (the Gates pane's selection and open dialogs).
 // Enter only moves to the confirmation step; the decision is recorded only
 // when the outcome's own key is pressed again there. A dialog that opens
 // asynchronously (a gate arriving through the review.Queue) while the user
