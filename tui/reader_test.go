@@ -430,3 +430,33 @@ func TestMultiLineText(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// BenchmarkLongGateFrame is one 80×24 frame of a gate whose output is a
+// 10,000-line text, expanded and scrolled to the middle: what a keypress
+// costs while reading it (the context is wrapped on every frame).
+func BenchmarkLongGateFrame(b *testing.B) {
+	f := newFixture(b)
+	ctx := context.Background()
+	r, err := f.svc.Plan(ctx, reportSpec, "report", map[string]any{}, engine.PlanOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := engine.FlowIDOf(r)
+	if _, err := f.svc.StepDone(ctx, id, "write", map[string]any{"text": reportLines(10_000)}, engine.ReportOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.svc.StepDone(ctx, id, "check", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	m := newModel(b, f.src, 80, 24)
+	press(m, "3", "G", "enter")
+	m.View()
+	for range 300 {
+		press(m, "pgdown")
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		press(m, "pgdown", "pgup")
+		_ = m.View()
+	}
+}

@@ -221,6 +221,11 @@ func wrapLines(s string, w int) []string {
 	if w <= 0 {
 		return nil
 	}
+	// A line of at most w bytes is at most w cells: nothing to wrap (the
+	// common case, and ansi.Wrap is most of a long detail's frame).
+	if len(s) <= w && !strings.Contains(s, "\n") {
+		return []string{s}
+	}
 	return strings.Split(ansi.Wrap(s, w, ""), "\n")
 }
 
