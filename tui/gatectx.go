@@ -232,11 +232,21 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 				}
 				continue
 			}
-			add("  "+clean(k)+": "+clean(jsonCompact(outs[k])), nil)
+			// Folded, an output is a summary of a few lines; enter
+			// expands it (as text), the pager shows it whole.
+			folded := wrapLines("  "+clean(k)+": "+clean(jsonCompact(outs[k])), width)
+			if len(folded) > foldedLines {
+				more := fmt.Sprintf("    … %d more lines folded", len(folded)-foldedLines+1)
+				folded = append(folded[:foldedLines-1], st.Muted.Render(truncate(more, width)))
+			}
+			out = append(out, folded...)
 		}
 	}
 	return out
 }
+
+// foldedLines is the most lines a folded output takes in a gate's context.
+const foldedLines = 3
 
 // reviseText says where a revise sends the flow and how many rounds are
 // left.

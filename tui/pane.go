@@ -132,8 +132,8 @@ func (v *scrollView) clamp() {
 
 // window renders lines in height rows: all of them when they fit, else
 // height-1 of them from the offset and a last row saying where the window
-// is and how to move it.
-func (v *scrollView) window(c *common, lines []string, height int, width int) []string {
+// is and how to move it (ends: whether top and bottom go to its ends).
+func (v *scrollView) window(c *common, lines []string, height, width int, ends bool) []string {
 	if height <= 0 {
 		return nil
 	}
@@ -146,8 +146,10 @@ func (v *scrollView) window(c *common, lines []string, height int, width int) []
 	v.clamp()
 	out := append([]string(nil), lines[v.offset:v.offset+room]...)
 	k := c.keys
-	more := fmt.Sprintf("lines %d–%d of %d · %s/%s page · %s/%s ends", v.offset+1, v.offset+room, len(lines),
-		keyName(k.PageDown), keyName(k.PageUp), keyName(k.Top), keyName(k.Bottom))
+	more := fmt.Sprintf("lines %d–%d of %d · %s/%s page", v.offset+1, v.offset+room, len(lines), keyName(k.PageDown), keyName(k.PageUp))
+	if ends {
+		more += fmt.Sprintf(" · %s/%s ends", keyName(k.Top), keyName(k.Bottom))
+	}
 	more += " · " + keyName(k.Pager) + " pager"
 	return append(out, c.st.Muted.Render(truncate(more, width)))
 }

@@ -157,7 +157,7 @@ func (p *gatesPane) View(c *common) []string {
 	// (y copies it). The context scrolls below the list (page keys).
 	detail := wrapLines(c.st.Header.Render("Gate "+clean(r.StepID)+" of "+clean(r.FlowName)+" · flow "+clean(r.FlowID)), p.width)
 	detail = append(detail, c.gateContextLines(r, c.gateCtx[r.ReviewID], p.width, p.expanded, true)...)
-	return append(out, p.detail.window(c, detail, p.height-len(out), p.width)...)
+	return append(out, p.detail.window(c, detail, p.height-len(out), p.width, p.expanded)...)
 }
 
 // deadlineText counts down to the gate's deadline.

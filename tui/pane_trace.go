@@ -298,7 +298,7 @@ func (p *tracePane) View(c *common) []string {
 				}
 			}
 			if i == cur {
-				body = p.detail.window(c, body, h-1, p.width)
+				body = p.detail.window(c, body, h-1, p.width, true)
 			}
 			rows = append(rows, body...)
 		}
