@@ -127,7 +127,8 @@
 // top and bottom (g/G) go to its ends once it is opened; one scrollView
 // does the scrolling and draws the "lines a–b of n" row. The Trace pane
 // renders its entries and the lines of the expanded ones as rows and
-// keeps the selected entry (and its window) on screen. Nothing is cut:
+// keeps the selected entry (and its window) on screen. Folded, a gate's
+// output is a summary of at most three lines; expanded, nothing is cut:
 // long lines wrap, and a string with line breaks reads as its lines
 // (jsonText), escaped with specs.EscapeControlLines like all untrusted
 // text. A gate's outputs are listed in execution order (the order of the
