@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -165,6 +166,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.mcpCommand(),
 		a.installCommand(),
 		a.uninstallCommand(),
+		a.doctorCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
 		a.storeCommand(),
@@ -265,6 +267,46 @@ func withService(fn func(ctx context.Context, svc *engine.Service, args []string
 	}
 }
 
+// withStore is a RunE that opens the store the settings select (openStore),
+// hands it to fn and closes it.
+func withStore(fn func(ctx context.Context, st *backend.Opened) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		st, err := openStore(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return fn(cmd.Context(), st)
+	}
+}
+
+// writeReport prints a store report as JSON (--json) or as text.
+func (a *app) writeReport(jsonOut bool, r interface{ WriteText(io.Writer) error }) error {
+	if jsonOut {
+		return writeJSON(a.stdout, r)
+	}
+	return r.WriteText(a.stdout)
+}
+
+// withFlow opens the service (openService), resolves FLOW — the id or a
+// unique prefix of it (Service.ResolveFlowID) — and hands both to fn; a
+// FLOW that does not resolve is refused's to answer.
+func withFlow(ctx context.Context, flow string, refused func(error) error, fn func(svc *engine.Service, id string) error) error {
+	svc, _, err := openService(ctx)
+	if err != nil {
+		return err
+	}
+	id, err := svc.ResolveFlowID(ctx, flow)
+	if err != nil {
+		return refused(err)
+	}
+	return fn(svc, id)
+}
+
+// refused answers a FLOW that does not resolve as the engine's answer
+// (answerExit).
+func (a *app) refused(err error) error { return a.answerExit(nil, err) }
+
 // answerExit prints an engine answer as the original's JSON (engine.Wire)
 // and maps an error envelope to exit 1; any other error is a store failure.
 func (a *app) answerExit(out engine.Outcome, err error) error {
@@ -287,12 +329,16 @@ func (a *app) validateCommand() *cobra.Command {
 		jsonOut bool
 		format  string
 		watchF  bool
+		strict  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR...",
 		Short: "Check specs and report every problem with file:line:col",
 		Long: `Validate decodes and checks each spec (directories are searched for *.stratum.yaml)
 and prints every diagnostic as "file:line:col: severity code: message (suggestion)".
+
+Warnings (routing-target-runs, unchecked-keyword, …) leave a spec valid;
+--strict counts them as errors.
 
 Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
 Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
@@ -314,7 +360,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 			if err != nil {
 				return pathErr(err)
 			}
-			results, valid := specs.ValidateFiles(files)
+			results, valid := specs.ValidateFiles(files, strict)
 			if err := specs.WriteResults(a.stdout, format, results); err != nil {
 				return err
 			}
@@ -327,6 +373,7 @@ Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
 	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
 	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
+	cmd.Flags().BoolVar(&strict, "strict", false, "count warnings as errors (exit 1)")
 	return cmd
 }
 
@@ -442,6 +489,9 @@ has one flow (or a workflow block naming its entry flow).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			if sp, _ := specs.Parse(args[0], src); sp != nil {
+				inputs = runner.CoerceInputs(sp, flow, inputs, runner.TextInputs(inputKV))
+			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
 				return err
@@ -470,15 +520,9 @@ its violations, the completion, or an error envelope (exit 1).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			svc, _, err := openService(cmd.Context())
-			if err != nil {
-				return err
-			}
-			id, err := svc.ResolveFlowID(cmd.Context(), args[0])
-			if err != nil {
-				return a.answerExit(nil, err)
-			}
-			return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
+			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+				return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
+			})
 		},
 	}
 	cmd.Flags().StringVar(&result, "result", "", "the step result as JSON")
@@ -492,13 +536,11 @@ func (a *app) resumeCommand() *cobra.Command {
 		Short:   "Print the current dispatch of a flow (stratum_resume)",
 		Example: `  stratum resume 3f2a1c`,
 		Args:    cobra.ExactArgs(1),
-		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			id, err := svc.ResolveFlowID(ctx, args[0])
-			if err != nil {
-				return a.answerExit(nil, err)
-			}
-			return a.answerExit(svc.Resume(ctx, id))
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+				return a.answerExit(svc.Resume(cmd.Context(), id))
+			})
+		},
 	}
 }
 
@@ -511,13 +553,11 @@ original's stratum_audit). Completed flows are kept in the store, so audits work
 fact until "stratum gc" prunes them.`,
 		Example: `  stratum audit 3f2a1c | jq '.trace'`,
 		Args:    cobra.ExactArgs(1),
-		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			id, err := svc.ResolveFlowID(ctx, args[0])
-			if err != nil {
-				return a.answerExit(nil, err)
-			}
-			return a.answerExit(svc.Audit(ctx, id))
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+				return a.answerExit(svc.Audit(cmd.Context(), id))
+			})
+		},
 	}
 }
 
@@ -541,6 +581,14 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Short:   "List every flow execution, newest first",
 		Example: `  stratum query flows --status awaiting_gate | jq -r '.[].flow_id'`,
 		Args:    cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if status != "" {
+				if _, err := engine.ParseFlowStatus(status); err != nil {
+					return usageErr("--status: %v", err)
+				}
+			}
+			return nil
+		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
 			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
 			if err != nil {
@@ -549,31 +597,32 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
 		}),
 	}
-	flows.Flags().StringVar(&status, "status", "", "only flows with this status")
+	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")
 	flows.Flags().IntVar(&limit, "limit", 0, "at most this many flows (0 = all)")
 	flow := &cobra.Command{
 		Use:     "flow ID",
 		Short:   "Print the full persisted state of one flow",
 		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
-		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			id, err := svc.ResolveFlowID(ctx, args[0])
-			if e := engine.AsError(err); e != nil {
-				_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
-				return silentExit(exitFailure)
-			} else if err != nil {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			refused := func(err error) error {
+				if e := engine.AsError(err); e != nil {
+					_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
+					return silentExit(exitFailure)
+				}
 				return failErr(err)
 			}
-			f, err := svc.FlowWithSpec(ctx, id)
-			if errors.Is(err, engine.ErrNotFound) {
-				_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
-				return silentExit(exitFailure)
-			}
-			if err != nil {
-				return failErr(err)
-			}
-			return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
-		}),
+			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
+				f, err := svc.FlowWithSpec(cmd.Context(), id)
+				if errors.Is(err, engine.ErrNotFound) {
+					_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
+					return silentExit(exitFailure)
+				} else if err != nil {
+					return failErr(err)
+				}
+				return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
+			})
+		},
 	}
 	gates := &cobra.Command{
 		Use:     "gates",
@@ -647,34 +696,20 @@ approver: human gate without a terminal or without the confirmation.`,
 				if cmd.Flags().Changed("round") {
 					d.Round = &round
 				}
+				// The engine refuses it too; asked here first so that
+				// neither the store nor a human's confirmation is touched.
 				if err := review.Check(d); err != nil {
 					return usageErr("%v: say why with --note", err)
 				}
-				svc, _, err := openService(cmd.Context())
-				if err != nil {
-					return err
-				}
-				var next engine.Outcome
-				id, err := svc.ResolveFlowID(cmd.Context(), args[0])
-				if err == nil {
+				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err) }
+				refused := func(err error) error { return answer(nil, err) }
+				return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
 					d.FlowID = id
 					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
 						return err
 					}
-					next, err = review.NewService[engine.Outcome](svc).Decide(cmd.Context(), d)
-				}
-				if err != nil && engine.AsError(err) == nil {
-					return failErr(err)
-				}
-				resp, verdict := engine.GateAnswer(d.FlowID, args[1], verb.outcome, next, err)
-				werr := writeJSON(a.stdout, resp)
-				switch verdict {
-				case engine.GateResolved:
-					return werr
-				case engine.GateConflict:
-					return silentExit(exitUsage)
-				}
-				return silentExit(exitFailure)
+					return answer(svc.GateResolve(cmd.Context(), d.FlowID, d))
+				})
 			},
 		}
 		c.Flags().StringVar(&note, "note", "", "rationale recorded with the decision")
@@ -711,6 +746,25 @@ func reviewValue(cmd *cobra.Command, d *review.Decision, option int, value strin
 		d.Value = json.RawMessage(value)
 	}
 	return nil
+}
+
+// gateAnswer prints the answer to a decision made with `stratum gate`
+// (engine.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
+// conflict, 1 anything else; an error without an envelope is a store
+// failure.
+func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error) error {
+	if err != nil && engine.AsError(err) == nil {
+		return failErr(err)
+	}
+	resp, verdict := engine.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
+	werr := writeJSON(a.stdout, resp)
+	switch verdict {
+	case engine.GateResolved:
+		return werr
+	case engine.GateConflict:
+		return silentExit(exitUsage)
+	}
+	return silentExit(exitFailure)
 }
 
 // confirmHuman applies review.HumanConfirm to a decision made with
@@ -766,7 +820,7 @@ Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`,
 				if cmd.Flags().Changed("older-than") {
 					return usageErr("gc: give --older-than or --damaged, not both")
 				}
-				return a.quarantine(cmd.Context())
+				return withStore(a.quarantine)(cmd, nil)
 			}
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr("gc needs --older-than DURATION (for example 720h), or --damaged")
@@ -791,12 +845,7 @@ Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`,
 }
 
 // quarantine is `gc --damaged`.
-func (a *app) quarantine(ctx context.Context) error {
-	st, err := openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func (a *app) quarantine(ctx context.Context, st *backend.Opened) error {
 	q, err := backend.QuarantineDamaged(ctx, st)
 	if errors.Is(err, backend.ErrNotBbolt) {
 		return usageErr("gc --damaged: %v", err)
@@ -892,6 +941,47 @@ unless --command names what the client should run.`,
 	return cmd
 }
 
+func (a *app) doctorCommand() *cobra.Command {
+	var opts mcpserver.DoctorOptions
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that an agent's stratum server runs this binary on this shell's store",
+		Long: `Doctor reads the stratum server an agent's client starts — the project's .mcp.json and, when
+it registers one, Codex's config.toml — and checks that its command is this binary and that its
+STRATUM_HOME and STRATUM_STORE are this shell's: otherwise the agent's flows and gates live in
+another store than the one your TUI shows. Each check prints one line, with the fix when it
+fails.
+
+Exit status: 0 every check passed, 1 some check failed, 2 usage error.`,
+		Example: `  stratum doctor
+  stratum doctor --json`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if exe, err := os.Executable(); err == nil {
+				if r, err := filepath.EvalSymlinks(exe); err == nil {
+					exe = r
+				}
+				opts.Binary = exe
+			}
+			rep, err := mcpserver.Doctor(opts)
+			if err != nil {
+				return failErr(err)
+			}
+			if err := rep.Write(a.stdout, jsonOut); err != nil {
+				return err
+			}
+			if !rep.OK {
+				return silentExit(exitFailure)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the checks as JSON")
+	return cmd
+}
+
 func (a *app) uninstallCommand() *cobra.Command {
 	var opts mcpserver.UninstallOptions
 	var jsonOut bool
@@ -965,22 +1055,33 @@ its run.output the same value); progress goes to stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
+			// notStarted ends a run that could not start; with --json
+			// stdout still gets a JSON object (runner.ErrorReport).
+			notStarted := func(err error) error {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
+				return a.runErr(err)
+			}
 			req, err := line.Check(terminal)
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			cfg, err := config.Load(runner.ProjectDir(req.File))
 			if err != nil {
-				return usageErr("%v", err)
+				return notStarted(&runner.UsageError{Err: err})
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
+				if jsonOut {
+					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+				}
 				return err
 			}
 			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
 				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
 			if err != nil {
-				return a.runErr(err)
+				return notStarted(err)
 			}
 			rep, err := runner.Conclude(cmd.Context(), svc, out, a.stderr, junitFile, jsonOut)
 			if err != nil {
@@ -1168,28 +1269,18 @@ if the pages are sound, records that cannot be decoded and indexes that disagree
 Exit status: 0 clean, 1 damaged (or unreadable), 2 usage (an etcd store).`,
 		Example: "  stratum store check\n  stratum store check --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			r, err := backend.Check(cmd.Context(), st)
+		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
+			r, err := backend.Check(ctx, st)
 			if errors.Is(err, backend.ErrNotBbolt) {
 				return usageErr("store check: %v", err)
 			} else if err != nil {
 				return failErr(err)
 			}
-			if jsonOut {
-				err = writeJSON(a.stdout, r)
-			} else {
-				err = r.WriteText(a.stdout)
+			if err := a.writeReport(jsonOut, r); err != nil || r.OK {
+				return err
 			}
-			if err == nil && !r.OK {
-				return silentExit(exitFailure)
-			}
-			return err
-		},
+			return silentExit(exitFailure)
+		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
@@ -1206,21 +1297,13 @@ version, and how many flows (by status), pending gates, events and cache entries
 Credentials are never printed.`,
 		Example: "  stratum store info\n  STRATUM_STORE=etcd://127.0.0.1:2379/team stratum store info --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			info, err := backend.Describe(cmd.Context(), st)
+		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
+			info, err := backend.Describe(ctx, st)
 			if err != nil {
 				return failErr(err)
 			}
-			if jsonOut {
-				return writeJSON(a.stdout, info)
-			}
-			return info.WriteText(a.stdout)
-		},
+			return a.writeReport(jsonOut, info)
+		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
@@ -1261,27 +1344,11 @@ flows changed during the copy may be copied as they were before.`,
 			if srcLoc.String() == dstLoc.String() {
 				return usageErr("--from and --to are the same store")
 			}
-			ctx := cmd.Context()
-			src, err := backend.OpenAt(ctx, srcLoc, settings)
+			n, err := backend.CopyStores(cmd.Context(), srcLoc, dstLoc, settings, force)
 			if err != nil {
 				return failErr(err)
 			}
-			defer src.Close()
-			clock := &backend.FixedClock{}
-			settings.Now = clock.Now
-			dst, err := backend.OpenAt(ctx, dstLoc, settings)
-			if err != nil {
-				return failErr(err)
-			}
-			defer dst.Close()
-			n, err := backend.Copy(ctx, src, dst, clock, force)
-			if errors.Is(err, backend.ErrNotEmpty) {
-				return &exitError{code: exitFailure, err: err}
-			}
-			if err != nil {
-				return failErr(fmt.Errorf("%v (copied so far: %d flows, %d events, %d cache entries; run again with --force to finish)", err, n.Flows, n.Events, n.Cache))
-			}
-			return writeJSON(a.stdout, map[string]any{"from": src.Name(), "to": dst.Name(), "flows": n.Flows, "events": n.Events, "cache_entries": n.Cache})
+			return writeJSON(a.stdout, n)
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "source store: a bbolt path or etcd://HOST:PORT[,…]/PREFIX")

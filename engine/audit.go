@@ -7,7 +7,7 @@ import (
 // auditInProgress is the audit status of a flow that has not ended.
 const auditInProgress = "in_progress"
 
-// Audit builds the audit snapshot of a flow (upstream-behavior §2.17):
+// auditFlow builds the audit snapshot of a flow (upstream-behavior §2.17):
 //
 //	{flow_id, flow_name, status, steps_completed, total_steps, trace, round,
 //	 rounds: [{round, steps}], iterations, archived_iterations, child_audits,
@@ -25,8 +25,8 @@ const auditInProgress = "in_progress"
 // iteration histories have their `result` stripped. total_duration_ms runs
 // from the flow's start to now, or to its last update once it has ended.
 //
-// Audit is a read: it neither mutates st nor appends events.
-func Audit(st *FlowState, env Env) *AuditReport {
+// auditFlow is a read: it neither mutates st nor appends events.
+func auditFlow(st *FlowState, env Env) *auditReport {
 	totalSteps := 0
 	if env.Flow != nil {
 		totalSteps = len(env.Flow.Order)
@@ -35,12 +35,12 @@ func Audit(st *FlowState, env Env) *AuditReport {
 	if trace == nil {
 		trace = []Record{}
 	}
-	rounds := make([]AuditRound, 0, len(st.Rounds))
+	rounds := make([]auditRound, 0, len(st.Rounds))
 	for i, recs := range st.Rounds {
 		if recs == nil {
 			recs = []Record{}
 		}
-		rounds = append(rounds, AuditRound{Round: i, Steps: recs})
+		rounds = append(rounds, auditRound{Round: i, Steps: recs})
 	}
 	archived := make([]map[string][]IterationEntry, 0, len(st.ArchivedIterations))
 	for _, m := range st.ArchivedIterations {
@@ -50,7 +50,7 @@ func Audit(st *FlowState, env Env) *AuditReport {
 	if childAudits == nil {
 		childAudits = map[string][]json.RawMessage{}
 	}
-	a := &AuditReport{
+	a := &auditReport{
 		FlowID:             st.FlowID,
 		FlowName:           st.FlowName,
 		Status:             auditStatus(st),

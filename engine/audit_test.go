@@ -17,7 +17,7 @@ func TestAuditShape(t *testing.T) {
 	st.FlowStart = extNow
 	st.CreatedAt = extNow
 	st.UpdatedAt = extNow
-	a := Audit(st, env).wire()
+	a := auditFlow(st, env).wire()
 	b, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestAuditContent(t *testing.T) {
 	st.Round = 2
 	before := stateBytes(st)
 
-	a := Audit(st, env).wire()
+	a := auditFlow(st, env).wire()
 	if string(stateBytes(st)) != string(before) {
 		t.Fatalf("Audit modified the state")
 	}
@@ -96,7 +96,7 @@ func TestAuditContent(t *testing.T) {
 		t.Fatalf("result key in audit iterations: %s", js)
 	}
 	arch := a["archived_iterations"].([]map[string][]IterationEntry)
-	if len(arch) != 1 || arch[0]["b"][0].Outcome != OutcomeExitMax {
+	if len(arch) != 1 || arch[0]["b"][0].Outcome != outcomeExitMax {
 		t.Fatalf("archived %v", arch)
 	}
 	if !reflect.DeepEqual(a["child_audits"], st.ChildAudits) {
@@ -129,7 +129,7 @@ func TestAuditStatus(t *testing.T) {
 		if tc.status == StatusAwaitingGate {
 			st.Gate = &PendingGate{StepID: "g", DispatchedAt: extNow, Deadline: &deadline, Approver: "human"}
 		}
-		a := Audit(st, env).wire()
+		a := auditFlow(st, env).wire()
 		if a["status"] != tc.want || a["flow_status"] != string(tc.status) {
 			t.Fatalf("%s: status %v", tc.status, a["status"])
 		}
@@ -151,11 +151,11 @@ func TestAuditDurationOfEndedFlow(t *testing.T) {
 	st.UpdatedAt = extNow.Add(2 * time.Second)
 	st.Status = StatusComplete
 	env.Now = extNow.Add(time.Hour)
-	if d := Audit(st, env).wire()["total_duration_ms"]; d != int64(2000) {
+	if d := auditFlow(st, env).wire()["total_duration_ms"]; d != int64(2000) {
 		t.Fatalf("duration of a finished flow = %v, want 2000", d)
 	}
 	st.Status = StatusRunning
-	if d := Audit(st, env).wire()["total_duration_ms"]; d != int64(3600000) {
+	if d := auditFlow(st, env).wire()["total_duration_ms"]; d != int64(3600000) {
 		t.Fatalf("duration of a running flow = %v", d)
 	}
 }

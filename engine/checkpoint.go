@@ -8,14 +8,14 @@ import (
 	"github.com/stratum-go/stratum/review"
 )
 
-// Commit saves a named checkpoint of the flow (stratum_commit,
+// commitCheckpoint saves a named checkpoint of the flow (stratum_commit,
 // upstream-behavior §2.13). The label is whitespace-trimmed; an empty label
 // is invalid_label. A checkpoint with the same label is replaced. The
 // snapshot holds deep copies of exactly the fields Checkpoint lists; inputs,
 // other checkpoints, dispatch times, parallel task state and the budget
-// ledger are not captured. Commit is allowed at any time, even on a finished
+// ledger are not captured. commitCheckpoint is allowed at any time, even on a finished
 // flow; step_number is current_idx+1 even past the end.
-func Commit(st *FlowState, env Env, label string) (Result, error) {
+func commitCheckpoint(st *FlowState, env Env, label string) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
 		return refused(refusal(ErrTypeInvalidLabel, "label must be a non-empty string")), nil
@@ -30,7 +30,7 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 	if env.Flow != nil && st.CurrentIdx >= 0 && st.CurrentIdx < len(env.Flow.Order) {
 		current = env.Flow.Steps[env.Flow.Order[st.CurrentIdx]].ID
 	}
-	out := &Committed{
+	out := &checkpointCommitted{
 		FlowID:        st.FlowID,
 		Label:         label,
 		StepNumber:    st.CurrentIdx + 1,
@@ -42,10 +42,10 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 		"label":       label,
 		"step_number": st.CurrentIdx + 1,
 	}}
-	return Result{Outcome: out, Events: []Event{ev}}, nil
+	return transitionResult{Outcome: out, Events: []Event{ev}}, nil
 }
 
-// Revert restores the flow to a checkpoint (stratum_revert,
+// revertCheckpoint restores the flow to a checkpoint (stratum_revert,
 // upstream-behavior §2.13): the checkpoint's fields are copied back (the
 // checkpoint itself stays, so one can revert to it again; inputs, the other
 // checkpoints and dispatch times are untouched) and the current dispatch is
@@ -61,7 +61,7 @@ func Commit(st *FlowState, env Env, label string) (Result, error) {
 // the CLI or the console) needs a human's channel (HumanChannel), else
 // gate_requires_human; and no revert may end, skip or orphan a pending
 // approver: human gate (human_gate_pending, see human.go).
-func Revert(st *FlowState, env Env, label string, ch review.Channel) (Result, error) {
+func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	cp := st.Checkpoints[label]
 	if cp == nil { // an empty label too, as the original
@@ -74,11 +74,11 @@ func Revert(st *FlowState, env Env, label string, ch review.Channel) (Result, er
 		// The waiting child would be left behind, on any channel.
 		return refused(humanGatePending(st, g, what)), nil
 	}
-	if waitsForHuman(st) && !HumanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
+	if waitsForHuman(st) && !humanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
 		return refused(humanGatePending(st, st, what+" through "+channelName(ch))), nil
 	}
 	undone := revertedDecisions(st, cp)
-	if !HumanChannel(ch) {
+	if !humanChannel(ch) {
 		for _, r := range undone {
 			if !r.Reverted && humanDecision(r) {
 				return refused(refusal(ErrTypeGateRequiresHuman,
@@ -99,7 +99,7 @@ func Revert(st *FlowState, env Env, label string, ch review.Channel) (Result, er
 	// restored cursor calls for, also for a flow that had ended.
 	res, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	if n := NotesOf(res.Outcome); n != nil && !pastEnd(st, env) {
 		// The original adds reverted_to to a dispatch only; a snapshot past
@@ -160,7 +160,7 @@ func humanDecision(r Record) bool {
 	if r.Channel == "" {
 		return r.ResolvedBy == string(review.Human)
 	}
-	return HumanChannel(review.Channel(r.Channel))
+	return humanChannel(review.Channel(r.Channel))
 }
 
 func channelName(ch review.Channel) string {

@@ -40,7 +40,7 @@ func TestCommit(t *testing.T) {
 	st := extState(t, env, "b")
 	st.StepOutputs["a"] = map[string]any{"x": 1.0}
 
-	res, err := Commit(st, env, "  first  ")
+	res, err := commitCheckpoint(st, env, "  first  ")
 	r := mustOK(t, res, err)
 	want := Response{"status": "committed", "flow_id": "flow-1", "label": "first", "step_number": 3,
 		"current_step_id": "b", "checkpoints": []string{"first"}}
@@ -63,8 +63,8 @@ func TestCommit(t *testing.T) {
 
 	// Same label overwrites; labels are listed sorted.
 	st.CurrentIdx = 3
-	okFn(t)(Commit(st, env, "zeta"))
-	r = okFn(t)(Commit(st, env, "first"))
+	okFn(t)(commitCheckpoint(st, env, "zeta"))
+	r = okFn(t)(commitCheckpoint(st, env, "first"))
 	if !reflect.DeepEqual(r["checkpoints"], []string{"first", "zeta"}) || st.Checkpoints["first"].CurrentIdx != 3 {
 		t.Fatalf("overwrite: %v %+v", r, st.Checkpoints["first"])
 	}
@@ -72,13 +72,13 @@ func TestCommit(t *testing.T) {
 	// Past the end: step_number = current_idx+1, no current step.
 	st.CurrentIdx = len(f.Order)
 	st.Status = StatusComplete
-	r = okFn(t)(Commit(st, env, "end"))
+	r = okFn(t)(commitCheckpoint(st, env, "end"))
 	if r["step_number"] != len(f.Order)+1 || r["current_step_id"] != nil {
 		t.Fatalf("commit when complete: %v", r)
 	}
 
 	for _, bad := range []string{"", "   ", "\t\n"} {
-		res, err := Commit(st, env, bad)
+		res, err := commitCheckpoint(st, env, bad)
 		if err != nil || res.Wire()["status"] != "error" || res.Wire()["error_type"] != "invalid_label" || !res.Unchanged {
 			t.Fatalf("label %q: %v %v", bad, res.Wire(), err)
 		}
@@ -92,7 +92,7 @@ func TestCommitSnapshotsExactFields(t *testing.T) {
 	sp, f := extSpec(t, ckptSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := fullState(t, env)
-	okFn(t)(Commit(st, env, "cp"))
+	okFn(t)(commitCheckpoint(st, env, "cp"))
 	cp := st.Checkpoints["cp"]
 	b, err := json.Marshal(cp)
 	if err != nil {
@@ -146,9 +146,9 @@ func fullState(t *testing.T, env Env) *FlowState {
 	st.RoundStartStepID = strPtr("a")
 	st.TerminalStatus = strPtr("killed")
 	st.Iterations = map[string][]IterationEntry{"b": {{Iteration: 1, Result: map[string]any{"q": 1.0}, Score: &score, NewCount: &one, DryStreak: &one}}}
-	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: OutcomeExitMax}}}}
+	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: outcomeExitMax}}}}
 	st.ActiveIteration = &ActiveIteration{StepID: "b", Count: 1, MaxIterations: 3}
-	st.IterationOutcome = map[string]string{"b": OutcomeContinue}
+	st.IterationOutcome = map[string]string{"b": outcomeContinue}
 	st.IterationBest = map[string]*IterationBest{"b": {Result: map[string]any{"q": 1.0}, Score: &score, Iteration: 1}}
 	st.IterationAccumulator = map[string]*Accumulator{"b": {Items: []any{"i"}, Keys: []string{`"i"`}, DryStreak: 1}}
 	st.ActiveChildFlowID = strPtr("child-9")
@@ -163,7 +163,7 @@ func TestRevertRestores(t *testing.T) {
 	st := fullState(t, env)
 	st.TerminalStatus = nil
 	st.ActiveChildFlowID = nil
-	okFn(t)(Commit(st, env, "cp"))
+	okFn(t)(commitCheckpoint(st, env, "cp"))
 	snap := st.Checkpoints["cp"]
 	snapJSON, _ := json.Marshal(snap)
 
@@ -177,15 +177,15 @@ func TestRevertRestores(t *testing.T) {
 	st.Rounds = append(st.Rounds, []Record{})
 	st.Iterations["c"] = []IterationEntry{{Iteration: 1}}
 	st.ActiveIteration = nil
-	st.IterationOutcome["b"] = OutcomeExitMax
+	st.IterationOutcome["b"] = outcomeExitMax
 	st.Inputs["topic"] = "kept"
-	okFn(t)(Commit(st, env, "later"))
+	okFn(t)(commitCheckpoint(st, env, "later"))
 
 	later := env
 	later.Now = extNow.Add(time.Minute)
-	res, err := Revert(st, later, " cp ", review.ChannelTUI)
+	res, err := revertCheckpoint(st, later, " cp ", review.ChannelTUI)
 	r := mustOK(t, res, err)
-	if r["reverted_to"] != "cp" || r["status"] != DispatchExecuteStep || r["step_id"] != "b" {
+	if r["reverted_to"] != "cp" || r["status"] != dispatchExecuteStep || r["step_id"] != "b" {
 		t.Fatalf("revert response %v", r)
 	}
 	if res.Unchanged {
@@ -195,7 +195,7 @@ func TestRevertRestores(t *testing.T) {
 		t.Fatalf("events %+v", res.Events)
 	}
 	if st.CurrentIdx != 2 || st.Round != 1 || st.Attempts["b"] != 0 || len(st.Records) != 1 ||
-		len(st.Rounds) != 1 || st.Iterations["c"] != nil || st.IterationOutcome["b"] != OutcomeContinue ||
+		len(st.Rounds) != 1 || st.Iterations["c"] != nil || st.IterationOutcome["b"] != outcomeContinue ||
 		st.ActiveIteration == nil || st.StepOutputs["b"] != nil ||
 		!reflect.DeepEqual(st.StepOutputs["a"], map[string]any{"v": []any{1.0, "two"}}) {
 		t.Fatalf("fields not restored: %+v", st)
@@ -222,12 +222,12 @@ func TestRevertAppliesPolicyLoop(t *testing.T) {
 	env := extEnv(sp, f)
 	st := extState(t, env, "g") // a snapshot taken on the flag gate (e.g. by an older version)
 	st.StepOutputs["a"] = map[string]any{"ok": true}
-	okFn(t)(Commit(st, env, "at-gate"))
+	okFn(t)(commitCheckpoint(st, env, "at-gate"))
 	st.CurrentIdx = stepIndex(env, "c")
 
-	res, err := Revert(st, env, "at-gate", review.ChannelTUI)
+	res, err := revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
 	r := mustOK(t, res, err)
-	if r["status"] != DispatchExecuteStep || r["step_id"] != "b" || r["reverted_to"] != "at-gate" {
+	if r["status"] != dispatchExecuteStep || r["step_id"] != "b" || r["reverted_to"] != "at-gate" {
 		t.Fatalf("a reverted-to flag gate must be auto-approved: %v", r)
 	}
 	last := st.Records[len(st.Records)-1]
@@ -246,11 +246,11 @@ func TestRevertPastEnd(t *testing.T) {
 	st.StepOutputs = map[string]any{"a": map[string]any{"n": 1.0}, "b": map[string]any{"n": 2.0}, "c": nil}
 	st.CurrentIdx = len(f.Order)
 	st.Status = StatusComplete
-	okFn(t)(Commit(st, env, "done"))
+	okFn(t)(commitCheckpoint(st, env, "done"))
 	st.CurrentIdx = 0
 	st.Status = StatusFailed
 
-	r := okFn(t)(Revert(st, env, "done", review.ChannelTUI))
+	r := okFn(t)(revertCheckpoint(st, env, "done", review.ChannelTUI))
 	// The original answers the bare completion object (no reverted_to).
 	if _, has := r["reverted_to"]; has {
 		t.Fatalf("past-end revert has reverted_to: %v", r)
@@ -270,23 +270,23 @@ func TestRevertErrors(t *testing.T) {
 	st := extState(t, env, "a")
 	before := stateBytes(st)
 
-	res, err := Revert(st, env, "nope", review.ChannelTUI)
+	res, err := revertCheckpoint(st, env, "nope", review.ChannelTUI)
 	if err != nil || res.Wire()["status"] != "error" || res.Wire()["error_type"] != "checkpoint_not_found" || !res.Unchanged {
 		t.Fatalf("unknown label: %v %v", res.Wire(), err)
 	}
 	if !reflect.DeepEqual(res.Wire()["available"], []string{}) {
 		t.Fatalf("available %v", res.Wire()["available"])
 	}
-	okFn(t)(Commit(st, env, "b1"))
-	okFn(t)(Commit(st, env, "a1"))
+	okFn(t)(commitCheckpoint(st, env, "b1"))
+	okFn(t)(commitCheckpoint(st, env, "a1"))
 	before = stateBytes(st)
-	res, _ = Revert(st, env, "nope", review.ChannelTUI)
+	res, _ = revertCheckpoint(st, env, "nope", review.ChannelTUI)
 	if !reflect.DeepEqual(res.Wire()["available"], []string{"a1", "b1"}) {
 		t.Fatalf("available %v", res.Wire()["available"])
 	}
 	// The original strips the label and looks it up: a blank label is
 	// checkpoint_not_found, not invalid_label (that one is commit's).
-	res, _ = Revert(st, env, "  ", review.ChannelTUI)
+	res, _ = revertCheckpoint(st, env, "  ", review.ChannelTUI)
 	if res.Wire()["error_type"] != "checkpoint_not_found" || !res.Unchanged {
 		t.Fatalf("blank label: %v", res.Wire())
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// StateVersion is the record format version written into new flow states.
-const StateVersion = 1
+// stateVersion is the record format version written into new flow states.
+const stateVersion = 1
 
 // newFlowState creates the state of a new flow execution.
 func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.Time) *FlowState {
@@ -17,7 +17,7 @@ func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.
 		FlowName:      flowName,
 		RawSpec:       rawSpec,
 		Inputs:        inputs,
-		SchemaVersion: StateVersion,
+		SchemaVersion: stateVersion,
 		Status:        StatusRunning,
 		CreatedAt:     now,
 		UpdatedAt:     now,
@@ -31,7 +31,7 @@ func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.
 // §2.14): it creates the child flow (or reuses the active one), computes the
 // child's own dispatch — with the policy loop, README, "Deliberate differences" — and returns
 // execute_flow. The child (and anything it created) goes into res.Put.
-func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outcome, error) {
+func dispatchChild(st *FlowState, env Env, step *specs.Step, res *transitionResult) (Outcome, error) {
 	var childFlow *specs.Flow
 	if env.Spec != nil {
 		childFlow = env.Spec.Flows[step.Flow]
@@ -70,7 +70,7 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outco
 	childEnv.Flow = childFlow
 	// Resume semantics: a finished child answers its final payload and is
 	// not revived.
-	cr, err := Resume(child, childEnv)
+	cr, err := resumeFlow(child, childEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *Result) (Outco
 // A child that has not finished is abandoned: it ends killed (so it does not
 // stay "running" in listings forever). It returns the child's id ("" when
 // there was none).
-func snapshotChildAudit(st *FlowState, env Env, stepID string, res *Result) string {
+func snapshotChildAudit(st *FlowState, env Env, stepID string, res *transitionResult) string {
 	if st.ActiveChildFlowID == nil {
 		return ""
 	}
@@ -114,7 +114,7 @@ func snapshotChildAudit(st *FlowState, env Env, stepID string, res *Result) stri
 	if childEnv.Flow == nil {
 		return id
 	}
-	if b, err := json.Marshal(Audit(child, childEnv)); err == nil {
+	if b, err := json.Marshal(auditFlow(child, childEnv)); err == nil {
 		st.ChildAudits[stepID] = append(st.ChildAudits[stepID], json.RawMessage(b))
 	}
 	if !isFinished(child) {

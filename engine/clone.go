@@ -118,7 +118,7 @@ func cloneEntries(es []IterationEntry) []IterationEntry {
 	}
 	out := make([]IterationEntry, len(es))
 	for i, e := range es {
-		e.Result = CloneValue(e.Result)
+		e.Result = cloneValue(e.Result)
 		e.Score = clonePtr(e.Score)
 		e.NewCount = clonePtr(e.NewCount)
 		e.DryStreak = clonePtr(e.DryStreak)
@@ -160,7 +160,7 @@ func cloneBest(m map[string]*IterationBest) map[string]*IterationBest {
 			continue
 		}
 		c := *b
-		c.Result = CloneValue(b.Result)
+		c.Result = cloneValue(b.Result)
 		c.Score = clonePtr(b.Score)
 		out[k] = &c
 	}
@@ -213,7 +213,7 @@ func cloneObject(m map[string]any) map[string]any {
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = CloneValue(v)
+		out[k] = cloneValue(v)
 	}
 	return out
 }
@@ -224,15 +224,15 @@ func cloneList(l []any) []any {
 	}
 	out := make([]any, len(l))
 	for i, v := range l {
-		out[i] = CloneValue(v)
+		out[i] = cloneValue(v)
 	}
 	return out
 }
 
-// CloneValue deep-copies a JSON-like value: objects and arrays are copied,
+// cloneValue deep-copies a JSON-like value: objects and arrays are copied,
 // scalars shared (they are immutable). Any other map, slice or pointer (a
 // value a caller built in Go rather than decoded) is copied by reflection.
-func CloneValue(v any) any {
+func cloneValue(v any) any {
 	switch x := v.(type) {
 	case nil, string, bool, float64, int, int64, json.Number:
 		return v
@@ -295,7 +295,7 @@ func cloneElem(v reflect.Value, t reflect.Type) reflect.Value {
 			return v
 		}
 		out := reflect.New(t).Elem()
-		out.Set(reflect.ValueOf(CloneValue(v.Interface())))
+		out.Set(reflect.ValueOf(cloneValue(v.Interface())))
 		return out
 	}
 	return cloneReflect(v)

@@ -118,7 +118,7 @@ func TestCloneSharesNothing(t *testing.T) {
 func TestCloneValueOfGoTypes(t *testing.T) {
 	type inner struct{ L []string }
 	v := map[string]any{"list": []string{"a"}, "m": map[string]int{"k": 1}, "p": &inner{L: []string{"x"}}}
-	c := CloneValue(v).(map[string]any)
+	c := cloneValue(v).(map[string]any)
 	c["list"].([]string)[0] = "changed"
 	c["m"].(map[string]int)["k"] = 2
 	c["p"].(*inner).L[0] = "changed"

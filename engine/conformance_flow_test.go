@@ -97,7 +97,7 @@ func TestConformanceGateErrors(t *testing.T) {
 	rec := recordWire(t, f.st.Records[1])
 	keysExactly(t, rec, append(append([]string(nil), keysGateRecord...), "channel", "reviewer")...)
 	expect(t, rec, map[string]any{"type": "gate", "outcome": "revise", "round": 1, "round_start_step_id": "work", "resolved_by": "human"})
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "await_gate", "step_id": "review"})
 
 	// kill with null on_kill: {status, flow_id, trace, total_duration_ms}.
@@ -118,16 +118,16 @@ func recordTypesOf(rs []Record) string { return recordTypes(rs) }
 // the clock).
 func TestConformanceTimeouts(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
-	r := f.do(CheckTimeouts)
+	r := f.do(checkTimeouts)
 	keysExactly(t, r, "status", "message")
 	f.stepDone("work", map[string]any{})
 	f.later(20 * time.Second)
-	f.do(Resume) // would re-stamp the clock in the original
-	r = f.do(CheckTimeouts)
+	f.do(resumeFlow) // would re-stamp the clock in the original
+	r = f.do(checkTimeouts)
 	keysExactly(t, r, "status", "remaining_seconds")
 	expect(t, r, map[string]any{"status": "no_timeout", "remaining_seconds": 10})
 	f.later(10 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	keysExactly(t, r, append(append([]string(nil), keysKilled...), "reason")...)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout"})
 	g := recordWire(t, f.st.Records[len(f.st.Records)-1])
@@ -135,7 +135,7 @@ func TestConformanceTimeouts(t *testing.T) {
 	// A check after the deadline fired reports the kill, not no_timeout
 	// (ours: the original has no background sweep; see firedTimeout).
 	f.later(time.Hour)
-	again := f.do(CheckTimeouts)
+	again := f.do(checkTimeouts)
 	keysExactly(t, again, append(append([]string(nil), keysKilled...), "reason")...)
 	if show(again) != show(r) {
 		t.Errorf("second check %s, want the first answer %s", show(again), show(r))
@@ -166,7 +166,7 @@ flows:
         on_kill: ~
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, "before") })
+	f.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, "before") })
 	r := f.stepDone("a", map[string]any{"x": 1})
 	keysExactly(t, r, keysCompletion...)
 	expect(t, r, map[string]any{"status": "complete", "output": map[string]any{"x": 1}})
@@ -176,15 +176,19 @@ flows:
 		"rationale": "policy: flag — auto-approved", "round": 0, "round_start_step_id": nil})
 
 	// Revert to before a, do a again: the policy gate resolves itself.
-	r = f.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, "before", review.ChannelTUI) })
+	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return revertCheckpoint(st, env, "before", review.ChannelTUI)
+	})
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "a", "reverted_to": "before"})
 	f.stepDone("a", map[string]any{"x": 2})
 	// Revert to a checkpoint taken *at* the policy gate: applied on revert.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 1 // as if committed while the policy gate was current
-	g.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, "at-gate") })
+	g.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, "at-gate") })
 	g.st.CurrentIdx = 0
-	r = g.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, "at-gate", review.ChannelTUI) })
+	r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
+	})
 	keysExactly(t, r, keysCompletion...) // past the end: no reverted_to, as the original
 	expect(t, r, map[string]any{"status": "complete"})
 	if recordTypes(g.st.Records) != "policy:p" {
@@ -212,11 +216,11 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func() map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
+		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "loop") })
 	}
 	report := func(v any) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) {
-			return IterationReport(st, env, "loop", map[string]any{"v": v})
+		return f.do(func(st *FlowState, env Env) (transitionResult, error) {
+			return iterationReport(st, env, "loop", map[string]any{"v": v})
 		})
 	}
 	r := start()
@@ -246,11 +250,13 @@ flows:
 
 	// Abort.
 	g, _ := plan(t, src, "main", nil)
-	g.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
-	g.do(func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, "loop", map[string]any{"v": 1})
+	g.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "loop") })
+	g.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return iterationReport(st, env, "loop", map[string]any{"v": 1})
 	})
-	r = g.do(func(st *FlowState, env Env) (Result, error) { return IterationAbort(st, env, "loop", "enough") })
+	r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return iterationAbort(st, env, "loop", "enough")
+	})
 	keysExactly(t, r, "status", "flow_id", "step_id", "iteration", "reason")
 	expect(t, r, map[string]any{"status": "iteration_aborted", "iteration": 1, "reason": "enough"})
 	ab := wire(t, Response{"e": g.st.Iterations["loop"][1]})["e"].(map[string]any)
@@ -263,10 +269,12 @@ flows:
 func TestConformanceCheckpoints(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
 	commit := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return Commit(st, env, l) })
+		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, l) })
 	}
 	revert := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return Revert(st, env, l, review.ChannelTUI) })
+		return f.do(func(st *FlowState, env Env) (transitionResult, error) {
+			return revertCheckpoint(st, env, l, review.ChannelTUI)
+		})
 	}
 	r := commit("  start ")
 	keysExactly(t, r, "status", "flow_id", "label", "step_number", "current_step_id", "checkpoints")
@@ -325,7 +333,7 @@ func TestConformanceParallelErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
 	pd := func(id string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, id, nil, "clean") })
+		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return parallelDone(st, env, id, nil, "clean") })
 	}
 	r := pd("run")
 	keysExactly(t, r, "status", "error_type", "message")
@@ -347,17 +355,17 @@ func TestConformanceAudit(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
 	keysAudit := []string{"flow_id", "flow_name", "status", "steps_completed", "total_steps", "trace", "round", "rounds",
 		"iterations", "archived_iterations", "child_audits", "total_duration_ms", "created_at", "updated_at", "flow_status"}
-	a := wire(t, Audit(f.st, f.env))
+	a := wire(t, auditFlow(f.st, f.env))
 	keysExactly(t, a, keysAudit...)
 	expect(t, a, map[string]any{"status": "in_progress", "steps_completed": 0, "total_steps": 2, "rounds": []any{},
 		"iterations": map[string]any{}, "archived_iterations": []any{}, "child_audits": map[string]any{}, "round": 0})
 	f.stepDone("work", map[string]any{})
-	a = wire(t, Audit(f.st, f.env))
+	a = wire(t, auditFlow(f.st, f.env))
 	keysExactly(t, a, append(append([]string(nil), keysAudit...), "gate")...)
 	f.resolve("review", review.Revise)
 	f.stepDone("work", map[string]any{})
 	f.resolve("review", review.Approve)
-	a = wire(t, Audit(f.st, f.env))
+	a = wire(t, auditFlow(f.st, f.env))
 	expect(t, a, map[string]any{"status": "complete", "steps_completed": 2, "round": 1})
 	rounds := a["rounds"].([]any)
 	if len(rounds) != 1 {
@@ -366,7 +374,7 @@ func TestConformanceAudit(t *testing.T) {
 	keysExactly(t, rounds[0].(map[string]any), "round", "steps")
 	expect(t, rounds[0].(map[string]any), map[string]any{"round": 0})
 	// Kept after completion: resume answers the completion object again.
-	r := f.do(Resume)
+	r := f.do(resumeFlow)
 	keysExactly(t, r, keysCompletion...)
 	expect(t, r, map[string]any{"status": "complete"})
 }
@@ -466,7 +474,7 @@ flows:
 		f.stepDone("w", map[string]any{"w": 1})
 		r := f.resolve("gate", review.Kill)
 		expect(t, r, map[string]any{"status": "execute_step", "step_id": "cleanup"})
-		a := wire(t, Audit(f.st, f.env))
+		a := wire(t, auditFlow(f.st, f.env))
 		expect(t, a, map[string]any{"status": "killed", "flow_status": "running"})
 		r = f.stepDone("cleanup", map[string]any{"c": 1})
 		keysExactly(t, r, keysCompletion...)
@@ -603,11 +611,11 @@ flows:
         depends_on: [loop]
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "loop") })
+	f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "loop") })
 	var r map[string]any
 	for _, s := range []int{5, 9, 1} {
-		r = f.do(func(st *FlowState, env Env) (Result, error) {
-			return IterationReport(st, env, "loop", map[string]any{"s": s})
+		r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+			return iterationReport(st, env, "loop", map[string]any{"s": s})
 		})
 	}
 	expect(t, r, map[string]any{"outcome": "exit_max", "final_result": map[string]any{"s": 9}, "best_score": 9, "best_iteration": 2})
@@ -632,7 +640,9 @@ func TestConformanceParallelTaskCertificate(t *testing.T) {
 		map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{"artifact": "## Plan\nok"}},
 		map[string]any{"task_id": "t2", "status": "complete", "result": map[string]any{"artifact": "none"}},
 	}
-	r := f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "run", in, "clean") })
+	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDone(st, env, "run", in, "clean")
+	})
 	expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{
 		"require='all' not satisfied: 1 completed, 1 failed", "task 't2' cert: certificate missing section: Plan"}})
 	if in[1].(map[string]any)["status"] != "complete" {
@@ -667,10 +677,10 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func(id string) {
-		f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, id) })
+		f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, id) })
 	}
 	report := func(id string, v map[string]any) map[string]any {
-		return f.do(func(st *FlowState, env Env) (Result, error) { return IterationReport(st, env, id, v) })
+		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationReport(st, env, id, v) })
 	}
 	start("loop")
 	report("loop", map[string]any{"v": 3})
@@ -697,10 +707,10 @@ flows:
 	// A scored loop whose score_expr never yields a number runs to exit_max.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 2
-	g.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "scored") })
+	g.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "scored") })
 	for i := 1; i <= 4; i++ {
-		r = g.do(func(st *FlowState, env Env) (Result, error) {
-			return IterationReport(st, env, "scored", map[string]any{"s": "not a number"})
+		r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+			return iterationReport(st, env, "scored", map[string]any{"s": "not a number"})
 		})
 	}
 	expect(t, r, map[string]any{"outcome": "exit_max", "iteration": 4})
@@ -721,9 +731,9 @@ flows:
         output_schema: {type: object, additionalProperties: false, properties: {ok: {type: boolean}}}
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (Result, error) { return IterationStart(st, env, "hunt") })
-	r := f.do(func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
+	f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "hunt") })
+	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return iterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
 	})
 	expect(t, r, map[string]any{"new_count": 2, "dry_streak": 0})
 	// The schema forbids extra keys: the merge happens after validation.

@@ -40,7 +40,7 @@ func TestFlowStep(t *testing.T) {
 		t.Fatalf("active child %v", f.st.ActiveChildFlowID)
 	}
 	// Re-dispatching is idempotent: same child.
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	if r["child_flow_id"] != childID {
 		t.Fatalf("resume made a new child: %s", show(r))
 	}
@@ -175,7 +175,9 @@ func TestParallelDone(t *testing.T) {
 				"isolation": "worktree", "require": c.require, "merge": "sequential_apply",
 				"intent_template": "do {description}", "retries_remaining": 2, "agent": "claude",
 			})
-			r = f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "run", c.results, c.merge) })
+			r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+				return parallelDone(st, env, "run", c.results, c.merge)
+			})
 			if c.status == "complete" {
 				expect(t, r, map[string]any{"status": "complete"})
 				out := r["output"].(map[string]any)
@@ -187,7 +189,9 @@ func TestParallelDone(t *testing.T) {
 			}
 			// First failure: retry with the violation; second: exhausted.
 			expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{c.viol}, "retries_remaining": 1})
-			r = f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "run", c.results, c.merge) })
+			r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+				return parallelDone(st, env, "run", c.results, c.merge)
+			})
 			expect(t, r, map[string]any{"status": "error", "error_type": "retries_exhausted", "violations": []any{c.viol}})
 		})
 	}
@@ -206,9 +210,13 @@ func countFailed(results []any) int {
 func TestParallelDoneErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
-	r := f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "run", nil, "clean") })
+	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDone(st, env, "run", nil, "clean")
+	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "step_mismatch"})
-	r = f.do(func(st *FlowState, env Env) (Result, error) { return ParallelDone(st, env, "split", nil, "clean") })
+	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDone(st, env, "split", nil, "clean")
+	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "wrong_step_type",
 		"message": "Step 'split' is a decompose step, not parallel_dispatch. Use stratum_step_done for non-parallel steps."})
 }
@@ -247,7 +255,7 @@ flows:
 		{"extras accepted", map[string]any{"topic": "go", "extra": true}, "", map[string]any{"t": "go", "d": 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, res, err := Plan(env, "main", c.inputs, PlanOptions{})
+			st, res, err := planFlow(env, "main", c.inputs, PlanOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,8 +273,40 @@ flows:
 			expect(t, r, map[string]any{"status": "execute_step", "flow_id": "id-1", "inputs": c.want})
 		})
 	}
-	if _, _, err := Plan(env, "nope", nil, PlanOptions{}); err == nil || err.Error() != "Flow 'nope' not found in spec" {
+	if _, _, err := planFlow(env, "nope", nil, PlanOptions{}); err == nil || err.Error() != "Flow 'nope' not found in spec" {
 		t.Errorf("unknown flow: %v", err)
+	}
+}
+
+// A flow input that a step reads and nobody gave is refused at plan
+// (invalid_input), not left to fail the step that reads it.
+func TestPlanMissingInput(t *testing.T) {
+	sp := mustParse(t, `version: "0.2"
+flows:
+  main:
+    input:
+      topic: {type: string}
+      unused: {type: string}
+    steps:
+      - id: a
+        intent: "A"
+        inputs: {t: "$.input.topic"}
+`)
+	env := Env{Spec: sp, Now: t0, NewID: func() string { return "id-1" }}
+	st, res, err := planFlow(env, "main", map[string]any{}, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wire(t, res.Wire())
+	if st != nil {
+		t.Fatal("refused plan returned a state")
+	}
+	expect(t, r, map[string]any{"status": "error", "error_type": "invalid_input"})
+	if msg := r["message"].(string); !strings.Contains(msg, "missing input 'topic' (step 'a' reads $.input.topic)") || strings.Contains(msg, "unused") {
+		t.Errorf("message %q", msg)
+	}
+	if st, _, _ := planFlow(env, "main", map[string]any{"topic": "go"}, PlanOptions{}); st == nil {
+		t.Error("the input given: want a plan")
 	}
 }
 
@@ -320,7 +360,7 @@ func TestChildAbandonedAndFailed(t *testing.T) {
 	done := c.stepDone("c1", map[string]any{"ok": false})
 	expect(t, done, map[string]any{"error_type": "retries_exhausted"})
 	f.save(c)
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "execute_flow", "child_flow_id": childID})
 	expect(t, r["child_step"].(map[string]any), map[string]any{"status": "failed", "flow_id": childID})
 	if c2 := f.child(childID); c2.st.Status != StatusFailed {

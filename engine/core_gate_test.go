@@ -55,7 +55,7 @@ func TestAwaitGateDispatch(t *testing.T) {
 	expect(t, r, map[string]any{"status": "error", "error_type": "gate_step_requires_gate_resolve",
 		"message": "Step 'review' is a gate step. Use stratum_gate_resolve to resolve it."})
 	noKey(t, r, "success")
-	r = f.do(func(st *FlowState, env Env) (Result, error) { return SkipStep(st, env, "review", "no") })
+	r = f.do(func(st *FlowState, env Env) (transitionResult, error) { return skipStep(st, env, "review", "no") })
 	expect(t, r, map[string]any{"error_type": "execution_error"})
 	if !strings.Contains(r["message"].(string), "gate step") {
 		t.Errorf("message %v", r["message"])
@@ -166,7 +166,7 @@ func TestGateKill(t *testing.T) {
 	if f.st.Status != StatusKilled || *f.st.TerminalStatus != "killed" {
 		t.Fatalf("status %q", f.st.Status)
 	}
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "killed", "flow_id": f.st.FlowID})
 }
 
@@ -202,7 +202,7 @@ flows:
 	f := atGate(t, src)
 	r := f.resolve("review", review.Kill)
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "cleanup"})
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "cleanup"})
 	r = f.stepDone("cleanup", map[string]any{"cleaned": true})
 	expect(t, r, map[string]any{"status": "killed", "output": map[string]any{"cleaned": true}})
@@ -313,25 +313,25 @@ flows:
 
 func TestCheckTimeouts(t *testing.T) {
 	f, _ := plan(t, specGate, "main", nil)
-	r := f.do(CheckTimeouts)
+	r := f.do(checkTimeouts)
 	// The original's no_timeout carries no flow_id.
 	expect(t, r, map[string]any{"status": "no_timeout", "message": "Current step is not a gate step"})
 	noKey(t, r, "flow_id")
 	f.stepDone("work", map[string]any{"v": 1}) // gate dispatched at t0 → deadline t0+60s
 	f.later(30 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "no_timeout", "remaining_seconds": 30})
 	// A resume does not re-stamp the persisted deadline.
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "await_gate", "deadline": t0.Add(60 * time.Second).Format(time.RFC3339Nano)})
 	f.later(31 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout", "flow_id": f.st.FlowID})
 	g := f.st.Records[len(f.st.Records)-1]
 	if g.Type != RecordGate || g.Outcome != "kill" || g.ResolvedBy != "system" || g.Channel != "timeout" || g.Rationale != "timeout" {
 		t.Errorf("record %+v", g)
 	}
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout", "flow_id": f.st.FlowID, "total_duration_ms": 61000})
 }
 
@@ -347,7 +347,7 @@ func TestOnTimeoutVariants(t *testing.T) {
 			src := strings.Replace(specGate, "timeout: 60", "timeout: 60\n    on_timeout: "+c.onTimeout, 1)
 			f := atGate(t, src)
 			f.later(2 * time.Minute)
-			r := f.do(CheckTimeouts)
+			r := f.do(checkTimeouts)
 			expect(t, r, map[string]any{"status": c.status})
 			if c.step != "" {
 				expect(t, r, map[string]any{"step_id": c.step})

@@ -35,7 +35,7 @@ type fixture struct {
 	flows    map[string][]byte // child flows, JSON as stored
 	ids      int
 	events   []Event
-	lastPlan Result
+	lastPlan transitionResult
 }
 
 func (f *fixture) Get(id string) (*FlowState, error) {
@@ -60,7 +60,7 @@ func plan(t *testing.T, src, flow string, inputs map[string]any) (*fixture, map[
 	t.Helper()
 	f := &fixture{t: t, spec: mustParse(t, src), flows: map[string][]byte{}}
 	f.env = Env{Spec: f.spec, Now: t0, NewID: f.nextID, Children: f}
-	st, res, err := Plan(f.env, flow, inputs, PlanOptions{})
+	st, res, err := planFlow(f.env, flow, inputs, PlanOptions{})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -75,7 +75,7 @@ func plan(t *testing.T, src, flow string, inputs map[string]any) (*fixture, map[
 	return f, wire(t, res.Wire())
 }
 
-func (f *fixture) absorb(res Result) {
+func (f *fixture) absorb(res transitionResult) {
 	for _, p := range res.Put {
 		b, err := json.Marshal(p)
 		if err != nil {
@@ -107,7 +107,7 @@ func (f *fixture) roundTrip() {
 }
 
 // do runs a transition on the fixture's flow.
-func (f *fixture) do(fn func(st *FlowState, env Env) (Result, error)) map[string]any {
+func (f *fixture) do(fn func(st *FlowState, env Env) (transitionResult, error)) map[string]any {
 	f.t.Helper()
 	res, err := fn(f.st, f.env)
 	if err != nil {
@@ -120,7 +120,7 @@ func (f *fixture) do(fn func(st *FlowState, env Env) (Result, error)) map[string
 
 func (f *fixture) stepDone(stepID string, result any) map[string]any {
 	f.t.Helper()
-	return f.do(func(st *FlowState, env Env) (Result, error) { return StepDone(st, env, stepID, result) })
+	return f.do(func(st *FlowState, env Env) (transitionResult, error) { return stepDone(st, env, stepID, result) })
 }
 
 func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*review.Decision)) map[string]any {
@@ -129,7 +129,7 @@ func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*revie
 	for _, m := range mutate {
 		m(&d)
 	}
-	return f.do(func(st *FlowState, env Env) (Result, error) { return GateResolve(st, env, d) })
+	return f.do(func(st *FlowState, env Env) (transitionResult, error) { return gateResolve(st, env, d) })
 }
 
 func (f *fixture) later(d time.Duration) { f.env.Now = f.env.Now.Add(d) }

@@ -42,7 +42,7 @@ func TestResumeFinished(t *testing.T) {
 	for _, id := range []string{"a", "c", "b"} {
 		f.stepDone(id, map[string]any{"id": id})
 	}
-	res, err := Resume(f.st, f.env)
+	res, err := resumeFlow(f.st, f.env)
 	if err != nil || !res.Unchanged {
 		t.Fatalf("resume of a complete flow: %v unchanged=%v", err, res.Unchanged)
 	}
@@ -51,12 +51,12 @@ func TestResumeFinished(t *testing.T) {
 	f, _ = plan(t, specReviewLoop, "main", nil)
 	f.stepDone("write", map[string]any{})
 	f.st.Status = StatusFailed
-	r := f.do(Resume)
+	r := f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "failed", "flow_id": f.st.FlowID})
 
 	// A resume that changes nothing is marked unchanged (no write).
 	f, _ = plan(t, specOrder, "main", nil)
-	res, _ = Resume(f.st, f.env)
+	res, _ = resumeFlow(f.st, f.env)
 	if !res.Unchanged || res.Wire()["step_id"] != "a" {
 		t.Fatalf("resume: %+v", res)
 	}
@@ -68,11 +68,11 @@ func TestOnTimeoutReviseAtMaxRounds(t *testing.T) {
 	src = strings.Replace(src, "max_rounds: 2", "max_rounds: 1", 1)
 	f := atGate(t, src)
 	f.later(61 * time.Second)
-	r := f.do(CheckTimeouts)
+	r := f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "work"})
 	f.stepDone("work", map[string]any{"v": 2})
 	f.later(61 * time.Second)
-	r = f.do(CheckTimeouts)
+	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout"})
 }
 
@@ -154,12 +154,12 @@ flows:
 	result := map[string]any{"n": 3}
 	b.ReportAllocs()
 	for b.Loop() {
-		st, _, err := Plan(env, "main", nil, PlanOptions{})
+		st, _, err := planFlow(env, "main", nil, PlanOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		env.Flow = sp.Flows["main"]
-		if _, err := StepDone(st, env, "a", result); err != nil {
+		if _, err := stepDone(st, env, "a", result); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,10 +9,10 @@ import (
 
 // Dispatch statuses.
 const (
-	DispatchExecuteStep = "execute_step"
-	DispatchAwaitGate   = "await_gate"
-	DispatchExecuteFlow = "execute_flow"
-	DispatchParallel    = "parallel_dispatch"
+	dispatchExecuteStep = "execute_step"
+	dispatchAwaitGate   = "await_gate"
+	dispatchExecuteFlow = "execute_flow"
+	dispatchParallel    = "parallel_dispatch"
 )
 
 // Gate policies.
@@ -33,9 +33,9 @@ const (
 // An error is an execution_error *Error (a $-reference that does not
 // resolve, an unknown child flow): the caller answers it and discards the
 // state.
-func currentDispatch(st *FlowState, env Env) (Result, error) {
+func currentDispatch(st *FlowState, env Env) (transitionResult, error) {
 	ensureMaps(st)
-	var res Result
+	var res transitionResult
 	visited := map[string]bool{}
 	failedPolicy := "" // the policy that could not approve the gate the loop stopped at
 	for !pastEnd(st, env) {
@@ -80,7 +80,7 @@ func currentDispatch(st *FlowState, env Env) (Result, error) {
 	step := currentStep(st, env)
 	out, err := dispatchStep(st, env, step, &res)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	if failedPolicy != "" {
 		notePolicyFallback(&res, step.ID, failedPolicy)
@@ -100,7 +100,7 @@ func humanOnly(step *specs.Step) bool {
 
 // notePolicyFallback marks the gate_opened event of a gate whose policy
 // failed with the policy and why, for the trace and the reviewer.
-func notePolicyFallback(res *Result, stepID, policy string) {
+func notePolicyFallback(res *transitionResult, stepID, policy string) {
 	for i := len(res.Events) - 1; i >= 0; i-- {
 		if ev := &res.Events[i]; ev.Type == EventGateOpened && ev.StepID == stepID {
 			ev.Data["policy"] = policy
@@ -119,7 +119,7 @@ func skipIfTrue(st *FlowState, env Env, step *specs.Step) bool {
 
 // skipCurrent records a skip of the current (non-gate) step, sets its output
 // to null and advances.
-func skipCurrent(st *FlowState, env Env, step *specs.Step, reason string, res *Result) {
+func skipCurrent(st *FlowState, env Env, step *specs.Step, reason string, res *transitionResult) {
 	rec := newRecord(st, env, RecordSkip, step.ID)
 	rec.SkipReason = reason
 	st.Records = append(st.Records, rec)
@@ -137,7 +137,7 @@ func skipCurrent(st *FlowState, env Env, step *specs.Step, reason string, res *R
 
 // autoApprove resolves a gate without a human: a PolicyRecord (never a
 // GateRecord), then on_approve (null → the flow completes).
-func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale string, res *Result) {
+func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale string, res *transitionResult) {
 	rec := newRecord(st, env, RecordPolicy, step.ID)
 	rec.EffectivePolicy = policy
 	rec.ResolvedOutcome = string("approve")
@@ -148,7 +148,7 @@ func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale str
 		st.Gate = nil
 	}
 	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, map[string]any{
-		"outcome": "approve", "channel": "policy", "policy": policy, "rationale": rationale,
+		"outcome": "approve", "channel": "policy", "policy": policy, "rationale": rationale, "round": st.Round,
 	}))
 	jumpOrEnd(st, env, step.OnApprove)
 }
@@ -179,7 +179,7 @@ func stampDispatch(st *FlowState, env Env, stepID string) bool {
 }
 
 // dispatchStep builds the dispatch of a step (upstream-behavior §2.3).
-func dispatchStep(st *FlowState, env Env, step *specs.Step, res *Result) (Outcome, error) {
+func dispatchStep(st *FlowState, env Env, step *specs.Step, res *transitionResult) (Outcome, error) {
 	idx := st.CurrentIdx
 	if stampDispatch(st, env, step.ID) {
 		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, map[string]any{"step_mode": step.StepMode()}))
@@ -282,7 +282,7 @@ func reviseFeedback(st *FlowState, step *specs.Step) *ReviseFeedback {
 // additions to any dispatch object): deadline (the persisted absolute
 // deadline, RFC 3339, null without a timeout) and approver ("any" or
 // "human": a human gate refuses decisions through MCP).
-func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) *GateDispatch {
+func dispatchGate(st *FlowState, env Env, step *specs.Step, res *transitionResult) *GateDispatch {
 	st.Status = StatusAwaitingGate
 	if st.Gate == nil || st.Gate.StepID != step.ID || st.Gate.Round != st.Round {
 		g := &PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
@@ -326,7 +326,7 @@ func dispatchGate(st *FlowState, env Env, step *specs.Step, res *Result) *GateDi
 // finish builds the payload of a flow whose cursor is past the end and marks
 // it finished: {status, flow_id, output, trace, total_duration_ms}, status =
 // terminal_status or "complete" (README, "Deliberate differences": all-skipped flows complete too).
-func finish(st *FlowState, env Env, res *Result) *Completion {
+func finish(st *FlowState, env Env, res *transitionResult) *Completion {
 	status := StatusComplete
 	if killedMode(st) {
 		status = StatusKilled

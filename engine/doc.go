@@ -11,7 +11,8 @@
 // original's error_type, and it matches the review sentinels with errors.Is
 // (a decision on a gate that moved on is review.ErrAlreadyDecided, one for
 // another round review.ErrStaleRound, one refused for its channel
-// review.ErrNotAllowed). Service methods return (Outcome, error): a *Error
+// review.ErrNotAllowed, one without the rationale it needs
+// review.ErrRationaleRequired). Service methods return (Outcome, error): a *Error
 // or a store failure. Two errors are answered after the transition was
 // committed (Error.Committed): retries_exhausted and max_rounds_exceeded.
 // Notes carry what a report adds to the outcome it answers with (a failed
@@ -89,8 +90,11 @@
 //     flow, the workflow's) typed input params and applies workflow
 //     defaults; a mismatch is error_type invalid_input. Undeclared inputs are
 //     accepted, as the original.
-//   - Gates: approver human refuses decisions through MCP (error_type
-//     gate_requires_human); a decision naming another round (Decision.Round,
+//   - Gates: a revise or kill without a rationale is refused on every
+//     channel but MCP (review.Check, applied by Service.GateResolve and
+//     Decide before the flow is read: error_type rationale_required, which
+//     matches review.ErrRationaleRequired); approver human refuses
+//     decisions through MCP (error_type gate_requires_human); a decision naming another round (Decision.Round,
 //     or the round of Decision.ReviewID) is stale_round. on_timeout revise
 //     that cannot happen (no on_revise, max_rounds reached) kills instead.
 //   - No way around a human (human.go): while a flow or any active
@@ -217,11 +221,14 @@
 // through Event.Detail (eventdetail.go), the one typed reading of every key
 // a transition writes, which gives the same values for an event fresh from
 // the broker (Go ints, []string) and one read back from the log (JSON
-// numbers).
+// numbers). A gate_resolved event carries the whole decision (outcome,
+// rationale, reviewer, resolved_by, channel, round, a revise's
+// revise_target; max_rounds_exceeded when the gate waits on): a waiter
+// reads it with Event.GateDecision instead of reading the flow.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
-// frame) is held to one rule, jsonlimit.go: at most MaxJSONBytes (16 MiB)
-// and MaxJSONDepth (256) levels of nesting.
+// frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB
+// and 256 levels of nesting.
 //
 // The engine imports specs and review only; it never imports store, bbolt,
 // etcd, bubbletea or fsnotify (.ci/imports checks it).

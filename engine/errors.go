@@ -34,11 +34,16 @@ const (
 	ErrTypeCheckpointUnknown ErrorType = "checkpoint_not_found"
 	ErrTypeGateRequiresHuman ErrorType = "gate_requires_human" // ours: approver human refuses the mcp channel
 	ErrTypeStaleRound        ErrorType = "stale_round"         // ours: a decision for another round of the gate
+	ErrTypeRationaleRequired ErrorType = "rationale_required"  // ours: a revise or kill without a rationale (review.Check)
 	ErrTypeFlowOwned         ErrorType = "flow_owned"          // ours: a live runner lease owns the flow
 	ErrTypeHumanGatePending  ErrorType = "human_gate_pending"  // ours: the call would end, skip or orphan a pending approver: human gate
 	ErrTypeFlowNotRunning    ErrorType = "flow_not_running"    // ours: the flow failed or ran out of budget
 	ErrTypeInvalidInput      ErrorType = "invalid_input"       // ours: plan inputs do not match the flow's input params
 	ErrTypeInternal          ErrorType = "internal_error"
+	// ErrTypeAmbiguousFlowID is ours: a flow id prefix that more than one
+	// flow id starts with (ids.go). Its envelope carries candidates: the
+	// matching ids.
+	ErrTypeAmbiguousFlowID ErrorType = "ambiguous_flow_id"
 )
 
 // Error is an answer the original gives as an error envelope {status:
@@ -51,8 +56,9 @@ const (
 // Errors match the review sentinels with errors.Is: a decision on a gate
 // that is no longer waiting (flow_already_complete, not_a_gate_step,
 // wrong_step) is review.ErrAlreadyDecided, a decision for another round
-// review.ErrStaleRound, and one refused for its channel (gate_requires_human)
-// review.ErrNotAllowed.
+// review.ErrStaleRound, one refused for its channel (gate_requires_human)
+// review.ErrNotAllowed, and a revise or kill without a rationale
+// (rationale_required) review.ErrRationaleRequired.
 type Error struct {
 	Type    ErrorType
 	Message string
@@ -99,6 +105,8 @@ func (e *Error) Is(target error) bool {
 		return e.Type == ErrTypeStaleRound
 	case review.ErrNotAllowed:
 		return e.Type == ErrTypeGateRequiresHuman
+	case review.ErrRationaleRequired:
+		return e.Type == ErrTypeRationaleRequired
 	}
 	return false
 }

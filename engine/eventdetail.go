@@ -36,6 +36,10 @@ type EventDetail struct {
 	Reviewer   string
 	Rationale  string
 	Policy     string // gate_resolved by a policy; gate_opened: the policy that failed
+	// gate_resolved: a revise's target step; a revise refused by
+	// max_rounds (recorded, the gate waits on in its round)
+	ReviseTarget      string
+	MaxRoundsExceeded bool
 	// gate_opened: why the gate's policy could not approve it (it waits
 	// for a reviewer instead: policy_fallback)
 	PolicyFailed string
@@ -103,6 +107,8 @@ func (e Event) Detail() EventDetail {
 	x.Rationale = dataString(d, "rationale")
 	x.Policy = dataString(d, "policy")
 	x.PolicyFailed = dataString(d, "policy_failed")
+	x.ReviseTarget = dataString(d, "revise_target")
+	x.MaxRoundsExceeded = dataBool(d, "max_rounds_exceeded")
 	x.Action = dataString(d, "action")
 	x.Label = dataString(d, "label")
 	x.StepNumber = dataInt(d, "step_number")

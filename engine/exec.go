@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -127,6 +126,10 @@ const (
 	AttemptTransport = "transport" // transport retries ran out
 	AttemptTooLarge  = "too_large" // output exceeded the executor's cap
 	AttemptConfig    = "config"    // misconfiguration (no provider, unknown agent, …)
+	AttemptContract  = "contract"  // a command's or agent's result does not fit its output contract
+	// AttemptTaskGraph: a decompose step's task graph is malformed
+	// (engine/internal/fanout.GraphViolations).
+	AttemptTaskGraph = "task_graph"
 )
 
 // AttemptError is a failed attempt: it spends an attempt exactly like a
@@ -144,12 +147,6 @@ func (e *AttemptError) Error() string {
 	}
 	return e.Kind + ": " + strings.Join(e.Violations, "; ")
 }
-
-// ErrBudgetExhausted is returned (wrapped) by an executor that refuses to
-// start a call because the remaining budget (req.Budget) does not allow it.
-// The runner maps it to the budget_exhausted flow status; it spends no
-// attempt.
-var ErrBudgetExhausted = errors.New("budget exhausted")
 
 // Executor runs one attempt of one step. It must honour ctx and
 // req.Budget.Deadline. A returned *AttemptError spends an attempt; an error

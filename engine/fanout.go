@@ -3,9 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/specs"
@@ -19,11 +16,6 @@ import (
 // fan-out's outcome is reported through ParallelDone like an agent's
 // stratum_parallel_done — the state machine stays the one judge of require,
 // merge and the step's checks.
-
-// EventParallelTask is a task of a parallel_dispatch step changing state
-// (ours). Its data: task_id, state, runs, duration_ms, worktree, branch,
-// error, violations.
-const EventParallelTask EventType = "parallel_task"
 
 // Task states (the original's ParallelTaskState.state).
 const (
@@ -111,12 +103,6 @@ func (t ParallelTask) TaskResult() map[string]any {
 	return m
 }
 
-// UnixSeconds is a time as the original's float timestamps.
-func UnixSeconds(t time.Time) *float64 {
-	f := float64(t.UnixNano()) / 1e9
-	return &f
-}
-
 // dispatchKey is the identity of a step's current dispatch ("" when the
 // step is not dispatched).
 func dispatchKey(st *FlowState, stepID string) string {
@@ -161,21 +147,15 @@ func decodeTask(raw any) (ParallelTask, bool) {
 	return t, true
 }
 
-// RecordParallelTask stores one task's state in the flow (a transition).
+// recordParallelTask stores one task's state in the flow (a transition).
 // It is refused (wrong_step / wrong_step_type) unless stepID is the flow's
 // current parallel_dispatch step, so a late report of a task whose step was
 // already reported never lands in the next step's fan-out.
-func RecordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) {
+func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
-	if pastEnd(st, env) || isFinished(st) {
-		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
-	}
-	step := currentStep(st, env)
-	if step.ID != t.StepID {
-		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, t.StepID)), nil
-	}
-	if step.Kind != specs.KindParallelDispatch {
-		return refused(refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.", step.ID, step.StepMode())), nil
+	step, e := reportable(st, env, t.StepID, parallelTaskReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if t.TaskID == "" {
 		return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil
@@ -187,7 +167,7 @@ func RecordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) 
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	if st.ParallelTasks == nil {
 		st.ParallelTasks = map[string]any{}
@@ -206,14 +186,14 @@ func RecordParallelTask(st *FlowState, env Env, t ParallelTask) (Result, error) 
 	if len(t.Violations) > 0 {
 		data["violations"] = append([]string(nil), t.Violations...)
 	}
-	return Result{Events: []Event{event(st, env, EventParallelTask, step.ID, data)}}, nil
+	return transitionResult{Events: []Event{event(st, env, EventParallelTask, step.ID, data)}}, nil
 }
 
 // RecordParallelTask is the Service form of RecordParallelTask
 // (lease-checked like every report).
 func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t ParallelTask, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return RecordParallelTask(st, env, t)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return recordParallelTask(st, env, t)
 	})
 }
 
@@ -222,8 +202,8 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t Paral
 // conflicted in which file, why each task failed), so the retry is told
 // more than the original's one-line verdict.
 func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return parallelDone(st, env, stepID, taskResults, mergeStatus, details)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
 	})
 }
 
@@ -232,259 +212,6 @@ func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID strin
 // does not carry them (parallel_dispatch).
 func ResolveStepInputs(st *FlowState, step *specs.Step) (map[string]any, error) {
 	return resolveInputs(st, step)
-}
-
-// Task is one task of a task graph, read from a decompose step's output or
-// a parallel_dispatch step's source.
-type Task struct {
-	ID          string
-	Description string
-	FilesOwned  []string
-	FilesRead   []string
-	DependsOn   []string
-	// Raw is the task object as given (what executors receive).
-	Raw map[string]any
-}
-
-// ParseTasks reads a parallel_dispatch source: a list of task objects, each
-// with a non-empty string id. A graph object {"tasks": [...]} is accepted
-// too. The error says what was found instead.
-func ParseTasks(source any) ([]Task, error) {
-	if m, ok := source.(map[string]any); ok {
-		if inner, ok := m["tasks"]; ok {
-			source = inner
-		}
-	}
-	list, ok := source.([]any)
-	if !ok {
-		return nil, fmt.Errorf("the source is %s, not a task list ([{id, description, files_owned, depends_on}, …])", describe(source))
-	}
-	tasks := make([]Task, 0, len(list))
-	for i, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("task %d is %s, not an object with an id", i, describe(item))
-		}
-		t := Task{Raw: m}
-		t.ID, _ = m["id"].(string)
-		if strings.TrimSpace(t.ID) == "" {
-			return nil, fmt.Errorf("task %d has no id (a non-empty string)", i)
-		}
-		t.Description, _ = m["description"].(string)
-		var err error
-		if t.FilesOwned, err = stringList(m, "files_owned", t.ID); err != nil {
-			return nil, err
-		}
-		if t.FilesRead, err = stringList(m, "files_read", t.ID); err != nil {
-			return nil, err
-		}
-		if t.DependsOn, err = stringList(m, "depends_on", t.ID); err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, t)
-	}
-	return tasks, nil
-}
-
-func stringList(m map[string]any, key, id string) ([]string, error) {
-	raw, ok := m[key]
-	if !ok || raw == nil {
-		return nil, nil
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		if ss, ok := raw.([]string); ok {
-			return append([]string(nil), ss...), nil
-		}
-		return nil, fmt.Errorf("task '%s': %s is %s, not a list of strings", id, key, describe(raw))
-	}
-	out := make([]string, 0, len(list))
-	for _, v := range list {
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("task '%s': %s holds %s, not a string", id, key, describe(v))
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return fmt.Sprintf("a string (%q)", clipText(x, 40))
-	case bool:
-		return "a boolean"
-	case float64, int, int64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// TaskGraphViolations checks a decompose step's output (a task graph:
-// {"tasks": [...]}) before anything is dispatched: a task list of objects
-// with ids, no duplicate id, no dependency on an unknown task or on
-// itself, no cycle. Each problem is one violation, fed back to the retry.
-func TaskGraphViolations(output any) []string {
-	tasks, err := ParseTasks(output)
-	if err != nil {
-		return []string{"task graph: " + err.Error()}
-	}
-	return TaskListViolations(tasks)
-}
-
-// TaskListViolations checks parsed tasks (see TaskGraphViolations).
-func TaskListViolations(tasks []Task) []string {
-	var vs []string
-	ids := map[string]bool{}
-	for _, t := range tasks {
-		if ids[t.ID] {
-			vs = append(vs, fmt.Sprintf("task graph: duplicate task id '%s'", t.ID))
-		}
-		ids[t.ID] = true
-	}
-	for _, t := range tasks {
-		for _, d := range t.DependsOn {
-			switch {
-			case d == t.ID:
-				vs = append(vs, fmt.Sprintf("task graph: task '%s' depends on itself", t.ID))
-			case !ids[d]:
-				vs = append(vs, fmt.Sprintf("task graph: task '%s' depends on unknown task '%s'", t.ID, d))
-			}
-		}
-	}
-	if len(vs) > 0 {
-		return vs
-	}
-	if cycle := findCycle(tasks); len(cycle) > 0 {
-		vs = append(vs, "task graph: dependency cycle "+strings.Join(cycle, " → "))
-	}
-	return vs
-}
-
-// findCycle returns one dependency cycle (first node repeated at the end),
-// or nil.
-func findCycle(tasks []Task) []string {
-	deps := map[string][]string{}
-	var order []string
-	for _, t := range tasks {
-		if _, ok := deps[t.ID]; !ok {
-			order = append(order, t.ID)
-		}
-		deps[t.ID] = t.DependsOn
-	}
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[string]int{}
-	var stack []string
-	var found []string
-	var visit func(id string) bool
-	visit = func(id string) bool {
-		color[id] = grey
-		stack = append(stack, id)
-		for _, d := range deps[id] {
-			switch color[d] {
-			case grey:
-				for i, s := range stack {
-					if s == d {
-						found = append(append([]string(nil), stack[i:]...), d)
-						return true
-					}
-				}
-			case white:
-				if visit(d) {
-					return true
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[id] = black
-		return false
-	}
-	for _, id := range order {
-		if color[id] == white && visit(id) {
-			return found
-		}
-	}
-	return nil
-}
-
-// TaskPrompt renders a parallel_dispatch step's intent_template for a task
-// as the original does (str.format with the task's keys; {task.KEY} reads
-// the same keys): every {key} the task has is replaced; a template naming a
-// key the task lacks is used as written.
-func TaskPrompt(template string, task map[string]any) string {
-	var b strings.Builder
-	rest := template
-	for {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			b.WriteString(rest)
-			break
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
-			b.WriteString(rest)
-			break
-		}
-		key := strings.TrimPrefix(rest[i+1:i+j], "task.")
-		v, ok := task[key]
-		if !ok {
-			return template
-		}
-		b.WriteString(rest[:i])
-		if s, ok := v.(string); ok {
-			b.WriteString(s)
-		} else {
-			raw, _ := json.Marshal(v)
-			b.Write(raw)
-		}
-		rest = rest[i+j+1:]
-	}
-	return b.String()
-}
-
-// SortedTaskIDs returns the ids of a task map in order.
-func SortedTaskIDs(m map[string]ParallelTask) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// AttemptTaskGraph is the kind of a failed attempt of a decompose step
-// whose task graph is malformed (TaskGraphViolations).
-const AttemptTaskGraph = "task_graph"
-
-// RequireSatisfied evaluates a parallel_dispatch step's require (all: no
-// failure; any: one complete; N: N complete) as ParallelDone does.
-func RequireSatisfied(require string, completed, failed int) bool {
-	return requireSatisfied(require, completed, failed)
-}
-
-// RequireUnsatisfiable reports whether require can no longer be met once
-// the open tasks (pending or running) end, whatever their outcome: the
-// fan-out may then cancel them (the original's cascade cancel).
-func RequireUnsatisfiable(require string, completed, failed, open int) bool {
-	return !requireSatisfied(require, completed+open, failed)
 }
 
 // ResolveSource resolves a parallel_dispatch step's source against the flow

@@ -62,10 +62,6 @@ func ParallelRunOf(st *FlowState, stepID string) *ParallelRun {
 	return r
 }
 
-// ErrParallelRunHeld is returned by ClaimParallelRun when another live
-// lease runs the step's fan-out.
-var ErrParallelRunHeld = fmt.Errorf("the fan-out is run by another live server")
-
 // ClaimParallelRun takes (or renews, same lease id) the run of stepID's
 // current dispatch for the caller's lease. It fails with
 // ErrParallelRunHeld while another live lease holds it, and when the step
@@ -111,7 +107,7 @@ func (s *Service) EndParallelRun(ctx context.Context, flowID, stepID, leaseID, m
 		}
 		r := ParallelRunOf(st, stepID)
 		if r == nil || r.Lease == nil || r.Lease.ID != leaseID {
-			return computed{res: Result{Unchanged: true}}, nil
+			return computed{res: transitionResult{Unchanged: true}}, nil
 		}
 		st.ParallelRuns[stepID] = &ParallelRun{Dispatch: r.Dispatch, Done: mergeStatus != "", MergeStatus: mergeStatus,
 			Details: append([]string(nil), details...)}

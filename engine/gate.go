@@ -11,11 +11,11 @@ import (
 	"github.com/stratum-go/stratum/specs/py"
 )
 
-// GateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
+// gateResolve is stratum_gate_resolve (upstream-behavior §2.10). Validation
 // order: flow not complete → current step is a gate → outcome → resolved_by
 // → step id → (ours) approver human refuses the mcp channel → (ours) a
 // decision for another round is stale. Then approve / revise / kill.
-func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
+func gateResolve(st *FlowState, env Env, d review.Decision) (transitionResult, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
 	if st.IsLibrary() {
@@ -63,6 +63,17 @@ func GateResolve(st *FlowState, env Env, d review.Decision) (Result, error) {
 	return resolveGate(st, env, step, d)
 }
 
+// checkDecision applies review.Check, the rule of every channel (revise
+// and kill need a rationale, except through MCP), to a decision before
+// the gate is read: error_type rationale_required, with Check's message.
+func checkDecision(d review.Decision) *Error {
+	applyReviewID(&d)
+	if err := review.Check(d); err != nil {
+		return refusal(ErrTypeRationaleRequired, "%s", err.Error())
+	}
+	return nil
+}
+
 // applyReviewID fills a decision's step and round from its review id
 // (flow_id/step_id/round) when they are not given.
 func applyReviewID(d *review.Decision) {
@@ -96,8 +107,8 @@ func gateApprover(st *FlowState, step *specs.Step) string {
 }
 
 // resolveGate applies a validated decision to the current gate.
-func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (Result, error) {
-	var res Result
+func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (transitionResult, error) {
+	var res transitionResult
 	rec := newRecord(st, env, RecordGate, step.ID)
 	rec.Outcome = string(d.Outcome)
 	rec.Rationale = d.Rationale
@@ -110,10 +121,13 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 	}
 	rec.DurationMS = durationMS(opened, env.Now)
 	st.Records = append(st.Records, rec)
-	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, map[string]any{
+	// The event carries the decision, so whoever waits at the gate acts on
+	// it without reading the flow (GateDecision).
+	data := map[string]any{
 		"outcome": string(d.Outcome), "resolved_by": string(d.ResolvedBy), "channel": string(d.Channel),
 		"reviewer": d.Reviewer, "rationale": d.Rationale, "round": st.Round,
-	}))
+	}
+	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, data))
 
 	switch d.Outcome {
 	case review.Approve:
@@ -122,11 +136,13 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 	case review.Revise:
 		if env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds {
 			// The GateRecord stays in the active trace; the gate remains current.
+			data["max_rounds_exceeded"] = true
 			e := refusal(ErrTypeMaxRoundsExceeded, "Maximum rounds (%d) exceeded", env.Flow.MaxRounds)
 			e.Round = st.Round
 			res.Err = e
 			return res, nil
 		}
+		data["revise_target"] = step.OnRevise
 		closeGate(st, step)
 		st.Rounds = append(st.Rounds, copyRecords(st.Records))
 		st.ArchivedIterations = append(st.ArchivedIterations, st.Iterations)
@@ -159,9 +175,32 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (R
 	}
 	nr, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	return mergeResults(res, nr), nil
+}
+
+// GateDecision is the decision a gate_resolved event carries (outcome,
+// rationale, reviewer, resolved_by, channel, round; DecidedAt is the
+// event's time; a revise's target step is Detail().ReviseTarget). ok is
+// false for another event, for a decision that left the gate waiting (a
+// revise refused by max_rounds: the gate stays in its round), and for an
+// event that does not carry the decision (an older log's): a reader that
+// needs it then reads the flow.
+func (e Event) GateDecision() (d review.Decision, ok bool) {
+	if e.Type != EventGateResolved {
+		return review.Decision{}, false
+	}
+	x := e.Detail()
+	if x.Outcome == "" || x.Channel == "" || x.MaxRoundsExceeded {
+		return review.Decision{}, false
+	}
+	round := x.Round
+	return review.Decision{
+		ReviewID: review.ID(e.FlowID, e.StepID, round), FlowID: e.FlowID, StepID: e.StepID, Round: &round,
+		Outcome: review.Outcome(x.Outcome), Rationale: x.Rationale, Reviewer: x.Reviewer,
+		ResolvedBy: review.ResolvedBy(x.ResolvedBy), Channel: review.Channel(x.Channel), DecidedAt: e.Time,
+	}, true
 }
 
 // closeGate drops the pending gate of step.
@@ -172,7 +211,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 	}
 }
 
-// CheckTimeouts is stratum_check_timeouts with a persisted absolute deadline
+// checkTimeouts is stratum_check_timeouts with a persisted absolute deadline
 // (st.Gate.Deadline, set when the gate of the round was first dispatched).
 // On expiry it applies the gate's on_timeout (kill by default, approve,
 // revise — a revise that is impossible, no on_revise or max_rounds reached,
@@ -183,7 +222,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 // A deadline that already fired (applied by the background sweep, another
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
-func CheckTimeouts(st *FlowState, env Env) (Result, error) {
+func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
 	if st.IsLibrary() {
 		return libraryTimeouts(st, env)
 	}
@@ -191,7 +230,7 @@ func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if nt, ok := res.Outcome.(*NoTimeout); ok && nt.Remaining == nil {
+	if nt, ok := res.Outcome.(*notTimedOut); ok && nt.Remaining == nil {
 		if fired, ok, err := firedTimeout(st, env); err != nil || ok {
 			return fired, err
 		}
@@ -202,13 +241,13 @@ func CheckTimeouts(st *FlowState, env Env) (Result, error) {
 // applyExpiredTimeout applies the current gate's deadline when it has
 // passed, else answers no_timeout (the original's check). The sweep uses it
 // alone: a deadline another process applied is not the sweep's to count.
-func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
+func applyExpiredTimeout(st *FlowState, env Env) (transitionResult, error) {
 	ensureMaps(st)
 	if st.IsLibrary() {
 		return libraryTimeouts(st, env)
 	}
-	noTimeout := func(msg string) (Result, error) {
-		return answer(&NoTimeout{Message: msg}), nil
+	noTimeout := func(msg string) (transitionResult, error) {
+		return answer(&notTimedOut{Message: msg}), nil
 	}
 	if pastEnd(st, env) || isFinished(st) {
 		return noTimeout("Flow is already complete")
@@ -228,7 +267,7 @@ func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
 	}
 	if remaining := st.Gate.Deadline.Sub(env.Now); remaining > 0 {
 		secs := remaining.Seconds()
-		return answer(&NoTimeout{Remaining: &secs}), nil
+		return answer(&notTimedOut{Remaining: &secs}), nil
 	}
 	return applyTimeout(st, env, step)
 }
@@ -248,10 +287,10 @@ func applyExpiredTimeout(st *FlowState, env Env) (Result, error) {
 //
 // Otherwise (no timeout decided the flow's last gate, or the flow moved on
 // since) ok is false and the check answers no_timeout as before.
-func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
+func firedTimeout(st *FlowState, env Env) (res transitionResult, ok bool, err error) {
 	rec, since := lastDecision(st)
 	if rec == nil || rec.Channel != string(review.ChannelTimeout) || rec.ResolvedBy != string(review.System) {
-		return Result{}, false, nil
+		return transitionResult{}, false, nil
 	}
 	if st.Status == StatusKilled && pastEnd(st, env) && rec.Outcome == string(review.Kill) {
 		c := killedPayload(st, env)
@@ -262,11 +301,11 @@ func firedTimeout(st *FlowState, env Env) (res Result, ok bool, err error) {
 		return answer(c), true, nil
 	}
 	if since || isFinished(st) && !pastEnd(st, env) {
-		return Result{}, false, nil
+		return transitionResult{}, false, nil
 	}
-	res, err = Resume(st, env)
+	res, err = resumeFlow(st, env)
 	if err != nil {
-		return Result{}, false, err
+		return transitionResult{}, false, err
 	}
 	if c, ok := res.Outcome.(*Completion); ok {
 		if end := lastRecordAt(st); !end.IsZero() {
@@ -315,7 +354,7 @@ func lastRecordAt(st *FlowState) time.Time {
 }
 
 // applyTimeout resolves an expired gate with its on_timeout outcome.
-func applyTimeout(st *FlowState, env Env, step *specs.Step) (Result, error) {
+func applyTimeout(st *FlowState, env Env, step *specs.Step) (transitionResult, error) {
 	outcome := review.Outcome(orStr(st.Gate.OnTimeout, string(review.Kill)))
 	if !outcome.Valid() {
 		outcome = review.Kill

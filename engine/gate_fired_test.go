@@ -105,13 +105,13 @@ func TestCheckTimeoutsAfterTheFact(t *testing.T) {
 			if !c.soon {
 				f.later(time.Hour) // the check comes much later (a restart)
 			}
-			got := f.do(CheckTimeouts)
+			got := f.do(checkTimeouts)
 			expect(t, got, c.want)
 			if c.sameAsDecision && show(got) != show(decided) {
 				t.Errorf("check answered\n%s\nthe decision answered\n%s", show(got), show(decided))
 			}
 			// The check changes nothing: asking again gives the same answer.
-			if again := f.do(CheckTimeouts); show(again) != show(got) {
+			if again := f.do(checkTimeouts); show(again) != show(got) {
 				t.Errorf("second check %s, first %s", show(again), show(got))
 			}
 		})
@@ -124,7 +124,7 @@ func TestSweepIgnoresFiredTimeouts(t *testing.T) {
 	src := strings.NewReplacer("ON_TIMEOUT", "kill", "ON_KILL", "~", "APPROVE", "ship").Replace(specFired)
 	f := atGate(t, src)
 	f.later(61 * time.Second)
-	f.do(CheckTimeouts)
+	f.do(checkTimeouts)
 	r := f.do(applyExpiredTimeout)
 	expect(t, r, map[string]any{"status": "no_timeout", "message": "Flow is already complete"})
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/stratum-go/stratum/review"
-	"github.com/stratum-go/stratum/specs"
 )
 
 // No way around a human: an approver: human gate is decided by a human
@@ -16,11 +15,11 @@ import (
 // human's decision needs a human's channel as well (gate_requires_human); the
 // decision stays in the trace, marked reverted (see Revert).
 
-// HumanChannel reports whether a call that came through c carries a human's
+// humanChannel reports whether a call that came through c carries a human's
 // authority: the TUI, the CLI (`stratum gate` asks for a typed confirmation
 // at a terminal) and the console prompt of `stratum run`. MCP, policies,
 // timeouts and an unknown channel do not.
-func HumanChannel(c review.Channel) bool {
+func humanChannel(c review.Channel) bool {
 	return c == review.ChannelTUI || c == review.ChannelCLI || c == review.ChannelConsole
 }
 
@@ -64,17 +63,4 @@ func humanGatePending(st, g *FlowState, what string) *Error {
 		g.Gate.StepID, g.FlowID, where, what, g.FlowID, g.Gate.StepID)
 	e.GateFlowID, e.GateStepID = g.FlowID, g.Gate.StepID
 	return e
-}
-
-// refuseBypassingChild refuses a report that would end the current flow:
-// step while its child (or a deeper descendant) waits at a human gate; what
-// names the report.
-func refuseBypassingChild(st *FlowState, env Env, step *specs.Step, what string) (Result, bool) {
-	if step.Kind != specs.KindFlow {
-		return Result{}, false
-	}
-	if g := humanGateBelow(st, env); g != nil {
-		return refused(humanGatePending(st, g, what+" of step '"+step.ID+"'")), true
-	}
-	return Result{}, false
 }

@@ -11,10 +11,6 @@ import (
 // accepts, as git and docker do with short ids.
 const MinFlowIDPrefix = 4
 
-// ErrTypeAmbiguousFlowID is ours: a flow id prefix that more than one flow
-// id starts with. Its envelope carries candidates: the matching ids.
-const ErrTypeAmbiguousFlowID ErrorType = "ambiguous_flow_id"
-
 // uuidLen is the length of the flow ids NewUUID makes.
 const uuidLen = 36
 

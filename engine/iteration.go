@@ -14,37 +14,28 @@ import (
 
 // Iteration outcomes (the original's strings).
 const (
-	OutcomeContinue       = "continue"
-	OutcomeExitSuccess    = "exit_success"
-	OutcomeExitStagnation = "exit_stagnation"
-	OutcomeExitMax        = "exit_max"
-	OutcomeExitAbort      = "exit_abort"
+	outcomeContinue       = "continue"
+	outcomeExitSuccess    = "exit_success"
+	outcomeExitStagnation = "exit_stagnation"
+	outcomeExitMax        = "exit_max"
+	outcomeExitAbort      = "exit_abort"
 )
 
 // stagnationWindow is the number of consecutive reports that make a loop
 // stagnant: identical fingerprints, or (scored loops) reports without a new best.
 const stagnationWindow = 3
 
-// IterationStart starts an iteration loop on the current step
+// iterationStart starts an iteration loop on the current step
 // (stratum_iteration_start, upstream-behavior §2.12). The step must be the
 // current one, not a gate, and declare max_iterations; only one loop may be
 // active in a flow, and a step whose previous loop's outcome has not been
 // consumed by stratum_step_done cannot start another. Errors are
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
-func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
-	if env.Flow == nil || st.CurrentIdx < 0 || st.CurrentIdx >= len(env.Flow.Order) {
-		return iterationError("Flow is already complete"), nil
-	}
-	if res, stop := iterNotRunning(st); stop {
-		return res, nil
-	}
-	step := env.Flow.Steps[env.Flow.Order[st.CurrentIdx]]
-	if step.ID != stepID {
-		return iterationError(fmt.Sprintf("Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if step.IsGate() {
-		return iterationError(fmt.Sprintf("Step '%s' is a gate step — cannot start iteration loop", stepID)), nil
+func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, error) {
+	step, e := reportable(st, env, stepID, iterationStartReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if step.MaxIterations <= 0 {
 		return iterationError(fmt.Sprintf("Step '%s' does not have max_iterations defined", stepID)), nil
@@ -85,8 +76,8 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	}
 
 	// exit_criterion is null when the step has none, as the original.
-	out := &IterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
-	return Result{
+	out := &iterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
+	return transitionResult{
 		Outcome: out,
 		Events: []Event{iterationEvent(st, env, stepID, map[string]any{
 			"action":         "start",
@@ -95,7 +86,7 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 	}, nil
 }
 
-// IterationReport records one iteration result of the active loop
+// iterationReport records one iteration result of the active loop
 // (stratum_iteration_report, upstream-behavior §2.12). Per report: the count
 // is incremented; score_expr is evaluated (numbers only, booleans are not
 // scores) and the best result tracked (strictly greater wins, ties keep the
@@ -111,9 +102,9 @@ func IterationStart(st *FlowState, env Env, stepID string) (Result, error) {
 // outcome is kept until stratum_step_done consumes it and the loop ends.
 //
 // The step need not be current any more (as in the original).
-func IterationReport(st *FlowState, env Env, stepID string, result any) (Result, error) {
-	if res, stop := iterNotRunning(st); stop {
-		return res, nil
+func iterationReport(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
+	if e := flowNotRunning(st); e != nil {
+		return refused(e), nil
 	}
 	ai := st.ActiveIteration
 	if ai == nil {
@@ -133,141 +124,166 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 	ai.Count++
 	count := ai.Count
 	history := st.Iterations[stepID]
-
 	entry := IterationEntry{
-		Iteration: count,
-		Round:     st.Round,
-		Result:    result,
-		Timestamp: env.Now,
+		Iteration:         count,
+		Round:             st.Round,
+		Result:            result,
+		Timestamp:         env.Now,
+		ResultFingerprint: iterFingerprint(result),
 	}
-	fingerprint := iterFingerprint(result)
-	entry.ResultFingerprint = fingerprint
-
-	// score_expr: best-result tracking.
-	var best *IterationBest
-	if st.IterationBest != nil {
-		best = st.IterationBest[stepID]
-	}
-	if step.ScoreExpr != nil {
-		v, err := evalValue(env.context(), step.ScoreExpr, specs.EvalEnv{Result: result, Root: env.Root})
-		if err != nil {
-			entry.ScoreError = err.Error()
-		} else if s, ok := iterationScore(v); ok {
-			entry.Score = &s
-			if best == nil || best.Score == nil || s > *best.Score {
-				sc := s
-				best = &IterationBest{Result: result, Score: &sc, Iteration: count}
-				if st.IterationBest == nil {
-					st.IterationBest = map[string]*IterationBest{}
-				}
-				st.IterationBest[stepID] = best
-			}
-		} else {
-			entry.ScoreError = fmt.Sprintf("score_expr must return a number, got %s", iterationValueKind(v))
-		}
-	}
-
-	// accumulate / accumulate_key.
-	var acc *Accumulator
-	if step.Accumulate != nil {
-		if st.IterationAccumulator == nil {
-			st.IterationAccumulator = map[string]*Accumulator{}
-		}
-		acc = st.IterationAccumulator[stepID]
-		if acc == nil {
-			acc = &Accumulator{Items: []any{}, Keys: []string{}}
-			st.IterationAccumulator[stepID] = acc
-		}
-		newCount, err := iterAccumulate(env.context(), step, acc, result, env.Root)
-		if err != nil {
-			// A broken extractor freezes dry_streak: it cannot fake dryness.
-			entry.AccumulateError = err.Error()
-		} else if newCount == 0 {
-			acc.DryStreak++
-		} else {
-			acc.DryStreak = 0
-		}
-		nc, ds := newCount, acc.DryStreak
-		entry.NewCount, entry.DryStreak = &nc, &ds
-	}
-
-	// exit_criterion.
-	exitMet := false
-	if step.ExitCriterion != nil {
-		vars := map[string]any{
-			"iteration":  count,
-			"best_score": nil,
-			// The scores of the step's history in this round (earlier loops
-			// too, until a clear), as the original.
-			"prior_scores": iterPriorScores(history),
-		}
-		if best != nil && best.Score != nil {
-			vars["best_score"] = *best.Score
-		}
-		if acc != nil {
-			vars["accumulator"] = iterCopyItems(acc.Items)
-			vars["accumulated_count"] = len(acc.Items)
-			vars["new_count"] = *entry.NewCount
-			vars["dry_streak"] = acc.DryStreak
-		} else {
-			vars["accumulator"] = nil
-			vars["accumulated_count"] = nil
-			vars["new_count"] = nil
-			vars["dry_streak"] = nil
-		}
-		met, err := evalBool(env.context(), step.ExitCriterion, specs.EvalEnv{Result: result, Vars: vars, Root: env.Root})
-		if err != nil {
-			entry.ExitCriterionError = err.Error()
-		} else {
-			exitMet = met
-		}
-	}
-	entry.ExitCriterionMet = exitMet
-
-	// Stagnation.
-	stagnant := false
-	switch {
-	case step.ScoreExpr == nil && step.Accumulate == nil:
-		stagnant = iterFingerprintStagnant(history, fingerprint)
-	case step.ScoreExpr != nil && step.ExitCriterion == nil:
-		// No new best for the last stagnationWindow reports; a loop that has
-		// scored nothing yet is not stagnant (as the original).
-		stagnant = best != nil && best.Score != nil && count-best.Iteration >= stagnationWindow
-	}
-
-	maxIter := ai.MaxIterations
-	var outcome string
-	switch {
-	case exitMet:
-		outcome = OutcomeExitSuccess
-	case stagnant:
-		outcome = OutcomeExitStagnation
-	case count >= maxIter:
-		outcome = OutcomeExitMax
-	default:
-		outcome = OutcomeContinue
-	}
-	entry.Outcome = outcome
+	best := iterScore(st, env, step, &entry)
+	acc := iterAccumulateReport(st, env, step, &entry)
+	entry.ExitCriterionMet = iterExitMet(env, step, history, best, acc, &entry)
+	entry.Outcome = iterOutcome(step, history, best, ai.MaxIterations, entry)
 
 	if st.Iterations == nil {
 		st.Iterations = map[string][]IterationEntry{}
 	}
 	st.Iterations[stepID] = append(history, entry)
-	if outcome != OutcomeContinue {
+	if entry.Outcome != outcomeContinue {
 		if st.IterationOutcome == nil {
 			st.IterationOutcome = map[string]string{}
 		}
-		st.IterationOutcome[stepID] = outcome
+		st.IterationOutcome[stepID] = entry.Outcome
 		st.ActiveIteration = nil
 	}
+	out := iterReported(st, step, ai.MaxIterations, entry, best, acc)
+	return transitionResult{Outcome: out, Events: []Event{iterReportEvent(st, env, stepID, entry)}}, nil
+}
 
+// iterScore evaluates the step's score_expr on the entry's result (numbers
+// only, booleans are not scores) and tracks the best result (strictly
+// greater wins, ties keep the earlier). It returns the loop's best so far
+// (nil: none).
+func iterScore(st *FlowState, env Env, step *specs.Step, entry *IterationEntry) *IterationBest {
+	var best *IterationBest
+	if st.IterationBest != nil {
+		best = st.IterationBest[step.ID]
+	}
+	if step.ScoreExpr == nil {
+		return best
+	}
+	v, err := evalValue(env.context(), step.ScoreExpr, specs.EvalEnv{Result: entry.Result, Root: env.Root})
+	if err != nil {
+		entry.ScoreError = err.Error()
+		return best
+	}
+	s, ok := iterationScore(v)
+	if !ok {
+		entry.ScoreError = fmt.Sprintf("score_expr must return a number, got %s", iterationValueKind(v))
+		return best
+	}
+	entry.Score = &s
+	if best == nil || best.Score == nil || s > *best.Score {
+		sc := s
+		best = &IterationBest{Result: entry.Result, Score: &sc, Iteration: entry.Iteration}
+		if st.IterationBest == nil {
+			st.IterationBest = map[string]*IterationBest{}
+		}
+		st.IterationBest[step.ID] = best
+	}
+	return best
+}
+
+// iterAccumulateReport extracts and deduplicates the entry's items into the
+// step's accumulator (accumulate / accumulate_key) and counts the dry
+// streak; it returns the accumulator (nil: the step does not accumulate).
+func iterAccumulateReport(st *FlowState, env Env, step *specs.Step, entry *IterationEntry) *Accumulator {
+	if step.Accumulate == nil {
+		return nil
+	}
+	if st.IterationAccumulator == nil {
+		st.IterationAccumulator = map[string]*Accumulator{}
+	}
+	acc := st.IterationAccumulator[step.ID]
+	if acc == nil {
+		acc = &Accumulator{Items: []any{}, Keys: []string{}}
+		st.IterationAccumulator[step.ID] = acc
+	}
+	newCount, err := iterAccumulate(env.context(), step, acc, entry.Result, env.Root)
+	if err != nil {
+		// A broken extractor freezes dry_streak: it cannot fake dryness.
+		entry.AccumulateError = err.Error()
+	} else if newCount == 0 {
+		acc.DryStreak++
+	} else {
+		acc.DryStreak = 0
+	}
+	nc, ds := newCount, acc.DryStreak
+	entry.NewCount, entry.DryStreak = &nc, &ds
+	return acc
+}
+
+// iterExitMet evaluates the step's exit_criterion with `result` and the
+// iteration locals; an evaluation error is recorded in the entry and is
+// not an exit.
+func iterExitMet(env Env, step *specs.Step, history []IterationEntry, best *IterationBest, acc *Accumulator, entry *IterationEntry) bool {
+	if step.ExitCriterion == nil {
+		return false
+	}
+	vars := map[string]any{
+		"iteration":  entry.Iteration,
+		"best_score": nil,
+		// The scores of the step's history in this round (earlier loops
+		// too, until a clear), as the original.
+		"prior_scores": iterPriorScores(history),
+	}
+	if best != nil && best.Score != nil {
+		vars["best_score"] = *best.Score
+	}
+	if acc != nil {
+		vars["accumulator"] = iterCopyItems(acc.Items)
+		vars["accumulated_count"] = len(acc.Items)
+		vars["new_count"] = *entry.NewCount
+		vars["dry_streak"] = acc.DryStreak
+	} else {
+		vars["accumulator"] = nil
+		vars["accumulated_count"] = nil
+		vars["new_count"] = nil
+		vars["dry_streak"] = nil
+	}
+	met, err := evalBool(env.context(), step.ExitCriterion, specs.EvalEnv{Result: entry.Result, Vars: vars, Root: env.Root})
+	if err != nil {
+		entry.ExitCriterionError = err.Error()
+		return false
+	}
+	return met
+}
+
+// iterOutcome is the report's outcome, in order of precedence:
+// exit_success (criterion met), exit_stagnation, exit_max (the count
+// reached max_iterations) or continue.
+func iterOutcome(step *specs.Step, history []IterationEntry, best *IterationBest, maxIter int, entry IterationEntry) string {
+	stagnant := false
+	switch {
+	case step.ScoreExpr == nil && step.Accumulate == nil:
+		stagnant = iterFingerprintStagnant(history, entry.ResultFingerprint)
+	case step.ScoreExpr != nil && step.ExitCriterion == nil:
+		// No new best for the last stagnationWindow reports; a loop that has
+		// scored nothing yet is not stagnant (as the original).
+		stagnant = best != nil && best.Score != nil && entry.Iteration-best.Iteration >= stagnationWindow
+	}
+	switch {
+	case entry.ExitCriterionMet:
+		return outcomeExitSuccess
+	case stagnant:
+		return outcomeExitStagnation
+	case entry.Iteration >= maxIter:
+		return outcomeExitMax
+	}
+	return outcomeContinue
+}
+
+// iterReported is the answer to a report: the entry, and on exit the final
+// result (the best one of a scored loop) and the accumulated items.
+func iterReported(st *FlowState, step *specs.Step, maxIter int, entry IterationEntry, best *IterationBest, acc *Accumulator) *IterationReported {
 	out := &IterationReported{
 		FlowID:             st.FlowID,
-		StepID:             stepID,
-		Iteration:          count,
+		StepID:             step.ID,
+		Iteration:          entry.Iteration,
 		MaxIterations:      maxIter,
-		ExitCriterionMet:   exitMet,
-		Outcome:            outcome,
+		ExitCriterionMet:   entry.ExitCriterionMet,
+		Outcome:            entry.Outcome,
 		ExitCriterionError: entry.ExitCriterionError,
 		Scored:             step.ScoreExpr != nil,
 		Score:              entry.Score,
@@ -280,23 +296,28 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		out.AccumulatedCount = len(acc.Items)
 		out.AccumulateError = entry.AccumulateError
 	}
-	if outcome != OutcomeContinue {
-		out.FinalResult = result
-		if best != nil && best.Score != nil {
-			out.FinalResult = best.Result
-			sc, it := *best.Score, best.Iteration
-			out.BestScore, out.BestIteration = &sc, &it
-		}
-		if acc != nil {
-			out.Accumulated = iterCopyItems(acc.Items)
-		}
+	if entry.Outcome == outcomeContinue {
+		return out
 	}
+	out.FinalResult = entry.Result
+	if best != nil && best.Score != nil {
+		out.FinalResult = best.Result
+		sc, it := *best.Score, best.Iteration
+		out.BestScore, out.BestIteration = &sc, &it
+	}
+	if acc != nil {
+		out.Accumulated = iterCopyItems(acc.Items)
+	}
+	return out
+}
 
+// iterReportEvent is the iteration_report event of a report.
+func iterReportEvent(st *FlowState, env Env, stepID string, entry IterationEntry) Event {
 	data := map[string]any{
 		"action":             "report",
-		"iteration":          count,
-		"outcome":            outcome,
-		"exit_criterion_met": exitMet,
+		"iteration":          entry.Iteration,
+		"outcome":            entry.Outcome,
+		"exit_criterion_met": entry.ExitCriterionMet,
 	}
 	if entry.Score != nil {
 		data["score"] = *entry.Score
@@ -305,15 +326,15 @@ func IterationReport(st *FlowState, env Env, stepID string, result any) (Result,
 		data["new_count"] = *entry.NewCount
 		data["dry_streak"] = *entry.DryStreak
 	}
-	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, data)}}, nil
+	return iterationEvent(st, env, stepID, data)
 }
 
-// IterationAbort ends the active loop early (stratum_iteration_abort): it
+// iterationAbort ends the active loop early (stratum_iteration_abort): it
 // appends an exit_abort entry (iteration = the count so far, result
 // {aborted: true, reason}) and records exit_abort as the step's pending
 // outcome. A scored step's response also carries best_result and best_score
 // (null when nothing was scored).
-func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, error) {
+func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionResult, error) {
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil
@@ -326,7 +347,7 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 		Iteration: count,
 		Round:     st.Round,
 		Result:    map[string]any{"aborted": true, "reason": reason},
-		Outcome:   OutcomeExitAbort,
+		Outcome:   outcomeExitAbort,
 		Timestamp: env.Now,
 	}
 	if st.Iterations == nil {
@@ -336,10 +357,10 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 	if st.IterationOutcome == nil {
 		st.IterationOutcome = map[string]string{}
 	}
-	st.IterationOutcome[stepID] = OutcomeExitAbort
+	st.IterationOutcome[stepID] = outcomeExitAbort
 	st.ActiveIteration = nil
 
-	out := &IterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
+	out := &iterationAborted{FlowID: st.FlowID, StepID: stepID, Iteration: count, Reason: reason}
 	if env.Flow != nil {
 		if step := env.Flow.Step(stepID); step != nil && step.ScoreExpr != nil {
 			out.Scored = true
@@ -349,7 +370,7 @@ func IterationAbort(st *FlowState, env Env, stepID, reason string) (Result, erro
 			}
 		}
 	}
-	return Result{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
+	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
 		"action":    "abort",
 		"iteration": count,
 		"reason":    reason,
@@ -423,19 +444,19 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 	}
 }
 
-// iterNotRunning refuses iteration calls on a flow that failed (retries
+// flowNotRunning refuses iteration calls on a flow that failed (retries
 // exhausted) or ran out of budget: the original deleted such flows, we keep
 // them for the audit but accept no more reports.
-func iterNotRunning(st *FlowState) (Result, bool) {
+func flowNotRunning(st *FlowState) *Error {
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
-		return refused(refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)), true
+		return refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)
 	}
-	return Result{}, false
+	return nil
 }
 
 // iterationError is an execution_error response that leaves the state as it was.
-func iterationError(msg string) Result {
+func iterationError(msg string) transitionResult {
 	return refused(execErrorf("%s", msg))
 }
 

@@ -40,7 +40,7 @@ flows:
 func TestIterationThroughStepDone(t *testing.T) {
 	sp, f := extSpec(t, iterFlowSrc, "main")
 	env := extEnv(sp, f)
-	st, res, err := Plan(env, "main", map[string]any{}, PlanOptions{})
+	st, res, err := planFlow(env, "main", map[string]any{}, PlanOptions{})
 	if err != nil || st == nil {
 		t.Fatalf("plan: %v %v", res.Wire(), err)
 	}
@@ -52,15 +52,15 @@ func TestIterationThroughStepDone(t *testing.T) {
 	ok := okFn(t)
 	finding := func(id string) map[string]any { return map[string]any{"id": id} }
 
-	ok(IterationStart(st, env, "hunt"))
-	ok(IterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
-	r := ok(IterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
-	if r["outcome"] != OutcomeExitSuccess {
+	ok(iterationStart(st, env, "hunt"))
+	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
+	r := ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("a")}}))
+	if r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("dry round must exit: %v", r)
 	}
 
 	// A failed attempt (ensure) clears the outcome and the accumulator.
-	r = ok(StepDone(st, env, "hunt", map[string]any{"ok": false}))
+	r = ok(stepDone(st, env, "hunt", map[string]any{"ok": false}))
 	if r["status"] != "ensure_failed" {
 		t.Fatalf("step_done: %v", r)
 	}
@@ -69,15 +69,15 @@ func TestIterationThroughStepDone(t *testing.T) {
 	}
 
 	// A new loop may start; its accumulator starts empty.
-	ok(IterationStart(st, env, "hunt"))
-	ok(IterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("b"), finding("c")}}))
-	r = ok(IterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("c")}}))
-	if r["outcome"] != OutcomeExitSuccess || r["accumulated_count"] != 2 {
+	ok(iterationStart(st, env, "hunt"))
+	ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("b"), finding("c")}}))
+	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("c")}}))
+	if r["outcome"] != outcomeExitSuccess || r["accumulated_count"] != 2 {
 		t.Fatalf("second loop: %v", r)
 	}
 
-	r = ok(StepDone(st, env, "hunt", map[string]any{"ok": true}))
-	if r["status"] != DispatchAwaitGate || r["step_id"] != "g" {
+	r = ok(stepDone(st, env, "hunt", map[string]any{"ok": true}))
+	if r["status"] != dispatchAwaitGate || r["step_id"] != "g" {
 		t.Fatalf("after step_done: %v", r)
 	}
 	out, _ := st.StepOutputs["hunt"].(map[string]any)
@@ -89,7 +89,7 @@ func TestIterationThroughStepDone(t *testing.T) {
 	}
 
 	// Revise: the round's iterations move to archived_iterations.
-	r = ok(GateResolve(st, env, review.Decision{FlowID: id, StepID: "g", Outcome: review.Revise,
+	r = ok(gateResolve(st, env, review.Decision{FlowID: id, StepID: "g", Outcome: review.Revise,
 		Rationale: "again", ResolvedBy: review.Human, Channel: review.ChannelCLI}))
 	if r["step_id"] != "hunt" || st.Round != 1 {
 		t.Fatalf("revise: %v (round %d)", r, st.Round)
@@ -100,16 +100,16 @@ func TestIterationThroughStepDone(t *testing.T) {
 
 	// In the new round the history starts over: no stagnation carried over,
 	// and the loop may start (the outcome was consumed).
-	ok(IterationStart(st, env, "hunt"))
-	r = ok(IterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("z")}}))
-	if r["outcome"] != OutcomeContinue || r["iteration"] != 1 {
+	ok(iterationStart(st, env, "hunt"))
+	r = ok(iterationReport(st, env, "hunt", map[string]any{"findings": []any{finding("z")}}))
+	if r["outcome"] != outcomeContinue || r["iteration"] != 1 {
 		t.Fatalf("new round: %v", r)
 	}
 	if e := st.Iterations["hunt"][0]; e.Round != 1 {
 		t.Fatalf("entry round %d", e.Round)
 	}
 
-	a := Audit(st, env)
+	a := auditFlow(st, env)
 	b := mustJSON(t, a)
 	var m struct {
 		Status             string                        `json:"status"`

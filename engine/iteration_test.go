@@ -46,7 +46,7 @@ func extEnv(sp *specs.Spec, f *specs.Flow) Env {
 }
 
 // mustOK fails unless the transition returned no Go error and a non-error response.
-func mustOK(t *testing.T, res Result, err error) Response {
+func mustOK(t *testing.T, res transitionResult, err error) Response {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
@@ -59,7 +59,7 @@ func mustOK(t *testing.T, res Result, err error) Response {
 
 // mustExecError fails unless the response is an execution_error whose
 // message contains want, and the transition was marked unchanged.
-func mustExecError(t *testing.T, res Result, err error, want string) {
+func mustExecError(t *testing.T, res transitionResult, err error, want string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected Go error: %v", err)
@@ -124,7 +124,7 @@ func TestIterationStartErrors(t *testing.T) {
 			setup: func(st *FlowState) { st.ActiveIteration = &ActiveIteration{StepID: "crit", MaxIterations: 5} },
 			want:  "Iteration loop already active on step 'crit'"},
 		{name: "pending outcome", at: "loop", step: "loop",
-			setup: func(st *FlowState) { st.IterationOutcome["loop"] = OutcomeExitMax },
+			setup: func(st *FlowState) { st.IterationOutcome["loop"] = outcomeExitMax },
 			want:  "Step 'loop' already has a pending iteration outcome ('exit_max') — call stratum_step_done first"},
 	}
 	for _, tc := range tests {
@@ -140,7 +140,7 @@ func TestIterationStartErrors(t *testing.T) {
 				tc.setup(st)
 			}
 			before := stateBytes(st)
-			res, err := IterationStart(st, env, tc.step)
+			res, err := iterationStart(st, env, tc.step)
 			mustExecError(t, res, err, tc.want)
 			if string(stateBytes(st)) != string(before) {
 				t.Fatalf("state changed by a refused start")
@@ -158,7 +158,7 @@ func TestIterationStartResponse(t *testing.T) {
 		max  int
 	}{{"loop", nil, 3}, {"crit", "result.v == 'done'", 5}} {
 		st := extState(t, env, tc.step)
-		res, err := IterationStart(st, env, tc.step)
+		res, err := iterationStart(st, env, tc.step)
 		r := mustOK(t, res, err)
 		want := Response{"status": "iteration_started", "flow_id": "flow-1", "step_id": tc.step,
 			"max_iterations": tc.max, "exit_criterion": tc.ec, "iteration": 0}
@@ -182,21 +182,21 @@ func TestIterationReportErrors(t *testing.T) {
 	sp, f := extSpec(t, iterSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
-	res, err := IterationReport(st, env, "loop", map[string]any{"v": "x"})
+	res, err := iterationReport(st, env, "loop", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "No active iteration loop")
-	res, err = IterationAbort(st, env, "loop", "why")
+	res, err = iterationAbort(st, env, "loop", "why")
 	mustExecError(t, res, err, "No active iteration loop")
 
-	okFn(t)(IterationStart(st, env, "loop"))
-	res, err = IterationReport(st, env, "crit", map[string]any{"v": "x"})
+	okFn(t)(iterationStart(st, env, "loop"))
+	res, err = iterationReport(st, env, "crit", map[string]any{"v": "x"})
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got report for 'crit'")
-	res, err = IterationAbort(st, env, "crit", "why")
+	res, err = iterationAbort(st, env, "crit", "why")
 	mustExecError(t, res, err, "Active iteration is on step 'loop', got abort for 'crit'")
 }
 
 // okFn adapts mustOK to a transition's two results: okFn(t)(Commit(…)).
-func okFn(t *testing.T) func(Result, error) Response {
-	return func(res Result, err error) Response {
+func okFn(t *testing.T) func(transitionResult, error) Response {
+	return func(res transitionResult, err error) Response {
 		t.Helper()
 		return mustOK(t, res, err)
 	}
@@ -205,7 +205,7 @@ func okFn(t *testing.T) func(Result, error) Response {
 // report runs one IterationReport and returns its response.
 func report(t *testing.T, st *FlowState, env Env, step string, result any) Response {
 	t.Helper()
-	return okFn(t)(IterationReport(st, env, step, result))
+	return okFn(t)(iterationReport(st, env, step, result))
 }
 
 func TestIterationOutcomes(t *testing.T) {
@@ -222,59 +222,59 @@ func TestIterationOutcomes(t *testing.T) {
 		reports []rep
 	}{
 		{"three identical results stagnate before max", "loop", []rep{
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeExitStagnation, false},
 		}},
 		{"different results reach max", "loop", []rep{
-			{map[string]any{"v": "a"}, OutcomeContinue, false},
-			{map[string]any{"v": "b"}, OutcomeContinue, false},
-			{map[string]any{"v": "a"}, OutcomeExitMax, false},
+			{map[string]any{"v": "a"}, outcomeContinue, false},
+			{map[string]any{"v": "b"}, outcomeContinue, false},
+			{map[string]any{"v": "a"}, outcomeExitMax, false},
 		}},
 		{"key order does not change the fingerprint", "loop", []rep{
-			{map[string]any{"a": 1.0, "b": 2.0}, OutcomeContinue, false},
-			{map[string]any{"b": 2.0, "a": 1.0}, OutcomeContinue, false},
-			{map[string]any{"a": 1.0, "b": 2.0}, OutcomeExitStagnation, false},
+			{map[string]any{"a": 1.0, "b": 2.0}, outcomeContinue, false},
+			{map[string]any{"b": 2.0, "a": 1.0}, outcomeContinue, false},
+			{map[string]any{"a": 1.0, "b": 2.0}, outcomeExitStagnation, false},
 		}},
 		{"criterion met", "crit", []rep{
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
-			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
+			{map[string]any{"v": "done"}, outcomeExitSuccess, true},
 		}},
 		{"criterion met at once", "crit", []rep{
-			{map[string]any{"v": "done", "x": 1.0}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "done", "x": 1.0}, outcomeExitSuccess, true},
 		}},
 		{"success beats max", "crit", []rep{
-			{map[string]any{"v": "1"}, OutcomeContinue, false},
-			{map[string]any{"v": "2"}, OutcomeContinue, false},
-			{map[string]any{"v": "3"}, OutcomeContinue, false},
-			{map[string]any{"v": "4"}, OutcomeContinue, false},
-			{map[string]any{"v": "done"}, OutcomeExitSuccess, true},
+			{map[string]any{"v": "1"}, outcomeContinue, false},
+			{map[string]any{"v": "2"}, outcomeContinue, false},
+			{map[string]any{"v": "3"}, outcomeContinue, false},
+			{map[string]any{"v": "4"}, outcomeContinue, false},
+			{map[string]any{"v": "done"}, outcomeExitSuccess, true},
 		}},
 		{"stagnation beats max", "crit", []rep{
-			{map[string]any{"v": "1"}, OutcomeContinue, false},
-			{map[string]any{"v": "2"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeContinue, false},
-			{map[string]any{"v": "x"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "1"}, outcomeContinue, false},
+			{map[string]any{"v": "2"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeContinue, false},
+			{map[string]any{"v": "x"}, outcomeExitStagnation, false},
 		}},
 		{"stagnation with criterion not met", "crit", []rep{
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
-			{map[string]any{"v": "wip"}, OutcomeContinue, false},
-			{map[string]any{"v": "wip"}, OutcomeExitStagnation, false},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
+			{map[string]any{"v": "wip"}, outcomeContinue, false},
+			{map[string]any{"v": "wip"}, outcomeExitStagnation, false},
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := extState(t, env, tc.step)
-			okFn(t)(IterationStart(st, env, tc.step))
+			okFn(t)(iterationStart(st, env, tc.step))
 			for i, r := range tc.reports {
-				res, err := IterationReport(st, env, tc.step, r.result)
+				res, err := iterationReport(st, env, tc.step, r.result)
 				resp := mustOK(t, res, err)
 				if resp["outcome"] != r.outcome || resp["exit_criterion_met"] != r.met || resp["iteration"] != i+1 {
 					t.Fatalf("report %d: got %v, want outcome %s met %v", i+1, resp, r.outcome, r.met)
 				}
 				wantStatus := "iteration_continue"
-				if r.outcome != OutcomeContinue {
+				if r.outcome != outcomeContinue {
 					wantStatus = "iteration_exit"
 					if !reflect.DeepEqual(resp["final_result"], r.result) {
 						t.Fatalf("final_result %v, want %v", resp["final_result"], r.result)
@@ -313,10 +313,10 @@ func TestIterationExitCriterionError(t *testing.T) {
 	sp, f := extSpec(t, iterSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "crit")
-	okFn(t)(IterationStart(st, env, "crit"))
+	okFn(t)(iterationStart(st, env, "crit"))
 	// `result.v` on a result without v raises: not met, error reported.
 	r := report(t, st, env, "crit", map[string]any{"other": 1.0})
-	if r["exit_criterion_met"] != false || r["outcome"] != OutcomeContinue {
+	if r["exit_criterion_met"] != false || r["outcome"] != outcomeContinue {
 		t.Fatalf("got %v", r)
 	}
 	if msg, _ := r["exit_criterion_error"].(string); msg == "" {
@@ -336,16 +336,16 @@ func TestIterationStagnationUsesRoundHistory(t *testing.T) {
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
 	same := map[string]any{"v": "same"}
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", same)
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitMax {
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeExitMax {
 		t.Fatalf("second report: %v", r)
 	}
 	// A failed step_done clears the outcome; a new loop still sees the
 	// earlier reports of this round.
 	clearStepIteration(st, "loop")
-	okFn(t)(IterationStart(st, env, "loop"))
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeExitStagnation || r["iteration"] != 1 {
+	okFn(t)(iterationStart(st, env, "loop"))
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeExitStagnation || r["iteration"] != 1 {
 		t.Fatalf("third identical report across loops: %v", r)
 	}
 }
@@ -355,10 +355,10 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
 	same := map[string]any{"v": "same"}
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", same)
 	report(t, st, env, "loop", same)
-	res, err := IterationAbort(st, env, "loop", "giving up")
+	res, err := iterationAbort(st, env, "loop", "giving up")
 	r := mustOK(t, res, err)
 	want := Response{"status": "iteration_aborted", "flow_id": "flow-1", "step_id": "loop", "iteration": 2, "reason": "giving up"}
 	if !reflect.DeepEqual(r, want) {
@@ -366,19 +366,19 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	}
 	h := st.Iterations["loop"]
 	last := h[len(h)-1]
-	if last.Outcome != OutcomeExitAbort || last.Iteration != 2 || last.ExitCriterionMet ||
+	if last.Outcome != outcomeExitAbort || last.Iteration != 2 || last.ExitCriterionMet ||
 		!reflect.DeepEqual(last.Result, map[string]any{"aborted": true, "reason": "giving up"}) {
 		t.Fatalf("abort entry %+v", last)
 	}
-	if st.IterationOutcome["loop"] != OutcomeExitAbort || st.ActiveIteration != nil {
+	if st.IterationOutcome["loop"] != outcomeExitAbort || st.ActiveIteration != nil {
 		t.Fatalf("abort must record exit_abort and end the loop")
 	}
 	if len(res.Events) != 1 || res.Events[0].Data["action"] != "abort" {
 		t.Fatalf("events %+v", res.Events)
 	}
 	consumeIterationOutcome(st, "loop")
-	okFn(t)(IterationStart(st, env, "loop"))
-	if r := report(t, st, env, "loop", same); r["outcome"] != OutcomeContinue {
+	okFn(t)(iterationStart(st, env, "loop"))
+	if r := report(t, st, env, "loop", same); r["outcome"] != outcomeContinue {
 		t.Fatalf("the abort entry must break the fingerprint chain: %v", r)
 	}
 }
@@ -408,10 +408,10 @@ func TestIterationScoring(t *testing.T) {
 	sp, f := extSpec(t, scoreSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 
 	r := report(t, st, env, "tune", map[string]any{"score": 0.5, "n": 1.0})
-	if r["score"] != 0.5 || r["outcome"] != OutcomeContinue {
+	if r["score"] != 0.5 || r["outcome"] != outcomeContinue {
 		t.Fatalf("1: %v", r)
 	}
 	report(t, st, env, "tune", map[string]any{"score": 0.8, "n": 2.0})
@@ -432,7 +432,7 @@ func TestIterationScoring(t *testing.T) {
 	// No new best for 3 reports (3, 4, 5) after iteration 2 → stagnation,
 	// although the results all differ.
 	r = report(t, st, env, "tune", map[string]any{"score": 0.1, "n": 5.0})
-	if r["outcome"] != OutcomeExitStagnation || r["status"] != "iteration_exit" {
+	if r["outcome"] != outcomeExitStagnation || r["status"] != "iteration_exit" {
 		t.Fatalf("score stagnation: %v", r)
 	}
 	if r["best_score"] != 0.8 || r["best_iteration"] != 2 ||
@@ -454,24 +454,24 @@ func TestIterationScoringWithCriterion(t *testing.T) {
 
 	// With exit_criterion, neither score nor fingerprint stagnation applies.
 	st := extState(t, env, "tunec")
-	okFn(t)(IterationStart(st, env, "tunec"))
+	okFn(t)(iterationStart(st, env, "tunec"))
 	same := map[string]any{"score": 0.1}
 	for i := 1; i <= 3; i++ {
-		if r := report(t, st, env, "tunec", same); r["outcome"] != OutcomeContinue {
+		if r := report(t, st, env, "tunec", same); r["outcome"] != outcomeContinue {
 			t.Fatalf("report %d: %v", i, r)
 		}
 	}
 	r := report(t, st, env, "tunec", map[string]any{"score": 0.95})
-	if r["outcome"] != OutcomeExitSuccess || r["best_score"] != 0.95 || r["best_iteration"] != 4 {
+	if r["outcome"] != outcomeExitSuccess || r["best_score"] != 0.95 || r["best_iteration"] != 4 {
 		t.Fatalf("criterion on best_score: %v", r)
 	}
 
 	// prior_scores and iteration are visible to the criterion.
 	st = extState(t, env, "seen")
-	okFn(t)(IterationStart(st, env, "seen"))
+	okFn(t)(iterationStart(st, env, "seen"))
 	report(t, st, env, "seen", map[string]any{"score": 1.0})
 	report(t, st, env, "seen", map[string]any{"score": 2.0})
-	if r := report(t, st, env, "seen", map[string]any{"score": 3.0}); r["outcome"] != OutcomeExitSuccess {
+	if r := report(t, st, env, "seen", map[string]any{"score": 3.0}); r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("prior_scores/iteration: %v", r)
 	}
 }
@@ -480,8 +480,8 @@ func TestIterationAbortScored(t *testing.T) {
 	sp, f := extSpec(t, scoreSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
-	r := okFn(t)(IterationAbort(st, env, "tune", "stop"))
+	okFn(t)(iterationStart(st, env, "tune"))
+	r := okFn(t)(iterationAbort(st, env, "tune", "stop"))
 	if v, ok := r["best_result"]; !ok || v != nil {
 		t.Fatalf("best_result must be null: %v", r)
 	}
@@ -490,9 +490,9 @@ func TestIterationAbortScored(t *testing.T) {
 	}
 
 	st = extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 0.4})
-	r = okFn(t)(IterationAbort(st, env, "tune", "stop"))
+	r = okFn(t)(iterationAbort(st, env, "tune", "stop"))
 	if r["best_score"] != 0.4 || !reflect.DeepEqual(r["best_result"], map[string]any{"score": 0.4}) {
 		t.Fatalf("scored abort: %v", r)
 	}
@@ -524,7 +524,7 @@ func TestIterationAccumulateWithKey(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "hunt")
-	okFn(t)(IterationStart(st, env, "hunt"))
+	okFn(t)(iterationStart(st, env, "hunt"))
 	if a := st.IterationAccumulator["hunt"]; a == nil || len(a.Items) != 0 {
 		t.Fatalf("accumulating step starts with an empty accumulator: %+v", a)
 	}
@@ -537,17 +537,17 @@ func TestIterationAccumulateWithKey(t *testing.T) {
 		outcome    string
 		wantAccErr bool
 	}{
-		{[]any{item("a", "1"), item("b", "1")}, 2, 0, 2, OutcomeContinue, false},
+		{[]any{item("a", "1"), item("b", "1")}, 2, 0, 2, outcomeContinue, false},
 		// Same ids with other notes are duplicates.
-		{[]any{item("a", "2"), item("c", "1")}, 1, 0, 3, OutcomeContinue, false},
-		{[]any{item("b", "9")}, 0, 1, 3, OutcomeContinue, false},
+		{[]any{item("a", "2"), item("c", "1")}, 1, 0, 3, outcomeContinue, false},
+		{[]any{item("b", "9")}, 0, 1, 3, outcomeContinue, false},
 		// An extraction error adds nothing and freezes the dry streak.
-		{nil, 0, 1, 3, OutcomeContinue, true},
+		{nil, 0, 1, 3, outcomeContinue, true},
 		// An item whose key fails falls back to the whole item; twice the
 		// same whole item is one.
-		{[]any{map[string]any{"nokey": 1.0}, map[string]any{"nokey": 1.0}}, 1, 0, 4, OutcomeContinue, false},
-		{[]any{}, 0, 1, 4, OutcomeContinue, false},
-		{[]any{item("a", "x")}, 0, 2, 4, OutcomeExitSuccess, false},
+		{[]any{map[string]any{"nokey": 1.0}, map[string]any{"nokey": 1.0}}, 1, 0, 4, outcomeContinue, false},
+		{[]any{}, 0, 1, 4, outcomeContinue, false},
+		{[]any{item("a", "x")}, 0, 2, 4, outcomeExitSuccess, false},
 	}
 	for i, s := range steps {
 		var result map[string]any
@@ -588,7 +588,7 @@ func TestIterationAccumulateWholeItem(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "whole")
-	okFn(t)(IterationStart(st, env, "whole"))
+	okFn(t)(iterationStart(st, env, "whole"))
 	same := map[string]any{"findings": []any{"x", map[string]any{"k": 1.0, "j": 2.0}}}
 	// Identical results do not stagnate an accumulating loop.
 	r := report(t, st, env, "whole", same)
@@ -597,7 +597,7 @@ func TestIterationAccumulateWholeItem(t *testing.T) {
 	}
 	report(t, st, env, "whole", map[string]any{"findings": []any{map[string]any{"j": 2.0, "k": 1.0}, "x", "y"}})
 	r = report(t, st, env, "whole", same)
-	if r["outcome"] != OutcomeExitMax {
+	if r["outcome"] != outcomeExitMax {
 		t.Fatalf("accumulating loop must not stagnate on fingerprints: %v", r)
 	}
 	// (compared as JSON: the expression runtime may hand back integral numbers as ints)
@@ -627,9 +627,9 @@ func TestIterationAccumulatorLocals(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "counted")
-	okFn(t)(IterationStart(st, env, "counted"))
+	okFn(t)(iterationStart(st, env, "counted"))
 	report(t, st, env, "counted", map[string]any{"findings": []any{1.0, 2.0}})
-	if r := report(t, st, env, "counted", map[string]any{"findings": []any{2.0, 3.0}}); r["outcome"] != OutcomeExitSuccess {
+	if r := report(t, st, env, "counted", map[string]any{"findings": []any{2.0, 3.0}}); r["outcome"] != outcomeExitSuccess {
 		t.Fatalf("accumulator locals: %v", r)
 	}
 }
@@ -638,7 +638,7 @@ func TestNoAccumulatedLeak(t *testing.T) {
 	sp, f := extSpec(t, iterSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "loop")
-	okFn(t)(IterationStart(st, env, "loop"))
+	okFn(t)(iterationStart(st, env, "loop"))
 	report(t, st, env, "loop", map[string]any{"v": "a"})
 	report(t, st, env, "loop", map[string]any{"v": "b"})
 	r := report(t, st, env, "loop", map[string]any{"v": "c"})
@@ -664,12 +664,12 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	sp, f := extSpec(t, scoreSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "tune")
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 1.0})
-	okFn(t)(IterationAbort(st, env, "tune", "x"))
+	okFn(t)(iterationAbort(st, env, "tune", "x"))
 
 	// Start refused while the outcome is pending.
-	res, err := IterationStart(st, env, "tune")
+	res, err := iterationStart(st, env, "tune")
 	mustExecError(t, res, err, "pending iteration outcome ('exit_abort')")
 
 	// consume: outcome gone, history kept.
@@ -682,16 +682,16 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	}
 
 	// clear: outcome, best, accumulator and an active loop on the step go.
-	okFn(t)(IterationStart(st, env, "tune"))
+	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 2.0})
-	st.IterationOutcome["tune"] = OutcomeExitMax
+	st.IterationOutcome["tune"] = outcomeExitMax
 	st.IterationAccumulator["tune"] = &Accumulator{}
-	st.IterationOutcome["other"] = OutcomeExitMax
+	st.IterationOutcome["other"] = outcomeExitMax
 	clearStepIteration(st, "tune")
 	if st.ActiveIteration != nil || st.IterationOutcome["tune"] != "" || st.IterationBest["tune"] != nil || st.IterationAccumulator["tune"] != nil {
 		t.Fatalf("clearStepIteration left state: %+v %v %v %v", st.ActiveIteration, st.IterationOutcome, st.IterationBest, st.IterationAccumulator)
 	}
-	if st.IterationOutcome["other"] != OutcomeExitMax {
+	if st.IterationOutcome["other"] != outcomeExitMax {
 		t.Fatalf("clearStepIteration touched another step")
 	}
 	if _, ok := iterationBestResult(st, "tune"); ok {
@@ -715,7 +715,7 @@ func TestIterationStatePersists(t *testing.T) {
 	sp, f := extSpec(t, accSpecSrc, "main")
 	env := extEnv(sp, f)
 	st := extState(t, env, "hunt")
-	okFn(t)(IterationStart(st, env, "hunt"))
+	okFn(t)(iterationStart(st, env, "hunt"))
 	report(t, st, env, "hunt", map[string]any{"findings": []any{map[string]any{"id": "a"}}})
 	var back FlowState
 	if err := json.Unmarshal(stateBytes(st), &back); err != nil {
@@ -726,3 +726,35 @@ func TestIterationStatePersists(t *testing.T) {
 		t.Fatalf("after round trip: %v", r)
 	}
 }
+
+// TestIterationReportEvent: a report's iteration_report event carries what
+// its entry recorded (iteration, outcome, whether the criterion was met,
+// the new items and the dry streak).
+func TestIterationReportEvent(t *testing.T) {
+	sp, f := extSpec(t, accSpecSrc, "main")
+	env := extEnv(sp, f)
+	st := extState(t, env, "hunt")
+	okFn(t)(iterationStart(st, env, "hunt"))
+	results := []map[string]any{
+		{"findings": []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}}},
+		{"findings": []any{map[string]any{"id": "a"}}},
+		{"findings": []any{}},
+	}
+	want := []EventDetail{
+		{Action: "report", Iteration: 1, Outcome: outcomeContinue, NewCount: ptrTo(2), DryStreak: ptrTo(0)},
+		{Action: "report", Iteration: 2, Outcome: outcomeContinue, NewCount: ptrTo(0), DryStreak: ptrTo(1)},
+		{Action: "report", Iteration: 3, Outcome: outcomeExitSuccess, ExitCriterionMet: true, NewCount: ptrTo(0), DryStreak: ptrTo(2)},
+	}
+	for i, r := range results {
+		res, err := iterationReport(st, env, "hunt", r)
+		mustOK(t, res, err)
+		if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].StepID != "hunt" {
+			t.Fatalf("report %d: events %+v", i+1, res.Events)
+		}
+		if got := res.Events[0].Detail(); !reflect.DeepEqual(got, want[i]) {
+			t.Fatalf("report %d: event detail %+v, want %+v", i+1, got, want[i])
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

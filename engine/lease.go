@@ -53,7 +53,7 @@ func (s *Service) Release(ctx context.Context, flowID, leaseID string) error {
 			return computed{}, err
 		}
 		if st.Owner == nil || st.Owner.ID != leaseID {
-			return computed{res: Result{Unchanged: true}}, nil
+			return computed{res: transitionResult{Unchanged: true}}, nil
 		}
 		st.Owner = nil
 		return computed{st: st}, nil

@@ -134,7 +134,7 @@ func (l *LibraryState) clone() *LibraryState {
 		return nil
 	}
 	c := *l
-	c.Output = CloneValue(l.Output)
+	c.Output = cloneValue(l.Output)
 	if l.Reviews != nil {
 		c.Reviews = make([]*LibraryReview, len(l.Reviews))
 		for i, r := range l.Reviews {
@@ -304,7 +304,7 @@ func libraryRefusal(st *FlowState) *Error {
 // resolveLibraryReview applies a decision to one review of a library flow
 // (GateResolve's branch for such flows): approve records a value (an option
 // or a value that fits), kill rejects the review, revise is refused.
-func resolveLibraryReview(st *FlowState, env Env, d review.Decision) (Result, error) {
+func resolveLibraryReview(st *FlowState, env Env, d review.Decision) (transitionResult, error) {
 	if st.Status.Finished() {
 		return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 	}
@@ -400,7 +400,7 @@ func orTime(t, def time.Time) time.Time {
 
 // closeLibraryReview records a review's end: a gate record, the gate index,
 // a gate_resolved event (with the value).
-func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string) Result {
+func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string) transitionResult {
 	d := r.Decision
 	rec := newRecord(st, env, RecordGate, r.ID)
 	rec.Outcome = outcome
@@ -416,7 +416,7 @@ func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string
 	if d.Value != nil {
 		data["value"] = d.Value
 	}
-	return Result{
+	return transitionResult{
 		Outcome: &ReviewClosed{FlowID: st.FlowID, Review: r.Clone()},
 		Events:  []Event{event(st, env, EventGateResolved, r.ID, data)},
 	}
@@ -426,15 +426,15 @@ func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string
 // reviews: the review times out, deciding its OnTimeout value when it has
 // one (channel timeout, resolved_by system, reviewer auto, rationale
 // "timeout").
-func libraryTimeouts(st *FlowState, env Env) (Result, error) {
-	var res Result
+func libraryTimeouts(st *FlowState, env Env) (transitionResult, error) {
+	var res transitionResult
 	for _, r := range st.Library.openReviews() {
 		if outcome, ok := r.Expire(env.Now); ok {
 			res = mergeResults(res, closeLibraryReview(st, env, r, string(outcome)))
 		}
 	}
 	if len(res.Events) == 0 {
-		return Result{Outcome: &NoTimeout{Message: "No review deadline has passed"}, Unchanged: true}, nil
+		return transitionResult{Outcome: &notTimedOut{Message: "No review deadline has passed"}, Unchanged: true}, nil
 	}
 	return res, nil
 }
@@ -491,7 +491,7 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 		st.Library = &LibraryState{}
 		st.Owner = clonePtr(opt.Owner)
 		env := Env{Now: now}
-		return computed{st: st, res: Result{Events: []Event{event(st, env, EventFlowCreated, "", map[string]any{
+		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", map[string]any{
 			"flow_name": opt.Name, "driver": DriverLibrary,
 		})}}}, nil
 	})
@@ -503,7 +503,7 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 
 // libraryTransition runs fn on a library flow (refusing any other flow),
 // computed on a snapshot and committed like every transition.
-func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *FlowState, env Env) (Result, error)) (Outcome, error) {
+func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *FlowState, env Env) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
@@ -528,7 +528,7 @@ func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn
 // record (function, attempts, duration, cache hit), the spend in the budget
 // ledger, the trace record and a trace event.
 func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c LibraryCall) error {
-	_, err := s.libraryTransition(ctx, "call", flowID, func(st *FlowState, env Env) (Result, error) {
+	_, err := s.libraryTransition(ctx, "call", flowID, func(st *FlowState, env Env) (transitionResult, error) {
 		st.Library.Calls++
 		stepID := c.Function + "#" + strconv.Itoa(st.Library.Calls)
 		rec := newRecord(st, env, RecordStep, stepID)
@@ -536,10 +536,10 @@ func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c Librar
 		rec.Attempts = c.Attempts
 		rec.DurationMS = c.DurationMS
 		rec.CacheHit = c.CacheHit
-		rec.StepMode = ModeFunction
+		rec.StepMode = modeFunction
 		st.Records = append(st.Records, rec)
 		st.CurrentIdx = st.Library.Calls
-		return RecordCall(st, env, CallRecord{StepID: stepID, Attempt: c.Attempts, DurationMS: c.DurationMS,
+		return recordCall(st, env, CallRecord{StepID: stepID, Attempt: c.Attempts, DurationMS: c.DurationMS,
 			Tokens: c.Tokens, CostUSD: c.CostUSD, Trace: c.Trace, Data: c.Data})
 	})
 	return err
@@ -549,11 +549,11 @@ func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c Librar
 // failed with the error's text. Reviews still open are withdrawn; the lease
 // is dropped.
 func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output any, failure error) error {
-	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *FlowState, env Env) (Result, error) {
+	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *FlowState, env Env) (transitionResult, error) {
 		if st.Status.Finished() {
-			return Result{Unchanged: true}, nil
+			return transitionResult{Unchanged: true}, nil
 		}
-		var res Result
+		var res transitionResult
 		for _, r := range st.Library.openReviews() {
 			res = mergeResults(res, withdraw(st, env, r, "flow finished"))
 		}
@@ -562,7 +562,7 @@ func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output a
 			status = StatusFailed
 			st.Library.Error = failure.Error()
 		} else {
-			st.Library.Output = CloneValue(output)
+			st.Library.Output = cloneValue(output)
 		}
 		st.Status = status
 		st.Gate = nil
@@ -576,12 +576,12 @@ func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output a
 // RenewLibraryLease renews (or drops, with a nil lease) the program's lease
 // on a library flow.
 func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *Lease) error {
-	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *FlowState, env Env) (Result, error) {
+	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *FlowState, env Env) (transitionResult, error) {
 		if st.Status.Finished() {
-			return Result{Unchanged: true}, nil
+			return transitionResult{Unchanged: true}, nil
 		}
 		st.Owner = clonePtr(l)
-		return Result{}, nil
+		return transitionResult{}, nil
 	})
 	return err
 }
@@ -591,13 +591,13 @@ func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *Lease
 // before this returns, and answers the review as stored.
 func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewRequest) (*LibraryReview, error) {
 	var opened *LibraryReview
-	_, err := s.libraryTransition(ctx, "review", flowID, func(st *FlowState, env Env) (Result, error) {
+	_, err := s.libraryTransition(ctx, "review", flowID, func(st *FlowState, env Env) (transitionResult, error) {
 		if st.Status.Finished() {
 			return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 		}
 		approver := orStr(req.Approver, string(review.AnyApprover))
 		if approver != string(review.AnyApprover) && approver != string(review.HumanApprover) {
-			return Result{}, execErrorf("approver must be 'any' or 'human', got '%s'", approver)
+			return transitionResult{}, execErrorf("approver must be 'any' or 'human', got '%s'", approver)
 		}
 		r := &LibraryReview{
 			ID:        "review-" + strconv.Itoa(len(st.Library.Reviews)+1),
@@ -622,7 +622,7 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		if r.Deadline != nil {
 			data["deadline"] = r.Deadline.UTC().Format(time.RFC3339Nano)
 		}
-		return Result{Events: []Event{event(st, env, EventGateOpened, r.ID, data)}}, nil
+		return transitionResult{Events: []Event{event(st, env, EventGateOpened, r.ID, data)}}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -635,14 +635,14 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 // as stored afterwards.
 func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason string) (*LibraryReview, error) {
 	var out *LibraryReview
-	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *FlowState, env Env) (Result, error) {
+	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *FlowState, env Env) (transitionResult, error) {
 		r := st.Library.Review(reviewID)
 		if r == nil {
 			return refused(refusal(ErrTypeWrongStep, "Flow '%s' has no review '%s'", flowID, reviewID)), nil
 		}
 		out = r.Clone()
 		if r.Status != ReviewOpen {
-			return Result{Unchanged: true}, nil
+			return transitionResult{Unchanged: true}, nil
 		}
 		res := withdraw(st, env, r, reason)
 		out = r.Clone()
@@ -654,7 +654,7 @@ func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason s
 	return out, nil
 }
 
-func withdraw(st *FlowState, env Env, r *LibraryReview, reason string) Result {
+func withdraw(st *FlowState, env Env, r *LibraryReview, reason string) transitionResult {
 	r.Status = ReviewWithdrawn
 	r.Decision = &ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: env.Now}
 	return closeLibraryReview(st, env, r, "withdrawn")

@@ -98,17 +98,17 @@ func FlowIDOf(o Outcome) string {
 		return o.FlowID
 	case *BudgetExhausted:
 		return o.FlowID
-	case *CallRecorded:
+	case *callRecorded:
 		return o.FlowID
-	case *Committed:
+	case *checkpointCommitted:
 		return o.FlowID
-	case *IterationStarted:
+	case *iterationStarted:
 		return o.FlowID
 	case *IterationReported:
 		return o.FlowID
-	case *IterationAborted:
+	case *iterationAborted:
 		return o.FlowID
-	case *AuditReport:
+	case *auditReport:
 		return o.FlowID
 	}
 	return ""
@@ -116,9 +116,9 @@ func FlowIDOf(o Outcome) string {
 
 // Step modes of dispatches (the original's step_mode).
 const (
-	ModeFunction  = "function"
-	ModeInline    = "inline"
-	ModeDecompose = "decompose"
+	modeFunction  = "function"
+	modeInline    = "inline"
+	modeDecompose = "decompose"
 )
 
 // StepDispatch is execute_step: the step to do now (upstream-behavior §2.3).
@@ -188,7 +188,7 @@ func (d *StepDispatch) Attempt(total int) int {
 }
 
 // WireStatus implements Outcome.
-func (d *StepDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchExecuteStep) }
+func (d *StepDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchExecuteStep) }
 
 // ParallelDispatch is parallel_dispatch: the tasks of a v0.3 fan-out.
 type ParallelDispatch struct {
@@ -212,7 +212,7 @@ type ParallelDispatch struct {
 }
 
 // WireStatus implements Outcome.
-func (d *ParallelDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchParallel) }
+func (d *ParallelDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchParallel) }
 
 // GateDispatch is await_gate: the flow waits at a gate. Deadline and
 // Approver are ours (the only additions to any dispatch object).
@@ -233,7 +233,7 @@ type GateDispatch struct {
 }
 
 // WireStatus implements Outcome.
-func (d *GateDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchAwaitGate) }
+func (d *GateDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchAwaitGate) }
 
 // ChildDispatch is execute_flow: a flow: step's child flow, with the child's
 // own current answer.
@@ -249,7 +249,7 @@ type ChildDispatch struct {
 }
 
 // WireStatus implements Outcome.
-func (d *ChildDispatch) WireStatus() string { return wireStatus(&d.Notes, DispatchExecuteFlow) }
+func (d *ChildDispatch) WireStatus() string { return wireStatus(&d.Notes, dispatchExecuteFlow) }
 
 // Completion is the answer of a flow whose cursor is past the end: status
 // complete or killed. A kill without a cleanup step has no output key
@@ -287,27 +287,27 @@ type BudgetExhausted struct {
 // WireStatus implements Outcome.
 func (b *BudgetExhausted) WireStatus() string { return string(StatusBudgetExhausted) }
 
-// CallRecorded is RecordCall's answer: the ledger after the call.
-type CallRecorded struct {
+// callRecorded is RecordCall's answer: the ledger after the call.
+type callRecorded struct {
 	FlowID string
 	Budget BudgetState
 }
 
 // WireStatus implements Outcome.
-func (c *CallRecorded) WireStatus() string { return "recorded" }
+func (c *callRecorded) WireStatus() string { return "recorded" }
 
-// NoTimeout is check_timeouts with nothing to apply: a Message, or the
+// notTimedOut is check_timeouts with nothing to apply: a Message, or the
 // seconds remaining before the deadline.
-type NoTimeout struct {
+type notTimedOut struct {
 	Message   string
 	Remaining *float64
 }
 
 // WireStatus implements Outcome.
-func (n *NoTimeout) WireStatus() string { return "no_timeout" }
+func (n *notTimedOut) WireStatus() string { return "no_timeout" }
 
-// Committed is stratum_commit's answer.
-type Committed struct {
+// checkpointCommitted is stratum_commit's answer.
+type checkpointCommitted struct {
 	FlowID        string
 	Label         string
 	StepNumber    int
@@ -316,10 +316,10 @@ type Committed struct {
 }
 
 // WireStatus implements Outcome.
-func (c *Committed) WireStatus() string { return "committed" }
+func (c *checkpointCommitted) WireStatus() string { return "committed" }
 
-// IterationStarted is stratum_iteration_start's answer.
-type IterationStarted struct {
+// iterationStarted is stratum_iteration_start's answer.
+type iterationStarted struct {
 	FlowID        string
 	StepID        string
 	MaxIterations int
@@ -327,7 +327,7 @@ type IterationStarted struct {
 }
 
 // WireStatus implements Outcome.
-func (i *IterationStarted) WireStatus() string { return "iteration_started" }
+func (i *iterationStarted) WireStatus() string { return "iteration_started" }
 
 // IterationReported is stratum_iteration_report's answer:
 // iteration_continue, or iteration_exit once Outcome is not "continue".
@@ -357,7 +357,7 @@ type IterationReported struct {
 }
 
 // Exited reports whether the loop ended with this report.
-func (i *IterationReported) Exited() bool { return i.Outcome != OutcomeContinue }
+func (i *IterationReported) Exited() bool { return i.Outcome != outcomeContinue }
 
 // WireStatus implements Outcome.
 func (i *IterationReported) WireStatus() string {
@@ -367,9 +367,9 @@ func (i *IterationReported) WireStatus() string {
 	return "iteration_continue"
 }
 
-// IterationAborted is stratum_iteration_abort's answer; a scored step's
+// iterationAborted is stratum_iteration_abort's answer; a scored step's
 // carries the best result so far (null when nothing was scored).
-type IterationAborted struct {
+type iterationAborted struct {
 	FlowID     string
 	StepID     string
 	Iteration  int
@@ -380,10 +380,10 @@ type IterationAborted struct {
 }
 
 // WireStatus implements Outcome.
-func (i *IterationAborted) WireStatus() string { return "iteration_aborted" }
+func (i *iterationAborted) WireStatus() string { return "iteration_aborted" }
 
-// AuditReport is stratum_audit's snapshot (see Audit).
-type AuditReport struct {
+// auditReport is stratum_audit's snapshot (see Audit).
+type auditReport struct {
 	FlowID             string
 	FlowName           string
 	Status             string // the audit vocabulary: a final status or "in_progress"
@@ -391,7 +391,7 @@ type AuditReport struct {
 	TotalSteps         int
 	Trace              []Record
 	Round              int
-	Rounds             []AuditRound
+	Rounds             []auditRound
 	Iterations         map[string][]IterationEntry
 	ArchivedIterations []map[string][]IterationEntry
 	ChildAudits        map[string][]json.RawMessage
@@ -402,14 +402,14 @@ type AuditReport struct {
 	Gate               *PendingGate // while awaiting a gate
 }
 
-// AuditRound is one archived round of an audit.
-type AuditRound struct {
+// auditRound is one archived round of an audit.
+type auditRound struct {
 	Round int      `json:"round"`
 	Steps []Record `json:"steps"`
 }
 
 // WireStatus implements Outcome.
-func (a *AuditReport) WireStatus() string { return a.Status }
+func (a *auditReport) WireStatus() string { return a.Status }
 
 func wireStatus(n *Notes, base string) string {
 	if n.Failure != "" {

@@ -2,13 +2,13 @@ package engine
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/specs"
 )
 
-// ParallelDone is stratum_parallel_done, the consumer path of a
+// parallelDone is stratum_parallel_done, the consumer path of a
 // parallel_dispatch step (upstream-behavior §2.15). It builds the aggregate
 // {tasks, merge_status, completed, failed, outcome} — completed and failed
 // are the task lists, a task being complete only when its status is
@@ -17,24 +17,17 @@ import (
 // the attempt fails as ensure_failed with the original's violation texts.
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
-func ParallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (Result, error) {
-	return parallelDone(st, env, stepID, taskResults, mergeStatus, nil)
+func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
+	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
-// parallelDone is ParallelDone; details follow a merge or require
+// parallelDoneDetailed is ParallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
-func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (Result, error) {
+func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
-	if pastEnd(st, env) || isFinished(st) {
-		return refused(refusal(ErrTypeParallelComplete, "Flow is already complete")), nil
-	}
-	step := currentStep(st, env)
-	if step.ID != stepID {
-		return refused(refusal(ErrTypeStepMismatch, "Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if step.Kind != specs.KindParallelDispatch {
-		return refused(refusal(ErrTypeWrongStepType,
-			"Step '%s' is a %s step, not parallel_dispatch. Use stratum_step_done for non-parallel steps.", step.ID, step.StepMode())), nil
+	step, e := reportable(st, env, stepID, parallelDoneReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	tasks := taskResults
 	if tasks == nil {
@@ -57,7 +50,7 @@ func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 	switch {
 	case ms == "conflict":
 		violations = []string{"merge conflict: merge_status='conflict'"}
-	case !requireSatisfied(require, len(completed), len(failed)):
+	case !fanout.RequireSatisfied(require, len(completed), len(failed)):
 		violations = []string{fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))}
 	}
 
@@ -140,20 +133,4 @@ func mergeStatusString(v any) string {
 		return s
 	}
 	return "clean"
-}
-
-// requireSatisfied evaluates `require`: all = no failures, any = at least
-// one complete, N = at least N complete.
-func requireSatisfied(require string, completed, failed int) bool {
-	switch strings.TrimSpace(require) {
-	case "", "all":
-		return failed == 0
-	case "any":
-		return completed >= 1
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(require))
-	if err != nil {
-		return failed == 0
-	}
-	return completed >= n
 }

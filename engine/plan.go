@@ -27,7 +27,7 @@ type PlanOptions struct {
 	Owner *Lease
 }
 
-// Plan is stratum_plan: it validates the inputs against the flow's input
+// planFlow is stratum_plan: it validates the inputs against the flow's input
 // params, creates the flow state (flow id from env.NewID, raw_spec =
 // env.Spec.Source) and computes the first dispatch. env.Spec must be set;
 // env.Flow is ignored (the flow is looked up by name).
@@ -35,13 +35,13 @@ type PlanOptions struct {
 // A nil state with a Result.Err means the plan was refused (invalid
 // inputs); an execution_error *Error means an unknown flow or a dispatch
 // error.
-func Plan(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, Result, error) {
+func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, transitionResult, error) {
 	if env.Spec == nil {
-		return nil, Result{}, execErrorf("no spec")
+		return nil, transitionResult{}, execErrorf("no spec")
 	}
 	flow := env.Spec.Flows[flowName]
 	if flow == nil {
-		return nil, Result{}, execErrorf("Flow '%s' not found in spec", flowName)
+		return nil, transitionResult{}, execErrorf("Flow '%s' not found in spec", flowName)
 	}
 	if len(flow.Order) != len(flow.Steps) {
 		in := map[int]bool{}
@@ -54,7 +54,7 @@ func Plan(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*Fl
 				ids = append(ids, s.ID)
 			}
 		}
-		return nil, Result{}, execErrorf("Cycle detected in step dependencies: %s", py.ReprStrings(ids))
+		return nil, transitionResult{}, execErrorf("Cycle detected in step dependencies: %s", py.ReprStrings(ids))
 	}
 	resolved, problems := validateInputs(env.Spec, flow, inputs)
 	if len(problems) > 0 {
@@ -63,7 +63,7 @@ func Plan(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*Fl
 		return nil, refused(e), nil
 	}
 	if env.NewID == nil {
-		return nil, Result{}, execErrorf("no flow id generator")
+		return nil, transitionResult{}, execErrorf("no flow id generator")
 	}
 	env.Flow = flow
 	st := newFlowState(env.NewID(), flowName, string(env.Spec.Source), resolved, env.Now)
@@ -73,12 +73,12 @@ func Plan(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*Fl
 		l := *opt.Owner
 		st.Owner = &l
 	}
-	res := Result{Events: []Event{event(st, env, EventFlowCreated, "", map[string]any{
+	res := transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", map[string]any{
 		"flow_name": flowName, "driver": st.Driver, "spec_file": st.SpecFile,
 	})}}
 	nr, err := currentDispatch(st, env)
 	if err != nil {
-		return nil, Result{}, err
+		return nil, transitionResult{}, err
 	}
 	return st, mergeResults(res, nr), nil
 }
@@ -117,9 +117,37 @@ func validateInputs(spec *specs.Spec, flow *specs.Flow, inputs map[string]any) (
 			problems = append(problems, msg)
 		}
 	}
+	problems = append(problems, missingInputs(flow, out)...)
 	sort.Strings(problems)
 	problems = compactStrings(problems)
 	return out, problems
+}
+
+// missingInputs names the flow inputs that a step reads ($.input.NAME in
+// its inputs or source) and that were not given: refused before the flow
+// starts (invalid_input) rather than failing the step that reads them.
+func missingInputs(flow *specs.Flow, inputs map[string]any) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, st := range flow.Steps {
+		refs := []string{st.Source}
+		for _, in := range st.Inputs {
+			refs = append(refs, in.Value)
+		}
+		for _, r := range refs {
+			rest, ok := strings.CutPrefix(r, "$.input.")
+			if !ok {
+				continue
+			}
+			name, _, _ := strings.Cut(rest, ".")
+			if _, given := inputs[name]; given || name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			out = append(out, fmt.Sprintf("missing input '%s' (step '%s' reads $.input.%s)", name, st.ID, name))
+		}
+	}
+	return out
 }
 
 func compactStrings(s []string) []string {
@@ -193,12 +221,12 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// Resume is stratum_resume: the current dispatch (skip_if and the policy
+// resumeFlow is stratum_resume: the current dispatch (skip_if and the policy
 // loop applied; a pending gate's deadline is kept, never re-stamped), or the
 // final payload of a finished flow: complete → the completion object,
 // killed → {status:"killed", flow_id, trace, total_duration_ms}, failed /
 // budget_exhausted → {status, flow_id}.
-func Resume(st *FlowState, env Env) (Result, error) {
+func resumeFlow(st *FlowState, env Env) (transitionResult, error) {
 	ensureMaps(st)
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:
@@ -216,7 +244,7 @@ func Resume(st *FlowState, env Env) (Result, error) {
 	before := st.Clone()
 	res, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	if len(res.Put) == 0 && len(res.Delete) == 0 && sameState(before, st) {
 		res.Unchanged = true

@@ -19,6 +19,14 @@ var (
 	// cannot be decoded, while the rest of the store is readable. Stores
 	// return it as a *DamagedError naming the flow.
 	ErrDamaged = errors.New("damaged flow record")
+	// ErrBudgetExhausted is returned (wrapped) by an executor that refuses
+	// to start a call because the remaining budget (req.Budget) does not
+	// allow it (exec.go). The runner maps it to the budget_exhausted flow
+	// status; it spends no attempt.
+	ErrBudgetExhausted = errors.New("budget exhausted")
+	// ErrParallelRunHeld is returned by ClaimParallelRun when another live
+	// lease runs the step's fan-out (fanout_run.go).
+	ErrParallelRunHeld = errors.New("the fan-out is run by another live server")
 )
 
 // DamagedError is a flow whose stored state or summary cannot be decoded
@@ -238,6 +246,10 @@ const (
 	EventIterationReport EventType = "iteration_report"
 	EventFlowFinished    EventType = "flow_finished"
 	EventTrace           EventType = "trace" // an in-process trace record (attempt, cost)
+	// EventParallelTask is a task of a parallel_dispatch step changing
+	// state (ours; fanout.go). Its data: task_id, state, runs, duration_ms,
+	// worktree, branch, error, violations.
+	EventParallelTask EventType = "parallel_task"
 )
 
 // Event is one entry of the append-only event log. Seq is assigned by the

@@ -50,7 +50,7 @@ func TestReviseFeedback(t *testing.T) {
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "work",
 		"revise_feedback": map[string]any{"gate": "review", "round": 0, "rationale": "add tests", "reviewer": "ann", "channel": "tui"}})
 	fb := map[string]any{"gate": "review", "round": 0, "rationale": "add tests", "reviewer": "ann", "channel": "tui"}
-	r = f.do(Resume)
+	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"step_id": "work", "revise_feedback": fb})
 	r = f.stepDone("work", map[string]any{"ok": false}) // a retry of the revised step keeps it
 	expect(t, r, map[string]any{"status": "ensure_failed", "step_id": "work", "revise_feedback": fb})
@@ -68,7 +68,7 @@ func TestReviseFeedback(t *testing.T) {
 		"revise_feedback": map[string]any{"gate": "review", "round": 1, "rationale": "", "reviewer": "mcp:claude", "channel": "mcp"}})
 
 	// The typed dispatch carries the same.
-	res, err := Resume(f.st, f.env)
+	res, err := resumeFlow(f.st, f.env)
 	if err != nil {
 		t.Fatal(err)
 	}

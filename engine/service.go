@@ -33,7 +33,7 @@ type Service struct {
 	OnDamaged func(*DamagedError)
 
 	mu    sync.Mutex
-	specs map[[32]byte]*specs.Spec
+	specs map[[32]byte]parsedSpec
 	order [][32]byte
 	// events publishes committed transitions' events to Watch.
 	events broker
@@ -86,31 +86,48 @@ func NewUUID() string {
 
 // parse parses a spec text, caching the result by the sha256 of the text.
 func (s *Service) parse(file, text string) (*specs.Spec, specs.Diagnostics) {
+	// A valid spec is cached by its text; a failure by its file name and
+	// text (its diagnostics name the file), so that thousands of flows
+	// stored with one spec that no longer parses cost one parse, not one
+	// per flow.
 	key := sha256.Sum256([]byte(text))
+	fkey := sha256.Sum256([]byte(file + "\x00" + text))
 	s.mu.Lock()
-	if sp, ok := s.specs[key]; ok {
+	if p, ok := s.specs[key]; ok {
 		s.mu.Unlock()
-		return sp, nil
+		return p.spec, nil
+	}
+	if p, ok := s.specs[fkey]; ok {
+		s.mu.Unlock()
+		return nil, p.diags
 	}
 	s.mu.Unlock()
 	sp, ds := parseSpec(file, []byte(text))
+	p, k := parsedSpec{spec: sp}, key
 	if sp == nil || ds.HasErrors() {
-		return nil, ds
+		p, k, sp = parsedSpec{diags: ds}, fkey, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.specs == nil {
-		s.specs = map[[32]byte]*specs.Spec{}
+		s.specs = map[[32]byte]parsedSpec{}
 	}
-	if _, ok := s.specs[key]; !ok {
+	if _, ok := s.specs[k]; !ok {
 		if len(s.order) >= specCacheSize {
 			delete(s.specs, s.order[0])
 			s.order = s.order[1:]
 		}
-		s.specs[key] = sp
-		s.order = append(s.order, key)
+		s.specs[k] = p
+		s.order = append(s.order, k)
 	}
 	return sp, ds
+}
+
+// parsedSpec is one entry of the Service's parse cache: a valid spec, or
+// the diagnostics of one that does not parse.
+type parsedSpec struct {
+	spec  *specs.Spec
+	diags specs.Diagnostics
 }
 
 // specError is the original's translated exception for an invalid spec:
@@ -143,7 +160,7 @@ func flowNotFound(flowID string) *Error {
 // store transaction: children are read through sn, expressions stop when
 // ctx is done. A spec that no longer parses, or a flow that vanished from
 // it, is an execution_error.
-func (s *Service) env(ctx context.Context, st *FlowState, sn ChildLoader, now time.Time) (Env, *Error) {
+func (s *Service) env(ctx context.Context, st *FlowState, sn childLoader, now time.Time) (Env, *Error) {
 	if st.IsLibrary() {
 		// A Go program's flow has no spec (library.go).
 		return Env{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}, nil
@@ -182,13 +199,13 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 // is unchanged, else everything is done again. checkLease, when set,
 // refuses callers other than a live lease's holder. A library flow
 // (library.go) is refused with library_flow.
-func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (Result, error)) (Outcome, error) {
+func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (transitionResult, error)) (Outcome, error) {
 	return s.transitionOn(ctx, flowID, checkLease, false, fn)
 }
 
 // transitionOn is transition; library says fn also handles library flows
 // (gate decisions and timeouts).
-func (s *Service) transitionOn(ctx context.Context, flowID string, checkLease *ReportOptions, library bool, fn func(st *FlowState, env Env) (Result, error)) (Outcome, error) {
+func (s *Service) transitionOn(ctx context.Context, flowID string, checkLease *ReportOptions, library bool, fn func(st *FlowState, env Env) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
@@ -230,7 +247,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 	}
 	return s.optimistic(ctx, "plan of flow "+flowName, func(sn *snapshot, now time.Time) (computed, error) {
 		env := Env{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
-		st, res, err := Plan(env, flowName, inputs, opt)
+		st, res, err := planFlow(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true
 		}
@@ -240,38 +257,44 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 
 // Resume is stratum_resume.
 func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, Resume)
+	return s.transition(ctx, flowID, nil, resumeFlow)
 }
 
 // StepDone is stratum_step_done.
 func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return StepDone(st, env, stepID, result)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return stepDone(st, env, stepID, result)
 	})
 }
 
 // ParallelDone is stratum_parallel_done.
 func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return ParallelDone(st, env, stepID, taskResults, mergeStatus)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return parallelDone(st, env, stepID, taskResults, mergeStatus)
 	})
 }
 
 // GateResolve is stratum_gate_resolve. d.StepID names the gate; d.Channel
-// says how the decision arrived (approver: human gates refuse mcp).
+// says how the decision arrived (approver: human gates refuse mcp). The
+// rule every channel shares, review.Check, is applied first, whoever
+// calls: a revise or kill without a rationale is refused
+// (rationale_required, nothing read or written), except through MCP.
 func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decision) (Outcome, error) {
 	d.FlowID = flowID
-	return s.transitionOn(ctx, flowID, nil, true, func(st *FlowState, env Env) (Result, error) {
+	if e := checkDecision(d); e != nil {
+		return nil, e
+	}
+	return s.transitionOn(ctx, flowID, nil, true, func(st *FlowState, env Env) (transitionResult, error) {
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}
-		return GateResolve(st, env, d)
+		return gateResolve(st, env, d)
 	})
 }
 
 // CheckTimeouts is stratum_check_timeouts.
 func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transitionOn(ctx, flowID, nil, true, CheckTimeouts)
+	return s.transitionOn(ctx, flowID, nil, true, checkTimeouts)
 }
 
 // SweepTimeouts applies every expired gate deadline in the store (any
@@ -295,7 +318,7 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 			}
 			return n, err
 		}
-		if _, none := out.(*NoTimeout); !none {
+		if _, none := out.(*notTimedOut); !none {
 			n++
 		}
 	}
@@ -304,37 +327,37 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 
 // SkipStep is stratum_skip_step.
 func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return SkipStep(st, env, stepID, reason)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return skipStep(st, env, stepID, reason)
 	})
 }
 
 // IterationStart is stratum_iteration_start.
 func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationStart(st, env, stepID)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return iterationStart(st, env, stepID)
 	})
 }
 
 // IterationReport is stratum_iteration_report.
 func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationReport(st, env, stepID, result)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return iterationReport(st, env, stepID, result)
 	})
 }
 
 // IterationAbort is stratum_iteration_abort.
 func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return IterationAbort(st, env, stepID, reason)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return iterationAbort(st, env, stepID, reason)
 	})
 }
 
 // Commit is stratum_commit. A live runner lease refuses it (flow_owned) to
 // anyone but its holder.
 func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Commit(st, env, label)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return commitCheckpoint(st, env, label)
 	})
 }
 
@@ -342,18 +365,18 @@ func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOp
 // anyone but its holder: a revert under a running runner would pull the
 // flow from under it.
 func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return Revert(st, env, label, opt.Channel)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return revertCheckpoint(st, env, label, opt.Channel)
 	})
 }
 
 // Audit is stratum_audit (a read): the flow is read in a View, the spec
 // parsed and the report built after it.
-func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error) {
+func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	var out *AuditReport
+	var out *auditReport
 	_, err := s.optimistic(ctx, "audit of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
@@ -366,7 +389,7 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error
 		if bad != nil {
 			return computed{}, bad
 		}
-		out = Audit(st, env)
+		out = auditFlow(st, env)
 		return computed{res: answer(out)}, nil
 	})
 	if err != nil {
@@ -375,9 +398,9 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error
 	return out, nil
 }
 
-// Decide records a gate decision: it is the engine's review.Decider, so every
-// front end decides through review.Service (which checks the shared rules)
-// and lands here (GateResolve of d.FlowID, first writer wins).
+// Decide records a gate decision (GateResolve of d.FlowID, first writer
+// wins, review.Check applied): it is the engine's review.Decider, what the
+// runner's review.Service records through.
 func (s *Service) Decide(ctx context.Context, d review.Decision) (Outcome, error) {
 	return s.GateResolve(ctx, d.FlowID, d)
 }

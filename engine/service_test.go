@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -349,4 +350,40 @@ func checkpointNames(st *engine.FlowState) []string {
 		out = append(out, l)
 	}
 	return out
+}
+
+// TestServiceGateRationale: the rationale rule (review.Check) is the
+// engine's, whoever calls GateResolve or Decide: a revise or kill without
+// a rationale is refused on every channel but MCP, before the flow is read
+// (an unknown flow answers the rule, not flow_not_found), and nothing is
+// recorded; through MCP the original's empty rationale is accepted.
+func TestServiceGateRationale(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newService()
+	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	for _, ch := range []review.Channel{review.ChannelTUI, review.ChannelCLI, review.ChannelConsole, review.ChannelPolicy} {
+		for _, o := range []review.Outcome{review.Revise, review.Kill} {
+			d := review.Decision{FlowID: "f1", StepID: "review", Outcome: o, Rationale: " \t", ResolvedBy: review.Human, Channel: ch}
+			_, err := s.Decide(ctx, d)
+			if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeRationaleRequired || !errors.Is(err, review.ErrRationaleRequired) {
+				t.Fatalf("%s through %s without a rationale: %v", o, ch, err)
+			}
+			if _, err := s.GateResolve(ctx, "nope", d); !errors.Is(err, review.ErrRationaleRequired) {
+				t.Fatalf("%s through %s of an unknown flow: %v", o, ch, err)
+			}
+		}
+	}
+	st, err := s.Get(ctx, "f1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != engine.StatusAwaitingGate || st.Round != 0 || len(st.Records) != 2 {
+		t.Fatalf("a refused decision changed the flow: %s round %d, %d records", st.Status, st.Round, len(st.Records))
+	}
+	r := must(t)(s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Revise, ResolvedBy: review.Agent, Channel: review.ChannelMCP}))
+	if r["status"] != "execute_step" || r["step_id"] != "a" {
+		t.Fatalf("a revise through MCP without a rationale: %v", r)
+	}
 }

@@ -41,7 +41,7 @@ type snapshot struct {
 	err error
 }
 
-var _ ChildLoader = (*snapshot)(nil)
+var _ childLoader = (*snapshot)(nil)
 
 func newSnapshot(ctx context.Context, st Store) *snapshot {
 	return &snapshot{ctx: ctx, store: st, read: map[string]int64{}}
@@ -159,7 +159,7 @@ func casPut(tx Tx, w write, read map[string]int64) error {
 type computed struct {
 	st  *FlowState  // the flow to write (nil: none)
 	sp  *specs.Spec // the spec the transition ran on (nil: none)
-	res Result
+	res transitionResult
 }
 
 // optimistic runs a transition: compute on a snapshot outside any

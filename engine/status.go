@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"fmt"
+	"strings"
+)
+
 // FlowStatus is the persisted status of a flow execution. The values are
 // stored and shown (the CLI's `query` JSON, the TUI), so they never change:
 // add new ones at the end.
@@ -15,12 +20,25 @@ const (
 	StatusFailed          FlowStatus = "failed" // retries exhausted with no on_fail (the original deleted the file)
 )
 
-// FlowStatuses lists every status, in the order above.
-var FlowStatuses = []FlowStatus{StatusRunning, StatusAwaitingGate, StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed}
+// flowStatuses lists every status, in the order above.
+var flowStatuses = []FlowStatus{StatusRunning, StatusAwaitingGate, StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed}
 
 // Valid reports whether s is one of the statuses.
+// ParseFlowStatus reads a status given by a user (`query flows --status`):
+// an unknown one is an error naming every status.
+func ParseFlowStatus(s string) (FlowStatus, error) {
+	if st := FlowStatus(s); st.Valid() {
+		return st, nil
+	}
+	names := make([]string, len(flowStatuses))
+	for i, st := range flowStatuses {
+		names[i] = string(st)
+	}
+	return "", fmt.Errorf("unknown status %q: want one of %s", s, strings.Join(names, ", "))
+}
+
 func (s FlowStatus) Valid() bool {
-	for _, v := range FlowStatuses {
+	for _, v := range flowStatuses {
 		if s == v {
 			return true
 		}

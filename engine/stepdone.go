@@ -12,34 +12,25 @@ import (
 	"github.com/stratum-go/stratum/specs/py"
 )
 
-// StepDone is stratum_step_done (upstream-behavior §2.6): it checks the
+// stepDone is stratum_step_done (upstream-behavior §2.6): it checks the
 // result of the current step (output_schema → guardrails → ensure), retries
 // with the violations, routes on_fail on exhaustion, or stores the output and
 // advances (next, or linearly) to the next dispatch.
-func StepDone(st *FlowState, env Env, stepID string, result any) (Result, error) {
+func stepDone(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
 	ensureMaps(st)
-	if r, done := refuseFinished(st, env); done {
-		return r, nil
-	}
-	step := currentStep(st, env)
-	if step.IsGate() {
-		return refused(gateStepRequires(step)), nil
-	}
-	if stepID != step.ID {
-		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if r, bad := refuseBypassingChild(st, env, step, "step_done"); bad {
-		return r, nil
+	step, e := reportable(st, env, stepID, stepDoneReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	childID := ""
-	var pre Result
+	var pre transitionResult
 	if step.Kind == specs.KindFlow {
 		childID = snapshotChildAudit(st, env, step.ID, &pre)
 		result = unwrapChildCompletion(result)
 	}
 	res, err := processResult(st, env, step, result, childID, nil, nil)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	return mergeResults(pre, res), nil
 }
@@ -58,24 +49,6 @@ func unwrapChildCompletion(result any) any {
 		return out
 	}
 	return result
-}
-
-// refuseFinished answers a report into a flow that has no current step.
-func refuseFinished(st *FlowState, env Env) (Result, bool) {
-	switch {
-	case st.Status == StatusFailed:
-		return refused(execErrorf("Flow has failed (retries exhausted); revert to a checkpoint or plan a new flow")), true
-	case st.Status == StatusBudgetExhausted:
-		return refused(execErrorf("Flow budget exhausted")), true
-	case pastEnd(st, env) || st.Status == StatusComplete || st.Status == StatusKilled:
-		return refused(execErrorf("Flow is already complete")), true
-	}
-	return Result{}, false
-}
-
-// gateStepRequires refuses a report into a gate step.
-func gateStepRequires(step *specs.Step) *Error {
-	return refusal(ErrTypeGateStepRequires, "Step '%s' is a gate step. Use stratum_gate_resolve to resolve it.", step.ID)
 }
 
 // checkResult runs the checks in the original's order, the first failing
@@ -133,7 +106,7 @@ func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string)
 // when set, adds violations after the checks passed (parallel require/merge);
 // they count as ensure_failed. notes are appended to the violations of any
 // failure (parallel per-task certificate violations).
-func processResult(st *FlowState, env Env, step *specs.Step, result any, childID string, extra func(any) []string, notes []string) (Result, error) {
+func processResult(st *FlowState, env Env, step *specs.Step, result any, childID string, extra func(any) []string, notes []string) (transitionResult, error) {
 	if best, ok := iterationBestResult(st, step.ID); ok {
 		result = best
 	}
@@ -150,7 +123,7 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 		return failAttempt(st, env, step, result, childID, attempts, status, violations)
 	}
 
-	var res Result
+	var res transitionResult
 	out := mergeAccumulated(st, step, result)
 	st.StepOutputs[step.ID] = out
 	st.Records = append(st.Records, stepRecord(st, env, step, attempts, childID))
@@ -169,15 +142,15 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 	}
 	nr, err := currentDispatch(st, env)
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	return mergeResults(res, nr), nil
 }
 
 // failAttempt handles a failed check: retry (same dispatch, failure status,
 // violations), or on exhaustion on_fail routing or retries_exhausted.
-func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (Result, error) {
-	var res Result
+func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (transitionResult, error) {
+	var res transitionResult
 	exhausted := attempts >= maxRetries(step)
 	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, map[string]any{
 		"status": string(status), "violations": violations, "attempt": attempts, "exhausted": exhausted,
@@ -187,7 +160,7 @@ func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID s
 		clearStepIteration(st, step.ID)
 		d, err := dispatchStep(st, env, step, &res)
 		if err != nil {
-			return Result{}, err
+			return transitionResult{}, err
 		}
 		if n := NotesOf(d); n != nil {
 			n.Failure, n.Violations = status, violations
@@ -205,7 +178,7 @@ func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID s
 		st.CurrentIdx = i
 		nr, err := currentDispatch(st, env)
 		if err != nil {
-			return Result{}, err
+			return transitionResult{}, err
 		}
 		res = mergeResults(res, nr)
 		if n := NotesOf(res.Outcome); n != nil {
@@ -241,7 +214,7 @@ func stepRecord(st *FlowState, env Env, step *specs.Step, attempts int, childID 
 
 // mergeResults appends b's events, puts and deletes to a's, and takes b's
 // answer.
-func mergeResults(a, b Result) Result {
+func mergeResults(a, b transitionResult) transitionResult {
 	a.Events = append(a.Events, b.Events...)
 	a.Put = append(a.Put, b.Put...)
 	a.Delete = append(a.Delete, b.Delete...)

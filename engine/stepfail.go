@@ -7,7 +7,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// StepAttemptFailed records a failed attempt of the current step that
+// stepAttemptFailed records a failed attempt of the current step that
 // produced no checkable result (a command that exited non-zero, output that
 // is not JSON, an LLM answer that could not be parsed, a refusal…). It counts
 // the attempt exactly like a failed ensure in StepDone and answers the same
@@ -17,26 +17,17 @@ import (
 // retries_exhausted with the flow failed.
 //
 // Refusals (finished flow, gate step, another step) are StepDone's.
-func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (Result, error) {
+func stepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (transitionResult, error) {
 	ensureMaps(st)
-	if r, done := refuseFinished(st, env); done {
-		return r, nil
-	}
-	step := currentStep(st, env)
-	if step.IsGate() {
-		return refused(gateStepRequires(step)), nil
-	}
-	if stepID != step.ID {
-		return refused(execErrorf("Expected step '%s', got '%s'", step.ID, stepID)), nil
-	}
-	if r, bad := refuseBypassingChild(st, env, step, "a failed attempt"); bad {
-		return r, nil
+	step, e := reportable(st, env, stepID, attemptFailedReport)
+	if e != nil {
+		return refused(e), nil
 	}
 	if len(violations) == 0 {
 		violations = []string{"attempt failed"}
 	}
 	childID := ""
-	var pre Result
+	var pre transitionResult
 	if step.Kind == specs.KindFlow {
 		// A failed child run: keep the child's audit like StepDone does.
 		childID = snapshotChildAudit(st, env, step.ID, &pre)
@@ -44,16 +35,16 @@ func StepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 	st.Attempts[step.ID]++
 	res, err := failAttempt(st, env, step, nil, childID, st.Attempts[step.ID], CheckEnsure, append([]string(nil), violations...))
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	return mergeResults(pre, res), nil
 }
 
-// ExhaustBudget ends a running flow (and its active child, by the caller)
+// exhaustBudget ends a running flow (and its active child, by the caller)
 // with status budget_exhausted: the run budget (ms, usd, tokens) of the flow
 // or of the current call ran out. reason is recorded in the flow_finished
 // event and the response. A finished flow is refused unchanged.
-func ExhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
+func exhaustBudget(st *FlowState, env Env, reason string) (transitionResult, error) {
 	ensureMaps(st)
 	if isFinished(st) || pastEnd(st, env) {
 		return refused(execErrorf("Flow is already finished")), nil
@@ -66,7 +57,7 @@ func ExhaustBudget(st *FlowState, env Env, reason string) (Result, error) {
 	st.Status = StatusBudgetExhausted
 	st.Gate = nil
 	st.ActiveIteration = nil
-	var res Result
+	var res transitionResult
 	res.Events = append(res.Events, event(st, env, EventFlowFinished, stepID, map[string]any{
 		"status": string(StatusBudgetExhausted), "reason": reason,
 	}))
@@ -88,11 +79,11 @@ type CallRecord struct {
 	Data       map[string]any // extra event data (kind, violations, cache_hit…)
 }
 
-// RecordCall adds a call's spend to the flow's budget ledger
+// recordCall adds a call's spend to the flow's budget ledger
 // (FlowState.BudgetState), appends its trace record to FlowState.Trace and
 // emits a trace event. It works on finished flows too (the ledger of a
 // failed flow stays accurate).
-func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
+func recordCall(st *FlowState, env Env, c CallRecord) (transitionResult, error) {
 	if st.BudgetState == nil {
 		st.BudgetState = &BudgetState{}
 	}
@@ -120,13 +111,13 @@ func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 	if c.Trace != nil {
 		raw, err := json.Marshal(c.Trace)
 		if err != nil {
-			return Result{}, execErrorf("trace record is not JSON-encodable: %v", err)
+			return transitionResult{}, execErrorf("trace record is not JSON-encodable: %v", err)
 		}
 		st.Trace = append(st.Trace, json.RawMessage(raw))
 		data["trace"] = json.RawMessage(raw)
 	}
-	return Result{
-		Outcome: &CallRecorded{FlowID: st.FlowID, Budget: *b},
+	return transitionResult{
+		Outcome: &callRecorded{FlowID: st.FlowID, Budget: *b},
 		Events:  []Event{event(st, env, EventTrace, c.StepID, data)},
 	}, nil
 }
@@ -134,22 +125,22 @@ func RecordCall(st *FlowState, env Env, c CallRecord) (Result, error) {
 // StepAttemptFailed is the Service form of StepAttemptFailed (lease-checked
 // like StepDone).
 func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return StepAttemptFailed(st, env, stepID, violations)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return stepAttemptFailed(st, env, stepID, violations)
 	})
 }
 
 // ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
 func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return ExhaustBudget(st, env, reason)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return exhaustBudget(st, env, reason)
 	})
 }
 
 // RecordCall is the Service form of RecordCall (lease-checked).
 func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return RecordCall(st, env, c)
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return recordCall(st, env, c)
 	})
 }
 
@@ -157,18 +148,18 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 // transition, so a call's spend and the report of its result are committed
 // together (one store write per attempt, and no spend lost or counted twice
 // across a crash). The answer is fn's.
-func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) (Result, error) {
-	var pre Result
+func withCall(st *FlowState, env Env, c *CallRecord, fn func() (transitionResult, error)) (transitionResult, error) {
+	var pre transitionResult
 	if c != nil {
-		r, err := RecordCall(st, env, *c)
+		r, err := recordCall(st, env, *c)
 		if err != nil {
-			return Result{}, err
+			return transitionResult{}, err
 		}
 		pre = r
 	}
 	res, err := fn()
 	if err != nil {
-		return Result{}, err
+		return transitionResult{}, err
 	}
 	out := mergeResults(pre, res)
 	out.Unchanged = c == nil && res.Unchanged
@@ -178,15 +169,15 @@ func withCall(st *FlowState, env Env, c *CallRecord, fn func() (Result, error)) 
 // StepDoneRecorded is StepDone preceded by RecordCall of the attempt's call
 // (nil: none), in one transaction.
 func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return withCall(st, env, c, func() (Result, error) { return StepDone(st, env, stepID, result) })
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return withCall(st, env, c, func() (transitionResult, error) { return stepDone(st, env, stepID, result) })
 	})
 }
 
 // StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
 // the attempt's call (nil: none), in one transaction.
 func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (Result, error) {
-		return withCall(st, env, c, func() (Result, error) { return StepAttemptFailed(st, env, stepID, violations) })
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+		return withCall(st, env, c, func() (transitionResult, error) { return stepAttemptFailed(st, env, stepID, violations) })
 	})
 }

@@ -25,12 +25,12 @@ type Env struct {
 	// Children gives read access to child flows (flow: steps): the
 	// Service's snapshot (reads the commit re-checks); nil when the caller
 	// has none (pure tests).
-	Children ChildLoader
+	Children childLoader
 }
 
-// ChildLoader reads a child flow state: a private copy the transition may
+// childLoader reads a child flow state: a private copy the transition may
 // mutate.
-type ChildLoader interface {
+type childLoader interface {
 	Get(flowID string) (*FlowState, error)
 }
 
@@ -42,8 +42,8 @@ func (env Env) context() context.Context {
 	return env.Ctx
 }
 
-// Result is what a transition produced besides mutating the state.
-type Result struct {
+// transitionResult is what a transition produced besides mutating the state.
+type transitionResult struct {
 	// Outcome is the answer; Err, when set, replaces it: a refusal (with
 	// Unchanged) or an error the original answers after committing
 	// (Error.Committed).
@@ -61,7 +61,7 @@ type Result struct {
 }
 
 // Wire renders the result's answer (see Wire).
-func (r Result) Wire() Response {
+func (r transitionResult) Wire() Response {
 	if r.Err != nil {
 		return r.Err.wire()
 	}
@@ -69,7 +69,7 @@ func (r Result) Wire() Response {
 }
 
 // refused is a Result that answers e and changes nothing.
-func refused(e *Error) Result { return Result{Err: e, Unchanged: true} }
+func refused(e *Error) transitionResult { return transitionResult{Err: e, Unchanged: true} }
 
 // answer is a Result that answers o and changes nothing.
-func answer(o Outcome) Result { return Result{Outcome: o, Unchanged: true} }
+func answer(o Outcome) transitionResult { return transitionResult{Outcome: o, Unchanged: true} }

@@ -37,8 +37,8 @@ func Wire(out Outcome, err error) Response {
 	return out.wire()
 }
 
-// IsErrorResponse reports whether r is an error envelope.
-func IsErrorResponse(r Response) bool {
+// isErrorResponse reports whether r is an error envelope.
+func isErrorResponse(r Response) bool {
 	s, _ := r["status"].(string)
 	return s == "error"
 }
@@ -81,7 +81,7 @@ func (e *Error) wire() Response {
 
 func (d *StepDispatch) wire() Response {
 	r := Response{
-		"status":            DispatchExecuteStep,
+		"status":            dispatchExecuteStep,
 		"flow_id":           d.FlowID,
 		"step_number":       d.StepNumber,
 		"total_steps":       d.TotalSteps,
@@ -95,11 +95,11 @@ func (d *StepDispatch) wire() Response {
 		"retries_remaining": d.RetriesRemaining,
 	}
 	switch d.StepMode {
-	case ModeFunction:
+	case modeFunction:
 		r["function"] = d.Function
 		r["mode"] = d.Mode
 		r["intent"] = d.Intent
-	case ModeInline:
+	case modeInline:
 		r["intent"] = d.Intent
 		r["model"] = nullable(d.Model)
 	default: // decompose
@@ -113,7 +113,7 @@ func (d *StepDispatch) wire() Response {
 
 func (d *ParallelDispatch) wire() Response {
 	r := Response{
-		"status":            DispatchParallel,
+		"status":            dispatchParallel,
 		"flow_id":           d.FlowID,
 		"step_number":       d.StepNumber,
 		"total_steps":       d.TotalSteps,
@@ -147,12 +147,12 @@ func (d *GateDispatch) wire() Response {
 		deadline = d.Deadline.UTC().Format(time.RFC3339Nano)
 	}
 	return d.apply(Response{
-		"status":      DispatchAwaitGate,
+		"status":      dispatchAwaitGate,
 		"flow_id":     d.FlowID,
 		"step_number": d.StepNumber,
 		"total_steps": d.TotalSteps,
 		"step_id":     d.StepID,
-		"step_mode":   ModeFunction,
+		"step_mode":   modeFunction,
 		"function":    d.Function,
 		"agent":       nullable(d.Agent),
 		"on_approve":  nullable(d.OnApprove),
@@ -166,7 +166,7 @@ func (d *GateDispatch) wire() Response {
 
 func (d *ChildDispatch) wire() Response {
 	return d.apply(Response{
-		"status":          DispatchExecuteFlow,
+		"status":          dispatchExecuteFlow,
 		"parent_flow_id":  d.ParentFlowID,
 		"parent_step_id":  d.ParentStepID,
 		"child_flow_id":   d.ChildFlowID,
@@ -198,18 +198,18 @@ func (b *BudgetExhausted) wire() Response {
 	return Response{"status": string(StatusBudgetExhausted), "flow_id": b.FlowID, "step_id": nullable(b.StepID), "reason": b.Reason}
 }
 
-func (c *CallRecorded) wire() Response {
+func (c *callRecorded) wire() Response {
 	return Response{"status": "recorded", "flow_id": c.FlowID, "budget_state": c.Budget}
 }
 
-func (n *NoTimeout) wire() Response {
+func (n *notTimedOut) wire() Response {
 	if n.Remaining != nil {
 		return Response{"status": "no_timeout", "remaining_seconds": *n.Remaining}
 	}
 	return Response{"status": "no_timeout", "message": n.Message}
 }
 
-func (c *Committed) wire() Response {
+func (c *checkpointCommitted) wire() Response {
 	return Response{
 		"status":          "committed",
 		"flow_id":         c.FlowID,
@@ -220,7 +220,7 @@ func (c *Committed) wire() Response {
 	}
 }
 
-func (i *IterationStarted) wire() Response {
+func (i *iterationStarted) wire() Response {
 	return Response{
 		"status":         "iteration_started",
 		"flow_id":        i.FlowID,
@@ -275,7 +275,7 @@ func (i *IterationReported) wire() Response {
 	return r
 }
 
-func (i *IterationAborted) wire() Response {
+func (i *iterationAborted) wire() Response {
 	r := Response{
 		"status":    "iteration_aborted",
 		"flow_id":   i.FlowID,
@@ -290,7 +290,7 @@ func (i *IterationAborted) wire() Response {
 	return r
 }
 
-func (a *AuditReport) wire() Response {
+func (a *auditReport) wire() Response {
 	rounds := make([]map[string]any, len(a.Rounds))
 	for i, rd := range a.Rounds {
 		rounds[i] = map[string]any{"round": rd.Round, "steps": rd.Steps}
@@ -335,29 +335,29 @@ func optInt(p *int) any {
 
 // MarshalJSON renders the wire form, so json.Marshal of any outcome (or
 // *Error) gives what a client receives.
-func (e *Error) MarshalJSON() ([]byte, error)             { return json.Marshal(e.wire()) }
-func (d *StepDispatch) MarshalJSON() ([]byte, error)      { return json.Marshal(d.wire()) }
-func (d *ParallelDispatch) MarshalJSON() ([]byte, error)  { return json.Marshal(d.wire()) }
-func (d *GateDispatch) MarshalJSON() ([]byte, error)      { return json.Marshal(d.wire()) }
-func (d *ChildDispatch) MarshalJSON() ([]byte, error)     { return json.Marshal(d.wire()) }
-func (c *Completion) MarshalJSON() ([]byte, error)        { return json.Marshal(c.wire()) }
-func (s *Stopped) MarshalJSON() ([]byte, error)           { return json.Marshal(s.wire()) }
-func (b *BudgetExhausted) MarshalJSON() ([]byte, error)   { return json.Marshal(b.wire()) }
-func (c *CallRecorded) MarshalJSON() ([]byte, error)      { return json.Marshal(c.wire()) }
-func (n *NoTimeout) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
-func (c *Committed) MarshalJSON() ([]byte, error)         { return json.Marshal(c.wire()) }
-func (i *IterationStarted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
-func (i *IterationReported) MarshalJSON() ([]byte, error) { return json.Marshal(i.wire()) }
-func (i *IterationAborted) MarshalJSON() ([]byte, error)  { return json.Marshal(i.wire()) }
-func (a *AuditReport) MarshalJSON() ([]byte, error)       { return json.Marshal(a.wire()) }
+func (e *Error) MarshalJSON() ([]byte, error)               { return json.Marshal(e.wire()) }
+func (d *StepDispatch) MarshalJSON() ([]byte, error)        { return json.Marshal(d.wire()) }
+func (d *ParallelDispatch) MarshalJSON() ([]byte, error)    { return json.Marshal(d.wire()) }
+func (d *GateDispatch) MarshalJSON() ([]byte, error)        { return json.Marshal(d.wire()) }
+func (d *ChildDispatch) MarshalJSON() ([]byte, error)       { return json.Marshal(d.wire()) }
+func (c *Completion) MarshalJSON() ([]byte, error)          { return json.Marshal(c.wire()) }
+func (s *Stopped) MarshalJSON() ([]byte, error)             { return json.Marshal(s.wire()) }
+func (b *BudgetExhausted) MarshalJSON() ([]byte, error)     { return json.Marshal(b.wire()) }
+func (c *callRecorded) MarshalJSON() ([]byte, error)        { return json.Marshal(c.wire()) }
+func (n *notTimedOut) MarshalJSON() ([]byte, error)         { return json.Marshal(n.wire()) }
+func (c *checkpointCommitted) MarshalJSON() ([]byte, error) { return json.Marshal(c.wire()) }
+func (i *iterationStarted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
+func (i *IterationReported) MarshalJSON() ([]byte, error)   { return json.Marshal(i.wire()) }
+func (i *iterationAborted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
+func (a *auditReport) MarshalJSON() ([]byte, error)         { return json.Marshal(a.wire()) }
 
 // The CLI's JSON contract: `stratum query` and `stratum gate` print these
 // objects, the original's "stratum-mcp query" forms. They are written here,
 // beside Wire, so the JSON stratum prints is written in one file; a gate's
 // next status is the outcome's WireStatus.
 
-// SchemaVersion is the "_schema_version" of the CLI's JSON contract.
-const SchemaVersion = "1"
+// schemaVersion is the "_schema_version" of the CLI's JSON contract.
+const schemaVersion = "1"
 
 // The `stratum query` objects are the original's ("stratum-mcp query",
 // _query_flows/_query_flow/_query_gates): `query flows` and `query gates`
@@ -405,7 +405,7 @@ func QueryFlows(list []FlowSummary, now time.Time) []FlowEntry {
 			terminal = strPtr(string(StatusKilled))
 		}
 		out = append(out, FlowEntry{
-			SchemaVersion:  SchemaVersion,
+			SchemaVersion:  schemaVersion,
 			FlowSummary:    sum,
 			CurrentStepID:  optStr(sum.CurrentStep),
 			StepCount:      sum.TotalSteps,
@@ -450,7 +450,7 @@ type OrderedStep struct {
 func QueryFlow(f *FlowWithSpec, now time.Time) *FlowView {
 	sum := Summarize(f.State, f.Flow)
 	v := &FlowView{
-		SchemaVersion: SchemaVersion,
+		SchemaVersion: schemaVersion,
 		FlowState:     f.State,
 		CurrentStepID: optStr(sum.CurrentStep),
 		RoundsCount:   len(f.State.Rounds),
@@ -474,7 +474,7 @@ func QueryFlow(f *FlowWithSpec, now time.Time) *FlowView {
 // original's {"error": {"code": "NOT_FOUND", "message": "Flow 'ID' not
 // found"}}, plus our _schema_version and ok: false (as `stratum gate`).
 func QueryFlowNotFound(flowID string) Response {
-	return Response{"_schema_version": SchemaVersion, "ok": false,
+	return Response{"_schema_version": schemaVersion, "ok": false,
 		"error": map[string]any{"code": "NOT_FOUND", "message": fmt.Sprintf("Flow '%s' not found", flowID)}}
 }
 
@@ -486,7 +486,7 @@ func QueryFlowRefused(flowID string, e *Error) Response {
 	if e == nil || e.Type == ErrTypeFlowNotFound {
 		return QueryFlowNotFound(flowID)
 	}
-	return Response{"_schema_version": SchemaVersion, "ok": false, "error": queryError(e)}
+	return Response{"_schema_version": schemaVersion, "ok": false, "error": queryError(e)}
 }
 
 // GateEntry is one element of `stratum query gates`: the original's keys
@@ -529,7 +529,7 @@ func QueryGates(gates []GateStep) []GateEntry {
 	out := make([]GateEntry, 0, len(gates))
 	for _, g := range gates {
 		p := g.Summary
-		e := GateEntry{SchemaVersion: SchemaVersion, FlowID: p.FlowID, FlowName: p.FlowName,
+		e := GateEntry{SchemaVersion: schemaVersion, FlowID: p.FlowID, FlowName: p.FlowName,
 			Status: p.Status, Round: p.Round, StepNumber: p.StepNumber, TotalSteps: p.TotalSteps, UpdatedAt: p.UpdatedAt}
 		if p.Gate != nil {
 			e.StepID, e.DispatchedAt, e.Deadline = p.Gate.StepID, p.Gate.DispatchedAt, p.Gate.Deadline
@@ -584,7 +584,7 @@ const (
 // for a GateConflict). next and err are GateResolve's answer; err must be
 // nil or carry a *Error (a store failure has no JSON answer).
 func GateAnswer(flowID, stepID string, outcome review.Outcome, next Outcome, err error) (Response, GateVerdict) {
-	r := Response{"_schema_version": SchemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
+	r := Response{"_schema_version": schemaVersion, "flow_id": flowID, "step_id": stepID, "outcome": string(outcome)}
 	e := AsError(err)
 	switch {
 	case err == nil:

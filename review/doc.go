@@ -10,17 +10,20 @@
 // rationale, reviewer identity, who resolved it (human/agent/system) and the
 // channel it came through.
 //
-// # One request/decide service
+// # One rule, one request/decide service
 //
-// Service is the one way decisions are made: every front end (the
-// in-process runner, the TUI, `stratum gate`, MCP) decides through
-// Service.Decide, so the rule of Check holds on every channel: a rationale
-// for revise and kill, except through MCP where the original accepts an
-// empty one. (Whether the outcome and resolved_by are valid and the gate
-// still waits in that round is the recorder's to say, with the original's
-// error types.) The runner asks its handlers through Service.Request;
-// `stratum gate`, the TUI and the MCP tool call Service.Decide. Service.Request asks
-// its handlers in order for a decision on a pending review: Policy
+// Check is the rule every channel shares: a rationale for revise and kill,
+// except through MCP where the original accepts an empty one (the
+// decision's Channel says which). The recorder applies it to every
+// decision it records — the engine does, in its gate resolution, so no
+// front end (the TUI, `stratum gate`, MCP, a library user) can skip it —
+// and Service.Decide applies it for any other recorder. (Whether the
+// outcome and resolved_by are valid and the gate still waits in that
+// round is the recorder's to say, with the original's error types.) A
+// front end may call Check early, to ask again before anything is read.
+//
+// Service is how the in-process runner gets a decision: Service.Request
+// asks its handlers in order for a decision on a pending review: Policy
 // (--approve, --on-gate approve|kill), Console (a prompt at a terminal),
 // Notify (offers the review to a Sink such as the TUI and passes), and
 // whatever waits for a decision made elsewhere (the runner's store waiter).

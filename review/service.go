@@ -23,13 +23,15 @@ var (
 	ErrNoReviewer = errors.New("nobody here may decide this gate")
 )
 
-// Check enforces the rule every front end shares and the recorder cannot
-// know: revise and kill need a rationale, except through MCP (the original
-// accepts an empty one there). It is the one place this rule lives;
-// Service.Decide applies it, and a front end may call it to ask again
-// before deciding. Whether the outcome and resolved_by are valid, and
-// whether the gate is still waiting in that round, is the recorder's to
-// say (the engine answers with the original's error types and messages).
+// Check is the rule every channel shares: revise and kill need a
+// rationale, except through MCP (the original accepts an empty one
+// there). It is the one place this rule lives; the recorder applies it to
+// every decision (the engine's gate resolution does, whoever calls it),
+// Service.Decide applies it for any recorder, and a front end may call it
+// to ask early, before anything is read. Whether the outcome and
+// resolved_by are valid, and whether the gate is still waiting in that
+// round, is the recorder's to say (the engine answers with the original's
+// error types and messages).
 func Check(d Decision) error {
 	if d.Outcome != Approve && strings.TrimSpace(d.Rationale) == "" && d.Channel != ChannelMCP {
 		return fmt.Errorf("%w (%s of gate %s)", ErrRationaleRequired, d.Outcome, d.StepID)
@@ -40,7 +42,9 @@ func Check(d Decision) error {
 // Decider records a decision and answers what the flow does next (A is the
 // recorder's answer type: the engine's outcome). Recording is
 // first-writer-wins: a decision on a gate that moved on fails with an error
-// matching ErrAlreadyDecided, one for another round ErrStaleRound.
+// matching ErrAlreadyDecided, one for another round ErrStaleRound; a
+// decision Check refuses fails with an error matching
+// ErrRationaleRequired.
 type Decider[A any] interface {
 	Decide(ctx context.Context, d Decision) (A, error)
 }
@@ -60,9 +64,9 @@ type HandlerFunc func(ctx context.Context, r PendingReview) (Decision, error)
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, r PendingReview) (Decision, error) { return f(ctx, r) }
 
-// Service is the request/decide service of the gate protocol: every front
-// end (the runner, the TUI, `stratum gate`, MCP) decides through it, so the
-// rules of Check hold on every channel.
+// Service is the request/decide service of the gate protocol: the runner
+// asks its handlers for a decision through it (Request) and records the
+// decision through its Decider, Check applied.
 type Service[A any] struct {
 	decider  Decider[A]
 	handlers []Handler

@@ -30,6 +30,7 @@ import (
 const (
 	invalidCorpusDir = "../testdata/specs/invalid"
 	validCorpusDir   = "../testdata/specs/valid"
+	warningCorpusDir = "../testdata/specs/warning"
 	examplesDir      = "examples"
 	specGlob         = "*.stratum.yaml"
 	expectPrefix     = "# expect:"
@@ -85,6 +86,9 @@ var codeClass = map[string]ErrorType{
 	"workflow-entry": SemanticError, "workflow-inputs": SemanticError,
 	"cache-field": SemanticError, "run-field": SemanticError,
 	"opaque-inline": SemanticError, "policy-human": SemanticError,
+
+	// Warnings (severity warning; errors under validate --strict).
+	"routing-target-runs": SemanticError, "unchecked-keyword": SemanticError,
 }
 
 // parseTimeout bounds one Parse call in these tests. It is a hang detector,
@@ -274,6 +278,67 @@ func TestCorpusInvalid(t *testing.T) {
 	}
 }
 
+// TestCorpusWarnings parses every spec of the warning corpus: it must be
+// valid (a Spec, no error), report as warnings exactly the codes its
+// `# expect:` line lists ("none": no diagnostic at all), and print exactly
+// its golden.
+func TestCorpusWarnings(t *testing.T) {
+	files := corpusFiles(t, warningCorpusDir)
+	if len(files) < 3 {
+		t.Fatalf("warning corpus has %d specs, want at least 3", len(files))
+	}
+	for _, path := range files {
+		t.Run(specName(path), func(t *testing.T) {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := expectedCodes(src)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+			got := render(ds)
+			if spec == nil || ds.HasErrors() {
+				t.Fatalf("a spec with warnings only must be valid; got:\n%s", got)
+			}
+			checkDiagnosticShape(t, path, ds)
+			have := map[string]bool{}
+			for _, d := range ds {
+				have[d.Code] = true
+				if d.Severity != SeverityWarning {
+					t.Errorf("not a warning: %s", d)
+				}
+			}
+			if want[0] == "none" {
+				if len(ds) > 0 {
+					t.Errorf("want no diagnostic; got:\n%s", got)
+				}
+				return
+			}
+			for _, c := range want {
+				if !have[c] {
+					t.Errorf("expected warning %s is missing; got:\n%s", c, got)
+				}
+			}
+			golden := strings.TrimSuffix(path, ".stratum.yaml") + ".golden"
+			if updateGoldens() {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantText, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("missing golden (run with -update and review it): %v\ngot:\n%s", err, got)
+			}
+			if string(wantText) != got {
+				t.Errorf("diagnostics differ from %s\n--- want\n%s--- got\n%s", filepath.Base(golden), wantText, got)
+			}
+		})
+	}
+}
+
 // TestCorpusGoldensHaveSpecs catches goldens left behind by a renamed spec.
 func TestCorpusGoldensHaveSpecs(t *testing.T) {
 	goldens, err := filepath.Glob(filepath.Join(invalidCorpusDir, "*.golden"))
@@ -379,6 +444,16 @@ func TestCorpusCoversEveryCode(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
+		for _, c := range codes {
+			covered[c] = true
+		}
+	}
+	for _, path := range corpusFiles(t, warningCorpusDir) {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes, _ := expectedCodes(src)
 		for _, c := range codes {
 			covered[c] = true
 		}

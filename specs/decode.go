@@ -292,12 +292,18 @@ func (c *checker) checkFields(m *mapping, fs *fieldSet, path string) bool {
 	if m.owner != nil {
 		at = m.owner
 	}
+	var missing []string
 	for _, r := range req {
 		if !m.has(r) {
-			ok = false
-			c.add(CodeMissingField, at, path, fmt.Sprintf("'%s' is a required property (in %s)", r, fs.what),
-				"Add required field(s): "+plainList(req))
+			missing = append(missing, r)
 		}
+	}
+	for _, r := range missing {
+		// The original's suggestion listed every required field, present
+		// or not; naming only the missing ones says what to add.
+		ok = false
+		c.add(CodeMissingField, at, path, fmt.Sprintf("'%s' is a required property (in %s)", r, fs.what),
+			"Add required field(s): "+plainList(missing))
 	}
 	return ok
 }

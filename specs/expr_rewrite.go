@@ -176,17 +176,31 @@ func rewriteSource(kind ExprKind, src string) (*rewritten, *ExprError) {
 			sig = append(sig, t)
 		}
 	}
-
-	repl := make(map[int]string) // token index → replacement text
-	skip := make(map[int]bool)   // token index → removed entirely (merged into a previous replacement)
-	refIdx := map[string]int{}
 	rw := &rewritten{}
+	repl, skip := replacements(sig, rw)
+	e := &emitter{src: src, sig: sig, repl: repl, skip: skip, conds: findConditionals(sig),
+		origAt: make([]int, 0, len(src)+1), depth: make([]int32, 0, len(src)+1)}
+	e.emitRange(0, len(sig))
+	tail := 0
+	if len(sig) > 0 {
+		tail = sig[len(sig)-1].end
+	}
+	emitGap(src[tail:], tail, e.emit)
+	e.origAt = append(e.origAt, len(src))
+	e.depth = append(e.depth, e.cur)
+	rw.depth = e.depth
+	rw.out = e.b.String()
+	rw.origAt = e.origAt
+	return rw, nil
+}
 
-	// Tuples: a '(' not preceded by an identifier, ')' ']' '}' or a literal,
-	// whose matching ')' encloses a top-level comma (or nothing).
+// brackets matches the brackets of sig: match maps an opening bracket's
+// token index to its closing one's, and hasComma says which opening
+// brackets enclose a top-level comma.
+func brackets(sig []token) (match map[int]int, hasComma map[int]bool) {
 	var stack []int
-	hasComma := map[int]bool{}
-	match := map[int]int{}
+	hasComma = map[int]bool{}
+	match = map[int]int{}
 	for i, t := range sig {
 		if t.kind != tkPunct {
 			continue
@@ -206,7 +220,20 @@ func rewriteSource(kind ExprKind, src string) (*rewritten, *ExprError) {
 			}
 		}
 	}
+	return match, hasComma
+}
 
+// replacements are the token rewrites of sig, by token index: $ references
+// become variables (recorded in rw.refs), True/False/None their Go
+// spellings, `is`/`is not` == and !=, u"…" and r"…" strings plain ones,
+// and tuples (a '(' not preceded by an identifier, ')' ']' '}' or a
+// literal, whose matching ')' encloses a top-level comma, or nothing)
+// lists. skip are tokens merged into a previous replacement.
+func replacements(sig []token, rw *rewritten) (repl map[int]string, skip map[int]bool) {
+	repl = make(map[int]string)
+	skip = make(map[int]bool)
+	refIdx := map[string]int{}
+	match, hasComma := brackets(sig)
 	for i, t := range sig {
 		var prev *token
 		if i > 0 {
@@ -281,94 +308,97 @@ func rewriteSource(kind ExprKind, src string) (*rewritten, *ExprError) {
 			}
 		}
 	}
+	return repl, skip
+}
 
-	conds := findConditionals(sig)
+// emitter assembles the rewritten source and its offset map: origAt[k] is
+// the offset in the source of output byte k, depth[k] its bracket depth.
+type emitter struct {
+	src    string
+	sig    []token
+	repl   map[int]string
+	skip   map[int]bool
+	conds  map[int]conditional
+	b      strings.Builder
+	origAt []int
+	depth  []int32
+	cur    int32
+}
 
-	// Assemble the output and the offset map.
-	var b strings.Builder
-	origAt := make([]int, 0, len(src)+1)
-	depth := make([]int32, 0, len(src)+1)
-	var cur int32
-	emit := func(s string, orig int, same bool) {
-		for k := 0; k < len(s); k++ {
-			if same {
-				origAt = append(origAt, orig+k)
-			} else {
-				origAt = append(origAt, orig)
-			}
-			depth = append(depth, cur)
+// emit writes s, from source offset orig (same: byte for byte, else every
+// byte maps to orig).
+func (e *emitter) emit(s string, orig int, same bool) {
+	for k := 0; k < len(s); k++ {
+		if same {
+			e.origAt = append(e.origAt, orig+k)
+		} else {
+			e.origAt = append(e.origAt, orig)
 		}
-		b.WriteString(s)
+		e.depth = append(e.depth, e.cur)
 	}
-	// emitSyn writes generated brackets, keeping the depth map right.
-	emitSyn := func(s string, orig int) {
-		for k := 0; k < len(s); k++ {
-			c := s[k]
-			if c == ')' {
-				cur--
-			}
-			emit(s[k:k+1], orig, false)
-			if c == '(' {
-				cur++
-			}
+	e.b.WriteString(s)
+}
+
+// emitSyn writes generated brackets, keeping the depth map right.
+func (e *emitter) emitSyn(s string, orig int) {
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		if c == ')' {
+			e.cur--
+		}
+		e.emit(s[k:k+1], orig, false)
+		if c == '(' {
+			e.cur++
 		}
 	}
-	emitTok := func(i int) {
-		t := sig[i]
-		prevEnd := 0
-		if i > 0 {
-			prevEnd = sig[i-1].end
-		}
-		// Text between tokens (whitespace; comments become one space each).
-		emitGap(src[prevEnd:t.start], prevEnd, emit)
-		text := src[t.start:t.end]
-		if r, ok := repl[i]; ok {
-			text = r
-		}
-		if skip[i] {
-			text = ""
-		}
-		closes := t.kind == tkPunct && (text == ")" || text == "]" || text == "}")
-		if closes {
-			cur--
-		}
-		emit(text, t.start, !skip[i] && repl[i] == "")
-		if t.kind == tkPunct && (text == "(" || text == "[" || text == "{") {
-			cur++
-		}
+}
+
+// emitTok writes token i (rewritten) and the text before it.
+func (e *emitter) emitTok(i int) {
+	t := e.sig[i]
+	prevEnd := 0
+	if i > 0 {
+		prevEnd = e.sig[i-1].end
 	}
-	// Python's `X if C else Y` becomes `((C) ? (X) : (Y))`.
-	var emitRange func(lo, hi int)
-	emitRange = func(lo, hi int) {
-		for i := lo; i < hi; {
-			if c, ok := conds[i]; ok && c.end <= hi {
-				at := sig[c.ifIdx].start
-				emitSyn("((", at)
-				emitRange(c.ifIdx+1, c.elseIdx)
-				emitSyn(") ? (", at)
-				emitRange(c.start, c.ifIdx)
-				emitSyn(") : (", sig[c.elseIdx].start)
-				emitRange(c.elseIdx+1, c.end)
-				emitSyn("))", sig[c.elseIdx].start)
-				i = c.end
-				continue
-			}
-			emitTok(i)
-			i++
+	// Text between tokens (whitespace; comments become one space each).
+	emitGap(e.src[prevEnd:t.start], prevEnd, e.emit)
+	text := e.src[t.start:t.end]
+	if r, ok := e.repl[i]; ok {
+		text = r
+	}
+	if e.skip[i] {
+		text = ""
+	}
+	closes := t.kind == tkPunct && (text == ")" || text == "]" || text == "}")
+	if closes {
+		e.cur--
+	}
+	e.emit(text, t.start, !e.skip[i] && e.repl[i] == "")
+	if t.kind == tkPunct && (text == "(" || text == "[" || text == "{") {
+		e.cur++
+	}
+}
+
+// emitRange writes tokens [lo, hi): Python's `X if C else Y` becomes
+// `((C) ? (X) : (Y))`.
+func (e *emitter) emitRange(lo, hi int) {
+	sig := e.sig
+	for i := lo; i < hi; {
+		if c, ok := e.conds[i]; ok && c.end <= hi {
+			at := sig[c.ifIdx].start
+			e.emitSyn("((", at)
+			e.emitRange(c.ifIdx+1, c.elseIdx)
+			e.emitSyn(") ? (", at)
+			e.emitRange(c.start, c.ifIdx)
+			e.emitSyn(") : (", sig[c.elseIdx].start)
+			e.emitRange(c.elseIdx+1, c.end)
+			e.emitSyn("))", sig[c.elseIdx].start)
+			i = c.end
+			continue
 		}
+		e.emitTok(i)
+		i++
 	}
-	emitRange(0, len(sig))
-	tail := 0
-	if len(sig) > 0 {
-		tail = sig[len(sig)-1].end
-	}
-	emitGap(src[tail:], tail, emit)
-	origAt = append(origAt, len(src))
-	depth = append(depth, cur)
-	rw.depth = depth
-	rw.out = b.String()
-	rw.origAt = origAt
-	return rw, nil
 }
 
 // conditional is a Python conditional expression `X if C else Y` as token

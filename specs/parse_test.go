@@ -627,7 +627,7 @@ func TestSuggestions(t *testing.T) {
 		{"unrelated", parseBase02 + "        colour: red\n", CodeUnknownField, "Remove unrecognised fields"},
 		{"enum", parseBase02 + "      - {id: g, function: approve, on_approve: ~, on_revise: a, on_kill: ~, policy: flg}\n", CodeInvalidValue,
 			`Allowed values: [gate, flag, skip] (did you mean "flag"?)`},
-		{"missing-required-lists-all", "version: \"0.1\"\nfunctions:\n  f: {mode: infer}\n", CodeMissingField, "Add required field(s): [mode, intent, input, output]"},
+		{"missing-required-lists-missing", "version: \"0.1\"\nfunctions:\n  f: {mode: infer}\n", CodeMissingField, "Add required field(s): [intent, input, output]"},
 		{"unknown-version", "version: \"0.4\"\n", CodeUnknownVersion, `Use version: "0.3"`},
 		{"version-not-string", "version: 0.3\n", CodeVersionNotString, `Quote it: version: "0.3"`},
 		{"undefined-step", parseBase02 + "        depends_on: [aa]\n", CodeUndefinedStep, `did you mean "a"?`},

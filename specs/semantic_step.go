@@ -16,22 +16,74 @@ var (
 )
 
 // checkStep runs the semantic rules of one step and fills its effective
-// execution fields.
+// execution fields: its kind, its function, the fields its kind allows, the
+// rules of gates and of other steps, its routes, the references in skip_if
+// and source, result fields against its output contract, opaque inputs in
+// an inline intent and its output_schema.
 func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
-	s, m := ss.s, ss.m
-	f := fc.fls.f
-	sp := ss.spath(f.Name)
-	label := fmt.Sprintf("Step '%s'", s.ID)
-	if s.ID == "" {
-		label = fmt.Sprintf("Step %d", ss.idx)
+	sc := newStepCheck(c, b, fc, ss)
+	sc.kind()
+	sc.resolveFunction()
+	if sc.kindKnown {
+		sc.kindFields()
 	}
-	forbid := func(code, k, msg, sugg string) {
-		if m.has(k) {
-			c.add(code, m.keyNode(k), sp+"."+k, msg, sugg)
-		}
+	switch {
+	case sc.gateKnown && sc.isGate:
+		sc.gateRules()
+	case sc.gateKnown:
+		sc.nonGateRules()
 	}
+	if !sc.isGate { // a gate's on_fail and next are reported as gate-step-field
+		sc.routes()
+	}
+	sc.references()
+	sc.resultFields()
+	sc.opaqueIntent()
+	sc.outputSchema()
+	c.normalizeStep(sc.s)
+}
 
-	// --- kind ---
+// stepCheck is one step under checkStep: where it is, and what the earlier
+// rules learnt about it.
+type stepCheck struct {
+	c     *checker
+	b     *build
+	fc    *flowCtx
+	ss    *stepSrc
+	s     *Step
+	m     *mapping
+	f     *Flow
+	sp    string // the step's dotted path
+	label string // "Step 'id'", or "Step N" for a step without an id
+	// kindKnown: the step's kind is known (its type and mode keys are
+	// sound); no rule cascades from a kind that is not.
+	kindKnown bool
+	// isGate: the step's function is a gate; gateKnown: whether it is a
+	// gate is known (function resolved, mode valid).
+	isGate, gateKnown bool
+}
+
+func newStepCheck(c *checker, b *build, fc *flowCtx, ss *stepSrc) *stepCheck {
+	sc := &stepCheck{c: c, b: b, fc: fc, ss: ss, s: ss.s, m: ss.m, f: fc.fls.f}
+	sc.sp = ss.spath(sc.f.Name)
+	sc.label = fmt.Sprintf("Step '%s'", sc.s.ID)
+	if sc.s.ID == "" {
+		sc.label = fmt.Sprintf("Step %d", ss.idx)
+	}
+	return sc
+}
+
+// forbid reports key when the step has it.
+func (sc *stepCheck) forbid(code, key, msg, sugg string) {
+	if sc.m.has(key) {
+		sc.c.add(code, sc.m.keyNode(key), sc.sp+"."+key, msg, sugg)
+	}
+}
+
+// kind sets the step's Kind from its type and its mode keys (function,
+// intent, flow), and kindKnown.
+func (sc *stepCheck) kind() {
+	c, ss, s, m, sp, label, forbid := sc.c, sc.ss, sc.s, sc.m, sc.sp, sc.label, sc.forbid
 	// A mode key with an empty value is no mode (the original tests them
 	// for truth); it is named in the step-mode message.
 	var modeKeys, emptyKeys []string
@@ -45,7 +97,7 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 	}
 	// A bad type was reported as invalid-value, and a step of a newer
 	// release as unsupported; do not cascade from them.
-	kindKnown := !m.bad["type"] && !ss.unsupported
+	sc.kindKnown = !m.bad["type"] && !ss.unsupported
 	switch typ := s.Type; {
 	case ss.unsupported:
 	case typ == "decompose":
@@ -65,11 +117,11 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			}
 		}
 	default:
-		if !kindKnown {
+		if !sc.kindKnown {
 			break
 		}
 		if len(modeKeys) != 1 {
-			kindKnown = false
+			sc.kindKnown = false
 			found := "none"
 			if len(modeKeys) > 0 {
 				found = strings.Join(modeKeys, ", ")
@@ -102,9 +154,13 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 				fmt.Sprintf("Use type: %s, or remove type.", s.Kind))
 		}
 	}
+}
 
-	// --- function steps: resolve the function ---
-	if kindKnown && s.Kind == KindFunction && s.Function != "" {
+// resolveFunction resolves a function step's function, then isGate and
+// gateKnown.
+func (sc *stepCheck) resolveFunction() {
+	c, b, s, m, sp, label := sc.c, sc.b, sc.s, sc.m, sc.sp, sc.label
+	if sc.kindKnown && s.Kind == KindFunction && s.Function != "" {
 		if fs := b.fns[s.Function]; fs != nil {
 			s.Fn = fs.fn
 		} else {
@@ -116,216 +172,231 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 				fmt.Sprintf("%s references undefined function '%s'", label, s.Function), sugg)
 		}
 	}
-	isGate := s.Fn != nil && s.Fn.Mode == ModeGate
+	sc.isGate = s.Fn != nil && s.Fn.Mode == ModeGate
 	// gateKnown: we know whether the step is a gate (function resolved, mode valid).
-	gateKnown := kindKnown && (s.Kind != KindFunction || (s.Fn != nil && s.Fn.Mode != ""))
+	sc.gateKnown = sc.kindKnown && (s.Kind != KindFunction || (s.Fn != nil && s.Fn.Mode != ""))
+}
 
-	// --- per kind field rules ---
-	if kindKnown {
-		switch s.Kind {
-		case KindFunction:
-			for _, k := range []string{"ensure", "retries", "output_contract", "model", "budget", "guardrails", "reasoning_template"} {
-				if m.has(k) {
-					forbid(CodeFunctionStepField, k, fmt.Sprintf("'%s' must be on the function, not the step (%s)", k, strings.ToLower(label[:1])+label[1:]),
-						fmt.Sprintf("Move '%s' to functions.%s.", k, s.Function))
-				}
+// kindFields are the fields each kind of step may or must have.
+func (sc *stepCheck) kindFields() {
+	c, b, s, m, sp, label, forbid := sc.c, sc.b, sc.s, sc.m, sc.sp, sc.label, sc.forbid
+	switch s.Kind {
+	case KindFunction:
+		for _, k := range []string{"ensure", "retries", "output_contract", "model", "budget", "guardrails", "reasoning_template"} {
+			if m.has(k) {
+				forbid(CodeFunctionStepField, k, fmt.Sprintf("'%s' must be on the function, not the step (%s)", k, strings.ToLower(label[:1])+label[1:]),
+					fmt.Sprintf("Move '%s' to functions.%s.", k, s.Function))
 			}
-		case KindFlow:
-			if s.Flow != "" && b.flows[s.Flow] == nil {
-				sugg := c.didYouMean(s.Flow, b.spec.FlowNames)
-				if sugg == "" {
-					sugg = "Defined flows: " + shortList(b.spec.FlowNames, 10)
-				}
-				c.add(CodeUndefinedFlow, m.valNode("flow"), sp+".flow",
-					fmt.Sprintf("%s references undefined flow '%s'", label, s.Flow), sugg)
+		}
+	case KindFlow:
+		if s.Flow != "" && b.flows[s.Flow] == nil {
+			sugg := c.didYouMean(s.Flow, b.spec.FlowNames)
+			if sugg == "" {
+				sugg = "Defined flows: " + shortList(b.spec.FlowNames, 10)
 			}
-			if m.has("agent") {
-				forbid(CodeFlowStepField, "agent", fmt.Sprintf("%s: agent must not be set (sub-flow steps define their own)", label), "Remove agent.")
+			c.add(CodeUndefinedFlow, m.valNode("flow"), sp+".flow",
+				fmt.Sprintf("%s references undefined flow '%s'", label, s.Flow), sugg)
+		}
+		if m.has("agent") {
+			forbid(CodeFlowStepField, "agent", fmt.Sprintf("%s: agent must not be set (sub-flow steps define their own)", label), "Remove agent.")
+		}
+		for _, k := range []string{"retries", "model", "budget", "guardrails", "reasoning_template"} {
+			if m.has(k) {
+				forbid(CodeFlowStepField, k, fmt.Sprintf("%s is a flow step and must not have '%s'", label, k),
+					"Flow steps run once; put execution settings on the child flow's steps.")
 			}
-			for _, k := range []string{"retries", "model", "budget", "guardrails", "reasoning_template"} {
-				if m.has(k) {
-					forbid(CodeFlowStepField, k, fmt.Sprintf("%s is a flow step and must not have '%s'", label, k),
-						"Flow steps run once; put execution settings on the child flow's steps.")
-				}
+		}
+	case KindDecompose:
+		for _, k := range []string{"agent", "intent", "output_contract"} {
+			if k == "agent" && m.has("run") {
+				continue // a decompose step with run: prints its task graph
 			}
-		case KindDecompose:
-			for _, k := range []string{"agent", "intent", "output_contract"} {
-				if k == "agent" && m.has("run") {
-					continue // a decompose step with run: prints its task graph
-				}
-				if !m.has(k) || emptyStr(m, k) {
-					c.add(CodeParallelRequires, m.valNode(k), sp+"."+k, fmt.Sprintf("decompose %s requires '%s'", strings.ToLower(label), k),
-						"A decompose step needs intent, output_contract, and agent (or a run: command that prints the task graph).")
-				}
+			if !m.has(k) || emptyStr(m, k) {
+				c.add(CodeParallelRequires, m.valNode(k), sp+"."+k, fmt.Sprintf("decompose %s requires '%s'", strings.ToLower(label), k),
+					"A decompose step needs intent, output_contract, and agent (or a run: command that prints the task graph).")
 			}
-		case KindParallelDispatch:
-			for _, k := range []string{"source", "intent_template"} {
-				if !m.has(k) || emptyStr(m, k) {
-					c.add(CodeParallelRequires, m.valNode(k), sp+"."+k, fmt.Sprintf("parallel_dispatch %s requires '%s'", strings.ToLower(label), k),
-						"A parallel_dispatch step needs source (a $ reference to the task list) and intent_template.")
-				}
+		}
+	case KindParallelDispatch:
+		for _, k := range []string{"source", "intent_template"} {
+			if !m.has(k) || emptyStr(m, k) {
+				c.add(CodeParallelRequires, m.valNode(k), sp+"."+k, fmt.Sprintf("parallel_dispatch %s requires '%s'", strings.ToLower(label), k),
+					"A parallel_dispatch step needs source (a $ reference to the task list) and intent_template.")
 			}
+		}
+		if m.has("reasoning_template") {
+			forbid(CodeParallelRequires, "reasoning_template", fmt.Sprintf("parallel_dispatch %s must not have 'reasoning_template'", strings.ToLower(label)),
+				"Use task_reasoning_template for per-task reasoning.")
+		}
+	}
+	if s.Kind != KindParallelDispatch {
+		for _, k := range parallelOnlyFields {
+			if m.has(k) {
+				forbid(CodeParallelField, k, fmt.Sprintf("%s has '%s' but is not a parallel_dispatch step", label, k),
+					"Remove it, or make the step type: parallel_dispatch (IR 0.3).")
+			}
+		}
+	}
+	if s.Kind == KindDecompose || s.Kind == KindParallelDispatch {
+		for _, k := range iterationFields {
+			if m.has(k) {
+				forbid(CodeIterationField, k, fmt.Sprintf("%s is a %s step and must not have '%s'", label, s.Kind, k),
+					"Iterations are not available on decompose or parallel_dispatch steps.")
+			}
+		}
+	}
+	if s.Kind != KindInline && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+		if m.has("run") {
+			forbid(CodeRunField, "run", fmt.Sprintf("%s has 'run' but is not an inline step", label),
+				"Put run on an inline step (with intent) or on a compute function.")
+		}
+	}
+	if s.OutputContract != "" && b.spec.Contracts[s.OutputContract] == nil && s.Kind != KindFunction {
+		c.undefinedContract(b, m.valNode("output_contract"), sp+".output_contract",
+			fmt.Sprintf("%s output_contract '%s' not defined", label, s.OutputContract), s.OutputContract)
+	}
+}
+
+// gateRules are the rules of a gate step: no loop or on_fail/next, explicit
+// on_approve and on_kill, an on_revise that targets an earlier step,
+// policy_fallback with a policy, no cache.
+func (sc *stepCheck) gateRules() {
+	c, fc, ss, s, m, sp, label, forbid := sc.c, sc.fc, sc.ss, sc.s, sc.m, sc.sp, sc.label, sc.forbid
+	for _, k := range []string{"output_schema", "max_iterations", "exit_criterion", "score_expr", "accumulate", "accumulate_key"} {
+		if m.has(k) {
+			forbid(CodeGateStepField, k, fmt.Sprintf("Gate %s must not have '%s'", strings.ToLower(label), k), "Gates are resolved by a reviewer; remove it.")
+		}
+	}
+	if m.has("on_fail") {
+		forbid(CodeGateStepField, "on_fail", fmt.Sprintf("Gate %s must not have 'on_fail' — use on_revise for gates", strings.ToLower(label)), "Use on_revise.")
+	}
+	if m.has("next") {
+		forbid(CodeGateStepField, "next", fmt.Sprintf("Gate %s must not have 'next' — use on_approve for gates", strings.ToLower(label)), "Use on_approve.")
+	}
+	for _, k := range []string{"on_approve", "on_kill"} {
+		if !m.has(k) {
+			c.add(CodeGateRoutingMissing, m.node, sp+"."+k,
+				fmt.Sprintf("Gate %s must explicitly declare '%s' (use null for default terminal behaviour)", strings.ToLower(label), k),
+				fmt.Sprintf("Add %s: ~ (or the id of the step to route to).", k))
+		}
+	}
+	for _, k := range []string{"on_approve", "on_kill"} {
+		t, _ := c.strOrNullQuiet(m, k)
+		if t != "" {
+			if _, ok := fc.ids[t]; !ok {
+				c.undefinedStep(fc, m.valNode(k), sp+"."+k, fmt.Sprintf("Gate %s %s targets undefined step '%s'", strings.ToLower(label), k, t), t)
+			}
+		}
+	}
+	switch {
+	case m.bad["on_revise"]:
+	case !m.has("on_revise"):
+		c.add(CodeGateReviseTarget, m.node, sp+".on_revise",
+			fmt.Sprintf("Gate %s must declare on_revise: the topologically-earlier step to route to on revise", strings.ToLower(label)),
+			"Add on_revise: <id of the step that should redo the work>.")
+	case s.OnRevise == "":
+		c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
+			fmt.Sprintf("Gate %s on_revise must not be null: it must name a topologically-earlier step", strings.ToLower(label)),
+			"Set on_revise to the step that should redo the work.")
+	case s.OnRevise == s.ID:
+		c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
+			fmt.Sprintf("Gate %s on_revise may not target itself", strings.ToLower(label)),
+			"Set on_revise to an earlier step.")
+	default:
+		t, ok := fc.ids[s.OnRevise]
+		if !ok {
+			c.undefinedStep(fc, m.valNode("on_revise"), sp+".on_revise",
+				fmt.Sprintf("Gate %s on_revise targets undefined step '%s'", strings.ToLower(label), s.OnRevise), s.OnRevise)
+			break
+		}
+		rt, ok1 := fc.rank[t]
+		rs, ok2 := fc.rank[ss.idx]
+		if ok1 && ok2 && rt >= rs {
+			c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
+				fmt.Sprintf("Gate %s on_revise must target a topologically-earlier step, but '%s' runs after it", strings.ToLower(label), s.OnRevise),
+				"Target a step that runs before the gate (see depends_on and $.steps inputs).")
+		}
+	}
+	if m.has("policy_fallback") && !m.has("policy") {
+		c.add(CodePolicyFallback, m.keyNode("policy_fallback"), sp+".policy_fallback",
+			fmt.Sprintf("Gate %s has policy_fallback but no policy", strings.ToLower(label)), "Add policy, or remove policy_fallback.")
+	}
+	c.policyFailure(s, m, sp, label)
+	if s.Cache {
+		c.add(CodeCacheField, m.keyNode("cache"), sp+".cache", fmt.Sprintf("Gate %s must not have 'cache: true'", strings.ToLower(label)),
+			"Only compute-function steps may be cached.")
+	}
+}
+
+// nonGateRules are the rules of a step that is not a gate: no gate routing
+// or policy, loop fields together, an on_fail that can trigger, cache only
+// on compute-function steps.
+func (sc *stepCheck) nonGateRules() {
+	c, b, s, m, sp, label, forbid := sc.c, sc.b, sc.s, sc.m, sc.sp, sc.label, sc.forbid
+	for _, k := range []string{"on_approve", "on_revise", "on_kill", "policy", "policy_fallback"} {
+		if m.has(k) {
+			forbid(CodeNotAGate, k, fmt.Sprintf("%s is not a gate step but has '%s' set", label, k),
+				"Gate routing and policies only apply to steps whose function has mode: gate.")
+		}
+	}
+	if s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+		if m.has("exit_criterion") && !m.has("max_iterations") {
+			c.add(CodeIterationField, m.keyNode("exit_criterion"), sp+".exit_criterion", fmt.Sprintf("%s has exit_criterion but no max_iterations", label), "Add max_iterations.")
+		}
+		if m.has("score_expr") && !m.has("max_iterations") {
+			c.add(CodeIterationField, m.keyNode("score_expr"), sp+".score_expr", fmt.Sprintf("%s has score_expr but no max_iterations", label), "Add max_iterations.")
+		}
+		if m.has("accumulate") && !m.has("max_iterations") {
+			c.add(CodeIterationField, m.keyNode("accumulate"), sp+".accumulate", fmt.Sprintf("%s has accumulate but no max_iterations", label), "Add max_iterations.")
+		}
+		if m.has("accumulate_key") && !m.has("accumulate") {
+			c.add(CodeIterationField, m.keyNode("accumulate_key"), sp+".accumulate_key", fmt.Sprintf("%s has accumulate_key but no accumulate", label), "Add accumulate.")
+		}
+	}
+	if m.has("on_fail") && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+		// The original counts a reasoning_template as a check only on
+		// claude-agent steps (agent unset or starting with "claude"):
+		// other agents skip the certificate. A run: command (ours) can
+		// fail, so it counts too.
+		cert := m.has("reasoning_template") && certChecked(s.Agent)
+		triggers := m.has("ensure") || m.has("guardrails") || m.has("output_schema") || cert || m.has("run")
+		if s.Fn != nil {
+			triggers = triggers || s.Fn.Run != nil || fnHas(b, s.Function, "ensure") || fnHas(b, s.Function, "guardrails")
+		}
+		if !triggers {
+			sugg := "Add ensure, guardrails or output_schema, or remove on_fail."
 			if m.has("reasoning_template") {
-				forbid(CodeParallelRequires, "reasoning_template", fmt.Sprintf("parallel_dispatch %s must not have 'reasoning_template'", strings.ToLower(label)),
-					"Use task_reasoning_template for per-task reasoning.")
+				sugg = fmt.Sprintf("A reasoning_template is only checked on claude steps, not with agent '%s'. ", s.Agent) + sugg
 			}
-		}
-		if s.Kind != KindParallelDispatch {
-			for _, k := range parallelOnlyFields {
-				if m.has(k) {
-					forbid(CodeParallelField, k, fmt.Sprintf("%s has '%s' but is not a parallel_dispatch step", label, k),
-						"Remove it, or make the step type: parallel_dispatch (IR 0.3).")
-				}
-			}
-		}
-		if s.Kind == KindDecompose || s.Kind == KindParallelDispatch {
-			for _, k := range iterationFields {
-				if m.has(k) {
-					forbid(CodeIterationField, k, fmt.Sprintf("%s is a %s step and must not have '%s'", label, s.Kind, k),
-						"Iterations are not available on decompose or parallel_dispatch steps.")
-				}
-			}
-		}
-		if s.Kind != KindInline && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
-			if m.has("run") {
-				forbid(CodeRunField, "run", fmt.Sprintf("%s has 'run' but is not an inline step", label),
-					"Put run on an inline step (with intent) or on a compute function.")
-			}
-		}
-		if s.OutputContract != "" && b.spec.Contracts[s.OutputContract] == nil && s.Kind != KindFunction {
-			c.undefinedContract(b, m.valNode("output_contract"), sp+".output_contract",
-				fmt.Sprintf("%s output_contract '%s' not defined", label, s.OutputContract), s.OutputContract)
+			c.add(CodeOnFailUnreachable, m.keyNode("on_fail"), sp+".on_fail",
+				fmt.Sprintf("%s has on_fail but no ensure/guardrails — on_fail can never trigger", label), sugg)
 		}
 	}
+	if s.Cache {
+		ok := s.Kind == KindFunction && s.Fn != nil && s.Fn.Mode == ModeCompute &&
+			!m.has("max_iterations") && !m.has("accumulate") && !m.has("next")
+		if !ok {
+			c.add(CodeCacheField, m.keyNode("cache"), sp+".cache",
+				fmt.Sprintf("%s has 'cache: true' but only compute-function steps without loops or next may be cached", label),
+				"Remove cache, or use a compute function without max_iterations/accumulate/next.")
+		}
+	}
+}
 
-	// --- gates / non-gates ---
-	if gateKnown && isGate {
-		for _, k := range []string{"output_schema", "max_iterations", "exit_criterion", "score_expr", "accumulate", "accumulate_key"} {
-			if m.has(k) {
-				forbid(CodeGateStepField, k, fmt.Sprintf("Gate %s must not have '%s'", strings.ToLower(label), k), "Gates are resolved by a reviewer; remove it.")
-			}
-		}
-		if m.has("on_fail") {
-			forbid(CodeGateStepField, "on_fail", fmt.Sprintf("Gate %s must not have 'on_fail' — use on_revise for gates", strings.ToLower(label)), "Use on_revise.")
-		}
-		if m.has("next") {
-			forbid(CodeGateStepField, "next", fmt.Sprintf("Gate %s must not have 'next' — use on_approve for gates", strings.ToLower(label)), "Use on_approve.")
-		}
-		for _, k := range []string{"on_approve", "on_kill"} {
-			if !m.has(k) {
-				c.add(CodeGateRoutingMissing, m.node, sp+"."+k,
-					fmt.Sprintf("Gate %s must explicitly declare '%s' (use null for default terminal behaviour)", strings.ToLower(label), k),
-					fmt.Sprintf("Add %s: ~ (or the id of the step to route to).", k))
-			}
-		}
-		for _, k := range []string{"on_approve", "on_kill"} {
-			t, _ := c.strOrNullQuiet(m, k)
-			if t != "" {
-				if _, ok := fc.ids[t]; !ok {
-					c.undefinedStep(fc, m.valNode(k), sp+"."+k, fmt.Sprintf("Gate %s %s targets undefined step '%s'", strings.ToLower(label), k, t), t)
-				}
-			}
-		}
-		switch {
-		case m.bad["on_revise"]:
-		case !m.has("on_revise"):
-			c.add(CodeGateReviseTarget, m.node, sp+".on_revise",
-				fmt.Sprintf("Gate %s must declare on_revise: the topologically-earlier step to route to on revise", strings.ToLower(label)),
-				"Add on_revise: <id of the step that should redo the work>.")
-		case s.OnRevise == "":
-			c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
-				fmt.Sprintf("Gate %s on_revise must not be null: it must name a topologically-earlier step", strings.ToLower(label)),
-				"Set on_revise to the step that should redo the work.")
-		case s.OnRevise == s.ID:
-			c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
-				fmt.Sprintf("Gate %s on_revise may not target itself", strings.ToLower(label)),
-				"Set on_revise to an earlier step.")
-		default:
-			t, ok := fc.ids[s.OnRevise]
-			if !ok {
-				c.undefinedStep(fc, m.valNode("on_revise"), sp+".on_revise",
-					fmt.Sprintf("Gate %s on_revise targets undefined step '%s'", strings.ToLower(label), s.OnRevise), s.OnRevise)
-				break
-			}
-			rt, ok1 := fc.rank[t]
-			rs, ok2 := fc.rank[ss.idx]
-			if ok1 && ok2 && rt >= rs {
-				c.add(CodeGateReviseTarget, m.valNode("on_revise"), sp+".on_revise",
-					fmt.Sprintf("Gate %s on_revise must target a topologically-earlier step, but '%s' runs after it", strings.ToLower(label), s.OnRevise),
-					"Target a step that runs before the gate (see depends_on and $.steps inputs).")
-			}
-		}
-		if m.has("policy_fallback") && !m.has("policy") {
-			c.add(CodePolicyFallback, m.keyNode("policy_fallback"), sp+".policy_fallback",
-				fmt.Sprintf("Gate %s has policy_fallback but no policy", strings.ToLower(label)), "Add policy, or remove policy_fallback.")
-		}
-		c.policyFailure(s, m, sp, label)
-		if s.Cache {
-			c.add(CodeCacheField, m.keyNode("cache"), sp+".cache", fmt.Sprintf("Gate %s must not have 'cache: true'", strings.ToLower(label)),
-				"Only compute-function steps may be cached.")
-		}
-	} else if gateKnown {
-		for _, k := range []string{"on_approve", "on_revise", "on_kill", "policy", "policy_fallback"} {
-			if m.has(k) {
-				forbid(CodeNotAGate, k, fmt.Sprintf("%s is not a gate step but has '%s' set", label, k),
-					"Gate routing and policies only apply to steps whose function has mode: gate.")
-			}
-		}
-		if s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
-			if m.has("exit_criterion") && !m.has("max_iterations") {
-				c.add(CodeIterationField, m.keyNode("exit_criterion"), sp+".exit_criterion", fmt.Sprintf("%s has exit_criterion but no max_iterations", label), "Add max_iterations.")
-			}
-			if m.has("score_expr") && !m.has("max_iterations") {
-				c.add(CodeIterationField, m.keyNode("score_expr"), sp+".score_expr", fmt.Sprintf("%s has score_expr but no max_iterations", label), "Add max_iterations.")
-			}
-			if m.has("accumulate") && !m.has("max_iterations") {
-				c.add(CodeIterationField, m.keyNode("accumulate"), sp+".accumulate", fmt.Sprintf("%s has accumulate but no max_iterations", label), "Add max_iterations.")
-			}
-			if m.has("accumulate_key") && !m.has("accumulate") {
-				c.add(CodeIterationField, m.keyNode("accumulate_key"), sp+".accumulate_key", fmt.Sprintf("%s has accumulate_key but no accumulate", label), "Add accumulate.")
-			}
-		}
-		if m.has("on_fail") && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
-			// The original counts a reasoning_template as a check only on
-			// claude-agent steps (agent unset or starting with "claude"):
-			// other agents skip the certificate. A run: command (ours) can
-			// fail, so it counts too.
-			cert := m.has("reasoning_template") && certChecked(s.Agent)
-			triggers := m.has("ensure") || m.has("guardrails") || m.has("output_schema") || cert || m.has("run")
-			if s.Fn != nil {
-				triggers = triggers || s.Fn.Run != nil || fnHas(b, s.Function, "ensure") || fnHas(b, s.Function, "guardrails")
-			}
-			if !triggers {
-				sugg := "Add ensure, guardrails or output_schema, or remove on_fail."
-				if m.has("reasoning_template") {
-					sugg = fmt.Sprintf("A reasoning_template is only checked on claude steps, not with agent '%s'. ", s.Agent) + sugg
-				}
-				c.add(CodeOnFailUnreachable, m.keyNode("on_fail"), sp+".on_fail",
-					fmt.Sprintf("%s has on_fail but no ensure/guardrails — on_fail can never trigger", label), sugg)
-			}
-		}
-		if s.Cache {
-			ok := s.Kind == KindFunction && s.Fn != nil && s.Fn.Mode == ModeCompute &&
-				!m.has("max_iterations") && !m.has("accumulate") && !m.has("next")
-			if !ok {
-				c.add(CodeCacheField, m.keyNode("cache"), sp+".cache",
-					fmt.Sprintf("%s has 'cache: true' but only compute-function steps without loops or next may be cached", label),
-					"Remove cache, or use a compute function without max_iterations/accumulate/next.")
-			}
-		}
-	}
+// routes checks the targets of on_fail and next.
+func (sc *stepCheck) routes() {
+	c, fc, m, sp, label := sc.c, sc.fc, sc.m, sc.sp, sc.label
 	for _, k := range []string{"on_fail", "next"} {
-		if isGate {
-			break // reported as gate-step-field
-		}
 		if t, ok := c.strOrNullQuiet(m, k); ok && t != "" {
 			if _, ok := fc.ids[t]; !ok {
 				c.undefinedStep(fc, m.valNode(k), sp+"."+k, fmt.Sprintf("%s %s targets undefined step '%s'", label, k, t), t)
 			}
 		}
 	}
+}
 
-	// --- references in skip_if and source ---
+// references checks the $ references in skip_if and source.
+func (sc *stepCheck) references() {
+	c, fc, s, m, sp := sc.c, sc.fc, sc.s, sc.m, sc.sp
 	if s.SkipIf != nil {
 		for _, r := range s.SkipIf.Refs() {
 			c.checkRef(fc, r, m.valNode("skip_if"), sp+".skip_if", "skip_if")
@@ -339,8 +410,12 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 				fmt.Sprintf("source '%s' is not a $ reference", s.Source), "Use $.steps.<id>.output.<field> or $.input.<name>.")
 		}
 	}
+}
 
-	// --- result fields against the output contract ---
+// resultFields checks the result fields that ensure, exit_criterion,
+// score_expr and accumulate read against the step's output contract.
+func (sc *stepCheck) resultFields() {
+	c, b, s, sp := sc.c, sc.b, sc.s, sc.sp
 	var con *Contract
 	switch s.Kind {
 	case KindFunction:
@@ -350,7 +425,7 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 	case KindInline, KindDecompose:
 		con = b.spec.Contracts[s.OutputContract]
 	}
-	if con != nil && kindKnown {
+	if con != nil && sc.kindKnown {
 		if s.Kind != KindFunction {
 			for _, e := range s.Ensure {
 				c.checkResultPaths(e, con, sp+".ensure", "ensure")
@@ -360,8 +435,12 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 		c.checkResultPaths(s.ScoreExpr, con, sp+".score_expr", "score_expr")
 		c.checkResultPaths(s.Accumulate, con, sp+".accumulate", "accumulate")
 	}
+}
 
-	// --- opaque inputs in an inline intent ---
+// opaqueIntent checks that an inline step's intent does not interpolate
+// opaque inputs.
+func (sc *stepCheck) opaqueIntent() {
+	c, fc, s, m, sp, label, f := sc.c, sc.fc, sc.s, sc.m, sc.sp, sc.label, sc.f
 	if s.Kind == KindInline && s.Intent != "" {
 		opaque := map[string]bool{}
 		bound := map[string]bool{}
@@ -380,9 +459,13 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 		}
 		c.checkOpaqueInline(s.Intent, opaque, m.valNode("intent"), sp+".intent", strings.ToLower(label[:1])+label[1:])
 	}
+}
 
-	// --- output_schema ---
-	if s.OutputSchema != nil && !(isGate && gateKnown) {
+// outputSchema compiles the step's output_schema (a gate's is reported
+// elsewhere).
+func (sc *stepCheck) outputSchema() {
+	c, s, m, sp, label := sc.c, sc.s, sc.m, sc.sp, sc.label
+	if s.OutputSchema != nil && !(sc.isGate && sc.gateKnown) {
 		sch, err := NewSchema(s.OutputSchema)
 		if err != nil {
 			c.add(CodeInvalidSchema, schemaErrNode(m.valNode("output_schema"), err.Error()), sp+".output_schema",
@@ -391,8 +474,6 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 			s.Schema = sch
 		}
 	}
-
-	c.normalizeStep(s)
 }
 
 // strOrNullQuiet reads a string-or-null value without reporting (the

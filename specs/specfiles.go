@@ -100,13 +100,17 @@ func (p missingPath) Error() string        { return string(p) + ": no such file 
 func (p missingPath) Is(target error) bool { return target == fs.ErrNotExist }
 
 // ValidateFiles parses and checks every file and reports whether all are
-// valid.
-func ValidateFiles(files []string) ([]FileResult, bool) {
+// valid. strict counts warnings as errors (`stratum validate --strict`): a
+// file with a warning is not valid.
+func ValidateFiles(files []string, strict bool) ([]FileResult, bool) {
 	results := make([]FileResult, 0, len(files))
 	valid := true
 	for _, f := range files {
 		_, ds := ParseFile(f)
 		r := NewFileResult(f, ds)
+		if strict && len(ds) > 0 {
+			r.Valid = false
+		}
 		valid = valid && r.Valid
 		results = append(results, r)
 	}

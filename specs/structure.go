@@ -218,6 +218,7 @@ func (c *checker) check(rootNode *yaml.Node, src []byte) *Spec {
 	}
 	c.runExprJobs()
 	c.semantic(b)
+	c.lint(b)
 	return b.spec
 }
 

@@ -260,6 +260,8 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 			m.bad[r.k] = true
 		}
 	}
+	c.nullRoute(m, "on_fail", ipath, "on a failure once its attempts are spent")
+	c.nullRoute(m, "next", ipath, "after a success")
 	s.OnFail, _ = c.name(m, "on_fail", ipath, true)
 	s.Next, _ = c.name(m, "next", ipath, true)
 	c.expr(m, "skip_if", ipath, sp+".skip_if", ExprSkipIf, func(x *Expr) { s.SkipIf = x })
@@ -355,4 +357,19 @@ func (c *checker) buildWorkflow(b *build, wm *mapping) {
 	}
 	w.Description, _ = c.str(wm, "description", path, true)
 	w.Input = c.params(wm, "input", path, workflowParamFields)
+}
+
+// nullRoute reports `next: ~` / `on_fail: ~` with what the field means:
+// unlike a gate's on_approve/on_kill, these routes have no null form
+// (leaving the field out is the default). The field is then dropped so the
+// generic type error is not reported again.
+func (c *checker) nullRoute(m *mapping, k, ipath, when string) {
+	if e, ok := m.get(k); !ok || !isNull(e.val) {
+		return
+	}
+	c.add(CodeWrongType, m.valNode(k), joinPath(ipath, k),
+		fmt.Sprintf("%s: ~ (null) is not a step id: %s names the step the flow goes to %s", k, k, when),
+		fmt.Sprintf("Remove '%s' to go on in order; null is only meaningful on a gate's on_approve/on_kill.", k))
+	m.bad[k] = true
+	delete(m.entries, k)
 }

@@ -146,13 +146,13 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 		ResolvedBy: review.Human, Channel: review.ChannelTUI, Option: option, Value: value,
 	}
 	return func() tea.Msg {
-		// Through the review service, like every front end: its rules
-		// (a rationale for revise and kill) hold here as everywhere.
-		out, err := review.NewService[engine.Outcome](sourceDecider{src}).Decide(context.Background(), d)
-		if errors.Is(err, review.ErrRationaleRequired) {
-			return actionMsg{err: err}
-		}
+		// The engine's gate resolution applies the rules of every
+		// channel (a rationale for revise and kill).
+		out, err := src.GateResolve(context.Background(), d.FlowID, d)
 		if e := engine.AsError(err); e != nil {
+			if errors.Is(e, review.ErrRationaleRequired) {
+				return actionMsg{err: e}
+			}
 			if e.Committed() {
 				return actionMsg{text: string(outcome) + " recorded for " + r.StepID + ": " + errorText(e)}
 			}
@@ -234,14 +234,6 @@ func pastTense(o review.Outcome) string {
 		return "killed at"
 	}
 	return string(o)
-}
-
-// sourceDecider records decisions through the console's Source: the
-// review.Decider of the TUI.
-type sourceDecider struct{ src Source }
-
-func (d sourceDecider) Decide(ctx context.Context, dec review.Decision) (engine.Outcome, error) {
-	return d.src.GateResolve(ctx, dec.FlowID, dec)
 }
 
 // pagerCmd pipes what the focused pane has selected (a gate's context, a

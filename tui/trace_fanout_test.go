@@ -64,7 +64,10 @@ func fanoutFixture(t *testing.T) Source {
 	id := engine.FlowIDOf(must(svc.Plan(ctx, fanoutSpec, "main", map[string]any{}, engine.PlanOptions{SpecFile: "fanout.stratum.yaml"})))
 	tasks := []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}, map[string]any{"id": "c"}, map[string]any{"id": "d"}}
 	must(svc.StepDone(ctx, id, "plan", map[string]any{"tasks": tasks}, engine.ReportOptions{}))
-	at := func(s int) *float64 { return engine.UnixSeconds(base.Add(time.Duration(s) * time.Second)) }
+	at := func(s int) *float64 { // a task time as the original's float Unix seconds
+		f := float64(base.Add(time.Duration(s)*time.Second).UnixNano()) / 1e9
+		return &f
+	}
 	str := func(s string) *string { return &s }
 	wt := func(task string) *string { return str("/home/u/.stratum/worktrees/0000fa00/fan/" + task) }
 	br := func(task string) string { return "stratum/0000fa00/fan/" + task }

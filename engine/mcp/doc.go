@@ -20,8 +20,8 @@
 //
 // Serve runs on a stdio connection of its own (transport.go) that reads
 // stdin through a frame guard (frames.go): a frame the SDK's stdio
-// connection would end the session on (over engine.MaxJSONBytes, nested
-// deeper than engine.MaxJSONDepth, invalid JSON, not a JSON-RPC message, a
+// connection would end the session on (over jsonlimit.MaxBytes, nested
+// deeper than jsonlimit.MaxDepth, invalid JSON, not a JSON-RPC message, a
 // batch) is answered with a JSON-RPC error instead, and the server goes on
 // with the next line. Each accepted frame is decoded once, into the message
 // the session handles.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
 )
 
 // The SDK's stdio connection (go-sdk mcp/transport.go, ioConn) reads
@@ -61,14 +61,14 @@ func (g *frameGuard) next() ([]byte, jsonrpc.Message, error) {
 func (g *frameGuard) Close() error { return g.src.Close() }
 
 // readLine reads one line without its newline. A line longer than
-// engine.MaxJSONBytes is read to its end but only its first idPrefix bytes
+// jsonlimit.MaxBytes is read to its end but only its first idPrefix bytes
 // are kept (tooLong).
 func (g *frameGuard) readLine() (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := g.r.ReadSlice('\n')
 		switch {
 		case tooLong:
-		case len(line)+len(chunk) > engine.MaxJSONBytes+1: // +1: the newline
+		case len(line)+len(chunk) > jsonlimit.MaxBytes+1: // +1: the newline
 			tooLong = true
 			line = append(line[:min(len(line), idPrefix)], chunk[:max(0, min(len(chunk), idPrefix-len(line)))]...)
 		default:
@@ -93,9 +93,9 @@ func (g *frameGuard) admit(line []byte, tooLong bool) jsonrpc.Message {
 	code, msg := codeInvalidRequest, ""
 	switch {
 	case tooLong:
-		msg = "request refused: " + (&engine.JSONLimitError{}).Error()
-	case engine.CheckJSONLimits(line) != nil:
-		msg = "request refused: " + engine.CheckJSONLimits(line).Error()
+		msg = "request refused: " + (&jsonlimit.Error{}).Error()
+	case jsonlimit.Check(line) != nil:
+		msg = "request refused: " + jsonlimit.Check(line).Error()
 	case !json.Valid(line):
 		code, msg = codeParseError, "parse error: the frame is not valid JSON"
 	case bytes.TrimSpace(line)[0] == '[':

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
 )
 
 // FuzzFrameGuard feeds arbitrary input to the guard of the stdio
@@ -25,7 +25,7 @@ func FuzzFrameGuard(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"id":2`,
 		`[{"jsonrpc":"2.0","id":5,"method":"x"}]`,
-		`{"jsonrpc":"2.0","id":"a","method":"x","params":` + strings.Repeat("[", engine.MaxJSONDepth+1) + strings.Repeat("]", engine.MaxJSONDepth+1) + `}`,
+		`{"jsonrpc":"2.0","id":"a","method":"x","params":` + strings.Repeat("[", jsonlimit.MaxDepth+1) + strings.Repeat("]", jsonlimit.MaxDepth+1) + `}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"stratum_step_done","arguments":{"result":` + strings.Repeat(`{"a":`, 1200) + `1` + strings.Repeat(`}`, 1200) + `}}}`,
 		"\r\n\n \t\n",
 		`{"jsonrpc":"2.0","id":1e999,"method":"x"}`,
@@ -63,7 +63,7 @@ func FuzzFrameGuard(f *testing.F) {
 			}
 			nPassed++
 			line := bytes.TrimSuffix(frame, []byte("\n"))
-			if engine.CheckJSONLimits(line) != nil || !json.Valid(line) || bytes.TrimSpace(line)[0] == '[' {
+			if jsonlimit.Check(line) != nil || !json.Valid(line) || bytes.TrimSpace(line)[0] == '[' {
 				t.Fatalf("passed on a frame the SDK would end the session on: %.200q", line)
 			}
 			if _, err := jsonrpc.DecodeMessage(line); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
 )
 
 func TestFrameID(t *testing.T) {
@@ -39,8 +39,8 @@ func TestFrameID(t *testing.T) {
 func TestFrameGuard(t *testing.T) {
 	ok1 := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	ok2 := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
-	deep := `{"jsonrpc":"2.0","id":2,"method":"x","params":` + strings.Repeat("[", engine.MaxJSONDepth+1) + strings.Repeat("]", engine.MaxJSONDepth+1) + `}`
-	big := `{"jsonrpc":"2.0","id":3,"method":"x","params":{"s":"` + strings.Repeat("a", engine.MaxJSONBytes) + `"}}`
+	deep := `{"jsonrpc":"2.0","id":2,"method":"x","params":` + strings.Repeat("[", jsonlimit.MaxDepth+1) + strings.Repeat("]", jsonlimit.MaxDepth+1) + `}`
+	big := `{"jsonrpc":"2.0","id":3,"method":"x","params":{"s":"` + strings.Repeat("a", jsonlimit.MaxBytes) + `"}}`
 	in := ok1 + "\r\n\n" + deep + "\n" + big + "\n" + `{"id":4` + "\n" + `[{"jsonrpc":"2.0","id":5,"method":"x"},{"jsonrpc":"2.0","id":6,"method":"y"}]` + "\n" + ok2
 	var out bytes.Buffer
 	tr := newStdioTransport(io.NopCloser(strings.NewReader(in)), &out, slog.New(slog.NewTextHandler(io.Discard, nil)))

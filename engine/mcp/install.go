@@ -26,9 +26,9 @@ type InstallOptions struct {
 	// build (ErrTemporaryBinary): the path would vanish.
 	Command string
 	// StratumHome, when set (main passes $STRATUM_HOME), is written into
-	// the server entry's env block of .mcp.json as STRATUM_HOME (made
-	// absolute), so the server the client starts opens the same store as
-	// this shell.
+	// the server entry's env block of .mcp.json, and with Codex into the
+	// table's env in config.toml, as STRATUM_HOME (made absolute), so the
+	// server the client starts opens the same store as this shell.
 	StratumHome string
 	// Codex also registers the server in Codex's config.toml and writes the
 	// execution-model block into the project's AGENTS.md.
@@ -117,11 +117,13 @@ func Install(opts InstallOptions) (InstallReport, error) {
 		func() (fileChange, error) { return planMCPJSON(filepath.Join(root, ".mcp.json"), rep.Command, home) },
 	}
 	if opts.Codex {
-		home, err := codexHome(opts.CodexHome)
+		codex, err := codexHome(opts.CodexHome)
 		if err != nil {
 			return rep, fmt.Errorf("install: %w", err)
 		}
-		plans = append(plans, func() (fileChange, error) { return planCodexTOML(filepath.Join(home, "config.toml"), rep.Command) })
+		plans = append(plans, func() (fileChange, error) {
+			return planCodexTOML(filepath.Join(codex, "config.toml"), rep.Command, home)
+		})
 	}
 	plans = append(plans, func() (fileChange, error) { return planBlock(filepath.Join(root, "CLAUDE.md")) })
 	if opts.Codex {

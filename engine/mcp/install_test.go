@@ -197,6 +197,56 @@ func TestInstallCodexTOML(t *testing.T) {
 	}
 }
 
+// TestInstallCodexStratumHome: with $STRATUM_HOME set, Codex's table gets
+// it in its env (as .mcp.json's env block), so Codex's server opens the
+// reviewer's store; an existing env keeps its other keys.
+func TestInstallCodexStratumHome(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "team store")
+	q := tomlString(home)
+	head := "[mcp_servers.stratum]\ncommand = \"stratum\"\nargs = [\"mcp\"]\n"
+	cases := []struct {
+		name, existing, want, wantErr string
+	}{
+		{name: "fresh", want: head + "env = { STRATUM_HOME = " + q + " }\n"},
+		{name: "env with other keys", existing: "[mcp_servers.stratum]\ncommand = \"x\"\nenv = { A = \"1\" }\n",
+			want: "[mcp_servers.stratum]\ncommand = \"stratum\"\nenv = { STRATUM_HOME = " + q + ", A = \"1\" }\nargs = [\"mcp\"]\n"},
+		{name: "old home replaced", existing: head + "env = { A = \"1\", STRATUM_HOME = \"/old\" }\n",
+			want: head + "env = { A = \"1\", STRATUM_HOME = " + q + " }\n"},
+		{name: "empty env", existing: head + "env = {}\n", want: head + "env = { STRATUM_HOME = " + q + " }\n"},
+		{name: "env subtable", existing: head + "\n[mcp_servers.stratum.env]\nA = \"1\"\n", wantErr: "by hand"},
+		{name: "multi-line env", existing: head + "env = {\n", wantErr: "one-line inline table"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			codex := filepath.Join(t.TempDir(), "codex")
+			path := filepath.Join(codex, "config.toml")
+			if c.existing != "" {
+				writeFile(t, path, c.existing)
+			}
+			opts := InstallOptions{Dir: t.TempDir(), Command: "stratum", StratumHome: home, Codex: true, CodexHome: codex}
+			_, err := Install(opts)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want %q", err, c.wantErr)
+				}
+				if got := readFile(t, path); got != c.existing {
+					t.Fatalf("file changed: %q", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, path); got != c.want {
+				t.Fatalf("got:\n%s\nwant:\n%s", got, c.want)
+			}
+			if rep, err := Install(opts); err != nil || rep.Files[1].Action != ActionUnchanged {
+				t.Fatalf("second run: %+v %v", rep, err)
+			}
+		})
+	}
+}
+
 // fakeExecutable makes the running binary look like path for the test.
 func fakeExecutable(t *testing.T, path string) {
 	old := executable

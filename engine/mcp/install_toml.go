@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -68,7 +69,12 @@ func parseCodexConfig(path string, old []byte) (*codexConfig, error) {
 }
 
 // planCodexTOML computes the new Codex config.toml.
-func planCodexTOML(path, command string) (fileChange, error) {
+// With home set (this shell's $STRATUM_HOME, absolute), the table's env
+// carries STRATUM_HOME too, as .mcp.json's env block does, so that the
+// server Codex starts opens the same store as the reviewer's TUI: an
+// existing one-line `env = { … }` gets the key added or its value
+// replaced, other keys kept.
+func planCodexTOML(path, command, home string) (fileChange, error) {
 	f := fileChange{Path: path, Action: ActionCreated}
 	old, err := readExisting(path)
 	if err != nil {
@@ -76,8 +82,16 @@ func planCodexTOML(path, command string) (fileChange, error) {
 	}
 	cmdLine := "command = " + tomlString(command)
 	argsLine := `args = ["mcp"]`
+	envLine := ""
+	if home != "" {
+		envLine = "env = { STRATUM_HOME = " + tomlString(home) + " }"
+	}
+	fresh := codexTable + "\n" + cmdLine + "\n" + argsLine + "\n"
+	if envLine != "" {
+		fresh += envLine + "\n"
+	}
 	if old == nil {
-		f.Content = codexTable + "\n" + cmdLine + "\n" + argsLine + "\n"
+		f.Content = fresh
 		return f, nil
 	}
 	f.Action = ActionUpdated
@@ -95,15 +109,29 @@ func planCodexTOML(path, command string) (fileChange, error) {
 		if text != "" {
 			sep += "\n"
 		}
-		f.Content = c.join(strings.Split(text+sep+codexTable+"\n"+cmdLine+"\n"+argsLine+"\n", "\n"))
+		f.Content = c.join(strings.Split(text+sep+fresh, "\n"))
 		return f, nil
+	}
+	if home != "" && c.hasEnvSubtable() {
+		return f, fmt.Errorf("%s: the %s server's env is a [%s.env] table; add STRATUM_HOME = %s to it by hand, the file was left untouched",
+			path, ServerName, strings.Trim(codexTable, "[]"), tomlString(home))
 	}
 	// Replace (or add) command and args inside the existing table.
 	out := append([]string{}, lines[:start+1]...)
-	var haveCmd, haveArgs bool
+	var haveCmd, haveArgs, haveEnv bool
 	for _, l := range lines[start+1 : end] {
 		key, _, isKV := strings.Cut(strings.TrimSpace(l), "=")
 		switch strings.TrimSpace(key) {
+		case "env":
+			if isKV && home != "" && !haveEnv {
+				nl, err := withStratumHome(l, home)
+				if err != nil {
+					return f, fmt.Errorf("%s: %v in %s; edit it by hand, the file was left untouched", path, err, codexTable)
+				}
+				out = append(out, nl)
+				haveEnv = true
+				continue
+			}
 		case "command":
 			if isKV && !haveCmd {
 				out = append(out, cmdLine)
@@ -128,6 +156,9 @@ func planCodexTOML(path, command string) (fileChange, error) {
 	}
 	if !haveArgs {
 		add = append(add, argsLine)
+	}
+	if envLine != "" && !haveEnv {
+		add = append(add, envLine)
 	}
 	// Missing keys go after the table's last non-blank line.
 	at := len(out)
@@ -222,4 +253,48 @@ func tomlString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// hasEnvSubtable reports a [mcp_servers.stratum.env] table.
+func (c *codexConfig) hasEnvSubtable() bool {
+	for _, l := range c.lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "[") {
+			if h := tableHeader(t); h == "mcp_servers."+ServerName+".env" || h == `mcp_servers."`+ServerName+`".env` {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stratumHomeKey matches the STRATUM_HOME key of an inline table with its
+// (basic string) value.
+var stratumHomeKey = regexp.MustCompile(`STRATUM_HOME\s*=\s*"(?:[^"\\]|\\.)*"`)
+
+// withStratumHome sets STRATUM_HOME in a one-line `env = { … }`: the
+// value replaced when the key is there, else the key added first.
+func withStratumHome(line, home string) (string, error) {
+	open, close := strings.Index(line, "{"), strings.LastIndex(line, "}")
+	if open < 0 || close < open {
+		return "", fmt.Errorf("env is not a one-line inline table")
+	}
+	kv := "STRATUM_HOME = " + tomlString(home)
+	if loc := stratumHomeKey.FindStringIndex(line); loc != nil {
+		return line[:loc[0]] + kv + line[loc[1]:], nil
+	}
+	if strings.Contains(line[open:close], "STRATUM_HOME") {
+		return "", fmt.Errorf("env's STRATUM_HOME is not a plain string")
+	}
+	inner := strings.TrimSpace(line[open+1 : close])
+	if inner == "" {
+		return line[:open] + "{ " + kv + " }" + line[close+1:], nil
+	}
+	return line[:open] + "{ " + kv + ", " + inner + " }" + line[close+1:], nil
+}
+
+// tomlEnvKey matches key = "value" (or 'value') inside a one-line env
+// table; the first group is the quoted value.
+func tomlEnvKey(key string) *regexp.Regexp {
+	return regexp.MustCompile(regexp.QuoteMeta(key) + `\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*')`)
 }

@@ -2,11 +2,10 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -29,7 +29,8 @@ import (
 //
 // What a poll answers comes from the flow, not from this process's memory:
 // the server holds the step's fan-out with a lease recorded in the flow
-// (engine.ParallelRun, renewed every third of fanLeaseTTL) and records the
+// (engine.ParallelRun: a run.Holder's lease, renewed by the holder's
+// keep-alive every third of fanLeaseTTL, as a runner's) and records the
 // merge outcome there when the fan-out ends. A restarted server — or
 // another server sharing the store — therefore reports the real merge
 // status, and tasks left "running" by a server that died (its lease
@@ -48,7 +49,7 @@ type fanRun struct {
 
 // fanLeaseTTL is how long a server's hold on a fan-out lives without being
 // renewed (it is renewed every third of it while the tasks run).
-var fanLeaseTTL = 30 * time.Second
+var fanLeaseTTL = run.DefaultLeaseTTL
 
 // restartError is the error of a task whose server stopped while it ran
 // (the original's RESUME_INTERRUPTED_ERROR).
@@ -155,7 +156,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
-	tasks, err := engine.ParseTasks(source)
+	tasks, err := fanout.ParseTasks(source)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
@@ -177,13 +178,13 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	}
 	if err := fo.Preflight(ctx); err != nil {
 		code := "worktree_unavailable"
-		if vs := engine.TaskListViolations(tasks); len(vs) > 0 {
+		if vs := fanout.ListViolations(tasks); len(vs) > 0 {
 			code = "source_resolution_failed"
 		}
 		return perr(code, "%v", err), nil
 	}
-	lease := newFanLease()
-	if err := s.svc.ClaimParallelRun(ctx, st.FlowID, cur.ID, lease); err != nil {
+	holder := run.NewHolder("mcp", fanLeaseTTL, nil)
+	if err := s.svc.ClaimParallelRun(ctx, st.FlowID, cur.ID, holder.Lease()); err != nil {
 		if errors.Is(err, engine.ErrParallelRunHeld) {
 			return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", in.StepID), nil
 		}
@@ -201,7 +202,12 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		beat := make(chan struct{})
 		go func() {
 			defer close(beat)
-			s.renewFanLease(hbCtx, st.FlowID, cur.ID, lease)
+			_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l engine.Lease) error {
+				if err := s.svc.ClaimParallelRun(ctx, st.FlowID, cur.ID, l); err != nil && ctx.Err() == nil {
+					s.log.Error("parallel fan-out: renewing its lease", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
+				}
+				return nil // the tasks run on; a poll judges a lapsed lease
+			})
 		}()
 		fr.res, fr.err = fo.Run(s.bg)
 		stopBeat()
@@ -221,7 +227,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		default:
 			mergeStatus, details = fr.res.MergeStatus, fr.res.Details
 		}
-		if err := s.svc.EndParallelRun(end, st.FlowID, cur.ID, lease.ID, mergeStatus, details); err != nil {
+		if err := s.svc.EndParallelRun(end, st.FlowID, cur.ID, holder.ID(), mergeStatus, details); err != nil {
 			s.log.Error("parallel fan-out: recording its end", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
 		}
 	}()
@@ -269,34 +275,6 @@ func (s *server) taskExecutor(st *engine.FlowState, step *specs.Step) (engine.Ex
 	return x.Infer, "infer", nil
 }
 
-// newFanLease is a fresh hold of this server on a fan-out.
-func newFanLease() engine.Lease {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	host, _ := os.Hostname()
-	now := time.Now().UTC()
-	return engine.Lease{ID: "mcp-" + hex.EncodeToString(b), PID: os.Getpid(), Host: host, Heartbeat: now, ExpiresAt: now.Add(fanLeaseTTL)}
-}
-
-// renewFanLease renews the server's hold on a fan-out every third of
-// fanLeaseTTL until ctx ends.
-func (s *server) renewFanLease(ctx context.Context, flowID, stepID string, l engine.Lease) {
-	t := time.NewTicker(fanLeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now := time.Now().UTC()
-		l.Heartbeat, l.ExpiresAt = now, now.Add(fanLeaseTTL)
-		if err := s.svc.ClaimParallelRun(ctx, flowID, stepID, l); err != nil && ctx.Err() == nil {
-			s.log.Error("parallel fan-out: renewing its lease", "flow_id", flowID, "step_id", stepID, "error", err.Error())
-		}
-	}
-}
-
 // settleOrphans ends the tasks of stepID's current dispatch that nobody
 // runs any more (their server stopped): running ones fail with the
 // original's "server restart interrupted task", pending ones are
@@ -307,7 +285,7 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 		return err
 	}
 	tasks := engine.ParallelTasksOf(st, stepID)
-	for _, id := range engine.SortedTaskIDs(tasks) {
+	for _, id := range slices.Sorted(maps.Keys(tasks)) {
 		t := tasks[id]
 		var msg string
 		switch t.State {
@@ -321,7 +299,7 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 		t.Error = &msg
 		t.Violations = []string{msg}
 		if t.FinishedAt == nil {
-			t.FinishedAt = engine.UnixSeconds(time.Now())
+			t.FinishedAt = fanout.UnixSeconds(time.Now())
 		}
 		if _, err := answer(s.svc.RecordParallelTask(ctx, flowID, t, engine.ReportOptions{})); err != nil {
 			return err
@@ -376,7 +354,7 @@ func mergeOutcome(fr *fanRun, st *engine.FlowState, step *specs.Step, tasks []en
 			details = append(details, *t.Error)
 		}
 	}
-	if len(branches) == 0 || !engine.RequireSatisfied(step.Require, complete, len(tasks)-complete) {
+	if len(branches) == 0 || !fanout.RequireSatisfied(step.Require, complete, len(tasks)-complete) {
 		return "clean", details
 	}
 	return "conflict", append(details, fmt.Sprintf("the server running the fan-out of step '%s' stopped before merging the task branches (%s); nothing was merged", step.ID, strings.Join(branches, ", ")))
@@ -424,7 +402,7 @@ func stepTasks(st *engine.FlowState, step *specs.Step) ([]engine.ParallelTask, b
 	if err != nil {
 		return nil, false
 	}
-	tasks, err := engine.ParseTasks(source)
+	tasks, err := fanout.ParseTasks(source)
 	if err != nil {
 		return nil, false
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -113,7 +114,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 			complete++
 		}
 	}
-	reqOK := engine.RequireSatisfied(step.Require, complete, len(tasks)-complete)
+	reqOK := fanout.RequireSatisfied(step.Require, complete, len(tasks)-complete)
 	resp["require_satisfied"] = reqOK
 	resp["can_advance"] = reqOK && mergeStatus != "conflict"
 	agg := aggregate(results, mergeStatus)

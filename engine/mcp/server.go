@@ -97,7 +97,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 // ctx is cancelled, sweeping expired gate deadlines in the background. A
 // client closing the connection (EOF) or a cancelled ctx is a clean end.
 // Each inbound frame is checked first (frames.go): one over
-// engine.MaxJSONBytes or nested deeper than engine.MaxJSONDepth, invalid
+// jsonlimit.MaxBytes or nested deeper than jsonlimit.MaxDepth, invalid
 // JSON, a batch or a non-message is answered with a JSON-RPC error and the
 // server goes on.
 func Serve(ctx context.Context, svc *engine.Service, opts Options) error {

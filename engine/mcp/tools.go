@@ -96,7 +96,18 @@ type workflowsArgs struct {
 
 func readOnly() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{ReadOnlyHint: true} }
 
+// registerCoreTools adds the original's seventeen tools, in its order.
 func (s *server) registerCoreTools(srv *mcp.Server) {
+	s.registerFlowTools(srv)
+	s.registerGateTools(srv)
+	s.registerLoopTools(srv)
+	s.registerSpecTools(srv)
+}
+
+// registerFlowTools adds the tools that start, drive and read a flow:
+// stratum_validate, stratum_plan, stratum_resume, stratum_step_done,
+// stratum_parallel_done and stratum_audit.
+func (s *server) registerFlowTools(srv *mcp.Server) {
 	svc := s.svc
 	addTool(srv, s, &mcp.Tool{Name: "stratum_validate", Annotations: readOnly(), Description: `Check a stratum spec (inline YAML text, not a path) without creating a flow.
 Returns {valid: bool, errors: [...]}: every diagnostic found (not only the first), each {error_type (ir_parse_error | ir_validation_error | ir_semantic_error), path, message, suggestion (or null), line, column (1-based, 0 = unknown), code, severity (error | warning), success:false}. valid is false when any diagnostic has severity error; warnings alone keep it true.`},
@@ -173,7 +184,12 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 			}
 			return answer(svc.Audit(ctx, in.FlowID))
 		})
+}
 
+// registerGateTools adds stratum_gate_resolve, stratum_check_timeouts and
+// stratum_skip_step.
+func (s *server) registerGateTools(srv *mcp.Server) {
+	svc := s.svc
 	addTool(srv, s, &mcp.Tool{Name: "stratum_gate_resolve", Description: `Decide the gate a flow is waiting at (status await_gate): outcome approve (continue, or on_approve), revise (back to on_revise for another round) or kill (on_kill, or end the flow killed). The decision is recorded with rationale and resolved_by (human | agent | system), first writer wins across every stratum process.
 Only decide if you are the reviewer. A gate with approver: human refuses this tool (error_type gate_requires_human): wait for a person with stratum_wait_gate instead.
 Returns the next dispatch, the completion, {status:"killed", …}, or an error: invalid_outcome, invalid_resolved_by, wrong_step, not_a_gate_step, flow_already_complete, max_rounds_exceeded, gate_requires_human, flow_not_found.
@@ -194,9 +210,9 @@ A review opened by a Go program (step_id review-N, stratum query gates shows its
 				}
 				d.Value = b
 			}
-			// Through the review service like every front end; over MCP an
+			// The engine applies the rationale rule by channel: over MCP an
 			// empty rationale is accepted, as in the original.
-			return answer(review.NewService[engine.Outcome](svc).Decide(ctx, d))
+			return answer(svc.GateResolve(ctx, d.FlowID, d))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_check_timeouts", Description: `Apply the waiting gate's timeout if it has expired (the gate's on_timeout: kill by default). Gate deadlines are also enforced in the background by every running stratum process.
@@ -221,7 +237,12 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			}
 			return answer(svc.SkipStep(ctx, in.FlowID, in.StepID, in.Reason, engine.ReportOptions{}))
 		})
+}
 
+// registerLoopTools adds the iteration protocol (stratum_iteration_start,
+// _report, _abort) and the checkpoints (stratum_commit, stratum_revert).
+func (s *server) registerLoopTools(srv *mcp.Server) {
+	svc := s.svc
 	addTool(srv, s, &mcp.Tool{Name: "stratum_iteration_start", Description: `Start the iteration loop of the current step (the step must declare max_iterations). Returns {status:"iteration_started", flow_id, step_id, max_iterations, exit_criterion, …}; then report each pass with stratum_iteration_report.`},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in stepArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
@@ -276,7 +297,13 @@ Returns {status:"no_timeout", message | remaining_seconds}, {status:"killed", re
 			}
 			return answer(svc.Revert(ctx, in.FlowID, in.Label, engine.ReportOptions{Channel: review.ChannelMCP}))
 		})
+}
 
+// registerSpecTools adds the tools that need no flow:
+// stratum_compile_speckit, stratum_draft_pipeline and
+// stratum_list_workflows (stratum_validate is registered first, with the
+// flow tools, in the original's order).
+func (s *server) registerSpecTools(srv *mcp.Server) {
 	addTool(srv, s, &mcp.Tool{Name: "stratum_compile_speckit", Annotations: readOnly(), Description: `Compile a spec-kit tasks directory (one *.md file per task with "## Acceptance Criteria" checkboxes) into a stratum spec: one step per task, criteria as ensure expressions.
 Returns {status:"ok", yaml, flow_name, steps: [{id, title, parallel, ensures, judgment}]}; pass yaml to stratum_plan. Errors: directory_not_found, no_tasks, step_id_collision, compile_error.`},
 		func(_ context.Context, _ *mcp.CallToolRequest, in compileArgs) (engine.Response, error) {

@@ -12,7 +12,7 @@ import (
 
 // Background runs flows in-process for an interactive front end (the TUI's
 // Specs pane), where no terminal prompt is possible: each gate the run
-// meets waits for a decision recorded in the store (OnGateWait), made in
+// meets waits for a decision recorded in the store (review.OnGateWait), made in
 // the front end or in any other process, and is offered to a review.Sink as
 // it opens so the front end can ask for that decision at once.
 type Background struct {
@@ -34,7 +34,7 @@ func (b Background) RunFlow(ctx context.Context, sp *specs.Spec, flow string, in
 	}
 	defer x.Close(io.Discard)
 	r := New(Options{Service: b.Service, Infer: x.Infer, Tracer: x.Tracer, Agent: x.Agent,
-		Gates: GatePolicy{OnGate: OnGateWait}, Progress: offerGates{ctx: ctx, sink: sink}})
+		Gates: review.Policy{OnGate: review.OnGateWait}, Progress: offerGates{ctx: ctx, sink: sink}})
 	return r.Start(ctx, sp, flow, inputs)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -32,20 +33,22 @@ type CommandLine struct {
 // Request is a checked `stratum run` command line: either a spec file to
 // start (File, Flow, Inputs) or a stored flow to continue (Resume).
 type Request struct {
-	File    string // "" with Resume
-	Resume  string
-	Flow    string
-	Inputs  map[string]any
-	Approve []string // gate step ids or "all", one per element
-	OnGate  string   // one of the OnGate* constants
-	Cache   string   // one of the Cache* constants
+	File   string // "" with Resume
+	Resume string
+	Flow   string
+	Inputs map[string]any
+	// TextInputs are the --input fields as typed (see CoerceInputs).
+	TextInputs map[string]string
+	Approve    []string // gate step ids or "all", one per element
+	OnGate     string   // one of the review.OnGate* constants
+	Cache      string   // one of the Cache* constants
 	// KeepWorktrees leaves fan-out task worktrees (and branches) in place.
 	KeepWorktrees bool
 }
 
 // FileRequest is the request as StartFile takes it.
 func (r Request) FileRequest() FileRequest {
-	return FileRequest{File: r.File, Flow: r.Flow, Inputs: r.Inputs, Approve: r.Approve}
+	return FileRequest{File: r.File, Flow: r.Flow, Inputs: r.Inputs, TextInputs: r.TextInputs, Approve: r.Approve}
 }
 
 // Check turns the command line into a Request. terminal says whether
@@ -71,12 +74,12 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 	}
 	req := Request{Resume: c.Resume, Flow: c.Flow, OnGate: c.OnGate, Cache: c.Cache, KeepWorktrees: c.KeepWorktrees}
 	if req.OnGate == "" {
-		req.OnGate = OnGateExit
+		req.OnGate = review.OnGateExit
 		if terminal {
-			req.OnGate = OnGatePrompt
+			req.OnGate = review.OnGatePrompt
 		}
 	}
-	if !ValidOnGate(req.OnGate) {
+	if !review.ValidOnGate(req.OnGate) {
 		return Request{}, usage("--on-gate %q: want exit, wait, approve, kill or prompt", req.OnGate)
 	}
 	switch req.Cache {
@@ -97,7 +100,7 @@ func (c CommandLine) Check(terminal bool) (Request, error) {
 		if err != nil {
 			return Request{}, &UsageError{Err: err}
 		}
-		req.Inputs = inputs
+		req.Inputs, req.TextInputs = inputs, TextInputs(c.Inputs)
 	}
 	return req, nil
 }
@@ -166,8 +169,8 @@ func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*O
 		Infer:    x.Infer,
 		Agent:    x.Agent,
 		Tracer:   x.Tracer,
-		Gates:    GatePolicy{Approve: req.Approve, OnGate: req.OnGate},
-		Console:  &Console{In: s.Stdin, Out: s.Stderr},
+		Gates:    review.Policy{Approve: req.Approve, OnGate: req.OnGate},
+		Console:  &review.Console{In: s.Stdin, Out: s.Stderr},
 		Progress: &Printer{W: s.Stderr, Terminal: s.Terminal, GitHub: s.GitHub},
 		Cache:    req.Cache,
 		// Fan-out worktrees: kept ones are printed with the progress.

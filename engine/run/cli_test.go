@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -42,16 +44,17 @@ func TestCommandLineCheck(t *testing.T) {
 		err      string
 	}{
 		{name: "spec, defaults off a terminal", line: CommandLine{Args: []string{"s.stratum.yaml"}, Cache: CacheSession},
-			want: Request{File: "s.stratum.yaml", Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}},
+			want: Request{File: "s.stratum.yaml", Inputs: map[string]any{}, OnGate: review.OnGateExit, Cache: CacheSession}},
 		{name: "prompt on a terminal", line: CommandLine{Args: []string{"s"}, Cache: CacheNone}, terminal: true,
-			want: Request{File: "s", Inputs: map[string]any{}, OnGate: OnGatePrompt, Cache: CacheNone}},
+			want: Request{File: "s", Inputs: map[string]any{}, OnGate: review.OnGatePrompt, Cache: CacheNone}},
 		{name: "inputs: flags win over the file", line: CommandLine{Args: []string{"s"}, Flow: "main", InputsFile: inputs,
-			Inputs: []string{"b=[1]", "c=text"}, OnGate: OnGateWait, Cache: CacheGlobal},
-			want: Request{File: "s", Flow: "main", Inputs: map[string]any{"a": 1.0, "b": []any{1.0}, "c": "text"}, OnGate: OnGateWait, Cache: CacheGlobal}},
+			Inputs: []string{"b=[1]", "c=text"}, OnGate: review.OnGateWait, Cache: CacheGlobal},
+			want: Request{File: "s", Flow: "main", Inputs: map[string]any{"a": 1.0, "b": []any{1.0}, "c": "text"},
+				TextInputs: map[string]string{"b": "[1]", "c": "text"}, OnGate: review.OnGateWait, Cache: CacheGlobal}},
 		{name: "approvals split on commas", line: CommandLine{Args: []string{"s"}, Approve: []string{"a, b", "", "all,"}, Cache: CacheSession},
-			want: Request{File: "s", Inputs: map[string]any{}, Approve: []string{"a", "b", "all"}, OnGate: OnGateExit, Cache: CacheSession}},
+			want: Request{File: "s", Inputs: map[string]any{}, Approve: []string{"a", "b", "all"}, OnGate: review.OnGateExit, Cache: CacheSession}},
 		{name: "resume", line: CommandLine{Resume: "f1", Cache: CacheSession, Set: set("cache")},
-			want: Request{Resume: "f1", OnGate: OnGateExit, Cache: CacheSession}},
+			want: Request{Resume: "f1", OnGate: review.OnGateExit, Cache: CacheSession}},
 		{name: "no spec", line: CommandLine{Cache: CacheSession}, err: "run needs a SPEC (or --resume ID)"},
 		{name: "resume and spec", line: CommandLine{Args: []string{"s"}, Resume: "f1", Cache: CacheSession},
 			err: "--resume continues a stored flow with its stored spec; do not pass SPEC"},
@@ -86,7 +89,7 @@ func TestParseResult(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"ok": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deep := strings.Repeat("[", engine.MaxJSONDepth+1) + strings.Repeat("]", engine.MaxJSONDepth+1)
+	deep := strings.Repeat("[", jsonlimit.MaxDepth+1) + strings.Repeat("]", jsonlimit.MaxDepth+1)
 	for _, tc := range []struct {
 		name, result, file, stdin string
 		want                      any
@@ -209,7 +212,7 @@ flows:
 `)
 	var stderr bytes.Buffer
 	s := Setup{Stdin: strings.NewReader(""), Stderr: &stderr}
-	out, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}, s)
+	out, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: review.OnGateExit, Cache: CacheSession}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,36 +220,36 @@ flows:
 	if !strings.Contains(stderr.String(), "s") {
 		t.Errorf("no progress on stderr: %q", stderr.String())
 	}
-	resumed, err := Execute(context.Background(), e.svc, Request{Resume: out.FlowID, OnGate: OnGateExit, Cache: CacheSession}, s)
+	resumed, err := Execute(context.Background(), e.svc, Request{Resume: out.FlowID, OnGate: review.OnGateExit, Cache: CacheSession}, s)
 	if err != nil || resumed.FlowID != out.FlowID {
 		t.Fatalf("resume: %+v, %v", resumed, err)
 	}
 	// --resume takes a unique prefix of the id; an ambiguous one is exit 2
 	// with the candidates; an unknown one the "no flow" answer.
-	resumed, err = Execute(context.Background(), e.svc, Request{Resume: out.FlowID[:8], OnGate: OnGateExit, Cache: CacheSession}, s)
+	resumed, err = Execute(context.Background(), e.svc, Request{Resume: out.FlowID[:8], OnGate: review.OnGateExit, Cache: CacheSession}, s)
 	if err != nil || resumed.FlowID != out.FlowID || resumed.Status != EndComplete {
 		t.Fatalf("resume by prefix: %+v, %v", resumed, err)
 	}
 	n := 0
 	e.svc.NewID = func() string { n++; return fmt.Sprintf("abcd%d", n) }
 	for range 2 {
-		if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession}, s); err != nil {
+		if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: review.OnGateExit, Cache: CacheSession}, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	amb, err := Execute(context.Background(), e.svc, Request{Resume: "abcd", OnGate: OnGateExit, Cache: CacheSession}, s)
+	amb, err := Execute(context.Background(), e.svc, Request{Resume: "abcd", OnGate: review.OnGateExit, Cache: CacheSession}, s)
 	if err != nil || amb.ExitCode != ExitUsage || !strings.Contains(amb.Message, "abcd1, abcd2") {
 		t.Fatalf("ambiguous prefix: %+v, %v", amb, err)
 	}
 	for _, id := range []string{"abc", "zzzz"} {
-		unknown, err := Execute(context.Background(), e.svc, Request{Resume: id, OnGate: OnGateExit, Cache: CacheSession}, s)
+		unknown, err := Execute(context.Background(), e.svc, Request{Resume: id, OnGate: review.OnGateExit, Cache: CacheSession}, s)
 		if err != nil || unknown.ExitCode != ExitUsage || !strings.Contains(unknown.Message, "no flow with id") {
 			t.Fatalf("unknown %q: %+v, %v", id, unknown, err)
 		}
 	}
 	s.Replay = filepath.Join(t.TempDir(), "missing.jsonl")
 	var ue *UsageError
-	if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, OnGate: OnGateExit, Cache: CacheSession}, s); !errors.As(err, &ue) {
+	if _, err := Execute(context.Background(), e.svc, Request{File: sp.File, OnGate: review.OnGateExit, Cache: CacheSession}, s); !errors.As(err, &ue) {
 		t.Errorf("a missing --replay file: %v, want a usage error", err)
 	}
 }
@@ -341,13 +344,13 @@ flows:
 	}
 
 	// Stopped at a gate: no output.
-	o = e.start(sp, "gated", nil, func(opt *Options) { opt.Gates = GatePolicy{OnGate: OnGateExit} })
+	o = e.start(sp, "gated", nil, func(opt *Options) { opt.Gates = review.Policy{OnGate: review.OnGateExit} })
 	wantStatus(t, o, EndGate, ExitGate)
 	if run := report(o); run.Output != nil || len(run.Iterations) != 0 {
 		t.Errorf("a run stopped at a gate: output %v, iterations %v", run.Output, run.Iterations)
 	}
 	// Killed at the gate: no output either.
-	o = e.start(sp, "gated", nil, func(opt *Options) { opt.Gates = GatePolicy{OnGate: OnGateKill} })
+	o = e.start(sp, "gated", nil, func(opt *Options) { opt.Gates = review.Policy{OnGate: review.OnGateKill} })
 	wantStatus(t, o, EndKilled, ExitKilled)
 	if run := report(o); run.Output != nil {
 		t.Errorf("a killed run: output %v", run.Output)
@@ -376,7 +379,7 @@ func TestConcludeLeaseHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	out, err := Execute(context.Background(), e.svc, Request{Resume: o.FlowID, OnGate: OnGateExit, Cache: CacheSession},
+	out, err := Execute(context.Background(), e.svc, Request{Resume: o.FlowID, OnGate: review.OnGateExit, Cache: CacheSession},
 		Setup{Stdin: strings.NewReader(""), Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,11 @@
 // (also the TUI's run dialog), ParseResult for step-done's --result and
 // --result-file, and PlanFlow for plan's default flow.
 //
+// Leases (lease.go): a Holder is the one way this process holds a lease —
+// the runner on the flows it drives, the MCP server on a fan-out it runs
+// (stratum_parallel_start) — its identity, its term and its keep-alive
+// (a renewal every third of the TTL; a lost lease ends the run).
+//
 // Background (background.go) runs a flow for a console (the TUI's Specs
 // pane): its gates wait in the store and each one that opens is offered to
 // the console's review.Sink.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/internal/otlp"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -46,7 +47,7 @@ type FanOut struct {
 	Flow     *specs.Flow
 	Step     *specs.Step
 	// Tasks are the parsed source; Inputs the step's resolved inputs.
-	Tasks  []engine.Task
+	Tasks  []fanout.Task
 	Inputs map[string]any
 	// Attempt is the step's attempt (1-based); Violations the previous
 	// attempt's.
@@ -130,7 +131,7 @@ func (f *FanOut) Preflight(ctx context.Context) error {
 	if len(f.Tasks) == 0 {
 		return f.errorf("the source %s resolved to no tasks; the decompose step must return at least one task", f.Step.Source)
 	}
-	if vs := engine.TaskListViolations(f.Tasks); len(vs) > 0 {
+	if vs := fanout.ListViolations(f.Tasks); len(vs) > 0 {
 		return f.errorf("the source %s is not a valid task graph: %s; fix the step that produces it", f.Step.Source, strings.Join(vs, "; "))
 	}
 	switch f.isolation() {
@@ -262,7 +263,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		cancelAll(cause)
 	}
 
-	byID := map[string]engine.Task{}
+	byID := map[string]fanout.Task{}
 	for _, t := range f.Tasks {
 		byID[t.ID] = t
 	}
@@ -285,7 +286,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		pt.Error = &msg
 		pt.Violations = []string{msg}
 		if pt.FinishedAt == nil {
-			pt.FinishedAt = engine.UnixSeconds(time.Now())
+			pt.FinishedAt = fanout.UnixSeconds(time.Now())
 		}
 		if err := f.record(ctx, *pt); err != nil && storeErr == nil {
 			storeErr = err
@@ -309,7 +310,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 					}
 				}
 			}
-			if c, fl, open := counts(); open > 0 && engine.RequireUnsatisfiable(require, c, fl, open) {
+			if c, fl, open := counts(); open > 0 && fanout.RequireUnsatisfiable(require, c, fl, open) {
 				stopping = true
 				for _, t := range f.Tasks {
 					if f.state[t.ID].State == engine.TaskPending {
@@ -356,7 +357,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			pt := f.state[next]
 			pt.State = engine.TaskRunning
 			pt.Runs++
-			pt.StartedAt = engine.UnixSeconds(time.Now())
+			pt.StartedAt = fanout.UnixSeconds(time.Now())
 			pt.FinishedAt, pt.Error, pt.Violations, pt.Result = nil, nil, nil, nil
 			if err := f.record(ctx, *pt); err != nil {
 				storeErr = err
@@ -367,7 +368,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			cancels[next] = cancel
 			running++
 			snapshot := *pt
-			go func(t engine.Task) {
+			go func(t fanout.Task) {
 				done <- f.runTask(ctx, tctx, t, snapshot, view)
 			}(byID[next])
 		}
@@ -418,7 +419,7 @@ var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // runTask runs one task (under tctx, a child of the fan-out's ctx) to a
 // terminal state and records it. A task interrupted with ctx (Ctrl-C) is
 // left running in the store, its worktree removed: a resume runs it again.
-func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.ParallelTask, view engine.BudgetView) taskDone {
+func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.ParallelTask, view engine.BudgetView) taskDone {
 	dir := f.Dir
 	wt, branch := "", ""
 	worktree := f.isolation() == "worktree"
@@ -431,7 +432,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 		}
 		pt.State = state
 		pt.Result = result
-		pt.FinishedAt = engine.UnixSeconds(time.Now())
+		pt.FinishedAt = fanout.UnixSeconds(time.Now())
 		pt.Violations = violations
 		pt.Error = nil
 		if len(violations) > 0 {
@@ -466,7 +467,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t engine.Task, pt engine.Par
 	}
 
 	step := *f.Step
-	step.Intent = engine.TaskPrompt(f.Step.IntentTemplate, t.Raw)
+	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
 	req := engine.StepRequest{
 		FlowID: f.FlowID, Spec: f.Spec, Flow: f.Flow, Step: &step, Inputs: f.Inputs,
 		Attempt: f.Attempt, Violations: f.Violations, Dir: dir, Budget: view,

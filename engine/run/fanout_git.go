@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 )
 
 // The git side of a fan-out under isolation: worktree: a task's worktree
@@ -61,7 +62,7 @@ func (f *FanOut) removeWorktree(ctx context.Context, wt, branch string, dropBran
 // commitTask commits everything the task changed in its worktree on its
 // branch and returns the changed files (repository-relative) and, with
 // capture_diff, the diff.
-func (f *FanOut) commitTask(ctx context.Context, wt string, t engine.Task) ([]string, *string, error) {
+func (f *FanOut) commitTask(ctx context.Context, wt string, t fanout.Task) ([]string, *string, error) {
 	ctx = context.WithoutCancel(ctx)
 	if _, err := git(ctx, wt, "add", "-A"); err != nil {
 		return nil, nil, err
@@ -123,7 +124,7 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 		return
 	}
 	defer f.dropBranches(ctx, res)
-	if !engine.RequireSatisfied(f.Step.Require, complete, failed) || f.Step.Merge == "manual" {
+	if !fanout.RequireSatisfied(f.Step.Require, complete, failed) || f.Step.Merge == "manual" {
 		return
 	}
 	owner := map[string]string{}

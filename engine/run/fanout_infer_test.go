@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
 )
 
 // A parallel_dispatch step without agent: or run: runs each task with the
@@ -100,7 +101,7 @@ flows:
         depends_on: [plan]
 `)
 	var stderr strings.Builder
-	out, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: OnGateExit, Cache: CacheSession},
+	out, err := Execute(context.Background(), e.svc, Request{File: sp.File, Inputs: map[string]any{}, OnGate: review.OnGateExit, Cache: CacheSession},
 		Setup{Stdin: strings.NewReader(""), Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 )
 
 // gitEnv is a runner env whose directory is a git repository.
@@ -340,7 +341,7 @@ flows:
 			t.Fatalf("fed back:\n%s\nwant %q", got, want)
 		}
 	}
-	if vs := engine.TaskGraphViolations(map[string]any{"tasks": []any{
+	if vs := fanout.GraphViolations(map[string]any{"tasks": []any{
 		map[string]any{"id": "a", "depends_on": []any{"b"}}, map[string]any{"id": "b", "depends_on": []any{"a"}}}}); len(vs) != 1 || vs[0] != "task graph: dependency cycle a → b → a" {
 		t.Fatalf("cycle: %v", vs)
 	}

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -87,6 +88,9 @@ type FileRequest struct {
 	File   string
 	Flow   string // "" = DefaultFlow
 	Inputs map[string]any
+	// TextInputs are the --input fields as typed (TextInputs), read as
+	// their declared types (CoerceInputs); nil for none.
+	TextInputs map[string]string
 	// Approve are the --approve values: gate step ids or "all"; each id
 	// must name a gate of the spec.
 	Approve []string
@@ -121,7 +125,7 @@ func (r *Runner) StartFile(ctx context.Context, req FileRequest) (*Outcome, erro
 			return nil, usage("--approve %q: %s has no gate step with that id (gates: %s)", g, req.File, strings.Join(gates, ", "))
 		}
 	}
-	return r.Start(ctx, sp, flow, req.Inputs)
+	return r.Start(ctx, sp, flow, CoerceInputs(sp, flow, req.Inputs, req.TextInputs))
 }
 
 // Report is the --json document of a finished run: the flow's audit (the
@@ -145,6 +149,30 @@ func Report(ctx context.Context, svc *engine.Service, out *Outcome) (engine.Resp
 	}
 	rep["run"] = run
 	return rep, nil
+}
+
+// ErrorReport is the --json document of a run that could not start: an
+// invalid spec (*SpecError: its diagnostics), a usage problem
+// (*UsageError) — both run.status "invalid", exit 2 — or any other
+// failure (a store or executor that could not be opened: "error", exit
+// 1). `stratum run --json` prints a JSON object on every outcome.
+func ErrorReport(err error) engine.Response {
+	final := engine.Response{"status": "error", "message": err.Error()}
+	run := &RunBlock{Status: EndError, ExitCode: ExitFailed, Message: err.Error(), Iterations: map[string]IterationResult{}}
+	var se *SpecError
+	var ue *UsageError
+	switch {
+	case errors.As(err, &se):
+		run.Status, run.ExitCode = EndInvalid, ExitUsage
+		final["diagnostics"] = se.Diagnostics
+		if errs := se.Diagnostics.Errors(); len(errs) > 0 {
+			final["error_type"], final["message"], final["path"] = errs[0].ErrorType, errs[0].Message, errs[0].Path
+			run.Message = fmt.Sprintf("%s: invalid spec: %s", se.File, errs[0].Message)
+		}
+	case errors.As(err, &ue):
+		run.Status, run.ExitCode = EndInvalid, ExitUsage
+	}
+	return engine.Response{"final": final, "run": run}
 }
 
 // RunBlock is the `run` object of the --json report.

@@ -11,31 +11,6 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// What the runner does at a gate that --approve does not cover: the
-// review package's constants (one definition).
-const (
-	OnGateExit    = review.OnGateExit    // stop (exit 4) and print how to decide and resume
-	OnGateWait    = review.OnGateWait    // wait for another process to decide (until the deadline)
-	OnGateApprove = review.OnGateApprove // approve (policy, resolved_by system)
-	OnGateKill    = review.OnGateKill    // kill (policy, resolved_by system)
-	OnGatePrompt  = review.OnGatePrompt  // ask on the console
-)
-
-// GatePolicy is the policy handler of a headless run (review.Policy):
-// --approve GATE is a human decision (the person who typed the flag);
-// --approve all and --on-gate approve are system decisions that never
-// apply to `approver: human` gates; --on-gate kill kills. Reviewer is
-// recorded with every decision of the run (default review.CurrentUser).
-type GatePolicy = review.Policy
-
-// ValidOnGate reports whether s is a valid --on-gate value.
-func ValidOnGate(s string) bool { return review.ValidOnGate(s) }
-
-// Console is the console handler (review.Console): the gate on Out, the
-// decision and its rationale read from In, a rationale asked for again
-// until review.Check accepts it (revise and kill need one).
-type Console = review.Console
-
 // gate resolves the gate the flow waits at through the sinks and returns
 // the engine's next response, or an end (stopped at the gate).
 func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) (turn, error) {
@@ -103,7 +78,7 @@ func (r *Runner) gateHandlers(fc *flowCtx, pr review.PendingReview) []review.Han
 	}
 	hs := []review.Handler{policy}
 	switch policy.OnGate {
-	case OnGatePrompt:
+	case review.OnGatePrompt:
 		if c := r.opts.Console; c != nil {
 			if c.Reviewer == "" {
 				c.Reviewer = policy.Reviewer
@@ -113,7 +88,7 @@ func (r *Runner) gateHandlers(fc *flowCtx, pr review.PendingReview) []review.Han
 			}
 			hs = append(hs, c)
 		}
-	case OnGateWait:
+	case review.OnGateWait:
 		hs = append(hs, review.HandlerFunc(func(ctx context.Context, _ review.PendingReview) (review.Decision, error) {
 			return r.waitGate(ctx, fc, pr)
 		}))
@@ -166,10 +141,14 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 
 // waitGate waits for another process (or this one's TUI) to decide the
 // gate, and returns the recorded decision with review.ErrDecidedElsewhere.
-// It follows the store's events (Service.Watch) and re-reads the flow when
-// one is about it; a timer at the gate's deadline applies expired deadlines
-// (SweepTimeouts), as every stratum process does, so on_timeout takes
-// effect even when no other process sweeps.
+// It follows the store's events (Service.Watch): the gate_resolved event
+// of the gate's round carries the decision (engine.Event.GateDecision),
+// which it returns without reading the flow. The flow is read once before
+// the wait, and again only when an event about it does not tell (a revert,
+// an event without the decision) or after the deadline's sweep; a timer at
+// the gate's deadline applies expired deadlines (SweepTimeouts), as every
+// stratum process does, so on_timeout takes effect even when no other
+// process sweeps.
 func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (review.Decision, error) {
 	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
 		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
@@ -214,12 +193,39 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 				if !ok {
 					return review.Decision{}, &interruptedError{}
 				}
-				if engine.Mentions(batch, fc.id) {
+				d, decided, reread := gateNews(batch, pr)
+				if decided {
+					return d, review.ErrDecidedElsewhere
+				}
+				if reread {
 					break wait
 				}
 			}
 		}
 	}
+}
+
+// gateNews reads a batch of events for the gate pr waits at: the decision
+// the gate_resolved event of its step and round carries (decided), or
+// whether something else happened to the flow that only reading it can
+// tell (reread). A revise refused by max_rounds is neither: the gate
+// waits on in its round.
+func gateNews(batch []engine.Event, pr review.PendingReview) (d review.Decision, decided, reread bool) {
+	for _, e := range batch {
+		if e.FlowID != pr.FlowID {
+			continue
+		}
+		if e.Type == engine.EventGateResolved && e.StepID == pr.StepID {
+			if x := e.Detail(); x.MaxRoundsExceeded && x.Round == pr.Round {
+				continue
+			}
+			if d, ok := e.GateDecision(); ok && *d.Round == pr.Round {
+				return d, true, false
+			}
+		}
+		reread = true
+	}
+	return review.Decision{}, false, reread
 }
 
 // recordedDecision is the decision recorded on the gate of pr (its last

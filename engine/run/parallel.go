@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -39,7 +40,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		return turn{}, err
 	}
 	resume := "; the flow stays resumable: stratum run --resume " + rootID(fc)
-	tasks, perr := engine.ParseTasks(d.Tasks)
+	tasks, perr := fanout.ParseTasks(d.Tasks)
 	if perr != nil {
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
 			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks%s",
@@ -136,7 +137,7 @@ func taskGraphError(step *specs.Step, output any) error {
 	if step.Kind != specs.KindDecompose {
 		return nil
 	}
-	vs := engine.TaskGraphViolations(output)
+	vs := fanout.GraphViolations(output)
 	if len(vs) == 0 {
 		return nil
 	}

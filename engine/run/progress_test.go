@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stratum-go/stratum/review"
 )
 
 type syncBuf struct {
@@ -104,9 +106,9 @@ flows:
         run: "printf 'boom \\033[2J\\033[31mred\\000nul \\302\\233c1 \\177del\\n' >&2; exit 1"
 `)
 	var shown bytes.Buffer
-	c := &Console{In: strings.NewReader("approve\nok\n"), Out: &shown}
+	c := &review.Console{In: strings.NewReader("approve\nok\n"), Out: &shown}
 	o := e.start(sp, "main", nil, func(o *Options) {
-		o.Gates.OnGate = OnGatePrompt
+		o.Gates.OnGate = review.OnGatePrompt
 		o.Console = c
 	})
 	wantStatus(t, o, EndFailed, ExitFailed)

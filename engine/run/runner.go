@@ -66,11 +66,13 @@ type Options struct {
 	// Agent runs inline steps with `agent:` (default: an AgentExecutor over
 	// DefaultAgents).
 	Agent engine.Executor
-	// Gates decides how gates are resolved.
-	Gates GatePolicy
-	// Console is the terminal prompt sink (used when Gates.OnGate is
-	// "prompt").
-	Console *Console
+	// Gates decides how gates are resolved: --approve, --on-gate (its
+	// Reviewer, recorded with every decision of the run, defaults to
+	// review.CurrentUser).
+	Gates review.Policy
+	// Console is the terminal prompt handler (used when Gates.OnGate is
+	// review.OnGatePrompt).
+	Console *review.Console
 	// Progress receives progress events (default: none).
 	Progress Progress
 	// Tracer receives spans (default: none).
@@ -78,7 +80,7 @@ type Options struct {
 	// Cache is the cache mode of steps with `cache: true` (default session).
 	Cache string
 	// LeaseTTL is how long the runner's lease lives without a heartbeat
-	// (default 30s; heartbeats every TTL/3).
+	// (default DefaultLeaseTTL; heartbeats every TTL/3).
 	LeaseTTL time.Duration
 	// WorktreeRoot is where fan-out tasks get their git worktrees (default
 	// $STRATUM_HOME/worktrees); KeepWorktrees leaves them (and their
@@ -133,10 +135,10 @@ type Runner struct {
 	svc  *engine.Service
 	opts Options
 
-	lease engine.Lease
-	beat  sync.Mutex // held by a heartbeat round and by releases
-	mu    sync.Mutex
-	held  map[string]bool // flows under our lease
+	holder *Holder
+	beat   sync.Mutex // held by a heartbeat round and by releases
+	mu     sync.Mutex
+	held   map[string]bool // flows under our lease
 
 	session map[string]any // session cache (key includes the flow id)
 	reports map[string]*StepReport
@@ -158,24 +160,24 @@ func New(opts Options) *Runner {
 		opts.Cache = CacheSession
 	}
 	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = 30 * time.Second
+		opts.LeaseTTL = DefaultLeaseTTL
 	}
 	if opts.Gates.OnGate == "" {
-		opts.Gates.OnGate = OnGateExit
+		opts.Gates.OnGate = review.OnGateExit
 	}
-	host, _ := os.Hostname()
-	return &Runner{
+	r := &Runner{
 		svc:     opts.Service,
 		opts:    opts,
-		lease:   engine.Lease{ID: "run-" + engine.NewUUID(), PID: os.Getpid(), Host: host},
 		held:    map[string]bool{},
 		session: map[string]any{},
 		reports: map[string]*StepReport{},
 	}
+	r.holder = NewHolder("run", opts.LeaseTTL, r.now)
+	return r
 }
 
 // LeaseID is the id of the runner's lease.
-func (r *Runner) LeaseID() string { return r.lease.ID }
+func (r *Runner) LeaseID() string { return r.holder.ID() }
 
 func (r *Runner) now() time.Time {
 	if r.svc.Now != nil {
@@ -184,15 +186,7 @@ func (r *Runner) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (r *Runner) report() engine.ReportOptions { return engine.ReportOptions{Actor: r.lease.ID} }
-
-func (r *Runner) freshLease() engine.Lease {
-	l := r.lease
-	now := r.now()
-	l.Heartbeat = now
-	l.ExpiresAt = now.Add(r.opts.LeaseTTL)
-	return l
-}
+func (r *Runner) report() engine.ReportOptions { return engine.ReportOptions{Actor: r.holder.ID()} }
 
 // flowCtx is one flow being driven (a child flow has a parent).
 type flowCtx struct {
@@ -218,7 +212,7 @@ type callState struct {
 // gate stop, or an interruption. sp.File should be the spec's path (its
 // directory is the commands' default working directory).
 func (r *Runner) Start(ctx context.Context, sp *specs.Spec, flowName string, inputs map[string]any) (*Outcome, error) {
-	lease := r.freshLease()
+	lease := r.holder.Lease()
 	specFile := sp.File
 	if specFile != "" {
 		if abs, err := filepath.Abs(specFile); err == nil {
@@ -286,7 +280,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 // claim takes the lease of a stored flow. A live lease held by a process
 // that no longer exists on this host is taken over.
 func (r *Runner) claim(ctx context.Context, st *engine.FlowState) error {
-	err := r.svc.Claim(ctx, st.FlowID, r.freshLease())
+	err := r.svc.Claim(ctx, st.FlowID, r.holder.Lease())
 	if !errors.Is(err, engine.ErrLeaseHeld) {
 		return err
 	}
@@ -300,7 +294,7 @@ func (r *Runner) claim(ctx context.Context, st *engine.FlowState) error {
 	}
 	// The owner died (kill -9): take its lease over, only if it is still
 	// the same lease.
-	return r.svc.TakeOver(ctx, st.FlowID, o.ID, r.freshLease())
+	return r.svc.TakeOver(ctx, st.FlowID, o.ID, r.holder.Lease())
 }
 
 // leaseHeldError says who holds a flow's lease and until when.
@@ -343,7 +337,7 @@ func (r *Runner) unhold(ctx context.Context, flowID string) {
 	r.mu.Lock()
 	delete(r.held, flowID)
 	r.mu.Unlock()
-	_ = r.svc.Release(ctx, flowID, r.lease.ID)
+	_ = r.svc.Release(ctx, flowID, r.holder.ID())
 }
 
 func (r *Runner) releaseAll() {
@@ -357,31 +351,23 @@ func (r *Runner) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, id := range ids {
-		_ = r.svc.Release(ctx, id, r.lease.ID)
+		_ = r.svc.Release(ctx, id, r.holder.ID())
 	}
 }
 
-// heartbeat renews the lease of every held flow until ctx ends. Losing a
-// lease (another runner took it after it expired) cancels the run.
+// heartbeat renews the lease of every held flow until ctx ends (the
+// holder's keep-alive). Losing a lease (another runner took it after it
+// expired) cancels the run.
 func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(r.opts.LeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if lost := r.beatOnce(ctx); lost != nil {
-			cancel(lost)
-			return
-		}
+	if lost := r.holder.KeepAlive(ctx, r.renewHeld); lost != nil {
+		cancel(lost)
 	}
 }
 
-// beatOnce renews the lease of every held flow; it returns an error when a
-// lease was lost (another runner took it after it expired).
-func (r *Runner) beatOnce(ctx context.Context) error {
+// renewHeld renews the lease of every held flow with l; it returns an
+// error when a lease was lost (another runner took it after it expired).
+// Other failures (a busy store) wait for the next round.
+func (r *Runner) renewHeld(ctx context.Context, l engine.Lease) error {
 	r.beat.Lock()
 	defer r.beat.Unlock()
 	r.mu.Lock()
@@ -391,7 +377,7 @@ func (r *Runner) beatOnce(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		err := r.svc.Claim(ctx, id, r.freshLease())
+		err := r.svc.Claim(ctx, id, l)
 		if errors.Is(err, engine.ErrLeaseHeld) {
 			return fmt.Errorf("lost the lease of flow %s: %w", id, err)
 		}

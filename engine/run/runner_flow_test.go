@@ -186,7 +186,7 @@ func TestGateSinks(t *testing.T) {
 	})
 	t.Run("on-gate kill runs the cleanup and ends killed", func(t *testing.T) {
 		e := newEnv(t)
-		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGateKill })
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGateKill })
 		wantStatus(t, o, EndKilled, 3)
 		if e.count("cleanup.count") != 1 {
 			t.Fatal("cleanup did not run")
@@ -226,7 +226,7 @@ func TestGateSinks(t *testing.T) {
 				}
 			}
 		}()
-		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGateWait })
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGateWait })
 		<-done
 		wantStatus(t, o, EndComplete, 0)
 		if g := gateRecords(e.state(o.FlowID)); g[0].Channel != "tui" {
@@ -236,7 +236,7 @@ func TestGateSinks(t *testing.T) {
 	t.Run("wait until the deadline applies on_timeout", func(t *testing.T) {
 		e := newEnv(t)
 		sp := e.spec(gateSpec("timeout: 1\n    on_timeout: approve"))
-		o := e.start(sp, "main", nil, func(o *Options) { o.Gates.OnGate = OnGateWait })
+		o := e.start(sp, "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGateWait })
 		wantStatus(t, o, EndComplete, 0)
 		if g := gateRecords(e.state(o.FlowID)); g[0].Channel != "timeout" {
 			t.Fatalf("gate records %+v", g)
@@ -245,8 +245,8 @@ func TestGateSinks(t *testing.T) {
 	t.Run("console revise then approve", func(t *testing.T) {
 		e := newEnv(t)
 		var shown bytes.Buffer
-		c := &Console{In: strings.NewReader("maybe\nr\nneeds work\napprove\nfine\n"), Out: &shown}
-		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGatePrompt; o.Console = c })
+		c := &review.Console{In: strings.NewReader("maybe\nr\nneeds work\napprove\nfine\n"), Out: &shown}
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGatePrompt; o.Console = c })
 		wantStatus(t, o, EndComplete, 0)
 		g := gateRecords(e.state(o.FlowID))
 		if len(g) != 2 || g[0].Outcome != "revise" || g[0].Rationale != "needs work" || g[1].Outcome != "approve" ||
@@ -644,8 +644,8 @@ flows:
 func TestConsoleWithoutAnswerStopsAtTheGate(t *testing.T) {
 	e := newEnv(t)
 	var shown bytes.Buffer
-	c := &Console{In: strings.NewReader(""), Out: &shown}
-	o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = OnGatePrompt; o.Console = c })
+	c := &review.Console{In: strings.NewReader(""), Out: &shown}
+	o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGatePrompt; o.Console = c })
 	wantStatus(t, o, EndGate, 4)
 	if !strings.Contains(o.Message, "reading the gate decision: EOF") {
 		t.Fatal(o.Message)

@@ -122,6 +122,9 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	if execErr == nil {
 		execErr = taskGraphError(step, out.Output)
 	}
+	if execErr == nil {
+		execErr = contractError(fc.spec, step, kind, out.Output)
+	}
 	elapsed := time.Since(start)
 	rep.Attempts++
 	rep.Duration += elapsed
@@ -137,7 +140,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 			if err := r.book(ctx, fc.id, call); err != nil {
 				return turn{}, err
 			}
-			return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
+			return r.exhaust(ctx, fc, step, deadlineReason(fc, step))
 		}
 		return r.attemptFailed(ctx, fc, step, execErr, &call)
 	}
@@ -357,30 +360,34 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 	var v engine.BudgetView
 	now := time.Now()
 	spends := kind == execInfer || kind == execAgent
-	minDeadline := func(d time.Time) {
+	// Who set each limit, so that the message names the envelope that ran
+	// out: the step's own, or a flow's.
+	var dWho, uWho, tWho string
+	minDeadline := func(d time.Time, who string) {
 		if v.Deadline.IsZero() || d.Before(v.Deadline) {
-			v.Deadline = d
+			v.Deadline, dWho = d, who
 		}
 	}
-	minUSD := func(u float64) {
+	minUSD := func(u float64, who string) {
 		if v.USD == nil || u < *v.USD {
-			v.USD = &u
+			v.USD, uWho = &u, who
 		}
 	}
-	minTokens := func(t int64) {
+	minTokens := func(t int64, who string) {
 		if v.Tokens == 0 || t < v.Tokens {
-			v.Tokens = t
+			v.Tokens, tWho = t, who
 		}
 	}
 	if b := step.Budget; b != nil {
+		who := fmt.Sprintf("step '%s'", step.ID)
 		if b.MS > 0 {
-			minDeadline(fc.call.start.Add(time.Duration(b.MS) * time.Millisecond))
+			minDeadline(fc.call.start.Add(time.Duration(b.MS)*time.Millisecond), who)
 		}
 		if b.USD != nil {
-			minUSD(*b.USD - fc.call.usd)
+			minUSD(*b.USD-fc.call.usd, who)
 		}
 		if b.Tokens > 0 {
-			minTokens(b.Tokens - fc.call.tokens)
+			minTokens(b.Tokens-fc.call.tokens, who)
 		}
 	}
 	for f := fc; f != nil; f = f.parent {
@@ -396,14 +403,15 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 		if led == nil {
 			led = &engine.BudgetState{}
 		}
+		who := fmt.Sprintf("flow '%s'", f.flow.Name)
 		if b.MS > 0 {
-			minDeadline(now.Add(time.Duration(b.MS-led.SpentMS) * time.Millisecond))
+			minDeadline(now.Add(time.Duration(b.MS-led.SpentMS)*time.Millisecond), who)
 		}
 		if b.USD != nil {
-			minUSD(*b.USD - led.SpentUSD)
+			minUSD(*b.USD-led.SpentUSD, who)
 		}
 		if b.Tokens > 0 {
-			minTokens(b.Tokens - led.SpentTokens)
+			minTokens(b.Tokens-led.SpentTokens, who)
 		}
 		if kind == execAgent && b.MaxAgentDispatches > 0 && led.AgentDispatch >= b.MaxAgentDispatches {
 			return v, fmt.Sprintf("flow '%s' used its %d agent dispatches", f.flow.Name, b.MaxAgentDispatches), nil
@@ -411,11 +419,11 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 	}
 	switch {
 	case !v.Deadline.IsZero() && !v.Deadline.After(now):
-		return v, fmt.Sprintf("time budget (ms) of step '%s' or its flow is spent", step.ID), nil
+		return v, fmt.Sprintf("the time budget (ms) of %s is spent (before step '%s')", dWho, step.ID), nil
 	case spends && v.USD != nil && *v.USD <= 0:
-		return v, fmt.Sprintf("cost budget (usd) of step '%s' or its flow is spent", step.ID), nil
+		return v, fmt.Sprintf("the cost budget (usd) of %s is spent (before step '%s')", uWho, step.ID), nil
 	case spends && v.Tokens != 0 && v.Tokens <= 0:
-		return v, fmt.Sprintf("token budget of step '%s' or its flow is spent", step.ID), nil
+		return v, fmt.Sprintf("the token budget of %s is spent (before step '%s')", tWho, step.ID), nil
 	}
 	if v.Tokens < 0 {
 		v.Tokens = 0
@@ -552,7 +560,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 				if err := r.book(ctx, fc.id, call); err != nil {
 					return turn{}, err
 				}
-				return r.exhaust(ctx, fc, step, fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID))
+				return r.exhaust(ctx, fc, step, deadlineReason(fc, step))
 			}
 			rep.Attempts++
 			return r.attemptFailed(ctx, fc, step, execErr, &call)
@@ -616,3 +624,20 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// deadlineReason says whose time budget (ms) ran out while a step ran: the
+// step's own when its deadline was the nearest, else its flow's (or an
+// enclosing flow's).
+func deadlineReason(fc *flowCtx, step *specs.Step) string {
+	if b := step.Budget; b != nil && b.MS > 0 {
+		own := fc.call.start.Add(time.Duration(b.MS) * time.Millisecond)
+		if !own.After(time.Now()) {
+			return fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID)
+		}
+	}
+	who := fmt.Sprintf("flow '%s'", fc.flow.Name)
+	if fc.parent != nil {
+		who += " or an enclosing flow"
+	}
+	return fmt.Sprintf("the time budget (ms) of %s ran out during step '%s'", who, step.ID)
+}

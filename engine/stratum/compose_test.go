@@ -254,7 +254,7 @@ func TestAll(t *testing.T) {
 // Rule 12: Race's losers observe cancellation before it returns, and no
 // goroutine outlives the call.
 func TestRaceCancelsAndWaitsForLosers(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := ourGoroutines()
 	var observed atomic.Int32
 	loser := func(ctx context.Context) (string, error) {
 		<-ctx.Done()
@@ -269,8 +269,8 @@ func TestRaceCancelsAndWaitsForLosers(t *testing.T) {
 	if n := observed.Load(); n != 2 {
 		t.Fatalf("%d losers observed cancellation before Race returned", n)
 	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Fatalf("goroutines %d → %d", before, after)
+	if after := goroutinesAfter(before); after > before {
+		t.Fatalf("goroutines %d → %d:\n%s", before, after, strings.Join(goroutineStacks(), "\n\n"))
 	}
 	v, err = Any(context.Background(), func(context.Context) (string, error) { return "", errors.New("x") },
 		func(context.Context) (string, error) { return "y", nil })
@@ -286,23 +286,50 @@ func TestRaceCancelsAndWaitsForLosers(t *testing.T) {
 	}
 }
 
-// No goroutine outlives a Call, a quorum or a flow over the fake server.
+// No goroutine outlives a Call, a quorum or a flow over the fake server
+// (the HTTP connection pool's and the server's goroutines aside).
 func TestNoGoroutineOutlivesACall(t *testing.T) {
 	fake := newFake(t, `{"answer":"a","confidence":1}`)
 	_, ctx := fake.runtime(t, Options{})
 	f := MustInfer("v", Spec[string, vote]{Intent: "Vote", Quorum: 3, AgreeOn: "answer", Threshold: 2})
-	f.Call(ctx, "warm") // the HTTP client's idle connections
-	before := runtime.NumGoroutine()
+	before := ourGoroutines()
 	for range 5 {
 		if _, err := All(ctx, func(ctx context.Context) (vote, error) { return f.Call(ctx, "x") },
 			func(ctx context.Context) (vote, error) { return f.Call(ctx, "y") }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(10 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before+2 { // keep-alive connections may grow by the pool
-		t.Fatalf("goroutines %d → %d", before, after)
+	if after := goroutinesAfter(before); after > before {
+		t.Fatalf("goroutines other than net/http's: %d → %d:\n%s", before, after, strings.Join(goroutineStacks(), "\n\n"))
 	}
+}
+
+// ourGoroutines counts the goroutines whose stack does not run in
+// net/http (idle connections, the test server).
+func ourGoroutines() int { return len(goroutineStacks()) }
+
+// goroutinesAfter waits up to a second for the count to come down to
+// before (a goroutine of an earlier test may still be ending, as goleak
+// allows) and returns the last count.
+func goroutinesAfter(before int) int {
+	n := ourGoroutines()
+	for i := 0; i < 100 && n > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+		n = ourGoroutines()
+	}
+	return n
+}
+
+func goroutineStacks() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, "net/http.") && !strings.Contains(g, "internal/poll.") {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 type argument struct {

@@ -117,10 +117,29 @@
 //
 // # Humans
 //
-// AwaitHuman opens a review (§6) and waits for its decision: with a Store,
-// in the store (decided from `stratum tui`, `stratum gate` or MCP, the
-// Sinks told after it is persisted); without one, through the Sinks or
-// the console.
+// AwaitHuman opens a review (§6: question, trigger, artifacts, Options or
+// any value of T's schema, a wall-clock Timeout with OnTimeout, Approver)
+// and waits for its decision. With a Store the review is persisted first
+// — a gate of the current flow (review-1, review-2, …; several may be
+// open at once), or of a flow of its own outside Flow.Run — then the Sinks
+// are told, and it is decided anywhere: `stratum tui` (the Gates pane: an
+// option's number or a typed value, a rationale, the confirming key),
+// `stratum gate approve FLOW STEP --option N | --value JSON` or `reject`,
+// stratum_gate_resolve with value, or Runtime.Resolve. The wait follows
+// the service's events (this process's broker and the store's Watch) and
+// a deadline timer, never polling. Without a Store the review lives in
+// the program: the Sinks are told and Runtime.Resolve decides; with no
+// Sinks the console of §6.3 asks on the terminal (no terminal: an error at
+// once). The value rule is the engine's (engine.CheckReviewValue): a value
+// that is not an option or does not fit T is refused and the review stays
+// open; the first decision wins; a rejection is a *ReviewRejectedError
+// with the rationale, a timeout without OnTimeout a *ReviewTimeoutError
+// (with it, the value with Reviewer and Channel "auto"); ctx ending
+// withdraws the review; Approver "human" is never decided over MCP. With a
+// Store every Flow.Run is a stored flow (driver library), each Call one
+// commit made by the flow's one writer (concurrent Calls never conflict),
+// and the program's lease (30 s, renewed every 10 s) marks its flows
+// stalled once it died; they are never resumed (store.go, review.go).
 //
 // The package never imports the store, tui, bbolt or etcd packages
 // (.ci/imports): a program that wants its flows in `stratum tui` opens the

@@ -34,6 +34,7 @@ type CompileError struct {
 	Message string
 }
 
+// Error describes the CompileError.
 func (e *CompileError) Error() string { return prefix(e.Function) + e.Message }
 
 // Is makes the error match ErrStratum.
@@ -46,6 +47,7 @@ type PreconditionError struct {
 	Violations []string
 }
 
+// Error describes the PreconditionError.
 func (e *PreconditionError) Error() string {
 	return prefix(e.Function) + "precondition failed: " + strings.Join(e.Violations, "; ")
 }
@@ -62,6 +64,7 @@ type PostconditionError struct {
 	Attempts [][]string
 }
 
+// Error describes the PostconditionError.
 func (e *PostconditionError) Error() string {
 	return fmt.Sprintf("%spostcondition failed after %d attempts: %s", prefix(e.Function), len(e.Attempts), lastJoined(e.Attempts))
 }
@@ -77,6 +80,7 @@ type ParseError struct {
 	Attempts [][]string
 }
 
+// Error describes the ParseError.
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("%sno parseable answer after %d attempts: %s", prefix(e.Function), len(e.Attempts), lastJoined(e.Attempts))
 }
@@ -95,6 +99,7 @@ type BudgetError struct {
 	Message string
 }
 
+// Error describes the BudgetError.
 func (e *BudgetError) Error() string { return prefix(e.Function) + "budget exhausted: " + e.Message }
 
 // Is makes the error match ErrStratum.
@@ -111,6 +116,7 @@ type ConvergenceError struct {
 	Outputs []any
 }
 
+// Error describes the ConvergenceError.
 func (e *ConvergenceError) Error() string {
 	last := ""
 	if n := len(e.Feedback); n > 0 {
@@ -135,6 +141,7 @@ type ConsensusError struct {
 	Agreeing, Threshold int
 }
 
+// Error describes the ConsensusError.
 func (e *ConsensusError) Error() string {
 	return fmt.Sprintf("%sno consensus: %d of %d answers agree, %d required (%d calls failed)",
 		prefix(e.Function), e.Agreeing, len(e.Outputs), e.Threshold, len(e.Errors))
@@ -155,6 +162,7 @@ type StabilityError struct {
 	Samples []any
 }
 
+// Error describes the StabilityError.
 func (e *StabilityError) Error() string {
 	return fmt.Sprintf("%sunstable: %.2f of %d samples agree, %.2f required", prefix(e.Function), e.Agreement, len(e.Samples), e.Threshold)
 }
@@ -171,6 +179,7 @@ type ReviewTimeoutError struct {
 	Question string
 }
 
+// Error describes the ReviewTimeoutError.
 func (e *ReviewTimeoutError) Error() string {
 	return fmt.Sprintf("stratum: review %s timed out: %s", e.ReviewID, e.Question)
 }
@@ -185,6 +194,7 @@ type ReviewRejectedError struct {
 	Rationale string
 }
 
+// Error describes the ReviewRejectedError.
 func (e *ReviewRejectedError) Error() string {
 	return fmt.Sprintf("stratum: review %s rejected by %s: %s", e.ReviewID, e.Reviewer, e.Rationale)
 }
@@ -199,6 +209,7 @@ type BranchError struct {
 	Err   error
 }
 
+// Error describes the BranchError.
 func (e *BranchError) Error() string { return fmt.Sprintf("branch %d: %v", e.Index, e.Err) }
 
 // Unwrap returns the branch's error.

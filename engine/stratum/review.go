@@ -18,29 +18,6 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// NOTE(review): the review part of doc.go (owned by the library engineer),
-// to paste as its "# Humans in the loop" section:
-//
-//	AwaitHuman[T] opens a review (question, trigger, artifacts, Options or
-//	any value of T's schema, a wall-clock Timeout with OnTimeout, Approver)
-//	and waits. With Options.Store the review is persisted first — a gate of
-//	the current flow (review-1, review-2, …), or of a flow of its own
-//	outside Flow.Run — and decided anywhere: `stratum tui` (Gates pane: pick
-//	the option's number or type a value, a rationale, confirm), `stratum
-//	gate approve FLOW STEP --option N | --value JSON` or `reject`,
-//	stratum_gate_resolve with value, or Runtime.Resolve; Options.Sinks are
-//	told after it is persisted; the wait follows the service's events and
-//	a deadline timer (no polling). Without a store the review lives in the
-//	program (Sinks and Resolve; with no sinks the console of §6.3, and no
-//	terminal is an error at once). The value rule is the engine's
-//	(engine.CheckReviewValue): not an option or not of T is refused and the
-//	review stays open; the first decision wins; a rejection is a
-//	*ReviewRejectedError, a timeout without OnTimeout a *ReviewTimeoutError;
-//	ctx ending withdraws the review. Approver "human" is never decided over
-//	MCP. With a store every Flow.Run is a stored flow (driver library), each
-//	Call one commit made by the flow's one writer, and the program's lease
-//	marks its flows stalled once it died (store.go).
-
 // Review asks a human for a value of type T (seed 000 §6.1).
 type Review[T any] struct {
 	// Question is what the reviewer is asked.

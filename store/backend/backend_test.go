@@ -158,6 +158,13 @@ func TestCopy(t *testing.T) {
 	if err != nil || n.Flows != 3 || n.Gates != 1 || n.Events != 6 || n.Cache != 1 {
 		t.Fatalf("Count = %+v, %v", n, err)
 	}
+	// A mistyped etcd prefix is an empty source: refused, nothing copied.
+	typo := openAt(c.URL("copyy"), nil)
+	empty := openAt(filepath.Join(dir, "empty.db"), &backend.FixedClock{})
+	if _, err := backend.Copy(ctx, typo, empty, &backend.FixedClock{}, false); !errors.Is(err, backend.ErrSourceEmpty) ||
+		!strings.Contains(err.Error(), "check its path or etcd prefix") {
+		t.Fatalf("copy from an empty source: %v", err)
+	}
 }
 
 // snapshot renders what a store holds (sequence numbers aside: a copy

@@ -84,6 +84,11 @@ func (o *Opened) cacheKeys(ctx context.Context) ([]string, error) {
 // events and force is not set.
 var ErrNotEmpty = errors.New("the destination store is not empty")
 
+// ErrSourceEmpty is returned by Copy when the source holds nothing at all:
+// most often a mistyped path or etcd prefix, which would otherwise "copy"
+// zero flows without a word.
+var ErrSourceEmpty = errors.New("the source store is empty")
+
 // eventsPerTx bounds the events copied in one transaction (an etcd
 // transaction holds at most 128 operations by default; an event is two).
 const eventsPerTx = 50
@@ -127,6 +132,11 @@ func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) 
 		return err
 	}); err != nil {
 		return n, err
+	}
+	if len(sums) == 0 && len(evs) == 0 {
+		if keys, err := src.cacheKeys(ctx); err != nil || len(keys) == 0 {
+			return n, fmt.Errorf("%w: %s holds no flow, event or cache entry; check its path or etcd prefix (nothing was copied)", ErrSourceEmpty, src.Name())
+		}
 	}
 	if force {
 		ids := map[string]bool{}

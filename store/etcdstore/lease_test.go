@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
@@ -368,7 +369,7 @@ flows:
 	if ds.HasErrors() {
 		t.Fatal(ds.Error())
 	}
-	r := run.New(run.Options{Service: &engine.Service{Store: s}, LeaseTTL: ttl, Gates: run.GatePolicy{OnGate: run.OnGateWait}})
+	r := run.New(run.Options{Service: &engine.Service{Store: s}, LeaseTTL: ttl, Gates: review.Policy{OnGate: review.OnGateWait}})
 	fmt.Printf("LEASE %s\n", r.LeaseID())
 	out, err := r.Start(context.Background(), sp, "main", nil)
 	t.Fatalf("the run ended: %+v %v", out, err)

@@ -58,6 +58,7 @@ type ExhaustedError struct {
 	Violations [][]string
 }
 
+// Error describes the ExhaustedError.
 func (e *ExhaustedError) Error() string {
 	return "every attempt failed"
 }

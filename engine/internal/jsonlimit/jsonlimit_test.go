@@ -1,4 +1,4 @@
-package engine
+package jsonlimit
 
 import (
 	"bytes"
@@ -17,19 +17,19 @@ func TestCheckJSONLimits(t *testing.T) {
 		tooBig  bool
 	}{
 		{"scalar", `1`, false, false},
-		{"at-depth", nest(MaxJSONDepth), false, false},
-		{"too-deep", nest(MaxJSONDepth + 1), true, false},
-		{"objects", strings.Repeat(`{"a":`, MaxJSONDepth+1) + "1" + strings.Repeat("}", MaxJSONDepth+1), true, false},
+		{"at-depth", nest(MaxDepth), false, false},
+		{"too-deep", nest(MaxDepth + 1), true, false},
+		{"objects", strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1), true, false},
 		{"brackets-in-strings", `["` + strings.Repeat("[", 1000) + `"]`, false, false},
 		{"escaped-quote", `["\"` + strings.Repeat("{", 1000) + `"]`, false, false},
-		{"escaped-backslash", `["\\", ` + nest(MaxJSONDepth) + `]`, true, false},
-		{"at-size", `"` + strings.Repeat("a", MaxJSONBytes-2) + `"`, false, false},
-		{"too-big", `"` + strings.Repeat("a", MaxJSONBytes-1) + `"`, false, true},
+		{"escaped-backslash", `["\\", ` + nest(MaxDepth) + `]`, true, false},
+		{"at-size", `"` + strings.Repeat("a", MaxBytes-2) + `"`, false, false},
+		{"too-big", `"` + strings.Repeat("a", MaxBytes-1) + `"`, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckJSONLimits([]byte(tt.data))
-			var le *JSONLimitError
+			err := Check([]byte(tt.data))
+			var le *Error
 			switch {
 			case !tt.tooDeep && !tt.tooBig:
 				if err != nil {
@@ -43,33 +43,33 @@ func TestCheckJSONLimits(t *testing.T) {
 }
 
 func TestReadAndDecodeJSON(t *testing.T) {
-	if _, err := ReadJSON(strings.NewReader(strings.Repeat(" ", MaxJSONBytes+1))); err == nil {
-		t.Fatal("ReadJSON accepted more than MaxJSONBytes")
+	if _, err := Read(strings.NewReader(strings.Repeat(" ", MaxBytes+1))); err == nil {
+		t.Fatal("Read accepted more than MaxBytes")
 	}
-	b, err := ReadJSON(strings.NewReader(`{"a": [1]}`))
+	b, err := Read(strings.NewReader(`{"a": [1]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var v map[string]any
-	if err := DecodeJSON(b, &v); err != nil || len(v) != 1 {
-		t.Fatalf("DecodeJSON: %v, %v", v, err)
+	if err := Decode(b, &v); err != nil || len(v) != 1 {
+		t.Fatalf("Decode: %v, %v", v, err)
 	}
-	if err := DecodeJSON([]byte(strings.Repeat("[", 300)+strings.Repeat("]", 300)), &v); err == nil ||
+	if err := Decode([]byte(strings.Repeat("[", 300)+strings.Repeat("]", 300)), &v); err == nil ||
 		err.Error() != "JSON is nested deeper than 256 levels" {
-		t.Fatalf("DecodeJSON of a deep document: %v", err)
+		t.Fatalf("Decode of a deep document: %v", err)
 	}
 }
 
-// FuzzCheckJSONLimits: for valid JSON, CheckJSONLimits refuses exactly the
-// documents nested deeper than MaxJSONDepth (measured independently with the
+// FuzzCheckJSONLimits: for valid JSON, Check refuses exactly the
+// documents nested deeper than MaxDepth (measured independently with the
 // standard decoder's tokens), and it never panics on any input.
 func FuzzCheckJSONLimits(f *testing.F) {
-	for _, s := range []string{`{"a":[1,{"b":"]]]["}]}`, strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth),
-		strings.Repeat(`{"k":`, MaxJSONDepth+1) + "1" + strings.Repeat("}", MaxJSONDepth+1), `"\\\"{{{"`, `[`} {
+	for _, s := range []string{`{"a":[1,{"b":"]]]["}]}`, strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+		strings.Repeat(`{"k":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1), `"\\\"{{{"`, `[`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := CheckJSONLimits(data)
+		err := Check(data)
 		if !json.Valid(data) {
 			return
 		}
@@ -88,10 +88,10 @@ func FuzzCheckJSONLimits(f *testing.F) {
 				depth--
 			}
 		}
-		var le *JSONLimitError
+		var le *Error
 		tooDeep := errors.As(err, &le) && le.TooDeep
-		if tooDeep != (deepest > MaxJSONDepth) {
-			t.Fatalf("depth %d, CheckJSONLimits %v", deepest, err)
+		if tooDeep != (deepest > MaxDepth) {
+			t.Fatalf("depth %d, Check %v", deepest, err)
 		}
 	})
 }

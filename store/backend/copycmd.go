@@ -1,0 +1,47 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// CopyResult is what `stratum store copy` prints: the two stores' names and
+// what was copied (its fields in the order of the keys' names, as the
+// command has always printed them).
+type CopyResult struct {
+	CacheEntries int    `json:"cache_entries"`
+	Events       int    `json:"events"`
+	Flows        int    `json:"flows"`
+	From         string `json:"from"`
+	To           string `json:"to"`
+}
+
+// CopyStores is the body of `stratum store copy`: it opens src and dst
+// with the settings s (TLS and credentials for etcd, as every command
+// has), the destination on a FixedClock so copied flows keep their
+// UpdatedAt, and copies src into dst (Copy). A destination that is not
+// empty without force is ErrNotEmpty; any other failure says how much was
+// copied so far and that running again with force finishes the copy.
+func CopyStores(ctx context.Context, src, dst Location, s Settings, force bool) (CopyResult, error) {
+	from, err := OpenAt(ctx, src, s)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	defer from.Close()
+	clock := &FixedClock{}
+	s.Now = clock.Now
+	to, err := OpenAt(ctx, dst, s)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	defer to.Close()
+	n, err := Copy(ctx, from, to, clock, force)
+	if errors.Is(err, ErrNotEmpty) {
+		return CopyResult{}, err
+	}
+	if err != nil {
+		return CopyResult{}, fmt.Errorf("%v (copied so far: %d flows, %d events, %d cache entries; run again with --force to finish)", err, n.Flows, n.Events, n.Cache)
+	}
+	return CopyResult{From: from.Name(), To: to.Name(), Flows: n.Flows, Events: n.Events, CacheEntries: n.Cache}, nil
+}
