@@ -24,9 +24,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
@@ -594,7 +596,8 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryFlows(list, time.Now()))
+			// Streamed entry by entry: the bytes writeJSON would write.
+			return clijson.WriteFlows(a.stdout, list, time.Now())
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")
@@ -607,7 +610,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		RunE: func(cmd *cobra.Command, args []string) error {
 			refused := func(err error) error {
 				if e := engine.AsError(err); e != nil {
-					_ = writeJSON(a.stdout, engine.QueryFlowRefused(args[0], e))
+					_ = writeJSON(a.stdout, clijson.FlowRefused(args[0], e))
 					return silentExit(exitFailure)
 				}
 				return failErr(err)
@@ -615,12 +618,12 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
 				f, err := svc.FlowWithSpec(cmd.Context(), id)
 				if errors.Is(err, engine.ErrNotFound) {
-					_ = writeJSON(a.stdout, engine.QueryFlowNotFound(args[0]))
+					_ = writeJSON(a.stdout, clijson.FlowNotFound(args[0]))
 					return silentExit(exitFailure)
 				} else if err != nil {
 					return failErr(err)
 				}
-				return writeJSON(a.stdout, engine.QueryFlow(f, time.Now()))
+				return writeJSON(a.stdout, clijson.Flow(f, time.Now()))
 			})
 		},
 	}
@@ -634,7 +637,7 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 			if err != nil {
 				return failErr(err)
 			}
-			return writeJSON(a.stdout, engine.QueryGates(pending))
+			return writeJSON(a.stdout, clijson.Gates(pending))
 		}),
 	}
 	cmd.AddCommand(flows, flow, gates)
@@ -749,52 +752,46 @@ func reviewValue(cmd *cobra.Command, d *review.Decision, option int, value strin
 }
 
 // gateAnswer prints the answer to a decision made with `stratum gate`
-// (engine.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
+// (clijson.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
 // conflict, 1 anything else; an error without an envelope is a store
 // failure.
 func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error) error {
 	if err != nil && engine.AsError(err) == nil {
 		return failErr(err)
 	}
-	resp, verdict := engine.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
+	resp, verdict := clijson.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
 	werr := writeJSON(a.stdout, resp)
 	switch verdict {
-	case engine.GateResolved:
+	case clijson.GateResolved:
 		return werr
-	case engine.GateConflict:
+	case clijson.GateConflict:
 		return silentExit(exitUsage)
 	}
 	return silentExit(exitFailure)
 }
 
 // confirmHuman applies review.HumanConfirm to a decision made with
-// `stratum gate`: at a gate with approver: human it needs an interactive
-// terminal (stdin and stderr) and the reviewer typing the gate's step id
-// or the flow's short id, else exit 2. A confirmed decision is pinned to
-// the round confirmed. A flow not waiting at d's step needs nothing here:
-// the engine refuses the decision.
+// `stratum gate` at the gate its flow waits at (HumanConfirm.ConfirmAt): at
+// an approver: human gate it needs an interactive terminal (stdin and
+// stderr) and the gate's step id or the flow's short id typed, else exit 2.
 func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision) error {
 	st, err := svc.Get(ctx, d.FlowID)
 	if errors.Is(err, engine.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+		return nil // the engine answers an unknown flow
+	} else if err != nil {
 		return failErr(err)
 	}
-	g := st.Gate
+	pg := st.Gate
 	if r := st.Library.Review(d.StepID); r != nil {
-		g = r.Gate() // a Go program's review: each has its own approver
+		pg = r.Gate() // a Go program's review: each has its own approver
 	}
-	if g == nil || g.StepID != d.StepID {
-		return nil
+	var g *review.WaitingGate
+	if pg != nil {
+		g = &review.WaitingGate{StepID: pg.StepID, Approver: review.Approver(pg.Approver), Round: pg.Round}
 	}
 	c := review.HumanConfirm{Terminal: a.isTerm(a.stdin) && a.isTerm(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-	if err := c.Confirm(*d, review.Approver(g.Approver)); err != nil {
+	if err := c.ConfirmAt(d, g); err != nil {
 		return usageErr("%v", err)
-	}
-	if review.Approver(g.Approver) == review.HumanApprover && d.Round == nil {
-		round := g.Round
-		d.Round = &round
 	}
 	return nil
 }
@@ -1132,17 +1129,16 @@ func (a *app) runErr(err error) error {
 	return failErr(err)
 }
 
-// isTerminal reports whether f is a character device (a terminal).
+// isTerminal reports whether f is an interactive terminal: a file whose
+// descriptor answers the terminal ioctl (isatty). A character device is not
+// enough: /dev/null and /dev/zero are character devices, and a decision
+// "typed" from them is a program's.
 func isTerminal(f any) bool {
 	if u, ok := f.(interface{ Unwrap() io.Writer }); ok {
 		f = u.Unwrap()
 	}
 	file, ok := f.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := file.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(file.Fd())
 }
 
 // unwrapWriter returns the terminal behind a masking writer: the

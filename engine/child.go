@@ -62,8 +62,8 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *transitionResu
 		child.SpecFile = st.SpecFile
 		child.Driver = st.Driver
 		st.ActiveChildFlowID = strPtr(child.FlowID)
-		res.Events = append(res.Events, event(child, env, EventFlowCreated, "", map[string]any{
-			"flow_name": child.FlowName, "parent_flow_id": st.FlowID, "parent_step_id": step.ID,
+		res.Events = append(res.Events, event(child, env, EventFlowCreated, "", EventData{
+			FlowName: child.FlowName, ParentFlowID: st.FlowID, ParentStepID: step.ID,
 		}))
 	}
 	childEnv := env
@@ -122,8 +122,8 @@ func snapshotChildAudit(st *FlowState, env Env, stepID string, res *transitionRe
 		child.TerminalStatus = strPtr(string(StatusKilled))
 		child.Gate = nil
 		res.Put = append(res.Put, child)
-		res.Events = append(res.Events, event(child, env, EventFlowFinished, "", map[string]any{
-			"status": string(StatusKilled), "reason": "abandoned: parent step '" + stepID + "' reported",
+		res.Events = append(res.Events, event(child, env, EventFlowFinished, "", EventData{
+			Status: string(StatusKilled), Reason: "abandoned: parent step '" + stepID + "' reported",
 		}))
 	}
 	return id

@@ -18,28 +18,17 @@ func (st *FlowState) Clone() *FlowState {
 	}
 	c := *st
 	c.Inputs = cloneObject(st.Inputs)
-	c.StepOutputs = cloneObject(st.StepOutputs)
-	c.Records = cloneRecords(st.Records)
-	c.Attempts = maps.Clone(st.Attempts)
+	c.StepProgress = st.StepProgress.clone()
 	if st.Checkpoints != nil {
 		c.Checkpoints = make(map[string]*Checkpoint, len(st.Checkpoints))
 		for k, cp := range st.Checkpoints {
 			c.Checkpoints[k] = cp.clone()
 		}
 	}
-	c.Rounds = cloneRounds(st.Rounds)
-	c.RoundStartStepID = copyStrPtr(st.RoundStartStepID)
-	c.TerminalStatus = copyStrPtr(st.TerminalStatus)
-	c.Iterations = cloneIterations(st.Iterations)
-	c.ArchivedIterations = cloneArchived(st.ArchivedIterations)
-	c.ActiveIteration = clonePtr(st.ActiveIteration)
-	c.IterationOutcome = maps.Clone(st.IterationOutcome)
-	c.IterationBest = cloneBest(st.IterationBest)
-	c.IterationAccumulator = cloneAccumulators(st.IterationAccumulator)
+	c.RoundProgress = st.RoundProgress.clone()
 	c.ParentFlowID = copyStrPtr(st.ParentFlowID)
 	c.ParentStepID = copyStrPtr(st.ParentStepID)
-	c.ActiveChildFlowID = copyStrPtr(st.ActiveChildFlowID)
-	c.ChildAudits = cloneRawLists(st.ChildAudits)
+	c.ChildProgress = st.ChildProgress.clone()
 	c.ParallelTasks = cloneObject(st.ParallelTasks)
 	c.ParallelRuns = cloneParallelRuns(st.ParallelRuns)
 	c.DispatchedAt = maps.Clone(st.DispatchedAt)
@@ -60,21 +49,39 @@ func (cp *Checkpoint) clone() *Checkpoint {
 		return nil
 	}
 	c := *cp
-	c.StepOutputs = cloneObject(cp.StepOutputs)
-	c.Attempts = maps.Clone(cp.Attempts)
-	c.Records = cloneRecords(cp.Records)
-	c.Rounds = cloneRounds(cp.Rounds)
-	c.RoundStartStepID = copyStrPtr(cp.RoundStartStepID)
-	c.TerminalStatus = copyStrPtr(cp.TerminalStatus)
-	c.Iterations = cloneIterations(cp.Iterations)
-	c.ArchivedIterations = cloneArchived(cp.ArchivedIterations)
-	c.ActiveIteration = clonePtr(cp.ActiveIteration)
-	c.IterationOutcome = maps.Clone(cp.IterationOutcome)
-	c.IterationBest = cloneBest(cp.IterationBest)
-	c.IterationAccumulator = cloneAccumulators(cp.IterationAccumulator)
-	c.ActiveChildFlowID = copyStrPtr(cp.ActiveChildFlowID)
-	c.ChildAudits = cloneRawLists(cp.ChildAudits)
+	c.StepProgress = cp.StepProgress.clone()
+	c.RoundProgress = cp.RoundProgress.clone()
+	c.ChildProgress = cp.ChildProgress.clone()
 	return &c
+}
+
+// The deep copies of a flow's progress: the one copy of what a checkpoint
+// saves, for Clone, Commit and Revert alike.
+
+func (p StepProgress) clone() StepProgress {
+	p.StepOutputs = cloneObject(p.StepOutputs)
+	p.Records = cloneRecords(p.Records)
+	p.Attempts = maps.Clone(p.Attempts)
+	return p
+}
+
+func (p RoundProgress) clone() RoundProgress {
+	p.Rounds = cloneRounds(p.Rounds)
+	p.RoundStartStepID = copyStrPtr(p.RoundStartStepID)
+	p.TerminalStatus = copyStrPtr(p.TerminalStatus)
+	p.Iterations = cloneIterations(p.Iterations)
+	p.ArchivedIterations = cloneArchived(p.ArchivedIterations)
+	p.ActiveIteration = clonePtr(p.ActiveIteration)
+	p.IterationOutcome = maps.Clone(p.IterationOutcome)
+	p.IterationBest = cloneBest(p.IterationBest)
+	p.IterationAccumulator = cloneAccumulators(p.IterationAccumulator)
+	return p
+}
+
+func (p ChildProgress) clone() ChildProgress {
+	p.ActiveChildFlowID = copyStrPtr(p.ActiveChildFlowID)
+	p.ChildAudits = cloneRawLists(p.ChildAudits)
+	return p
 }
 
 func clonePtr[T any](p *T) *T {

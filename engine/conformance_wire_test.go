@@ -250,7 +250,7 @@ flows:
 // §2.5: $-reference errors carry the original's texts, refs quoted with
 // Python's repr.
 func TestConformanceRefMessages(t *testing.T) {
-	st := &FlowState{Inputs: map[string]any{}, StepOutputs: map[string]any{"a": map[string]any{"b": 1, "a": 2}}}
+	st := &FlowState{Inputs: map[string]any{}, StepProgress: StepProgress{StepOutputs: map[string]any{"a": map[string]any{"b": 1, "a": 2}}}}
 	cases := []struct{ ref, want string }{
 		{"$.input.q", "$.input.q not found in flow inputs"},
 		{"$.steps.nope.output", "$.steps.nope not yet executed — check depends_on ordering"},

@@ -91,11 +91,11 @@ flows:
 func TestRefResolution(t *testing.T) {
 	st := &FlowState{
 		Inputs: map[string]any{"x": "X", "obj": map[string]any{"deep": 1}},
-		StepOutputs: map[string]any{
+		StepProgress: StepProgress{StepOutputs: map[string]any{
 			"a":       map[string]any{"field": "F", "nested": map[string]any{"k": 2}, "zeta": 1},
 			"skipped": nil,
 			"scalar":  "text",
-		},
+		}},
 	}
 	cases := []struct {
 		ref     string

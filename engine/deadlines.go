@@ -52,7 +52,7 @@ func (s *Service) EnforceDeadlines(ctx context.Context, retry time.Duration, rep
 				if ev.Type != EventGateOpened {
 					continue
 				}
-				if d := ev.Detail().Deadline; d != nil && (next == nil || d.Before(*next)) {
+				if d := ev.Data.Deadline; d != nil && (next == nil || d.Before(*next)) {
 					next = d
 					arm(*d)
 				}

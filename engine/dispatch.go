@@ -103,8 +103,8 @@ func humanOnly(step *specs.Step) bool {
 func notePolicyFallback(res *transitionResult, stepID, policy string) {
 	for i := len(res.Events) - 1; i >= 0; i-- {
 		if ev := &res.Events[i]; ev.Type == EventGateOpened && ev.StepID == stepID {
-			ev.Data["policy"] = policy
-			ev.Data["policy_failed"] = "approver: human"
+			ev.Data.Policy = policy
+			ev.Data.PolicyFailed = "approver: human"
 			return
 		}
 	}
@@ -131,7 +131,7 @@ func skipCurrent(st *FlowState, env Env, step *specs.Step, reason string, res *t
 	if step.Kind == specs.KindFlow {
 		st.ActiveChildFlowID = nil
 	}
-	res.Events = append(res.Events, event(st, env, EventStepSkipped, step.ID, map[string]any{"reason": reason}))
+	res.Events = append(res.Events, event(st, env, EventStepSkipped, step.ID, EventData{Reason: reason}))
 	advanceLinear(st, env)
 }
 
@@ -147,8 +147,8 @@ func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale str
 	if st.Gate != nil && st.Gate.StepID == step.ID {
 		st.Gate = nil
 	}
-	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, map[string]any{
-		"outcome": "approve", "channel": "policy", "policy": policy, "rationale": rationale, "round": st.Round,
+	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, EventData{
+		Outcome: string(review.Approve), Channel: "policy", Policy: policy, Rationale: rationale, Round: st.Round,
 	}))
 	jumpOrEnd(st, env, step.OnApprove)
 }
@@ -182,7 +182,7 @@ func stampDispatch(st *FlowState, env Env, stepID string) bool {
 func dispatchStep(st *FlowState, env Env, step *specs.Step, res *transitionResult) (Outcome, error) {
 	idx := st.CurrentIdx
 	if stampDispatch(st, env, step.ID) {
-		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, map[string]any{"step_mode": step.StepMode()}))
+		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, EventData{StepMode: step.StepMode()}))
 	}
 	if step.IsGate() {
 		return dispatchGate(st, env, step, res), nil
@@ -295,9 +295,10 @@ func dispatchGate(st *FlowState, env Env, step *specs.Step, res *transitionResul
 			g.Approver = orStr(step.Fn.Approver, "any")
 		}
 		st.Gate = g
-		data := map[string]any{"round": st.Round, "approver": g.Approver}
+		data := EventData{Round: st.Round, Approver: g.Approver}
 		if g.Deadline != nil {
-			data["deadline"] = g.Deadline.UTC().Format(time.RFC3339Nano)
+			dl := g.Deadline.UTC()
+			data.Deadline = &dl
 		}
 		res.Events = append(res.Events, event(st, env, EventGateOpened, step.ID, data))
 	}
@@ -333,7 +334,7 @@ func finish(st *FlowState, env Env, res *transitionResult) *Completion {
 	}
 	if st.Status != status {
 		st.Status = status
-		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", map[string]any{"status": string(status)}))
+		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(status)}))
 	}
 	st.Gate = nil
 	st.ActiveChildFlowID = nil

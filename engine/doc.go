@@ -1,12 +1,16 @@
 // Package engine is the flow state machine of Stratum and, around it, the
 // service that runs transitions against a Store.
 //
+// Part of the stratum command, not a public API: its exported names serve
+// the command's packages and may change.
+//
 // # Types inside, JSON at the edges
 //
 // A transition answers a typed Outcome — one of *StepDispatch,
 // *ParallelDispatch, *GateDispatch, *ChildDispatch, *Completion, *Stopped,
-// *BudgetExhausted, *CallRecorded, *NoTimeout, *Committed,
-// *IterationStarted, *IterationReported, *IterationAborted, *AuditReport —
+// *BudgetExhausted, *IterationReported, or an answer only Wire renders
+// (a call booked, no timeout, a checkpoint, an iteration started or
+// aborted, an audit: unexported, no front end acts on them) —
 // or a *Error, the original's error envelope: its ErrorType is the
 // original's error_type, and it matches the review sentinels with errors.Is
 // (a decision on a gate that moved on is review.ErrAlreadyDecided, one for
@@ -22,10 +26,8 @@
 // Wire is the one function that renders the original's JSON, byte for byte
 // what the original's clients read: the MCP tools and the CLI's JSON output
 // print what it returns (json.Marshal of an outcome renders the same).
-// The CLI's own objects are written beside it in wire.go: QueryFlows,
-// QueryFlow and QueryGates (`stratum query`, over the reads FlowWithSpec
-// and PendingGateSteps of query.go) and GateAnswer (`stratum
-// gate`, with a typed GateVerdict the CLI maps to its exit status).
+// The CLI's own objects (`stratum query`, over the reads FlowWithSpec and
+// PendingGateSteps of query.go, and `stratum gate`) are engine/clijson's.
 // Nothing inside stratum reads a rendered response back: the runner, the
 // TUI and the CLI switch on the outcome's type.
 //
@@ -38,7 +40,18 @@
 // from the store), and returns the wire response and the events to append.
 // Transitions do no I/O: time, ids, the file root for expression builtins,
 // the request's context (Env.Ctx: every evaluation stops once it is done)
-// and the reader of child flows come in through Env.
+// and the reader of child flows come in through Env. The transitions
+// (planFlow, resumeFlow, stepDone, gateResolve, …) are unexported: the
+// Service is the one way to run them, so nothing outside the package
+// depends on their signatures.
+//
+// The exported names are what the Service (and its FlowWriter, a
+// process's one writer of a flow), its ports (Store, Tx, Executor, the
+// optional EventLimiter), its outcomes, errors and events, and the summaries and views that main,
+// the TUI, engine/run, engine/mcp and the stores need. Plumbing shared only
+// by packages under engine/ lives in engine/internal (llm, infer, otlp,
+// redact, jsonlimit: the limits on JSON from outside, fanout: the task
+// graph, task prompts and require of a fan-out).
 //
 // # The Service: snapshot, verdict, version re-check
 //
@@ -51,16 +64,19 @@
 // Env.Children, each in its own short View with its Version noted — and
 // its summaries computed. Only then does one Update apply the verdict: it
 // checks that every flow the transition read is at the version read (a
-// flow only read is re-read; a flow written is checked by a
-// compare-and-swap on Tx.Put's stamps, so it is not decoded again: the
-// Version Put stamps is one past the one read only if the stored one is
-// still it, and a zeroed CreatedAt comes back as the one read only if the
-// flow was not deleted or replaced; a flow the transition creates must get
-// version 1, i.e. not exist), then writes the states, deletions and
-// events exactly as computed. If another writer got in between, the
+// flow only read is re-read; a flow written is checked by Tx.Put's
+// conditional put, so it is not decoded again: each written flow is
+// stamped once, before the transaction (FlowState.Stamp: UpdatedAt,
+// CreatedAt, Version one past the one read), and Put writes it only over
+// the version read, NotStored for a flow the transition creates, else
+// fails with ErrConflict), then writes the states, deletions and events
+// exactly as computed. If another writer got in between, the
 // transaction writes nothing and the whole transition is computed again
 // from a fresh snapshot, at most 5 times, then the call fails with an
-// error wrapping ErrConflict that names the flow. Transitions are pure, so
+// error wrapping ErrConflict that names the flow (writers of one process
+// that write a flow concurrently share a FlowWriter, flowwriter.go, which
+// commits their writes one batch at a time, so they never conflict with
+// each other). Transitions are pure, so
 // the committed result is the one the transition would have computed
 // inside the transaction. An answer that writes nothing (a refusal, a
 // read such as resume) needs no write transaction; when it read more than
@@ -102,7 +118,7 @@
 //     orphan that gate — step_done, skip_step or a failed attempt of the
 //     parent's flow: step, a revert that leaves the waiting child behind
 //     (any channel), a revert off the flow's own pending human gate (any
-//     channel but a human's: HumanChannel, ReportOptions.Channel) — error_type
+//     channel but a human's: humanChannel, ReportOptions.Channel) — error_type
 //     human_gate_pending with gate_flow_id and gate_step_id; nothing is
 //     written. Iteration calls and parallel_done cannot target a flow: step,
 //     and a gate kill or a budget kill never has an active child.
@@ -197,10 +213,14 @@
 //
 // Summaries are the engine's: Summarize computes every field of a
 // FlowSummary from a state and its flow (step k/n, current step, round,
-// driver, parent, gate, the runner lease), and every state the Service
+// driver, parent, gate, the runner lease, the pending gate's question and
+// whether it accepts revise), and every state the Service
 // writes — transitions and the child flows they create or end, Claim,
 // TakeOver, Release — goes to Tx.Put with its summary. Stores persist it as
-// given, stamping only CreatedAt, UpdatedAt and Version.
+// given, stamping only CreatedAt, UpdatedAt and Version. Listings read
+// summaries only: List, and GateReviews, the gates' reviews without their
+// artifacts (the TUI's and `stratum tui --plain`'s gate list, 25,000 gates
+// without decoding a state).
 //
 // # In-process events
 //
@@ -217,14 +237,19 @@
 // store's Watch delivers that was already delivered is skipped. A slow
 // consumer holds only its own Watch back, never a transition.
 //
-// An event's Data is the map the log persists as JSON; front ends read it
-// through Event.Detail (eventdetail.go), the one typed reading of every key
-// a transition writes, which gives the same values for an event fresh from
-// the broker (Go ints, []string) and one read back from the log (JSON
-// numbers). A gate_resolved event carries the whole decision (outcome,
-// rationale, reviewer, resolved_by, channel, round, a revise's
-// revise_target; max_rounds_exceeded when the gate waits on): a waiter
-// reads it with Event.GateDecision instead of reading the flow.
+// An event's Data is one typed struct, EventData (eventdata.go): the
+// transitions fill its fields and front ends read them, the same for an
+// event fresh from the broker and one read back from the log. JSON is its
+// form in the log only: Event.MarshalJSON writes the keys the log has
+// always held (the json tags), and which of them an event writes is one
+// rule of its type (writtenKeys: a type's own keys always, any other when
+// set), so the stores keep writing the bytes they wrote when Data was a
+// map (testdata/events pins them). Front ends that show the data
+// generically list it with Event.DataFields.
+// A gate_resolved event carries the whole decision (outcome, rationale,
+// reviewer, resolved_by, channel, round, a revise's revise_target;
+// max_rounds_exceeded when the gate waits on): a waiter reads it with
+// Event.GateDecision instead of reading the flow.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
 // frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB

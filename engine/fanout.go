@@ -10,10 +10,11 @@ import (
 
 // This file is the engine's side of fan-outs executed by stratum itself (the
 // in-process runner and the MCP server's stratum_parallel_start): the task
-// graph a decompose step returns is checked here, every task's state is
-// recorded in FlowState.ParallelTasks as it changes (one transition per
-// change, so a runner killed mid fan-out loses no finished task), and the
-// fan-out's outcome is reported through ParallelDone like an agent's
+// graph a decompose step returns is checked by engine/internal/fanout, every task's state is
+// recorded in FlowState.ParallelTasks as it changes (a runner writes them
+// through a FlowWriter, many in one transition, so a runner killed mid
+// fan-out loses no task recorded finished), and the
+// fan-out's outcome is reported through Service.ParallelDone like an agent's
 // stratum_parallel_done — the state machine stays the one judge of require,
 // merge and the step's checks.
 
@@ -147,46 +148,72 @@ func decodeTask(raw any) (ParallelTask, bool) {
 	return t, true
 }
 
-// recordParallelTask stores one task's state in the flow (a transition).
-// It is refused (wrong_step / wrong_step_type) unless stepID is the flow's
-// current parallel_dispatch step, so a late report of a task whose step was
-// already reported never lands in the next step's fan-out.
+// recordParallelTask stores one task's state in the flow (a transition):
+// recordParallelTasks of one task.
 func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
+	return recordParallelTasks(st, env, []ParallelTask{t})
+}
+
+// recordParallelTasks stores the state of tasks in the flow (a transition:
+// one write for all of them, one parallel_task event each, in order). It is
+// refused (wrong_step / wrong_step_type) unless every task belongs to the
+// flow's current parallel_dispatch step, so a late report of a task whose
+// step was already reported never lands in the next step's fan-out.
+func recordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
-	step, e := reportable(st, env, t.StepID, parallelTaskReport)
-	if e != nil {
-		return refused(e), nil
+	var step *specs.Step
+	for _, t := range tasks {
+		s, e := reportable(st, env, t.StepID, parallelTaskReport)
+		if e != nil {
+			return refused(e), nil
+		}
+		if t.TaskID == "" {
+			return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil
+		}
+		step = s
 	}
-	if t.TaskID == "" {
-		return refused(refusal(ErrTypeInvalidInput, "a parallel task needs a task_id")), nil
+	if step == nil {
+		return transitionResult{Unchanged: true}, nil
 	}
-	t.Dispatch = dispatchKey(st, step.ID)
-	b, err := json.Marshal(t)
-	if err != nil {
-		return refused(refusal(ErrTypeInvalidInput, "task '%s': %v", t.TaskID, err)), nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return transitionResult{}, err
-	}
+	key := dispatchKey(st, step.ID)
 	if st.ParallelTasks == nil {
 		st.ParallelTasks = map[string]any{}
 	}
-	st.ParallelTasks[t.TaskID] = m
-	data := map[string]any{"task_id": t.TaskID, "state": t.State, "runs": t.Runs, "duration_ms": t.DurationMS(env.Now)}
-	if t.WorktreePath != nil {
-		data["worktree"] = *t.WorktreePath
+	events := make([]Event, 0, len(tasks))
+	for _, t := range tasks {
+		t.Dispatch = key
+		m, err := taskRecord(t)
+		if err != nil {
+			return refused(refusal(ErrTypeInvalidInput, "task '%s': %v", t.TaskID, err)), nil
+		}
+		st.ParallelTasks[t.TaskID] = m
+		data := EventData{TaskID: t.TaskID, State: t.State, Runs: t.Runs, DurationMS: t.DurationMS(env.Now), Branch: t.Branch}
+		if t.WorktreePath != nil {
+			data.Worktree = *t.WorktreePath
+		}
+		if t.Error != nil {
+			data.Error = *t.Error
+		}
+		if len(t.Violations) > 0 {
+			data.Violations = append([]string(nil), t.Violations...)
+		}
+		events = append(events, event(st, env, EventParallelTask, step.ID, data))
 	}
-	if t.Branch != "" {
-		data["branch"] = t.Branch
+	return transitionResult{Events: events}, nil
+}
+
+// taskRecord is a task as FlowState.ParallelTasks holds it (its JSON
+// object).
+func taskRecord(t ParallelTask) (map[string]any, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
 	}
-	if t.Error != nil {
-		data["error"] = *t.Error
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
 	}
-	if len(t.Violations) > 0 {
-		data["violations"] = append([]string(nil), t.Violations...)
-	}
-	return transitionResult{Events: []Event{event(st, env, EventParallelTask, step.ID, data)}}, nil
+	return m, nil
 }
 
 // RecordParallelTask is the Service form of RecordParallelTask
@@ -254,36 +281,4 @@ func LastParallelTasks(st *FlowState, stepID string) map[string]ParallelTask {
 		}
 	}
 	return out
-}
-
-// TaskEventDetail is the typed reading of a parallel_task event's data
-// (fresh from the broker or read back from the log).
-type TaskEventDetail struct {
-	TaskID, State, Worktree, Branch, Error string
-	Runs                                   int
-	DurationMS                             int64
-	Violations                             []string
-}
-
-// TaskDetail reads a parallel_task event (ok false for other events).
-func (e Event) TaskDetail() (TaskEventDetail, bool) {
-	if e.Type != EventParallelTask {
-		return TaskEventDetail{}, false
-	}
-	var d struct {
-		TaskID     string   `json:"task_id"`
-		State      string   `json:"state"`
-		Worktree   string   `json:"worktree"`
-		Branch     string   `json:"branch"`
-		Error      string   `json:"error"`
-		Runs       float64  `json:"runs"`
-		DurationMS float64  `json:"duration_ms"`
-		Violations []string `json:"violations"`
-	}
-	b, err := json.Marshal(e.Data)
-	if err != nil || json.Unmarshal(b, &d) != nil {
-		return TaskEventDetail{}, false
-	}
-	return TaskEventDetail{TaskID: d.TaskID, State: d.State, Worktree: d.Worktree, Branch: d.Branch, Error: d.Error,
-		Runs: int(d.Runs), DurationMS: int64(d.DurationMS), Violations: d.Violations}, true
 }

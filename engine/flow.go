@@ -152,7 +152,7 @@ func advanceLinear(st *FlowState, env Env) {
 }
 
 // event builds an event of this flow at env.Now.
-func event(st *FlowState, env Env, typ EventType, stepID string, data map[string]any) Event {
+func event(st *FlowState, env Env, typ EventType, stepID string, data EventData) Event {
 	return Event{Time: env.Now, FlowID: st.FlowID, Type: typ, StepID: stepID, Data: data}
 }
 

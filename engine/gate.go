@@ -123,11 +123,11 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (t
 	st.Records = append(st.Records, rec)
 	// The event carries the decision, so whoever waits at the gate acts on
 	// it without reading the flow (GateDecision).
-	data := map[string]any{
-		"outcome": string(d.Outcome), "resolved_by": string(d.ResolvedBy), "channel": string(d.Channel),
-		"reviewer": d.Reviewer, "rationale": d.Rationale, "round": st.Round,
-	}
-	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, data))
+	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, EventData{
+		Outcome: string(d.Outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
+		Reviewer: d.Reviewer, Rationale: d.Rationale, Round: st.Round,
+	}))
+	resolved := len(res.Events) - 1
 
 	switch d.Outcome {
 	case review.Approve:
@@ -136,13 +136,13 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (t
 	case review.Revise:
 		if env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds {
 			// The GateRecord stays in the active trace; the gate remains current.
-			data["max_rounds_exceeded"] = true
+			res.Events[resolved].Data.MaxRoundsExceeded = true
 			e := refusal(ErrTypeMaxRoundsExceeded, "Maximum rounds (%d) exceeded", env.Flow.MaxRounds)
 			e.Round = st.Round
 			res.Err = e
 			return res, nil
 		}
-		data["revise_target"] = step.OnRevise
+		res.Events[resolved].Data.ReviseTarget = step.OnRevise
 		closeGate(st, step)
 		st.Rounds = append(st.Rounds, copyRecords(st.Records))
 		st.ArchivedIterations = append(st.ArchivedIterations, st.Iterations)
@@ -162,7 +162,7 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (t
 			st.CurrentIdx = totalSteps(env)
 			st.Status = StatusKilled
 			st.ActiveChildFlowID = nil
-			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": string(StatusKilled)}))
+			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(StatusKilled)}))
 			res.Outcome = killedPayload(st, env)
 			return res, nil
 		}
@@ -182,7 +182,7 @@ func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (t
 
 // GateDecision is the decision a gate_resolved event carries (outcome,
 // rationale, reviewer, resolved_by, channel, round; DecidedAt is the
-// event's time; a revise's target step is Detail().ReviseTarget). ok is
+// event's time; a revise's target step is Data.ReviseTarget). ok is
 // false for another event, for a decision that left the gate waiting (a
 // revise refused by max_rounds: the gate stays in its round), and for an
 // event that does not carry the decision (an older log's): a reader that
@@ -191,7 +191,7 @@ func (e Event) GateDecision() (d review.Decision, ok bool) {
 	if e.Type != EventGateResolved {
 		return review.Decision{}, false
 	}
-	x := e.Detail()
+	x := &e.Data
 	if x.Outcome == "" || x.Channel == "" || x.MaxRoundsExceeded {
 		return review.Decision{}, false
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/clijson"
 )
 
 // countingStore counts Tx.List calls, to check an exact id resolves
@@ -96,7 +97,7 @@ type failingView struct {
 func (f failingView) View(context.Context, func(engine.Tx) error) error { return f.err }
 
 func TestQueryFlowRefused(t *testing.T) {
-	if got := engine.QueryFlowRefused("zz", nil); !reflect.DeepEqual(got, engine.QueryFlowNotFound("zz")) {
+	if got := clijson.FlowRefused("zz", nil); !reflect.DeepEqual(got, clijson.FlowNotFound("zz")) {
 		t.Errorf("not found: %v", got)
 	}
 	s, _, _ := newService()
@@ -107,7 +108,7 @@ func TestQueryFlowRefused(t *testing.T) {
 	must(t)(s.Plan(ctx, querySpec, "solo", nil, engine.PlanOptions{}))
 	must(t)(s.Plan(ctx, querySpec, "solo", nil, engine.PlanOptions{}))
 	_, err := s.ResolveFlowID(ctx, "abcd")
-	got := cliJSON(t, engine.QueryFlowRefused("abcd", engine.AsError(err)))
+	got := cliJSON(t, clijson.FlowRefused("abcd", engine.AsError(err)))
 	want := `{
   "_schema_version": "1",
   "error": {

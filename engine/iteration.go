@@ -79,9 +79,9 @@ func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, er
 	out := &iterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
 	return transitionResult{
 		Outcome: out,
-		Events: []Event{iterationEvent(st, env, stepID, map[string]any{
-			"action":         "start",
-			"max_iterations": step.MaxIterations,
+		Events: []Event{iterationEvent(st, env, stepID, EventData{
+			Action:        "start",
+			MaxIterations: step.MaxIterations,
 		})},
 	}, nil
 }
@@ -313,18 +313,19 @@ func iterReported(st *FlowState, step *specs.Step, maxIter int, entry IterationE
 
 // iterReportEvent is the iteration_report event of a report.
 func iterReportEvent(st *FlowState, env Env, stepID string, entry IterationEntry) Event {
-	data := map[string]any{
-		"action":             "report",
-		"iteration":          entry.Iteration,
-		"outcome":            entry.Outcome,
-		"exit_criterion_met": entry.ExitCriterionMet,
+	data := EventData{
+		Action:           "report",
+		Iteration:        entry.Iteration,
+		Outcome:          entry.Outcome,
+		ExitCriterionMet: entry.ExitCriterionMet,
 	}
 	if entry.Score != nil {
-		data["score"] = *entry.Score
+		sc := *entry.Score
+		data.Score = &sc
 	}
 	if entry.NewCount != nil {
-		data["new_count"] = *entry.NewCount
-		data["dry_streak"] = *entry.DryStreak
+		n, dry := *entry.NewCount, *entry.DryStreak
+		data.NewCount, data.DryStreak = &n, &dry
 	}
 	return iterationEvent(st, env, stepID, data)
 }
@@ -370,10 +371,10 @@ func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionRe
 			}
 		}
 	}
-	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, map[string]any{
-		"action":    "abort",
-		"iteration": count,
-		"reason":    reason,
+	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, EventData{
+		Action:    "abort",
+		Iteration: count,
+		Reason:    reason,
 	})}}, nil
 }
 
@@ -460,7 +461,7 @@ func iterationError(msg string) transitionResult {
 	return refused(execErrorf("%s", msg))
 }
 
-func iterationEvent(st *FlowState, env Env, stepID string, data map[string]any) Event {
+func iterationEvent(st *FlowState, env Env, stepID string, data EventData) Event {
 	return Event{Time: env.Now, FlowID: st.FlowID, Type: EventIterationReport, StepID: stepID, Data: data}
 }
 

@@ -291,7 +291,7 @@ func TestIterationOutcomes(t *testing.T) {
 				if _, leak := resp["accumulated"]; leak {
 					t.Fatalf("non-accumulating step leaks accumulated: %v", resp)
 				}
-				if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].Data["outcome"] != r.outcome {
+				if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].Data.Outcome != r.outcome {
 					t.Fatalf("events: %+v", res.Events)
 				}
 			}
@@ -373,7 +373,7 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	if st.IterationOutcome["loop"] != outcomeExitAbort || st.ActiveIteration != nil {
 		t.Fatalf("abort must record exit_abort and end the loop")
 	}
-	if len(res.Events) != 1 || res.Events[0].Data["action"] != "abort" {
+	if len(res.Events) != 1 || res.Events[0].Data.Action != "abort" {
 		t.Fatalf("events %+v", res.Events)
 	}
 	consumeIterationOutcome(st, "loop")
@@ -740,7 +740,7 @@ func TestIterationReportEvent(t *testing.T) {
 		{"findings": []any{map[string]any{"id": "a"}}},
 		{"findings": []any{}},
 	}
-	want := []EventDetail{
+	want := []EventData{
 		{Action: "report", Iteration: 1, Outcome: outcomeContinue, NewCount: ptrTo(2), DryStreak: ptrTo(0)},
 		{Action: "report", Iteration: 2, Outcome: outcomeContinue, NewCount: ptrTo(0), DryStreak: ptrTo(1)},
 		{Action: "report", Iteration: 3, Outcome: outcomeExitSuccess, ExitCriterionMet: true, NewCount: ptrTo(0), DryStreak: ptrTo(2)},
@@ -751,7 +751,7 @@ func TestIterationReportEvent(t *testing.T) {
 		if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].StepID != "hunt" {
 			t.Fatalf("report %d: events %+v", i+1, res.Events)
 		}
-		if got := res.Events[0].Detail(); !reflect.DeepEqual(got, want[i]) {
+		if got := res.Events[0].Data; !reflect.DeepEqual(got, want[i]) {
 			t.Fatalf("report %d: event detail %+v, want %+v", i+1, got, want[i])
 		}
 	}

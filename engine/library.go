@@ -411,11 +411,10 @@ func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string
 	rec.DurationMS = durationMS(r.OpenedAt, env.Now)
 	st.Records = append(st.Records, rec)
 	syncLibraryGate(st)
-	data := map[string]any{"outcome": outcome, "resolved_by": d.ResolvedBy, "channel": d.Channel,
-		"reviewer": d.Reviewer, "rationale": d.Rationale, "round": 0, "review_status": string(r.Status)}
-	if d.Value != nil {
-		data["value"] = d.Value
-	}
+	// The decided value and the review's status are in the state
+	// (LibraryReview); the event carries the decision's typed fields.
+	data := EventData{Outcome: string(outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
+		Reviewer: d.Reviewer, Rationale: d.Rationale}
 	return transitionResult{
 		Outcome: &ReviewClosed{FlowID: st.FlowID, Review: r.Clone()},
 		Events:  []Event{event(st, env, EventGateResolved, r.ID, data)},
@@ -491,8 +490,8 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 		st.Library = &LibraryState{}
 		st.Owner = clonePtr(opt.Owner)
 		env := Env{Now: now}
-		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", map[string]any{
-			"flow_name": opt.Name, "driver": DriverLibrary,
+		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
+			FlowName: opt.Name, Driver: string(DriverLibrary),
 		})}}}, nil
 	})
 	if err != nil {
@@ -539,11 +538,19 @@ func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c Librar
 		rec.StepMode = modeFunction
 		st.Records = append(st.Records, rec)
 		st.CurrentIdx = st.Library.Calls
-		return recordCall(st, env, CallRecord{StepID: stepID, Attempt: c.Attempts, DurationMS: c.DurationMS,
-			Tokens: c.Tokens, CostUSD: c.CostUSD, Trace: c.Trace, Data: c.Data})
+		cr := CallRecord{StepID: stepID, Attempt: c.Attempts, DurationMS: c.DurationMS,
+			Tokens: c.Tokens, CostUSD: c.CostUSD, Trace: c.Trace, Executor: "infer", CacheHit: c.CacheHit}
+		if msg, _ := c.Data["error"].(string); msg != "" {
+			cr.ErrorKind, cr.Violations = libraryCallFailed, []string{msg}
+		}
+		return recordCall(st, env, cr)
 	})
 	return err
 }
+
+// libraryCallFailed is the ErrorKind of a Go program's failed Call in its
+// trace event; the error's text is the violation.
+const libraryCallFailed = "library"
 
 // FinishLibraryFlow ends a library flow: complete with its output, or
 // failed with the error's text. Reviews still open are withdrawn; the lease
@@ -567,7 +574,7 @@ func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output a
 		st.Status = status
 		st.Gate = nil
 		st.Owner = nil
-		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", map[string]any{"status": string(status)}))
+		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(status)}))
 		return res, nil
 	})
 	return err
@@ -618,10 +625,8 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		st.Library.Reviews = append(st.Library.Reviews, r)
 		syncLibraryGate(st)
 		opened = r.Clone()
-		data := map[string]any{"question": r.Question, "trigger": r.Trigger, "options": len(r.Options), "approver": r.Approver}
-		if r.Deadline != nil {
-			data["deadline"] = r.Deadline.UTC().Format(time.RFC3339Nano)
-		}
+		// The question, trigger and options are in the state (LibraryReview).
+		data := EventData{Approver: string(r.Approver), Deadline: clonePtr(r.Deadline)}
 		return transitionResult{Events: []Event{event(st, env, EventGateOpened, r.ID, data)}}, nil
 	})
 	if err != nil {

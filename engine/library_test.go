@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -59,9 +60,9 @@ func TestLibraryFlowReviews(t *testing.T) {
 	if err != nil || len(gates) != 2 || gates[0].Summary.Gate.StepID != "review-1" || gates[1].Review.Question != "Ship it?" {
 		t.Fatalf("PendingGateSteps = %+v, %v", gates, err)
 	}
-	entries := engine.QueryGates(gates)
+	entries := clijson.Gates(gates)
 	if entries[0].Question != "Which plan?" || len(entries[0].Options) != 3 || entries[1].Approver != "human" {
-		t.Errorf("QueryGates = %+v", entries)
+		t.Errorf("clijson.Gates = %+v", entries)
 	}
 	prs, err := svc.PendingReviews(ctx)
 	if err != nil || len(prs) != 2 || !prs[0].Library || len(prs[0].Options) != 3 || prs[1].Schema == nil {

@@ -25,14 +25,14 @@ func roundUSD(v float64) float64 {
 	return math.Round(v*scale) / scale
 }
 
-// MarshalJSON writes the ledger with spent_usd rounded (RoundUSD).
+// MarshalJSON writes the ledger with spent_usd rounded (roundUSD).
 func (b BudgetState) MarshalJSON() ([]byte, error) {
 	type plain BudgetState
 	b.SpentUSD = roundUSD(b.SpentUSD)
 	return json.Marshal(plain(b))
 }
 
-// MarshalJSON writes the record with cost_usd rounded (RoundUSD).
+// MarshalJSON writes the record with cost_usd rounded (roundUSD).
 func (t TraceRecord) MarshalJSON() ([]byte, error) {
 	type plain TraceRecord
 	if t.CostUSD != nil {

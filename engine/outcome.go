@@ -16,12 +16,14 @@ import (
 //	*ChildDispatch     execute_flow: a flow: step started its child flow
 //	*Completion        complete or killed: the cursor is past the end
 //	*Stopped           failed or budget_exhausted (resume of such a flow)
-//	*BudgetExhausted   ExhaustBudget ended the flow
-//	*CallRecorded      RecordCall booked a call's spend
-//	*NoTimeout         check_timeouts found nothing to apply
-//	*Committed         stratum_commit saved a checkpoint
-//	*IterationStarted, *IterationReported, *IterationAborted
-//	*AuditReport       stratum_audit
+//	*BudgetExhausted   exhaustBudget ended the flow
+//	*IterationReported stratum_iteration_report
+//
+// and, unexported because no front end acts on them (Wire renders them):
+// callRecorded (recordCall booked a call's spend), notTimedOut
+// (check_timeouts found nothing to apply), checkpointCommitted
+// (stratum_commit), iterationStarted, iterationAborted and auditReport
+// (stratum_audit).
 //
 // Errors the original answers as envelopes are a *Error instead. Consumers
 // switch on the type; Wire renders any of them as the original's JSON.
@@ -277,7 +279,7 @@ type Stopped struct {
 // WireStatus implements Outcome.
 func (s *Stopped) WireStatus() string { return string(s.Status) }
 
-// BudgetExhausted is ExhaustBudget's answer.
+// BudgetExhausted is the answer of Service.ExhaustBudget.
 type BudgetExhausted struct {
 	FlowID string
 	StepID string // the current step ("" = null)
@@ -287,7 +289,7 @@ type BudgetExhausted struct {
 // WireStatus implements Outcome.
 func (b *BudgetExhausted) WireStatus() string { return string(StatusBudgetExhausted) }
 
-// callRecorded is RecordCall's answer: the ledger after the call.
+// callRecorded is the answer of Service.RecordCall: the ledger after the call.
 type callRecorded struct {
 	FlowID string
 	Budget BudgetState

@@ -21,7 +21,7 @@ func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, merg
 	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
-// parallelDoneDetailed is ParallelDone; details follow a merge or require
+// parallelDoneDetailed is parallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
 func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // PendingReviewOf describes the gate a flow waits on as a reviewer sees it
@@ -15,20 +16,39 @@ import (
 // the flow inputs, the outputs of the steps so far and the decisions of
 // earlier rounds (round, outcome, rationale, reviewer).
 func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
-	if st.Status != StatusAwaitingGate || st.Gate == nil || pastEnd(st, env) {
+	step := pendingGateStep(st, env.Flow)
+	if step == nil {
 		return review.PendingReview{}, false
 	}
-	step := currentStep(st, env)
+	rv := GateReview{Question: gateQuestion(step, st.FlowName), Revise: step.OnRevise != ""}
+	return pendingReview(st.FlowID, st.FlowName, st.Gate, rv, ReviewArtifacts(st)), true
+}
+
+// pendingGateStep is the gate step st waits at in flow: st awaits a gate
+// (Gate set) and the step at its cursor is that gate; else nil.
+func pendingGateStep(st *FlowState, flow *specs.Flow) *specs.Step {
+	if st.Status != StatusAwaitingGate || st.Gate == nil {
+		return nil
+	}
+	step := stepAt(Env{Flow: flow}, st.CurrentIdx)
 	if step == nil || !step.IsGate() || step.ID != st.Gate.StepID {
-		return review.PendingReview{}, false
+		return nil
 	}
-	question := ""
-	if step.Fn != nil {
-		question = step.Fn.Intent
+	return step
+}
+
+// gateQuestion is what a gate asks: its function's intent, else a default.
+func gateQuestion(step *specs.Step, flowName string) string {
+	if step.Fn != nil && step.Fn.Intent != "" {
+		return step.Fn.Intent
 	}
-	if question == "" {
-		question = fmt.Sprintf("Approve step '%s' of flow '%s'?", step.ID, st.FlowName)
-	}
+	return fmt.Sprintf("Approve step '%s' of flow '%s'?", step.ID, flowName)
+}
+
+// ReviewArtifacts is what a reviewer sees of a flow waiting at a gate: its
+// inputs, the outputs of the steps so far and the decisions of earlier
+// rounds (round, outcome, rationale, reviewer).
+func ReviewArtifacts(st *FlowState) review.Artifacts {
 	var earlier []review.PriorDecision
 	for _, round := range st.Rounds {
 		for _, r := range round {
@@ -42,35 +62,41 @@ func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
 	for k, v := range st.StepOutputs {
 		outputs[k] = v
 	}
+	return review.Artifacts{Inputs: st.Inputs, StepOutputs: outputs, PreviousDecisions: earlier}
+}
+
+// pendingReview is the review of gate g of flow flowID, asking rv.
+func pendingReview(flowID, flowName string, g *PendingGate, rv GateReview, artifacts review.Artifacts) review.PendingReview {
 	outcomes := []review.Outcome{review.Approve, review.Revise, review.Kill}
-	if step.OnRevise == "" {
+	if !rv.Revise {
 		outcomes = []review.Outcome{review.Approve, review.Kill}
 	}
-	var deadline = st.Gate.Deadline
+	var deadline = g.Deadline
 	if deadline != nil {
 		d := *deadline
 		deadline = &d
 	}
 	return review.PendingReview{
-		ReviewID:  review.ID(st.FlowID, step.ID, st.Gate.Round),
-		FlowID:    st.FlowID,
-		FlowName:  st.FlowName,
-		StepID:    step.ID,
-		Round:     st.Gate.Round,
-		Question:  question,
-		Artifacts: review.Artifacts{Inputs: st.Inputs, StepOutputs: outputs, PreviousDecisions: earlier},
+		ReviewID:  review.ID(flowID, g.StepID, g.Round),
+		FlowID:    flowID,
+		FlowName:  flowName,
+		StepID:    g.StepID,
+		Round:     g.Round,
+		Question:  rv.Question,
+		Artifacts: artifacts,
 		Outcomes:  outcomes,
-		Approver:  review.Approver(orStr(st.Gate.Approver, string(review.AnyApprover))),
-		OpenedAt:  st.Gate.DispatchedAt,
+		Approver:  review.Approver(orStr(g.Approver, string(review.AnyApprover))),
+		OpenedAt:  g.DispatchedAt,
 		Deadline:  deadline,
-		OnTimeout: review.Outcome(orStr(st.Gate.OnTimeout, string(review.Kill))),
-	}, true
+		OnTimeout: review.Outcome(orStr(g.OnTimeout, string(review.Kill))),
+	}
 }
 
 // PendingReviews returns the review of every flow waiting at a gate (every
-// open review of a Go program's flow, library.go). Flows
-// whose stored spec no longer parses are skipped. The states are read in one
-// View; their specs are parsed after it.
+// open review of a Go program's flow, library.go), with its Artifacts.
+// Flows whose stored spec no longer parses are skipped. The states are read
+// in one View; their specs are parsed after it. Listings that need no
+// artifacts use GateReviews, which reads no state.
 func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
 	var states []*FlowState
 	err := s.Store.View(ctx, func(tx Tx) error {
@@ -110,4 +136,76 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 		}
 	}
 	return out, nil
+}
+
+// GateReviews returns the review of every flow waiting at a gate, in
+// PendingGates' order, without Artifacts (ReviewArtifacts of the flow's
+// state has them): each is built from the flow's summary
+// (FlowSummary.Review), so listing 25,000 gates decodes no state and parses
+// no spec; PendingReviews is the same list with the artifacts. Only a gate whose summary lacks Review (a summary written before
+// it existed, or while the spec did not parse) has its state read and its
+// spec parsed, as PendingReviewOf does; those whose stored spec no longer
+// parses are skipped.
+func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, error) {
+	var out []review.PendingReview
+	var states []*FlowState // gates whose summary lacks Review
+	var at []int            // where each goes in out
+	err := s.Store.View(ctx, func(tx Tx) error {
+		out, states, at = nil, nil, nil
+		gates, err := s.listing(tx.PendingGates())
+		if err != nil {
+			return err
+		}
+		for _, g := range gates {
+			if g.Gate == nil {
+				continue
+			}
+			if g.Review != nil && g.Driver != DriverLibrary {
+				out = append(out, pendingReview(g.FlowID, g.FlowName, g.Gate, *g.Review, review.Artifacts{}))
+				continue
+			}
+			st, err := tx.Get(g.FlowID)
+			if errors.Is(err, ErrNotFound) || s.noteDamagedErr(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			states, at = append(states, st), append(at, len(out))
+			out = append(out, review.PendingReview{}) // filled below, or dropped
+		}
+		return nil
+	})
+	if err != nil || len(states) == 0 {
+		return out, err
+	}
+	keep := make([]bool, len(out))
+	for i := range keep {
+		keep[i] = true
+	}
+	now := s.now()
+	library := map[int][]review.PendingReview{} // a Go program's flow: each open review (library.go)
+	for i, st := range states {
+		keep[at[i]] = false
+		if st.IsLibrary() {
+			library[at[i]] = libraryPendingReviews(st)
+			continue
+		}
+		env, bad := s.env(ctx, st, newSnapshot(ctx, s.Store), now)
+		if bad != nil {
+			continue
+		}
+		if pr, ok := PendingReviewOf(st, env); ok {
+			pr.Artifacts = review.Artifacts{}
+			out[at[i]], keep[at[i]] = pr, true
+		}
+	}
+	kept := make([]review.PendingReview, 0, len(out))
+	for i, r := range out {
+		if keep[i] {
+			kept = append(kept, r)
+		}
+		kept = append(kept, library[i]...)
+	}
+	return kept, nil
 }

@@ -73,8 +73,8 @@ func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) 
 		l := *opt.Owner
 		st.Owner = &l
 	}
-	res := transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", map[string]any{
-		"flow_name": flowName, "driver": st.Driver, "spec_file": st.SpecFile,
+	res := transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
+		FlowName: flowName, Driver: st.Driver, SpecFile: st.SpecFile,
 	})}}
 	nr, err := currentDispatch(st, env)
 	if err != nil {

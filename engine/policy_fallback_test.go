@@ -51,9 +51,9 @@ func TestPolicyFallback(t *testing.T) {
 			if got["status"] != tt.wantStatus {
 				t.Fatalf("status %v, want %s: %s", got["status"], tt.wantStatus, show(got))
 			}
-			var opened, resolved *EventDetail
+			var opened, resolved *EventData
 			for _, ev := range f.events {
-				d := ev.Detail()
+				d := ev.Data
 				switch ev.Type {
 				case EventGateOpened:
 					opened = &d

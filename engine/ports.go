@@ -13,7 +13,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrLocked: the store stayed locked by other processes past the timeout.
 	ErrLocked = errors.New("store is locked by another process")
-	// ErrConflict: the write lost a race it must not win (e.g. a stale version).
+	// ErrConflict: the write lost a race it must not win: Tx.Put found the
+	// flow at another version than the one it expected (a *VersionError),
+	// or a store gave up on a transaction that kept losing races.
 	ErrConflict = errors.New("conflict")
 	// ErrDamaged: one flow's stored record (its state or its summary)
 	// cannot be decoded, while the rest of the store is readable. Stores
@@ -28,6 +30,32 @@ var (
 	// lease runs the step's fan-out (fanout_run.go).
 	ErrParallelRunHeld = errors.New("the fan-out is run by another live server")
 )
+
+// NotStored is the version Tx.Put expects of a flow that must not exist
+// yet (a flow the write creates). Stored flows are at version 1 or more.
+const NotStored int64 = 0
+
+// VersionError is Tx.Put's refusal of a write that expected the flow at
+// another version than the stored one (errors.Is(err, ErrConflict)):
+// another writer changed, created or deleted the flow since it was read.
+// Stored is NotStored when the flow does not exist.
+type VersionError struct {
+	FlowID           string
+	Expected, Stored int64
+}
+
+func (e *VersionError) Error() string {
+	version := func(v int64) string {
+		if v == NotStored {
+			return "not stored"
+		}
+		return fmt.Sprintf("version %d", v)
+	}
+	return fmt.Sprintf("flow %s: the write expected it %s, it is %s: %v", e.FlowID, version(e.Expected), version(e.Stored), ErrConflict)
+}
+
+// Unwrap exposes ErrConflict.
+func (e *VersionError) Unwrap() error { return ErrConflict }
 
 // DamagedError is a flow whose stored state or summary cannot be decoded
 // (errors.Is(err, ErrDamaged)). Err is the store's own error (for the bbolt
@@ -111,15 +139,28 @@ type Tx interface {
 	Get(flowID string) (*FlowState, error)
 	// Put creates or replaces a flow together with its list summary, which
 	// the caller computes (the Service uses Summarize); sum.FlowID and
-	// sum.Status must be st's, else Put fails. Put stamps st: UpdatedAt from
-	// the store's clock, CreatedAt when zero (a replacement keeps the stored
-	// one), Version one past the larger of st's and the stored one (once per
-	// transaction). The store owns exactly these three fields of the
-	// summary: it stores the summary with st's stamps in them and every
-	// other field exactly as given. The listing and pending-gate indexes
-	// follow the stored summary (PendingGates: status awaiting_gate and Gate
-	// set).
-	Put(st *FlowState, sum FlowSummary) error
+	// sum.Status must be st's, else Put fails. It is a conditional put: it
+	// writes only if the flow is stored at version expect — NotStored: it
+	// must not exist — as this transaction sees it (a flow put earlier in
+	// the same transaction is at the version that Put gave it), else it
+	// fails with a *VersionError (errors.Is ErrConflict) and writes
+	// nothing. The comparison and the write are atomic against every
+	// other writer, in this process or another. st.Version must be above
+	// expect: versions only grow.
+	//
+	// Put stores st as given. The stamps (UpdatedAt, CreatedAt, Version)
+	// are the writer's, set before Put (FlowState.Stamp; the Service
+	// stamps every flow it writes once, before its write transaction);
+	// stores set none of them, only SchemaVersion when it is zero. The
+	// summary is stored with st's three stamps and every other field
+	// exactly as given. The listing and pending-gate indexes follow the
+	// stored summary (PendingGates: status awaiting_gate and Gate set).
+	//
+	// A version belongs to a stored record: a flow deleted and created
+	// again under the same id starts over at version 1, so a writer still
+	// holding a version of the deleted one may match the new one. The
+	// engine never reuses a flow id (random UUIDs).
+	Put(st *FlowState, sum FlowSummary, expect int64) error
 	// Delete removes a flow and its events.
 	Delete(flowID string) error
 	// List returns summaries of flows matching the filter, newest first.
@@ -127,10 +168,10 @@ type Tx interface {
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]FlowSummary, error)
 	// Append adds events to the event log. It stamps each event, in place
-	// (as Put stamps the state: the caller's slice holds the stored events
-	// afterwards), with the next sequence number — strictly increasing
-	// across the whole log and never reused, even after deletions — and,
-	// when Time is zero, the store's clock.
+	// (the caller's slice holds the stored events afterwards), with the
+	// next sequence number — strictly increasing across the whole log and
+	// never reused, even after deletions — and, when Time is zero, the
+	// store's clock.
 	Append(events ...Event) error
 	// Events returns up to limit events with a sequence number above after,
 	// in sequence order (limit <= 0: no limit). A reader that keeps the last
@@ -154,7 +195,7 @@ type ListFilter struct {
 }
 
 // FlowSummary is what lists show without decoding whole states. Summarize
-// computes it; Store.Put persists it next to the state.
+// computes it; Tx.Put persists it next to the state.
 type FlowSummary struct {
 	FlowID       string       `json:"flow_id"`
 	FlowName     string       `json:"flow_name"`
@@ -168,10 +209,25 @@ type FlowSummary struct {
 	Gate         *PendingGate `json:"gate,omitempty"`
 	// Owner is the runner's lease (nil when none), so listings can tell a
 	// flow driven by a live runner (ExpiresAt ahead) from an abandoned one.
-	Owner     *Lease    `json:"owner,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Version   int64     `json:"version"`
+	Owner *Lease `json:"owner,omitempty"`
+	// Review is what the gate the flow waits at asks its reviewer (the
+	// gate step in the flow's spec), so gate lists need no state: nil when
+	// Gate is nil, or when the spec did not parse or lacks the gate step
+	// when the summary was computed. Service.GateReviews reads the state of
+	// a gate whose summary lacks it.
+	Review    *GateReview `json:"review,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Version   int64       `json:"version"`
+}
+
+// GateReview is what a flow's pending gate asks its reviewer, as
+// Summarize derives it from the gate step: the question (the gate
+// function's intent, or "Approve step 'S' of flow 'F'?") and whether the
+// gate accepts revise (its step has on_revise; approve and kill always).
+type GateReview struct {
+	Question string `json:"question"`
+	Revise   bool   `json:"revise,omitempty"`
 }
 
 // Prunable reports whether Store.GC may delete the flow summarised by sum
@@ -247,18 +303,18 @@ const (
 	EventFlowFinished    EventType = "flow_finished"
 	EventTrace           EventType = "trace" // an in-process trace record (attempt, cost)
 	// EventParallelTask is a task of a parallel_dispatch step changing
-	// state (ours; fanout.go). Its data: task_id, state, runs, duration_ms,
-	// worktree, branch, error, violations.
+	// state (ours; fanout.go). Its data (EventData): TaskID, State, Runs,
+	// DurationMS, Worktree, Branch, Error, Violations.
 	EventParallelTask EventType = "parallel_task"
 )
 
 // Event is one entry of the append-only event log. Seq is assigned by the
 // store and is strictly increasing across the whole log.
 type Event struct {
-	Seq    uint64         `json:"seq"`
-	Time   time.Time      `json:"time"`
-	FlowID string         `json:"flow_id"`
-	Type   EventType      `json:"type"`
-	StepID string         `json:"step_id,omitempty"`
-	Data   map[string]any `json:"data,omitempty"`
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	FlowID string    `json:"flow_id"`
+	Type   EventType `json:"type"`
+	StepID string    `json:"step_id,omitempty"`
+	Data   EventData `json:"data,omitzero"` // written with the keys its type writes (Event.MarshalJSON)
 }

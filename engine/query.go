@@ -10,8 +10,8 @@ import (
 // The reads behind `stratum query flow` and `stratum query gates`: the
 // original's objects name spec facts (the ordered steps, a gate's function,
 // routes and timeout) that summaries do not carry, so these reads pair the
-// stored state with its flow as the stored spec declares it. QueryFlow and
-// QueryGates in wire.go render them.
+// stored state with its flow as the stored spec declares it. clijson.Flow
+// and clijson.Gates render them.
 
 // FlowWithSpec is one flow's stored state with its flow in the stored spec.
 type FlowWithSpec struct {

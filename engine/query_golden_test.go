@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -138,8 +139,18 @@ func TestQueryGoldens(t *testing.T) {
 	if len(list) != 5 {
 		t.Fatalf("%d flows, want 5", len(list))
 	}
-	checkGolden(t, "flows.json", cliJSON(t, engine.QueryFlows(list, clk.Now())))
-	checkGolden(t, "flows-none.json", cliJSON(t, engine.QueryFlows(nil, clk.Now())))
+	checkGolden(t, "flows.json", cliJSON(t, clijson.Flows(list, clk.Now())))
+	checkGolden(t, "flows-none.json", cliJSON(t, clijson.Flows(nil, clk.Now())))
+	// What the CLI runs: the same bytes, streamed.
+	for name, l := range map[string][]engine.FlowSummary{"flows.json": list, "flows-none.json": nil} {
+		var b bytes.Buffer
+		if err := clijson.WriteFlows(&b, l, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if !updateGoldens() {
+			checkGolden(t, name, b.Bytes())
+		}
+	}
 
 	for name, id := range map[string]string{"flow-awaiting_gate.json": waiting, "flow-complete.json": complete,
 		"flow-killed.json": killed, "flow-running.json": running, "flow-stalled.json": stalled} {
@@ -147,14 +158,14 @@ func TestQueryGoldens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkGolden(t, name, cliJSON(t, engine.QueryFlow(f, clk.Now())))
+		checkGolden(t, name, cliJSON(t, clijson.Flow(f, clk.Now())))
 	}
-	checkGolden(t, "flow-not-found.json", cliJSON(t, engine.QueryFlowNotFound("no-such-flow")))
+	checkGolden(t, "flow-not-found.json", cliJSON(t, clijson.FlowNotFound("no-such-flow")))
 
 	gates, err := s.PendingGateSteps(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "gates.json", cliJSON(t, engine.QueryGates(gates)))
-	checkGolden(t, "gates-none.json", cliJSON(t, engine.QueryGates(nil)))
+	checkGolden(t, "gates.json", cliJSON(t, clijson.Gates(gates)))
+	checkGolden(t, "gates-none.json", cliJSON(t, clijson.Gates(nil)))
 }

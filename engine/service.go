@@ -53,7 +53,7 @@ type ReportOptions struct {
 	// Channel is how the call arrived (mcp, cli, tui; "" = unknown, which
 	// has no more authority than mcp). Only Revert reads it: a revert past a
 	// human decision, or away from a pending approver: human gate, needs a
-	// human's channel (HumanChannel).
+	// human's channel (humanChannel).
 	Channel review.Channel
 }
 

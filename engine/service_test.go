@@ -193,7 +193,8 @@ func TestServiceErrors(t *testing.T) {
 	// A stored flow whose spec no longer parses: execution_error, no panic.
 	if err := store.Update(ctx, func(tx engine.Tx) error {
 		st := &engine.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: engine.StatusRunning}
-		return tx.Put(st, engine.Summarize(st, nil))
+		expect := st.Stamp(time.Now())
+		return tx.Put(st, engine.Summarize(st, nil), expect)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,15 +24,12 @@ import (
 // because another writer changed a flow it read before it could commit.
 const maxTransitionAttempts = 5
 
-// absentVersion notes a flow a transition looked for and did not find.
-const absentVersion int64 = -1
-
 // snapshot is what one attempt of a transition read: the ChildLoader of its
 // Env, and the main flow's read too. Each Get is one short Store.View.
 type snapshot struct {
 	ctx   context.Context
 	store Store
-	// read is the Version of every flow read (absentVersion: not found).
+	// read is the Version of every flow read (NotStored: not found).
 	read map[string]int64
 	// unstable: a flow read twice had changed in between.
 	unstable bool
@@ -56,7 +53,7 @@ func (sn *snapshot) Get(flowID string) (*FlowState, error) {
 	})
 	switch {
 	case errors.Is(err, ErrNotFound):
-		sn.note(flowID, absentVersion)
+		sn.note(flowID, NotStored)
 		return nil, err
 	case err != nil:
 		if sn.err == nil {
@@ -87,12 +84,12 @@ func (sn *snapshot) current(tx Tx) (bool, error) {
 	return true, nil
 }
 
-// hasVersion reports whether flow id is at version v in tx (absentVersion:
+// hasVersion reports whether flow id is at version v in tx (NotStored:
 // not there).
 func hasVersion(tx Tx, id string, v int64) (bool, error) {
 	st, err := tx.Get(id)
 	if errors.Is(err, ErrNotFound) {
-		return v == absentVersion, nil
+		return v == NotStored, nil
 	}
 	if err != nil {
 		return false, err
@@ -116,43 +113,26 @@ func cancelledError(what string, ctx context.Context) error {
 	return fmt.Errorf("%s: cancelled before it was written, nothing changed: %w", what, context.Cause(ctx))
 }
 
-// write is one flow state a transition writes, with its summary (computed
-// outside the write transaction) and the Version and CreatedAt it carried
-// when computed.
+// write is one flow state a transition writes, stamped, with its summary
+// (both computed outside the write transaction) and the version Tx.Put must
+// find stored: the one the transition read (NotStored for a flow it
+// creates).
 type write struct {
-	st        *FlowState
-	sum       FlowSummary
-	version   int64
-	createdAt time.Time
+	st     *FlowState
+	sum    FlowSummary
+	expect int64
 }
 
-// casPut puts w.st if it is still what the transition read (read: the
-// versions of the flows it read), else fails with errStale (and the
-// transaction writes nothing). It is a compare-and-swap on Tx.Put's
-// stamps, so the flow is not decoded again under the lock: Put makes the
-// Version one past the larger of the given and the stored one, so it is
-// w.version+1 exactly when the stored version is the one read (for a flow
-// the transition creates, version 0: when there is none); and a zero
-// CreatedAt takes the stored one, so a flow read and deleted since (or
-// replaced by a new one of the same id) is told from the one read.
-func casPut(tx Tx, w write, read map[string]int64) error {
-	v, wasRead := read[w.st.FlowID]
-	existed := wasRead && v != absentVersion
-	w.st.Version = w.version // the store may run fn again: Put stamped it
-	if existed {
-		w.st.CreatedAt = time.Time{}
-	}
-	err := tx.Put(w.st, w.sum)
-	if existed && w.st.CreatedAt.IsZero() {
-		w.st.CreatedAt = w.createdAt
-	}
-	if err != nil {
-		return err
-	}
-	if w.st.Version != w.version+1 || existed && !w.st.CreatedAt.Equal(w.createdAt) {
+// put writes w if the flow is still at the version the transition read,
+// else fails with errStale (and the transaction writes nothing). The
+// conditional Tx.Put compares the stored version, so the flow is not
+// decoded again under the lock.
+func (w write) put(tx Tx) error {
+	err := tx.Put(w.st, w.sum, w.expect)
+	if errors.Is(err, ErrConflict) {
 		return errStale
 	}
-	return nil
+	return err
 }
 
 // computed is what one attempt of a transition produced.
@@ -236,20 +216,37 @@ func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, error) 
 
 // commit writes a computed transition in one Store.Update if every flow
 // the snapshot read is unchanged and every flow it creates is still new
-// (errStale otherwise), then publishes its events. Summaries are computed
-// before the transaction; inside it there are only the version checks and
-// the writes.
+// (errStale otherwise), then publishes its events. Stamps and summaries are
+// computed before the transaction; inside it there are only the version
+// checks and the writes.
 func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome, error) {
 	res := c.res
+	now := s.now()
 	var writes []write
-	written := map[string]bool{}
+	written := map[string]int{} // index in writes
 	add := func(st *FlowState) {
-		writes = append(writes, write{st: st, sum: s.summary(st, c.sp), version: st.Version, createdAt: st.CreatedAt})
-		written[st.FlowID] = true
+		// Stamped once per flow and transaction, expecting the version read.
+		expect := st.Version
+		if v, ok := sn.read[st.FlowID]; ok {
+			expect = v
+		}
+		if i, ok := written[st.FlowID]; ok {
+			// Written twice by one transition: one write, of the last state.
+			expect = writes[i].expect
+			st.Version = expect
+			st.Stamp(now)
+			writes[i].st, writes[i].sum = st, s.summary(st, c.sp)
+			return
+		}
+		st.Version = expect
+		st.Stamp(now)
+		written[st.FlowID] = len(writes)
+		writes = append(writes, write{st: st, sum: s.summary(st, c.sp), expect: expect})
 	}
 	for _, p := range res.Put {
 		add(p)
 	}
+	nPut := len(writes)
 	if c.st != nil {
 		add(c.st)
 	}
@@ -262,9 +259,9 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 			}
 		}()
 		// Flows read and not written: re-read. (Those written are checked
-		// by their Put, below, without decoding them again.)
+		// by their conditional Put, below, without decoding them again.)
 		for id, v := range sn.read {
-			if written[id] {
+			if _, ok := written[id]; ok {
 				continue
 			}
 			if ok, err := hasVersion(tx, id, v); err != nil || !ok {
@@ -276,14 +273,14 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 		}
 		put := func(ws []write) error {
 			for _, w := range ws {
-				if err := casPut(tx, w, sn.read); err != nil {
+				if err := w.put(tx); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		// As the transition left them: other flows, deletions, the flow.
-		if err := put(writes[:len(res.Put)]); err != nil {
+		if err := put(writes[:nPut]); err != nil {
 			return err
 		}
 		for _, id := range res.Delete {
@@ -291,7 +288,7 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 				return err
 			}
 		}
-		if err := put(writes[len(res.Put):]); err != nil {
+		if err := put(writes[nPut:]); err != nil {
 			return err
 		}
 		if len(res.Events) > 0 {

@@ -60,7 +60,8 @@ func touch(t *testing.T, s *enginetest.Store, flowID, mark string) {
 			return err
 		}
 		st.Inputs[mark] = true
-		return tx.Put(st, engine.Summarize(st, nil))
+		expect := st.Stamp(time.Now())
+		return tx.Put(st, engine.Summarize(st, nil), expect)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -320,5 +321,80 @@ func TestTransitionChildConflict(t *testing.T) {
 	}
 	if parent := getFlow(t, h.Store, cd.ParentFlowID); parent.StepOutputs["sub"] == nil {
 		t.Fatalf("the parent's step_done was not written")
+	}
+}
+
+// errLostRace is retryStore's lost lock race.
+var errLostRace = errors.New("lost a lock race")
+
+// retryStore runs each Update's function, then throws its writes away and
+// runs it again, retries times, as a store does that loses a lock race
+// (bbolt) or a commit (etcd) after running it.
+type retryStore struct {
+	*enginetest.Store
+	retries int
+	runs    int
+}
+
+func (r *retryStore) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	for i := 0; ; i++ {
+		err := r.Store.Update(ctx, func(tx engine.Tx) error {
+			r.runs++
+			if err := fn(tx); err != nil {
+				return err
+			}
+			if i < r.retries {
+				return errLostRace
+			}
+			return nil
+		})
+		if !errors.Is(err, errLostRace) {
+			return err
+		}
+	}
+}
+
+// A transition stamps the flows it writes once, by the Service's clock,
+// before its write transaction: a store that runs the transaction's
+// function again writes the same stamps, one version on from the one read.
+func TestTransitionStampsOnceBeforeItsTransaction(t *testing.T) {
+	planned := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	now := planned
+	rs := &retryStore{Store: enginetest.New()}
+	svc := &engine.Service{Store: rs, Now: func() time.Time { return now }}
+	out, err := svc.Plan(context.Background(), snapSpec, "main", nil, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.(*engine.StepDispatch).FlowID
+	before := getFlow(t, rs.Store, id)
+	if before.Version != 1 || !before.CreatedAt.Equal(planned) || !before.UpdatedAt.Equal(planned) {
+		t.Fatalf("planned flow: version %d created %v updated %v; want 1 and %v", before.Version, before.CreatedAt, before.UpdatedAt, planned)
+	}
+	now = planned.Add(time.Hour)
+	rs.retries, rs.runs = 2, 0
+	if _, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rs.runs != 3 {
+		t.Fatalf("the write transaction's function ran %d times, want 3", rs.runs)
+	}
+	after := getFlow(t, rs.Store, id)
+	if after.Version != 2 || !after.CreatedAt.Equal(planned) || !after.UpdatedAt.Equal(now) || after.Attempts["w"] != 1 {
+		t.Fatalf("after step_done: version %d created %v updated %v attempts %d; want 2, %v, %v, 1",
+			after.Version, after.CreatedAt, after.UpdatedAt, after.Attempts["w"], planned, now)
+	}
+	var sum engine.FlowSummary
+	if err := rs.View(context.Background(), func(tx engine.Tx) error {
+		sums, err := tx.List(engine.ListFilter{})
+		if len(sums) == 1 {
+			sum = sums[0]
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Version != 2 || !sum.UpdatedAt.Equal(now) || !sum.CreatedAt.Equal(planned) {
+		t.Fatalf("summary stamps: version %d created %v updated %v", sum.Version, sum.CreatedAt, sum.UpdatedAt)
 	}
 }

@@ -2,26 +2,21 @@ package engine
 
 import "time"
 
-// StampPut sets the three stamps a store owns on a state it is putting
-// (Tx.Put): UpdatedAt is now; a zero CreatedAt becomes the stored flow's
-// (old, nil for a new flow), else now; Version is the one this transaction
-// already gave the flow (inTx, when the flow was put before in it), else
-// one past the larger of the stored version and the state's own, so
-// versions only grow whoever wrote last. Every store applies this one rule.
-func StampPut(st *FlowState, old *FlowSummary, now time.Time, inTx int64, putBefore bool) {
+// Stamp sets the stamps of a write of st at now, the one rule for them:
+// UpdatedAt is now, CreatedAt now when zero (a flow read from the store
+// keeps its own), and Version one past the version st carries — the
+// version it was read at, NotStored for a new flow. It returns that
+// version: the one Tx.Put must find stored. The Service stamps each flow
+// a transition writes once, before its write transaction (so a store that
+// runs the transaction's function again writes the same stamps); stores
+// never stamp.
+func (st *FlowState) Stamp(now time.Time) (expect int64) {
+	now = now.Round(0)
+	expect = st.Version
 	st.UpdatedAt = now
 	if st.CreatedAt.IsZero() {
 		st.CreatedAt = now
-		if old != nil && !old.CreatedAt.IsZero() {
-			st.CreatedAt = old.CreatedAt
-		}
-	}
-	if putBefore {
-		st.Version = inTx
-		return
-	}
-	if old != nil && old.Version > st.Version {
-		st.Version = old.Version
 	}
 	st.Version++
+	return expect
 }

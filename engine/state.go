@@ -9,33 +9,20 @@ import (
 // ParallelTasks keep the original's JSON names (upstream-behavior §2.19) so
 // consumers of `stratum-mcp query` keep working; the fields after it are ours.
 //
-// FlowState is plain data. Transitions mutate the copy they are given inside
-// one store transaction; nothing else may hold on to it.
+// FlowState is plain data. Transitions mutate the private copy they are
+// given (read on a snapshot, snapshot.go); nothing else may hold on to it.
 type FlowState struct {
-	FlowID               string                        `json:"flow_id"`
-	FlowName             string                        `json:"flow_name"`
-	RawSpec              string                        `json:"raw_spec"`
-	Inputs               map[string]any                `json:"inputs"`
-	StepOutputs          map[string]any                `json:"step_outputs"`
-	Records              []Record                      `json:"records"`
-	Attempts             map[string]int                `json:"attempts"`
-	CurrentIdx           int                           `json:"current_idx"`
-	Checkpoints          map[string]*Checkpoint        `json:"checkpoints"`
-	Round                int                           `json:"round"`
-	Rounds               [][]Record                    `json:"rounds"`
-	RoundStartStepID     *string                       `json:"round_start_step_id"`
-	TerminalStatus       *string                       `json:"terminal_status"`
-	Iterations           map[string][]IterationEntry   `json:"iterations"`
-	ArchivedIterations   []map[string][]IterationEntry `json:"archived_iterations"`
-	ActiveIteration      *ActiveIteration              `json:"active_iteration"`
-	IterationOutcome     map[string]string             `json:"iteration_outcome"`
-	IterationBest        map[string]*IterationBest     `json:"iteration_best"`
-	IterationAccumulator map[string]*Accumulator       `json:"iteration_accumulator"`
-	ParentFlowID         *string                       `json:"parent_flow_id"`
-	ParentStepID         *string                       `json:"parent_step_id"`
-	ActiveChildFlowID    *string                       `json:"active_child_flow_id"`
-	ChildAudits          map[string][]json.RawMessage  `json:"child_audits"`
-	ParallelTasks        map[string]any                `json:"parallel_tasks,omitempty"`
+	FlowID   string         `json:"flow_id"`
+	FlowName string         `json:"flow_name"`
+	RawSpec  string         `json:"raw_spec"`
+	Inputs   map[string]any `json:"inputs"`
+	StepProgress
+	Checkpoints map[string]*Checkpoint `json:"checkpoints"`
+	RoundProgress
+	ParentFlowID *string `json:"parent_flow_id"`
+	ParentStepID *string `json:"parent_step_id"`
+	ChildProgress
+	ParallelTasks map[string]any `json:"parallel_tasks,omitempty"`
 
 	// Ours.
 	SchemaVersion int        `json:"stratum_state_version"` // record format version, currently 1
@@ -57,7 +44,8 @@ type FlowState struct {
 	// Owner is the runner's lease; an agent cannot report into a flow whose
 	// lease is live.
 	Owner *Lease `json:"owner,omitempty"`
-	// Version is incremented by every committed transition.
+	// Version counts the committed writes of the flow: Stamp moves it one
+	// on, and Tx.Put writes only over the version the writer read.
 	Version int64 `json:"version"`
 	// Trace is the in-process runner's per-call trace records (seed 000 §8.1).
 	Trace []json.RawMessage `json:"trace,omitempty"`
@@ -151,14 +139,24 @@ type Record struct {
 	Reverted bool `json:"reverted,omitempty"`
 }
 
-// Checkpoint is a named snapshot (stratum_commit). Its fields mirror the
-// FlowState fields it restores (upstream-behavior §2.13).
-type Checkpoint struct {
-	Label                string                        `json:"label"`
-	StepOutputs          map[string]any                `json:"step_outputs"`
-	Attempts             map[string]int                `json:"attempts"`
-	Records              []Record                      `json:"records"`
-	CurrentIdx           int                           `json:"current_idx"`
+// StepProgress, RoundProgress and ChildProgress are the progress of a
+// flow: what a checkpoint saves (stratum_commit) and a revert restores
+// (upstream-behavior §2.13). FlowState and Checkpoint embed the three, so
+// the fields exist once; Clone (clone.go) is their one deep copy. They
+// are three, not one, because the original's key order of a state — kept
+// by the stored JSON and by `stratum query flow` — has checkpoints between
+// the first two and the parent ids between the last two; embedded fields
+// keep their JSON keys and their place.
+type StepProgress struct {
+	StepOutputs map[string]any `json:"step_outputs"`
+	Records     []Record       `json:"records"`
+	Attempts    map[string]int `json:"attempts"`
+	CurrentIdx  int            `json:"current_idx"`
+}
+
+// RoundProgress is the round and the iteration loops of a flow's progress
+// (see StepProgress).
+type RoundProgress struct {
 	Round                int                           `json:"round"`
 	Rounds               [][]Record                    `json:"rounds"`
 	RoundStartStepID     *string                       `json:"round_start_step_id"`
@@ -169,9 +167,24 @@ type Checkpoint struct {
 	IterationOutcome     map[string]string             `json:"iteration_outcome"`
 	IterationBest        map[string]*IterationBest     `json:"iteration_best"`
 	IterationAccumulator map[string]*Accumulator       `json:"iteration_accumulator"`
-	ActiveChildFlowID    *string                       `json:"active_child_flow_id"`
-	ChildAudits          map[string][]json.RawMessage  `json:"child_audits"`
-	CreatedAt            time.Time                     `json:"created_at"`
+}
+
+// ChildProgress is the child flows of a flow's progress (see
+// StepProgress).
+type ChildProgress struct {
+	ActiveChildFlowID *string                      `json:"active_child_flow_id"`
+	ChildAudits       map[string][]json.RawMessage `json:"child_audits"`
+}
+
+// Checkpoint is a named snapshot (stratum_commit): the flow's progress when
+// it was taken (upstream-behavior §2.13), with the same JSON keys as the
+// state's fields it restores.
+type Checkpoint struct {
+	Label string `json:"label"`
+	StepProgress
+	RoundProgress
+	ChildProgress
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // ActiveIteration is the iteration loop in progress (at most one per flow).

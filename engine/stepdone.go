@@ -129,7 +129,7 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 	st.Records = append(st.Records, stepRecord(st, env, step, attempts, childID))
 	delete(st.DispatchedAt, step.ID)
 	consumeIterationOutcome(st, step.ID)
-	res.Events = append(res.Events, event(st, env, EventStepDone, step.ID, map[string]any{"attempts": attempts}))
+	res.Events = append(res.Events, event(st, env, EventStepDone, step.ID, EventData{Attempts: attempts}))
 	switch {
 	case killedMode(st):
 		st.CurrentIdx = totalSteps(env)
@@ -152,8 +152,8 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (transitionResult, error) {
 	var res transitionResult
 	exhausted := attempts >= maxRetries(step)
-	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, map[string]any{
-		"status": string(status), "violations": violations, "attempt": attempts, "exhausted": exhausted,
+	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, EventData{
+		Status: string(status), Violations: violations, Attempt: attempts, Exhausted: exhausted,
 	}))
 	if !exhausted {
 		delete(st.DispatchedAt, step.ID)
@@ -189,7 +189,7 @@ func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID s
 	st.Status = StatusFailed
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, map[string]any{"status": string(StatusFailed)}))
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(StatusFailed)}))
 	e := refusal(ErrTypeRetriesExhausted, "Step '%s' exhausted all retries", step.ID)
 	e.FlowID, e.StepID, e.StepMode, e.Agent, e.Violations = st.FlowID, step.ID, step.StepMode(), step.Agent, violations
 	res.Err = e

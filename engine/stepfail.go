@@ -58,8 +58,8 @@ func exhaustBudget(st *FlowState, env Env, reason string) (transitionResult, err
 	st.Gate = nil
 	st.ActiveIteration = nil
 	var res transitionResult
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, stepID, map[string]any{
-		"status": string(StatusBudgetExhausted), "reason": reason,
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, stepID, EventData{
+		Status: string(StatusBudgetExhausted), Reason: reason,
 	}))
 	res.Outcome = &BudgetExhausted{FlowID: st.FlowID, StepID: stepID, Reason: reason}
 	return res, nil
@@ -76,7 +76,13 @@ type CallRecord struct {
 	CostUSD    *float64 // nil: unknown (the ledger notes it)
 	Agent      bool     // an agent CLI dispatch
 	Trace      *TraceRecord
-	Data       map[string]any // extra event data (kind, violations, cache_hit…)
+	// What the trace event says of the call besides its spend.
+	Executor    string   // infer, command, agent…
+	CacheHit    bool     // served from the result cache
+	ErrorKind   string   // a failed attempt's kind (AttemptError.Kind), with Violations
+	Violations  []string // a failed attempt's violations
+	TaskID      string   // the fan-out task the call ran for
+	ChildFlowID string   // booked to an ancestor: the child flow that made the call
 }
 
 // recordCall adds a call's spend to the flow's budget ledger
@@ -98,15 +104,12 @@ func recordCall(st *FlowState, env Env, c CallRecord) (transitionResult, error) 
 	if c.Agent {
 		b.AgentDispatch++
 	}
-	data := map[string]any{"attempt": c.Attempt, "duration_ms": c.DurationMS}
-	if c.Tokens > 0 {
-		data["tokens"] = c.Tokens
-	}
+	data := EventData{Attempt: c.Attempt, DurationMS: c.DurationMS, Tokens: c.Tokens,
+		Executor: c.Executor, CacheHit: c.CacheHit, ErrorKind: c.ErrorKind, Violations: c.Violations,
+		TaskID: c.TaskID, ChildFlowID: c.ChildFlowID}
 	if c.CostUSD != nil {
-		data["cost_usd"] = *c.CostUSD
-	}
-	for k, v := range c.Data {
-		data[k] = v
+		cost := *c.CostUSD
+		data.CostUSD = &cost
 	}
 	if c.Trace != nil {
 		raw, err := json.Marshal(c.Trace)
@@ -114,7 +117,8 @@ func recordCall(st *FlowState, env Env, c CallRecord) (transitionResult, error) 
 			return transitionResult{}, execErrorf("trace record is not JSON-encodable: %v", err)
 		}
 		st.Trace = append(st.Trace, json.RawMessage(raw))
-		data["trace"] = json.RawMessage(raw)
+		tr := *c.Trace
+		data.Trace = &tr
 	}
 	return transitionResult{
 		Outcome: &callRecorded{FlowID: st.FlowID, Budget: *b},

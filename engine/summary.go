@@ -18,9 +18,12 @@ import "github.com/stratum-go/stratum/specs"
 //   - TotalSteps is the number of steps of flow.
 //   - FlowName, Status, Round, Driver, ParentFlowID, Gate and Owner (the
 //     runner's lease) are the state's, Gate and Owner copied.
-//   - CreatedAt, UpdatedAt and Version are the state's as they are now;
-//     Store.Put stamps the stored summary with the values it stamps into
-//     the state.
+//   - Review, while the flow awaits a gate that is the gate step at its
+//     cursor in flow, is that gate's question and whether it accepts
+//     revise, as PendingReviewOf has them.
+//   - CreatedAt, UpdatedAt and Version are the state's as they are now
+//     (the Service summarizes a state after stamping it); Tx.Put stores
+//     the summary with the state's stamps.
 func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
 	sum := FlowSummary{
 		FlowID:     st.FlowID,
@@ -56,6 +59,9 @@ func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
 		}
 		sum.Gate = &g
 		sum.CurrentStep = g.StepID
+		if step := pendingGateStep(st, flow); step != nil {
+			sum.Review = &GateReview{Question: gateQuestion(step, st.FlowName), Revise: step.OnRevise != ""}
+		}
 	case st.ActiveIteration != nil:
 		sum.CurrentStep = st.ActiveIteration.StepID
 	case active:
@@ -92,9 +98,4 @@ func (s *Service) summary(st *FlowState, sp *specs.Spec) FlowSummary {
 		flow = sp.Flows[st.FlowName]
 	}
 	return Summarize(st, flow)
-}
-
-// put writes st with its summary.
-func (s *Service) put(tx Tx, st *FlowState, sp *specs.Spec) error {
-	return tx.Put(st, s.summary(st, sp))
 }

@@ -18,8 +18,8 @@ func TestSummarize(t *testing.T) {
 	flow := sp.Flows["main"]
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	parent := "p"
-	st := &engine.FlowState{FlowID: "f", FlowName: "main", Status: engine.StatusRunning, CurrentIdx: 1, Round: 2,
-		Driver: "agent", ParentFlowID: &parent, Version: 3, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
+	st := &engine.FlowState{FlowID: "f", FlowName: "main", Status: engine.StatusRunning,
+		StepProgress: engine.StepProgress{CurrentIdx: 1}, RoundProgress: engine.RoundProgress{Round: 2}, Driver: "agent", ParentFlowID: &parent, Version: 3, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
 		DispatchedAt: map[string]time.Time{"a": at, "b": at.Add(time.Second)}}
 
 	// Running: the most recently dispatched step, 1-based step number.

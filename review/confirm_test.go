@@ -61,3 +61,33 @@ func TestShortID(t *testing.T) {
 		t.Error("ShortID")
 	}
 }
+
+func TestHumanConfirmAt(t *testing.T) {
+	two := 2
+	for _, tc := range []struct {
+		name      string
+		gate      *WaitingGate
+		round     *int
+		in        string
+		want      error
+		wantRound *int
+	}{
+		{"no gate needs nothing", nil, nil, "", nil, nil},
+		{"another step needs nothing", &WaitingGate{StepID: "other", Approver: HumanApprover, Round: 1}, nil, "", nil, nil},
+		{"a gate anyone may decide keeps no round", &WaitingGate{StepID: "review", Approver: AnyApprover, Round: 1}, nil, "", nil, nil},
+		{"a human gate confirmed pins the round", &WaitingGate{StepID: "review", Approver: HumanApprover, Round: 3}, nil, "review\n", nil, new(3)},
+		{"a round given stays", &WaitingGate{StepID: "review", Approver: HumanApprover, Round: 3}, &two, "review\n", nil, &two},
+		{"not confirmed", &WaitingGate{StepID: "review", Approver: HumanApprover, Round: 3}, nil, "no\n", ErrNotConfirmed, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decision{FlowID: "f1", StepID: "review", Outcome: Approve, Round: tc.round}
+			c := HumanConfirm{Terminal: true, In: strings.NewReader(tc.in), Out: io.Discard}
+			if err := c.ConfirmAt(&d, tc.gate); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("ConfirmAt = %v, want %v", err, tc.want)
+			}
+			if (d.Round == nil) != (tc.wantRound == nil) || (d.Round != nil && *d.Round != *tc.wantRound) {
+				t.Fatalf("round = %v, want %v", d.Round, tc.wantRound)
+			}
+		})
+	}
+}

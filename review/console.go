@@ -24,15 +24,20 @@ type Console struct {
 	// on a terminal. Callers set specs.EscapeControl, the one rule for
 	// that (review imports nothing else of stratum); nil prints it as is.
 	Escape func(string) string
-	br     *bufio.Reader
+	// Terminal reports whether In and Out are an interactive terminal. A
+	// gate with approver: human is decided here only on one, and after the
+	// typed confirmation of HumanConfirm: a pipe into a run's console is a
+	// program, not a person.
+	Terminal bool
+	br       *bufio.Reader
 }
 
 func (c *Console) line() (string, error) {
 	if c.br == nil {
-		c.br = bufio.NewReader(c.In)
+		c.br = reader(c.In)
 	}
-	s, err := c.br.ReadString('\n')
-	if err != nil && s == "" {
+	s, _, err := readLine(c.br, maxConsoleLine)
+	if err != nil && (s == "" || errors.Is(err, ErrLineTooLong)) {
 		return "", err
 	}
 	return strings.TrimSpace(s), nil
@@ -40,6 +45,10 @@ func (c *Console) line() (string, error) {
 
 // Handle implements Handler.
 func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
+	human := HumanConfirm{Terminal: c.Terminal, In: c.In, Out: c.Out, Escape: c.Escape}
+	if r.Approver == HumanApprover && !c.Terminal {
+		return Decision{}, ErrNeedsTerminal // refused before anything is shown or read
+	}
 	w := c.Out
 	esc := c.Escape
 	if esc == nil {
@@ -65,7 +74,7 @@ func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
 	for i, o := range r.Outcomes {
 		choices[i] = string(o)
 	}
-	d := Decision{Reviewer: c.Reviewer, ResolvedBy: Human, Channel: ChannelConsole, StepID: r.StepID}
+	d := Decision{Reviewer: c.Reviewer, ResolvedBy: Human, Channel: ChannelConsole, StepID: r.StepID, FlowID: r.FlowID}
 	for {
 		fmt.Fprintf(w, "decision [%s]: ", strings.Join(choices, "/"))
 		s, err := c.line()
@@ -91,6 +100,12 @@ func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
 		}
 		d.Rationale = note
 		if cerr := Check(d); cerr == nil {
+			if c.br != nil {
+				human.In = c.br // what the console buffered stays readable
+			}
+			if err := human.Confirm(d, r.Approver); err != nil {
+				return Decision{}, err
+			}
 			return d, nil
 		} else if err != nil {
 			return Decision{}, c.noAnswer(err)
@@ -101,7 +116,7 @@ func (c *Console) Handle(_ context.Context, r PendingReview) (Decision, error) {
 
 // noAnswer is what an ended input means: nobody at this console decides.
 func (c *Console) noAnswer(err error) error {
-	return fmt.Errorf("%w: reading the gate decision: %v", ErrNoReviewer, err)
+	return fmt.Errorf("%w: reading the gate decision: %w", ErrNoReviewer, err)
 }
 
 func matchOutcome(s string, allowed []Outcome) Outcome {

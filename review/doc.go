@@ -40,6 +40,9 @@
 // reviewer typed the gate's step id or the flow's short id; otherwise
 // ErrNeedsTerminal or ErrNotConfirmed, both matching ErrNotAllowed. MCP
 // decisions on such gates are refused by the recorder (gate_requires_human).
+// ConfirmAt applies it at the gate a flow waits at (WaitingGate) and pins
+// a confirmed decision to the gate's round, so it cannot land on a later
+// round the reviewer did not see.
 //
 // # Offering reviews to a UI
 //

@@ -35,6 +35,13 @@ type Policy struct {
 	OnGate string
 	// Reviewer is recorded with the decisions.
 	Reviewer string
+	// Human is the presence rule for --approve GATE on a gate with
+	// approver: human: the flag is typed by whoever runs the command, an
+	// agent too, so such a gate is approved only on an interactive
+	// terminal after the typed confirmation (HumanConfirm), as with
+	// `stratum gate`; otherwise ErrNeedsTerminal / ErrNotConfirmed and
+	// nothing is decided.
+	Human HumanConfirm
 }
 
 // Handle implements Handler.
@@ -44,6 +51,10 @@ func (p Policy) Handle(_ context.Context, r PendingReview) (Decision, error) {
 	for _, a := range p.Approve {
 		if a == r.StepID {
 			d.Outcome, d.ResolvedBy, d.Rationale = Approve, Human, "approved by --approve "+a
+			d.FlowID, d.StepID = r.FlowID, r.StepID
+			if err := p.Human.Confirm(d, r.Approver); err != nil {
+				return Decision{}, err
+			}
 			return d, nil
 		}
 	}

@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -58,7 +59,9 @@ func TestPolicy(t *testing.T) {
 		want   Outcome // "" = pass
 		wantBy ResolvedBy
 	}{
-		{"named gate is a human approval", Policy{Approve: []string{"review"}}, human, Approve, Human},
+		{"named gate is a human approval", Policy{Approve: []string{"review"}}, any, Approve, Human},
+		{"named human gate on a terminal, confirmed", Policy{Approve: []string{"review"},
+			Human: HumanConfirm{Terminal: true, In: strings.NewReader("review\n"), Out: io.Discard}}, human, Approve, Human},
 		{"all approves any-approver gates", Policy{Approve: []string{"all"}}, any, Approve, System},
 		{"all never approves human gates", Policy{Approve: []string{"all"}}, human, "", ""},
 		{"other gate named: pass", Policy{Approve: []string{"deploy"}}, any, "", ""},
@@ -67,6 +70,23 @@ func TestPolicy(t *testing.T) {
 		{"on-gate kill", Policy{OnGate: OnGateKill}, human, Kill, System},
 		{"on-gate exit passes", Policy{OnGate: OnGateExit}, any, "", ""},
 		{"on-gate wait passes", Policy{OnGate: OnGateWait}, any, "", ""},
+	}
+	// --approve GATE on an approver: human gate is typed by whoever runs
+	// the command: without a terminal, or without the confirmation,
+	// nothing is decided.
+	for _, c := range []struct {
+		name string
+		h    HumanConfirm
+		want error
+	}{
+		{"no terminal", HumanConfirm{In: strings.NewReader("review\n"), Out: io.Discard}, ErrNeedsTerminal},
+		{"not confirmed", HumanConfirm{Terminal: true, In: strings.NewReader("yes\n"), Out: io.Discard}, ErrNotConfirmed},
+		{"endless input", HumanConfirm{Terminal: true, In: endless{}, Out: io.Discard}, ErrNotConfirmed},
+	} {
+		p := Policy{Approve: []string{"review"}, Human: c.h}
+		if d, err := p.Handle(context.Background(), human); !errors.Is(err, c.want) || d.Outcome != "" {
+			t.Errorf("%s: got %+v %v, want %v", c.name, d, err, c.want)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,4 +205,49 @@ func TestConsole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConsoleHumanGate: the console decides an approver: human gate only
+// on a terminal and after the typed confirmation; a pipe is refused before
+// anything is read, and a line that never ends is refused within its bound.
+func TestConsoleHumanGate(t *testing.T) {
+	r := PendingReview{ReviewID: "f/g/0", FlowID: "flow-1234-5678", StepID: "g", Question: "Ship it?",
+		Outcomes: []Outcome{Approve, Revise, Kill}, Approver: HumanApprover}
+	for _, c := range []struct {
+		name     string
+		terminal bool
+		in       io.Reader
+		want     Outcome
+		wantErr  error
+	}{
+		{"a pipe", false, strings.NewReader("approve\nlgtm\ng\n"), "", ErrNeedsTerminal},
+		{"a terminal, confirmed", true, strings.NewReader("approve\nlgtm\ng\n"), Approve, nil},
+		{"a terminal, confirmed by the short id", true, strings.NewReader("approve\nlgtm\nflow-123\n"), Approve, nil},
+		{"a terminal, not confirmed", true, strings.NewReader("approve\nlgtm\nyes\n"), "", ErrNotConfirmed},
+		{"endless input", true, endless{}, "", ErrLineTooLong},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			con := &Console{In: c.in, Out: io.Discard, Reviewer: "ann", Terminal: c.terminal}
+			d, err := con.Handle(context.Background(), r)
+			if c.wantErr != nil {
+				if !errors.Is(err, c.wantErr) || d.Outcome != "" {
+					t.Fatalf("got %+v %v, want %v", d, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || d.Outcome != c.want {
+				t.Fatalf("got %+v %v", d, err)
+			}
+		})
+	}
+}
+
+// endless is an input that never ends a line (like /dev/zero).
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 0
+	}
+	return len(p), nil
 }

@@ -34,7 +34,7 @@ func realisticState(id string) *engine.FlowState {
 		st.DispatchedAt[sid] = time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC)
 	}
 	st.CurrentIdx = 5
-	st.Checkpoints["after_s2"] = &engine.Checkpoint{Label: "after_s2", StepOutputs: map[string]any{"s0": "x"}, CurrentIdx: 3}
+	st.Checkpoints["after_s2"] = &engine.Checkpoint{Label: "after_s2", StepProgress: engine.StepProgress{StepOutputs: map[string]any{"s0": "x"}, CurrentIdx: 3}}
 	return st
 }
 

@@ -29,12 +29,15 @@ import (
 //	                   str OnTimeout, str Approver]
 //	v2: 0x02 (schema 2), v1's fields, then
 //	    byte hasOwner, [str ID, int PID, str Host, time Heartbeat, time ExpiresAt]
+//	v3: 0x03 (schema 4), v2's fields, then
+//	    byte hasReview, [str Question, byte Revise]
 //
 // str is a uvarint length and the bytes; int is a zig-zag varint; time is a
 // uvarint length and time.Time's MarshalBinary form (empty for the zero time).
 const (
 	summaryCodecV1 = 1
 	summaryCodecV2 = 2
+	summaryCodecV3 = 3
 )
 
 var errShortSummary = errors.New("truncated summary record")
@@ -65,9 +68,26 @@ func encodeSummary(sum *engine.FlowSummary, codec byte) ([]byte, error) {
 		return nil, err
 	}
 	if codec >= summaryCodecV2 {
-		return appendLease(b, sum.Owner)
+		if b, err = appendLease(b, sum.Owner); err != nil {
+			return nil, err
+		}
+	}
+	if codec >= summaryCodecV3 {
+		b = appendReview(b, sum.Review)
 	}
 	return b, nil
+}
+
+func appendReview(b []byte, rv *engine.GateReview) []byte {
+	if rv == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = appendStr(b, rv.Question)
+	if rv.Revise {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
 func appendGate(b []byte, g *engine.PendingGate) ([]byte, error) {
@@ -227,7 +247,7 @@ func decodeSummary(b []byte) (*engine.FlowSummary, error) {
 // decodeSummaryInto decodes b (any codec version) into *sum (which must be
 // zero), sharing repeated strings through intern when it is non-nil.
 func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]string) error {
-	if len(b) == 0 || (b[0] != summaryCodecV1 && b[0] != summaryCodecV2) {
+	if len(b) == 0 || b[0] < summaryCodecV1 || b[0] > summaryCodecV3 {
 		return fmt.Errorf("unknown summary encoding %x", b[:min(len(b), 1)])
 	}
 	r := &summaryReader{b: b[1:], intern: intern}
@@ -265,6 +285,20 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 		l.ExpiresAt = r.time()
 		sum.Owner = l
 	}
+	if b[0] >= summaryCodecV3 && r.byte() == 1 {
+		rv := &engine.GateReview{}
+		rv.Question = r.common()
+		switch r.byte() {
+		case 0:
+		case 1:
+			rv.Revise = true
+		default:
+			if r.err == nil {
+				r.err = errors.New("bad revise flag in summary record")
+			}
+		}
+		sum.Review = rv
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes in summary record", len(r.b))
 	}
@@ -279,3 +313,8 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 func marshalJSON(v any) ([]byte, error) { return sjson.Marshal(v) }
 
 func unmarshalJSON(data []byte, v any) error { return sjson.Unmarshal(data, v) }
+
+// encodeEvent is an event as the log stores it: Event.AppendJSON (what
+// Event.MarshalJSON writes) directly, without a JSON library's pass
+// over the result.
+func encodeEvent(ev *engine.Event) ([]byte, error) { return ev.AppendJSON(make([]byte, 0, 512)) }

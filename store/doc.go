@@ -42,17 +42,31 @@
 // when a newer stratum migrates the file stops with ErrNewerSchema instead
 // of writing the old format into it.
 //
+// # Conditional put
+//
+// Put is the port's conditional put (engine.Tx): it writes a flow only if
+// the flow is stored at the version the writer expects (engine.NotStored:
+// not at all), else it returns an *engine.VersionError (errors.Is
+// engine.ErrConflict) and writes nothing. The stored version is read from
+// the flow's summary, which Put reads anyway to move its index entries, so
+// the state is not decoded; bbolt runs one write transaction at a time, so
+// nothing comes between the comparison and the write. The state's stamps
+// (UpdatedAt, CreatedAt, Version) are the writer's, set before Put
+// (engine.FlowState.Stamp): the store compares and stores, and stamps
+// nothing but a zero SchemaVersion.
+//
 // # Schema
 //
 // Every bucket is top-level. Keys marked ‖ are concatenations. Flow states
-// and events are JSON; meta values are raw; <summary> is the engine's
+// and events are JSON (an event as engine.Event.AppendJSON writes it, the
+// bytes the log has always held: testdata/events); meta values are raw; <summary> is the engine's
 // FlowSummary of the flow (see Summaries) in the compact binary codec of
-// codec.go, version 2 since schema 2 (List decodes up to 10,000 of them per
+// codec.go, version 3 since schema 4 (List decodes up to 10,000 of them per
 // call, and JSON was several times slower).
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "3"           ASCII decimal; gates migrations
+//	    schema_version  = "4"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
@@ -61,7 +75,7 @@
 //	specs/
 //	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
 //	summaries/
-//	    <flow id>       = <summary>     as the last Put was given it, stamped
+//	    <flow id>       = <summary>     as the last Put was given it, with the state's stamps
 //	idx_created/
 //	    <created:8> ‖ <flow id>                   = ""   newest-first listing
 //	idx_status/
@@ -109,16 +123,20 @@
 //
 // The store derives nothing: the engine computes every summary
 // (engine.Summarize: step k/n, current step, round, driver, parent, gate,
-// runner lease) and hands it to Put with the state. The store owns exactly
-// three fields of it — CreatedAt, UpdatedAt and Version, the stamps Put also
-// sets on the state — and refuses a summary whose FlowID or Status is not
+// runner lease) and hands it to Put with the state. Put stores it with the
+// state's CreatedAt, UpdatedAt and Version, so the two records cannot
+// disagree on them, and refuses a summary whose FlowID or Status is not
 // the state's (the indexes are keyed by them); every other field is stored
 // as given. GC decides from the stored summaries (engine's
 // FlowSummary.Prunable). Because summaries are the engine's, Reindex takes
 // the derivation as an argument, and a migration that changes what
 // summaries hold rewrites the stored ones (rewriteSummaries) rather than
 // recomputing them; 1→2 added the runner lease (Owner) from each state's
-// "owner".
+// "owner". 3→4 added the pending gate's review (engine.GateReview: the
+// question and whether revise is accepted) to the summaries of flows at a
+// gate, by engine.Summarize of each such state with its flow in its stored
+// spec (each distinct spec parsed once), so the gate list never decodes a
+// state.
 //
 // # Watching
 //
@@ -174,8 +192,7 @@
 //
 // Inside Update/View, fn must not call the Store again (it would wait for
 // its own lock), and should be short: other processes wait while it runs.
-// Values returned by a Tx are private copies. Put sets CreatedAt, UpdatedAt,
-// Version and (when zero) SchemaVersion on the state it is given, and
-// Append sets Seq (and a zero Time) on the events it is given, even if the
-// Update later fails.
+// Values returned by a Tx are private copies. Put sets a zero
+// SchemaVersion on the state it is given, and Append sets Seq (and a zero
+// Time) on the events it is given, even if the Update later fails.
 package store

@@ -38,7 +38,7 @@ func (t *tx) Append(events ...engine.Event) error {
 			if ev.Time.IsZero() {
 				ev.Time = now
 			}
-			data, err := marshalJSON(ev)
+			data, err := encodeEvent(ev)
 			if err != nil {
 				return fmt.Errorf("store: encode %s event of flow %s: %w", ev.Type, ev.FlowID, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/store"
@@ -25,7 +26,8 @@ func Example() {
 	err = s.Update(ctx, func(tx engine.Tx) error {
 		st := &engine.FlowState{FlowID: "f1", FlowName: "review", Status: engine.StatusAwaitingGate,
 			Gate: &engine.PendingGate{StepID: "approve"}}
-		if err := tx.Put(st, engine.Summarize(st, nil)); err != nil {
+		expect := st.Stamp(time.Now()) // the stamps are the writer's
+		if err := tx.Put(st, engine.Summarize(st, nil), expect); err != nil {
 			return err
 		}
 		return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventGateOpened, StepID: "approve"})

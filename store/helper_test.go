@@ -99,7 +99,7 @@ func runHelper(mode string) error {
 					return err
 				}
 				return tx.Append(engine.Event{FlowID: id, Type: engine.EventGateResolved,
-					Data: map[string]any{"worker": worker}})
+					Data: engine.EventData{Runs: worker}})
 			}); err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ func step(tx engine.Tx, flow string, worker, i int) (int, error) {
 		return 0, err
 	}
 	return st.Attempts["n"], tx.Append(engine.Event{FlowID: flow, Type: engine.EventStepDone, StepID: "s5",
-		Data: map[string]any{"worker": worker, "i": i, "counter": st.Attempts["n"]}})
+		Data: engine.EventData{Runs: worker, Iteration: i, Attempts: st.Attempts["n"]}}) // worker, i, counter
 }
 
 // svcOf is the engine service over s, for its event-log reads.

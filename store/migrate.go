@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // SchemaVersion is the store schema this binary writes. It is stored raw
@@ -27,7 +28,9 @@ import (
 //	3  index entries are keys only (a transition rewrites one summary, not
 //	   four); spec texts are stored once, in bucket specs, and flow states
 //	   refer to them
-const SchemaVersion = 3
+//	4  summaries may carry the pending gate's review (summary codec v3);
+//	   schema-3 summaries are read as they are, without it
+const SchemaVersion = 4
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -46,10 +49,13 @@ type schema struct {
 
 // summaryCodec is the summary encoding the schema writes (codec.go).
 func (sc schema) summaryCodec() byte {
-	if sc.version < 2 {
+	switch {
+	case sc.version < 2:
 		return summaryCodecV1
+	case sc.version < 4:
+		return summaryCodecV2
 	}
-	return summaryCodecV2
+	return summaryCodecV3
 }
 
 // currentSchema is what Open uses. Add a step here (and bump SchemaVersion)
@@ -65,7 +71,53 @@ var currentSchema = schema{version: SchemaVersion, steps: []migration{
 		}
 		return mergeFlowEvents(s, btx)
 	}},
+	{from: 3, name: "summaries of flows at a gate carry the gate's review", apply: addReviewToSummaries},
 }}
+
+// addReviewToSummaries (3→4) rewrites every summary in codec v3, giving
+// each flow waiting at a gate its gate's review as the engine derives it
+// (engine.Summarize of the state with its flow in its stored spec, each
+// distinct spec parsed once). A flow whose state or spec cannot be read
+// keeps a summary without it (the engine then reads that gate's state, as
+// it reads a codec-v2 summary). The bump also keeps schema-3 binaries,
+// which cannot decode v3, out of the file.
+func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
+	flows := btx.Bucket(bucketFlows)
+	if flows == nil {
+		return corruptError(s.path, "bucket \"flows\" is missing", nil)
+	}
+	t := &tx{s: s, btx: btx}
+	parsed := map[[32]byte]*specs.Spec{}
+	return s.rewriteSummaries(btx, func(id []byte, sum *engine.FlowSummary) error {
+		if sum.Review != nil || !pendingGate(sum) {
+			return nil
+		}
+		v := flows.Get(id)
+		if v == nil {
+			return nil
+		}
+		var st engine.FlowState
+		if err := unmarshalJSON(bytes.Clone(v), &st); err != nil {
+			return nil // the damaged flow stays as it is (quarantined by gc --damaged)
+		}
+		ref, err := t.resolveSpec(&st)
+		if err != nil {
+			return nil
+		}
+		sp, ok := parsed[ref.hash]
+		if !ok {
+			var ds specs.Diagnostics
+			if sp, ds = specs.Parse(st.SpecFile, []byte(st.RawSpec)); ds.HasErrors() {
+				sp = nil
+			}
+			parsed[ref.hash] = sp
+		}
+		if sp != nil {
+			sum.Review = engine.Summarize(&st, sp.Flows[st.FlowName]).Review
+		}
+		return nil
+	})
+}
 
 // mergeFlowEvents (2→3) moves the per-flow event index (idx_flow_events)
 // into bucket events, beside the log, and drops idx_flow_events: an Append

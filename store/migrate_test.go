@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -424,8 +427,8 @@ func TestMigrateV1SummariesGainTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrate 1→%d: %v", SchemaVersion, err)
 	}
-	if c := codecs(); c["leased"] != summaryCodecV2 || c["gated"] != summaryCodecV2 {
-		t.Fatalf("summary codecs after migration %v", c)
+	if c, want := codecs(), currentSchema.summaryCodec(); c["leased"] != want || c["gated"] != want {
+		t.Fatalf("summary codecs after migration %v, want %d", c, want)
 	}
 	if v := rawSchemaVersion(t, BackupPath(path, 1)); v != "1" {
 		t.Fatalf("backup schema_version = %q", v)
@@ -555,5 +558,81 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 		t.Fatal("the old process modified the migrated file")
+	}
+}
+
+// TestMigrate3To4GatesGainTheirReview: a schema-3 file (codec v2
+// summaries, which cannot hold a gate's review) migrates to schema 4 with
+// each gate's review as the engine derives it, from its state and stored
+// spec; a flow whose spec no longer parses keeps no review, and the other
+// summaries are unchanged.
+func TestMigrate3To4GatesGainTheirReview(t *testing.T) {
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	path := filepath.Join(t.TempDir(), FileName)
+	ctx := context.Background()
+	old, err := openWith(path, Options{}, schema{version: 3, steps: currentSchema.steps[:2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enginetest.Populate(ctx, old, enginetest.PopulateOptions{Flows: 12}); err != nil {
+		t.Fatal(err)
+	}
+	// Flow 8's stored spec no longer parses.
+	broken := "00000008-0000-4000-8000-000000000008"
+	if err := old.Update(ctx, func(tx engine.Tx) error {
+		st, err := tx.Get(broken)
+		if err != nil {
+			return err
+		}
+		sum := engine.Summarize(st, nil)
+		st.RawSpec = "flows: [not a mapping"
+		return tx.Put(st, sum, st.Stamp(st.UpdatedAt))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := storeList(t, old, engine.ListFilter{})
+	for _, g := range storeGates(t, old) {
+		if g.Review != nil {
+			t.Fatalf("a schema-3 summary holds a review: %+v", g)
+		}
+	}
+
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("migrate 3→%d: %v", SchemaVersion, err)
+	}
+	if v := rawSchemaVersion(t, path); v != fmt.Sprint(SchemaVersion) {
+		t.Fatalf("schema_version = %q", v)
+	}
+	gates := storeGates(t, s)
+	if len(gates) != 3 { // flows 4 and 8, and the gate template
+		t.Fatalf("%d flows at a gate, want 3", len(gates))
+	}
+	svc := &engine.Service{Store: s}
+	for _, g := range gates {
+		fs, err := svc.FlowWithSpec(ctx, g.FlowID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := engine.Summarize(fs.State, fs.Flow).Review
+		if g.FlowID == broken {
+			if g.Review != nil {
+				t.Fatalf("the flow whose spec does not parse got a review: %+v", g.Review)
+			}
+			continue
+		}
+		if want == nil || g.Review == nil || *g.Review != *want {
+			t.Fatalf("flow %s after the migration: review %+v, the engine's %+v", g.FlowID, g.Review, want)
+		}
+	}
+	after := storeList(t, s, engine.ListFilter{})
+	for i := range after {
+		after[i].Review = nil
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("the migration changed more than the reviews:\n%+v\n%+v", before, after)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

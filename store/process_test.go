@@ -117,17 +117,17 @@ func checkEventOrder(t *testing.T, s *Store, procs, each int) {
 		t.Fatalf("log has %d events, want %d", len(evs), procs*each)
 	}
 	nextI := make([]int, procs)
-	lastCounter := map[string]float64{}
+	lastCounter := map[string]int{}
 	for k, ev := range evs {
 		if k > 0 && ev.Seq <= evs[k-1].Seq {
 			t.Fatalf("seq %d after %d", ev.Seq, evs[k-1].Seq)
 		}
-		w, i := int(ev.Data["worker"].(float64)), int(ev.Data["i"].(float64))
+		w, i := ev.Data.Runs, ev.Data.Iteration
 		if i != nextI[w] {
 			t.Fatalf("worker %d: event i=%d at seq %d, want i=%d", w, i, ev.Seq, nextI[w])
 		}
 		nextI[w]++
-		c := ev.Data["counter"].(float64)
+		c := ev.Data.Attempts
 		if c != lastCounter[ev.FlowID]+1 {
 			t.Fatalf("flow %s: counter %v at seq %d after %v", ev.FlowID, c, ev.Seq, lastCounter[ev.FlowID])
 		}
@@ -379,7 +379,7 @@ func TestWatchAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, ev := range r.evs {
-		if ev.Seq != logged[i].Seq || ev.FlowID != logged[i].FlowID || ev.Data["i"] != logged[i].Data["i"] {
+		if ev.Seq != logged[i].Seq || ev.FlowID != logged[i].FlowID || ev.Data.Iteration != logged[i].Data.Iteration {
 			t.Fatalf("delivered event %d is seq %d (%s), the log has seq %d (%s)", i, ev.Seq, ev.FlowID, logged[i].Seq, logged[i].FlowID)
 		}
 	}

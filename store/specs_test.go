@@ -51,7 +51,7 @@ func TestSpecsStoredOnce(t *testing.T) {
 				st = storetest.NewState(id, status)
 			}
 			st.RawSpec, st.Status = spec, status
-			return storetest.Put(tx, st)
+			return storetest.PutAt(tx, st, clock.Now())
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestSpecsStoredOnce(t *testing.T) {
 		}
 		st := storetest.NewState("f2", engine.StatusComplete)
 		st.RawSpec = specA
-		return storetest.Put(tx, st)
+		return storetest.PutAt(tx, st, clock.Now())
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,6 @@ type tx struct {
 	// wrote is set by every successful write; an Update that wrote nothing
 	// is rolled back instead of committed, saving bbolt's two fsyncs.
 	wrote bool
-	// versions is the Version each flow got from its first Put in this
-	// transaction: further Puts of the same flow keep it, so Version counts
-	// committed transactions, not Put calls.
-	versions map[string]int64
 	// specs is the spec reference each flow read (Get) or written (Put) in
 	// this transaction has in the file, so Put knows without decoding the
 	// stored state again whether the spec changed (specs.go).
@@ -121,16 +117,18 @@ func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, 
 	return sum, nil
 }
 
-// Put creates or replaces the flow with its summary. It sets st.UpdatedAt
-// to the store's clock, st.CreatedAt when zero (keeping the stored one when
-// replacing), and st.Version to one more than the larger of st.Version and
-// the stored version, so versions only grow; a flow Put twice in one
-// transaction gets one increment. These fields are set on st itself and
-// copied into the stored summary, which is otherwise stored as given (its
-// FlowID and Status must be st's). The summary and the indexes
-// (newest-first, by status, pending gates) are updated in the same
-// transaction.
-func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
+// Put creates or replaces the flow with its summary if it is stored at
+// version expect (engine.NotStored: absent), else it fails with an
+// *engine.VersionError and writes nothing; bbolt's one writer at a time
+// makes the comparison and the write atomic. The stored version is read
+// from the flow's summary, which Put reads anyway to move its index
+// entries, so the state is not decoded. st is stored as given (its stamps
+// are the writer's; a zero SchemaVersion becomes the current record
+// version), the summary with st's CreatedAt, UpdatedAt and Version and
+// otherwise as given (its FlowID and Status must be st's). The summary and
+// the indexes (newest-first, by status, pending gates) are updated in the
+// same transaction.
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) error {
 	if st == nil {
 		return fmt.Errorf("store: %w: nil flow state", ErrInvalid)
 	}
@@ -143,6 +141,10 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if sum.FlowID != st.FlowID || sum.Status != st.Status {
 		return fmt.Errorf("store: %w: flow %q put with the summary of %q (status %q, the state's %q)",
 			ErrInvalid, st.FlowID, sum.FlowID, sum.Status, st.Status)
+	}
+	if expect < engine.NotStored || st.Version <= expect {
+		return fmt.Errorf("store: %w: flow %q put at version %d over version %d: a write moves the version on (engine.FlowState.Stamp)",
+			ErrInvalid, st.FlowID, st.Version, expect)
 	}
 	if t.done {
 		return ErrTxDone
@@ -162,10 +164,15 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	}); err != nil {
 		return err
 	}
+	at := engine.NotStored
+	if old != nil {
+		at = old.Version
+	}
+	if at != expect {
+		return &engine.VersionError{FlowID: st.FlowID, Expected: expect, Stored: at}
+	}
 
-	prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
-	v, putBefore := t.versions[st.FlowID]
-	engine.StampPut(st, old, t.s.now(), v, putBefore)
+	prevRecord := st.SchemaVersion
 	if st.SchemaVersion == 0 {
 		st.SchemaVersion = stateRecordVersion
 	}
@@ -175,7 +182,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	stored.RawSpec = ref.String()
 	data, err := marshalJSON(&stored)
 	if err != nil {
-		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
+		st.SchemaVersion = prevRecord
 		return fmt.Errorf("store: encode flow %s: %w", st.FlowID, err)
 	}
 	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
@@ -216,10 +223,6 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 			return err
 		}
 		t.rememberSpec(st.FlowID, ref)
-		if t.versions == nil {
-			t.versions = map[string]int64{}
-		}
-		t.versions[st.FlowID] = st.Version
 		if err := sums.Put(id, sumData); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/store"
 )
@@ -104,7 +106,8 @@ func buildBenchStore(path string) (Source, error) {
 				cp := *tmpl
 				cp.FlowID = fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)
 				cp.Version = 0
-				if err := tx.Put(&cp, engine.Summarize(&cp, sp.Flows[cp.FlowName])); err != nil {
+				expect := cp.Stamp(tmpl.UpdatedAt)
+				if err := tx.Put(&cp, engine.Summarize(&cp, sp.Flows[cp.FlowName]), expect); err != nil {
 					return err
 				}
 				n := perFlow
@@ -114,7 +117,7 @@ func buildBenchStore(path string) (Source, error) {
 				evs := make([]engine.Event, n)
 				for j := range evs {
 					evs[j] = engine.Event{FlowID: cp.FlowID, Type: engine.EventStepFailed, StepID: "build",
-						Data: map[string]any{"attempt": j + 1, "violations": []string{"ensure 'result.ok == True' failed"}}}
+						Data: engine.EventData{Attempt: j + 1, Violations: []string{"ensure 'result.ok == True' failed"}}}
 				}
 				if err := tx.Append(evs...); err != nil {
 					return err
@@ -191,4 +194,92 @@ func BenchmarkRefresh(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		drive(m, m.handleEngineEvents(nil))
 	}
+}
+
+var (
+	big100kOnce sync.Once
+	big100kSrc  Source
+	big100kErr  error
+	big100kDir  string // removed by TestMain
+)
+
+// big100k is a bbolt store of 100,000 flows, a quarter of them waiting at
+// a gate (enginetest.Populate), built once per test binary in a temporary
+// directory, or the file STRATUM_BENCH_STORE names (written by
+// enginetest's TestPopulateFile) to skip the build.
+func big100k(b *testing.B) Source {
+	b.Helper()
+	big100kOnce.Do(func() {
+		path := os.Getenv("STRATUM_BENCH_STORE")
+		build := path == ""
+		if build {
+			dir, err := os.MkdirTemp("", "stratum-tui-bench100k")
+			if err != nil {
+				big100kErr = err
+				return
+			}
+			big100kDir, path = dir, filepath.Join(dir, "stratum.db")
+		}
+		st, err := store.Open(path, store.Options{})
+		if err == nil && build {
+			err = enginetest.Populate(context.Background(), st, enginetest.PopulateOptions{Flows: 100_000})
+		}
+		big100kSrc, big100kErr = ServiceSource(&engine.Service{Store: st}), err
+	})
+	if big100kErr != nil {
+		b.Fatal(big100kErr)
+	}
+	return big100kSrc
+}
+
+// heapAfter runs fn and reports the heap it leaves reachable (what it
+// returns is kept alive until the measurement).
+func heapAfter(b *testing.B, fn func() any) {
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	keep := fn()
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))/(1<<20), "heap-MB")
+	runtime.KeepAlive(keep)
+}
+
+// BenchmarkPlainOnce100k is `stratum tui --plain --once` at 100,000 flows
+// (25,000 at a gate): the state line and one line per waiting gate.
+func BenchmarkPlainOnce100k(b *testing.B) {
+	b.Setenv("STRATUM_HOME", b.TempDir())
+	src := big100k(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := RunPlain(context.Background(), PlainOptions{Source: src, Out: io.Discard, Once: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFirstFrame100k: the console's first full frame at 100,000 flows
+// (25,000 at a gate), with the heap the loaded model holds.
+func BenchmarkFirstFrame100k(b *testing.B) {
+	b.Setenv("STRATUM_HOME", b.TempDir())
+	src := big100k(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := New(Options{Source: src, Keys: DefaultKeyMap(), Styles: DefaultStyles(NewRenderer(nil, true)), Tick: -1, Reviewer: "bench"})
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+		drive(m, m.Init())
+		if len(m.flows) != 100_000 || len(m.reviews) != 25_000 {
+			b.Fatalf("loaded %d flows and %d gates (%v)", len(m.flows), len(m.reviews), m.loadErr)
+		}
+		_ = m.View()
+	}
+	b.StopTimer()
+	heapAfter(b, func() any {
+		m := New(Options{Source: src, Keys: DefaultKeyMap(), Styles: DefaultStyles(NewRenderer(nil, true)), Tick: -1, Reviewer: "bench"})
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+		drive(m, m.Init())
+		return m
+	})
 }

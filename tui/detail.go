@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -170,4 +171,27 @@ func writeValue(b *strings.Builder, v any, indent string) {
 			b.WriteString(string(raw))
 		}
 	}
+}
+
+// dataText is an event's data as the log holds it (the keys its type
+// writes), indented; "" when it has none.
+func dataText(ev engine.Event) string {
+	fields, err := ev.DataFields()
+	if err != nil || len(fields) == 0 {
+		return ""
+	}
+	obj := []byte{'{'}
+	for i, f := range fields {
+		if i > 0 {
+			obj = append(obj, ',')
+		}
+		k, _ := json.Marshal(f.Key)
+		obj = append(append(append(obj, k...), ':'), f.JSON...)
+	}
+	obj = append(obj, '}')
+	var b bytes.Buffer
+	if json.Indent(&b, obj, "", "  ") != nil {
+		return ""
+	}
+	return b.String()
 }

@@ -19,9 +19,12 @@ import (
 // attempts that led to the gate. It is loaded once per review (a review id
 // names one round of one gate, whose past does not change) by gateCtxCmd.
 type gateContext struct {
-	onRevise   string // "" when the gate does not accept revise
-	maxRounds  int    // 0 = unlimited
-	noSpec     bool   // the stored spec no longer parses: routing unknown
+	onRevise  string // "" when the gate does not accept revise
+	maxRounds int    // 0 = unlimited
+	noSpec    bool   // the stored spec no longer parses: routing unknown
+	// artifacts are the flow's inputs, outputs and earlier decisions, from
+	// its state (the gate list carries none: Source.PendingReviews).
+	artifacts  *review.Artifacts
 	violations []violation
 	// order is the steps in the order their outputs were produced (the
 	// last step_done of each), so outputs read in execution order.
@@ -81,7 +84,11 @@ func (m *Model) gateCtxCmd(r review.PendingReview) tea.Cmd {
 		if err != nil {
 			return gateCtxMsg{r.ReviewID, &gateContext{err: err}}
 		}
-		gc := &gateContext{violations: gateViolations(evs, r), order: outputOrder(evs)}
+		a := engine.ReviewArtifacts(fs.State)
+		if fs.State.IsLibrary() {
+			a = r.Artifacts // a Go program's review carries its own (engine.GateReviews)
+		}
+		gc := &gateContext{violations: gateViolations(evs, r), artifacts: &a, order: outputOrder(evs)}
 		if fs.Flow == nil {
 			gc.noSpec = true
 		} else {
@@ -106,12 +113,12 @@ func gateViolations(evs []engine.Event, r review.PendingReview) []violation {
 			// A decision (of any gate) ends what led to the next one.
 			out, attempts = nil, map[string]int{}
 		case engine.EventGateOpened:
-			if ev.StepID == r.StepID && ev.Detail().Round == r.Round {
+			if ev.StepID == r.StepID && ev.Data.Round == r.Round {
 				return out
 			}
 		case engine.EventStepFailed:
 			attempts[ev.StepID]++
-			out = append(out, violation{stepID: ev.StepID, attempt: attempts[ev.StepID], text: strings.Join(ev.Detail().Violations, "; ")})
+			out = append(out, violation{stepID: ev.StepID, attempt: attempts[ev.StepID], text: strings.Join(ev.Data.Violations, "; ")})
 		case engine.EventStepDone:
 			attempts[ev.StepID]++
 			for i := range out {
@@ -169,6 +176,9 @@ func orderedKeys(outputs map[string]any, gc *gateContext) []string {
 func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width int, expanded, hint bool) []string {
 	st := c.st
 	now := c.now()
+	if gc != nil && gc.artifacts != nil {
+		r.Artifacts = *gc.artifacts
+	}
 	var out []string
 	add := func(s string, style func(...string) string) {
 		for _, l := range wrapLines(s, width) {

@@ -8,8 +8,10 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if benchDir != "" {
-		_ = os.RemoveAll(benchDir)
+	for _, dir := range []string{benchDir, big100kDir} {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))

@@ -68,11 +68,11 @@ func (p *tracePane) lines(c *common) []traceLine {
 	taskRow := map[string]int{} // a fan-out task's row: its latest state
 	for _, ev := range c.detailEvents {
 		tl := traceLine{seq: ev.Seq}
-		d := ev.Detail()
+		d := &ev.Data
 		var text, detail string
-		if td, ok := ev.TaskDetail(); ok {
-			text, detail = taskText(ev.StepID, td)
-			switch td.State {
+		if ev.Type == engine.EventParallelTask {
+			text, detail = taskText(ev.StepID, d)
+			switch d.State {
 			case engine.TaskComplete:
 				tl.style = c.st.OK.Render
 			case engine.TaskFailed, engine.TaskCancelled:
@@ -80,7 +80,7 @@ func (p *tracePane) lines(c *common) []traceLine {
 			}
 			tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(text)
 			tl.detail = clean(detail)
-			key := ev.StepID + "\x00" + td.TaskID
+			key := ev.StepID + "\x00" + d.TaskID
 			if i, ok := taskRow[key]; ok {
 				out[i] = tl
 				continue
@@ -129,11 +129,11 @@ func (p *tracePane) lines(c *common) []traceLine {
 			// A runner call: attempt, duration, tokens, cost; the trace
 			// record (function, model, output) when the runner kept one.
 			text = "· " + ev.StepID + " call"
-			if d.Call != nil && d.Call.Function != "" {
-				text = "· " + ev.StepID + " " + d.Call.Function
+			if d.Trace != nil && d.Trace.Function != "" {
+				text = "· " + ev.StepID + " " + d.Trace.Function
 			}
-			if d.Call != nil && d.Call.Model != "" {
-				text += " [" + d.Call.Model + "]"
+			if d.Trace != nil && d.Trace.Model != "" {
+				text += " [" + d.Trace.Model + "]"
 			}
 			if st.IsLibrary() {
 				// A Go program's Call: one entry with all its attempts.
@@ -149,8 +149,8 @@ func (p *tracePane) lines(c *common) []traceLine {
 			if d.CostUSD != nil && *d.CostUSD > 0 { // a free call (a command) shows no cost, as in `stratum run`
 				text += fmt.Sprintf(" $%.4f", *d.CostUSD)
 			}
-			if d.Call != nil {
-				detail = jsonText(d.Call.Output)
+			if d.Trace != nil {
+				detail = jsonText(d.Trace.Output)
 			}
 		case engine.EventGateOpened:
 			text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
@@ -181,9 +181,7 @@ func (p *tracePane) lines(c *common) []traceLine {
 			}
 		default:
 			text = fmt.Sprintf("· %s %s", strings.ReplaceAll(string(ev.Type), "_", " "), ev.StepID)
-			if len(ev.Data) > 0 {
-				detail = jsonText(ev.Data)
-			}
+			detail = dataText(ev)
 		}
 		tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(strings.TrimRight(text, " "))
 		tl.detail = clean(detail)
@@ -320,7 +318,7 @@ func (p *tracePane) View(c *common) []string {
 
 // taskText is the row of a fan-out task: state, run, duration, worktree
 // or branch; its detail is why it failed.
-func taskText(stepID string, d engine.TaskEventDetail) (string, string) {
+func taskText(stepID string, d *engine.EventData) (string, string) {
 	text := fmt.Sprintf("⇉ %s task %s %s", stepID, d.TaskID, d.State)
 	if d.Runs > 0 {
 		text += fmt.Sprintf(" (run %d)", d.Runs)

@@ -2,9 +2,9 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -129,21 +129,22 @@ func PlainEventLine(ev engine.Event, flowName string) string {
 	if ev.StepID != "" {
 		fmt.Fprintf(&b, " step=%s", specs.EscapeControl(ev.StepID))
 	}
-	keys := make([]string, 0, len(ev.Data))
-	for k := range ev.Data {
-		keys = append(keys, k)
+	fields, err := ev.DataFields()
+	if err != nil {
+		fmt.Fprintf(&b, " data_error=%q", err.Error())
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := ev.Data[k]
+	for _, f := range fields {
+		k := f.Key
 		var s string
-		switch x := v.(type) {
-		case string:
-			s = x
-		case nil:
+		switch {
+		case string(f.JSON) == "null":
 			continue
+		case f.JSON[0] == '"':
+			if json.Unmarshal(f.JSON, &s) != nil {
+				continue
+			}
 		default:
-			s = strings.TrimSpace(jsonCompact(x))
+			s = string(f.JSON)
 		}
 		if s == "" {
 			continue

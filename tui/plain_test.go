@@ -23,11 +23,11 @@ func TestPlainEventLine(t *testing.T) {
 		{engine.Event{Seq: 1, Time: base, FlowID: "f1", Type: engine.EventFlowCreated}, "deploy",
 			"2026-11-22T05:00:00Z flow_created flow=f1 name=deploy"},
 		{engine.Event{Time: base, FlowID: "f1", Type: engine.EventStepFailed, StepID: "build",
-			Data: map[string]any{"attempt": 1, "violations": []string{"ensure 'x' failed"}, "exhausted": false}}, "",
+			Data: engine.EventData{Attempt: 1, Violations: []string{"ensure 'x' failed"}}}, "",
 			`2026-11-22T05:00:00Z step_failed flow=f1 step=build attempt=1 exhausted=false violations="[\"ensure 'x' failed\"]"`},
 		{engine.Event{Time: base, FlowID: "f1", Type: engine.EventGateResolved, StepID: "review",
-			Data: map[string]any{"outcome": "approve", "rationale": "ship it", "reviewer": "", "channel": "tui"}}, "d",
-			`2026-11-22T05:00:00Z gate_resolved flow=f1 name=d step=review channel=tui outcome=approve rationale="ship it"`},
+			Data: engine.EventData{Outcome: "approve", Rationale: "ship it", ResolvedBy: "human", Channel: "tui"}}, "d",
+			`2026-11-22T05:00:00Z gate_resolved flow=f1 name=d step=review channel=tui outcome=approve rationale="ship it" resolved_by=human round=0`},
 	}
 	for _, tt := range tests {
 		if got := PlainEventLine(tt.ev, tt.name); got != tt.want {
@@ -103,9 +103,9 @@ func TestPlainEventLineEscapesControl(t *testing.T) {
 	evil := "\x1b]0;pwned\x07\x1b[2J\x00\u009b\x7f"
 	evs := []engine.Event{
 		{Time: base, FlowID: "f1", Type: engine.EventStepFailed, StepID: "build" + evil,
-			Data: map[string]any{"violations": []string{"stderr: " + evil}, "tail": evil}},
+			Data: engine.EventData{Violations: []string{"stderr: " + evil}, Error: evil}},
 		{Time: base, FlowID: "f1", Type: engine.EventGateResolved, StepID: "review",
-			Data: map[string]any{"rationale": "ok " + evil, "reviewer": evil, "output": map[string]any{"v": evil}}},
+			Data: engine.EventData{Rationale: "ok " + evil, Reviewer: evil, Reason: evil}},
 	}
 	for _, ev := range evs {
 		line := PlainEventLine(ev, "deploy"+evil)

@@ -411,15 +411,20 @@ func TestChildFlowResumesParent(t *testing.T) {
 // says complete, never a step past the last.
 func TestFinishedCheckpointComplete(t *testing.T) {
 	done := "complete"
+	at := func(idx int, terminal *string) engine.Checkpoint {
+		var cp engine.Checkpoint
+		cp.CurrentIdx, cp.TerminalStatus = idx, terminal
+		return cp
+	}
 	for _, tc := range []struct {
 		cp    engine.Checkpoint
 		total int
 		want  string
 	}{
-		{engine.Checkpoint{CurrentIdx: 4}, 4, "complete"},
-		{engine.Checkpoint{CurrentIdx: 1}, 4, "2 of 4"},
-		{engine.Checkpoint{CurrentIdx: 2, TerminalStatus: &done}, 4, "complete"},
-		{engine.Checkpoint{CurrentIdx: 0}, 0, "1"},
+		{at(4, nil), 4, "complete"},
+		{at(1, nil), 4, "2 of 4"},
+		{at(2, &done), 4, "complete"},
+		{at(0, nil), 0, "1"},
 	} {
 		if got := atStep(&tc.cp, tc.total); got != tc.want {
 			t.Errorf("atStep(%d of %d) = %q, want %q", tc.cp.CurrentIdx, tc.total, got, tc.want)

@@ -14,8 +14,10 @@ import (
 type Source interface {
 	// Flows returns the summaries of all flows, newest first.
 	Flows(ctx context.Context) ([]engine.FlowSummary, error)
-	// PendingReviews returns every gate waiting for a decision, with its
-	// context (question, artifacts, deadline).
+	// PendingReviews returns every gate waiting for a decision: question,
+	// outcomes, round, approver, deadline, but no Artifacts (read from the
+	// flow's state for the gates on screen: gateCtxCmd), so listing
+	// thousands of gates reads summaries only.
 	PendingReviews(ctx context.Context) ([]review.PendingReview, error)
 	// Get returns one flow's state (an error wrapping engine.ErrNotFound
 	// when unknown).
@@ -69,7 +71,7 @@ func (s serviceSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) 
 }
 
 func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
-	return s.svc.PendingReviews(ctx)
+	return s.svc.GateReviews(ctx)
 }
 
 func (s serviceSource) Get(ctx context.Context, flowID string) (*engine.FlowState, error) {

@@ -1,30 +1,29 @@
 package tui
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
 )
 
 func TestTaskRowText(t *testing.T) {
-	ev := engine.Event{Type: engine.EventParallelTask, StepID: "fan", Data: map[string]any{
-		"task_id": "b", "state": "failed", "runs": 2, "duration_ms": int64(1500), "branch": "stratum/1234/fan/b",
-		"violations": []string{"task 'b': command exited with status 1"}}}
-	d, ok := ev.TaskDetail()
-	if !ok {
-		t.Fatal("not a task event")
-	}
-	text, detail := taskText(ev.StepID, d)
+	ev := engine.Event{Type: engine.EventParallelTask, StepID: "fan", Data: engine.EventData{
+		TaskID: "b", State: "failed", Runs: 2, DurationMS: 1500, Branch: "stratum/1234/fan/b",
+		Violations: []string{"task 'b': command exited with status 1"}}}
+	text, detail := taskText(ev.StepID, &ev.Data)
 	if want := "⇉ fan task b failed (run 2) 1.5s stratum/1234/fan/b"; text != want {
 		t.Fatalf("row %q, want %q", text, want)
 	}
 	if detail != "task 'b': command exited with status 1" {
 		t.Fatalf("detail %q", detail)
 	}
-	// Read back from the log (JSON numbers) the same way.
-	ev.Data = map[string]any{"task_id": "b", "state": "running", "runs": float64(1), "worktree": "/w/b"}
-	d, _ = ev.TaskDetail()
-	if text, _ := taskText("fan", d); text != "⇉ fan task b running (run 1) /w/b" {
+	// Read back from the log the same way.
+	var stored engine.Event
+	if err := json.Unmarshal([]byte(`{"type":"parallel_task","data":{"task_id":"b","state":"running","runs":1,"worktree":"/w/b"}}`), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := taskText("fan", &stored.Data); text != "⇉ fan task b running (run 1) /w/b" {
 		t.Fatal(text)
 	}
 }

@@ -14,18 +14,19 @@ func TestTraceLines(t *testing.T) {
 	f := newFixture(t)
 	m := newModel(t, f.src, 100, 30)
 	m.detail = &engine.FlowState{FlowID: "f", FlowName: "x", Status: "running",
-		StepOutputs: map[string]any{"build": map[string]any{"ok": true}},
-		Records:     []engine.Record{{Type: engine.RecordStep, StepID: "build", DurationMS: 1500}},
+		StepProgress: engine.StepProgress{
+			StepOutputs: map[string]any{"build": map[string]any{"ok": true}},
+			Records:     []engine.Record{{Type: engine.RecordStep, StepID: "build", DurationMS: 1500}}},
 		BudgetState: &engine.BudgetState{SpentUSD: 0.0123, SpentTokens: 900}}
 	m.detailEvents = []engine.Event{
-		{Seq: 1, Time: base, Type: engine.EventTrace, StepID: "build", Data: map[string]any{
-			"attempt": float64(1), "duration_ms": float64(1200), "tokens": float64(900), "cost_usd": 0.0123,
-			"trace": map[string]any{"function": "builder", "model": "m-1", "output": map[string]any{"ok": false}}}},
-		{Seq: 2, Time: base, Type: engine.EventStepFailed, StepID: "build", Data: map[string]any{
-			"attempt": float64(1), "status": "ensure_failed", "violations": []any{"ensure 'result.ok' failed"}, "exhausted": false}},
-		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventTrace, StepID: "build", Data: map[string]any{
-			"attempt": float64(2), "duration_ms": float64(3), "cost_usd": 0.0}},
-		{Seq: 4, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: map[string]any{"attempts": float64(2)}},
+		{Seq: 1, Time: base, Type: engine.EventTrace, StepID: "build", Data: engine.EventData{
+			Attempt: 1, DurationMS: 1200, Tokens: 900, CostUSD: ptrTo(0.0123),
+			Trace: &engine.TraceRecord{Function: "builder", Model: "m-1", Output: map[string]any{"ok": false}}}},
+		{Seq: 2, Time: base, Type: engine.EventStepFailed, StepID: "build", Data: engine.EventData{
+			Attempt: 1, Status: "ensure_failed", Violations: []string{"ensure 'result.ok' failed"}}},
+		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventTrace, StepID: "build", Data: engine.EventData{
+			Attempt: 2, DurationMS: 3, CostUSD: ptrTo(0.0)}},
+		{Seq: 4, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: engine.EventData{Attempts: 2}},
 	}
 	trace, i := paneOf[*tracePane](t, m)
 	m.focus = i
@@ -50,3 +51,5 @@ func TestTraceLines(t *testing.T) {
 		t.Fatalf("expanded call output or cost missing:\n%s", frame)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -8,6 +8,9 @@
 // into the infer executor, key bindings into the TUI. Nothing else reads
 // config files.
 //
+// Part of the stratum command, not a public API: its exported names serve
+// the command's packages and may change.
+//
 //	default_model: openai/gpt-4o-mini            # infer steps without a model
 //	base_urls: {ollama: "http://gpu-box:11434/v1"}
 //	agents:

@@ -228,6 +228,56 @@ func TestGateHumanConfirm(t *testing.T) {
 	if code, shown := onTerminal(id[:8]+"\n", "gate", "reject", id[:6], "review", "--note", "no"); code != 0 || !strings.Contains(shown, `"result": "killed"`) {
 		t.Errorf("confirmed with the short id: exit %d %q", code, shown)
 	}
+
+	// Every other path that records a human decision follows the same rule
+	// (issue 22): /dev/null and /dev/zero are character devices, not
+	// terminals; --approve GATE and the run's console need the terminal
+	// and the confirmation too; nothing is recorded without them, and an
+	// endless input does not grow memory.
+	id = e.plan("human", "")
+	fromFile := func(stdin string, args ...string) (int, string) {
+		t.Helper()
+		f, err := os.Open(stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "stratum"), args...)
+		cmd.Env, cmd.Stdin = e.env(), f
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		err = cmd.Run()
+		if ctx.Err() != nil {
+			t.Fatalf("%s < %s: did not end", strings.Join(args, " "), stdin)
+		}
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return code, errb.String()
+	}
+	for _, dev := range []string{"/dev/null", "/dev/zero"} {
+		if code, msg := fromFile(dev, "gate", "approve", id, "review"); code != 2 || !strings.Contains(msg, "use the TUI") {
+			t.Errorf("gate approve < %s: exit %d %q", dev, code, msg)
+		}
+		if code, msg := fromFile(dev, "run", "--resume", id, "--approve", "review"); code != 2 || !strings.Contains(msg, "decided by a person") {
+			t.Errorf("run --approve < %s: exit %d %q", dev, code, msg)
+		}
+	}
+	if code, _, msg := e.run("approve\nlgtm\nreview\n", "run", "--resume", id, "--on-gate", "prompt"); code != 2 || !strings.Contains(msg, "decided by a person") {
+		t.Errorf("run's console from a pipe: exit %d %q", code, msg)
+	}
+	if s := e.status(id); s != engine.StatusAwaitingGate {
+		t.Fatalf("refused decisions changed the flow: %s", s)
+	}
+	if code, shown := onTerminal("review\n", "run", "--resume", id, "--approve", "review"); code != 0 || !strings.Contains(shown, "type the gate's step id (review)") {
+		t.Errorf("run --approve on a terminal, confirmed: exit %d %q", code, shown)
+	}
+	if s := e.status(id); s != engine.StatusComplete {
+		t.Errorf("after the confirmed --approve: %s", s)
+	}
 }
 
 // TestHelpTexts: in every command's --help, flag descriptions do not leak

@@ -18,7 +18,9 @@ var errReadOnly = errors.New("enginetest: write in a read-only transaction")
 
 // Store is an in-memory engine.Store. The zero value is not usable; call New.
 type Store struct {
-	// Now is the store's clock for UpdatedAt/CreatedAt (default time.Now).
+	// Now is the store's clock: GC's cutoff and the time of events
+	// appended without one (default time.Now). The stamps of states are
+	// the writer's (engine.FlowState.Stamp).
 	Now func() time.Time
 
 	mu sync.Mutex
@@ -38,7 +40,7 @@ type data struct {
 }
 
 // record is one flow: its state as JSON (so every Get decodes a private
-// copy) and the summary Put was given, with the store's stamps.
+// copy) and the summary Put was given, with the state's stamps.
 type record struct {
 	state []byte
 	sum   engine.FlowSummary
@@ -176,9 +178,6 @@ type tx struct {
 	s     *Store
 	d     *data
 	write bool
-	// versions is the Version each flow got from its first Put in this
-	// transaction: Version counts transactions, not Put calls.
-	versions map[string]int64
 }
 
 func (t *tx) Get(flowID string) (*engine.FlowState, error) {
@@ -193,7 +192,9 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 	return &st, nil
 }
 
-func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
+// Put stores st and its summary if the flow is stored at version expect
+// (engine.NotStored: absent), else fails with an *engine.VersionError.
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) error {
 	if !t.write {
 		return errReadOnly
 	}
@@ -204,23 +205,20 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		return fmt.Errorf("enginetest: Put of flow %q with the summary of %q (status %q, state's %q)",
 			st.FlowID, sum.FlowID, sum.Status, st.Status)
 	}
-	old, stored := t.d.flows[st.FlowID]
-	// Like the real store: the version moves forward from the stored one
-	// (once per transaction) and a zero CreatedAt keeps the stored one.
-	var oldSum *engine.FlowSummary
-	if stored {
-		oldSum = &old.sum
+	if expect < engine.NotStored || st.Version <= expect {
+		return fmt.Errorf("enginetest: Put of flow %q at version %d over version %d: a write moves the version on (FlowState.Stamp)", st.FlowID, st.Version, expect)
 	}
-	v, putBefore := t.versions[st.FlowID]
-	engine.StampPut(st, oldSum, t.s.now(), v, putBefore)
+	stored := engine.NotStored
+	if old, ok := t.d.flows[st.FlowID]; ok {
+		stored = old.sum.Version
+	}
+	if stored != expect {
+		return &engine.VersionError{FlowID: st.FlowID, Expected: expect, Stored: stored}
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("flow %q: encoding: %w", st.FlowID, err)
 	}
-	if t.versions == nil {
-		t.versions = map[string]int64{}
-	}
-	t.versions[st.FlowID] = st.Version
 	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
 	t.d.flows[st.FlowID] = record{state: b, sum: cloneSummary(sum)}
 	return nil
@@ -239,6 +237,10 @@ func cloneSummary(sum engine.FlowSummary) engine.FlowSummary {
 	if o := sum.Owner; o != nil {
 		c := *o
 		sum.Owner = &c
+	}
+	if r := sum.Review; r != nil {
+		c := *r
+		sum.Review = &c
 	}
 	return sum
 }

@@ -18,7 +18,10 @@ func TestMemStore(t *testing.T) {
 
 	put := func(st *engine.FlowState) {
 		t.Helper()
-		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, engine.Summarize(st, nil)) }); err != nil {
+		if err := s.Update(ctx, func(tx engine.Tx) error {
+			expect := st.Stamp(now)
+			return tx.Put(st, engine.Summarize(st, nil), expect)
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +45,8 @@ func TestMemStore(t *testing.T) {
 		if _, err := tx.Get("zz"); !errors.Is(err, engine.ErrNotFound) {
 			t.Errorf("missing flow: %v", err)
 		}
-		if err := tx.Put(again, engine.Summarize(again, nil)); err == nil {
+		expect := again.Stamp(now)
+		if err := tx.Put(again, engine.Summarize(again, nil), expect); err == nil {
 			t.Error("Put inside View succeeded")
 		}
 		list, _ := tx.List(engine.ListFilter{})
@@ -60,7 +64,8 @@ func TestMemStore(t *testing.T) {
 	boom := errors.New("boom")
 	err := s.Update(ctx, func(tx engine.Tx) error {
 		c := &engine.FlowState{FlowID: "c"}
-		_ = tx.Put(c, engine.Summarize(c, nil))
+		expect := c.Stamp(now)
+		_ = tx.Put(c, engine.Summarize(c, nil), expect)
 		_ = tx.Append(engine.Event{FlowID: "c", Type: engine.EventFlowCreated})
 		_ = tx.CachePut("k", []byte("v"))
 		return boom

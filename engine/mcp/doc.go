@@ -2,6 +2,9 @@
 // over stdio (`stratum mcp`), so coding agents can plan flows, report step
 // results and resolve gates through tool calls.
 //
+// Part of the stratum command, not a public API: its exported names serve
+// the command's packages and may change.
+//
 // It exposes the original Python server's seventeen tools with the same
 // parameter names, defaults and response shapes (upstream-behavior §2.2–§2.3),
 // plus stratum_wait_gate and stratum_list_flows. Every tool result carries the

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -158,19 +159,26 @@ func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*O
 			return &Outcome{FlowID: req.Resume, Status: EndInvalid, ExitCode: ExitUsage, Message: e.Message}, nil
 		}
 	}
+	var stdin io.Reader
+	if s.Stdin != nil {
+		stdin = bufio.NewReader(s.Stdin)
+	}
 	x, err := NewExecutors(s.Config, s.Record, s.Replay)
 	if err != nil {
 		return nil, err
 	}
 	defer x.Close(s.Stderr)
 	r := New(Options{
-		Service:  svc,
-		Redact:   Redactor(s.Config),
-		Infer:    x.Infer,
-		Agent:    x.Agent,
-		Tracer:   x.Tracer,
-		Gates:    review.Policy{Approve: req.Approve, OnGate: req.OnGate},
-		Console:  &review.Console{In: s.Stdin, Out: s.Stderr},
+		Service: svc,
+		Redact:  Redactor(s.Config),
+		Infer:   x.Infer,
+		Agent:   x.Agent,
+		Tracer:  x.Tracer,
+		// One reader of stdin for the policy's confirmations and the
+		// console, and one human-presence rule for both (review.HumanConfirm).
+		Gates: review.Policy{Approve: req.Approve, OnGate: req.OnGate,
+			Human: review.HumanConfirm{Terminal: s.Terminal, In: stdin, Out: s.Stderr, Escape: specs.EscapeControl}},
+		Console:  &review.Console{In: stdin, Out: s.Stderr, Terminal: s.Terminal},
 		Progress: &Printer{W: s.Stderr, Terminal: s.Terminal, GitHub: s.GitHub},
 		Cache:    req.Cache,
 		// Fan-out worktrees: kept ones are printed with the progress.

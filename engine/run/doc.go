@@ -12,6 +12,9 @@
 // trace records and the budget ledger with the flow, caches results, and
 // reports progress (terminal, plain lines, GitHub annotations, JUnit).
 //
+// Part of the stratum command, not a public API: its exported names serve
+// the command's packages and may change.
+//
 // It also owns `stratum run`'s command line and report (cli.go), so main
 // only binds flags and maps outcomes to exit statuses: CommandLine.Check
 // turns the flags into a Request (every problem a *UsageError), Execute
@@ -35,6 +38,8 @@
 // their tasks through FanOut (concurrency, dependencies, git worktrees,
 // require, merge), recording every task's state in the flow so a resume
 // re-runs only unfinished tasks, and report the outcome through
-// parallel_done. The MCP server's stratum_parallel_start uses the same
+// parallel_done. The records (and the tasks' call records) are written
+// behind the work by one engine.FlowWriter per fan-out, so concurrent tasks
+// never conflict with each other over the flow. The MCP server's stratum_parallel_start uses the same
 // FanOut.
 package run

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -25,10 +26,12 @@ import (
 // worktree each task runs in its own git worktree on its own branch, its
 // changes committed there, checked against its files_owned, then the
 // worktree removed (kept with --keep-worktrees). Every change of a task's
-// state is recorded in the flow (Service.RecordParallelTask) as it
-// happens, so a fan-out resumed after a crash re-runs only the tasks that
-// had not completed. Once every task settled, the completed branches are
-// merged in task order (merge: sequential_apply) — all of them or, on a
+// state is recorded in the flow as it happens, through one
+// engine.FlowWriter (the pending tasks in one write, then what the tasks
+// record meanwhile in each next write, so the fan-out's own writes never
+// conflict with each other), so a fan-out resumed after a crash re-runs
+// only the tasks that had not completed. Once every task settled, the
+// completed branches are merged in task order (merge: sequential_apply) — all of them or, on a
 // conflict, none. The caller reports the outcome with
 // Service.ParallelDoneDetailed: the state machine judges require, the
 // merge and the step's checks.
@@ -74,7 +77,20 @@ type FanOut struct {
 	// Log receives notes for the user (kept worktrees); nil: discarded.
 	Log io.Writer
 
+	// Writer records the tasks' states (nil: a FlowWriter of FlowID as
+	// Report); share it with every other concurrent writer of the flow in
+	// this process (the tasks' call records), so they never conflict.
+	Writer *engine.FlowWriter
+
 	state map[string]*engine.ParallelTask // owned by the scheduler
+	// later counts the records queued by recordLater and not yet
+	// answered; laterQ holds them in order for confirm (running while
+	// confirming); laterErr is the first that failed.
+	later      sync.WaitGroup
+	laterMu    sync.Mutex
+	laterQ     []queuedRecord
+	confirming bool
+	laterErr   error
 	// wtMu serialises `git worktree` commands: git's worktree bookkeeping
 	// is not safe for concurrent adds and prunes.
 	wtMu sync.Mutex
@@ -170,7 +186,11 @@ func (f *FanOut) Preflight(ctx context.Context) error {
 }
 
 // Run executes the fan-out (Preflight first). A *FanOutError means nothing
-// ran.
+// ran. The tasks still to run are recorded pending, then each start and
+// each settled task, all through Writer (a few writes for many records),
+// so concurrent tasks never conflict with each other over the flow.
+// Ctrl-C (ctx ending) is honoured in every phase: the run returns
+// Interrupted, the flow resumable.
 func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 	if err := f.Preflight(ctx); err != nil {
 		return nil, err
@@ -178,7 +198,11 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 	if f.WorktreeRoot == "" {
 		f.WorktreeRoot = filepath.Join(stratumHome(), "worktrees")
 	}
-	f.state = map[string]*engine.ParallelTask{}
+	if f.Writer == nil {
+		f.Writer = f.Service.FlowWriter(f.FlowID, f.Report)
+	}
+	f.state = make(map[string]*engine.ParallelTask, len(f.Tasks))
+	var pending []engine.ParallelTask
 	for _, t := range f.Tasks {
 		pt := engine.ParallelTask{TaskID: t.ID, State: engine.TaskPending, StepID: f.Step.ID}
 		if p, ok := f.Prior[t.ID]; ok {
@@ -189,14 +213,11 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 			pt.Runs = p.Runs
 		}
 		f.state[t.ID] = &pt
+		pending = append(pending, pt)
 	}
-	for _, t := range f.Tasks {
-		if f.state[t.ID].State == engine.TaskPending {
-			if err := f.record(ctx, *f.state[t.ID]); err != nil {
-				return nil, err
-			}
-		}
-	}
+	// Queued at once, in one write (unless the store limits its writes:
+	// etcd); tasks start while it is written.
+	f.recordLater(ctx, pending...)
 	res := &FanOutResult{MergeStatus: "clean"}
 	if err := f.schedule(ctx, res); err != nil {
 		return nil, err
@@ -211,19 +232,88 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 	return res, nil
 }
 
-// record persists a task's state (and tells OnTask).
-func (f *FanOut) record(ctx context.Context, t engine.ParallelTask) error {
-	_, err := f.Service.RecordParallelTask(context.WithoutCancel(ctx), f.FlowID, t, f.Report)
-	if e := engine.AsError(err); e != nil {
-		return fmt.Errorf("step '%s': recording task '%s' refused: %s", f.Step.ID, t.TaskID, e.Message)
+// recordLater queues the records of tasks behind the fan-out's other
+// writes without waiting for them: the scheduler and the tasks go on while
+// the FlowWriter commits what accumulates in one write. OnTask is told of
+// each record once it is written (in the order the records were queued),
+// so a progress line never announces what a kill -9 could still lose. A
+// failure is kept for laterError; a write whose ctx ended (Ctrl-C) is not
+// one. flushLater waits for every queued record.
+func (f *FanOut) recordLater(ctx context.Context, ts ...engine.ParallelTask) {
+	// Many records go in writes the store accepts (FlowWriter.MaxEvents).
+	if max := f.Writer.MaxEvents(); max > 0 {
+		for len(ts) > max {
+			f.recordLater(ctx, ts[:max]...)
+			ts = ts[max:]
+		}
 	}
-	if err != nil {
-		return err
+	if len(ts) == 0 {
+		return
 	}
-	if f.OnTask != nil {
-		f.OnTask(t)
+	ch := f.Writer.RecordTasksLater(ctx, ts...)
+	f.later.Add(1)
+	f.laterMu.Lock()
+	defer f.laterMu.Unlock()
+	f.laterQ = append(f.laterQ, queuedRecord{ctx: ctx, answer: ch, tasks: ts})
+	if !f.confirming {
+		f.confirming = true
+		go f.confirm()
 	}
-	return nil
+}
+
+// queuedRecord is a record handed to the FlowWriter, awaiting its answer.
+type queuedRecord struct {
+	ctx    context.Context
+	answer <-chan error
+	tasks  []engine.ParallelTask
+}
+
+// confirm awaits the answers of the queued records in order, tells OnTask
+// of those written and keeps the first failure.
+func (f *FanOut) confirm() {
+	f.laterMu.Lock()
+	for len(f.laterQ) > 0 {
+		q := f.laterQ[0]
+		f.laterQ = f.laterQ[1:]
+		f.laterMu.Unlock()
+		err := <-q.answer
+		switch {
+		case err == nil:
+			if f.OnTask != nil {
+				for _, t := range q.tasks {
+					f.OnTask(t)
+				}
+			}
+		case q.ctx.Err() != nil:
+		default:
+			if e := engine.AsError(err); e != nil {
+				err = fmt.Errorf("step '%s': recording task '%s' refused: %s", f.Step.ID, q.tasks[0].TaskID, e.Message)
+			}
+			f.laterMu.Lock()
+			if f.laterErr == nil {
+				f.laterErr = err
+			}
+			f.laterMu.Unlock()
+		}
+		f.later.Done()
+		f.laterMu.Lock()
+	}
+	f.confirming = false
+	f.laterMu.Unlock()
+}
+
+// laterError is the first failure of a queued record so far.
+func (f *FanOut) laterError() error {
+	f.laterMu.Lock()
+	defer f.laterMu.Unlock()
+	return f.laterErr
+}
+
+// flushLater waits for every record queued by recordLater and returns the
+// first failure.
+func (f *FanOut) flushLater() error {
+	f.later.Wait()
+	return f.laterError()
 }
 
 // taskDone is what a task's goroutine hands back.
@@ -231,20 +321,39 @@ type taskDone struct {
 	id     string
 	task   *engine.ParallelTask // the settled task; nil when it did not settle (interrupted)
 	budget string               // the budget ran out during the task
-	err    error                // a store error
 }
 
 // Causes of a task's cancellation.
 var (
 	errTaskCancelled = errors.New("require can no longer be met")
 	errBudgetStop    = errors.New("the budget ran out")
+	errStoreStop     = errors.New("the fan-out's state could not be recorded")
 )
+
+// readyQueue holds the indexes (source order) of tasks whose dependencies
+// completed, smallest first: the next task to start is the first ready
+// one in source order.
+type readyQueue []int
+
+func (q readyQueue) Len() int           { return len(q) }
+func (q readyQueue) Less(i, j int) bool { return q[i] < q[j] }
+func (q readyQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *readyQueue) Push(x any)        { *q = append(*q, x.(int)) }
+func (q *readyQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
 
 // schedule runs the tasks: at most max_concurrent at a time, each once its
 // dependencies completed; a task whose dependency did not complete is
 // cancelled; once require cannot be met any more the open tasks are
-// cancelled (the original's cascade cancel). The budget running out, or
-// ctx ending, cancels the running tasks (their process groups are killed).
+// cancelled (the original's cascade cancel). The budget running out, a
+// store failure, or ctx ending, cancels the running tasks (their process
+// groups are killed). Its bookkeeping is incremental (a ready queue,
+// per-task counts of unfinished dependencies, running totals), so each
+// task costs the same however many there are.
 func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 	maxc := f.Step.MaxConcurrent
 	if maxc <= 0 {
@@ -262,91 +371,119 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		stopping = true
 		cancelAll(cause)
 	}
-
-	byID := map[string]fanout.Task{}
-	for _, t := range f.Tasks {
-		byID[t.ID] = t
+	failStore := func(err error) {
+		if storeErr == nil {
+			storeErr = err
+		}
+		stop(errStoreStop)
 	}
-	counts := func() (complete, failed, open int) {
-		for _, t := range f.Tasks {
-			switch s := f.state[t.ID].State; {
-			case s == engine.TaskComplete:
-				complete++
-			case engine.TaskTerminal(s):
-				failed++
-			default:
-				open++
+
+	n := len(f.Tasks)
+	index := make(map[string]int, n)
+	for i, t := range f.Tasks {
+		index[t.ID] = i
+	}
+	dependents := make([][]int, n)
+	waiting := make([]int, n) // dependencies not complete yet
+	complete, failed, open := 0, 0, 0
+	tally := func(state string, d int) {
+		switch {
+		case state == engine.TaskComplete:
+			complete += d
+		case engine.TaskTerminal(state):
+			failed += d
+		default:
+			open += d
+		}
+	}
+	ready := &readyQueue{}
+	for i, t := range f.Tasks {
+		tally(f.state[t.ID].State, 1)
+		for _, d := range t.DependsOn {
+			j := index[d]
+			dependents[j] = append(dependents[j], i)
+			if f.state[d].State != engine.TaskComplete {
+				waiting[i]++
 			}
 		}
-		return
 	}
-	settle := func(id, state, msg string) {
-		pt := f.state[id]
+	for i, t := range f.Tasks {
+		if waiting[i] == 0 && f.state[t.ID].State == engine.TaskPending {
+			*ready = append(*ready, i)
+		}
+	}
+	heap.Init(ready)
+	// set changes a task's state, keeping the totals and the ready queue.
+	set := func(id string, pt engine.ParallelTask) {
+		old := f.state[id].State
+		tally(old, -1)
+		tally(pt.State, 1)
+		*f.state[id] = pt
+		if pt.State == engine.TaskComplete && old != engine.TaskComplete {
+			for _, k := range dependents[index[id]] {
+				if waiting[k]--; waiting[k] == 0 && f.state[f.Tasks[k].ID].State == engine.TaskPending {
+					heap.Push(ready, k)
+				}
+			}
+		}
+	}
+	settled := func(id, state, msg string) engine.ParallelTask {
+		pt := *f.state[id]
 		pt.State = state
 		pt.Error = &msg
 		pt.Violations = []string{msg}
 		if pt.FinishedAt == nil {
 			pt.FinishedAt = fanout.UnixSeconds(time.Now())
 		}
-		if err := f.record(ctx, *pt); err != nil && storeErr == nil {
-			storeErr = err
-		}
+		set(id, pt)
+		return pt
 	}
-	for {
-		if !stopping && ctx.Err() == nil {
-			// Cancel tasks whose dependencies cannot complete any more.
-			for changed := true; changed; {
-				changed = false
-				for _, t := range f.Tasks {
-					if f.state[t.ID].State != engine.TaskPending {
-						continue
-					}
-					for _, d := range t.DependsOn {
-						if s := f.state[d].State; engine.TaskTerminal(s) && s != engine.TaskComplete {
-							settle(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' did not run: its dependency '%s' %s", t.ID, d, s))
-							changed = true
-							break
-						}
-					}
-				}
-			}
-			if c, fl, open := counts(); open > 0 && fanout.RequireUnsatisfiable(require, c, fl, open) {
-				stopping = true
-				for _, t := range f.Tasks {
-					if f.state[t.ID].State == engine.TaskPending {
-						settle(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' cancelled: require '%s' can no longer be met", t.ID, orDefault(require, "all")))
-					}
-				}
-				for _, c := range cancels {
-					c(errTaskCancelled)
-				}
-			}
-		}
-		for !stopping && ctx.Err() == nil && running < maxc {
-			next := ""
-			for _, t := range f.Tasks {
+	// cascade cancels the pending tasks that depend, directly or not, on
+	// the task id that ended without completing; one write for all.
+	cascade := func(id string) {
+		var batch []engine.ParallelTask
+		queue := []string{id}
+		for len(queue) > 0 {
+			d := queue[0]
+			queue = queue[1:]
+			for _, k := range dependents[index[d]] {
+				t := f.Tasks[k]
 				if f.state[t.ID].State != engine.TaskPending {
 					continue
 				}
-				ready := true
-				for _, d := range t.DependsOn {
-					if f.state[d].State != engine.TaskComplete {
-						ready = false
-						break
-					}
-				}
-				if ready {
-					next = t.ID
-					break
+				batch = append(batch, settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' did not run: its dependency '%s' %s", t.ID, d, f.state[d].State)))
+				queue = append(queue, t.ID)
+			}
+		}
+		f.recordLater(context.WithoutCancel(ctx), batch...)
+	}
+	for {
+		if err := f.laterError(); err != nil && !stopping {
+			failStore(err)
+		}
+		if !stopping && ctx.Err() == nil && open > 0 && fanout.RequireUnsatisfiable(require, complete, failed, open) {
+			stopping = true
+			var batch []engine.ParallelTask
+			for _, t := range f.Tasks {
+				if f.state[t.ID].State == engine.TaskPending {
+					batch = append(batch, settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' cancelled: require '%s' can no longer be met", t.ID, orDefault(require, "all"))))
 				}
 			}
-			if next == "" {
-				break
+			f.recordLater(context.WithoutCancel(ctx), batch...)
+			for _, c := range cancels {
+				c(errTaskCancelled)
+			}
+		}
+		for !stopping && ctx.Err() == nil && running < maxc && ready.Len() > 0 {
+			next := f.Tasks[heap.Pop(ready).(int)].ID
+			if f.state[next].State != engine.TaskPending {
+				continue
 			}
 			view, reason, err := f.budget(ctx)
 			if err != nil {
-				storeErr = err
-				stop(errBudgetStop)
+				if ctx.Err() == nil {
+					failStore(err)
+				}
 				break
 			}
 			if reason != "" {
@@ -354,23 +491,18 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 				stop(errBudgetStop)
 				break
 			}
-			pt := f.state[next]
+			pt := *f.state[next]
 			pt.State = engine.TaskRunning
 			pt.Runs++
 			pt.StartedAt = fanout.UnixSeconds(time.Now())
 			pt.FinishedAt, pt.Error, pt.Violations, pt.Result = nil, nil, nil, nil
-			if err := f.record(ctx, *pt); err != nil {
-				storeErr = err
-				stop(errBudgetStop)
-				break
-			}
+			set(next, pt)
 			tctx, cancel := context.WithCancelCause(runCtx)
 			cancels[next] = cancel
 			running++
-			snapshot := *pt
-			go func(t fanout.Task) {
+			go func(t fanout.Task, snapshot engine.ParallelTask) {
 				done <- f.runTask(ctx, tctx, t, snapshot, view)
-			}(byID[next])
+			}(f.Tasks[index[next]], pt)
 		}
 		if running == 0 {
 			break
@@ -382,16 +514,20 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			delete(cancels, d.id)
 		}
 		if d.task != nil {
-			*f.state[d.id] = *d.task
-		}
-		if d.err != nil && storeErr == nil {
-			storeErr = d.err
-			stop(errBudgetStop)
+			set(d.id, *d.task)
+			if d.task.State != engine.TaskComplete && !stopping && ctx.Err() == nil {
+				cascade(d.id)
+			}
 		}
 		if d.budget != "" && res.Budget == "" {
 			res.Budget = d.budget
 			stop(errBudgetStop)
 		}
+	}
+	// Every record is written before the fan-out merges and reports (or
+	// stops).
+	if err := f.flushLater(); err != nil && storeErr == nil {
+		storeErr = err
 	}
 	if ctx.Err() != nil {
 		res.Interrupted = true
@@ -419,7 +555,15 @@ var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // runTask runs one task (under tctx, a child of the fan-out's ctx) to a
 // terminal state and records it. A task interrupted with ctx (Ctrl-C) is
 // left running in the store, its worktree removed: a resume runs it again.
+//
+// The task's records (its start, its worktree, its end) are queued in that
+// order (recordLater) and written behind the work, together with the
+// other tasks' records: a task does not wait for a write, so quick tasks
+// are not slowed to one store write each. A process killed before a
+// record was written leaves the task as last written (pending or
+// running), and a resume runs it again.
 func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.ParallelTask, view engine.BudgetView) taskDone {
+	f.recordLater(ctx, pt)
 	dir := f.Dir
 	wt, branch := "", ""
 	worktree := f.isolation() == "worktree"
@@ -442,7 +586,8 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		if worktree {
 			f.cleanupTask(ctx, wt, branch, state != engine.TaskComplete)
 		}
-		return taskDone{id: t.ID, task: &pt, err: f.record(ctx, pt)}
+		f.recordLater(context.WithoutCancel(ctx), pt)
+		return taskDone{id: t.ID, task: &pt}
 	}
 	if worktree {
 		wt, branch = f.names(t.ID)
@@ -460,10 +605,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		pt.WorktreePath = &wt
 		pt.Branch = branch
 		dir = filepath.Join(wt, f.rel)
-		if err := f.record(ctx, pt); err != nil {
-			f.cleanupTask(ctx, wt, branch, true)
-			return taskDone{id: t.ID, err: err}
-		}
+		f.recordLater(context.WithoutCancel(ctx), pt)
 	}
 
 	step := *f.Step
@@ -495,16 +637,14 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 	elapsed := time.Since(start)
 	if f.OnCall != nil {
 		c := engine.CallRecord{StepID: f.Step.ID, Attempt: f.Attempt, DurationMS: elapsed.Milliseconds(), Tokens: out.Usage.Total(),
-			CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace,
-			Data: map[string]any{"executor": f.Kind, "task_id": t.ID}}
+			CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace, Executor: f.Kind, TaskID: t.ID}
 		if c.CostUSD == nil && f.Kind == "command" {
 			zero := 0.0
 			c.CostUSD = &zero
 		}
 		var ae *engine.AttemptError
 		if errors.As(execErr, &ae) {
-			c.Data["error_kind"] = ae.Kind
-			c.Data["violations"] = ae.Violations
+			c.ErrorKind, c.Violations = ae.Kind, ae.Violations
 		}
 		f.OnCall(context.WithoutCancel(ctx), c)
 	}
@@ -528,6 +668,8 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 			switch cause := context.Cause(tctx); {
 			case errors.Is(cause, errTaskCancelled):
 				why = "cancelled: require '" + orDefault(f.Step.Require, "all") + "' can no longer be met"
+			case errors.Is(cause, errStoreStop):
+				why = "cancelled: " + errStoreStop.Error()
 			case errors.Is(cause, errBudgetStop):
 				why = "cancelled: the budget ran out"
 			}

@@ -25,22 +25,27 @@ func (f *FanOut) branchUsable(ctx context.Context, p engine.ParallelTask) bool {
 	return err == nil
 }
 
-// names are the worktree path and branch of a task.
+// names are the worktree path and branch of a task: distinct tasks get
+// distinct ones (engine.TaskRef).
 func (f *FanOut) names(taskID string) (string, string) {
-	safe := func(s string) string {
-		s = strings.Trim(unsafeRef.ReplaceAllString(s, "-"), ".-")
-		if s == "" {
-			s = "x"
-		}
-		return s
-	}
 	short := f.FlowID
 	if len(short) > 8 {
 		short = short[:8]
 	}
-	wt := filepath.Join(f.WorktreeRoot, f.FlowID, safe(f.Step.ID), safe(taskID))
-	branch := fmt.Sprintf("stratum/%s/%s/%s", short, safe(f.Step.ID), safe(taskID))
+	step := safeName(f.Step.ID)
+	ref := fanout.Ref(taskID)
+	wt := filepath.Join(f.WorktreeRoot, f.FlowID, step, ref)
+	branch := fmt.Sprintf("stratum/%s/%s/%s", short, step, ref)
 	return wt, branch
+}
+
+// safeName cleans a step id for a path and a branch name.
+func safeName(s string) string {
+	s = strings.Trim(unsafeRef.ReplaceAllString(s, "-"), ".-")
+	if s == "" {
+		s = "x"
+	}
+	return s
 }
 
 // removeWorktree removes a task's worktree (and its branch when asked).

@@ -3,14 +3,17 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/internal/fanout"
 )
 
@@ -398,5 +401,66 @@ func TestFanOutKeepWorktrees(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(wt, "a.txt")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failingStore fails every write once broken is set.
+type failingStore struct {
+	*enginetest.Store
+	broken atomic.Bool
+}
+
+func (s *failingStore) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	if s.broken.Load() {
+		return errors.New("disk full")
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// TestFanOutStoreFailureEndsWithAReport: a store failure while tasks run
+// ends the run with an outcome (EndError, the flow resumable), so
+// `stratum run --json` prints its report, instead of an error with nothing
+// on stdout.
+func TestFanOutStoreFailureEndsWithAReport(t *testing.T) {
+	e := newEnv(t)
+	fs := &failingStore{Store: e.store}
+	e.svc = &engine.Service{Store: fs}
+	sp := e.spec(fanSpec(`{"tasks": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}`, "        isolation: none\n        max_concurrent: 1\n        run: \"true\"\n"))
+	graph := map[string]any{"tasks": []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}, map[string]any{"id": "c"}}}
+	ex := engine.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+		if req.Step.ID == "plan" {
+			return engine.StepOutcome{Output: graph}, nil
+		}
+		fs.broken.Store(true)
+		return engine.StepOutcome{Output: map[string]any{}}, nil
+	})
+	o, err := e.runner(func(o *Options) { o.Command = ex }).Start(context.Background(), sp, "main", nil)
+	if err != nil {
+		t.Fatalf("the store failure was returned as an error, not an outcome: %v", err)
+	}
+	wantStatus(t, o, EndError, ExitFailed)
+	if !strings.Contains(o.Message, "disk full") || !strings.Contains(o.Message, "stratum run --resume "+o.FlowID) {
+		t.Fatalf("message: %s", o.Message)
+	}
+	fs.broken.Store(false)
+	rep, err := Report(context.Background(), e.svc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := rep["run"].(*RunBlock); run.Status != EndError {
+		t.Fatalf("report: %+v", run)
+	}
+}
+
+// TestFanOutTaskLineEscapesTheID: a task id's newline (the decompose step's
+// text) reaches the progress line escaped, never raw.
+func TestFanOutTaskLineEscapesTheID(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(fanSpec(`{"tasks": [{"id": "a\nrm -rf /"}]}`, "        isolation: none\n        run: \"echo {}\"\n"))
+	o := e.start(sp, "main", nil)
+	wantStatus(t, o, EndComplete, 0)
+	log := e.log.String()
+	if strings.Contains(log, "\nrm -rf /") || !strings.Contains(log, `fan task a\x0arm -rf / complete`) {
+		t.Fatalf("progress:\n%s", log)
 	}
 }

@@ -41,6 +41,14 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 		}
 		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: decidedElsewhere(d)})
 		return answered(r.svc.Resume(ctx, fc.id))
+	case errors.Is(err, review.ErrNeedsTerminal), errors.Is(err, review.ErrNotConfirmed):
+		// The human-presence rule refused a decision of this run (an
+		// approver: human gate without a terminal or its confirmation):
+		// nothing was recorded; a usage problem, exit 2.
+		end := r.gateStop(fc, pr)
+		end.message = err.Error() + "\n" + end.message
+		end.exit = ExitUsage
+		return stop(end)
 	case errors.Is(err, review.ErrNoReviewer):
 		end := r.gateStop(fc, pr)
 		if !errors.Is(err, errNoHandler) {
@@ -216,7 +224,7 @@ func gateNews(batch []engine.Event, pr review.PendingReview) (d review.Decision,
 			continue
 		}
 		if e.Type == engine.EventGateResolved && e.StepID == pr.StepID {
-			if x := e.Detail(); x.MaxRoundsExceeded && x.Round == pr.Round {
+			if x := &e.Data; x.MaxRoundsExceeded && x.Round == pr.Round {
 				continue
 			}
 			if d, ok := e.GateDecision(); ok && *d.Round == pr.Round {

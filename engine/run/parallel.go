@@ -63,13 +63,20 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		Message: fmt.Sprintf("%d task%s, isolation: %s", len(tasks), plural(len(tasks)), orDefault(step.Isolation, "worktree"))})
 	var emitMu sync.Mutex
 	var budgetMu sync.Mutex
+	var calls sync.WaitGroup // call records being written
+	// One writer for the tasks' records and their calls' spend: they are
+	// written concurrently and must not conflict with each other.
+	w := r.svc.FlowWriter(fc.id, r.report())
 	fo := &FanOut{
-		Service: r.svc, Report: r.report(), Executor: ex, Kind: executorName(kind),
+		Service: r.svc, Report: r.report(), Writer: w, Executor: ex, Kind: executorName(kind),
 		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Tasks: tasks, Inputs: inputs,
 		Attempt: attempt, Violations: violations, Dir: fc.dir,
 		Prior:        engine.ParallelTasksOf(st, step.ID),
 		WorktreeRoot: r.opts.WorktreeRoot, KeepWorktrees: r.opts.KeepWorktrees, Log: r.opts.Log,
 		Budget: func(ctx context.Context) (engine.BudgetView, string, error) {
+			if flowBudgeted(fc) {
+				calls.Wait() // the flow's ledger is read: every spend booked
+			}
 			budgetMu.Lock()
 			defer budgetMu.Unlock()
 			return r.budgetView(ctx, fc, step, kind)
@@ -83,7 +90,17 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 				rep.CostKnown = true
 			}
 			budgetMu.Unlock()
-			_ = r.recordCall(ctx, fc, c)
+			// Queued before the task's end is (the writer keeps the
+			// order), written behind the work. A refusal (the lease was
+			// lost) books nothing; the run notices it at its next report.
+			booked := w.RecordCallLater(ctx, c)
+			calls.Add(1)
+			go func() {
+				defer calls.Done()
+				if err := <-booked; err == nil || engine.AsError(err) != nil {
+					_ = r.recordAncestors(ctx, fc, c)
+				}
+			}()
 		},
 		OnTask: func(t engine.ParallelTask) {
 			if t.State == engine.TaskPending {
@@ -91,7 +108,8 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 			}
 			emitMu.Lock()
 			defer emitMu.Unlock()
-			msg := t.TaskID + " " + t.State
+			// The id is the decompose step's (untrusted) text: one line.
+			msg := specs.EscapeControl(t.TaskID) + " " + t.State
 			if t.Runs > 1 {
 				msg += fmt.Sprintf(" (run %d)", t.Runs)
 			}
@@ -104,6 +122,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	}
 	start := time.Now()
 	res, err := fo.Run(r.traceStep(ctx, fc, step.ID, attempt))
+	calls.Wait()
 	rep.Duration += time.Since(start)
 	if fe, ok := err.(*FanOutError); ok {
 		return stop(&endState{status: EndError, out: d, message: fe.Msg + resume})
@@ -112,7 +131,9 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		if ctx.Err() != nil {
 			return stop(&endState{status: EndInterrupted})
 		}
-		return turn{}, err
+		// A store failure mid fan-out: the tasks recorded so far stay
+		// recorded, and the run ends with a report like any other.
+		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': %v%s", step.ID, err, resume)})
 	}
 	if res.Interrupted {
 		return stop(&endState{status: EndInterrupted})
@@ -154,4 +175,15 @@ func taskLine(e Event) string {
 		line += ": " + strings.Join(e.Violations, "; ")
 	}
 	return line
+}
+
+// flowBudgeted reports whether the flow or one of its ancestors declares a
+// budget (its spend is then read back from the store).
+func flowBudgeted(fc *flowCtx) bool {
+	for f := fc; f != nil; f = f.parent {
+		if f.flow.Budget != nil {
+			return true
+		}
+	}
+	return false
 }

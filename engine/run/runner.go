@@ -418,6 +418,9 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, first engine.Outcom
 		out.FinalErr = end.err
 	}
 	out.ExitCode = exitCode(end.status)
+	if end.exit != 0 {
+		out.ExitCode = end.exit
+	}
 	r.emit(Event{Kind: EventFlowFinished, FlowID: fc.id, FlowName: fc.flow.Name, Step: findStep(fc.spec, end.stepID()), Status: end.status, Message: end.message, Gate: end.gate, Spec: fc.spec})
 	return out, nil
 }
@@ -461,6 +464,7 @@ type endState struct {
 	err     *engine.Error
 	gate    *review.PendingReview
 	message string
+	exit    int // the exit status when it is not the status's own (0)
 }
 
 // stepID is the step the flow ended at, when the last answer names one.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,7 +179,23 @@ func TestGateSinks(t *testing.T) {
 	})
 	t.Run("naming the gate approves it as a human", func(t *testing.T) {
 		e := newEnv(t)
+		o := e.start(e.spec(gateSpec("")), "main", nil, func(o *Options) { o.Gates.Approve = []string{"review"} })
+		wantStatus(t, o, EndComplete, 0)
+		if g := gateRecords(e.state(o.FlowID)); g[0].ResolvedBy != "human" || g[0].Channel != "policy" {
+			t.Fatalf("gate records %+v", g)
+		}
+	})
+	t.Run("naming a human gate needs a terminal and the confirmation", func(t *testing.T) {
+		e := newEnv(t)
 		o := e.start(e.spec(gateSpec("approver: human")), "main", nil, func(o *Options) { o.Gates.Approve = []string{"review"} })
+		wantStatus(t, o, EndGate, 2)
+		if g := gateRecords(e.state(o.FlowID)); len(g) != 0 || !strings.Contains(o.Message, "decided by a person") {
+			t.Fatalf("gate records %+v, message %s", g, o.Message)
+		}
+		o = e.start(e.spec(gateSpec("approver: human")), "main", nil, func(o *Options) {
+			o.Gates.Approve = []string{"review"}
+			o.Gates.Human = review.HumanConfirm{Terminal: true, In: strings.NewReader("review\n"), Out: io.Discard}
+		})
 		wantStatus(t, o, EndComplete, 0)
 		if g := gateRecords(e.state(o.FlowID)); g[0].ResolvedBy != "human" || g[0].Channel != "policy" {
 			t.Fatalf("gate records %+v", g)
@@ -574,7 +591,8 @@ func TestResumeRefusesALiveLeaseAndTakesOverADeadOne(t *testing.T) {
 		_ = e.store.Update(context.Background(), func(tx engine.Tx) error {
 			st, _ := tx.Get(o.FlowID)
 			st.Owner = &l
-			return tx.Put(st, engine.Summarize(st, nil))
+			expect := st.Stamp(time.Now())
+			return tx.Put(st, engine.Summarize(st, nil), expect)
 		})
 	}
 	// A live lease of a live process (this one) is refused.

@@ -255,29 +255,27 @@ func (r *Runner) callRecord(fc *flowCtx, step *specs.Step, kind executorKind, at
 	}
 	fc.call.usd += deref(out.CostUSD)
 	fc.call.tokens += tokens
-	data := map[string]any{"executor": executorName(kind)}
-	if out.CacheHit {
-		data["cache_hit"] = true
-	}
+	c := engine.CallRecord{StepID: step.ID, Attempt: attempt, DurationMS: elapsed.Milliseconds(), Tokens: tokens,
+		Agent: kind == execAgent, Trace: out.Trace, Executor: executorName(kind), CacheHit: out.CacheHit}
 	var ae *engine.AttemptError
 	if errors.As(execErr, &ae) {
-		data["error_kind"] = ae.Kind
-		data["violations"] = ae.Violations
+		c.ErrorKind, c.Violations = ae.Kind, ae.Violations
 	}
 	cost := out.CostUSD
 	if cost == nil && kind == execCommand {
 		zero := 0.0
 		cost = &zero
 	}
-	return engine.CallRecord{StepID: step.ID, Attempt: attempt, DurationMS: elapsed.Milliseconds(), Tokens: tokens,
-		CostUSD: cost, Agent: kind == execAgent, Trace: out.Trace, Data: data}
+	c.CostUSD = cost
+	return c
 }
 
 // recordAncestors adds a call's spend to the ledgers of the flow's
-// ancestors (their flow budgets cover their children).
+// ancestors (their flow budgets cover their children): the spend, the
+// executor and the child flow that made the call, without its trace record.
 func (r *Runner) recordAncestors(ctx context.Context, fc *flowCtx, c engine.CallRecord) error {
-	c.Trace = nil
-	c.Data = map[string]any{"executor": c.Data["executor"], "child_flow_id": fc.id}
+	c = engine.CallRecord{StepID: c.StepID, Attempt: c.Attempt, DurationMS: c.DurationMS, Tokens: c.Tokens,
+		CostUSD: c.CostUSD, Agent: c.Agent, Executor: c.Executor, ChildFlowID: fc.id}
 	for f := fc.parent; f != nil; f = f.parent {
 		if err := r.book(ctx, f.id, c); err != nil {
 			return err

@@ -76,7 +76,7 @@ func TestConcurrentCallsInOneStoredFlow(t *testing.T) {
 	for _, e := range evs {
 		if e.Type == engine.EventTrace {
 			calls++
-			if d := e.Detail(); d.Call == nil || d.Call.Function != "classify" || d.Tokens != 110 {
+			if d := e.Data; d.Trace == nil || d.Trace.Function != "classify" || d.Tokens != 110 {
 				t.Errorf("trace event %+v", d)
 			}
 		}

@@ -94,20 +94,16 @@ func TestCopy(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	ctx := context.Background()
 	dir := t.TempDir()
-	openAt := func(loc string, clock *backend.FixedClock) *backend.Opened {
+	openAt := func(loc string) *backend.Opened {
 		t.Helper()
-		s := backend.Settings{Home: dir, Store: loc}
-		if clock != nil {
-			s.Now = clock.Now
-		}
-		o, err := backend.Open(ctx, s)
+		o, err := backend.Open(ctx, backend.Settings{Home: dir, Store: loc})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { o.Close() })
 		return o
 	}
-	src := openAt(filepath.Join(dir, "src.db"), nil)
+	src := openAt(filepath.Join(dir, "src.db"))
 	for i, status := range []engine.FlowStatus{engine.StatusRunning, engine.StatusComplete, engine.StatusAwaitingGate} {
 		st := storetest.NewState(string(rune('a'+i)), status)
 		if status == engine.StatusAwaitingGate {
@@ -129,26 +125,24 @@ func TestCopy(t *testing.T) {
 	}
 	want := snapshot(t, src)
 
-	etcdClock := &backend.FixedClock{}
-	mid := openAt(c.URL("copy"), etcdClock)
-	if _, err := backend.Copy(ctx, src, mid, etcdClock, false); err != nil {
+	mid := openAt(c.URL("copy"))
+	if _, err := backend.Copy(ctx, src, mid, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := snapshot(t, mid); got != want {
 		t.Fatalf("etcd copy differs:\n got  %s\n want %s", got, want)
 	}
-	if _, err := backend.Copy(ctx, src, mid, etcdClock, false); !errors.Is(err, backend.ErrNotEmpty) {
+	if _, err := backend.Copy(ctx, src, mid, false); !errors.Is(err, backend.ErrNotEmpty) {
 		t.Fatalf("copy into a non-empty store without force: %v", err)
 	}
-	if _, err := backend.Copy(ctx, src, mid, etcdClock, true); err != nil {
+	if _, err := backend.Copy(ctx, src, mid, true); err != nil {
 		t.Fatal(err)
 	}
 	if got := snapshot(t, mid); got != want {
 		t.Fatalf("etcd copy after a forced second copy differs:\n got  %s\n want %s", got, want)
 	}
-	boltClock := &backend.FixedClock{}
-	back := openAt(filepath.Join(dir, "back.db"), boltClock)
-	if _, err := backend.Copy(ctx, mid, back, boltClock, false); err != nil {
+	back := openAt(filepath.Join(dir, "back.db"))
+	if _, err := backend.Copy(ctx, mid, back, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := snapshot(t, back); got != want {
@@ -159,9 +153,9 @@ func TestCopy(t *testing.T) {
 		t.Fatalf("Count = %+v, %v", n, err)
 	}
 	// A mistyped etcd prefix is an empty source: refused, nothing copied.
-	typo := openAt(c.URL("copyy"), nil)
-	empty := openAt(filepath.Join(dir, "empty.db"), &backend.FixedClock{})
-	if _, err := backend.Copy(ctx, typo, empty, &backend.FixedClock{}, false); !errors.Is(err, backend.ErrSourceEmpty) ||
+	typo := openAt(c.URL("copyy"))
+	empty := openAt(filepath.Join(dir, "empty.db"))
+	if _, err := backend.Copy(ctx, typo, empty, false); !errors.Is(err, backend.ErrSourceEmpty) ||
 		!strings.Contains(err.Error(), "check its path or etcd prefix") {
 		t.Fatalf("copy from an empty source: %v", err)
 	}

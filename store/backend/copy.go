@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -97,12 +96,11 @@ const eventsPerTx = 50
 // sequence numbers are assigned afresh by dst, densely) and the cache from
 // src to dst. dst must be empty unless force: then every flow of src, and
 // every flow with events in src, is first deleted from dst with its events,
-// so copying again gives the same result (the copy is idempotent). The
-// destination must have been opened with clock as its clock: Copy sets it
-// so copied flows keep their UpdatedAt. Each flow and each batch of events
+// so copying again gives the same result (the copy is idempotent). Copied
+// flows keep their stamps: Tx.Put stores them as given. Each flow and each batch of events
 // is its own transaction: an interrupted copy is finished by running it
 // again with force.
-func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) (Counts, error) {
+func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 	var n Counts
 	if !force {
 		var nonEmpty bool
@@ -171,14 +169,9 @@ func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) 
 		} else if err != nil {
 			return n, err
 		}
-		updated, version := st.UpdatedAt, st.Version
-		clock.Set(updated)
-		err := dst.Update(ctx, func(tx engine.Tx) error {
-			st.Version = version - 1 // Put moves it one on
-			st.UpdatedAt = updated
-			return tx.Put(st, sum)
-		})
-		clock.Set(time.Time{})
+		// Stored as it is, stamps included; dst has no such flow (it was
+		// empty, or force deleted it).
+		err := dst.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, sum, engine.NotStored) })
 		if err != nil {
 			return n, fmt.Errorf("copying flow %s: %w", sum.FlowID, err)
 		}
@@ -220,28 +213,4 @@ func Copy(ctx context.Context, src, dst *Opened, clock *FixedClock, force bool) 
 		n.Cache++
 	}
 	return n, nil
-}
-
-// FixedClock is a store clock Copy can pin: Now returns the pinned time, or
-// time.Now when none is.
-type FixedClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now is the clock to give the destination (Settings.Now).
-func (c *FixedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.t.IsZero() {
-		return time.Now()
-	}
-	return c.t
-}
-
-// Set pins the clock at t (zero: unpin).
-func (c *FixedClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
 }

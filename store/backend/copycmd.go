@@ -19,8 +19,7 @@ type CopyResult struct {
 
 // CopyStores is the body of `stratum store copy`: it opens src and dst
 // with the settings s (TLS and credentials for etcd, as every command
-// has), the destination on a FixedClock so copied flows keep their
-// UpdatedAt, and copies src into dst (Copy). A destination that is not
+// has) and copies src into dst (Copy). A destination that is not
 // empty without force is ErrNotEmpty; any other failure says how much was
 // copied so far and that running again with force finishes the copy.
 func CopyStores(ctx context.Context, src, dst Location, s Settings, force bool) (CopyResult, error) {
@@ -29,14 +28,12 @@ func CopyStores(ctx context.Context, src, dst Location, s Settings, force bool) 
 		return CopyResult{}, err
 	}
 	defer from.Close()
-	clock := &FixedClock{}
-	s.Now = clock.Now
 	to, err := OpenAt(ctx, dst, s)
 	if err != nil {
 		return CopyResult{}, err
 	}
 	defer to.Close()
-	n, err := Copy(ctx, from, to, clock, force)
+	n, err := Copy(ctx, from, to, force)
 	if errors.Is(err, ErrNotEmpty) {
 		return CopyResult{}, err
 	}

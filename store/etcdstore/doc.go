@@ -22,6 +22,17 @@
 // half applied: an etcd transaction is atomic, and fn's writes are only
 // sent in it.
 //
+// Put is the port's conditional put (engine.Tx): it reads the flow's
+// summary key s/<id>, compares the version stored there with the one the
+// writer expects (engine.NotStored: no such key) and, when they differ,
+// returns an *engine.VersionError (errors.Is engine.ErrConflict) without
+// buffering anything. Because the key was read, the commit compares its
+// mod revision: a writer that changes the flow after the snapshot makes
+// the commit fail and fn run again on a new snapshot, where Put sees the
+// new version and refuses. The comparison and the write are therefore one
+// atomic step. The stamps (UpdatedAt, CreatedAt, Version) are the
+// writer's (engine.FlowState.Stamp); the store stores them as given.
+//
 // # Keys
 //
 // Every key starts with the prefix (etcd://HOST:PORT/PREFIX → "/PREFIX/"),
@@ -34,7 +45,7 @@
 //	meta/seq             last event sequence number ever assigned (decimal)
 //	meta/gen             changed by every flow deletion (range-read guard)
 //	f/<id>               engine.FlowState JSON
-//	s/<id>               the flow's FlowSummary JSON, with the store's stamps
+//	s/<id>               the flow's FlowSummary JSON, with the state's stamps
 //	c/<created:16>‖NUL‖<id>                  summary   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     summary   List(Status)
 //	g/<id>               summary   status awaiting_gate with a Gate

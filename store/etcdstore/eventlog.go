@@ -45,7 +45,7 @@ func (t *tx) Append(events ...engine.Event) error {
 		if e.Time.IsZero() {
 			e.Time = t.s.now()
 		}
-		b, err := sjson.Marshal(e)
+		b, err := e.AppendJSON(make([]byte, 0, 512))
 		if err != nil {
 			return fmt.Errorf("etcd store: encode event: %w", err)
 		}

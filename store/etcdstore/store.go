@@ -125,6 +125,14 @@ func (s *Store) Prefix() string { return s.pfx }
 // String names the store as a URL without credentials: etcd://a:2379,b:2379/prefix.
 func (s *Store) String() string { return describe(s.eps, s.pfx) }
 
+// MaxEventsPerWrite is engine.EventLimiter: every event is two keys of a
+// transaction, and a member accepts 128 operations per transaction unless
+// started with a larger --max-txn-ops; 50 events leave room for the flow's
+// own keys.
+func (s *Store) MaxEventsPerWrite() int { return 50 }
+
+var _ engine.EventLimiter = (*Store)(nil)
+
 func describe(eps []string, pfx string) string {
 	hosts := make([]string, len(eps))
 	for i, e := range eps {

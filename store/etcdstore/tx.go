@@ -54,11 +54,10 @@ type tx struct {
 	reads  map[string]int64
 	ranges []krange
 	// writes are buffered: a nil value deletes.
-	writes   map[string][]byte
-	deleted  map[string]bool
-	versions map[string]int64
-	gen      bool     // a flow was deleted: bump meta/gen
-	purge    []string // flows tombstoned by this transaction
+	writes  map[string][]byte
+	deleted map[string]bool
+	gen     bool     // a flow was deleted: bump meta/gen
+	purge   []string // flows tombstoned by this transaction
 	// leaseOf is the etcd lease of each key read that has one.
 	leaseOf map[string]clientv3.LeaseID
 	// leaseKeys are every lease key at the snapshot, with their etcd
@@ -403,7 +402,15 @@ func (t *tx) indexKeys(sum *engine.FlowSummary) (created, status, gate string) {
 	return
 }
 
-func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
+// Put buffers the flow and its summary if the flow is at version expect
+// (engine.NotStored: absent) in this transaction's snapshot, else it fails
+// with an *engine.VersionError. The stored version is read from the
+// summary's key, which the commit compares by mod revision, so a writer
+// that changes the flow after the snapshot fails the commit and Update
+// runs fn again on a new snapshot: the comparison and the write are
+// atomic. st is stored as given but for a zero SchemaVersion; the summary
+// with st's stamps.
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -420,13 +427,22 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		return fmt.Errorf("etcd store: flow %q put with the summary of %q (status %q, the state's %q)",
 			st.FlowID, sum.FlowID, sum.Status, st.Status)
 	}
+	if expect < engine.NotStored || st.Version <= expect {
+		return fmt.Errorf("etcd store: flow %q put at version %d over version %d: a write moves the version on (engine.FlowState.Stamp)",
+			st.FlowID, st.Version, expect)
+	}
 	old, oldLID, err := t.summaryRec(st.FlowID)
 	if err != nil {
 		return err
 	}
-	prevCreated, prevUpdated, prevVersion, prevRecord := st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion
-	v, putBefore := t.versions[st.FlowID]
-	engine.StampPut(st, old, t.s.now(), v, putBefore)
+	at := engine.NotStored
+	if old != nil {
+		at = old.Version
+	}
+	if at != expect {
+		return &engine.VersionError{FlowID: st.FlowID, Expected: expect, Stored: at}
+	}
+	prevRecord := st.SchemaVersion
 	if st.SchemaVersion == 0 {
 		st.SchemaVersion = stateRecordVersion
 	}
@@ -441,7 +457,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 		data, err = mark(data, lid)
 	}
 	if err != nil {
-		st.CreatedAt, st.UpdatedAt, st.Version, st.SchemaVersion = prevCreated, prevUpdated, prevVersion, prevRecord
+		st.SchemaVersion = prevRecord
 		return fmt.Errorf("etcd store: encode flow %s: %w", st.FlowID, err)
 	}
 	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
@@ -455,10 +471,6 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary) error {
 	if err := t.setOwner(st.FlowID, oldLID, lid, st.Owner); err != nil {
 		return err
 	}
-	if t.versions == nil {
-		t.versions = map[string]int64{}
-	}
-	t.versions[st.FlowID] = st.Version
 	if old != nil {
 		c, s, g := t.indexKeys(old)
 		t.del(c)

@@ -11,17 +11,26 @@
 //
 // open must return a fresh, empty store whose clock is now (the suite's
 // Clock: distinct, increasing readings it can move forward) and register
-// its own cleanup. The suite uses only the engine.Store / engine.Tx port; it
+// its own cleanup. The store's clock is GC's cutoff and the time of events
+// appended without one; the stamps of states are the writer's (Put, PutAt). The suite uses only the engine.Store / engine.Tx port; it
 // imports engine only, never a concrete store.
 //
 // The contract, beyond the port's own comments:
 //
 //   - Get returns private copies; mutating them (or a state after Put)
 //     changes nothing until the next Put.
-//   - Put stamps the state it is given: UpdatedAt from the store's clock,
-//     CreatedAt when zero (a replacement keeps the stored CreatedAt), and
-//     Version = max(stored, given) + 1, so versions never go backwards even
-//     when a state built from scratch replaces a stored one.
+//   - Put is conditional: it writes only over the version it expects
+//     (engine.NotStored: the flow must not exist). A stale version, a
+//     version ahead of the stored one, a missing flow expected at a
+//     version, and an existing flow expected not to exist are each
+//     refused with an *engine.VersionError (errors.Is engine.ErrConflict)
+//     naming the flow and both versions, and nothing of the transaction is
+//     written. A flow put twice in one transaction is at the first Put's
+//     version for the second. Of writers that read the same version and
+//     write concurrently, exactly one wins; the others get the conflict.
+//   - Put stores the state's stamps exactly as given (the store sets none);
+//     a version not above the expected one, or an expected version below
+//     NotStored, is invalid input (not a conflict).
 //   - Put stores the summary it is given, every field exactly (even fields
 //     that disagree with the state: the store derives nothing), except
 //     CreatedAt, UpdatedAt and Version, which are the state's stamps. A
@@ -47,7 +56,8 @@
 //     gets every event; concurrent writers lose nothing; the channel
 //     closes when ctx ends, and a Watch with a done ctx fails.
 //   - GC deletes exactly the Prunable flows (finished, unchanged for longer
-//     than the age by the store's clock) with their events, keeps running
+//     than the age by the store's clock; the suite stamps them by the same
+//     clock) with their events, keeps running
 //     and gated flows and recently changed ones, and refuses a negative age.
 //     A finished child flow is kept while any ancestor (parent_flow_id,
 //     followed up) has not finished; one whose parent is gone is pruned.

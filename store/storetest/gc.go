@@ -9,7 +9,8 @@ import (
 )
 
 // testGC: GC prunes exactly the finished flows unchanged for longer than
-// the age, with their events, and keeps everything else.
+// the age, with their events, and keeps everything else. The flows are
+// stamped by the store's clock, as writers on one machine stamp them.
 func testGC(t *testing.T, s engine.Store, clock *Clock) {
 	mk := func(id string, status engine.FlowStatus) {
 		t.Helper()
@@ -17,8 +18,10 @@ func testGC(t *testing.T, s engine.Store, clock *Clock) {
 		if status == engine.StatusAwaitingGate {
 			st.Gate = &engine.PendingGate{StepID: "g"}
 		}
+		expect := st.Stamp(clock.Now())
+		sum := engine.Summarize(st, nil)
 		if err := s.Update(ctx, func(tx engine.Tx) error {
-			if err := Put(tx, st); err != nil {
+			if err := tx.Put(st, sum, expect); err != nil {
 				return err
 			}
 			return tx.Append(engine.Event{FlowID: id, Type: engine.EventFlowCreated})
@@ -33,7 +36,7 @@ func testGC(t *testing.T, s engine.Store, clock *Clock) {
 	mk("touched", engine.StatusComplete)
 	clock.Advance(48 * time.Hour)
 	// Changed recently: not prunable although created long ago.
-	put(t, s, get(t, s, "touched"))
+	putAt(t, s, get(t, s, "touched"), clock.Now())
 	mk("new-complete", engine.StatusComplete)
 	mk("new-running", engine.StatusRunning)
 	clock.Advance(time.Hour)
@@ -86,7 +89,7 @@ func testGCKeepsChildrenOfUnfinished(t *testing.T, s engine.Store, clock *Clock)
 			p, step := parent, "sub"
 			st.ParentFlowID, st.ParentStepID = &p, &step
 		}
-		put(t, s, st)
+		putAt(t, s, st, clock.Now())
 	}
 	mk("run-parent", "", engine.StatusRunning)
 	mk("run-child", "run-parent", engine.StatusRunning)
@@ -110,7 +113,7 @@ func testGCKeepsChildrenOfUnfinished(t *testing.T, s engine.Store, clock *Clock)
 	for _, id := range []string{"run-child", "run-parent"} {
 		st := get(t, s, id)
 		st.Status = engine.StatusComplete
-		put(t, s, st)
+		putAt(t, s, st, clock.Now())
 	}
 	clock.Advance(48 * time.Hour)
 	if n, err := s.GC(ctx, 24*time.Hour); err != nil || n != 3 {

@@ -206,24 +206,26 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 		StepNumber: 42, TotalSteps: 7, Round: 9, Driver: "given_driver", ParentFlowID: "given_parent",
 		Gate: &engine.PendingGate{StepID: "given_gate", Round: 3, DispatchedAt: at, Deadline: &deadline,
 			OnTimeout: "approve", Approver: "human"},
-		Owner: &engine.Lease{ID: "run-given", PID: 4242, Host: "given-host", Heartbeat: at, ExpiresAt: deadline},
-		// The store's to set: these must be replaced by the state's stamps.
+		Owner:  &engine.Lease{ID: "run-given", PID: 4242, Host: "given-host", Heartbeat: at, ExpiresAt: deadline},
+		Review: &engine.GateReview{Question: "Ship \"given\" <now>?\n", Revise: true},
+		// Not the state's: these must be replaced by the state's stamps.
 		CreatedAt: at.Add(-48 * time.Hour), UpdatedAt: at.Add(-24 * time.Hour), Version: 1000,
 	}
 	if zero := zeroFields(given); len(zero) > 0 {
 		t.Fatalf("the test leaves summary fields %v unset: set them so they are checked", zero)
 	}
-	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, given) }); err != nil {
+	expect := st.Stamp(time.Now())
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, given, expect) }); err != nil {
 		t.Fatal(err)
 	}
 	stored := get(t, s, "f")
 	want := given
-	g, o, d := *given.Gate, *given.Owner, *given.Gate.Deadline
+	g, o, d, r := *given.Gate, *given.Owner, *given.Gate.Deadline, *given.Review
 	g.Deadline = &d
-	want.Gate, want.Owner = &g, &o
+	want.Gate, want.Owner, want.Review = &g, &o, &r
 	want.CreatedAt, want.UpdatedAt, want.Version = stored.CreatedAt, stored.UpdatedAt, stored.Version
 	// The caller's summary is not shared with the store.
-	given.Gate.StepID, given.Owner.ID, *given.Gate.Deadline = "mutated", "mutated", at
+	given.Gate.StepID, given.Owner.ID, *given.Gate.Deadline, given.Review.Question = "mutated", "mutated", at, "mutated"
 
 	sums := list(t, s, engine.ListFilter{})
 	if len(sums) != 1 || !sameSummary(sums[0], want) {
@@ -240,7 +242,8 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 	st = get(t, s, "f")
 	st.Status = engine.StatusRunning
 	bare := engine.FlowSummary{FlowID: "f", Status: engine.StatusRunning}
-	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, bare) }); err != nil {
+	expect = st.Stamp(time.Now())
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, bare, expect) }); err != nil {
 		t.Fatal(err)
 	}
 	stored = get(t, s, "f")
@@ -259,7 +262,8 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 		"status":  {FlowID: "f", Status: engine.StatusComplete},
 	} {
 		cur := get(t, s, "f")
-		err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(cur, wrong) })
+		expect := cur.Stamp(time.Now())
+		err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(cur, wrong, expect) })
 		if err == nil {
 			t.Errorf("Put with the summary of another %s succeeded", name)
 		}
@@ -309,7 +313,7 @@ func utcSummary(s engine.FlowSummary) engine.FlowSummary {
 func summaryText(sums []engine.FlowSummary) string {
 	var b strings.Builder
 	for _, s := range sums {
-		fmt.Fprintf(&b, "%+v gate=%+v owner=%+v; ", s, s.Gate, s.Owner)
+		fmt.Fprintf(&b, "%+v gate=%+v owner=%+v review=%+v; ", s, s.Gate, s.Owner, s.Review)
 	}
 	return b.String()
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// Open returns a fresh, empty store whose clock (for the stamps of Put and
-// the times of events appended without one) is now, and registers its
-// cleanup with t.
+// Open returns a fresh, empty store whose clock (for GC's cutoff and the
+// times of events appended without one) is now, and registers its cleanup
+// with t.
 type Open func(t *testing.T, now func() time.Time) engine.Store
 
 // Run runs the contract suite against stores made by open.
@@ -26,7 +26,10 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"GetMissing", testGetMissing},
 		{"PutGetRoundTrip", testPutGetRoundTrip},
-		{"PutStampsVersionAndTimes", testPutStamps},
+		{"PutStoresStamps", testPutStoresStamps},
+		{"PutConditional", testPutConditional},
+		{"PutConditionalInOneTransaction", testPutConditionalInOneTransaction},
+		{"PutConcurrentWritersOneWins", testPutConcurrentWritersOneWins},
 		{"PrivateCopies", testPrivateCopies},
 		{"UpdateErrorRollsBack", testUpdateErrorRollsBack},
 		{"UpdatePanicRollsBack", testUpdatePanicRollsBack},
@@ -95,36 +98,59 @@ func NewState(id string, status engine.FlowStatus) *engine.FlowState {
 	start := "s1"
 	agent := "claude"
 	st := &engine.FlowState{
-		FlowID:      id,
-		FlowName:    "review_pr",
-		RawSpec:     "version: \"0.2\"\nflows:\n  review_pr:\n    steps: []\n",
-		Inputs:      map[string]any{"pr": "https://example.com/pr/1", "depth": 2.0},
-		StepOutputs: map[string]any{"s1": map[string]any{"summary": "ok", "score": 0.9}},
-		Records: []engine.Record{
-			{Type: engine.RecordStep, StepID: "s1", FunctionName: "summarise", Attempts: 1, DurationMS: 1200, Agent: &agent},
+		FlowID:   id,
+		FlowName: "review_pr",
+		RawSpec:  "version: \"0.2\"\nflows:\n  review_pr:\n    steps: []\n",
+		Inputs:   map[string]any{"pr": "https://example.com/pr/1", "depth": 2.0},
+		StepProgress: engine.StepProgress{
+			StepOutputs: map[string]any{"s1": map[string]any{"summary": "ok", "score": 0.9}},
+			Records: []engine.Record{
+				{Type: engine.RecordStep, StepID: "s1", FunctionName: "summarise", Attempts: 1, DurationMS: 1200, Agent: &agent},
+			},
+			Attempts:   map[string]int{"s1": 1},
+			CurrentIdx: 1,
 		},
-		Attempts:         map[string]int{"s1": 1},
-		CurrentIdx:       1,
-		Checkpoints:      map[string]*engine.Checkpoint{},
-		Rounds:           [][]engine.Record{},
-		RoundStartStepID: &start,
-		Iterations:       map[string][]engine.IterationEntry{},
-		Status:           status,
-		Driver:           "agent",
-		DispatchedAt:     map[string]time.Time{"s1": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		Checkpoints: map[string]*engine.Checkpoint{},
+		RoundProgress: engine.RoundProgress{
+			Rounds:           [][]engine.Record{},
+			RoundStartStepID: &start,
+			Iterations:       map[string][]engine.IterationEntry{},
+		},
+		Status:       status,
+		Driver:       "agent",
+		DispatchedAt: map[string]time.Time{"s1": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 	}
 	return st
 }
 
-// Put puts st with the summary the engine derives from it without a spec
-// (engine.Summarize(st, nil)), as a test that only cares about states does.
+// Put writes st as the engine does, as a test that only cares about states
+// does: stamped at time.Now (st.Stamp), with the summary the engine
+// derives from it without a spec (engine.Summarize(st, nil)), expecting
+// the version st carried (the one it was read at; engine.NotStored for a
+// new state). It stamps st, so call it on a state read or made inside the
+// same transaction function: a store may run that function again.
 func Put(tx engine.Tx, st *engine.FlowState) error {
-	return tx.Put(st, engine.Summarize(st, nil))
+	return PutAt(tx, st, time.Now())
 }
 
+// PutAt is Put with the stamps' time.
+func PutAt(tx engine.Tx, st *engine.FlowState, now time.Time) error {
+	expect := st.Stamp(now)
+	return tx.Put(st, engine.Summarize(st, nil), expect)
+}
+
+// put writes st in its own Update, stamped (at time.Now) before it, so a
+// store that runs the function again writes the same state.
 func put(t *testing.T, s engine.Store, st *engine.FlowState) {
 	t.Helper()
-	if err := s.Update(ctx, func(tx engine.Tx) error { return Put(tx, st) }); err != nil {
+	putAt(t, s, st, time.Now())
+}
+
+func putAt(t *testing.T, s engine.Store, st *engine.FlowState, now time.Time) {
+	t.Helper()
+	expect := st.Stamp(now)
+	sum := engine.Summarize(st, nil)
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, sum, expect) }); err != nil {
 		t.Fatalf("Put %s: %v", st.FlowID, err)
 	}
 }
@@ -191,58 +217,91 @@ func testPutGetRoundTrip(t *testing.T, s engine.Store) {
 	put(t, s, in)
 	got := get(t, s, "f1")
 	want := NewState("f1", engine.StatusRunning)
-	// Fields the store stamps are checked elsewhere.
+	// Fields Put stamps are checked elsewhere.
 	want.CreatedAt, want.UpdatedAt, want.Version, want.SchemaVersion = got.CreatedAt, got.UpdatedAt, got.Version, got.SchemaVersion
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip changed the state:\n got  %+v\n want %+v", got, want)
 	}
 }
 
-func testPutStamps(t *testing.T, s engine.Store) {
+// testPutStoresStamps: Put stores the writer's stamps as given (the
+// store sets none), the summary with the state's; versions move one on at
+// each write; invalid input is an error, never a panic.
+func testPutStoresStamps(t *testing.T, s engine.Store) {
+	created := time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC)
 	in := NewState("f1", engine.StatusRunning)
-	put(t, s, in)
-	if in.Version != 1 || in.CreatedAt.IsZero() || in.UpdatedAt.IsZero() {
-		t.Fatalf("after the first Put: Version=%d CreatedAt=%v UpdatedAt=%v; want 1 and both set",
-			in.Version, in.CreatedAt, in.UpdatedAt)
-	}
-	first := get(t, s, "f1")
-	if first.Version != 1 || !first.CreatedAt.Equal(in.CreatedAt) || !first.UpdatedAt.Equal(in.UpdatedAt) {
-		t.Fatalf("stored stamps differ from the ones set on the argument: %d %v %v vs %d %v %v",
-			first.Version, first.CreatedAt, first.UpdatedAt, in.Version, in.CreatedAt, in.UpdatedAt)
+	putAt(t, s, in, created)
+	if in.Version != 1 || !in.CreatedAt.Equal(created) || !in.UpdatedAt.Equal(created) {
+		t.Fatalf("after the first write: Version=%d CreatedAt=%v UpdatedAt=%v; want 1 and %v", in.Version, in.CreatedAt, in.UpdatedAt, created)
 	}
 	for want := int64(2); want <= 4; want++ {
 		cur := get(t, s, "f1")
+		if cur.Version != want-1 || !cur.CreatedAt.Equal(created) {
+			t.Fatalf("stored Version %d CreatedAt %v, want %d and %v", cur.Version, cur.CreatedAt, want-1, created)
+		}
 		cur.Round++
-		put(t, s, cur)
+		at := created.Add(time.Duration(want) * time.Hour)
+		putAt(t, s, cur, at)
 		after := get(t, s, "f1")
-		if after.Version != want {
-			t.Fatalf("Version after Put #%d = %d, want %d", want, after.Version, want)
+		if after.Version != want || !after.CreatedAt.Equal(created) || !after.UpdatedAt.Equal(at) || after.Round != cur.Round {
+			t.Fatalf("after write #%d: Version %d CreatedAt %v UpdatedAt %v Round %d; want %d, %v, %v, %d",
+				want, after.Version, after.CreatedAt, after.UpdatedAt, after.Round, want, created, at, cur.Round)
 		}
-		if !after.CreatedAt.Equal(first.CreatedAt) {
-			t.Fatalf("CreatedAt changed from %v to %v", first.CreatedAt, after.CreatedAt)
-		}
-		if after.UpdatedAt.Before(first.UpdatedAt) {
-			t.Fatalf("UpdatedAt went backwards: %v then %v", first.UpdatedAt, after.UpdatedAt)
+		if sums := list(t, s, engine.ListFilter{}); len(sums) != 1 || sums[0].Version != want ||
+			!sums[0].CreatedAt.Equal(created) || !sums[0].UpdatedAt.Equal(at) {
+			t.Fatalf("summary after write #%d: %+v", want, sums)
 		}
 	}
-	// A replacement built from scratch keeps CreatedAt and still moves Version forward.
-	fresh := NewState("f1", engine.StatusComplete)
-	put(t, s, fresh)
-	after := get(t, s, "f1")
-	if after.Version != 5 {
-		t.Fatalf("Version after replacing with a fresh state = %d, want 5", after.Version)
+	// Stamps are stored exactly as given, even ones no engine would set.
+	odd := get(t, s, "f1")
+	expect := odd.Version
+	odd.Version, odd.CreatedAt, odd.UpdatedAt = 40, created.Add(-time.Hour), created.Add(-2*time.Hour)
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(odd, engine.Summarize(odd, nil), expect) }); err != nil {
+		t.Fatal(err)
 	}
-	if !after.CreatedAt.Equal(first.CreatedAt) {
-		t.Fatalf("replacing with a fresh state changed CreatedAt: %v → %v", first.CreatedAt, after.CreatedAt)
+	if got := get(t, s, "f1"); got.Version != 40 || !got.CreatedAt.Equal(odd.CreatedAt) || !got.UpdatedAt.Equal(odd.UpdatedAt) {
+		t.Fatalf("stored stamps %d %v %v, want the given %d %v %v", got.Version, got.CreatedAt, got.UpdatedAt, odd.Version, odd.CreatedAt, odd.UpdatedAt)
 	}
-	// Invalid input is an error, never a panic.
-	err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(nil, engine.FlowSummary{}) })
-	if err == nil {
-		t.Fatal("Put(nil) succeeded")
+	// Invalid input is an error, never a panic, and writes nothing.
+	for name, w := range map[string]func(tx engine.Tx) error{
+		"nil state": func(tx engine.Tx) error { return tx.Put(nil, engine.FlowSummary{}, engine.NotStored) },
+		"no flow id": func(tx engine.Tx) error {
+			return tx.Put(&engine.FlowState{Version: 1}, engine.FlowSummary{}, engine.NotStored)
+		},
+		"version kept": func(tx engine.Tx) error {
+			st, err := tx.Get("f1")
+			if err != nil {
+				return err
+			}
+			return tx.Put(st, engine.Summarize(st, nil), st.Version)
+		},
+		"version back": func(tx engine.Tx) error {
+			st, err := tx.Get("f1")
+			if err != nil {
+				return err
+			}
+			v := st.Version
+			st.Version = 3
+			return tx.Put(st, engine.Summarize(st, nil), v)
+		},
+		"expect below NotStored": func(tx engine.Tx) error {
+			st := NewState("f2", engine.StatusRunning)
+			st.Version = 1
+			return tx.Put(st, engine.Summarize(st, nil), -1)
+		},
+	} {
+		err := s.Update(ctx, func(tx engine.Tx) error { return w(tx) })
+		if err == nil {
+			t.Errorf("Put with %s succeeded", name)
+		} else if errors.Is(err, engine.ErrConflict) {
+			t.Errorf("Put with %s: %v, want an invalid-input error, not a conflict", name, err)
+		}
 	}
-	err = s.Update(ctx, func(tx engine.Tx) error { return tx.Put(&engine.FlowState{}, engine.FlowSummary{}) })
-	if err == nil {
-		t.Fatal("Put of a state without FlowID succeeded")
+	if got := get(t, s, "f1"); got.Version != 40 {
+		t.Fatalf("a refused Put wrote: version %d", got.Version)
+	}
+	if sums := list(t, s, engine.ListFilter{}); len(sums) != 1 {
+		t.Fatalf("a refused Put listed a flow: %v", ids(sums))
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package fanout holds the rules of a parallel_dispatch fan-out that do not
 // touch the flow state: reading a task graph (ParseTasks), checking it
-// (GraphViolations, ListViolations), rendering a task's prompt from the
+// (GraphViolations, ListViolations), naming a task's branch and worktree
+// (Ref: distinct ids get distinct names), rendering a task's prompt from the
 // step's intent_template (Prompt), the step's require (RequireSatisfied,
 // RequireUnsatisfiable) and the original's float timestamps (UnixSeconds).
 // The engine judges stratum_parallel_done with them; engine/run and

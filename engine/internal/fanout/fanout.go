@@ -1,6 +1,8 @@
 package fanout
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -110,8 +112,9 @@ func clipText(s string, n int) string {
 
 // GraphViolations checks a decompose step's output (a task graph:
 // {"tasks": [...]}) before anything is dispatched: a task list of objects
-// with ids, no duplicate id, no dependency on an unknown task or on
-// itself, no cycle. Each problem is one violation, fed back to the retry.
+// with ids, no duplicate id, no two ids sharing a branch and worktree name
+// (Ref), no dependency on an unknown task or on itself, no cycle. Each
+// problem is one violation, fed back to the retry.
 func GraphViolations(output any) []string {
 	tasks, err := ParseTasks(output)
 	if err != nil {
@@ -140,6 +143,15 @@ func ListViolations(tasks []Task) []string {
 			}
 		}
 	}
+	refs := make(map[string]string, len(tasks))
+	for _, t := range tasks {
+		ref := Ref(t.ID)
+		if o, ok := refs[ref]; ok && o != t.ID {
+			vs = append(vs, fmt.Sprintf("task graph: tasks '%s' and '%s' would share the branch and worktree name '%s'; rename one", o, t.ID, ref))
+			continue
+		}
+		refs[ref] = t.ID
+	}
 	if len(vs) > 0 {
 		return vs
 	}
@@ -147,6 +159,65 @@ func ListViolations(tasks []Task) []string {
 		vs = append(vs, "task graph: dependency cycle "+strings.Join(cycle, " → "))
 	}
 	return vs
+}
+
+// Ref is the name a task's git branch and worktree directory take from its
+// id (stratum/<flow>/<step>/<ref>, <worktrees>/<flow>/<step>/<ref>). An id
+// that is already a safe name — lower-case letters, digits, '.', '_' and
+// '-', starting and ending with a letter or digit, no "..", no ".lock"
+// ending, at most 64 bytes — is its own ref; any other id (upper case, '/',
+// spaces, newlines, a leading '-' …) is cleaned to such a name and
+// followed by '-' and 8 hex digits of the id's SHA-256, so ids that clean
+// to the same text ("x" and "-x", "a/b" and "a b", "A" and "a" on a
+// case-insensitive file system) still get different branches and
+// worktrees. ListViolations refuses a graph in which two ids would still
+// share a ref.
+func Ref(id string) string {
+	if safeRef(id) {
+		return id
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(id) {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	clean := b.String()
+	for strings.Contains(clean, "..") {
+		clean = strings.ReplaceAll(clean, "..", ".")
+	}
+	if len(clean) > 40 {
+		clean = clean[:40]
+	}
+	clean = strings.Trim(clean, ".-_")
+	sum := sha256.Sum256([]byte(id))
+	h := hex.EncodeToString(sum[:4])
+	if clean == "" {
+		return h
+	}
+	return clean + "-" + h
+}
+
+// safeRef reports whether id is its own Ref.
+func safeRef(id string) bool {
+	if id == "" || len(id) > 64 || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || i == len(id)-1 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // findCycle returns one dependency cycle (first node repeated at the end),

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -91,5 +92,45 @@ func TestRequire(t *testing.T) {
 func TestUnixSeconds(t *testing.T) {
 	if got := *UnixSeconds(time.Unix(1700000000, 500_000_000)); got != 1700000000.5 {
 		t.Fatalf("UnixSeconds = %v", got)
+	}
+}
+
+func TestRef(t *testing.T) {
+	for _, id := range []string{"a", "x", "t00001", "build-api", "v1.2_x"} {
+		if got := Ref(id); got != id {
+			t.Errorf("Ref(%q) = %q, want the id itself", id, got)
+		}
+	}
+	// Ids that clean to the same text get different refs, each a safe name.
+	ids := []string{"x", "-x", "x-", "X", "a/b", "a b", "a\nb", "a..b", "a.lock", "", "é", "../../etc", strings.Repeat("long", 40)}
+	seen := map[string]string{}
+	for _, id := range ids {
+		ref := Ref(id)
+		if o, ok := seen[ref]; ok {
+			t.Errorf("Ref(%q) = Ref(%q) = %q", id, o, ref)
+		}
+		seen[ref] = id
+		if ref == "" || len(ref) > 64 || strings.Contains(ref, "..") || strings.ContainsAny(ref, "/ \n") || ref[0] == '-' || ref[0] == '.' {
+			t.Errorf("Ref(%q) = %q: not a safe name", id, ref)
+		}
+		if Ref(id) != ref {
+			t.Errorf("Ref(%q) is not stable", id)
+		}
+	}
+}
+
+func TestTaskGraphRefusesSharedRefs(t *testing.T) {
+	// "-x" is x-<8 hex digits of its hash>; a task literally named so
+	// would share its branch.
+	clash := Ref("-x")
+	vs := GraphViolations(map[string]any{"tasks": []any{
+		map[string]any{"id": "-x"}, map[string]any{"id": clash}, map[string]any{"id": "x"}}})
+	want := fmt.Sprintf("task graph: tasks '-x' and '%s' would share the branch and worktree name '%s'; rename one", clash, clash)
+	if len(vs) != 1 || vs[0] != want {
+		t.Fatalf("violations %q, want %q", vs, want)
+	}
+	if vs := GraphViolations(map[string]any{"tasks": []any{
+		map[string]any{"id": "x"}, map[string]any{"id": "-x"}, map[string]any{"id": "a/b"}, map[string]any{"id": "a b"}}}); len(vs) != 0 {
+		t.Fatalf("distinct refs refused: %v", vs)
 	}
 }
