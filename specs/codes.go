@@ -67,12 +67,16 @@ const (
 	CodeUnknownResultField = "unknown-result-field"
 	CodeUnknownType        = "unknown-type"
 	CodeContractCycle      = "contract-cycle"
-	CodeInvalidSchema      = "invalid-schema"
-	CodeWorkflowEntry      = "workflow-entry"
-	CodeWorkflowInputs     = "workflow-inputs"
-	CodeCacheField         = "cache-field"
-	CodeRunField           = "run-field"
-	CodeOpaqueInline       = "opaque-inline"
+	// Contracts nested deeper than MaxContractDepth, or schemas that grow
+	// past MaxContractNodes with contained contracts inlined.
+	CodeContractDepth  = "contract-depth"
+	CodeContractSize   = "contract-size"
+	CodeInvalidSchema  = "invalid-schema"
+	CodeWorkflowEntry  = "workflow-entry"
+	CodeWorkflowInputs = "workflow-inputs"
+	CodeCacheField     = "cache-field"
+	CodeRunField       = "run-field"
+	CodeOpaqueInline   = "opaque-inline"
 	// A reasoning_template / task_reasoning_template without sections, or
 	// with a section that is not a mapping or lacks id, label or description.
 	CodeReasoningTemplate = "reasoning-template"

@@ -83,6 +83,7 @@ var codeClass = map[string]ErrorType{
 	"expr-syntax": SemanticError, "expr-forbidden": SemanticError,
 	"unknown-result-field": SemanticError, "unknown-type": SemanticError,
 	"contract-cycle": SemanticError, "invalid-schema": SemanticError,
+	"contract-depth": SemanticError, "contract-size": SemanticError,
 	"workflow-entry": SemanticError, "workflow-inputs": SemanticError,
 	"cache-field": SemanticError, "run-field": SemanticError,
 	"opaque-inline": SemanticError, "policy-human": SemanticError,
@@ -506,6 +507,8 @@ func generatedHostile() []hostileCase {
 			return []byte("version: \"0.2\"\nx: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n")
 		}},
 		{"too-deep-in-output-schema", "too-deep", func() []byte { return deepOutputSchema(40) }},
+		{"contract-depth-chain", "contract-depth", func() []byte { return []byte(contractChain(3000, 1)) }},
+		{"contract-size-tree", "contract-size", func() []byte { return []byte(contractChain(40, 2)) }},
 	}
 }
 
@@ -741,9 +744,9 @@ func TestCorpusValidIR(t *testing.T) {
 		if r := step(t, spec, "main", "inline_map").Run; r == nil || len(r.Argv) != 2 || r.Env["MODE"] != "strict" {
 			t.Errorf("inline mapping run = %+v", r)
 		}
-		eq(t, "on_timeout", fn["human_gate"].OnTimeout, "approve")
+		eq(t, "on_timeout revise", fn["human_gate"].OnTimeout, "revise")
 		eq(t, "approver", fn["human_gate"].Approver, "human")
-		eq(t, "on_timeout revise", fn["any_gate"].OnTimeout, "revise")
+		eq(t, "on_timeout approve", fn["any_gate"].OnTimeout, "approve")
 		var doc *Param
 		for _, p := range fn["judge"].Input {
 			if p.Name == "document" {

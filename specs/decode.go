@@ -414,13 +414,20 @@ func (c *checker) name(m *mapping, k, path string, nonEmpty bool) (string, bool)
 
 // badName reports a name (a mapping key, or the value of a field that names
 // something) containing a control character, C0 (U+0000–U+001F), DEL or C1
-// (U+0080–U+009F): spec names reach terminals, and such a name could inject
-// escape sequences into an operator's screen. The message and the path
-// show the character escaped.
+// (U+0080–U+009F), or a bidirectional formatting character (isBidi): spec
+// names reach terminals, and such a name could inject escape sequences
+// into an operator's screen or reorder what it shows. The message and the
+// path show the character escaped.
 func (c *checker) badName(n *yaml.Node, path, name string) bool {
 	r, ok := controlRune(name)
 	if !ok {
 		return false
+	}
+	if isBidi(r) {
+		c.add(CodeInvalidName, n, path,
+			fmt.Sprintf("%s contains the bidirectional formatting character U+%04X", py.ReprString(name), r),
+			"Names may not contain bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) or line separators (U+2028, U+2029): use printable text.")
+		return true
 	}
 	c.add(CodeInvalidName, n, path,
 		fmt.Sprintf("%s contains the control character U+%04X", py.ReprString(name), r),

@@ -60,11 +60,12 @@ func (d Diagnostic) String() string {
 	return b.String()
 }
 
-// controlRune returns the first C0 (U+0000–U+001F), DEL or C1
-// (U+0080–U+009F) control character of s.
+// controlRune returns the first control character of s: C0
+// (U+0000–U+001F), DEL, C1 (U+0080–U+009F), a bidirectional formatting
+// character (isBidi) or a line or paragraph separator (U+2028, U+2029).
 func controlRune(s string) (rune, bool) {
 	for _, r := range s {
-		if isControl(r) {
+		if isControl(r) || isBidi(r) {
 			return r, true
 		}
 	}
@@ -73,23 +74,42 @@ func controlRune(s string) (rune, bool) {
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
 
-// EscapeControl writes every control character of s (C0, DEL, C1) as \xNN,
-// so that text taken from a spec, an agent or a provider cannot drive the
-// terminal it is printed on. It is the one rule for untrusted text on a
-// terminal: the runner's console, the CLI's human-readable output and the
-// TUI (plain and full-screen) pass ids, outputs, violations and rationales
-// through it before printing.
+// isBidi reports the characters that reorder or break what a terminal shows
+// without being C0 or C1 controls: the bidirectional marks, embeddings,
+// overrides and isolates (U+061C, U+200E, U+200F, U+202A–U+202E,
+// U+2066–U+2069: "abc\u202Egnp.exe" shows as "abcexe.png") and the line and
+// paragraph separators U+2028, U+2029.
+func isBidi(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f, r == 0x2028, r == 0x2029:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// EscapeControl writes every control character of s (C0, DEL, C1) as \xNN
+// and every bidirectional formatting character or line/paragraph separator
+// (isBidi) as \uNNNN, so that text taken from a spec, an agent or a provider
+// cannot drive or reorder the terminal it is printed on. It is the one rule
+// for untrusted text on a terminal: the runner's console, the CLI's
+// human-readable output and the TUI (plain and full-screen) pass ids,
+// outputs, violations and rationales through it before printing.
 func EscapeControl(s string) string {
 	if _, ok := controlRune(s); !ok {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if isControl(r) {
+		switch {
+		case isControl(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
-			continue
+		case isBidi(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
 		}
-		b.WriteRune(r)
 	}
 	return b.String()
 }

@@ -12,11 +12,14 @@
 //     types, required fields and enumerations (the original's JSON-Schema stage,
 //     error type ir_validation_error), and names: a mapping key or a field that
 //     names something (a step id, a reference, a routing target) may not
-//     contain a control character (invalid-name), since names reach terminals.
+//     contain a control or bidirectional formatting character (invalid-name),
+//     since names reach terminals.
 //  3. Semantic checks: every rule of the original (ir_semantic_error) plus the
 //     stricter ones the README lists (duplicate ids, unknown $-references, cycles,
 //     recursive flows, expressions that do not compile, ensure references to
-//     fields that the output contract does not declare).
+//     fields that the output contract does not declare, contracts nested past
+//     MaxContractDepth or past MaxContractNodes inlined, on_timeout: approve
+//     on an approver: human gate).
 //  4. Normalisation: defaults are applied and every expression is compiled once
 //     (see Expr); the engine only runs them.
 //
@@ -26,7 +29,9 @@
 // error type (codes.go); where the original reports a problem, the code is
 // the one with the original's type (an empty guardrail pattern is its
 // schema's error; an empty intent is its "exactly one of" step-mode error).
-// Diagnostic.String escapes control characters.
+// Diagnostic.String escapes control characters; EscapeControl and
+// EscapeControlLines are the one escaper of untrusted text for terminals
+// (controls as \xNN, bidirectional characters as \uNNNN).
 //
 // Constructs of the original's newer releases that this package does not
 // implement (judge and pipeline steps, the vocabulary_compliance and

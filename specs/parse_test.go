@@ -212,7 +212,7 @@ contracts:
 functions:
   g:
     mode: gate
-    on_timeout: approve
+    on_timeout: revise
     approver: human
     timeout: 60
   f:

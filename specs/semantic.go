@@ -97,6 +97,7 @@ func (c *checker) checkFunction(b *build, fs *fnSrc) {
 		if fn.Approver == "" {
 			fn.Approver = "any"
 		}
+		c.humanTimeout(fn, m, path)
 	case ModeInfer, ModeCompute:
 		for _, k := range []string{"on_timeout", "approver"} {
 			if m.has(k) {

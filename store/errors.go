@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/stratum-go/stratum/engine"
 )
@@ -42,16 +43,35 @@ var (
 	// ErrInvalid: a caller passed something the store cannot hold (a nil
 	// state, an empty or oversized flow id, an empty cache key).
 	ErrInvalid = errors.New("invalid argument")
+
+	// ErrDiskFull: the file system of the store (or of the page check's
+	// copy) has no space left. The transaction wrote nothing; free space
+	// and retry.
+	ErrDiskFull = errors.New("the disk is full")
 )
 
+// diskFull turns an error caused by a full file system (ENOSPC, wherever
+// it arose: a commit, the page check's copy, the verified-generation
+// record) into a *FileError of kind ErrDiskFull naming the store: a writer
+// reported only "meta 0 copy: write …/.stratum-check-NNN.db: no space left
+// on device".
+func (s *Store) diskFull(err error) error {
+	if err == nil || !errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrDiskFull) {
+		return err
+	}
+	return &FileError{Path: s.path, Kind: ErrDiskFull, Detail: "no space left on device",
+		Hint: "nothing was written; free space on its file system (df " + filepath.Dir(s.path) + ") and retry", Cause: err}
+}
+
 // FileError is returned when the store file itself is unusable: corrupt,
-// foreign, from a newer schema, or missing. It names the file and says what
-// the user can do about it. errors.Is(err, ErrCorrupt) (or ErrForeign,
-// ErrNewerSchema, ErrMissing) tells the kinds apart; Cause, when set, is the
+// foreign, from a newer schema, missing, or on a full disk. It names the
+// file and says what the user can do about it. errors.Is(err, ErrCorrupt)
+// (or ErrForeign, ErrNewerSchema, ErrMissing, ErrDiskFull) tells the kinds
+// apart; Cause, when set, is the
 // underlying error (from bbolt or the OS), kept for diagnostics.
 type FileError struct {
 	Path   string // the store file
-	Kind   error  // ErrCorrupt, ErrForeign, ErrNewerSchema or ErrMissing
+	Kind   error  // ErrCorrupt, ErrForeign, ErrNewerSchema, ErrMissing or ErrDiskFull
 	Detail string // what exactly is wrong
 	Hint   string // what to do about it
 	Cause  error  // underlying error, may be nil

@@ -74,8 +74,14 @@ func (s *Store) pageProblems(btx *bolt.Tx) (problems []error, err error) {
 		return nil, fmt.Errorf("store %s: page check: %w", s.path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := s.guard(func() error { _, err := btx.WriteTo(tmp); return err }); err != nil {
+	w := &copyWriter{f: tmp}
+	if err := s.guard(func() error { _, err := btx.WriteTo(w); return err }); err != nil {
 		_ = tmp.Close()
+		if w.err != nil {
+			// bbolt reports a failed write as text ("meta 0 copy: …"):
+			// the copy's own error keeps its cause (a full disk).
+			return nil, fmt.Errorf("store %s: page check: copying the file to %s: %w", s.path, tmp.Name(), w.err)
+		}
 		var fe *FileError
 		if errors.As(err, &fe) {
 			return []error{errors.New(fe.Detail)}, nil
@@ -90,6 +96,20 @@ func (s *Store) pageProblems(btx *bolt.Tx) (problems []error, err error) {
 		return nil, fmt.Errorf("store %s: page check: %w", s.path, err)
 	}
 	return problems, nil
+}
+
+// copyWriter is the page check's copy, keeping its first write error.
+type copyWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *copyWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
 }
 
 // CheckFilePages runs bbolt's page check of the file at path in a child

@@ -111,7 +111,7 @@ func TestScriptsEtcd(t *testing.T) {
 		defer cli.Close()
 		for i := int64(1); i <= n.Load(); i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			r, err := cli.Get(ctx, fmt.Sprintf("/script-%d/meta/seq", i))
+			r, err := cli.Get(ctx, fmt.Sprintf("/script-%d/\x00meta/seq", i)) // schema 2: /PREFIX/ and NUL
 			cancel()
 			if err != nil || len(r.Kvs) == 0 {
 				t.Errorf("prefix script-%d: no event log in etcd (%v)", i, err)

@@ -26,8 +26,14 @@
 // connection would end the session on (over jsonlimit.MaxBytes, nested
 // deeper than jsonlimit.MaxDepth, invalid JSON, not a JSON-RPC message, a
 // batch) is answered with a JSON-RPC error instead, and the server goes on
-// with the next line. Each accepted frame is decoded once, into the message
-// the session handles.
+// with the next line; so is a request whose id is null, an array, an object
+// or a boolean (answered with id null). Each accepted frame is decoded once,
+// into the message the session handles. The connection hands every call to
+// the session under an id of its own and writes the answer with the
+// client's id byte for byte (the SDK keeps ids as int64 or string); it lets
+// at most maxInFlight calls in before their answers are written (a client
+// that stops reading stops the server reading), and at the end of stdin it
+// reports the end only once every call already read is answered.
 //
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers

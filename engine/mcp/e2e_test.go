@@ -735,7 +735,7 @@ func testInternalError(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cli.Close()
-		if _, err := cli.Put(context.Background(), "/"+loc.Prefix+"/f/"+id, "not a flow record"); err != nil {
+		if _, err := cli.Put(context.Background(), "/"+loc.Prefix+"/\x00f/"+id, "not a flow record"); err != nil { // schema 2: the root is /PREFIX/ and NUL
 			t.Fatal(err)
 		}
 	}

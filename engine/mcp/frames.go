@@ -41,6 +41,9 @@ type frameGuard struct {
 	out io.Writer
 	log *slog.Logger
 	err error // the input's error, returned once the frames before it are
+	// id is the exact text of the id of the frame next returned last, when
+	// it is a call (nil otherwise).
+	id json.RawMessage
 }
 
 // next returns the next accepted frame (without its newline) and the
@@ -102,14 +105,57 @@ func (g *frameGuard) admit(line []byte, tooLong bool) jsonrpc.Message {
 		msg = "request refused: batch requests are not supported"
 	default:
 		m, err := jsonrpc.DecodeMessage(line)
-		if err == nil {
+		if err != nil {
+			msg = "request refused: not a JSON-RPC message: " + err.Error()
+			break
+		}
+		req, isReq := m.(*jsonrpc.Request)
+		if !isReq {
+			g.id = nil
 			return m
 		}
-		msg = "request refused: not a JSON-RPC message: " + err.Error()
+		// The SDK reads "id": null as no id (a notification: no answer)
+		// and an id of 1.5 as 1; JSON-RPC allows only strings and numbers,
+		// and the answer must carry the id exactly as sent.
+		id, present := idOf(line)
+		if present && !validID(id) {
+			msg = "request refused: the id must be a string or a number"
+			break
+		}
+		g.id = nil
+		if req.IsCall() {
+			g.id = id
+		}
+		return m
 	}
 	g.log.Warn("refused an MCP frame", "bytes", len(line), "too_long", tooLong, "reason", msg)
 	g.answer(line, code, msg)
 	return nil
+}
+
+// answerID writes one JSON-RPC error response with the given id.
+func (g *frameGuard) answerID(id json.RawMessage, code int, msg string) {
+	var e rpcError
+	e.JSONRPC, e.ID, e.Error.Code, e.Error.Message = "2.0", id, code, msg
+	data, err := marshalExact(e)
+	if err != nil {
+		return
+	}
+	if _, err := g.out.Write(data); err != nil {
+		g.log.Warn("answering a refused MCP frame", "error", err)
+	}
+}
+
+// marshalExact is v as one line of JSON ending in a newline, without
+// encoding/json's HTML escaping, so an id is written back as it was sent.
+func marshalExact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // rpcError is a JSON-RPC error response.
@@ -145,49 +191,65 @@ func (g *frameGuard) answer(line []byte, code int, msg string) {
 		}
 		out[i].JSONRPC, out[i].ID, out[i].Error.Code, out[i].Error.Message = "2.0", id, code, msg
 	}
-	var data []byte
-	var err error
+	var v any = out[0]
 	if len(batch) > 0 {
-		data, err = json.Marshal(out)
-	} else {
-		data, err = json.Marshal(out[0])
+		v = out
 	}
+	data, err := marshalExact(v)
 	if err != nil {
 		return
 	}
-	if _, err := g.out.Write(append(data, '\n')); err != nil {
+	if _, err := g.out.Write(data); err != nil {
 		g.log.Warn("answering a refused MCP frame", "error", err)
 	}
 }
 
 // frameID returns the id of a (possibly cut short, too deep or invalid)
-// JSON-RPC request: the string or number under the top-level key "id", or
-// nil. It reads tokens without recursion and stops at the first error.
+// JSON-RPC request, exactly as written: a string or number under the
+// top-level key "id", or nil.
 func frameID(line []byte) json.RawMessage {
+	if id, _ := idOf(line); validID(id) {
+		return id
+	}
+	return nil
+}
+
+// validID reports whether id is a JSON string or number (JSON-RPC's ids;
+// null, arrays, objects and booleans are not).
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	c := id[0]
+	return c == '"' || c == '-' || c >= '0' && c <= '9'
+}
+
+// idOf returns the text of the value under the top-level key "id" of a
+// frame, exactly as written, and whether the key is there. It reads tokens
+// without recursion and stops at the first error (a frame cut short still
+// yields an id written before the cut).
+func idOf(line []byte) (json.RawMessage, bool) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
+		return nil, false
 	}
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
-			return nil
+			return nil, false
 		}
 		if k == "id" {
-			switch v := mustToken(dec).(type) {
-			case string:
-				b, _ := json.Marshal(v)
-				return b
-			case json.Number:
-				return json.RawMessage(v)
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, true
 			}
-			return nil
+			return raw, true
 		}
 		for depth := 0; ; { // skip the value
 			t, err := dec.Token()
 			if err != nil {
-				return nil
+				return nil, false
 			}
 			if d, ok := t.(json.Delim); ok {
 				if d == '{' || d == '[' {
@@ -201,14 +263,5 @@ func frameID(line []byte) json.RawMessage {
 			}
 		}
 	}
-	return nil
-}
-
-// mustToken is dec.Token with an error read as no token.
-func mustToken(dec *json.Decoder) json.Token {
-	t, err := dec.Token()
-	if err != nil {
-		return nil
-	}
-	return t
+	return nil, false
 }

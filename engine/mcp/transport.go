@@ -3,9 +3,11 @@ package mcp
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,10 +31,17 @@ func newStdioTransport(in io.ReadCloser, out io.Writer, log *slog.Logger) *stdio
 	return &stdioTransport{guard: &frameGuard{src: in, r: bufio.NewReaderSize(in, 1<<16), out: w, log: log}, out: w}
 }
 
+// maxInFlight is how many calls the connection lets in before their
+// answers are written: past it, it reads no more frames, so a client that
+// stops reading the answers stops the server reading (its writes block)
+// instead of growing the server's memory with requests it executes.
+const maxInFlight = 64
+
 // Connect implements mcp.Transport. The connection reads the input in a
 // goroutine of its own until the input ends or the connection is closed.
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{guard: t.guard, out: t.out, incoming: make(chan inbound), closed: make(chan struct{})}
+	c := &stdioConn{guard: t.guard, out: t.out, incoming: make(chan inbound), closed: make(chan struct{}),
+		slots: make(chan struct{}, maxInFlight), calls: map[int64]json.RawMessage{}, byID: map[string]int64{}}
 	go c.readLoop()
 	return c, nil
 }
@@ -43,19 +52,40 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 // it closes the input and leaves the output open. It refuses batches (the
 // guard answers them), so it needs none of the SDK connection's batch
 // bookkeeping.
+//
+// Ids: the SDK keeps an id as an int64 or a string (1.5 became 1, a big
+// integer lost digits, a string was re-encoded), so every call is handed to
+// the session under an id of ours (1, 2, …) and its answer is written with
+// the client's id exactly as it was sent; a notifications/cancelled names
+// our id too. A call whose id is still in flight is refused.
+//
+// Flow control: a call holds one of maxInFlight slots from the frame's read
+// to its answer's write; Read waits for a free slot before it reads. At the
+// end of the input, Read returns the input's error only once every call
+// already read is answered, so the session (which cancels its in-flight
+// requests when Read fails) finishes them first.
 type stdioConn struct {
 	guard    *frameGuard
 	out      *lockedWriter
 	incoming chan inbound
+	slots    chan struct{}
+
+	mu     sync.Mutex
+	calls  map[int64]json.RawMessage // our id → the client's
+	byID   map[string]int64          // the client's id → ours
+	lastID int64
+	endErr error // the input's error, once every call is answered
 
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
 }
 
-// inbound is a decoded message or the input's error.
+// inbound is a decoded message (id: the text of a call's id) or the
+// input's error.
 type inbound struct {
 	msg jsonrpc.Message
+	id  json.RawMessage
 	err error
 }
 
@@ -63,7 +93,7 @@ func (c *stdioConn) readLoop() {
 	for {
 		_, msg, err := c.guard.next()
 		select {
-		case c.incoming <- inbound{msg, err}:
+		case c.incoming <- inbound{msg, c.guard.id, err}:
 		case <-c.closed:
 			return
 		}
@@ -74,25 +104,129 @@ func (c *stdioConn) readLoop() {
 }
 
 // Read implements mcp.Connection: the next accepted message, the input's
-// error at its end, or io.EOF once the connection is closed.
+// error at its end (once every call read is answered), or io.EOF once the
+// connection is closed.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	default:
-	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case in := <-c.incoming:
-		return in.msg, in.err
-	case <-c.closed:
-		return nil, io.EOF
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		default:
+		}
+		if c.endErr != nil {
+			return nil, c.endErr
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		case c.slots <- struct{}{}:
+		}
+		var in inbound
+		select {
+		case <-ctx.Done():
+			<-c.slots
+			return nil, ctx.Err()
+		case in = <-c.incoming:
+		case <-c.closed:
+			<-c.slots
+			return nil, io.EOF
+		}
+		if in.err != nil {
+			<-c.slots
+			return nil, c.drain(ctx, in.err)
+		}
+		if msg, ok := c.admit(in); ok {
+			return msg, nil
+		}
 	}
 }
 
-// Write implements mcp.Connection: msg as one line.
+// admit gives a call our id and keeps its slot; any other message gives the
+// slot back (a notifications/cancelled of a call in flight is rewritten to
+// name our id). It answers and drops a call whose id is in flight.
+func (c *stdioConn) admit(in inbound) (jsonrpc.Message, bool) {
+	req, ok := in.msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || in.id == nil {
+		<-c.slots
+		if ok && req.Method == "notifications/cancelled" {
+			c.renameCancelled(req)
+		}
+		return in.msg, true
+	}
+	c.mu.Lock()
+	if _, dup := c.byID[string(in.id)]; dup {
+		c.mu.Unlock()
+		<-c.slots
+		c.guard.answerID(in.id, codeInvalidRequest, "request refused: a request with this id is still in flight")
+		return nil, false
+	}
+	c.lastID++
+	ours := c.lastID
+	c.calls[ours], c.byID[string(in.id)] = in.id, ours
+	c.mu.Unlock()
+	req.ID, _ = jsonrpc.MakeID(float64(ours))
+	return req, true
+}
+
+// renameCancelled rewrites the requestId of a notifications/cancelled that
+// names a call in flight to our id for it.
+func (c *stdioConn) renameCancelled(req *jsonrpc.Request) {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil {
+		return
+	}
+	c.mu.Lock()
+	ours, ok := c.byID[string(params["requestId"])]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	params["requestId"] = json.RawMessage(strconv.FormatInt(ours, 10))
+	if b, err := json.Marshal(params); err == nil {
+		req.Params = b
+	}
+}
+
+// drain waits until every call in flight is answered, then returns (and
+// keeps) err.
+func (c *stdioConn) drain(ctx context.Context, err error) error {
+	for range cap(c.slots) {
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return io.EOF
+		}
+	}
+	for range cap(c.slots) {
+		<-c.slots
+	}
+	c.endErr = err
+	return err
+}
+
+// Write implements mcp.Connection: msg as one line. The answer to a call
+// carries the client's id and frees the call's slot.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	var clientID json.RawMessage
+	var ours int64
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		if n, ok := resp.ID.Raw().(int64); ok {
+			c.mu.Lock()
+			if id, found := c.calls[n]; found {
+				clientID, ours = id, n
+				delete(c.calls, n)
+				delete(c.byID, string(id))
+			}
+			c.mu.Unlock()
+		}
+	}
+	if clientID != nil {
+		defer func() { <-c.slots }()
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -102,8 +236,24 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("marshaling message: %v", err)
 	}
+	if clientID != nil {
+		data = withID(data, ours, clientID)
+	}
 	_, err = c.out.Write(append(data, '\n'))
 	return err
+}
+
+// withID replaces our id at the head of an encoded response
+// ({"jsonrpc":"2.0","id":<ours>,…}) with the client's.
+func withID(data []byte, ours int64, id json.RawMessage) []byte {
+	head := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(ours, 10)
+	if len(data) <= len(head) || string(data[:len(head)]) != head || (data[len(head)] != ',' && data[len(head)] != '}') {
+		return data // not the shape EncodeMessage makes: leave it
+	}
+	out := make([]byte, 0, len(data)-len(head)+len(id)+22)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	return append(out, data[len(head):]...)
 }
 
 // Close implements mcp.Connection; it closes the input once.

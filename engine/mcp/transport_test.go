@@ -31,12 +31,28 @@ func TestStdioConnRead(t *testing.T) {
 	if req, ok := m.(*jsonrpc.Request); err != nil || !ok || req.Method != "ping" || req.ID.Raw() != int64(1) {
 		t.Fatalf("first: %#v, %v", m, err)
 	}
+	ping := m.(*jsonrpc.Request)
 	m, err = c.Read(ctx)
 	if resp, ok := m.(*jsonrpc.Response); err != nil || !ok || resp.ID.Raw() != "x" || string(resp.Result) != "{}" {
 		t.Fatalf("second: %#v, %v", m, err)
 	}
-	if m, err = c.Read(ctx); !errors.Is(err, io.EOF) {
-		t.Fatalf("at the end: %#v, %v", m, err)
+	// The end of the input is reported once the ping read before it is
+	// answered.
+	ended := make(chan error, 1)
+	go func() { _, err := c.Read(ctx); ended <- err }()
+	select {
+	case err := <-ended:
+		t.Fatalf("the end reported with a call unanswered: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := c.Write(ctx, &jsonrpc.Response{ID: ping.ID, Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; !errors.Is(err, io.EOF) {
+		t.Fatalf("at the end: %v", err)
+	}
+	if !strings.Contains(out.String(), `{"jsonrpc":"2.0","id":1,"result":{}}`) {
+		t.Fatalf("the ping's answer: %q", out.String())
 	}
 	if !strings.Contains(out.String(), `"id":2`) {
 		t.Fatalf("the refused frame is not answered: %q", out.String())

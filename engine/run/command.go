@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -32,7 +29,10 @@ const (
 // STRATUM_INPUT_<NAME> variables (upper-cased name, non-alphanumerics as
 // '_'; plain strings verbatim, any other value as JSON). STRATUM_FLOW_ID,
 // STRATUM_STEP_ID, STRATUM_ATTEMPT, in iteration loops STRATUM_ITERATION
-// (1-based) and, on retries, STRATUM_VIOLATIONS (a JSON array) are set too. Stdout must be the JSON result (when it is not,
+// (1-based), on retries STRATUM_VIOLATIONS (a JSON array) and after a
+// revise STRATUM_REVISE_FEEDBACK are set too. A value over MaxEnvValue (or
+// past MaxEnvTotal) goes to a file instead, named by <VAR>_FILE (see
+// environment). Stdout must be the JSON result (when it is not,
 // its last non-empty line is tried); a non-zero exit, invalid JSON, output
 // over MaxOutput or the deadline (budget.ms, flow budget) passing is an
 // *engine.AttemptError carrying stderr's tail. On timeout the whole process
@@ -42,6 +42,9 @@ type CommandExecutor struct {
 	MaxOutput int
 	// Env is the base environment (default os.Environ()).
 	Env []string
+	// TempDir holds the files of values too large for the environment
+	// (default os.TempDir()); each attempt's are removed when it ends.
+	TempDir string
 }
 
 // commandOf is the command a step executes: the step's own `run:` (inline
@@ -92,11 +95,16 @@ func (c *CommandExecutor) Execute(ctx context.Context, req engine.StepRequest) (
 			dir = filepath.Join(req.Dir, command.Dir)
 		}
 	}
+	env, cleanup, err := c.environment(command, req)
+	if err != nil {
+		return engine.StepOutcome{}, err
+	}
+	defer cleanup()
 	ctx, cancel := withBudget(ctx, req.Budget)
 	defer cancel()
 	stdout, stderr, err := process{
 		name: "command", argv: command.Argv, shell: command.Shell, dir: dir,
-		env: c.environment(command, req), stdin: bytes.NewReader(stdin), maxOut: c.MaxOutput,
+		env: env, stdin: bytes.NewReader(stdin), maxOut: c.MaxOutput,
 		tooLargeHint: "print a smaller JSON result (write large data to a file and return its path)",
 	}.run(ctx)
 	if err != nil {
@@ -108,54 +116,6 @@ func (c *CommandExecutor) Execute(ctx context.Context, req engine.StepRequest) (
 			Violations: []string{withTail("command output is not a JSON result: "+err.Error(), stderr)}}
 	}
 	return engine.StepOutcome{Output: out}, nil
-}
-
-// environment builds the command's environment.
-func (c *CommandExecutor) environment(command *specs.Command, req engine.StepRequest) []string {
-	env := c.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	env = append([]string(nil), env...)
-	keys := make([]string, 0, len(command.Env))
-	for k := range command.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+command.Env[k])
-	}
-	names := make([]string, 0, len(req.Inputs))
-	for k := range req.Inputs {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		env = append(env, "STRATUM_INPUT_"+envName(k)+"="+envValue(req.Inputs[k]))
-	}
-	env = append(env,
-		"STRATUM_FLOW_ID="+req.FlowID,
-		"STRATUM_STEP_ID="+req.Step.ID,
-		"STRATUM_ATTEMPT="+strconv.Itoa(req.Attempt),
-	)
-	if req.Iteration > 0 {
-		env = append(env, "STRATUM_ITERATION="+strconv.Itoa(req.Iteration))
-	}
-	if req.Task != nil {
-		env = append(env, "STRATUM_TASK_ID="+req.TaskID())
-	}
-	if req.Worktree != "" {
-		env = append(env, "STRATUM_WORKTREE="+req.Worktree)
-	}
-	if len(req.Violations) > 0 {
-		b, _ := json.Marshal(req.Violations)
-		env = append(env, "STRATUM_VIOLATIONS="+string(b))
-	}
-	if f := req.Feedback(); f != nil {
-		b, _ := json.Marshal(f)
-		env = append(env, "STRATUM_REVISE_FEEDBACK="+string(b))
-	}
-	return env
 }
 
 func nonNilInputs(m map[string]any) map[string]any {

@@ -34,6 +34,10 @@ type process struct {
 	startFailure string
 }
 
+// waitDelay is how long a process's pipes are read after it exited: a
+// process it started in the background may keep them open.
+const waitDelay = 2 * time.Second
+
 // run starts the process, waits for it and returns its stdout and the tail
 // of its stderr. A failed attempt is an *engine.AttemptError; an
 // interruption (ctx canceled, not its deadline) is ctx's error. ctx's
@@ -57,8 +61,16 @@ func (p process) run(ctx context.Context) ([]byte, *tailBuffer, error) {
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	setProcessGroup(cmd)
-	cmd.WaitDelay = 2 * time.Second
+	cmd.WaitDelay = waitDelay
 	runErr := cmd.Run()
+	if errors.Is(runErr, exec.ErrWaitDelay) {
+		// The process exited successfully, but a process it started in
+		// the background (`server &`) still held stdout or stderr open
+		// waitDelay later: what the process printed before it exited is
+		// its output; the background process is left running, and what
+		// it prints is dropped.
+		runErr = nil
+	}
 
 	fail := func(kind, msg string) ([]byte, *tailBuffer, error) {
 		return nil, stderr, &engine.AttemptError{Kind: kind, Violations: []string{withTail(msg, stderr)}}

@@ -98,7 +98,13 @@ func escapeEvent(e Event) Event {
 	e.FlowID = specs.EscapeControl(e.FlowID)
 	e.FlowName = specs.EscapeControl(e.FlowName)
 	e.Status = specs.EscapeControl(e.Status)
-	e.Message = specs.EscapeControlLines(e.Message)
+	if e.Kind == EventTask {
+		// One line per task: a task id's newline must not start a line of
+		// its own ("✓ build complete").
+		e.Message = specs.EscapeControl(e.Message)
+	} else {
+		e.Message = specs.EscapeControlLines(e.Message)
+	}
 	if len(e.Violations) > 0 {
 		vs := make([]string, len(e.Violations))
 		for i, v := range e.Violations {

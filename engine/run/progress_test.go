@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
 )
 
 type syncBuf struct {
@@ -149,5 +150,18 @@ func TestStepDoneCost(t *testing.T) {
 		if !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), "$0.0000") {
 			t.Errorf("%s: %q, want %q", tc.name, out.String(), tc.want)
 		}
+	}
+}
+
+// A task id's newline stays in its progress line, escaped: it printed a
+// forged line ("✓ build complete") of its own.
+func TestTaskLineOneLine(t *testing.T) {
+	var out bytes.Buffer
+	step := &specs.Step{ID: "fan"}
+	(&Printer{W: &out}).Event(Event{Kind: EventTask, FlowID: "f", Step: step, Status: "running",
+		Message: "t1\n[0.1s] ✓ build complete\u202e running"})
+	got := out.String()
+	if strings.Count(got, "\n") != 1 || !strings.Contains(got, `t1\x0a[0.1s] ✓ build complete\u202e running`) {
+		t.Fatalf("printed %q", got)
 	}
 }

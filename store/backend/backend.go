@@ -59,11 +59,20 @@ func Parse(s string) (Location, error) {
 	if scheme != "etcd" && scheme != "etcds" {
 		return Location{}, fmt.Errorf("store %q: unknown scheme %s:// (want a file path, etcd:// or etcds://)", redactURL(s), scheme)
 	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		// A query or a fragment (?password=…) would become part of the
+		// prefix, and with it of every key, error and header: refused like
+		// credentials, without echoing it.
+		return Location{}, fmt.Errorf("store %s: a query or fragment (%q…) does not belong in the URL; the prefix is the path, and credentials go in STRATUM_ETCD_USER and STRATUM_ETCD_PASSWORD (or etcd: user/password in config.yaml)", redactURL(scheme+"://"+rest[:i]), rest[i:i+1])
+	}
 	hosts, prefix, _ := strings.Cut(rest, "/")
 	if strings.Contains(hosts, "@") {
 		return Location{}, fmt.Errorf("store %s: credentials do not belong in the URL; set STRATUM_ETCD_USER and STRATUM_ETCD_PASSWORD (or etcd: user/password in config.yaml)", redactURL(s))
 	}
 	prefix = strings.Trim(prefix, "/")
+	if i := strings.IndexFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		return Location{}, fmt.Errorf("store %s://%s/…: the prefix has a control character (%q); use letters, digits and / - _ .", scheme, hosts, prefix[i:i+1])
+	}
 	if prefix == "" {
 		return Location{}, fmt.Errorf("store %s: a prefix is required (%s://HOST:PORT/PREFIX), so stratum never writes at the root of a shared cluster", s, scheme)
 	}

@@ -32,6 +32,14 @@ func TestParse(t *testing.T) {
 		"redis://h:1/x":              "unknown scheme",
 		"etcd://bob:s3cret@h:2379/x": "credentials do not belong",
 		"etcd://h:99999/x":           "bad port",
+		// A query or fragment became part of the prefix, echoed in
+		// store info, the TUI header, errors and every key (issue 23).
+		"etcd://h:2379/team?password=s3cret":    "a query or fragment",
+		"etcd://h:2379/team#s3cret":             "a query or fragment",
+		"etcd://h:2379?password=s3cret":         "a query or fragment",
+		"etcds://h:2379/team/?user=a&pw=s3cret": "a query or fragment",
+		"etcd://h:2379/te\x00am":                "control character",
+		"etcd://h:2379/te\nam":                  "control character",
 	} {
 		_, err := backend.Parse(in)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -35,12 +35,16 @@
 //
 // # Keys
 //
-// Every key starts with the prefix (etcd://HOST:PORT/PREFIX → "/PREFIX/"),
-// so teams share a cluster. Below it (‖ is concatenation, NUL separates a
-// flow id from what follows; flow ids may not contain NUL):
+// Every key starts with the root of the prefix: "/PREFIX/" followed by a
+// NUL byte (etcd://HOST:PORT/PREFIX → "/PREFIX/\x00"), so teams share a
+// cluster and may nest: a prefix has no NUL, so no root starts with
+// another's, and team/d's keys ("/team/d/\x00…") lie in no range of team's
+// ("/team/\x00…"). An etcd role granted read/write on "/PREFIX/" covers the
+// root. Below the root (‖ is concatenation, NUL separates a flow id from
+// what follows; flow ids may not contain NUL):
 //
 //	meta/format          "stratum-etcd"
-//	meta/schema_version  "1"
+//	meta/schema_version  "2" (SchemaVersion)
 //	meta/created_at      RFC 3339
 //	meta/seq             last event sequence number ever assigned (decimal)
 //	meta/gen             changed by every flow deletion (range-read guard)
@@ -58,6 +62,25 @@
 //
 // <seq:16> and <created:16> are 16 lower-case hex digits (created: Unix
 // nanoseconds with the sign bit flipped), so keys sort numerically.
+//
+// # Schema 1 and its migration
+//
+// Schema 1 put the same keys directly below "/PREFIX/", so a nested prefix's
+// keys lay in its parent's ranges ("/team/d/…" in team's tombstone range
+// d/, "/team/e/…" in its event log e/): gc on team deleted team/d's flows,
+// store info on team could not decode team/e's keys. Open migrates a
+// schema 1 prefix in place (migrate.go): under an etcd lock
+// (meta/migrating below the new root) it copies the prefix's own keys — a
+// key is the prefix's when what follows "/PREFIX/" starts with one of the
+// names above (meta/, f/, s/, …) and it lies in no nested prefix, schema 1
+// (its meta/format found below "/PREFIX/") or 2 (a NUL after a slash) — at
+// one revision, in batches (runner lease keys stay on their etcd lease),
+// commits by writing meta/format and meta/schema_version 2 below the root,
+// sets the old "/PREFIX/meta/schema_version" to 2 (a schema 1 stratum then
+// refuses the prefix rather than write where no one reads), and deletes the
+// copied keys. Older stratum processes must be stopped first: what they
+// write during the migration is lost. An interrupted migration is redone
+// from the start at the next Open (the copy overwrites).
 //
 // # The event log
 //

@@ -61,10 +61,10 @@ func rawClient(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
 }
 
 // leaseKeys maps the lease keys under prefix ("<runner lease>\x00<flow>")
-// to their etcd leases.
+// to their etcd leases (below the prefix's root, prefix‖NUL: schema 2).
 func leaseKeys(t *testing.T, cli *clientv3.Client, prefix string) map[string]clientv3.LeaseID {
 	t.Helper()
-	p := prefix + "leases/"
+	p := prefix + "\x00leases/"
 	r, err := cli.Get(context.Background(), p, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,10 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// SchemaVersion is the layout of the keys (see the package comment).
-const SchemaVersion = 1
+// SchemaVersion is the layout of the keys (see the package comment): 2
+// puts every key below <prefix>/NUL, so no prefix's keys lie in another's
+// ranges; 1 put them below <prefix>/ (migrated at Open, migrate.go).
+const SchemaVersion = 2
 
 // format marks a prefix as ours.
 const format = "stratum-etcd"
@@ -51,7 +53,8 @@ type Options struct {
 // Store is engine.Store over etcd. Close it when done.
 type Store struct {
 	cli     *clientv3.Client
-	pfx     string
+	pfx     string // "/team-a/", as configured
+	root    string // what every key starts with: pfx‖NUL (keyRoot)
 	eps     []string
 	timeout time.Duration
 	nowFn   func() time.Time
@@ -90,7 +93,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	s := &Store{pfx: pfx, eps: opts.Endpoints, timeout: opts.Timeout, nowFn: opts.Now, tls: opts.TLS != nil}
+	if strings.ContainsRune(pfx, 0) {
+		return nil, fmt.Errorf("etcd store %s: the prefix has a NUL character", describe(opts.Endpoints, strings.ReplaceAll(pfx, "\x00", `\x00`)))
+	}
+	s := &Store{pfx: pfx, root: keyRoot(pfx), eps: opts.Endpoints, timeout: opts.Timeout, nowFn: opts.Now, tls: opts.TLS != nil}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            opts.Endpoints,
 		DialTimeout:          opts.Timeout,
@@ -149,31 +155,50 @@ func (s *Store) now() time.Time {
 	return time.Now().Round(0)
 }
 
-func (s *Store) key(parts ...string) string { return s.pfx + strings.Join(parts, "") }
+func (s *Store) key(parts ...string) string { return s.root + strings.Join(parts, "") }
 
-// init checks (or writes) meta/format and meta/schema_version.
+// keyRoot is what every key of the prefix pfx ("/team/") starts with:
+// pfx‖NUL. A prefix has no NUL, so no prefix's root starts another's:
+// "/team/\x00" and "/team/d/\x00" are disjoint ranges, where schema 1's
+// "/team/" held every key of "/team/d/".
+func keyRoot(pfx string) string { return pfx + "\x00" }
+
+// init checks (or writes) meta/format and meta/schema_version. A prefix
+// that holds neither layout is initialised; one written in schema 1 is
+// migrated first (migrate.go).
 func (s *Store) init(ctx context.Context) error {
 	c, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	fk, vk := s.key("meta/format"), s.key("meta/schema_version")
-	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0)).
+	oldFk := s.pfx + "meta/format"
+	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0), clientv3.Compare(clientv3.Version(oldFk), "=", 0)).
 		Then(clientv3.OpPut(fk, format),
 			clientv3.OpPut(vk, strconv.Itoa(SchemaVersion)),
 			clientv3.OpPut(s.key("meta/created_at"), s.now().UTC().Format(time.RFC3339))).
-		Else(clientv3.OpGet(fk), clientv3.OpGet(vk)).Commit()
+		Else(clientv3.OpGet(fk), clientv3.OpGet(vk), clientv3.OpGet(oldFk)).Commit()
 	if err != nil {
 		return s.wrap("open", err)
 	}
 	if resp.Succeeded {
 		return nil
 	}
-	var f, v string
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		f = string(kvs[0].Value)
+	value := func(i int) (string, bool) {
+		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
+			return string(kvs[0].Value), true
+		}
+		return "", false
 	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		v = string(kvs[0].Value)
+	f, ok := value(0)
+	if !ok {
+		if old, _ := value(2); old != format {
+			return &Error{Store: s.String(), Msg: fmt.Sprintf("the prefix holds keys of another program (meta/format %q); choose another prefix", old)}
+		}
+		if err := s.migrate(ctx); err != nil {
+			return err
+		}
+		return s.init(ctx)
 	}
+	v, _ := value(1)
 	if f != format {
 		return &Error{Store: s.String(), Msg: fmt.Sprintf("the prefix holds keys of another program (meta/format %q); choose another prefix", f)}
 	}
