@@ -488,8 +488,6 @@ func appendStrings(b []byte, l []string) []byte {
 	return append(b, ']')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString writes s as a JSON string exactly as encoding/json does
 // (appendJSONString, the one copy of that rule, shared with the records).
 func appendString(b []byte, s string) []byte { return appendJSONString(b, s) }
