@@ -150,7 +150,7 @@ func decodeTask(raw any) (ParallelTask, bool) {
 
 // recordParallelTask stores one task's state in the flow (a transition):
 // recordParallelTasks of one task.
-func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
+func recordParallelTask(st *FlowState, env transitionEnv, t ParallelTask) (transitionResult, error) {
 	return recordParallelTasks(st, env, []ParallelTask{t})
 }
 
@@ -159,7 +159,7 @@ func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResul
 // refused (wrong_step / wrong_step_type) unless every task belongs to the
 // flow's current parallel_dispatch step, so a late report of a task whose
 // step was already reported never lands in the next step's fan-out.
-func recordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (transitionResult, error) {
+func recordParallelTasks(st *FlowState, env transitionEnv, tasks []ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
 	var step *specs.Step
 	for _, t := range tasks {
@@ -219,7 +219,7 @@ func taskRecord(t ParallelTask) (map[string]any, error) {
 // RecordParallelTask is the Service form of RecordParallelTask
 // (lease-checked like every report).
 func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t ParallelTask, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return recordParallelTask(st, env, t)
 	})
 }
@@ -229,7 +229,7 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t Paral
 // conflicted in which file, why each task failed), so the retry is told
 // more than the original's one-line verdict.
 func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
 	})
 }

@@ -31,7 +31,7 @@ func pendingGateStep(st *FlowState, flow *specs.Flow) *specs.Step {
 	if st.Status != StatusAwaitingGate || st.Gate == nil {
 		return nil
 	}
-	step := stepAt(Env{Flow: flow}, st.CurrentIdx)
+	step := stepAt(transitionEnv{Flow: flow}, st.CurrentIdx)
 	if step == nil || !step.IsGate() || step.ID != st.Gate.StepID {
 		return nil
 	}
