@@ -114,10 +114,10 @@ func dispatchKey(st *FlowState, stepID string) string {
 	return at.UTC().Format(time.RFC3339Nano)
 }
 
-// ParallelTasksOf returns the recorded tasks of stepID's current dispatch,
+// TasksOf returns the recorded tasks of stepID's current dispatch,
 // by task id. Entries of another step or of an earlier dispatch are left
 // out.
-func ParallelTasksOf(st *FlowState, stepID string) map[string]ParallelTask {
+func (st *FlowState) TasksOf(stepID string) map[string]ParallelTask {
 	out := map[string]ParallelTask{}
 	key := dispatchKey(st, stepID)
 	if key == "" {
@@ -237,27 +237,27 @@ func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID strin
 // ResolveStepInputs resolves a step's declared inputs against the flow
 // state (what an execute_step dispatch carries), for steps whose dispatch
 // does not carry them (parallel_dispatch).
-func ResolveStepInputs(st *FlowState, step *specs.Step) (map[string]any, error) {
+func (st *FlowState) ResolveStepInputs(step *specs.Step) (map[string]any, error) {
 	return resolveInputs(st, step)
 }
 
 // ResolveSource resolves a parallel_dispatch step's source against the flow
 // state (what its dispatch carries as tasks).
-func ResolveSource(st *FlowState, step *specs.Step) (any, error) {
+func (st *FlowState) ResolveSource(step *specs.Step) (any, error) {
 	return resolveValue(st, step.Source)
 }
 
 // LeaseLive reports whether a runner's lease owns the flow at now (reports
 // from anyone else are refused with flow_owned).
-func LeaseLive(st *FlowState, now time.Time) bool {
+func (st *FlowState) LeaseLive(now time.Time) bool {
 	return st.Owner != nil && st.Owner.ExpiresAt.After(now)
 }
 
-// LastParallelTasks is ParallelTasksOf for a step that may no longer be
+// LastTasksOf is TasksOf for a step that may no longer be
 // dispatched (it was reported): the tasks of its latest recorded dispatch.
-func LastParallelTasks(st *FlowState, stepID string) map[string]ParallelTask {
+func (st *FlowState) LastTasksOf(stepID string) map[string]ParallelTask {
 	if dispatchKey(st, stepID) != "" {
-		return ParallelTasksOf(st, stepID)
+		return st.TasksOf(stepID)
 	}
 	var latest time.Time
 	out := map[string]ParallelTask{}

@@ -168,7 +168,7 @@ func TestFanOutRequireAllCancelsTheRest(t *testing.T) {
 	if n := e.count("ran.log"); n != 0 {
 		t.Fatalf("%d tasks ran after require all became unsatisfiable", n)
 	}
-	tasks := engine.ParallelTasksOf(e.state(o.FlowID), "fan")
+	tasks := e.state(o.FlowID).TasksOf("fan")
 	_ = tasks // the step's dispatch ended; entries are of the failed dispatch
 	msg := strings.Join(o.FinalErr.(*engine.Error).Violations, "\n")
 	if !strings.Contains(msg, "did not run: its dependency 'bad' failed") && !strings.Contains(msg, "can no longer be met") {

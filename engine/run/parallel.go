@@ -46,7 +46,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks%s",
 			step.ID, step.Source, perr, resume)})
 	}
-	inputs, err := engine.ResolveStepInputs(st, step)
+	inputs, err := st.ResolveStepInputs(step)
 	if err != nil {
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its inputs do not resolve: %v%s", step.ID, err, resume)})
 	}
@@ -71,7 +71,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		Service: r.svc, Report: r.report(), Writer: w, Executor: ex, Kind: executorName(kind),
 		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Tasks: tasks, Inputs: inputs,
 		Attempt: attempt, Violations: violations, Dir: fc.dir,
-		Prior:        engine.ParallelTasksOf(st, step.ID),
+		Prior:        st.TasksOf(step.ID),
 		WorktreeRoot: r.opts.WorktreeRoot, KeepWorktrees: r.opts.KeepWorktrees, Log: r.opts.Log,
 		Budget: func(ctx context.Context) (engine.BudgetView, string, error) {
 			if flowBudgeted(fc) {
