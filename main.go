@@ -1011,46 +1011,19 @@ its run.output the same value); progress goes to stderr.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
-			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
-			// notStarted ends a run that could not start; with --json
-			// stdout still gets a JSON object (runner.ErrorReport).
-			notStarted := func(err error) error {
-				if jsonOut {
-					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+			open := func(ctx context.Context) (*engine.Service, error) { svc, _, err := openService(ctx); return svc, err }
+			rep, code, err := line.Main(cmd.Context(), open, runner.Setup{Record: recordF, Replay: replayFile, Stdin: a.stdin,
+				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github}, junitFile, jsonOut)
+			if rep != nil { // the --json report (also of a run that did not start), or the completed flow's output
+				if werr := writeJSON(a.stdout, rep); werr != nil && err == nil {
+					return werr
 				}
+			}
+			if err != nil {
 				return a.runErr(err)
 			}
-			req, err := line.Check(terminal)
-			if err != nil {
-				return notStarted(err)
-			}
-			cfg, err := config.Load(runner.ProjectDir(req.File))
-			if err != nil {
-				return notStarted(&runner.UsageError{Err: err})
-			}
-			svc, _, err := openService(cmd.Context())
-			if err != nil {
-				if jsonOut {
-					_ = writeJSON(a.stdout, runner.ErrorReport(err))
-				}
-				return err
-			}
-			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
-				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
-			if err != nil {
-				return notStarted(err)
-			}
-			rep, err := runner.Conclude(cmd.Context(), svc, out, a.stderr, junitFile, jsonOut)
-			if err != nil {
-				return failErr(err)
-			}
-			if rep != nil { // the --json report, or the completed flow's output
-				if err := writeJSON(a.stdout, rep); err != nil {
-					return err
-				}
-			}
-			if out.ExitCode != 0 {
-				return silentExit(out.ExitCode)
+			if code != 0 {
+				return silentExit(code)
 			}
 			return nil
 		},
