@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -830,27 +829,23 @@ Register it for a project with "stratum install".`,
   npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if isTerminal(a.stdin) {
-				fmt.Fprintln(a.stderr, "stratum mcp: speaking MCP on stdin/stdout; it is meant to be started by an MCP client (see stratum install). Ctrl-C to stop.")
-			}
 			svc, st, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			// Which store this server shares (a client may start it with
-			// another $STRATUM_HOME than the shell's).
 			schema, err := st.SchemaVersion(cmd.Context())
 			if err != nil {
 				return failErr(err)
 			}
-			fmt.Fprintf(a.stderr, "stratum mcp: store %s (schema %d)\n", st.Name(), schema)
 			if os.Getenv("GOGC") == "" {
 				// A long-lived server with a small live heap: collecting at
 				// 5x the live heap instead of 2x cuts the collector's share
 				// of a tool call (about a fifth of its CPU at the default).
 				debug.SetGCPercent(400)
 			}
-			if err := mcpserver.Serve(cmd.Context(), svc, mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep}); err != nil {
+			opts := mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep,
+				Store: fmt.Sprintf("%s (schema %d)", st.Name(), schema), Interactive: isTerminal(a.stdin)}
+			if err := mcpserver.Serve(cmd.Context(), svc, opts); err != nil {
 				return failErr(err)
 			}
 			return nil
@@ -915,12 +910,6 @@ Exit status: 0 every check passed, 1 some check failed, 2 usage error.`,
   stratum doctor --json`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			if exe, err := os.Executable(); err == nil {
-				if r, err := filepath.EvalSymlinks(exe); err == nil {
-					exe = r
-				}
-				opts.Binary = exe
-			}
 			rep, err := mcpserver.Doctor(opts)
 			if err != nil {
 				return failErr(err)
