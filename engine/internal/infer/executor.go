@@ -116,13 +116,8 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 
 	// Budget before the call: spends no attempt when exhausted.
 	b := req.Budget
-	switch {
-	case !b.Deadline.IsZero() && !start.Before(b.Deadline):
-		return engine.StepOutcome{}, fmt.Errorf("%w: no time left for step '%s' (ms budget)", engine.ErrBudgetExhausted, step.ID)
-	case b.USD != nil && *b.USD <= 0:
-		return engine.StepOutcome{}, fmt.Errorf("%w: no usd left for step '%s'", engine.ErrBudgetExhausted, step.ID)
-	case b.Tokens < 0:
-		return engine.StepOutcome{}, fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, step.ID)
+	if err := budgetLeft(b, start, step.ID); err != nil {
+		return engine.StepOutcome{}, err
 	}
 
 	var extra []string
@@ -140,20 +135,7 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	out := OutputOf(req.Spec, step)
 	schema, wrapped := llm.ObjectRoot(out.Schema)
 
-	maxTokens := e.MaxTokens
-	if previousTruncated(req.Violations) {
-		// The previous answer hit the output limit: allow twice as much.
-		base := maxTokens
-		if base == 0 && target.Info.Dialect == llm.DialectAnthropic {
-			base = llm.MaxOutputTokens(target.Model) // what was sent
-		}
-		if base > 0 {
-			maxTokens = 2 * base
-		}
-	}
-	if b.Tokens > 0 && (maxTokens == 0 || int64(maxTokens) > b.Tokens) {
-		maxTokens = int(min(b.Tokens, int64(1<<30)))
-	}
+	maxTokens := e.maxTokens(req, target)
 	system := e.System
 	if system == "" {
 		system = DefaultSystem
@@ -164,59 +146,9 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 		lreq.Attachment = prompt.Attachment
 	}
 
-	fn := step.Function
-	if fn == "" {
-		fn = step.ID
-	}
-	flowID := req.FlowID
-	violations := req.Violations
-	if violations == nil {
-		violations = []string{}
-	}
-	trace := &engine.TraceRecord{
-		Function: fn, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
-		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: out.Hash,
-		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: step.ID, Attempt: req.Attempt,
-	}
-
-	span := otlp.SpanFromContext(ctx).Child("chat "+target.Model, otlp.KindClient)
-	span.Set(otlp.AttrOperationName, "chat")
-	span.Set(otlp.AttrProviderName, target.Info.Name)
-	span.Set(otlp.AttrRequestModel, target.Model)
-	span.Set(otlp.AttrOutputType, "json")
-	if u, err := url.Parse(target.Info.BaseURL); err == nil && u.Hostname() != "" {
-		span.Set(otlp.AttrServerAddress, u.Hostname())
-		port := u.Port()
-		if port == "" && u.Scheme == "https" {
-			port = "443"
-		} else if port == "" && u.Scheme == "http" {
-			port = "80"
-		}
-		if n, err := strconv.Atoi(port); err == nil {
-			span.Set(otlp.AttrServerPort, n)
-		}
-	}
-	if sent := llm.RequestMaxTokens(target.Model, maxTokens, target.Info.Dialect == llm.DialectAnthropic); sent > 0 {
-		span.Set(otlp.AttrRequestMaxTokens, sent)
-	}
-	span.Set(otlp.AttrFunction, fn)
-	span.Set(otlp.AttrFlowID, req.FlowID)
-	span.Set(otlp.AttrStepID, step.ID)
-	span.Set(otlp.AttrAttempt, req.Attempt)
-	span.Set(otlp.AttrContractHash, out.Hash)
-	span.Set(otlp.AttrPromptHash, prompt.Hash)
-	if len(req.Violations) > 0 {
-		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Violations})
-	}
-
-	timeout := e.CallTimeout
-	if timeout <= 0 {
-		timeout = DefaultCallTimeout
-	}
-	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
-	if !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
-		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
-	}
+	trace := traceRecord(req, target, &prompt, out.Hash)
+	span := callSpan(ctx, target, maxTokens, trace.Function, req, out.Hash, prompt.Hash)
+	deadline, cause := e.callDeadline(b)
 	callCtx, cancel := context.WithDeadlineCause(llm.WithPromptHash(ctx, prompt.Hash), deadline, cause)
 	defer cancel()
 	resp, callErr := target.Provider.Complete(callCtx, lreq)
@@ -247,6 +179,137 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	eu := outcome.Usage
 	trace.Usage = &eu
 	trace.CostUSD = outcome.CostUSD
+	setUsage(span, usage, outcome.CostUSD)
+	finish := func(err error) (engine.StepOutcome, error) {
+		trace.DurationMS = now().Sub(start).Milliseconds()
+		span.End(err)
+		return outcome, err
+	}
+
+	if callErr != nil {
+		return finish(e.mapCallError(ctx, callCtx, cause, step, target, callErr))
+	}
+	value, repaired, err := decodeAnswer(resp.Content, wrapped, out.Schema, target.Info.Dialect)
+	if err != nil {
+		return finish(err)
+	}
+	outcome.Output = value
+	trace.Output = value
+	trace.Repaired = repaired
+	span.Set(otlp.AttrRepaired, repaired)
+	return finish(nil)
+}
+
+// traceRecord is the trace record of the attempt, before the call: its
+// function (the step id for an inline step), model, inputs, hashes and
+// retry reasons.
+func traceRecord(req engine.StepRequest, target llm.Target, prompt *Prompt, contractHash string) *engine.TraceRecord {
+	step := req.Step
+	fn := step.Function
+	if fn == "" {
+		fn = step.ID
+	}
+	flowID := req.FlowID
+	violations := req.Violations
+	if violations == nil {
+		violations = []string{}
+	}
+	return &engine.TraceRecord{
+		Function: fn, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
+		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: contractHash,
+		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: step.ID, Attempt: req.Attempt,
+	}
+}
+
+// callDeadline is when the call must end and why: the call timeout (a
+// *callTimeout), or the ms budget's deadline when it comes first
+// (engine.ErrBudgetExhausted).
+func (e *Executor) callDeadline(b engine.BudgetView) (time.Time, error) {
+	timeout := e.CallTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
+	if !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
+		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
+	}
+	return deadline, cause
+}
+
+// budgetLeft refuses an attempt the budget b leaves nothing for at start
+// (engine.ErrBudgetExhausted): no time, no usd or no tokens left.
+func budgetLeft(b engine.BudgetView, start time.Time, stepID string) error {
+	switch {
+	case !b.Deadline.IsZero() && !start.Before(b.Deadline):
+		return fmt.Errorf("%w: no time left for step '%s' (ms budget)", engine.ErrBudgetExhausted, stepID)
+	case b.USD != nil && *b.USD <= 0:
+		return fmt.Errorf("%w: no usd left for step '%s'", engine.ErrBudgetExhausted, stepID)
+	case b.Tokens < 0:
+		return fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, stepID)
+	}
+	return nil
+}
+
+// maxTokens is the output limit of the call: e.MaxTokens, twice what the
+// previous attempt was given when its answer was truncated, and at most
+// the tokens the budget leaves.
+func (e *Executor) maxTokens(req engine.StepRequest, target llm.Target) int {
+	maxTokens := e.MaxTokens
+	if previousTruncated(req.Violations) {
+		// The previous answer hit the output limit: allow twice as much.
+		base := maxTokens
+		if base == 0 && target.Info.Dialect == llm.DialectAnthropic {
+			base = llm.MaxOutputTokens(target.Model) // what was sent
+		}
+		if base > 0 {
+			maxTokens = 2 * base
+		}
+	}
+	if b := req.Budget; b.Tokens > 0 && (maxTokens == 0 || int64(maxTokens) > b.Tokens) {
+		maxTokens = int(min(b.Tokens, int64(1<<30)))
+	}
+	return maxTokens
+}
+
+// callSpan starts the GenAI client span of one call (a child of ctx's
+// span) with the request's attributes, and a retry event when the attempt
+// carries violations.
+func callSpan(ctx context.Context, target llm.Target, maxTokens int, fn string, req engine.StepRequest, contractHash, promptHash string) *otlp.Span {
+	step := req.Step
+	span := otlp.SpanFromContext(ctx).Child("chat "+target.Model, otlp.KindClient)
+	span.Set(otlp.AttrOperationName, "chat")
+	span.Set(otlp.AttrProviderName, target.Info.Name)
+	span.Set(otlp.AttrRequestModel, target.Model)
+	span.Set(otlp.AttrOutputType, "json")
+	if u, err := url.Parse(target.Info.BaseURL); err == nil && u.Hostname() != "" {
+		span.Set(otlp.AttrServerAddress, u.Hostname())
+		port := u.Port()
+		if port == "" && u.Scheme == "https" {
+			port = "443"
+		} else if port == "" && u.Scheme == "http" {
+			port = "80"
+		}
+		if n, err := strconv.Atoi(port); err == nil {
+			span.Set(otlp.AttrServerPort, n)
+		}
+	}
+	if sent := llm.RequestMaxTokens(target.Model, maxTokens, target.Info.Dialect == llm.DialectAnthropic); sent > 0 {
+		span.Set(otlp.AttrRequestMaxTokens, sent)
+	}
+	span.Set(otlp.AttrFunction, fn)
+	span.Set(otlp.AttrFlowID, req.FlowID)
+	span.Set(otlp.AttrStepID, step.ID)
+	span.Set(otlp.AttrAttempt, req.Attempt)
+	span.Set(otlp.AttrContractHash, contractHash)
+	span.Set(otlp.AttrPromptHash, promptHash)
+	if len(req.Violations) > 0 {
+		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Violations})
+	}
+	return span
+}
+
+// setUsage records the call's token usage and cost on its span.
+func setUsage(span *otlp.Span, usage llm.Usage, costUSD *float64) {
 	span.Set(otlp.AttrInputTokens, usage.InputInclusive())
 	span.Set(otlp.AttrOutputTokens, usage.OutputInclusive())
 	if usage.CacheRead > 0 {
@@ -258,38 +321,32 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	if usage.Reasoning > 0 {
 		span.Set(otlp.AttrReasoningTokens, usage.Reasoning)
 	}
-	span.Set(otlp.AttrCostUSD, outcome.CostUSD)
-	finish := func(err error) (engine.StepOutcome, error) {
-		trace.DurationMS = now().Sub(start).Milliseconds()
-		span.End(err)
-		return outcome, err
-	}
+	span.Set(otlp.AttrCostUSD, costUSD)
+}
 
-	if callErr != nil {
-		return finish(e.mapCallError(ctx, callCtx, cause, step, target, callErr))
-	}
-	value, repaired, perr := ExtractJSON(resp.Content)
-	if perr != nil {
-		return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + perr.Error()}})
+// decodeAnswer reads the answer's JSON value (repaired says it had to be
+// repaired): the "value" field of a wrapped non-object schema, and an
+// OpenAI answer without the nulls strict mode forced into optional fields.
+// A bad answer is an AttemptParse error.
+func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect string) (value any, repaired bool, err error) {
+	value, repaired, err = ExtractJSON(content)
+	if err != nil {
+		return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + err.Error()}}
 	}
 	if wrapped {
 		m, ok := value.(map[string]any)
 		if !ok {
-			return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: expected an object with a \"value\" field"}})
+			return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: expected an object with a \"value\" field"}}
 		}
 		v, ok := m["value"]
 		if !ok {
-			return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: the answer has no \"value\" field"}})
+			return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: the answer has no \"value\" field"}}
 		}
 		value = v
-	} else if out.Schema != nil && target.Info.Dialect == llm.DialectOpenAI {
-		value = llm.DropOptionalNulls(out.Schema, value)
+	} else if schema != nil && dialect == llm.DialectOpenAI {
+		value = llm.DropOptionalNulls(schema, value)
 	}
-	outcome.Output = value
-	trace.Output = value
-	trace.Repaired = repaired
-	span.Set(otlp.AttrRepaired, repaired)
-	return finish(nil)
+	return value, repaired, nil
 }
 
 // mapCallError turns a provider error into the executor's error classes.
