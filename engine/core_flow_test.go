@@ -367,3 +367,34 @@ func TestChildAbandonedAndFailed(t *testing.T) {
 		t.Fatalf("failed child revived: %q", c2.st.Status)
 	}
 }
+
+// TestFlowOutputContract: the output of a flow about to complete is checked
+// against its output: contract; one that does not fit ends the flow failed
+// (output_contract_failed, with the violations), one that fits completes.
+func TestFlowOutputContract(t *testing.T) {
+	src := `version: "0.2"
+contracts:
+  Summary:
+    summary: {type: string}
+    files: {type: array}
+flows:
+  main:
+    input: {}
+    output: Summary
+    steps:
+      - id: a
+        intent: "A"
+`
+	f, _ := plan(t, src, "main", nil)
+	r := f.stepDone("a", map[string]any{"unrelated": 1})
+	expect(t, r, map[string]any{"status": "error", "error_type": "output_contract_failed"})
+	if vs, _ := r["violations"].([]any); len(vs) != 2 || !strings.Contains(vs[0].(string), "output contract 'Summary' violation: missing required property") {
+		t.Fatalf("violations %v", r["violations"])
+	}
+	if f.st.Status != StatusFailed {
+		t.Fatalf("status %s, want failed", f.st.Status)
+	}
+	g, _ := plan(t, src, "main", nil)
+	r = g.stepDone("a", map[string]any{"summary": "s", "files": []any{}})
+	expect(t, r, map[string]any{"status": "complete"})
+}

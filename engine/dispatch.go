@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/stratum-go/stratum/review"
@@ -74,6 +75,10 @@ func currentDispatch(st *FlowState, env transitionEnv) (transitionResult, error)
 		break
 	}
 	if pastEnd(st, env) {
+		if e := outputContractFailure(st, env, &res); e != nil {
+			res.Err = e
+			return res, nil
+		}
 		res.Outcome = finish(st, env, &res)
 		return res, nil
 	}
@@ -339,6 +344,40 @@ func finish(st *FlowState, env transitionEnv, res *transitionResult) *Completion
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
 	return completionPayload(st, env, status)
+}
+
+// outputContractFailure checks the output of a flow about to complete
+// against the flow's `output:` contract (seed 000: a flow's declared return
+// type). An output that does not fit ends the flow failed, as an exhausted
+// step does, with error output_contract_failed and the violations; nil when
+// it fits, when the flow declares no contract or ends killed. The original
+// server never compares them (README, "Deliberate differences").
+func outputContractFailure(st *FlowState, env Env, res *transitionResult) *Error {
+	if env.Flow == nil || env.Flow.Output == "" || env.Spec == nil || killedMode(st) {
+		return nil
+	}
+	c := env.Spec.Contracts[env.Flow.Output]
+	if c == nil || c.Schema == nil {
+		return nil
+	}
+	schema, err := specs.NewSchema(c.Schema)
+	if err != nil {
+		return nil // the validator compiled every contract
+	}
+	vs := schema.Validate(flowOutput(st, env))
+	if len(vs) == 0 {
+		return nil
+	}
+	for i, v := range vs {
+		vs[i] = fmt.Sprintf("output contract '%s' violation: %s", c.Name, v)
+	}
+	st.Status = StatusFailed
+	st.Gate = nil
+	st.ActiveChildFlowID = nil
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(StatusFailed)}))
+	e := refusal(ErrTypeOutputContract, "Flow '%s' output does not fit its output contract '%s'", env.Flow.Name, c.Name)
+	e.FlowID, e.Violations = st.FlowID, vs
+	return e
 }
 
 // completionPayload is the completion object. output is the output of the

@@ -32,13 +32,14 @@ const (
 	ErrTypeWrongStepType     ErrorType = "wrong_step_type"
 	ErrTypeInvalidLabel      ErrorType = "invalid_label"
 	ErrTypeCheckpointUnknown ErrorType = "checkpoint_not_found"
-	ErrTypeGateRequiresHuman ErrorType = "gate_requires_human" // ours: approver human refuses the mcp channel
-	ErrTypeStaleRound        ErrorType = "stale_round"         // ours: a decision for another round of the gate
-	ErrTypeRationaleRequired ErrorType = "rationale_required"  // ours: a revise or kill without a rationale (review.Check)
-	ErrTypeFlowOwned         ErrorType = "flow_owned"          // ours: a live runner lease owns the flow
-	ErrTypeHumanGatePending  ErrorType = "human_gate_pending"  // ours: the call would end, skip or orphan a pending approver: human gate
-	ErrTypeFlowNotRunning    ErrorType = "flow_not_running"    // ours: the flow failed or ran out of budget
-	ErrTypeInvalidInput      ErrorType = "invalid_input"       // ours: plan inputs do not match the flow's input params
+	ErrTypeGateRequiresHuman ErrorType = "gate_requires_human"    // ours: approver human refuses the mcp channel
+	ErrTypeStaleRound        ErrorType = "stale_round"            // ours: a decision for another round of the gate
+	ErrTypeRationaleRequired ErrorType = "rationale_required"     // ours: a revise or kill without a rationale (review.Check)
+	ErrTypeFlowOwned         ErrorType = "flow_owned"             // ours: a live runner lease owns the flow
+	ErrTypeHumanGatePending  ErrorType = "human_gate_pending"     // ours: the call would end, skip or orphan a pending approver: human gate
+	ErrTypeFlowNotRunning    ErrorType = "flow_not_running"       // ours: the flow failed or ran out of budget
+	ErrTypeInvalidInput      ErrorType = "invalid_input"          // ours: plan inputs do not match the flow's input params
+	ErrTypeOutputContract    ErrorType = "output_contract_failed" // ours: the flow's output does not fit its output: contract
 	ErrTypeInternal          ErrorType = "internal_error"
 	// ErrTypeAmbiguousFlowID is ours: a flow id prefix that more than one
 	// flow id starts with (ids.go). Its envelope carries candidates: the
@@ -90,10 +91,16 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Committed reports whether the transition that answered e was written:
-// the flow ended failed (retries_exhausted) or the decision was recorded
-// (max_rounds_exceeded).
+// the flow ended failed (retries_exhausted, output_contract_failed) or the
+// decision was recorded (max_rounds_exceeded).
 func (e *Error) Committed() bool {
-	return e.Type == ErrTypeRetriesExhausted || e.Type == ErrTypeMaxRoundsExceeded
+	return e.Type == ErrTypeRetriesExhausted || e.Type == ErrTypeMaxRoundsExceeded || e.Type == ErrTypeOutputContract
+}
+
+// Failed reports whether e ended the flow failed: its retries ran out, or
+// its output did not fit the flow's output contract.
+func (e *Error) Failed() bool {
+	return e.Type == ErrTypeRetriesExhausted || e.Type == ErrTypeOutputContract
 }
 
 // Is matches the review sentinels (see Error).

@@ -35,6 +35,11 @@ type Service struct {
 	mu    sync.Mutex
 	specs map[[32]byte]parsedSpec
 	order [][32]byte
+	// last is the valid spec parse returned last, with its text.
+	last struct {
+		text string
+		spec *specs.Spec
+	}
 	// events publishes committed transitions' events to Watch.
 	events broker
 	// damaged holds the flows found damaged (damaged.go), guarded by mu.
@@ -90,13 +95,28 @@ func (s *Service) parse(file, text string) (*specs.Spec, specs.Diagnostics) {
 	// text (its diagnostics name the file), so that thousands of flows
 	// stored with one spec that no longer parses cost one parse, not one
 	// per flow.
+	s.mu.Lock()
+	if s.last.spec != nil && s.last.text == text {
+		// The spec of the flow parsed last (a run's every transition): the
+		// text compared, not hashed (20 KiB at 200 steps).
+		sp := s.last.spec
+		s.mu.Unlock()
+		return sp, nil
+	}
+	s.mu.Unlock()
 	key := sha256.Sum256([]byte(text))
-	fkey := sha256.Sum256([]byte(file + "\x00" + text))
 	s.mu.Lock()
 	if p, ok := s.specs[key]; ok {
+		s.last.text, s.last.spec = text, p.spec
 		s.mu.Unlock()
 		return p.spec, nil
 	}
+	s.mu.Unlock()
+	// Hashed only when the text is not a cached valid spec: every
+	// transition of a flow parses its spec, and the text grows with the
+	// flow (20 KiB at 200 steps).
+	fkey := sha256.Sum256([]byte(file + "\x00" + text))
+	s.mu.Lock()
 	if p, ok := s.specs[fkey]; ok {
 		s.mu.Unlock()
 		return nil, p.diags

@@ -51,6 +51,9 @@ func (e *Error) wire() Response {
 		r["step_mode"] = e.StepMode
 		r["agent"] = nullable(e.Agent)
 		r["violations"] = e.Violations
+	case ErrTypeOutputContract:
+		r["flow_id"] = e.FlowID
+		r["violations"] = e.Violations
 	case ErrTypeFlowOwned:
 		r["flow_id"] = e.FlowID
 		r["owner"] = e.Owner

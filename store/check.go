@@ -189,5 +189,70 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		}
 		return nil
 	})
+	checkFlowLogs(flows, b[string(bucketFlowLog)], bad)
 	return problems
+}
+
+// checkFlowLogs checks bucket flowlog (flowlog.go): every entry belongs to
+// a stored flow that has a meta entry, and each flow has exactly the
+// records and trace entries its meta entry counts, and the spec reference
+// its state has.
+func checkFlowLogs(flows, logb *bolt.Bucket, bad func(format string, args ...any)) {
+	type counts struct {
+		meta           *logMeta
+		records, trace uint32
+	}
+	seen := map[string]*counts{}
+	_ = logb.ForEach(func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 1 || len(k) < i+2 {
+			bad("flowlog: bad key %q", k)
+			return nil
+		}
+		id := string(k[:i])
+		c := seen[id]
+		if c == nil {
+			c = &counts{}
+			seen[id] = c
+		}
+		switch kind := k[i+1]; {
+		case kind == logMetaKind && len(k) == i+2:
+			m, err := decodeLogMeta(v)
+			if err != nil {
+				bad("flowlog: flow %q: %v", id, err)
+				return nil
+			}
+			c.meta = &m
+		case kind == logRecordKind && len(k) == i+6:
+			c.records++
+		case kind == logTraceKind && len(k) == i+6:
+			c.trace++
+		default:
+			bad("flowlog: bad key %q", k)
+		}
+		return nil
+	})
+	for id, c := range seen {
+		switch {
+		case flows.Get([]byte(id)) == nil:
+			bad("flowlog: entries of flow %q, which is not stored", id)
+		case c.meta == nil:
+			bad("flowlog: flow %q has entries and no meta entry", id)
+		case c.meta.records != c.records || c.meta.trace != c.trace:
+			bad("flowlog: flow %q has %d records and %d trace entries, its meta entry counts %d and %d",
+				id, c.records, c.trace, c.meta.records, c.meta.trace)
+		default:
+			var head struct {
+				RawSpec string `json:"raw_spec"`
+			}
+			_ = json.Unmarshal(flows.Get([]byte(id)), &head)
+			want, err := parseSpecRef(head.RawSpec)
+			if err != nil {
+				want = specRef{} // inline: not counted
+			}
+			if got := c.meta.specRef(); got.ok != want.ok || got.hash != want.hash {
+				bad("flowlog: the meta entry of flow %q names another spec than its state", id)
+			}
+		}
+	}
 }

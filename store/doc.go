@@ -66,12 +66,17 @@
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "4"           ASCII decimal; gates migrations
+//	    schema_version  = "5"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
 //	    <flow id>       = engine.FlowState JSON (stratum_state_version inside),
-//	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits
+//	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits,
+//	                      records null and trace absent: they are in flowlog
+//	flowlog/                            since schema 5 (flowlog.go)
+//	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1>
+//	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>  = records[i], engine.Record JSON
+//	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>  = trace[i], JSON
 //	specs/
 //	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
 //	summaries/
@@ -97,6 +102,17 @@
 // text. The entry is written only when a flow is created, deleted or
 // changes spec, and deleted with the last flow referring to it.
 //
+// A flow's records and trace grow by an entry per step; since schema 5
+// they are stored one key per entry (flowlog.go), so a transition encodes
+// and writes only the entries it added (a step: one record) instead of the
+// whole growing state — at 200 steps the state was ~100 KiB, rewritten on
+// every step. The tag changes whenever a stored entry would change (a
+// round archived, a revert), and then all of them are rewritten; each
+// Store caches the entries it last read or wrote per flow, under their
+// tag, so Get decodes only entries added since and Put compares without
+// encoding. Get puts records and trace back into the state, so the engine
+// never sees the split.
+//
 // <seq:8> is the uint64 from bucket events' NextSequence, 8 bytes big-endian,
 // so the log sorts in commit order across all processes. The per-flow index
 // lives in the same bucket (since schema 3; it was idx_flow_events): its
@@ -107,15 +123,17 @@
 // chronologically. Flow ids may not contain NUL and
 // are at most 512 bytes.
 //
-// Put keeps summaries and the idx_* buckets in step with flows inside the
-// same transaction; Delete and GC remove a flow's state, summary, index
-// entries, events and reference to its spec together. The index entries
+// Put keeps summaries, flowlog and the idx_* buckets in step with flows
+// inside the same transaction; Delete and GC remove a flow's state,
+// summary, log entries, index entries, events and reference to its spec
+// together. The index entries
 // are keys only (since schema 3; schema 2 stored a copy of the summary in
 // each), so they change only when a flow is created, changes status or CreatedAt, or starts or
 // stops awaiting a gate: a typical transition rewrites flows/<id> and
-// summaries/<id> and appends to events, so bbolt writes (and fdatasyncs)
-// three B-tree paths, the root page and the free-page list — 14 pages at
-// 10,000 flows, where schema 2 wrote 21. List walks the keys of idx_created
+// summaries/<id> and appends to events (and a step's record to flowlog),
+// so bbolt writes (and fdatasyncs) three or four B-tree paths, the root
+// page and the free-page list — 14 pages at 10,000 flows for three, where
+// schema 2 wrote 21. List walks the keys of idx_created
 // (or idx_status) backwards and reads each returned flow's summary from
 // summaries; PendingGates does the same over idx_gates.
 //

@@ -30,7 +30,10 @@ import (
 //	   refer to them
 //	4  summaries may carry the pending gate's review (summary codec v3);
 //	   schema-3 summaries are read as they are, without it
-const SchemaVersion = 4
+//	5  a flow's records and trace are kept one key per entry in bucket
+//	   flowlog, so a transition appends the new ones instead of re-encoding
+//	   the whole state (flowlog.go)
+const SchemaVersion = 5
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -72,6 +75,7 @@ var currentSchema = schema{version: SchemaVersion, steps: []migration{
 		return mergeFlowEvents(s, btx)
 	}},
 	{from: 3, name: "summaries of flows at a gate carry the gate's review", apply: addReviewToSummaries},
+	{from: 4, name: "records and trace kept one key per entry (bucket flowlog)", apply: splitFlowLogs},
 }}
 
 // addReviewToSummaries (3→4) rewrites every summary in codec v3, giving
@@ -117,6 +121,52 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 		}
 		return nil
 	})
+}
+
+// splitFlowLogs (4→5) moves each flow state's records and trace into
+// bucket flowlog, one key per entry (flowlog.go), and rewrites the state
+// without them. A state that does not decode is left as it was (it is
+// still reported damaged, and can be quarantined); one that already has
+// its entries there is skipped.
+func splitFlowLogs(s *Store, btx *bolt.Tx) error {
+	logb, err := btx.CreateBucketIfNotExists(bucketFlowLog)
+	if err != nil {
+		return err
+	}
+	flows := btx.Bucket(bucketFlows)
+	if flows == nil {
+		return corruptError(s.path, "bucket \"flows\" is missing", nil)
+	}
+	var ids [][]byte
+	if err := flows.ForEach(func(k, _ []byte) error { ids = append(ids, bytes.Clone(k)); return nil }); err != nil {
+		return err
+	}
+	t := &tx{s: s, btx: btx}
+	for _, id := range ids {
+		if logb.Get(logMetaKey(string(id))) != nil {
+			continue
+		}
+		var st engine.FlowState
+		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil || st.FlowID != string(id) {
+			continue
+		}
+		ref, err := parseSpecRef(st.RawSpec)
+		if err != nil {
+			ref = specRef{} // inline (or damaged): nothing is counted for it
+		}
+		if err := t.writeLog(&st, ref); err != nil {
+			return err
+		}
+		st.Records, st.Trace = nil, nil
+		data, err := marshalJSON(&st)
+		if err != nil {
+			return fmt.Errorf("encode flow %s: %w", id, err)
+		}
+		if err := flows.Put(id, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mergeFlowEvents (2→3) moves the per-flow event index (idx_flow_events)

@@ -84,6 +84,10 @@ func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 		if err == nil && isSpecRef(st.RawSpec) {
 			_, err = parseSpecRef(st.RawSpec)
 		}
+		if err == nil {
+			// Its records and trace (flowlog.go) are part of the state.
+			err = t.readLog(&st)
+		}
 		if err != nil {
 			note(k, "state", err)
 		}
@@ -136,6 +140,10 @@ func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 		if err := t.deleteEvents(id); err != nil {
 			return nil, err
 		}
+		if err := t.deleteLog(id); err != nil {
+			return nil, err
+		}
+		t.note(id, nil)
 		out = append(out, *q)
 	}
 	// The listing indexes are keyed by the summary's status and CreatedAt,

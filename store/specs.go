@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -73,6 +74,60 @@ func refOfText(text string, known specRef) specRef {
 	return specRef{hash: sha256.Sum256([]byte(text)), text: text, ok: true}
 }
 
+// specHashes remembers the hash of the spec texts a Store wrote last, so
+// that a Put of a flow not read in its own transaction (the engine reads
+// in a View and writes in an Update) compares the text (one memory
+// comparison) instead of hashing it again: the text of a 200-step spec
+// is 20 KiB, hashed on every transition otherwise.
+//
+// It also keeps the texts it read by their hash, so that Get gives every
+// flow of a spec the same (immutable) string instead of copying the text
+// out of the file each time.
+type specHashes struct {
+	mu     sync.Mutex
+	hashes map[string][sha256.Size]byte
+	texts  map[[sha256.Size]byte]string
+}
+
+// text returns the spec text stored as v (count ‖ text) under hash h.
+func (h *specHashes) text(hash [sha256.Size]byte, v []byte) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.texts[hash]; ok && len(t) == len(v)-8 {
+		return t
+	}
+	t := string(v[8:])
+	if h.texts == nil || len(h.texts) >= specHashesSize {
+		h.texts = map[[sha256.Size]byte]string{}
+	}
+	h.texts[hash] = t
+	return t
+}
+
+// specHashesSize bounds the texts remembered.
+const specHashesSize = 16
+
+// refOf is refOfText, remembering the hash of each text.
+func (h *specHashes) refOf(text string, known specRef) specRef {
+	if text == "" || known.ok && known.text == text {
+		return refOfText(text, known)
+	}
+	h.mu.Lock()
+	sum, ok := h.hashes[text]
+	h.mu.Unlock()
+	if ok {
+		return specRef{hash: sum, text: text, ok: true}
+	}
+	r := refOfText(text, known)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hashes == nil || len(h.hashes) >= specHashesSize {
+		h.hashes = map[string][sha256.Size]byte{}
+	}
+	h.hashes[text] = r.hash
+	return r
+}
+
 // resolveSpec replaces the reference in st.RawSpec by the spec text,
 // returning the reference (for the transaction's cache).
 func (t *tx) resolveSpec(st *engine.FlowState) (specRef, error) {
@@ -91,7 +146,7 @@ func (t *tx) resolveSpec(st *engine.FlowState) (specRef, error) {
 	if len(v) < 8 {
 		return r, corruptError(t.s.path, fmt.Sprintf("flow %s refers to spec %x, which is missing", st.FlowID, r.hash), nil)
 	}
-	r.text = string(v[8:])
+	r.text = t.s.specHashes.text(r.hash, v)
 	st.RawSpec = r.text
 	return r, nil
 }

@@ -116,3 +116,33 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestSpecsCountedWithoutRead: the engine reads a flow in a View and puts
+// it in an Update of its own, which learns the spec the stored state
+// refers to from the flow's log meta entry (flowlog.go); a change of spec
+// written that way still moves the counts.
+func TestSpecsCountedWithoutRead(t *testing.T) {
+	s := newTestStore(t, Options{})
+	specA := storetest.NewState("x", engine.StatusRunning).RawSpec
+	specB := "version: \"0.2\"\nflows:\n  other: {steps: []}\n"
+	for _, id := range []string{"f1", "f2"} {
+		if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, spec := range []string{specB, specB, "", specA} {
+		st := storeGet(t, s, "f1")
+		st.RawSpec = spec
+		if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
+			t.Fatal(err)
+		}
+		counts, _ := specCounts(t, s)
+		wantA := uint64(1) + uint64(btoi(spec == specA))
+		if counts[specA] != wantA || counts[specB] != uint64(btoi(spec == specB)) {
+			t.Fatalf("put %d (spec %.12q): counts %v", i, spec, counts)
+		}
+		if err := s.Check(bg); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+}

@@ -95,6 +95,10 @@ type Store struct {
 	mark *os.File
 	// pageChecks counts the page checks verifyBeforeWrite ran (tests).
 	pageChecks atomic.Int64
+	// logs caches flows' flowlog entries (flowlog.go).
+	logs logCache
+	// specHashes caches the hashes of spec texts (specs.go).
+	specHashes specHashes
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -157,8 +161,9 @@ func (s *Store) now() time.Time { return s.opts.Now().UTC().Round(0) }
 // error or panics. The file lock is held only for the duration of the call.
 // fn must not call the Store itself (that would wait for its own lock).
 func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
-	return s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
-		t := &tx{s: s, btx: btx}
+	var t *tx
+	err := s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
+		t = &tx{s: s, btx: btx}
 		defer func() { t.done = true }()
 		if err := fn(t); err != nil {
 			return err
@@ -168,6 +173,10 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 		}
 		return nil
 	})
+	if err == nil && t != nil && t.wrote {
+		s.logs.put(t.logs) // committed
+	}
+	return err
 }
 
 // errNothingWritten tells run to roll back an Update that wrote nothing
@@ -178,11 +187,16 @@ var errNothingWritten = errors.New("nothing written")
 // Writes inside fn fail with ErrReadOnlyTx. Keep fn short: while it runs,
 // writers in other processes wait.
 func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
-	return s.run(ctx, modeRead, func(btx *bolt.Tx) error {
-		t := &tx{s: s, btx: btx}
+	var t *tx
+	err := s.run(ctx, modeRead, func(btx *bolt.Tx) error {
+		t = &tx{s: s, btx: btx}
 		defer func() { t.done = true }()
 		return fn(t)
 	})
+	if err == nil && t != nil {
+		s.logs.put(t.logs)
+	}
+	return err
 }
 
 type txMode int

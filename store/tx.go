@@ -30,6 +30,9 @@ type tx struct {
 	// this transaction has in the file, so Put knows without decoding the
 	// stored state again whether the spec changed (specs.go).
 	specs map[string]specRef
+	// logs are the flowlog entries read or written in this transaction,
+	// for the Store's cache once it has committed (flowlog.go).
+	logs map[string]*cachedLog
 }
 
 var _ engine.Tx = (*tx)(nil)
@@ -78,6 +81,9 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 		st = new(engine.FlowState)
 		if err := unmarshalJSON(bytes.Clone(v), st); err != nil {
 			return damagedRecord(t.s.path, flowID, "state", err)
+		}
+		if err := t.readLog(st); err != nil {
+			return err
 		}
 		stored := isSpecRef(st.RawSpec)
 		r, err := t.resolveSpec(st)
@@ -177,9 +183,10 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 		st.SchemaVersion = stateRecordVersion
 	}
 	known, haveKnown := t.specs[st.FlowID]
-	ref := refOfText(st.RawSpec, known)
-	stored := *st // shallow: only RawSpec differs
+	ref := t.s.specHashes.refOf(st.RawSpec, known)
+	stored := *st // shallow: RawSpec, Records and Trace differ
 	stored.RawSpec = ref.String()
+	stored.Records, stored.Trace = nil, nil // in bucket flowlog (flowlog.go)
 	data, err := marshalJSON(&stored)
 	if err != nil {
 		st.SchemaVersion = prevRecord
@@ -201,9 +208,19 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 			return err
 		}
 		if !haveKnown {
-			if v := flows.Get(id); v != nil {
-				if known, err = t.storedSpecRef(st.FlowID, v); err != nil {
-					return err
+			// From the flow's log meta entry, else (a state stored
+			// before it had one) from the state itself.
+			m, ok, err := t.storedLogMeta(st.FlowID)
+			switch {
+			case err != nil:
+				return err
+			case ok:
+				known = m.specRef()
+			default:
+				if v := flows.Get(id); v != nil {
+					if known, err = t.storedSpecRef(st.FlowID, v); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -220,6 +237,9 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 			}
 		}
 		if err := flows.Put(id, data); err != nil {
+			return err
+		}
+		if err := t.writeLog(st, ref); err != nil {
 			return err
 		}
 		t.rememberSpec(st.FlowID, ref)
@@ -349,6 +369,10 @@ func (t *tx) deleteFlow(flowID string) error {
 	if err := sums.Delete(id); err != nil {
 		return err
 	}
+	if err := t.deleteLog(flowID); err != nil {
+		return err
+	}
+	t.note(flowID, nil)
 	return t.deleteEvents(flowID)
 }
 

@@ -509,8 +509,12 @@ func (r *Runner) drive(ctx context.Context, fc *flowCtx, out engine.Outcome, fai
 			return &endState{status: EndInterrupted}, nil
 		}
 		if failure != nil {
-			if failure.Type == engine.ErrTypeRetriesExhausted {
-				return &endState{status: EndFailed, err: failure, message: failure.Message}, nil
+			if failure.Failed() {
+				msg := failure.Message
+				if failure.Type == engine.ErrTypeOutputContract {
+					msg += ": " + strings.Join(failure.Violations, "; ")
+				}
+				return &endState{status: EndFailed, err: failure, message: msg}, nil
 			}
 			return &endState{status: EndError, err: failure, message: fmt.Sprintf("%s: %s", failure.Type, failure.Message)}, nil
 		}

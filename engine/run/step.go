@@ -206,7 +206,9 @@ func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Ste
 // accepted (the step completed).
 func (r *Runner) noteStepResult(fc *flowCtx, step *specs.Step, next turn, execViolations []string) bool {
 	rep := r.stepReport(fc, step)
-	if e := next.err; e != nil {
+	if e := next.err; e != nil && e.Type != engine.ErrTypeOutputContract {
+		// (A flow whose output fails its contract failed after this step
+		// passed: the step is reported passed, the run failed.)
 		if e.Type == engine.ErrTypeRetriesExhausted {
 			rep.Status = "failed"
 			rep.Violations = e.Violations
