@@ -352,7 +352,7 @@ func finish(st *FlowState, env transitionEnv, res *transitionResult) *Completion
 // step does, with error output_contract_failed and the violations; nil when
 // it fits, when the flow declares no contract or ends killed. The original
 // server never compares them (README, "Deliberate differences").
-func outputContractFailure(st *FlowState, env Env, res *transitionResult) *Error {
+func outputContractFailure(st *FlowState, env transitionEnv, res *transitionResult) *Error {
 	if env.Flow == nil || env.Flow.Output == "" || env.Spec == nil || killedMode(st) {
 		return nil
 	}
