@@ -566,6 +566,97 @@ func (b *taskBook) cancelPending(require string) []engine.ParallelTask {
 	return batch
 }
 
+// taskRequest is the executor's request for task t of the fan-out: the
+// step with the task's prompt as its intent, run in dir (the task's
+// worktree wt, if any), its budget view cut at the task_timeout.
+func (f *FanOut) taskRequest(t fanout.Task, dir, wt string, view engine.BudgetView) engine.StepRequest {
+	step := *f.Step
+	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
+	req := engine.StepRequest{
+		FlowID: f.FlowID, Spec: f.Spec, Flow: f.Flow, Step: &step, Inputs: f.Inputs,
+		Attempt: f.Attempt, Violations: f.Violations, Dir: dir, Budget: view,
+		Task: t.Raw, Worktree: wt,
+	}
+	if f.Step.TaskTimeout > 0 {
+		d := time.Now().Add(time.Duration(f.Step.TaskTimeout) * time.Second)
+		if req.Budget.Deadline.IsZero() || d.Before(req.Budget.Deadline) {
+			req.Budget.Deadline = d
+		}
+	}
+	return req
+}
+
+// taskSpan starts task id's span under tctx's, when tracing is on, and
+// returns the context the executor runs in.
+func (f *FanOut) taskSpan(tctx context.Context, id, branch string) (context.Context, *otlp.Span) {
+	ectx := tctx
+	var span *otlp.Span
+	if parent := otlp.SpanFromContext(tctx); parent != nil {
+		span = parent.Child("task "+id, otlp.KindInternal)
+		span.Set("stratum.task_id", id)
+		span.Set("stratum.step_id", f.Step.ID)
+		if branch != "" {
+			span.Set("stratum.branch", branch)
+		}
+		ectx = otlp.ContextWithSpan(tctx, span)
+	}
+	return ectx, span
+}
+
+// reportCall hands the executor call of task id to OnCall (a command's
+// cost is 0, not unknown).
+func (f *FanOut) reportCall(ctx context.Context, id string, elapsed time.Duration, out engine.StepOutcome, execErr error) {
+	if f.OnCall == nil {
+		return
+	}
+	c := engine.CallRecord{StepID: f.Step.ID, Attempt: f.Attempt, DurationMS: elapsed.Milliseconds(), Tokens: out.Usage.Total(),
+		CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace, Executor: f.Kind, TaskID: id}
+	if c.CostUSD == nil && f.Kind == "command" {
+		zero := 0.0
+		c.CostUSD = &zero
+	}
+	var ae *engine.AttemptError
+	if errors.As(execErr, &ae) {
+		c.ErrorKind, c.Violations = ae.Kind, ae.Violations
+	}
+	f.OnCall(context.WithoutCancel(ctx), c)
+}
+
+// taskFailure is how task id settles after the executor's error: cancelled
+// when the budget ran out (budget then says why the fan-out stops) or the
+// task was cancelled (why, from the cancel's cause), else failed with the
+// attempt's violations. spanMsg is the status message of the task's span.
+func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.BudgetView, execErr error) (state, spanMsg string, violations []string, budget string) {
+	if deadlineSpent(view, execErr) || errors.Is(execErr, engine.ErrBudgetExhausted) {
+		return engine.TaskCancelled, "budget exhausted", []string{fmt.Sprintf("task '%s' stopped: the budget ran out", id)},
+			fmt.Sprintf("step '%s' ran out of its budget during task '%s'", f.Step.ID, id)
+	}
+	if tctx.Err() != nil {
+		why := "cancelled"
+		switch cause := context.Cause(tctx); {
+		case errors.Is(cause, errTaskCancelled):
+			why = "cancelled: require '" + orDefault(f.Step.Require, "all") + "' can no longer be met"
+		case errors.Is(cause, errStoreStop):
+			why = "cancelled: " + errStoreStop.Error()
+		case errors.Is(cause, errBudgetStop):
+			why = "cancelled: the budget ran out"
+		}
+		return engine.TaskCancelled, "cancelled", []string{fmt.Sprintf("task '%s' %s", id, why)}, ""
+	}
+	var ae *engine.AttemptError
+	vs := []string{execErr.Error()}
+	if errors.As(execErr, &ae) && len(ae.Violations) > 0 {
+		vs = append([]string(nil), ae.Violations...)
+		if ae.Kind == engine.AttemptTimeout && f.Step.TaskTimeout > 0 {
+			vs = []string{fmt.Sprintf("timeout after %ds (task_timeout)", f.Step.TaskTimeout)}
+		}
+	}
+	for i, v := range vs {
+		vs[i] = fmt.Sprintf("task '%s': %s", id, v)
+	}
+	return engine.TaskFailed, strings.Join(vs, "; "), vs, ""
+}
+
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -638,46 +729,12 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		f.recordLater(context.WithoutCancel(ctx), pt)
 	}
 
-	step := *f.Step
-	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
-	req := engine.StepRequest{
-		FlowID: f.FlowID, Spec: f.Spec, Flow: f.Flow, Step: &step, Inputs: f.Inputs,
-		Attempt: f.Attempt, Violations: f.Violations, Dir: dir, Budget: view,
-		Task: t.Raw, Worktree: wt,
-	}
-	if f.Step.TaskTimeout > 0 {
-		d := time.Now().Add(time.Duration(f.Step.TaskTimeout) * time.Second)
-		if req.Budget.Deadline.IsZero() || d.Before(req.Budget.Deadline) {
-			req.Budget.Deadline = d
-		}
-	}
-	ectx := tctx
-	var span *otlp.Span
-	if parent := otlp.SpanFromContext(tctx); parent != nil {
-		span = parent.Child("task "+t.ID, otlp.KindInternal)
-		span.Set("stratum.task_id", t.ID)
-		span.Set("stratum.step_id", f.Step.ID)
-		if branch != "" {
-			span.Set("stratum.branch", branch)
-		}
-		ectx = otlp.ContextWithSpan(tctx, span)
-	}
+	req := f.taskRequest(t, dir, wt, view)
+	ectx, span := f.taskSpan(tctx, t.ID, branch)
 	start := time.Now()
 	out, execErr := f.Executor.Execute(ectx, req)
 	elapsed := time.Since(start)
-	if f.OnCall != nil {
-		c := engine.CallRecord{StepID: f.Step.ID, Attempt: f.Attempt, DurationMS: elapsed.Milliseconds(), Tokens: out.Usage.Total(),
-			CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace, Executor: f.Kind, TaskID: t.ID}
-		if c.CostUSD == nil && f.Kind == "command" {
-			zero := 0.0
-			c.CostUSD = &zero
-		}
-		var ae *engine.AttemptError
-		if errors.As(execErr, &ae) {
-			c.ErrorKind, c.Violations = ae.Kind, ae.Violations
-		}
-		f.OnCall(context.WithoutCancel(ctx), c)
-	}
+	f.reportCall(ctx, t.ID, elapsed, out, execErr)
 	// endSpan ends the task's span with the state the task settles in.
 	endSpan := func(state string, msg string) {
 		if span != nil {
@@ -686,38 +743,11 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		}
 	}
 	if execErr != nil {
-		if deadlineSpent(view, execErr) || errors.Is(execErr, engine.ErrBudgetExhausted) {
-			endSpan(engine.TaskCancelled, "budget exhausted")
-			d := finish(engine.TaskCancelled, nil, []string{fmt.Sprintf("task '%s' stopped: the budget ran out", t.ID)})
-			d.budget = fmt.Sprintf("step '%s' ran out of its budget during task '%s'", f.Step.ID, t.ID)
-			return d
-		}
-		if tctx.Err() != nil {
-			endSpan(engine.TaskCancelled, "cancelled")
-			why := "cancelled"
-			switch cause := context.Cause(tctx); {
-			case errors.Is(cause, errTaskCancelled):
-				why = "cancelled: require '" + orDefault(f.Step.Require, "all") + "' can no longer be met"
-			case errors.Is(cause, errStoreStop):
-				why = "cancelled: " + errStoreStop.Error()
-			case errors.Is(cause, errBudgetStop):
-				why = "cancelled: the budget ran out"
-			}
-			return finish(engine.TaskCancelled, nil, []string{fmt.Sprintf("task '%s' %s", t.ID, why)})
-		}
-		var ae *engine.AttemptError
-		vs := []string{execErr.Error()}
-		if errors.As(execErr, &ae) && len(ae.Violations) > 0 {
-			vs = append([]string(nil), ae.Violations...)
-			if ae.Kind == engine.AttemptTimeout && f.Step.TaskTimeout > 0 {
-				vs = []string{fmt.Sprintf("timeout after %ds (task_timeout)", f.Step.TaskTimeout)}
-			}
-		}
-		for i, v := range vs {
-			vs[i] = fmt.Sprintf("task '%s': %s", t.ID, v)
-		}
-		endSpan(engine.TaskFailed, strings.Join(vs, "; "))
-		return finish(engine.TaskFailed, nil, vs)
+		state, spanMsg, vs, budget := f.taskFailure(tctx, t.ID, view, execErr)
+		endSpan(state, spanMsg)
+		d := finish(state, nil, vs)
+		d.budget = budget
+		return d
 	}
 	if worktree {
 		files, diff, err := f.commitTask(ctx, wt, t)
