@@ -195,42 +195,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	s.fans[key] = fr
 	s.fanMu.Unlock()
 	s.fanWG.Add(1)
-	go func() {
-		defer s.fanWG.Done()
-		defer close(fr.done)
-		hbCtx, stopBeat := context.WithCancel(context.Background())
-		beat := make(chan struct{})
-		go func() {
-			defer close(beat)
-			_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l engine.Lease) error {
-				if err := s.svc.ClaimParallelRun(ctx, st.FlowID, cur.ID, l); err != nil && ctx.Err() == nil {
-					s.log.Error("parallel fan-out: renewing its lease", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
-				}
-				return nil // the tasks run on; a poll judges a lapsed lease
-			})
-		}()
-		fr.res, fr.err = fo.Run(s.bg)
-		stopBeat()
-		<-beat
-		end, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		mergeStatus, details := "", []string(nil)
-		switch {
-		case fr.err != nil:
-			s.log.Error("parallel fan-out failed", "flow_id", st.FlowID, "step_id", cur.ID, "error", fr.err.Error())
-		case fr.res.Interrupted:
-			// The server is stopping: its tasks were killed. Fail them as a
-			// restarted server would, so the step settles.
-			if err := s.settleOrphans(end, st.FlowID, cur.ID); err != nil {
-				s.log.Error("parallel fan-out: recording interrupted tasks", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
-			}
-		default:
-			mergeStatus, details = fr.res.MergeStatus, fr.res.Details
-		}
-		if err := s.svc.EndParallelRun(end, st.FlowID, cur.ID, holder.ID(), mergeStatus, details); err != nil {
-			s.log.Error("parallel fan-out: recording its end", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
-		}
-	}()
+	go s.runFan(fr, fo, holder, st.FlowID, cur.ID)
 	// Wait until every task is recorded (pending), so a poll right after
 	// start sees them.
 	deadline := time.Now().Add(5 * time.Second)
@@ -249,6 +214,47 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		ids[i] = t.ID
 	}
 	return engine.Response{"status": "started", "flow_id": st.FlowID, "step_id": cur.ID, "task_count": len(tasks), "tasks": ids}, nil
+}
+
+// runFan runs a server-dispatched fan-out (parallelStart) to its end under
+// holder's lease, renewed while it runs, then records its end
+// (EndParallelRun); a run interrupted by the server stopping settles its
+// orphaned tasks first.
+func (s *server) runFan(fr *fanRun, fo *run.FanOut, holder *run.Holder, flowID, stepID string) {
+	defer s.fanWG.Done()
+	defer close(fr.done)
+	hbCtx, stopBeat := context.WithCancel(context.Background())
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l engine.Lease) error {
+			if err := s.svc.ClaimParallelRun(ctx, flowID, stepID, l); err != nil && ctx.Err() == nil {
+				s.log.Error("parallel fan-out: renewing its lease", "flow_id", flowID, "step_id", stepID, "error", err.Error())
+			}
+			return nil // the tasks run on; a poll judges a lapsed lease
+		})
+	}()
+	fr.res, fr.err = fo.Run(s.bg)
+	stopBeat()
+	<-beat
+	end, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mergeStatus, details := "", []string(nil)
+	switch {
+	case fr.err != nil:
+		s.log.Error("parallel fan-out failed", "flow_id", flowID, "step_id", stepID, "error", fr.err.Error())
+	case fr.res.Interrupted:
+		// The server is stopping: its tasks were killed. Fail them as a
+		// restarted server would, so the step settles.
+		if err := s.settleOrphans(end, flowID, stepID); err != nil {
+			s.log.Error("parallel fan-out: recording interrupted tasks", "flow_id", flowID, "step_id", stepID, "error", err.Error())
+		}
+	default:
+		mergeStatus, details = fr.res.MergeStatus, fr.res.Details
+	}
+	if err := s.svc.EndParallelRun(end, flowID, stepID, holder.ID(), mergeStatus, details); err != nil {
+		s.log.Error("parallel fan-out: recording its end", "flow_id", flowID, "step_id", stepID, "error", err.Error())
+	}
 }
 
 // taskExecutor is the executor of a step's tasks, as `stratum run` picks
