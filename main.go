@@ -1063,16 +1063,6 @@ func isTerminal(f any) bool {
 	return ok && term.IsTerminal(file.Fd())
 }
 
-// unwrapWriter returns the terminal behind a masking writer: the
-// full-screen TUI drives the terminal itself (its text is escaped and comes
-// from the store, whose recorded errors are masked already).
-func unwrapWriter(w io.Writer) io.Writer {
-	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
-		return u.Unwrap()
-	}
-	return w
-}
-
 // ---- tui ----
 
 func (a *app) tuiCommand() *cobra.Command {
@@ -1099,56 +1089,18 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 					return usageErr("%s: not a directory", d)
 				}
 			}
-			specDirs = append(specDirs, args...)
-			explicitDirs := len(specDirs) > 0
 			svc, opened, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			src := tui.ServiceSource(svc)
-			if !once {
-				// A console stays open for hours: it applies gate
-				// deadlines as they fall due, as stratum mcp does.
-				go func() { _ = svc.EnforceDeadlines(cmd.Context(), mcpserver.DefaultSweepInterval, func(int, error) {}) }()
-			}
-			if plain {
-				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once, Backend: opened.Name()}
-				if len(specDirs) > 0 && !once {
-					w, err := watch.New(specDirs, watch.DefaultOptions())
-					if err != nil {
-						return usageErr("--watch: %v", err)
-					}
-					defer w.Close()
-					popt.Specs = w.Updates()
-				}
-				// A store failure (a damaged file found while streaming) is
-				// exit 1 with the store's message, as for every command.
-				if err := tui.RunPlain(cmd.Context(), popt); err != nil && cmd.Context().Err() == nil {
-					return failErr(err)
-				}
-				return nil
-			}
-			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
-				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
-			}
-			cfg, err := projectConfig()
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			keys, err := tui.KeyMapFrom(cfg.Keys)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if !explicitDirs {
-				specDirs = nil
-				if _, err := os.Stat("."); err == nil {
-					specDirs = []string{"."}
-				}
-			}
-			reviewer := review.CurrentUser()
-			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
-				Keys: keys, NoColor: noColor, Reviewer: reviewer, Backend: opened.Name(), In: a.stdin, Out: unwrapWriter(a.stdout), Runner: runner.Background{Service: svc, Config: cfg}})
-			if err != nil && cmd.Context().Err() == nil {
+			cfg, cfgErr := projectConfig()
+			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Plain: plain, Once: once,
+				NoColor: noColor, SpecDirs: append(specDirs, args...), Config: cfg, ConfigErr: cfgErr,
+				SweepInterval: mcpserver.DefaultSweepInterval, Terminal: isTerminal(a.stdout) && isTerminal(a.stdin), In: a.stdin, Out: a.stdout})
+			var ue *tui.UsageError
+			if errors.As(err, &ue) {
+				return usageErr("%v", ue.Err)
+			} else if err != nil {
 				return failErr(err)
 			}
 			return nil
