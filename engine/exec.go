@@ -50,6 +50,11 @@ type StepRequest struct {
 	Worktree string
 }
 
+// Intent is the intent the step's executor prompts with (StepIntent):
+// the step's intent, with the reasoning certificate's instructions for a
+// claude step that declares a reasoning_template.
+func (r StepRequest) Intent() string { return StepIntent(r.Step) }
+
 // TaskID is the id of the request's task ("" outside a fan-out).
 func (r StepRequest) TaskID() string {
 	id, _ := r.Task["id"].(string)

@@ -124,7 +124,7 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	if f := req.Feedback(); f != nil {
 		extra = append(extra, f.Prompt())
 	}
-	prompt, err := Compile(engine.StepIntent(step), extra, Bindings(req.Spec, req.Flow, step, req.Inputs), req.Violations)
+	prompt, err := Compile(req.Intent(), extra, Bindings(req.Spec, req.Flow, step, req.Inputs), req.Violations)
 	if err != nil {
 		var ce *CompileError
 		if errors.As(err, &ce) {
