@@ -249,10 +249,10 @@ func dispatchStep(st *FlowState, env transitionEnv, step *specs.Step, res *trans
 		}
 		d.Intent = step.Intent
 	case specs.KindInline:
-		d.Intent = StepIntent(step)
+		d.Intent = stepIntent(step)
 		d.Model = step.Model
 	default: // decompose
-		d.Intent = StepIntent(step)
+		d.Intent = stepIntent(step)
 	}
 	d.ReviseFeedback = reviseFeedback(st, step)
 	return d, nil
@@ -418,12 +418,12 @@ func flowOutput(st *FlowState, env transitionEnv) any {
 	return nil
 }
 
-// StepIntent is the intent an agent is given for a step: step.Intent, with
+// stepIntent is the intent an agent is given for a step: step.Intent, with
 // the original's reasoning-certificate instruction block appended for claude
 // steps (agent unset, "claude" or "claude:<profile>") that declare a
 // reasoning_template. StepDone checks such a step's result.artifact for the
 // certificate's sections, so in-process executors should prompt with this.
-func StepIntent(step *specs.Step) string {
+func stepIntent(step *specs.Step) string {
 	if t, ok := stepCertTemplate(step); ok {
 		return t.inject(step.Intent)
 	}

@@ -50,10 +50,10 @@ type StepRequest struct {
 	Worktree string
 }
 
-// Intent is the intent the step's executor prompts with (StepIntent):
+// Intent is the intent the step's executor prompts with (stepIntent):
 // the step's intent, with the reasoning certificate's instructions for a
 // claude step that declares a reasoning_template.
-func (r StepRequest) Intent() string { return StepIntent(r.Step) }
+func (r StepRequest) Intent() string { return stepIntent(r.Step) }
 
 // TaskID is the id of the request's task ("" outside a fan-out).
 func (r StepRequest) TaskID() string {
