@@ -478,20 +478,9 @@ has one flow (or a workflow block naming its entry flow).`,
   stratum plan specs/examples/hello.stratum.yaml --inputs inputs.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := os.ReadFile(args[0])
+			src, flow, inputs, err := runner.PlanArgs(args[0], flowName, inputKV, inputsFile)
 			if err != nil {
 				return usageErr("%v", err)
-			}
-			inputs, err := runner.ParseInputs(inputKV, inputsFile)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			flow, err := runner.PlanFlow(args[0], src, flowName)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if sp, _ := specs.Parse(args[0], src); sp != nil {
-				inputs = runner.CoerceInputs(sp, flow, inputs, runner.TextInputs(inputKV))
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {

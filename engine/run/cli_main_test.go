@@ -62,3 +62,31 @@ flows:
 		t.Errorf("the completed flow's output: %#v", rep)
 	}
 }
+
+// TestPlanArgs: `stratum plan`'s spec and inputs — the only flow is
+// planned when none is named, an input the flow declares a string keeps
+// its text (--input version=7 is "7", not 7), and a missing file is an
+// error.
+func TestPlanArgs(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+flows:
+  main:
+    input:
+      version: {type: string}
+    steps:
+      - id: s
+        intent: x
+        run: "echo '{}'"
+`)
+	src, flow, inputs, err := PlanArgs(sp.File, "", []string{"version=7", "n=7"}, "")
+	if err != nil || flow != "main" || len(src) == 0 {
+		t.Fatalf("PlanArgs: %q, %v", flow, err)
+	}
+	if inputs["version"] != "7" || inputs["n"] != float64(7) {
+		t.Errorf("inputs %#v: version is declared a string, n is not declared", inputs)
+	}
+	if _, _, _, err := PlanArgs(sp.File+".missing", "", nil, ""); err == nil {
+		t.Error("a missing spec file: no error")
+	}
+}
