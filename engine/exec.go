@@ -161,14 +161,6 @@ type Executor interface {
 	Execute(ctx context.Context, req StepRequest) (StepOutcome, error)
 }
 
-// ExecutorFunc adapts a function to Executor.
-type ExecutorFunc func(ctx context.Context, req StepRequest) (StepOutcome, error)
-
-// Execute calls f.
-func (f ExecutorFunc) Execute(ctx context.Context, req StepRequest) (StepOutcome, error) {
-	return f(ctx, req)
-}
-
 // TraceRecord is one call's trace (seed 000 §8.1, plus provider, usage,
 // step_id and attempt). It is stored as JSON in FlowState.Trace and in
 // EventTrace events.

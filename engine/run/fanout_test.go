@@ -427,7 +427,7 @@ func TestFanOutStoreFailureEndsWithAReport(t *testing.T) {
 	e.svc = &engine.Service{Store: fs}
 	sp := e.spec(fanSpec(`{"tasks": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}`, "        isolation: none\n        max_concurrent: 1\n        run: \"true\"\n"))
 	graph := map[string]any{"tasks": []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}, map[string]any{"id": "c"}}}
-	ex := engine.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+	ex := enginetest.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 		if req.Step.ID == "plan" {
 			return engine.StepOutcome{Output: graph}, nil
 		}
