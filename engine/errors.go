@@ -45,6 +45,16 @@ const (
 	// flow id starts with (ids.go). Its envelope carries candidates: the
 	// matching ids.
 	ErrTypeAmbiguousFlowID ErrorType = "ambiguous_flow_id"
+	// Ours, of library flows (library.go):
+	// ErrTypeLibraryFlow: a spec transition (resume, step_done, revert …)
+	// on a flow a Go program drives.
+	ErrTypeLibraryFlow ErrorType = "library_flow"
+	// ErrTypeInvalidReviewValue: a decision's value is not one of the
+	// review's options or does not fit its type; the review stays open.
+	ErrTypeInvalidReviewValue ErrorType = "invalid_review_value"
+	// ErrTypeReviewClosed: the review was already decided, timed out or
+	// withdrawn (errors.Is review.ErrAlreadyDecided).
+	ErrTypeReviewClosed ErrorType = "review_closed"
 )
 
 // Error is an answer the original gives as an error envelope {status:
@@ -107,7 +117,7 @@ func (e *Error) Failed() bool {
 func (e *Error) Is(target error) bool {
 	switch target {
 	case review.ErrAlreadyDecided:
-		return e.Type == ErrTypeFlowComplete || e.Type == ErrTypeNotAGateStep || e.Type == ErrTypeWrongStep
+		return e.Type == ErrTypeFlowComplete || e.Type == ErrTypeNotAGateStep || e.Type == ErrTypeWrongStep || e.Type == ErrTypeReviewClosed
 	case review.ErrStaleRound:
 		return e.Type == ErrTypeStaleRound
 	case review.ErrNotAllowed:

@@ -15,6 +15,9 @@ import (
 const (
 	DriverAgent  = "agent"
 	DriverRunner = "runner"
+	// DriverLibrary drives a flow a Go program runs through the library
+	// (engine/stratum, library.go).
+	DriverLibrary = "library"
 )
 
 // PlanOptions are the optional parts of a plan.

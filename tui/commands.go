@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -129,19 +130,19 @@ func (m *Model) tickCmd() tea.Cmd {
 	return tea.Tick(m.opt.Tick, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, rationale string) tea.Cmd {
+func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, rationale string, option int, value json.RawMessage) tea.Cmd {
 	src := m.opt.Source
 	// A flow whose runner has exited does not move on by itself after the
 	// decision: say so, with the command that continues it.
 	stalled := false
-	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) {
+	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != engine.DriverLibrary {
 		stalled = true
 	}
 	round := r.Round
 	d := review.Decision{
 		ReviewID: r.ReviewID, FlowID: r.FlowID, StepID: r.StepID, Round: &round,
 		Outcome: outcome, Rationale: rationale, Reviewer: m.opt.Reviewer,
-		ResolvedBy: review.Human, Channel: review.ChannelTUI,
+		ResolvedBy: review.Human, Channel: review.ChannelTUI, Option: option, Value: value,
 	}
 	return func() tea.Msg {
 		// The engine's gate resolution applies the rules of every

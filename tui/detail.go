@@ -21,6 +21,9 @@ func (c *common) detailHeader() string {
 	status := c.st.status(st.Status).Render(statusIcon(st.Status) + " " + string(st.Status))
 	if sum := c.summaryOf(st.FlowID); sum != nil && sum.Stalled(c.now()) {
 		status = c.st.Warning.Render("⚠ stalled (run --resume)")
+		if st.IsLibrary() {
+			status = c.st.Warning.Render("⚠ stalled (its Go program exited)")
+		}
 	}
 	// The full id: what `stratum query flow`, `stratum gate` and
 	// `stratum run --resume` take (copy it with y).

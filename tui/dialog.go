@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -54,6 +57,7 @@ type decisionStage int
 
 const (
 	stageChoose  decisionStage = iota // async: pick a, r or x
+	stageValue                        // a Go program's review: pick an option (its number) or type a value
 	stageEdit                         // typing the rationale
 	stageConfirm                      // press the outcome key again to record
 )
@@ -68,6 +72,11 @@ type decisionDialog struct {
 	input   textinput.Model
 	g       *grace
 	err     string
+	// The value an approve records on a Go program's review (r.Library):
+	// an option (1-based) or a value typed in valueIn.
+	option  int
+	value   json.RawMessage
+	valueIn textinput.Model
 }
 
 func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async bool, now time.Time) *decisionDialog {
@@ -75,11 +84,15 @@ func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async boo
 	ti.Prompt = "› "
 	ti.Placeholder = "rationale"
 	ti.CharLimit = 2000
-	d := &decisionDialog{r: r, outcome: outcome, input: ti, stage: stageEdit}
+	vi := newInput()
+	vi.Prompt = "› "
+	vi.Placeholder = "JSON value"
+	vi.CharLimit = 20000
+	d := &decisionDialog{r: r, outcome: outcome, input: ti, valueIn: vi, stage: stageEdit}
 	if outcome == "" {
 		d.stage = stageChoose
 	} else {
-		d.input.Focus()
+		d.begin()
 	}
 	if async {
 		d.g = &grace{openedAt: now}
@@ -87,8 +100,67 @@ func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async boo
 	return d
 }
 
-func (d *decisionDialog) grace() *grace   { return d.g }
-func (d *decisionDialog) takesText() bool { return d.stage == stageEdit }
+func (d *decisionDialog) grace() *grace { return d.g }
+func (d *decisionDialog) takesText() bool {
+	return d.stage == stageEdit || d.stage == stageValue && len(d.r.Options) == 0
+}
+
+// begin starts the chosen outcome: the value first for an approve of a Go
+// program's review, else the rationale.
+func (d *decisionDialog) begin() {
+	if d.r.Library && d.outcome == review.Approve {
+		d.stage = stageValue
+		if len(d.r.Options) == 0 {
+			d.valueIn.Focus()
+		}
+		return
+	}
+	d.stage = stageEdit
+	d.input.Focus()
+}
+
+// pickValue takes the value of a Go program's review: an option's number
+// (one key) or the typed value on enter, checked as the engine checks it
+// (engine.CheckReviewValue: one of the options, or a value of the
+// review's type); a value that does not fit keeps the dialog here.
+func (d *decisionDialog) pickValue(msg tea.KeyMsg) (tea.Cmd, bool) {
+	lr := &engine.LibraryReview{ID: d.r.StepID, Options: d.r.Options, Schema: d.r.Schema}
+	if len(d.r.Options) > 0 {
+		n, err := strconv.Atoi(msg.String())
+		if err != nil || msg.Type != tea.KeyRunes {
+			return nil, false
+		}
+		if _, _, err := engine.CheckReviewValue(lr, n, nil); err != nil {
+			d.err = err.Error()
+			return nil, true
+		}
+		d.option, d.err = n, ""
+	} else {
+		if msg.Type != tea.KeyEnter {
+			var cmd tea.Cmd
+			d.valueIn, cmd = d.valueIn.Update(msg)
+			return cmd, true
+		}
+		v := json.RawMessage(strings.TrimSpace(d.valueIn.Value()))
+		if _, _, err := engine.CheckReviewValue(lr, 0, v); err != nil {
+			d.err = err.Error()
+			return nil, true
+		}
+		d.value, d.err = v, ""
+		d.valueIn.Blur()
+	}
+	d.stage = stageEdit
+	d.input.Focus()
+	return nil, true
+}
+
+// valueText is the value chosen, as the confirmation shows it.
+func (d *decisionDialog) valueText() string {
+	if d.option > 0 {
+		return fmt.Sprintf("option %d: %s", d.option, jsonCompact(d.r.Options[d.option-1]))
+	}
+	return jsonCompact(d.value)
+}
 
 // rationaleRequired: revise and kill must say why.
 func (d *decisionDialog) rationaleRequired() bool { return d.outcome != review.Approve }
@@ -121,12 +193,15 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 					d.err = "this gate does not accept " + string(c.o)
 					return nil
 				}
-				d.outcome, d.stage, d.err = c.o, stageEdit, ""
-				d.input.Focus()
+				d.outcome, d.err = c.o, ""
+				d.begin()
 				return nil
 			}
 		}
 		return nil
+	case stageValue:
+		cmd, _ := d.pickValue(msg)
+		return cmd
 	case stageEdit:
 		if msg.Type == tea.KeyEnter {
 			if d.rationaleRequired() && strings.TrimSpace(d.input.Value()) == "" {
@@ -145,7 +220,7 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 		case key.Matches(msg, d.outcomeKey(k)):
 			m.popDialog()
 			m.setStatus("recording "+string(d.outcome)+"…", nil)
-			return m.decideCmd(d.r, d.outcome, strings.TrimSpace(d.input.Value()))
+			return m.decideCmd(d.r, d.outcome, strings.TrimSpace(d.input.Value()), d.option, d.value)
 		case key.Matches(msg, k.Edit):
 			d.stage = stageEdit
 			d.input.Focus()
@@ -179,6 +254,14 @@ func (d *decisionDialog) view(m *Model, width int) string {
 		fmt.Fprintf(&b, "%s approve  %s revise  %s kill  %s cancel",
 			st.Key.Render(keyName(m.keys.Approve)), st.Key.Render(keyName(m.keys.Revise)),
 			st.Key.Render(keyName(m.keys.Kill)), st.Key.Render("esc"))
+	case stageValue:
+		if n := len(d.r.Options); n > 0 {
+			fmt.Fprintf(&b, "Pick the value: %s an option's number  %s cancel", st.Key.Render(fmt.Sprintf("1–%d", n)), st.Key.Render("esc"))
+		} else {
+			d.valueIn.Width = max(10, width-4)
+			fmt.Fprintf(&b, "Value (JSON, checked against the review's type):\n%s\n", d.valueIn.View())
+			fmt.Fprintf(&b, "%s continue  %s cancel", st.Key.Render("enter"), st.Key.Render("esc"))
+		}
 	case stageEdit:
 		req := "optional"
 		if d.rationaleRequired() {
@@ -191,6 +274,9 @@ func (d *decisionDialog) view(m *Model, width int) string {
 		rat := strings.TrimSpace(d.input.Value())
 		if rat == "" {
 			rat = "(none)"
+		}
+		if d.option > 0 || d.value != nil {
+			fmt.Fprintf(&b, "Value: %s\n", truncate(clean(d.valueText()), width-7))
 		}
 		fmt.Fprintf(&b, "Rationale: %s\n", truncate(clean(rat), width-11))
 		fmt.Fprintf(&b, "Press %s to record %s as %s · %s edit · %s cancel",

@@ -101,7 +101,17 @@
 // second decision; the notice names who decided, the outcome and the
 // rationale (the flow's gate record). A flow whose runner has gone
 // (engine.FlowSummary.Stalled) reads "stalled", never running, with the
-// `stratum run --resume ID` that continues it.
+// `stratum run --resume ID` that continues it (a Go program's flow, driver
+// library, is never resumed: the console says to run the program again).
+//
+// A review a Go program opened (stratum.AwaitHuman, review.PendingReview
+// with Library set) is a row of its own in the Gates pane, several per flow
+// when several are open. Its context shows the trigger, the question, the
+// artifacts and the numbered options (or the type a value must fit). Its
+// approve asks for the value first: an option's number (one key), or a
+// JSON value typed and checked with engine.CheckReviewValue, the engine's
+// own rule; then the rationale and the confirming key, as for any gate.
+// Kill rejects it; it is never revised.
 //
 // # Keys and styles
 //

@@ -129,12 +129,20 @@ func deadlineText(r review.PendingReview, now time.Time) string {
 	if r.Deadline == nil {
 		return "no deadline"
 	}
+	then := string(r.OnTimeout)
+	if r.Library {
+		// A Go program's review decides its default value, or times out.
+		then = "times out"
+		if r.OnTimeout == review.Approve {
+			then = "default value"
+		}
+	}
 	left := r.Deadline.Sub(now)
 	if left <= 0 {
-		return "deadline passed (" + string(r.OnTimeout) + ")"
+		return "deadline passed (" + then + ")"
 	}
 	left = left.Truncate(time.Second)
-	return fmt.Sprintf("%s left, then %s", left, r.OnTimeout)
+	return fmt.Sprintf("%s left, then %s", left, then)
 }
 
 // allowed reports whether gate r accepts outcome o.

@@ -123,7 +123,12 @@ func (p *tracePane) lines(c *common) []traceLine {
 			if d.Trace != nil && d.Trace.Model != "" {
 				text += " [" + d.Trace.Model + "]"
 			}
-			text += fmt.Sprintf(" attempt %d", attempts[ev.StepID]+1)
+			if st.IsLibrary() {
+				// A Go program's Call: one entry with all its attempts.
+				text += fmt.Sprintf(" %d attempt%s", d.Attempt, plural(d.Attempt))
+			} else {
+				text += fmt.Sprintf(" attempt %d", attempts[ev.StepID]+1)
+			}
 			text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
 			callMS[ev.StepID] += d.DurationMS
 			if d.Tokens > 0 {

@@ -53,6 +53,8 @@ type Executor struct {
 	CallTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	recorder *llm.Recorder // closed by Close
 }
 
 // New returns an Executor over a router.
@@ -92,170 +94,177 @@ func OutputOf(sp *specs.Spec, step *specs.Step) Output {
 // even when the attempt failed after tokens were spent (parse failure,
 // refusal, truncation), so the runner can charge them.
 func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
-	now := time.Now
-	if e.Now != nil {
-		now = e.Now
-	}
-	start := now()
 	step := req.Step
 	if step == nil {
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{"infer executor: no step in the request"}}
 	}
-	if e.Models == nil {
-		return engine.StepOutcome{}, configErr("no LLM provider is configured")
+	var extra []string
+	if f := req.Feedback(); f != nil {
+		extra = append(extra, f.Prompt())
+	}
+	fn := step.Function
+	if fn == "" {
+		fn = step.ID
 	}
 	fnModel := ""
 	if step.Fn != nil {
 		fnModel = step.Fn.Model
 	}
-	model := e.Models.Choose(step.Model, fnModel)
-	target, err := e.Models.Resolve(model)
-	if err != nil {
-		return engine.StepOutcome{}, configErr(err.Error())
+	res, err := e.Attempt(ctx, AttemptRequest{
+		Function: fn, Models: []string{step.Model, fnModel},
+		Parts:  PromptParts{Intent: req.Intent(), Context: extra, Inputs: Bindings(req.Spec, req.Flow, step, req.Inputs), Violations: req.Violations},
+		Output: OutputOf(req.Spec, step), Inputs: req.Inputs, Budget: req.Budget,
+		FlowID: req.FlowID, StepID: step.ID, Attempt: req.Attempt, RetryEvent: true,
+	})
+	var ce *CompileError
+	if errors.As(err, &ce) {
+		ce.Step = step.ID
+		err = configErr(fmt.Sprintf("step '%s': %v", step.ID, err))
 	}
-
-	// Budget before the call: spends no attempt when exhausted.
-	b := req.Budget
-	if err := budgetLeft(b, start, step.ID); err != nil {
+	if res.Trace == nil {
 		return engine.StepOutcome{}, err
 	}
+	return engine.StepOutcome{Output: res.Value, Usage: res.Usage, CostUSD: res.CostUSD, Trace: res.Trace}, err
+}
 
-	var extra []string
-	if f := req.Feedback(); f != nil {
-		extra = append(extra, f.Prompt())
+// AttemptRequest is one LLM call without the engine's step types: what
+// Execute (one attempt of a spec step) and Loop (the library's infer loop)
+// both send.
+type AttemptRequest struct {
+	// Function names the call in the trace and the span.
+	Function string
+	// Models are the candidate model names, first non-empty wins, else the
+	// router's default.
+	Models []string
+	// Parts are what the prompt is compiled from.
+	Parts PromptParts
+	// Output is the output schema and contract hash.
+	Output Output
+	// Inputs are the raw inputs for the trace record.
+	Inputs map[string]any
+	// Budget is the remaining envelope: checked before the call, and its
+	// deadline bounds the call.
+	Budget engine.BudgetView
+	// Temperature overrides the executor's.
+	Temperature *float64
+	// FlowID, StepID and Attempt (1-based) label the trace and the span.
+	FlowID, StepID string
+	Attempt        int
+	// RetryEvent puts a "retry" event with the previous violations on the
+	// chat span (the runner's spans); Loop puts it on its infer span.
+	RetryEvent bool
+}
+
+// AttemptResult is what one attempt produced. Usage, CostUSD and Trace are
+// set whenever a request was made, even when the attempt failed.
+type AttemptResult struct {
+	Value   any
+	Usage   engine.Usage
+	CostUSD *float64
+	Trace   *engine.TraceRecord
+	// Model is the "provider/model" called.
+	Model string
+	// PromptHash is the compiled prompt's hash.
+	PromptHash string
+}
+
+// Attempt makes one call: it resolves the model, checks the budget
+// (exhausted: an error wrapping engine.ErrBudgetExhausted, no request),
+// compiles the prompt, calls the provider within CallTimeout and the
+// budget's deadline, and extracts the JSON answer. Errors are
+// *engine.AttemptError (parse, refusal, truncated, transport, timeout:
+// the attempt is spent; config: stop), a *CompileError, an
+// engine.ErrBudgetExhausted wrap, or ctx's error.
+func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResult, error) {
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
 	}
-	prompt, err := Compile(req.Intent(), extra, Bindings(req.Spec, req.Flow, step, req.Inputs), req.Violations)
+	start := now()
+	if e.Models == nil {
+		return AttemptResult{}, configErr("no LLM provider is configured")
+	}
+	target, err := e.Models.Resolve(e.Models.Choose(req.Models...))
 	if err != nil {
-		var ce *CompileError
-		if errors.As(err, &ce) {
-			ce.Step = step.ID
-		}
-		return engine.StepOutcome{}, configErr(fmt.Sprintf("step '%s': %v", step.ID, err))
+		return AttemptResult{}, configErr(err.Error())
 	}
-	out := OutputOf(req.Spec, step)
-	schema, wrapped := llm.ObjectRoot(out.Schema)
+	label := req.StepID
+	if label == "" {
+		label = req.Function
+	}
+	if err := budgetLeft(req.Budget, start, label); err != nil {
+		return AttemptResult{}, err
+	}
+	prompt, err := req.Parts.Compile()
+	if err != nil {
+		return AttemptResult{}, err
+	}
+	schema, wrapped := llm.ObjectRoot(req.Output.Schema)
+	lreq := e.request(target, req, prompt, schema)
+	violations := req.Parts.Violations
+	if violations == nil {
+		violations = []string{}
+	}
+	flowID := req.FlowID
+	trace := &engine.TraceRecord{
+		Function: req.Function, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
+		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: req.Output.Hash,
+		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: req.StepID, Attempt: req.Attempt,
+	}
+	span := chatSpan(ctx, target, lreq.MaxTokens, req, prompt.Hash)
 
-	maxTokens := e.maxTokens(req, target)
-	system := e.System
-	if system == "" {
-		system = DefaultSystem
+	timeout := e.CallTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
 	}
-	lreq := llm.Request{Model: target.Model, System: system, Prompt: prompt.Text, Schema: schema,
-		SchemaName: "output", MaxTokens: maxTokens, Temperature: e.Temperature}
-	if prompt.Attachment != nil {
-		lreq.Attachment = prompt.Attachment
+	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
+	if b := req.Budget; !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
+		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
 	}
-
-	trace := traceRecord(req, target, &prompt, out.Hash)
-	span := callSpan(ctx, target, maxTokens, trace.Function, req, out.Hash, prompt.Hash)
-	deadline, cause := e.callDeadline(b)
 	callCtx, cancel := context.WithDeadlineCause(llm.WithPromptHash(ctx, prompt.Hash), deadline, cause)
 	defer cancel()
 	resp, callErr := target.Provider.Complete(callCtx, lreq)
 
-	var usage llm.Usage
-	var reported *float64
-	if resp != nil {
-		usage = resp.Usage
-		reported = resp.ProviderCostUSD
-		span.Set(otlp.AttrResponseModel, resp.Model)
-		span.Set(otlp.AttrResponseID, resp.ID)
-		if resp.FinishReason != "" {
-			span.Set(otlp.AttrFinishReasons, []string{resp.FinishReason})
-		}
-	}
-	var re *llm.RefusalError
-	var te *llm.TruncatedError
-	switch {
-	case errors.As(callErr, &re):
-		usage = re.Usage
-	case errors.As(callErr, &te):
-		usage = te.Usage
-	}
-	outcome := engine.StepOutcome{Usage: engineUsage(usage), Trace: trace}
-	if resp != nil || re != nil || te != nil {
-		outcome.CostUSD = e.Models.Prices().Cost(target.Info, target.Model, usage, reported)
-	}
-	eu := outcome.Usage
-	trace.Usage = &eu
-	trace.CostUSD = outcome.CostUSD
-	setUsage(span, usage, outcome.CostUSD)
-	finish := func(err error) (engine.StepOutcome, error) {
+	res := AttemptResult{Trace: trace, Model: target.Full, PromptHash: prompt.Hash}
+	e.account(&res, span, target, resp, callErr)
+	finish := func(err error) (AttemptResult, error) {
 		trace.DurationMS = now().Sub(start).Milliseconds()
 		span.End(err)
-		return outcome, err
+		return res, err
 	}
-
 	if callErr != nil {
-		return finish(e.mapCallError(ctx, callCtx, cause, step, target, callErr))
+		return finish(e.mapCallError(ctx, callCtx, cause, label, target, callErr))
 	}
-	value, repaired, err := decodeAnswer(resp.Content, wrapped, out.Schema, target.Info.Dialect)
+	value, repaired, err := decodeAnswer(resp.Content, wrapped, req.Output.Schema, target.Info.Dialect)
 	if err != nil {
 		return finish(err)
 	}
-	outcome.Output = value
+	res.Value = value
 	trace.Output = value
 	trace.Repaired = repaired
 	span.Set(otlp.AttrRepaired, repaired)
 	return finish(nil)
 }
 
-// traceRecord is the trace record of the attempt, before the call: its
-// function (the step id for an inline step), model, inputs, hashes and
-// retry reasons.
-func traceRecord(req engine.StepRequest, target llm.Target, prompt *Prompt, contractHash string) *engine.TraceRecord {
-	step := req.Step
-	fn := step.Function
-	if fn == "" {
-		fn = step.ID
-	}
-	flowID := req.FlowID
-	violations := req.Violations
-	if violations == nil {
-		violations = []string{}
-	}
-	return &engine.TraceRecord{
-		Function: fn, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
-		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: contractHash,
-		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: step.ID, Attempt: req.Attempt,
-	}
-}
-
-// callDeadline is when the call must end and why: the call timeout (a
-// *callTimeout), or the ms budget's deadline when it comes first
-// (engine.ErrBudgetExhausted).
-func (e *Executor) callDeadline(b engine.BudgetView) (time.Time, error) {
-	timeout := e.CallTimeout
-	if timeout <= 0 {
-		timeout = DefaultCallTimeout
-	}
-	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
-	if !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
-		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
-	}
-	return deadline, cause
-}
-
-// budgetLeft refuses an attempt the budget b leaves nothing for at start
-// (engine.ErrBudgetExhausted): no time, no usd or no tokens left.
-func budgetLeft(b engine.BudgetView, start time.Time, stepID string) error {
+// budgetLeft refuses a call whose envelope is spent (no attempt is used).
+func budgetLeft(b engine.BudgetView, now time.Time, label string) error {
 	switch {
-	case !b.Deadline.IsZero() && !start.Before(b.Deadline):
-		return fmt.Errorf("%w: no time left for step '%s' (ms budget)", engine.ErrBudgetExhausted, stepID)
+	case !b.Deadline.IsZero() && !now.Before(b.Deadline):
+		return fmt.Errorf("%w: no time left for step '%s' (ms budget)", engine.ErrBudgetExhausted, label)
 	case b.USD != nil && *b.USD <= 0:
-		return fmt.Errorf("%w: no usd left for step '%s'", engine.ErrBudgetExhausted, stepID)
+		return fmt.Errorf("%w: no usd left for step '%s'", engine.ErrBudgetExhausted, label)
 	case b.Tokens < 0:
-		return fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, stepID)
+		return fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, label)
 	}
 	return nil
 }
 
-// maxTokens is the output limit of the call: e.MaxTokens, twice what the
-// previous attempt was given when its answer was truncated, and at most
-// the tokens the budget leaves.
-func (e *Executor) maxTokens(req engine.StepRequest, target llm.Target) int {
+// request builds the provider request: output cap (doubled after a
+// truncated answer, lowered to a token budget), system message,
+// temperature, attachment.
+func (e *Executor) request(target llm.Target, req AttemptRequest, prompt Prompt, schema map[string]any) llm.Request {
 	maxTokens := e.MaxTokens
-	if previousTruncated(req.Violations) {
+	if previousTruncated(req.Parts.Violations) {
 		// The previous answer hit the output limit: allow twice as much.
 		base := maxTokens
 		if base == 0 && target.Info.Dialect == llm.DialectAnthropic {
@@ -268,14 +277,24 @@ func (e *Executor) maxTokens(req engine.StepRequest, target llm.Target) int {
 	if b := req.Budget; b.Tokens > 0 && (maxTokens == 0 || int64(maxTokens) > b.Tokens) {
 		maxTokens = int(min(b.Tokens, int64(1<<30)))
 	}
-	return maxTokens
+	system := e.System
+	if system == "" {
+		system = DefaultSystem
+	}
+	temp := e.Temperature
+	if req.Temperature != nil {
+		temp = req.Temperature
+	}
+	lreq := llm.Request{Model: target.Model, System: system, Prompt: prompt.Text, Schema: schema,
+		SchemaName: "output", MaxTokens: maxTokens, Temperature: temp}
+	if prompt.Attachment != nil {
+		lreq.Attachment = prompt.Attachment
+	}
+	return lreq
 }
 
-// callSpan starts the GenAI client span of one call (a child of ctx's
-// span) with the request's attributes, and a retry event when the attempt
-// carries violations.
-func callSpan(ctx context.Context, target llm.Target, maxTokens int, fn string, req engine.StepRequest, contractHash, promptHash string) *otlp.Span {
-	step := req.Step
+// chatSpan opens the "chat MODEL" span of one attempt under ctx's span.
+func chatSpan(ctx context.Context, target llm.Target, maxTokens int, req AttemptRequest, promptHash string) *otlp.Span {
 	span := otlp.SpanFromContext(ctx).Child("chat "+target.Model, otlp.KindClient)
 	span.Set(otlp.AttrOperationName, "chat")
 	span.Set(otlp.AttrProviderName, target.Info.Name)
@@ -296,20 +315,49 @@ func callSpan(ctx context.Context, target llm.Target, maxTokens int, fn string, 
 	if sent := llm.RequestMaxTokens(target.Model, maxTokens, target.Info.Dialect == llm.DialectAnthropic); sent > 0 {
 		span.Set(otlp.AttrRequestMaxTokens, sent)
 	}
-	span.Set(otlp.AttrFunction, fn)
+	span.Set(otlp.AttrFunction, req.Function)
 	span.Set(otlp.AttrFlowID, req.FlowID)
-	span.Set(otlp.AttrStepID, step.ID)
+	if req.StepID != "" {
+		span.Set(otlp.AttrStepID, req.StepID)
+	}
 	span.Set(otlp.AttrAttempt, req.Attempt)
-	span.Set(otlp.AttrContractHash, contractHash)
+	span.Set(otlp.AttrContractHash, req.Output.Hash)
 	span.Set(otlp.AttrPromptHash, promptHash)
-	if len(req.Violations) > 0 {
-		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Violations})
+	if req.RetryEvent && len(req.Parts.Violations) > 0 {
+		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Parts.Violations})
 	}
 	return span
 }
 
-// setUsage records the call's token usage and cost on its span.
-func setUsage(span *otlp.Span, usage llm.Usage, costUSD *float64) {
+// account records the attempt's usage and cost (refusals and truncations
+// spent tokens too) on the result, its trace record and the span.
+func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Target, resp *llm.Response, callErr error) {
+	var usage llm.Usage
+	var reported *float64
+	if resp != nil {
+		usage = resp.Usage
+		reported = resp.ProviderCostUSD
+		span.Set(otlp.AttrResponseModel, resp.Model)
+		span.Set(otlp.AttrResponseID, resp.ID)
+		if resp.FinishReason != "" {
+			span.Set(otlp.AttrFinishReasons, []string{resp.FinishReason})
+		}
+	}
+	var re *llm.RefusalError
+	var te *llm.TruncatedError
+	switch {
+	case errors.As(callErr, &re):
+		usage = re.Usage
+	case errors.As(callErr, &te):
+		usage = te.Usage
+	}
+	res.Usage = engineUsage(usage)
+	if resp != nil || re != nil || te != nil {
+		res.CostUSD = e.Models.Prices().Cost(target.Info, target.Model, usage, reported)
+	}
+	eu := res.Usage
+	res.Trace.Usage = &eu
+	res.Trace.CostUSD = res.CostUSD
 	span.Set(otlp.AttrInputTokens, usage.InputInclusive())
 	span.Set(otlp.AttrOutputTokens, usage.OutputInclusive())
 	if usage.CacheRead > 0 {
@@ -321,17 +369,16 @@ func setUsage(span *otlp.Span, usage llm.Usage, costUSD *float64) {
 	if usage.Reasoning > 0 {
 		span.Set(otlp.AttrReasoningTokens, usage.Reasoning)
 	}
-	span.Set(otlp.AttrCostUSD, costUSD)
+	span.Set(otlp.AttrCostUSD, res.CostUSD)
 }
 
-// decodeAnswer reads the answer's JSON value (repaired says it had to be
-// repaired): the "value" field of a wrapped non-object schema, and an
-// OpenAI answer without the nulls strict mode forced into optional fields.
-// A bad answer is an AttemptParse error.
-func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect string) (value any, repaired bool, err error) {
-	value, repaired, err = ExtractJSON(content)
-	if err != nil {
-		return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + err.Error()}}
+// decodeAnswer extracts the JSON answer from the provider's text, unwraps
+// a non-object root sent as {"value": …}, and drops the nulls a strict
+// OpenAI schema forced onto optional fields.
+func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect string) (any, bool, error) {
+	value, repaired, perr := ExtractJSON(content)
+	if perr != nil {
+		return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + perr.Error()}}
 	}
 	if wrapped {
 		m, ok := value.(map[string]any)
@@ -342,8 +389,9 @@ func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect s
 		if !ok {
 			return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: the answer has no \"value\" field"}}
 		}
-		value = v
-	} else if schema != nil && dialect == llm.DialectOpenAI {
+		return v, repaired, nil
+	}
+	if schema != nil && dialect == llm.DialectOpenAI {
 		value = llm.DropOptionalNulls(schema, value)
 	}
 	return value, repaired, nil
@@ -352,7 +400,7 @@ func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect s
 // mapCallError turns a provider error into the executor's error classes.
 // deadlineCause is the cause of callCtx's deadline: a *callTimeout, or
 // engine.ErrBudgetExhausted for an ms budget.
-func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause error, step *specs.Step, target llm.Target, err error) error {
+func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause error, label string, target llm.Target, err error) error {
 	var (
 		re   *llm.RefusalError
 		te   *llm.TruncatedError
@@ -377,7 +425,7 @@ func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause e
 		}
 		return &engine.AttemptError{Kind: engine.AttemptTimeout, Violations: []string{msg}}
 	case errors.Is(err, context.DeadlineExceeded) || callCtx.Err() != nil:
-		return fmt.Errorf("%w: step '%s' ran out of time during the %s call (ms budget)", engine.ErrBudgetExhausted, step.ID, target.Full)
+		return fmt.Errorf("%w: step '%s' ran out of time during the %s call (ms budget)", engine.ErrBudgetExhausted, label, target.Full)
 	case errors.As(err, &tr):
 		return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{tr.Error()}}
 	case errors.As(err, &api):
