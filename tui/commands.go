@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -134,9 +135,9 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 	src := m.opt.Source
 	// A flow whose runner has exited does not move on by itself after the
 	// decision: say so, with the command that continues it.
-	stalled := false
+	resume := ""
 	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != engine.DriverLibrary {
-		stalled = true
+		resume, _ = resumeCommand(m.flows, sum)
 	}
 	round := r.Round
 	d := review.Decision{
@@ -161,8 +162,8 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 			return actionMsg{err: err}
 		}
 		text := pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); " + nextText(out)
-		if stalled && !finished(out) {
-			text += "; its runner has exited: continue it with `stratum run --resume " + r.FlowID + "`"
+		if resume != "" && !finished(out) {
+			text += "; its runner has exited: continue it with `" + resume + "`"
 		}
 		return actionMsg{text: text}
 	}
@@ -233,6 +234,44 @@ func pastTense(o review.Outcome) string {
 		return "killed at"
 	}
 	return string(o)
+}
+
+// pagerCmd pipes what the focused pane has selected (a gate's context, a
+// trace entry's output) to the pager (Options.Pager, $PAGER), which takes
+// the terminal until it exits (tea.ExecProcess).
+func (m *Model) pagerCmd() tea.Cmd {
+	p, ok := m.focused().(pagerPane)
+	if !ok {
+		m.setStatus("", errors.New("nothing to read in a pager here (the Gates and Trace panes have)"))
+		return nil
+	}
+	title, text := p.pagerText(&m.common)
+	if text == "" {
+		m.setStatus("", errors.New("nothing selected to read"))
+		return nil
+	}
+	argv := m.opt.Pager
+	if len(argv) == 0 {
+		m.setStatus("", errors.New("no pager: set $PAGER"))
+		return nil
+	}
+	return func() tea.Msg {
+		c := pagerProcess(argv, text)
+		return tea.ExecProcess(c, func(err error) tea.Msg {
+			if err != nil {
+				return actionMsg{err: errors.New("pager " + argv[0] + ": " + err.Error())}
+			}
+			return actionMsg{text: "read " + title + " in " + argv[0]}
+		})()
+	}
+}
+
+// pagerProcess is the pager argv reading text on its standard input (it
+// reads keys from the terminal).
+func pagerProcess(argv []string, text string) *exec.Cmd {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Stdin = strings.NewReader(text)
+	return c
 }
 
 // copyIDCmd copies the full id of the flow the focus is about to the

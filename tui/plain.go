@@ -68,7 +68,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	}
 	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), len(flows), running, len(stalled), len(reviews), store)
 	for _, f := range stalled {
-		cont := "stratum run --resume " + f.FlowID
+		cont, _ := resumeCommand(flows, f)
 		if f.Driver == engine.DriverLibrary {
 			cont = "run the Go program again"
 		}
