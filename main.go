@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -479,20 +478,9 @@ has one flow (or a workflow block naming its entry flow).`,
   stratum plan specs/examples/hello.stratum.yaml --inputs inputs.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := os.ReadFile(args[0])
+			src, flow, inputs, err := runner.PlanArgs(args[0], flowName, inputKV, inputsFile)
 			if err != nil {
 				return usageErr("%v", err)
-			}
-			inputs, err := runner.ParseInputs(inputKV, inputsFile)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			flow, err := runner.PlanFlow(args[0], src, flowName)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if sp, _ := specs.Parse(args[0], src); sp != nil {
-				inputs = runner.CoerceInputs(sp, flow, inputs, runner.TextInputs(inputKV))
 			}
 			svc, _, err := openService(cmd.Context())
 			if err != nil {
@@ -870,27 +858,23 @@ Register it for a project with "stratum install".`,
   npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if isTerminal(a.stdin) {
-				fmt.Fprintln(a.stderr, "stratum mcp: speaking MCP on stdin/stdout; it is meant to be started by an MCP client (see stratum install). Ctrl-C to stop.")
-			}
 			svc, st, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			// Which store this server shares (a client may start it with
-			// another $STRATUM_HOME than the shell's).
 			schema, err := st.SchemaVersion(cmd.Context())
 			if err != nil {
 				return failErr(err)
 			}
-			fmt.Fprintf(a.stderr, "stratum mcp: store %s (schema %d)\n", st.Name(), schema)
 			if os.Getenv("GOGC") == "" {
 				// A long-lived server with a small live heap: collecting at
 				// 5x the live heap instead of 2x cuts the collector's share
 				// of a tool call (about a fifth of its CPU at the default).
 				debug.SetGCPercent(400)
 			}
-			if err := mcpserver.Serve(cmd.Context(), svc, mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep}); err != nil {
+			opts := mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep,
+				Store: fmt.Sprintf("%s (schema %d)", st.Name(), schema), Interactive: isTerminal(a.stdin)}
+			if err := mcpserver.Serve(cmd.Context(), svc, opts); err != nil {
 				return failErr(err)
 			}
 			return nil
@@ -955,12 +939,6 @@ Exit status: 0 every check passed, 1 some check failed, 2 usage error.`,
   stratum doctor --json`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			if exe, err := os.Executable(); err == nil {
-				if r, err := filepath.EvalSymlinks(exe); err == nil {
-					exe = r
-				}
-				opts.Binary = exe
-			}
 			rep, err := mcpserver.Doctor(opts)
 			if err != nil {
 				return failErr(err)
@@ -1051,46 +1029,19 @@ its run.output the same value); progress goes to stderr.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
-			terminal := isTerminal(a.stdin) && isTerminal(a.stderr)
-			// notStarted ends a run that could not start; with --json
-			// stdout still gets a JSON object (runner.ErrorReport).
-			notStarted := func(err error) error {
-				if jsonOut {
-					_ = writeJSON(a.stdout, runner.ErrorReport(err))
+			open := func(ctx context.Context) (*engine.Service, error) { svc, _, err := openService(ctx); return svc, err }
+			rep, code, err := line.Main(cmd.Context(), open, runner.Setup{Record: recordF, Replay: replayFile, Stdin: a.stdin,
+				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github}, junitFile, jsonOut)
+			if rep != nil { // the --json report (also of a run that did not start), or the completed flow's output
+				if werr := writeJSON(a.stdout, rep); werr != nil && err == nil {
+					return werr
 				}
+			}
+			if err != nil {
 				return a.runErr(err)
 			}
-			req, err := line.Check(terminal)
-			if err != nil {
-				return notStarted(err)
-			}
-			cfg, err := config.Load(runner.ProjectDir(req.File))
-			if err != nil {
-				return notStarted(&runner.UsageError{Err: err})
-			}
-			svc, _, err := openService(cmd.Context())
-			if err != nil {
-				if jsonOut {
-					_ = writeJSON(a.stdout, runner.ErrorReport(err))
-				}
-				return err
-			}
-			out, err := runner.Execute(cmd.Context(), svc, req, runner.Setup{Config: cfg, Record: recordF, Replay: replayFile,
-				Stdin: a.stdin, Stderr: a.stderr, Terminal: terminal, GitHub: a.github})
-			if err != nil {
-				return notStarted(err)
-			}
-			rep, err := runner.Conclude(cmd.Context(), svc, out, a.stderr, junitFile, jsonOut)
-			if err != nil {
-				return failErr(err)
-			}
-			if rep != nil { // the --json report, or the completed flow's output
-				if err := writeJSON(a.stdout, rep); err != nil {
-					return err
-				}
-			}
-			if out.ExitCode != 0 {
-				return silentExit(out.ExitCode)
+			if code != 0 {
+				return silentExit(code)
 			}
 			return nil
 		},
@@ -1141,16 +1092,6 @@ func isTerminal(f any) bool {
 	return ok && term.IsTerminal(file.Fd())
 }
 
-// unwrapWriter returns the terminal behind a masking writer: the
-// full-screen TUI drives the terminal itself (its text is escaped and comes
-// from the store, whose recorded errors are masked already).
-func unwrapWriter(w io.Writer) io.Writer {
-	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
-		return u.Unwrap()
-	}
-	return w
-}
-
 // ---- tui ----
 
 func (a *app) tuiCommand() *cobra.Command {
@@ -1177,56 +1118,18 @@ channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.ya
 					return usageErr("%s: not a directory", d)
 				}
 			}
-			specDirs = append(specDirs, args...)
-			explicitDirs := len(specDirs) > 0
 			svc, opened, err := openService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			src := tui.ServiceSource(svc)
-			if !once {
-				// A console stays open for hours: it applies gate
-				// deadlines as they fall due, as stratum mcp does.
-				go func() { _ = svc.EnforceDeadlines(cmd.Context(), mcpserver.DefaultSweepInterval, func(int, error) {}) }()
-			}
-			if plain {
-				popt := tui.PlainOptions{Source: src, Out: a.stdout, Once: once, Backend: opened.Name()}
-				if len(specDirs) > 0 && !once {
-					w, err := watch.New(specDirs, watch.DefaultOptions())
-					if err != nil {
-						return usageErr("--watch: %v", err)
-					}
-					defer w.Close()
-					popt.Specs = w.Updates()
-				}
-				// A store failure (a damaged file found while streaming) is
-				// exit 1 with the store's message, as for every command.
-				if err := tui.RunPlain(cmd.Context(), popt); err != nil && cmd.Context().Err() == nil {
-					return failErr(err)
-				}
-				return nil
-			}
-			if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
-				return usageErr("tui needs a terminal on stdin and stdout; use --plain for logs and pipes")
-			}
-			cfg, err := projectConfig()
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			keys, err := tui.KeyMapFrom(cfg.Keys)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if !explicitDirs {
-				specDirs = nil
-				if _, err := os.Stat("."); err == nil {
-					specDirs = []string{"."}
-				}
-			}
-			reviewer := review.CurrentUser()
-			err = tui.Run(cmd.Context(), tui.RunOptions{Source: src, SpecDirs: specDirs,
-				Keys: keys, NoColor: noColor, Reviewer: reviewer, Backend: opened.Name(), In: a.stdin, Out: unwrapWriter(a.stdout), Runner: runner.Background{Service: svc, Config: cfg}})
-			if err != nil && cmd.Context().Err() == nil {
+			cfg, cfgErr := projectConfig()
+			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Plain: plain, Once: once,
+				NoColor: noColor, SpecDirs: append(specDirs, args...), Config: cfg, ConfigErr: cfgErr,
+				SweepInterval: mcpserver.DefaultSweepInterval, Terminal: isTerminal(a.stdout) && isTerminal(a.stdin), In: a.stdin, Out: a.stdout})
+			var ue *tui.UsageError
+			if errors.As(err, &ue) {
+				return usageErr("%v", ue.Err)
+			} else if err != nil {
 				return failErr(err)
 			}
 			return nil

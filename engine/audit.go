@@ -26,7 +26,7 @@ const auditInProgress = "in_progress"
 // from the flow's start to now, or to its last update once it has ended.
 //
 // auditFlow is a read: it neither mutates st nor appends events.
-func auditFlow(st *FlowState, env Env) *auditReport {
+func auditFlow(st *FlowState, env transitionEnv) *auditReport {
 	totalSteps := 0
 	if env.Flow != nil {
 		totalSteps = len(env.Flow.Order)
@@ -99,7 +99,7 @@ func auditStatus(st *FlowState) string {
 // auditDurationMS is the flow's wall-clock duration: from FlowStart to now
 // while it runs, to its last update once it has ended (so the audit of a
 // finished flow does not keep growing).
-func auditDurationMS(st *FlowState, env Env) int64 {
+func auditDurationMS(st *FlowState, env transitionEnv) int64 {
 	if st.FlowStart.IsZero() {
 		return 0
 	}

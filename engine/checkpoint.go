@@ -16,7 +16,7 @@ import (
 // parallel task state and the budget ledger are not captured.
 // commitCheckpoint is allowed at any time, even on a finished
 // flow; step_number is current_idx+1 even past the end.
-func commitCheckpoint(st *FlowState, env Env, label string) (transitionResult, error) {
+func commitCheckpoint(st *FlowState, env transitionEnv, label string) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
 		return refused(refusal(ErrTypeInvalidLabel, "label must be a non-empty string")), nil
@@ -62,7 +62,7 @@ func commitCheckpoint(st *FlowState, env Env, label string) (transitionResult, e
 // the CLI or the console) needs a human's channel (humanChannel), else
 // gate_requires_human; and no revert may end, skip or orphan a pending
 // approver: human gate (human_gate_pending, see human.go).
-func revertCheckpoint(st *FlowState, env Env, label string, ch review.Channel) (transitionResult, error) {
+func revertCheckpoint(st *FlowState, env transitionEnv, label string, ch review.Channel) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	cp := st.Checkpoints[label]
 	if cp == nil { // an empty label too, as the original
@@ -187,7 +187,7 @@ func checkpointLabels(st *FlowState) []string {
 }
 
 // snapshotCheckpoint deep-copies the progress of st (Clone).
-func snapshotCheckpoint(st *FlowState, label string, env Env) *Checkpoint {
+func snapshotCheckpoint(st *FlowState, label string, env transitionEnv) *Checkpoint {
 	return &Checkpoint{
 		Label:         label,
 		StepProgress:  st.StepProgress.clone(),

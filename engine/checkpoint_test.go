@@ -132,7 +132,7 @@ func TestCommitSnapshotsExactFields(t *testing.T) {
 }
 
 // fullState is a state with every checkpointed field set.
-func fullState(t *testing.T, env Env) *FlowState {
+func fullState(t *testing.T, env transitionEnv) *FlowState {
 	t.Helper()
 	st := extState(t, env, "b")
 	score := 0.7

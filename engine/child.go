@@ -31,7 +31,7 @@ func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.
 // §2.14): it creates the child flow (or reuses the active one), computes the
 // child's own dispatch — with the policy loop, README, "Deliberate differences" — and returns
 // execute_flow. The child (and anything it created) goes into res.Put.
-func dispatchChild(st *FlowState, env Env, step *specs.Step, res *transitionResult) (Outcome, error) {
+func dispatchChild(st *FlowState, env transitionEnv, step *specs.Step, res *transitionResult) (Outcome, error) {
 	var childFlow *specs.Flow
 	if env.Spec != nil {
 		childFlow = env.Spec.Flows[step.Flow]
@@ -96,7 +96,7 @@ func dispatchChild(st *FlowState, env Env, step *specs.Step, res *transitionResu
 // A child that has not finished is abandoned: it ends killed (so it does not
 // stay "running" in listings forever). It returns the child's id ("" when
 // there was none).
-func snapshotChildAudit(st *FlowState, env Env, stepID string, res *transitionResult) string {
+func snapshotChildAudit(st *FlowState, env transitionEnv, stepID string, res *transitionResult) string {
 	if st.ActiveChildFlowID == nil {
 		return ""
 	}

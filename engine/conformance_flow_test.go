@@ -166,7 +166,9 @@ flows:
         on_kill: ~
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, "before") })
+	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return commitCheckpoint(st, env, "before")
+	})
 	r := f.stepDone("a", map[string]any{"x": 1})
 	keysExactly(t, r, keysCompletion...)
 	expect(t, r, map[string]any{"status": "complete", "output": map[string]any{"x": 1}})
@@ -176,7 +178,7 @@ flows:
 		"rationale": "policy: flag — auto-approved", "round": 0, "round_start_step_id": nil})
 
 	// Revert to before a, do a again: the policy gate resolves itself.
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return revertCheckpoint(st, env, "before", review.ChannelTUI)
 	})
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "a", "reverted_to": "before"})
@@ -184,9 +186,11 @@ flows:
 	// Revert to a checkpoint taken *at* the policy gate: applied on revert.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 1 // as if committed while the policy gate was current
-	g.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, "at-gate") })
+	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return commitCheckpoint(st, env, "at-gate")
+	})
 	g.st.CurrentIdx = 0
-	r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r = g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
 	})
 	keysExactly(t, r, keysCompletion...) // past the end: no reverted_to, as the original
@@ -216,10 +220,12 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func() map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "loop") })
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+			return iterationStart(st, env, "loop")
+		})
 	}
 	report := func(v any) map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationReport(st, env, "loop", map[string]any{"v": v})
 		})
 	}
@@ -250,11 +256,13 @@ flows:
 
 	// Abort.
 	g, _ := plan(t, src, "main", nil)
-	g.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "loop") })
-	g.do(func(st *FlowState, env Env) (transitionResult, error) {
+	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return iterationStart(st, env, "loop")
+	})
+	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationReport(st, env, "loop", map[string]any{"v": 1})
 	})
-	r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r = g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationAbort(st, env, "loop", "enough")
 	})
 	keysExactly(t, r, "status", "flow_id", "step_id", "iteration", "reason")
@@ -269,10 +277,10 @@ flows:
 func TestConformanceCheckpoints(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
 	commit := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return commitCheckpoint(st, env, l) })
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return commitCheckpoint(st, env, l) })
 	}
 	revert := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 			return revertCheckpoint(st, env, l, review.ChannelTUI)
 		})
 	}
@@ -333,7 +341,9 @@ func TestConformanceParallelErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
 	pd := func(id string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return parallelDone(st, env, id, nil, "clean") })
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+			return parallelDone(st, env, id, nil, "clean")
+		})
 	}
 	r := pd("run")
 	keysExactly(t, r, "status", "error_type", "message")
@@ -611,10 +621,12 @@ flows:
         depends_on: [loop]
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "loop") })
+	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return iterationStart(st, env, "loop")
+	})
 	var r map[string]any
 	for _, s := range []int{5, 9, 1} {
-		r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+		r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationReport(st, env, "loop", map[string]any{"s": s})
 		})
 	}
@@ -640,7 +652,7 @@ func TestConformanceParallelTaskCertificate(t *testing.T) {
 		map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{"artifact": "## Plan\nok"}},
 		map[string]any{"task_id": "t2", "status": "complete", "result": map[string]any{"artifact": "none"}},
 	}
-	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "run", in, "clean")
 	})
 	expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{
@@ -677,10 +689,12 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func(id string) {
-		f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, id) })
+		f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return iterationStart(st, env, id) })
 	}
 	report := func(id string, v map[string]any) map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationReport(st, env, id, v) })
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+			return iterationReport(st, env, id, v)
+		})
 	}
 	start("loop")
 	report("loop", map[string]any{"v": 3})
@@ -707,9 +721,11 @@ flows:
 	// A scored loop whose score_expr never yields a number runs to exit_max.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 2
-	g.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "scored") })
+	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return iterationStart(st, env, "scored")
+	})
 	for i := 1; i <= 4; i++ {
-		r = g.do(func(st *FlowState, env Env) (transitionResult, error) {
+		r = g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationReport(st, env, "scored", map[string]any{"s": "not a number"})
 		})
 	}
@@ -731,8 +747,10 @@ flows:
         output_schema: {type: object, additionalProperties: false, properties: {ok: {type: boolean}}}
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env Env) (transitionResult, error) { return iterationStart(st, env, "hunt") })
-	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return iterationStart(st, env, "hunt")
+	})
+	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
 	})
 	expect(t, r, map[string]any{"new_count": 2, "dry_streak": 0})

@@ -125,7 +125,7 @@ func TestConformanceDispatchKeySets(t *testing.T) {
 	expect(t, r, map[string]any{"status": "parallel_dispatch", "step_mode": "parallel_dispatch", "retries_remaining": 2,
 		"tasks": tasks, "max_concurrent": 3, "isolation": "worktree", "require": "all", "merge": "sequential_apply"})
 
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "par", []any{map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{}}}, "clean")
 	})
 	keysExactly(t, r, keysExecuteFlow...)
@@ -409,7 +409,7 @@ flows:
 	}
 
 	skip := func(id, reason string) map[string]any {
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return skipStep(st, env, id, reason) })
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return skipStep(st, env, id, reason) })
 	}
 	r = skip("a", "x")
 	expect(t, r, map[string]any{"success": false, "error_type": "execution_error", "message": "Expected step 'b', got 'a'"})
@@ -432,7 +432,7 @@ flows:
 func TestConformancePlanErrors(t *testing.T) {
 	sp := mustParse(t, specOrder)
 	sp.Flows["main"].Order = sp.Flows["main"].Order[:1] // as if b and c were on a cycle
-	env := Env{Spec: sp, Now: t0, NewID: func() string { return "id" }}
+	env := transitionEnv{Spec: sp, Now: t0, NewID: func() string { return "id" }}
 	_, _, err := planFlow(env, "main", nil, PlanOptions{})
 	if err == nil || err.Error() != "Cycle detected in step dependencies: ['b', 'c']" {
 		t.Fatalf("cycle: %v", err)

@@ -175,7 +175,7 @@ func TestParallelDone(t *testing.T) {
 				"isolation": "worktree", "require": c.require, "merge": "sequential_apply",
 				"intent_template": "do {description}", "retries_remaining": 2, "agent": "claude",
 			})
-			r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+			r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 				return parallelDone(st, env, "run", c.results, c.merge)
 			})
 			if c.status == "complete" {
@@ -189,7 +189,7 @@ func TestParallelDone(t *testing.T) {
 			}
 			// First failure: retry with the violation; second: exhausted.
 			expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{c.viol}, "retries_remaining": 1})
-			r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+			r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 				return parallelDone(st, env, "run", c.results, c.merge)
 			})
 			expect(t, r, map[string]any{"status": "error", "error_type": "retries_exhausted", "violations": []any{c.viol}})
@@ -210,11 +210,11 @@ func countFailed(results []any) int {
 func TestParallelDoneErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
-	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "run", nil, "clean")
 	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "step_mismatch"})
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "split", nil, "clean")
 	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "wrong_step_type",
@@ -240,7 +240,7 @@ flows:
         inputs: {t: "$.input.topic", d: "$.input.depth"}
 `
 	sp := mustParse(t, src)
-	env := Env{Spec: sp, Now: t0, NewID: func() string { return "id-1" }}
+	env := transitionEnv{Spec: sp, Now: t0, NewID: func() string { return "id-1" }}
 	for _, c := range []struct {
 		name    string
 		inputs  map[string]any
@@ -292,7 +292,7 @@ flows:
         intent: "A"
         inputs: {t: "$.input.topic"}
 `)
-	env := Env{Spec: sp, Now: t0, NewID: func() string { return "id-1" }}
+	env := transitionEnv{Spec: sp, Now: t0, NewID: func() string { return "id-1" }}
 	st, res, err := planFlow(env, "main", map[string]any{}, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,9 @@ func TestAwaitGateDispatch(t *testing.T) {
 	expect(t, r, map[string]any{"status": "error", "error_type": "gate_step_requires_gate_resolve",
 		"message": "Step 'review' is a gate step. Use stratum_gate_resolve to resolve it."})
 	noKey(t, r, "success")
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) { return skipStep(st, env, "review", "no") })
+	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return skipStep(st, env, "review", "no")
+	})
 	expect(t, r, map[string]any{"error_type": "execution_error"})
 	if !strings.Contains(r["message"].(string), "gate step") {
 		t.Errorf("message %v", r["message"])

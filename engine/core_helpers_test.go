@@ -30,7 +30,7 @@ func mustParse(t *testing.T, src string) *specs.Spec {
 type fixture struct {
 	t        *testing.T
 	spec     *specs.Spec
-	env      Env
+	env      transitionEnv
 	st       *FlowState
 	flows    map[string][]byte // child flows, JSON as stored
 	ids      int
@@ -59,7 +59,7 @@ func (f *fixture) nextID() string {
 func plan(t *testing.T, src, flow string, inputs map[string]any) (*fixture, map[string]any) {
 	t.Helper()
 	f := &fixture{t: t, spec: mustParse(t, src), flows: map[string][]byte{}}
-	f.env = Env{Spec: f.spec, Now: t0, NewID: f.nextID, Children: f}
+	f.env = transitionEnv{Spec: f.spec, Now: t0, NewID: f.nextID, Children: f}
 	st, res, err := planFlow(f.env, flow, inputs, PlanOptions{})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
@@ -107,7 +107,7 @@ func (f *fixture) roundTrip() {
 }
 
 // do runs a transition on the fixture's flow.
-func (f *fixture) do(fn func(st *FlowState, env Env) (transitionResult, error)) map[string]any {
+func (f *fixture) do(fn func(st *FlowState, env transitionEnv) (transitionResult, error)) map[string]any {
 	f.t.Helper()
 	res, err := fn(f.st, f.env)
 	if err != nil {
@@ -120,7 +120,9 @@ func (f *fixture) do(fn func(st *FlowState, env Env) (transitionResult, error)) 
 
 func (f *fixture) stepDone(stepID string, result any) map[string]any {
 	f.t.Helper()
-	return f.do(func(st *FlowState, env Env) (transitionResult, error) { return stepDone(st, env, stepID, result) })
+	return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return stepDone(st, env, stepID, result)
+	})
 }
 
 func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*review.Decision)) map[string]any {
@@ -129,7 +131,7 @@ func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*revie
 	for _, m := range mutate {
 		m(&d)
 	}
-	return f.do(func(st *FlowState, env Env) (transitionResult, error) { return gateResolve(st, env, d) })
+	return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return gateResolve(st, env, d) })
 }
 
 func (f *fixture) later(d time.Duration) { f.env.Now = f.env.Now.Add(d) }

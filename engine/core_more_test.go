@@ -150,7 +150,7 @@ flows:
 	if sp == nil {
 		b.Fatal(ds.Error())
 	}
-	env := Env{Spec: sp, Now: t0, NewID: func() string { return "bench" }}
+	env := transitionEnv{Spec: sp, Now: t0, NewID: func() string { return "bench" }}
 	result := map[string]any{"n": 3}
 	b.ReportAllocs()
 	for b.Loop() {

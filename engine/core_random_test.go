@@ -40,22 +40,22 @@ func TestRandomWalks(t *testing.T) {
 						stepIDs = []string{cur.ID}
 					}
 					id := stepIDs[rng.IntN(len(stepIDs))]
-					var fn func(st *FlowState, env Env) (transitionResult, error)
+					var fn func(st *FlowState, env transitionEnv) (transitionResult, error)
 					var op string
 					switch rng.IntN(9) {
 					case 0, 1, 2:
 						res := results[rng.IntN(len(results))]
 						op = "step_done " + id
-						fn = func(st *FlowState, env Env) (transitionResult, error) { return stepDone(st, env, id, res) }
+						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) { return stepDone(st, env, id, res) }
 					case 3, 4:
 						o := []review.Outcome{review.Approve, review.Revise, review.Kill, "bogus"}[rng.IntN(4)]
 						op = "gate " + id + " " + string(o)
-						fn = func(st *FlowState, env Env) (transitionResult, error) {
+						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) {
 							return gateResolve(st, env, review.Decision{StepID: id, Outcome: o, ResolvedBy: review.Human, Channel: review.ChannelCLI})
 						}
 					case 5:
 						op = "skip " + id
-						fn = func(st *FlowState, env Env) (transitionResult, error) { return skipStep(st, env, id, "r") }
+						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) { return skipStep(st, env, id, "r") }
 					case 6:
 						op = "resume"
 						fn = resumeFlow
@@ -65,7 +65,9 @@ func TestRandomWalks(t *testing.T) {
 						fn = checkTimeouts
 					case 8:
 						op = "parallel " + id
-						fn = func(st *FlowState, env Env) (transitionResult, error) { return parallelDone(st, env, id, nil, "clean") }
+						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) {
+							return parallelDone(st, env, id, nil, "clean")
+						}
 					}
 					before := showV(f.st)
 					res, err := fn(f.st, f.env)

@@ -166,7 +166,9 @@ flows:
 	}
 	// A skipped step's null output propagates instead.
 	f, _ = plan(t, src, "main", nil)
-	r := f.do(func(st *FlowState, env Env) (transitionResult, error) { return skipStep(st, env, "a", "not needed") })
+	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return skipStep(st, env, "a", "not needed")
+	})
 	expect(t, r, map[string]any{"step_id": "b", "inputs": map[string]any{"v": nil}})
 	if f.st.Records[0].Type != RecordSkip || f.st.Records[0].SkipReason != "not needed" {
 		t.Errorf("records %+v", f.st.Records)
@@ -453,9 +455,11 @@ flows:
 
 func TestSkipStep(t *testing.T) {
 	f, _ := plan(t, specOrder, "main", nil)
-	r := f.do(func(st *FlowState, env Env) (transitionResult, error) { return skipStep(st, env, "c", "x") })
+	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return skipStep(st, env, "c", "x") })
 	expect(t, r, map[string]any{"error_type": "execution_error", "message": "Expected step 'a', got 'c'"})
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) { return skipStep(st, env, "a", "not needed") })
+	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return skipStep(st, env, "a", "not needed")
+	})
 	expect(t, r, map[string]any{"step_id": "c"})
 	if v, ok := f.st.StepOutputs["a"]; !ok || v != nil {
 		t.Errorf("skipped output %v %v", v, ok)

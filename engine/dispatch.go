@@ -34,7 +34,7 @@ const (
 // An error is an execution_error *Error (a $-reference that does not
 // resolve, an unknown child flow): the caller answers it and discards the
 // state.
-func currentDispatch(st *FlowState, env Env) (transitionResult, error) {
+func currentDispatch(st *FlowState, env transitionEnv) (transitionResult, error) {
 	ensureMaps(st)
 	var res transitionResult
 	visited := map[string]bool{}
@@ -117,14 +117,14 @@ func notePolicyFallback(res *transitionResult, stepID, policy string) {
 
 // skipIfTrue evaluates a step's skip_if; any evaluation error means "don't
 // skip" (upstream-behavior §2.9).
-func skipIfTrue(st *FlowState, env Env, step *specs.Step) bool {
+func skipIfTrue(st *FlowState, env transitionEnv, step *specs.Step) bool {
 	ok, err := evalBool(env.context(), step.SkipIf, specs.EvalEnv{Refs: refResolver(st), Root: env.Root})
 	return err == nil && ok
 }
 
 // skipCurrent records a skip of the current (non-gate) step, sets its output
 // to null and advances.
-func skipCurrent(st *FlowState, env Env, step *specs.Step, reason string, res *transitionResult) {
+func skipCurrent(st *FlowState, env transitionEnv, step *specs.Step, reason string, res *transitionResult) {
 	rec := newRecord(st, env, RecordSkip, step.ID)
 	rec.SkipReason = reason
 	st.Records = append(st.Records, rec)
@@ -142,7 +142,7 @@ func skipCurrent(st *FlowState, env Env, step *specs.Step, reason string, res *t
 
 // autoApprove resolves a gate without a human: a PolicyRecord (never a
 // GateRecord), then on_approve (null → the flow completes).
-func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale string, res *transitionResult) {
+func autoApprove(st *FlowState, env transitionEnv, step *specs.Step, policy, rationale string, res *transitionResult) {
 	rec := newRecord(st, env, RecordPolicy, step.ID)
 	rec.EffectivePolicy = policy
 	rec.ResolvedOutcome = string("approve")
@@ -160,7 +160,7 @@ func autoApprove(st *FlowState, env Env, step *specs.Step, policy, rationale str
 
 // jumpOrEnd moves the cursor to the named step, or past the end when target
 // is "" (or, defensively, unknown).
-func jumpOrEnd(st *FlowState, env Env, target string) {
+func jumpOrEnd(st *FlowState, env transitionEnv, target string) {
 	if target == "" {
 		st.CurrentIdx = totalSteps(env)
 		return
@@ -175,7 +175,7 @@ func jumpOrEnd(st *FlowState, env Env, target string) {
 // stampDispatch records when a step was dispatched (once per dispatch: the
 // entry is dropped when the step reports, fails an attempt or is cleared) and
 // reports whether this call stamped it.
-func stampDispatch(st *FlowState, env Env, stepID string) bool {
+func stampDispatch(st *FlowState, env transitionEnv, stepID string) bool {
 	if _, ok := st.DispatchedAt[stepID]; ok {
 		return false
 	}
@@ -184,7 +184,7 @@ func stampDispatch(st *FlowState, env Env, stepID string) bool {
 }
 
 // dispatchStep builds the dispatch of a step (upstream-behavior §2.3).
-func dispatchStep(st *FlowState, env Env, step *specs.Step, res *transitionResult) (Outcome, error) {
+func dispatchStep(st *FlowState, env transitionEnv, step *specs.Step, res *transitionResult) (Outcome, error) {
 	idx := st.CurrentIdx
 	if stampDispatch(st, env, step.ID) {
 		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, EventData{StepMode: step.StepMode()}))
@@ -249,10 +249,10 @@ func dispatchStep(st *FlowState, env Env, step *specs.Step, res *transitionResul
 		}
 		d.Intent = step.Intent
 	case specs.KindInline:
-		d.Intent = StepIntent(step)
+		d.Intent = stepIntent(step)
 		d.Model = step.Model
 	default: // decompose
-		d.Intent = StepIntent(step)
+		d.Intent = stepIntent(step)
 	}
 	d.ReviseFeedback = reviseFeedback(st, step)
 	return d, nil
@@ -287,7 +287,7 @@ func reviseFeedback(st *FlowState, step *specs.Step) *ReviseFeedback {
 // additions to any dispatch object): deadline (the persisted absolute
 // deadline, RFC 3339, null without a timeout) and approver ("any" or
 // "human": a human gate refuses decisions through MCP).
-func dispatchGate(st *FlowState, env Env, step *specs.Step, res *transitionResult) *GateDispatch {
+func dispatchGate(st *FlowState, env transitionEnv, step *specs.Step, res *transitionResult) *GateDispatch {
 	st.Status = StatusAwaitingGate
 	if st.Gate == nil || st.Gate.StepID != step.ID || st.Gate.Round != st.Round {
 		g := &PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
@@ -332,7 +332,7 @@ func dispatchGate(st *FlowState, env Env, step *specs.Step, res *transitionResul
 // finish builds the payload of a flow whose cursor is past the end and marks
 // it finished: {status, flow_id, output, trace, total_duration_ms}, status =
 // terminal_status or "complete" (README, "Deliberate differences": all-skipped flows complete too).
-func finish(st *FlowState, env Env, res *transitionResult) *Completion {
+func finish(st *FlowState, env transitionEnv, res *transitionResult) *Completion {
 	status := StatusComplete
 	if killedMode(st) {
 		status = StatusKilled
@@ -352,7 +352,7 @@ func finish(st *FlowState, env Env, res *transitionResult) *Completion {
 // step does, with error output_contract_failed and the violations; nil when
 // it fits, when the flow declares no contract or ends killed. The original
 // server never compares them (README, "Deliberate differences").
-func outputContractFailure(st *FlowState, env Env, res *transitionResult) *Error {
+func outputContractFailure(st *FlowState, env transitionEnv, res *transitionResult) *Error {
 	if env.Flow == nil || env.Flow.Output == "" || env.Spec == nil || killedMode(st) {
 		return nil
 	}
@@ -383,7 +383,7 @@ func outputContractFailure(st *FlowState, env Env, res *transitionResult) *Error
 // completionPayload is the completion object. output is the output of the
 // last ordered step whose output is non-null; trace is the current round's
 // records.
-func completionPayload(st *FlowState, env Env, status FlowStatus) *Completion {
+func completionPayload(st *FlowState, env transitionEnv, status FlowStatus) *Completion {
 	return &Completion{
 		Status:          status,
 		FlowID:          st.FlowID,
@@ -395,7 +395,7 @@ func completionPayload(st *FlowState, env Env, status FlowStatus) *Completion {
 }
 
 // killedPayload is the answer to a kill with no cleanup step (no output).
-func killedPayload(st *FlowState, env Env) *Completion {
+func killedPayload(st *FlowState, env transitionEnv) *Completion {
 	return &Completion{
 		Status:          StatusKilled,
 		FlowID:          st.FlowID,
@@ -405,7 +405,7 @@ func killedPayload(st *FlowState, env Env) *Completion {
 }
 
 // flowOutput is the output of the last ordered step with a non-null output.
-func flowOutput(st *FlowState, env Env) any {
+func flowOutput(st *FlowState, env transitionEnv) any {
 	for i := totalSteps(env) - 1; i >= 0; i-- {
 		s := stepAt(env, i)
 		if s == nil {
@@ -418,12 +418,12 @@ func flowOutput(st *FlowState, env Env) any {
 	return nil
 }
 
-// StepIntent is the intent an agent is given for a step: step.Intent, with
+// stepIntent is the intent an agent is given for a step: step.Intent, with
 // the original's reasoning-certificate instruction block appended for claude
 // steps (agent unset, "claude" or "claude:<profile>") that declare a
 // reasoning_template. StepDone checks such a step's result.artifact for the
 // certificate's sections, so in-process executors should prompt with this.
-func StepIntent(step *specs.Step) string {
+func stepIntent(step *specs.Step) string {
 	if t, ok := stepCertTemplate(step); ok {
 		return t.inject(step.Intent)
 	}
@@ -453,7 +453,7 @@ func maxRetries(step *specs.Step) int {
 }
 
 // outputFields is {field: type} of the step's output contract ({} if none).
-func outputFields(env Env, step *specs.Step) map[string]string {
+func outputFields(env transitionEnv, step *specs.Step) map[string]string {
 	if env.Spec != nil && step.OutputContract != "" {
 		if c := env.Spec.Contracts[step.OutputContract]; c != nil {
 			return c.FieldTypes()

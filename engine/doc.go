@@ -39,8 +39,8 @@
 // and the request: it mutates the state it is given (a private copy read
 // from the store), and returns the wire response and the events to append.
 // Transitions do no I/O: time, ids, the file root for expression builtins,
-// the request's context (Env.Ctx: every evaluation stops once it is done)
-// and the reader of child flows come in through Env. The transitions
+// the request's context (transitionEnv.Ctx: every evaluation stops once it is done)
+// and the reader of child flows come in through transitionEnv. The transitions
 // (planFlow, resumeFlow, stepDone, gateResolve, …) are unexported: the
 // Service is the one way to run them, so nothing outside the package
 // depends on their signatures.
@@ -61,7 +61,7 @@
 // Version), its spec parsed through the per-process cache keyed by the
 // sha256 of the text, the lease checked (flow_owned) and the pure
 // transition run — every expression evaluated, child flows read through
-// Env.Children, each in its own short View with its Version noted — and
+// transitionEnv.Children, each in its own short View with its Version noted — and
 // its summaries computed. Only then does one Update apply the verdict: it
 // checks that every flow the transition read is at the version read (a
 // flow only read is re-read; a flow written is checked by Tx.Put's

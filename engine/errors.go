@@ -45,6 +45,16 @@ const (
 	// flow id starts with (ids.go). Its envelope carries candidates: the
 	// matching ids.
 	ErrTypeAmbiguousFlowID ErrorType = "ambiguous_flow_id"
+	// Ours, of library flows (library.go):
+	// ErrTypeLibraryFlow: a spec transition (resume, step_done, revert …)
+	// on a flow a Go program drives.
+	ErrTypeLibraryFlow ErrorType = "library_flow"
+	// ErrTypeInvalidReviewValue: a decision's value is not one of the
+	// review's options or does not fit its type; the review stays open.
+	ErrTypeInvalidReviewValue ErrorType = "invalid_review_value"
+	// ErrTypeReviewClosed: the review was already decided, timed out or
+	// withdrawn (errors.Is review.ErrAlreadyDecided).
+	ErrTypeReviewClosed ErrorType = "review_closed"
 )
 
 // Error is an answer the original gives as an error envelope {status:

@@ -49,7 +49,7 @@ func TestEventDataRoundTrip(t *testing.T) {
 	f, _ := plan(t, detailFlow, "main", nil)
 	f.stepDone("s1", map[string]any{"n": 0})
 	cost := 0.25
-	f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, CallRecord{StepID: "s1", Attempt: 2, DurationMS: 1500, Tokens: 42, CostUSD: &cost,
 			Trace:    &TraceRecord{Function: "s1", Model: "openai/gpt-4o-mini", Output: map[string]any{"n": 3.0}},
 			Executor: "infer"})

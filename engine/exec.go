@@ -50,6 +50,11 @@ type StepRequest struct {
 	Worktree string
 }
 
+// Intent is the intent the step's executor prompts with (stepIntent):
+// the step's intent, with the reasoning certificate's instructions for a
+// claude step that declares a reasoning_template.
+func (r StepRequest) Intent() string { return stepIntent(r.Step) }
+
 // TaskID is the id of the request's task ("" outside a fan-out).
 func (r StepRequest) TaskID() string {
 	id, _ := r.Task["id"].(string)
@@ -154,14 +159,6 @@ func (e *AttemptError) Error() string {
 // error fails the run (it is reported, the flow state stays resumable).
 type Executor interface {
 	Execute(ctx context.Context, req StepRequest) (StepOutcome, error)
-}
-
-// ExecutorFunc adapts a function to Executor.
-type ExecutorFunc func(ctx context.Context, req StepRequest) (StepOutcome, error)
-
-// Execute calls f.
-func (f ExecutorFunc) Execute(ctx context.Context, req StepRequest) (StepOutcome, error) {
-	return f(ctx, req)
 }
 
 // TraceRecord is one call's trace (seed 000 §8.1, plus provider, usage,

@@ -114,10 +114,10 @@ func dispatchKey(st *FlowState, stepID string) string {
 	return at.UTC().Format(time.RFC3339Nano)
 }
 
-// ParallelTasksOf returns the recorded tasks of stepID's current dispatch,
+// TasksOf returns the recorded tasks of stepID's current dispatch,
 // by task id. Entries of another step or of an earlier dispatch are left
 // out.
-func ParallelTasksOf(st *FlowState, stepID string) map[string]ParallelTask {
+func (st *FlowState) TasksOf(stepID string) map[string]ParallelTask {
 	out := map[string]ParallelTask{}
 	key := dispatchKey(st, stepID)
 	if key == "" {
@@ -150,7 +150,7 @@ func decodeTask(raw any) (ParallelTask, bool) {
 
 // recordParallelTask stores one task's state in the flow (a transition):
 // recordParallelTasks of one task.
-func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResult, error) {
+func recordParallelTask(st *FlowState, env transitionEnv, t ParallelTask) (transitionResult, error) {
 	return recordParallelTasks(st, env, []ParallelTask{t})
 }
 
@@ -159,7 +159,7 @@ func recordParallelTask(st *FlowState, env Env, t ParallelTask) (transitionResul
 // refused (wrong_step / wrong_step_type) unless every task belongs to the
 // flow's current parallel_dispatch step, so a late report of a task whose
 // step was already reported never lands in the next step's fan-out.
-func recordParallelTasks(st *FlowState, env Env, tasks []ParallelTask) (transitionResult, error) {
+func recordParallelTasks(st *FlowState, env transitionEnv, tasks []ParallelTask) (transitionResult, error) {
 	ensureMaps(st)
 	var step *specs.Step
 	for _, t := range tasks {
@@ -219,7 +219,7 @@ func taskRecord(t ParallelTask) (map[string]any, error) {
 // RecordParallelTask is the Service form of RecordParallelTask
 // (lease-checked like every report).
 func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t ParallelTask, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return recordParallelTask(st, env, t)
 	})
 }
@@ -229,7 +229,7 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t Paral
 // conflicted in which file, why each task failed), so the retry is told
 // more than the original's one-line verdict.
 func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
 	})
 }
@@ -237,27 +237,27 @@ func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID strin
 // ResolveStepInputs resolves a step's declared inputs against the flow
 // state (what an execute_step dispatch carries), for steps whose dispatch
 // does not carry them (parallel_dispatch).
-func ResolveStepInputs(st *FlowState, step *specs.Step) (map[string]any, error) {
+func (st *FlowState) ResolveStepInputs(step *specs.Step) (map[string]any, error) {
 	return resolveInputs(st, step)
 }
 
 // ResolveSource resolves a parallel_dispatch step's source against the flow
 // state (what its dispatch carries as tasks).
-func ResolveSource(st *FlowState, step *specs.Step) (any, error) {
+func (st *FlowState) ResolveSource(step *specs.Step) (any, error) {
 	return resolveValue(st, step.Source)
 }
 
 // LeaseLive reports whether a runner's lease owns the flow at now (reports
 // from anyone else are refused with flow_owned).
-func LeaseLive(st *FlowState, now time.Time) bool {
+func (st *FlowState) LeaseLive(now time.Time) bool {
 	return st.Owner != nil && st.Owner.ExpiresAt.After(now)
 }
 
-// LastParallelTasks is ParallelTasksOf for a step that may no longer be
+// LastTasksOf is TasksOf for a step that may no longer be
 // dispatched (it was reported): the tasks of its latest recorded dispatch.
-func LastParallelTasks(st *FlowState, stepID string) map[string]ParallelTask {
+func (st *FlowState) LastTasksOf(stepID string) map[string]ParallelTask {
 	if dispatchKey(st, stepID) != "" {
-		return ParallelTasksOf(st, stepID)
+		return st.TasksOf(stepID)
 	}
 	var latest time.Time
 	out := map[string]ParallelTask{}

@@ -54,7 +54,7 @@ func cloneParallelRuns(m map[string]*ParallelRun) map[string]*ParallelRun {
 
 // ParallelRunOf is the recorded server run of stepID's current dispatch
 // (nil: none).
-func ParallelRunOf(st *FlowState, stepID string) *ParallelRun {
+func (st *FlowState) ParallelRunOf(stepID string) *ParallelRun {
 	r := st.ParallelRuns[stepID]
 	if r == nil || r.Dispatch != dispatchKey(st, stepID) || r.Dispatch == "" {
 		return nil
@@ -76,7 +76,7 @@ func (s *Service) ClaimParallelRun(ctx context.Context, flowID, stepID string, l
 		if key == "" || st.Status.Finished() {
 			return computed{}, fmt.Errorf("flow %s: step '%s' is not dispatched", flowID, stepID)
 		}
-		r := ParallelRunOf(st, stepID)
+		r := st.ParallelRunOf(stepID)
 		if r.Live(now) && r.Lease.ID != l.ID {
 			return computed{}, fmt.Errorf("flow %s step '%s': %w (lease %s until %s)", flowID, stepID, ErrParallelRunHeld, r.Lease.ID, r.Lease.ExpiresAt.UTC().Format(time.RFC3339))
 		}
@@ -105,7 +105,7 @@ func (s *Service) EndParallelRun(ctx context.Context, flowID, stepID, leaseID, m
 		if err != nil {
 			return computed{}, err
 		}
-		r := ParallelRunOf(st, stepID)
+		r := st.ParallelRunOf(stepID)
 		if r == nil || r.Lease == nil || r.Lease.ID != leaseID {
 			return computed{res: transitionResult{Unchanged: true}}, nil
 		}

@@ -10,7 +10,7 @@ import (
 
 // stepIndex returns the ordered index of a step id in env.Flow (-1 if
 // unknown).
-func stepIndex(env Env, stepID string) int {
+func stepIndex(env transitionEnv, stepID string) int {
 	if env.Flow == nil {
 		return -1
 	}
@@ -23,7 +23,7 @@ func stepIndex(env Env, stepID string) int {
 }
 
 // totalSteps is the number of steps in execution order.
-func totalSteps(env Env) int {
+func totalSteps(env transitionEnv) int {
 	if env.Flow == nil {
 		return 0
 	}
@@ -31,7 +31,7 @@ func totalSteps(env Env) int {
 }
 
 // stepAt returns the step at ordered index i, or nil when i is out of range.
-func stepAt(env Env, i int) *specs.Step {
+func stepAt(env transitionEnv, i int) *specs.Step {
 	if env.Flow == nil || i < 0 || i >= len(env.Flow.Order) {
 		return nil
 	}
@@ -43,10 +43,10 @@ func stepAt(env Env, i int) *specs.Step {
 }
 
 // currentStep returns the step under the cursor, or nil past the end.
-func currentStep(st *FlowState, env Env) *specs.Step { return stepAt(env, st.CurrentIdx) }
+func currentStep(st *FlowState, env transitionEnv) *specs.Step { return stepAt(env, st.CurrentIdx) }
 
 // pastEnd reports whether the cursor is past the last step.
-func pastEnd(st *FlowState, env Env) bool { return st.CurrentIdx >= totalSteps(env) }
+func pastEnd(st *FlowState, env transitionEnv) bool { return st.CurrentIdx >= totalSteps(env) }
 
 // clearFrom clears step outputs, attempts, iteration state (outcome, best,
 // accumulator, history, the active loop) and dispatch times of every step
@@ -55,7 +55,7 @@ func pastEnd(st *FlowState, env Env) bool { return st.CurrentIdx >= totalSteps(e
 // (upstream-behavior §2.8; the original's _clear_from pops the iteration
 // history too, so a step run again after on_fail/next starts its stagnation
 // window afresh). A gate revise archives the round's history before.
-func clearFrom(st *FlowState, env Env, idx int, except string) {
+func clearFrom(st *FlowState, env transitionEnv, idx int, except string) {
 	if idx < 0 {
 		idx = 0
 	}
@@ -143,7 +143,7 @@ func killedMode(st *FlowState) bool {
 // advanceLinear moves the cursor to the next ordered step, or, while the
 // flow runs its kill cleanup step, to the end (README, "Deliberate differences": kill with cleanup
 // runs only the cleanup step).
-func advanceLinear(st *FlowState, env Env) {
+func advanceLinear(st *FlowState, env transitionEnv) {
 	if killedMode(st) {
 		st.CurrentIdx = totalSteps(env)
 		return
@@ -152,12 +152,12 @@ func advanceLinear(st *FlowState, env Env) {
 }
 
 // event builds an event of this flow at env.Now.
-func event(st *FlowState, env Env, typ EventType, stepID string, data EventData) Event {
+func event(st *FlowState, env transitionEnv, typ EventType, stepID string, data EventData) Event {
 	return Event{Time: env.Now, FlowID: st.FlowID, Type: typ, StepID: stepID, Data: data}
 }
 
 // newRecord starts a record of the current round.
-func newRecord(st *FlowState, env Env, typ, stepID string) Record {
+func newRecord(st *FlowState, env transitionEnv, typ, stepID string) Record {
 	return Record{Type: typ, StepID: stepID, Round: st.Round, RoundStartStepID: copyStrPtr(st.RoundStartStepID), At: env.Now}
 }
 

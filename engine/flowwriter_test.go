@@ -110,7 +110,7 @@ func TestFlowWriterConcurrentWritesCommitTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tasks := engine.ParallelTasksOf(got, "fan"); len(tasks) != n {
+	if tasks := got.TasksOf("fan"); len(tasks) != n {
 		t.Fatalf("%d tasks recorded, want %d", len(tasks), n)
 	}
 	writes := st.updates.Load() - before
@@ -155,7 +155,7 @@ func TestFlowWriterRefusalIsAnsweredAlone(t *testing.T) {
 		}
 	}
 	got, _ := svc.Get(context.Background(), id)
-	if tasks := engine.ParallelTasksOf(got, "fan"); len(tasks) != 5 {
+	if tasks := got.TasksOf("fan"); len(tasks) != 5 {
 		t.Fatalf("recorded %v", tasks)
 	}
 }
@@ -206,7 +206,7 @@ func TestFlowWriterCancelledBeforeWritten(t *testing.T) {
 		t.Fatalf("cancelled write: %v", err)
 	}
 	got, _ := svc.Get(context.Background(), id)
-	if _, ok := engine.ParallelTasksOf(got, "fan")["b"]; ok {
+	if _, ok := got.TasksOf("fan")["b"]; ok {
 		t.Fatal("the cancelled write was written")
 	}
 }

@@ -15,7 +15,7 @@ import (
 // order: flow not complete → current step is a gate → outcome → resolved_by
 // → step id → (ours) approver human refuses the mcp channel → (ours) a
 // decision for another round is stale. Then approve / revise / kill.
-func gateResolve(st *FlowState, env Env, d review.Decision) (transitionResult, error) {
+func gateResolve(st *FlowState, env transitionEnv, d review.Decision) (transitionResult, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
 	if st.IsLibrary() {
@@ -107,7 +107,7 @@ func gateApprover(st *FlowState, step *specs.Step) string {
 }
 
 // resolveGate applies a validated decision to the current gate.
-func resolveGate(st *FlowState, env Env, step *specs.Step, d review.Decision) (transitionResult, error) {
+func resolveGate(st *FlowState, env transitionEnv, step *specs.Step, d review.Decision) (transitionResult, error) {
 	var res transitionResult
 	rec := newRecord(st, env, RecordGate, step.ID)
 	rec.Outcome = string(d.Outcome)
@@ -222,7 +222,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 // A deadline that already fired (applied by the background sweep, another
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
-func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
+func checkTimeouts(st *FlowState, env transitionEnv) (transitionResult, error) {
 	if st.IsLibrary() {
 		return libraryTimeouts(st, env)
 	}
@@ -241,7 +241,7 @@ func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
 // applyExpiredTimeout applies the current gate's deadline when it has
 // passed, else answers no_timeout (the original's check). The sweep uses it
 // alone: a deadline another process applied is not the sweep's to count.
-func applyExpiredTimeout(st *FlowState, env Env) (transitionResult, error) {
+func applyExpiredTimeout(st *FlowState, env transitionEnv) (transitionResult, error) {
 	ensureMaps(st)
 	if st.IsLibrary() {
 		return libraryTimeouts(st, env)
@@ -287,7 +287,7 @@ func applyExpiredTimeout(st *FlowState, env Env) (transitionResult, error) {
 //
 // Otherwise (no timeout decided the flow's last gate, or the flow moved on
 // since) ok is false and the check answers no_timeout as before.
-func firedTimeout(st *FlowState, env Env) (res transitionResult, ok bool, err error) {
+func firedTimeout(st *FlowState, env transitionEnv) (res transitionResult, ok bool, err error) {
 	rec, since := lastDecision(st)
 	if rec == nil || rec.Channel != string(review.ChannelTimeout) || rec.ResolvedBy != string(review.System) {
 		return transitionResult{}, false, nil
@@ -354,7 +354,7 @@ func lastRecordAt(st *FlowState) time.Time {
 }
 
 // applyTimeout resolves an expired gate with its on_timeout outcome.
-func applyTimeout(st *FlowState, env Env, step *specs.Step) (transitionResult, error) {
+func applyTimeout(st *FlowState, env transitionEnv, step *specs.Step) (transitionResult, error) {
 	outcome := review.Outcome(orStr(st.Gate.OnTimeout, string(review.Kill)))
 	if !outcome.Valid() {
 		outcome = review.Kill

@@ -31,7 +31,7 @@ func waitsForHuman(st *FlowState) bool {
 // humanGateBelow finds a pending approver: human gate among st's active
 // descendants (its active child, that child's active child, …), read through
 // env.Children. It returns the flow waiting at it, or nil.
-func humanGateBelow(st *FlowState, env Env) *FlowState {
+func humanGateBelow(st *FlowState, env transitionEnv) *FlowState {
 	if env.Children == nil {
 		return nil
 	}

@@ -32,7 +32,7 @@ const stagnationWindow = 3
 // consumed by stratum_step_done cannot start another. Errors are
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
-func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, error) {
+func iterationStart(st *FlowState, env transitionEnv, stepID string) (transitionResult, error) {
 	step, e := reportable(st, env, stepID, iterationStartReport)
 	if e != nil {
 		return refused(e), nil
@@ -102,7 +102,7 @@ func iterationStart(st *FlowState, env Env, stepID string) (transitionResult, er
 // outcome is kept until stratum_step_done consumes it and the loop ends.
 //
 // The step need not be current any more (as in the original).
-func iterationReport(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
+func iterationReport(st *FlowState, env transitionEnv, stepID string, result any) (transitionResult, error) {
 	if e := flowNotRunning(st); e != nil {
 		return refused(e), nil
 	}
@@ -155,7 +155,7 @@ func iterationReport(st *FlowState, env Env, stepID string, result any) (transit
 // only, booleans are not scores) and tracks the best result (strictly
 // greater wins, ties keep the earlier). It returns the loop's best so far
 // (nil: none).
-func iterScore(st *FlowState, env Env, step *specs.Step, entry *IterationEntry) *IterationBest {
+func iterScore(st *FlowState, env transitionEnv, step *specs.Step, entry *IterationEntry) *IterationBest {
 	var best *IterationBest
 	if st.IterationBest != nil {
 		best = st.IterationBest[step.ID]
@@ -188,7 +188,7 @@ func iterScore(st *FlowState, env Env, step *specs.Step, entry *IterationEntry) 
 // iterAccumulateReport extracts and deduplicates the entry's items into the
 // step's accumulator (accumulate / accumulate_key) and counts the dry
 // streak; it returns the accumulator (nil: the step does not accumulate).
-func iterAccumulateReport(st *FlowState, env Env, step *specs.Step, entry *IterationEntry) *Accumulator {
+func iterAccumulateReport(st *FlowState, env transitionEnv, step *specs.Step, entry *IterationEntry) *Accumulator {
 	if step.Accumulate == nil {
 		return nil
 	}
@@ -217,7 +217,7 @@ func iterAccumulateReport(st *FlowState, env Env, step *specs.Step, entry *Itera
 // iterExitMet evaluates the step's exit_criterion with `result` and the
 // iteration locals; an evaluation error is recorded in the entry and is
 // not an exit.
-func iterExitMet(env Env, step *specs.Step, history []IterationEntry, best *IterationBest, acc *Accumulator, entry *IterationEntry) bool {
+func iterExitMet(env transitionEnv, step *specs.Step, history []IterationEntry, best *IterationBest, acc *Accumulator, entry *IterationEntry) bool {
 	if step.ExitCriterion == nil {
 		return false
 	}
@@ -312,7 +312,7 @@ func iterReported(st *FlowState, step *specs.Step, maxIter int, entry IterationE
 }
 
 // iterReportEvent is the iteration_report event of a report.
-func iterReportEvent(st *FlowState, env Env, stepID string, entry IterationEntry) Event {
+func iterReportEvent(st *FlowState, env transitionEnv, stepID string, entry IterationEntry) Event {
 	data := EventData{
 		Action:           "report",
 		Iteration:        entry.Iteration,
@@ -335,7 +335,7 @@ func iterReportEvent(st *FlowState, env Env, stepID string, entry IterationEntry
 // {aborted: true, reason}) and records exit_abort as the step's pending
 // outcome. A scored step's response also carries best_result and best_score
 // (null when nothing was scored).
-func iterationAbort(st *FlowState, env Env, stepID, reason string) (transitionResult, error) {
+func iterationAbort(st *FlowState, env transitionEnv, stepID, reason string) (transitionResult, error) {
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil
@@ -461,7 +461,7 @@ func iterationError(msg string) transitionResult {
 	return refused(execErrorf("%s", msg))
 }
 
-func iterationEvent(st *FlowState, env Env, stepID string, data EventData) Event {
+func iterationEvent(st *FlowState, env transitionEnv, stepID string, data EventData) Event {
 	return Event{Time: env.Now, FlowID: st.FlowID, Type: EventIterationReport, StepID: stepID, Data: data}
 }
 

@@ -28,7 +28,7 @@ func extSpec(t *testing.T, src, flow string) (*specs.Spec, *specs.Flow) {
 }
 
 // extState is a running flow positioned on the ordered step stepID.
-func extState(t *testing.T, env Env, stepID string) *FlowState {
+func extState(t *testing.T, env transitionEnv, stepID string) *FlowState {
 	t.Helper()
 	st := &FlowState{FlowID: "flow-1", FlowName: env.Flow.Name, Status: StatusRunning, FlowStart: env.Now}
 	ensureMaps(st)
@@ -40,9 +40,9 @@ func extState(t *testing.T, env Env, stepID string) *FlowState {
 	return st
 }
 
-func extEnv(sp *specs.Spec, f *specs.Flow) Env {
+func extEnv(sp *specs.Spec, f *specs.Flow) transitionEnv {
 	n := 0
-	return Env{Spec: sp, Flow: f, Now: extNow, NewID: func() string { n++; return "child-" + string(rune('0'+n)) }}
+	return transitionEnv{Spec: sp, Flow: f, Now: extNow, NewID: func() string { n++; return "child-" + string(rune('0'+n)) }}
 }
 
 // mustOK fails unless the transition returned no Go error and a non-error response.
@@ -203,7 +203,7 @@ func okFn(t *testing.T) func(transitionResult, error) Response {
 }
 
 // report runs one IterationReport and returns its response.
-func report(t *testing.T, st *FlowState, env Env, step string, result any) Response {
+func report(t *testing.T, st *FlowState, env transitionEnv, step string, result any) Response {
 	t.Helper()
 	return okFn(t)(iterationReport(st, env, step, result))
 }

@@ -2,14 +2,9 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
-
-// ErrLeaseHeld is returned by Claim and TakeOver when another live lease
-// owns the flow.
-var ErrLeaseHeld = errors.New("flow is owned by another live lease")
 
 // Claim takes (or renews) the runner lease of a flow: it succeeds when the
 // flow has no live lease or the live lease has the same id. The flow's driver

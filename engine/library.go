@@ -27,23 +27,6 @@ import (
 // decision wins. Spec transitions (step_done, resume, revert …) refuse a
 // library flow with error_type library_flow.
 
-// DriverLibrary is the driver of a flow a Go program runs through the library
-// (engine/stratum).
-const DriverLibrary = "library"
-
-// Error types of library flows (ours).
-const (
-	// ErrTypeLibraryFlow: a spec transition (resume, step_done, revert …)
-	// on a flow a Go program drives.
-	ErrTypeLibraryFlow ErrorType = "library_flow"
-	// ErrTypeInvalidReviewValue: a decision's value is not one of the
-	// review's options or does not fit its type; the review stays open.
-	ErrTypeInvalidReviewValue ErrorType = "invalid_review_value"
-	// ErrTypeReviewClosed: the review was already decided, timed out or
-	// withdrawn (errors.Is review.ErrAlreadyDecided).
-	ErrTypeReviewClosed ErrorType = "review_closed"
-)
-
 // ReviewStatus is where a library review is.
 type ReviewStatus string
 
@@ -304,7 +287,7 @@ func libraryRefusal(st *FlowState) *Error {
 // resolveLibraryReview applies a decision to one review of a library flow
 // (GateResolve's branch for such flows): approve records a value (an option
 // or a value that fits), kill rejects the review, revise is refused.
-func resolveLibraryReview(st *FlowState, env Env, d review.Decision) (transitionResult, error) {
+func resolveLibraryReview(st *FlowState, env transitionEnv, d review.Decision) (transitionResult, error) {
 	if st.Status.Finished() {
 		return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 	}
@@ -400,7 +383,7 @@ func orTime(t, def time.Time) time.Time {
 
 // closeLibraryReview records a review's end: a gate record, the gate index,
 // a gate_resolved event (with the value).
-func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string) transitionResult {
+func closeLibraryReview(st *FlowState, env transitionEnv, r *LibraryReview, outcome string) transitionResult {
 	d := r.Decision
 	rec := newRecord(st, env, RecordGate, r.ID)
 	rec.Outcome = outcome
@@ -425,7 +408,7 @@ func closeLibraryReview(st *FlowState, env Env, r *LibraryReview, outcome string
 // reviews: the review times out, deciding its OnTimeout value when it has
 // one (channel timeout, resolved_by system, reviewer auto, rationale
 // "timeout").
-func libraryTimeouts(st *FlowState, env Env) (transitionResult, error) {
+func libraryTimeouts(st *FlowState, env transitionEnv) (transitionResult, error) {
 	var res transitionResult
 	for _, r := range st.Library.openReviews() {
 		if outcome, ok := r.Expire(env.Now); ok {
@@ -489,7 +472,7 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 		st.Driver = DriverLibrary
 		st.Library = &LibraryState{}
 		st.Owner = clonePtr(opt.Owner)
-		env := Env{Now: now}
+		env := transitionEnv{Now: now}
 		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
 			FlowName: opt.Name, Driver: string(DriverLibrary),
 		})}}}, nil
@@ -502,7 +485,7 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 
 // libraryTransition runs fn on a library flow (refusing any other flow),
 // computed on a snapshot and committed like every transition.
-func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *FlowState, env Env) (transitionResult, error)) (Outcome, error) {
+func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
@@ -517,7 +500,7 @@ func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn
 		if !st.IsLibrary() {
 			return computed{}, execErrorf("Flow '%s' is not a library flow", flowID)
 		}
-		env := Env{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
+		env := transitionEnv{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
 		res, err := fn(st, env)
 		return computed{st: st, res: res}, err
 	})
@@ -527,7 +510,7 @@ func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn
 // record (function, attempts, duration, cache hit), the spend in the budget
 // ledger, the trace record and a trace event.
 func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c LibraryCall) error {
-	_, err := s.libraryTransition(ctx, "call", flowID, func(st *FlowState, env Env) (transitionResult, error) {
+	_, err := s.libraryTransition(ctx, "call", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		st.Library.Calls++
 		stepID := c.Function + "#" + strconv.Itoa(st.Library.Calls)
 		rec := newRecord(st, env, RecordStep, stepID)
@@ -556,7 +539,7 @@ const libraryCallFailed = "library"
 // failed with the error's text. Reviews still open are withdrawn; the lease
 // is dropped.
 func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output any, failure error) error {
-	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *FlowState, env Env) (transitionResult, error) {
+	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return transitionResult{Unchanged: true}, nil
 		}
@@ -583,7 +566,7 @@ func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output a
 // RenewLibraryLease renews (or drops, with a nil lease) the program's lease
 // on a library flow.
 func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *Lease) error {
-	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *FlowState, env Env) (transitionResult, error) {
+	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return transitionResult{Unchanged: true}, nil
 		}
@@ -598,7 +581,7 @@ func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *Lease
 // before this returns, and answers the review as stored.
 func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewRequest) (*LibraryReview, error) {
 	var opened *LibraryReview
-	_, err := s.libraryTransition(ctx, "review", flowID, func(st *FlowState, env Env) (transitionResult, error) {
+	_, err := s.libraryTransition(ctx, "review", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 		}
@@ -640,7 +623,7 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 // as stored afterwards.
 func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason string) (*LibraryReview, error) {
 	var out *LibraryReview
-	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *FlowState, env Env) (transitionResult, error) {
+	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		r := st.Library.Review(reviewID)
 		if r == nil {
 			return refused(refusal(ErrTypeWrongStep, "Flow '%s' has no review '%s'", flowID, reviewID)), nil
@@ -659,7 +642,7 @@ func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason s
 	return out, nil
 }
 
-func withdraw(st *FlowState, env Env, r *LibraryReview, reason string) transitionResult {
+func withdraw(st *FlowState, env transitionEnv, r *LibraryReview, reason string) transitionResult {
 	r.Status = ReviewWithdrawn
 	r.Decision = &ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: env.Now}
 	return closeLibraryReview(st, env, r, "withdrawn")

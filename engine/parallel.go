@@ -17,13 +17,13 @@ import (
 // the attempt fails as ensure_failed with the original's violation texts.
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
-func parallelDone(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
+func parallelDone(st *FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
 	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
 // parallelDoneDetailed is parallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
-func parallelDoneDetailed(st *FlowState, env Env, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
+func parallelDoneDetailed(st *FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, parallelDoneReport)
 	if e != nil {

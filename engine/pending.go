@@ -9,14 +9,15 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// PendingReviewOf describes the gate a flow waits on as a reviewer sees it
-// (README, "Gates, deadlines and who may decide"); ok is false when the flow is not waiting at a gate.
+// PendingReview describes the gate the flow waits on (flow is its spec's
+// flow) as a reviewer sees it (README, "Gates, deadlines and who may
+// decide"); ok is false when the flow is not waiting at a gate.
 //
 // Question is the gate function's intent (or a default). Artifacts carries
 // the flow inputs, the outputs of the steps so far and the decisions of
 // earlier rounds (round, outcome, rationale, reviewer).
-func PendingReviewOf(st *FlowState, env Env) (review.PendingReview, bool) {
-	step := pendingGateStep(st, env.Flow)
+func (st *FlowState) PendingReview(flow *specs.Flow) (review.PendingReview, bool) {
+	step := pendingGateStep(st, flow)
 	if step == nil {
 		return review.PendingReview{}, false
 	}
@@ -30,7 +31,7 @@ func pendingGateStep(st *FlowState, flow *specs.Flow) *specs.Step {
 	if st.Status != StatusAwaitingGate || st.Gate == nil {
 		return nil
 	}
-	step := stepAt(Env{Flow: flow}, st.CurrentIdx)
+	step := stepAt(transitionEnv{Flow: flow}, st.CurrentIdx)
 	if step == nil || !step.IsGate() || step.ID != st.Gate.StepID {
 		return nil
 	}
@@ -131,7 +132,7 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 		if bad != nil {
 			continue
 		}
-		if pr, ok := PendingReviewOf(st, env); ok {
+		if pr, ok := st.PendingReview(env.Flow); ok {
 			out = append(out, pr)
 		}
 	}
@@ -144,7 +145,7 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 // (FlowSummary.Review), so listing 25,000 gates decodes no state and parses
 // no spec; PendingReviews is the same list with the artifacts. Only a gate whose summary lacks Review (a summary written before
 // it existed, or while the spec did not parse) has its state read and its
-// spec parsed, as PendingReviewOf does; those whose stored spec no longer
+// spec parsed, as PendingReview does; those whose stored spec no longer
 // parses are skipped.
 func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, error) {
 	var out []review.PendingReview
@@ -195,7 +196,7 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 		if bad != nil {
 			continue
 		}
-		if pr, ok := PendingReviewOf(st, env); ok {
+		if pr, ok := st.PendingReview(env.Flow); ok {
 			pr.Artifacts = review.Artifacts{}
 			out[at[i]], keep[at[i]] = pr, true
 		}

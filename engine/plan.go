@@ -15,6 +15,9 @@ import (
 const (
 	DriverAgent  = "agent"
 	DriverRunner = "runner"
+	// DriverLibrary drives a flow a Go program runs through the library
+	// (engine/stratum, library.go).
+	DriverLibrary = "library"
 )
 
 // PlanOptions are the optional parts of a plan.
@@ -35,7 +38,7 @@ type PlanOptions struct {
 // A nil state with a Result.Err means the plan was refused (invalid
 // inputs); an execution_error *Error means an unknown flow or a dispatch
 // error.
-func planFlow(env Env, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, transitionResult, error) {
+func planFlow(env transitionEnv, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, transitionResult, error) {
 	if env.Spec == nil {
 		return nil, transitionResult{}, execErrorf("no spec")
 	}
@@ -226,7 +229,7 @@ func jsonKind(v any) string {
 // final payload of a finished flow: complete → the completion object,
 // killed → {status:"killed", flow_id, trace, total_duration_ms}, failed /
 // budget_exhausted → {status, flow_id}.
-func resumeFlow(st *FlowState, env Env) (transitionResult, error) {
+func resumeFlow(st *FlowState, env transitionEnv) (transitionResult, error) {
 	ensureMaps(st)
 	switch st.Status {
 	case StatusFailed, StatusBudgetExhausted:

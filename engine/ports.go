@@ -29,6 +29,9 @@ var (
 	// ErrParallelRunHeld is returned by ClaimParallelRun when another live
 	// lease runs the step's fan-out (fanout_run.go).
 	ErrParallelRunHeld = errors.New("the fan-out is run by another live server")
+	// ErrLeaseHeld is returned by Claim and TakeOver when another live
+	// lease owns the flow (lease.go).
+	ErrLeaseHeld = errors.New("flow is owned by another live lease")
 )
 
 // NotStored is the version Tx.Put expects of a flow that must not exist

@@ -25,7 +25,7 @@ import (
 const maxTransitionAttempts = 5
 
 // snapshot is what one attempt of a transition read: the ChildLoader of its
-// Env, and the main flow's read too. Each Get is one short Store.View.
+// transitionEnv, and the main flow's read too. Each Get is one short Store.View.
 type snapshot struct {
 	ctx   context.Context
 	store Store

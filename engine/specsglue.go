@@ -14,7 +14,7 @@ import (
 var errNoEval = errors.New("no expression")
 
 // evalBool evaluates a compiled expression for its (Python) truth value; it
-// stops soon after ctx is done (the transition's Env.Ctx).
+// stops soon after ctx is done (the transition's transitionEnv.Ctx).
 func evalBool(ctx context.Context, e *specs.Expr, env specs.EvalEnv) (bool, error) {
 	if e == nil {
 		return false, errNoEval

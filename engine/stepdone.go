@@ -16,7 +16,7 @@ import (
 // result of the current step (output_schema → guardrails → ensure), retries
 // with the violations, routes on_fail on exhaustion, or stores the output and
 // advances (next, or linearly) to the next dispatch.
-func stepDone(st *FlowState, env Env, stepID string, result any) (transitionResult, error) {
+func stepDone(st *FlowState, env transitionEnv, stepID string, result any) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, stepDoneReport)
 	if e != nil {
@@ -55,7 +55,7 @@ func unwrapChildCompletion(result any) any {
 // stage short-circuiting the later ones: output_schema (every step kind,
 // README, "Deliberate differences"), guardrails over the canonical JSON of the result, the
 // reasoning certificate (claude steps with reasoning_template), ensure.
-func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string) {
+func checkResult(env transitionEnv, step *specs.Step, result any) (CheckFailure, []string) {
 	if step.Schema != nil {
 		if msgs := schemaViolations(step.Schema, result); len(msgs) > 0 {
 			vs := make([]string, len(msgs))
@@ -106,7 +106,7 @@ func checkResult(env Env, step *specs.Step, result any) (CheckFailure, []string)
 // when set, adds violations after the checks passed (parallel require/merge);
 // they count as ensure_failed. notes are appended to the violations of any
 // failure (parallel per-task certificate violations).
-func processResult(st *FlowState, env Env, step *specs.Step, result any, childID string, extra func(any) []string, notes []string) (transitionResult, error) {
+func processResult(st *FlowState, env transitionEnv, step *specs.Step, result any, childID string, extra func(any) []string, notes []string) (transitionResult, error) {
 	if best, ok := iterationBestResult(st, step.ID); ok {
 		result = best
 	}
@@ -149,7 +149,7 @@ func processResult(st *FlowState, env Env, step *specs.Step, result any, childID
 
 // failAttempt handles a failed check: retry (same dispatch, failure status,
 // violations), or on exhaustion on_fail routing or retries_exhausted.
-func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (transitionResult, error) {
+func failAttempt(st *FlowState, env transitionEnv, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (transitionResult, error) {
 	var res transitionResult
 	exhausted := attempts >= maxRetries(step)
 	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, EventData{
@@ -197,7 +197,7 @@ func failAttempt(st *FlowState, env Env, step *specs.Step, result any, childID s
 }
 
 // stepRecord builds the StepRecord of a finished step (success or exhaustion).
-func stepRecord(st *FlowState, env Env, step *specs.Step, attempts int, childID string) Record {
+func stepRecord(st *FlowState, env transitionEnv, step *specs.Step, attempts int, childID string) Record {
 	rec := newRecord(st, env, RecordStep, step.ID)
 	rec.FunctionName = step.Function
 	rec.Attempts = attempts

@@ -17,7 +17,7 @@ import (
 // retries_exhausted with the flow failed.
 //
 // Refusals (finished flow, gate step, another step) are StepDone's.
-func stepAttemptFailed(st *FlowState, env Env, stepID string, violations []string) (transitionResult, error) {
+func stepAttemptFailed(st *FlowState, env transitionEnv, stepID string, violations []string) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, attemptFailedReport)
 	if e != nil {
@@ -44,7 +44,7 @@ func stepAttemptFailed(st *FlowState, env Env, stepID string, violations []strin
 // with status budget_exhausted: the run budget (ms, usd, tokens) of the flow
 // or of the current call ran out. reason is recorded in the flow_finished
 // event and the response. A finished flow is refused unchanged.
-func exhaustBudget(st *FlowState, env Env, reason string) (transitionResult, error) {
+func exhaustBudget(st *FlowState, env transitionEnv, reason string) (transitionResult, error) {
 	ensureMaps(st)
 	if isFinished(st) || pastEnd(st, env) {
 		return refused(execErrorf("Flow is already finished")), nil
@@ -89,7 +89,7 @@ type CallRecord struct {
 // (FlowState.BudgetState), appends its trace record to FlowState.Trace and
 // emits a trace event. It works on finished flows too (the ledger of a
 // failed flow stays accurate).
-func recordCall(st *FlowState, env Env, c CallRecord) (transitionResult, error) {
+func recordCall(st *FlowState, env transitionEnv, c CallRecord) (transitionResult, error) {
 	if st.BudgetState == nil {
 		st.BudgetState = &BudgetState{}
 	}
@@ -129,21 +129,21 @@ func recordCall(st *FlowState, env Env, c CallRecord) (transitionResult, error) 
 // StepAttemptFailed is the Service form of StepAttemptFailed (lease-checked
 // like StepDone).
 func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return stepAttemptFailed(st, env, stepID, violations)
 	})
 }
 
 // ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
 func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return exhaustBudget(st, env, reason)
 	})
 }
 
 // RecordCall is the Service form of RecordCall (lease-checked).
 func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, c)
 	})
 }
@@ -152,7 +152,7 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 // transition, so a call's spend and the report of its result are committed
 // together (one store write per attempt, and no spend lost or counted twice
 // across a crash). The answer is fn's.
-func withCall(st *FlowState, env Env, c *CallRecord, fn func() (transitionResult, error)) (transitionResult, error) {
+func withCall(st *FlowState, env transitionEnv, c *CallRecord, fn func() (transitionResult, error)) (transitionResult, error) {
 	var pre transitionResult
 	if c != nil {
 		r, err := recordCall(st, env, *c)
@@ -173,7 +173,7 @@ func withCall(st *FlowState, env Env, c *CallRecord, fn func() (transitionResult
 // StepDoneRecorded is StepDone preceded by RecordCall of the attempt's call
 // (nil: none), in one transaction.
 func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return withCall(st, env, c, func() (transitionResult, error) { return stepDone(st, env, stepID, result) })
 	})
 }
@@ -181,7 +181,7 @@ func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, r
 // StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
 // the attempt's call (nil: none), in one transaction.
 func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return withCall(st, env, c, func() (transitionResult, error) { return stepAttemptFailed(st, env, stepID, violations) })
 	})
 }

@@ -40,7 +40,9 @@ flows:
 func TestStepAttemptFailed(t *testing.T) {
 	fail := func(f *fixture, step string, vs ...string) map[string]any {
 		t.Helper()
-		return f.do(func(st *FlowState, env Env) (transitionResult, error) { return stepAttemptFailed(st, env, step, vs) })
+		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+			return stepAttemptFailed(st, env, step, vs)
+		})
 	}
 	tests := []struct {
 		name  string
@@ -140,12 +142,12 @@ func TestStepAttemptFailed(t *testing.T) {
 func TestExhaustBudgetAndRecordCall(t *testing.T) {
 	f, _ := plan(t, specStepFail, "main", nil)
 	cost := 0.25
-	r := f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, CallRecord{StepID: "a", Attempt: 1, DurationMS: 40, Tokens: 100, CostUSD: &cost,
 			Trace: &TraceRecord{Function: "work", Attempts: 1, StepID: "a"}})
 	})
 	expect(t, r, map[string]any{"status": "recorded"})
-	f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, CallRecord{StepID: "a", Attempt: 2, DurationMS: 10, Tokens: 5})
 	})
 	b := f.st.BudgetState
@@ -155,7 +157,7 @@ func TestExhaustBudgetAndRecordCall(t *testing.T) {
 	if len(f.st.Trace) != 1 {
 		t.Fatalf("trace %d", len(f.st.Trace))
 	}
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) {
+	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
 		return exhaustBudget(st, env, "flow budget usd 0.2 spent")
 	})
 	expect(t, r, map[string]any{"status": "budget_exhausted", "step_id": "a"})
@@ -164,6 +166,8 @@ func TestExhaustBudgetAndRecordCall(t *testing.T) {
 	}
 	r = f.stepDone("a", map[string]any{"ok": true})
 	expect(t, r, map[string]any{"status": "error", "message": "Flow budget exhausted"})
-	r = f.do(func(st *FlowState, env Env) (transitionResult, error) { return exhaustBudget(st, env, "again") })
+	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return exhaustBudget(st, env, "again")
+	})
 	expect(t, r, map[string]any{"status": "error"})
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// Env is everything a transition needs besides the flow state. It carries no
+// transitionEnv is everything a transition needs besides the flow state. It carries no
 // I/O: the clock reading, the id generator and the expression file root are
 // given, so transitions are deterministic in tests.
-type Env struct {
+type transitionEnv struct {
 	// Ctx is the request's context (nil = never done): every expression
 	// evaluation stops soon after it is done. The Service then discards the
 	// transition (nothing is written), so a verdict reached on a cancelled
@@ -35,7 +35,7 @@ type childLoader interface {
 }
 
 // context is env.Ctx, or context.Background when it is nil.
-func (env Env) context() context.Context {
+func (env transitionEnv) context() context.Context {
 	if env.Ctx == nil {
 		return context.Background()
 	}

@@ -127,13 +127,3 @@ func newer(evs []Event, seq uint64) []Event {
 	}
 	return nil
 }
-
-// Mentions reports whether any of evs is about flowID.
-func Mentions(evs []Event, flowID string) bool {
-	for _, e := range evs {
-		if e.FlowID == flowID {
-			return true
-		}
-	}
-	return false
-}

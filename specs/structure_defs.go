@@ -249,7 +249,18 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	if !c.since(Version02) {
 		return ss
 	}
-	// v0.2 fields.
+	c.buildStepV02(m, ss, ipath, sp)
+	if c.since(Version03) {
+		c.buildStepV03(m, s, ipath)
+	}
+	return ss
+}
+
+// buildStepV02 reads the step fields of version 0.2 (gates' routes,
+// on_fail/next, skip_if, policy, ensure, retries, budget, guardrails, the
+// iteration fields, cache, reasoning templates and run:) into ss.s.
+func (c *checker) buildStepV02(m *mapping, ss *stepSrc, ipath, sp string) {
+	s := ss.s
 	for _, r := range []struct {
 		k      string
 		target *string
@@ -298,35 +309,17 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	s.ReasoningTemplate = c.certTemplate(m, "reasoning_template", ipath)
 	s.TaskReasoningTemplate = c.certTemplate(m, "task_reasoning_template", ipath)
 	s.Run = c.command(m, "run", ipath)
-	if !c.since(Version03) {
-		return ss
-	}
+}
+
+// buildStepV03 reads the step fields of version 0.3 (the parallel_dispatch
+// fields) into s.
+func (c *checker) buildStepV03(m *mapping, s *Step, ipath string) {
 	s.Source, _ = c.str(m, "source", ipath, false)
 	if v, ok := c.integer(m, "max_concurrent", ipath, 1); ok {
 		s.MaxConcurrent = int(v)
 	}
 	s.Isolation, _ = c.enum(m, "isolation", ipath, []string{"worktree", "branch", "none"})
-	if e, ok := m.get("require"); ok {
-		rn := resolve(e.val)
-		switch {
-		case rn.Kind == yaml.ScalarNode && rn.Tag == "!!int":
-			if v, ok := c.integer(m, "require", ipath, 1); ok {
-				s.Require = strconv.FormatInt(v, 10)
-			}
-		case isStr(rn) && (rn.Value == "all" || rn.Value == "any"):
-			s.Require = rn.Value
-		case isStr(rn):
-			if v, err := strconv.Atoi(rn.Value); err == nil && v >= 1 {
-				s.Require = strconv.Itoa(v)
-			} else {
-				m.bad["require"] = true
-				c.add(CodeInvalidValue, rn, ipath+".require", fmt.Sprintf("'%s' is not one of ['all', 'any'] or a positive integer", rn.Value),
-					"Allowed values: [all, any, N ≥ 1]")
-			}
-		default:
-			c.wrongType(m, "require", ipath, "string")
-		}
-	}
+	c.stepRequire(m, s, ipath)
 	s.Merge, _ = c.enum(m, "merge", ipath, []string{"sequential_apply", "manual"})
 	s.IntentTemplate, _ = c.str(m, "intent_template", ipath, false)
 	if v, ok := c.integer(m, "task_timeout", ipath, 1); ok {
@@ -337,7 +330,34 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	if e, ok := m.get("pre_merge_verify"); ok {
 		s.PreMergeVerify = toAny(e.val)
 	}
-	return ss
+}
+
+// stepRequire reads a parallel_dispatch step's require: all, any or a
+// positive integer (given as a number or as a string).
+func (c *checker) stepRequire(m *mapping, s *Step, ipath string) {
+	e, ok := m.get("require")
+	if !ok {
+		return
+	}
+	rn := resolve(e.val)
+	switch {
+	case rn.Kind == yaml.ScalarNode && rn.Tag == "!!int":
+		if v, ok := c.integer(m, "require", ipath, 1); ok {
+			s.Require = strconv.FormatInt(v, 10)
+		}
+	case isStr(rn) && (rn.Value == "all" || rn.Value == "any"):
+		s.Require = rn.Value
+	case isStr(rn):
+		if v, err := strconv.Atoi(rn.Value); err == nil && v >= 1 {
+			s.Require = strconv.Itoa(v)
+		} else {
+			m.bad["require"] = true
+			c.add(CodeInvalidValue, rn, ipath+".require", fmt.Sprintf("'%s' is not one of ['all', 'any'] or a positive integer", rn.Value),
+				"Allowed values: [all, any, N ≥ 1]")
+		}
+	default:
+		c.wrongType(m, "require", ipath, "string")
+	}
 }
 
 func (c *checker) buildWorkflow(b *build, wm *mapping) {

@@ -148,7 +148,17 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 			bad("%s lacks the entry %q", idx.name, k)
 		}
 	}
-	_ = b[string(bucketSpecs)].ForEach(func(k, v []byte) error {
+	checkSpecs(b[string(bucketSpecs)], specRefs, bad)
+	checkFlowEvents(b[string(bucketEvents)], bad)
+	checkFlowLogs(flows, b[string(bucketFlowLog)], bad)
+	return problems
+}
+
+// checkSpecs checks the specs bucket against refs, the number of flows that
+// refer to each spec text by its hash: each text hashes to its key and
+// counts the flows that refer to it, and no flow refers to a missing one.
+func checkSpecs(specs *bolt.Bucket, refs map[[32]byte]uint64, bad func(format string, args ...any)) {
+	_ = specs.ForEach(func(k, v []byte) error {
 		var h [32]byte
 		if len(k) != len(h) || len(v) < 8 {
 			bad("specs: bad entry %x", k)
@@ -159,16 +169,20 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		if sha256.Sum256(v[8:]) != h {
 			bad("specs: the text of %x does not hash to its key", k)
 		}
-		if n != specRefs[h] {
-			bad("specs: %x counts %d flows, %d refer to it", k, n, specRefs[h])
+		if n != refs[h] {
+			bad("specs: %x counts %d flows, %d refer to it", k, n, refs[h])
 		}
-		delete(specRefs, h)
+		delete(refs, h)
 		return nil
 	})
-	for h, n := range specRefs {
+	for h, n := range refs {
 		bad("specs: %d flows refer to the missing spec %x", n, h)
 	}
-	events := b[string(bucketEvents)]
+}
+
+// checkFlowEvents checks the per-flow index of the event log: each entry
+// (flow id, NUL, sequence number) points at an event of that flow.
+func checkFlowEvents(events *bolt.Bucket, bad func(format string, args ...any)) {
 	_ = events.ForEach(func(k, _ []byte) error {
 		if isSeqKey(k) {
 			return nil
@@ -189,8 +203,6 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		}
 		return nil
 	})
-	checkFlowLogs(flows, b[string(bucketFlowLog)], bad)
-	return problems
 }
 
 // checkFlowLogs checks bucket flowlog (flowlog.go): every entry belongs to

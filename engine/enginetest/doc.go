@@ -7,4 +7,7 @@
 // own commits and reads the log from the last event it delivered; GC prunes
 // the summaries' Prunable flows. It passes store/storetest like the bbolt
 // store, so the engine's tests run against the same contract.
+//
+// ExecutorFunc (executor.go) adapts a function to engine.Executor: the
+// executors tests fake.
 package enginetest

@@ -22,7 +22,8 @@ import (
 type DoctorOptions struct {
 	Dir       string // the project directory (its root holds .mcp.json)
 	CodexHome string // as InstallOptions.CodexHome
-	// Binary is this shell's stratum (the running executable).
+	// Binary is this shell's stratum ("": the running executable, its
+	// symbolic links resolved).
 	Binary string
 	// Getenv reads this shell's environment (STRATUM_HOME, STRATUM_STORE,
 	// PATH for a bare command name); nil: os.Getenv.
@@ -57,6 +58,14 @@ type serverEntry struct {
 // shell uses. A missing .mcp.json entry is a failed check; a Codex config
 // without a stratum table is not looked at.
 func Doctor(opts DoctorOptions) (DoctorReport, error) {
+	if opts.Binary == "" {
+		if exe, err := os.Executable(); err == nil {
+			if r, err := filepath.EvalSymlinks(exe); err == nil {
+				exe = r
+			}
+			opts.Binary = exe
+		}
+	}
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv

@@ -138,8 +138,8 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	s.fanMu.Lock()
 	_, running := s.fans[key]
 	s.fanMu.Unlock()
-	prior := engine.ParallelTasksOf(st, in.StepID)
-	started := running || engine.ParallelRunOf(st, in.StepID) != nil
+	prior := st.TasksOf(in.StepID)
+	started := running || st.ParallelRunOf(in.StepID) != nil
 	for _, t := range prior {
 		if t.State != engine.TaskPending {
 			started = true
@@ -148,11 +148,11 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if started {
 		return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", in.StepID), nil
 	}
-	if engine.LeaseLive(st, time.Now()) {
+	if st.LeaseLive(time.Now()) {
 		return engine.Response{"status": "error", "error_type": "flow_owned", "flow_id": st.FlowID,
 			"message": fmt.Sprintf("Flow '%s' is driven by an in-process runner (lease '%s'); it runs its fan-out itself", st.FlowID, st.Owner.ID)}, nil
 	}
-	source, err := engine.ResolveSource(st, cur)
+	source, err := st.ResolveSource(cur)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
@@ -163,7 +163,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if len(tasks) == 0 {
 		return perr("no_tasks", "Step '%s' source resolved to zero tasks.", in.StepID), nil
 	}
-	inputs, err := engine.ResolveStepInputs(st, cur)
+	inputs, err := st.ResolveStepInputs(cur)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve the inputs of step '%s': %v", in.StepID, err), nil
 	}
@@ -195,47 +195,12 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	s.fans[key] = fr
 	s.fanMu.Unlock()
 	s.fanWG.Add(1)
-	go func() {
-		defer s.fanWG.Done()
-		defer close(fr.done)
-		hbCtx, stopBeat := context.WithCancel(context.Background())
-		beat := make(chan struct{})
-		go func() {
-			defer close(beat)
-			_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l engine.Lease) error {
-				if err := s.svc.ClaimParallelRun(ctx, st.FlowID, cur.ID, l); err != nil && ctx.Err() == nil {
-					s.log.Error("parallel fan-out: renewing its lease", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
-				}
-				return nil // the tasks run on; a poll judges a lapsed lease
-			})
-		}()
-		fr.res, fr.err = fo.Run(s.bg)
-		stopBeat()
-		<-beat
-		end, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		mergeStatus, details := "", []string(nil)
-		switch {
-		case fr.err != nil:
-			s.log.Error("parallel fan-out failed", "flow_id", st.FlowID, "step_id", cur.ID, "error", fr.err.Error())
-		case fr.res.Interrupted:
-			// The server is stopping: its tasks were killed. Fail them as a
-			// restarted server would, so the step settles.
-			if err := s.settleOrphans(end, st.FlowID, cur.ID); err != nil {
-				s.log.Error("parallel fan-out: recording interrupted tasks", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
-			}
-		default:
-			mergeStatus, details = fr.res.MergeStatus, fr.res.Details
-		}
-		if err := s.svc.EndParallelRun(end, st.FlowID, cur.ID, holder.ID(), mergeStatus, details); err != nil {
-			s.log.Error("parallel fan-out: recording its end", "flow_id", st.FlowID, "step_id", cur.ID, "error", err.Error())
-		}
-	}()
+	go s.runFan(fr, fo, holder, st.FlowID, cur.ID)
 	// Wait until every task is recorded (pending), so a poll right after
 	// start sees them.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if st2, err := s.svc.Get(ctx, st.FlowID); err == nil && len(engine.ParallelTasksOf(st2, cur.ID)) >= len(tasks) {
+		if st2, err := s.svc.Get(ctx, st.FlowID); err == nil && len(st2.TasksOf(cur.ID)) >= len(tasks) {
 			break
 		}
 		select {
@@ -249,6 +214,47 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		ids[i] = t.ID
 	}
 	return engine.Response{"status": "started", "flow_id": st.FlowID, "step_id": cur.ID, "task_count": len(tasks), "tasks": ids}, nil
+}
+
+// runFan runs a server-dispatched fan-out (parallelStart) to its end under
+// holder's lease, renewed while it runs, then records its end
+// (EndParallelRun); a run interrupted by the server stopping settles its
+// orphaned tasks first.
+func (s *server) runFan(fr *fanRun, fo *run.FanOut, holder *run.Holder, flowID, stepID string) {
+	defer s.fanWG.Done()
+	defer close(fr.done)
+	hbCtx, stopBeat := context.WithCancel(context.Background())
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l engine.Lease) error {
+			if err := s.svc.ClaimParallelRun(ctx, flowID, stepID, l); err != nil && ctx.Err() == nil {
+				s.log.Error("parallel fan-out: renewing its lease", "flow_id", flowID, "step_id", stepID, "error", err.Error())
+			}
+			return nil // the tasks run on; a poll judges a lapsed lease
+		})
+	}()
+	fr.res, fr.err = fo.Run(s.bg)
+	stopBeat()
+	<-beat
+	end, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mergeStatus, details := "", []string(nil)
+	switch {
+	case fr.err != nil:
+		s.log.Error("parallel fan-out failed", "flow_id", flowID, "step_id", stepID, "error", fr.err.Error())
+	case fr.res.Interrupted:
+		// The server is stopping: its tasks were killed. Fail them as a
+		// restarted server would, so the step settles.
+		if err := s.settleOrphans(end, flowID, stepID); err != nil {
+			s.log.Error("parallel fan-out: recording interrupted tasks", "flow_id", flowID, "step_id", stepID, "error", err.Error())
+		}
+	default:
+		mergeStatus, details = fr.res.MergeStatus, fr.res.Details
+	}
+	if err := s.svc.EndParallelRun(end, flowID, stepID, holder.ID(), mergeStatus, details); err != nil {
+		s.log.Error("parallel fan-out: recording its end", "flow_id", flowID, "step_id", stepID, "error", err.Error())
+	}
 }
 
 // taskExecutor is the executor of a step's tasks, as `stratum run` picks
@@ -284,7 +290,7 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 	if err != nil {
 		return err
 	}
-	tasks := engine.ParallelTasksOf(st, stepID)
+	tasks := st.TasksOf(stepID)
 	for _, id := range slices.Sorted(maps.Keys(tasks)) {
 		t := tasks[id]
 		var msg string
@@ -312,7 +318,7 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 // that no longer runs it (its lease expired or was dropped) while some of
 // its tasks are not settled.
 func orphaned(st *engine.FlowState, stepID string, tasks []engine.ParallelTask) bool {
-	r := engine.ParallelRunOf(st, stepID)
+	r := st.ParallelRunOf(stepID)
 	if r == nil || r.Live(time.Now()) {
 		return false
 	}
@@ -332,7 +338,7 @@ func mergeOutcome(fr *fanRun, st *engine.FlowState, step *specs.Step, tasks []en
 	if fr != nil && fr.res != nil && !fr.res.Interrupted {
 		return fr.res.MergeStatus, fr.res.Details
 	}
-	r := engine.ParallelRunOf(st, step.ID)
+	r := st.ParallelRunOf(step.ID)
 	if r == nil {
 		return "clean", nil
 	}
@@ -397,8 +403,8 @@ func aggregate(results []any, mergeStatus string) map[string]any {
 // stepTasks are the recorded tasks of the step's current dispatch, in
 // source order, and the ids the source lists.
 func stepTasks(st *engine.FlowState, step *specs.Step) ([]engine.ParallelTask, bool) {
-	rec := engine.LastParallelTasks(st, step.ID)
-	source, err := engine.ResolveSource(st, step)
+	rec := st.LastTasksOf(step.ID)
+	source, err := st.ResolveSource(step)
 	if err != nil {
 		return nil, false
 	}

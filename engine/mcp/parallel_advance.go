@@ -85,7 +85,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 			return nil, err
 		}
 	}
-	if fr == nil && engine.ParallelRunOf(st, in.StepID).Live(time.Now()) {
+	if fr == nil && st.ParallelRunOf(in.StepID).Live(time.Now()) {
 		// Another server runs the fan-out (a shared store): it has not
 		// merged yet.
 		finished = false
@@ -174,7 +174,7 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 			return nil, err
 		}
 	}
-	if fr == nil && engine.ParallelRunOf(st, in.StepID).Live(time.Now()) {
+	if fr == nil && st.ParallelRunOf(in.StepID).Live(time.Now()) {
 		busy = true // another server runs the fan-out
 	}
 	results := make([]any, len(tasks))

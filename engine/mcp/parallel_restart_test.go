@@ -139,7 +139,7 @@ func TestParallelServerKilledMidFanOut(t *testing.T) {
 
 	// Time passes: the dead server's lease expires.
 	st := flowState(t, home, id)
-	run := engine.ParallelRunOf(st, "run")
+	run := st.ParallelRunOf("run")
 	if run == nil || run.Lease == nil || run.Done {
 		t.Fatalf("the fan-out's run record: %+v", run)
 	}
@@ -182,7 +182,7 @@ func TestParallelMergeOutcomeSurvivesRestart(t *testing.T) {
 	s1.ok("stratum_parallel_start", map[string]any{"flow_id": id, "step_id": "run"}, map[string]any{"status": "started"})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if run := engine.ParallelRunOf(flowState(t, home, id), "run"); run != nil && run.Done {
+		if run := flowState(t, home, id).ParallelRunOf("run"); run != nil && run.Done {
 			if run.MergeStatus != "conflict" || run.Lease != nil {
 				t.Fatalf("recorded run: %+v", run)
 			}

@@ -45,6 +45,14 @@ type Options struct {
 	SweepInterval time.Duration
 	// MaxWait caps stratum_wait_gate's timeout_seconds (default 300 s).
 	MaxWait time.Duration
+	// Store names the store the server shares, with its schema version
+	// ("PATH (schema N)"): Serve logs it first, since a client may start
+	// the server with another $STRATUM_HOME than the shell's ("": not
+	// logged).
+	Store string
+	// Interactive says stdin is a terminal: Serve first tells the person
+	// at it that it speaks MCP and is meant to be started by a client.
+	Interactive bool
 }
 
 // server holds what the tool handlers share.
@@ -101,6 +109,12 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 // JSON, a batch or a non-message is answered with a JSON-RPC error and the
 // server goes on.
 func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
+	if opts.Interactive && opts.Log != nil {
+		fmt.Fprintln(opts.Log, "stratum mcp: speaking MCP on stdin/stdout; it is meant to be started by an MCP client (see stratum install). Ctrl-C to stop.")
+	}
+	if opts.Store != "" && opts.Log != nil {
+		fmt.Fprintf(opts.Log, "stratum mcp: store %s\n", opts.Store)
+	}
 	srv, s := newServer(svc, opts)
 	// Server-dispatched fan-outs end with the server: their tasks are
 	// cancelled (process groups killed, worktrees removed).

@@ -137,7 +137,7 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 			if !ok {
 				return nil, ctx.Err()
 			}
-			if !engine.Mentions(batch, in.FlowID) {
+			if !mentions(batch, in.FlowID) {
 				continue
 			}
 		}
@@ -152,4 +152,14 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 			return done(time.Since(start), false)
 		}
 	}
+}
+
+// mentions reports whether any of evs is about flowID.
+func mentions(evs []engine.Event, flowID string) bool {
+	for _, e := range evs {
+		if e.FlowID == flowID {
+			return true
+		}
+	}
+	return false
 }

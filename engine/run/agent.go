@@ -118,7 +118,7 @@ func tailString(s string, n int) string {
 func AgentPrompt(req engine.StepRequest) string {
 	var b strings.Builder
 	step := req.Step
-	b.WriteString(strings.TrimSpace(engine.StepIntent(step)))
+	b.WriteString(strings.TrimSpace(req.Intent()))
 	b.WriteString("\n")
 	if req.Task != nil {
 		t, _ := json.MarshalIndent(req.Task, "", "  ")

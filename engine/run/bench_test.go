@@ -50,7 +50,7 @@ func BenchmarkFlow200Commands(b *testing.B) { benchFlow(b, 200, nil) }
 // the runner's and engine's own overhead per step (dispatch, step_done with
 // ensure, ledger record, store writes of the in-memory store).
 func BenchmarkFlow200Overhead(b *testing.B) {
-	benchFlow(b, 200, engine.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+	benchFlow(b, 200, enginetest.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 		var i int
 		fmt.Sscanf(req.Step.ID, "s%d", &i)
 		return engine.StepOutcome{Output: map[string]any{"i": float64(i)}}, nil
@@ -61,7 +61,7 @@ func BenchmarkFlow200Overhead(b *testing.B) {
 // per-transition cost grows with the flow's state, which is copied as JSON
 // by every store transaction).
 func BenchmarkFlow20Overhead(b *testing.B) {
-	benchFlow(b, 20, engine.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+	benchFlow(b, 20, enginetest.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 		var i int
 		fmt.Sscanf(req.Step.ID, "s%d", &i)
 		return engine.StepOutcome{Output: map[string]any{"i": float64(i)}}, nil

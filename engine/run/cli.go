@@ -128,6 +128,42 @@ func Conclude(ctx context.Context, svc *engine.Service, out *Outcome, stderr io.
 	return Report(context.WithoutCancel(ctx), svc, out)
 }
 
+// Main is `stratum run` behind its flags: it checks the command line
+// (Check, with s.Terminal), loads the configuration of the spec's project
+// into s.Config (ProjectDir), opens the service with open, executes the
+// run and concludes it (Execute, Conclude). It returns what the command
+// prints on stdout as JSON (nil: nothing), the exit status of a run that
+// ended, and the error of a run that did not start — a *UsageError, a
+// *SpecError, open's or Execute's error; with asJSON the report is then
+// ErrorReport's object — or that could not be concluded.
+func (c CommandLine) Main(ctx context.Context, open func(context.Context) (*engine.Service, error), s Setup, junit string, asJSON bool) (report any, exit int, err error) {
+	notStarted := func(err error) (any, int, error) {
+		if asJSON {
+			return ErrorReport(err), 0, err
+		}
+		return nil, 0, err
+	}
+	req, err := c.Check(s.Terminal)
+	if err != nil {
+		return notStarted(err)
+	}
+	if s.Config, err = config.Load(ProjectDir(req.File)); err != nil {
+		return notStarted(&UsageError{Err: err})
+	}
+	svc, err := open(ctx)
+	if err != nil {
+		return notStarted(err)
+	}
+	out, err := Execute(ctx, svc, req, s)
+	if err != nil {
+		return notStarted(err)
+	}
+	if report, err = Conclude(ctx, svc, out, s.Stderr, junit, asJSON); err != nil {
+		return nil, 0, err
+	}
+	return report, out.ExitCode, nil
+}
+
 // Setup is what a run from the command line executes with besides its
 // Request: the merged configuration (providers, agents), the --record and
 // --replay files, and the process's terminal.

@@ -19,10 +19,12 @@
 // only binds flags and maps outcomes to exit statuses: CommandLine.Check
 // turns the flags into a Request (every problem a *UsageError), Execute
 // builds the executors and the runner and starts or resumes the flow, and
-// Conclude writes the JUnit file and builds the --json report. The CLI's
+// Conclude writes the JUnit file and builds the --json report;
+// CommandLine.Main is the command's body (all three, the project's
+// configuration and the opening of the service). The CLI's
 // other parsers live here too (inputs.go): ParseInputs for --input/--inputs
 // (also the TUI's run dialog), ParseResult for step-done's --result and
-// --result-file, and PlanFlow for plan's default flow.
+// --result-file, and PlanArgs (with PlanFlow, its default flow) for plan.
 //
 // Leases (lease.go): a Holder is the one way this process holds a lease —
 // the runner on the flows it drives, the MCP server on a fan-out it runs

@@ -378,104 +378,20 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		stop(errStoreStop)
 	}
 
-	n := len(f.Tasks)
-	index := make(map[string]int, n)
-	for i, t := range f.Tasks {
-		index[t.ID] = i
-	}
-	dependents := make([][]int, n)
-	waiting := make([]int, n) // dependencies not complete yet
-	complete, failed, open := 0, 0, 0
-	tally := func(state string, d int) {
-		switch {
-		case state == engine.TaskComplete:
-			complete += d
-		case engine.TaskTerminal(state):
-			failed += d
-		default:
-			open += d
-		}
-	}
-	ready := &readyQueue{}
-	for i, t := range f.Tasks {
-		tally(f.state[t.ID].State, 1)
-		for _, d := range t.DependsOn {
-			j := index[d]
-			dependents[j] = append(dependents[j], i)
-			if f.state[d].State != engine.TaskComplete {
-				waiting[i]++
-			}
-		}
-	}
-	for i, t := range f.Tasks {
-		if waiting[i] == 0 && f.state[t.ID].State == engine.TaskPending {
-			*ready = append(*ready, i)
-		}
-	}
-	heap.Init(ready)
-	// set changes a task's state, keeping the totals and the ready queue.
-	set := func(id string, pt engine.ParallelTask) {
-		old := f.state[id].State
-		tally(old, -1)
-		tally(pt.State, 1)
-		*f.state[id] = pt
-		if pt.State == engine.TaskComplete && old != engine.TaskComplete {
-			for _, k := range dependents[index[id]] {
-				if waiting[k]--; waiting[k] == 0 && f.state[f.Tasks[k].ID].State == engine.TaskPending {
-					heap.Push(ready, k)
-				}
-			}
-		}
-	}
-	settled := func(id, state, msg string) engine.ParallelTask {
-		pt := *f.state[id]
-		pt.State = state
-		pt.Error = &msg
-		pt.Violations = []string{msg}
-		if pt.FinishedAt == nil {
-			pt.FinishedAt = fanout.UnixSeconds(time.Now())
-		}
-		set(id, pt)
-		return pt
-	}
-	// cascade cancels the pending tasks that depend, directly or not, on
-	// the task id that ended without completing; one write for all.
-	cascade := func(id string) {
-		var batch []engine.ParallelTask
-		queue := []string{id}
-		for len(queue) > 0 {
-			d := queue[0]
-			queue = queue[1:]
-			for _, k := range dependents[index[d]] {
-				t := f.Tasks[k]
-				if f.state[t.ID].State != engine.TaskPending {
-					continue
-				}
-				batch = append(batch, settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' did not run: its dependency '%s' %s", t.ID, d, f.state[d].State)))
-				queue = append(queue, t.ID)
-			}
-		}
-		f.recordLater(context.WithoutCancel(ctx), batch...)
-	}
+	b := newTaskBook(f)
 	for {
 		if err := f.laterError(); err != nil && !stopping {
 			failStore(err)
 		}
-		if !stopping && ctx.Err() == nil && open > 0 && fanout.RequireUnsatisfiable(require, complete, failed, open) {
+		if !stopping && ctx.Err() == nil && b.open > 0 && fanout.RequireUnsatisfiable(require, b.complete, b.failed, b.open) {
 			stopping = true
-			var batch []engine.ParallelTask
-			for _, t := range f.Tasks {
-				if f.state[t.ID].State == engine.TaskPending {
-					batch = append(batch, settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' cancelled: require '%s' can no longer be met", t.ID, orDefault(require, "all"))))
-				}
-			}
-			f.recordLater(context.WithoutCancel(ctx), batch...)
+			f.recordLater(context.WithoutCancel(ctx), b.cancelPending(require)...)
 			for _, c := range cancels {
 				c(errTaskCancelled)
 			}
 		}
-		for !stopping && ctx.Err() == nil && running < maxc && ready.Len() > 0 {
-			next := f.Tasks[heap.Pop(ready).(int)].ID
+		for !stopping && ctx.Err() == nil && running < maxc && b.ready.Len() > 0 {
+			next := f.Tasks[heap.Pop(b.ready).(int)].ID
 			if f.state[next].State != engine.TaskPending {
 				continue
 			}
@@ -496,13 +412,13 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			pt.Runs++
 			pt.StartedAt = fanout.UnixSeconds(time.Now())
 			pt.FinishedAt, pt.Error, pt.Violations, pt.Result = nil, nil, nil, nil
-			set(next, pt)
+			b.set(next, pt)
 			tctx, cancel := context.WithCancelCause(runCtx)
 			cancels[next] = cancel
 			running++
 			go func(t fanout.Task, snapshot engine.ParallelTask) {
 				done <- f.runTask(ctx, tctx, t, snapshot, view)
-			}(f.Tasks[index[next]], pt)
+			}(f.Tasks[b.index[next]], pt)
 		}
 		if running == 0 {
 			break
@@ -514,9 +430,9 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			delete(cancels, d.id)
 		}
 		if d.task != nil {
-			set(d.id, *d.task)
+			b.set(d.id, *d.task)
 			if d.task.State != engine.TaskComplete && !stopping && ctx.Err() == nil {
-				cascade(d.id)
+				f.recordLater(context.WithoutCancel(ctx), b.cascade(d.id)...)
 			}
 		}
 		if d.budget != "" && res.Budget == "" {
@@ -534,6 +450,211 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		return nil
 	}
 	return storeErr
+}
+
+// taskBook is schedule's bookkeeping, kept incrementally: each task's
+// dependents and count of dependencies not complete yet, the totals of
+// complete, failed and open tasks, and the ready queue.
+type taskBook struct {
+	f          *FanOut
+	index      map[string]int // task id → source order
+	dependents [][]int
+	waiting    []int // dependencies not complete yet
+	complete   int
+	failed     int
+	open       int
+	ready      *readyQueue
+}
+
+func newTaskBook(f *FanOut) *taskBook {
+	n := len(f.Tasks)
+	b := &taskBook{f: f, index: make(map[string]int, n), dependents: make([][]int, n), waiting: make([]int, n), ready: &readyQueue{}}
+	for i, t := range f.Tasks {
+		b.index[t.ID] = i
+	}
+	for i, t := range f.Tasks {
+		b.tally(f.state[t.ID].State, 1)
+		for _, d := range t.DependsOn {
+			j := b.index[d]
+			b.dependents[j] = append(b.dependents[j], i)
+			if f.state[d].State != engine.TaskComplete {
+				b.waiting[i]++
+			}
+		}
+	}
+	for i, t := range f.Tasks {
+		if b.waiting[i] == 0 && f.state[t.ID].State == engine.TaskPending {
+			*b.ready = append(*b.ready, i)
+		}
+	}
+	heap.Init(b.ready)
+	return b
+}
+
+// tally counts d tasks in state into the totals.
+func (b *taskBook) tally(state string, d int) {
+	switch {
+	case state == engine.TaskComplete:
+		b.complete += d
+	case engine.TaskTerminal(state):
+		b.failed += d
+	default:
+		b.open += d
+	}
+}
+
+// set changes a task's state, keeping the totals and the ready queue.
+func (b *taskBook) set(id string, pt engine.ParallelTask) {
+	f := b.f
+	old := f.state[id].State
+	b.tally(old, -1)
+	b.tally(pt.State, 1)
+	*f.state[id] = pt
+	if pt.State == engine.TaskComplete && old != engine.TaskComplete {
+		for _, k := range b.dependents[b.index[id]] {
+			if b.waiting[k]--; b.waiting[k] == 0 && f.state[f.Tasks[k].ID].State == engine.TaskPending {
+				heap.Push(b.ready, k)
+			}
+		}
+	}
+}
+
+// settled ends a task that did not run in state with msg.
+func (b *taskBook) settled(id, state, msg string) engine.ParallelTask {
+	pt := *b.f.state[id]
+	pt.State = state
+	pt.Error = &msg
+	pt.Violations = []string{msg}
+	if pt.FinishedAt == nil {
+		pt.FinishedAt = fanout.UnixSeconds(time.Now())
+	}
+	b.set(id, pt)
+	return pt
+}
+
+// cascade cancels the pending tasks that depend, directly or not, on the
+// task id that ended without completing, and returns them (to be recorded
+// in one write).
+func (b *taskBook) cascade(id string) []engine.ParallelTask {
+	f := b.f
+	var batch []engine.ParallelTask
+	queue := []string{id}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		for _, k := range b.dependents[b.index[d]] {
+			t := f.Tasks[k]
+			if f.state[t.ID].State != engine.TaskPending {
+				continue
+			}
+			batch = append(batch, b.settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' did not run: its dependency '%s' %s", t.ID, d, f.state[d].State)))
+			queue = append(queue, t.ID)
+		}
+	}
+	return batch
+}
+
+// cancelPending cancels every pending task once require can no longer be
+// met, and returns them (to be recorded in one write).
+func (b *taskBook) cancelPending(require string) []engine.ParallelTask {
+	var batch []engine.ParallelTask
+	for _, t := range b.f.Tasks {
+		if b.f.state[t.ID].State == engine.TaskPending {
+			batch = append(batch, b.settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' cancelled: require '%s' can no longer be met", t.ID, orDefault(require, "all"))))
+		}
+	}
+	return batch
+}
+
+// taskRequest is the executor's request for task t of the fan-out: the
+// step with the task's prompt as its intent, run in dir (the task's
+// worktree wt, if any), its budget view cut at the task_timeout.
+func (f *FanOut) taskRequest(t fanout.Task, dir, wt string, view engine.BudgetView) engine.StepRequest {
+	step := *f.Step
+	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
+	req := engine.StepRequest{
+		FlowID: f.FlowID, Spec: f.Spec, Flow: f.Flow, Step: &step, Inputs: f.Inputs,
+		Attempt: f.Attempt, Violations: f.Violations, Dir: dir, Budget: view,
+		Task: t.Raw, Worktree: wt,
+	}
+	if f.Step.TaskTimeout > 0 {
+		d := time.Now().Add(time.Duration(f.Step.TaskTimeout) * time.Second)
+		if req.Budget.Deadline.IsZero() || d.Before(req.Budget.Deadline) {
+			req.Budget.Deadline = d
+		}
+	}
+	return req
+}
+
+// taskSpan starts task id's span under tctx's, when tracing is on, and
+// returns the context the executor runs in.
+func (f *FanOut) taskSpan(tctx context.Context, id, branch string) (context.Context, *otlp.Span) {
+	ectx := tctx
+	var span *otlp.Span
+	if parent := otlp.SpanFromContext(tctx); parent != nil {
+		span = parent.Child("task "+id, otlp.KindInternal)
+		span.Set("stratum.task_id", id)
+		span.Set("stratum.step_id", f.Step.ID)
+		if branch != "" {
+			span.Set("stratum.branch", branch)
+		}
+		ectx = otlp.ContextWithSpan(tctx, span)
+	}
+	return ectx, span
+}
+
+// reportCall hands the executor call of task id to OnCall (a command's
+// cost is 0, not unknown).
+func (f *FanOut) reportCall(ctx context.Context, id string, elapsed time.Duration, out engine.StepOutcome, execErr error) {
+	if f.OnCall == nil {
+		return
+	}
+	c := engine.CallRecord{StepID: f.Step.ID, Attempt: f.Attempt, DurationMS: elapsed.Milliseconds(), Tokens: out.Usage.Total(),
+		CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace, Executor: f.Kind, TaskID: id}
+	if c.CostUSD == nil && f.Kind == "command" {
+		zero := 0.0
+		c.CostUSD = &zero
+	}
+	var ae *engine.AttemptError
+	if errors.As(execErr, &ae) {
+		c.ErrorKind, c.Violations = ae.Kind, ae.Violations
+	}
+	f.OnCall(context.WithoutCancel(ctx), c)
+}
+
+// taskFailure is how task id settles after the executor's error: cancelled
+// when the budget ran out (budget then says why the fan-out stops) or the
+// task was cancelled (why, from the cancel's cause), else failed with the
+// attempt's violations. spanMsg is the status message of the task's span.
+func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.BudgetView, execErr error) (state, spanMsg string, violations []string, budget string) {
+	if deadlineSpent(view, execErr) || errors.Is(execErr, engine.ErrBudgetExhausted) {
+		return engine.TaskCancelled, "budget exhausted", []string{fmt.Sprintf("task '%s' stopped: the budget ran out", id)},
+			fmt.Sprintf("step '%s' ran out of its budget during task '%s'", f.Step.ID, id)
+	}
+	if tctx.Err() != nil {
+		why := "cancelled"
+		switch cause := context.Cause(tctx); {
+		case errors.Is(cause, errTaskCancelled):
+			why = "cancelled: require '" + orDefault(f.Step.Require, "all") + "' can no longer be met"
+		case errors.Is(cause, errStoreStop):
+			why = "cancelled: " + errStoreStop.Error()
+		case errors.Is(cause, errBudgetStop):
+			why = "cancelled: the budget ran out"
+		}
+		return engine.TaskCancelled, "cancelled", []string{fmt.Sprintf("task '%s' %s", id, why)}, ""
+	}
+	var ae *engine.AttemptError
+	vs := []string{execErr.Error()}
+	if errors.As(execErr, &ae) && len(ae.Violations) > 0 {
+		vs = append([]string(nil), ae.Violations...)
+		if ae.Kind == engine.AttemptTimeout && f.Step.TaskTimeout > 0 {
+			vs = []string{fmt.Sprintf("timeout after %ds (task_timeout)", f.Step.TaskTimeout)}
+		}
+	}
+	for i, v := range vs {
+		vs[i] = fmt.Sprintf("task '%s': %s", id, v)
+	}
+	return engine.TaskFailed, strings.Join(vs, "; "), vs, ""
 }
 
 func orDefault(s, def string) string {
@@ -608,46 +729,12 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		f.recordLater(context.WithoutCancel(ctx), pt)
 	}
 
-	step := *f.Step
-	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
-	req := engine.StepRequest{
-		FlowID: f.FlowID, Spec: f.Spec, Flow: f.Flow, Step: &step, Inputs: f.Inputs,
-		Attempt: f.Attempt, Violations: f.Violations, Dir: dir, Budget: view,
-		Task: t.Raw, Worktree: wt,
-	}
-	if f.Step.TaskTimeout > 0 {
-		d := time.Now().Add(time.Duration(f.Step.TaskTimeout) * time.Second)
-		if req.Budget.Deadline.IsZero() || d.Before(req.Budget.Deadline) {
-			req.Budget.Deadline = d
-		}
-	}
-	ectx := tctx
-	var span *otlp.Span
-	if parent := otlp.SpanFromContext(tctx); parent != nil {
-		span = parent.Child("task "+t.ID, otlp.KindInternal)
-		span.Set("stratum.task_id", t.ID)
-		span.Set("stratum.step_id", f.Step.ID)
-		if branch != "" {
-			span.Set("stratum.branch", branch)
-		}
-		ectx = otlp.ContextWithSpan(tctx, span)
-	}
+	req := f.taskRequest(t, dir, wt, view)
+	ectx, span := f.taskSpan(tctx, t.ID, branch)
 	start := time.Now()
 	out, execErr := f.Executor.Execute(ectx, req)
 	elapsed := time.Since(start)
-	if f.OnCall != nil {
-		c := engine.CallRecord{StepID: f.Step.ID, Attempt: f.Attempt, DurationMS: elapsed.Milliseconds(), Tokens: out.Usage.Total(),
-			CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace, Executor: f.Kind, TaskID: t.ID}
-		if c.CostUSD == nil && f.Kind == "command" {
-			zero := 0.0
-			c.CostUSD = &zero
-		}
-		var ae *engine.AttemptError
-		if errors.As(execErr, &ae) {
-			c.ErrorKind, c.Violations = ae.Kind, ae.Violations
-		}
-		f.OnCall(context.WithoutCancel(ctx), c)
-	}
+	f.reportCall(ctx, t.ID, elapsed, out, execErr)
 	// endSpan ends the task's span with the state the task settles in.
 	endSpan := func(state string, msg string) {
 		if span != nil {
@@ -656,38 +743,11 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		}
 	}
 	if execErr != nil {
-		if deadlineSpent(view, execErr) || errors.Is(execErr, engine.ErrBudgetExhausted) {
-			endSpan(engine.TaskCancelled, "budget exhausted")
-			d := finish(engine.TaskCancelled, nil, []string{fmt.Sprintf("task '%s' stopped: the budget ran out", t.ID)})
-			d.budget = fmt.Sprintf("step '%s' ran out of its budget during task '%s'", f.Step.ID, t.ID)
-			return d
-		}
-		if tctx.Err() != nil {
-			endSpan(engine.TaskCancelled, "cancelled")
-			why := "cancelled"
-			switch cause := context.Cause(tctx); {
-			case errors.Is(cause, errTaskCancelled):
-				why = "cancelled: require '" + orDefault(f.Step.Require, "all") + "' can no longer be met"
-			case errors.Is(cause, errStoreStop):
-				why = "cancelled: " + errStoreStop.Error()
-			case errors.Is(cause, errBudgetStop):
-				why = "cancelled: the budget ran out"
-			}
-			return finish(engine.TaskCancelled, nil, []string{fmt.Sprintf("task '%s' %s", t.ID, why)})
-		}
-		var ae *engine.AttemptError
-		vs := []string{execErr.Error()}
-		if errors.As(execErr, &ae) && len(ae.Violations) > 0 {
-			vs = append([]string(nil), ae.Violations...)
-			if ae.Kind == engine.AttemptTimeout && f.Step.TaskTimeout > 0 {
-				vs = []string{fmt.Sprintf("timeout after %ds (task_timeout)", f.Step.TaskTimeout)}
-			}
-		}
-		for i, v := range vs {
-			vs[i] = fmt.Sprintf("task '%s': %s", t.ID, v)
-		}
-		endSpan(engine.TaskFailed, strings.Join(vs, "; "))
-		return finish(engine.TaskFailed, nil, vs)
+		state, spanMsg, vs, budget := f.taskFailure(tctx, t.ID, view, execErr)
+		endSpan(state, spanMsg)
+		d := finish(state, nil, vs)
+		d.budget = budget
+		return d
 	}
 	if worktree {
 		files, diff, err := f.commitTask(ctx, wt, t)

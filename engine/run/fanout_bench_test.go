@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
 )
 
 // benchGraph is n independent tasks.
@@ -66,7 +67,7 @@ func BenchmarkFanOutEngineOverhead(b *testing.B) {
 			}
 			return ts
 		}()}
-		noop := engine.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+		noop := enginetest.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 			if req.Step.ID == "plan" {
 				return engine.StepOutcome{Output: graph}, nil
 			}

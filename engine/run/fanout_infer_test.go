@@ -115,7 +115,7 @@ flows:
 	}
 	mu.Unlock()
 	st := e.state(out.FlowID)
-	tasks := engine.LastParallelTasks(st, "fan")
+	tasks := st.LastTasksOf("fan")
 	for id, want := range map[string]string{"a": engine.TaskComplete, "b": engine.TaskComplete, "bad": engine.TaskFailed} {
 		tk := tasks[id]
 		if tk.State != want {

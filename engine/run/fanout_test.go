@@ -168,7 +168,7 @@ func TestFanOutRequireAllCancelsTheRest(t *testing.T) {
 	if n := e.count("ran.log"); n != 0 {
 		t.Fatalf("%d tasks ran after require all became unsatisfiable", n)
 	}
-	tasks := engine.ParallelTasksOf(e.state(o.FlowID), "fan")
+	tasks := e.state(o.FlowID).TasksOf("fan")
 	_ = tasks // the step's dispatch ended; entries are of the failed dispatch
 	msg := strings.Join(o.FinalErr.(*engine.Error).Violations, "\n")
 	if !strings.Contains(msg, "did not run: its dependency 'bad' failed") && !strings.Contains(msg, "can no longer be met") {
@@ -427,7 +427,7 @@ func TestFanOutStoreFailureEndsWithAReport(t *testing.T) {
 	e.svc = &engine.Service{Store: fs}
 	sp := e.spec(fanSpec(`{"tasks": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}`, "        isolation: none\n        max_concurrent: 1\n        run: \"true\"\n"))
 	graph := map[string]any{"tasks": []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}, map[string]any{"id": "c"}}}
-	ex := engine.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+	ex := enginetest.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 		if req.Step.ID == "plan" {
 			return engine.StepOutcome{Output: graph}, nil
 		}

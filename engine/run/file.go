@@ -83,6 +83,26 @@ func PlanFlow(file string, src []byte, flow string) (string, error) {
 	return "", nil
 }
 
+// PlanArgs reads `stratum plan SPEC`'s spec file and inputs: the spec's
+// text, the flow to plan (PlanFlow) and the inputs (ParseInputs from the
+// --input fields kv and the --inputs file, coerced to the flow's declared
+// types: CoerceInputs). Every error is a problem with the command line.
+func PlanArgs(file, flowName string, kv []string, inputsFile string) (src []byte, flow string, inputs map[string]any, err error) {
+	if src, err = os.ReadFile(file); err != nil {
+		return nil, "", nil, err
+	}
+	if inputs, err = ParseInputs(kv, inputsFile); err != nil {
+		return nil, "", nil, err
+	}
+	if flow, err = PlanFlow(file, src, flowName); err != nil {
+		return nil, "", nil, err
+	}
+	if sp, _ := specs.Parse(file, src); sp != nil {
+		inputs = CoerceInputs(sp, flow, inputs, TextInputs(kv))
+	}
+	return src, flow, inputs, nil
+}
+
 // FileRequest is a run of a spec file, as `stratum run SPEC` asks for it.
 type FileRequest struct {
 	File   string

@@ -18,8 +18,7 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 	if err != nil {
 		return turn{}, err
 	}
-	env := engine.Env{Spec: fc.spec, Flow: fc.flow, Now: r.now()}
-	pr, ok := engine.PendingReviewOf(st, env)
+	pr, ok := st.PendingReview(fc.flow)
 	if !ok {
 		// The gate was resolved meanwhile: continue from the current state.
 		return answered(r.svc.Resume(ctx, fc.id))

@@ -92,4 +92,4 @@ type (
 )
 
 // execFunc adapts a function to engine.Executor.
-type execFunc = engine.ExecutorFunc
+type execFunc = enginetest.ExecutorFunc

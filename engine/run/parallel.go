@@ -28,12 +28,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	kind := kindOf(step)
 	ex := r.executor(kind)
 	if ex == nil {
-		msg := fmt.Sprintf("step '%s' runs its tasks with an LLM (infer) but no provider is configured", step.ID)
-		if r.opts.InferUnavailable != "" {
-			msg += ": " + r.opts.InferUnavailable
-		}
-		msg += "; give the step an agent: or a run: command, or configure a provider; the flow stays resumable: stratum run --resume " + rootID(fc)
-		return stop(&endState{status: EndError, out: d, message: msg})
+		return stop(&endState{status: EndError, out: d, message: r.noInferMessage(fc, step)})
 	}
 	st, err := r.svc.Get(ctx, fc.id)
 	if err != nil {
@@ -46,7 +41,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks%s",
 			step.ID, step.Source, perr, resume)})
 	}
-	inputs, err := engine.ResolveStepInputs(st, step)
+	inputs, err := st.ResolveStepInputs(step)
 	if err != nil {
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its inputs do not resolve: %v%s", step.ID, err, resume)})
 	}
@@ -61,7 +56,6 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	rep := r.stepReport(fc, step)
 	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec,
 		Message: fmt.Sprintf("%d task%s, isolation: %s", len(tasks), plural(len(tasks)), orDefault(step.Isolation, "worktree"))})
-	var emitMu sync.Mutex
 	var budgetMu sync.Mutex
 	var calls sync.WaitGroup // call records being written
 	// One writer for the tasks' records and their calls' spend: they are
@@ -71,7 +65,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		Service: r.svc, Report: r.report(), Writer: w, Executor: ex, Kind: executorName(kind),
 		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Tasks: tasks, Inputs: inputs,
 		Attempt: attempt, Violations: violations, Dir: fc.dir,
-		Prior:        engine.ParallelTasksOf(st, step.ID),
+		Prior:        st.TasksOf(step.ID),
 		WorktreeRoot: r.opts.WorktreeRoot, KeepWorktrees: r.opts.KeepWorktrees, Log: r.opts.Log,
 		Budget: func(ctx context.Context) (engine.BudgetView, string, error) {
 			if flowBudgeted(fc) {
@@ -102,23 +96,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 				}
 			}()
 		},
-		OnTask: func(t engine.ParallelTask) {
-			if t.State == engine.TaskPending {
-				return
-			}
-			emitMu.Lock()
-			defer emitMu.Unlock()
-			// The id is the decompose step's (untrusted) text: one line.
-			msg := specs.EscapeControl(t.TaskID) + " " + t.State
-			if t.Runs > 1 {
-				msg += fmt.Sprintf(" (run %d)", t.Runs)
-			}
-			if t.Branch != "" && t.State == engine.TaskRunning {
-				msg += " on " + t.Branch
-			}
-			r.emit(Event{Kind: EventTask, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec, Message: msg,
-				Status: t.State, Violations: t.Violations, Elapsed: time.Duration(t.DurationMS(time.Now())) * time.Millisecond})
-		},
+		OnTask: r.taskProgress(fc, step, attempt),
 	}
 	start := time.Now()
 	res, err := fo.Run(r.traceStep(ctx, fc, step.ID, attempt))
@@ -186,4 +164,37 @@ func flowBudgeted(fc *flowCtx) bool {
 		}
 	}
 	return false
+}
+
+// noInferMessage says why a fan-out step of an infer kind cannot run: no
+// LLM provider is configured.
+func (r *Runner) noInferMessage(fc *flowCtx, step *specs.Step) string {
+	msg := fmt.Sprintf("step '%s' runs its tasks with an LLM (infer) but no provider is configured", step.ID)
+	if r.opts.InferUnavailable != "" {
+		msg += ": " + r.opts.InferUnavailable
+	}
+	return msg + "; give the step an agent: or a run: command, or configure a provider; the flow stays resumable: stratum run --resume " + rootID(fc)
+}
+
+// taskProgress is a fan-out's OnTask: each task's change of state (but
+// pending) as an EventTask, one at a time.
+func (r *Runner) taskProgress(fc *flowCtx, step *specs.Step, attempt int) func(engine.ParallelTask) {
+	var emitMu sync.Mutex
+	return func(t engine.ParallelTask) {
+		if t.State == engine.TaskPending {
+			return
+		}
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		// The id is the decompose step's (untrusted) text: one line.
+		msg := specs.EscapeControl(t.TaskID) + " " + t.State
+		if t.Runs > 1 {
+			msg += fmt.Sprintf(" (run %d)", t.Runs)
+		}
+		if t.Branch != "" && t.State == engine.TaskRunning {
+			msg += " on " + t.Branch
+		}
+		r.emit(Event{Kind: EventTask, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec, Message: msg,
+			Status: t.State, Violations: t.Violations, Elapsed: time.Duration(t.DurationMS(time.Now())) * time.Millisecond})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -345,7 +346,7 @@ flows:
 `)
 		var calls atomic.Int32
 		var views []engine.BudgetView
-		infer := engine.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+		infer := enginetest.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 			calls.Add(1)
 			views = append(views, req.Budget)
 			c := 0.6
@@ -373,7 +374,7 @@ flows:
     steps:
       - {id: a, intent: "a"}
 `)
-		infer := engine.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+		infer := enginetest.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 			return engine.StepOutcome{}, errors.Join(errors.New("estimated cost over budget"), engine.ErrBudgetExhausted)
 		})
 		o := e.start(sp, "main", nil, func(o *Options) { o.Infer = infer })
@@ -411,7 +412,7 @@ flows:
 	t.Run("parse failure then ensure failure then success", func(t *testing.T) {
 		e := newEnv(t)
 		var got [][]string
-		infer := engine.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+		infer := enginetest.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 			got = append(got, req.Violations)
 			cost := 0.001
 			tr := &engine.TraceRecord{Function: req.Step.ID, Model: "fake/model", Attempts: req.Attempt, StepID: req.Step.ID, Attempt: req.Attempt}

@@ -56,17 +56,7 @@ func normalize(v any, depth int) (n any, changed bool, err error) {
 		}
 		return v, false, nil
 	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return int(i), true, nil
-		}
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return string(x), true, nil
-		}
-		if i, ok := floatAsInt(f); ok && !strings.ContainsAny(string(x), ".eE") {
-			return i, true, nil
-		}
-		return f, true, nil
+		return normalizeNumber(x), true, nil
 	case []any:
 		var out []any
 		for i, e := range x {
@@ -108,6 +98,30 @@ func normalize(v any, depth int) (n any, changed bool, err error) {
 		}
 		return v, false, nil
 	}
+	return normalizeReflect(v, depth)
+}
+
+// normalizeNumber is a JSON number as an int when it is written as one (or
+// as a float that is integral and written without '.', 'e' or 'E'), else a
+// float64 (a string when it does not parse).
+func normalizeNumber(x json.Number) any {
+	if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+		return int(i)
+	}
+	f, err := strconv.ParseFloat(string(x), 64)
+	if err != nil {
+		return string(x)
+	}
+	if i, ok := floatAsInt(f); ok && !strings.ContainsAny(string(x), ".eE") {
+		return i
+	}
+	return f
+}
+
+// normalizeReflect is normalize for the values of other Go types: sized
+// ints and floats, named strings and bools, slices, arrays, maps with string
+// keys and pointers become the plain types; anything else is kept.
+func normalizeReflect(v any, depth int) (n any, changed bool, err error) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:

@@ -112,7 +112,7 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	}
 	res, err := e.Attempt(ctx, AttemptRequest{
 		Function: fn, Models: []string{step.Model, fnModel},
-		Parts:  PromptParts{Intent: engine.StepIntent(step), Context: extra, Inputs: Bindings(req.Spec, req.Flow, step, req.Inputs), Violations: req.Violations},
+		Parts:  PromptParts{Intent: req.Intent(), Context: extra, Inputs: Bindings(req.Spec, req.Flow, step, req.Inputs), Violations: req.Violations},
 		Output: OutputOf(req.Spec, step), Inputs: req.Inputs, Budget: req.Budget,
 		FlowID: req.FlowID, StepID: step.ID, Attempt: req.Attempt, RetryEvent: true,
 	})
