@@ -164,7 +164,10 @@
 // Every call is bounded by Options.Timeout (default DefaultTimeout). A
 // cluster that does not answer (unreachable, no quorum), refused
 // credentials or a compacted snapshot give an *Error: one line naming the
-// endpoints and what to do. Credentials are never part of an error or a key.
+// endpoints and what to do. An Update whose timeout runs out after it lost
+// at least one race (the cluster answered; other writers of the same keys
+// kept winning) is a conflict instead: an *Error wrapping engine.ErrConflict
+// that says so, never "no answer". Credentials are never part of an error or a key.
 //
 // # Runner leases
 //

@@ -2,8 +2,11 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -225,5 +228,21 @@ func TestSchema2Upgrade(t *testing.T) {
 	}
 	if len(all) != 3 || all[0].Seq != 1 || all[1].Seq != 2 || all[2].Seq != evs[0].Seq || len(f) != 3 {
 		t.Fatalf("log after the upgrade: %v; flow f: %v", all, f)
+	}
+}
+
+// TestLostRacesAreConflicts: an Update whose timeout runs out after it
+// lost races is reported as a conflict (errors.Is engine.ErrConflict), one
+// that never got an answer as a cluster that does not answer.
+func TestLostRacesAreConflicts(t *testing.T) {
+	s := &Store{pfx: "/p/", eps: []string{"127.0.0.1:1"}, timeout: time.Second}
+	c, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-c.Done()
+	if err := s.lostRaces("update", 3, c, c.Err()); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "3 attempts each lost a race") {
+		t.Fatalf("after 3 lost races: %v, want a conflict", err)
+	}
+	if err := s.lostRaces("update", 0, c, c.Err()); errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("with no lost race: %v, want no conflict", err)
 	}
 }

@@ -262,13 +262,13 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 		t := newTx(s, c, true)
 		if err := fn(t); err != nil {
 			if t.etcdErr != nil && errors.Is(err, t.etcdErr) {
-				return s.wrap("update", t.etcdErr)
+				return s.lostRaces("update", attempt-1, c, t.etcdErr)
 			}
 			return err
 		}
 		ok, err := t.commit()
 		if err != nil {
-			return s.wrap("update", err)
+			return s.lostRaces("update", attempt-1, c, err)
 		}
 		if ok {
 			t.afterCommit(ctx)
@@ -283,9 +283,20 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 		select {
 		case <-time.After(d):
 		case <-c.Done():
-			return s.wrap("update", c.Err())
+			return s.lostRaces("update", attempt, c, c.Err())
 		}
 	}
+}
+
+// lostRaces is the error of an Update that failed with err after losing
+// lost races: when the timeout ran out after at least one lost race, it is
+// a conflict (errors.Is engine.ErrConflict: the cluster answered, other
+// writers kept winning), not a cluster that does not answer.
+func (s *Store) lostRaces(op string, lost int, c context.Context, err error) error {
+	if lost > 0 && errors.Is(c.Err(), context.DeadlineExceeded) {
+		return &Error{Store: s.String(), Msg: fmt.Sprintf("%d attempts each lost a race with another writer within the timeout; nothing was written, retry", lost), Err: engine.ErrConflict}
+	}
+	return s.wrap(op, err)
 }
 
 // View runs fn against one consistent snapshot.
