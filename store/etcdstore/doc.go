@@ -105,8 +105,9 @@
 // succeeds (the revision is known only then).
 //
 // After a commit that appended, an indexer (one goroutine per Store while
-// there is work) moves pending events into the log, up to 40 per etcd
-// transaction: each leaves p/ and lands in e/<seq:16> and
+// there is work) waits 10 ms (indexDelay: the commits of that time share
+// one indexing transaction) and moves pending events into the log, up to
+// 40 per etcd transaction: each leaves p/ and lands in e/<seq:16> and
 // x/<id>‖NUL‖<seq:16>, its JSON stamped with its sequence number, in one
 // transaction that commits only if every key it moves is still there
 // unchanged (else it reads again: a Delete or another process's indexer

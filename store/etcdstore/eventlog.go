@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	sjson "github.com/segmentio/encoding/json"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -292,9 +293,14 @@ func (s *Store) newToken() string {
 	return fmt.Sprintf("%016x%08x", s.tokenBase, s.tokens.Add(1))
 }
 
+// indexDelay is how long the indexer waits before it moves what is
+// pending, so that one indexing transaction carries the events of the
+// commits of that time (readers find pending events meanwhile).
+const indexDelay = 10 * time.Millisecond
+
 // kickIndex makes sure an indexer runs after a commit that appended: one
-// goroutine per Store at a time, which runs again while commits keep
-// arriving and ends when p/ is empty.
+// goroutine per Store at a time, which waits indexDelay, indexes, runs
+// again while commits keep arriving and ends when none came.
 func (s *Store) kickIndex() {
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
@@ -305,6 +311,10 @@ func (s *Store) kickIndex() {
 	s.idxRunning = true
 	go func() {
 		for {
+			time.Sleep(indexDelay)
+			s.idxMu.Lock()
+			s.idxDirty = false
+			s.idxMu.Unlock()
 			_ = s.indexPending(context.Background())
 			s.idxMu.Lock()
 			if !s.idxDirty {
@@ -351,10 +361,13 @@ func (s *Store) indexPending(ctx context.Context) error {
 				clientv3.OpPut(s.key("e/", hex16(e.Seq)), string(b)),
 				clientv3.OpPut(s.key("x/", e.FlowID, "\x00", hex16(e.Seq)), string(b)))
 		}
-		_, err = s.cli.Txn(c).If(cmps...).Then(ops...).Commit()
+		resp, err := s.cli.Txn(c).If(cmps...).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			return err
+		}
+		if resp.Succeeded && len(r.Kvs) < indexBatch {
+			return nil // p/ held no more (the next commit kicks again)
 		}
 	}
 	return nil
