@@ -228,15 +228,15 @@ var projectConfig = sync.OnceValues(func() (config.Config, error) { return confi
 // storeSettings are the store settings: STRATUM_STORE and STRATUM_ETCD_*
 // over store:/store_timeout:/etcd: of the config files (store/backend).
 func storeSettings() (backend.Settings, error) {
-	home, err := config.Home()
-	if err != nil {
-		return backend.Settings{}, failErr(err)
-	}
 	cfg, err := projectConfig()
 	if err != nil {
 		return backend.Settings{}, usageErr("%v", err)
 	}
-	s, err := backend.FromEnv(home, cfg, nil)
+	s, err := backend.DefaultSettings(cfg)
+	var se *backend.SettingsError
+	if errors.As(err, &se) && se.Stage == backend.StageHome {
+		return s, failErr(err)
+	}
 	if err != nil {
 		return s, usageErr("%v", err)
 	}
@@ -657,6 +657,12 @@ A gate with approver: human is decided here only on an interactive terminal, aft
 the gate's step id (or the flow's short id) to confirm; without a terminal (a script, an
 agent's tool) it is refused with exit 2: decide it in the TUI or from a terminal.
 
+A review opened by a Go program (stratum.AwaitHuman) is a gate whose STEP is its review id
+(review-1, review-2, …; stratum query gates lists each with its question and options): approve
+records a value, --option N (counted from 1) or --value JSON (checked against the review's
+type); reject declines it (the program gets a ReviewRejectedError with the note); revise is
+refused. A value that is not an option or does not fit is refused and the review stays open.
+
 Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 2 conflict (the gate was already resolved, or STEP is not the gate waiting), or an
 approver: human gate without a terminal or without the confirmation.`,
@@ -670,8 +676,8 @@ approver: human gate without a terminal or without the confirmation.`,
 		{"reject", review.Kill, "Kill the flow at the gate (follow on_kill, or end the flow killed)"},
 		{"revise", review.Revise, "Send the flow back to the gate's on_revise step for another round"},
 	} {
-		var note, resolvedBy, reviewer string
-		var round int
+		var note, resolvedBy, reviewer, value string
+		var round, option int
 		c := &cobra.Command{
 			Use:     verb.use + " FLOW STEP",
 			Short:   verb.short,
@@ -687,6 +693,9 @@ approver: human gate without a terminal or without the confirmation.`,
 				}
 				d := review.Decision{FlowID: args[0], StepID: args[1], Outcome: verb.outcome, Rationale: note,
 					Reviewer: reviewer, ResolvedBy: rb, Channel: review.ChannelCLI}
+				if err := reviewValue(cmd, &d, option, value); err != nil {
+					return err
+				}
 				if cmd.Flags().Changed("round") {
 					d.Round = &round
 				}
@@ -710,9 +719,36 @@ approver: human gate without a terminal or without the confirmation.`,
 		c.Flags().StringVar(&resolvedBy, "resolved-by", "human", "who decided: human, agent or system")
 		c.Flags().StringVar(&reviewer, "reviewer", "", "reviewer identity (default $USER)")
 		c.Flags().IntVar(&round, "round", 0, "refuse the decision unless the gate is in this round")
+		if verb.outcome == review.Approve {
+			c.Flags().IntVar(&option, "option", 0, "a Go program's review: the option to pick, counted from 1")
+			c.Flags().StringVar(&value, "value", "", "a Go program's review: the value to decide (JSON, checked against the review's type)")
+			c.Example += "\n  stratum gate approve 3f2a1c review-1 --option 2 --note \"the safer plan\"\n  stratum gate approve 3f2a1c review-2 --value '{\"ship\": true}'"
+		}
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// reviewValue puts `stratum gate approve --option N | --value JSON` into d:
+// the value of a Go program's review (the engine checks it against the
+// review's options and type).
+func reviewValue(cmd *cobra.Command, d *review.Decision, option int, value string) error {
+	opt, val := cmd.Flags().Changed("option"), cmd.Flags().Changed("value")
+	switch {
+	case opt && val:
+		return usageErr("--option and --value: give one of them")
+	case opt:
+		if option < 1 {
+			return usageErr("--option %d: options are counted from 1", option)
+		}
+		d.Option = option
+	case val:
+		if !json.Valid([]byte(value)) {
+			return usageErr("--value %q is not JSON (a string is quoted: --value '\"yes\"')", value)
+		}
+		d.Value = json.RawMessage(value)
+	}
+	return nil
 }
 
 // gateAnswer prints the answer to a decision made with `stratum gate`
@@ -745,8 +781,12 @@ func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.D
 	} else if err != nil {
 		return failErr(err)
 	}
+	pg := st.Gate
+	if r := st.Library.Review(d.StepID); r != nil {
+		pg = r.Gate() // a Go program's review: each has its own approver
+	}
 	var g *review.WaitingGate
-	if pg := st.Gate; pg != nil {
+	if pg != nil {
 		g = &review.WaitingGate{StepID: pg.StepID, Approver: review.Approver(pg.Approver), Round: pg.Round}
 	}
 	c := review.HumanConfirm{Terminal: a.isTerm(a.stdin) && a.isTerm(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}

@@ -40,6 +40,7 @@ func (st *FlowState) Clone() *FlowState {
 	c.Owner = clonePtr(st.Owner)
 	c.Trace = cloneRaws(st.Trace)
 	c.BudgetState = clonePtr(st.BudgetState)
+	c.Library = st.Library.clone()
 	return &c
 }
 

@@ -163,6 +163,32 @@
 //     runner) from anyone but its holder with error_type flow_owned; gate
 //     decisions are never refused by a lease.
 //
+// # Flows of Go programs (library.go)
+//
+// A flow a Go program runs through the library (engine/stratum) is stored
+// like any flow, with Driver "library", no spec (RawSpec empty) and
+// FlowState.Library set. StartLibraryFlow creates it with the program's
+// lease (renewed by RenewLibraryLease; FlowSummary.Stalled once it
+// expired); RecordLibraryCall books each call in one commit (a step
+// record, the spend, a trace record and a trace event, as an infer step of
+// the runner); FinishLibraryFlow ends it complete or failed. OpenReview
+// opens a review: a gate whose step id is its review id (review-1,
+// review-2, …), several open at once, each a row of PendingGateSteps and
+// PendingReviews (review.PendingReview.Library, with its trigger, options
+// and the JSON Schema of its value); the flow is awaiting_gate while one
+// is open, Gate naming the oldest. GateResolve decides a review like a
+// gate: approve records a value (Decision.Option or Decision.Value,
+// checked by LibraryReview.Decide / CheckReviewValue: one of the options,
+// or a value that fits the schema; else invalid_review_value and the
+// review stays open), kill rejects it, revise is refused, approver human
+// refuses the mcp channel, a closed review answers review_closed
+// (review.ErrAlreadyDecided). Deadlines are absolute and applied by every
+// sweep (LibraryReview.Expire: the OnTimeout value, or a timeout without
+// one); WithdrawReview closes a review the program stopped waiting for.
+// Every spec transition (resume, step_done, skip, commit, revert, the
+// iteration protocol …) refuses a library flow with error_type
+// library_flow, and `stratum run --resume` refuses it too.
+//
 // # The store port
 //
 // Store (ports.go) is everything the engine, main.go and the TUI need from

@@ -107,7 +107,7 @@ func (e *Error) Failed() bool {
 func (e *Error) Is(target error) bool {
 	switch target {
 	case review.ErrAlreadyDecided:
-		return e.Type == ErrTypeFlowComplete || e.Type == ErrTypeNotAGateStep || e.Type == ErrTypeWrongStep
+		return e.Type == ErrTypeFlowComplete || e.Type == ErrTypeNotAGateStep || e.Type == ErrTypeWrongStep || e.Type == ErrTypeReviewClosed
 	case review.ErrStaleRound:
 		return e.Type == ErrTypeStaleRound
 	case review.ErrNotAllowed:

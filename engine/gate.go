@@ -18,6 +18,12 @@ import (
 func gateResolve(st *FlowState, env Env, d review.Decision) (transitionResult, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
+	if st.IsLibrary() {
+		return resolveLibraryReview(st, env, d)
+	}
+	if d.Option != 0 || len(d.Value) > 0 {
+		return refused(refusal(ErrTypeInvalidReviewValue, "Flow '%s' waits at a gate of its spec: a gate decision carries no value (--option and --value are for reviews of Go programs)", st.FlowID)), nil
+	}
 	if pastEnd(st, env) || isFinished(st) {
 		return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 	}
@@ -217,6 +223,9 @@ func closeGate(st *FlowState, step *specs.Step) {
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
 func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
+	if st.IsLibrary() {
+		return libraryTimeouts(st, env)
+	}
 	res, err := applyExpiredTimeout(st, env)
 	if err != nil {
 		return res, err
@@ -234,6 +243,9 @@ func checkTimeouts(st *FlowState, env Env) (transitionResult, error) {
 // alone: a deadline another process applied is not the sweep's to count.
 func applyExpiredTimeout(st *FlowState, env Env) (transitionResult, error) {
 	ensureMaps(st)
+	if st.IsLibrary() {
+		return libraryTimeouts(st, env)
+	}
 	noTimeout := func(msg string) (transitionResult, error) {
 		return answer(&notTimedOut{Message: msg}), nil
 	}

@@ -92,10 +92,11 @@ func pendingReview(flowID, flowName string, g *PendingGate, rv GateReview, artif
 	}
 }
 
-// PendingReviews returns the review of every flow waiting at a gate, with
-// its Artifacts. Flows whose stored spec no longer parses are skipped. The
-// states are read in one View; their specs are parsed after it. Listings
-// that need no artifacts use GateReviews, which reads no state.
+// PendingReviews returns the review of every flow waiting at a gate (every
+// open review of a Go program's flow, library.go), with its Artifacts.
+// Flows whose stored spec no longer parses are skipped. The states are read
+// in one View; their specs are parsed after it. Listings that need no
+// artifacts use GateReviews, which reads no state.
 func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
 	var states []*FlowState
 	err := s.Store.View(ctx, func(tx Tx) error {
@@ -122,6 +123,10 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 	var out []review.PendingReview
 	now := s.now()
 	for _, st := range states {
+		if st.IsLibrary() {
+			out = append(out, libraryPendingReviews(st)...)
+			continue
+		}
 		env, bad := s.env(ctx, st, newSnapshot(ctx, s.Store), now)
 		if bad != nil {
 			continue
@@ -155,7 +160,7 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 			if g.Gate == nil {
 				continue
 			}
-			if g.Review != nil {
+			if g.Review != nil && g.Driver != DriverLibrary {
 				out = append(out, pendingReview(g.FlowID, g.FlowName, g.Gate, *g.Review, review.Artifacts{}))
 				continue
 			}
@@ -179,8 +184,13 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 		keep[i] = true
 	}
 	now := s.now()
+	library := map[int][]review.PendingReview{} // a Go program's flow: each open review (library.go)
 	for i, st := range states {
 		keep[at[i]] = false
+		if st.IsLibrary() {
+			library[at[i]] = libraryPendingReviews(st)
+			continue
+		}
 		env, bad := s.env(ctx, st, newSnapshot(ctx, s.Store), now)
 		if bad != nil {
 			continue
@@ -190,11 +200,12 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 			out[at[i]], keep[at[i]] = pr, true
 		}
 	}
-	kept := out[:0]
+	kept := make([]review.PendingReview, 0, len(out))
 	for i, r := range out {
 		if keep[i] {
 			kept = append(kept, r)
 		}
+		kept = append(kept, library[i]...)
 	}
 	return kept, nil
 }

@@ -275,10 +275,13 @@ func PrunableLine(sum *FlowSummary, cutoff time.Time, lookup func(flowID string)
 // more: it is still running or awaiting a gate, a runner drove it
 // (Driver "runner"), and the runner's lease is gone (released when the
 // runner exited — exit 1, exit 4 at a gate, Ctrl-C) or expired at now
-// (killed). `stratum run --resume ID` continues such a flow. Flows driven
-// by an agent over MCP hold no lease, so they are never reported stalled.
+// (killed). `stratum run --resume ID` continues such a flow. A Go
+// program's flow (Driver "library") holds a lease the same way, renewed
+// while the program runs; it is stalled once the program died, and never
+// resumed. Flows driven by an agent over MCP hold no lease, so they are
+// never reported stalled.
 func (sum *FlowSummary) Stalled(now time.Time) bool {
-	if !sum.Status.Active() || sum.Driver != DriverRunner {
+	if !sum.Status.Active() || sum.Driver != DriverRunner && sum.Driver != DriverLibrary {
 		return false
 	}
 	return sum.Owner == nil || !sum.Owner.ExpiresAt.After(now)

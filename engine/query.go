@@ -26,6 +26,9 @@ type GateStep struct {
 	Summary FlowSummary
 	// Step is nil when the stored spec no longer parses or lacks the step.
 	Step *specs.Step
+	// Review is the open review of a Go program's flow (library.go): such
+	// a flow has a GateStep per open review, Summary.Gate naming it.
+	Review *LibraryReview
 }
 
 // FlowWithSpec returns a flow's state and its flow (an error wrapping
@@ -39,7 +42,8 @@ func (s *Service) FlowWithSpec(ctx context.Context, flowID string) (*FlowWithSpe
 }
 
 // PendingGateSteps returns every flow waiting at a gate with its gate step,
-// in PendingGates' order. A flow deleted between the two reads is left out.
+// in PendingGates' order (a Go program's flow once per open review, oldest
+// first). A flow deleted between the two reads is left out.
 // The states are read in one View; their specs are parsed after it.
 func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	var out []GateStep
@@ -69,15 +73,24 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	if err != nil {
 		return nil, err
 	}
+	expanded := make([]GateStep, 0, len(out))
 	for i, st := range states {
-		if st == nil {
+		if st.IsLibrary() {
+			for _, r := range st.Library.openReviews() {
+				g := GateStep{Summary: out[i].Summary, Review: r.Clone()}
+				g.Summary.Gate = r.Gate()
+				expanded = append(expanded, g)
+			}
 			continue
 		}
-		if flow := s.storedFlow(st); flow != nil {
-			out[i].Step = flow.Step(out[i].Summary.Gate.StepID)
+		if st != nil {
+			if flow := s.storedFlow(st); flow != nil {
+				out[i].Step = flow.Step(out[i].Summary.Gate.StepID)
+			}
 		}
+		expanded = append(expanded, out[i])
 	}
-	return out, nil
+	return expanded, nil
 }
 
 // storedFlow is st's flow in its stored spec (parsed through the service's

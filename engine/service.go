@@ -181,6 +181,10 @@ func flowNotFound(flowID string) *Error {
 // ctx is done. A spec that no longer parses, or a flow that vanished from
 // it, is an execution_error.
 func (s *Service) env(ctx context.Context, st *FlowState, sn childLoader, now time.Time) (Env, *Error) {
+	if st.IsLibrary() {
+		// A Go program's flow has no spec (library.go).
+		return Env{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}, nil
+	}
 	sp, ds := s.parse(st.SpecFile, st.RawSpec)
 	if sp == nil {
 		msg := "stored spec of flow '" + st.FlowID + "' no longer parses"
@@ -213,8 +217,15 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 // fn runs outside any store transaction on that private copy, and its
 // result is committed in one Update if the flow (and every flow fn read)
 // is unchanged, else everything is done again. checkLease, when set,
-// refuses callers other than a live lease's holder.
+// refuses callers other than a live lease's holder. A library flow
+// (library.go) is refused with library_flow.
 func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env Env) (transitionResult, error)) (Outcome, error) {
+	return s.transitionOn(ctx, flowID, checkLease, false, fn)
+}
+
+// transitionOn is transition; library says fn also handles library flows
+// (gate decisions and timeouts).
+func (s *Service) transitionOn(ctx context.Context, flowID string, checkLease *ReportOptions, library bool, fn func(st *FlowState, env Env) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
@@ -225,6 +236,9 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 		}
 		if err != nil {
 			return computed{}, err
+		}
+		if st.IsLibrary() && !library {
+			return computed{}, libraryRefusal(st)
 		}
 		if checkLease != nil {
 			if e := leaseRefusal(st, now, checkLease.Actor); e != nil {
@@ -290,7 +304,7 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 	if e := checkDecision(d); e != nil {
 		return nil, e
 	}
-	return s.transition(ctx, flowID, nil, func(st *FlowState, env Env) (transitionResult, error) {
+	return s.transitionOn(ctx, flowID, nil, true, func(st *FlowState, env Env) (transitionResult, error) {
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}
@@ -300,7 +314,7 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 
 // CheckTimeouts is stratum_check_timeouts.
 func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, error) {
-	return s.transition(ctx, flowID, nil, checkTimeouts)
+	return s.transitionOn(ctx, flowID, nil, true, checkTimeouts)
 }
 
 // SweepTimeouts applies every expired gate deadline in the store (any
@@ -317,7 +331,7 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 		if p.Gate == nil || p.Gate.Deadline == nil || p.Gate.Deadline.After(now) {
 			continue
 		}
-		out, err := s.transition(ctx, p.FlowID, nil, applyExpiredTimeout)
+		out, err := s.transitionOn(ctx, p.FlowID, nil, true, applyExpiredTimeout)
 		if err != nil {
 			if AsError(err) != nil || s.noteDamagedErr(err) {
 				continue

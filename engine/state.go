@@ -55,6 +55,10 @@ type FlowState struct {
 	// steps (stratum_parallel_start), by step id: who runs them (a lease
 	// renewed while they run) and, once their tasks settled, the merge.
 	ParallelRuns map[string]*ParallelRun `json:"parallel_runs,omitempty"`
+	// Library is set on a flow a Go program drives through the library
+	// (Driver "library", no spec): its reviews and how it ended
+	// (library.go).
+	Library *LibraryState `json:"library,omitempty"`
 }
 
 // PendingGate is the persisted state of the gate the flow waits on. The

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -13,6 +14,10 @@ import (
 // RoundProgress, ChildProgress): every field set (fillValue), a checkpoint
 // among them.
 const storedStateBe2c848 = "testdata/flowstate-be2c848.json"
+
+// addedSinceBe2c848 are the state's fields be2c848 did not have, so its
+// stored state leaves them zero: Library (a Go program's flow, library.go).
+var addedSinceBe2c848 = []string{"state.Library"}
 
 // A stored state and its checkpoints written by be2c848 decode the same
 // into today's types: every key has its field (none unknown, none left
@@ -28,7 +33,7 @@ func TestStoredStateOfBe2c848Decodes(t *testing.T) {
 	if err := dec.Decode(&st); err != nil {
 		t.Fatalf("decoding the stored state: %v", err)
 	}
-	if zero := zeroFieldsOf(reflect.ValueOf(st), "state"); len(zero) > 0 {
+	if zero := zeroFieldsOf(reflect.ValueOf(st), "state"); len(zero) > 0 && !slices.Equal(zero, addedSinceBe2c848) {
 		t.Errorf("fields the stored state set decoded as zero: %v", zero)
 	}
 	cp := st.Checkpoints["x"]

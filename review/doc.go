@@ -54,6 +54,15 @@
 // follows the store. The decision never comes back through a Sink: it is
 // made through the recorder like any other.
 //
+// # Reviews of Go programs
+//
+// A review a Go program opened (stratum.AwaitHuman) is a PendingReview
+// with Library set: its Trigger, its Options (JSON values, numbered from 1
+// for reviewers) or, without options, the Schema its value must fit. It is
+// decided with a value — Decision.Option (1-based) or Decision.Value —
+// and an approve; kill rejects it. The recorder checks the value (not an
+// option, or not of the type: refused, the review stays open).
+//
 // The recorder is a Decider[A]: the engine implements it, answering what
 // the flow does next (A is its outcome type), so this package imports
 // nothing else of stratum.

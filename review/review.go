@@ -1,6 +1,7 @@
 package review
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/user"
@@ -79,6 +80,15 @@ type PendingReview struct {
 	OpenedAt  time.Time
 	Deadline  *time.Time // nil = no timeout
 	OnTimeout Outcome
+
+	// A review a Go program opened (stratum.AwaitHuman) is decided with a
+	// value: one of Options (numbered from 1 for reviewers), or, when it
+	// has none, any value that fits Schema. Approve records the value;
+	// kill rejects the review; it is never revised.
+	Library bool
+	Trigger string            // why it was opened ("explicit", "debate_disagreement", …)
+	Options []json.RawMessage // the values to pick from (nil: any value of Schema)
+	Schema  map[string]any    // JSON Schema of the value's type
 }
 
 // Artifacts is the context of a pending review: the flow's inputs, the
@@ -87,6 +97,8 @@ type Artifacts struct {
 	Inputs            map[string]any
 	StepOutputs       map[string]any
 	PreviousDecisions []PriorDecision
+	// Values are the artifacts a Go program attached to its review.
+	Values map[string]any
 }
 
 // PriorDecision is a decision of an earlier round of a gate.
@@ -137,6 +149,11 @@ type Decision struct {
 	ResolvedBy ResolvedBy
 	Channel    Channel
 	DecidedAt  time.Time
+	// Option (1-based) or Value is the value an approve records on a
+	// review a Go program opened (PendingReview.Library); the recorder
+	// refuses one that is not among its options or does not fit its type.
+	Option int
+	Value  json.RawMessage
 }
 
 // CurrentUser is the reviewer identity recorded with decisions made in this

@@ -28,7 +28,10 @@
 // mapping) is then exactly the file's. Otherwise, and after KeepOpen, the
 // handle is closed and the file opened afresh. A burst of transitions
 // (an agent reporting steps, a runner) thus skips the open, mmap and
-// munmap of each, and an idle process holds nothing open.
+// munmap of each, and an idle process holds nothing open. Under the lock
+// the file is stat'ed once (the size check, the page-check generation and
+// the kept handle's size share it) and once more after a commit: one fstat
+// per read, two per write.
 //
 // A lock held by another process is retried with jittered exponential
 // backoff (one non-blocking try each time) up to Options.LockTimeout, then
@@ -129,7 +132,9 @@
 // together. The index entries
 // are keys only (since schema 3; schema 2 stored a copy of the summary in
 // each), so they change only when a flow is created, changes status or CreatedAt, or starts or
-// stops awaiting a gate: a typical transition rewrites flows/<id> and
+// stops awaiting a gate, and then only the indexes whose key changed are
+// touched (a completion from a gate rewrites idx_status and idx_gates, not
+// idx_created): a typical transition rewrites flows/<id> and
 // summaries/<id> and appends to events (and a step's record to flowlog),
 // so bbolt writes (and fdatasyncs) three or four B-tree paths, the root
 // page and the free-page list — 14 pages at 10,000 flows for three, where

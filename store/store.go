@@ -95,6 +95,8 @@ type Store struct {
 	mark *os.File
 	// pageChecks counts the page checks verifyBeforeWrite ran (tests).
 	pageChecks atomic.Int64
+	// fileStats counts the fstat calls of handle.stat (tests).
+	fileStats atomic.Int64
 	// logs caches flows' flowlog entries (flowlog.go).
 	logs logCache
 	// specHashes caches the hashes of spec texts (specs.go).
@@ -319,6 +321,26 @@ type handle struct {
 	// reused only if both are unchanged, i.e. no other process wrote.
 	txid uint64
 	size int64
+	// locked is the file's status read once under the lock (stat): the
+	// file does not change while the lock is held until this process
+	// commits, so the checks of one transaction share one fstat. Cleared
+	// by a commit and when the lock is released.
+	locked os.FileInfo
+	stats  *atomic.Int64 // Store.fileStats
+}
+
+// stat is the status of h's file under the lock held now (locked), read
+// at most once per lock and commit.
+func (h *handle) stat() (os.FileInfo, error) {
+	if h.locked != nil {
+		return h.locked, nil
+	}
+	h.stats.Add(1)
+	fi, err := h.file.Stat()
+	if err == nil {
+		h.locked = fi
+	}
+	return fi, err
 }
 
 // committedTxid is the id of the file's last committed transaction as the
@@ -347,11 +369,12 @@ func (s *Store) keep(h *handle) bool {
 	if err != nil {
 		return false
 	}
-	fi, err := h.file.Stat()
+	fi, err := h.stat()
 	if err != nil {
 		return false
 	}
 	h.txid, h.size = id, fi.Size()
+	h.locked = nil
 	unlockFile(h.file)
 	s.kept = h
 	if s.keptTimer == nil {
@@ -409,7 +432,8 @@ func (s *Store) acquireKept(ctx context.Context, mode txMode) (*handle, bool, er
 // checked first, so a file truncated meanwhile is never read through the
 // old mapping.
 func (s *Store) unchanged(h *handle) bool {
-	fi, err := h.file.Stat()
+	h.locked = nil
+	fi, err := h.stat()
 	if err != nil || fi.Size() != h.size {
 		return false
 	}
@@ -479,7 +503,7 @@ func (s *Store) acquire(ctx context.Context, try func() (*handle, error)) (*hand
 
 // tryOpen makes one attempt to open and lock the file.
 func (s *Store) tryOpen(mode txMode) (*handle, error) {
-	h := &handle{}
+	h := &handle{stats: &s.fileStats}
 	opts := &bolt.Options{
 		// bbolt polls the lock every 50 ms until Timeout; a timeout below
 		// that means exactly one non-blocking try. acquire does the waiting.
@@ -583,7 +607,7 @@ func (s *Store) checkSize(h *handle, btx *bolt.Tx) error {
 	if h.file == nil {
 		return nil
 	}
-	fi, err := h.file.Stat()
+	fi, err := h.stat()
 	if err != nil {
 		return fmt.Errorf("store %s: stat: %w", s.path, err)
 	}

@@ -251,61 +251,71 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 }
 
 // reindex moves the secondary-index entries of a flow from its old summary
-// (nil for a new flow) to sum. The entries are keys only, so a Put that
-// changes neither the flow's status, its CreatedAt nor whether it awaits a
-// gate — most transitions — leaves the indexes, and their pages, alone.
+// (nil for a new flow) to sum. The entries are keys only, so an entry whose
+// key is the same before and after is left alone: a transition that changes
+// neither the status nor whether the flow awaits a gate (most of them)
+// touches no index page, and one that does rewrites only the indexes whose
+// key changed (a completion: by_status and gates, not by_created).
 func (t *tx) reindex(old, sum *engine.FlowSummary) error {
-	if old != nil && old.FlowID == sum.FlowID && old.Status == sum.Status &&
-		old.CreatedAt.Equal(sum.CreatedAt) && pendingGate(old) == pendingGate(sum) {
-		return nil
-	}
+	var before [3]indexEntry
 	if old != nil {
-		if err := t.unindex(old); err != nil {
-			return err
-		}
+		before = indexEntries(old)
 	}
-	return t.index(sum)
-}
-
-// index adds the secondary-index entries of sum. They are keys only (empty
-// values): List and PendingGates read the summaries from bucket summaries,
-// so a transition rewrites one copy of the summary, not four.
-func (t *tx) index(sum *engine.FlowSummary) error {
-	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
-	for _, e := range []struct {
-		bucket []byte
-		key    []byte
-		on     bool
-	}{
-		{bucketByCreated, createdKey(ref), true},
-		{bucketByStatus, statusKey(ref), true},
-		{bucketGates, []byte(sum.FlowID), pendingGate(sum)},
-	} {
-		if !e.on {
+	for i, e := range indexEntries(sum) {
+		was := before[i]
+		if old != nil && was.on == e.on && bytes.Equal(was.key, e.key) {
 			continue
 		}
-		b, err := t.bucket(e.bucket)
-		if err != nil {
-			return err
+		if old != nil { // even an entry that should be off: deleting an absent key dirties no page
+			b, err := t.bucket(was.bucket)
+			if err != nil {
+				return err
+			}
+			if err := b.Delete(was.key); err != nil {
+				return err
+			}
 		}
-		if err := b.Put(e.key, []byte{}); err != nil {
-			return err
+		if e.on {
+			b, err := t.bucket(e.bucket)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(e.key, []byte{}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// unindex removes the secondary-index entries of sum.
-func (t *tx) unindex(sum *engine.FlowSummary) error {
+// indexEntry is one secondary-index entry of a summary: its key in bucket,
+// present only when on.
+type indexEntry struct {
+	bucket []byte
+	key    []byte
+	on     bool
+}
+
+// indexEntries are the secondary-index entries of sum, one per index
+// bucket, in the same order for every summary.
+func indexEntries(sum *engine.FlowSummary) [3]indexEntry {
 	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
-	for _, e := range []struct {
-		bucket []byte
-		key    []byte
-	}{
-		{bucketByCreated, createdKey(ref)},
-		{bucketByStatus, statusKey(ref)},
-		{bucketGates, []byte(sum.FlowID)},
-	} {
+	return [3]indexEntry{
+		{bucketByCreated, createdKey(ref), true},
+		{bucketByStatus, statusKey(ref), true},
+		{bucketGates, []byte(sum.FlowID), pendingGate(sum)},
+	}
+}
+
+// index adds the secondary-index entries of sum. They are keys only (empty
+// values): List and PendingGates read the summaries from bucket summaries,
+// so a transition rewrites one copy of the summary, not four.
+func (t *tx) index(sum *engine.FlowSummary) error { return t.reindex(nil, sum) }
+
+// unindex removes the secondary-index entries of sum (all of them, whether
+// on or not: a damaged or older file may hold one that should not be there).
+func (t *tx) unindex(sum *engine.FlowSummary) error {
+	for _, e := range indexEntries(sum) {
 		b, err := t.bucket(e.bucket)
 		if err != nil {
 			return err

@@ -70,9 +70,9 @@ func parseGeneration(raw []byte) (generation, bool) {
 func (s *Store) markPath() string { return s.path + ".verified" }
 
 // currentGeneration is the generation of h's file whose last committed
-// transaction is txid.
+// transaction is txid (the status read under the lock: handle.stat).
 func currentGeneration(h *handle, txid uint64) (generation, bool) {
-	fi, err := h.file.Stat()
+	fi, err := h.stat()
 	if err != nil {
 		return generation{}, false
 	}
@@ -117,6 +117,7 @@ func (s *Store) verifyBeforeWrite(h *handle, btx *bolt.Tx) error {
 // held. A record that cannot be written only costs the next writer a check.
 func (s *Store) markCommitted(h *handle, txid uint64) {
 	s.verified = generation{}
+	h.locked = nil // the commit changed the file
 	if h.file == nil {
 		return
 	}

@@ -2,8 +2,10 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -129,19 +131,19 @@ func (m *Model) tickCmd() tea.Cmd {
 	return tea.Tick(m.opt.Tick, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, rationale string) tea.Cmd {
+func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, rationale string, option int, value json.RawMessage) tea.Cmd {
 	src := m.opt.Source
 	// A flow whose runner has exited does not move on by itself after the
 	// decision: say so, with the command that continues it.
-	stalled := false
-	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) {
-		stalled = true
+	resume := ""
+	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != engine.DriverLibrary {
+		resume, _ = resumeCommand(m.flows, sum)
 	}
 	round := r.Round
 	d := review.Decision{
 		ReviewID: r.ReviewID, FlowID: r.FlowID, StepID: r.StepID, Round: &round,
 		Outcome: outcome, Rationale: rationale, Reviewer: m.opt.Reviewer,
-		ResolvedBy: review.Human, Channel: review.ChannelTUI,
+		ResolvedBy: review.Human, Channel: review.ChannelTUI, Option: option, Value: value,
 	}
 	return func() tea.Msg {
 		// The engine's gate resolution applies the rules of every
@@ -160,8 +162,8 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 			return actionMsg{err: err}
 		}
 		text := pastTense(outcome) + " " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + "); " + nextText(out)
-		if stalled && !finished(out) {
-			text += "; its runner has exited: continue it with `stratum run --resume " + r.FlowID + "`"
+		if resume != "" && !finished(out) {
+			text += "; its runner has exited: continue it with `" + resume + "`"
 		}
 		return actionMsg{text: text}
 	}
@@ -232,6 +234,44 @@ func pastTense(o review.Outcome) string {
 		return "killed at"
 	}
 	return string(o)
+}
+
+// pagerCmd pipes what the focused pane has selected (a gate's context, a
+// trace entry's output) to the pager (Options.Pager, $PAGER), which takes
+// the terminal until it exits (tea.ExecProcess).
+func (m *Model) pagerCmd() tea.Cmd {
+	p, ok := m.focused().(pagerPane)
+	if !ok {
+		m.setStatus("", errors.New("nothing to read in a pager here (the Gates and Trace panes have)"))
+		return nil
+	}
+	title, text := p.pagerText(&m.common)
+	if text == "" {
+		m.setStatus("", errors.New("nothing selected to read"))
+		return nil
+	}
+	argv := m.opt.Pager
+	if len(argv) == 0 {
+		m.setStatus("", errors.New("no pager: set $PAGER"))
+		return nil
+	}
+	return func() tea.Msg {
+		c := pagerProcess(argv, text)
+		return tea.ExecProcess(c, func(err error) tea.Msg {
+			if err != nil {
+				return actionMsg{err: errors.New("pager " + argv[0] + ": " + err.Error())}
+			}
+			return actionMsg{text: "read " + title + " in " + argv[0]}
+		})()
+	}
+}
+
+// pagerProcess is the pager argv reading text on its standard input (it
+// reads keys from the terminal).
+func pagerProcess(argv []string, text string) *exec.Cmd {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Stdin = strings.NewReader(text)
+	return c
 }
 
 // copyIDCmd copies the full id of the flow the focus is about to the

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 )
@@ -21,6 +23,12 @@ func (c *common) detailHeader() string {
 	status := c.st.status(st.Status).Render(statusIcon(st.Status) + " " + string(st.Status))
 	if sum := c.summaryOf(st.FlowID); sum != nil && sum.Stalled(c.now()) {
 		status = c.st.Warning.Render("⚠ stalled (run --resume)")
+		if st.ParentFlowID != nil {
+			status = c.st.Warning.Render("⚠ stalled (resume its parent)")
+		}
+		if st.IsLibrary() {
+			status = c.st.Warning.Render("⚠ stalled (its Go program exited)")
+		}
 	}
 	// The full id: what `stratum query flow`, `stratum gate` and
 	// `stratum run --resume` take (copy it with y).
@@ -40,6 +48,39 @@ func (c *common) detailHeader() string {
 	return h
 }
 
+// resumeTarget is the flow `stratum run --resume` continues flow id
+// through: id itself, or for a child flow (which run --resume refuses) the
+// root of its line of parents, as far as flows lists them.
+func resumeTarget(flows []engine.FlowSummary, id string) string {
+	byID := make(map[string]*engine.FlowSummary, len(flows))
+	for i := range flows {
+		byID[flows[i].FlowID] = &flows[i]
+	}
+	for range maxParents {
+		sum := byID[id]
+		if sum == nil || sum.ParentFlowID == "" {
+			break
+		}
+		id = sum.ParentFlowID
+	}
+	return id
+}
+
+// maxParents bounds the walk up a line of parents (a corrupt store could
+// hold a cycle).
+const maxParents = 64
+
+// resumeCommand is the command that continues stalled flow f: `stratum run
+// --resume` of f, or of its root parent when f is a child flow; a Go
+// program's flow is never resumed (child says whether it went to a parent).
+func resumeCommand(flows []engine.FlowSummary, f *engine.FlowSummary) (cmd string, child bool) {
+	if f.Driver == engine.DriverLibrary {
+		return "", false
+	}
+	root := resumeTarget(flows, f.FlowID)
+	return "stratum run --resume " + root, root != f.FlowID
+}
+
 // summaryOf is the listed summary of flow id (nil when not listed).
 func (c *common) summaryOf(id string) *engine.FlowSummary {
 	for i := range c.flows {
@@ -50,15 +91,86 @@ func (c *common) summaryOf(id string) *engine.FlowSummary {
 	return nil
 }
 
+// jsonText is v pretty-printed for reading: indented like JSON (without
+// the commas), except that a string holding line breaks is written as its
+// lines (after `|`, indented under its key), so a multi-line output reads
+// as text, not as one line of \n escapes. The result is raw: pass it
+// through clean before rendering.
 func jsonText(v any) string {
 	if v == nil {
 		return ""
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Sprint(v)
+	var b strings.Builder
+	writeValue(&b, v, "")
+	return b.String()
+}
+
+// writeValue writes v at indent (jsonText).
+func writeValue(b *strings.Builder, v any, indent string) {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, "\n") {
+			b.WriteString(jsonCompact(x))
+			return
+		}
+		b.WriteString("|")
+		for _, l := range strings.Split(strings.TrimSuffix(x, "\n"), "\n") {
+			b.WriteString("\n" + indent + "  " + l)
+		}
+	case map[string]any:
+		if len(x) == 0 {
+			b.WriteString("{}")
+			return
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteString("{")
+		for _, k := range keys {
+			b.WriteString("\n" + indent + "  " + jsonCompact(k) + ": ")
+			writeValue(b, x[k], indent+"  ")
+		}
+		b.WriteString("\n" + indent + "}")
+	case []any:
+		if len(x) == 0 {
+			b.WriteString("[]")
+			return
+		}
+		b.WriteString("[")
+		for _, e := range x {
+			b.WriteString("\n" + indent + "  ")
+			writeValue(b, e, indent+"  ")
+		}
+		b.WriteString("\n" + indent + "]")
+	case json.RawMessage:
+		var y any
+		if err := json.Unmarshal(x, &y); err != nil {
+			b.WriteString(string(x))
+			return
+		}
+		writeValue(b, y, indent)
+	default:
+		// Other types (numbers, bools, structs): through JSON, so a
+		// struct's strings get the same treatment.
+		raw, err := json.Marshal(x)
+		if err != nil {
+			b.WriteString(fmt.Sprint(x))
+			return
+		}
+		var y any
+		if json.Unmarshal(raw, &y) != nil {
+			b.WriteString(string(raw))
+			return
+		}
+		switch y.(type) {
+		case map[string]any, []any, string:
+			writeValue(b, y, indent)
+		default:
+			b.WriteString(string(raw))
+		}
 	}
-	return string(b)
 }
 
 // dataText is an event's data as the log holds it (the keys its type

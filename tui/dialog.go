@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -20,6 +23,15 @@ type dialog interface {
 	view(m *Model, width int) string
 	// grace is the dialog's grace period, or nil when it has none.
 	grace() *grace
+	// help is the footer while the dialog is on top: its own keys (the
+	// main screen's do not work in it).
+	help(m *Model) []key.Binding
+}
+
+// hint is a footer entry naming keys by text (a dialog's keys, some of
+// which are not bindings of the KeyMap, such as esc).
+func hint(keys, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(keys), key.WithHelp(keys, desc))
 }
 
 // grace keeps an asynchronously opened dialog from consuming keys the user
@@ -54,6 +66,7 @@ type decisionStage int
 
 const (
 	stageChoose  decisionStage = iota // async: pick a, r or x
+	stageValue                        // a Go program's review: pick an option (its number) or type a value
 	stageEdit                         // typing the rationale
 	stageConfirm                      // press the outcome key again to record
 )
@@ -68,6 +81,16 @@ type decisionDialog struct {
 	input   textinput.Model
 	g       *grace
 	err     string
+	// The value an approve records on a Go program's review (r.Library):
+	// an option (1-based) or a value typed in valueIn.
+	option  int
+	value   json.RawMessage
+	valueIn textinput.Model
+	// elsewhere is set when the gate was decided elsewhere while a
+	// rationale or value was being typed here: the dialog stays, read-only,
+	// with what was typed and (once read) who decided.
+	elsewhere bool
+	decided   string
 }
 
 func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async bool, now time.Time) *decisionDialog {
@@ -75,11 +98,15 @@ func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async boo
 	ti.Prompt = "› "
 	ti.Placeholder = "rationale"
 	ti.CharLimit = 2000
-	d := &decisionDialog{r: r, outcome: outcome, input: ti, stage: stageEdit}
+	vi := newInput()
+	vi.Prompt = "› "
+	vi.Placeholder = "JSON value"
+	vi.CharLimit = 20000
+	d := &decisionDialog{r: r, outcome: outcome, input: ti, valueIn: vi, stage: stageEdit}
 	if outcome == "" {
 		d.stage = stageChoose
 	} else {
-		d.input.Focus()
+		d.begin()
 	}
 	if async {
 		d.g = &grace{openedAt: now}
@@ -87,8 +114,112 @@ func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async boo
 	return d
 }
 
-func (d *decisionDialog) grace() *grace   { return d.g }
-func (d *decisionDialog) takesText() bool { return d.stage == stageEdit }
+func (d *decisionDialog) grace() *grace { return d.g }
+func (d *decisionDialog) takesText() bool {
+	return !d.elsewhere && (d.stage == stageEdit || d.stage == stageValue && len(d.r.Options) == 0)
+}
+
+// typed reports whether the user has typed anything worth keeping (a
+// rationale or a value).
+func (d *decisionDialog) typed() bool {
+	return strings.TrimSpace(d.input.Value()) != "" || strings.TrimSpace(d.valueIn.Value()) != ""
+}
+
+func (d *decisionDialog) help(m *Model) []key.Binding {
+	k := m.keys
+	if d.elsewhere {
+		return []key.Binding{hint("esc", "close")}
+	}
+	switch d.stage {
+	case stageChoose:
+		return []key.Binding{shortHelp(k.Approve, "approve"), shortHelp(k.Revise, "revise"), shortHelp(k.Kill, "kill"), hint("esc", "cancel")}
+	case stageValue:
+		if n := len(d.r.Options); n > 0 {
+			return []key.Binding{hint(fmt.Sprintf("1–%d", n), "pick an option"), hint("esc", "cancel")}
+		}
+		return []key.Binding{hint("enter", "check the value"), hint("esc", "cancel")}
+	case stageConfirm:
+		return []key.Binding{shortHelp(d.outcomeKey(k), "record "+string(d.outcome)), shortHelp(k.Edit, "edit"), hint("esc", "cancel")}
+	}
+	return []key.Binding{hint("enter", "continue"), hint("esc", "cancel")}
+}
+
+// question is what the dialog asks, in the words of its outcome: an
+// approve approves, a revise sends back, a kill kills (the gate's own
+// question, which may say "Approve …?", is shown as the gate's).
+func (d *decisionDialog) question() string {
+	gate, flow := clean(d.r.StepID), clean(d.r.FlowName)
+	switch {
+	case d.outcome == review.Approve && d.r.Library:
+		return "APPROVE · answer review " + gate + " of " + flow + "?"
+	case d.outcome == review.Approve:
+		return "APPROVE · approve gate " + gate + " of " + flow + "?"
+	case d.outcome == review.Revise:
+		return "REVISE · send " + flow + " back for revision at gate " + gate + "?"
+	case d.outcome == review.Kill && d.r.Library:
+		return "KILL · reject review " + gate + " of " + flow + "?"
+	case d.outcome == review.Kill:
+		return "KILL · kill flow " + flow + " at gate " + gate + "?"
+	}
+	return "Gate " + gate + " of " + flow + ": approve, revise or kill?"
+}
+
+// begin starts the chosen outcome: the value first for an approve of a Go
+// program's review, else the rationale.
+func (d *decisionDialog) begin() {
+	if d.r.Library && d.outcome == review.Approve {
+		d.stage = stageValue
+		if len(d.r.Options) == 0 {
+			d.valueIn.Focus()
+		}
+		return
+	}
+	d.stage = stageEdit
+	d.input.Focus()
+}
+
+// pickValue takes the value of a Go program's review: an option's number
+// (one key) or the typed value on enter, checked as the engine checks it
+// (engine.CheckReviewValue: one of the options, or a value of the
+// review's type); a value that does not fit keeps the dialog here.
+func (d *decisionDialog) pickValue(msg tea.KeyMsg) (tea.Cmd, bool) {
+	lr := &engine.LibraryReview{ID: d.r.StepID, Options: d.r.Options, Schema: d.r.Schema}
+	if len(d.r.Options) > 0 {
+		n, err := strconv.Atoi(msg.String())
+		if err != nil || msg.Type != tea.KeyRunes {
+			return nil, false
+		}
+		if _, _, err := engine.CheckReviewValue(lr, n, nil); err != nil {
+			d.err = err.Error()
+			return nil, true
+		}
+		d.option, d.err = n, ""
+	} else {
+		if msg.Type != tea.KeyEnter {
+			var cmd tea.Cmd
+			d.valueIn, cmd = d.valueIn.Update(msg)
+			return cmd, true
+		}
+		v := json.RawMessage(strings.TrimSpace(d.valueIn.Value()))
+		if _, _, err := engine.CheckReviewValue(lr, 0, v); err != nil {
+			d.err = err.Error()
+			return nil, true
+		}
+		d.value, d.err = v, ""
+		d.valueIn.Blur()
+	}
+	d.stage = stageEdit
+	d.input.Focus()
+	return nil, true
+}
+
+// valueText is the value chosen, as the confirmation shows it.
+func (d *decisionDialog) valueText() string {
+	if d.option > 0 {
+		return fmt.Sprintf("option %d: %s", d.option, jsonCompact(d.r.Options[d.option-1]))
+	}
+	return jsonCompact(d.value)
+}
 
 // rationaleRequired: revise and kill must say why.
 func (d *decisionDialog) rationaleRequired() bool { return d.outcome != review.Approve }
@@ -105,6 +236,13 @@ func (d *decisionDialog) outcomeKey(k KeyMap) key.Binding {
 
 func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
+	if d.elsewhere {
+		// Read-only: the gate is decided; only closing is left.
+		if msg.Type == tea.KeyEsc || key.Matches(msg, k.Back) {
+			m.popDialog()
+		}
+		return nil
+	}
 	if msg.Type == tea.KeyEsc || (d.stage != stageEdit && key.Matches(msg, k.Back)) {
 		m.popDialog()
 		m.setStatus("decision cancelled", nil)
@@ -121,12 +259,15 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 					d.err = "this gate does not accept " + string(c.o)
 					return nil
 				}
-				d.outcome, d.stage, d.err = c.o, stageEdit, ""
-				d.input.Focus()
+				d.outcome, d.err = c.o, ""
+				d.begin()
 				return nil
 			}
 		}
 		return nil
+	case stageValue:
+		cmd, _ := d.pickValue(msg)
+		return cmd
 	case stageEdit:
 		if msg.Type == tea.KeyEnter {
 			if d.rationaleRequired() && strings.TrimSpace(d.input.Value()) == "" {
@@ -145,10 +286,17 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 		case key.Matches(msg, d.outcomeKey(k)):
 			m.popDialog()
 			m.setStatus("recording "+string(d.outcome)+"…", nil)
-			return m.decideCmd(d.r, d.outcome, strings.TrimSpace(d.input.Value()))
+			return m.decideCmd(d.r, d.outcome, strings.TrimSpace(d.input.Value()), d.option, d.value)
 		case key.Matches(msg, k.Edit):
 			d.stage = stageEdit
 			d.input.Focus()
+		default:
+			// Another decision's key is not ignored silently: it would
+			// record something else than the dialog says.
+			if o, ok := decisionOf(k, msg); ok {
+				d.err = fmt.Sprintf("%s is %s: this dialog records %s (press %s); esc cancels it",
+					msg.String(), o, strings.ToUpper(string(d.outcome)), keyName(d.outcomeKey(k)))
+			}
 		}
 	}
 	return nil
@@ -157,15 +305,23 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 func (d *decisionDialog) view(m *Model, width int) string {
 	st := m.st
 	var b strings.Builder
-	title := "Gate " + clean(d.r.StepID) + " of " + clean(d.r.FlowName)
-	if d.outcome != "" {
-		title = strings.ToUpper(string(d.outcome)) + " · " + title
+	if d.elsewhere {
+		return d.elsewhereView(m, width)
 	}
-	fmt.Fprintf(&b, "%s\n", st.DialogTitle.Render(title))
+	fmt.Fprintf(&b, "%s\n", st.DialogTitle.Render(truncate(d.question(), width)))
 	fmt.Fprintf(&b, "flow %s\n", clean(d.r.FlowID))
 	// The gate's context, within the room the prompt leaves (the prompt,
-	// its keys and the border always show).
-	ctx := m.gateContextLines(d.r, m.gateCtx[d.r.ReviewID], width, false, false)
+	// its keys and the border always show). The gate's own question is
+	// labelled as such: it may read "Approve …?" in a kill dialog.
+	r := d.r
+	if d.outcome != "" && r.Question != "" {
+		asker := "the gate asks: "
+		if r.Library {
+			asker = "the review asks: "
+		}
+		r.Question = asker + r.Question
+	}
+	ctx := m.gateContextLines(r, m.gateCtx[d.r.ReviewID], width, false, false)
 	if room := m.bodyHeight() - 11; len(ctx) > room {
 		room = max(1, room)
 		ctx = append(ctx[:room-1], st.Muted.Render(truncate(fmt.Sprintf("… %d more lines in the Gates pane", len(ctx)-room+1), width)))
@@ -179,6 +335,14 @@ func (d *decisionDialog) view(m *Model, width int) string {
 		fmt.Fprintf(&b, "%s approve  %s revise  %s kill  %s cancel",
 			st.Key.Render(keyName(m.keys.Approve)), st.Key.Render(keyName(m.keys.Revise)),
 			st.Key.Render(keyName(m.keys.Kill)), st.Key.Render("esc"))
+	case stageValue:
+		if n := len(d.r.Options); n > 0 {
+			fmt.Fprintf(&b, "Pick the value: %s an option's number  %s cancel", st.Key.Render(fmt.Sprintf("1–%d", n)), st.Key.Render("esc"))
+		} else {
+			d.valueIn.Width = max(10, width-4)
+			fmt.Fprintf(&b, "Value (JSON, checked against the review's type):\n%s\n", d.valueIn.View())
+			fmt.Fprintf(&b, "%s continue  %s cancel", st.Key.Render("enter"), st.Key.Render("esc"))
+		}
 	case stageEdit:
 		req := "optional"
 		if d.rationaleRequired() {
@@ -192,6 +356,9 @@ func (d *decisionDialog) view(m *Model, width int) string {
 		if rat == "" {
 			rat = "(none)"
 		}
+		if d.option > 0 || d.value != nil {
+			fmt.Fprintf(&b, "Value: %s\n", truncate(clean(d.valueText()), width-7))
+		}
 		fmt.Fprintf(&b, "Rationale: %s\n", truncate(clean(rat), width-11))
 		fmt.Fprintf(&b, "Press %s to record %s as %s · %s edit · %s cancel",
 			st.Key.Render(keyName(d.outcomeKey(m.keys))), strings.ToUpper(string(d.outcome)), m.opt.Reviewer,
@@ -203,6 +370,27 @@ func (d *decisionDialog) view(m *Model, width int) string {
 	if d.err != "" {
 		b.WriteString("\n" + st.Error.Render(d.err))
 	}
+	return b.String()
+}
+
+// elsewhereView is the dialog of a gate decided elsewhere while a
+// rationale (or value) was being typed: who decided, and the text, kept.
+func (d *decisionDialog) elsewhereView(m *Model, width int) string {
+	st := m.st
+	var b strings.Builder
+	b.WriteString(st.DialogTitle.Render(truncate("Gate "+clean(d.r.StepID)+" of "+clean(d.r.FlowName)+" was decided elsewhere", width)) + "\n")
+	fmt.Fprintf(&b, "flow %s\n\n", clean(d.r.FlowID))
+	decided := d.decided
+	if decided == "" {
+		decided = "reading who decided…"
+	}
+	b.WriteString(st.Warning.Render(wrap(clean(decided), width)) + "\n\n")
+	b.WriteString("Nothing was recorded from here. What you typed is kept:\n")
+	if v := strings.TrimSpace(d.valueIn.Value()); v != "" {
+		b.WriteString(wrap("value: "+clean(v), width) + "\n")
+	}
+	b.WriteString(wrap("rationale: "+clean(strings.TrimSpace(d.input.Value())), width) + "\n\n")
+	b.WriteString(st.Key.Render("esc") + " close")
 	return b.String()
 }
 
@@ -239,7 +427,10 @@ func newLabelDialog(flowID string) *labelDialog {
 	return &labelDialog{flowID: flowID, input: ti}
 }
 
-func (d *labelDialog) grace() *grace   { return nil }
+func (d *labelDialog) grace() *grace { return nil }
+func (d *labelDialog) help(*Model) []key.Binding {
+	return []key.Binding{hint("enter", "commit"), hint("esc", "cancel")}
+}
 func (d *labelDialog) takesText() bool { return true }
 
 func (d *labelDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
@@ -278,6 +469,9 @@ type confirmDialog struct {
 }
 
 func (d *confirmDialog) grace() *grace { return nil }
+func (d *confirmDialog) help(*Model) []key.Binding {
+	return []key.Binding{hint("y", "revert"), hint("n/esc", "cancel")}
+}
 
 func (d *confirmDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 	switch msg.String() {
@@ -302,6 +496,9 @@ func (d *confirmDialog) view(m *Model, width int) string {
 type quitDialog struct{ r review.PendingReview }
 
 func (d *quitDialog) grace() *grace { return nil }
+func (d *quitDialog) help(*Model) []key.Binding {
+	return []key.Binding{hint("y", "quit"), hint("n/esc", "stay")}
+}
 
 func (d *quitDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 	switch msg.String() {
@@ -316,10 +513,13 @@ func (d *quitDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 }
 
 func (d *quitDialog) view(m *Model, width int) string {
+	// The command on a line of its own, never wrapped inside the id, so
+	// it can be copied whole.
+	cmd := "stratum run --resume " + resumeTarget(m.flows, d.r.FlowID)
 	return m.st.DialogTitle.Render("Quit while a run waits at a gate?") + "\n\n" +
-		wrap("The run of "+clean(d.r.FlowName)+" started here waits at gate "+clean(d.r.StepID)+". Quitting stops the run there; "+
-			"the gate stays open, and the flow continues only with `stratum run --resume "+clean(d.r.FlowID)+"`.", width) +
-		"\n\n" + m.st.Key.Render("y") + " quit  " + m.st.Key.Render("n/esc") + " stay"
+		wrap("The run of "+clean(d.r.FlowName)+" started here waits at gate "+clean(d.r.StepID)+". Quitting stops the run there "+
+			"(its lease is released: it reads stalled at once); the gate stays open, and the flow continues only with:", width) +
+		"\n\n  " + clean(cmd) + "\n\n" + m.st.Key.Render("y") + " quit  " + m.st.Key.Render("n/esc") + " stay"
 }
 
 // ---- help ----
@@ -327,6 +527,9 @@ func (d *quitDialog) view(m *Model, width int) string {
 type helpDialog struct{}
 
 func (d *helpDialog) grace() *grace { return nil }
+func (d *helpDialog) help(m *Model) []key.Binding {
+	return []key.Binding{hint("esc/"+keyName(m.keys.Help), "close")}
+}
 
 func (d *helpDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 	if msg.Type == tea.KeyEsc || key.Matches(msg, m.keys.Help) || key.Matches(msg, m.keys.Back) || key.Matches(msg, m.keys.Quit) {
@@ -337,7 +540,10 @@ func (d *helpDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 
 func (d *helpDialog) view(m *Model, width int) string {
 	st := m.st
+	k := m.keys
 	note := wrapLines("A decision needs a rationale (for revise and kill) and a second press of its key; enter never decides. "+
+		"A long gate or trace entry scrolls with "+keyName(k.PageDown)+"/"+keyName(k.PageUp)+" ("+keyName(k.Top)+"/"+keyName(k.Bottom)+
+		" once opened); "+keyName(k.Pager)+" reads it in $PAGER. "+
 		"Commands (:): "+strings.Join(m.paneCommands(), ", ")+", "+otherCommands+".", width)
 	// The rows the key table may take: the body less the border, the title,
 	// a blank line and the note.

@@ -83,23 +83,71 @@
 // goes and the rounds left, the approver and the deadline) and asks for a
 // rationale (required for revise and kill). In the Gates pane they decide
 // the selected gate (oldest first); in any other pane the gate of the
-// selected flow, else the gate that has waited longest.
+// selected flow and only that one: a flow waiting at no gate says so (and
+// how many gates wait in the Gates pane), never opening another flow's.
+// The dialog's title says what it does (REVISE sends back, KILL kills; the
+// gate's own question, which may read "Approve …?", is labelled as the
+// gate's), and the footer shows the dialog's own keys.
 // The gate list comes from the flows' summaries (Source.PendingReviews,
 // engine.Service.GateReviews: no state is decoded, so 25,000 waiting
 // gates load as fast as 25); the inputs and outputs a gate shows are read
 // from its flow's state with the rest of its context, only for the gates
 // on screen (the Gates pane's selection and open dialogs).
 // Enter only moves to the confirmation step; the decision is recorded only
-// when the outcome's own key is pressed again there. A dialog that opens
+// when the outcome's own key is pressed again there (another decision's
+// key there says which key records this one). A dialog that opens
 // asynchronously (a gate arriving through the review.Queue) while the user
 // is typing ignores keys until the typing pauses (GraceQuiet), at most
 // GraceMax after it opened. Decisions carry the reviewer's identity ($USER)
 // and channel "tui", and are first-writer-wins in the engine: a gate decided
-// elsewhere in the meantime closes its dialog with a clear message, never a
-// second decision; the notice names who decided, the outcome and the
-// rationale (the flow's gate record). A flow whose runner has gone
+// elsewhere in the meantime is never decided a second time. Its dialog
+// closes with a notice naming who decided, the outcome and the rationale
+// (the flow's gate record) — unless a rationale or value was being typed:
+// then the dialog stays, read-only, with the text kept and who decided. A
+// gate that leaves the list because its deadline passed is announced (⏱),
+// dialog or not. A flow whose runner has gone
 // (engine.FlowSummary.Stalled) reads "stalled", never running, with the
-// `stratum run --resume ID` that continues it.
+// `stratum run --resume ID` that continues it, on a line of its own so it
+// copies whole; a child flow (which run --resume refuses) names its root
+// parent's (resumeCommand, also for --plain). A Go program's flow, driver
+// library, is never resumed: the console says to run the program again.
+// Quitting stops the runs started here and waits (up to 10 s) for them to
+// release their leases, so their flows read stalled at once elsewhere.
+//
+// A review a Go program opened (stratum.AwaitHuman, review.PendingReview
+// with Library set) is a row of its own in the Gates pane, several per flow
+// when several are open. Its context shows the trigger, the question, the
+// artifacts and the numbered options (or the type a value must fit). Its
+// approve asks for the value first: an option's number (one key), or a
+// JSON value typed and checked with engine.CheckReviewValue, the engine's
+// own rule; then the rationale and the confirming key, as for any gate.
+// Kill rejects it; it is never revised.
+//
+// # Reading before deciding
+//
+// A pane with a detail implements reader: the Gates pane (the selected
+// gate's context under the list) and the Trace pane (the selected entry,
+// expanded with enter). The root offers it the list keys first: the page
+// keys (pgdown/pgup, ctrl+d/ctrl+u) scroll a detail that does not fit, and
+// top and bottom (g/G) go to its ends once it is opened; one scrollView
+// does the scrolling and draws the "lines a–b of n" row. The Trace pane
+// renders its entries and the lines of the expanded ones as rows and
+// keeps the selected entry (and its window) on screen. Folded, a gate's
+// output is a summary of at most three lines; expanded, nothing is cut:
+// long lines wrap, and a string with line breaks reads as its lines
+// (jsonText), escaped with specs.EscapeControlLines like all untrusted
+// text. A gate's outputs are listed in execution order (the order of the
+// steps' last step_done), not alphabetically. The pager key (o, a
+// pagerPane) pipes the selection, whole and unstyled, to Options.Pager
+// ($PAGER, else less) through tea.ExecProcess, built in a command.
+//
+// # Status and header
+//
+// A status message expires after Options.StatusTTL (5 s); an error stays
+// until the next message, and the error of a store read goes with the next
+// read that succeeds. While the store cannot be read the header says
+// "store unreachable" and when it was last read, instead of counts that
+// would be stale.
 //
 // # Keys and styles
 //

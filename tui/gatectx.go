@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -27,7 +26,10 @@ type gateContext struct {
 	// its state (the gate list carries none: Source.PendingReviews).
 	artifacts  *review.Artifacts
 	violations []violation
-	err        error
+	// order is the steps in the order their outputs were produced (the
+	// last step_done of each), so outputs read in execution order.
+	order []string
+	err   error
 }
 
 // violation is one failed attempt of a step in the round that led to a
@@ -55,7 +57,7 @@ func (m *Model) gateCtxCmds() tea.Cmd {
 		}
 	}
 	for _, d := range m.dialogs {
-		if dd, ok := d.(*decisionDialog); ok {
+		if dd, ok := d.(*decisionDialog); ok && !dd.elsewhere {
 			want = append(want, dd.r)
 		}
 	}
@@ -83,7 +85,10 @@ func (m *Model) gateCtxCmd(r review.PendingReview) tea.Cmd {
 			return gateCtxMsg{r.ReviewID, &gateContext{err: err}}
 		}
 		a := engine.ReviewArtifacts(fs.State)
-		gc := &gateContext{violations: gateViolations(evs, r), artifacts: &a}
+		if fs.State.IsLibrary() {
+			a = r.Artifacts // a Go program's review carries its own (engine.GateReviews)
+		}
+		gc := &gateContext{violations: gateViolations(evs, r), artifacts: &a, order: outputOrder(evs)}
 		if fs.Flow == nil {
 			gc.noSpec = true
 		} else {
@@ -126,6 +131,42 @@ func gateViolations(evs []engine.Event, r review.PendingReview) []violation {
 	return out
 }
 
+// outputOrder is the steps of evs in the order of their last step_done.
+func outputOrder(evs []engine.Event) []string {
+	last := map[string]int{}
+	var steps []string
+	for i, ev := range evs {
+		if ev.Type == engine.EventStepDone {
+			if _, ok := last[ev.StepID]; !ok {
+				steps = append(steps, ev.StepID)
+			}
+			last[ev.StepID] = i
+		}
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return last[steps[i]] < last[steps[j]] })
+	return steps
+}
+
+// orderedKeys are the keys of outputs in execution order (gc.order), then
+// any other in alphabetical order (all of them so while gc is loading).
+func orderedKeys(outputs map[string]any, gc *gateContext) []string {
+	out := make([]string, 0, len(outputs))
+	seen := map[string]bool{}
+	if gc != nil {
+		for _, k := range gc.order {
+			if _, ok := outputs[k]; ok && !seen[k] {
+				out, seen[k] = append(out, k), true
+			}
+		}
+	}
+	for _, k := range sortedKeys(outputs) {
+		if !seen[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // gateContextLines renders the context of gate r for width: when and until
 // when it waits, who may decide, where a revise goes and the rounds left,
 // the question, the flow's inputs, the violations (current ones, then the
@@ -146,6 +187,22 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 			}
 			out = append(out, l)
 		}
+	}
+	if r.Library {
+		// A Go program's review: the value is the decision.
+		add(fmt.Sprintf("review of a Go program · trigger %s · waiting %s · %s · approver: %s", clean(r.Trigger), age(now.Sub(r.OpenedAt)), deadlineText(r, now), approverText(r.Approver)), nil)
+		add(clean(r.Question), nil)
+		if a := r.Artifacts.Values; len(a) > 0 {
+			add("artifacts: "+clean(kvText(a)), st.Muted.Render)
+		}
+		if len(r.Options) == 0 {
+			add("value: any JSON value of the type "+clean(jsonCompact(r.Schema)), nil)
+		}
+		for i, o := range r.Options {
+			add(fmt.Sprintf("  %d. %s", i+1, clean(jsonCompact(o))), nil)
+		}
+		add("approve records a value ("+optionHint(r)+"), kill rejects the review; no revise", st.Muted.Render)
+		return out
 	}
 	add(fmt.Sprintf("round %d · waiting %s · %s · approver: %s", r.Round, age(now.Sub(r.OpenedAt)), deadlineText(r, now), approverText(r.Approver)), nil)
 	add(c.reviseText(r, gc), nil)
@@ -177,7 +234,7 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 			title += " (enter expands)"
 		}
 		out = append(out, st.Header.Render(truncate(title, width)))
-		for _, k := range sortedKeys(outs) {
+		for _, k := range orderedKeys(outs, gc) {
 			if expanded {
 				add("  "+clean(k)+":", nil)
 				for _, l := range strings.Split(jsonText(outs[k]), "\n") {
@@ -185,11 +242,21 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 				}
 				continue
 			}
-			add("  "+clean(k)+": "+clean(jsonCompact(outs[k])), nil)
+			// Folded, an output is a summary of a few lines; enter
+			// expands it (as text), the pager shows it whole.
+			folded := wrapLines("  "+clean(k)+": "+clean(jsonCompact(outs[k])), width)
+			if len(folded) > foldedLines {
+				more := fmt.Sprintf("    … %d more lines folded", len(folded)-foldedLines+1)
+				folded = append(folded[:foldedLines-1], st.Muted.Render(truncate(more, width)))
+			}
+			out = append(out, folded...)
 		}
 	}
 	return out
 }
+
+// foldedLines is the most lines a folded output takes in a gate's context.
+const foldedLines = 3
 
 // reviseText says where a revise sends the flow and how many rounds are
 // left.
@@ -211,6 +278,14 @@ func (c *common) reviseText(r review.PendingReview, gc *gateContext) string {
 		return "revise → step " + clean(gc.onRevise) + " · no rounds left (max_rounds " + fmt.Sprint(gc.maxRounds) + ")"
 	}
 	return fmt.Sprintf("revise → step %s · %d of %d round%s left", clean(gc.onRevise), left, gc.maxRounds, plural(gc.maxRounds))
+}
+
+// optionHint says how a Go program's review takes its value.
+func optionHint(r review.PendingReview) string {
+	if n := len(r.Options); n > 0 {
+		return fmt.Sprintf("an option, 1–%d", n)
+	}
+	return "typed, checked against its type"
 }
 
 func approverText(a review.Approver) string {
@@ -241,30 +316,44 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// decidedMsg is what was recorded at a gate decided elsewhere.
+// decidedMsg is what was recorded at a gate decided elsewhere. silent is
+// set for a gate that left the list while no dialog of it was open: only a
+// timeout is announced then.
 type decidedMsg struct {
-	r    review.PendingReview
-	rec  *engine.Record
-	err  error
-	when time.Time
+	r      review.PendingReview
+	rec    *engine.Record
+	err    error
+	silent bool
 }
 
 // decidedElsewhereCmd reads who decided gate r elsewhere, the outcome and
 // the rationale: the flow's gate record of r's step and round (not one a
 // revert undid).
-func (m *Model) decidedElsewhereCmd(r review.PendingReview) tea.Cmd {
+func (m *Model) decidedElsewhereCmd(r review.PendingReview, silent bool) tea.Cmd {
 	src := m.opt.Source
 	return func() tea.Msg {
 		st, err := src.Get(context.Background(), r.FlowID)
 		if err != nil {
-			return decidedMsg{r: r, err: err}
+			return decidedMsg{r: r, err: err, silent: silent}
 		}
-		return decidedMsg{r: r, rec: gateRecord(st, r)}
+		return decidedMsg{r: r, rec: gateRecord(st, r), silent: silent}
 	}
 }
 
-// gateRecord is the decision recorded for gate r in st (nil when none).
+// gateRecord is the decision recorded for gate r in st (nil when none). A
+// Go program's review is read from the flow's reviews.
 func gateRecord(st *engine.FlowState, r review.PendingReview) *engine.Record {
+	if r.Library && st.Library != nil {
+		for _, lr := range st.Library.Reviews {
+			if lr.ID != r.StepID || lr.Decision == nil {
+				continue
+			}
+			d := lr.Decision
+			return &engine.Record{Type: engine.RecordGate, StepID: lr.ID, Outcome: string(lr.Status),
+				Rationale: d.Rationale, ResolvedBy: d.ResolvedBy, Channel: d.Channel, Reviewer: d.Reviewer}
+		}
+		return nil
+	}
 	var found *engine.Record
 	look := func(recs []engine.Record) {
 		for i := range recs {
@@ -281,11 +370,30 @@ func gateRecord(st *engine.FlowState, r review.PendingReview) *engine.Record {
 	return found
 }
 
-// decidedText is the notice of a gate decided elsewhere.
-func decidedText(r review.PendingReview, rec *engine.Record) string {
-	s := "gate " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + ") was decided elsewhere"
+// timedOut reports whether rec is a gate's deadline deciding it.
+func timedOut(rec *engine.Record) bool {
+	return rec != nil && (rec.Channel == string(review.ChannelTimeout) || rec.Outcome == string(engine.ReviewTimedOut))
+}
+
+// decidedText is the notice of a gate decided elsewhere (or timed out),
+// then tail ("dialog closed").
+func decidedText(r review.PendingReview, rec *engine.Record, tail string) string {
+	name := "gate " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + ")"
+	if tail != "" {
+		tail = "; " + tail
+	}
 	if rec == nil {
-		return s + " (or timed out); dialog closed"
+		return name + " was decided elsewhere (or timed out)" + tail
+	}
+	if timedOut(rec) {
+		s := "⏱ " + name + " timed out"
+		if r.Deadline != nil {
+			s += " at " + r.Deadline.UTC().Format("15:04:05")
+		}
+		if rec.Outcome == string(engine.ReviewTimedOut) {
+			return s + tail
+		}
+		return s + ": " + rec.Outcome + " (its on_timeout)" + tail
 	}
 	who := rec.Reviewer
 	if who == "" {
@@ -294,12 +402,12 @@ func decidedText(r review.PendingReview, rec *engine.Record) string {
 	if who == "" {
 		who = "someone"
 	}
-	s += ": " + rec.Outcome + " by " + who
+	s := name + " was decided elsewhere: " + rec.Outcome + " by " + who
 	if rec.Channel != "" {
 		s += " (" + rec.Channel + ")"
 	}
 	if rec.Rationale != "" {
 		s += ": " + rec.Rationale
 	}
-	return s + "; dialog closed"
+	return s + tail
 }

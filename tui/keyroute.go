@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -120,7 +121,7 @@ func (m *Model) routeKey(msg tea.KeyMsg) tea.Cmd {
 			m.refreshPanes()
 			return m.reloadDetailCmd()
 		}
-		m.status = ""
+		m.clearStatus()
 		if m.focus != 0 {
 			return m.setFocus(0)
 		}
@@ -130,6 +131,12 @@ func (m *Model) routeKey(msg tea.KeyMsg) tea.Cmd {
 		if pk := m.keys.paneKeys(p.Title()); pk != nil && key.Matches(msg, pk.Focus) {
 			return m.setFocus(i)
 		}
+	}
+	if r, ok := m.focused().(reader); ok && r.scroll(&m.common, msg) {
+		return nil
+	}
+	if key.Matches(msg, k.Pager) {
+		return m.pagerCmd()
 	}
 	if cmd, ok := m.handleListKey(msg); ok {
 		return cmd
@@ -156,26 +163,43 @@ func decisionOf(k KeyMap, msg tea.KeyMsg) (review.Outcome, bool) {
 }
 
 // decideAnywhere is a decision key pressed outside the Gates pane: it
-// opens the decision dialog of the gate the focused pane is about (the
-// selected flow's, when it waits at one), else of the gate that has waited
-// longest, so `a` right after launch approves the waiting gate in three
-// keys besides the rationale (a, enter, a). The dialog names the gate and
-// asks for the outcome key again before anything is recorded.
+// opens the decision dialog of the gate of the flow the focused pane is
+// about (the selected flow), and only of that one: a flow that waits at no
+// gate says so, naming how many gates wait in the Gates pane, rather than
+// open another flow's gate. With one flow waiting, `a`, the rationale,
+// enter, `a` approve its gate from the pane the console opens on. The
+// dialog names the gate and asks for the outcome key again before anything
+// is recorded.
 func (m *Model) decideAnywhere(o review.Outcome) tea.Cmd {
-	if len(m.reviews) == 0 {
-		m.setStatus("", errors.New("no gate is waiting for a decision"))
-		return nil
-	}
-	r := m.reviews[0]
-	if id := m.focusFlowID(); id != "" {
-		for _, x := range m.reviews {
-			if x.FlowID == id {
-				r = x
-				break
-			}
+	id := m.focusFlowID()
+	for _, r := range m.reviews {
+		if id != "" && r.FlowID == id {
+			return m.openDecision(r, o)
 		}
 	}
-	return m.openDecision(r, o)
+	what := "no flow is selected"
+	if id != "" {
+		what = "flow " + shortID(id) + " is not waiting at a gate"
+		if sum := m.summaryOf(id); sum != nil {
+			what = "flow " + clean(sum.FlowName) + " (" + shortID(id) + ") is not waiting at a gate"
+		}
+	}
+	switch n := len(m.reviews); n {
+	case 0:
+		what += "; no gate is waiting for a decision"
+	default:
+		what += fmt.Sprintf("; %d gate%s wait%s in the Gates pane (%s)", n, plural(n), map[bool]string{true: "s"}[n == 1], m.gatesKey())
+	}
+	m.setStatus("", errors.New(what))
+	return nil
+}
+
+// gatesKey is the key that focuses the Gates pane, for messages.
+func (m *Model) gatesKey() string {
+	if pk := m.keys.paneKeys(gatesPaneDef.title); pk != nil {
+		return keyName(pk.Focus)
+	}
+	return ":gates"
 }
 
 // openDecision opens the dialog deciding r with outcome o (refused, with a
@@ -185,7 +209,7 @@ func (m *Model) openDecision(r review.PendingReview, o review.Outcome) tea.Cmd {
 		m.setStatus("", errors.New("gate "+r.StepID+" does not accept "+string(o)))
 		return nil
 	}
-	m.status = ""
+	m.clearStatus()
 	m.pushDialog(newDecisionDialog(r, o, false, m.now()))
 	return nil
 }
@@ -221,7 +245,7 @@ func (m *Model) focused() pane { return m.panes[m.focus] }
 // setFocus switches panes; a pane switch clears the status message.
 func (m *Model) setFocus(i int) tea.Cmd {
 	m.focus = i
-	m.status, m.statusErr = "", false
+	m.clearStatus()
 	return m.reloadDetailCmd()
 }
 
@@ -308,7 +332,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		return nil
 	}
 	name, args := strings.ToLower(fields[0]), fields[1:]
-	m.status, m.statusErr = "", false
+	m.clearStatus()
 	for i, p := range m.paneCommands() {
 		if strings.HasPrefix(p, name) && len(name) >= 2 {
 			return m.setFocus(i)

@@ -39,8 +39,11 @@ type GlobalKeys struct {
 }
 
 // ListKeys move in (and open the selected row of) the focused pane's list.
+// In a pane with a detail (Gates, Trace) the page keys, and top and bottom
+// while the detail is open, scroll the detail; Pager reads it in $PAGER.
 type ListKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom, Open key.Binding
+	Pager                                         key.Binding
 }
 
 // DecideKeys decide a gate: in the Gates pane and in decision dialogs,
@@ -104,6 +107,7 @@ func newKeyMap(defs []paneDef) KeyMap {
 			Top:      bind("top", "home", "g"),
 			Bottom:   bind("bottom", "end", "G"),
 			Open:     bind("open/expand", "enter"),
+			Pager:    bind("pager", "o"),
 		},
 		DecideKeys: DecideKeys{
 			Approve: bind("approve", "a"),
@@ -141,7 +145,7 @@ func (k *KeyMap) Actions() map[string]*key.Binding {
 		"help": &k.Help, "filter": &k.Filter, "command": &k.Command,
 		"next_pane": &k.NextPane, "prev_pane": &k.PrevPane, "back": &k.Back, "quit": &k.Quit, "copy": &k.Copy,
 		"up": &k.Up, "down": &k.Down, "page_up": &k.PageUp, "page_down": &k.PageDown,
-		"top": &k.Top, "bottom": &k.Bottom, "open": &k.Open,
+		"top": &k.Top, "bottom": &k.Bottom, "open": &k.Open, "pager": &k.Pager,
 		"approve": &k.Approve, "revise": &k.Revise, "kill": &k.Kill,
 		"confirm": &k.Confirm, "edit": &k.Edit,
 	}
@@ -222,7 +226,7 @@ func (k *KeyMap) applyOverrides(over map[string][]string, pos func(action string
 // keys; in a decision dialog the decision keys, confirm, edit and back.
 func (k *KeyMap) scopes() map[string][]string {
 	shared := []string{"help", "filter", "command", "next_pane", "prev_pane", "back", "quit", "copy",
-		"up", "down", "page_up", "page_down", "top", "bottom", "open", "approve", "revise", "kill"}
+		"up", "down", "page_up", "page_down", "top", "bottom", "open", "pager", "approve", "revise", "kill"}
 	for _, p := range k.Panes {
 		shared = append(shared, strings.ToLower(p.Title))
 	}
@@ -316,7 +320,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		}
 	}
 	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open, k.Pager},
 		append(panes, k.NextPane, k.PrevPane),
 		act,
 		{k.Filter, k.Command, k.Copy, k.Help, k.Back, k.Quit},

@@ -317,14 +317,14 @@ func TestKeyMapOverrides(t *testing.T) {
 }
 
 // TestDialogClosesWhenDecidedElsewhere: a gate decided by someone else
-// while its dialog is open closes the dialog instead of deciding twice.
+// while its dialog is open never gets a second decision: a dialog with
+// nothing typed closes; one with a rationale typed stays, read-only,
+// keeping the text and saying who decided (TestRationaleKept).
 func TestDialogClosesWhenDecidedElsewhere(t *testing.T) {
 	f, m := gateModel(t)
 	gates, _ := paneOf[*gatesPane](t, m)
 	r, _ := gates.selected(&m.common)
 	press(m, "a")
-	typeText(m, "mine")
-	press(m, "enter")
 	round := r.Round
 	resp, err := f.svc.GateResolve(context.Background(), r.FlowID, review.Decision{StepID: r.StepID, Round: &round,
 		Outcome: review.Kill, Rationale: "theirs", Reviewer: "carol", ResolvedBy: review.Human, Channel: review.ChannelCLI})

@@ -111,7 +111,7 @@ func TestTmuxWholeLoop(t *testing.T) {
 
 	// Revise, from the Flows pane the console opens on: r, rationale, enter, r.
 	keys("r")
-	waitFor(`REVISE · Gate review of main`)
+	waitFor(`REVISE · send main back for revision at gate review`)
 	waitFor(`revise → step build`)
 	text("the changelog is missing")
 	keys("Enter")
@@ -137,7 +137,7 @@ func TestTmuxWholeLoop(t *testing.T) {
 
 	// Approve: a, rationale, enter, a — three keys besides the rationale.
 	keys("a")
-	waitFor(`APPROVE · Gate review of main`)
+	waitFor(`APPROVE · approve gate review of main`)
 	waitFor(`round 1`)
 	text("changelog added")
 	keys("Enter")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -20,6 +21,10 @@ const (
 	DefaultGraceQuiet = 400 * time.Millisecond
 	DefaultGraceMax   = 2 * time.Second
 )
+
+// DefaultStatusTTL is how long a status message stays on screen (an error
+// stays until the next success).
+const DefaultStatusTTL = 5 * time.Second
 
 // Options configure a Model.
 type Options struct {
@@ -56,6 +61,12 @@ type Options struct {
 	// Tick is the countdown refresh interval (1 s when zero; negative
 	// disables it, for tests).
 	Tick time.Duration
+	// StatusTTL is how long a status message (not an error) stays
+	// (DefaultStatusTTL when zero).
+	StatusTTL time.Duration
+	// Pager is the command the pager key pipes the selected output to
+	// (Run passes $PAGER, else less); empty disables the key.
+	Pager []string
 
 	// panes are the panes to show (registeredPanes when nil); Keys must
 	// have been built for them (newKeyMap).
@@ -115,13 +126,26 @@ type Model struct {
 
 	status    string
 	statusErr bool
-	quitting  bool
+	statusAt  time.Time
+	// statusLoad marks an error of a store read: the next successful read
+	// clears it.
+	statusLoad bool
+	quitting   bool
+	// lastLoadAt is when the store was last read successfully (the header
+	// says how old the counts are while it is unreachable).
+	lastLoadAt time.Time
 
 	// Runs started from the Specs pane still running, and the flows whose
 	// gates they offered (the Sink): quitting while one waits at a gate asks
 	// first.
 	runs     int
 	runFlows map[string]bool
+	// runCtx bounds the runs started here; stopRuns cancels it and waits
+	// for them (runsWG), so their leases are released before the process
+	// exits and other consoles show their flows stalled at once.
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	runsWG    *sync.WaitGroup
 	// gateCtxLoading are the review ids whose gateContext is being loaded.
 	gateCtxLoading map[string]bool
 }
@@ -148,6 +172,9 @@ func New(opt Options) *Model {
 	if opt.Tick == 0 {
 		opt.Tick = time.Second
 	}
+	if opt.StatusTTL <= 0 {
+		opt.StatusTTL = DefaultStatusTTL
+	}
 	if opt.Reviews == nil && opt.Sink != nil {
 		opt.Reviews = opt.Sink.Reviews()
 	}
@@ -171,9 +198,34 @@ func New(opt Options) *Model {
 		runFlows:       map[string]bool{},
 		gateCtxLoading: map[string]bool{},
 	}
+	parent := opt.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	m.runCtx, m.runCancel = context.WithCancel(parent)
+	m.runsWG = &sync.WaitGroup{}
 	m.panes = newPanes(opt.panes, &m.keys)
 	m.layout()
 	return m
+}
+
+// stopRuns stops the runs started from the console and waits, at most
+// timeout, for them to end: each releases its flow's lease (a run stopped
+// at a gate reads stalled at once elsewhere, not after its lease expires).
+// It reports whether they all ended.
+func (m *Model) stopRuns(timeout time.Duration) bool {
+	m.runCancel()
+	done := make(chan struct{})
+	go func() {
+		m.runsWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
 }
 
 // Init loads the first snapshot and starts listening.
@@ -199,11 +251,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.gateCtx[msg.reviewID] = msg.ctx
 		return nil
 	case decidedMsg:
-		if msg.err != nil {
-			m.setStatus(decidedText(msg.r, nil), nil)
-		} else {
-			m.setStatus(decidedText(msg.r, msg.rec), nil)
-		}
+		m.handleDecided(msg)
 		return nil
 	case tea.WindowSizeMsg:
 		m.handleResize(msg)
@@ -247,12 +295,31 @@ func (m *Model) layout() {
 	}
 }
 
+// setStatus shows text, or err as an error. A message expires after
+// Options.StatusTTL (statusLine); an error stays until the next message.
 func (m *Model) setStatus(text string, err error) {
+	m.statusAt, m.statusLoad = m.now(), false
 	if err != nil {
 		m.status, m.statusErr = clean(err.Error()), true
 		return
 	}
 	m.status, m.statusErr = clean(text), false
+}
+
+// clearStatus removes the status message.
+func (m *Model) clearStatus() { m.status, m.statusErr, m.statusLoad = "", false, false }
+
+// loadFailed shows the error of a store read; loadSucceeded clears it (and
+// only such an error) once a read succeeds again.
+func (m *Model) loadFailed(err error) {
+	m.setStatus("", err)
+	m.statusLoad = true
+}
+
+func (m *Model) loadSucceeded() {
+	if m.statusLoad {
+		m.clearStatus()
+	}
 }
 
 // ---- message handlers ----
@@ -268,7 +335,9 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 		m.loadErr = msg.err
 		return tea.Batch(cmds...)
 	}
-	m.loaded, m.loadErr = true, nil
+	first := !m.loaded
+	m.loaded, m.loadErr, m.lastLoadAt = true, nil, m.now()
+	m.loadSucceeded()
 	// The panes that select flows stay on the flow they were on.
 	selected := make([]string, len(m.panes))
 	for i, p := range m.panes {
@@ -276,12 +345,16 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 			selected[i] = s.selectedFlow(&m.common)
 		}
 	}
+	before := m.reviews
 	m.flows = msg.flows
 	m.reviews = msg.reviews
 	// Oldest first: the gate that has waited longest comes first.
 	sort.SliceStable(m.reviews, func(i, j int) bool { return m.reviews[i].OpenedAt.Before(m.reviews[j].OpenedAt) })
 	m.dropStaleGateCtx()
-	cmds = append(cmds, m.closeStaleDialogs())
+	if first {
+		before = nil
+	}
+	cmds = append(cmds, m.closeStaleDialogs(before))
 	m.refreshPanes()
 	for i, p := range m.panes {
 		if s, ok := p.(flowSelector); ok && selected[i] != "" {
@@ -300,11 +373,12 @@ func (m *Model) handleDetail(msg detailMsg) tea.Cmd {
 	}
 	if msg.err != nil {
 		if !errors.Is(msg.err, engine.ErrNotFound) {
-			m.setStatus("", msg.err)
+			m.loadFailed(msg.err)
 		}
 		m.detail, m.detailEvents = nil, nil
 		return nil
 	}
+	m.loadSucceeded()
 	m.detail, m.detailEvents = msg.state, msg.events
 	m.refreshPanes()
 	return nil
@@ -348,25 +422,69 @@ func (m *Model) handleReviewEvent(r review.PendingReview) tea.Cmd {
 }
 
 // closeStaleDialogs closes decision dialogs whose gate is no longer pending
-// (decided elsewhere, timed out, or a later round); the command it returns
-// reads who decided, the outcome and the rationale, for the notice.
-func (m *Model) closeStaleDialogs() tea.Cmd {
+// (decided elsewhere, timed out, or a later round), except one in which a
+// rationale or value was typed: it stays, read-only, keeping the text. The
+// command it returns reads who decided, the outcome and the rationale, for
+// the notice; gates that left without a dialog are read too, so a timeout
+// is announced.
+func (m *Model) closeStaleDialogs(before []review.PendingReview) tea.Cmd {
 	pending := map[string]bool{}
 	for _, r := range m.reviews {
 		pending[r.ReviewID] = true
 	}
 	var cmds []tea.Cmd
+	dialogFor := map[string]bool{}
 	kept := m.dialogs[:0]
 	for _, d := range m.dialogs {
 		if dd, ok := d.(*decisionDialog); ok && !pending[dd.r.ReviewID] {
+			dialogFor[dd.r.ReviewID] = true
+			if dd.elsewhere {
+				kept = append(kept, d)
+				continue
+			}
+			cmds = append(cmds, m.decidedElsewhereCmd(dd.r, false))
+			if dd.typed() {
+				dd.elsewhere = true
+				dd.input.Blur()
+				dd.valueIn.Blur()
+				kept = append(kept, d)
+				continue
+			}
 			m.setStatus("gate "+dd.r.StepID+" of "+shortID(dd.r.FlowID)+" was decided elsewhere; dialog closed", nil)
-			cmds = append(cmds, m.decidedElsewhereCmd(dd.r))
 			continue
 		}
 		kept = append(kept, d)
 	}
 	m.dialogs = kept
+	for _, r := range before {
+		if !pending[r.ReviewID] && !dialogFor[r.ReviewID] {
+			cmds = append(cmds, m.decidedElsewhereCmd(r, true))
+		}
+	}
 	return tea.Batch(cmds...)
+}
+
+// handleDecided shows who decided a gate that left the list: in its kept
+// dialog and the status line, or (no dialog was open) only when its
+// deadline decided it.
+func (m *Model) handleDecided(msg decidedMsg) {
+	rec := msg.rec
+	if msg.err != nil {
+		rec = nil
+	}
+	for _, d := range m.dialogs {
+		if dd, ok := d.(*decisionDialog); ok && dd.elsewhere && dd.r.ReviewID == msg.r.ReviewID {
+			dd.decided = decidedText(msg.r, rec, "")
+			m.setStatus(decidedText(msg.r, rec, "your rationale is kept in its dialog (esc closes it)"), nil)
+			return
+		}
+	}
+	switch {
+	case !msg.silent:
+		m.setStatus(decidedText(msg.r, rec, "dialog closed"), nil)
+	case timedOut(rec):
+		m.setStatus(decidedText(msg.r, rec, ""), nil)
+	}
 }
 
 // dropStaleGateCtx forgets the context of gates no longer pending.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -74,7 +75,84 @@ type (
 	badged interface {
 		badge(c *common) string
 	}
+	// reader is a pane with a detail that scrolls (Gates: the selected
+	// gate's context; Trace: the open entry). The root offers it every
+	// list key first; scroll reports whether the detail took it.
+	reader interface {
+		scroll(c *common, msg tea.KeyMsg) bool
+	}
+	// pagerPane is a pane whose selection can be read in $PAGER: text is
+	// its full content, uncut and without styles ("" when nothing is
+	// selected).
+	pagerPane interface {
+		pagerText(c *common) (title, text string)
+	}
 )
+
+// scrollView is a window over a detail's lines: the one place detail
+// scrolling is done, for every pane with a reader.
+type scrollView struct {
+	offset int
+	// n and height are the lines and the room of the last render, which
+	// the keys scroll by.
+	n, height int
+}
+
+// overflows reports whether the last render had more lines than room.
+func (v *scrollView) overflows() bool { return v.n > v.height }
+
+// key scrolls by msg: the page keys by a page (less one line, for
+// context), g/G (Top, Bottom) to the ends, and, when lines is set, the
+// line keys by one. It reports whether msg was such a key.
+func (v *scrollView) key(k KeyMap, msg tea.KeyMsg, lines bool) bool {
+	page := max(1, v.height-2)
+	switch {
+	case key.Matches(msg, k.PageDown):
+		v.offset += page
+	case key.Matches(msg, k.PageUp):
+		v.offset -= page
+	case key.Matches(msg, k.Top):
+		v.offset = 0
+	case key.Matches(msg, k.Bottom):
+		v.offset = v.n
+	case lines && key.Matches(msg, k.Down):
+		v.offset++
+	case lines && key.Matches(msg, k.Up):
+		v.offset--
+	default:
+		return false
+	}
+	v.clamp()
+	return true
+}
+
+func (v *scrollView) clamp() {
+	v.offset = max(0, min(v.offset, v.n-v.height))
+}
+
+// window renders lines in height rows: all of them when they fit, else
+// height-1 of them from the offset and a last row saying where the window
+// is and how to move it (ends: whether top and bottom go to its ends).
+func (v *scrollView) window(c *common, lines []string, height, width int, ends bool) []string {
+	if height <= 0 {
+		return nil
+	}
+	if len(lines) <= height {
+		v.n, v.height, v.offset = len(lines), height, 0
+		return lines
+	}
+	room := height - 1
+	v.n, v.height = len(lines), room
+	v.clamp()
+	out := append([]string(nil), lines[v.offset:v.offset+room]...)
+	k := c.keys
+	more := fmt.Sprintf("lines %d–%d of %d · %s/%s page", v.offset+1, v.offset+room, len(lines), keyName(k.PageDown), keyName(k.PageUp))
+	if ends {
+		more += fmt.Sprintf(" · %s/%s ends", keyName(k.Top), keyName(k.Bottom))
+	}
+	more += " · " + keyName(k.Pager) + " pager"
+	return append(out, c.st.Muted.Render(truncate(more, width)))
+}
 
 // paneDef registers a pane: its title, its own default bindings (nil when
 // it has none) and its constructor, which gets those bindings (from the

@@ -98,8 +98,27 @@ func (p *checkpointsPane) View(c *common) []string {
 		return append(out, c.st.Muted.Render(fmt.Sprintf("No checkpoints. Press %s to commit one.", keyName(p.keys.Commit))))
 	}
 	now := c.now()
+	total := 0
+	if sum := c.summaryOf(c.detail.FlowID); sum != nil {
+		total = sum.TotalSteps
+	}
 	return append(out, p.rows(c, p.height-1, fmt.Sprintf("%-24s %-10s %5s %6s %s", "LABEL", "CREATED", "ROUND", "STEPS", "AT STEP"), len(cps), func(i int) string {
 		cp := cps[i]
-		return fmt.Sprintf("%-24s %-10s %5d %6d %d", truncate(clean(cp.Label), 24), age(now.Sub(cp.CreatedAt))+" ago", cp.Round, len(cp.Records), cp.CurrentIdx+1)
+		return fmt.Sprintf("%-24s %-10s %5d %6d %s", truncate(clean(cp.Label), 24), age(now.Sub(cp.CreatedAt))+" ago", cp.Round, len(cp.Records), atStep(cp, total))
 	})...)
+}
+
+// atStep is where a checkpoint stands: the step it would run next (1-based,
+// of total), or, past the last step or once the flow ended, that the flow
+// had ended there — never a step number the flow does not have.
+func atStep(cp *engine.Checkpoint, total int) string {
+	switch {
+	case cp.TerminalStatus != nil && *cp.TerminalStatus != "":
+		return clean(*cp.TerminalStatus)
+	case total > 0 && cp.CurrentIdx >= total:
+		return "complete"
+	case total > 0:
+		return fmt.Sprintf("%d of %d", cp.CurrentIdx+1, total)
+	}
+	return fmt.Sprint(cp.CurrentIdx + 1)
 }

@@ -114,10 +114,24 @@ func (p *flowsPane) View(c *common) []string {
 func flowFootnote(c *common, f *engine.FlowSummary, now time.Time) []string {
 	line := "flow " + clean(f.FlowID)
 	if f.Stalled(now) {
-		return []string{c.st.Warning.Render(line + " · ⚠ stalled: its runner has exited"),
-			c.st.Warning.Render("continue it with: stratum run --resume " + clean(f.FlowID))}
+		why, next := stalledHint(c.flows, f)
+		return []string{c.st.Warning.Render(line + " · ⚠ stalled: " + why), c.st.Warning.Render(next)}
 	}
 	return []string{c.st.Muted.Render(line + " · " + flowStatusText(f, now)), ""}
+}
+
+// stalledHint says why a stalled flow stopped and what continues it: a
+// runner's flow is resumed, a child flow through its parent; a Go
+// program's (driver library) never is.
+func stalledHint(flows []engine.FlowSummary, f *engine.FlowSummary) (why, next string) {
+	if f.Driver == engine.DriverLibrary {
+		return "its Go program has exited", "a Go program's flow is not resumed: run the program again"
+	}
+	cmd, child := resumeCommand(flows, f)
+	if child {
+		return "its runner has exited", "a child flow: continue its parent with: " + clean(cmd)
+	}
+	return "its runner has exited", "continue it with: " + clean(cmd)
 }
 
 // flowStatusText is a flow's status as the console shows it: a flow still

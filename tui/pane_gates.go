@@ -18,11 +18,17 @@ var gatesPaneDef = paneDef{title: "Gates", new: func(keyGroup) pane { return &ga
 type gatesPane struct {
 	paneBase
 	expanded bool // the outputs pretty-printed in full
+	// detail scrolls the selected gate's context; reading is the review
+	// it scrolls (another selection starts at its top).
+	detail  scrollView
+	reading string
 }
 
 var (
 	_ flowSelector = (*gatesPane)(nil)
 	_ badged       = (*gatesPane)(nil)
+	_ reader       = (*gatesPane)(nil)
+	_ pagerPane    = (*gatesPane)(nil)
 )
 
 func (p *gatesPane) visible(c *common) []review.PendingReview {
@@ -89,8 +95,38 @@ func (p *gatesPane) Update(m *Model, msg tea.KeyMsg) tea.Cmd {
 }
 
 func (p *gatesPane) ShortHelp(c *common) []key.Binding {
-	return []key.Binding{shortHelp(c.keys.Approve, "approve"), shortHelp(c.keys.Revise, "revise"), shortHelp(c.keys.Kill, "kill"),
+	h := []key.Binding{shortHelp(c.keys.Approve, "approve"), shortHelp(c.keys.Revise, "revise"), shortHelp(c.keys.Kill, "kill"),
 		shortHelp(c.keys.Open, "outputs")}
+	if p.detail.overflows() {
+		h = append(h, shortHelp(c.keys.PageDown, "scroll"))
+	}
+	return append(h, shortHelp(c.keys.Pager, "pager"))
+}
+
+// scroll: the page keys scroll the selected gate's context when it does
+// not fit; with the outputs expanded, top and bottom go to its ends too
+// (else they move in the list of gates).
+func (p *gatesPane) scroll(c *common, msg tea.KeyMsg) bool {
+	if _, ok := p.selected(c); !ok || !p.detail.overflows() {
+		return false
+	}
+	k := c.keys
+	if !p.expanded && (key.Matches(msg, k.Top) || key.Matches(msg, k.Bottom)) {
+		return false
+	}
+	return p.detail.key(k, msg, false)
+}
+
+// pagerText is the selected gate's whole context, outputs expanded, as
+// plain text.
+func (p *gatesPane) pagerText(c *common) (string, string) {
+	r, ok := p.selected(c)
+	if !ok {
+		return "", ""
+	}
+	title := "Gate " + r.StepID + " of " + r.FlowName + " · flow " + r.FlowID
+	lines := c.gateContextLines(r, c.gateCtx[r.ReviewID], pagerWidth, true, false)
+	return title, plainText(title, lines)
 }
 
 func (p *gatesPane) View(c *common) []string {
@@ -113,15 +149,15 @@ func (p *gatesPane) View(c *common) []string {
 			age(now.Sub(r.OpenedAt)), deadlineText(r, now))
 	})
 	r, _ := p.selected(c)
+	if r.ReviewID != p.reading {
+		p.reading, p.detail = r.ReviewID, scrollView{}
+	}
 	out = append(out, "")
 	// The full flow id: what `stratum gate` and `stratum query flow` take
-	// (y copies it).
-	out = append(out, wrapLines(c.st.Header.Render("Gate "+clean(r.StepID)+" of "+clean(r.FlowName)+" · flow "+clean(r.FlowID)), p.width)...)
-	ctx := c.gateContextLines(r, c.gateCtx[r.ReviewID], p.width, p.expanded, true)
-	if room := p.height - len(out); len(ctx) > room && room > 0 {
-		ctx = append(ctx[:room-1], c.st.Muted.Render(fmt.Sprintf("… %d more lines (a taller terminal shows them)", len(ctx)-room+1)))
-	}
-	return append(out, ctx...)
+	// (y copies it). The context scrolls below the list (page keys).
+	detail := wrapLines(c.st.Header.Render("Gate "+clean(r.StepID)+" of "+clean(r.FlowName)+" · flow "+clean(r.FlowID)), p.width)
+	detail = append(detail, c.gateContextLines(r, c.gateCtx[r.ReviewID], p.width, p.expanded, true)...)
+	return append(out, p.detail.window(c, detail, p.height-len(out), p.width, p.expanded)...)
 }
 
 // deadlineText counts down to the gate's deadline.
@@ -129,12 +165,20 @@ func deadlineText(r review.PendingReview, now time.Time) string {
 	if r.Deadline == nil {
 		return "no deadline"
 	}
+	then := string(r.OnTimeout)
+	if r.Library {
+		// A Go program's review decides its default value, or times out.
+		then = "times out"
+		if r.OnTimeout == review.Approve {
+			then = "default value"
+		}
+	}
 	left := r.Deadline.Sub(now)
 	if left <= 0 {
-		return "deadline passed (" + string(r.OnTimeout) + ")"
+		return "deadline passed (" + then + ")"
 	}
 	left = left.Truncate(time.Second)
-	return fmt.Sprintf("%s left, then %s", left, r.OnTimeout)
+	return fmt.Sprintf("%s left, then %s", left, then)
 }
 
 // allowed reports whether gate r accepts outcome o.

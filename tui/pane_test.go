@@ -101,7 +101,7 @@ func TestAddPane(t *testing.T) {
 func TestActionNames(t *testing.T) {
 	km := DefaultKeyMap()
 	acts := km.Actions()
-	want := strings.Fields("help filter command next_pane prev_pane back quit copy up down page_up page_down top bottom open " +
+	want := strings.Fields("help filter command next_pane prev_pane back quit copy up down page_up page_down top bottom open pager " +
 		"flows trace gates checkpoints iterations specs approve revise kill commit revert confirm edit")
 	if len(acts) != len(want) {
 		t.Errorf("%d actions, want %d", len(acts), len(want))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/review"
@@ -20,9 +21,20 @@ var tracePaneDef = paneDef{title: "Trace", new: func(keyGroup) pane { return &tr
 type tracePane struct {
 	paneBase
 	expanded map[uint64]bool // records expanded, by event sequence number
+	// top is the first row on screen (rows: entries and the lines of the
+	// expanded ones), kept so that the selected entry is always on screen.
+	top int
+	// detail scrolls the selected entry's expanded lines when they do not
+	// fit; reading is the entry it scrolls.
+	detail  scrollView
+	reading uint64
 }
 
-var _ detailPane = (*tracePane)(nil)
+var (
+	_ detailPane = (*tracePane)(nil)
+	_ reader     = (*tracePane)(nil)
+	_ pagerPane  = (*tracePane)(nil)
+)
 
 func (p *tracePane) showsDetail() {}
 
@@ -123,7 +135,12 @@ func (p *tracePane) lines(c *common) []traceLine {
 			if d.Trace != nil && d.Trace.Model != "" {
 				text += " [" + d.Trace.Model + "]"
 			}
-			text += fmt.Sprintf(" attempt %d", attempts[ev.StepID]+1)
+			if st.IsLibrary() {
+				// A Go program's Call: one entry with all its attempts.
+				text += fmt.Sprintf(" %d attempt%s", d.Attempt, plural(d.Attempt))
+			} else {
+				text += fmt.Sprintf(" attempt %d", attempts[ev.StepID]+1)
+			}
 			text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
 			callMS[ev.StepID] += d.DurationMS
 			if d.Tokens > 0 {
@@ -190,9 +207,50 @@ func (p *tracePane) Update(m *Model, msg tea.KeyMsg) tea.Cmd {
 }
 
 func (p *tracePane) ShortHelp(c *common) []key.Binding {
-	return []key.Binding{shortHelp(c.keys.Open, "open")}
+	h := []key.Binding{shortHelp(c.keys.Open, "open")}
+	if p.detail.overflows() {
+		h = append(h, shortHelp(c.keys.PageDown, "scroll"))
+	}
+	return append(h, shortHelp(c.keys.Pager, "pager"))
 }
 
+// selectedLine is the entry under the cursor.
+func (p *tracePane) selectedLine(c *common) (traceLine, bool) {
+	lines := p.lines(c)
+	if len(lines) == 0 {
+		return traceLine{}, false
+	}
+	return lines[min(p.l.cursor, len(lines)-1)], true
+}
+
+// scroll: while the selected entry is expanded and its lines do not fit,
+// the page keys and top and bottom scroll them.
+func (p *tracePane) scroll(c *common, msg tea.KeyMsg) bool {
+	tl, ok := p.selectedLine(c)
+	if !ok || !p.expanded[tl.seq] || tl.seq != p.reading || !p.detail.overflows() {
+		return false
+	}
+	return p.detail.key(c.keys, msg, false)
+}
+
+// pagerText is the selected entry and its whole output (or violations).
+func (p *tracePane) pagerText(c *common) (string, string) {
+	tl, ok := p.selectedLine(c)
+	if !ok || c.detail == nil {
+		return "", ""
+	}
+	title := "flow " + c.detail.FlowID + " · " + ansi.Strip(tl.text)
+	var lines []string
+	if tl.detail != "" {
+		lines = strings.Split(tl.detail, "\n")
+	}
+	return title, plainText(title, lines)
+}
+
+// View renders the entries and the lines of the expanded ones, wrapped,
+// as rows, and shows the rows around the selected entry: the selection
+// never leaves the screen. An expanded selected entry longer than the
+// screen shows a window of its lines, scrolled with the page keys.
 func (p *tracePane) View(c *common) []string {
 	height := p.height
 	lines := p.lines(c)
@@ -203,12 +261,18 @@ func (p *tracePane) View(c *common) []string {
 	if len(lines) == 0 {
 		return append(out, c.st.Muted.Render("No events recorded for this flow."))
 	}
-	// Expanded lines take extra rows; render within the height.
-	l := &p.l
 	h := height - 1
-	start := l.window(h, len(lines))
-	for i := start; i < len(lines) && len(out) < height; i++ {
-		tl := lines[i]
+	if h <= 0 {
+		return out
+	}
+	p.l.clamp(len(lines))
+	cur := p.l.cursor
+	if lines[cur].seq != p.reading {
+		p.reading, p.detail = lines[cur].seq, scrollView{}
+	}
+	var rows []string
+	curStart, curEnd := 0, 0
+	for i, tl := range lines {
 		marker := "  "
 		if tl.detail != "" {
 			marker = "▸ "
@@ -217,22 +281,39 @@ func (p *tracePane) View(c *common) []string {
 			}
 		}
 		text := "  " + marker + tl.text
-		if i == l.cursor {
-			text = c.st.Selected.Render(padRight("› "+marker+tl.text, p.width))
+		if i == cur {
+			curStart = len(rows)
+			text = c.st.Selected.Render(padRight("› "+marker+ansi.Strip(tl.text), p.width))
 		} else if tl.style != nil {
 			text = tl.style(text)
 		}
-		out = append(out, text)
+		rows = append(rows, text)
 		if p.expanded[tl.seq] && tl.detail != "" {
+			var body []string
 			for _, dl := range strings.Split(tl.detail, "\n") {
-				if len(out) >= height {
-					break
+				for _, w := range wrapLines(dl, max(1, p.width-6)) {
+					body = append(body, "      "+c.st.Muted.Render(w))
 				}
-				out = append(out, "      "+c.st.Muted.Render(dl))
 			}
+			if i == cur {
+				body = p.detail.window(c, body, h-1, p.width, true)
+			}
+			rows = append(rows, body...)
+		}
+		if i == cur {
+			curEnd = len(rows)
 		}
 	}
-	return out
+	// Keep the selected entry (and its window) on screen.
+	if curStart < p.top {
+		p.top = curStart
+	}
+	if curEnd > p.top+h {
+		p.top = curEnd - h
+	}
+	p.top = max(0, min(p.top, len(rows)-h))
+	end := min(len(rows), p.top+h)
+	return append(out, rows[p.top:end]...)
 }
 
 // taskText is the row of a fan-out task: state, run, duration, worktree

@@ -68,8 +68,12 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	}
 	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), len(flows), running, len(stalled), len(reviews), store)
 	for _, f := range stalled {
+		cont, _ := resumeCommand(flows, f)
+		if f.Driver == engine.DriverLibrary {
+			cont = "run the Go program again"
+		}
 		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%q\n",
-			stamp(now), specs.EscapeControl(f.FlowID), specs.EscapeControl(f.FlowName), f.Status, specs.EscapeControl(f.CurrentStep), "stratum run --resume "+f.FlowID)
+			stamp(now), specs.EscapeControl(f.FlowID), specs.EscapeControl(f.FlowName), f.Status, specs.EscapeControl(f.CurrentStep), cont)
 	}
 	for _, r := range reviews {
 		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%q question=%q\n",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -31,8 +33,15 @@ type RunOptions struct {
 	// Backend names the store in the header ("etcd etcd://…/team"); main
 	// passes it, as the TUI never imports a store.
 	Backend string
+	// Pager is the command the pager key runs ($PAGER, else less, when
+	// nil).
+	Pager   []string
 	Program []tea.ProgramOption
 }
+
+// runStopTimeout bounds the wait for runs started from the console to
+// release their leases when it quits.
+const runStopTimeout = 10 * time.Second
 
 // Run starts the console and blocks until the user quits or ctx ends.
 func Run(ctx context.Context, opt RunOptions) error {
@@ -62,10 +71,16 @@ func Run(ctx context.Context, opt RunOptions) error {
 		defer w.Close()
 		specUpdates = w.Updates()
 	}
+	if opt.Pager == nil {
+		opt.Pager = strings.Fields(os.Getenv("PAGER"))
+		if len(opt.Pager) == 0 {
+			opt.Pager = []string{"less"}
+		}
+	}
 	mo := Options{
 		Source: opt.Source, Keys: opt.Keys, Reviewer: opt.Reviewer,
 		Styles: DefaultStyles(NewRenderer(opt.Out, opt.NoColor || noColor())),
-		Events: events, Specs: specUpdates, Clipboard: opt.Out, Backend: opt.Backend,
+		Events: events, Specs: specUpdates, Clipboard: opt.Out, Backend: opt.Backend, Pager: opt.Pager,
 	}
 	if opt.Sink == nil {
 		opt.Sink = review.NewQueue(0, 0)
@@ -76,7 +91,11 @@ func Run(ctx context.Context, opt RunOptions) error {
 		popts = append(popts, tea.WithAltScreen())
 	}
 	popts = append(popts, opt.Program...)
-	_, err = tea.NewProgram(New(mo), popts...).Run()
+	model := New(mo)
+	_, err = tea.NewProgram(model, popts...).Run()
+	// Runs started here stop with the console: wait for them to release
+	// their leases, so their flows read stalled at once, not in 30 s.
+	model.stopRuns(runStopTimeout)
 	if err == tea.ErrProgramKilled && ctx.Err() != nil {
 		return nil
 	}

@@ -200,21 +200,24 @@ func TestGatesOldestFirstAndSelectionKept(t *testing.T) {
 }
 
 // TestApproveRightAfterLaunch: with a gate waiting, a, the rationale,
-// enter, a records the approval from the pane the console opens on.
+// enter, a records the approval from the pane the console opens on, for
+// the selected flow's gate; a decision key on a flow that waits at no gate
+// says so and opens no other flow's gate.
 func TestApproveRightAfterLaunch(t *testing.T) {
 	f := newFixture(t)
 	m := newModel(t, recordingSource{Source: f.src, f: f}, 80, 24)
+	// The selected flow (the newest, stalled) waits at no gate.
+	press(m, "a")
+	if len(m.dialogs) != 0 || !m.statusErr || !strings.Contains(m.status, "is not waiting at a gate") || !strings.Contains(m.status, "2 gates wait in the Gates pane (3)") {
+		t.Fatalf("a on a flow without a gate: %d dialogs, status %q", len(m.dialogs), m.status)
+	}
+	press(m, "G") // the oldest flow: the deploy flow at its gate
 	press(m, "a")
 	typeText(m, "ok")
 	press(m, "enter", "a")
 	ds := f.decisions()
-	if len(ds) != 1 || ds[0].Outcome != review.Approve || ds[0].Rationale != "ok" {
+	if len(ds) != 1 || ds[0].Outcome != review.Approve || ds[0].Rationale != "ok" || ds[0].FlowID != f.gateID {
 		t.Fatalf("decisions %+v (status %q)", ds, m.status)
-	}
-	// The selected flow (the newest, stalled and not at a gate) has no
-	// gate, so the gate that waited longest was decided.
-	if ds[0].FlowID != f.gateID {
-		t.Fatalf("decided %s, want the oldest gate %s", ds[0].FlowID, f.gateID)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -66,7 +67,14 @@ func newRunDialog(path string, sp *specs.Spec) *runDialog {
 	return &runDialog{path: path, sp: sp, flows: flows, idx: idx, input: ti}
 }
 
-func (d *runDialog) grace() *grace   { return nil }
+func (d *runDialog) grace() *grace { return nil }
+func (d *runDialog) help(*Model) []key.Binding {
+	h := []key.Binding{hint("enter", "run"), hint("esc", "cancel")}
+	if len(d.flows) > 1 {
+		h = append(h, hint("tab", "next flow"))
+	}
+	return h
+}
 func (d *runDialog) takesText() bool { return true }
 
 func (d *runDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
@@ -134,11 +142,10 @@ func (d *runDialog) view(m *Model, width int) string {
 }
 
 func (m *Model) runFlowCmd(path string, sp *specs.Spec, flow string, inputs map[string]any) tea.Cmd {
-	r, sink, ctx := m.opt.Runner, m.opt.Sink, m.opt.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	r, sink, ctx, wg := m.opt.Runner, m.opt.Sink, m.runCtx, m.runsWG
+	wg.Add(1)
 	return func() tea.Msg {
+		defer wg.Done()
 		var s review.Sink
 		if sink != nil {
 			s = sink

@@ -60,6 +60,17 @@ func (m *Model) headerLine() string {
 		}
 	}
 	s := m.st
+	if m.loadErr != nil {
+		// The counts would be stale: say the store is unreachable instead.
+		left := s.Title.Render("stratum") + "  " + s.Error.Render("✗ store unreachable")
+		if !m.lastLoadAt.IsZero() {
+			left += " " + s.Muted.Render("(last read "+m.lastLoadAt.UTC().Format("15:04:05")+", the panes show that)")
+		}
+		if m.opt.Backend != "" {
+			left += "  " + s.Muted.Render("on "+clean(m.opt.Backend))
+		}
+		return left + "  " + s.Error.Render(clean(m.loadErr.Error()))
+	}
 	left := s.Title.Render("stratum") + "  " +
 		s.Running.Render(fmt.Sprintf("%d running", running)) + " · "
 	if stalled > 0 {
@@ -70,10 +81,7 @@ func (m *Model) headerLine() string {
 	if m.opt.Backend != "" {
 		left += "  " + s.Muted.Render("on "+clean(m.opt.Backend))
 	}
-	switch {
-	case m.loadErr != nil:
-		left += "  " + s.Error.Render("store: "+clean(m.loadErr.Error()))
-	case !m.loaded:
+	if !m.loaded {
 		left += "  " + s.Muted.Render("loading…")
 	}
 	return left
@@ -115,14 +123,28 @@ func (m *Model) statusLine() string {
 	if m.statusErr {
 		return m.st.Error.Render("✗ " + m.status)
 	}
+	if m.now().Sub(m.statusAt) >= m.opt.StatusTTL {
+		return "" // expired: an old message would read as news
+	}
 	return m.st.Muted.Render(m.status)
 }
 
 // helpLine is the footer: the focused pane's ShortHelp, then the globals,
 // as many whole entries as fit the width; `? help` and `q quit` always
 // stay (the help lists everything).
+//
+// A dialog's footer is its own keys, and the `/` or `:` line's is enter
+// and esc: the main screen's keys do not work there.
 func (m *Model) helpLine() string {
 	entries := append(m.focused().ShortHelp(&m.common), m.keys.ShortHelp()...)
+	switch {
+	case len(m.dialogs) > 0:
+		entries = m.dialogs[len(m.dialogs)-1].help(m)
+	case m.inputMode == inputFilter:
+		entries = []key.Binding{hint("enter", "apply"), hint("esc", "clear")}
+	case m.inputMode == inputCommand:
+		entries = []key.Binding{hint("enter", "run"), hint("esc", "cancel")}
+	}
 	text := func(b key.Binding) string { return b.Help().Key + " " + b.Help().Desc }
 	const sep = " · "
 	sepW := ansi.StringWidth(sep)
@@ -199,7 +221,26 @@ func wrapLines(s string, w int) []string {
 	if w <= 0 {
 		return nil
 	}
+	// A line of at most w bytes is at most w cells: nothing to wrap (the
+	// common case, and ansi.Wrap is most of a long detail's frame).
+	if len(s) <= w && !strings.Contains(s, "\n") {
+		return []string{s}
+	}
 	return strings.Split(ansi.Wrap(s, w, ""), "\n")
+}
+
+// pagerWidth is the width text for $PAGER is wrapped at (the pager wraps
+// or scrolls sideways itself).
+const pagerWidth = 1 << 16
+
+// plainText is title and lines as the pager gets them: no styles.
+func plainText(title string, lines []string) string {
+	var b strings.Builder
+	b.WriteString(title + "\n\n")
+	for _, l := range lines {
+		b.WriteString(ansi.Strip(l) + "\n")
+	}
+	return b.String()
 }
 
 func jsonCompact(v any) string {

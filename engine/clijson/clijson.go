@@ -1,6 +1,7 @@
 package clijson
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -176,6 +177,12 @@ type GateEntry struct {
 	Deadline     *time.Time        `json:"deadline"`
 	Approver     string            `json:"approver"`
 	OnTimeout    string            `json:"on_timeout"`
+
+	// A review of a Go program (library flows) adds what it asks and the
+	// values to pick from (numbered from 1 by --option).
+	Question string            `json:"question,omitempty"`
+	Trigger  string            `json:"trigger,omitempty"`
+	Options  []json.RawMessage `json:"options,omitempty"`
 }
 
 // Gates is `stratum query gates`: one GateEntry per waiting gate, in
@@ -189,6 +196,9 @@ func Gates(gates []engine.GateStep) []GateEntry {
 		if p.Gate != nil {
 			e.StepID, e.DispatchedAt, e.Deadline = p.Gate.StepID, p.Gate.DispatchedAt, p.Gate.Deadline
 			e.Approver, e.OnTimeout = p.Gate.Approver, p.Gate.OnTimeout
+		}
+		if r := g.Review; r != nil {
+			e.Question, e.Trigger, e.Options = r.Question, r.Trigger, r.Options
 		}
 		if s := g.Step; s != nil {
 			e.Function = optStr(s.Function)

@@ -28,7 +28,10 @@
 // batch) is answered with a JSON-RPC error instead, and the server goes on
 // with the next line; so is a request whose id is null, an array, an object
 // or a boolean (answered with id null). Each accepted frame is decoded once,
-// into the message the session handles. The connection hands every call to
+// into the message the session handles: the common request (keys jsonrpc,
+// id, method and params only, plain strings) by one scan of its top level
+// (frames_fast.go), any other by the SDK's jsonrpc.DecodeMessage, whose
+// decoder allocates 32 KiB a run. The connection hands every call to
 // the session under an id of its own and writes the answer with the
 // client's id byte for byte (the SDK keeps ids as int64 or string); it lets
 // at most maxInFlight calls in before their answers are written (a client

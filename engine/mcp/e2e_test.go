@@ -42,7 +42,12 @@ func buildAndRun(m *testing.M) int {
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
+	// STRATUM_TEST_BIN runs the tests against a stratum built elsewhere
+	// (an A/B of the benchmarks against another commit's binary).
 	build := exec.Command("go", "build", "-o", bin, "github.com/stratum-go/stratum")
+	if other := os.Getenv("STRATUM_TEST_BIN"); other != "" {
+		bin, build = other, exec.Command("true")
+	}
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building stratum:", err)

@@ -104,6 +104,13 @@ func (g *frameGuard) admit(line []byte, tooLong bool) jsonrpc.Message {
 	case bytes.TrimSpace(line)[0] == '[':
 		msg = "request refused: batch requests are not supported"
 	default:
+		if req, id, ok := decodeCommon(line); ok {
+			g.id = nil
+			if req.IsCall() {
+				g.id = id
+			}
+			return req
+		}
 		m, err := jsonrpc.DecodeMessage(line)
 		if err != nil {
 			msg = "request refused: not a JSON-RPC message: " + err.Error()

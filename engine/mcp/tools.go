@@ -53,6 +53,9 @@ type gateResolveArgs struct {
 	Outcome    string `json:"outcome" jsonschema:"approve, revise or kill"`
 	Rationale  string `json:"rationale" jsonschema:"why: recorded in the trace with the decision"`
 	ResolvedBy string `json:"resolved_by" jsonschema:"who decided: human, agent or system"`
+	// Value is the decided value of a Go program's review (any JSON value,
+	// not a string holding JSON), with outcome approve.
+	Value any `json:"value,omitempty" jsonschema:"a Go program's review only (step_id review-N): the value decided with outcome approve, any JSON value (one of the review's options, or a value of its type)"`
 }
 
 type stepReasonArgs struct {
@@ -189,7 +192,8 @@ func (s *server) registerGateTools(srv *mcp.Server) {
 	svc := s.svc
 	addTool(srv, s, &mcp.Tool{Name: "stratum_gate_resolve", Description: `Decide the gate a flow is waiting at (status await_gate): outcome approve (continue, or on_approve), revise (back to on_revise for another round) or kill (on_kill, or end the flow killed). The decision is recorded with rationale and resolved_by (human | agent | system), first writer wins across every stratum process.
 Only decide if you are the reviewer. A gate with approver: human refuses this tool (error_type gate_requires_human): wait for a person with stratum_wait_gate instead.
-Returns the next dispatch, the completion, {status:"killed", …}, or an error: invalid_outcome, invalid_resolved_by, wrong_step, not_a_gate_step, flow_already_complete, max_rounds_exceeded, gate_requires_human, flow_not_found.`},
+Returns the next dispatch, the completion, {status:"killed", …}, or an error: invalid_outcome, invalid_resolved_by, wrong_step, not_a_gate_step, flow_already_complete, max_rounds_exceeded, gate_requires_human, flow_not_found.
+A review opened by a Go program (step_id review-N, stratum query gates shows its question and options) is approved with value (a JSON value: one of its options, or a value of its type) or declined with kill; a value that does not fit is invalid_review_value and the review stays open.`},
 		func(ctx context.Context, req *mcp.CallToolRequest, in gateResolveArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 				return nil, err
@@ -199,6 +203,13 @@ Returns the next dispatch, the completion, {status:"killed", …}, or an error: 
 			}
 			d := review.Decision{FlowID: in.FlowID, StepID: in.StepID, Outcome: review.Outcome(in.Outcome), Rationale: in.Rationale,
 				Reviewer: clientName(req), ResolvedBy: review.ResolvedBy(in.ResolvedBy), Channel: review.ChannelMCP}
+			if in.Value != nil {
+				b, err := json.Marshal(in.Value)
+				if err != nil {
+					return nil, fmt.Errorf("value: %w", err)
+				}
+				d.Value = b
+			}
 			// The engine applies the rationale rule by channel: over MCP an
 			// empty rationale is accepted, as in the original.
 			return answer(svc.GateResolve(ctx, d.FlowID, d))

@@ -251,6 +251,10 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 		return &Outcome{FlowID: flowID, Status: EndInvalid, ExitCode: ExitUsage,
 			Message: fmt.Sprintf("flow %s is a child flow; resume its parent %s", flowID, *st.ParentFlowID)}, nil
 	}
+	if st.IsLibrary() {
+		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndInvalid, ExitCode: ExitUsage,
+			Message: fmt.Sprintf("flow %s is run by a Go program (driver library) and cannot be resumed: run the program again; its open reviews can still be decided (stratum gate, stratum tui)", flowID)}, nil
+	}
 	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec))
 	if sp == nil || ds.HasErrors() {
 		return &Outcome{FlowID: flowID, Status: EndInvalid, ExitCode: ExitUsage, Message: "the flow's stored spec no longer parses: " + ds.Error()}, nil

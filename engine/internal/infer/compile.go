@@ -48,6 +48,24 @@ func (e *CompileError) Error() string { return e.Message }
 // attempt's violations (nil on the first attempt). Inputs appear in the order
 // given.
 func Compile(intent string, context []string, inputs []Binding, violations []string) (Prompt, error) {
+	return PromptParts{Intent: intent, Context: context, Inputs: inputs, Violations: violations}.Compile()
+}
+
+// PromptParts are what a prompt is compiled from.
+type PromptParts struct {
+	Intent  string
+	Context []string
+	Inputs  []Binding
+	// Violations are the previous attempt's (nil on the first attempt).
+	Violations []string
+	// Tail are lines that end the prompt (the refine loop's feedback of
+	// seed 000 §3.3), after the retry block and the attached-data line.
+	Tail []string
+}
+
+// Compile assembles the prompt (see the package doc).
+func (pp PromptParts) Compile() (Prompt, error) {
+	intent, context, inputs, violations := pp.Intent, pp.Context, pp.Inputs, pp.Violations
 	var opaque []string
 	for _, b := range inputs {
 		if b.Opaque {
@@ -99,6 +117,7 @@ func Compile(intent string, context []string, inputs []Binding, violations []str
 			}
 		}
 	}
+	lines = append(lines, pp.Tail...)
 	p.Text = strings.Join(lines, "\n")
 	p.Hash = Hash(p.Text)
 	return p, nil

@@ -1,12 +1,27 @@
 // Package infer executes infer steps (infer functions and inline steps
-// without agent/run) with an LLM: the prompt compiler of seed 000 §4 and an
-// engine.Executor where one attempt is one LLM call.
+// without agent/run) with an LLM: the prompt compiler of seed 000 §4, an
+// engine.Executor where one attempt is one LLM call, and the infer loop of
+// the Go library (engine/stratum).
+//
+// Executor.Attempt is one LLM call without the engine's step types (model,
+// budget check, prompt, chat span, usage and cost, answer decoding); the
+// spec executor's Execute is an adapter over it, so `stratum run` and the
+// library send the same prompts. Executor.Loop is seed 000 §3.1's loop over
+// Attempt, for the library: up to Retries+1 attempts, a budget view before
+// each, the caller's Check (schema, decoding, ensures) on each answer, only
+// the previous attempt's violations in the next prompt, usage and cost
+// summed, an "infer NAME" span with a "retry" event per retry; it ends in
+// an *ExhaustedError (Parse says whether the last failure was a parse
+// failure) or a budget, config or compile error. The engine's runner keeps
+// its own retry loop, as persisted state transitions (Service.StepDone),
+// over Execute.
 //
 // The compiler assembles, newline-joined: the intent; each context string;
 // "Inputs:" and one "  name: value" line per non-opaque input; on a retry
 // "Previous attempt failed:", one "  - violation" line per violation of the
-// previous attempt only, and "Fix these issues specifically."; and, when
-// opaque inputs exist, "See attached data for: a, b". Opaque values travel
+// previous attempt only, and "Fix these issues specifically."; when
+// opaque inputs exist, "See attached data for: a, b"; and last
+// PromptParts.Tail (the library's refine feedback). Opaque values travel
 // as a separate JSON attachment (its own content part of the user turn),
 // never in the instruction text, and an opaque input interpolated as {name}
 // into the intent is a *CompileError. The compiled-prompt hash is the first

@@ -53,6 +53,8 @@ type Executor struct {
 	CallTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	recorder *llm.Recorder // closed by Close
 }
 
 // New returns an Executor over a router.
@@ -92,56 +94,177 @@ func OutputOf(sp *specs.Spec, step *specs.Step) Output {
 // even when the attempt failed after tokens were spent (parse failure,
 // refusal, truncation), so the runner can charge them.
 func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
-	now := time.Now
-	if e.Now != nil {
-		now = e.Now
-	}
-	start := now()
 	step := req.Step
 	if step == nil {
 		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{"infer executor: no step in the request"}}
 	}
-	if e.Models == nil {
-		return engine.StepOutcome{}, configErr("no LLM provider is configured")
+	var extra []string
+	if f := req.Feedback(); f != nil {
+		extra = append(extra, f.Prompt())
+	}
+	fn := step.Function
+	if fn == "" {
+		fn = step.ID
 	}
 	fnModel := ""
 	if step.Fn != nil {
 		fnModel = step.Fn.Model
 	}
-	model := e.Models.Choose(step.Model, fnModel)
-	target, err := e.Models.Resolve(model)
-	if err != nil {
-		return engine.StepOutcome{}, configErr(err.Error())
+	res, err := e.Attempt(ctx, AttemptRequest{
+		Function: fn, Models: []string{step.Model, fnModel},
+		Parts:  PromptParts{Intent: engine.StepIntent(step), Context: extra, Inputs: Bindings(req.Spec, req.Flow, step, req.Inputs), Violations: req.Violations},
+		Output: OutputOf(req.Spec, step), Inputs: req.Inputs, Budget: req.Budget,
+		FlowID: req.FlowID, StepID: step.ID, Attempt: req.Attempt, RetryEvent: true,
+	})
+	var ce *CompileError
+	if errors.As(err, &ce) {
+		ce.Step = step.ID
+		err = configErr(fmt.Sprintf("step '%s': %v", step.ID, err))
 	}
+	if res.Trace == nil {
+		return engine.StepOutcome{}, err
+	}
+	return engine.StepOutcome{Output: res.Value, Usage: res.Usage, CostUSD: res.CostUSD, Trace: res.Trace}, err
+}
 
-	// Budget before the call: spends no attempt when exhausted.
-	b := req.Budget
+// AttemptRequest is one LLM call without the engine's step types: what
+// Execute (one attempt of a spec step) and Loop (the library's infer loop)
+// both send.
+type AttemptRequest struct {
+	// Function names the call in the trace and the span.
+	Function string
+	// Models are the candidate model names, first non-empty wins, else the
+	// router's default.
+	Models []string
+	// Parts are what the prompt is compiled from.
+	Parts PromptParts
+	// Output is the output schema and contract hash.
+	Output Output
+	// Inputs are the raw inputs for the trace record.
+	Inputs map[string]any
+	// Budget is the remaining envelope: checked before the call, and its
+	// deadline bounds the call.
+	Budget engine.BudgetView
+	// Temperature overrides the executor's.
+	Temperature *float64
+	// FlowID, StepID and Attempt (1-based) label the trace and the span.
+	FlowID, StepID string
+	Attempt        int
+	// RetryEvent puts a "retry" event with the previous violations on the
+	// chat span (the runner's spans); Loop puts it on its infer span.
+	RetryEvent bool
+}
+
+// AttemptResult is what one attempt produced. Usage, CostUSD and Trace are
+// set whenever a request was made, even when the attempt failed.
+type AttemptResult struct {
+	Value   any
+	Usage   engine.Usage
+	CostUSD *float64
+	Trace   *engine.TraceRecord
+	// Model is the "provider/model" called.
+	Model string
+	// PromptHash is the compiled prompt's hash.
+	PromptHash string
+}
+
+// Attempt makes one call: it resolves the model, checks the budget
+// (exhausted: an error wrapping engine.ErrBudgetExhausted, no request),
+// compiles the prompt, calls the provider within CallTimeout and the
+// budget's deadline, and extracts the JSON answer. Errors are
+// *engine.AttemptError (parse, refusal, truncated, transport, timeout:
+// the attempt is spent; config: stop), a *CompileError, an
+// engine.ErrBudgetExhausted wrap, or ctx's error.
+func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResult, error) {
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
+	}
+	start := now()
+	if e.Models == nil {
+		return AttemptResult{}, configErr("no LLM provider is configured")
+	}
+	target, err := e.Models.Resolve(e.Models.Choose(req.Models...))
+	if err != nil {
+		return AttemptResult{}, configErr(err.Error())
+	}
+	label := req.StepID
+	if label == "" {
+		label = req.Function
+	}
+	if err := budgetLeft(req.Budget, start, label); err != nil {
+		return AttemptResult{}, err
+	}
+	prompt, err := req.Parts.Compile()
+	if err != nil {
+		return AttemptResult{}, err
+	}
+	schema, wrapped := llm.ObjectRoot(req.Output.Schema)
+	lreq := e.request(target, req, prompt, schema)
+	violations := req.Parts.Violations
+	if violations == nil {
+		violations = []string{}
+	}
+	flowID := req.FlowID
+	trace := &engine.TraceRecord{
+		Function: req.Function, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
+		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: req.Output.Hash,
+		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: req.StepID, Attempt: req.Attempt,
+	}
+	span := chatSpan(ctx, target, lreq.MaxTokens, req, prompt.Hash)
+
+	timeout := e.CallTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
+	if b := req.Budget; !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
+		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
+	}
+	callCtx, cancel := context.WithDeadlineCause(llm.WithPromptHash(ctx, prompt.Hash), deadline, cause)
+	defer cancel()
+	resp, callErr := target.Provider.Complete(callCtx, lreq)
+
+	res := AttemptResult{Trace: trace, Model: target.Full, PromptHash: prompt.Hash}
+	e.account(&res, span, target, resp, callErr)
+	finish := func(err error) (AttemptResult, error) {
+		trace.DurationMS = now().Sub(start).Milliseconds()
+		span.End(err)
+		return res, err
+	}
+	if callErr != nil {
+		return finish(e.mapCallError(ctx, callCtx, cause, label, target, callErr))
+	}
+	value, repaired, err := decodeAnswer(resp.Content, wrapped, req.Output.Schema, target.Info.Dialect)
+	if err != nil {
+		return finish(err)
+	}
+	res.Value = value
+	trace.Output = value
+	trace.Repaired = repaired
+	span.Set(otlp.AttrRepaired, repaired)
+	return finish(nil)
+}
+
+// budgetLeft refuses a call whose envelope is spent (no attempt is used).
+func budgetLeft(b engine.BudgetView, now time.Time, label string) error {
 	switch {
-	case !b.Deadline.IsZero() && !start.Before(b.Deadline):
-		return engine.StepOutcome{}, fmt.Errorf("%w: no time left for step '%s' (ms budget)", engine.ErrBudgetExhausted, step.ID)
+	case !b.Deadline.IsZero() && !now.Before(b.Deadline):
+		return fmt.Errorf("%w: no time left for step '%s' (ms budget)", engine.ErrBudgetExhausted, label)
 	case b.USD != nil && *b.USD <= 0:
-		return engine.StepOutcome{}, fmt.Errorf("%w: no usd left for step '%s'", engine.ErrBudgetExhausted, step.ID)
+		return fmt.Errorf("%w: no usd left for step '%s'", engine.ErrBudgetExhausted, label)
 	case b.Tokens < 0:
-		return engine.StepOutcome{}, fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, step.ID)
+		return fmt.Errorf("%w: no tokens left for step '%s'", engine.ErrBudgetExhausted, label)
 	}
+	return nil
+}
 
-	var extra []string
-	if f := req.Feedback(); f != nil {
-		extra = append(extra, f.Prompt())
-	}
-	prompt, err := Compile(engine.StepIntent(step), extra, Bindings(req.Spec, req.Flow, step, req.Inputs), req.Violations)
-	if err != nil {
-		var ce *CompileError
-		if errors.As(err, &ce) {
-			ce.Step = step.ID
-		}
-		return engine.StepOutcome{}, configErr(fmt.Sprintf("step '%s': %v", step.ID, err))
-	}
-	out := OutputOf(req.Spec, step)
-	schema, wrapped := llm.ObjectRoot(out.Schema)
-
+// request builds the provider request: output cap (doubled after a
+// truncated answer, lowered to a token budget), system message,
+// temperature, attachment.
+func (e *Executor) request(target llm.Target, req AttemptRequest, prompt Prompt, schema map[string]any) llm.Request {
 	maxTokens := e.MaxTokens
-	if previousTruncated(req.Violations) {
+	if previousTruncated(req.Parts.Violations) {
 		// The previous answer hit the output limit: allow twice as much.
 		base := maxTokens
 		if base == 0 && target.Info.Dialect == llm.DialectAnthropic {
@@ -151,34 +274,27 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 			maxTokens = 2 * base
 		}
 	}
-	if b.Tokens > 0 && (maxTokens == 0 || int64(maxTokens) > b.Tokens) {
+	if b := req.Budget; b.Tokens > 0 && (maxTokens == 0 || int64(maxTokens) > b.Tokens) {
 		maxTokens = int(min(b.Tokens, int64(1<<30)))
 	}
 	system := e.System
 	if system == "" {
 		system = DefaultSystem
 	}
+	temp := e.Temperature
+	if req.Temperature != nil {
+		temp = req.Temperature
+	}
 	lreq := llm.Request{Model: target.Model, System: system, Prompt: prompt.Text, Schema: schema,
-		SchemaName: "output", MaxTokens: maxTokens, Temperature: e.Temperature}
+		SchemaName: "output", MaxTokens: maxTokens, Temperature: temp}
 	if prompt.Attachment != nil {
 		lreq.Attachment = prompt.Attachment
 	}
+	return lreq
+}
 
-	fn := step.Function
-	if fn == "" {
-		fn = step.ID
-	}
-	flowID := req.FlowID
-	violations := req.Violations
-	if violations == nil {
-		violations = []string{}
-	}
-	trace := &engine.TraceRecord{
-		Function: fn, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
-		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: out.Hash,
-		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: step.ID, Attempt: req.Attempt,
-	}
-
+// chatSpan opens the "chat MODEL" span of one attempt under ctx's span.
+func chatSpan(ctx context.Context, target llm.Target, maxTokens int, req AttemptRequest, promptHash string) *otlp.Span {
 	span := otlp.SpanFromContext(ctx).Child("chat "+target.Model, otlp.KindClient)
 	span.Set(otlp.AttrOperationName, "chat")
 	span.Set(otlp.AttrProviderName, target.Info.Name)
@@ -199,28 +315,23 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	if sent := llm.RequestMaxTokens(target.Model, maxTokens, target.Info.Dialect == llm.DialectAnthropic); sent > 0 {
 		span.Set(otlp.AttrRequestMaxTokens, sent)
 	}
-	span.Set(otlp.AttrFunction, fn)
+	span.Set(otlp.AttrFunction, req.Function)
 	span.Set(otlp.AttrFlowID, req.FlowID)
-	span.Set(otlp.AttrStepID, step.ID)
+	if req.StepID != "" {
+		span.Set(otlp.AttrStepID, req.StepID)
+	}
 	span.Set(otlp.AttrAttempt, req.Attempt)
-	span.Set(otlp.AttrContractHash, out.Hash)
-	span.Set(otlp.AttrPromptHash, prompt.Hash)
-	if len(req.Violations) > 0 {
-		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Violations})
+	span.Set(otlp.AttrContractHash, req.Output.Hash)
+	span.Set(otlp.AttrPromptHash, promptHash)
+	if req.RetryEvent && len(req.Parts.Violations) > 0 {
+		span.Event("retry", map[string]any{otlp.AttrAttempt: req.Attempt - 1, otlp.AttrViolations: req.Parts.Violations})
 	}
+	return span
+}
 
-	timeout := e.CallTimeout
-	if timeout <= 0 {
-		timeout = DefaultCallTimeout
-	}
-	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
-	if !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
-		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
-	}
-	callCtx, cancel := context.WithDeadlineCause(llm.WithPromptHash(ctx, prompt.Hash), deadline, cause)
-	defer cancel()
-	resp, callErr := target.Provider.Complete(callCtx, lreq)
-
+// account records the attempt's usage and cost (refusals and truncations
+// spent tokens too) on the result, its trace record and the span.
+func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Target, resp *llm.Response, callErr error) {
 	var usage llm.Usage
 	var reported *float64
 	if resp != nil {
@@ -240,13 +351,13 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	case errors.As(callErr, &te):
 		usage = te.Usage
 	}
-	outcome := engine.StepOutcome{Usage: engineUsage(usage), Trace: trace}
+	res.Usage = engineUsage(usage)
 	if resp != nil || re != nil || te != nil {
-		outcome.CostUSD = e.Models.Prices().Cost(target.Info, target.Model, usage, reported)
+		res.CostUSD = e.Models.Prices().Cost(target.Info, target.Model, usage, reported)
 	}
-	eu := outcome.Usage
-	trace.Usage = &eu
-	trace.CostUSD = outcome.CostUSD
+	eu := res.Usage
+	res.Trace.Usage = &eu
+	res.Trace.CostUSD = res.CostUSD
 	span.Set(otlp.AttrInputTokens, usage.InputInclusive())
 	span.Set(otlp.AttrOutputTokens, usage.OutputInclusive())
 	if usage.CacheRead > 0 {
@@ -258,44 +369,38 @@ func (e *Executor) Execute(ctx context.Context, req engine.StepRequest) (engine.
 	if usage.Reasoning > 0 {
 		span.Set(otlp.AttrReasoningTokens, usage.Reasoning)
 	}
-	span.Set(otlp.AttrCostUSD, outcome.CostUSD)
-	finish := func(err error) (engine.StepOutcome, error) {
-		trace.DurationMS = now().Sub(start).Milliseconds()
-		span.End(err)
-		return outcome, err
-	}
+	span.Set(otlp.AttrCostUSD, res.CostUSD)
+}
 
-	if callErr != nil {
-		return finish(e.mapCallError(ctx, callCtx, cause, step, target, callErr))
-	}
-	value, repaired, perr := ExtractJSON(resp.Content)
+// decodeAnswer extracts the JSON answer from the provider's text, unwraps
+// a non-object root sent as {"value": …}, and drops the nulls a strict
+// OpenAI schema forced onto optional fields.
+func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect string) (any, bool, error) {
+	value, repaired, perr := ExtractJSON(content)
 	if perr != nil {
-		return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + perr.Error()}})
+		return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + perr.Error()}}
 	}
 	if wrapped {
 		m, ok := value.(map[string]any)
 		if !ok {
-			return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: expected an object with a \"value\" field"}})
+			return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: expected an object with a \"value\" field"}}
 		}
 		v, ok := m["value"]
 		if !ok {
-			return finish(&engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: the answer has no \"value\" field"}})
+			return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: the answer has no \"value\" field"}}
 		}
-		value = v
-	} else if out.Schema != nil && target.Info.Dialect == llm.DialectOpenAI {
-		value = llm.DropOptionalNulls(out.Schema, value)
+		return v, repaired, nil
 	}
-	outcome.Output = value
-	trace.Output = value
-	trace.Repaired = repaired
-	span.Set(otlp.AttrRepaired, repaired)
-	return finish(nil)
+	if schema != nil && dialect == llm.DialectOpenAI {
+		value = llm.DropOptionalNulls(schema, value)
+	}
+	return value, repaired, nil
 }
 
 // mapCallError turns a provider error into the executor's error classes.
 // deadlineCause is the cause of callCtx's deadline: a *callTimeout, or
 // engine.ErrBudgetExhausted for an ms budget.
-func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause error, step *specs.Step, target llm.Target, err error) error {
+func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause error, label string, target llm.Target, err error) error {
 	var (
 		re   *llm.RefusalError
 		te   *llm.TruncatedError
@@ -320,7 +425,7 @@ func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause e
 		}
 		return &engine.AttemptError{Kind: engine.AttemptTimeout, Violations: []string{msg}}
 	case errors.Is(err, context.DeadlineExceeded) || callCtx.Err() != nil:
-		return fmt.Errorf("%w: step '%s' ran out of time during the %s call (ms budget)", engine.ErrBudgetExhausted, step.ID, target.Full)
+		return fmt.Errorf("%w: step '%s' ran out of time during the %s call (ms budget)", engine.ErrBudgetExhausted, label, target.Full)
 	case errors.As(err, &tr):
 		return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{tr.Error()}}
 	case errors.As(err, &api):

@@ -30,6 +30,9 @@ type Setup struct {
 	Getenv func(string) string
 	// Redact masks configured secrets in the --record file.
 	Redact *redact.Redactor
+	// Transport sends live requests (nil: http.DefaultTransport); the
+	// recorder forwards through it too.
+	Transport http.RoundTripper
 }
 
 // NewExecutor builds the infer executor of a run: a router over the
@@ -53,6 +56,7 @@ func NewExecutor(s Setup) (*Executor, error) {
 		cfg.DefaultModel = s.DefaultModel
 	}
 	cfg.BaseURLs = s.BaseURLs
+	var recorder *llm.Recorder
 	switch {
 	case s.Record != "":
 		rec, err := llm.NewRecorder(s.Record)
@@ -60,7 +64,9 @@ func NewExecutor(s Setup) (*Executor, error) {
 			return nil, err
 		}
 		rec.Redact = s.Redact
+		rec.Base = s.Transport
 		cfg.HTTPClient = &http.Client{Transport: rec}
+		recorder = rec
 	case s.Replay != "":
 		rp, err := llm.NewReplayer(s.Replay)
 		if err != nil {
@@ -68,8 +74,11 @@ func NewExecutor(s Setup) (*Executor, error) {
 		}
 		cfg.HTTPClient = &http.Client{Transport: rp}
 		cfg.NoKeys = true
+	case s.Transport != nil:
+		cfg.HTTPClient = &http.Client{Transport: s.Transport}
 	}
 	ex := New(llm.NewRouter(cfg))
+	ex.recorder = recorder
 	ex.CallTimeout = s.CallTimeout
 	if v := getenv("STRATUM_LLM_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -82,4 +91,13 @@ func NewExecutor(s Setup) (*Executor, error) {
 		ex.CallTimeout = DefaultCallTimeout
 	}
 	return ex, nil
+}
+
+// Close closes the record file, if the executor records (the record is
+// complete without it: every exchange is written as it ends).
+func (e *Executor) Close() error {
+	if e.recorder == nil {
+		return nil
+	}
+	return e.recorder.Close()
 }

@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/backend"
+)
+
+// TestLibraryScripts runs testdata/script/library: `stratum gate` on the
+// reviews of a Go program's flow (engine/stratum), which the scripts open
+// with the libreview command — what a program's AwaitHuman persists.
+func TestLibraryScripts(t *testing.T) {
+	root := repoRoot(t)
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join(root, "testdata", "script", "library"),
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			env.Setenv("STRATUM_HOME", filepath.Join(env.WorkDir, ".stratum"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("GOCOVERDIR", os.Getenv("GOCOVERDIR"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"libreview": libreview},
+	})
+}
+
+// libreview QUESTION [OPTIONS_JSON [APPROVER]] opens a review in a new
+// library flow of the script's store, as stratum.AwaitHuman does, and
+// writes the flow id to the file fid. With no options the value is an
+// object {ship: boolean} (additional properties refused).
+func libreview(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: libreview QUESTION [OPTIONS_JSON [APPROVER]]")
+	}
+	ctx := context.Background()
+	st, err := backend.Open(ctx, backend.Settings{Home: ts.Getenv("STRATUM_HOME"), Store: ts.Getenv("STRATUM_STORE")})
+	ts.Check(err)
+	defer st.Close()
+	svc := &engine.Service{Store: st}
+	lease := engine.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: time.Now().Add(time.Hour)}
+	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
+	ts.Check(err)
+	req := engine.ReviewRequest{Question: args[0], Schema: map[string]any{"type": "object",
+		"properties": map[string]any{"ship": map[string]any{"type": "boolean"}}, "required": []any{"ship"}, "additionalProperties": false}}
+	if len(args) > 1 {
+		ts.Check(json.Unmarshal([]byte(args[1]), &req.Options))
+		req.Schema = map[string]any{"type": "string"}
+	}
+	if len(args) > 2 {
+		req.Approver = args[2]
+	}
+	_, err = svc.OpenReview(ctx, id, req)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs("fid"), []byte(id), 0o644))
+}

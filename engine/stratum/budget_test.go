@@ -1,0 +1,102 @@
+package stratum
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// Rule 7: a token budget stops the attempt after the one that spent it;
+// a flow's expired deadline stops the next call before any request; an
+// inner flow draws from the outer one's envelope.
+func TestBudgets(t *testing.T) {
+	t.Run("tokens", func(t *testing.T) {
+		fake := newFake(t, `{"label":"positive","confidence":0.1}`) // 110 tokens per answer
+		rt, ctx := fake.runtime(t, Options{})
+		f := classify(t, Spec[textIn, sentiment]{Budget: Budget{Tokens: 150},
+			Ensure: []Check[sentiment]{Ensure("confident", func(s sentiment) bool { return s.Confidence > 0.5 })}})
+		_, err := f.Call(ctx, textIn{Text: "x"})
+		var be *BudgetError
+		if !errors.As(err, &be) || be.Reason != "tokens" || len(fake.requests()) != 2 {
+			t.Fatalf("err %v after %d requests", err, len(fake.requests()))
+		}
+		if tr := rt.Trace(); tr[0].Attempts != 2 || tr[0].InputTokens != 200 {
+			t.Fatalf("trace %+v", tr[0])
+		}
+	})
+	t.Run("flow deadline", func(t *testing.T) {
+		fake := newFake(t, `{"label":"positive","confidence":0.9}`)
+		_, ctx := fake.runtime(t, Options{})
+		f := classify(t, Spec[textIn, sentiment]{})
+		flow := NewFlow("slow", Budget{Time: 20 * time.Millisecond}, func(ctx context.Context, in textIn) (sentiment, error) {
+			time.Sleep(30 * time.Millisecond) // plain work spends the flow's time
+			return f.Call(ctx, in)
+		})
+		_, err := flow.Run(ctx, textIn{Text: "x"})
+		var be *BudgetError
+		if !errors.As(err, &be) || be.Reason != "time" || len(fake.requests()) != 0 {
+			t.Fatalf("err %v, %d requests", err, len(fake.requests()))
+		}
+	})
+	t.Run("nested flows", func(t *testing.T) {
+		fake := newFake(t, `{"label":"positive","confidence":0.9}`)
+		_, ctx := fake.runtime(t, Options{})
+		f := classify(t, Spec[textIn, sentiment]{})
+		inner := NewFlow("inner", Budget{}, func(ctx context.Context, in textIn) (sentiment, error) { return f.Call(ctx, in) })
+		outer := NewFlow("outer", Budget{USD: 0.00001}, func(ctx context.Context, in textIn) (sentiment, error) {
+			if _, err := inner.Run(ctx, in); err != nil {
+				return sentiment{}, err
+			}
+			if FlowID(ctx) == "" {
+				t.Error("no flow id in the flow")
+			}
+			return inner.Run(ctx, in)
+		})
+		_, err := outer.Run(ctx, textIn{Text: "x"})
+		var be *BudgetError
+		if !errors.As(err, &be) || be.Reason != "usd" || len(fake.requests()) != 1 {
+			t.Fatalf("err %v, %d requests", err, len(fake.requests()))
+		}
+		if FlowID(ctx) != "" {
+			t.Error("a flow id outside any flow")
+		}
+	})
+}
+
+// Bad input gets an error, never a panic.
+func TestBadInputIsAnError(t *testing.T) {
+	fake := newFake(t, `{"label":"positive","confidence":0.9}`)
+	_, ctx := fake.runtime(t, Options{})
+	var nilFn *Fn[textIn, sentiment]
+	if _, err := nilFn.Call(ctx, textIn{}); !errors.Is(err, ErrStratum) {
+		t.Errorf("nil Fn: %v", err)
+	}
+	if _, err := NewInfer("", Spec[textIn, sentiment]{Intent: "x"}); err == nil {
+		t.Error("no name accepted")
+	}
+	if _, err := NewInfer("x", Spec[textIn, sentiment]{}); err == nil {
+		t.Error("no intent accepted")
+	}
+	type badIn struct {
+		C chan int `json:"c"`
+	}
+	if _, err := NewInfer("x", Spec[badIn, sentiment]{Intent: "x"}); err == nil {
+		t.Error("a channel input accepted")
+	}
+	panicky := classify(t, Spec[textIn, sentiment]{Retries: NoRetries, Ensure: []Check[sentiment]{Ensure("never panics", func(sentiment) bool { panic("boom") })}})
+	if _, err := panicky.Call(ctx, textIn{}); !errors.As(err, new(*PostconditionError)) {
+		t.Errorf("panicking ensure: %v", err)
+	}
+	refine := classify(t, Spec[textIn, sentiment]{Refine: &Refine[sentiment]{Until: func(sentiment) bool { panic("boom") }}})
+	if _, err := refine.Call(ctx, textIn{}); !errors.Is(err, ErrStratum) {
+		t.Errorf("panicking Until: %v", err)
+	}
+	var nilFlow *Flow[int, int]
+	if _, err := nilFlow.Run(ctx, 1); !errors.Is(err, ErrStratum) {
+		t.Errorf("nil flow: %v", err)
+	}
+	if _, err := (Debate[int, int, int]{}).Run(ctx, 1); !errors.Is(err, ErrStratum) {
+		t.Errorf("empty debate: %v", err)
+	}
+}

@@ -1,0 +1,411 @@
+package stratum
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// TraceLimit is the number of records a Runtime keeps for Trace (the
+// oldest are dropped); Options.OnCall sees every one.
+const TraceLimit = 10000
+
+// callState is one Call in progress: its envelope and what its trace
+// record accumulates over attempts, samples and iterations.
+type callState struct {
+	rt    *Runtime
+	flow  *flowRun
+	env   *envelope
+	start time.Time
+
+	mu    sync.Mutex
+	rec   CallTrace
+	cost  float64
+	known bool
+}
+
+// begin starts a Call of function fn with its own budget b.
+func begin(ctx context.Context, fn string, b Budget) (*callState, error) {
+	rt, err := runtimeFrom(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: no runtime: %v", ErrStratum, fn, err)
+	}
+	c := &callState{rt: rt, flow: flowFrom(ctx), start: rt.opts.Now(), known: true}
+	var parent *envelope
+	if c.flow != nil {
+		parent = c.flow.budget
+		c.rec.FlowID = c.flow.id
+	}
+	c.env = newEnvelope(b, parent, c.start)
+	c.rec.Function = fn
+	return c, nil
+}
+
+// add charges a loop's result to the record.
+func (c *callState) add(r infer.LoopResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rec.Attempts += r.Attempts
+	c.rec.Violations = append(c.rec.Violations, r.Violations...)
+	c.rec.InputTokens += r.Usage.InputTokens + r.Usage.CacheReadTokens + r.Usage.CacheWriteTokens
+	c.rec.OutputTokens += r.Usage.OutputTokens + r.Usage.ReasoningTokens
+	if r.Attempts > 0 {
+		if r.CostUSD == nil {
+			c.known = false
+		} else {
+			c.cost += *r.CostUSD
+		}
+	}
+	if r.Model != "" {
+		c.rec.Model, c.rec.PromptHash = r.Model, r.PromptHash
+	}
+}
+
+// finish completes the record and hands it to the Runtime's trace, the
+// OnCall callback and, inside a flow, the flow recorder.
+func (c *callState) finish(ctx context.Context, output any, err error) {
+	c.mu.Lock()
+	rec := c.rec
+	c.mu.Unlock()
+	rec.Duration = c.rt.opts.Now().Sub(c.start)
+	if c.known {
+		cost := c.cost
+		rec.CostUSD = &cost
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	} else {
+		rec.Output = plainJSON(output)
+	}
+	rt := c.rt
+	rt.mu.Lock()
+	if len(rt.trace) >= TraceLimit {
+		rt.trace = append(rt.trace[:0], rt.trace[1:]...)
+	}
+	rt.trace = append(rt.trace, rec)
+	rt.mu.Unlock()
+	if rt.opts.OnCall != nil {
+		rt.opts.OnCall(rec)
+	}
+	if c.flow != nil {
+		if err := rt.recorder.recordCall(context.WithoutCancel(ctx), c.flow.id, rec); err != nil {
+			rt.warnf("recording call %s of flow %s: %v", rec.Function, c.flow.id, err)
+		}
+	}
+}
+
+// plainJSON is v as JSON values (so the trace holds no reference to the
+// program's data); v itself when it does not encode.
+func plainJSON(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return v
+	}
+	return out
+}
+
+// Call runs the function on in (§3.1): the preconditions, the cache, then
+// the infer loop (or the quorum, the refine loop, or test-mode sampling),
+// and returns the decoded output. Errors are *PreconditionError,
+// *ParseError, *PostconditionError, *BudgetError, *ConsensusError,
+// *ConvergenceError, *StabilityError, ctx's error, or a configuration
+// error (no model, no key, replay miss) matching ErrStratum.
+func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
+	var zero Out
+	if f == nil {
+		return zero, fmt.Errorf("%w: Call on a nil *Fn (define it with NewInfer)", ErrStratum)
+	}
+	c, err := begin(ctx, f.name, f.spec.Budget)
+	if err != nil {
+		return zero, err
+	}
+	out, err := f.call(ctx, c, in)
+	if err != nil {
+		c.finish(ctx, nil, err)
+		return zero, err
+	}
+	c.finish(ctx, out, nil)
+	return out, nil
+}
+
+// call is Call after its record is started.
+func (f *Fn[In, Out]) call(ctx context.Context, c *callState, in In) (Out, error) {
+	var zero Out
+	binds, raw, err := f.bindings(in)
+	if err != nil {
+		return zero, err
+	}
+	c.rec.Inputs, c.rec.ContractHash = raw, f.hash
+	for _, b := range binds {
+		if b.Opaque {
+			c.rec.OpaqueInputs = append(c.rec.OpaqueInputs, b.Name)
+		}
+	}
+	var failed []string
+	for _, g := range f.spec.Given {
+		if !g.holds(in) {
+			failed = append(failed, g.desc)
+		}
+	}
+	if len(failed) > 0 {
+		return zero, &PreconditionError{Function: f.name, Violations: failed}
+	}
+	cache := f.cacheFor(c, raw)
+	if out, ok := cacheGet(ctx, cache, f); ok {
+		c.rec.CacheHit = true
+		return out, nil
+	}
+	var out Out
+	switch {
+	case f.spec.Quorum > 1:
+		out, err = f.quorum(ctx, c, binds)
+	case c.rt.opts.TestMode && f.spec.Stable:
+		var p Probabilistic[Out]
+		if p, err = f.sample(ctx, c, binds, c.rt.opts.SampleN); err == nil {
+			out, err = p.AssertStable(StableThreshold)
+		}
+	default:
+		out, err = f.refined(ctx, c, binds)
+	}
+	if err == nil {
+		cache.put(ctx, out)
+	}
+	return out, err
+}
+
+// refined runs the refine loop when the Spec has one, else one infer loop.
+func (f *Fn[In, Out]) refined(ctx context.Context, c *callState, binds []infer.Binding) (Out, error) {
+	r := f.spec.Refine
+	if r == nil {
+		return f.once(ctx, c, binds, nil)
+	}
+	max := r.MaxIterations
+	if max <= 0 {
+		max = DefaultMaxIterations
+	}
+	ce := &ConvergenceError{Function: f.name}
+	var tail []string
+	for i := 1; i <= max; i++ {
+		out, err := f.once(ctx, c, binds, tail)
+		if err != nil {
+			return out, err
+		}
+		ce.Iterations = i
+		ce.Outputs = append(ce.Outputs, plainJSON(out))
+		done, fb, err := f.judge(out)
+		if err != nil {
+			return out, err
+		}
+		if done {
+			return out, nil
+		}
+		ce.Feedback = append(ce.Feedback, fb)
+		tail = []string{"Previous output had the following issues: " + fb, "Fix these and regenerate."}
+	}
+	var zero Out
+	return zero, ce
+}
+
+// judge runs the refine loop's Until and Feedback, a panic in either
+// being an error.
+func (f *Fn[In, Out]) judge(out Out) (done bool, feedback string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s: refine panicked: %v", ErrStratum, f.name, r)
+		}
+	}()
+	r := f.spec.Refine
+	if r.Until == nil || r.Until(out) {
+		return true, "", nil
+	}
+	feedback = "the output does not meet the goal"
+	if r.Feedback != nil {
+		feedback = r.Feedback(out)
+	}
+	return false, feedback, nil
+}
+
+// once runs one infer loop (Retries+1 attempts at most). tail ends the
+// prompt (the refine feedback).
+func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Binding, tail []string) (Out, error) {
+	var got, zero Out
+	inputs, _ := c.rec.Inputs.(map[string]any)
+	req := infer.LoopRequest{
+		AttemptRequest: infer.AttemptRequest{
+			Function: f.name, Models: []string{f.spec.Model},
+			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail},
+			Output: infer.Output{Schema: f.schema, Hash: f.hash}, Inputs: inputs,
+			Temperature: f.spec.Temperature, FlowID: c.rec.FlowID,
+		},
+		Retries: f.retries,
+		Check: func(v any) ([]string, bool) {
+			out, violations, parse := f.check(v)
+			got = out
+			return violations, parse
+		},
+		Budget: c.env.view,
+		Charge: func(a infer.AttemptResult) {
+			u := a.Usage
+			c.env.charge(a.CostUSD, u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.ReasoningTokens)
+		},
+		Exporter: c.rt.exporter,
+	}
+	res, err := c.rt.exec.Loop(ctx, req)
+	c.add(res)
+	if err != nil {
+		return zero, f.loopError(c, err)
+	}
+	return got, nil
+}
+
+// check validates an answer: the schema, the decoding into Out (both
+// parse failures), then every postcondition in order.
+func (f *Fn[In, Out]) check(v any) (Out, []string, bool) {
+	var out Out
+	if vs := f.validator.Validate(v); len(vs) > 0 {
+		return out, vs, true
+	}
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		return out, []string{"the answer does not decode: " + err.Error()}, true
+	}
+	return out, f.failedEnsures(out), false
+}
+
+func (f *Fn[In, Out]) failedEnsures(out Out) []string {
+	var vs []string
+	for _, e := range f.spec.Ensure {
+		if !e.holds(out) {
+			vs = append(vs, e.desc)
+		}
+	}
+	return vs
+}
+
+// loopError maps the infer loop's errors to the library's.
+func (f *Fn[In, Out]) loopError(c *callState, err error) error {
+	var ex *infer.ExhaustedError
+	var ce *infer.CompileError
+	var ae *engine.AttemptError
+	switch {
+	case errors.As(err, &ex) && ex.Parse:
+		return &ParseError{Function: f.name, Attempts: ex.Violations}
+	case errors.As(err, &ex):
+		return &PostconditionError{Function: f.name, Attempts: ex.Violations}
+	case errors.Is(err, engine.ErrBudgetExhausted):
+		if be := c.env.check(f.name, c.rt.opts.Now()); be != nil {
+			return be
+		}
+		return &BudgetError{Function: f.name, Reason: "time", Message: "the deadline passed during the request"}
+	case errors.As(err, &ce):
+		return &CompileError{Function: f.name, Message: ce.Message}
+	case errors.As(err, &ae):
+		return fmt.Errorf("%w: %s: %s", ErrStratum, f.name, joinViolations(ae.Violations))
+	}
+	return err
+}
+
+func joinViolations(vs []string) string {
+	b, _ := json.Marshal(vs)
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	return string(b)
+}
+
+// callCache is the cache a Call reads and writes (nil: none).
+type callCache struct {
+	rt    *Runtime
+	mem   *memCache
+	store engine.Store
+	key   string
+}
+
+// cacheFor returns the Call's cache (§8.3): the flow's session cache, or
+// the global one (the Store's, else memory with a warning); nil for
+// CacheNone or a session cache outside a flow.
+func (f *Fn[In, Out]) cacheFor(c *callState, raw map[string]any) *callCache {
+	if f.spec.Cache == CacheNone || (f.spec.Cache == CacheSession && c.flow == nil) {
+		return nil
+	}
+	canon, err := specs.CanonicalJSON(raw)
+	if err != nil {
+		return nil
+	}
+	key := f.name + "\x00" + specs.Hash12(canon)
+	if f.spec.Cache == CacheSession {
+		return &callCache{rt: c.rt, mem: c.flow.session, key: key}
+	}
+	key = "stratum-lib\x00" + key + "\x00" + f.hash
+	if c.rt.opts.Store != nil {
+		return &callCache{rt: c.rt, store: c.rt.opts.Store, key: key}
+	}
+	c.rt.warnOnce.Do(func() {
+		c.rt.warnf("cache global without a Store: results are cached in memory for this process only (Options.Store persists them)")
+	})
+	return &callCache{rt: c.rt, mem: c.rt.global, key: key}
+}
+
+// cacheGet returns a cached output that still passes the schema and the
+// postconditions.
+func cacheGet[In, Out any](ctx context.Context, cc *callCache, f *Fn[In, Out]) (Out, bool) {
+	var zero Out
+	if cc == nil {
+		return zero, false
+	}
+	var b []byte
+	var ok bool
+	if cc.store != nil {
+		err := cc.store.View(ctx, func(tx engine.Tx) error {
+			var err error
+			b, ok, err = tx.CacheGet(cc.key)
+			return err
+		})
+		if err != nil {
+			cc.rt.warnf("cache read: %v", err)
+		}
+	} else {
+		b, ok = cc.mem.get(cc.key)
+	}
+	if !ok {
+		return zero, false
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return zero, false
+	}
+	out, violations, _ := f.check(v)
+	return out, len(violations) == 0
+}
+
+func (cc *callCache) put(ctx context.Context, out any) {
+	if cc == nil {
+		return
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	if cc.store != nil {
+		err := cc.store.Update(context.WithoutCancel(ctx), func(tx engine.Tx) error { return tx.CachePut(cc.key, b) })
+		if err != nil {
+			cc.rt.warnf("cache write: %v", err)
+		}
+		return
+	}
+	cc.mem.put(cc.key, b)
+}

@@ -1,0 +1,152 @@
+// Package stratum is the Stratum runtime as a Go library: typed LLM
+// functions with contracts, flows with budgets, concurrency primitives,
+// and humans in the loop (seed 000, the Stratum v1 language and runtime
+// specification; /work/shared/library-api.md fixes the Go shape).
+//
+// # Runtime
+//
+// A Runtime (New) holds what calls share: the model router, reading the
+// environment exactly as `stratum run` does (STRATUM_MODEL,
+// <PROVIDER>_API_KEY, <PROVIDER>_BASE_URL; Options.Model wins over
+// STRATUM_MODEL), the record or replay transport (Options.Record,
+// Options.Replay: the same file format as `stratum run --record/--replay`),
+// the OTLP exporter (OTEL_EXPORTER_OTLP_ENDPOINT), the global cache and the
+// trace. WithRuntime attaches it to a context; without one, calls use a
+// default Runtime built from the environment on first use. Close flushes
+// the spans and the record file.
+//
+// # Typed LLM functions
+//
+// NewInfer[In, Out](name, Spec) defines a function once (its output
+// schema, from SchemaFor[Out], and its contract hash are computed then;
+// an invalid definition is a *CompileError) and Fn.Call calls it from any
+// goroutine. In binds to the prompt by its JSON field names, in
+// declaration order; fields tagged `stratum:"opaque"` are sent as attached
+// JSON data, never in the instruction text. A Call (§3.1):
+//
+//  1. runs the Given preconditions: a failure is a *PreconditionError and
+//     no request is made;
+//  2. looks in the cache (Spec.Cache: CacheSession is one Flow.Run,
+//     CacheGlobal the Store's, or memory with a warning without one); a
+//     hit re-runs the schema and the ensures and records 0 attempts;
+//  3. makes up to Retries+1 attempts (Retries counts retries after the
+//     first attempt, default 3, NoRetries for none), each after a budget
+//     check. An answer that does not parse, fit the schema or decode into
+//     Out is a parse failure; then every Ensure runs, in order. The next
+//     attempt's prompt carries only the previous attempt's violations
+//     (the block below);
+//  4. ends in *ParseError (the last failure was a parse failure) or
+//     *PostconditionError, each with every attempt's violations.
+//
+// The retry block:
+//
+//	Previous attempt failed:
+//	  - <violation>
+//	Fix these issues specifically.
+//
+// Spec.Quorum runs Quorum loops concurrently on one envelope, each with
+// its own retries; failed ones are dropped; answers agree when their
+// AgreeOn fields are equal as canonical JSON; fewer than Threshold
+// agreeing is a *ConsensusError with the outputs; the winner is the
+// agreeing answer with the highest "confidence" field, else the first.
+// Spec.Refine wraps the loop (§3.3): after an answer Until rejects, the
+// next prompt ends with "Previous output had the following issues:
+// <feedback>" and "Fix these and regenerate." (only the latest feedback,
+// after any retry block); running out of MaxIterations (default 5) is a
+// *ConvergenceError. Probable returns a Probabilistic (one sample, or
+// Options.SampleN in test mode); Spec.Stable makes Call sample in test
+// mode and require StableThreshold agreement (*StabilityError).
+//
+// The infer loop is the engine's own (engine/internal/infer: the prompt
+// compiler, one attempt shared with `stratum run`'s executor, the loop),
+// so a prompt, a retry block and a recording mean the same in both.
+//
+// Retries differs from the YAML spec's retries: a Spec's Retries counts
+// retries after the first attempt (the seed's @infer), while `retries:` in
+// a *.stratum.yaml counts total attempts (the original MCP server's).
+// Retries: 2 in Go is retries: 3 in YAML.
+//
+// # Budgets
+//
+// A Budget bounds time, USD and tokens (a zero field is unbounded). A
+// Call's envelope is its Spec.Budget intersected with the remainder of
+// every enclosing Flow's; every attempt, sample and iteration is charged
+// to all of them. The deadline bounds each request: reached during one,
+// the Call fails with a *BudgetError, never a retry. Cost and tokens are
+// checked before each request, so the request that crosses a limit
+// returns its answer and the next attempt or Call fails with a
+// *BudgetError before anything is sent. A model missing from the price
+// table has an unknown cost, which charges nothing.
+//
+// # Flows and composition
+//
+// NewFlow defines a flow; Flow.Run gives its body a flow id (FlowID), an
+// envelope, a session cache and a "flow NAME" span. Compute wraps plain
+// Go so it is traced like an LLM function and interchangeable with
+// (*Fn).Call. All keeps input order and cancels the rest on the first
+// error (a *BranchError naming the branch); Any and Race return the first
+// success, AtLeast the first n; Settle collects every outcome; AllValid
+// adds §5.1's validate (ErrParallelValidation). Each of
+// them cancels the branches it no longer needs and waits for every one
+// to return before it does: no goroutine outlives the call. Debate runs
+// its agents concurrently per round; from round 2 each gets the others'
+// previous arguments in agent order; Converged says whether the final
+// arguments agree on AgreeOn; Synthesize gets the transcript.
+//
+// # Trace
+//
+// Every Call (failed ones, cache hits and Compute calls too) produces one
+// CallTrace (§8.1): inputs, output, attempts, each failed attempt's
+// violations, tokens and cost summed over attempts, duration, contract and
+// prompt hashes, flow id. Runtime.Trace returns the last TraceLimit of
+// them; Options.OnCall receives each as it ends; with a Store, each Call
+// made inside a Flow.Run is a trace entry of that flow (a Call outside any
+// flow is kept by the Runtime only, never persisted). With OTLP configured, spans nest flow NAME →
+// infer NAME → chat MODEL, with a "retry" event on the infer span per
+// retry.
+//
+// # Errors
+//
+// Every error of the library matches errors.Is(err, ErrStratum): the
+// typed errors of §10 (CompileError, PreconditionError,
+// PostconditionError, ParseError, BudgetError, ConvergenceError,
+// ConsensusError, StabilityError, ReviewTimeoutError,
+// ReviewRejectedError), ErrParallelValidation, and configuration errors
+// (no model, no key, a replay miss). Bad input is an error, never a panic;
+// a panicking branch, check or flow body is reported as an error.
+//
+// # Humans
+//
+// AwaitHuman opens a review (§6: question, trigger, artifacts, Options or
+// any value of T's schema, a wall-clock Timeout with OnTimeout, Approver)
+// and waits for its decision. With a Store the review is persisted first
+// — a gate of the current flow (review-1, review-2, …; several may be
+// open at once), or of a flow of its own outside Flow.Run — then the Sinks
+// are told, and it is decided anywhere: `stratum tui` (the Gates pane: an
+// option's number or a typed value, a rationale, the confirming key),
+// `stratum gate approve FLOW STEP --option N | --value JSON` or `reject`,
+// stratum_gate_resolve with value, or Runtime.Resolve. The wait follows
+// the service's events (this process's broker and the store's Watch) and
+// a deadline timer, never polling. Without a Store the review lives in
+// the program: the Sinks are told and Runtime.Resolve decides; with no
+// Sinks the console of §6.3 asks on the terminal (no terminal: an error at
+// once). The value rule is the engine's (engine.CheckReviewValue): a value
+// that is not an option or does not fit T is refused and the review stays
+// open; the first decision wins; a rejection is a *ReviewRejectedError
+// with the rationale, a timeout without OnTimeout a *ReviewTimeoutError
+// (with it, the value with Reviewer and Channel "auto"); ctx ending
+// withdraws the review; Approver "human" is never decided over MCP. With a
+// Store every Flow.Run is a stored flow (driver library), each Call one
+// commit made by the flow's one writer (concurrent Calls never conflict),
+// and the program's lease (30 s, renewed every 10 s) marks its flows
+// stalled once it died; they are never resumed (store.go, review.go).
+//
+// The package never imports the store, tui, bbolt or etcd packages
+// (.ci/imports): a program that wants its flows in `stratum tui` opens the
+// shared store with store/backend.OpenDefault and passes it as
+// Options.Store.
+//
+// Runnable programs for seed 002's examples are under examples/; each
+// runs from an embedded recording, or against a real provider with
+// --live.
+package stratum

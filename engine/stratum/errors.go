@@ -1,0 +1,230 @@
+package stratum
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// NOTE(core): every error type of §10 lives here, ReviewTimeoutError and
+// ReviewRejectedError included, so that all of them share one Is method;
+// the review half returns them.
+
+// ErrStratum matches every error of the library: errors.Is(err,
+// ErrStratum) is true for each error type below.
+var ErrStratum = errors.New("stratum")
+
+// ErrParallelValidation is returned when a parallel result fails the
+// caller's validation (seed 000 §5.1); it matches ErrStratum.
+var ErrParallelValidation error = &parallelValidation{}
+
+type parallelValidation struct{}
+
+func (*parallelValidation) Error() string        { return "stratum: parallel validation failed" }
+func (*parallelValidation) Is(target error) bool { return target == ErrStratum }
+
+// CompileError is a definition the library refuses (§9): a type cycle, a
+// type JSON cannot carry, a malformed stratum tag, Quorum without AgreeOn
+// or Threshold, an AgreeOn that is not a field of Out, an opaque input
+// interpolated into the intent or context.
+type CompileError struct {
+	// Function is the name given to NewInfer ("" for SchemaFor).
+	Function string
+	// Message says what is wrong.
+	Message string
+}
+
+// Error describes the CompileError.
+func (e *CompileError) Error() string { return prefix(e.Function) + e.Message }
+
+// Is makes the error match ErrStratum.
+func (e *CompileError) Is(target error) bool { return target == ErrStratum }
+
+// PreconditionError is a failed Given: no request was made.
+type PreconditionError struct {
+	Function string
+	// Violations are the descriptions of the failed preconditions.
+	Violations []string
+}
+
+// Error describes the PreconditionError.
+func (e *PreconditionError) Error() string {
+	return prefix(e.Function) + "precondition failed: " + strings.Join(e.Violations, "; ")
+}
+
+// Is makes the error match ErrStratum.
+func (e *PreconditionError) Is(target error) bool { return target == ErrStratum }
+
+// PostconditionError ends a call whose attempts all failed, the last one
+// on its postconditions.
+type PostconditionError struct {
+	Function string
+	// Attempts holds each attempt's violations, in order (the last entry
+	// is the last attempt's failed ensures).
+	Attempts [][]string
+}
+
+// Error describes the PostconditionError.
+func (e *PostconditionError) Error() string {
+	return fmt.Sprintf("%spostcondition failed after %d attempts: %s", prefix(e.Function), len(e.Attempts), lastJoined(e.Attempts))
+}
+
+// Is makes the error match ErrStratum.
+func (e *PostconditionError) Is(target error) bool { return target == ErrStratum }
+
+// ParseError ends a call whose last attempt's answer did not parse, fit
+// the schema, or decode into Out.
+type ParseError struct {
+	Function string
+	// Attempts holds each attempt's violations, in order.
+	Attempts [][]string
+}
+
+// Error describes the ParseError.
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("%sno parseable answer after %d attempts: %s", prefix(e.Function), len(e.Attempts), lastJoined(e.Attempts))
+}
+
+// Is makes the error match ErrStratum.
+func (e *ParseError) Is(target error) bool { return target == ErrStratum }
+
+// BudgetError is an exhausted envelope (§7): the deadline passed (before
+// or during a request) or the USD or token budget was spent before a
+// request. It is never retried.
+type BudgetError struct {
+	Function string
+	// Reason says which limit: "time", "usd" or "tokens".
+	Reason string
+	// Message details it.
+	Message string
+}
+
+// Error describes the BudgetError.
+func (e *BudgetError) Error() string { return prefix(e.Function) + "budget exhausted: " + e.Message }
+
+// Is makes the error match ErrStratum.
+func (e *BudgetError) Is(target error) bool { return target == ErrStratum }
+
+// ConvergenceError ends a Refine loop that ran out of iterations (§3.3).
+type ConvergenceError struct {
+	Function string
+	// Iterations is the number of iterations run.
+	Iterations int
+	// Feedback holds each iteration's feedback, in order.
+	Feedback []string
+	// Outputs holds each iteration's output, in order.
+	Outputs []any
+}
+
+// Error describes the ConvergenceError.
+func (e *ConvergenceError) Error() string {
+	last := ""
+	if n := len(e.Feedback); n > 0 {
+		last = ": " + e.Feedback[n-1]
+	}
+	return fmt.Sprintf("%sno convergence after %d iterations%s", prefix(e.Function), e.Iterations, last)
+}
+
+// Is makes the error match ErrStratum.
+func (e *ConvergenceError) Is(target error) bool { return target == ErrStratum }
+
+// ConsensusError is a quorum without enough agreement (§5.2).
+type ConsensusError struct {
+	Function string
+	// Outputs are the answers of the calls that succeeded, in the order
+	// they were started.
+	Outputs []any
+	// Errors are the calls that failed.
+	Errors []error
+	// Agreeing is the size of the largest agreeing group; Threshold the
+	// size required.
+	Agreeing, Threshold int
+}
+
+// Error describes the ConsensusError.
+func (e *ConsensusError) Error() string {
+	return fmt.Sprintf("%sno consensus: %d of %d answers agree, %d required (%d calls failed)",
+		prefix(e.Function), e.Agreeing, len(e.Outputs), e.Threshold, len(e.Errors))
+}
+
+// Is makes the error match ErrStratum.
+func (e *ConsensusError) Is(target error) bool { return target == ErrStratum }
+
+// StabilityError is a Probabilistic whose samples agree less than the
+// threshold asks (§1.6).
+type StabilityError struct {
+	Function string
+	// Agreement is the fraction of samples equal to the modal one.
+	Agreement float64
+	// Threshold is the fraction required.
+	Threshold float64
+	// Samples are the samples drawn.
+	Samples []any
+}
+
+// Error describes the StabilityError.
+func (e *StabilityError) Error() string {
+	return fmt.Sprintf("%sunstable: %.2f of %d samples agree, %.2f required", prefix(e.Function), e.Agreement, len(e.Samples), e.Threshold)
+}
+
+// Is makes the error match ErrStratum.
+func (e *StabilityError) Is(target error) bool { return target == ErrStratum }
+
+// ReviewTimeoutError is a review that reached its Timeout without a
+// decision and without OnTimeout (§6.1).
+type ReviewTimeoutError struct {
+	// ReviewID identifies the review.
+	ReviewID string
+	// Question is the review's question.
+	Question string
+}
+
+// Error describes the ReviewTimeoutError.
+func (e *ReviewTimeoutError) Error() string {
+	return fmt.Sprintf("stratum: review %s timed out: %s", e.ReviewID, e.Question)
+}
+
+// Is makes the error match ErrStratum.
+func (e *ReviewTimeoutError) Is(target error) bool { return target == ErrStratum }
+
+// ReviewRejectedError is a review a reviewer rejected.
+type ReviewRejectedError struct {
+	ReviewID  string
+	Reviewer  string
+	Rationale string
+}
+
+// Error describes the ReviewRejectedError.
+func (e *ReviewRejectedError) Error() string {
+	return fmt.Sprintf("stratum: review %s rejected by %s: %s", e.ReviewID, e.Reviewer, e.Rationale)
+}
+
+// Is makes the error match ErrStratum.
+func (e *ReviewRejectedError) Is(target error) bool { return target == ErrStratum }
+
+// BranchError is the error of a parallel branch, naming it by its index
+// (counted from 0) in the call's branch list.
+type BranchError struct {
+	Index int
+	Err   error
+}
+
+// Error describes the BranchError.
+func (e *BranchError) Error() string { return fmt.Sprintf("branch %d: %v", e.Index, e.Err) }
+
+// Unwrap returns the branch's error.
+func (e *BranchError) Unwrap() error { return e.Err }
+
+func prefix(fn string) string {
+	if fn == "" {
+		return "stratum: "
+	}
+	return "stratum: " + fn + ": "
+}
+
+func lastJoined(attempts [][]string) string {
+	if len(attempts) == 0 {
+		return ""
+	}
+	return strings.Join(attempts[len(attempts)-1], "; ")
+}

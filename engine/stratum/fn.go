@@ -1,0 +1,280 @@
+package stratum
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sort"
+
+	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Check is a named predicate on a value: a precondition on a function's
+// input (Given) or a postcondition on its output (Ensure). The description
+// is what a failure reports, and, for a postcondition, the violation fed
+// back to the model on the next attempt.
+type Check[T any] struct {
+	desc string
+	ok   func(T) bool
+}
+
+// Ensure returns a postcondition: desc is the violation text fed back to
+// the model when ok returns false.
+func Ensure[T any](desc string, ok func(T) bool) Check[T] { return Check[T]{desc: desc, ok: ok} }
+
+// Given returns a precondition on the input: when ok returns false the
+// call fails with a *PreconditionError before any request.
+func Given[T any](desc string, ok func(T) bool) Check[T] { return Check[T]{desc: desc, ok: ok} }
+
+// Description returns the check's description.
+func (c Check[T]) Description() string { return c.desc }
+
+// holds runs the predicate; a nil predicate holds, a panicking one fails.
+func (c Check[T]) holds(v T) (ok bool) {
+	if c.ok == nil {
+		return true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+		}
+	}()
+	return c.ok(v)
+}
+
+// NoRetries as Spec.Retries makes one attempt and no retry.
+const NoRetries = -1
+
+// DefaultRetries is the number of retries when Spec.Retries is 0.
+const DefaultRetries = 3
+
+// Spec declares a typed LLM function (§2.3). In binds to the prompt by its
+// JSON field names (a struct or a map: one "name: value" line per field;
+// any other type: one line named "input"); Out is the output contract,
+// whose JSON Schema (SchemaFor) is sent as the structured-output schema.
+type Spec[In, Out any] struct {
+	// Intent is the goal, the prompt's first line.
+	Intent string
+	// Context lines follow the intent, in order.
+	Context []string
+	// Given are preconditions: a failure makes no call.
+	Given []Check[In]
+	// Ensure are postconditions: failures are fed back on retry.
+	Ensure []Check[Out]
+	// Model is the "provider/model" (empty: the Runtime's default).
+	Model string
+	// Temperature, when set, is sent with every request.
+	Temperature *float64
+	// Budget is the call's own envelope, intersected with the enclosing
+	// flows' remainders.
+	Budget Budget
+	// Retries counts retries after the first attempt (§3.1): 0 means
+	// DefaultRetries, NoRetries none.
+	Retries int
+	// Cache selects the cache (§8.3).
+	Cache CacheMode
+	// Quorum > 1 runs Quorum calls concurrently and takes the agreement
+	// (§5.2); it needs AgreeOn and Threshold.
+	Quorum int
+	// AgreeOn is the JSON field name of Out compared for agreement.
+	AgreeOn string
+	// Threshold is the number of agreeing answers required.
+	Threshold int
+	// Stable, in test mode, samples SampleN answers per Call and requires
+	// them to agree (AssertStable(StableThreshold)).
+	Stable bool
+	// Refine wraps the call in the refine loop (§2.4, §3.3).
+	Refine *Refine[Out]
+}
+
+// StableThreshold is the agreement a Stable function needs in test mode.
+const StableThreshold = 0.9
+
+// Refine is the refine loop (§3.3): after an answer that passes the
+// contract, Until decides whether it is good enough; if not, Feedback's
+// text is sent with the next iteration. Both run in the program, never
+// in the model.
+type Refine[Out any] struct {
+	Until    func(Out) bool
+	Feedback func(Out) string
+	// MaxIterations bounds the loop (0: DefaultMaxIterations).
+	MaxIterations int
+}
+
+// DefaultMaxIterations bounds a Refine loop without MaxIterations.
+const DefaultMaxIterations = 5
+
+// Fn is a typed LLM function: define it once with NewInfer, call it
+// concurrently from anywhere.
+type Fn[In, Out any] struct {
+	name      string
+	spec      Spec[In, Out]
+	schema    map[string]any
+	validator *specs.Schema
+	hash      string
+	opaque    map[string]bool // input JSON names tagged opaque
+	order     []string        // input JSON names in declaration order (structs)
+	retries   int
+	confField string // "confidence" when Out has such a number field
+}
+
+// NewInfer defines a typed LLM function. It computes the output schema and
+// the contract hash once; a type cycle, Quorum without AgreeOn or
+// Threshold, an AgreeOn that is not a field of Out, or an opaque input
+// interpolated into the intent or context is a *CompileError.
+func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
+	fail := func(format string, args ...any) error {
+		return &CompileError{Function: name, Message: fmt.Sprintf(format, args...)}
+	}
+	if name == "" {
+		return nil, fail("a function needs a name")
+	}
+	if s.Intent == "" {
+		return nil, fail("a function needs an intent")
+	}
+	schema, err := SchemaFor[Out]()
+	if err != nil {
+		var ce *CompileError
+		if errors.As(err, &ce) {
+			ce.Function = name
+		}
+		return nil, err
+	}
+	if _, err := SchemaFor[In](); err != nil {
+		return nil, fail("input: %v", err.(*CompileError).Message)
+	}
+	f := &Fn[In, Out]{name: name, spec: s, schema: schema, retries: s.Retries}
+	switch {
+	case s.Retries == 0:
+		f.retries = DefaultRetries
+	case s.Retries < 0:
+		f.retries = 0
+	}
+	canon, err := specs.CanonicalJSON(schema)
+	if err != nil {
+		return nil, fail("schema: %v", err)
+	}
+	f.hash = specs.Hash12(canon)
+	if f.validator, err = specs.NewSchema(schema); err != nil {
+		return nil, fail("schema: %v", err)
+	}
+	if err := f.checkQuorum(); err != nil {
+		return nil, err
+	}
+	f.order, f.opaque = inputShape(reflect.TypeFor[In]())
+	var opaque []infer.Binding
+	for _, n := range slices.Sorted(maps.Keys(f.opaque)) {
+		opaque = append(opaque, infer.Binding{Name: n, Opaque: true})
+	}
+	if _, err := (infer.PromptParts{Intent: s.Intent, Context: s.Context, Inputs: opaque}).Compile(); err != nil {
+		return nil, fail("%v", err)
+	}
+	if props, ok := schema["properties"].(map[string]any); ok {
+		if p, ok := props["confidence"].(map[string]any); ok && (p["type"] == "number" || p["type"] == "integer") {
+			f.confField = "confidence"
+		}
+	}
+	return f, nil
+}
+
+// checkQuorum enforces rule 1's quorum conditions.
+func (f *Fn[In, Out]) checkQuorum() error {
+	s := f.spec
+	if s.Quorum <= 1 {
+		return nil
+	}
+	if s.AgreeOn == "" || s.Threshold <= 0 {
+		return &CompileError{Function: f.name, Message: "quorum needs AgreeOn and Threshold"}
+	}
+	if s.Threshold > s.Quorum {
+		return &CompileError{Function: f.name, Message: fmt.Sprintf("threshold %d is more than the quorum %d", s.Threshold, s.Quorum)}
+	}
+	props, _ := f.schema["properties"].(map[string]any)
+	if _, ok := props[s.AgreeOn]; !ok {
+		names := slices.Sorted(maps.Keys(props))
+		return &CompileError{Function: f.name, Message: fmt.Sprintf("AgreeOn %q is not a field of the output (fields: %v)", s.AgreeOn, names)}
+	}
+	return nil
+}
+
+// MustInfer is NewInfer that panics on a *CompileError: for package-level
+// definitions, whose errors are programming errors.
+func MustInfer[In, Out any](name string, s Spec[In, Out]) *Fn[In, Out] {
+	f, err := NewInfer(name, s)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// Name returns the function's name.
+func (f *Fn[In, Out]) Name() string { return f.name }
+
+// Schema returns the output contract as JSON Schema (a copy).
+func (f *Fn[In, Out]) Schema() map[string]any {
+	var m map[string]any
+	b, _ := json.Marshal(f.schema)
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+// ContractHash returns the output contract's hash (§1.4): the first 12 hex
+// digits of the SHA-256 of the schema's canonical JSON.
+func (f *Fn[In, Out]) ContractHash() string { return f.hash }
+
+// inputShape returns a struct's JSON field names in order and the opaque
+// ones (nil for other types).
+func inputShape(t reflect.Type) ([]string, map[string]bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	opaque := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return nil, opaque
+	}
+	var order []string
+	for _, f := range jsonFields(t) {
+		order = append(order, f.name)
+		if st, err := parseTag(f.field.Tag.Get("stratum")); err == nil && st.opaque {
+			opaque[f.name] = true
+		}
+	}
+	return order, opaque
+}
+
+// bindings renders the input for the prompt: one binding per JSON field
+// (declaration order for structs, sorted for maps), else one named
+// "input"; and the input as JSON values for the trace.
+func (f *Fn[In, Out]) bindings(in In) ([]infer.Binding, map[string]any, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: the input does not encode as JSON: %v", ErrStratum, f.name, err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: the input does not encode as JSON: %v", ErrStratum, f.name, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return []infer.Binding{{Name: "input", Value: v}}, map[string]any{"input": v}, nil
+	}
+	order := slices.Clone(f.order)
+	var rest []string
+	for k := range m {
+		if !slices.Contains(order, k) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	var out []infer.Binding
+	for _, k := range append(order, rest...) {
+		if val, ok := m[k]; ok {
+			out = append(out, infer.Binding{Name: k, Value: val, Opaque: f.opaque[k]})
+		}
+	}
+	return out, m, nil
+}

@@ -1,0 +1,587 @@
+package stratum
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Review asks a human for a value of type T (seed 000 §6.1).
+type Review[T any] struct {
+	// Question is what the reviewer is asked.
+	Question string
+	// Trigger says why the review was opened: "explicit" (the default),
+	// "debate_disagreement", any string.
+	Trigger string
+	// Artifacts are shown to the reviewer (JSON-encodable values).
+	Artifacts map[string]any
+	// Options are the values the reviewer picks from, numbered from 1 on
+	// screen and on the command line; nil: any value of T (checked against
+	// T's JSON Schema).
+	Options []T
+	// Timeout is wall clock, persisted with the review (a restarted
+	// process sees the same deadline); 0: none. Time spent waiting is not
+	// charged to any budget.
+	Timeout time.Duration
+	// OnTimeout is the value a timeout decides; nil: a timeout is a
+	// *ReviewTimeoutError.
+	OnTimeout *T
+	// Approver "human": only a person may decide (never an agent over MCP;
+	// `stratum gate` asks for a terminal and a typed confirmation).
+	Approver string
+}
+
+// HumanDecision is a review's decision.
+type HumanDecision[T any] struct {
+	Value     T
+	Reviewer  string
+	Rationale string
+	DecidedAt time.Time
+	ReviewID  string
+	// Channel is how the decision arrived: "tui", "cli", "mcp", "console",
+	// "program" (Runtime.Resolve) or "auto" (OnTimeout).
+	Channel string
+}
+
+// ReviewSink is told about every review that opens (§6.2), after it is
+// persisted when the Runtime has a Store. A sink never decides by
+// returning: whoever decides calls Runtime.Resolve (or decides in the
+// store: the TUI, `stratum gate`, MCP). Emit should not block for long.
+type ReviewSink interface {
+	Emit(ctx context.Context, p PendingReview) error
+}
+
+// PendingReview is a review as sinks see it. Options are JSON values
+// (numbered from 1 for reviewers); ExpiresAt is zero without a timeout.
+type PendingReview struct {
+	ReviewID, Question, Trigger string
+	Artifacts                   map[string]any
+	Options                     []json.RawMessage
+	ExpiresAt                   time.Time
+}
+
+// ChannelProgram is the channel of a decision made with Runtime.Resolve.
+const ChannelProgram review.Channel = "program"
+
+// reviewHub is the Runtime's review side: the store's (store, set by
+// attachStore) or, without a store, the reviews kept in memory.
+type reviewHub struct {
+	store *storeRecorder
+
+	// The console sink's terminal (nil: os.Stdin and os.Stderr, a
+	// terminal when stdin is a character device).
+	consoleIn   io.Reader
+	consoleOut  io.Writer
+	hasTerminal func() bool
+
+	mu  sync.Mutex
+	mem map[string]*memReview // reviews without a store, by review id
+}
+
+// memReview is a review kept in memory (no store).
+type memReview struct {
+	r    *engine.LibraryReview
+	done chan struct{} // closed once r is closed
+}
+
+// AwaitHuman opens a review and waits for its decision (seed 000 §6). With
+// a Store the review is persisted first (a gate of the current flow, or of
+// a flow of its own outside Flow.Run) and is decided in the store: in
+// `stratum tui`, with `stratum gate approve FLOW STEP --option N|--value
+// JSON` or `reject`, over MCP, or with Runtime.Resolve; Options.Sinks are
+// told after it is persisted. Without a Store it is kept in memory and
+// decided with Runtime.Resolve (Sinks are told), or, without Sinks, on the
+// console (no terminal: AwaitHuman fails at once).
+//
+// A value that is not one of Options or does not fit T is refused and the
+// review stays open; the first decision wins. A rejection is a
+// *ReviewRejectedError with the rationale; a timeout decides *OnTimeout
+// (Reviewer "auto", Rationale "timeout", Channel "auto") or is a
+// *ReviewTimeoutError. When ctx ends first the review is withdrawn and
+// ctx's error returned. Waiting uses the store's events and a deadline
+// timer, never polling.
+func AwaitHuman[T any](ctx context.Context, r Review[T]) (HumanDecision[T], error) {
+	var zero HumanDecision[T]
+	rt, err := runtimeFrom(ctx)
+	if f := flowFrom(ctx); f != nil && f.rt != nil {
+		rt, err = f.rt, nil
+	}
+	if err != nil {
+		return zero, err
+	}
+	req, err := reviewRequest(r)
+	if err != nil {
+		return zero, err
+	}
+	reviewID, closed, err := rt.awaitReview(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	return decisionOf[T](reviewID, closed)
+}
+
+// reviewRequest is the review as the engine stores it: options, the value
+// on timeout and T's schema as JSON.
+func reviewRequest[T any](r Review[T]) (engine.ReviewRequest, error) {
+	if strings.TrimSpace(r.Question) == "" {
+		return engine.ReviewRequest{}, errors.New("stratum: AwaitHuman: the review has no question")
+	}
+	if r.Timeout < 0 {
+		return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: negative timeout %s", r.Timeout)
+	}
+	if r.Approver != "" && r.Approver != string(review.AnyApprover) && r.Approver != string(review.HumanApprover) {
+		return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: approver must be \"any\" or \"human\", got %q", r.Approver)
+	}
+	schema, err := SchemaFor[T]()
+	if err != nil {
+		return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: %w", err)
+	}
+	req := engine.ReviewRequest{Question: r.Question, Trigger: r.Trigger, Schema: schema, Approver: r.Approver, Timeout: r.Timeout}
+	if r.Artifacts != nil {
+		req.Artifacts, _ = jsonValue(r.Artifacts).(map[string]any)
+	}
+	for i, o := range r.Options {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: option %d: %w", i+1, err)
+		}
+		req.Options = append(req.Options, b)
+	}
+	if r.OnTimeout != nil {
+		b, err := json.Marshal(*r.OnTimeout)
+		if err != nil {
+			return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: OnTimeout: %w", err)
+		}
+		req.OnTimeout = b
+	}
+	return req, nil
+}
+
+// decisionOf turns a closed review into AwaitHuman's answer.
+func decisionOf[T any](reviewID string, r *engine.LibraryReview) (HumanDecision[T], error) {
+	var out HumanDecision[T]
+	d := r.Decision
+	if d == nil {
+		d = &engine.ReviewDecision{}
+	}
+	switch {
+	case r.Status == engine.ReviewRejected:
+		return out, &ReviewRejectedError{ReviewID: reviewID, Reviewer: d.Reviewer, Rationale: d.Rationale}
+	case r.Status == engine.ReviewTimedOut && d.Value == nil:
+		return out, &ReviewTimeoutError{ReviewID: reviewID, Question: r.Question}
+	case r.Status == engine.ReviewWithdrawn:
+		return out, fmt.Errorf("stratum: review %s was withdrawn: %s", reviewID, d.Rationale)
+	}
+	if err := json.Unmarshal(d.Value, &out.Value); err != nil {
+		return out, fmt.Errorf("stratum: review %s: the decided value does not decode: %w", reviewID, err)
+	}
+	out.Reviewer, out.Rationale, out.DecidedAt, out.ReviewID, out.Channel = d.Reviewer, d.Rationale, d.DecidedAt, reviewID, d.Channel
+	if r.Status == engine.ReviewTimedOut {
+		out.Channel = "auto"
+	}
+	return out, nil
+}
+
+// awaitReview opens the review, tells the sinks and waits until it is
+// closed; it answers the review id and the closed review.
+func (rt *Runtime) awaitReview(ctx context.Context, req engine.ReviewRequest) (string, *engine.LibraryReview, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	if s := rt.reviews.store; s != nil {
+		return rt.awaitStored(ctx, s, req)
+	}
+	return rt.awaitInMemory(ctx, req)
+}
+
+// awaitStored is AwaitHuman with a store.
+func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine.ReviewRequest) (reviewID string, closed *engine.LibraryReview, err error) {
+	flowID := ""
+	if f := flowFrom(ctx); f != nil && f.rt == rt {
+		flowID = f.id
+	} else {
+		// A review outside Flow.Run gets a flow of its own.
+		flowID, err = s.startFlow(ctx, "review", map[string]any{"question": req.Question})
+		if err != nil {
+			return "", nil, err
+		}
+		defer func() {
+			// The flow ends as the review did: complete with the value,
+			// failed when nothing was decided.
+			var out any
+			failure := err
+			switch {
+			case closed == nil:
+			case closed.Decision != nil && closed.Decision.Value != nil:
+				out = json.RawMessage(closed.Decision.Value)
+			case failure == nil:
+				failure = fmt.Errorf("review %s", closed.Status)
+			}
+			if ferr := s.finishFlow(ctx, flowID, out, failure); ferr != nil && err == nil {
+				err = ferr
+			}
+		}()
+	}
+	seq, err := s.svc.LastSeq(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("stratum: AwaitHuman: %w", err)
+	}
+	var opened *engine.LibraryReview
+	err = s.write(flowID, func() (err error) {
+		opened, err = s.svc.OpenReview(ctx, flowID, req)
+		return err
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("stratum: AwaitHuman: %w", err)
+	}
+	reviewID = review.ID(flowID, opened.ID, 0)
+	rt.tellSinks(ctx, pendingOf(reviewID, opened))
+	closed, err = s.wait(ctx, flowID, opened, seq, rt.opts.Now)
+	return reviewID, closed, err
+}
+
+// wait follows the store's events (this process's at once, other
+// processes' through the store's Watch) until the review is closed, with a
+// timer for its deadline; when ctx ends first the review is withdrawn.
+func (s *storeRecorder) wait(ctx context.Context, flowID string, r *engine.LibraryReview, after uint64, now func() time.Time) (*engine.LibraryReview, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := s.svc.Watch(wctx, after)
+	if err != nil {
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	if r.Deadline != nil {
+		t := time.NewTimer(r.Deadline.Sub(now()))
+		defer t.Stop()
+		deadline = t.C
+	}
+	read := func() (*engine.LibraryReview, bool, error) {
+		got, err := s.svc.LibraryReviewOf(context.WithoutCancel(ctx), flowID, r.ID)
+		if err != nil {
+			return nil, false, fmt.Errorf("stratum: AwaitHuman: %w", err)
+		}
+		return got, got.Status != engine.ReviewOpen, nil
+	}
+	for {
+		select {
+		case batch, ok := <-events:
+			if !ok {
+				events = nil // ctx ended: the next round withdraws
+				continue
+			}
+			if !mentionsReview(batch, flowID, r.ID) {
+				continue
+			}
+			if got, done, err := read(); err != nil || done {
+				return got, err
+			}
+		case <-deadline:
+			err := s.write(flowID, func() error {
+				_, err := s.svc.CheckTimeouts(context.WithoutCancel(ctx), flowID)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("stratum: AwaitHuman: %w", err)
+			}
+			got, done, err := read()
+			if err != nil || done {
+				return got, err
+			}
+			// The store's clock is behind ours: look again shortly.
+			t := time.NewTimer(10 * time.Millisecond)
+			defer t.Stop()
+			deadline = t.C
+		case <-ctx.Done():
+			werr := s.write(flowID, func() error {
+				_, err := s.svc.WithdrawReview(context.WithoutCancel(ctx), flowID, r.ID, "the program stopped waiting: "+context.Cause(ctx).Error())
+				return err
+			})
+			return nil, errors.Join(ctx.Err(), werr)
+		}
+	}
+}
+
+// mentionsReview reports whether a batch closes the review (or ends its
+// flow).
+func mentionsReview(evs []engine.Event, flowID, stepID string) bool {
+	for _, e := range evs {
+		if e.FlowID != flowID {
+			continue
+		}
+		if e.Type == engine.EventFlowFinished || e.Type == engine.EventGateResolved && e.StepID == stepID {
+			return true
+		}
+	}
+	return false
+}
+
+func pendingOf(reviewID string, r *engine.LibraryReview) PendingReview {
+	p := PendingReview{ReviewID: reviewID, Question: r.Question, Trigger: r.Trigger, Artifacts: r.Artifacts, Options: r.Options}
+	if r.Deadline != nil {
+		p.ExpiresAt = *r.Deadline
+	}
+	return p
+}
+
+// tellSinks tells every sink about a review; a sink's error is a warning
+// (the review is persisted and decided elsewhere all the same).
+func (rt *Runtime) tellSinks(ctx context.Context, p PendingReview) {
+	for _, sink := range rt.opts.Sinks {
+		if err := sink.Emit(ctx, p); err != nil {
+			rt.warnf("review %s: sink: %v", p.ReviewID, err)
+		}
+	}
+}
+
+// awaitInMemory is AwaitHuman without a store.
+func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) (string, *engine.LibraryReview, error) {
+	h := &rt.reviews
+	console := len(rt.opts.Sinks) == 0
+	if console && !h.terminal() {
+		return "", nil, fmt.Errorf("stratum: AwaitHuman %q: nobody can decide: no Store (Options.Store: decide in stratum tui or with stratum gate), no Sinks (Options.Sinks) and stdin is not a terminal for the console", req.Question)
+	}
+	now := rt.opts.Now().UTC()
+	reviewID := engine.NewUUID()
+	r := &engine.LibraryReview{ID: reviewID, Question: req.Question, Trigger: req.Trigger, Artifacts: req.Artifacts,
+		Options: req.Options, Schema: req.Schema, Approver: req.Approver, OpenedAt: now, OnTimeout: req.OnTimeout,
+		Status: engine.ReviewOpen}
+	if r.Trigger == "" {
+		r.Trigger = "explicit"
+	}
+	if req.Timeout > 0 {
+		d := now.Add(req.Timeout)
+		r.Deadline = &d
+	}
+	m := &memReview{r: r, done: make(chan struct{})}
+	h.mu.Lock()
+	if h.mem == nil {
+		h.mem = map[string]*memReview{}
+	}
+	h.mem[reviewID] = m
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.mem, reviewID)
+		h.mu.Unlock()
+	}()
+	p := pendingOf(reviewID, r)
+	failed := make(chan error, 1)
+	if console {
+		go func() { failed <- rt.console(ctx, p) }()
+	}
+	rt.tellSinks(ctx, p)
+	var deadline <-chan time.Time
+	if r.Deadline != nil {
+		t := time.NewTimer(r.Deadline.Sub(rt.opts.Now()))
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		select {
+		case <-m.done:
+			return reviewID, h.closed(m), nil
+		case err := <-failed:
+			if err != nil {
+				h.withdraw(m, now, err.Error())
+				return "", nil, err
+			}
+		case <-deadline:
+			h.mu.Lock()
+			if _, ok := m.r.Expire(rt.opts.Now().UTC()); ok {
+				close(m.done)
+			}
+			h.mu.Unlock()
+			if !h.isClosed(m) {
+				t := time.NewTimer(10 * time.Millisecond)
+				defer t.Stop()
+				deadline = t.C
+			}
+		case <-ctx.Done():
+			h.withdraw(m, rt.opts.Now().UTC(), "the program stopped waiting")
+			return "", nil, ctx.Err()
+		}
+	}
+}
+
+func (h *reviewHub) terminal() bool {
+	if h.hasTerminal != nil {
+		return h.hasTerminal()
+	}
+	fi, err := os.Stdin.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (h *reviewHub) closed(m *memReview) *engine.LibraryReview {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return m.r.Clone()
+}
+
+func (h *reviewHub) isClosed(m *memReview) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return m.r.Status != engine.ReviewOpen
+}
+
+func (h *reviewHub) withdraw(m *memReview, now time.Time, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m.r.Status == engine.ReviewOpen {
+		m.r.Status = engine.ReviewWithdrawn
+		m.r.Decision = &engine.ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: now}
+		close(m.done)
+	}
+}
+
+// Resolve decides a review in-process with a value (JSON, checked as any
+// decision is: one of the options, or a value of the review's type), for a
+// program that asks its reviewers itself (a sink's web form, a chat bot).
+// reviewer "" is the current user. With a Store the decision is recorded in
+// the store (channel "program"), first decision wins; an error matching
+// review.ErrAlreadyDecided means someone decided first.
+func (rt *Runtime) Resolve(ctx context.Context, reviewID string, value json.RawMessage, reviewer, rationale string) error {
+	return rt.decide(ctx, reviewID, review.Decision{Outcome: review.Approve, Value: value,
+		Reviewer: reviewer, Rationale: rationale, Channel: ChannelProgram})
+}
+
+// decide records d on the review reviewID (in the store, or in memory).
+func (rt *Runtime) decide(ctx context.Context, reviewID string, d review.Decision) error {
+	if d.Reviewer == "" {
+		d.Reviewer = review.CurrentUser()
+	}
+	d.ResolvedBy = review.Human
+	h := &rt.reviews
+	h.mu.Lock()
+	m := h.mem[reviewID]
+	if m != nil {
+		defer h.mu.Unlock()
+		if m.r.Status != engine.ReviewOpen {
+			return fmt.Errorf("stratum: review %s: %w (%s)", reviewID, review.ErrAlreadyDecided, m.r.Status)
+		}
+		if err := m.r.Decide(d, rt.opts.Now().UTC()); err != nil {
+			return fmt.Errorf("stratum: review %s: %v; the review stays open", reviewID, err)
+		}
+		close(m.done)
+		return nil
+	}
+	h.mu.Unlock()
+	s := h.store
+	if s == nil {
+		return fmt.Errorf("stratum: no open review %s", reviewID)
+	}
+	flowID, stepID, ok := splitReviewID(reviewID)
+	if !ok {
+		return fmt.Errorf("stratum: %q is not a review id (FLOW/STEP/ROUND)", reviewID)
+	}
+	d.StepID = stepID
+	if err := review.Check(d); err != nil {
+		return fmt.Errorf("stratum: review %s: %w", reviewID, err)
+	}
+	return s.write(flowID, func() error {
+		_, err := s.svc.GateResolve(ctx, flowID, d)
+		if err != nil {
+			return fmt.Errorf("stratum: review %s: %w", reviewID, err)
+		}
+		return nil
+	})
+}
+
+// splitReviewID splits FLOW/STEP/ROUND.
+func splitReviewID(id string) (flowID, stepID string, ok bool) {
+	i, j := strings.Index(id, "/"), strings.LastIndex(id, "/")
+	if i <= 0 || j <= i+1 {
+		return "", "", false
+	}
+	if _, err := strconv.Atoi(id[j+1:]); err != nil {
+		return "", "", false
+	}
+	return id[:i], id[i+1 : j], true
+}
+
+// console is the console sink of seed 000 §6.3: it shows the review on
+// the terminal and reads the decision — an option's number (from 1) or,
+// without options, a JSON value (text that is not JSON is taken as a
+// string) — and a rationale, asking again until the value is accepted. It
+// ends when the review is closed (by it or anyone) or stdin ends (an
+// error: nobody can decide).
+func (rt *Runtime) console(ctx context.Context, p PendingReview) error {
+	h := &rt.reviews
+	in, out := h.consoleIn, h.consoleOut
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stderr
+	}
+	br := bufio.NewReader(in)
+	fmt.Fprintf(out, "\n[review] %s\n", specs.EscapeControl(p.Question))
+	for k, v := range p.Artifacts {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(out, "  %s: %s\n", specs.EscapeControl(k), specs.EscapeControl(clipText(string(b), 300)))
+	}
+	for i, o := range p.Options {
+		fmt.Fprintf(out, "  [%d] %s\n", i+1, specs.EscapeControl(string(o)))
+	}
+	for {
+		if len(p.Options) > 0 {
+			fmt.Fprintf(out, "Decision (1–%d): ", len(p.Options))
+		} else {
+			fmt.Fprint(out, "Decision (JSON value): ")
+		}
+		raw, err := readLine(br)
+		if err != nil {
+			return fmt.Errorf("stratum: review %s: the console ended without a decision", p.ReviewID)
+		}
+		d := review.Decision{Outcome: review.Approve, Channel: review.ChannelConsole}
+		if len(p.Options) > 0 {
+			n, err := strconv.Atoi(raw)
+			if err != nil {
+				fmt.Fprintf(out, "type a number from 1 to %d\n", len(p.Options))
+				continue
+			}
+			d.Option = n
+		} else {
+			d.Value = json.RawMessage(raw)
+			if !json.Valid(d.Value) {
+				d.Value, _ = json.Marshal(raw)
+			}
+		}
+		fmt.Fprint(out, "Rationale: ")
+		if d.Rationale, err = readLine(br); err != nil {
+			return fmt.Errorf("stratum: review %s: the console ended without a decision", p.ReviewID)
+		}
+		err = rt.decide(ctx, p.ReviewID, d)
+		if err == nil || errors.Is(err, review.ErrAlreadyDecided) {
+			return nil
+		}
+		fmt.Fprintln(out, err)
+	}
+}
+
+func readLine(br *bufio.Reader) (string, error) {
+	s, err := br.ReadString('\n')
+	if err != nil && s == "" {
+		return "", err
+	}
+	return strings.TrimSpace(s), nil
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

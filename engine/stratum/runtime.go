@@ -1,0 +1,228 @@
+package stratum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/engine/internal/otlp"
+	"github.com/stratum-go/stratum/engine/internal/redact"
+)
+
+// Options configure a Runtime (seed 000 §11). The zero Options work: models
+// from the environment exactly as `stratum run` reads them (STRATUM_MODEL,
+// <PROVIDER>_API_KEY, <PROVIDER>_BASE_URL), nothing persisted, reviews on
+// the console.
+type Options struct {
+	// Store persists flows, calls and reviews (nil: nothing persisted). A
+	// program that wants its flows in `stratum tui` opens the shared store
+	// with store/backend.OpenDefault and passes it here.
+	Store engine.Store
+	// Model is the default "provider/model"; empty: STRATUM_MODEL.
+	Model string
+	// Getenv reads the environment (nil: os.Getenv).
+	Getenv func(string) string
+	// Replay answers every call from a recording (as `stratum run
+	// --replay`): no network, no API key.
+	Replay string
+	// Record records every exchange to this file (as `stratum run
+	// --record`).
+	Record string
+	// TestMode samples SampleN times where a Spec asks for Stable, and
+	// makes Probable draw SampleN samples (§11).
+	TestMode bool
+	// SampleN is the number of samples in test mode (default 5).
+	SampleN int
+	// Sinks are told about every review that opens (§6.2), after it is
+	// persisted.
+	Sinks []ReviewSink
+
+	// OnCall, when set, receives every Call's trace record as the call
+	// ends (failed calls too), in addition to Runtime.Trace.
+	OnCall func(CallTrace)
+	// Stderr receives the runtime's warnings (nil: os.Stderr), such as the
+	// global cache living in memory without a Store.
+	Stderr io.Writer
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Runtime holds what calls share: the model router, the recording or
+// replay transport, the OTLP exporter, the global cache, the trace and,
+// with a Store, the persistence of flows. A Runtime is safe for concurrent
+// use. Attach one to a context with WithRuntime; without one, calls use a
+// default Runtime built from the environment on first use.
+type Runtime struct {
+	opts     Options
+	exec     *infer.Executor
+	exporter *otlp.Exporter
+	recorder flowRecorder
+	global   *memCache
+	warnOnce sync.Once
+	reviews  reviewHub // review.go
+
+	mu    sync.Mutex
+	trace []CallTrace
+}
+
+// flowRecorder persists library flows and their calls. Without a Store it
+// is an in-memory recorder; store.go implements the store-backed one.
+type flowRecorder interface {
+	startFlow(ctx context.Context, name string, input any) (flowID string, err error)
+	recordCall(ctx context.Context, flowID string, rec CallTrace) error
+	finishFlow(ctx context.Context, flowID string, output any, failure error) error
+}
+
+// memRecorder is the recorder without a Store: flow ids, nothing kept.
+type memRecorder struct{}
+
+func (memRecorder) startFlow(context.Context, string, any) (string, error) {
+	return engine.NewUUID(), nil
+}
+func (memRecorder) recordCall(context.Context, string, CallTrace) error { return nil }
+func (memRecorder) finishFlow(context.Context, string, any, error) error {
+	return nil
+}
+
+// New builds a Runtime. Errors are about the options: both Replay and
+// Record, an unreadable replay file, an unwritable record file, a bad
+// STRATUM_LLM_TIMEOUT or pricing file.
+func New(opts Options) (*Runtime, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.SampleN <= 0 {
+		opts.SampleN = 5
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Model != "" {
+		// Options.Model wins over STRATUM_MODEL (the router reads the latter).
+		getenv, model := opts.Getenv, opts.Model
+		opts.Getenv = func(k string) string {
+			if k == "STRATUM_MODEL" {
+				return model
+			}
+			return getenv(k)
+		}
+	}
+	// The process environment's secrets are masked in the record file and
+	// the exported spans, as `stratum run` masks them.
+	red := redact.FromEnv(os.Environ())
+	ex, err := infer.NewExecutor(infer.Setup{Record: opts.Record, Replay: opts.Replay,
+		Getenv: opts.Getenv, Redact: red, Transport: transport()})
+	if err != nil {
+		return nil, fmt.Errorf("stratum: %w", err)
+	}
+	r := &Runtime{opts: opts, exec: ex, recorder: memRecorder{}, global: newMemCache()}
+	if cfg, ok := otlp.ConfigFromEnv(opts.Getenv); ok {
+		cfg.Redact = red
+		r.exporter = otlp.New(cfg)
+	}
+	if opts.Store != nil {
+		if a, ok := any(r).(interface{ attachStore(engine.Store) error }); ok {
+			if err := a.attachStore(opts.Store); err != nil {
+				return nil, fmt.Errorf("stratum: %w", err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// transport is the HTTP transport of a Runtime's requests: the default
+// one, keeping up to MaxIdleConnsPerHost idle connections per provider
+// instead of 2, so the concurrent calls of All or a quorum reuse their
+// connections instead of opening new ones (TLS handshakes included).
+func transport() http.RoundTripper {
+	d, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport // replaced by the program: keep its choice
+	}
+	t := d.Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return t
+}
+
+// MaxIdleConnsPerHost is the idle connections a Runtime keeps per provider.
+const MaxIdleConnsPerHost = 64
+
+// Close flushes the OTLP exporter and the recording. The Runtime must not
+// be used afterwards.
+func (r *Runtime) Close(ctx context.Context) error {
+	var errs []error
+	if r.exporter != nil {
+		errs = append(errs, r.exporter.Shutdown(ctx))
+	}
+	errs = append(errs, r.exec.Close())
+	return errors.Join(errs...)
+}
+
+// Trace returns a copy of the trace records of every Call made through r so
+// far, in the order the calls ended.
+func (r *Runtime) Trace() []CallTrace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]CallTrace(nil), r.trace...)
+}
+
+type runtimeKey struct{}
+
+// WithRuntime returns a context whose calls, flows and reviews use r.
+// Without one, they use a default Runtime built from the environment with
+// the zero Options.
+func WithRuntime(ctx context.Context, r *Runtime) context.Context {
+	return context.WithValue(ctx, runtimeKey{}, r)
+}
+
+var (
+	defaultOnce sync.Once
+	defaultRT   *Runtime
+	defaultErr  error
+)
+
+// runtimeFrom returns the context's Runtime, else the default one.
+func runtimeFrom(ctx context.Context) (*Runtime, error) {
+	if r, ok := ctx.Value(runtimeKey{}).(*Runtime); ok && r != nil {
+		return r, nil
+	}
+	defaultOnce.Do(func() { defaultRT, defaultErr = New(Options{}) })
+	return defaultRT, defaultErr
+}
+
+// flowRun is one Flow.Run in progress: its id, name, budget envelope and
+// session cache.
+type flowRun struct {
+	id      string
+	name    string
+	rt      *Runtime
+	budget  *envelope
+	session *memCache
+}
+
+type flowKey struct{}
+
+func withFlow(ctx context.Context, f *flowRun) context.Context {
+	return context.WithValue(ctx, flowKey{}, f)
+}
+
+// flowFrom returns the innermost flow of ctx, or nil outside any flow.
+func flowFrom(ctx context.Context) *flowRun {
+	f, _ := ctx.Value(flowKey{}).(*flowRun)
+	return f
+}
+
+// warnf writes a warning of the runtime.
+func (r *Runtime) warnf(format string, args ...any) {
+	fmt.Fprintf(r.opts.Stderr, "stratum: warning: "+format+"\n", args...)
+}

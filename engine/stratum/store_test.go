@@ -1,0 +1,130 @@
+package stratum
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/backend"
+)
+
+// countingStore counts the write transactions (durable commits) of a
+// store.
+type countingStore struct {
+	engine.Store
+	updates atomic.Int64
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	c.updates.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+// openShared opens the store a stratum command would open (a bbolt file in
+// the test's STRATUM_HOME), as a program would with backend.OpenDefault.
+func openShared(t *testing.T) *countingStore {
+	t.Helper()
+	st, err := backend.OpenDefault(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.(*backend.Opened).Close() })
+	return &countingStore{Store: st}
+}
+
+// Rule 15: 20 concurrent Calls in one stored flow never fail on a version
+// conflict (writes for one flow are serialised in the program), each is one
+// trace entry with its attempts, tokens and cost, and each costs at most
+// one durable commit.
+func TestConcurrentCallsInOneStoredFlow(t *testing.T) {
+	fake := newFake(t, `{"label": "positive", "confidence": 0.9}`)
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	st := openShared(t)
+	_, ctx := fake.runtime(t, Options{Store: st})
+	fn := classify(t, Spec[textIn, sentiment]{})
+	const n = 20
+	flow := NewFlow("fan", Budget{}, func(ctx context.Context, _ struct{}) (string, error) {
+		branches := make([]Branch[sentiment], n)
+		for i := range branches {
+			branches[i] = func(ctx context.Context) (sentiment, error) { return fn.Call(ctx, textIn{Text: "great"}) }
+		}
+		_, err := All(ctx, branches...)
+		return FlowID(ctx), err
+	})
+	before := st.updates.Load()
+	id, err := flow.Run(ctx, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := st.updates.Load() - before
+	svc := &engine.Service{Store: st}
+	fs, err := svc.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.Driver != engine.DriverLibrary || fs.Status != engine.StatusComplete || fs.Library.Calls != n || len(fs.Trace) != n || len(fs.Records) != n {
+		t.Fatalf("flow %s: driver %s status %s calls %d trace %d records %d", id, fs.Driver, fs.Status, fs.Library.Calls, len(fs.Trace), len(fs.Records))
+	}
+	if fs.BudgetState == nil || fs.BudgetState.SpentTokens != n*110 {
+		t.Errorf("ledger %+v, want %d tokens", fs.BudgetState, n*110)
+	}
+	evs, _ := svc.FlowEvents(context.Background(), id)
+	calls := 0
+	for _, e := range evs {
+		if e.Type == engine.EventTrace {
+			calls++
+			if d := e.Data; d.Trace == nil || d.Trace.Function != "classify" || d.Tokens != 110 {
+				t.Errorf("trace event %+v", d)
+			}
+		}
+	}
+	if calls != n {
+		t.Errorf("%d trace events, want %d", calls, n)
+	}
+	// start + one per call + finish
+	if commits > n+2 {
+		t.Errorf("%d commits for %d calls, want at most %d", commits, n, n+2)
+	}
+	t.Logf("%d calls: %d durable commits (start and finish included)", n, commits)
+}
+
+// Rule 15: a program's flow holds a lease while it runs, so once the
+// program died (no finishFlow, no heartbeat) the flow shows as stalled;
+// a finished flow drops it.
+func TestStoredFlowLeaseMakesADeadProgramStalled(t *testing.T) {
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	st := openShared(t)
+	rt, err := New(Options{Store: st, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	ctx := context.Background()
+	id, err := rt.recorder.startFlow(ctx, "crashy", map[string]any{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &engine.Service{Store: st}
+	sums, _ := svc.List(ctx, engine.ListFilter{})
+	if len(sums) != 1 || sums[0].Driver != engine.DriverLibrary || sums[0].Owner == nil {
+		t.Fatalf("summary %+v", sums)
+	}
+	now := time.Now()
+	if sums[0].Stalled(now) {
+		t.Error("a running program's flow is stalled")
+	}
+	if !sums[0].Stalled(now.Add(leaseTTL + time.Second)) {
+		t.Error("a flow whose program stopped renewing its lease is not stalled")
+	}
+	if err := rt.recorder.finishFlow(ctx, id, "done", nil); err != nil {
+		t.Fatal(err)
+	}
+	sums, _ = svc.List(ctx, engine.ListFilter{})
+	if sums[0].Status != engine.StatusComplete || sums[0].Owner != nil || sums[0].Stalled(now.Add(time.Hour)) {
+		t.Errorf("finished flow %+v", sums[0])
+	}
+}
