@@ -7,7 +7,7 @@
 // structured output through its own mechanism (OpenAI response_format
 // json_schema strict with the projected schema; Anthropic a forced tool
 // named "output" with the trimmed schema) and reports usage in disjoint
-// buckets. The caller (engine/infer) validates the answer against the
+// buckets. The caller (engine/internal/infer) validates the answer against the
 // original schema.
 //
 // The output cap a request sends (max_completion_tokens / max_tokens) is
