@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,18 +19,27 @@ import (
 // BenchmarkTransitions compares the backends on transitions like the
 // engine's (read a flow, put it with its summary, append two events), each
 // client its own handle (its own connection or file handle) on its own
-// flow, as separate processes would be: bbolt, and etcd on a local
-// 3-member cluster whose members fsync. Reported: transitions/s over all
-// clients, p50/p95 latency of one transition, and the delay from a commit
-// on one handle to its delivery by another handle's Watch.
+// flow, with a state of about 3 KB, as separate processes would be: bbolt,
+// and etcd on a local cluster of 1 (etcd1) and of 3 members (etcd3) that
+// fsync. Reported: transitions/s over all clients, p50/p95 latency of one
+// transition, and the delay from a commit on one handle to its delivery by
+// another handle's Watch.
 //
 //	go test ./store/backend -run '^$' -bench Transitions -benchtime 400x
 func BenchmarkTransitions(b *testing.B) {
 	c := etcdtest.StartFsync(b, 3)
+	c1 := etcdtest.StartFsync(b, 1)
 	dir := b.TempDir()
 	stores := map[string]func(b *testing.B) *backend.Opened{
 		"bbolt": func(b *testing.B) *backend.Opened {
 			o, err := backend.Open(context.Background(), backend.Settings{Home: dir, Store: filepath.Join(dir, "bench.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return o
+		},
+		"etcd1": func(b *testing.B) *backend.Opened {
+			o, err := backend.Open(context.Background(), backend.Settings{Store: c1.URL("bench")})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -43,16 +53,20 @@ func BenchmarkTransitions(b *testing.B) {
 			return o
 		},
 	}
-	for _, name := range []string{"bbolt", "etcd3"} {
+	run := 0
+	for _, name := range []string{"bbolt", "etcd1", "etcd3"} {
 		for _, clients := range []int{1, 4} {
 			b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) {
+				run++ // the flows of each run are new (b.Run calls this more than once)
 				handles := make([]*backend.Opened, clients)
 				for i := range handles {
 					handles[i] = stores[name](b)
 					defer handles[i].Close()
-					id := fmt.Sprintf("bench-%d", i)
+					id := fmt.Sprintf("bench-%d-%d", run, i)
 					if err := handles[i].Update(context.Background(), func(tx engine.Tx) error {
-						return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning))
+						st := storetest.NewState(id, engine.StatusRunning)
+						st.Inputs["doc"] = strings.Repeat("x", 3000) // a 3 KB state
+						return storetest.Put(tx, st)
 					}); err != nil {
 						b.Fatal(err)
 					}
@@ -66,7 +80,7 @@ func BenchmarkTransitions(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						id := fmt.Sprintf("bench-%d", i)
+						id := fmt.Sprintf("bench-%d-%d", run, i)
 						for n := i; n < b.N; n += clients {
 							s := time.Now()
 							err := h.Update(context.Background(), func(tx engine.Tx) error {

@@ -44,23 +44,28 @@
 // what follows; flow ids may not contain NUL):
 //
 //	meta/format          "stratum-etcd"
-//	meta/schema_version  "2" (SchemaVersion)
+//	meta/schema_version  "3" (SchemaVersion)
 //	meta/created_at      RFC 3339
-//	meta/seq             last event sequence number ever assigned (decimal)
+//	meta/seq             high-water mark: at least every sequence number of
+//	                     a deleted event (decimal; schema 2: the last one
+//	                     assigned); written by Delete only
 //	meta/gen             changed by every flow deletion (range-read guard)
 //	f/<id>               engine.FlowState JSON
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
 //	c/<created:16>‖NUL‖<id>                  summary   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     summary   List(Status)
 //	g/<id>               summary   status awaiting_gate with a Gate
-//	e/<seq:16>           engine.Event JSON (the log, in sequence order)
-//	x/<id>‖NUL‖<seq:16>  engine.Event JSON (a flow's events)
+//	p/<id>‖NUL‖<token:24><pos:4>  engine.Event JSON, pending: appended,
+//	                     not yet indexed; its sequence number is its mod
+//	                     revision<<16 | pos
+//	e/<seq:16>           engine.Event JSON (the indexed log, in sequence order)
+//	x/<id>‖NUL‖<seq:16>  engine.Event JSON (a flow's indexed events)
 //	d/<id>               tombstone of a deleted flow with many events
 //	k/<cache key>        raw cached bytes
 //	leases/<lease id>‖NUL‖<id>  flow id, attached to the etcd lease of the
 //	                     runner lease that owns the flow (see Runner leases)
 //
-// <seq:16> and <created:16> are 16 lower-case hex digits (created: Unix
+// <seq:16>, <created:16> and <token:24> are lower-case hex digits (created: Unix
 // nanoseconds with the sign bit flipped), so keys sort numerically.
 //
 // # Schema 1 and its migration
@@ -84,27 +89,75 @@
 //
 // # The event log
 //
-// Append reads meta/seq and writes it back in the same etcd transaction,
-// so sequence numbers are dense, strictly increasing and never reused, and
-// the log's order is the order of the etcd revisions that committed it.
-// Every appending transaction compares meta/seq, so appends are serialised
-// cluster-wide, as bbolt serialises them on its file lock.
+// No key is shared by the appending transactions (schema 3; schema 2
+// compared meta/seq in every one, so writers of different flows conflicted
+// and retried): a transaction conflicts only on the keys it read, in
+// practice the flows it touches. Append writes each event to its own key
+// p/<id>‖NUL‖<token><pos>, which no writer reads: the token is unique to
+// the transaction attempt (a random 64-bit id of the Store and a counter),
+// pos is the event's position among the transaction's appends. An event's
+// sequence number is the etcd revision R of the commit that wrote it,
+// shifted: R<<16 | pos (so at most 65536 events per transaction; etcd's
+// limit of 128 operations comes first). Revisions grow with every commit
+// of the cluster, so numbers are strictly increasing in commit order and
+// never reused; they are dense within one commit and leave gaps between
+// commits. Append stamps them into the caller's events when the commit
+// succeeds (the revision is known only then).
+//
+// After a commit that appended, an indexer (one goroutine per Store while
+// there is work) waits 10 ms (indexDelay: the commits of that time share
+// one indexing transaction) and moves pending events into the log, up to
+// 40 per etcd transaction: each leaves p/ and lands in e/<seq:16> and
+// x/<id>‖NUL‖<seq:16>, its JSON stamped with its sequence number, in one
+// transaction that commits only if every key it moves is still there
+// unchanged (else it reads again: a Delete or another process's indexer
+// came first). At every revision each event is therefore in exactly one
+// place, p/ or e/ (and x/), so a reader at a snapshot revision S sees
+// every event committed up to S and none after: Events merges e/ (from
+// the cursor, by key) with p/ (ordered by mod revision and position);
+// FlowEvents merges x/<id> with p/<id>. A process that dies before
+// indexing leaves its events in p/, where readers find them, until an
+// indexer of any process (one runs at every Open and every GC) moves them.
+// Events a transaction appends are invisible to its own reads before its
+// commit (they have no number yet).
+//
+// LastSeq is the largest of meta/seq, the last key of e/ and the pending
+// events; it is 0 for a log that never held an event. Events written by
+// schema 2 keep their dense numbers, all below the revision-based ones
+// (every commit that appended them took a revision), so schema 2 becomes
+// schema 3 at Open by writing the version only; a schema 2 process still
+// running would number events below the new ones, hence the version: it
+// refuses the prefix from then on (stop older processes before
+// upgrading).
 //
 // A flow is deleted in the transaction of Delete. Its events go with it when
 // they fit an etcd transaction (etcd refuses more than 128 operations by
 // default); a flow with more events leaves a tombstone d/<id> holding the
 // last sequence number at the deletion, every read of the log hides the
-// flow's events up to it, and the Store removes them in batches right after
-// the commit (GC finishes what a process that died meanwhile left).
+// flow's events up to it (its value is the snapshot revision<<16 | 0xffff,
+// so it hides the flow's pending events as well as its indexed ones), and
+// the Store removes them in batches right after the commit, pending ones
+// first (so the indexer cannot move one behind the purge), then the
+// indexed ones, then the tombstone (GC finishes what a process that died
+// meanwhile left). Delete raises meta/seq to the largest number it
+// deletes, so LastSeq never goes down.
 //
 // # Watching
 //
-// Watch is an etcd watch on meta/seq, so any process on any machine that
-// appends wakes every watcher within one network round trip. The watch is
-// only a wake-up: what is delivered is read from the log after the last
-// event delivered, so nothing is skipped or repeated, a slow consumer loses
-// nothing, and a watch cancelled by compaction (or by a member that lost the
-// leader: the watch requires one) is simply restarted after a fresh read.
+// Watch is an etcd watch on the puts of p/, so any process on any machine
+// that appends wakes every watcher within one network round trip. The watch
+// is only a wake-up: what is delivered is read from the log (e/ and p/, at
+// one snapshot) after the last event delivered, so nothing is skipped or
+// repeated, a slow consumer loses nothing, and a watch cancelled by
+// compaction (or by a member that lost the leader: the watch requires one)
+// is simply restarted after a fresh read. A cursor is a sequence number,
+// read against the keys of the log, never against etcd's history: the
+// events are kept in keys, not in old revisions, so etcd's compaction
+// cannot make a cursor miss an event (no cursor is "too old"; only a
+// deleted flow's events are gone, as the port says). The etcd watch is
+// started at the revision of the read that preceded it; one below the
+// compacted revision is cancelled by etcd and restarted the same way
+// (TestWatchCompacted).
 // A slow poll (watchPoll) covers a watch stream that stalls silently.
 //
 // # Failures
@@ -112,7 +165,10 @@
 // Every call is bounded by Options.Timeout (default DefaultTimeout). A
 // cluster that does not answer (unreachable, no quorum), refused
 // credentials or a compacted snapshot give an *Error: one line naming the
-// endpoints and what to do. Credentials are never part of an error or a key.
+// endpoints and what to do. An Update whose timeout runs out after it lost
+// at least one race (the cluster answered; other writers of the same keys
+// kept winning) is a conflict instead: an *Error wrapping engine.ErrConflict
+// that says so, never "no answer". Credentials are never part of an error or a key.
 //
 // # Runner leases
 //

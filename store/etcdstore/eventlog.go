@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	sjson "github.com/segmentio/encoding/json"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,7 +17,68 @@ import (
 
 // ---- the event log ----
 
-func (t *tx) LastSeq() (uint64, error) {
+// seqShift places a commit's etcd revision above the position of an event
+// among the events of its commit: Seq = revision<<seqShift | position.
+const seqShift = 16
+
+// seqOf is the sequence number of the event at position idx of the commit
+// at etcd revision rev.
+func seqOf(rev int64, idx uint64) uint64 { return uint64(rev)<<seqShift | idx }
+
+// pendingKey names an appended event until the indexer moves it to e/ and
+// x/: p/<flow id>‖NUL‖<token:24>‖<position:4>. The token is unique to the
+// attempt (see Store.token), so no two writers share a key.
+func (t *tx) pendingKey(flowID string, idx uint64) string {
+	if t.token == "" {
+		t.token = t.s.newToken()
+	}
+	return t.s.key("p/", flowID, "\x00", t.token, fmt.Sprintf("%04x", idx))
+}
+
+// pendingEvent decodes a key of p/ read from etcd: its event, stamped with
+// the sequence number its commit revision and position give.
+func pendingEvent(k kv) (engine.Event, error) {
+	e, err := decodeEvent(k)
+	if err != nil {
+		return e, err
+	}
+	if len(k.key) < 4 {
+		return e, fmt.Errorf("etcd store: malformed pending event key %q", k.key)
+	}
+	idx, err := strconv.ParseUint(k.key[len(k.key)-4:], 16, 16)
+	if err != nil {
+		return e, fmt.Errorf("etcd store: malformed pending event key %q", k.key)
+	}
+	e.Seq = seqOf(k.mod, idx)
+	return e, nil
+}
+
+// pending reads the events of p/ (below prefix p) committed at the
+// snapshot, in sequence order; the transaction's own buffered appends have
+// no sequence number yet and are left out.
+func (t *tx) pending(p string) ([]engine.Event, error) {
+	kvs, err := t.scan(p, prefixEnd(p), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Event, 0, len(kvs))
+	for _, k := range kvs {
+		if k.mod == 0 {
+			continue
+		}
+		e, err := pendingEvent(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}
+
+// highWater reads meta/seq: at least every sequence number of a deleted
+// event (schema 2: the last one assigned).
+func (t *tx) highWater() (uint64, error) {
 	v, ok, err := t.get(t.s.key("meta/seq"))
 	if err != nil || !ok {
 		return 0, err
@@ -27,6 +90,51 @@ func (t *tx) LastSeq() (uint64, error) {
 	return n, nil
 }
 
+// raiseHighWater makes meta/seq at least n (Delete: the events it removes).
+func (t *tx) raiseHighWater(n uint64) error {
+	hw, err := t.highWater()
+	if err != nil || n <= hw {
+		return err
+	}
+	t.put(t.s.key("meta/seq"), []byte(strconv.FormatUint(n, 10)))
+	return nil
+}
+
+// LastSeq is the largest of meta/seq, the last key of e/ and the pending
+// events. Inside an Update it reads ranges every append changes, so an
+// Update that calls it conflicts with every concurrent append (the engine
+// calls it only in Views).
+func (t *tx) LastSeq() (uint64, error) {
+	last, err := t.highWater()
+	if err != nil {
+		return 0, err
+	}
+	p := t.s.key("e/")
+	kvs, err := t.scan(p, prefixEnd(p), 1, true)
+	if err != nil {
+		return 0, err
+	}
+	if len(kvs) == 1 {
+		n, err := strconv.ParseUint(strings.TrimPrefix(kvs[0].key, p), 16, 64)
+		if err != nil {
+			return 0, fmt.Errorf("etcd store: malformed event key %q", kvs[0].key)
+		}
+		last = max(last, n)
+	}
+	pend, err := t.pending(t.s.key("p/"))
+	if err != nil {
+		return 0, err
+	}
+	if len(pend) > 0 {
+		last = max(last, pend[len(pend)-1].Seq)
+	}
+	return last, nil
+}
+
+// Append writes each event to its own key p/…, read by nothing a writer
+// reads, so appends conflict with nothing. The sequence numbers come from
+// the commit's etcd revision: they are stamped into the caller's events
+// when the commit succeeds (see commit).
 func (t *tx) Append(events ...engine.Event) error {
 	if err := t.writable(); err != nil {
 		return err
@@ -34,29 +142,35 @@ func (t *tx) Append(events ...engine.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	seq, err := t.LastSeq()
-	if err != nil {
-		return err
+	if t.appended+uint64(len(events)) > 1<<seqShift {
+		return fmt.Errorf("etcd store: more than %d events in one transaction", 1<<seqShift)
 	}
 	for i := range events {
 		e := &events[i]
-		seq++
-		e.Seq = seq
+		e.Seq = 0
 		if e.Time.IsZero() {
 			e.Time = t.s.now()
+		}
+		if err := validFlowID(e.FlowID); err != nil && e.FlowID != "" {
+			return err
 		}
 		b, err := e.AppendJSON(make([]byte, 0, 512))
 		if err != nil {
 			return fmt.Errorf("etcd store: encode event: %w", err)
 		}
-		if err := validFlowID(e.FlowID); err != nil && e.FlowID != "" {
-			return err
-		}
-		t.put(t.s.key("e/", hex16(seq)), b)
-		t.put(t.s.key("x/", e.FlowID, "\x00", hex16(seq)), b)
+		t.put(t.pendingKey(e.FlowID, t.appended), b)
+		t.stamps = append(t.stamps, e)
+		t.appended++
 	}
-	t.put(t.s.key("meta/seq"), []byte(strconv.FormatUint(seq, 10)))
 	return nil
+}
+
+// stamp gives the events appended by a transaction committed at revision
+// rev their sequence numbers.
+func (t *tx) stamp(rev int64) {
+	for i, e := range t.stamps {
+		e.Seq = seqOf(rev, uint64(i))
+	}
 }
 
 // tombstones reads d/: deleted flows whose events are hidden up to a seq.
@@ -82,20 +196,27 @@ func decodeEvent(k kv) (engine.Event, error) {
 	return e, nil
 }
 
+// Events merges the indexed log e/ (from after, at most limit) with the
+// pending events, all read at the snapshot revision.
 func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
 	dead, err := t.tombstones()
+	if err != nil {
+		return nil, err
+	}
+	pend, err := t.pending(t.s.key("p/"))
 	if err != nil {
 		return nil, err
 	}
 	p := t.s.key("e/")
 	end := prefixEnd(p)
 	var out []engine.Event
+	from := after
 	for {
 		batch := 0
 		if limit > 0 {
 			batch = limit - len(out)
 		}
-		kvs, err := t.scan(p+hex16(after+1), end, batch, false)
+		kvs, err := t.scan(p+hex16(from+1), end, batch, false)
 		if err != nil {
 			return nil, err
 		}
@@ -104,16 +225,26 @@ func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
 			if err != nil {
 				return nil, err
 			}
-			after = e.Seq
+			from = e.Seq
 			if d, ok := dead[e.FlowID]; ok && e.Seq <= d {
 				continue
 			}
 			out = append(out, e)
 		}
-		if batch == 0 || len(kvs) < batch || len(out) >= limit || after == ^uint64(0) {
-			return out, nil
+		if batch == 0 || len(kvs) < batch || len(out) >= limit || from == ^uint64(0) {
+			break
 		}
 	}
+	for _, e := range pend {
+		if d, ok := dead[e.FlowID]; e.Seq > after && (!ok || e.Seq > d) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
@@ -128,7 +259,11 @@ func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.Event, 0, len(kvs))
+	pend, err := t.pending(t.s.key("p/", flowID, "\x00"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Event, 0, len(kvs)+len(pend))
 	for _, k := range kvs {
 		e, err := decodeEvent(k)
 		if err != nil {
@@ -138,7 +273,104 @@ func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
 			out = append(out, e)
 		}
 	}
+	for _, e := range pend {
+		if e.Seq > hide {
+			out = append(out, e)
+		}
+	}
 	return out, nil
+}
+
+// ---- the indexer ----
+
+// indexBatch is how many pending events one indexing transaction moves
+// (three operations each: etcd's default limit is 128 per transaction).
+const indexBatch = 40
+
+// newToken is a key part unique to one transaction attempt: this Store's
+// random id and a counter.
+func (s *Store) newToken() string {
+	return fmt.Sprintf("%016x%08x", s.tokenBase, s.tokens.Add(1))
+}
+
+// indexDelay is how long the indexer waits before it moves what is
+// pending, so that one indexing transaction carries the events of the
+// commits of that time (readers find pending events meanwhile).
+const indexDelay = 10 * time.Millisecond
+
+// kickIndex makes sure an indexer runs after a commit that appended: one
+// goroutine per Store at a time, which waits indexDelay, indexes, runs
+// again while commits keep arriving and ends when none came.
+func (s *Store) kickIndex() {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.idxRunning {
+		s.idxDirty = true
+		return
+	}
+	s.idxRunning = true
+	go func() {
+		for {
+			time.Sleep(indexDelay)
+			s.idxMu.Lock()
+			s.idxDirty = false
+			s.idxMu.Unlock()
+			_ = s.indexPending(context.Background())
+			s.idxMu.Lock()
+			if !s.idxDirty {
+				s.idxRunning = false
+				s.idxMu.Unlock()
+				return
+			}
+			s.idxDirty = false
+			s.idxMu.Unlock()
+		}
+	}()
+}
+
+// indexPending moves the pending events p/ into the log: each goes to
+// e/<seq:16> and x/<id>‖NUL‖<seq:16> (its JSON stamped with its sequence
+// number) and leaves p/ in one etcd transaction, which commits only if
+// every key it moves is still there unchanged (a Delete of the flow, or
+// another process's indexer, got there first: read again). Readers see
+// each event in exactly one place at every revision.
+func (s *Store) indexPending(ctx context.Context) error {
+	p := s.key("p/")
+	for range 1000 {
+		c, cancel := context.WithTimeout(ctx, s.timeout)
+		r, err := s.cli.Get(c, p, clientv3.WithRange(prefixEnd(p)), clientv3.WithLimit(indexBatch))
+		if err != nil || len(r.Kvs) == 0 {
+			cancel()
+			return err
+		}
+		cmps := make([]clientv3.Cmp, 0, len(r.Kvs))
+		ops := make([]clientv3.Op, 0, 3*len(r.Kvs))
+		for _, k := range r.Kvs {
+			e, err := pendingEvent(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision})
+			var b []byte
+			if err == nil {
+				b, err = e.AppendJSON(make([]byte, 0, len(k.Value)+24))
+			}
+			if err != nil {
+				// A damaged key stays where it is (reads report it).
+				cancel()
+				return err
+			}
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(k.Key)), "=", k.ModRevision))
+			ops = append(ops, clientv3.OpDelete(string(k.Key)),
+				clientv3.OpPut(s.key("e/", hex16(e.Seq)), string(b)),
+				clientv3.OpPut(s.key("x/", e.FlowID, "\x00", hex16(e.Seq)), string(b)))
+		}
+		resp, err := s.cli.Txn(c).If(cmps...).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded && len(r.Kvs) < indexBatch {
+			return nil // p/ held no more (the next commit kicks again)
+		}
+	}
+	return nil
 }
 
 // ---- purging tombstoned flows ----
@@ -157,6 +389,24 @@ func (s *Store) purgeFlow(ctx context.Context, flowID string) error {
 	}
 	upTo, _ := strconv.ParseUint(string(r.Kvs[0].Value), 10, 64)
 	dmod := r.Kvs[0].ModRevision
+	// The pending events first: once they are gone, the indexer cannot
+	// move one of them into x/ behind the purge's back.
+	pp := s.key("p/", flowID, "\x00")
+	pr, err := s.cli.Get(c, pp, clientv3.WithPrefix())
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(pr.Kvs); i += inlineEvents {
+		ops := []clientv3.Op{}
+		for _, k := range pr.Kvs[i:min(i+inlineEvents, len(pr.Kvs))] {
+			if e, err := pendingEvent(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision}); err != nil || e.Seq <= upTo {
+				ops = append(ops, clientv3.OpDelete(string(k.Key)))
+			}
+		}
+		if _, err := s.cli.Txn(c).Then(ops...).Commit(); err != nil {
+			return err
+		}
+	}
 	xp := s.key("x/", flowID, "\x00")
 	for {
 		rr, err := s.cli.Get(c, xp, clientv3.WithRange(xp+hex16(upTo+1)), clientv3.WithLimit(inlineEvents), clientv3.WithKeysOnly())

@@ -164,8 +164,8 @@ func TestFault(t *testing.T) {
 	seen := map[string]int{}
 	gateEvents := map[string][]string{}
 	for i, e := range evs {
-		if i > 0 && e.Seq != evs[i-1].Seq+1 {
-			t.Errorf("event log not dense: %d after %d", e.Seq, evs[i-1].Seq)
+		if i > 0 && e.Seq <= evs[i-1].Seq {
+			t.Errorf("event log out of order: %d after %d", e.Seq, evs[i-1].Seq)
 		}
 		switch e.Type {
 		case engine.EventStepDone:

@@ -104,7 +104,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	commit, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(s.key("meta/format")), "=", 0)).
 		Then(clientv3.OpPut(s.key("meta/format"), format),
 			clientv3.OpPut(s.key("meta/schema_version"), strconv.Itoa(SchemaVersion)),
-			clientv3.OpPut(s.pfx+"meta/schema_version", strconv.Itoa(SchemaVersion))).Commit()
+			clientv3.OpPut(s.pfx+"meta/schema_version", "2")).Commit() // the old layout's mark: moved below the root
 	if err != nil {
 		return s.wrap("migrate", err)
 	}

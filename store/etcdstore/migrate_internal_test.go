@@ -58,6 +58,11 @@ func TestMigrateNestedLegacyPrefixes(t *testing.T) {
 		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(name+"/cache", []byte("v")) }); err != nil {
 			t.Fatal(err)
 		}
+		// Schema 1 had no pending events: index them as it would have
+		// written them (e/ and x/).
+		if err := s.indexPending(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	write(legacyStore(t, c, "/m/"), "m", 150) // more than one batch
 	write(legacyStore(t, c, "/m/d/"), "d", 3)

@@ -62,6 +62,9 @@ func TestDeleteManyEvents(t *testing.T) {
 		return int(r.Count)
 	}
 	total := 300 + 120 + 10 + 200
+	if err := s.indexPending(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if got := keys("e/"); got != total {
 		t.Fatalf("%d events in the log, want %d", got, total)
 	}

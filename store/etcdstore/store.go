@@ -18,10 +18,12 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// SchemaVersion is the layout of the keys (see the package comment): 2
-// puts every key below <prefix>/NUL, so no prefix's keys lie in another's
-// ranges; 1 put them below <prefix>/ (migrated at Open, migrate.go).
-const SchemaVersion = 2
+// SchemaVersion is the layout of the keys (see the package comment): 3
+// numbers events by the etcd revision of their commit (no shared counter);
+// 2 puts every key below <prefix>/NUL, so no prefix's keys lie in
+// another's ranges; 1 put them below <prefix>/ (migrated at Open,
+// migrate.go; 2 becomes 3 at Open without moving a key).
+const SchemaVersion = 3
 
 // format marks a prefix as ours.
 const format = "stratum-etcd"
@@ -69,6 +71,16 @@ type Store struct {
 	// watchReads counts the log reads of every Watch (tests check that a
 	// watcher is woken, not spinning).
 	watchReads atomic.Int64
+
+	// tokenBase and tokens make the pending event keys of each
+	// transaction attempt unique (newToken).
+	tokenBase uint64
+	tokens    atomic.Uint32
+	// idxMu guards idxRunning (an indexer goroutine runs) and idxDirty
+	// (a commit appended while it ran: run again).
+	idxMu      sync.Mutex
+	idxRunning bool
+	idxDirty   bool
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -96,7 +108,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if strings.ContainsRune(pfx, 0) {
 		return nil, fmt.Errorf("etcd store %s: the prefix has a NUL character", describe(opts.Endpoints, strings.ReplaceAll(pfx, "\x00", `\x00`)))
 	}
-	s := &Store{pfx: pfx, root: keyRoot(pfx), eps: opts.Endpoints, timeout: opts.Timeout, nowFn: opts.Now, tls: opts.TLS != nil}
+	s := &Store{pfx: pfx, root: keyRoot(pfx), eps: opts.Endpoints, timeout: opts.Timeout, nowFn: opts.Now, tls: opts.TLS != nil, tokenBase: rand.Uint64()}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            opts.Endpoints,
 		DialTimeout:          opts.Timeout,
@@ -174,6 +186,7 @@ func (s *Store) init(ctx context.Context) error {
 	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0), clientv3.Compare(clientv3.Version(oldFk), "=", 0)).
 		Then(clientv3.OpPut(fk, format),
 			clientv3.OpPut(vk, strconv.Itoa(SchemaVersion)),
+			clientv3.OpPut(s.key("meta/seq"), "0"),
 			clientv3.OpPut(s.key("meta/created_at"), s.now().UTC().Format(time.RFC3339))).
 		Else(clientv3.OpGet(fk), clientv3.OpGet(vk), clientv3.OpGet(oldFk)).Commit()
 	if err != nil {
@@ -209,6 +222,17 @@ func (s *Store) init(ctx context.Context) error {
 	if n > SchemaVersion {
 		return &Error{Store: s.String(), Msg: fmt.Sprintf("written by a newer stratum (schema %d, this one knows %d); upgrade stratum", n, SchemaVersion)}
 	}
+	if n == 2 {
+		// Schema 2 → 3 changes no key: the events already in e/ and x/
+		// keep their sequence numbers, all below the revision-based ones,
+		// and meta/seq becomes the high-water mark. Only the version
+		// moves, so a schema 2 stratum refuses the prefix from now on.
+		if _, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Value(vk), "=", "2")).
+			Then(clientv3.OpPut(vk, strconv.Itoa(SchemaVersion))).Commit(); err != nil {
+			return s.wrap("open", err)
+		}
+	}
+	s.kickIndex() // what a process that died left pending
 	return nil
 }
 
@@ -238,13 +262,13 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 		t := newTx(s, c, true)
 		if err := fn(t); err != nil {
 			if t.etcdErr != nil && errors.Is(err, t.etcdErr) {
-				return s.wrap("update", t.etcdErr)
+				return s.lostRaces("update", attempt-1, c, t.etcdErr)
 			}
 			return err
 		}
 		ok, err := t.commit()
 		if err != nil {
-			return s.wrap("update", err)
+			return s.lostRaces("update", attempt-1, c, err)
 		}
 		if ok {
 			t.afterCommit(ctx)
@@ -259,9 +283,20 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 		select {
 		case <-time.After(d):
 		case <-c.Done():
-			return s.wrap("update", c.Err())
+			return s.lostRaces("update", attempt, c, c.Err())
 		}
 	}
+}
+
+// lostRaces is the error of an Update that failed with err after losing
+// lost races: when the timeout ran out after at least one lost race, it is
+// a conflict (errors.Is engine.ErrConflict: the cluster answered, other
+// writers kept winning), not a cluster that does not answer.
+func (s *Store) lostRaces(op string, lost int, c context.Context, err error) error {
+	if lost > 0 && errors.Is(c.Err(), context.DeadlineExceeded) {
+		return &Error{Store: s.String(), Msg: fmt.Sprintf("%d attempts each lost a race with another writer within the timeout; nothing was written, retry", lost), Err: engine.ErrConflict}
+	}
+	return s.wrap(op, err)
 }
 
 // View runs fn against one consistent snapshot.

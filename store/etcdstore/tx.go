@@ -73,6 +73,12 @@ type tx struct {
 	owners  map[string]ownerIntent
 	leased  map[string]clientv3.LeaseID
 	dropped map[string]bool
+	// token names this attempt's pending event keys; stamps are the
+	// caller's events it appended (stamped with their sequence numbers
+	// when the commit succeeds), appended how many.
+	token    string
+	stamps   []*engine.Event
+	appended uint64
 	// etcdErr is the last error of the cluster, so Update/View can tell it
 	// from fn's own errors.
 	etcdErr error
@@ -320,12 +326,18 @@ func (t *tx) commit() (bool, error) {
 	}
 	if !resp.Succeeded {
 		t.dropped = nil
+	} else {
+		t.stamp(resp.Header.Revision)
 	}
 	return resp.Succeeded, nil
 }
 
-// afterCommit purges the events of flows this transaction tombstoned.
+// afterCommit indexes the events this transaction appended and purges the
+// events of flows it tombstoned.
 func (t *tx) afterCommit(ctx context.Context) {
+	if t.appended > 0 {
+		t.s.kickIndex()
+	}
 	for _, id := range t.purge {
 		_ = t.s.purgeFlow(ctx, id)
 	}
@@ -517,20 +529,51 @@ func (t *tx) Delete(flowID string) error {
 	if err != nil {
 		return err
 	}
-	if len(evs) <= inlineEvents {
-		for _, k := range evs {
-			t.del(k.key)
-			t.del(t.s.key("e/", strings.TrimPrefix(k.key, xp)))
-		}
-		return nil
-	}
-	last, err := t.LastSeq()
+	// The flow's pending events (few: the indexer moves them on at once).
+	pp := t.s.key("p/", flowID, "\x00")
+	pend, err := t.scan(pp, prefixEnd(pp), 0, false)
 	if err != nil {
 		return err
 	}
-	t.put(t.s.key("d/", flowID), []byte(strconv.FormatUint(last, 10)))
+	// last: the largest sequence number deleted, kept by meta/seq so
+	// that LastSeq never goes down.
+	var last uint64
+	for _, k := range pend {
+		if k.mod == 0 {
+			continue // appended by this transaction
+		}
+		if e, err := pendingEvent(k); err == nil {
+			last = max(last, e.Seq)
+		}
+	}
+	if len(evs)+len(pend) <= inlineEvents {
+		for _, k := range evs {
+			t.del(k.key)
+			t.del(t.s.key("e/", strings.TrimPrefix(k.key, xp)))
+			if n, err := strconv.ParseUint(strings.TrimPrefix(k.key, xp), 16, 64); err == nil {
+				last = max(last, n)
+			}
+		}
+		for _, k := range pend {
+			t.del(k.key)
+		}
+		return t.raiseHighWater(last)
+	}
+	lastX, err := t.scan(xp, prefixEnd(xp), 1, true)
+	if err != nil {
+		return err
+	}
+	if len(lastX) == 1 {
+		if n, err := strconv.ParseUint(strings.TrimPrefix(lastX[0].key, xp), 16, 64); err == nil {
+			last = max(last, n)
+		}
+	}
+	// The tombstone hides every event of the flow committed up to the
+	// snapshot, pending or indexed: their revisions are not above it.
+	hide := seqOf(t.rev, 1<<seqShift-1)
+	t.put(t.s.key("d/", flowID), []byte(strconv.FormatUint(hide, 10)))
 	t.purge = append(t.purge, flowID)
-	return nil
+	return t.raiseHighWater(last)
 }
 
 // decodeSummaries decodes the summaries stored in index entries, their

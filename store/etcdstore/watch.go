@@ -20,8 +20,8 @@ const watchPoll = 5 * time.Second
 const watchRetry = 500 * time.Millisecond
 
 // Watch delivers the committed events after the sequence number after, in
-// order, until ctx ends. It is woken by an etcd watch on meta/seq (every
-// append in any process on any machine) and reads the log from the last
+// order, until ctx ends. It is woken by an etcd watch on the puts of p/
+// (every append in any process on any machine) and reads the log from the last
 // event it delivered, so nothing is skipped or repeated and a slow consumer
 // loses nothing. A watch cancelled by the cluster (compaction, no leader)
 // is re-established after a fresh read.
@@ -104,18 +104,18 @@ func (s *Store) watch(ctx context.Context, after uint64, from int64) (<-chan []e
 	return out, nil
 }
 
-// subscription is one etcd watch on meta/seq.
+// subscription is one etcd watch on the pending events p/ (every append).
 type subscription struct {
 	ch     clientv3.WatchChan
 	cancel context.CancelFunc
 }
 
-// subscribe watches meta/seq from revision rev; the watch requires a
+// subscribe watches the puts of p/ from revision rev; the watch requires a
 // leader, so a member cut off from the quorum cancels it instead of
 // staying silent.
 func (s *Store) subscribe(ctx context.Context, rev int64) *subscription {
 	c, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	return &subscription{ch: s.cli.Watch(c, s.key("meta/seq"), clientv3.WithRev(rev)), cancel: cancel}
+	return &subscription{ch: s.cli.Watch(c, s.key("p/"), clientv3.WithPrefix(), clientv3.WithFilterDelete(), clientv3.WithRev(rev)), cancel: cancel}
 }
 
 func (w *subscription) stop() {
