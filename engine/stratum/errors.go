@@ -18,9 +18,13 @@ var ErrStratum = errors.New("stratum")
 // caller's validation (seed 000 §5.1); it matches ErrStratum.
 var ErrParallelValidation error = &parallelValidation{}
 
+// parallelValidation is the type of ErrParallelValidation.
 type parallelValidation struct{}
 
-func (*parallelValidation) Error() string        { return "stratum: parallel validation failed" }
+// Error implements error.
+func (*parallelValidation) Error() string { return "stratum: parallel validation failed" }
+
+// Is makes ErrParallelValidation match ErrStratum.
 func (*parallelValidation) Is(target error) bool { return target == ErrStratum }
 
 // CompileError is a definition the library refuses (§9): a type cycle, a

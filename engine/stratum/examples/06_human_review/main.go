@@ -114,6 +114,8 @@ type autoReviewer struct {
 	w      io.Writer
 }
 
+// Emit implements stratum.ReviewSink: it shows the review and decides it
+// with the configured option through Runtime.Resolve.
 func (a *autoReviewer) Emit(ctx context.Context, p stratum.PendingReview) error {
 	fmt.Fprintf(a.w, "review: %s\n", p.Question)
 	for i, o := range p.Options {
