@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/stratum-go/stratum/review"
+)
+
+// The Service side of library flows (library.go): starting a program's
+// flow, recording its calls, opening, waiting for and withdrawing its
+// reviews, under the program's lease.
+
+// LibraryFlowOptions starts a library flow.
+type LibraryFlowOptions struct {
+	Name   string
+	Inputs map[string]any
+	// Owner is the program's lease (renewed with RenewLibraryLease); a flow
+	// whose lease expired shows as stalled.
+	Owner *Lease
+}
+
+// StartLibraryFlow creates a library flow (status running, driver library)
+// and returns its id.
+func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) (string, error) {
+	var id string
+	_, err := s.optimistic(ctx, "start of library flow "+opt.Name, func(sn *snapshot, now time.Time) (computed, error) {
+		id = s.newID()
+		st := newFlowState(id, opt.Name, "", cloneObject(opt.Inputs), now)
+		if st.Inputs == nil {
+			st.Inputs = map[string]any{}
+		}
+		st.Driver = DriverLibrary
+		st.Library = &LibraryState{}
+		st.Owner = clonePtr(opt.Owner)
+		env := transitionEnv{Now: now}
+		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
+			FlowName: opt.Name, Driver: string(DriverLibrary),
+		})}}}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// libraryTransition runs fn on a library flow (refusing any other flow),
+// computed on a snapshot and committed like every transition.
+func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
+	if !plausibleFlowID(flowID) {
+		return nil, flowNotFound(flowID)
+	}
+	return s.optimistic(ctx, what+" of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+		st, err := sn.Get(flowID)
+		if errors.Is(err, ErrNotFound) {
+			return computed{}, flowNotFound(flowID)
+		}
+		if err != nil {
+			return computed{}, err
+		}
+		if !st.IsLibrary() {
+			return computed{}, execErrorf("Flow '%s' is not a library flow", flowID)
+		}
+		env := transitionEnv{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
+		res, err := fn(st, env)
+		return computed{st: st, res: res}, err
+	})
+}
+
+// RecordLibraryCall records one call of a library flow in one commit: a step
+// record (function, attempts, duration, cache hit), the spend in the budget
+// ledger, the trace record and a trace event.
+func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c LibraryCall) error {
+	_, err := s.libraryTransition(ctx, "call", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		st.Library.Calls++
+		stepID := c.Function + "#" + strconv.Itoa(st.Library.Calls)
+		rec := newRecord(st, env, RecordStep, stepID)
+		rec.FunctionName = c.Function
+		rec.Attempts = c.Attempts
+		rec.DurationMS = c.DurationMS
+		rec.CacheHit = c.CacheHit
+		rec.StepMode = modeFunction
+		st.Records = append(st.Records, rec)
+		st.CurrentIdx = st.Library.Calls
+		cr := CallRecord{StepID: stepID, Attempt: c.Attempts, DurationMS: c.DurationMS,
+			Tokens: c.Tokens, CostUSD: c.CostUSD, Trace: c.Trace, Executor: "infer", CacheHit: c.CacheHit}
+		if msg, _ := c.Data["error"].(string); msg != "" {
+			cr.ErrorKind, cr.Violations = libraryCallFailed, []string{msg}
+		}
+		return recordCall(st, env, cr)
+	})
+	return err
+}
+
+// libraryCallFailed is the ErrorKind of a Go program's failed Call in its
+// trace event; the error's text is the violation.
+const libraryCallFailed = "library"
+
+// FinishLibraryFlow ends a library flow: complete with its output, or
+// failed with the error's text. Reviews still open are withdrawn; the lease
+// is dropped.
+func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output any, failure error) error {
+	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		if st.Status.Finished() {
+			return transitionResult{Unchanged: true}, nil
+		}
+		var res transitionResult
+		for _, r := range st.Library.openReviews() {
+			res = mergeResults(res, withdraw(st, env, r, "flow finished"))
+		}
+		status := StatusComplete
+		if failure != nil {
+			status = StatusFailed
+			st.Library.Error = failure.Error()
+		} else {
+			st.Library.Output = cloneValue(output)
+		}
+		st.Status = status
+		st.Gate = nil
+		st.Owner = nil
+		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(status)}))
+		return res, nil
+	})
+	return err
+}
+
+// RenewLibraryLease renews (or drops, with a nil lease) the program's lease
+// on a library flow.
+func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *Lease) error {
+	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		if st.Status.Finished() {
+			return transitionResult{Unchanged: true}, nil
+		}
+		st.Owner = clonePtr(l)
+		return transitionResult{}, nil
+	})
+	return err
+}
+
+// OpenReview opens a review in a library flow: it is persisted (status
+// awaiting_gate, the review in the pending-gate index, a gate_opened event)
+// before this returns, and answers the review as stored.
+func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewRequest) (*LibraryReview, error) {
+	var opened *LibraryReview
+	_, err := s.libraryTransition(ctx, "review", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		if st.Status.Finished() {
+			return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
+		}
+		approver := orStr(req.Approver, string(review.AnyApprover))
+		if approver != string(review.AnyApprover) && approver != string(review.HumanApprover) {
+			return transitionResult{}, execErrorf("approver must be 'any' or 'human', got '%s'", approver)
+		}
+		r := &LibraryReview{
+			ID:        "review-" + strconv.Itoa(len(st.Library.Reviews)+1),
+			Question:  req.Question,
+			Trigger:   orStr(req.Trigger, "explicit"),
+			Artifacts: cloneObject(req.Artifacts),
+			Options:   cloneRaws(req.Options),
+			Schema:    cloneObject(req.Schema),
+			Approver:  approver,
+			OpenedAt:  env.Now,
+			OnTimeout: cloneRaw(req.OnTimeout),
+			Status:    ReviewOpen,
+		}
+		if req.Timeout > 0 {
+			d := env.Now.Add(req.Timeout)
+			r.Deadline = &d
+		}
+		st.Library.Reviews = append(st.Library.Reviews, r)
+		syncLibraryGate(st)
+		opened = r.Clone()
+		// The question, trigger and options are in the state (LibraryReview).
+		data := EventData{Approver: string(r.Approver), Deadline: clonePtr(r.Deadline)}
+		return transitionResult{Events: []Event{event(st, env, EventGateOpened, r.ID, data)}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return opened, nil
+}
+
+// WithdrawReview closes an open review nobody decided (the program stopped
+// waiting); a review already closed is left as it is. It answers the review
+// as stored afterwards.
+func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason string) (*LibraryReview, error) {
+	var out *LibraryReview
+	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		r := st.Library.Review(reviewID)
+		if r == nil {
+			return refused(refusal(ErrTypeWrongStep, "Flow '%s' has no review '%s'", flowID, reviewID)), nil
+		}
+		out = r.Clone()
+		if r.Status != ReviewOpen {
+			return transitionResult{Unchanged: true}, nil
+		}
+		res := withdraw(st, env, r, reason)
+		out = r.Clone()
+		return res, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func withdraw(st *FlowState, env transitionEnv, r *LibraryReview, reason string) transitionResult {
+	r.Status = ReviewWithdrawn
+	r.Decision = &ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: env.Now}
+	return closeLibraryReview(st, env, r, "withdrawn")
+}
+
+// LibraryReviewOf reads one review of a library flow.
+func (s *Service) LibraryReviewOf(ctx context.Context, flowID, reviewID string) (*LibraryReview, error) {
+	st, err := s.Get(ctx, flowID)
+	if err != nil {
+		return nil, err
+	}
+	r := st.Library.Review(reviewID)
+	if r == nil {
+		return nil, fmt.Errorf("flow %s: review %s: %w", flowID, reviewID, ErrNotFound)
+	}
+	return r.Clone(), nil
+}
+
+// libraryPendingReviews are the open reviews of a library flow as reviewers
+// see them, oldest first.
+func libraryPendingReviews(st *FlowState) []review.PendingReview {
+	if st.Status.Finished() {
+		return nil
+	}
+	var out []review.PendingReview
+	for _, r := range st.Library.openReviews() {
+		pr := review.PendingReview{
+			ReviewID:  review.ID(st.FlowID, r.ID, 0),
+			FlowID:    st.FlowID,
+			FlowName:  st.FlowName,
+			StepID:    r.ID,
+			Question:  r.Question,
+			Trigger:   r.Trigger,
+			Artifacts: review.Artifacts{Inputs: st.Inputs, Values: cloneObject(r.Artifacts)},
+			Outcomes:  []review.Outcome{review.Approve, review.Kill},
+			Approver:  review.Approver(r.Approver),
+			OpenedAt:  r.OpenedAt,
+			Deadline:  cloneTime(r.Deadline),
+			OnTimeout: review.Kill,
+			Options:   cloneRaws(r.Options),
+			Schema:    cloneObject(r.Schema),
+			Library:   true,
+		}
+		if r.OnTimeout != nil {
+			pr.OnTimeout = review.Approve
+		}
+		out = append(out, pr)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].OpenedAt.Before(out[j].OpenedAt) })
+	return out
+}
