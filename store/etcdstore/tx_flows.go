@@ -1,0 +1,318 @@
+package etcdstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// The port's flow operations over a transaction (tx.go holds its reads,
+// buffered writes and commit): Get, Put with its indexes, Delete, the
+// summary listings and the cache.
+
+func validFlowID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("etcd store: empty flow id")
+	case len(id) > maxFlowIDLen:
+		return fmt.Errorf("etcd store: flow id longer than %d bytes", maxFlowIDLen)
+	case strings.IndexByte(id, 0) >= 0:
+		return errors.New("etcd store: flow id contains a NUL byte")
+	}
+	return nil
+}
+
+func (t *tx) Get(flowID string) (*engine.FlowState, error) {
+	v, ok, err := t.get(t.s.key("f/", flowID))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
+	}
+	st := new(engine.FlowState)
+	if err := sjson.Unmarshal(bytes.Clone(v), st); err != nil {
+		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its state: %w", t.s, err)}
+	}
+	if err := t.judge(flowID, marker(v), st.Owner); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// summary returns a flow's summary as stored (its owner not judged).
+func (t *tx) summary(flowID string) (*engine.FlowSummary, error) {
+	sum, _, err := t.summaryRec(flowID)
+	return sum, err
+}
+
+// summaryRec is summary with the runner lease id its record is marked with.
+func (t *tx) summaryRec(flowID string) (*engine.FlowSummary, string, error) {
+	v, ok, err := t.get(t.s.key("s/", flowID))
+	if err != nil || !ok {
+		return nil, "", err
+	}
+	sum := new(engine.FlowSummary)
+	if err := sjson.Unmarshal(bytes.Clone(v), sum); err != nil {
+		return nil, "", &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its summary: %w", t.s, err)}
+	}
+	return sum, marker(v), nil
+}
+
+func hex16(n uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return fmt.Sprintf("%x", b[:])
+}
+
+func createdKey(sum *engine.FlowSummary) string {
+	return hex16(uint64(sum.CreatedAt.UnixNano()) ^ (1 << 63))
+}
+
+func (t *tx) indexKeys(sum *engine.FlowSummary) (created, status, gate string) {
+	c := createdKey(sum)
+	created = t.s.key("c/", c, "\x00", sum.FlowID)
+	status = t.s.key("t/", string(sum.Status), "\x00", c, "\x00", sum.FlowID)
+	if sum.Status == engine.StatusAwaitingGate && sum.Gate != nil {
+		gate = t.s.key("g/", sum.FlowID)
+	}
+	return
+}
+
+// Put buffers the flow and its summary if the flow is at version expect
+// (engine.NotStored: absent) in this transaction's snapshot, else it fails
+// with an *engine.VersionError. The stored version is read from the
+// summary's key, which the commit compares by mod revision, so a writer
+// that changes the flow after the snapshot fails the commit and Update
+// runs fn again on a new snapshot: the comparison and the write are
+// atomic. st is stored as given but for a zero SchemaVersion; the summary
+// with st's stamps.
+func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if st == nil {
+		return errors.New("etcd store: nil flow state")
+	}
+	if err := validFlowID(st.FlowID); err != nil {
+		return err
+	}
+	if strings.IndexByte(string(st.Status), 0) >= 0 {
+		return errors.New("etcd store: status contains a NUL byte")
+	}
+	if sum.FlowID != st.FlowID || sum.Status != st.Status {
+		return fmt.Errorf("etcd store: flow %q put with the summary of %q (status %q, the state's %q)",
+			st.FlowID, sum.FlowID, sum.Status, st.Status)
+	}
+	if expect < engine.NotStored || st.Version <= expect {
+		return fmt.Errorf("etcd store: flow %q put at version %d over version %d: a write moves the version on (engine.FlowState.Stamp)",
+			st.FlowID, st.Version, expect)
+	}
+	old, oldLID, err := t.summaryRec(st.FlowID)
+	if err != nil {
+		return err
+	}
+	at := engine.NotStored
+	if old != nil {
+		at = old.Version
+	}
+	if at != expect {
+		return &engine.VersionError{FlowID: st.FlowID, Expected: expect, Stored: at}
+	}
+	prevRecord := st.SchemaVersion
+	if st.SchemaVersion == 0 {
+		st.SchemaVersion = stateRecordVersion
+	}
+	// A live owner is backed by an etcd lease: the records are marked with
+	// its id, and its lease key is written at commit (see lease.go).
+	var lid string
+	if backable(st.Owner, st.UpdatedAt) {
+		lid = st.Owner.ID
+	}
+	data, err := sjson.Marshal(st)
+	if err == nil {
+		data, err = mark(data, lid)
+	}
+	if err != nil {
+		st.SchemaVersion = prevRecord
+		return fmt.Errorf("etcd store: encode flow %s: %w", st.FlowID, err)
+	}
+	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
+	sumData, err := sjson.Marshal(&sum)
+	if err == nil {
+		sumData, err = mark(sumData, lid)
+	}
+	if err != nil {
+		return fmt.Errorf("etcd store: encode summary of flow %s: %w", st.FlowID, err)
+	}
+	if err := t.setOwner(st.FlowID, oldLID, lid, st.Owner); err != nil {
+		return err
+	}
+	if old != nil {
+		c, s, g := t.indexKeys(old)
+		t.del(c)
+		t.del(s)
+		if g != "" {
+			t.del(g)
+		}
+	}
+	t.put(t.s.key("f/", st.FlowID), data)
+	t.put(t.s.key("s/", st.FlowID), sumData)
+	c, s, g := t.indexKeys(&sum)
+	t.put(c, sumData)
+	t.put(s, sumData)
+	if g != "" {
+		t.put(g, sumData)
+	}
+	return nil
+}
+
+func (t *tx) Delete(flowID string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	old, oldLID, err := t.summaryRec(flowID)
+	if err != nil {
+		return err
+	}
+	if err := t.setOwner(flowID, oldLID, "", nil); err != nil {
+		return err
+	}
+	if old != nil {
+		c, s, g := t.indexKeys(old)
+		t.del(c)
+		t.del(s)
+		if g != "" {
+			t.del(g)
+		}
+	}
+	t.del(t.s.key("f/", flowID))
+	t.del(t.s.key("s/", flowID))
+	t.gen = true
+	xp := t.s.key("x/", flowID, "\x00")
+	evs, err := t.scan(xp, prefixEnd(xp), inlineEvents+1, false)
+	if err != nil {
+		return err
+	}
+	// The flow's pending events (few: the indexer moves them on at once).
+	pp := t.s.key("p/", flowID, "\x00")
+	pend, err := t.scan(pp, prefixEnd(pp), 0, false)
+	if err != nil {
+		return err
+	}
+	// last: the largest sequence number deleted, kept by meta/seq so
+	// that LastSeq never goes down.
+	var last uint64
+	for _, k := range pend {
+		if k.mod == 0 {
+			continue // appended by this transaction
+		}
+		if e, err := pendingEvent(k); err == nil {
+			last = max(last, e.Seq)
+		}
+	}
+	if len(evs)+len(pend) <= inlineEvents {
+		for _, k := range evs {
+			t.del(k.key)
+			t.del(t.s.key("e/", strings.TrimPrefix(k.key, xp)))
+			if n, err := strconv.ParseUint(strings.TrimPrefix(k.key, xp), 16, 64); err == nil {
+				last = max(last, n)
+			}
+		}
+		for _, k := range pend {
+			t.del(k.key)
+		}
+		return t.raiseHighWater(last)
+	}
+	lastX, err := t.scan(xp, prefixEnd(xp), 1, true)
+	if err != nil {
+		return err
+	}
+	if len(lastX) == 1 {
+		if n, err := strconv.ParseUint(strings.TrimPrefix(lastX[0].key, xp), 16, 64); err == nil {
+			last = max(last, n)
+		}
+	}
+	// The tombstone hides every event of the flow committed up to the
+	// snapshot, pending or indexed: their revisions are not above it.
+	hide := seqOf(t.rev, 1<<seqShift-1)
+	t.put(t.s.key("d/", flowID), []byte(strconv.FormatUint(hide, 10)))
+	t.purge = append(t.purge, flowID)
+	return t.raiseHighWater(last)
+}
+
+// decodeSummaries decodes the summaries stored in index entries, their
+// owners judged by etcd (see judge). One that does not decode is left out
+// and reported as an *engine.DamagedError naming the flow (the id ends every
+// index key, after its last NUL or its prefix p), joined with the others
+// (engine.Tx's contract).
+func (t *tx) decodeSummaries(p string, kvs []kv) ([]engine.FlowSummary, error) {
+	out := make([]engine.FlowSummary, 0, len(kvs))
+	var damaged []error
+	for _, k := range kvs {
+		var sum engine.FlowSummary
+		if err := sjson.Unmarshal(bytes.Clone(k.val), &sum); err != nil {
+			id := strings.TrimPrefix(k.key, p)
+			id = id[strings.LastIndexByte(id, 0)+1:]
+			damaged = append(damaged, &engine.DamagedError{FlowID: id,
+				Err: fmt.Errorf("etcd store: cannot decode the summary at %q: %w", k.key, err)})
+			continue
+		}
+		if lid := marker(k.val); lid != "" && sum.Owner != nil && sum.Owner.ID == lid {
+			if err := t.loadLeaseKeys(); err != nil {
+				return nil, err
+			}
+			if err := t.judge(sum.FlowID, lid, sum.Owner); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, sum)
+	}
+	return out, errors.Join(damaged...)
+}
+
+func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
+	p := t.s.key("c/")
+	if f.Status != "" {
+		p = t.s.key("t/", string(f.Status), "\x00")
+	}
+	kvs, err := t.scan(p, prefixEnd(p), max(f.Limit, 0), true)
+	if err != nil {
+		return nil, err
+	}
+	return t.decodeSummaries(p, kvs)
+}
+
+func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
+	p := t.s.key("g/")
+	kvs, err := t.scan(p, prefixEnd(p), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	return t.decodeSummaries(p, kvs)
+}
+
+// ---- cache ----
+
+func (t *tx) CacheGet(key string) ([]byte, bool, error) {
+	v, ok, err := t.get(t.s.key("k/", key))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return append([]byte{}, v...), true, nil
+}
+
+func (t *tx) CachePut(key string, value []byte) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	t.put(t.s.key("k/", key), append([]byte{}, value...))
+	return nil
+}
