@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -151,6 +152,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	checkSpecs(b[string(bucketSpecs)], specRefs, bad)
 	checkFlowEvents(b[string(bucketEvents)], bad)
 	checkFlowLogs(flows, b[string(bucketFlowLog)], bad)
+	checkFlowSteps(flows, b[string(bucketFlowSteps)], bad)
 	return problems
 }
 
@@ -265,6 +267,64 @@ func checkFlowLogs(flows, logb *bolt.Bucket, bad func(format string, args ...any
 			if got := c.meta.specRef(); got.ok != want.ok || got.hash != want.hash {
 				bad("flowlog: the meta entry of flow %q names another spec than its state", id)
 			}
+		}
+	}
+}
+
+// checkFlowSteps checks bucket flowsteps (flowsteps.go): every entry
+// belongs to a stored flow that has a meta entry, each flow has exactly
+// the step outputs and attempts its meta entry counts, each output is JSON
+// and each attempt count a decimal number.
+func checkFlowSteps(flows, b *bolt.Bucket, bad func(format string, args ...any)) {
+	type counts struct {
+		meta              *stepsMeta
+		outputs, attempts uint32
+	}
+	seen := map[string]*counts{}
+	_ = b.ForEach(func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 1 || len(k) < i+2 {
+			bad("flowsteps: bad key %q", k)
+			return nil
+		}
+		id := string(k[:i])
+		c := seen[id]
+		if c == nil {
+			c = &counts{}
+			seen[id] = c
+		}
+		switch kind := k[i+1]; {
+		case kind == stepsMetaKind && len(k) == i+2:
+			m, err := decodeStepsMeta(v)
+			if err != nil {
+				bad("flowsteps: flow %q: %v", id, err)
+				return nil
+			}
+			c.meta = &m
+		case kind == stepsOutputKind:
+			if !json.Valid(v) {
+				bad("flowsteps: flow %q: the output of step %q is not JSON", id, k[i+2:])
+			}
+			c.outputs++
+		case kind == stepsAttemptKind:
+			if _, err := strconv.Atoi(string(v)); err != nil {
+				bad("flowsteps: flow %q: the attempts of step %q: %v", id, k[i+2:], err)
+			}
+			c.attempts++
+		default:
+			bad("flowsteps: bad key %q", k)
+		}
+		return nil
+	})
+	for id, c := range seen {
+		switch {
+		case flows.Get([]byte(id)) == nil:
+			bad("flowsteps: entries of flow %q, which is not stored", id)
+		case c.meta == nil:
+			bad("flowsteps: flow %q has entries and no meta entry", id)
+		case c.meta.outputs != c.outputs || c.meta.attempts != c.attempts:
+			bad("flowsteps: flow %q has %d step outputs and %d attempts, its meta entry counts %d and %d",
+				id, c.outputs, c.attempts, c.meta.outputs, c.meta.attempts)
 		}
 	}
 }

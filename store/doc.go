@@ -69,17 +69,22 @@
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "5"           ASCII decimal; gates migrations
+//	    schema_version  = "6"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
 //	    <flow id>       = engine.FlowState JSON (stratum_state_version inside),
 //	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits,
-//	                      records null and trace absent: they are in flowlog
+//	                      records null and trace absent: they are in flowlog;
+//	                      step_outputs and attempts null when in flowsteps
 //	flowlog/                            since schema 5 (flowlog.go)
-//	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1>
+//	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1> ‖ <spec:32>
 //	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>  = records[i], engine.Record JSON
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>  = trace[i], JSON
+//	flowsteps/                          since schema 6 (flowsteps.go)
+//	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
+//	    <flow id> ‖ 0x00 ‖ "o" ‖ <step> = step_outputs[step], JSON
+//	    <flow id> ‖ 0x00 ‖ "a" ‖ <step> = attempts[step], ASCII decimal
 //	specs/
 //	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
 //	summaries/
@@ -116,6 +121,17 @@
 // encoding. Get puts records and trace back into the state, so the engine
 // never sees the split.
 //
+// A flow's step outputs and attempts hold an entry per step too, replaced
+// rather than appended (a retry, a new round); since schema 6, once either
+// holds more than 16 steps, they are stored one key per step id
+// (flowsteps.go): a transition writes the entries it changed, added or
+// removed, under a new tag (none: the tag is kept), and the Store caches
+// the maps under their tag beside the flow's records, so Get copies them
+// instead of decoding and Put compares instead of encoding. A shorter
+// flow keeps them in its state, where they cost less than the B-tree path
+// of their own would cost every commit. Get puts them back as well: the
+// state, and `stratum query flow`, read as before.
+//
 // <seq:8> is the uint64 from bucket events' NextSequence, 8 bytes big-endian,
 // so the log sorts in commit order across all processes. The per-flow index
 // lives in the same bucket (since schema 3; it was idx_flow_events): its
@@ -135,7 +151,8 @@
 // stops awaiting a gate, and then only the indexes whose key changed are
 // touched (a completion from a gate rewrites idx_status and idx_gates, not
 // idx_created): a typical transition rewrites flows/<id> and
-// summaries/<id> and appends to events (and a step's record to flowlog),
+// summaries/<id> and appends to events (and a step's record to flowlog,
+// and, past 16 steps, its output and attempts to flowsteps),
 // so bbolt writes (and fdatasyncs) three or four B-tree paths, the root
 // page and the free-page list — 14 pages at 10,000 flows for three, where
 // schema 2 wrote 21. List walks the keys of idx_created

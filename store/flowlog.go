@@ -136,6 +136,9 @@ type cachedLog struct {
 	tag     uint64
 	records []engine.Record
 	trace   []json.RawMessage
+	// steps are the flow's step outputs and attempts (flowsteps.go), under
+	// their own tag; nil: unknown.
+	steps *cachedSteps
 }
 
 // recordSize is what a cached record is counted as (logCacheBytes): the
@@ -147,6 +150,9 @@ func (l *cachedLog) size() int {
 	n := len(l.records) * recordSize
 	for _, t := range l.trace {
 		n += len(t) + 24
+	}
+	if l.steps != nil {
+		n += l.steps.bytes + 64*(len(l.steps.outputs)+len(l.steps.attempts))
 	}
 	return n
 }
@@ -209,10 +215,14 @@ func (c *logCache) put(logs map[string]*cachedLog) {
 }
 
 // note records, for after the commit, the entries flowID has in the file
-// once this transaction commits (nil: unknown, forget them).
+// once this transaction commits (nil: unknown, forget them). A fresh l
+// without steps keeps those noted before it (flowsteps.go).
 func (t *tx) note(flowID string, l *cachedLog) {
 	if t.logs == nil {
 		t.logs = map[string]*cachedLog{}
+	}
+	if p := t.logs[flowID]; l != nil && l.steps == nil && p != nil {
+		l.steps = p.steps
 	}
 	t.logs[flowID] = l
 }
@@ -313,7 +323,7 @@ func (t *tx) writeLog(st *engine.FlowState, ref specRef) error {
 		}
 	}
 	if tag == 0 {
-		if err := t.deleteLog(st.FlowID); err != nil {
+		if err := deleteLogOf(logb, st.FlowID); err != nil {
 			return err
 		}
 		for tag == 0 {
@@ -322,11 +332,15 @@ func (t *tx) writeLog(st *engine.FlowState, ref specRef) error {
 		prev = nil
 	}
 	// What is cached is what Get would decode from the file: the record
-	// decoded from its encoding, the trace entry as encoded.
-	next := &cachedLog{tag: tag, records: make([]engine.Record, from, len(st.Records)), trace: make([]json.RawMessage, fromTrace, len(st.Trace))}
+	// decoded from its encoding, the trace entry as encoded. An append
+	// extends prev's arrays in place when they have room (append's own
+	// amortised growth), rather than copying every entry: prev's entries
+	// are never changed, and entries past them are seen by no one but this
+	// transaction — a Store's writers run one at a time (Store.run), and
+	// one that rolled back left nothing anyone reads there.
+	next := &cachedLog{tag: tag}
 	if prev != nil {
-		copy(next.records, prev.records[:from])
-		copy(next.trace, prev.trace[:fromTrace])
+		next.records, next.trace = prev.records[:from], prev.trace[:fromTrace]
 	}
 	for i := from; i < len(st.Records); i++ {
 		v, err := marshalJSON(&st.Records[i])
@@ -365,15 +379,22 @@ func (t *tx) writeLog(st *engine.FlowState, ref specRef) error {
 	return nil
 }
 
-// deleteLog removes every flowlog entry of flowID.
+// deleteLog removes every flowlog and flowsteps entry of flowID.
 func (t *tx) deleteLog(flowID string) error {
-	logb, err := t.bucket(bucketFlowLog)
-	if err != nil {
-		return err
+	for _, name := range [][]byte{bucketFlowLog, bucketFlowSteps} {
+		b, err := t.bucket(name)
+		if err != nil {
+			return err
+		}
+		if err := deleteLogOf(b, flowID); err != nil {
+			return err
+		}
 	}
-	return deleteLogOf(logb, flowID)
+	return nil
 }
 
+// deleteLogOf removes every entry of flowID from logb (bucket flowlog or
+// flowsteps).
 func deleteLogOf(logb *bolt.Bucket, flowID string) error {
 	prefix := logPrefix(flowID)
 	var keys [][]byte
@@ -436,9 +457,15 @@ func prefixTrace(trace, prev []json.RawMessage) bool {
 	return true
 }
 
-// copyRecords returns a private copy of recs, never nil.
+// spareRecords is the room a copied slice of records has for more: a
+// transition appends a step's record or two to what Get returned, which
+// would otherwise copy all of them again, into an array twice as long.
+const spareRecords = 4
+
+// copyRecords returns a private copy of recs, never nil, with room for
+// spareRecords more.
 func copyRecords(recs []engine.Record) []engine.Record {
-	out := make([]engine.Record, len(recs))
+	out := make([]engine.Record, len(recs), len(recs)+spareRecords)
 	copy(out, recs)
 	for i := range out {
 		r := &out[i]

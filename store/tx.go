@@ -85,6 +85,9 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 		if err := t.readLog(st); err != nil {
 			return err
 		}
+		if err := t.readSteps(st); err != nil {
+			return err
+		}
 		stored := isSpecRef(st.RawSpec)
 		r, err := t.resolveSpec(st)
 		if err != nil {
@@ -160,12 +163,16 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 	}
 	id := []byte(st.FlowID)
 	var old *engine.FlowSummary
+	var split bool // step outputs and attempts in bucket flowsteps (flowsteps.go)
 	if err := t.do(false, func() error {
 		sums, err := t.bucket(bucketSummaries)
 		if err != nil {
 			return err
 		}
-		old, err = t.getSummary(sums, id)
+		if old, err = t.getSummary(sums, id); err != nil {
+			return err
+		}
+		split, err = t.splitSteps(st)
 		return err
 	}); err != nil {
 		return err
@@ -184,9 +191,12 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 	}
 	known, haveKnown := t.specs[st.FlowID]
 	ref := t.s.specHashes.refOf(st.RawSpec, known)
-	stored := *st // shallow: RawSpec, Records and Trace differ
+	stored := *st // shallow: RawSpec, Records, Trace, StepOutputs and Attempts differ
 	stored.RawSpec = ref.String()
 	stored.Records, stored.Trace = nil, nil // in bucket flowlog (flowlog.go)
+	if split {
+		stored.StepOutputs, stored.Attempts = nil, nil
+	}
 	data, err := marshalJSON(&stored)
 	if err != nil {
 		st.SchemaVersion = prevRecord
@@ -241,6 +251,11 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 		}
 		if err := t.writeLog(st, ref); err != nil {
 			return err
+		}
+		if split {
+			if err := t.writeSteps(st); err != nil {
+				return err
+			}
 		}
 		t.rememberSpec(st.FlowID, ref)
 		if err := sums.Put(id, sumData); err != nil {
