@@ -93,14 +93,19 @@ func TestFlowStepsWritesOnlyChanges(t *testing.T) {
 		st.StepOutputs["new"] = map[string]any{}
 		st.Attempts["s4"] = 2
 		delete(st.Attempts, "s5")
+		// Step ids are any strings: empty, with a NUL, not ASCII.
+		st.StepOutputs[""], st.StepOutputs["x\x00y"], st.StepOutputs["ü"] = nil, -1.5, "ü"
+		st.Attempts[""] = 0
 	})
 	m2, _, e2 := rawSteps(t, s, "f")
-	if m2.tag == m0.tag || m2.outputs != stepsInline+2 || m2.attempts != stepsInline ||
-		e2["os3"] != `"replaced"` || e2["onew"] != "{}" || e2["as4"] != "2" || e2["as5"] != "" {
+	if m2.tag == m0.tag || m2.outputs != stepsInline+5 || m2.attempts != stepsInline+1 ||
+		e2["os3"] != `"replaced"` || e2["onew"] != "{}" || e2["as4"] != "2" || e2["as5"] != "" ||
+		e2["o"] != "null" || e2["ox\x00y"] != "-1.5" || e2["a"] != "0" {
 		t.Fatalf("after a change: meta %+v, entries %q", m2, e2)
 	}
 	want := storeGet(t, s, "f")
-	if want.StepOutputs["s3"] != "replaced" || want.Attempts["s4"] != 2 || len(want.Attempts) != stepsInline {
+	if want.StepOutputs["s3"] != "replaced" || want.Attempts["s4"] != 2 || len(want.Attempts) != stepsInline+1 ||
+		want.StepOutputs["x\x00y"] != -1.5 || want.StepOutputs[""] != nil || len(want.StepOutputs) != stepsInline+5 {
 		t.Fatalf("read back: %+v %+v", want.StepOutputs, want.Attempts)
 	}
 	reopened, err := Open(s.Path(), Options{})
