@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -333,19 +332,10 @@ func (a *app) validateCommand() *cobra.Command {
 		strict  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "validate FILE|DIR...",
-		Short: "Check specs and report every problem with file:line:col",
-		Long: `Validate decodes and checks each spec (directories are searched for *.stratum.yaml)
-and prints every diagnostic as "file:line:col: severity code: message (suggestion)".
-
-Warnings (routing-target-runs, unchecked-keyword, …) leave a spec valid;
---strict counts them as errors.
-
-Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
-Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
-		Example: `  stratum validate specs/examples
-  stratum validate --json specs/examples/hello.stratum.yaml
-  stratum validate --watch specs/examples`,
+		Use:     "validate FILE|DIR...",
+		Short:   "Check specs and report every problem with file:line:col",
+		Long:    specs.ValidateHelp,
+		Example: specs.ValidateExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("validate needs at least one FILE or DIR")
@@ -392,14 +382,11 @@ func pathErr(err error) error {
 
 func (a *app) workflowsCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "workflows [DIR]",
-		Short: "List the registered workflows (specs with a workflow: block) in DIR",
-		Long: `Workflows scans DIR (default ".", not recursive) for *.stratum.yaml files with a
-workflow: block and prints {"workflows": [{name, description, input, path}], "errors": [...]},
-the JSON of the original's stratum_list_workflows tool. Duplicate names are errors.`,
-		Example: `  stratum workflows
-  stratum workflows specs/examples | jq '.workflows[].name'`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "workflows [DIR]",
+		Short:   "List the registered workflows (specs with a workflow: block) in DIR",
+		Long:    specs.WorkflowsHelp,
+		Example: specs.WorkflowsExamples,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			dir := "."
 			if len(args) == 1 {
@@ -417,15 +404,11 @@ the JSON of the original's stratum_list_workflows tool. Duplicate names are erro
 func (a *app) compileCommand() *cobra.Command {
 	var output, flowName string
 	cmd := &cobra.Command{
-		Use:   "compile TASKS_DIR",
-		Short: "Compile spec-kit tasks/*.md into a .stratum.yaml flow",
-		Long: `Compile turns a spec-kit tasks directory (one Markdown file per task, with
-"## Acceptance Criteria" checklists) into a v0.1 spec: one compute function and one step
-per task, file_exists/file_contains/tests/lint criteria as ensures, [P] tasks as parallel
-groups in the dependency graph.`,
-		Example: `  stratum compile testdata/speckit/sequential --flow build
-  stratum compile tasks/ --output tasks.stratum.yaml`,
-		Args: cobra.ExactArgs(1),
+		Use:     "compile TASKS_DIR",
+		Short:   "Compile spec-kit tasks/*.md into a .stratum.yaml flow",
+		Long:    specs.CompileHelp,
+		Example: specs.CompileExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c, err := specs.CompileTasks(args[0], flowName)
 			var ce *specs.CompileError
@@ -467,16 +450,11 @@ func (a *app) planCommand() *cobra.Command {
 		inputsFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "plan SPEC",
-		Short: "Start a flow (stratum_plan) and print its first dispatch",
-		Long: `Plan validates SPEC, creates a flow execution in the store and prints the first
-dispatch as JSON, exactly like the stratum_plan tool: an agent or a script then does the
-step's work and reports it with "stratum step-done". --flow may be omitted when the spec
-has one flow (or a workflow block naming its entry flow).`,
-		Example: `  stratum plan specs/examples/review.stratum.yaml --input task="add a --verbose flag"
-  stratum plan specs/examples/hello.stratum.yaml --flow hello --input name=ann
-  stratum plan specs/examples/hello.stratum.yaml --inputs inputs.json`,
-		Args: cobra.ExactArgs(1),
+		Use:     "plan SPEC",
+		Short:   "Start a flow (stratum_plan) and print its first dispatch",
+		Long:    runner.PlanHelp,
+		Example: runner.PlanExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, flow, inputs, err := runner.PlanArgs(args[0], flowName, inputKV, inputsFile)
 			if err != nil {
@@ -496,15 +474,11 @@ has one flow (or a workflow block naming its entry flow).`,
 func (a *app) stepDoneCommand() *cobra.Command {
 	var result, resultFile string
 	cmd := &cobra.Command{
-		Use:   "step-done FLOW STEP",
-		Short: "Report a step's result (stratum_step_done) and print what comes next",
-		Long: `Step-done reports the JSON result of the current step. The engine checks it
-(output_schema, guardrails, ensure) and prints the next dispatch, the same step again with
-its violations, the completion, or an error envelope (exit 1).`,
-		Example: `  stratum step-done 3f2a1c implement --result '{"summary":"add --verbose","files":["main.go"],"tests_pass":true}'
-  stratum step-done 3f2a1c implement --result-file out.json
-  echo '{"approved": true, "issues": []}' | stratum step-done 3f2a1c self_review --result-file -`,
-		Args: cobra.ExactArgs(2),
+		Use:     "step-done FLOW STEP",
+		Short:   "Report a step's result (stratum_step_done) and print what comes next",
+		Long:    runner.StepDoneHelp,
+		Example: runner.StepDoneExamples,
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := runner.ParseResult(result, resultFile, a.stdin)
 			if err != nil {
@@ -845,18 +819,11 @@ func (a *app) quarantine(ctx context.Context, st *backend.Opened) error {
 func (a *app) mcpCommand() *cobra.Command {
 	var sweep time.Duration
 	cmd := &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve the stratum tools to an agent over MCP (stdio)",
-		Long: `Mcp runs the Model Context Protocol server on stdin/stdout; an MCP client (Claude Code,
-Codex, the MCP Inspector) starts it. It offers the original stratum tools (stratum_plan,
-stratum_step_done, stratum_gate_resolve, stratum_audit, …) plus stratum_wait_gate and
-stratum_list_flows, on the shared store: flows driven here show up in "stratum query" and the
-TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr, starting with
-the store it opened (path and schema version).
-Register it for a project with "stratum install".`,
-		Example: `  claude mcp add stratum -- stratum mcp
-  npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
-		Args: cobra.NoArgs,
+		Use:     "mcp",
+		Short:   "Serve the stratum tools to an agent over MCP (stdio)",
+		Long:    mcpserver.ServeHelp,
+		Example: mcpserver.ServeExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			svc, st, err := openService(cmd.Context())
 			if err != nil {
@@ -888,26 +855,11 @@ func (a *app) installCommand() *cobra.Command {
 	var opts mcpserver.InstallOptions
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "install",
-		Short: "Set a project up for stratum: MCP server, CLAUDE.md block, skills",
-		Long: `Install sets the project (the nearest directory with .git, else the current one) up for
-agents: it registers the stratum MCP server in .mcp.json
-({"mcpServers": {"stratum": {"command": "<this binary>", "args": ["mcp"]}}}), writes the
-execution-model block between <!-- stratum:begin … --> and <!-- stratum:end --> into CLAUDE.md,
-and adds the skills (slash commands) ` + strings.Join(mcpserver.Skills(), ", ") + ` under
-.claude/skills. With --codex it also adds [mcp_servers.stratum] to $CODEX_HOME/config.toml
-(default ~/.codex/config.toml) and the block to AGENTS.md. Files are edited as text: other
-servers, keys and lines, and everything outside the markers keep their bytes; running it again
-changes nothing; a skill that differs from ours is kept; a file that cannot be parsed is
-reported and nothing is written. "stratum uninstall" removes it all again.
-
-When STRATUM_HOME is set, the server entry gets "env": {"STRATUM_HOME": …} so the server uses
-the same store. Run from a temporary "go run" build, install refuses (the path would vanish)
-unless --command names what the client should run.`,
-		Example: `  stratum install
-  stratum install --codex --dry-run
-  stratum install --command stratum   # rely on PATH instead of this binary's path`,
-		Args: cobra.NoArgs,
+		Use:     "install",
+		Short:   "Set a project up for stratum: MCP server, CLAUDE.md block, skills",
+		Long:    mcpserver.InstallHelp(),
+		Example: mcpserver.InstallExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			opts.StratumHome = os.Getenv("STRATUM_HOME")
 			rep, err := mcpserver.Install(opts)
@@ -926,18 +878,11 @@ func (a *app) doctorCommand() *cobra.Command {
 	var opts mcpserver.DoctorOptions
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check that an agent's stratum server runs this binary on this shell's store",
-		Long: `Doctor reads the stratum server an agent's client starts — the project's .mcp.json and, when
-it registers one, Codex's config.toml — and checks that its command is this binary and that its
-STRATUM_HOME and STRATUM_STORE are this shell's: otherwise the agent's flows and gates live in
-another store than the one your TUI shows. Each check prints one line, with the fix when it
-fails.
-
-Exit status: 0 every check passed, 1 some check failed, 2 usage error.`,
-		Example: `  stratum doctor
-  stratum doctor --json`,
-		Args: cobra.NoArgs,
+		Use:     "doctor",
+		Short:   "Check that an agent's stratum server runs this binary on this shell's store",
+		Long:    mcpserver.DoctorHelp,
+		Example: mcpserver.DoctorExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			rep, err := mcpserver.Doctor(opts)
 			if err != nil {
@@ -961,19 +906,11 @@ func (a *app) uninstallCommand() *cobra.Command {
 	var opts mcpserver.UninstallOptions
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "uninstall",
-		Short: "Remove what \"stratum install\" added to this project",
-		Long: `Uninstall removes what "stratum install" added, and nothing else: the stratum server entry
-of .mcp.json (an entry that does not run "… mcp" is kept), the block between the stratum
-markers in CLAUDE.md, and the skills whose SKILL.md is still what install wrote (an edited one
-is kept and reported). With --codex also the [mcp_servers.stratum] table of Codex's config.toml
-and AGENTS.md's block. A file left configuring nothing (.mcp.json without servers or other keys,
-a CLAUDE.md that held only the block) is removed, and so are directories left empty. A file
-that cannot be parsed is reported and nothing is changed.`,
-		Example: `  stratum uninstall --dry-run
-  stratum uninstall --keep-skills
-  stratum uninstall --codex`,
-		Args: cobra.NoArgs,
+		Use:     "uninstall",
+		Short:   "Remove what \"stratum install\" added to this project",
+		Long:    mcpserver.UninstallHelp,
+		Example: mcpserver.UninstallExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			rep, err := mcpserver.Uninstall(opts)
 			return a.printInstallReport(rep, err, jsonOut)
@@ -1005,28 +942,11 @@ func (a *app) runCommand() *cobra.Command {
 		jsonOut            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run SPEC",
-		Short: "Run a flow in-process: commands, LLM calls, agent CLIs, gates, budgets",
-		Long: `Run executes a flow of SPEC itself, with the same state machine as the MCP tools:
-compute functions and run: steps execute their command, infer steps call an LLM
-provider, agent: steps run an agent CLI, flow: steps run their child flow, and gates
-go to a review sink (a console prompt on a terminal, --approve / --on-gate otherwise).
-The flow is stored in $STRATUM_HOME under a runner lease, so agents cannot report into
-it while it runs, and a run that died or was interrupted continues with --resume ID.
-
-Exit status: 0 complete; 1 failed (retries exhausted, executor error); 2 usage error
-or invalid spec/inputs; 3 killed at a gate; 4 stopped at a gate nobody was allowed to
-resolve (the flow id and the commands to decide and resume are printed); 5 budget
-exhausted; 130 interrupted (state saved, resumable).
-
-A completed run prints the flow's output as JSON on stdout (with --json: the whole report,
-its run.output the same value); progress goes to stderr.`,
-		Example: `  stratum run specs/examples/hello.stratum.yaml --approve all
-  stratum run specs/examples/hello.stratum.yaml --input name=ann --approve review --json
-  stratum run specs/examples/classify.stratum.yaml --replay specs/examples/classify.replay.json
-  stratum run specs/examples/hello.stratum.yaml --on-gate exit --junit report.xml
-  stratum run --resume 3f2a1c`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "run SPEC",
+		Short:   "Run a flow in-process: commands, LLM calls, agent CLIs, gates, budgets",
+		Long:    runner.CommandHelp,
+		Example: runner.CommandExamples,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			open := func(ctx context.Context) (*engine.Service, error) { svc, _, err := openService(ctx); return svc, err }
@@ -1098,19 +1018,10 @@ func (a *app) tuiCommand() *cobra.Command {
 	var plain, once, noColor bool
 	var specDirs []string
 	cmd := &cobra.Command{
-		Use:   "tui [DIR...]",
-		Short: "The operator console: flows, live trace, gates, checkpoints, iterations, specs",
-		Long: `tui opens the operator console on the store ($STRATUM_HOME/stratum.db). It follows
-every stratum process live: flows driven over MCP, by stratum run or from a shell update
-as they move, and a gate decided elsewhere leaves the Gates pane.
-
-Keys: tab/1-6 panes · ? help · / filter · : command · esc back · q quit.
-Gates: a approve, r revise, x kill — each asks for a rationale and a second press
-of the same key; enter alone never decides. Decisions are recorded with $USER and
-channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.yaml.
-
---plain streams the same state and events as plain text lines (logs, screen readers).`,
-		Example: "  stratum tui\n  stratum tui specs/examples\n  stratum tui --plain",
+		Use:     "tui [DIR...]",
+		Short:   "The operator console: flows, live trace, gates, checkpoints, iterations, specs",
+		Long:    tui.CommandHelp,
+		Example: tui.CommandExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Directories may be given as arguments or with --watch.
 			for _, d := range args {
@@ -1148,10 +1059,8 @@ func (a *app) storeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "store",
 		Short: "Inspect the store, or copy it to another (bbolt file ⇄ etcd)",
-		Long: `The store holds every flow, the event log and the result cache: the bbolt file
-$STRATUM_HOME/stratum.db, or an etcd cluster when STRATUM_STORE (or store: in config.yaml) is
-etcd://HOST:PORT[,HOST:PORT…]/PREFIX. See README, "Team mode".`,
-		Args: cobra.NoArgs,
+		Long:  backend.StoreHelp,
+		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(a.storeInfoCommand(), a.storeCopyCommand(), a.storeCheckCommand())
 	return cmd
@@ -1160,13 +1069,10 @@ etcd://HOST:PORT[,HOST:PORT…]/PREFIX. See README, "Team mode".`,
 func (a *app) storeCheckCommand() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "check",
-		Short: "Check the bbolt file: pages (bbolt's check), then flows, summaries and indexes",
-		Long: `Check reads the whole bbolt store file and reports damaged pages (bbolt's own consistency
-check, which every process also runs before its first write to a file it has not verified) and,
-if the pages are sound, records that cannot be decoded and indexes that disagree with the flows.
-Exit status: 0 clean, 1 damaged (or unreadable), 2 usage (an etcd store).`,
-		Example: "  stratum store check\n  stratum store check --json",
+		Use:     "check",
+		Short:   "Check the bbolt file: pages (bbolt's check), then flows, summaries and indexes",
+		Long:    backend.CheckHelp,
+		Example: backend.CheckExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
 			r, err := backend.Check(ctx, st)
@@ -1188,13 +1094,10 @@ Exit status: 0 clean, 1 damaged (or unreadable), 2 usage (an etcd store).`,
 func (a *app) storeInfoCommand() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "info",
-		Short: "Print the backend, its endpoints or path, schema version and counts",
-		Long: `Info opens the store the settings select (STRATUM_STORE, store: in config.yaml, else
-$STRATUM_HOME/stratum.db) and prints the backend, its path or endpoints and prefix, the schema
-version, and how many flows (by status), pending gates, events and cache entries it holds.
-Credentials are never printed.`,
-		Example: "  stratum store info\n  STRATUM_STORE=etcd://127.0.0.1:2379/team stratum store info --json",
+		Use:     "info",
+		Short:   "Print the backend, its endpoints or path, schema version and counts",
+		Long:    backend.InfoHelp,
+		Example: backend.InfoExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
 			info, err := backend.Describe(ctx, st)
@@ -1212,18 +1115,11 @@ func (a *app) storeCopyCommand() *cobra.Command {
 	var from, to string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "copy --from SRC --to DST [--force]",
-		Short: "Copy flows, events and the cache from one store to another",
-		Long: `Copy copies every flow (with its summary, times and version), the event log (in order;
-the destination numbers events afresh) and the result cache from SRC to DST. Each is a bbolt
-file path or etcd://HOST:PORT[,HOST:PORT…]/PREFIX; TLS and credentials come from the same
-settings as for every command (STRATUM_ETCD_*, etcd: in config.yaml). A destination that
-holds flows or events is refused unless --force: then each flow of SRC is replaced in DST
-(its events too), so copying again gives the same result. Stop the writers of SRC first:
-flows changed during the copy may be copied as they were before.`,
-		Example: `  stratum store copy --from ~/.stratum/stratum.db --to etcd://10.0.0.5:2379/team
-  stratum store copy --from etcd://10.0.0.5:2379/team --to backup.db`,
-		Args: cobra.NoArgs,
+		Use:     "copy --from SRC --to DST [--force]",
+		Short:   "Copy flows, events and the cache from one store to another",
+		Long:    backend.CopyHelp,
+		Example: backend.CopyExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
 				return usageErr("store copy needs --from SRC and --to DST")
