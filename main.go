@@ -126,17 +126,6 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	github         bool
-	// terminal reports whether a stream is an interactive terminal (nil:
-	// isTerminal); tests inject it to confirm an approver: human gate.
-	terminal func(any) bool
-}
-
-// isTerm is a.terminal, or isTerminal.
-func (a *app) isTerm(f any) bool {
-	if a.terminal != nil {
-		return a.terminal(f)
-	}
-	return isTerminal(f)
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -531,12 +520,7 @@ func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
 		Short: "Print flows, one flow, or pending gates as JSON",
-		Long: `Query reads the store and prints JSON in the original's "stratum-mcp query" shapes:
-"query flows" and "query gates" print a list of objects, "query flow ID" one object; each
-object has "_schema_version": "1" and the original's keys, plus ours. Flow statuses: running,
-awaiting_gate, complete, killed, failed, budget_exhausted; a flow nothing drives any more (its
-runner exited or died) keeps its status and adds "stalled": true. An unknown flow id exits 1 with
-{"error": {"code": "NOT_FOUND", …}}.`,
+		Long:  clijson.QueryHelp,
 	}
 	var status string
 	var limit int
@@ -569,25 +553,17 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Short:   "Print the full persisted state of one flow",
 		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			refused := func(err error) error {
-				if e := engine.AsError(err); e != nil {
-					_ = writeJSON(a.stdout, clijson.FlowRefused(args[0], e))
-					return silentExit(exitFailure)
-				}
+		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
+			v, found, err := clijson.QueryFlow(ctx, svc, args[0], time.Now())
+			if err != nil {
 				return failErr(err)
 			}
-			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
-				f, err := svc.FlowWithSpec(cmd.Context(), id)
-				if errors.Is(err, engine.ErrNotFound) {
-					_ = writeJSON(a.stdout, clijson.FlowNotFound(args[0]))
-					return silentExit(exitFailure)
-				} else if err != nil {
-					return failErr(err)
-				}
-				return writeJSON(a.stdout, clijson.Flow(f, time.Now()))
-			})
-		},
+			if !found {
+				_ = writeJSON(a.stdout, v)
+				return silentExit(exitFailure)
+			}
+			return writeJSON(a.stdout, v)
+		}),
 	}
 	gates := &cobra.Command{
 		Use:     "gates",
@@ -610,24 +586,7 @@ func (a *app) gateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gate",
 		Short: "Resolve a pending gate: approve, reject (kill) or revise",
-		Long: `Gate records a decision on the gate a flow is waiting at, first-writer-wins across
-every stratum process (TUI, MCP server, other shells). It prints
-{"_schema_version": "1", "ok": true, "flow_id", "step_id", "outcome", "result"} where result
-is the flow's next status (execute_step, await_gate, complete, killed, max_rounds_exceeded).
-
-A gate with approver: human is decided here only on an interactive terminal, after you type
-the gate's step id (or the flow's short id) to confirm; without a terminal (a script, an
-agent's tool) it is refused with exit 2: decide it in the TUI or from a terminal.
-
-A review opened by a Go program (stratum.AwaitHuman) is a gate whose STEP is its review id
-(review-1, review-2, …; stratum query gates lists each with its question and options): approve
-records a value, --option N (counted from 1) or --value JSON (checked against the review's
-type); reject declines it (the program gets a ReviewRejectedError with the note); revise is
-refused. A value that is not an option or does not fit is refused and the review stays open.
-
-Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
-2 conflict (the gate was already resolved, or STEP is not the gate waiting), or an
-approver: human gate without a terminal or without the confirmation.`,
+		Long:  clijson.GateHelp,
 	}
 	for _, verb := range []struct {
 		use     string
@@ -638,79 +597,45 @@ approver: human gate without a terminal or without the confirmation.`,
 		{"reject", review.Kill, "Kill the flow at the gate (follow on_kill, or end the flow killed)"},
 		{"revise", review.Revise, "Send the flow back to the gate's on_revise step for another round"},
 	} {
-		var note, resolvedBy, reviewer, value string
-		var round, option int
+		line := clijson.GateLine{Outcome: verb.outcome}
 		c := &cobra.Command{
 			Use:     verb.use + " FLOW STEP",
 			Short:   verb.short,
 			Example: fmt.Sprintf("  stratum gate %s 3f2a1c human --note \"looks good\"", verb.use),
 			Args:    cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				rb := review.ResolvedBy(resolvedBy)
-				if !rb.Valid() {
-					return usageErr("--resolved-by %q: want human, agent or system", resolvedBy)
-				}
-				if reviewer == "" {
-					reviewer = review.CurrentUser()
-				}
-				d := review.Decision{FlowID: args[0], StepID: args[1], Outcome: verb.outcome, Rationale: note,
-					Reviewer: reviewer, ResolvedBy: rb, Channel: review.ChannelCLI}
-				if err := reviewValue(cmd, &d, option, value); err != nil {
-					return err
-				}
-				if cmd.Flags().Changed("round") {
-					d.Round = &round
-				}
-				// The engine refuses it too; asked here first so that
-				// neither the store nor a human's confirmation is touched.
-				if err := review.Check(d); err != nil {
-					return usageErr("%v: say why with --note", err)
+				line.Set = cmd.Flags().Changed
+				d, err := line.Decision(args[0], args[1])
+				if err != nil {
+					return usageErr("%v", err)
 				}
 				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err) }
 				refused := func(err error) error { return answer(nil, err) }
 				return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
 					d.FlowID = id
-					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
-						return err
+					// At an approver: human gate: a person on this terminal, who typed the confirmation.
+					confirm := review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
+					if err := clijson.ConfirmHuman(cmd.Context(), svc, &d, confirm); errors.Is(err, review.ErrNotAllowed) {
+						return usageErr("%v", err)
+					} else if err != nil {
+						return failErr(err)
 					}
 					return answer(svc.GateResolve(cmd.Context(), d.FlowID, d))
 				})
 			},
 		}
-		c.Flags().StringVar(&note, "note", "", "rationale recorded with the decision")
-		c.Flags().StringVar(&resolvedBy, "resolved-by", "human", "who decided: human, agent or system")
-		c.Flags().StringVar(&reviewer, "reviewer", "", "reviewer identity (default $USER)")
-		c.Flags().IntVar(&round, "round", 0, "refuse the decision unless the gate is in this round")
+		c.Flags().StringVar(&line.Note, "note", "", "rationale recorded with the decision")
+		c.Flags().StringVar(&line.ResolvedBy, "resolved-by", "human", "who decided: human, agent or system")
+		c.Flags().StringVar(&line.Reviewer, "reviewer", "", "reviewer identity (default $USER)")
+		c.Flags().IntVar(&line.Round, "round", 0, "refuse the decision unless the gate is in this round")
 		if verb.outcome == review.Approve {
-			c.Flags().IntVar(&option, "option", 0, "a Go program's review: the option to pick, counted from 1")
-			c.Flags().StringVar(&value, "value", "", "a Go program's review: the value to decide (JSON, checked against the review's type)")
+			c.Flags().IntVar(&line.Option, "option", 0, "a Go program's review: the option to pick, counted from 1")
+			c.Flags().StringVar(&line.Value, "value", "", "a Go program's review: the value to decide (JSON, checked against the review's type)")
 			c.Example += "\n  stratum gate approve 3f2a1c review-1 --option 2 --note \"the safer plan\"\n  stratum gate approve 3f2a1c review-2 --value '{\"ship\": true}'"
 		}
 		cmd.AddCommand(c)
 	}
 	return cmd
-}
-
-// reviewValue puts `stratum gate approve --option N | --value JSON` into d:
-// the value of a Go program's review (the engine checks it against the
-// review's options and type).
-func reviewValue(cmd *cobra.Command, d *review.Decision, option int, value string) error {
-	opt, val := cmd.Flags().Changed("option"), cmd.Flags().Changed("value")
-	switch {
-	case opt && val:
-		return usageErr("--option and --value: give one of them")
-	case opt:
-		if option < 1 {
-			return usageErr("--option %d: options are counted from 1", option)
-		}
-		d.Option = option
-	case val:
-		if !json.Valid([]byte(value)) {
-			return usageErr("--value %q is not JSON (a string is quoted: --value '\"yes\"')", value)
-		}
-		d.Value = json.RawMessage(value)
-	}
-	return nil
 }
 
 // gateAnswer prints the answer to a decision made with `stratum gate`
@@ -730,32 +655,6 @@ func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome,
 		return silentExit(exitUsage)
 	}
 	return silentExit(exitFailure)
-}
-
-// confirmHuman applies review.HumanConfirm to a decision made with
-// `stratum gate` at the gate its flow waits at (HumanConfirm.ConfirmAt): at
-// an approver: human gate it needs an interactive terminal (stdin and
-// stderr) and the gate's step id or the flow's short id typed, else exit 2.
-func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision) error {
-	st, err := svc.Get(ctx, d.FlowID)
-	if errors.Is(err, engine.ErrNotFound) {
-		return nil // the engine answers an unknown flow
-	} else if err != nil {
-		return failErr(err)
-	}
-	pg := st.Gate
-	if r := st.Library.Review(d.StepID); r != nil {
-		pg = r.Gate() // a Go program's review: each has its own approver
-	}
-	var g *review.WaitingGate
-	if pg != nil {
-		g = &review.WaitingGate{StepID: pg.StepID, Approver: review.Approver(pg.Approver), Round: pg.Round}
-	}
-	c := review.HumanConfirm{Terminal: a.isTerm(a.stdin) && a.isTerm(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-	if err := c.ConfirmAt(d, g); err != nil {
-		return usageErr("%v", err)
-	}
-	return nil
 }
 
 func (a *app) gcCommand() *cobra.Command {
