@@ -1027,16 +1027,9 @@ func (a *app) storeCopyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srcLoc, err := backend.Parse(from)
+			srcLoc, dstLoc, err := backend.CopyLocations(from, to)
 			if err != nil {
-				return usageErr("--from: %v", err)
-			}
-			dstLoc, err := backend.Parse(to)
-			if err != nil {
-				return usageErr("--to: %v", err)
-			}
-			if srcLoc.String() == dstLoc.String() {
-				return usageErr("--from and --to are the same store")
+				return usageErr("%v", err)
 			}
 			n, err := backend.CopyStores(cmd.Context(), srcLoc, dstLoc, settings, force)
 			if err != nil {
