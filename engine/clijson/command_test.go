@@ -197,3 +197,28 @@ func TestQueryFlow(t *testing.T) {
 		t.Fatalf("QueryFlow(unknown) = %s, want %s", b, want)
 	}
 }
+
+// A Go program's review is confirmed at its own approver, whatever gate
+// the flow's state names.
+func TestConfirmHumanLibraryReview(t *testing.T) {
+	ctx := context.Background()
+	svc := &engine.Service{Store: enginetest.New()}
+	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "prog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "ship?", Approver: string(review.HumanApprover)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &review.Decision{FlowID: id, StepID: r.ID, Outcome: review.Approve, ResolvedBy: review.Human}
+	if err := ConfirmHuman(ctx, svc, d, review.HumanConfirm{}); !errors.Is(err, review.ErrNeedsTerminal) {
+		t.Fatalf("without a terminal: err = %v, want ErrNeedsTerminal", err)
+	}
+	if err := ConfirmHuman(ctx, svc, d, review.HumanConfirm{Terminal: true, In: strings.NewReader(r.ID + "\n"), Out: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Round == nil || *d.Round != 0 {
+		t.Fatalf("round = %v, want 0 (a review has no rounds)", d.Round)
+	}
+}

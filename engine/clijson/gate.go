@@ -104,12 +104,10 @@ func ConfirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision, 
 	} else if err != nil {
 		return err
 	}
-	pg := st.Gate
-	if r := st.Library.Review(d.StepID); r != nil {
-		pg = r.Gate()
-	}
 	var g *review.WaitingGate
-	if pg != nil {
+	if r := st.Library.Review(d.StepID); r != nil {
+		g = &review.WaitingGate{StepID: r.ID, Approver: review.Approver(r.Approver)} // reviews have no rounds
+	} else if pg := st.Gate; pg != nil {
 		g = &review.WaitingGate{StepID: pg.StepID, Approver: review.Approver(pg.Approver), Round: pg.Round}
 	}
 	return c.ConfirmAt(d, g)
