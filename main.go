@@ -661,17 +661,10 @@ func (a *app) gcCommand() *cobra.Command {
 	var olderThan time.Duration
 	var damaged bool
 	cmd := &cobra.Command{
-		Use:   "gc --older-than DURATION | --damaged",
-		Short: "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
-		Long: `Gc prunes flows whose status is complete, killed, failed or budget_exhausted and that
-have not changed for DURATION (e.g. 720h). Running flows and flows waiting at a gate are
-never pruned, nor a finished child flow whose parent (or any ancestor) has not finished.
-Prints {"deleted": N}.
-
---damaged (bbolt file only) moves every flow whose stored state or summary cannot be decoded
-into the file's quarantine bucket (raw bytes kept) and removes its index entries and events.
-Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`,
-		Example: "  stratum gc --older-than 720h\n  stratum gc --damaged",
+		Use:     "gc --older-than DURATION | --damaged",
+		Short:   "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
+		Long:    backend.GCHelp,
+		Example: backend.GCExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if damaged {

@@ -2,7 +2,7 @@ package backend
 
 // The help of `stratum store` and of the subcommands this package is the
 // body of (cobra's Long and Example): info (Describe), check (Check) and
-// copy (CopyStores).
+// copy (CopyStores); and of `stratum gc`, the store's garbage.
 
 // StoreHelp is the long help of `stratum store`.
 const StoreHelp = `The store holds every flow, the event log and the result cache: the bbolt file
@@ -39,3 +39,18 @@ flows changed during the copy may be copied as they were before.`
 // CopyExamples are the examples of `stratum store copy`'s help.
 const CopyExamples = `  stratum store copy --from ~/.stratum/stratum.db --to etcd://10.0.0.5:2379/team
   stratum store copy --from etcd://10.0.0.5:2379/team --to backup.db`
+
+// GCHelp is the long help of `stratum gc`: the store's pruning of finished
+// flows (engine.Store's GC, through the Service) and, with --damaged, the
+// bbolt file's quarantine (QuarantineDamaged).
+const GCHelp = `Gc prunes flows whose status is complete, killed, failed or budget_exhausted and that
+have not changed for DURATION (e.g. 720h). Running flows and flows waiting at a gate are
+never pruned, nor a finished child flow whose parent (or any ancestor) has not finished.
+Prints {"deleted": N}.
+
+--damaged (bbolt file only) moves every flow whose stored state or summary cannot be decoded
+into the file's quarantine bucket (raw bytes kept) and removes its index entries and events.
+Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`
+
+// GCExamples are the examples of `stratum gc`'s help.
+const GCExamples = "  stratum gc --older-than 720h\n  stratum gc --damaged"
