@@ -178,6 +178,36 @@ func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, r
 	})
 }
 
+// CacheEntry is a result-cache entry (Tx.CachePut).
+type CacheEntry struct {
+	Key   string
+	Value []byte
+}
+
+// StepDoneCached is StepDoneRecorded that also writes cache into the
+// result cache, in the same transaction, when the step's result is
+// accepted (its checks passed: the transition records the step done), so
+// a cached step costs one durable commit, not two.
+func (s *Service) StepDoneCached(ctx context.Context, flowID, stepID string, result any, c *CallRecord, cache CacheEntry, opt ReportOptions) (Outcome, error) {
+	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		res, err := withCall(st, env, c, func() (transitionResult, error) { return stepDone(st, env, stepID, result) })
+		if err == nil && stepAccepted(res, stepID) {
+			res.Cache = append(res.Cache, cache)
+		}
+		return res, err
+	})
+}
+
+// stepAccepted reports whether res records stepID done.
+func stepAccepted(res transitionResult, stepID string) bool {
+	for _, e := range res.Events {
+		if e.Type == EventStepDone && e.StepID == stepID {
+			return true
+		}
+	}
+	return false
+}
+
 // StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
 // the attempt's call (nil: none), in one transaction.
 func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
