@@ -27,10 +27,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
@@ -573,14 +575,14 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			if status != "" {
-				if _, err := engine.ParseFlowStatus(status); err != nil {
+				if _, err := state.ParseFlowStatus(status); err != nil {
 					return usageErr("--status: %v", err)
 				}
 			}
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
+			list, err := svc.List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
 			if err != nil {
 				return failErr(err)
 			}
@@ -771,7 +773,7 @@ func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.D
 	}
 	pg := st.Gate
 	if r := st.Library.Review(d.StepID); r != nil {
-		pg = r.Gate() // a Go program's review: each has its own approver
+		pg = &state.PendingGate{StepID: r.ID, Approver: r.Approver} // a Go program's review: each has its own approver
 	}
 	var g *review.WaitingGate
 	if pg != nil {

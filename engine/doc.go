@@ -154,7 +154,7 @@
 //     round's history first).
 //   - Flow ids may be abbreviated: front ends resolve what they are given
 //     with Service.ResolveFlowID (ids.go) before calling the Service — the
-//     id itself, or a unique prefix of at least MinFlowIDPrefix (4)
+//     id itself, or a unique prefix of at least minFlowIDPrefix (4)
 //     characters; an ambiguous prefix is error_type ambiguous_flow_id with
 //     candidates, a shorter or unknown one flow_not_found.
 //   - A runner lease (FlowState.Owner) that is live refuses agent reports

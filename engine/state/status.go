@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"fmt"
@@ -60,14 +60,3 @@ func (s FlowStatus) Finished() bool {
 // Active reports whether the flow still has work: running or waiting at a
 // gate.
 func (s FlowStatus) Active() bool { return s == StatusRunning || s == StatusAwaitingGate }
-
-// CheckFailure says why an attempt's result was refused: the status of the
-// dispatch that sends the step back (upstream-behavior §2.6).
-type CheckFailure string
-
-// Check failures, in the order the checks run.
-const (
-	CheckSchema    CheckFailure = "schema_failed"
-	CheckGuardrail CheckFailure = "guardrail_blocked"
-	CheckEnsure    CheckFailure = "ensure_failed"
-)

@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"encoding/json"
@@ -230,3 +230,12 @@ type Accumulator struct {
 	Keys      []string `json:"keys"` // canonical JSON of each item's key, parallel to Items
 	DryStreak int      `json:"dry_streak"`
 }
+
+// Drivers of a flow.
+const (
+	DriverAgent  = "agent"
+	DriverRunner = "runner"
+	// DriverLibrary drives a flow a Go program runs through the library
+	// (engine/stratum, library.go).
+	DriverLibrary = "library"
+)
