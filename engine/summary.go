@@ -23,7 +23,7 @@ import (
 //     runner's lease) are the state's, Gate and Owner copied.
 //   - Review, while the flow awaits a gate that is the gate step at its
 //     cursor in flow, is that gate's question and whether it accepts
-//     revise, as FlowState.PendingReview has them.
+//     revise, as PendingReview has them.
 //   - CreatedAt, UpdatedAt and Version are the state's as they are now
 //     (the Service summarizes a state after stamping it); Tx.Put stores
 //     the summary with the state's stamps.

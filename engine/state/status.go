@@ -23,7 +23,6 @@ const (
 // flowStatuses lists every status, in the order above.
 var flowStatuses = []FlowStatus{StatusRunning, StatusAwaitingGate, StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed}
 
-// Valid reports whether s is one of the statuses.
 // ParseFlowStatus reads a status given by a user (`query flows --status`):
 // an unknown one is an error naming every status.
 func ParseFlowStatus(s string) (FlowStatus, error) {
@@ -37,6 +36,7 @@ func ParseFlowStatus(s string) (FlowStatus, error) {
 	return "", fmt.Errorf("unknown status %q: want one of %s", s, strings.Join(names, ", "))
 }
 
+// Valid reports whether s is one of the statuses.
 func (s FlowStatus) Valid() bool {
 	for _, v := range flowStatuses {
 		if s == v {

@@ -2,8 +2,8 @@ package state
 
 import "time"
 
-// FlowSummary is what lists show without decoding whole states. Summarize
-// computes it; Tx.Put persists it next to the state.
+// FlowSummary is what lists show without decoding whole states. engine.Summarize
+// computes it; engine.Tx.Put persists it next to the state.
 type FlowSummary struct {
 	FlowID       string       `json:"flow_id"`
 	FlowName     string       `json:"flow_name"`
@@ -21,7 +21,7 @@ type FlowSummary struct {
 	// Review is what the gate the flow waits at asks its reviewer (the
 	// gate step in the flow's spec), so gate lists need no state: nil when
 	// Gate is nil, or when the spec did not parse or lacks the gate step
-	// when the summary was computed. Service.GateReviews reads the state of
+	// when the summary was computed. engine.Service.GateReviews reads the state of
 	// a gate whose summary lacks it.
 	Review    *GateReview `json:"review,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
@@ -30,7 +30,7 @@ type FlowSummary struct {
 }
 
 // GateReview is what a flow's pending gate asks its reviewer, as
-// Summarize derives it from the gate step: the question (the gate
+// engine.Summarize derives it from the gate step: the question (the gate
 // function's intent, or "Approve step 'S' of flow 'F'?") and whether the
 // gate accepts revise (its step has on_revise; approve and kill always).
 type GateReview struct {
