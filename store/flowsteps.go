@@ -3,14 +3,13 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // A flow's step outputs and attempts hold one entry per step it ran, and
@@ -103,7 +102,7 @@ func stepsKey(flowID string, kind byte, stepID string) []byte {
 // splitSteps reports whether st's step outputs and attempts are to be
 // stored in bucket flowsteps: they are there already, or either map has
 // grown past stepsInline steps.
-func (t *tx) splitSteps(st *engine.FlowState) (bool, error) {
+func (t *tx) splitSteps(st *state.FlowState) (bool, error) {
 	if len(st.StepOutputs) > stepsInline || len(st.Attempts) > stepsInline {
 		return true, nil
 	}
@@ -156,7 +155,7 @@ func (t *tx) knownSteps(flowID string) *cachedSteps {
 // entries, when it has a meta entry (else st keeps what flows/<id> held):
 // copies of the cached maps when the stored tag is the cached one, else
 // decoded from the file.
-func (t *tx) readSteps(st *engine.FlowState) error {
+func (t *tx) readSteps(st *state.FlowState) error {
 	b, err := t.bucket(bucketFlowSteps)
 	if err != nil {
 		return err
@@ -179,7 +178,7 @@ func (t *tx) readSteps(st *engine.FlowState) error {
 	if m.flags&stepsOutputsSet != 0 {
 		st.StepOutputs = make(map[string]any, len(have.outputs)+1) // room for the next step's
 		for k, v := range have.outputs {
-			st.StepOutputs[k] = copyJSONValue(v)
+			st.StepOutputs[k] = state.CloneValue(v)
 		}
 	}
 	if m.flags&stepsAttemptsSet != 0 {
@@ -230,7 +229,7 @@ func (t *tx) decodeSteps(b *bolt.Bucket, flowID string, m stepsMeta) (*cachedSte
 // tag), only the entries that changed, were added or went (the tag kept if
 // none did); else all of them, after removing the stored ones. It notes
 // what to cache once the transaction commits.
-func (t *tx) writeSteps(st *engine.FlowState) error {
+func (t *tx) writeSteps(st *state.FlowState) error {
 	b, err := t.bucket(bucketFlowSteps)
 	if err != nil {
 		return err
@@ -375,25 +374,4 @@ func sameJSONValue(v, old any) bool {
 		return true
 	}
 	return false
-}
-
-// copyJSONValue is a deep copy of a decoded JSON value.
-func copyJSONValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		c := make(map[string]any, len(v))
-		for k, x := range v {
-			c[k] = copyJSONValue(x)
-		}
-		return c
-	case []any:
-		c := make([]any, len(v))
-		for i, x := range v {
-			c[i] = copyJSONValue(x)
-		}
-		return c
-	case json.RawMessage:
-		return bytes.Clone(v)
-	}
-	return v
 }

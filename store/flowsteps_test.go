@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -47,7 +48,7 @@ func rawSteps(t *testing.T, s *Store, flowID string) (stepsMeta, bool, map[strin
 }
 
 // withSteps gives st n steps' outputs and attempts.
-func withSteps(st *engine.FlowState, n int) {
+func withSteps(st *state.FlowState, n int) {
 	if st.StepOutputs == nil {
 		st.StepOutputs = map[string]any{}
 	}
@@ -69,26 +70,26 @@ func withSteps(st *engine.FlowState, n int) {
 // it was put, {} and null told apart.
 func TestFlowStepsWritesOnlyChanges(t *testing.T) {
 	s := newTestStore(t, Options{})
-	st := storetest.NewState("f", engine.StatusRunning)
+	st := storetest.NewState("f", state.StatusRunning)
 	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, e := rawSteps(t, s, "f"); ok || len(e) != 0 {
 		t.Fatalf("a one-step flow has flowsteps entries: %q", e)
 	}
-	update(t, s, "f", func(st *engine.FlowState) { withSteps(st, stepsInline+1) })
+	update(t, s, "f", func(st *state.FlowState) { withSteps(st, stepsInline+1) })
 	m0, ok, e0 := rawSteps(t, s, "f")
 	if !ok || m0.outputs != stepsInline+1 || m0.attempts != stepsInline+1 || len(e0) != 2*(stepsInline+1) ||
 		e0["ai"] != "" || e0["as3"] != "1" || e0["os3"] != `{"i":3,"tags":["a","\u003cb\u003e",null,true]}` {
 		t.Fatalf("after growing past %d steps: meta %+v, entries %q", stepsInline, m0, e0)
 	}
 	// Nothing of the maps changed: the tag and every entry kept.
-	update(t, s, "f", func(st *engine.FlowState) { st.CurrentIdx++ })
+	update(t, s, "f", func(st *state.FlowState) { st.CurrentIdx++ })
 	if m1, _, e1 := rawSteps(t, s, "f"); m1 != m0 || !reflect.DeepEqual(e1, e0) {
 		t.Fatalf("an unchanged put rewrote the entries: %+v → %+v", m0, m1)
 	}
 	// One output replaced, one step added, one attempt removed.
-	update(t, s, "f", func(st *engine.FlowState) {
+	update(t, s, "f", func(st *state.FlowState) {
 		st.StepOutputs["s3"] = "replaced"
 		st.StepOutputs["new"] = map[string]any{}
 		st.Attempts["s4"] = 2
@@ -126,7 +127,7 @@ func TestFlowStepsWritesOnlyChanges(t *testing.T) {
 		t.Fatalf("a Get's copy changed the cache:\n got  %s\n want %s", got, wantJSON)
 	}
 	// Empty maps and nil maps stay what they were; the entries go.
-	update(t, s, "f", func(st *engine.FlowState) { st.StepOutputs, st.Attempts = map[string]any{}, nil })
+	update(t, s, "f", func(st *state.FlowState) { st.StepOutputs, st.Attempts = map[string]any{}, nil })
 	if m, ok, e := rawSteps(t, s, "f"); !ok || m.outputs != 0 || m.attempts != 0 || len(e) != 0 {
 		t.Fatalf("after emptying: meta %+v, entries %q", m, e)
 	}
@@ -157,19 +158,19 @@ func TestFlowStepsOtherWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewState("f", engine.StatusRunning)
+	st := storetest.NewState("f", state.StatusRunning)
 	withSteps(st, 20)
 	if err := a.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
 		t.Fatal(err)
 	}
 	_ = storeGet(t, a, "f") // cached by a
-	update(t, b, "f", func(st *engine.FlowState) { st.StepOutputs["s2"] = "by b"; st.Attempts["s2"] = 3 })
+	update(t, b, "f", func(st *state.FlowState) { st.StepOutputs["s2"] = "by b"; st.Attempts["s2"] = 3 })
 	if got := storeGet(t, a, "f"); got.StepOutputs["s2"] != "by b" || got.Attempts["s2"] != 3 {
 		t.Fatalf("a after b changed s2: %v %d", got.StepOutputs["s2"], got.Attempts["s2"])
 	}
 	// b changes s2 back while a's cache holds "by b"; a then writes s9.
-	update(t, b, "f", func(st *engine.FlowState) { st.StepOutputs["s2"] = "again" })
-	update(t, a, "f", func(st *engine.FlowState) { st.StepOutputs["s9"] = "by a" })
+	update(t, b, "f", func(st *state.FlowState) { st.StepOutputs["s2"] = "again" })
+	update(t, a, "f", func(st *state.FlowState) { st.StepOutputs["s9"] = "by a" })
 	got := storeGet(t, b, "f")
 	if got.StepOutputs["s2"] != "again" || got.StepOutputs["s9"] != "by a" {
 		t.Fatalf("b after a wrote over its change: %v %v", got.StepOutputs["s2"], got.StepOutputs["s9"])
@@ -178,7 +179,7 @@ func TestFlowStepsOtherWriter(t *testing.T) {
 	if err := b.Update(bg, func(tx engine.Tx) error { return tx.Delete("f") }); err != nil {
 		t.Fatal(err)
 	}
-	other := storetest.NewState("f", engine.StatusRunning)
+	other := storetest.NewState("f", state.StatusRunning)
 	other.StepOutputs, other.Attempts = map[string]any{}, map[string]int{}
 	for i := 0; i < 20; i++ {
 		other.StepOutputs[fmt.Sprintf("s%d", i)] = "other"
@@ -210,7 +211,7 @@ func TestFlowStepsDamaged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newTestStoreNoCheck(t)
 			for _, id := range []string{"bad", "good"} {
-				st := storetest.NewState(id, engine.StatusRunning)
+				st := storetest.NewState(id, state.StatusRunning)
 				withSteps(st, 20)
 				if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
 					t.Fatal(err)
@@ -263,7 +264,7 @@ func TestFixtureV5(t *testing.T) {
 	}
 	// What the old file holds, decoded as schema 5 decoded it: the state's
 	// JSON, its records and trace from bucket flowlog.
-	want := map[string]*engine.FlowState{}
+	want := map[string]*state.FlowState{}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +272,7 @@ func TestFixtureV5(t *testing.T) {
 	if err := db.View(func(btx *bolt.Tx) error {
 		old := &tx{s: &Store{path: path}, btx: btx}
 		return btx.Bucket(bucketFlows).ForEach(func(k, v []byte) error {
-			st := new(engine.FlowState)
+			st := new(state.FlowState)
 			if err := unmarshalJSON(bytes.Clone(v), st); err != nil {
 				return err
 			}
@@ -321,7 +322,7 @@ func TestFixtureV5(t *testing.T) {
 	if m, _, e := rawSteps(t, s, "long"); m.outputs != 119 || m.attempts != 121 || len(e) != 240 || e["os5"] != `"replaced"` {
 		t.Fatalf("long's entries after migration: %+v, %d", m, len(e))
 	}
-	update(t, s, "long", func(st *engine.FlowState) { st.StepOutputs["s200"] = 1.0; st.Attempts["s200"] = 1 })
+	update(t, s, "long", func(st *state.FlowState) { st.StepOutputs["s200"] = 1.0; st.Attempts["s200"] = 1 })
 	if got := storeGet(t, s, "long"); got.StepOutputs["s200"] != 1.0 || len(got.Records) != 120 || got.StepOutputs["s5"] != "replaced" {
 		t.Fatalf("long after a transition: %d outputs", len(got.StepOutputs))
 	}
@@ -333,7 +334,7 @@ func TestFixtureV5(t *testing.T) {
 // one write left it, and the last read the last write.
 func TestFlowLogAppendsWhileRead(t *testing.T) {
 	s := newTestStore(t, Options{})
-	st := storetest.NewState("f", engine.StatusRunning)
+	st := storetest.NewState("f", state.StatusRunning)
 	withSteps(st, 20)
 	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
 		t.Fatal(err)
@@ -350,7 +351,7 @@ func TestFlowLogAppendsWhileRead(t *testing.T) {
 					return
 				default:
 				}
-				var got *engine.FlowState
+				var got *state.FlowState
 				if err := s.View(bg, func(tx engine.Tx) (err error) { got, err = tx.Get("f"); return err }); err != nil {
 					errs <- err
 					return
@@ -360,12 +361,12 @@ func TestFlowLogAppendsWhileRead(t *testing.T) {
 					errs <- fmt.Errorf("a read saw %d records, %d outputs and %d attempts", len(got.Records), len(got.StepOutputs), len(got.Attempts))
 					return
 				}
-				got.Records = append(got.Records, engine.Record{StepID: "reader's own"})
+				got.Records = append(got.Records, state.Record{StepID: "reader's own"})
 			}
 		}()
 	}
 	for i := 0; i < writes; i++ {
-		update(t, s, "f", func(st *engine.FlowState) {
+		update(t, s, "f", func(st *state.FlowState) {
 			id := fmt.Sprintf("w%d", i)
 			withRecords(st, len(st.Records)+1)
 			st.StepOutputs[id], st.Attempts[id] = float64(i), 1
