@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 
@@ -265,11 +266,18 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 		}
 		prev = &cachedSteps{}
 	}
-	next := &cachedSteps{tag: prev.tag, outputs: make(map[string]any, len(st.StepOutputs)), attempts: make(map[string]int, len(st.Attempts)), bytes: prev.bytes}
+	// next starts as a copy of prev (a bulk copy of each map, cheaper than
+	// inserting every entry again), and takes the changes.
+	next := &cachedSteps{tag: prev.tag, outputs: maps.Clone(prev.outputs), attempts: maps.Clone(prev.attempts), bytes: prev.bytes}
+	if next.outputs == nil {
+		next.outputs = make(map[string]any, len(st.StepOutputs))
+	}
+	if next.attempts == nil {
+		next.attempts = make(map[string]int, len(st.Attempts))
+	}
 	changed := prev.tag == 0 || stored.flags != flags
 	for step, v := range st.StepOutputs {
 		if old, ok := prev.outputs[step]; ok && sameJSONValue(v, old) {
-			next.outputs[step] = old
 			continue
 		}
 		enc, err := marshalJSON(v)
@@ -290,7 +298,6 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 	}
 	for step, n := range st.Attempts {
 		if old, ok := prev.attempts[step]; ok && old == n {
-			next.attempts[step] = n
 			continue
 		}
 		k := stepsKey(st.FlowID, stepsAttemptKind, step)
@@ -307,6 +314,7 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 			if err := b.Delete(stepsKey(st.FlowID, stepsOutputKind, step)); err != nil {
 				return err
 			}
+			delete(next.outputs, step)
 			changed = true
 		}
 	}
@@ -315,6 +323,7 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 			if err := b.Delete(stepsKey(st.FlowID, stepsAttemptKind, step)); err != nil {
 				return err
 			}
+			delete(next.attempts, step)
 			changed = true
 		}
 	}
