@@ -260,8 +260,8 @@ func (t *tx) Delete(flowID string) error {
 	return nil
 }
 
-// summaries returns copies of the stored summaries that keep says, newest
-// first (ties by flow id).
+// summaries returns copies of the stored summaries that keep says, in the
+// listing order: newest first, ties by flow id descending.
 func (t *tx) summaries(keep func(*engine.FlowSummary) bool) []engine.FlowSummary {
 	var out []engine.FlowSummary
 	for _, r := range t.d.flows {
@@ -273,13 +273,15 @@ func (t *tx) summaries(keep func(*engine.FlowSummary) bool) []engine.FlowSummary
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.After(out[j].CreatedAt)
 		}
-		return out[i].FlowID < out[j].FlowID
+		return out[i].FlowID > out[j].FlowID
 	})
 	return out
 }
 
 func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
-	out := t.summaries(func(s *engine.FlowSummary) bool { return f.Status == "" || s.Status == f.Status })
+	out := t.summaries(func(s *engine.FlowSummary) bool {
+		return (f.Status == "" || s.Status == f.Status) && f.After.Precedes(s.CreatedAt, s.FlowID)
+	})
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

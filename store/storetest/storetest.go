@@ -37,6 +37,7 @@ func Run(t *testing.T, open Open) {
 		{"ViewRejectsWrites", testViewRejectsWrites},
 		{"Delete", testDelete},
 		{"ListOrderFilterLimit", testList},
+		{"ListPages", testListPages},
 		{"ListSummaryFields", testListSummaryFields},
 		{"SummaryStoredAsGiven", testSummaryStoredAsGiven},
 		{"PendingGatesIndex", testPendingGates},
