@@ -77,14 +77,24 @@ type Options struct {
 // can be recognised.
 type (
 	snapshotMsg struct {
-		flows   []engine.FlowSummary
+		flows   flowWindow
 		reviews []review.PendingReview
 		err     error
+	}
+	// flowPagesMsg are window pages of the Flows listing, from index
+	// start, read with the marks of the pass gen.
+	flowPagesMsg struct {
+		gen   int
+		start int
+		rows  []engine.FlowSummary
+		err   error
 	}
 	detailMsg struct {
 		flowID string
 		state  *engine.FlowState
 		events []engine.Event
+		sum    *engine.FlowSummary
+		root   string
 		err    error
 	}
 	eventsMsg    []engine.Event
@@ -113,6 +123,10 @@ type Model struct {
 	loading, dirty bool
 	// Detail reload coalescing.
 	detailLoading, detailDirty bool
+	// passGen numbers the passes over the listing; pagesLoading and
+	// pagesDirty coalesce the reads of window pages (flowwindow.go).
+	passGen                  int
+	pagesLoading, pagesDirty bool
 
 	input     textinput.Model
 	inputMode inputMode
@@ -262,6 +276,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.handleSnapshot(msg)
 	case detailMsg:
 		return m.handleDetail(msg)
+	case flowPagesMsg:
+		return m.handleFlowPages(msg)
 	case eventsMsg:
 		return m.handleEngineEvents(msg)
 	case eventsEndMsg:
@@ -346,6 +362,8 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 		}
 	}
 	before := m.reviews
+	// After a new filter the cursor stays where the filter put it.
+	refiltered := msg.flows.filter != m.flows.filter
 	m.flows = msg.flows
 	m.reviews = msg.reviews
 	// Oldest first: the gate that has waited longest comes first.
@@ -357,9 +375,15 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 	cmds = append(cmds, m.closeStaleDialogs(before))
 	m.refreshPanes()
 	for i, p := range m.panes {
+		if _, flows := p.(*flowsPane); flows && refiltered {
+			continue
+		}
 		if s, ok := p.(flowSelector); ok && selected[i] != "" {
 			s.selectFlow(&m.common, selected[i])
 		}
+	}
+	if cmd := m.ensureWindow(); cmd != nil {
+		return tea.Batch(append(cmds, cmd)...)
 	}
 	cmds = append(cmds, m.reloadDetailCmd())
 	return tea.Batch(cmds...)
@@ -375,11 +399,11 @@ func (m *Model) handleDetail(msg detailMsg) tea.Cmd {
 		if !errors.Is(msg.err, engine.ErrNotFound) {
 			m.loadFailed(msg.err)
 		}
-		m.detail, m.detailEvents = nil, nil
+		m.detail, m.detailEvents, m.detailSum, m.detailRoot = nil, nil, nil, ""
 		return nil
 	}
 	m.loadSucceeded()
-	m.detail, m.detailEvents = msg.state, msg.events
+	m.detail, m.detailEvents, m.detailSum, m.detailRoot = msg.state, msg.events, msg.sum, msg.root
 	m.refreshPanes()
 	return nil
 }

@@ -211,7 +211,9 @@ type common struct {
 	width  int
 	height int
 
-	flows   []engine.FlowSummary
+	// flows is the window of the Flows listing and the header's counts
+	// (flowwindow.go), never every flow.
+	flows   flowWindow
 	reviews []review.PendingReview
 	// gateCtx is the loaded context of pending gates, by review id.
 	gateCtx map[string]*gateContext
@@ -220,6 +222,11 @@ type common struct {
 	detailID     string
 	detail       *engine.FlowState
 	detailEvents []engine.Event
+	// detailSum is the detail flow's stored summary and detailRoot the
+	// root of its line of parents, read with it (the window may not
+	// hold them).
+	detailSum  *engine.FlowSummary
+	detailRoot string
 }
 
 // paneBase is the state every pane has; panes embed it.
