@@ -514,8 +514,15 @@ func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary,
 		return kept, errors.Join(damaged...)
 	}
 	if len(ids) <= scanAbove {
+		// One cursor for every lookup: its stack is reused (a Get each
+		// would allocate one).
+		c := sums.Cursor()
 		for i, id := range ids {
-			if err := decode(id, sums.Get(id), i); err != nil {
+			k, v := c.Seek(id)
+			if !bytes.Equal(k, id) {
+				v = nil
+			}
+			if err := decode(id, v, i); err != nil {
 				return nil, err
 			}
 		}

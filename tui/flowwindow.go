@@ -174,12 +174,15 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 		at := w.at / windowPage
 		return w.at >= 0 && p >= at-1 && p <= at+1
 	}
+	// The page being read (cur) and the one before (prev), whose arrays
+	// are reused unless kept.
 	var prev, cur []engine.FlowSummary
+	prevKept := false
 	var last engine.ListCursor
 	err := scanFlows(ctx, src, engine.ListCursor{}, func(f *engine.FlowSummary) bool {
-		defer func() { last = f.Cursor() }()
 		w.counts.add(f, q.now)
 		if !flowMatches(q.filter, f) {
+			last = f.Cursor()
 			return true
 		}
 		i := w.n
@@ -188,19 +191,27 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 		if i%windowPage == 0 {
 			w.marks = append(w.marks, last)
 			if page > 0 {
-				if want(page - 1) {
-					kept[page-1] = cur
+				done, doneKept := cur, want(page-1)
+				if doneKept {
+					kept[page-1] = done
 				}
-				prev, cur = cur, nil
+				if prevKept {
+					prev = nil
+				}
+				prev, cur, prevKept = done, prev[:0], doneKept
 			}
 		}
 		if f.FlowID == q.keep && q.keep != "" {
 			w.at = i
-			if _, ok := kept[page-1]; page > 0 && !ok {
-				kept[page-1] = prev
+			if page > 0 && !prevKept {
+				kept[page-1], prevKept = prev, true
 			}
 		}
+		if cur == nil {
+			cur = make([]engine.FlowSummary, 0, windowPage)
+		}
 		cur = append(cur, *f)
+		last = f.Cursor()
 		return true
 	})
 	if err != nil {
