@@ -129,6 +129,21 @@ func TestFlowWindow(t *testing.T) {
 	checkWindow(t, m, gated, "bottom of the filtered rows")
 	press(m, "esc")
 	checkWindow(t, m, want, "filter cleared")
+
+	// A gate's flow outside the window (the oldest gate, far down the
+	// listing): its summary is read with the detail.
+	press(m, "g")
+	gates, _ := paneOf[*gatesPane](t, m)
+	press(m, "3")
+	id := gates.selectedFlow(&m.common)
+	for i := range m.flows.rows {
+		if m.flows.rows[i].FlowID == id {
+			t.Fatalf("the oldest gate's flow %s is in the window", id)
+		}
+	}
+	if sum := m.summaryOf(id); sum == nil || sum.FlowID != id || sum.TotalSteps != 11 || sum.Status != engine.StatusAwaitingGate {
+		t.Fatalf("the summary of the detail flow %s: %+v", id, sum)
+	}
 }
 
 // TestFlowWindowStaleCounts: the header's counts follow a runner's lease
