@@ -104,6 +104,22 @@ func (m *Model) reloadCmd() tea.Cmd {
 	return m.snapshotCmd()
 }
 
+// refilterCmd is a pass over the flows' listing for the Flows pane's new
+// filter, without reading the gates again; coalesced with any load in
+// flight as reloadCmd is (the reload that follows it reads the new filter).
+func (m *Model) refilterCmd() tea.Cmd {
+	if m.loading {
+		m.dirty = true
+		return nil
+	}
+	m.loading = true
+	src, q := m.opt.Source, m.passQuery()
+	return func() tea.Msg {
+		w, err := flowPass(context.Background(), src, q)
+		return snapshotMsg{flows: w, flowsOnly: true, err: err}
+	}
+}
+
 // reloadDetailCmd (re)loads the detail of the flow the focus is about.
 func (m *Model) reloadDetailCmd() tea.Cmd {
 	id := m.focusFlowID()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/review"
 )
 
 // windowFixture is a memory store of n flows (a quarter at a gate) and
@@ -194,5 +195,39 @@ func TestPlainStalledSecondPass(t *testing.T) {
 	plainStalledKeep = 0
 	if again := run(); again != kept {
 		t.Fatalf("read twice:\n%s\nkept:\n%s", again, kept)
+	}
+}
+
+// gateCountingSource counts the reads of the pending gates.
+type gateCountingSource struct {
+	Source
+	reads *int
+}
+
+func (s gateCountingSource) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
+	*s.reads++
+	return s.Source.PendingReviews(ctx)
+}
+
+// TestFlowFilterPass: a new Flows filter reads the flows' listing, not the
+// gates again; until its pass is back the pane says it is filtering.
+func TestFlowFilterPass(t *testing.T) {
+	f := newFixture(t)
+	reads := 0
+	m := newModel(t, gateCountingSource{f.src, &reads}, 80, 24)
+	before := reads
+	press(m, "/")
+	typeText(m, "hunt")
+	press(m, "enter")
+	if reads != before {
+		t.Fatalf("a filter read the gates %d times", reads-before)
+	}
+	p, _ := paneOf[*flowsPane](t, m)
+	if m.flows.n != 1 || p.selectedFlow(&m.common) != f.huntID {
+		t.Fatalf("filter hunt: %d flows, selected %s", m.flows.n, p.selectedFlow(&m.common))
+	}
+	p.filter = "deploy" // typed, its pass not back yet
+	if frame := m.View(); !strings.Contains(frame, "Filtering 3 flows…") {
+		t.Fatalf("a filter in flight:\n%s", frame)
 	}
 }

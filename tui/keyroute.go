@@ -293,7 +293,7 @@ func (m *Model) handleListKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 func (m *Model) refilter() tea.Cmd {
 	m.refreshPanes()
 	if _, ok := m.focused().(*flowsPane); ok {
-		return m.reloadCmd()
+		return m.refilterCmd()
 	}
 	return nil
 }

@@ -79,7 +79,10 @@ type (
 	snapshotMsg struct {
 		flows   flowWindow
 		reviews []review.PendingReview
-		err     error
+		// flowsOnly: a pass for a new filter, without the gates (reviews
+		// is nil and the gates stay as they are).
+		flowsOnly bool
+		err       error
 	}
 	// flowPagesMsg are window pages of the Flows listing, from index
 	// start, read with the marks of the pass gen.
@@ -361,18 +364,20 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 			selected[i] = s.selectedFlow(&m.common)
 		}
 	}
-	before := m.reviews
 	// After a new filter the cursor stays where the filter put it.
 	refiltered := msg.flows.filter != m.flows.filter
 	m.flows = msg.flows
-	m.reviews = msg.reviews
-	// Oldest first: the gate that has waited longest comes first.
-	sort.SliceStable(m.reviews, func(i, j int) bool { return m.reviews[i].OpenedAt.Before(m.reviews[j].OpenedAt) })
-	m.dropStaleGateCtx()
-	if first {
-		before = nil
+	if !msg.flowsOnly {
+		before := m.reviews
+		m.reviews = msg.reviews
+		// Oldest first: the gate that has waited longest comes first.
+		sort.SliceStable(m.reviews, func(i, j int) bool { return m.reviews[i].OpenedAt.Before(m.reviews[j].OpenedAt) })
+		m.dropStaleGateCtx()
+		if first {
+			before = nil
+		}
+		cmds = append(cmds, m.closeStaleDialogs(before))
 	}
-	cmds = append(cmds, m.closeStaleDialogs(before))
 	m.refreshPanes()
 	for i, p := range m.panes {
 		if _, flows := p.(*flowsPane); flows && refiltered {

@@ -52,6 +52,10 @@ func (p *flowsPane) ShortHelp(c *common) []key.Binding {
 
 func (p *flowsPane) View(c *common) []string {
 	fl := &c.flows
+	if fl.filter != p.filter {
+		// The pass for the new filter reads the whole listing.
+		return []string{c.st.Muted.Render(fmt.Sprintf("Filtering %d flows…", fl.counts.total))}
+	}
 	if fl.n == 0 {
 		return p.empty(c, "No flows yet. Start one with `stratum plan`, `stratum run` or an agent over MCP.",
 			"No flow matches the filter (esc clears it).")
