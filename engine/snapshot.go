@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -45,8 +46,8 @@ func newSnapshot(ctx context.Context, st Store) *snapshot {
 }
 
 // Get reads a flow in its own View and notes its version.
-func (sn *snapshot) Get(flowID string) (*FlowState, error) {
-	var st *FlowState
+func (sn *snapshot) Get(flowID string) (*state.FlowState, error) {
+	var st *state.FlowState
 	err := sn.store.View(sn.ctx, func(tx Tx) (err error) {
 		st, err = tx.Get(flowID)
 		return err
@@ -118,8 +119,8 @@ func cancelledError(what string, ctx context.Context) error {
 // find stored: the one the transition read (NotStored for a flow it
 // creates).
 type write struct {
-	st     *FlowState
-	sum    FlowSummary
+	st     *state.FlowState
+	sum    state.FlowSummary
 	expect int64
 }
 
@@ -137,8 +138,8 @@ func (w write) put(tx Tx) error {
 
 // computed is what one attempt of a transition produced.
 type computed struct {
-	st  *FlowState  // the flow to write (nil: none)
-	sp  *specs.Spec // the spec the transition ran on (nil: none)
+	st  *state.FlowState // the flow to write (nil: none)
+	sp  *specs.Spec      // the spec the transition ran on (nil: none)
 	res transitionResult
 }
 
@@ -224,7 +225,7 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 	now := s.now()
 	var writes []write
 	written := map[string]int{} // index in writes
-	add := func(st *FlowState) {
+	add := func(st *state.FlowState) {
 		// Stamped once per flow and transaction, expecting the version read.
 		expect := st.Version
 		if v, ok := sn.read[st.FlowID]; ok {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // detailHeader is the first line of the detail panes: the detail flow's
@@ -74,8 +75,8 @@ const maxParents = 64
 // --resume` of f, or of its root parent (target) when f is a child flow;
 // a Go program's flow is never resumed (child says whether it went to a
 // parent).
-func resumeCommand(target func(id string) string, f *engine.FlowSummary) (cmd string, child bool) {
-	if f.Driver == engine.DriverLibrary {
+func resumeCommand(target func(id string) string, f *state.FlowSummary) (cmd string, child bool) {
+	if f.Driver == state.DriverLibrary {
 		return "", false
 	}
 	root := target(f.FlowID)
@@ -84,7 +85,7 @@ func resumeCommand(target func(id string) string, f *engine.FlowSummary) (cmd st
 
 // summaryOf is the summary of flow id in the Flows window, or the detail
 // flow's (nil when neither is it).
-func (c *common) summaryOf(id string) *engine.FlowSummary {
+func (c *common) summaryOf(id string) *state.FlowSummary {
 	for i := range c.flows.rows {
 		if c.flows.rows[i].FlowID == id {
 			return &c.flows.rows[i]

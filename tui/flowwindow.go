@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // The Flows listing, bounded by what is on screen. The console never holds
@@ -47,16 +48,16 @@ type flowCounts struct {
 
 // add counts f at now: a flow something drives is running, one whose
 // runner is gone is stalled.
-func (k *flowCounts) add(f *engine.FlowSummary, now time.Time) {
+func (k *flowCounts) add(f *state.FlowSummary, now time.Time) {
 	k.total++
 	switch {
 	case f.Stalled(now):
 		k.stalled++
-	case f.Status == engine.StatusRunning:
+	case f.Status == state.StatusRunning:
 		k.running++
 	}
-	if f.Owner != nil && f.Status.Active() && (f.Driver == engine.DriverRunner || f.Driver == engine.DriverLibrary) && f.Owner.ExpiresAt.After(now) {
-		if f.Status == engine.StatusRunning {
+	if f.Owner != nil && f.Status.Active() && (f.Driver == state.DriverRunner || f.Driver == state.DriverLibrary) && f.Owner.ExpiresAt.After(now) {
+		if f.Status == state.StatusRunning {
 			k.run = append(k.run, f.Owner.ExpiresAt.UnixNano())
 		} else {
 			k.gate = append(k.gate, f.Owner.ExpiresAt.UnixNano())
@@ -93,7 +94,7 @@ type flowWindow struct {
 	marks []engine.ListCursor
 	// rows are the matching flows from index start (a page boundary).
 	start int
-	rows  []engine.FlowSummary
+	rows  []state.FlowSummary
 	// at is the index of the flow the pass was asked to find (-1: absent).
 	at int
 	// gen numbers the passes: pages read with another pass's marks are
@@ -102,7 +103,7 @@ type flowWindow struct {
 }
 
 // row is the i-th matching flow, nil when it is not in the window.
-func (w *flowWindow) row(i int) *engine.FlowSummary {
+func (w *flowWindow) row(i int) *state.FlowSummary {
 	if i < w.start || i >= w.start+len(w.rows) {
 		return nil
 	}
@@ -124,13 +125,13 @@ func pagesAround(i, n int) (from, to int) {
 }
 
 // flowMatches reports whether f matches the Flows pane's filter.
-func flowMatches(filter string, f *engine.FlowSummary) bool {
+func flowMatches(filter string, f *state.FlowSummary) bool {
 	return matches(filter, f.FlowID, f.FlowName, string(f.Status), f.CurrentStep, f.Driver)
 }
 
 // scanFlows calls fn with every flow's summary in the listing order, read
 // storePage at a time, from after; fn returns false to stop.
-func scanFlows(ctx context.Context, src Source, after engine.ListCursor, fn func(f *engine.FlowSummary) bool) error {
+func scanFlows(ctx context.Context, src Source, after engine.ListCursor, fn func(f *state.FlowSummary) bool) error {
 	for {
 		page, err := src.ListFlows(ctx, engine.ListFilter{Limit: storePage, After: after})
 		if err != nil {
@@ -144,7 +145,7 @@ func scanFlows(ctx context.Context, src Source, after engine.ListCursor, fn func
 		if len(page) < storePage {
 			return nil
 		}
-		after = page[len(page)-1].Cursor()
+		after = engine.CursorOf(&page[len(page)-1])
 	}
 }
 
@@ -166,7 +167,7 @@ type passQuery struct {
 func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) {
 	w := flowWindow{filter: q.filter, at: -1, gen: q.gen}
 	cursorPage := q.cursor / windowPage
-	kept := map[int][]engine.FlowSummary{}
+	kept := map[int][]state.FlowSummary{}
 	want := func(p int) bool {
 		if p >= cursorPage-1 && p <= cursorPage+1 {
 			return true
@@ -176,13 +177,13 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 	}
 	// The page being read (cur) and the one before (prev), whose arrays
 	// are reused unless kept.
-	var prev, cur []engine.FlowSummary
+	var prev, cur []state.FlowSummary
 	prevKept := false
 	var last engine.ListCursor
-	err := scanFlows(ctx, src, engine.ListCursor{}, func(f *engine.FlowSummary) bool {
+	err := scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool {
 		w.counts.add(f, q.now)
 		if !flowMatches(q.filter, f) {
-			last = f.Cursor()
+			last = engine.CursorOf(f)
 			return true
 		}
 		i := w.n
@@ -208,10 +209,10 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 			}
 		}
 		if cur == nil {
-			cur = make([]engine.FlowSummary, 0, windowPage)
+			cur = make([]state.FlowSummary, 0, windowPage)
 		}
 		cur = append(cur, *f)
-		last = f.Cursor()
+		last = engine.CursorOf(f)
 		return true
 	})
 	if err != nil {
@@ -239,9 +240,9 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 
 // readPages reads pages window pages of the flows matching filter, from
 // after (the mark of the first of them).
-func readPages(ctx context.Context, src Source, filter string, after engine.ListCursor, pages int) ([]engine.FlowSummary, error) {
-	var rows []engine.FlowSummary
-	err := scanFlows(ctx, src, after, func(f *engine.FlowSummary) bool {
+func readPages(ctx context.Context, src Source, filter string, after engine.ListCursor, pages int) ([]state.FlowSummary, error) {
+	var rows []state.FlowSummary
+	err := scanFlows(ctx, src, after, func(f *state.FlowSummary) bool {
 		if flowMatches(filter, f) {
 			rows = append(rows, *f)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -142,7 +143,7 @@ func TestFlowWindow(t *testing.T) {
 			t.Fatalf("the oldest gate's flow %s is in the window", id)
 		}
 	}
-	if sum := m.summaryOf(id); sum == nil || sum.FlowID != id || sum.TotalSteps != 11 || sum.Status != engine.StatusAwaitingGate {
+	if sum := m.summaryOf(id); sum == nil || sum.FlowID != id || sum.TotalSteps != 11 || sum.Status != state.StatusAwaitingGate {
 		t.Fatalf("the summary of the detail flow %s: %+v", id, sum)
 	}
 }
@@ -152,12 +153,12 @@ func TestFlowWindow(t *testing.T) {
 func TestFlowWindowStaleCounts(t *testing.T) {
 	k := flowCounts{}
 	now := base
-	for i, d := range []engine.FlowStatus{engine.StatusRunning, engine.StatusAwaitingGate, engine.StatusRunning} {
-		f := &engine.FlowSummary{FlowID: string(rune('a' + i)), Status: d, Driver: engine.DriverRunner,
-			Owner: &engine.Lease{ID: "r", ExpiresAt: now.Add(time.Duration(i+1) * time.Minute)}}
+	for i, d := range []state.FlowStatus{state.StatusRunning, state.StatusAwaitingGate, state.StatusRunning} {
+		f := &state.FlowSummary{FlowID: string(rune('a' + i)), Status: d, Driver: state.DriverRunner,
+			Owner: &state.Lease{ID: "r", ExpiresAt: now.Add(time.Duration(i+1) * time.Minute)}}
 		k.add(f, now)
 	}
-	k.add(&engine.FlowSummary{FlowID: "d", Status: engine.StatusRunning, Driver: engine.DriverRunner}, now) // no lease: stalled
+	k.add(&state.FlowSummary{FlowID: "d", Status: state.StatusRunning, Driver: state.DriverRunner}, now) // no lease: stalled
 	k.done()
 	for _, tc := range []struct {
 		after            time.Duration

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -89,14 +90,14 @@ type (
 	flowPagesMsg struct {
 		gen   int
 		start int
-		rows  []engine.FlowSummary
+		rows  []state.FlowSummary
 		err   error
 	}
 	detailMsg struct {
 		flowID string
-		state  *engine.FlowState
+		state  *state.FlowState
 		events []engine.Event
-		sum    *engine.FlowSummary
+		sum    *state.FlowSummary
 		root   string
 		err    error
 	}

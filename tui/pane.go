@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -220,12 +221,12 @@ type common struct {
 	specs   map[string]watch.Update
 	// The detail flow: the one the detail panes show.
 	detailID     string
-	detail       *engine.FlowState
+	detail       *state.FlowState
 	detailEvents []engine.Event
 	// detailSum is the detail flow's stored summary and detailRoot the
 	// root of its line of parents, read with it (the window may not
 	// hold them).
-	detailSum  *engine.FlowSummary
+	detailSum  *state.FlowSummary
 	detailRoot string
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -45,9 +46,9 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	// more than plainStalledKeep), never every summary at once.
 	now := time.Now()
 	var counts flowCounts
-	var stalled []engine.FlowSummary
+	var stalled []state.FlowSummary
 	more := false
-	err = scanFlows(ctx, src, engine.ListCursor{}, func(f *engine.FlowSummary) bool {
+	err = scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool {
 		counts.add(f, now)
 		if f.Stalled(now) {
 			if len(stalled) < plainStalledKeep {
@@ -72,9 +73,9 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	// running counts only flows something drives; a flow whose runner is
 	// gone is stalled, with the command that continues it.
 	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), counts.total, counts.running, counts.stalled, len(reviews), store)
-	printStalled := func(f *engine.FlowSummary) bool {
+	printStalled := func(f *state.FlowSummary) bool {
 		cont, _ := resumeCommand(func(id string) string { return rootOf(ctx, src, id, f.ParentFlowID) }, f)
-		if f.Driver == engine.DriverLibrary {
+		if f.Driver == state.DriverLibrary {
 			cont = "run the Go program again"
 		}
 		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%q\n",
@@ -82,7 +83,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 		return true
 	}
 	if more {
-		err = scanFlows(ctx, src, engine.ListCursor{}, func(f *engine.FlowSummary) bool { return !f.Stalled(now) || printStalled(f) })
+		err = scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool { return !f.Stalled(now) || printStalled(f) })
 		if err != nil {
 			return err
 		}

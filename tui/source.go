@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -16,7 +17,7 @@ type Source interface {
 	// listing order (newest first; engine.ListFilter: Limit flows After a
 	// cursor). The console never reads every summary at once
 	// (flowwindow.go).
-	ListFlows(ctx context.Context, f engine.ListFilter) ([]engine.FlowSummary, error)
+	ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error)
 	// PendingReviews returns every gate waiting for a decision: question,
 	// outcomes, round, approver, deadline, but no Artifacts (read from the
 	// flow's state for the gates on screen: gateCtxCmd), so listing
@@ -24,7 +25,7 @@ type Source interface {
 	PendingReviews(ctx context.Context) ([]review.PendingReview, error)
 	// Get returns one flow's state (an error wrapping engine.ErrNotFound
 	// when unknown).
-	Get(ctx context.Context, flowID string) (*engine.FlowState, error)
+	Get(ctx context.Context, flowID string) (*state.FlowState, error)
 	// FlowWithSpec returns one flow's state with its flow as the stored
 	// spec declares it (Flow nil when that spec no longer parses): a gate's
 	// on_revise and the flow's max_rounds.
@@ -69,7 +70,7 @@ func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
 	return s.svc.LastSeq(ctx)
 }
 
-func (s serviceSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]engine.FlowSummary, error) {
+func (s serviceSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
 	return s.svc.List(ctx, f)
 }
 
@@ -77,7 +78,7 @@ func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingRevi
 	return s.svc.GateReviews(ctx)
 }
 
-func (s serviceSource) Get(ctx context.Context, flowID string) (*engine.FlowState, error) {
+func (s serviceSource) Get(ctx context.Context, flowID string) (*state.FlowState, error) {
 	return s.svc.Get(ctx, flowID)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // testListPages: List in the listing order (newest first, ties by flow id
@@ -18,9 +19,9 @@ func testListPages(t *testing.T, s engine.Store) {
 	// Three flows share each creation time: the ties are ordered by id.
 	var want []string
 	for i := 0; i < 12; i++ {
-		status := engine.StatusRunning
+		status := state.StatusRunning
 		if i%3 == 1 {
-			status = engine.StatusComplete
+			status = state.StatusComplete
 		}
 		putAt(t, s, NewState(fmt.Sprintf("p%02d", i), status), t0.Add(time.Duration(i/3)*time.Second))
 	}
@@ -41,7 +42,7 @@ func testListPages(t *testing.T, s engine.Store) {
 			running = append(running, id)
 		}
 	}
-	if got := pages(t, s, engine.ListFilter{Status: engine.StatusRunning, Limit: 3}, nil); !reflect.DeepEqual(got, running) {
+	if got := pages(t, s, engine.ListFilter{Status: state.StatusRunning, Limit: 3}, nil); !reflect.DeepEqual(got, running) {
 		t.Fatalf("pages of running flows = %v, want %v", got, running)
 	}
 	// After a flow that no longer exists: the flows after its position.
@@ -59,9 +60,9 @@ func testListPages(t *testing.T, s engine.Store) {
 		if page != 1 {
 			return
 		}
-		putAt(t, s, NewState("p99", engine.StatusRunning), t0.Add(time.Hour))
+		putAt(t, s, NewState("p99", state.StatusRunning), t0.Add(time.Hour))
 		st := get(t, s, "p05")
-		st.Status = engine.StatusFailed
+		st.Status = state.StatusFailed
 		putAt(t, s, st, t0.Add(2*time.Hour))
 		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("p03") }); err != nil {
 			t.Fatal(err)
@@ -88,7 +89,7 @@ func pages(t *testing.T, s engine.Store, f engine.ListFilter, between func(page 
 		if len(sums) < f.Limit {
 			return out
 		}
-		f.After = sums[len(sums)-1].Cursor()
+		f.After = engine.CursorOf(&sums[len(sums)-1])
 		if between != nil {
 			between(page)
 		}
