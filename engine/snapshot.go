@@ -25,10 +25,16 @@ import (
 const maxTransitionAttempts = 5
 
 // snapshot is what one attempt of a transition read: the ChildLoader of its
-// transitionEnv, and the main flow's read too. Each Get is one short Store.View.
+// transitionEnv, and the main flow's read too. Each Get is one short
+// Store.View, or a copy of the state this Service committed last (own,
+// owncommits.go).
 type snapshot struct {
 	ctx   context.Context
 	store Store
+	// own, when set, holds the states this Service committed last; fromOwn:
+	// a Get answered from it (no read confirmed that state).
+	own     *ownCommits
+	fromOwn bool
 	// read is the Version of every flow read (NotStored: not found).
 	read map[string]int64
 	// unstable: a flow read twice had changed in between.
@@ -44,8 +50,14 @@ func newSnapshot(ctx context.Context, st Store) *snapshot {
 	return &snapshot{ctx: ctx, store: st, read: map[string]int64{}}
 }
 
-// Get reads a flow in its own View and notes its version.
+// Get reads a flow in its own View, or copies the state this Service
+// committed last (sn.own), and notes its version.
 func (sn *snapshot) Get(flowID string) (*FlowState, error) {
+	if st := sn.own.get(flowID); st != nil {
+		sn.fromOwn = true
+		sn.note(flowID, st.Version)
+		return st, nil
+	}
 	var st *FlowState
 	err := sn.store.View(sn.ctx, func(tx Tx) (err error) {
 		st, err = tx.Get(flowID)
@@ -149,8 +161,19 @@ type computed struct {
 // what names the transition in errors. A *Error from compute (or the
 // result's Err) is the answer; any other error is a store failure.
 func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
+	return s.optimisticOn(ctx, what, true, compute)
+}
+
+// optimisticOn is optimistic; own says the snapshot may start from the
+// states this Service committed last (owncommits.go) instead of reading
+// them. An answer that writes nothing computed on such a state is computed
+// again from a fresh snapshot.
+func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
 	for attempt := 0; attempt < maxTransitionAttempts; attempt++ {
 		sn := newSnapshot(ctx, s.Store)
+		if own {
+			sn.own = &s.own
+		}
 		c, err := s.computeSafely(sn, compute)
 		if sn.err != nil {
 			return nil, sn.err
@@ -163,6 +186,14 @@ func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *
 		}
 		if err != nil && AsError(err) == nil {
 			return nil, err
+		}
+		if (err != nil || c.res.Unchanged) && sn.fromOwn {
+			// No read confirmed the state this answer was computed on:
+			// compute it again from the store (not counted as an attempt;
+			// own is off from now on, so this happens once).
+			own = false
+			attempt--
+			continue
 		}
 		if err != nil || c.res.Unchanged {
 			// An answer that writes nothing. One flow read is one
@@ -186,6 +217,11 @@ func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *
 			return c.res.Outcome, nil
 		}
 		out, err := s.commit(ctx, sn, c)
+		if err != nil && AsError(err) == nil {
+			// Stale, or a store failure: what this Service committed last
+			// may no longer be the stored state.
+			s.own.forget(sn.read)
+		}
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -302,6 +338,11 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 	if err != nil {
 		return nil, err
 	}
+	states := make([]*FlowState, len(writes))
+	for i, w := range writes {
+		states[i] = w.st
+	}
+	s.own.put(states, res.Delete)
 	s.events.publish(res.Events) // stamped with their sequence numbers by Append
 	if res.Err != nil {
 		return nil, res.Err
