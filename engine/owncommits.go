@@ -12,9 +12,9 @@ import "sync"
 // would have been: a transition that writes is committed only if Tx.Put
 // finds the flow at that version (else the flow is dropped from here and
 // the transition computed again from a fresh read, as for any other
-// writer's change); an answer that writes nothing was computed on a state
-// no read confirmed, so it is computed again from a fresh snapshot before
-// it is given. Reads (Audit, Get) never use it.
+// writer's change); an answer that writes nothing is given only once a
+// View finds the flow still at that version, else it is computed again
+// from a fresh snapshot. Reads (Audit, Get) never use it.
 
 // ownCommitsSize bounds how many flows' states ownCommits holds.
 const ownCommitsSize = 32

@@ -187,22 +187,22 @@ func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compu
 		if err != nil && AsError(err) == nil {
 			return nil, err
 		}
-		if (err != nil || c.res.Unchanged) && sn.fromOwn {
-			// No read confirmed the state this answer was computed on:
-			// compute it again from the store (not counted as an attempt;
-			// own is off from now on, so this happens once).
-			own = false
-			attempt--
-			continue
-		}
 		if err != nil || c.res.Unchanged {
 			// An answer that writes nothing. One flow read is one
 			// consistent read; several (a flow and its children) are one
-			// only if none changed meanwhile.
-			if len(sn.read) > 1 {
+			// only if none changed meanwhile, and a copy of this Service's
+			// own commit (sn.fromOwn) only if no other writer changed it
+			// since: otherwise it is computed again from the store (not
+			// counted as an attempt: own is off from then on).
+			if len(sn.read) > 1 || sn.fromOwn {
 				ok, verr := s.stillCurrent(ctx, sn)
 				if verr != nil {
 					return nil, verr
+				}
+				if !ok && sn.fromOwn {
+					s.own.forget(sn.read)
+					own = false
+					attempt--
 				}
 				if !ok {
 					continue
