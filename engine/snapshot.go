@@ -35,6 +35,9 @@ type snapshot struct {
 	// a Get answered from it (no read confirmed that state).
 	own     *ownCommits
 	fromOwn bool
+	// fresh are states a check of the previous attempt read (stillCurrent):
+	// a Get takes its flow from there, once, instead of reading it again.
+	fresh map[string]*FlowState
 	// read is the Version of every flow read (NotStored: not found).
 	read map[string]int64
 	// unstable: a flow read twice had changed in between.
@@ -53,6 +56,11 @@ func newSnapshot(ctx context.Context, st Store) *snapshot {
 // Get reads a flow in its own View, or copies the state this Service
 // committed last (sn.own), and notes its version.
 func (sn *snapshot) Get(flowID string) (*FlowState, error) {
+	if st := sn.fresh[flowID]; st != nil {
+		delete(sn.fresh, flowID)
+		sn.note(flowID, st.Version)
+		return st, nil
+	}
 	if st := sn.own.get(flowID); st != nil {
 		sn.fromOwn = true
 		sn.note(flowID, st.Version)
@@ -85,12 +93,22 @@ func (sn *snapshot) note(flowID string, v int64) {
 }
 
 // current reports whether every flow the snapshot read is, in tx, as it was
-// read.
-func (sn *snapshot) current(tx Tx) (bool, error) {
+// read; found receives the states it read.
+func (sn *snapshot) current(tx Tx, found map[string]*FlowState) (bool, error) {
 	for id, v := range sn.read {
-		ok, err := hasVersion(tx, id, v)
-		if err != nil || !ok {
+		st, err := tx.Get(id)
+		if errors.Is(err, ErrNotFound) {
+			if v != NotStored {
+				return false, nil
+			}
+			continue
+		}
+		if err != nil {
 			return false, err
+		}
+		found[id] = st
+		if st.Version != v {
+			return false, nil
 		}
 	}
 	return true, nil
@@ -169,11 +187,13 @@ func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *
 // them. An answer that writes nothing computed on such a state is computed
 // again from a fresh snapshot.
 func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
+	var fresh map[string]*FlowState // read by the last attempt's check
 	for attempt := 0; attempt < maxTransitionAttempts; attempt++ {
 		sn := newSnapshot(ctx, s.Store)
 		if own {
 			sn.own = &s.own
 		}
+		sn.fresh, fresh = fresh, nil
 		c, err := s.computeSafely(sn, compute)
 		if sn.err != nil {
 			return nil, sn.err
@@ -195,7 +215,9 @@ func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compu
 			// since: otherwise it is computed again from the store (not
 			// counted as an attempt: own is off from then on).
 			if len(sn.read) > 1 || sn.fromOwn {
-				ok, verr := s.stillCurrent(ctx, sn)
+				var ok bool
+				var verr error
+				ok, fresh, verr = s.stillCurrent(ctx, sn)
 				if verr != nil {
 					return nil, verr
 				}
@@ -240,14 +262,17 @@ func (s *Service) computeSafely(sn *snapshot, compute func(sn *snapshot, now tim
 	return compute(sn, s.now())
 }
 
-// stillCurrent checks, in one View, that nothing sn read has changed.
-func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, error) {
+// stillCurrent checks, in one View, that nothing sn read has changed, and
+// returns the states it read (for the next attempt, when something did).
+func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, map[string]*FlowState, error) {
 	var ok bool
+	var found map[string]*FlowState
 	err := s.Store.View(ctx, func(tx Tx) (err error) {
-		ok, err = sn.current(tx)
+		found = map[string]*FlowState{}
+		ok, err = sn.current(tx, found)
 		return err
 	})
-	return ok, err
+	return ok, found, err
 }
 
 // commit writes a computed transition in one Store.Update if every flow
