@@ -1,14 +1,18 @@
 package engine
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/stratum-go/stratum/engine/state"
+)
 
 // The read after this process's own commit. A transition reads its flow in
 // a View before it writes it (snapshot.go); when this Service committed the
 // flow last, that read (a lock of the file, its checks, the state decoded
 // again) returns what the Service already holds. So the Service keeps the
 // states it committed last, a few flows' worth, and a snapshot starts from
-// a private copy of the one it finds (FlowState.Clone) instead of reading
-// the store. Whether it is still the stored state is checked where a read
+// a private copy of the one it finds (state.FlowState.Clone) instead of
+// reading the store. Whether it is still the stored state is checked where a read
 // would have been: a transition that writes is committed only if Tx.Put
 // finds the flow at that version (else the flow is dropped from here and
 // the transition computed again from a fresh read, as for any other
@@ -24,13 +28,13 @@ const ownCommitsSize = 32
 // takes a copy of it). The zero value is empty and ready.
 type ownCommits struct {
 	mu    sync.Mutex
-	m     map[string]*FlowState
+	m     map[string]*state.FlowState
 	order []string // oldest first
 }
 
 // get returns a private copy of the state this Service committed last for
 // flowID, or nil (also when o is nil).
-func (o *ownCommits) get(flowID string) *FlowState {
+func (o *ownCommits) get(flowID string) *state.FlowState {
 	if o == nil {
 		return nil
 	}
@@ -43,8 +47,8 @@ func (o *ownCommits) get(flowID string) *FlowState {
 // put remembers copies of the committed states sts and forgets the deleted
 // flows. (Copies: the caller's outcome and events may share the states'
 // maps with whoever reads them next.)
-func (o *ownCommits) put(sts []*FlowState, deleted []string) {
-	copies := make([]*FlowState, len(sts))
+func (o *ownCommits) put(sts []*state.FlowState, deleted []string) {
+	copies := make([]*state.FlowState, len(sts))
 	for i, st := range sts {
 		copies[i] = st.Clone()
 	}
@@ -54,7 +58,7 @@ func (o *ownCommits) put(sts []*FlowState, deleted []string) {
 		o.forgetLocked(id)
 	}
 	if o.m == nil {
-		o.m = map[string]*FlowState{}
+		o.m = map[string]*state.FlowState{}
 	}
 	for _, st := range copies {
 		if _, ok := o.m[st.FlowID]; !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -37,7 +38,7 @@ type snapshot struct {
 	fromOwn bool
 	// fresh are states a check of the previous attempt read (stillCurrent):
 	// a Get takes its flow from there, once, instead of reading it again.
-	fresh map[string]*FlowState
+	fresh map[string]*state.FlowState
 	// read is the Version of every flow read (NotStored: not found).
 	read map[string]int64
 	// unstable: a flow read twice had changed in between.
@@ -55,7 +56,7 @@ func newSnapshot(ctx context.Context, st Store) *snapshot {
 
 // Get reads a flow in its own View, or copies the state this Service
 // committed last (sn.own), and notes its version.
-func (sn *snapshot) Get(flowID string) (*FlowState, error) {
+func (sn *snapshot) Get(flowID string) (*state.FlowState, error) {
 	if st := sn.fresh[flowID]; st != nil {
 		delete(sn.fresh, flowID)
 		sn.note(flowID, st.Version)
@@ -66,7 +67,7 @@ func (sn *snapshot) Get(flowID string) (*FlowState, error) {
 		sn.note(flowID, st.Version)
 		return st, nil
 	}
-	var st *FlowState
+	var st *state.FlowState
 	err := sn.store.View(sn.ctx, func(tx Tx) (err error) {
 		st, err = tx.Get(flowID)
 		return err
@@ -94,7 +95,7 @@ func (sn *snapshot) note(flowID string, v int64) {
 
 // current reports whether every flow the snapshot read is, in tx, as it was
 // read; found receives the states it read.
-func (sn *snapshot) current(tx Tx, found map[string]*FlowState) (bool, error) {
+func (sn *snapshot) current(tx Tx, found map[string]*state.FlowState) (bool, error) {
 	for id, v := range sn.read {
 		st, err := tx.Get(id)
 		if errors.Is(err, ErrNotFound) {
@@ -148,8 +149,8 @@ func cancelledError(what string, ctx context.Context) error {
 // find stored: the one the transition read (NotStored for a flow it
 // creates).
 type write struct {
-	st     *FlowState
-	sum    FlowSummary
+	st     *state.FlowState
+	sum    state.FlowSummary
 	expect int64
 }
 
@@ -167,8 +168,8 @@ func (w write) put(tx Tx) error {
 
 // computed is what one attempt of a transition produced.
 type computed struct {
-	st  *FlowState  // the flow to write (nil: none)
-	sp  *specs.Spec // the spec the transition ran on (nil: none)
+	st  *state.FlowState // the flow to write (nil: none)
+	sp  *specs.Spec      // the spec the transition ran on (nil: none)
 	res transitionResult
 }
 
@@ -187,7 +188,7 @@ func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *
 // them. An answer that writes nothing computed on such a state is computed
 // again from a fresh snapshot.
 func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
-	var fresh map[string]*FlowState // read by the last attempt's check
+	var fresh map[string]*state.FlowState // read by the last attempt's check
 	for attempt := 0; attempt < maxTransitionAttempts; attempt++ {
 		sn := newSnapshot(ctx, s.Store)
 		if own {
@@ -264,11 +265,11 @@ func (s *Service) computeSafely(sn *snapshot, compute func(sn *snapshot, now tim
 
 // stillCurrent checks, in one View, that nothing sn read has changed, and
 // returns the states it read (for the next attempt, when something did).
-func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, map[string]*FlowState, error) {
+func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, map[string]*state.FlowState, error) {
 	var ok bool
-	var found map[string]*FlowState
+	var found map[string]*state.FlowState
 	err := s.Store.View(ctx, func(tx Tx) (err error) {
-		found = map[string]*FlowState{}
+		found = map[string]*state.FlowState{}
 		ok, err = sn.current(tx, found)
 		return err
 	})
@@ -285,7 +286,7 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 	now := s.now()
 	var writes []write
 	written := map[string]int{} // index in writes
-	add := func(st *FlowState) {
+	add := func(st *state.FlowState) {
 		// Stamped once per flow and transaction, expecting the version read.
 		expect := st.Version
 		if v, ok := sn.read[st.FlowID]; ok {
@@ -363,7 +364,7 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 	if err != nil {
 		return nil, err
 	}
-	states := make([]*FlowState, len(writes))
+	states := make([]*state.FlowState, len(writes))
 	for i, w := range writes {
 		states[i] = w.st
 	}

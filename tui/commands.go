@@ -13,6 +13,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -136,7 +138,7 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 	// A flow whose runner has exited does not move on by itself after the
 	// decision: say so, with the command that continues it.
 	resume := ""
-	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != engine.DriverLibrary {
+	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != state.DriverLibrary {
 		resume, _ = resumeCommand(m.flows, sum)
 	}
 	round := r.Round

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // detailHeader is the first line of the detail panes: the detail flow's
@@ -51,8 +53,8 @@ func (c *common) detailHeader() string {
 // resumeTarget is the flow `stratum run --resume` continues flow id
 // through: id itself, or for a child flow (which run --resume refuses) the
 // root of its line of parents, as far as flows lists them.
-func resumeTarget(flows []engine.FlowSummary, id string) string {
-	byID := make(map[string]*engine.FlowSummary, len(flows))
+func resumeTarget(flows []state.FlowSummary, id string) string {
+	byID := make(map[string]*state.FlowSummary, len(flows))
 	for i := range flows {
 		byID[flows[i].FlowID] = &flows[i]
 	}
@@ -73,8 +75,8 @@ const maxParents = 64
 // resumeCommand is the command that continues stalled flow f: `stratum run
 // --resume` of f, or of its root parent when f is a child flow; a Go
 // program's flow is never resumed (child says whether it went to a parent).
-func resumeCommand(flows []engine.FlowSummary, f *engine.FlowSummary) (cmd string, child bool) {
-	if f.Driver == engine.DriverLibrary {
+func resumeCommand(flows []state.FlowSummary, f *state.FlowSummary) (cmd string, child bool) {
+	if f.Driver == state.DriverLibrary {
 		return "", false
 	}
 	root := resumeTarget(flows, f.FlowID)
@@ -82,7 +84,7 @@ func resumeCommand(flows []engine.FlowSummary, f *engine.FlowSummary) (cmd strin
 }
 
 // summaryOf is the listed summary of flow id (nil when not listed).
-func (c *common) summaryOf(id string) *engine.FlowSummary {
+func (c *common) summaryOf(id string) *state.FlowSummary {
 	for i := range c.flows {
 		if c.flows[i].FlowID == id {
 			return &c.flows[i]

@@ -14,6 +14,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -183,7 +185,7 @@ func (d *decisionDialog) begin() {
 // (engine.CheckReviewValue: one of the options, or a value of the
 // review's type); a value that does not fit keeps the dialog here.
 func (d *decisionDialog) pickValue(msg tea.KeyMsg) (tea.Cmd, bool) {
-	lr := &engine.LibraryReview{ID: d.r.StepID, Options: d.r.Options, Schema: d.r.Schema}
+	lr := &state.LibraryReview{ID: d.r.StepID, Options: d.r.Options, Schema: d.r.Schema}
 	if len(d.r.Options) > 0 {
 		n, err := strconv.Atoi(msg.String())
 		if err != nil || msg.Type != tea.KeyRunes {

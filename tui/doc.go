@@ -109,7 +109,7 @@
 // then the dialog stays, read-only, with the text kept and who decided. A
 // gate that leaves the list because its deadline passed is announced (⏱),
 // dialog or not. A flow whose runner has gone
-// (engine.FlowSummary.Stalled) reads "stalled", never running, with the
+// (state.FlowSummary.Stalled) reads "stalled", never running, with the
 // `stratum run --resume ID` that continues it, on a line of its own so it
 // copies whole; a child flow (which run --resume refuses) names its root
 // parent's (resumeCommand, also for --plain). A Go program's flow, driver

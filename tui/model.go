@@ -12,6 +12,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -77,13 +79,13 @@ type Options struct {
 // can be recognised.
 type (
 	snapshotMsg struct {
-		flows   []engine.FlowSummary
+		flows   []state.FlowSummary
 		reviews []review.PendingReview
 		err     error
 	}
 	detailMsg struct {
 		flowID string
-		state  *engine.FlowState
+		state  *state.FlowState
 		events []engine.Event
 		err    error
 	}

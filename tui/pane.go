@@ -10,6 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -211,14 +213,14 @@ type common struct {
 	width  int
 	height int
 
-	flows   []engine.FlowSummary
+	flows   []state.FlowSummary
 	reviews []review.PendingReview
 	// gateCtx is the loaded context of pending gates, by review id.
 	gateCtx map[string]*gateContext
 	specs   map[string]watch.Update
 	// The detail flow: the one the detail panes show.
 	detailID     string
-	detail       *engine.FlowState
+	detail       *state.FlowState
 	detailEvents []engine.Event
 }
 

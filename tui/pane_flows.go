@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // flowsPaneDef registers the Flows pane: every flow execution with its
@@ -18,11 +18,11 @@ type flowsPane struct{ paneBase }
 
 var _ flowSelector = (*flowsPane)(nil)
 
-func (p *flowsPane) visible(c *common) []engine.FlowSummary {
+func (p *flowsPane) visible(c *common) []state.FlowSummary {
 	if p.filter == "" {
 		return c.flows
 	}
-	var out []engine.FlowSummary
+	var out []state.FlowSummary
 	for _, s := range c.flows {
 		if matches(p.filter, s.FlowID, s.FlowName, string(s.Status), s.CurrentStep, s.Driver) {
 			out = append(out, s)
@@ -111,7 +111,7 @@ func (p *flowsPane) View(c *common) []string {
 // flowFootnote is the two lines under the Flows list: the selected flow's
 // full id and, when nothing drives it any more, the command that continues
 // it.
-func flowFootnote(c *common, f *engine.FlowSummary, now time.Time) []string {
+func flowFootnote(c *common, f *state.FlowSummary, now time.Time) []string {
 	line := "flow " + clean(f.FlowID)
 	if f.Stalled(now) {
 		why, next := stalledHint(c.flows, f)
@@ -123,8 +123,8 @@ func flowFootnote(c *common, f *engine.FlowSummary, now time.Time) []string {
 // stalledHint says why a stalled flow stopped and what continues it: a
 // runner's flow is resumed, a child flow through its parent; a Go
 // program's (driver library) never is.
-func stalledHint(flows []engine.FlowSummary, f *engine.FlowSummary) (why, next string) {
-	if f.Driver == engine.DriverLibrary {
+func stalledHint(flows []state.FlowSummary, f *state.FlowSummary) (why, next string) {
+	if f.Driver == state.DriverLibrary {
 		return "its Go program has exited", "a Go program's flow is not resumed: run the program again"
 	}
 	cmd, child := resumeCommand(flows, f)
@@ -136,24 +136,24 @@ func stalledHint(flows []engine.FlowSummary, f *engine.FlowSummary) (why, next s
 
 // flowStatusText is a flow's status as the console shows it: a flow still
 // running or at a gate whose runner is gone reads "stalled", never running.
-func flowStatusText(f *engine.FlowSummary, now time.Time) string {
+func flowStatusText(f *state.FlowSummary, now time.Time) string {
 	if f.Stalled(now) {
 		return "⚠ stalled"
 	}
 	return statusIcon(f.Status) + " " + string(f.Status)
 }
 
-func statusIcon(s engine.FlowStatus) string {
+func statusIcon(s state.FlowStatus) string {
 	switch s {
-	case engine.StatusRunning:
+	case state.StatusRunning:
 		return "▶"
-	case engine.StatusAwaitingGate:
+	case state.StatusAwaitingGate:
 		return "⏸"
-	case engine.StatusComplete:
+	case state.StatusComplete:
 		return "✓"
-	case engine.StatusKilled:
+	case state.StatusKilled:
 		return "☠"
-	case engine.StatusFailed, engine.StatusBudgetExhausted:
+	case state.StatusFailed, state.StatusBudgetExhausted:
 		return "✗"
 	}
 	return "·"

@@ -10,6 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -73,9 +75,9 @@ func (p *tracePane) lines(c *common) []traceLine {
 		if ev.Type == engine.EventParallelTask {
 			text, detail = taskText(ev.StepID, d)
 			switch d.State {
-			case engine.TaskComplete:
+			case state.TaskComplete:
 				tl.style = c.st.OK.Render
-			case engine.TaskFailed, engine.TaskCancelled:
+			case state.TaskFailed, state.TaskCancelled:
 				tl.style = c.st.Failed.Render
 			}
 			tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(text)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -51,14 +53,14 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	// running counts only flows something drives; a flow whose runner is
 	// gone is stalled, with the command that continues it.
 	running := 0
-	var stalled []*engine.FlowSummary
+	var stalled []*state.FlowSummary
 	for i := range flows {
 		f := &flows[i]
 		names[f.FlowID] = f.FlowName
 		switch {
 		case f.Stalled(now):
 			stalled = append(stalled, f)
-		case f.Status == engine.StatusRunning:
+		case f.Status == state.StatusRunning:
 			running++
 		}
 	}
@@ -69,7 +71,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), len(flows), running, len(stalled), len(reviews), store)
 	for _, f := range stalled {
 		cont, _ := resumeCommand(flows, f)
-		if f.Driver == engine.DriverLibrary {
+		if f.Driver == state.DriverLibrary {
 			cont = "run the Go program again"
 		}
 		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%q\n",

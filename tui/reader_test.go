@@ -12,6 +12,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -254,7 +256,7 @@ type failingSource struct {
 	down *bool
 }
 
-func (s failingSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) {
+func (s failingSource) Flows(ctx context.Context) ([]state.FlowSummary, error) {
 	if *s.down {
 		return nil, fmt.Errorf("dial tcp 127.0.0.1:2379: connection refused")
 	}
@@ -360,7 +362,7 @@ func TestDialogWordingAndKeys(t *testing.T) {
 	if !strings.Contains(d.err, "this dialog records KILL (press x)") {
 		t.Fatalf("wrong key at the confirmation: err %q", d.err)
 	}
-	if st, _ := f.svc.Get(context.Background(), id); st.Status != engine.StatusAwaitingGate {
+	if st, _ := f.svc.Get(context.Background(), id); st.Status != state.StatusAwaitingGate {
 		t.Fatalf("status %s", st.Status)
 	}
 	press(m, "esc", "r")
@@ -386,10 +388,10 @@ func TestQuitDialogCommandWhole(t *testing.T) {
 // TestChildFlowResumesParent: a stalled child flow points to its parent's
 // resume (run --resume refuses a child).
 func TestChildFlowResumesParent(t *testing.T) {
-	flows := []engine.FlowSummary{
-		{FlowID: "root", Driver: engine.DriverRunner, Status: engine.StatusRunning},
-		{FlowID: "mid", ParentFlowID: "root", Driver: engine.DriverRunner, Status: engine.StatusRunning},
-		{FlowID: "leaf", ParentFlowID: "mid", Driver: engine.DriverRunner, Status: engine.StatusAwaitingGate},
+	flows := []state.FlowSummary{
+		{FlowID: "root", Driver: state.DriverRunner, Status: state.StatusRunning},
+		{FlowID: "mid", ParentFlowID: "root", Driver: state.DriverRunner, Status: state.StatusRunning},
+		{FlowID: "leaf", ParentFlowID: "mid", Driver: state.DriverRunner, Status: state.StatusAwaitingGate},
 	}
 	cmd, child := resumeCommand(flows, &flows[2])
 	if cmd != "stratum run --resume root" || !child {
@@ -403,7 +405,7 @@ func TestChildFlowResumesParent(t *testing.T) {
 		t.Fatalf("hint %q", next)
 	}
 	// A cycle in a corrupt store ends.
-	loop := []engine.FlowSummary{{FlowID: "a", ParentFlowID: "b"}, {FlowID: "b", ParentFlowID: "a"}}
+	loop := []state.FlowSummary{{FlowID: "a", ParentFlowID: "b"}, {FlowID: "b", ParentFlowID: "a"}}
 	_ = resumeTarget(loop, "a")
 }
 
@@ -411,13 +413,13 @@ func TestChildFlowResumesParent(t *testing.T) {
 // says complete, never a step past the last.
 func TestFinishedCheckpointComplete(t *testing.T) {
 	done := "complete"
-	at := func(idx int, terminal *string) engine.Checkpoint {
-		var cp engine.Checkpoint
+	at := func(idx int, terminal *string) state.Checkpoint {
+		var cp state.Checkpoint
 		cp.CurrentIdx, cp.TerminalStatus = idx, terminal
 		return cp
 	}
 	for _, tc := range []struct {
-		cp    engine.Checkpoint
+		cp    state.Checkpoint
 		total int
 		want  string
 	}{

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -13,7 +15,7 @@ import (
 // concurrent use.
 type Source interface {
 	// Flows returns the summaries of all flows, newest first.
-	Flows(ctx context.Context) ([]engine.FlowSummary, error)
+	Flows(ctx context.Context) ([]state.FlowSummary, error)
 	// PendingReviews returns every gate waiting for a decision: question,
 	// outcomes, round, approver, deadline, but no Artifacts (read from the
 	// flow's state for the gates on screen: gateCtxCmd), so listing
@@ -21,7 +23,7 @@ type Source interface {
 	PendingReviews(ctx context.Context) ([]review.PendingReview, error)
 	// Get returns one flow's state (an error wrapping engine.ErrNotFound
 	// when unknown).
-	Get(ctx context.Context, flowID string) (*engine.FlowState, error)
+	Get(ctx context.Context, flowID string) (*state.FlowState, error)
 	// FlowWithSpec returns one flow's state with its flow as the stored
 	// spec declares it (Flow nil when that spec no longer parses): a gate's
 	// on_revise and the flow's max_rounds.
@@ -66,7 +68,7 @@ func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
 	return s.svc.LastSeq(ctx)
 }
 
-func (s serviceSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) {
+func (s serviceSource) Flows(ctx context.Context) ([]state.FlowSummary, error) {
 	return s.svc.List(ctx, engine.ListFilter{})
 }
 
@@ -74,7 +76,7 @@ func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingRevi
 	return s.svc.GateReviews(ctx)
 }
 
-func (s serviceSource) Get(ctx context.Context, flowID string) (*engine.FlowState, error) {
+func (s serviceSource) Get(ctx context.Context, flowID string) (*state.FlowState, error) {
 	return s.svc.Get(ctx, flowID)
 }
 

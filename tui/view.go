@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -55,7 +55,7 @@ func (m *Model) headerLine() string {
 		switch {
 		case f.Stalled(now):
 			stalled++
-		case f.Status == engine.StatusRunning:
+		case f.Status == state.StatusRunning:
 			running++
 		}
 	}
