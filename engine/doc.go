@@ -93,6 +93,11 @@
 // are published to the in-process broker only after their commit. Claim,
 // TakeOver and Release run the same way, and the reads that need a spec
 // (Audit, PendingReviews, PendingGateSteps) parse it after their View.
+// A flow this Service committed last is not read again: the snapshot
+// starts from a copy of the state it wrote (owncommits.go, a few flows'
+// worth), which the conditional put confirms; an answer that writes
+// nothing computed on such a copy is given only if one View finds the flow
+// unchanged, else computed again from a fresh read.
 //
 // Decisions where the original is silent or where we differ (besides
 // README, "Deliberate differences from the original"):

@@ -168,7 +168,10 @@ type Tx interface {
 	Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	// Delete removes a flow and its events.
 	Delete(flowID string) error
-	// List returns summaries of flows matching the filter, newest first.
+	// List returns summaries of flows matching the filter in the listing
+	// order: newest CreatedAt first, ties by FlowID descending (byte
+	// order). The order never changes as flows progress, so f.After pages
+	// through it.
 	List(f ListFilter) ([]state.FlowSummary, error)
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]state.FlowSummary, error)
@@ -197,6 +200,39 @@ type Tx interface {
 type ListFilter struct {
 	Status state.FlowStatus // exact status
 	Limit  int
+	// After resumes a listing: only the flows that come after this
+	// position in the listing order (the zero ListCursor: from the first).
+	// Pass the CursorOf the last summary of a page to read the next one;
+	// flows created meanwhile (newer, so before it) do not shift the pages.
+	After ListCursor
+}
+
+// ListCursor is a position in Tx.List's order: a flow's creation time and
+// id (CursorOf). The flow it names need not exist any more.
+type ListCursor struct {
+	CreatedAt time.Time
+	FlowID    string
+}
+
+// IsZero reports whether c is the start of the listing.
+func (c ListCursor) IsZero() bool { return c.FlowID == "" && c.CreatedAt.IsZero() }
+
+// Precedes reports whether c comes before the flow created at created
+// with id id in the listing order (newest first, ties by id descending):
+// whether a page read After c may hold that flow.
+func (c ListCursor) Precedes(created time.Time, id string) bool {
+	if c.IsZero() {
+		return true
+	}
+	if !created.Equal(c.CreatedAt) {
+		return created.Before(c.CreatedAt)
+	}
+	return id < c.FlowID
+}
+
+// CursorOf is sum's position in the listing order, to resume after it.
+func CursorOf(sum *state.FlowSummary) ListCursor {
+	return ListCursor{CreatedAt: sum.CreatedAt, FlowID: sum.FlowID}
 }
 
 // maxFlowDepth bounds the walks up and down a flow's line of parents and

@@ -45,6 +45,8 @@ type Service struct {
 	events broker
 	// damaged holds the flows found damaged (damaged.go), guarded by mu.
 	damaged map[string]bool
+	// own holds the states this Service committed last (owncommits.go).
+	own ownCommits
 }
 
 // specCacheSize bounds the parsed-spec cache.
@@ -398,7 +400,7 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error
 		return nil, flowNotFound(flowID)
 	}
 	var out *auditReport
-	_, err := s.optimistic(ctx, "audit of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+	_, err := s.optimisticOn(ctx, "audit of flow "+flowID, false, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
 			return computed{}, flowNotFound(flowID)

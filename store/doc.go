@@ -156,8 +156,10 @@
 // so bbolt writes (and fdatasyncs) three or four B-tree paths, the root
 // page and the free-page list — 14 pages at 10,000 flows for three, where
 // schema 2 wrote 21. List walks the keys of idx_created
-// (or idx_status) backwards and reads each returned flow's summary from
-// summaries; PendingGates does the same over idx_gates.
+// (or idx_status) backwards, from the last or from the key before
+// ListFilter.After's (a page of the listing is one seek), and reads each
+// returned flow's summary from summaries; PendingGates does the same over
+// idx_gates.
 //
 // # Summaries
 //

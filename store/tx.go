@@ -429,8 +429,9 @@ func (t *tx) deleteEvents(flowID string) error {
 
 // List returns the summaries of flows matching f, newest (CreatedAt) first,
 // ties broken by flow id descending; rows do not move as flows progress. It
-// walks the keys of the newest-first or the by-status index backwards and
-// decodes the summary of each flow it returns from bucket summaries.
+// walks the keys of the newest-first or the by-status index backwards, from
+// the last key or from the one before f.After's, and decodes the summary of
+// each flow it returns from bucket summaries.
 func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	var out []state.FlowSummary
 	err := t.do(false, func() error {
@@ -453,11 +454,18 @@ func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 		}
 		c := idx.Cursor()
 		last := func() (k, v []byte) {
-			if prefix == nil {
+			// The last key below end: seek to it, step back.
+			var end []byte
+			switch {
+			case !f.After.IsZero():
+				// f.After's key (with the prefix): the keys below it follow it.
+				end = append(bytes.Clone(prefix), createdKey(indexRef{id: f.After.FlowID, created: f.After.CreatedAt})...)
+			case prefix != nil:
+				// Past the last key with the prefix.
+				end = append(bytes.Clone(prefix[:len(prefix)-1]), 1)
+			default:
 				return c.Last()
 			}
-			// The last key with the prefix: seek past it, step back.
-			end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
 			if k, _ = c.Seek(end); k == nil {
 				return c.Last()
 			}
@@ -523,8 +531,15 @@ func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]state.FlowSummary, 
 		return kept, errors.Join(damaged...)
 	}
 	if len(ids) <= scanAbove {
+		// One cursor for every lookup: its stack is reused (a Get each
+		// would allocate one).
+		c := sums.Cursor()
 		for i, id := range ids {
-			if err := decode(id, sums.Get(id), i); err != nil {
+			k, v := c.Seek(id)
+			if !bytes.Equal(k, id) {
+				v = nil
+			}
+			if err := decode(id, v, i); err != nil {
 				return nil, err
 			}
 		}

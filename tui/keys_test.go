@@ -190,7 +190,7 @@ func TestFilter(t *testing.T) {
 	press(m, "/")
 	typeText(m, "hunt")
 	flows, _ := paneOf[*flowsPane](t, m)
-	if n := len(flows.visible(&m.common)); n != 1 {
+	if n := flows.Len(&m.common); n != 1 {
 		t.Fatalf("filter hunt: %d flows", n)
 	}
 	press(m, "enter")
@@ -203,7 +203,7 @@ func TestFilter(t *testing.T) {
 		t.Fatal("q in the filter quit")
 	}
 	press(m, "esc")
-	if len(flows.visible(&m.common)) != 3 {
+	if flows.Len(&m.common) != 3 {
 		t.Fatal("esc did not clear the filter")
 	}
 }

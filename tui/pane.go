@@ -10,7 +10,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
-
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
@@ -213,7 +212,9 @@ type common struct {
 	width  int
 	height int
 
-	flows   []state.FlowSummary
+	// flows is the window of the Flows listing and the header's counts
+	// (flowwindow.go), never every flow.
+	flows   flowWindow
 	reviews []review.PendingReview
 	// gateCtx is the loaded context of pending gates, by review id.
 	gateCtx map[string]*gateContext
@@ -222,6 +223,11 @@ type common struct {
 	detailID     string
 	detail       *state.FlowState
 	detailEvents []engine.Event
+	// detailSum is the detail flow's stored summary and detailRoot the
+	// root of its line of parents, read with it (the window may not
+	// hold them).
+	detailSum  *state.FlowSummary
+	detailRoot string
 }
 
 // paneBase is the state every pane has; panes embed it.

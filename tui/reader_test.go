@@ -12,7 +12,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
-
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
@@ -256,11 +255,11 @@ type failingSource struct {
 	down *bool
 }
 
-func (s failingSource) Flows(ctx context.Context) ([]state.FlowSummary, error) {
+func (s failingSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
 	if *s.down {
 		return nil, fmt.Errorf("dial tcp 127.0.0.1:2379: connection refused")
 	}
-	return s.Source.Flows(ctx)
+	return s.Source.ListFlows(ctx, f)
 }
 
 // TestHeaderStoreUnreachable: while the store cannot be read the header
@@ -393,20 +392,21 @@ func TestChildFlowResumesParent(t *testing.T) {
 		{FlowID: "mid", ParentFlowID: "root", Driver: state.DriverRunner, Status: state.StatusRunning},
 		{FlowID: "leaf", ParentFlowID: "mid", Driver: state.DriverRunner, Status: state.StatusAwaitingGate},
 	}
-	cmd, child := resumeCommand(flows, &flows[2])
+	c := &common{flows: flowWindow{n: len(flows), rows: flows}}
+	cmd, child := resumeCommand(c.resumeTarget, &flows[2])
 	if cmd != "stratum run --resume root" || !child {
 		t.Fatalf("child: %q %v", cmd, child)
 	}
-	if cmd, child := resumeCommand(flows, &flows[0]); cmd != "stratum run --resume root" || child {
+	if cmd, child := resumeCommand(c.resumeTarget, &flows[0]); cmd != "stratum run --resume root" || child {
 		t.Fatalf("root: %q %v", cmd, child)
 	}
-	_, next := stalledHint(flows, &flows[2])
+	_, next := stalledHint(c.resumeTarget, &flows[2])
 	if !strings.Contains(next, "continue its parent with: stratum run --resume root") {
 		t.Fatalf("hint %q", next)
 	}
 	// A cycle in a corrupt store ends.
 	loop := []state.FlowSummary{{FlowID: "a", ParentFlowID: "b"}, {FlowID: "b", ParentFlowID: "a"}}
-	_ = resumeTarget(loop, "a")
+	_ = (&common{flows: flowWindow{n: 2, rows: loop}}).resumeTarget("a")
 }
 
 // TestFinishedCheckpointComplete: a checkpoint taken at the end of a flow

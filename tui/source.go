@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/stratum-go/stratum/engine"
-
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
@@ -14,8 +13,11 @@ import (
 // method is called from a tea.Cmd (never from Update) and must be safe for
 // concurrent use.
 type Source interface {
-	// Flows returns the summaries of all flows, newest first.
-	Flows(ctx context.Context) ([]state.FlowSummary, error)
+	// ListFlows returns one page of the flows' summaries in the store's
+	// listing order (newest first; engine.ListFilter: Limit flows After a
+	// cursor). The console never reads every summary at once
+	// (flowwindow.go).
+	ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error)
 	// PendingReviews returns every gate waiting for a decision: question,
 	// outcomes, round, approver, deadline, but no Artifacts (read from the
 	// flow's state for the gates on screen: gateCtxCmd), so listing
@@ -68,8 +70,8 @@ func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
 	return s.svc.LastSeq(ctx)
 }
 
-func (s serviceSource) Flows(ctx context.Context) ([]state.FlowSummary, error) {
-	return s.svc.List(ctx, engine.ListFilter{})
+func (s serviceSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
+	return s.svc.List(ctx, f)
 }
 
 func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {

@@ -262,8 +262,8 @@ func (t *tx) Delete(flowID string) error {
 	return nil
 }
 
-// summaries returns copies of the stored summaries that keep says, newest
-// first (ties by flow id).
+// summaries returns copies of the stored summaries that keep says, in the
+// listing order: newest first, ties by flow id descending.
 func (t *tx) summaries(keep func(*state.FlowSummary) bool) []state.FlowSummary {
 	var out []state.FlowSummary
 	for _, r := range t.d.flows {
@@ -275,13 +275,15 @@ func (t *tx) summaries(keep func(*state.FlowSummary) bool) []state.FlowSummary {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.After(out[j].CreatedAt)
 		}
-		return out[i].FlowID < out[j].FlowID
+		return out[i].FlowID > out[j].FlowID
 	})
 	return out
 }
 
 func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
-	out := t.summaries(func(s *state.FlowSummary) bool { return f.Status == "" || s.Status == f.Status })
+	out := t.summaries(func(s *state.FlowSummary) bool {
+		return (f.Status == "" || s.Status == f.Status) && f.After.Precedes(s.CreatedAt, s.FlowID)
+	})
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

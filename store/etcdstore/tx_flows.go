@@ -280,12 +280,18 @@ func (t *tx) decodeSummaries(p string, kvs []kv) ([]state.FlowSummary, error) {
 	return out, errors.Join(damaged...)
 }
 
+// List scans the created or the by-status index backwards; f.After's key
+// ends the range (the keys below it follow it in the listing).
 func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	p := t.s.key("c/")
 	if f.Status != "" {
 		p = t.s.key("t/", string(f.Status), "\x00")
 	}
-	kvs, err := t.scan(p, prefixEnd(p), max(f.Limit, 0), true)
+	end := prefixEnd(p)
+	if !f.After.IsZero() {
+		end = p + createdKey(&state.FlowSummary{CreatedAt: f.After.CreatedAt}) + "\x00" + f.After.FlowID
+	}
+	kvs, err := t.scan(p, end, max(f.Limit, 0), true)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"ViewRejectsWrites", testViewRejectsWrites},
 		{"Delete", testDelete},
 		{"ListOrderFilterLimit", testList},
+		{"ListPages", testListPages},
 		{"ListSummaryFields", testListSummaryFields},
 		{"SummaryStoredAsGiven", testSummaryStoredAsGiven},
 		{"PendingGatesIndex", testPendingGates},
