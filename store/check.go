@@ -295,8 +295,11 @@ func checkFlowSteps(flows, b *bolt.Bucket, bad func(format string, args ...any))
 			c = &counts{}
 			seen[id] = c
 		}
-		switch kind := k[i+1]; {
-		case kind == stepsMetaKind && len(k) == i+2:
+		kind, step, ok := parseStepsKey(k[i+1:])
+		switch {
+		case !ok:
+			bad("flowsteps: bad key %q", k)
+		case kind == stepsMetaKind:
 			m, err := decodeStepsMeta(v)
 			if err != nil {
 				bad("flowsteps: flow %q: %v", id, err)
@@ -305,16 +308,14 @@ func checkFlowSteps(flows, b *bolt.Bucket, bad func(format string, args ...any))
 			c.meta = &m
 		case kind == stepsOutputKind:
 			if !json.Valid(v) {
-				bad("flowsteps: flow %q: the output of step %q is not JSON", id, k[i+2:])
+				bad("flowsteps: flow %q: the output of step %q is not JSON", id, step)
 			}
 			c.outputs++
 		case kind == stepsAttemptKind:
 			if _, err := strconv.Atoi(string(v)); err != nil {
-				bad("flowsteps: flow %q: the attempts of step %q: %v", id, k[i+2:], err)
+				bad("flowsteps: flow %q: the attempts of step %q: %v", id, step, err)
 			}
 			c.attempts++
-		default:
-			bad("flowsteps: bad key %q", k)
 		}
 		return nil
 	})

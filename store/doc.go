@@ -83,8 +83,8 @@
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>  = trace[i], JSON
 //	flowsteps/                          since schema 6 (flowsteps.go)
 //	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
-//	    <flow id> ‖ 0x00 ‖ "o" ‖ <step> = step_outputs[step], JSON
-//	    <flow id> ‖ 0x00 ‖ "a" ‖ <step> = attempts[step], ASCII decimal
+//	    <flow id> ‖ 0x00 ‖ "s" ‖ <step> ‖ 0x00 ‖ "a" = attempts[step], ASCII decimal
+//	    <flow id> ‖ 0x00 ‖ "s" ‖ <step> ‖ 0x00 ‖ "o" = step_outputs[step], JSON
 //	specs/
 //	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
 //	summaries/

@@ -20,10 +20,13 @@ import (
 // beside the state, one key per step id, in bucket flowsteps:
 //
 //	flowsteps/
-//	    <flow id> ‖ 0x00 ‖ "m"              = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
-//	    <flow id> ‖ 0x00 ‖ "o" ‖ <step id>  = step_outputs[step id], JSON
-//	    <flow id> ‖ 0x00 ‖ "a" ‖ <step id>  = attempts[step id], ASCII decimal
+//	    <flow id> ‖ 0x00 ‖ "m"                         = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
+//	    <flow id> ‖ 0x00 ‖ "s" ‖ <step id> ‖ 0x00 ‖ "a" = attempts[step id], ASCII decimal
+//	    <flow id> ‖ 0x00 ‖ "s" ‖ <step id> ‖ 0x00 ‖ "o" = step_outputs[step id], JSON
 //
+// (a step's two entries side by side, so a step done, which changes both,
+// dirties one leaf page for them; a step id may hold a NUL: a key is read
+// from its end).
 // and flows/<id> holds the rest of the state (step_outputs and attempts
 // null). The meta entry counts the entries of each map and its flags say
 // which map is non-nil, as the state's JSON would ({} and null are told
@@ -49,9 +52,11 @@ const stepsInline = 16
 // step id.
 var bucketFlowSteps = []byte("flowsteps")
 
-// Kinds of flowsteps keys (the byte after the flow id's NUL).
+// Kinds of flowsteps keys: the meta entry's (the byte after the flow id's
+// NUL), a step's entries' (that byte) and their last byte.
 const (
 	stepsMetaKind    byte = 'm'
+	stepsStepKind    byte = 's'
 	stepsOutputKind  byte = 'o'
 	stepsAttemptKind byte = 'a'
 )
@@ -95,9 +100,21 @@ func decodeStepsMeta(b []byte) (stepsMeta, error) {
 func stepsMetaKey(flowID string) []byte { return append(logPrefix(flowID), stepsMetaKind) }
 
 func stepsKey(flowID string, kind byte, stepID string) []byte {
-	k := make([]byte, 0, len(flowID)+2+len(stepID))
-	k = append(append(append(k, flowID...), 0, kind), stepID...)
-	return k
+	k := make([]byte, 0, len(flowID)+len(stepID)+5)
+	k = append(append(append(k, flowID...), 0, stepsStepKind), stepID...)
+	return append(k, 0, kind)
+}
+
+// parseStepsKey reads what follows a flowsteps key's flow id and NUL: the
+// meta entry's kind, or a step entry's kind and step id (ok false: neither).
+func parseStepsKey(rest []byte) (kind byte, stepID string, ok bool) {
+	switch n := len(rest); {
+	case n == 1 && rest[0] == stepsMetaKind:
+		return stepsMetaKind, "", true
+	case n >= 3 && rest[0] == stepsStepKind && rest[n-2] == 0 && (rest[n-1] == stepsOutputKind || rest[n-1] == stepsAttemptKind):
+		return rest[n-1], string(rest[1 : n-2]), true
+	}
+	return 0, "", false
 }
 
 // splitSteps reports whether st's step outputs and attempts are to be
@@ -201,7 +218,10 @@ func (t *tx) decodeSteps(b *bolt.Bucket, flowID string, m stepsMeta) (*cachedSte
 	prefix := logPrefix(flowID)
 	c := b.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		kind, step := k[len(prefix)], string(k[len(prefix)+1:])
+		kind, step, ok := parseStepsKey(k[len(prefix):])
+		if !ok {
+			return nil, damagedRecord(t.s.path, flowID, "state", fmt.Errorf("bad flowsteps key %q", k))
+		}
 		switch kind {
 		case stepsOutputKind:
 			var o any

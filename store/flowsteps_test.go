@@ -80,7 +80,7 @@ func TestFlowStepsWritesOnlyChanges(t *testing.T) {
 	update(t, s, "f", func(st *state.FlowState) { withSteps(st, stepsInline+1) })
 	m0, ok, e0 := rawSteps(t, s, "f")
 	if !ok || m0.outputs != stepsInline+1 || m0.attempts != stepsInline+1 || len(e0) != 2*(stepsInline+1) ||
-		e0["ai"] != "" || e0["as3"] != "1" || e0["os3"] != `{"i":3,"tags":["a","\u003cb\u003e",null,true]}` {
+		e0["si\x00a"] != "" || e0["ss3\x00a"] != "1" || e0["ss3\x00o"] != `{"i":3,"tags":["a","\u003cb\u003e",null,true]}` {
 		t.Fatalf("after growing past %d steps: meta %+v, entries %q", stepsInline, m0, e0)
 	}
 	// Nothing of the maps changed: the tag and every entry kept.
@@ -100,8 +100,8 @@ func TestFlowStepsWritesOnlyChanges(t *testing.T) {
 	})
 	m2, _, e2 := rawSteps(t, s, "f")
 	if m2.tag == m0.tag || m2.outputs != stepsInline+5 || m2.attempts != stepsInline+1 ||
-		e2["os3"] != `"replaced"` || e2["onew"] != "{}" || e2["as4"] != "2" || e2["as5"] != "" ||
-		e2["o"] != "null" || e2["ox\x00y"] != "-1.5" || e2["a"] != "0" {
+		e2["ss3\x00o"] != `"replaced"` || e2["snew\x00o"] != "{}" || e2["ss4\x00a"] != "2" || e2["ss5\x00a"] != "" ||
+		e2["s\x00o"] != "null" || e2["sx\x00y\x00o"] != "-1.5" || e2["s\x00a"] != "0" {
 		t.Fatalf("after a change: meta %+v, entries %q", m2, e2)
 	}
 	want := storeGet(t, s, "f")
@@ -205,8 +205,9 @@ func TestFlowStepsDamaged(t *testing.T) {
 		"attempts not a number": func(b *bolt.Bucket) error {
 			return b.Put(stepsKey("bad", stepsAttemptKind, "s1"), []byte("x"))
 		},
-		"entry missing":  func(b *bolt.Bucket) error { return b.Delete(stepsKey("bad", stepsOutputKind, "s1")) },
-		"meta too short": func(b *bolt.Bucket) error { return b.Put(stepsMetaKey("bad"), []byte{1}) },
+		"entry missing":      func(b *bolt.Bucket) error { return b.Delete(stepsKey("bad", stepsOutputKind, "s1")) },
+		"meta too short":     func(b *bolt.Bucket) error { return b.Put(stepsMetaKey("bad"), []byte{1}) },
+		"key without a kind": func(b *bolt.Bucket) error { return b.Put(append(logPrefix("bad"), "ss1"...), []byte("1")) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newTestStoreNoCheck(t)
@@ -319,7 +320,7 @@ func TestFixtureV5(t *testing.T) {
 			t.Errorf("flow %s in bucket flowsteps: %v", id, split)
 		}
 	}
-	if m, _, e := rawSteps(t, s, "long"); m.outputs != 119 || m.attempts != 121 || len(e) != 240 || e["os5"] != `"replaced"` {
+	if m, _, e := rawSteps(t, s, "long"); m.outputs != 119 || m.attempts != 121 || len(e) != 240 || e["ss5\x00o"] != `"replaced"` {
 		t.Fatalf("long's entries after migration: %+v, %d", m, len(e))
 	}
 	update(t, s, "long", func(st *state.FlowState) { st.StepOutputs["s200"] = 1.0; st.Attempts["s200"] = 1 })
