@@ -76,13 +76,13 @@
 //	    <flow id>       = state.FlowState JSON (stratum_state_version inside),
 //	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits,
 //	                      records null and trace absent: they are in flowlog;
-//	                      step_outputs and attempts null when in flowsteps
+//	                      step_outputs and attempts null when in flowlog
 //	flowlog/                            since schema 5 (flowlog.go)
 //	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1> ‖ <spec:32>
 //	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>  = records[i], state.Record JSON
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>  = trace[i], JSON
-//	flowsteps/                          since schema 6 (flowsteps.go)
-//	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
+//	                                    since schema 6, past 16 steps (flowsteps.go):
+//	    <flow id> ‖ 0x00 ‖ "n"          = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
 //	    <flow id> ‖ 0x00 ‖ "s" ‖ <step> ‖ 0x00 ‖ "a" = attempts[step], ASCII decimal
 //	    <flow id> ‖ 0x00 ‖ "s" ‖ <step> ‖ 0x00 ‖ "o" = step_outputs[step], JSON
 //	specs/
@@ -152,7 +152,7 @@
 // touched (a completion from a gate rewrites idx_status and idx_gates, not
 // idx_created): a typical transition rewrites flows/<id> and
 // summaries/<id> and appends to events (and a step's record to flowlog,
-// and, past 16 steps, its output and attempts to flowsteps),
+// and, past 16 steps, its output and attempts),
 // so bbolt writes (and fdatasyncs) three or four B-tree paths, the root
 // page and the free-page list — 14 pages at 10,000 flows for three, where
 // schema 2 wrote 21. List walks the keys of idx_created

@@ -323,8 +323,10 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 		}
 	}
 	if tag == 0 {
-		if err := deleteLogOf(logb, st.FlowID); err != nil {
-			return err
+		for _, kind := range []byte{logRecordKind, logTraceKind} { // not the steps' (flowsteps.go)
+			if err := deleteKeys(logb, append(logPrefix(st.FlowID), kind)); err != nil {
+				return err
+			}
 		}
 		for tag == 0 {
 			tag = rand.Uint64()
@@ -379,31 +381,24 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 	return nil
 }
 
-// deleteLog removes every flowlog and flowsteps entry of flowID.
+// deleteLog removes every flowlog entry of flowID (its steps' too).
 func (t *tx) deleteLog(flowID string) error {
-	for _, name := range [][]byte{bucketFlowLog, bucketFlowSteps} {
-		b, err := t.bucket(name)
-		if err != nil {
-			return err
-		}
-		if err := deleteLogOf(b, flowID); err != nil {
-			return err
-		}
+	logb, err := t.bucket(bucketFlowLog)
+	if err != nil {
+		return err
 	}
-	return nil
+	return deleteKeys(logb, logPrefix(flowID))
 }
 
-// deleteLogOf removes every entry of flowID from logb (bucket flowlog or
-// flowsteps).
-func deleteLogOf(logb *bolt.Bucket, flowID string) error {
-	prefix := logPrefix(flowID)
+// deleteKeys removes every key of b that begins with prefix.
+func deleteKeys(b *bolt.Bucket, prefix []byte) error {
 	var keys [][]byte
-	c := logb.Cursor()
+	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		keys = append(keys, bytes.Clone(k))
 	}
 	for _, k := range keys {
-		if err := logb.Delete(k); err != nil {
+		if err := b.Delete(k); err != nil {
 			return err
 		}
 	}

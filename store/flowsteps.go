@@ -17,18 +17,21 @@ import (
 // were encoded and decoded whole, with the rest of the state, by every
 // transition: the part of a step's cost that grew with the flow once its
 // records had moved to bucket flowlog (issue 21). Since schema 6 they live
-// beside the state, one key per step id, in bucket flowsteps:
+// beside the state, one key per step id, in bucket flowlog with the
+// records (flowlog.go), under kinds of their own:
 //
-//	flowsteps/
-//	    <flow id> ‖ 0x00 ‖ "m"                         = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
+//	flowlog/
+//	    <flow id> ‖ 0x00 ‖ "n"                         = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
 //	    <flow id> ‖ 0x00 ‖ "s" ‖ <step id> ‖ 0x00 ‖ "a" = attempts[step id], ASCII decimal
 //	    <flow id> ‖ 0x00 ‖ "s" ‖ <step id> ‖ 0x00 ‖ "o" = step_outputs[step id], JSON
 //
-// (a step's two entries side by side, so a step done, which changes both,
-// dirties one leaf page for them; a step id may hold a NUL: a key is read
-// from its end).
 // and flows/<id> holds the rest of the state (step_outputs and attempts
-// null). The meta entry counts the entries of each map and its flags say
+// null). The layout is for the pages a step dirties: its meta entry "n"
+// sorts beside the records' meta entry "m", which a step done rewrites
+// anyway (one leaf for both); a step's two entries sit side by side (one
+// leaf for both; a step id may hold a NUL: such a key is read from its
+// end); and the bucket's branch pages are the records' (a bucket of their
+// own cost a page more per commit). The meta entry counts the entries of each map and its flags say
 // which map is non-nil, as the state's JSON would ({} and null are told
 // apart). Its tag names one content of the entries: a Put that changes,
 // adds or removes any entry writes only those and a new random tag; one
@@ -40,34 +43,30 @@ import (
 //
 // A flow's maps move here once either holds more than stepsInline steps,
 // and stay here; until then they stay in flows/<id>, as in a schema-5
-// state, and the flow has no meta entry here: a short flow's transition
-// dirties no page of this bucket, and its few entries cost less to encode
-// with the state than a B-tree path of their own costs to write.
+// state, and the flow has no "n" entry: a short flow's transition dirties
+// no page for them, and its few entries cost less to encode with the
+// state than a leaf of their own costs to write.
 
 // stepsInline is how many steps a flow's step outputs and attempts may
-// each hold in flows/<id>; beyond, they move to bucket flowsteps.
+// each hold in flows/<id>; beyond, they move to bucket flowlog.
 const stepsInline = 16
 
-// bucketFlowSteps: the step outputs and attempts of each flow, one key per
-// step id.
-var bucketFlowSteps = []byte("flowsteps")
-
-// Kinds of flowsteps keys: the meta entry's (the byte after the flow id's
-// NUL), a step's entries' (that byte) and their last byte.
+// Kinds of the flowlog keys of steps: the meta entry's (the byte after the
+// flow id's NUL), a step's entries' (that byte) and their last byte.
 const (
-	stepsMetaKind    byte = 'm'
+	stepsMetaKind    byte = 'n'
 	stepsStepKind    byte = 's'
 	stepsOutputKind  byte = 'o'
 	stepsAttemptKind byte = 'a'
 )
 
-// Flags of a flowsteps meta entry.
+// Flags of a steps meta entry.
 const (
 	stepsOutputsSet  byte = 1 << iota // StepOutputs is non-nil
 	stepsAttemptsSet                  // Attempts is non-nil
 )
 
-// stepsMeta is a flow's flowsteps meta entry.
+// stepsMeta is a flow's steps meta entry.
 type stepsMeta struct {
 	tag               uint64
 	outputs, attempts uint32
@@ -87,7 +86,7 @@ func (m stepsMeta) encode() []byte {
 
 func decodeStepsMeta(b []byte) (stepsMeta, error) {
 	if len(b) != stepsMetaLen {
-		return stepsMeta{}, fmt.Errorf("flowsteps meta of %d bytes, want %d", len(b), stepsMetaLen)
+		return stepsMeta{}, fmt.Errorf("steps meta entry of %d bytes, want %d", len(b), stepsMetaLen)
 	}
 	return stepsMeta{
 		tag:      binary.BigEndian.Uint64(b),
@@ -105,8 +104,21 @@ func stepsKey(flowID string, kind byte, stepID string) []byte {
 	return append(k, 0, kind)
 }
 
-// parseStepsKey reads what follows a flowsteps key's flow id and NUL: the
-// meta entry's kind, or a step entry's kind and step id (ok false: neither).
+// stepsPrefix begins the keys of flowID's step entries.
+func stepsPrefix(flowID string) []byte { return append(logPrefix(flowID), stepsStepKind) }
+
+// deleteSteps removes flowID's step entries and their meta entry from
+// bucket flowlog (b).
+func deleteSteps(b *bolt.Bucket, flowID string) error {
+	if err := deleteKeys(b, stepsPrefix(flowID)); err != nil {
+		return err
+	}
+	return b.Delete(stepsMetaKey(flowID))
+}
+
+// parseStepsKey reads what follows a flowlog key's flow id and NUL: the
+// steps meta entry's kind, or a step entry's kind and step id (ok false:
+// neither).
 func parseStepsKey(rest []byte) (kind byte, stepID string, ok bool) {
 	switch n := len(rest); {
 	case n == 1 && rest[0] == stepsMetaKind:
@@ -118,13 +130,13 @@ func parseStepsKey(rest []byte) (kind byte, stepID string, ok bool) {
 }
 
 // splitSteps reports whether st's step outputs and attempts are to be
-// stored in bucket flowsteps: they are there already, or either map has
+// stored in bucket flowlog: they are there already, or either map has
 // grown past stepsInline steps.
 func (t *tx) splitSteps(st *state.FlowState) (bool, error) {
 	if len(st.StepOutputs) > stepsInline || len(st.Attempts) > stepsInline {
 		return true, nil
 	}
-	b, err := t.bucket(bucketFlowSteps)
+	b, err := t.bucket(bucketFlowLog)
 	if err != nil {
 		return false, err
 	}
@@ -169,12 +181,12 @@ func (t *tx) knownSteps(flowID string) *cachedSteps {
 	return nil
 }
 
-// readSteps fills st.StepOutputs and st.Attempts from flowID's flowsteps
+// readSteps fills st.StepOutputs and st.Attempts from flowID's step
 // entries, when it has a meta entry (else st keeps what flows/<id> held):
 // copies of the cached maps when the stored tag is the cached one, else
 // decoded from the file.
 func (t *tx) readSteps(st *state.FlowState) error {
-	b, err := t.bucket(bucketFlowSteps)
+	b, err := t.bucket(bucketFlowLog)
 	if err != nil {
 		return err
 	}
@@ -211,16 +223,16 @@ func (t *tx) readSteps(st *state.FlowState) error {
 	return nil
 }
 
-// decodeSteps reads every flowsteps entry of flowID, which must be the
+// decodeSteps reads every step entry of flowID, which must be the
 // ones m counts.
 func (t *tx) decodeSteps(b *bolt.Bucket, flowID string, m stepsMeta) (*cachedSteps, error) {
 	out := &cachedSteps{tag: m.tag, outputs: make(map[string]any, m.outputs), attempts: make(map[string]int, m.attempts)}
-	prefix := logPrefix(flowID)
+	prefix := stepsPrefix(flowID)
 	c := b.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		kind, step, ok := parseStepsKey(k[len(prefix):])
+		kind, step, ok := parseStepsKey(k[len(prefix)-1:])
 		if !ok {
-			return nil, damagedRecord(t.s.path, flowID, "state", fmt.Errorf("bad flowsteps key %q", k))
+			return nil, damagedRecord(t.s.path, flowID, "state", fmt.Errorf("bad flowlog key %q", k))
 		}
 		switch kind {
 		case stepsOutputKind:
@@ -245,13 +257,14 @@ func (t *tx) decodeSteps(b *bolt.Bucket, flowID string, m stepsMeta) (*cachedSte
 	return out, nil
 }
 
-// writeSteps writes st's step outputs and attempts as flowID's flowsteps
-// entries: when the stored ones are the ones this Store knows (the same
-// tag), only the entries that changed, were added or went (the tag kept if
-// none did); else all of them, after removing the stored ones. It notes
-// what to cache once the transaction commits.
+// writeSteps writes st's step outputs and attempts as flowID's step
+// entries: only those that changed, were added or went (the tag kept if
+// none did), compared with the stored ones — the ones this Store knows
+// when the stored tag is theirs, else read from the file; all of them,
+// after removing the stored ones, when those are damaged. It notes what
+// to cache once the transaction commits.
 func (t *tx) writeSteps(st *state.FlowState) error {
-	b, err := t.bucket(bucketFlowSteps)
+	b, err := t.bucket(bucketFlowLog)
 	if err != nil {
 		return err
 	}
@@ -270,17 +283,22 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 	raw := b.Get(stepsMetaKey(st.FlowID))
 	if raw != nil {
 		m, err := decodeStepsMeta(raw)
-		if err == nil && prev != nil && m.tag == prev.tag {
+		if err == nil && (prev == nil || m.tag != prev.tag) {
+			// Not the ones this Store knows (another writer's, or out of
+			// its cache): read, so that only the changes are written.
+			prev, err = t.decodeSteps(b, st.FlowID, m)
+		}
+		if err == nil {
 			stored = m
 		} else {
-			prev = nil
+			prev = nil // damaged: all rewritten
 		}
 	} else {
 		prev = nil
 	}
 	if prev == nil {
 		if raw != nil {
-			if err := deleteLogOf(b, st.FlowID); err != nil {
+			if err := deleteSteps(b, st.FlowID); err != nil {
 				return err
 			}
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
-// rawSteps reads flowID's flowsteps meta (ok false: none) and entries
+// rawSteps reads flowID's steps meta (ok false: none) and entries
 // straight from the file, by kind ‖ step id.
 func rawSteps(t *testing.T, s *Store, flowID string) (stepsMeta, bool, map[string]string) {
 	t.Helper()
@@ -26,19 +26,20 @@ func rawSteps(t *testing.T, s *Store, flowID string) (stepsMeta, bool, map[strin
 	)
 	entries := map[string]string{}
 	if err := s.run(bg, modeRead, func(btx *bolt.Tx) error {
-		b := btx.Bucket(bucketFlowSteps)
+		b := btx.Bucket(bucketFlowLog)
 		p := logPrefix(flowID)
 		c := b.Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if k[len(p)] == stepsMetaKind && len(k) == len(p)+1 {
+			switch kind := k[len(p)]; {
+			case kind == stepsMetaKind && len(k) == len(p)+1:
 				var err error
 				if m, err = decodeStepsMeta(v); err != nil {
 					return err
 				}
 				ok = true
-				continue
+			case kind == stepsStepKind:
+				entries[string(k[len(p):])] = string(v)
 			}
-			entries[string(k[len(p):])] = string(v)
 		}
 		return nil
 	}); err != nil {
@@ -64,7 +65,7 @@ func withSteps(st *state.FlowState, n int) {
 
 // TestFlowStepsWritesOnlyChanges: a short flow keeps its step outputs and
 // attempts in its state; past stepsInline steps they move to bucket
-// flowsteps, and each later Put writes only the entries that changed,
+// flowlog, and each later Put writes only the entries that changed,
 // were added or went (a new tag), or none (the tag kept); every Get, from
 // this handle (cached) or a fresh one (decoded), reads the state back as
 // it was put, {} and null told apart.
@@ -75,7 +76,7 @@ func TestFlowStepsWritesOnlyChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, ok, e := rawSteps(t, s, "f"); ok || len(e) != 0 {
-		t.Fatalf("a one-step flow has flowsteps entries: %q", e)
+		t.Fatalf("a one-step flow has step entries: %q", e)
 	}
 	update(t, s, "f", func(st *state.FlowState) { withSteps(st, stepsInline+1) })
 	m0, ok, e0 := rawSteps(t, s, "f")
@@ -141,7 +142,7 @@ func TestFlowStepsWritesOnlyChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, ok, e := rawSteps(t, s, "f"); ok || len(e) != 0 {
-		t.Fatalf("a deleted flow kept its flowsteps entries: %q", e)
+		t.Fatalf("a deleted flow kept its step entries: %q", e)
 	}
 }
 
@@ -218,7 +219,7 @@ func TestFlowStepsDamaged(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.run(bg, modeWrite, func(btx *bolt.Tx) error { return damage(btx.Bucket(bucketFlowSteps)) }); err != nil {
+			if err := s.run(bg, modeWrite, func(btx *bolt.Tx) error { return damage(btx.Bucket(bucketFlowLog)) }); err != nil {
 				t.Fatal(err)
 			}
 			fresh, err := Open(s.Path(), Options{})
@@ -253,7 +254,7 @@ func TestFlowStepsDamaged(t *testing.T) {
 // written by stratum at 55ddafe: a flow of 120 steps, one transition on
 // it, a flow with nil maps, one with empty maps, one with odd step ids and
 // values): Open backs it up to .bak-v5 and migrates it (5→6: the long
-// flow's step outputs and attempts moved to bucket flowsteps, the short
+// flow's step outputs and attempts moved to bucket flowlog, the short
 // ones left in their states), and every flow reads back exactly as the
 // old file holds it, and encodes to the same JSON; the migrated flow takes
 // a transition.
@@ -317,7 +318,7 @@ func TestFixtureV5(t *testing.T) {
 		}
 		_, split, _ := rawSteps(t, s, id)
 		if split != (id == "long") {
-			t.Errorf("flow %s in bucket flowsteps: %v", id, split)
+			t.Errorf("flow %s's steps in bucket flowlog: %v", id, split)
 		}
 	}
 	if m, _, e := rawSteps(t, s, "long"); m.outputs != 119 || m.attempts != 121 || len(e) != 240 || e["ss5\x00o"] != `"replaced"` {
@@ -381,5 +382,89 @@ func TestFlowLogAppendsWhileRead(t *testing.T) {
 	}
 	if got := storeGet(t, s, "f"); len(got.Records) != 1+writes || len(got.StepOutputs) != 20+writes || got.Records[writes].StepID != fmt.Sprintf("s%d", writes) {
 		t.Fatalf("after %d writes: %d records, %d outputs", writes, len(got.Records), len(got.StepOutputs))
+	}
+}
+
+// TestFlowStepsAndRecordsRewrittenApart: the steps' entries share bucket
+// flowlog with the records; rewriting all the records (a changed record)
+// keeps the steps' entries; a handle that did not read the steps compares
+// with the stored entries and writes only the change; rewriting all the
+// steps' entries (damaged ones) keeps the records.
+func TestFlowStepsAndRecordsRewrittenApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	a, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.NewState("f", state.StatusRunning)
+	withSteps(st, 20)
+	withRecords(st, 20)
+	if err := a.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
+		t.Fatal(err)
+	}
+	m0, _, e0 := rawSteps(t, a, "f")
+	update(t, a, "f", func(st *state.FlowState) { st.Records[1].Reverted = true })
+	lm, le := rawLog(t, a, "f")
+	if m1, _, e1 := rawSteps(t, a, "f"); m1 != m0 || !reflect.DeepEqual(e1, e0) {
+		t.Fatalf("rewriting the records changed the steps' entries: %+v → %+v", m0, m1)
+	}
+	update(t, b, "f", func(st *state.FlowState) { st.StepOutputs["s2"] = "by b" })
+	// A handle that knows nothing of the flow's steps writes a state it did
+	// not read: it reads the stored entries and writes only the change.
+	fresh, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := storeGet(t, a, "f")
+	mine.StepOutputs["s3"] = "by a"
+	if err := fresh.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, mine) }); err != nil {
+		t.Fatal(err)
+	}
+	_, _, e2 := rawSteps(t, a, "f")
+	for k, v := range e0 {
+		if want := map[string]string{"ss2\x00o": `"by b"`, "ss3\x00o": `"by a"`}[k]; want != "" {
+			v = want
+		}
+		if e2[k] != v {
+			t.Fatalf("entry %q: %q, want %q", k, e2[k], v)
+		}
+	}
+	// Damaged entries are all rewritten (by b, whose cache is stale), and
+	// the records kept.
+	mine = storeGet(t, fresh, "f")
+	mine.StepOutputs["s5"] = "by b"
+	if err := a.run(bg, modeWrite, func(btx *bolt.Tx) error {
+		return btx.Bucket(bucketFlowLog).Put(stepsKey("f", stepsOutputKind, "s4"), []byte("{not json"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, mine) }); err != nil {
+		t.Fatal(err)
+	}
+	records := func(e map[string]string) map[string]string { // the records' and trace's entries
+		out := map[string]string{}
+		for k, v := range e {
+			if k[0] == logRecordKind || k[0] == logTraceKind {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if m, e := rawLog(t, a, "f"); m.records != lm.records || len(records(le)) != 20 || !reflect.DeepEqual(records(e), records(le)) {
+		t.Fatalf("rewriting the steps' entries changed the records: %d → %d", lm.records, m.records)
+	}
+	for _, h := range []*Store{a, b} {
+		got := storeGet(t, h, "f")
+		if len(got.Records) != 20 || !got.Records[1].Reverted || got.StepOutputs["s2"] != "by b" || got.StepOutputs["s3"] != "by a" ||
+			got.StepOutputs["s5"] != "by b" || len(got.StepOutputs) != 20 {
+			t.Fatalf("read back: %d records, outputs %v", len(got.Records), got.StepOutputs)
+		}
+	}
+	if err := a.Check(bg); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -35,8 +35,8 @@ import (
 //	5  a flow's records and trace are kept one key per entry in bucket
 //	   flowlog, so a transition appends the new ones instead of re-encoding
 //	   the whole state (flowlog.go)
-//	6  a flow's step outputs and attempts are kept one key per step in
-//	   bucket flowsteps, so a transition writes the steps it changed
+//	6  a long flow's step outputs and attempts are kept one key per step
+//	   in bucket flowlog, so a transition writes the steps it changed
 //	   instead of re-encoding both maps (flowsteps.go)
 const SchemaVersion = 6
 
@@ -81,7 +81,7 @@ var currentSchema = schema{version: SchemaVersion, steps: []migration{
 	}},
 	{from: 3, name: "summaries of flows at a gate carry the gate's review", apply: addReviewToSummaries},
 	{from: 4, name: "records and trace kept one key per entry (bucket flowlog)", apply: splitFlowLogs},
-	{from: 5, name: "step outputs and attempts kept one key per step (bucket flowsteps)", apply: splitFlowSteps},
+	{from: 5, name: "a long flow's step outputs and attempts kept one key per step (bucket flowlog)", apply: splitFlowSteps},
 }}
 
 // addReviewToSummaries (3→4) rewrites every summary in codec v3, giving
@@ -176,14 +176,15 @@ func splitFlowLogs(s *Store, btx *bolt.Tx) error {
 }
 
 // splitFlowSteps (5→6) moves the step outputs and attempts of each flow
-// state that has more than stepsInline steps into bucket flowsteps, one
-// key per step (flowsteps.go), and rewrites the state without them. A state that does not decode is left as it was (it
-// is still reported damaged, and can be quarantined); one that already has
-// its entries there is skipped.
+// state that has more than stepsInline steps into bucket flowlog, one key
+// per step (flowsteps.go), and rewrites the state without them. A state
+// that does not decode is left as it was (it is still reported damaged,
+// and can be quarantined); one that already has its entries there is
+// skipped.
 func splitFlowSteps(s *Store, btx *bolt.Tx) error {
-	b, err := btx.CreateBucketIfNotExists(bucketFlowSteps)
-	if err != nil {
-		return err
+	b := btx.Bucket(bucketFlowLog)
+	if b == nil {
+		return corruptError(s.path, "bucket \"flowlog\" is missing", nil)
 	}
 	flows := btx.Bucket(bucketFlows)
 	if flows == nil {

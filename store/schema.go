@@ -38,7 +38,7 @@ var (
 	// allBuckets is every bucket a current store has.
 	allBuckets = [][]byte{
 		bucketMeta, bucketFlows, bucketSummaries, bucketByCreated, bucketByStatus,
-		bucketGates, bucketEvents, bucketCache, bucketSpecs, bucketFlowLog, bucketFlowSteps,
+		bucketGates, bucketEvents, bucketCache, bucketSpecs, bucketFlowLog,
 	}
 
 	// keyFormat in meta is the literal "stratum"; it marks the file as ours.
