@@ -123,14 +123,14 @@
 //
 // A flow's step outputs and attempts hold an entry per step too, replaced
 // rather than appended (a retry, a new round); since schema 6, once either
-// holds more than 16 steps, they are stored one key per step id
-// (flowsteps.go): a transition writes the entries it changed, added or
-// removed, under a new tag (none: the tag is kept), and the Store caches
-// the maps under their tag beside the flow's records, so Get copies them
-// instead of decoding and Put compares instead of encoding. A shorter
-// flow keeps them in its state, where they cost less than the B-tree path
-// of their own would cost every commit. Get puts them back as well: the
-// state, and `stratum query flow`, read as before.
+// holds more than 16 steps, they are stored one key per step id in
+// bucket flowlog (flowsteps.go): a transition writes the entries it
+// changed, added or removed, under a new tag (none: the tag is kept), and
+// the Store caches the maps under their tag beside the flow's records, so
+// Get copies them instead of decoding and Put compares instead of
+// encoding. A shorter flow keeps them in its state, where they cost less
+// than the leaf page of their own would cost every commit. Get puts them
+// back as well: the state, and `stratum query flow`, read as before.
 //
 // <seq:8> is the uint64 from bucket events' NextSequence, 8 bytes big-endian,
 // so the log sorts in commit order across all processes. The per-flow index

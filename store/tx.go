@@ -165,7 +165,7 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	}
 	id := []byte(st.FlowID)
 	var old *state.FlowSummary
-	var split bool // step outputs and attempts in bucket flowsteps (flowsteps.go)
+	var split bool // step outputs and attempts kept one key per step (flowsteps.go)
 	if err := t.do(false, func() error {
 		sums, err := t.bucket(bucketSummaries)
 		if err != nil {
