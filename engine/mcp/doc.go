@@ -46,7 +46,8 @@
 // Both edit files as text (install_jsontext.go, install_toml.go,
 // install_block.go) so the bytes they do not own are kept, and both refuse,
 // writing nothing, a file they cannot parse. InstallReport.Write prints
-// what they did, as text or JSON (`stratum install --json`).
+// what they did, as text or JSON (`stratum install --json`). The help
+// texts of mcp, install, doctor and uninstall are in command_help.go.
 //
 // Only this package imports the MCP SDK; the engine stays protocol-free.
 package mcp
