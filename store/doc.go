@@ -154,7 +154,7 @@
 // instead rebuild it at open (NoFreelistSync), but by reading every page of
 // the file, which each Update that opens the file afresh (another process
 // wrote, or KeepOpen passed) would pay: tens of milliseconds at 10,000
-// flows (64 MiB), a quarter of a second to a second at 100,000 (570 MiB).
+// flows (64 MiB), a fifth of a second to a second at 100,000 (570 MiB).
 // bbolt puts a commit's pages on the lowest free pages, scattered over the
 // file, and the disk writes each run of adjacent pages separately: at
 // 10,000 flows a transition that adds no record writes 11 or 12 pages
