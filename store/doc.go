@@ -160,11 +160,11 @@
 // 10,000 flows a transition that adds no record writes 11 or 12 pages
 // (flows and summaries three deep, the end of events, the root page, the
 // free-page list) in 8 or 9 runs, and on a virtual disk where a 4 KiB write
-// and fsync takes 100–150 µs its I/O takes 2.6 to 3.1 times that, against
-// 1.6 to 1.9 for one page and the meta page (the floor of any commit); with
-// one flow, 6 pages in 3 runs, about 2. The trees are three deep at 10,000
-// flows whatever their page fill, and pages of 16 KiB write 7.5 runs of 137
-// KiB instead.
+// and fsync takes 100–150 µs its I/O takes about 3 times that (2.6 to 3.3),
+// against 1.6 to 1.9 for one page and the meta page (the floor of any
+// commit); with one flow, 6 pages in 3 runs, about 2. The trees are three
+// deep at 10,000 flows whatever their page fill, and pages of 16 KiB write
+// 7.5 runs of 137 KiB instead.
 //
 // # Summaries
 //
