@@ -26,10 +26,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
@@ -531,14 +533,14 @@ func (a *app) queryCommand() *cobra.Command {
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			if status != "" {
-				if _, err := engine.ParseFlowStatus(status); err != nil {
+				if _, err := state.ParseFlowStatus(status); err != nil {
 					return usageErr("--status: %v", err)
 				}
 			}
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
+			list, err := svc.List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
 			if err != nil {
 				return failErr(err)
 			}

@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -34,7 +35,7 @@ func TestTransitionLeavesFlowLogClean(t *testing.T) {
 	s := newTestStore(t, Options{})
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := range 20 { // enough entries that flowlog is not an inline bucket
-			st := storetest.NewState(fmt.Sprintf("f%02d", i), engine.StatusRunning)
+			st := storetest.NewState(fmt.Sprintf("f%02d", i), state.StatusRunning)
 			withRecords(st, 5)
 			if err := storetest.Put(tx, st); err != nil {
 				return err
@@ -49,7 +50,7 @@ func TestTransitionLeavesFlowLogClean(t *testing.T) {
 		t.Fatal("flowlog is an inline bucket: the test needs more entries")
 	}
 	attempts := 0
-	update(t, s, "f07", func(st *engine.FlowState) { st.Attempts["s1"]++; attempts = st.Attempts["s1"] })
+	update(t, s, "f07", func(st *state.FlowState) { st.Attempts["s1"]++; attempts = st.Attempts["s1"] })
 	after := bucketRoots(t, s)
 	if after["flows"] == before["flows"] {
 		t.Fatal("the transition did not write bucket flows")
@@ -60,7 +61,7 @@ func TestTransitionLeavesFlowLogClean(t *testing.T) {
 	if m, _ := rawLog(t, s, "f07"); m.records != 5 {
 		t.Fatalf("meta after the transition: %+v", m)
 	}
-	update(t, s, "f07", func(st *engine.FlowState) { withRecords(st, 6) })
+	update(t, s, "f07", func(st *state.FlowState) { withRecords(st, 6) })
 	if bucketRoots(t, s)["flowlog"] == after["flowlog"] {
 		t.Fatal("a transition that added a record did not write bucket flowlog")
 	}
