@@ -106,18 +106,23 @@
 //
 // After a commit that appended, an indexer (one goroutine per Store while
 // there is work) waits 10 ms (indexDelay: the commits of that time share
-// one indexing transaction) and moves pending events into the log, up to
-// 40 per etcd transaction: each leaves p/ and lands in e/<seq:16> and
-// x/<id>‖NUL‖<seq:16>, its JSON stamped with its sequence number, in one
-// transaction that commits only if every key it moves is still there
-// unchanged (else it reads again: a Delete or another process's indexer
-// came first). At every revision each event is therefore in exactly one
+// one indexing transaction) and moves the events this Store appended into
+// the log, up to 40 per etcd transaction: each leaves p/ and lands in
+// e/<seq:16> and x/<id>‖NUL‖<seq:16>, its JSON stamped with its sequence
+// number, in one transaction that commits only if every key it moves is
+// still there unchanged (else it moves those still there: a Delete or
+// another process's indexer came first). It knows their keys and
+// revisions from the commit and reads no range of p/: etcd keeps a
+// deleted key in its index until the cluster is compacted, so a range
+// over p/ steps over every event appended since the last compaction
+// (indexer.go). At every revision each event is therefore in exactly one
 // place, p/ or e/ (and x/), so a reader at a snapshot revision S sees
 // every event committed up to S and none after: Events merges e/ (from
 // the cursor, by key) with p/ (ordered by mod revision and position);
 // FlowEvents merges x/<id> with p/<id>. A process that dies before
 // indexing leaves its events in p/, where readers find them, until an
-// indexer of any process (one runs at every Open and every GC) moves them.
+// indexer of any process (one scans p/ at every Open and every GC) moves
+// them.
 // Events a transaction appends are invisible to its own reads before its
 // commit (they have no number yet).
 //

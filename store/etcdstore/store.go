@@ -76,11 +76,15 @@ type Store struct {
 	// transaction attempt unique (newToken).
 	tokenBase uint64
 	tokens    atomic.Uint32
-	// idxMu guards idxRunning (an indexer goroutine runs) and idxDirty
-	// (a commit appended while it ran: run again).
+	// idxMu guards idxRunning (an indexer goroutine runs), idxDirty (a
+	// commit appended while it ran: run again), idxQueue (the events this
+	// Store appended and has not moved into the log yet) and idxScan (move
+	// every pending event: Open).
 	idxMu      sync.Mutex
 	idxRunning bool
 	idxDirty   bool
+	idxQueue   []pendingRec
+	idxScan    bool
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -232,7 +236,7 @@ func (s *Store) init(ctx context.Context) error {
 			return s.wrap("open", err)
 		}
 	}
-	s.kickIndex() // what a process that died left pending
+	s.kickIndex(nil, true) // what a process that died left pending
 	return nil
 }
 

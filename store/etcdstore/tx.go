@@ -69,10 +69,13 @@ type tx struct {
 	dropped map[string]bool
 	// token names this attempt's pending event keys; stamps are the
 	// caller's events it appended (stamped with their sequence numbers
-	// when the commit succeeds), appended how many.
-	token    string
-	stamps   []*engine.Event
-	appended uint64
+	// when the commit succeeds), pkeys their keys, appended how many; rev
+	// is set to the commit's revision when it succeeds.
+	token     string
+	stamps    []*engine.Event
+	pkeys     []string
+	appended  uint64
+	commitRev int64
 	// etcdErr is the last error of the cluster, so Update/View can tell it
 	// from fn's own errors.
 	etcdErr error
@@ -330,7 +333,7 @@ func (t *tx) commit() (bool, error) {
 // events of flows it tombstoned.
 func (t *tx) afterCommit(ctx context.Context) {
 	if t.appended > 0 {
-		t.s.kickIndex()
+		t.s.kickIndex(t.pendingRecs(), false)
 	}
 	for _, id := range t.purge {
 		_ = t.s.purgeFlow(ctx, id)
