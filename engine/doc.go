@@ -47,7 +47,7 @@
 //
 // The exported names are what the Service (and its FlowWriter, a
 // process's one writer of a flow), its ports (Store, Tx, Executor, the
-// optional EventLimiter), its outcomes, errors and events, and the summaries and views that main,
+// optional EventLimiter and EventOrder), its outcomes, errors and events, and the summaries and views that main,
 // the TUI, engine/run, engine/mcp and the stores need. Plumbing shared only
 // by packages under engine/ lives in engine/internal (llm, infer, otlp,
 // redact, jsonlimit: the limits on JSON from outside, fanout: the task
@@ -233,9 +233,11 @@
 // Watch (every commit, other processes' included) by sequence number, so
 // its consumer gets every event after `after` once and in order. A
 // publication that leaves a gap (another process committed in between, or
-// publications were dropped) makes it read the gap from the log; what the
-// store's Watch delivers that was already delivered is skipped. A slow
-// consumer holds only its own Watch back, never a transition.
+// publications were dropped) makes it read the gap from the log; whether
+// an event follows another is the store's rule (Follows: consecutive
+// numbers, or the store's optional EventOrder); what the store's Watch
+// delivers that was already delivered is skipped. A slow consumer holds
+// only its own Watch back, never a transition.
 //
 // An event's Data is one typed struct, EventData (eventdata.go): the
 // transitions fill its fields and front ends read them, the same for an

@@ -44,12 +44,15 @@
 // what follows; flow ids may not contain NUL):
 //
 //	meta/format          "stratum-etcd"
-//	meta/schema_version  "3" (SchemaVersion)
+//	meta/schema_version  "4" (SchemaVersion)
 //	meta/created_at      RFC 3339
 //	meta/seq             high-water mark: at least every sequence number of
 //	                     a deleted event (decimal; schema 2: the last one
 //	                     assigned); written by Delete only
 //	meta/gen             changed by every flow deletion (range-read guard)
+//	meta/last_append     how many events the last appending commit
+//	                     appended (decimal); its mod revision is that
+//	                     commit's (schema 4; see Watching)
 //	f/<id>               engine.FlowState JSON
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
 //	c/<created:16>‖NUL‖<id>                  summary   newest-first listing
@@ -89,10 +92,11 @@
 //
 // # The event log
 //
-// No key is shared by the appending transactions (schema 3; schema 2
-// compared meta/seq in every one, so writers of different flows conflicted
-// and retried): a transaction conflicts only on the keys it read, in
-// practice the flows it touches. Append writes each event to its own key
+// No key the appending transactions compare is shared (since schema 3;
+// schema 2 compared meta/seq in every one, so writers of different flows
+// conflicted and retried; meta/last_append, which every append replaces,
+// is compared by none): a transaction conflicts only on the keys it read,
+// in practice the flows it touches. Append writes each event to its own key
 // p/<id>‖NUL‖<token><pos>, which no writer reads: the token is unique to
 // the transaction attempt (a random 64-bit id of the Store and a counter),
 // pos is the event's position among the transaction's appends. An event's
@@ -126,14 +130,17 @@
 // Events a transaction appends are invisible to its own reads before its
 // commit (they have no number yet).
 //
-// LastSeq is the largest of meta/seq, the last key of e/ and the pending
-// events; it is 0 for a log that never held an event. Events written by
-// schema 2 keep their dense numbers, all below the revision-based ones
-// (every commit that appended them took a revision), so schema 2 becomes
-// schema 3 at Open by writing the version only; a schema 2 process still
-// running would number events below the new ones, hence the version: it
-// refuses the prefix from then on (stop older processes before
-// upgrading).
+// LastSeq is the largest of meta/seq and the last event appended (read
+// from meta/last_append: one key, not the log); before a prefix's first
+// append of schema 4, the largest of meta/seq, the last key of e/ and the
+// pending events; it is 0 for a log that never held an event. Events
+// written by schema 2 keep their dense numbers, all below the
+// revision-based ones (every commit that appended them took a revision),
+// so schema 2 becomes schema 3, and 3 becomes 4, at Open by writing the
+// version only; a schema 2 process still running would number events
+// below the new ones, one of schema 3 would append without writing
+// meta/last_append (see Watching), hence the version: they refuse the
+// prefix from then on (stop older processes before upgrading).
 //
 // A flow is deleted in the transaction of Delete. Its events go with it when
 // they fit an etcd transaction (etcd refuses more than 128 operations by
@@ -164,6 +171,20 @@
 // compacted revision is cancelled by etcd and restarted the same way
 // (TestWatchCompacted).
 // A slow poll (watchPoll) covers a watch stream that stalls silently.
+//
+// A Service publishes its own commits to its watchers in-process and reads
+// the log only when a publication does not follow the last event a
+// watcher delivered (engine.Follows). Numbers leave gaps between commits,
+// so the Store says what follows (engine.EventOrder, order.go): within a
+// commit, the next position; the first event of a commit follows the last
+// event of the appending commit before it. Every appending commit reads
+// meta/last_append and replaces it with its own count inside its etcd
+// transaction, after its compares and compared by no one, so it conflicts
+// with nothing; what it read is its predecessor (the key's mod revision
+// and count), which the Store remembers for its last 4096 commits. For any
+// other commit it answers false, and the watcher reads the gap from the
+// log: a real gap (another process committed between, a publication
+// dropped) is always read.
 //
 // # Failures
 //

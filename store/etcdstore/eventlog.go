@@ -99,14 +99,20 @@ func (t *tx) raiseHighWater(n uint64) error {
 	return nil
 }
 
-// LastSeq is the largest of meta/seq, the last key of e/ and the pending
-// events. Inside an Update it reads ranges every append changes, so an
-// Update that calls it conflicts with every concurrent append (the engine
-// calls it only in Views).
+// LastSeq is the largest of meta/seq and the last event appended
+// (meta/last_append); before the first append of schema 4, of meta/seq,
+// the last key of e/ and the pending events. Inside an Update it reads
+// keys every append changes, so an Update that calls it conflicts with
+// every concurrent append (the engine calls it only in Views).
 func (t *tx) LastSeq() (uint64, error) {
 	last, err := t.highWater()
 	if err != nil {
 		return 0, err
+	}
+	if v, ok, err := t.get(t.s.key(lastAppendKey)); err != nil {
+		return 0, err
+	} else if n, perr := strconv.ParseUint(string(v), 10, 64); ok && perr == nil && n > 0 {
+		return max(last, seqOf(t.reads[t.s.key(lastAppendKey)], n-1)), nil
 	}
 	p := t.s.key("e/")
 	kvs, err := t.scan(p, prefixEnd(p), 1, true)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strconv"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -306,6 +307,14 @@ func (t *tx) commit() (bool, error) {
 	for k := range t.deleted {
 		ops = append(ops, clientv3.OpDelete(k))
 	}
+	if t.appended > 0 {
+		// The previous appending commit (its revision and count), read
+		// and replaced in the commit itself: compared by no one, so it
+		// makes no transaction conflict (see Follows).
+		la := t.s.key(lastAppendKey)
+		ops = append([]clientv3.Op{clientv3.OpGet(la)}, ops...)
+		ops = append(ops, clientv3.OpPut(la, strconv.FormatUint(t.appended, 10)))
+	}
 	resp, err := t.s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		// An etcd lease expired between its keepalive and the commit:
@@ -325,6 +334,9 @@ func (t *tx) commit() (bool, error) {
 		t.dropped = nil
 	} else {
 		t.stamp(resp.Header.Revision)
+		if t.appended > 0 {
+			t.s.notePrev(resp.Header.Revision, resp.Responses[0].GetResponseRange())
+		}
 	}
 	return resp.Succeeded, nil
 }
