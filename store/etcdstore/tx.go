@@ -93,11 +93,30 @@ func (t *tx) fail(err error) error {
 	return err
 }
 
-func (t *tx) snapshot() []clientv3.OpOption {
+// read is a Get at the transaction's snapshot. The first read is
+// linearizable and pins the revision; a later one reads that revision from
+// whichever member answers, without asking the leader (serializable: no
+// round of the cluster), and a member that has not applied it yet refuses
+// (ErrFutureRev), so the read is made linearizable instead. Either way it
+// sees exactly the snapshot.
+func (t *tx) read(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.rev == 0 {
-		return nil
+		r, err := t.s.cli.Get(t.ctx, key, opts...)
+		if err != nil {
+			return nil, t.fail(err)
+		}
+		t.rev = r.Header.Revision
+		return r, nil
 	}
-	return []clientv3.OpOption{clientv3.WithRev(t.rev)}
+	at := append(opts, clientv3.WithRev(t.rev))
+	r, err := t.s.cli.Get(t.ctx, key, append(at, clientv3.WithSerializable())...)
+	if errors.Is(err, rpctypes.ErrFutureRev) {
+		r, err = t.s.cli.Get(t.ctx, key, at...)
+	}
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	return r, nil
 }
 
 // get reads one key (the transaction's own writes first).
@@ -108,12 +127,9 @@ func (t *tx) get(key string) ([]byte, bool, error) {
 	if t.deleted[key] {
 		return nil, false, nil
 	}
-	r, err := t.s.cli.Get(t.ctx, key, t.snapshot()...)
+	r, err := t.read(key)
 	if err != nil {
-		return nil, false, t.fail(err)
-	}
-	if t.rev == 0 {
-		t.rev = r.Header.Revision
+		return nil, false, err
 	}
 	if len(r.Kvs) == 0 {
 		if _, seen := t.reads[key]; !seen {
@@ -157,19 +173,16 @@ func (t *tx) scan(start, end string, limit int, desc bool) ([]kv, error) {
 			return nil, err
 		}
 	}
-	opts := append(t.snapshot(), clientv3.WithRange(end))
+	opts := []clientv3.OpOption{clientv3.WithRange(end)}
 	if desc {
 		opts = append(opts, clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
 	}
 	if limit > 0 && !overlay {
 		opts = append(opts, clientv3.WithLimit(int64(limit)))
 	}
-	r, err := t.s.cli.Get(t.ctx, start, opts...)
+	r, err := t.read(start, opts...)
 	if err != nil {
-		return nil, t.fail(err)
-	}
-	if t.rev == 0 {
-		t.rev = r.Header.Revision
+		return nil, err
 	}
 	out := make([]kv, 0, len(r.Kvs))
 	for _, k := range r.Kvs {
