@@ -119,7 +119,14 @@
 // revisions from the commit and reads no range of p/: etcd keeps a
 // deleted key in its index until the cluster is compacted, so a range
 // over p/ steps over every event appended since the last compaction
-// (indexer.go). At every revision each event is therefore in exactly one
+// (indexer.go). While the Store keeps committing, the indexer has no
+// transaction of its own: each commit carries the moves of the events
+// the Store's earlier commits left, as many as etcd's default limit of
+// 128 operations leaves room for, in a nested transaction with those
+// compares (its failure leaves the commit's own outcome alone, and the
+// indexer sorts them out); a commit that deletes a flow carries none
+// (etcd evaluates nested compares before the outer operations), and the
+// indexer moves what waited indexDelay. At every revision each event is therefore in exactly one
 // place, p/ or e/ (and x/), so a reader at a snapshot revision S sees
 // every event committed up to S and none after: Events merges e/ (from
 // the cursor, by key) with p/ (ordered by mod revision and position);

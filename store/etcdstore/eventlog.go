@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	sjson "github.com/segmentio/encoding/json"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -186,12 +187,13 @@ func (t *tx) stamp(rev int64) {
 // the scan of p/ that every Open and GC makes.
 func (t *tx) pendingRecs() []pendingRec {
 	out := make([]pendingRec, 0, len(t.stamps))
+	now := time.Now()
 	for i, e := range t.stamps {
 		b, err := e.AppendJSON(make([]byte, 0, 512))
 		if err != nil {
 			continue
 		}
-		out = append(out, pendingRec{key: t.pkeys[i], mod: t.commitRev, seq: e.Seq, flowID: e.FlowID, json: b})
+		out = append(out, pendingRec{key: t.pkeys[i], mod: t.commitRev, seq: e.Seq, flowID: e.FlowID, json: b, at: now})
 	}
 	return out
 }

@@ -38,20 +38,34 @@ type pendingRec struct {
 	mod    int64
 	seq    uint64
 	flowID string
-	json   []byte // the event's JSON with its sequence number
+	json   []byte    // the event's JSON with its sequence number
+	at     time.Time // when its commit returned
 }
+
+// Bounds of what one commit carries of its Store's earlier events (see
+// claimIndex): etcd's default limit of operations per transaction, which
+// a nested transaction shares with the one around it (its compares and
+// operations count against what the outer one leaves), and the bytes the
+// moves add to the commit.
+const (
+	etcdMaxTxnOps = 128
+	carryMaxBytes = 64 << 10
+)
 
 // kickIndex makes sure an indexer runs: after a commit that appended (recs:
 // its events) or, with scan, to move every pending event (Open: what a
 // process that died left). One goroutine per Store at a time, which waits
-// indexDelay, indexes, runs again while commits keep arriving and ends
-// when none came.
+// indexDelay, moves what waited that long, runs again while commits keep
+// arriving or events wait, and ends when none are left.
 //
 // The indexer moves the events this Store appended, which it knows, and
 // reads no range of p/: etcd keeps a deleted key in its index until the
 // cluster is compacted, so a range over p/ costs a step for every event
 // appended since the last compaction (and one indexer per process racing
-// the others for the same keys made half their transactions fail).
+// the others for the same keys made half their transactions fail). While
+// the Store keeps committing, its next commit carries the moves
+// (claimIndex) and the indexer finds nothing old enough: indexing costs no
+// etcd transaction of its own.
 func (s *Store) kickIndex(recs []pendingRec, scan bool) {
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
@@ -68,8 +82,16 @@ func (s *Store) kickIndex(recs []pendingRec, scan bool) {
 			time.Sleep(indexDelay)
 			s.idxMu.Lock()
 			s.idxDirty = false
-			recs, scan := s.idxQueue, s.idxScan
-			s.idxQueue, s.idxScan = nil, false
+			cut := time.Now().Add(-indexDelay)
+			n := 0
+			for n < len(s.idxQueue) && !s.idxQueue[n].at.After(cut) {
+				n++
+			}
+			recs, scan := s.idxQueue[:n:n], s.idxScan
+			s.idxQueue, s.idxScan = s.idxQueue[n:], false
+			if len(s.idxQueue) > 0 {
+				s.idxDirty = true // younger ones: the next commit or round
+			}
 			s.idxMu.Unlock()
 			if scan {
 				_ = s.indexPending(ctx)
@@ -115,12 +137,10 @@ func (s *Store) indexOwn(ctx context.Context, recs []pendingRec) []pendingRec {
 	return nil
 }
 
-// moveEvents moves recs from p/ to e/<seq:16> and x/<id>‖NUL‖<seq:16> in
-// one etcd transaction, which commits only if every key it moves is still
-// there as recs knew it; false: another writer moved or deleted one first.
-func (s *Store) moveEvents(ctx context.Context, recs []pendingRec) (bool, error) {
-	c, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+// moveOps moves recs from p/ to e/<seq:16> and x/<id>‖NUL‖<seq:16>: the
+// compares (every key still there as recs knew it) and the operations of
+// an etcd transaction.
+func (s *Store) moveOps(recs []pendingRec) ([]clientv3.Cmp, []clientv3.Op) {
 	cmps := make([]clientv3.Cmp, 0, len(recs))
 	ops := make([]clientv3.Op, 0, 3*len(recs))
 	for _, r := range recs {
@@ -129,11 +149,58 @@ func (s *Store) moveEvents(ctx context.Context, recs []pendingRec) (bool, error)
 			clientv3.OpPut(s.key("e/", hex16(r.seq)), string(r.json)),
 			clientv3.OpPut(s.key("x/", r.flowID, "\x00", hex16(r.seq)), string(r.json)))
 	}
+	return cmps, ops
+}
+
+// moveEvents moves recs in one etcd transaction of their own (moveOps);
+// false: another writer moved or deleted one first.
+func (s *Store) moveEvents(ctx context.Context, recs []pendingRec) (bool, error) {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	cmps, ops := s.moveOps(recs)
 	resp, err := s.cli.Txn(c).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return false, err
 	}
 	return resp.Succeeded, nil
+}
+
+// claimIndex takes, for a commit of width operations or compares (the
+// larger, the nested transaction included), the oldest events this
+// Store's earlier commits left pending — at most indexBatch, as many as
+// etcd's default limit leaves room for, within carryMaxBytes — for the
+// commit to move in a nested transaction (moveOps), which leaves the
+// commit's own outcome alone. What the commit does not move goes back
+// (unclaimIndex). A cluster whose limits are below etcd's defaults turns
+// carrying off (noCarry).
+func (s *Store) claimIndex(width int) []pendingRec {
+	room := min(indexBatch, (etcdMaxTxnOps-width)/3)
+	if room <= 0 || s.noCarry.Load() {
+		return nil
+	}
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	n, size := 0, 0
+	for n < len(s.idxQueue) && n < room && size+2*len(s.idxQueue[n].json) <= carryMaxBytes {
+		size += 2 * len(s.idxQueue[n].json)
+		n++
+	}
+	recs := s.idxQueue[:n:n]
+	s.idxQueue = s.idxQueue[n:]
+	return recs
+}
+
+// unclaimIndex gives the indexer back what a commit claimed and did not
+// move (it failed, or another writer moved or deleted one of them first:
+// the indexer sorts that out, see indexOwn).
+func (s *Store) unclaimIndex(recs []pendingRec) {
+	if len(recs) == 0 {
+		return
+	}
+	s.idxMu.Lock()
+	s.idxQueue = append(recs, s.idxQueue...)
+	s.idxMu.Unlock()
+	s.kickIndex(nil, false)
 }
 
 // stillPending is the part of recs still in p/ as recs knew it, read in

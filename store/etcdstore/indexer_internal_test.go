@@ -101,3 +101,49 @@ func TestIndexerMovesOwnEvents(t *testing.T) {
 		t.Fatalf("e/ key of the second event: %v %v", r, err)
 	}
 }
+
+// TestCommitCarriesMoves: a Store's next commit moves the events its
+// previous commits left pending (no indexing transaction of its own), and
+// a commit that deletes a flow carries none.
+func TestCommitCarriesMoves(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/carry/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	indexed := func(e engine.Event) bool {
+		t.Helper()
+		r, err := s.cli.Get(ctx, s.key("e/", hex16(e.Seq)), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Count == 1
+	}
+	appendOne := func(id string) engine.Event {
+		t.Helper()
+		evs := []engine.Event{{FlowID: id, Type: engine.EventStepDone, StepID: "s"}}
+		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Append(evs...) }); err != nil {
+			t.Fatal(err)
+		}
+		return evs[0]
+	}
+	first := appendOne("a")
+	second := appendOne("a")
+	if !indexed(first) {
+		t.Fatal("the next commit did not move the previous commit's event")
+	}
+	// A Delete of the flow right after its event: the event stays gone.
+	third := appendOne("b")
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("b") }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * indexDelay)
+	if indexed(third) {
+		t.Fatal("the event of a flow deleted before it was indexed came back")
+	}
+	if !indexed(second) {
+		t.Fatal("the indexer did not move what no later commit carried")
+	}
+}

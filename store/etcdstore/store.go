@@ -87,6 +87,9 @@ type Store struct {
 	idxDirty   bool
 	idxQueue   []pendingRec
 	idxScan    bool
+	// noCarry: the cluster refused a commit that carried moves (its limits
+	// are below etcd's defaults), so commits carry none (claimIndex).
+	noCarry atomic.Bool
 	// prevMu guards prevs, the sequence number before each of this
 	// Store's recent appending commits, by revision (order.go), and
 	// prevRing, those revisions in the order they were noted.

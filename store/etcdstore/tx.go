@@ -328,7 +328,32 @@ func (t *tx) commit() (bool, error) {
 		ops = append([]clientv3.Op{clientv3.OpGet(la)}, ops...)
 		ops = append(ops, clientv3.OpPut(la, strconv.FormatUint(t.appended, 10)))
 	}
+	// The moves of this Store's earlier events ride along (claimIndex),
+	// unless this transaction deletes a flow: etcd evaluates a nested
+	// transaction's compares before the outer operations, so a move
+	// would bring back a pending event the deletion removes.
+	var carried []pendingRec
+	if !t.gen {
+		carried = t.s.claimIndex(max(len(cmps), len(ops)+1))
+	}
+	if len(carried) > 0 {
+		mc, mo := t.s.moveOps(carried)
+		ops = append(ops, clientv3.OpTxn(mc, mo, nil))
+		defer func() { t.s.unclaimIndex(carried) }()
+	}
 	resp, err := t.s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
+	if len(carried) > 0 && (errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge)) {
+		// The members accept less than etcd's defaults: stop carrying,
+		// and let the retry send the transaction alone.
+		t.s.noCarry.Store(true)
+		t.dropped = nil
+		return false, nil
+	}
+	if err == nil && resp.Succeeded && len(carried) > 0 {
+		if n := resp.Responses[len(resp.Responses)-1].GetResponseTxn(); n != nil && n.Succeeded {
+			carried = nil // moved
+		}
+	}
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		// An etcd lease expired between its keepalive and the commit:
 		// forget it, and let the retry grant a new one.
