@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,10 +26,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
@@ -127,17 +128,6 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	github         bool
-	// terminal reports whether a stream is an interactive terminal (nil:
-	// isTerminal); tests inject it to confirm an approver: human gate.
-	terminal func(any) bool
-}
-
-// isTerm is a.terminal, or isTerminal.
-func (a *app) isTerm(f any) bool {
-	if a.terminal != nil {
-		return a.terminal(f)
-	}
-	return isTerminal(f)
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -333,19 +323,10 @@ func (a *app) validateCommand() *cobra.Command {
 		strict  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "validate FILE|DIR...",
-		Short: "Check specs and report every problem with file:line:col",
-		Long: `Validate decodes and checks each spec (directories are searched for *.stratum.yaml)
-and prints every diagnostic as "file:line:col: severity code: message (suggestion)".
-
-Warnings (routing-target-runs, unchecked-keyword, …) leave a spec valid;
---strict counts them as errors.
-
-Exit status: 0 all valid, 1 some spec is invalid, 2 usage error.
-Under GITHUB_ACTIONS=true the default format is github (workflow annotations).`,
-		Example: `  stratum validate specs/examples
-  stratum validate --json specs/examples/hello.stratum.yaml
-  stratum validate --watch specs/examples`,
+		Use:     "validate FILE|DIR...",
+		Short:   "Check specs and report every problem with file:line:col",
+		Long:    specs.ValidateHelp,
+		Example: specs.ValidateExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("validate needs at least one FILE or DIR")
@@ -392,14 +373,11 @@ func pathErr(err error) error {
 
 func (a *app) workflowsCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "workflows [DIR]",
-		Short: "List the registered workflows (specs with a workflow: block) in DIR",
-		Long: `Workflows scans DIR (default ".", not recursive) for *.stratum.yaml files with a
-workflow: block and prints {"workflows": [{name, description, input, path}], "errors": [...]},
-the JSON of the original's stratum_list_workflows tool. Duplicate names are errors.`,
-		Example: `  stratum workflows
-  stratum workflows specs/examples | jq '.workflows[].name'`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "workflows [DIR]",
+		Short:   "List the registered workflows (specs with a workflow: block) in DIR",
+		Long:    specs.WorkflowsHelp,
+		Example: specs.WorkflowsExamples,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			dir := "."
 			if len(args) == 1 {
@@ -417,15 +395,11 @@ the JSON of the original's stratum_list_workflows tool. Duplicate names are erro
 func (a *app) compileCommand() *cobra.Command {
 	var output, flowName string
 	cmd := &cobra.Command{
-		Use:   "compile TASKS_DIR",
-		Short: "Compile spec-kit tasks/*.md into a .stratum.yaml flow",
-		Long: `Compile turns a spec-kit tasks directory (one Markdown file per task, with
-"## Acceptance Criteria" checklists) into a v0.1 spec: one compute function and one step
-per task, file_exists/file_contains/tests/lint criteria as ensures, [P] tasks as parallel
-groups in the dependency graph.`,
-		Example: `  stratum compile testdata/speckit/sequential --flow build
-  stratum compile tasks/ --output tasks.stratum.yaml`,
-		Args: cobra.ExactArgs(1),
+		Use:     "compile TASKS_DIR",
+		Short:   "Compile spec-kit tasks/*.md into a .stratum.yaml flow",
+		Long:    specs.CompileHelp,
+		Example: specs.CompileExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			c, err := specs.CompileTasks(args[0], flowName)
 			var ce *specs.CompileError
@@ -467,16 +441,11 @@ func (a *app) planCommand() *cobra.Command {
 		inputsFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "plan SPEC",
-		Short: "Start a flow (stratum_plan) and print its first dispatch",
-		Long: `Plan validates SPEC, creates a flow execution in the store and prints the first
-dispatch as JSON, exactly like the stratum_plan tool: an agent or a script then does the
-step's work and reports it with "stratum step-done". --flow may be omitted when the spec
-has one flow (or a workflow block naming its entry flow).`,
-		Example: `  stratum plan specs/examples/review.stratum.yaml --input task="add a --verbose flag"
-  stratum plan specs/examples/hello.stratum.yaml --flow hello --input name=ann
-  stratum plan specs/examples/hello.stratum.yaml --inputs inputs.json`,
-		Args: cobra.ExactArgs(1),
+		Use:     "plan SPEC",
+		Short:   "Start a flow (stratum_plan) and print its first dispatch",
+		Long:    runner.PlanHelp,
+		Example: runner.PlanExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, flow, inputs, err := runner.PlanArgs(args[0], flowName, inputKV, inputsFile)
 			if err != nil {
@@ -496,15 +465,11 @@ has one flow (or a workflow block naming its entry flow).`,
 func (a *app) stepDoneCommand() *cobra.Command {
 	var result, resultFile string
 	cmd := &cobra.Command{
-		Use:   "step-done FLOW STEP",
-		Short: "Report a step's result (stratum_step_done) and print what comes next",
-		Long: `Step-done reports the JSON result of the current step. The engine checks it
-(output_schema, guardrails, ensure) and prints the next dispatch, the same step again with
-its violations, the completion, or an error envelope (exit 1).`,
-		Example: `  stratum step-done 3f2a1c implement --result '{"summary":"add --verbose","files":["main.go"],"tests_pass":true}'
-  stratum step-done 3f2a1c implement --result-file out.json
-  echo '{"approved": true, "issues": []}' | stratum step-done 3f2a1c self_review --result-file -`,
-		Args: cobra.ExactArgs(2),
+		Use:     "step-done FLOW STEP",
+		Short:   "Report a step's result (stratum_step_done) and print what comes next",
+		Long:    runner.StepDoneHelp,
+		Example: runner.StepDoneExamples,
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := runner.ParseResult(result, resultFile, a.stdin)
 			if err != nil {
@@ -557,12 +522,7 @@ func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
 		Short: "Print flows, one flow, or pending gates as JSON",
-		Long: `Query reads the store and prints JSON in the original's "stratum-mcp query" shapes:
-"query flows" and "query gates" print a list of objects, "query flow ID" one object; each
-object has "_schema_version": "1" and the original's keys, plus ours. Flow statuses: running,
-awaiting_gate, complete, killed, failed, budget_exhausted; a flow nothing drives any more (its
-runner exited or died) keeps its status and adds "stalled": true. An unknown flow id exits 1 with
-{"error": {"code": "NOT_FOUND", …}}.`,
+		Long:  clijson.QueryHelp,
 	}
 	var status string
 	var limit int
@@ -573,14 +533,14 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Args:    cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
 			if status != "" {
-				if _, err := engine.ParseFlowStatus(status); err != nil {
+				if _, err := state.ParseFlowStatus(status); err != nil {
 					return usageErr("--status: %v", err)
 				}
 			}
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(status), Limit: limit})
+			list, err := svc.List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
 			if err != nil {
 				return failErr(err)
 			}
@@ -595,25 +555,17 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 		Short:   "Print the full persisted state of one flow",
 		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			refused := func(err error) error {
-				if e := engine.AsError(err); e != nil {
-					_ = writeJSON(a.stdout, clijson.FlowRefused(args[0], e))
-					return silentExit(exitFailure)
-				}
+		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
+			v, found, err := clijson.QueryFlow(ctx, svc, args[0], time.Now())
+			if err != nil {
 				return failErr(err)
 			}
-			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
-				f, err := svc.FlowWithSpec(cmd.Context(), id)
-				if errors.Is(err, engine.ErrNotFound) {
-					_ = writeJSON(a.stdout, clijson.FlowNotFound(args[0]))
-					return silentExit(exitFailure)
-				} else if err != nil {
-					return failErr(err)
-				}
-				return writeJSON(a.stdout, clijson.Flow(f, time.Now()))
-			})
-		},
+			if !found {
+				_ = writeJSON(a.stdout, v)
+				return silentExit(exitFailure)
+			}
+			return writeJSON(a.stdout, v)
+		}),
 	}
 	gates := &cobra.Command{
 		Use:     "gates",
@@ -636,24 +588,7 @@ func (a *app) gateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gate",
 		Short: "Resolve a pending gate: approve, reject (kill) or revise",
-		Long: `Gate records a decision on the gate a flow is waiting at, first-writer-wins across
-every stratum process (TUI, MCP server, other shells). It prints
-{"_schema_version": "1", "ok": true, "flow_id", "step_id", "outcome", "result"} where result
-is the flow's next status (execute_step, await_gate, complete, killed, max_rounds_exceeded).
-
-A gate with approver: human is decided here only on an interactive terminal, after you type
-the gate's step id (or the flow's short id) to confirm; without a terminal (a script, an
-agent's tool) it is refused with exit 2: decide it in the TUI or from a terminal.
-
-A review opened by a Go program (stratum.AwaitHuman) is a gate whose STEP is its review id
-(review-1, review-2, …; stratum query gates lists each with its question and options): approve
-records a value, --option N (counted from 1) or --value JSON (checked against the review's
-type); reject declines it (the program gets a ReviewRejectedError with the note); revise is
-refused. A value that is not an option or does not fit is refused and the review stays open.
-
-Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
-2 conflict (the gate was already resolved, or STEP is not the gate waiting), or an
-approver: human gate without a terminal or without the confirmation.`,
+		Long:  clijson.GateHelp,
 	}
 	for _, verb := range []struct {
 		use     string
@@ -664,79 +599,45 @@ approver: human gate without a terminal or without the confirmation.`,
 		{"reject", review.Kill, "Kill the flow at the gate (follow on_kill, or end the flow killed)"},
 		{"revise", review.Revise, "Send the flow back to the gate's on_revise step for another round"},
 	} {
-		var note, resolvedBy, reviewer, value string
-		var round, option int
+		line := clijson.GateLine{Outcome: verb.outcome}
 		c := &cobra.Command{
 			Use:     verb.use + " FLOW STEP",
 			Short:   verb.short,
 			Example: fmt.Sprintf("  stratum gate %s 3f2a1c human --note \"looks good\"", verb.use),
 			Args:    cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				rb := review.ResolvedBy(resolvedBy)
-				if !rb.Valid() {
-					return usageErr("--resolved-by %q: want human, agent or system", resolvedBy)
-				}
-				if reviewer == "" {
-					reviewer = review.CurrentUser()
-				}
-				d := review.Decision{FlowID: args[0], StepID: args[1], Outcome: verb.outcome, Rationale: note,
-					Reviewer: reviewer, ResolvedBy: rb, Channel: review.ChannelCLI}
-				if err := reviewValue(cmd, &d, option, value); err != nil {
-					return err
-				}
-				if cmd.Flags().Changed("round") {
-					d.Round = &round
-				}
-				// The engine refuses it too; asked here first so that
-				// neither the store nor a human's confirmation is touched.
-				if err := review.Check(d); err != nil {
-					return usageErr("%v: say why with --note", err)
+				line.Set = cmd.Flags().Changed
+				d, err := line.Decision(args[0], args[1])
+				if err != nil {
+					return usageErr("%v", err)
 				}
 				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err) }
 				refused := func(err error) error { return answer(nil, err) }
 				return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
 					d.FlowID = id
-					if err := a.confirmHuman(cmd.Context(), svc, &d); err != nil {
-						return err
+					// At an approver: human gate: a person on this terminal, who typed the confirmation.
+					confirm := review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
+					if err := clijson.ConfirmHuman(cmd.Context(), svc, &d, confirm); errors.Is(err, review.ErrNotAllowed) {
+						return usageErr("%v", err)
+					} else if err != nil {
+						return failErr(err)
 					}
 					return answer(svc.GateResolve(cmd.Context(), d.FlowID, d))
 				})
 			},
 		}
-		c.Flags().StringVar(&note, "note", "", "rationale recorded with the decision")
-		c.Flags().StringVar(&resolvedBy, "resolved-by", "human", "who decided: human, agent or system")
-		c.Flags().StringVar(&reviewer, "reviewer", "", "reviewer identity (default $USER)")
-		c.Flags().IntVar(&round, "round", 0, "refuse the decision unless the gate is in this round")
+		c.Flags().StringVar(&line.Note, "note", "", "rationale recorded with the decision")
+		c.Flags().StringVar(&line.ResolvedBy, "resolved-by", "human", "who decided: human, agent or system")
+		c.Flags().StringVar(&line.Reviewer, "reviewer", "", "reviewer identity (default $USER)")
+		c.Flags().IntVar(&line.Round, "round", 0, "refuse the decision unless the gate is in this round")
 		if verb.outcome == review.Approve {
-			c.Flags().IntVar(&option, "option", 0, "a Go program's review: the option to pick, counted from 1")
-			c.Flags().StringVar(&value, "value", "", "a Go program's review: the value to decide (JSON, checked against the review's type)")
+			c.Flags().IntVar(&line.Option, "option", 0, "a Go program's review: the option to pick, counted from 1")
+			c.Flags().StringVar(&line.Value, "value", "", "a Go program's review: the value to decide (JSON, checked against the review's type)")
 			c.Example += "\n  stratum gate approve 3f2a1c review-1 --option 2 --note \"the safer plan\"\n  stratum gate approve 3f2a1c review-2 --value '{\"ship\": true}'"
 		}
 		cmd.AddCommand(c)
 	}
 	return cmd
-}
-
-// reviewValue puts `stratum gate approve --option N | --value JSON` into d:
-// the value of a Go program's review (the engine checks it against the
-// review's options and type).
-func reviewValue(cmd *cobra.Command, d *review.Decision, option int, value string) error {
-	opt, val := cmd.Flags().Changed("option"), cmd.Flags().Changed("value")
-	switch {
-	case opt && val:
-		return usageErr("--option and --value: give one of them")
-	case opt:
-		if option < 1 {
-			return usageErr("--option %d: options are counted from 1", option)
-		}
-		d.Option = option
-	case val:
-		if !json.Valid([]byte(value)) {
-			return usageErr("--value %q is not JSON (a string is quoted: --value '\"yes\"')", value)
-		}
-		d.Value = json.RawMessage(value)
-	}
-	return nil
 }
 
 // gateAnswer prints the answer to a decision made with `stratum gate`
@@ -758,47 +659,14 @@ func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome,
 	return silentExit(exitFailure)
 }
 
-// confirmHuman applies review.HumanConfirm to a decision made with
-// `stratum gate` at the gate its flow waits at (HumanConfirm.ConfirmAt): at
-// an approver: human gate it needs an interactive terminal (stdin and
-// stderr) and the gate's step id or the flow's short id typed, else exit 2.
-func (a *app) confirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision) error {
-	st, err := svc.Get(ctx, d.FlowID)
-	if errors.Is(err, engine.ErrNotFound) {
-		return nil // the engine answers an unknown flow
-	} else if err != nil {
-		return failErr(err)
-	}
-	pg := st.Gate
-	if r := st.Library.Review(d.StepID); r != nil {
-		pg = r.Gate() // a Go program's review: each has its own approver
-	}
-	var g *review.WaitingGate
-	if pg != nil {
-		g = &review.WaitingGate{StepID: pg.StepID, Approver: review.Approver(pg.Approver), Round: pg.Round}
-	}
-	c := review.HumanConfirm{Terminal: a.isTerm(a.stdin) && a.isTerm(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-	if err := c.ConfirmAt(d, g); err != nil {
-		return usageErr("%v", err)
-	}
-	return nil
-}
-
 func (a *app) gcCommand() *cobra.Command {
 	var olderThan time.Duration
 	var damaged bool
 	cmd := &cobra.Command{
-		Use:   "gc --older-than DURATION | --damaged",
-		Short: "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
-		Long: `Gc prunes flows whose status is complete, killed, failed or budget_exhausted and that
-have not changed for DURATION (e.g. 720h). Running flows and flows waiting at a gate are
-never pruned, nor a finished child flow whose parent (or any ancestor) has not finished.
-Prints {"deleted": N}.
-
---damaged (bbolt file only) moves every flow whose stored state or summary cannot be decoded
-into the file's quarantine bucket (raw bytes kept) and removes its index entries and events.
-Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`,
-		Example: "  stratum gc --older-than 720h\n  stratum gc --damaged",
+		Use:     "gc --older-than DURATION | --damaged",
+		Short:   "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
+		Long:    backend.GCHelp,
+		Example: backend.GCExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if damaged {
@@ -845,18 +713,11 @@ func (a *app) quarantine(ctx context.Context, st *backend.Opened) error {
 func (a *app) mcpCommand() *cobra.Command {
 	var sweep time.Duration
 	cmd := &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve the stratum tools to an agent over MCP (stdio)",
-		Long: `Mcp runs the Model Context Protocol server on stdin/stdout; an MCP client (Claude Code,
-Codex, the MCP Inspector) starts it. It offers the original stratum tools (stratum_plan,
-stratum_step_done, stratum_gate_resolve, stratum_audit, …) plus stratum_wait_gate and
-stratum_list_flows, on the shared store: flows driven here show up in "stratum query" and the
-TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr, starting with
-the store it opened (path and schema version).
-Register it for a project with "stratum install".`,
-		Example: `  claude mcp add stratum -- stratum mcp
-  npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`,
-		Args: cobra.NoArgs,
+		Use:     "mcp",
+		Short:   "Serve the stratum tools to an agent over MCP (stdio)",
+		Long:    mcpserver.ServeHelp,
+		Example: mcpserver.ServeExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			svc, st, err := openService(cmd.Context())
 			if err != nil {
@@ -888,26 +749,11 @@ func (a *app) installCommand() *cobra.Command {
 	var opts mcpserver.InstallOptions
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "install",
-		Short: "Set a project up for stratum: MCP server, CLAUDE.md block, skills",
-		Long: `Install sets the project (the nearest directory with .git, else the current one) up for
-agents: it registers the stratum MCP server in .mcp.json
-({"mcpServers": {"stratum": {"command": "<this binary>", "args": ["mcp"]}}}), writes the
-execution-model block between <!-- stratum:begin … --> and <!-- stratum:end --> into CLAUDE.md,
-and adds the skills (slash commands) ` + strings.Join(mcpserver.Skills(), ", ") + ` under
-.claude/skills. With --codex it also adds [mcp_servers.stratum] to $CODEX_HOME/config.toml
-(default ~/.codex/config.toml) and the block to AGENTS.md. Files are edited as text: other
-servers, keys and lines, and everything outside the markers keep their bytes; running it again
-changes nothing; a skill that differs from ours is kept; a file that cannot be parsed is
-reported and nothing is written. "stratum uninstall" removes it all again.
-
-When STRATUM_HOME is set, the server entry gets "env": {"STRATUM_HOME": …} so the server uses
-the same store. Run from a temporary "go run" build, install refuses (the path would vanish)
-unless --command names what the client should run.`,
-		Example: `  stratum install
-  stratum install --codex --dry-run
-  stratum install --command stratum   # rely on PATH instead of this binary's path`,
-		Args: cobra.NoArgs,
+		Use:     "install",
+		Short:   "Set a project up for stratum: MCP server, CLAUDE.md block, skills",
+		Long:    mcpserver.InstallHelp(),
+		Example: mcpserver.InstallExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			opts.StratumHome = os.Getenv("STRATUM_HOME")
 			rep, err := mcpserver.Install(opts)
@@ -926,18 +772,11 @@ func (a *app) doctorCommand() *cobra.Command {
 	var opts mcpserver.DoctorOptions
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check that an agent's stratum server runs this binary on this shell's store",
-		Long: `Doctor reads the stratum server an agent's client starts — the project's .mcp.json and, when
-it registers one, Codex's config.toml — and checks that its command is this binary and that its
-STRATUM_HOME and STRATUM_STORE are this shell's: otherwise the agent's flows and gates live in
-another store than the one your TUI shows. Each check prints one line, with the fix when it
-fails.
-
-Exit status: 0 every check passed, 1 some check failed, 2 usage error.`,
-		Example: `  stratum doctor
-  stratum doctor --json`,
-		Args: cobra.NoArgs,
+		Use:     "doctor",
+		Short:   "Check that an agent's stratum server runs this binary on this shell's store",
+		Long:    mcpserver.DoctorHelp,
+		Example: mcpserver.DoctorExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			rep, err := mcpserver.Doctor(opts)
 			if err != nil {
@@ -961,19 +800,11 @@ func (a *app) uninstallCommand() *cobra.Command {
 	var opts mcpserver.UninstallOptions
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "uninstall",
-		Short: "Remove what \"stratum install\" added to this project",
-		Long: `Uninstall removes what "stratum install" added, and nothing else: the stratum server entry
-of .mcp.json (an entry that does not run "… mcp" is kept), the block between the stratum
-markers in CLAUDE.md, and the skills whose SKILL.md is still what install wrote (an edited one
-is kept and reported). With --codex also the [mcp_servers.stratum] table of Codex's config.toml
-and AGENTS.md's block. A file left configuring nothing (.mcp.json without servers or other keys,
-a CLAUDE.md that held only the block) is removed, and so are directories left empty. A file
-that cannot be parsed is reported and nothing is changed.`,
-		Example: `  stratum uninstall --dry-run
-  stratum uninstall --keep-skills
-  stratum uninstall --codex`,
-		Args: cobra.NoArgs,
+		Use:     "uninstall",
+		Short:   "Remove what \"stratum install\" added to this project",
+		Long:    mcpserver.UninstallHelp,
+		Example: mcpserver.UninstallExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			rep, err := mcpserver.Uninstall(opts)
 			return a.printInstallReport(rep, err, jsonOut)
@@ -1005,28 +836,11 @@ func (a *app) runCommand() *cobra.Command {
 		jsonOut            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run SPEC",
-		Short: "Run a flow in-process: commands, LLM calls, agent CLIs, gates, budgets",
-		Long: `Run executes a flow of SPEC itself, with the same state machine as the MCP tools:
-compute functions and run: steps execute their command, infer steps call an LLM
-provider, agent: steps run an agent CLI, flow: steps run their child flow, and gates
-go to a review sink (a console prompt on a terminal, --approve / --on-gate otherwise).
-The flow is stored in $STRATUM_HOME under a runner lease, so agents cannot report into
-it while it runs, and a run that died or was interrupted continues with --resume ID.
-
-Exit status: 0 complete; 1 failed (retries exhausted, executor error); 2 usage error
-or invalid spec/inputs; 3 killed at a gate; 4 stopped at a gate nobody was allowed to
-resolve (the flow id and the commands to decide and resume are printed); 5 budget
-exhausted; 130 interrupted (state saved, resumable).
-
-A completed run prints the flow's output as JSON on stdout (with --json: the whole report,
-its run.output the same value); progress goes to stderr.`,
-		Example: `  stratum run specs/examples/hello.stratum.yaml --approve all
-  stratum run specs/examples/hello.stratum.yaml --input name=ann --approve review --json
-  stratum run specs/examples/classify.stratum.yaml --replay specs/examples/classify.replay.json
-  stratum run specs/examples/hello.stratum.yaml --on-gate exit --junit report.xml
-  stratum run --resume 3f2a1c`,
-		Args: cobra.MaximumNArgs(1),
+		Use:     "run SPEC",
+		Short:   "Run a flow in-process: commands, LLM calls, agent CLIs, gates, budgets",
+		Long:    runner.CommandHelp,
+		Example: runner.CommandExamples,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			open := func(ctx context.Context) (*engine.Service, error) { svc, _, err := openService(ctx); return svc, err }
@@ -1098,19 +912,10 @@ func (a *app) tuiCommand() *cobra.Command {
 	var plain, once, noColor bool
 	var specDirs []string
 	cmd := &cobra.Command{
-		Use:   "tui [DIR...]",
-		Short: "The operator console: flows, live trace, gates, checkpoints, iterations, specs",
-		Long: `tui opens the operator console on the store ($STRATUM_HOME/stratum.db). It follows
-every stratum process live: flows driven over MCP, by stratum run or from a shell update
-as they move, and a gate decided elsewhere leaves the Gates pane.
-
-Keys: tab/1-6 panes · ? help · / filter · : command · esc back · q quit.
-Gates: a approve, r revise, x kill — each asks for a rationale and a second press
-of the same key; enter alone never decides. Decisions are recorded with $USER and
-channel tui. Keys are remappable in the keys: section of $STRATUM_HOME/config.yaml.
-
---plain streams the same state and events as plain text lines (logs, screen readers).`,
-		Example: "  stratum tui\n  stratum tui specs/examples\n  stratum tui --plain",
+		Use:     "tui [DIR...]",
+		Short:   "The operator console: flows, live trace, gates, checkpoints, iterations, specs",
+		Long:    tui.CommandHelp,
+		Example: tui.CommandExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Directories may be given as arguments or with --watch.
 			for _, d := range args {
@@ -1148,10 +953,8 @@ func (a *app) storeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "store",
 		Short: "Inspect the store, or copy it to another (bbolt file ⇄ etcd)",
-		Long: `The store holds every flow, the event log and the result cache: the bbolt file
-$STRATUM_HOME/stratum.db, or an etcd cluster when STRATUM_STORE (or store: in config.yaml) is
-etcd://HOST:PORT[,HOST:PORT…]/PREFIX. See README, "Team mode".`,
-		Args: cobra.NoArgs,
+		Long:  backend.StoreHelp,
+		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(a.storeInfoCommand(), a.storeCopyCommand(), a.storeCheckCommand())
 	return cmd
@@ -1160,13 +963,10 @@ etcd://HOST:PORT[,HOST:PORT…]/PREFIX. See README, "Team mode".`,
 func (a *app) storeCheckCommand() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "check",
-		Short: "Check the bbolt file: pages (bbolt's check), then flows, summaries and indexes",
-		Long: `Check reads the whole bbolt store file and reports damaged pages (bbolt's own consistency
-check, which every process also runs before its first write to a file it has not verified) and,
-if the pages are sound, records that cannot be decoded and indexes that disagree with the flows.
-Exit status: 0 clean, 1 damaged (or unreadable), 2 usage (an etcd store).`,
-		Example: "  stratum store check\n  stratum store check --json",
+		Use:     "check",
+		Short:   "Check the bbolt file: pages (bbolt's check), then flows, summaries and indexes",
+		Long:    backend.CheckHelp,
+		Example: backend.CheckExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
 			r, err := backend.Check(ctx, st)
@@ -1188,13 +988,10 @@ Exit status: 0 clean, 1 damaged (or unreadable), 2 usage (an etcd store).`,
 func (a *app) storeInfoCommand() *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "info",
-		Short: "Print the backend, its endpoints or path, schema version and counts",
-		Long: `Info opens the store the settings select (STRATUM_STORE, store: in config.yaml, else
-$STRATUM_HOME/stratum.db) and prints the backend, its path or endpoints and prefix, the schema
-version, and how many flows (by status), pending gates, events and cache entries it holds.
-Credentials are never printed.`,
-		Example: "  stratum store info\n  STRATUM_STORE=etcd://127.0.0.1:2379/team stratum store info --json",
+		Use:     "info",
+		Short:   "Print the backend, its endpoints or path, schema version and counts",
+		Long:    backend.InfoHelp,
+		Example: backend.InfoExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
 			info, err := backend.Describe(ctx, st)
@@ -1212,18 +1009,11 @@ func (a *app) storeCopyCommand() *cobra.Command {
 	var from, to string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "copy --from SRC --to DST [--force]",
-		Short: "Copy flows, events and the cache from one store to another",
-		Long: `Copy copies every flow (with its summary, times and version), the event log (in order;
-the destination numbers events afresh) and the result cache from SRC to DST. Each is a bbolt
-file path or etcd://HOST:PORT[,HOST:PORT…]/PREFIX; TLS and credentials come from the same
-settings as for every command (STRATUM_ETCD_*, etcd: in config.yaml). A destination that
-holds flows or events is refused unless --force: then each flow of SRC is replaced in DST
-(its events too), so copying again gives the same result. Stop the writers of SRC first:
-flows changed during the copy may be copied as they were before.`,
-		Example: `  stratum store copy --from ~/.stratum/stratum.db --to etcd://10.0.0.5:2379/team
-  stratum store copy --from etcd://10.0.0.5:2379/team --to backup.db`,
-		Args: cobra.NoArgs,
+		Use:     "copy --from SRC --to DST [--force]",
+		Short:   "Copy flows, events and the cache from one store to another",
+		Long:    backend.CopyHelp,
+		Example: backend.CopyExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
 				return usageErr("store copy needs --from SRC and --to DST")
@@ -1232,16 +1022,9 @@ flows changed during the copy may be copied as they were before.`,
 			if err != nil {
 				return err
 			}
-			srcLoc, err := backend.Parse(from)
+			srcLoc, dstLoc, err := backend.CopyLocations(from, to)
 			if err != nil {
-				return usageErr("--from: %v", err)
-			}
-			dstLoc, err := backend.Parse(to)
-			if err != nil {
-				return usageErr("--to: %v", err)
-			}
-			if srcLoc.String() == dstLoc.String() {
-				return usageErr("--from and --to are the same store")
+				return usageErr("%v", err)
 			}
 			n, err := backend.CopyStores(cmd.Context(), srcLoc, dstLoc, settings, force)
 			if err != nil {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // auditInProgress is the audit status of a flow that has not ended.
@@ -26,23 +28,23 @@ const auditInProgress = "in_progress"
 // from the flow's start to now, or to its last update once it has ended.
 //
 // auditFlow is a read: it neither mutates st nor appends events.
-func auditFlow(st *FlowState, env transitionEnv) *auditReport {
+func auditFlow(st *state.FlowState, env transitionEnv) *auditReport {
 	totalSteps := 0
 	if env.Flow != nil {
 		totalSteps = len(env.Flow.Order)
 	}
 	trace := st.Records
 	if trace == nil {
-		trace = []Record{}
+		trace = []state.Record{}
 	}
 	rounds := make([]auditRound, 0, len(st.Rounds))
 	for i, recs := range st.Rounds {
 		if recs == nil {
-			recs = []Record{}
+			recs = []state.Record{}
 		}
 		rounds = append(rounds, auditRound{Round: i, Steps: recs})
 	}
-	archived := make([]map[string][]IterationEntry, 0, len(st.ArchivedIterations))
+	archived := make([]map[string][]state.IterationEntry, 0, len(st.ArchivedIterations))
 	for _, m := range st.ArchivedIterations {
 		archived = append(archived, stripIterationResults(m))
 	}
@@ -67,7 +69,7 @@ func auditFlow(st *FlowState, env transitionEnv) *auditReport {
 		UpdatedAt:          st.UpdatedAt,
 		FlowStatus:         st.Status,
 	}
-	if st.Status == StatusAwaitingGate && st.Gate != nil {
+	if st.Status == state.StatusAwaitingGate && st.Gate != nil {
 		g := *st.Gate
 		a.Gate = &g
 	}
@@ -75,7 +77,7 @@ func auditFlow(st *FlowState, env transitionEnv) *auditReport {
 }
 
 // liveRecords counts the records a revert did not undo.
-func liveRecords(recs []Record) int {
+func liveRecords(recs []state.Record) int {
 	n := 0
 	for _, r := range recs {
 		if !r.Reverted {
@@ -86,7 +88,7 @@ func liveRecords(recs []Record) int {
 }
 
 // auditStatus maps the flow state onto the audit's status vocabulary.
-func auditStatus(st *FlowState) string {
+func auditStatus(st *state.FlowState) string {
 	if st.TerminalStatus != nil && *st.TerminalStatus != "" {
 		return *st.TerminalStatus
 	}
@@ -99,7 +101,7 @@ func auditStatus(st *FlowState) string {
 // auditDurationMS is the flow's wall-clock duration: from FlowStart to now
 // while it runs, to its last update once it has ended (so the audit of a
 // finished flow does not keep growing).
-func auditDurationMS(st *FlowState, env transitionEnv) int64 {
+func auditDurationMS(st *state.FlowState, env transitionEnv) int64 {
 	if st.FlowStart.IsZero() {
 		return 0
 	}
@@ -117,10 +119,10 @@ func auditDurationMS(st *FlowState, env transitionEnv) int64 {
 // stripIterationResults copies an iteration history map with every entry's
 // result removed (the audit never shows iteration results). It never returns
 // nil.
-func stripIterationResults(m map[string][]IterationEntry) map[string][]IterationEntry {
-	out := make(map[string][]IterationEntry, len(m))
+func stripIterationResults(m map[string][]state.IterationEntry) map[string][]state.IterationEntry {
+	out := make(map[string][]state.IterationEntry, len(m))
 	for step, entries := range m {
-		cp := make([]IterationEntry, len(entries))
+		cp := make([]state.IterationEntry, len(entries))
 		for i, e := range entries {
 			e.Result = nil
 			cp[i] = e

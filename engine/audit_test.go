@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 func TestAuditShape(t *testing.T) {
@@ -40,7 +42,7 @@ func TestAuditShape(t *testing.T) {
 		string(mustJSON(t, m["child_audits"])) != "{}" {
 		t.Fatalf("empty collections must be [] / {}: %s", b)
 	}
-	if m["status"] != "in_progress" || m["flow_status"] != string(StatusRunning) || m["total_steps"] != 4.0 ||
+	if m["status"] != "in_progress" || m["flow_status"] != string(state.StatusRunning) || m["total_steps"] != 4.0 ||
 		m["steps_completed"] != 0.0 || m["total_duration_ms"] != 1500.0 || m["flow_name"] != "main" {
 		t.Fatalf("audit %s", b)
 	}
@@ -60,11 +62,11 @@ func TestAuditContent(t *testing.T) {
 	env := extEnv(sp, f)
 	st := fullState(t, env)
 	st.TerminalStatus = nil
-	st.Rounds = [][]Record{
-		{{Type: RecordStep, StepID: "a"}, {Type: RecordGate, StepID: "g", Outcome: "revise"}},
-		{{Type: RecordGate, StepID: "g", Outcome: "revise", Round: 1}},
+	st.Rounds = [][]state.Record{
+		{{Type: state.RecordStep, StepID: "a"}, {Type: state.RecordGate, StepID: "g", Outcome: "revise"}},
+		{{Type: state.RecordGate, StepID: "g", Outcome: "revise", Round: 1}},
 	}
-	st.Records = []Record{{Type: RecordStep, StepID: "a", Round: 2}, {Type: RecordStep, StepID: "b", Round: 2}, {Type: RecordSkip, StepID: "c", Round: 2}}
+	st.Records = []state.Record{{Type: state.RecordStep, StepID: "a", Round: 2}, {Type: state.RecordStep, StepID: "b", Round: 2}, {Type: state.RecordSkip, StepID: "c", Round: 2}}
 	st.Round = 2
 	before := stateBytes(st)
 
@@ -80,7 +82,7 @@ func TestAuditContent(t *testing.T) {
 		!reflect.DeepEqual(rounds[0]["steps"], st.Rounds[0]) {
 		t.Fatalf("rounds %v", rounds)
 	}
-	its := a["iterations"].(map[string][]IterationEntry)
+	its := a["iterations"].(map[string][]state.IterationEntry)
 	if len(its["b"]) != 1 || its["b"][0].Result != nil || its["b"][0].Iteration != 1 || its["b"][0].Score == nil {
 		t.Fatalf("iterations must be kept without results: %+v", its)
 	}
@@ -95,7 +97,7 @@ func TestAuditContent(t *testing.T) {
 	if _, ok := back["b"][0]["result"]; ok {
 		t.Fatalf("result key in audit iterations: %s", js)
 	}
-	arch := a["archived_iterations"].([]map[string][]IterationEntry)
+	arch := a["archived_iterations"].([]map[string][]state.IterationEntry)
 	if len(arch) != 1 || arch[0]["b"][0].Outcome != outcomeExitMax {
 		t.Fatalf("archived %v", arch)
 	}
@@ -109,31 +111,31 @@ func TestAuditStatus(t *testing.T) {
 	env := extEnv(sp, f)
 	deadline := extNow.Add(time.Hour)
 	tests := []struct {
-		status   FlowStatus
+		status   state.FlowStatus
 		terminal *string
 		want     string
 		gate     bool
 	}{
-		{StatusRunning, nil, "in_progress", false},
-		{StatusAwaitingGate, nil, "in_progress", true},
-		{StatusComplete, nil, "complete", false},
-		{StatusKilled, nil, "killed", false},
-		{StatusFailed, nil, "failed", false},
-		{StatusBudgetExhausted, nil, "budget_exhausted", false},
-		{StatusRunning, strPtr("killed"), "killed", false}, // running the kill cleanup step
+		{state.StatusRunning, nil, "in_progress", false},
+		{state.StatusAwaitingGate, nil, "in_progress", true},
+		{state.StatusComplete, nil, "complete", false},
+		{state.StatusKilled, nil, "killed", false},
+		{state.StatusFailed, nil, "failed", false},
+		{state.StatusBudgetExhausted, nil, "budget_exhausted", false},
+		{state.StatusRunning, strPtr("killed"), "killed", false}, // running the kill cleanup step
 	}
 	for _, tc := range tests {
 		st := extState(t, env, "a")
 		st.Status = tc.status
 		st.TerminalStatus = tc.terminal
-		if tc.status == StatusAwaitingGate {
-			st.Gate = &PendingGate{StepID: "g", DispatchedAt: extNow, Deadline: &deadline, Approver: "human"}
+		if tc.status == state.StatusAwaitingGate {
+			st.Gate = &state.PendingGate{StepID: "g", DispatchedAt: extNow, Deadline: &deadline, Approver: "human"}
 		}
 		a := auditFlow(st, env).wire()
 		if a["status"] != tc.want || a["flow_status"] != string(tc.status) {
 			t.Fatalf("%s: status %v", tc.status, a["status"])
 		}
-		g, ok := a["gate"].(*PendingGate)
+		g, ok := a["gate"].(*state.PendingGate)
 		if ok != tc.gate {
 			t.Fatalf("%s: gate presence %v", tc.status, ok)
 		}
@@ -149,12 +151,12 @@ func TestAuditDurationOfEndedFlow(t *testing.T) {
 	st := extState(t, env, "a")
 	st.FlowStart = extNow
 	st.UpdatedAt = extNow.Add(2 * time.Second)
-	st.Status = StatusComplete
+	st.Status = state.StatusComplete
 	env.Now = extNow.Add(time.Hour)
 	if d := auditFlow(st, env).wire()["total_duration_ms"]; d != int64(2000) {
 		t.Fatalf("duration of a finished flow = %v, want 2000", d)
 	}
-	st.Status = StatusRunning
+	st.Status = state.StatusRunning
 	if d := auditFlow(st, env).wire()["total_duration_ms"]; d != int64(3600000) {
 		t.Fatalf("duration of a running flow = %v", d)
 	}

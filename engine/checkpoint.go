@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -16,14 +17,14 @@ import (
 // parallel task state and the budget ledger are not captured.
 // commitCheckpoint is allowed at any time, even on a finished
 // flow; step_number is current_idx+1 even past the end.
-func commitCheckpoint(st *FlowState, env transitionEnv, label string) (transitionResult, error) {
+func commitCheckpoint(st *state.FlowState, env transitionEnv, label string) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
 		return refused(refusal(ErrTypeInvalidLabel, "label must be a non-empty string")), nil
 	}
 	cp := snapshotCheckpoint(st, label, env)
 	if st.Checkpoints == nil {
-		st.Checkpoints = map[string]*Checkpoint{}
+		st.Checkpoints = map[string]*state.Checkpoint{}
 	}
 	st.Checkpoints[label] = cp
 
@@ -62,7 +63,7 @@ func commitCheckpoint(st *FlowState, env transitionEnv, label string) (transitio
 // the CLI or the console) needs a human's channel (humanChannel), else
 // gate_requires_human; and no revert may end, skip or orphan a pending
 // approver: human gate (human_gate_pending, see human.go).
-func revertCheckpoint(st *FlowState, env transitionEnv, label string, ch review.Channel) (transitionResult, error) {
+func revertCheckpoint(st *state.FlowState, env transitionEnv, label string, ch review.Channel) (transitionResult, error) {
 	label = strings.TrimSpace(label)
 	cp := st.Checkpoints[label]
 	if cp == nil { // an empty label too, as the original
@@ -123,21 +124,21 @@ func revertCheckpoint(st *FlowState, env transitionEnv, label string, ch review.
 // that cp does not hold: the decisions a revert to cp would erase. Records
 // are matched by content, the reverted mark aside, so a decision a later
 // checkpoint holds comes back to life when reverted to it.
-func revertedDecisions(st *FlowState, cp *Checkpoint) []Record {
+func revertedDecisions(st *state.FlowState, cp *state.Checkpoint) []state.Record {
 	kept := map[string]bool{}
-	for _, recs := range append(append([][]Record{}, cp.Rounds...), cp.Records) {
+	for _, recs := range append(append([][]state.Record{}, cp.Rounds...), cp.Records) {
 		for _, r := range recs {
-			if r.Type == RecordGate {
+			if r.Type == state.RecordGate {
 				kept[decisionKey(r)] = true
 			}
 		}
 	}
-	var out []Record
-	for _, recs := range append(append([][]Record{}, st.Rounds...), st.Records) {
+	var out []state.Record
+	for _, recs := range append(append([][]state.Record{}, st.Rounds...), st.Records) {
 		for _, r := range recs {
-			if k := decisionKey(r); r.Type == RecordGate && !kept[k] {
+			if k := decisionKey(r); r.Type == state.RecordGate && !kept[k] {
 				kept[k] = true // once, however often it was carried
-				out = append(out, cloneRecords([]Record{r})[0])
+				out = append(out, r.Clone())
 			}
 		}
 	}
@@ -146,7 +147,7 @@ func revertedDecisions(st *FlowState, cp *Checkpoint) []Record {
 
 // decisionKey identifies a gate record by its content, the reverted mark
 // aside.
-func decisionKey(r Record) string {
+func decisionKey(r state.Record) string {
 	r.Reverted = false
 	b, _ := json.Marshal(r)
 	return string(b)
@@ -155,7 +156,7 @@ func decisionKey(r Record) string {
 // humanDecision reports whether a gate record was decided by a human: made
 // through a human's channel, or (a record that names no channel) resolved_by
 // human.
-func humanDecision(r Record) bool {
+func humanDecision(r state.Record) bool {
 	if r.Channel == "" {
 		return r.ResolvedBy == string(review.Human)
 	}
@@ -177,7 +178,7 @@ func sameStrPtr(a, b *string) bool {
 }
 
 // checkpointLabels lists the flow's checkpoint labels, sorted (never nil).
-func checkpointLabels(st *FlowState) []string {
+func checkpointLabels(st *state.FlowState) []string {
 	out := make([]string, 0, len(st.Checkpoints))
 	for l := range st.Checkpoints {
 		out = append(out, l)
@@ -187,12 +188,12 @@ func checkpointLabels(st *FlowState) []string {
 }
 
 // snapshotCheckpoint deep-copies the progress of st (Clone).
-func snapshotCheckpoint(st *FlowState, label string, env transitionEnv) *Checkpoint {
-	return &Checkpoint{
+func snapshotCheckpoint(st *state.FlowState, label string, env transitionEnv) *state.Checkpoint {
+	return &state.Checkpoint{
 		Label:         label,
-		StepProgress:  st.StepProgress.clone(),
-		RoundProgress: st.RoundProgress.clone(),
-		ChildProgress: st.ChildProgress.clone(),
+		StepProgress:  st.StepProgress.Clone(),
+		RoundProgress: st.RoundProgress.Clone(),
+		ChildProgress: st.ChildProgress.Clone(),
 		CreatedAt:     env.Now,
 	}
 }
@@ -200,9 +201,9 @@ func snapshotCheckpoint(st *FlowState, label string, env transitionEnv) *Checkpo
 // restoreCheckpoint copies the checkpoint's progress back into st (deep
 // copies, so the checkpoint can be reverted to again), a null collection
 // as an empty one.
-func restoreCheckpoint(st *FlowState, cp *Checkpoint) {
-	st.StepProgress = cp.StepProgress.clone()
-	st.RoundProgress = cp.RoundProgress.clone()
-	st.ChildProgress = cp.ChildProgress.clone()
+func restoreCheckpoint(st *state.FlowState, cp *state.Checkpoint) {
+	st.StepProgress = cp.StepProgress.Clone()
+	st.RoundProgress = cp.RoundProgress.Clone()
+	st.ChildProgress = cp.ChildProgress.Clone()
 	ensureMaps(st)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -71,7 +72,7 @@ func TestCommit(t *testing.T) {
 
 	// Past the end: step_number = current_idx+1, no current step.
 	st.CurrentIdx = len(f.Order)
-	st.Status = StatusComplete
+	st.Status = state.StatusComplete
 	r = okFn(t)(commitCheckpoint(st, env, "end"))
 	if r["step_number"] != len(f.Order)+1 || r["current_step_id"] != nil {
 		t.Fatalf("commit when complete: %v", r)
@@ -132,7 +133,7 @@ func TestCommitSnapshotsExactFields(t *testing.T) {
 }
 
 // fullState is a state with every checkpointed field set.
-func fullState(t *testing.T, env transitionEnv) *FlowState {
+func fullState(t *testing.T, env transitionEnv) *state.FlowState {
 	t.Helper()
 	st := extState(t, env, "b")
 	score := 0.7
@@ -140,17 +141,17 @@ func fullState(t *testing.T, env transitionEnv) *FlowState {
 	st.Inputs = map[string]any{"topic": "x"}
 	st.StepOutputs = map[string]any{"a": map[string]any{"v": []any{1.0, "two"}}}
 	st.Attempts = map[string]int{"a": 1}
-	st.Records = []Record{{Type: RecordStep, StepID: "a", Attempts: 1, RoundStartStepID: strPtr("a")}}
+	st.Records = []state.Record{{Type: state.RecordStep, StepID: "a", Attempts: 1, RoundStartStepID: strPtr("a")}}
 	st.Round = 1
-	st.Rounds = [][]Record{{{Type: RecordGate, StepID: "g", Outcome: "revise"}}}
+	st.Rounds = [][]state.Record{{{Type: state.RecordGate, StepID: "g", Outcome: "revise"}}}
 	st.RoundStartStepID = strPtr("a")
 	st.TerminalStatus = strPtr("killed")
-	st.Iterations = map[string][]IterationEntry{"b": {{Iteration: 1, Result: map[string]any{"q": 1.0}, Score: &score, NewCount: &one, DryStreak: &one}}}
-	st.ArchivedIterations = []map[string][]IterationEntry{{"b": {{Iteration: 1, Outcome: outcomeExitMax}}}}
-	st.ActiveIteration = &ActiveIteration{StepID: "b", Count: 1, MaxIterations: 3}
+	st.Iterations = map[string][]state.IterationEntry{"b": {{Iteration: 1, Result: map[string]any{"q": 1.0}, Score: &score, NewCount: &one, DryStreak: &one}}}
+	st.ArchivedIterations = []map[string][]state.IterationEntry{{"b": {{Iteration: 1, Outcome: outcomeExitMax}}}}
+	st.ActiveIteration = &state.ActiveIteration{StepID: "b", Count: 1, MaxIterations: 3}
 	st.IterationOutcome = map[string]string{"b": outcomeContinue}
-	st.IterationBest = map[string]*IterationBest{"b": {Result: map[string]any{"q": 1.0}, Score: &score, Iteration: 1}}
-	st.IterationAccumulator = map[string]*Accumulator{"b": {Items: []any{"i"}, Keys: []string{`"i"`}, DryStreak: 1}}
+	st.IterationBest = map[string]*state.IterationBest{"b": {Result: map[string]any{"q": 1.0}, Score: &score, Iteration: 1}}
+	st.IterationAccumulator = map[string]*state.Accumulator{"b": {Items: []any{"i"}, Keys: []string{`"i"`}, DryStreak: 1}}
 	st.ActiveChildFlowID = strPtr("child-9")
 	st.ChildAudits = map[string][]json.RawMessage{"b": {json.RawMessage(`{"flow_id":"c"}`)}}
 	st.DispatchedAt = map[string]time.Time{"b": extNow}
@@ -171,11 +172,11 @@ func TestRevertRestores(t *testing.T) {
 	st.StepOutputs["b"] = map[string]any{"done": true}
 	st.StepOutputs["a"].(map[string]any)["v"] = "changed"
 	st.Attempts["b"] = 2
-	st.Records = append(st.Records, Record{Type: RecordStep, StepID: "b"})
+	st.Records = append(st.Records, state.Record{Type: state.RecordStep, StepID: "b"})
 	st.CurrentIdx = 3
 	st.Round = 2
-	st.Rounds = append(st.Rounds, []Record{})
-	st.Iterations["c"] = []IterationEntry{{Iteration: 1}}
+	st.Rounds = append(st.Rounds, []state.Record{})
+	st.Iterations["c"] = []state.IterationEntry{{Iteration: 1}}
 	st.ActiveIteration = nil
 	st.IterationOutcome["b"] = outcomeExitMax
 	st.Inputs["topic"] = "kept"
@@ -206,7 +207,7 @@ func TestRevertRestores(t *testing.T) {
 	if len(st.Checkpoints) != 2 || st.Checkpoints["later"] == nil {
 		t.Fatalf("checkpoints must be kept: %v", st.Checkpoints)
 	}
-	if st.Status != StatusRunning {
+	if st.Status != state.StatusRunning {
 		t.Fatalf("status %s", st.Status)
 	}
 	// Reverting must not alias the checkpoint: changing the state leaves it intact.
@@ -231,10 +232,10 @@ func TestRevertAppliesPolicyLoop(t *testing.T) {
 		t.Fatalf("a reverted-to flag gate must be auto-approved: %v", r)
 	}
 	last := st.Records[len(st.Records)-1]
-	if last.Type != RecordPolicy || last.StepID != "g" || last.EffectivePolicy != "flag" {
+	if last.Type != state.RecordPolicy || last.StepID != "g" || last.EffectivePolicy != "flag" {
 		t.Fatalf("policy record missing: %+v", st.Records)
 	}
-	if st.Status != StatusRunning || st.Gate != nil {
+	if st.Status != state.StatusRunning || st.Gate != nil {
 		t.Fatalf("status %s gate %+v", st.Status, st.Gate)
 	}
 }
@@ -245,21 +246,21 @@ func TestRevertPastEnd(t *testing.T) {
 	st := extState(t, env, "a")
 	st.StepOutputs = map[string]any{"a": map[string]any{"n": 1.0}, "b": map[string]any{"n": 2.0}, "c": nil}
 	st.CurrentIdx = len(f.Order)
-	st.Status = StatusComplete
+	st.Status = state.StatusComplete
 	okFn(t)(commitCheckpoint(st, env, "done"))
 	st.CurrentIdx = 0
-	st.Status = StatusFailed
+	st.Status = state.StatusFailed
 
 	r := okFn(t)(revertCheckpoint(st, env, "done", review.ChannelTUI))
 	// The original answers the bare completion object (no reverted_to).
 	if _, has := r["reverted_to"]; has {
 		t.Fatalf("past-end revert has reverted_to: %v", r)
 	}
-	if r["status"] != string(StatusComplete) ||
+	if r["status"] != string(state.StatusComplete) ||
 		!reflect.DeepEqual(r["output"], map[string]any{"n": 2.0}) {
 		t.Fatalf("past-end revert: %v", r)
 	}
-	if st.Status != StatusComplete {
+	if st.Status != state.StatusComplete {
 		t.Fatalf("status %s", st.Status)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -11,14 +12,14 @@ import (
 const stateVersion = 1
 
 // newFlowState creates the state of a new flow execution.
-func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.Time) *FlowState {
-	st := &FlowState{
+func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.Time) *state.FlowState {
+	st := &state.FlowState{
 		FlowID:        id,
 		FlowName:      flowName,
 		RawSpec:       rawSpec,
 		Inputs:        inputs,
 		SchemaVersion: stateVersion,
-		Status:        StatusRunning,
+		Status:        state.StatusRunning,
 		CreatedAt:     now,
 		UpdatedAt:     now,
 		FlowStart:     now,
@@ -31,7 +32,7 @@ func newFlowState(id, flowName, rawSpec string, inputs map[string]any, now time.
 // §2.14): it creates the child flow (or reuses the active one), computes the
 // child's own dispatch — with the policy loop, README, "Deliberate differences" — and returns
 // execute_flow. The child (and anything it created) goes into res.Put.
-func dispatchChild(st *FlowState, env transitionEnv, step *specs.Step, res *transitionResult) (Outcome, error) {
+func dispatchChild(st *state.FlowState, env transitionEnv, step *specs.Step, res *transitionResult) (Outcome, error) {
 	var childFlow *specs.Flow
 	if env.Spec != nil {
 		childFlow = env.Spec.Flows[step.Flow]
@@ -39,8 +40,8 @@ func dispatchChild(st *FlowState, env transitionEnv, step *specs.Step, res *tran
 	if childFlow == nil {
 		return nil, execErrorf("Flow '%s' not found in spec", step.Flow)
 	}
-	var child *FlowState
-	var before *FlowState
+	var child *state.FlowState
+	var before *state.FlowState
 	if st.ActiveChildFlowID != nil && env.Children != nil {
 		if c, err := env.Children.Get(*st.ActiveChildFlowID); err == nil && c != nil {
 			child = c
@@ -96,7 +97,7 @@ func dispatchChild(st *FlowState, env transitionEnv, step *specs.Step, res *tran
 // A child that has not finished is abandoned: it ends killed (so it does not
 // stay "running" in listings forever). It returns the child's id ("" when
 // there was none).
-func snapshotChildAudit(st *FlowState, env transitionEnv, stepID string, res *transitionResult) string {
+func snapshotChildAudit(st *state.FlowState, env transitionEnv, stepID string, res *transitionResult) string {
 	if st.ActiveChildFlowID == nil {
 		return ""
 	}
@@ -118,12 +119,12 @@ func snapshotChildAudit(st *FlowState, env transitionEnv, stepID string, res *tr
 		st.ChildAudits[stepID] = append(st.ChildAudits[stepID], json.RawMessage(b))
 	}
 	if !isFinished(child) {
-		child.Status = StatusKilled
-		child.TerminalStatus = strPtr(string(StatusKilled))
+		child.Status = state.StatusKilled
+		child.TerminalStatus = strPtr(string(state.StatusKilled))
 		child.Gate = nil
 		res.Put = append(res.Put, child)
 		res.Events = append(res.Events, event(child, env, EventFlowFinished, "", EventData{
-			Status: string(StatusKilled), Reason: "abandoned: parent step '" + stepID + "' reported",
+			Status: string(state.StatusKilled), Reason: "abandoned: parent step '" + stepID + "' reported",
 		}))
 	}
 	return id

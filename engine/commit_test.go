@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // putStore is the smallest Store commit needs: an Update whose Tx records
@@ -23,7 +25,7 @@ type putTx struct {
 	p *putStore
 }
 
-func (t *putTx) Put(st *FlowState, _ FlowSummary, expect int64) error {
+func (t *putTx) Put(st *state.FlowState, _ state.FlowSummary, expect int64) error {
 	if v := t.p.stored[st.FlowID]; v != expect {
 		return &VersionError{FlowID: st.FlowID, Expected: expect, Stored: v}
 	}
@@ -41,10 +43,10 @@ func TestCommitWritesAFlowOnce(t *testing.T) {
 	s := &Service{Store: ps, Now: func() time.Time { return now }}
 	sn := newSnapshot(context.Background(), ps)
 	sn.read = map[string]int64{"main": 4, "child": 2}
-	child1 := &FlowState{FlowID: "child", Status: StatusRunning, Version: 2}
-	child2 := &FlowState{FlowID: "child", Status: StatusKilled, Version: 2}
-	main := &FlowState{FlowID: "main", Status: StatusRunning, Version: 4}
-	c := computed{st: main, res: transitionResult{Put: []*FlowState{child1, main, child2}}}
+	child1 := &state.FlowState{FlowID: "child", Status: state.StatusRunning, Version: 2}
+	child2 := &state.FlowState{FlowID: "child", Status: state.StatusKilled, Version: 2}
+	main := &state.FlowState{FlowID: "main", Status: state.StatusRunning, Version: 4}
+	c := computed{st: main, res: transitionResult{Put: []*state.FlowState{child1, main, child2}}}
 	if _, err := s.commit(context.Background(), sn, c); err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
 // recordWire is a record as it is persisted and traced.
-func recordWire(t *testing.T, r Record) map[string]any {
+func recordWire(t *testing.T, r state.Record) map[string]any {
 	t.Helper()
 	return wire(t, Response{"r": r})["r"].(map[string]any)
 }
@@ -109,7 +110,7 @@ func TestConformanceGateErrors(t *testing.T) {
 	expect(t, r, map[string]any{"error_type": "flow_already_complete", "message": "Flow is already complete"})
 }
 
-func recordTypesOf(rs []Record) string { return recordTypes(rs) }
+func recordTypesOf(rs []state.Record) string { return recordTypes(rs) }
 
 // §2.10 timeouts: a timeout kill is {status:"killed", flow_id, reason,
 // trace, total_duration_ms} with a GateRecord (rationale "timeout",
@@ -166,7 +167,7 @@ flows:
         on_kill: ~
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return commitCheckpoint(st, env, "before")
 	})
 	r := f.stepDone("a", map[string]any{"x": 1})
@@ -178,7 +179,7 @@ flows:
 		"rationale": "policy: flag — auto-approved", "round": 0, "round_start_step_id": nil})
 
 	// Revert to before a, do a again: the policy gate resolves itself.
-	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return revertCheckpoint(st, env, "before", review.ChannelTUI)
 	})
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "a", "reverted_to": "before"})
@@ -186,11 +187,11 @@ flows:
 	// Revert to a checkpoint taken *at* the policy gate: applied on revert.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 1 // as if committed while the policy gate was current
-	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	g.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return commitCheckpoint(st, env, "at-gate")
 	})
 	g.st.CurrentIdx = 0
-	r = g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = g.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return revertCheckpoint(st, env, "at-gate", review.ChannelTUI)
 	})
 	keysExactly(t, r, keysCompletion...) // past the end: no reverted_to, as the original
@@ -220,12 +221,12 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func() map[string]any {
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationStart(st, env, "loop")
 		})
 	}
 	report := func(v any) map[string]any {
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationReport(st, env, "loop", map[string]any{"v": v})
 		})
 	}
@@ -256,13 +257,13 @@ flows:
 
 	// Abort.
 	g, _ := plan(t, src, "main", nil)
-	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	g.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationStart(st, env, "loop")
 	})
-	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	g.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationReport(st, env, "loop", map[string]any{"v": 1})
 	})
-	r = g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = g.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationAbort(st, env, "loop", "enough")
 	})
 	keysExactly(t, r, "status", "flow_id", "step_id", "iteration", "reason")
@@ -277,10 +278,12 @@ flows:
 func TestConformanceCheckpoints(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
 	commit := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return commitCheckpoint(st, env, l) })
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+			return commitCheckpoint(st, env, l)
+		})
 	}
 	revert := func(l string) map[string]any {
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return revertCheckpoint(st, env, l, review.ChannelTUI)
 		})
 	}
@@ -306,7 +309,7 @@ func TestConformanceCheckpoints(t *testing.T) {
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "work", "reverted_to": "start"})
 	// Ours (issue 14): the decision the revert undid stays in the trace,
 	// marked reverted; the original dropped it.
-	if f.st.Status != StatusRunning || len(f.st.Records) != 1 || !f.st.Records[0].Reverted || f.st.Records[0].Type != RecordGate {
+	if f.st.Status != state.StatusRunning || len(f.st.Records) != 1 || !f.st.Records[0].Reverted || f.st.Records[0].Type != state.RecordGate {
 		t.Errorf("after revert: status %q records %v", f.st.Status, f.st.Records)
 	}
 }
@@ -341,7 +344,7 @@ func TestConformanceParallelErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
 	pd := func(id string) map[string]any {
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return parallelDone(st, env, id, nil, "clean")
 		})
 	}
@@ -452,7 +455,7 @@ flows:
 		f, r := plan(t, src, "main", nil)
 		keysExactly(t, r, keysCompletion...)
 		expect(t, r, map[string]any{"status": "complete", "output": nil})
-		if traceTypes(r["trace"]) != "skip:a skip:b" || f.st.Status != StatusComplete {
+		if traceTypes(r["trace"]) != "skip:a skip:b" || f.st.Status != state.StatusComplete {
 			t.Errorf("trace %s status %q", traceTypes(r["trace"]), f.st.Status)
 		}
 	})
@@ -489,7 +492,7 @@ flows:
 		r = f.stepDone("cleanup", map[string]any{"c": 1})
 		keysExactly(t, r, keysCompletion...)
 		expect(t, r, map[string]any{"status": "killed", "output": map[string]any{"c": 1}})
-		if _, ran := f.st.StepOutputs["more"]; ran || f.st.Status != StatusKilled {
+		if _, ran := f.st.StepOutputs["more"]; ran || f.st.Status != state.StatusKilled {
 			t.Errorf("more ran or status %q", f.st.Status)
 		}
 	})
@@ -621,12 +624,12 @@ flows:
         depends_on: [loop]
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationStart(st, env, "loop")
 	})
 	var r map[string]any
 	for _, s := range []int{5, 9, 1} {
-		r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationReport(st, env, "loop", map[string]any{"s": s})
 		})
 	}
@@ -652,7 +655,7 @@ func TestConformanceParallelTaskCertificate(t *testing.T) {
 		map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{"artifact": "## Plan\nok"}},
 		map[string]any{"task_id": "t2", "status": "complete", "result": map[string]any{"artifact": "none"}},
 	}
-	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "run", in, "clean")
 	})
 	expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{
@@ -689,10 +692,12 @@ flows:
 `
 	f, _ := plan(t, src, "main", nil)
 	start := func(id string) {
-		f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return iterationStart(st, env, id) })
+		f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+			return iterationStart(st, env, id)
+		})
 	}
 	report := func(id string, v map[string]any) map[string]any {
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationReport(st, env, id, v)
 		})
 	}
@@ -721,11 +726,11 @@ flows:
 	// A scored loop whose score_expr never yields a number runs to exit_max.
 	g, _ := plan(t, src, "main", nil)
 	g.st.CurrentIdx = 2
-	g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	g.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationStart(st, env, "scored")
 	})
 	for i := 1; i <= 4; i++ {
-		r = g.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		r = g.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return iterationReport(st, env, "scored", map[string]any{"s": "not a number"})
 		})
 	}
@@ -747,10 +752,10 @@ flows:
         output_schema: {type: object, additionalProperties: false, properties: {ok: {type: boolean}}}
 `
 	f, _ := plan(t, src, "main", nil)
-	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationStart(st, env, "hunt")
 	})
-	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationReport(st, env, "hunt", map[string]any{"found": []any{"a", "b", "a"}})
 	})
 	expect(t, r, map[string]any{"new_count": 2, "dry_streak": 0})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs/py"
 )
 
@@ -125,7 +126,7 @@ func TestConformanceDispatchKeySets(t *testing.T) {
 	expect(t, r, map[string]any{"status": "parallel_dispatch", "step_mode": "parallel_dispatch", "retries_remaining": 2,
 		"tasks": tasks, "max_concurrent": 3, "isolation": "worktree", "require": "all", "merge": "sequential_apply"})
 
-	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "par", []any{map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{}}}, "clean")
 	})
 	keysExactly(t, r, keysExecuteFlow...)
@@ -250,7 +251,7 @@ flows:
 // §2.5: $-reference errors carry the original's texts, refs quoted with
 // Python's repr.
 func TestConformanceRefMessages(t *testing.T) {
-	st := &FlowState{Inputs: map[string]any{}, StepProgress: StepProgress{StepOutputs: map[string]any{"a": map[string]any{"b": 1, "a": 2}}}}
+	st := &state.FlowState{Inputs: map[string]any{}, StepProgress: state.StepProgress{StepOutputs: map[string]any{"a": map[string]any{"b": 1, "a": 2}}}}
 	cases := []struct{ ref, want string }{
 		{"$.input.q", "$.input.q not found in flow inputs"},
 		{"$.steps.nope.output", "$.steps.nope not yet executed — check depends_on ordering"},
@@ -409,7 +410,9 @@ flows:
 	}
 
 	skip := func(id, reason string) map[string]any {
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return skipStep(st, env, id, reason) })
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+			return skipStep(st, env, id, reason)
+		})
 	}
 	r = skip("a", "x")
 	expect(t, r, map[string]any{"success": false, "error_type": "execution_error", "message": "Expected step 'b', got 'a'"})

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const specChild = `version: "0.2"
@@ -175,7 +177,7 @@ func TestParallelDone(t *testing.T) {
 				"isolation": "worktree", "require": c.require, "merge": "sequential_apply",
 				"intent_template": "do {description}", "retries_remaining": 2, "agent": "claude",
 			})
-			r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+			r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 				return parallelDone(st, env, "run", c.results, c.merge)
 			})
 			if c.status == "complete" {
@@ -189,7 +191,7 @@ func TestParallelDone(t *testing.T) {
 			}
 			// First failure: retry with the violation; second: exhausted.
 			expect(t, r, map[string]any{"status": "ensure_failed", "violations": []any{c.viol}, "retries_remaining": 1})
-			r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+			r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 				return parallelDone(st, env, "run", c.results, c.merge)
 			})
 			expect(t, r, map[string]any{"status": "error", "error_type": "retries_exhausted", "violations": []any{c.viol}})
@@ -210,11 +212,11 @@ func countFailed(results []any) int {
 func TestParallelDoneErrors(t *testing.T) {
 	src := strings.Replace(specParallel, "REQ", "all", 1)
 	f, _ := plan(t, src, "main", nil)
-	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "run", nil, "clean")
 	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "step_mismatch"})
-	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, "split", nil, "clean")
 	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "wrong_step_type",
@@ -317,11 +319,11 @@ func TestClearFrom(t *testing.T) {
 		st.StepOutputs[id] = id
 		st.Attempts[id] = 1
 		st.IterationOutcome[id] = "exit_success"
-		st.IterationBest[id] = &IterationBest{Iteration: 1}
-		st.IterationAccumulator[id] = &Accumulator{}
+		st.IterationBest[id] = &state.IterationBest{Iteration: 1}
+		st.IterationAccumulator[id] = &state.Accumulator{}
 	}
-	st.ActiveIteration = &ActiveIteration{StepID: "b"}
-	st.Iterations["c"] = []IterationEntry{{Iteration: 1}}
+	st.ActiveIteration = &state.ActiveIteration{StepID: "b"}
+	st.Iterations["c"] = []state.IterationEntry{{Iteration: 1}}
 	clearFrom(st, f.env, 1, "b")
 	if _, ok := st.StepOutputs["a"]; !ok {
 		t.Error("cleared before idx")
@@ -348,7 +350,7 @@ func TestChildAbandonedAndFailed(t *testing.T) {
 	childID := r["child_flow_id"].(string)
 	f.stepDone("sub", map[string]any{"done": true})
 	c := f.child(childID)
-	if c.st.Status != StatusKilled {
+	if c.st.Status != state.StatusKilled {
 		t.Fatalf("abandoned child status %q", c.st.Status)
 	}
 
@@ -363,7 +365,7 @@ func TestChildAbandonedAndFailed(t *testing.T) {
 	r = f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "execute_flow", "child_flow_id": childID})
 	expect(t, r["child_step"].(map[string]any), map[string]any{"status": "failed", "flow_id": childID})
-	if c2 := f.child(childID); c2.st.Status != StatusFailed {
+	if c2 := f.child(childID); c2.st.Status != state.StatusFailed {
 		t.Fatalf("failed child revived: %q", c2.st.Status)
 	}
 }
@@ -391,7 +393,7 @@ flows:
 	if vs, _ := r["violations"].([]any); len(vs) != 2 || !strings.Contains(vs[0].(string), "output contract 'Summary' violation: missing required property") {
 		t.Fatalf("violations %v", r["violations"])
 	}
-	if f.st.Status != StatusFailed {
+	if f.st.Status != state.StatusFailed {
 		t.Fatalf("status %s, want failed", f.st.Status)
 	}
 	g, _ := plan(t, src, "main", nil)

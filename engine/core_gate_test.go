@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -48,14 +49,14 @@ func TestAwaitGateDispatch(t *testing.T) {
 		"on_kill": nil, "timeout": 60, "approver": "any",
 		"deadline": t0.Add(70 * time.Second).Format(time.RFC3339Nano),
 	})
-	if f.st.Status != StatusAwaitingGate || f.st.Gate == nil || f.st.Gate.StepID != "review" || f.st.Gate.OnTimeout != "kill" {
+	if f.st.Status != state.StatusAwaitingGate || f.st.Gate == nil || f.st.Gate.StepID != "review" || f.st.Gate.OnTimeout != "kill" {
 		t.Fatalf("state %q gate %+v", f.st.Status, f.st.Gate)
 	}
 	r = f.stepDone("review", map[string]any{})
 	expect(t, r, map[string]any{"status": "error", "error_type": "gate_step_requires_gate_resolve",
 		"message": "Step 'review' is a gate step. Use stratum_gate_resolve to resolve it."})
 	noKey(t, r, "success")
-	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return skipStep(st, env, "review", "no")
 	})
 	expect(t, r, map[string]any{"error_type": "execution_error"})
@@ -116,7 +117,7 @@ func TestGateApproveRecord(t *testing.T) {
 	if g.Outcome != "approve" || g.Rationale != "because" || g.ResolvedBy != "human" || g.Channel != "tui" || g.Reviewer != "ann" || g.DurationMS != 5000 || g.Round != 0 || g.RoundStartStepID != nil {
 		t.Errorf("gate record %+v", g)
 	}
-	if f.st.Gate != nil || f.st.Status != StatusComplete {
+	if f.st.Gate != nil || f.st.Status != state.StatusComplete {
 		t.Errorf("gate %+v status %q", f.st.Gate, f.st.Status)
 	}
 }
@@ -150,7 +151,7 @@ func TestGateRevise(t *testing.T) {
 	if got := recordTypes(f.st.Records); got != "step:work gate:review" {
 		t.Errorf("over-limit revise record should stay in the active trace: %s", got)
 	}
-	if f.st.Status != StatusAwaitingGate || f.st.Gate == nil {
+	if f.st.Status != state.StatusAwaitingGate || f.st.Gate == nil {
 		t.Errorf("gate not current after refused revise: %q %+v", f.st.Status, f.st.Gate)
 	}
 	r = f.resolve("review", review.Approve)
@@ -165,7 +166,7 @@ func TestGateKill(t *testing.T) {
 	r := f.resolve("review", review.Kill)
 	expect(t, r, map[string]any{"status": "killed", "flow_id": f.st.FlowID})
 	noKey(t, r, "output", "reason")
-	if f.st.Status != StatusKilled || *f.st.TerminalStatus != "killed" {
+	if f.st.Status != state.StatusKilled || *f.st.TerminalStatus != "killed" {
 		t.Fatalf("status %q", f.st.Status)
 	}
 	r = f.do(resumeFlow)
@@ -208,7 +209,7 @@ flows:
 	expect(t, r, map[string]any{"status": "execute_step", "step_id": "cleanup"})
 	r = f.stepDone("cleanup", map[string]any{"cleaned": true})
 	expect(t, r, map[string]any{"status": "killed", "output": map[string]any{"cleaned": true}})
-	if f.st.Status != StatusKilled {
+	if f.st.Status != state.StatusKilled {
 		t.Errorf("status %q", f.st.Status)
 	}
 	if _, ran := f.st.StepOutputs["after"]; ran {
@@ -274,7 +275,7 @@ func TestPolicyCycleGuard(t *testing.T) {
 	if got := recordTypes(f.st.Records); got != "step:a policy:g1 policy:g2" {
 		t.Fatalf("records %s", got)
 	}
-	if f.st.Status != StatusAwaitingGate {
+	if f.st.Status != state.StatusAwaitingGate {
 		t.Errorf("status %q", f.st.Status)
 	}
 }
@@ -305,7 +306,7 @@ flows:
 	r := f.stepDone("a", map[string]any{"x": 1})
 	expect(t, r, map[string]any{"status": "complete", "output": map[string]any{"x": 1}})
 	p := f.st.Records[1]
-	if p.Type != RecordPolicy || p.EffectivePolicy != "skip_if" || p.Rationale != "automatic" || p.ResolvedOutcome != "approve" {
+	if p.Type != state.RecordPolicy || p.EffectivePolicy != "skip_if" || p.Rationale != "automatic" || p.ResolvedOutcome != "approve" {
 		t.Errorf("record %+v", p)
 	}
 	f, _ = plan(t, src, "main", map[string]any{"auto": false})
@@ -330,7 +331,7 @@ func TestCheckTimeouts(t *testing.T) {
 	r = f.do(checkTimeouts)
 	expect(t, r, map[string]any{"status": "killed", "reason": "timeout", "flow_id": f.st.FlowID})
 	g := f.st.Records[len(f.st.Records)-1]
-	if g.Type != RecordGate || g.Outcome != "kill" || g.ResolvedBy != "system" || g.Channel != "timeout" || g.Rationale != "timeout" {
+	if g.Type != state.RecordGate || g.Outcome != "kill" || g.ResolvedBy != "system" || g.Channel != "timeout" || g.Rationale != "timeout" {
 		t.Errorf("record %+v", g)
 	}
 	r = f.do(checkTimeouts)

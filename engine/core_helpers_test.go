@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -31,19 +32,19 @@ type fixture struct {
 	t        *testing.T
 	spec     *specs.Spec
 	env      transitionEnv
-	st       *FlowState
+	st       *state.FlowState
 	flows    map[string][]byte // child flows, JSON as stored
 	ids      int
 	events   []Event
 	lastPlan transitionResult
 }
 
-func (f *fixture) Get(id string) (*FlowState, error) {
+func (f *fixture) Get(id string) (*state.FlowState, error) {
 	b, ok := f.flows[id]
 	if !ok {
 		return nil, fmt.Errorf("flow %s: %w", id, ErrNotFound)
 	}
-	var st FlowState
+	var st state.FlowState
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func (f *fixture) roundTrip() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var st FlowState
+	var st state.FlowState
 	if err := json.Unmarshal(b, &st); err != nil {
 		f.t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func (f *fixture) roundTrip() {
 }
 
 // do runs a transition on the fixture's flow.
-func (f *fixture) do(fn func(st *FlowState, env transitionEnv) (transitionResult, error)) map[string]any {
+func (f *fixture) do(fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) map[string]any {
 	f.t.Helper()
 	res, err := fn(f.st, f.env)
 	if err != nil {
@@ -120,7 +121,7 @@ func (f *fixture) do(fn func(st *FlowState, env transitionEnv) (transitionResult
 
 func (f *fixture) stepDone(stepID string, result any) map[string]any {
 	f.t.Helper()
-	return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return stepDone(st, env, stepID, result)
 	})
 }
@@ -131,7 +132,7 @@ func (f *fixture) resolve(stepID string, o review.Outcome, mutate ...func(*revie
 	for _, m := range mutate {
 		m(&d)
 	}
-	return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return gateResolve(st, env, d) })
+	return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) { return gateResolve(st, env, d) })
 }
 
 func (f *fixture) later(d time.Duration) { f.env.Now = f.env.Now.Add(d) }
@@ -234,7 +235,7 @@ func traceTypes(v any) string {
 	return strings.Join(parts, " ")
 }
 
-func recordTypes(rs []Record) string {
+func recordTypes(rs []state.Record) string {
 	var parts []string
 	for _, r := range rs {
 		parts = append(parts, r.Type+":"+r.StepID)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -50,7 +51,7 @@ func TestResumeFinished(t *testing.T) {
 
 	f, _ = plan(t, specReviewLoop, "main", nil)
 	f.stepDone("write", map[string]any{})
-	f.st.Status = StatusFailed
+	f.st.Status = state.StatusFailed
 	r := f.do(resumeFlow)
 	expect(t, r, map[string]any{"status": "failed", "flow_id": f.st.FlowID})
 

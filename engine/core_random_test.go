@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -40,22 +41,26 @@ func TestRandomWalks(t *testing.T) {
 						stepIDs = []string{cur.ID}
 					}
 					id := stepIDs[rng.IntN(len(stepIDs))]
-					var fn func(st *FlowState, env transitionEnv) (transitionResult, error)
+					var fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)
 					var op string
 					switch rng.IntN(9) {
 					case 0, 1, 2:
 						res := results[rng.IntN(len(results))]
 						op = "step_done " + id
-						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) { return stepDone(st, env, id, res) }
+						fn = func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+							return stepDone(st, env, id, res)
+						}
 					case 3, 4:
 						o := []review.Outcome{review.Approve, review.Revise, review.Kill, "bogus"}[rng.IntN(4)]
 						op = "gate " + id + " " + string(o)
-						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) {
+						fn = func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 							return gateResolve(st, env, review.Decision{StepID: id, Outcome: o, ResolvedBy: review.Human, Channel: review.ChannelCLI})
 						}
 					case 5:
 						op = "skip " + id
-						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) { return skipStep(st, env, id, "r") }
+						fn = func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+							return skipStep(st, env, id, "r")
+						}
 					case 6:
 						op = "resume"
 						fn = resumeFlow
@@ -65,7 +70,7 @@ func TestRandomWalks(t *testing.T) {
 						fn = checkTimeouts
 					case 8:
 						op = "parallel " + id
-						fn = func(st *FlowState, env transitionEnv) (transitionResult, error) {
+						fn = func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 							return parallelDone(st, env, id, nil, "clean")
 						}
 					}
@@ -96,7 +101,7 @@ func TestRandomWalks(t *testing.T) {
 }
 
 func (f *fixture) roundTripFrom(js string) {
-	var st FlowState
+	var st state.FlowState
 	if err := jsonUnmarshal([]byte(js), &st); err != nil {
 		f.t.Fatal(err)
 	}
@@ -111,23 +116,23 @@ func checkInvariants(t *testing.T, op string, f *fixture) {
 		t.Fatalf("%s: cursor %d out of [0,%d]", op, st.CurrentIdx, total)
 	}
 	switch st.Status {
-	case StatusAwaitingGate:
+	case state.StatusAwaitingGate:
 		cur := currentStep(st, f.env)
 		if st.Gate == nil || cur == nil || !cur.IsGate() || st.Gate.StepID != cur.ID || st.Gate.Round != st.Round {
 			t.Fatalf("%s: awaiting_gate but gate %+v at %v", op, st.Gate, cur)
 		}
-	case StatusRunning:
+	case state.StatusRunning:
 		if st.Gate != nil {
 			t.Fatalf("%s: running with a pending gate %+v", op, st.Gate)
 		}
 		if st.CurrentIdx >= total {
 			t.Fatalf("%s: running past the end", op)
 		}
-	case StatusComplete, StatusKilled:
+	case state.StatusComplete, state.StatusKilled:
 		if st.CurrentIdx < total || st.Gate != nil {
 			t.Fatalf("%s: %s with cursor %d gate %+v", op, st.Status, st.CurrentIdx, st.Gate)
 		}
-	case StatusFailed:
+	case state.StatusFailed:
 	default:
 		t.Fatalf("%s: unknown status %q", op, st.Status)
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const specOrder = `version: "0.2"
@@ -40,7 +42,7 @@ func TestOrderingACB(t *testing.T) {
 	if traceTypes(r["trace"]) != "step:a step:c step:b" {
 		t.Errorf("trace %s", traceTypes(r["trace"]))
 	}
-	if f.st.Status != StatusComplete {
+	if f.st.Status != state.StatusComplete {
 		t.Errorf("status %q", f.st.Status)
 	}
 }
@@ -89,9 +91,9 @@ flows:
 }
 
 func TestRefResolution(t *testing.T) {
-	st := &FlowState{
+	st := &state.FlowState{
 		Inputs: map[string]any{"x": "X", "obj": map[string]any{"deep": 1}},
-		StepProgress: StepProgress{StepOutputs: map[string]any{
+		StepProgress: state.StepProgress{StepOutputs: map[string]any{
 			"a":       map[string]any{"field": "F", "nested": map[string]any{"k": 2}, "zeta": 1},
 			"skipped": nil,
 			"scalar":  "text",
@@ -166,11 +168,11 @@ flows:
 	}
 	// A skipped step's null output propagates instead.
 	f, _ = plan(t, src, "main", nil)
-	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return skipStep(st, env, "a", "not needed")
 	})
 	expect(t, r, map[string]any{"step_id": "b", "inputs": map[string]any{"v": nil}})
-	if f.st.Records[0].Type != RecordSkip || f.st.Records[0].SkipReason != "not needed" {
+	if f.st.Records[0].Type != state.RecordSkip || f.st.Records[0].SkipReason != "not needed" {
 		t.Errorf("records %+v", f.st.Records)
 	}
 }
@@ -248,7 +250,7 @@ func TestStepDoneChecks(t *testing.T) {
 		r := f.stepDone("w", map[string]any{"ok": true, "n": 3})
 		expect(t, r, map[string]any{"status": "execute_step", "step_id": "last", "step_number": 2})
 		rec := f.st.Records[0]
-		if rec.Type != RecordStep || rec.Attempts != 2 || rec.FunctionName != "work" || rec.StepMode != "function" || rec.DurationMS != 1500 || rec.Agent != nil {
+		if rec.Type != state.RecordStep || rec.Attempts != 2 || rec.FunctionName != "work" || rec.StepMode != "function" || rec.DurationMS != 1500 || rec.Agent != nil {
 			t.Errorf("record %+v", rec)
 		}
 		if showV(f.st.StepOutputs["w"]) != `{"n":3,"ok":true}` {
@@ -308,7 +310,7 @@ flows:
 		"message": "Step 'f' exhausted all retries",
 	})
 	noKey(t, r, "success")
-	if f.st.Status != StatusFailed || f.st.Attempts["f"] != 3 {
+	if f.st.Status != state.StatusFailed || f.st.Attempts["f"] != 3 {
 		t.Fatalf("status %q attempts %v", f.st.Status, f.st.Attempts)
 	}
 	if f.st.Records[0].Attempts != 3 {
@@ -428,7 +430,7 @@ func TestSkipIf(t *testing.T) {
 	if f.st.Records[0].SkipReason != "fast mode" || f.st.Records[1].SkipReason != "skip_if: $.steps.a.output == None" {
 		t.Errorf("reasons %+v", f.st.Records)
 	}
-	if f.st.Status != StatusComplete {
+	if f.st.Status != state.StatusComplete {
 		t.Errorf("status %q", f.st.Status)
 	}
 	// Not skipped.
@@ -455,9 +457,11 @@ flows:
 
 func TestSkipStep(t *testing.T) {
 	f, _ := plan(t, specOrder, "main", nil)
-	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) { return skipStep(st, env, "c", "x") })
+	r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+		return skipStep(st, env, "c", "x")
+	})
 	expect(t, r, map[string]any{"error_type": "execution_error", "message": "Expected step 'a', got 'c'"})
-	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return skipStep(st, env, "a", "not needed")
 	})
 	expect(t, r, map[string]any{"step_id": "c"})

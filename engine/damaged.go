@@ -1,6 +1,10 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/stratum-go/stratum/engine/state"
+)
 
 // Damaged flow records (ports.go, DamagedError): a flow whose stored state
 // or summary cannot be decoded must not stop everything else. Sweeps skip
@@ -53,7 +57,7 @@ func (s *Service) noteDamaged(d *DamagedError) {
 
 // withoutDamaged leaves out of sums the flows known to be damaged (whose
 // summary reads but whose state does not).
-func (s *Service) withoutDamaged(sums []FlowSummary) []FlowSummary {
+func (s *Service) withoutDamaged(sums []state.FlowSummary) []state.FlowSummary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.damaged) == 0 {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const deadlineSpec = `version: "0.2"
@@ -72,7 +74,7 @@ func TestEnforceDeadlines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Status == engine.StatusKilled {
+		if st.Status == state.StatusKilled {
 			break
 		}
 		if time.Since(opened) > 10*time.Second {

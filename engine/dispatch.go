@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -34,7 +35,7 @@ const (
 // An error is an execution_error *Error (a $-reference that does not
 // resolve, an unknown child flow): the caller answers it and discards the
 // state.
-func currentDispatch(st *FlowState, env transitionEnv) (transitionResult, error) {
+func currentDispatch(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 	ensureMaps(st)
 	var res transitionResult
 	visited := map[string]bool{}
@@ -117,15 +118,15 @@ func notePolicyFallback(res *transitionResult, stepID, policy string) {
 
 // skipIfTrue evaluates a step's skip_if; any evaluation error means "don't
 // skip" (upstream-behavior §2.9).
-func skipIfTrue(st *FlowState, env transitionEnv, step *specs.Step) bool {
+func skipIfTrue(st *state.FlowState, env transitionEnv, step *specs.Step) bool {
 	ok, err := evalBool(env.context(), step.SkipIf, specs.EvalEnv{Refs: refResolver(st), Root: env.Root})
 	return err == nil && ok
 }
 
 // skipCurrent records a skip of the current (non-gate) step, sets its output
 // to null and advances.
-func skipCurrent(st *FlowState, env transitionEnv, step *specs.Step, reason string, res *transitionResult) {
-	rec := newRecord(st, env, RecordSkip, step.ID)
+func skipCurrent(st *state.FlowState, env transitionEnv, step *specs.Step, reason string, res *transitionResult) {
+	rec := newRecord(st, env, state.RecordSkip, step.ID)
 	rec.SkipReason = reason
 	st.Records = append(st.Records, rec)
 	st.StepOutputs[step.ID] = nil
@@ -142,8 +143,8 @@ func skipCurrent(st *FlowState, env transitionEnv, step *specs.Step, reason stri
 
 // autoApprove resolves a gate without a human: a PolicyRecord (never a
 // GateRecord), then on_approve (null → the flow completes).
-func autoApprove(st *FlowState, env transitionEnv, step *specs.Step, policy, rationale string, res *transitionResult) {
-	rec := newRecord(st, env, RecordPolicy, step.ID)
+func autoApprove(st *state.FlowState, env transitionEnv, step *specs.Step, policy, rationale string, res *transitionResult) {
+	rec := newRecord(st, env, state.RecordPolicy, step.ID)
 	rec.EffectivePolicy = policy
 	rec.ResolvedOutcome = string("approve")
 	rec.Rationale = rationale
@@ -160,7 +161,7 @@ func autoApprove(st *FlowState, env transitionEnv, step *specs.Step, policy, rat
 
 // jumpOrEnd moves the cursor to the named step, or past the end when target
 // is "" (or, defensively, unknown).
-func jumpOrEnd(st *FlowState, env transitionEnv, target string) {
+func jumpOrEnd(st *state.FlowState, env transitionEnv, target string) {
 	if target == "" {
 		st.CurrentIdx = totalSteps(env)
 		return
@@ -175,7 +176,7 @@ func jumpOrEnd(st *FlowState, env transitionEnv, target string) {
 // stampDispatch records when a step was dispatched (once per dispatch: the
 // entry is dropped when the step reports, fails an attempt or is cleared) and
 // reports whether this call stamped it.
-func stampDispatch(st *FlowState, env transitionEnv, stepID string) bool {
+func stampDispatch(st *state.FlowState, env transitionEnv, stepID string) bool {
 	if _, ok := st.DispatchedAt[stepID]; ok {
 		return false
 	}
@@ -184,7 +185,7 @@ func stampDispatch(st *FlowState, env transitionEnv, stepID string) bool {
 }
 
 // dispatchStep builds the dispatch of a step (upstream-behavior §2.3).
-func dispatchStep(st *FlowState, env transitionEnv, step *specs.Step, res *transitionResult) (Outcome, error) {
+func dispatchStep(st *state.FlowState, env transitionEnv, step *specs.Step, res *transitionResult) (Outcome, error) {
 	idx := st.CurrentIdx
 	if stampDispatch(st, env, step.ID) {
 		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, EventData{StepMode: step.StepMode()}))
@@ -192,7 +193,7 @@ func dispatchStep(st *FlowState, env transitionEnv, step *specs.Step, res *trans
 	if step.IsGate() {
 		return dispatchGate(st, env, step, res), nil
 	}
-	st.Status = StatusRunning
+	st.Status = state.StatusRunning
 	st.Gate = nil
 	switch step.Kind {
 	case specs.KindFlow:
@@ -261,18 +262,18 @@ func dispatchStep(st *FlowState, env transitionEnv, step *specs.Step, res *trans
 // reviseFeedback is the decision that sent the flow back to step: the
 // revise gate record of the previous round, while step is the round's
 // start (the on_revise target) and has not completed in this round yet.
-func reviseFeedback(st *FlowState, step *specs.Step) *ReviseFeedback {
+func reviseFeedback(st *state.FlowState, step *specs.Step) *ReviseFeedback {
 	if st.Round == 0 || st.RoundStartStepID == nil || *st.RoundStartStepID != step.ID || len(st.Rounds) == 0 {
 		return nil
 	}
 	for _, r := range st.Records {
-		if r.Type == RecordStep && r.StepID == step.ID {
+		if r.Type == state.RecordStep && r.StepID == step.ID {
 			return nil
 		}
 	}
 	prev := st.Rounds[len(st.Rounds)-1]
 	for i := len(prev) - 1; i >= 0; i-- {
-		if r := prev[i]; r.Type == RecordGate && r.Outcome == string(review.Revise) {
+		if r := prev[i]; r.Type == state.RecordGate && r.Outcome == string(review.Revise) {
 			return &ReviseFeedback{Gate: r.StepID, Round: r.Round, Rationale: r.Rationale, Reviewer: r.Reviewer, Channel: r.Channel}
 		}
 	}
@@ -287,10 +288,10 @@ func reviseFeedback(st *FlowState, step *specs.Step) *ReviseFeedback {
 // additions to any dispatch object): deadline (the persisted absolute
 // deadline, RFC 3339, null without a timeout) and approver ("any" or
 // "human": a human gate refuses decisions through MCP).
-func dispatchGate(st *FlowState, env transitionEnv, step *specs.Step, res *transitionResult) *GateDispatch {
-	st.Status = StatusAwaitingGate
+func dispatchGate(st *state.FlowState, env transitionEnv, step *specs.Step, res *transitionResult) *GateDispatch {
+	st.Status = state.StatusAwaitingGate
 	if st.Gate == nil || st.Gate.StepID != step.ID || st.Gate.Round != st.Round {
-		g := &PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
+		g := &state.PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
 		if step.Fn != nil {
 			if step.Fn.Timeout > 0 {
 				d := env.Now.Add(time.Duration(step.Fn.Timeout) * time.Second)
@@ -332,10 +333,10 @@ func dispatchGate(st *FlowState, env transitionEnv, step *specs.Step, res *trans
 // finish builds the payload of a flow whose cursor is past the end and marks
 // it finished: {status, flow_id, output, trace, total_duration_ms}, status =
 // terminal_status or "complete" (README, "Deliberate differences": all-skipped flows complete too).
-func finish(st *FlowState, env transitionEnv, res *transitionResult) *Completion {
-	status := StatusComplete
+func finish(st *state.FlowState, env transitionEnv, res *transitionResult) *Completion {
+	status := state.StatusComplete
 	if killedMode(st) {
-		status = StatusKilled
+		status = state.StatusKilled
 	}
 	if st.Status != status {
 		st.Status = status
@@ -352,7 +353,7 @@ func finish(st *FlowState, env transitionEnv, res *transitionResult) *Completion
 // step does, with error output_contract_failed and the violations; nil when
 // it fits, when the flow declares no contract or ends killed. The original
 // server never compares them (README, "Deliberate differences").
-func outputContractFailure(st *FlowState, env transitionEnv, res *transitionResult) *Error {
+func outputContractFailure(st *state.FlowState, env transitionEnv, res *transitionResult) *Error {
 	if env.Flow == nil || env.Flow.Output == "" || env.Spec == nil || killedMode(st) {
 		return nil
 	}
@@ -371,10 +372,10 @@ func outputContractFailure(st *FlowState, env transitionEnv, res *transitionResu
 	for i, v := range vs {
 		vs[i] = fmt.Sprintf("output contract '%s' violation: %s", c.Name, v)
 	}
-	st.Status = StatusFailed
+	st.Status = state.StatusFailed
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(StatusFailed)}))
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(state.StatusFailed)}))
 	e := refusal(ErrTypeOutputContract, "Flow '%s' output does not fit its output contract '%s'", env.Flow.Name, c.Name)
 	e.FlowID, e.Violations = st.FlowID, vs
 	return e
@@ -383,7 +384,7 @@ func outputContractFailure(st *FlowState, env transitionEnv, res *transitionResu
 // completionPayload is the completion object. output is the output of the
 // last ordered step whose output is non-null; trace is the current round's
 // records.
-func completionPayload(st *FlowState, env transitionEnv, status FlowStatus) *Completion {
+func completionPayload(st *state.FlowState, env transitionEnv, status state.FlowStatus) *Completion {
 	return &Completion{
 		Status:          status,
 		FlowID:          st.FlowID,
@@ -395,9 +396,9 @@ func completionPayload(st *FlowState, env transitionEnv, status FlowStatus) *Com
 }
 
 // killedPayload is the answer to a kill with no cleanup step (no output).
-func killedPayload(st *FlowState, env transitionEnv) *Completion {
+func killedPayload(st *state.FlowState, env transitionEnv) *Completion {
 	return &Completion{
-		Status:          StatusKilled,
+		Status:          state.StatusKilled,
 		FlowID:          st.FlowID,
 		Trace:           copyRecords(st.Records),
 		TotalDurationMS: durationMS(st.FlowStart, env.Now),
@@ -405,7 +406,7 @@ func killedPayload(st *FlowState, env transitionEnv) *Completion {
 }
 
 // flowOutput is the output of the last ordered step with a non-null output.
-func flowOutput(st *FlowState, env transitionEnv) any {
+func flowOutput(st *state.FlowState, env transitionEnv) any {
 	for i := totalSteps(env) - 1; i >= 0; i-- {
 		s := stepAt(env, i)
 		if s == nil {
@@ -440,7 +441,7 @@ func ensureSources(step *specs.Step) []string {
 	return out
 }
 
-func retriesRemaining(st *FlowState, step *specs.Step) int {
+func retriesRemaining(st *state.FlowState, step *specs.Step) int {
 	return maxRetries(step) - st.Attempts[step.ID]
 }
 

@@ -21,7 +21,8 @@
 // committed (Error.Committed): retries_exhausted and max_rounds_exceeded.
 // Notes carry what a report adds to the outcome it answers with (a failed
 // attempt's violations, on_fail routing, a revert's label, a timeout).
-// FlowStatus is a typed enum with predicates (Finished, Active).
+// A flow's status (state.FlowStatus) is a typed enum with predicates
+// (Finished, Active).
 //
 // Wire is the one function that renders the original's JSON, byte for byte
 // what the original's clients read: the MCP tools and the CLI's JSON output
@@ -47,11 +48,16 @@
 //
 // The exported names are what the Service (and its FlowWriter, a
 // process's one writer of a flow), its ports (Store, Tx, Executor, the
-// optional EventLimiter and EventOrder), its outcomes, errors and events, and the summaries and views that main,
-// the TUI, engine/run, engine/mcp and the stores need. Plumbing shared only
-// by packages under engine/ lives in engine/internal (llm, infer, otlp,
-// redact, jsonlimit: the limits on JSON from outside, fanout: the task
-// graph, task prompts and require of a fan-out).
+// optional EventLimiter and EventOrder), its outcomes, errors and events need, and the
+// few reads of a flow state that need the engine's rules (Summarize,
+// PendingReview, ReviewArtifacts, ResolveStepInputs, ResolveSource,
+// CheckReviewValue, PrunableLine). The persisted shape of a flow — FlowState
+// and its stored parts, FlowStatus, FlowSummary, what Tx.Get and Tx.Put
+// carry and front ends read — is package engine/state, plain data that
+// imports nothing of ours. Plumbing shared only by packages under engine/
+// lives in engine/internal (llm, infer, otlp, redact, jsonlimit: the limits
+// on JSON from outside, fanout: the task graph, task prompts and require of
+// a fan-out, libreview: the rule of a Go program's review).
 //
 // # The Service: snapshot, verdict, version re-check
 //
@@ -66,7 +72,7 @@
 // checks that every flow the transition read is at the version read (a
 // flow only read is re-read; a flow written is checked by Tx.Put's
 // conditional put, so it is not decoded again: each written flow is
-// stamped once, before the transaction (FlowState.Stamp: UpdatedAt,
+// stamped once, before the transaction (state.FlowState.Stamp: UpdatedAt,
 // CreatedAt, Version one past the one read), and Put writes it only over
 // the version read, NotStored for a flow the transition creates, else
 // fails with ErrConflict), then writes the states, deletions and events
@@ -87,6 +93,11 @@
 // are published to the in-process broker only after their commit. Claim,
 // TakeOver and Release run the same way, and the reads that need a spec
 // (Audit, PendingReviews, PendingGateSteps) parse it after their View.
+// A flow this Service committed last is not read again: the snapshot
+// starts from a copy of the state it wrote (owncommits.go, a few flows'
+// worth), which the conditional put confirms; an answer that writes
+// nothing computed on such a copy is given only if one View finds the flow
+// unchanged, else computed again from a fresh read.
 //
 // Decisions where the original is silent or where we differ (besides
 // README, "Deliberate differences from the original"):
@@ -154,7 +165,7 @@
 //     round's history first).
 //   - Flow ids may be abbreviated: front ends resolve what they are given
 //     with Service.ResolveFlowID (ids.go) before calling the Service — the
-//     id itself, or a unique prefix of at least MinFlowIDPrefix (4)
+//     id itself, or a unique prefix of at least minFlowIDPrefix (4)
 //     characters; an ambiguous prefix is error_type ambiguous_flow_id with
 //     candidates, a shorter or unknown one flow_not_found.
 //   - A runner lease (FlowState.Owner) that is live refuses agent reports
@@ -178,12 +189,12 @@
 // and the JSON Schema of its value); the flow is awaiting_gate while one
 // is open, Gate naming the oldest. GateResolve decides a review like a
 // gate: approve records a value (Decision.Option or Decision.Value,
-// checked by LibraryReview.Decide / CheckReviewValue: one of the options,
+// checked by libreview.Decide / CheckReviewValue: one of the options,
 // or a value that fits the schema; else invalid_review_value and the
 // review stays open), kill rejects it, revise is refused, approver human
 // refuses the mcp channel, a closed review answers review_closed
 // (review.ErrAlreadyDecided). Deadlines are absolute and applied by every
-// sweep (LibraryReview.Expire: the OnTimeout value, or a timeout without
+// sweep (libreview.Expire: the OnTimeout value, or a timeout without
 // one); WithdrawReview closes a review the program stopped waiting for.
 // Every spec transition (resume, step_done, skip, commit, revert, the
 // iteration protocol …) refuses a library flow with error_type
@@ -212,7 +223,7 @@
 // leases" for what that guarantees across machines.
 //
 // Summaries are the engine's: Summarize computes every field of a
-// FlowSummary from a state and its flow (step k/n, current step, round,
+// state.FlowSummary from a state and its flow (step k/n, current step, round,
 // driver, parent, gate, the runner lease, the pending gate's question and
 // whether it accepts revise), and every state the Service
 // writes — transitions and the child flows they create or end, Claim,
@@ -257,6 +268,7 @@
 // frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB
 // and 256 levels of nesting.
 //
-// The engine imports specs and review only; it never imports store, bbolt,
-// etcd, bubbletea or fsnotify (.ci/imports checks it).
+// The engine imports specs, review and engine/state only (and its own
+// engine/internal); it never imports store, bbolt, etcd, bubbletea or
+// fsnotify (.ci/imports checks it).
 package engine

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // EventData is an event's payload: the fields the transitions write,
@@ -126,7 +128,7 @@ type EventData struct {
 	Tokens int64 `json:"tokens,omitempty"`
 	// Trace is a trace event's trace record, when the runner kept one
 	// (infer calls): which function and model ran and what it returned.
-	Trace *TraceRecord `json:"trace,omitempty"`
+	Trace *state.TraceRecord `json:"trace,omitempty"`
 	// Violations are a failed attempt's violations (step_failed, a trace
 	// event with an ErrorKind, a failed parallel_task).
 	Violations []string `json:"violations,omitempty"`
@@ -189,7 +191,7 @@ var dataFields = [...]dataField{
 	dataNum("step_number", func(d *EventData) *int { return &d.StepNumber }),
 	dataStr("task_id", func(d *EventData) *string { return &d.TaskID }),
 	dataNum("tokens", func(d *EventData) *int64 { return &d.Tokens }),
-	dataPtr("trace", func(d *EventData) **TraceRecord { return &d.Trace }, appendTrace),
+	dataPtr("trace", func(d *EventData) **state.TraceRecord { return &d.Trace }, appendTrace),
 	dataList("violations", func(d *EventData) *[]string { return &d.Violations }),
 	dataStr("worktree", func(d *EventData) *string { return &d.Worktree }),
 }
@@ -466,7 +468,7 @@ func appendFloat(b []byte, p *float64) ([]byte, error) {
 	return b, nil
 }
 
-func appendTrace(b []byte, t *TraceRecord) ([]byte, error) {
+func appendTrace(b []byte, t *state.TraceRecord) ([]byte, error) {
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
@@ -489,5 +491,5 @@ func appendStrings(b []byte, l []string) []byte {
 }
 
 // appendString writes s as a JSON string exactly as encoding/json does
-// (appendJSONString, the one copy of that rule, shared with the records).
-func appendString(b []byte, s string) []byte { return appendJSONString(b, s) }
+// (state.AppendJSONString, the one copy of that rule, shared with the records).
+func appendString(b []byte, s string) []byte { return state.AppendJSONString(b, s) }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -49,9 +50,9 @@ func TestEventDataRoundTrip(t *testing.T) {
 	f, _ := plan(t, detailFlow, "main", nil)
 	f.stepDone("s1", map[string]any{"n": 0})
 	cost := 0.25
-	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, CallRecord{StepID: "s1", Attempt: 2, DurationMS: 1500, Tokens: 42, CostUSD: &cost,
-			Trace:    &TraceRecord{Function: "s1", Model: "openai/gpt-4o-mini", Output: map[string]any{"n": 3.0}},
+			Trace:    &state.TraceRecord{Function: "s1", Model: "openai/gpt-4o-mini", Output: map[string]any{"n": 3.0}},
 			Executor: "infer"})
 	})
 	f.stepDone("s1", map[string]any{"n": 3})
@@ -272,8 +273,8 @@ func sample(t *testing.T, typ reflect.Type) reflect.Value {
 		return reflect.ValueOf(&d)
 	case reflect.TypeFor[[]string]():
 		return reflect.ValueOf([]string{})
-	case reflect.TypeFor[*TraceRecord]():
-		return reflect.ValueOf(&TraceRecord{Function: "f<", Output: map[string]any{"b": 1, "a": "<"}})
+	case reflect.TypeFor[*state.TraceRecord]():
+		return reflect.ValueOf(&state.TraceRecord{Function: "f<", Output: map[string]any{"b": 1, "a": "<"}})
 	}
 	t.Fatalf("no sample of %s", typ)
 	return reflect.Value{}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -43,10 +44,12 @@ func stepAt(env transitionEnv, i int) *specs.Step {
 }
 
 // currentStep returns the step under the cursor, or nil past the end.
-func currentStep(st *FlowState, env transitionEnv) *specs.Step { return stepAt(env, st.CurrentIdx) }
+func currentStep(st *state.FlowState, env transitionEnv) *specs.Step {
+	return stepAt(env, st.CurrentIdx)
+}
 
 // pastEnd reports whether the cursor is past the last step.
-func pastEnd(st *FlowState, env transitionEnv) bool { return st.CurrentIdx >= totalSteps(env) }
+func pastEnd(st *state.FlowState, env transitionEnv) bool { return st.CurrentIdx >= totalSteps(env) }
 
 // clearFrom clears step outputs, attempts, iteration state (outcome, best,
 // accumulator, history, the active loop) and dispatch times of every step
@@ -55,7 +58,7 @@ func pastEnd(st *FlowState, env transitionEnv) bool { return st.CurrentIdx >= to
 // (upstream-behavior §2.8; the original's _clear_from pops the iteration
 // history too, so a step run again after on_fail/next starts its stagnation
 // window afresh). A gate revise archives the round's history before.
-func clearFrom(st *FlowState, env transitionEnv, idx int, except string) {
+func clearFrom(st *state.FlowState, env transitionEnv, idx int, except string) {
 	if idx < 0 {
 		idx = 0
 	}
@@ -86,7 +89,7 @@ func clearFrom(st *FlowState, env transitionEnv, idx int, except string) {
 
 // ensureMaps makes every map of the state non-nil, so transitions can write
 // into them and the JSON shape matches the original ({} rather than null).
-func ensureMaps(st *FlowState) {
+func ensureMaps(st *state.FlowState) {
 	if st.CurrentIdx < 0 {
 		st.CurrentIdx = 0
 	}
@@ -97,31 +100,31 @@ func ensureMaps(st *FlowState) {
 		st.StepOutputs = map[string]any{}
 	}
 	if st.Records == nil {
-		st.Records = []Record{}
+		st.Records = []state.Record{}
 	}
 	if st.Attempts == nil {
 		st.Attempts = map[string]int{}
 	}
 	if st.Checkpoints == nil {
-		st.Checkpoints = map[string]*Checkpoint{}
+		st.Checkpoints = map[string]*state.Checkpoint{}
 	}
 	if st.Rounds == nil {
-		st.Rounds = [][]Record{}
+		st.Rounds = [][]state.Record{}
 	}
 	if st.Iterations == nil {
-		st.Iterations = map[string][]IterationEntry{}
+		st.Iterations = map[string][]state.IterationEntry{}
 	}
 	if st.ArchivedIterations == nil {
-		st.ArchivedIterations = []map[string][]IterationEntry{}
+		st.ArchivedIterations = []map[string][]state.IterationEntry{}
 	}
 	if st.IterationOutcome == nil {
 		st.IterationOutcome = map[string]string{}
 	}
 	if st.IterationBest == nil {
-		st.IterationBest = map[string]*IterationBest{}
+		st.IterationBest = map[string]*state.IterationBest{}
 	}
 	if st.IterationAccumulator == nil {
-		st.IterationAccumulator = map[string]*Accumulator{}
+		st.IterationAccumulator = map[string]*state.Accumulator{}
 	}
 	if st.ChildAudits == nil {
 		st.ChildAudits = map[string][]json.RawMessage{}
@@ -132,18 +135,18 @@ func ensureMaps(st *FlowState) {
 }
 
 // isFinished reports whether the flow has reached a final status.
-func isFinished(st *FlowState) bool { return st.Status.Finished() }
+func isFinished(st *state.FlowState) bool { return st.Status.Finished() }
 
 // killedMode reports whether a gate kill set terminal_status "killed": the
 // cleanup step (if any) runs, then the flow ends killed.
-func killedMode(st *FlowState) bool {
-	return st.TerminalStatus != nil && *st.TerminalStatus == string(StatusKilled)
+func killedMode(st *state.FlowState) bool {
+	return st.TerminalStatus != nil && *st.TerminalStatus == string(state.StatusKilled)
 }
 
 // advanceLinear moves the cursor to the next ordered step, or, while the
 // flow runs its kill cleanup step, to the end (README, "Deliberate differences": kill with cleanup
 // runs only the cleanup step).
-func advanceLinear(st *FlowState, env transitionEnv) {
+func advanceLinear(st *state.FlowState, env transitionEnv) {
 	if killedMode(st) {
 		st.CurrentIdx = totalSteps(env)
 		return
@@ -152,13 +155,13 @@ func advanceLinear(st *FlowState, env transitionEnv) {
 }
 
 // event builds an event of this flow at env.Now.
-func event(st *FlowState, env transitionEnv, typ EventType, stepID string, data EventData) Event {
+func event(st *state.FlowState, env transitionEnv, typ EventType, stepID string, data EventData) Event {
 	return Event{Time: env.Now, FlowID: st.FlowID, Type: typ, StepID: stepID, Data: data}
 }
 
 // newRecord starts a record of the current round.
-func newRecord(st *FlowState, env transitionEnv, typ, stepID string) Record {
-	return Record{Type: typ, StepID: stepID, Round: st.Round, RoundStartStepID: copyStrPtr(st.RoundStartStepID), At: env.Now}
+func newRecord(st *state.FlowState, env transitionEnv, typ, stepID string) state.Record {
+	return state.Record{Type: typ, StepID: stepID, Round: st.Round, RoundStartStepID: copyStrPtr(st.RoundStartStepID), At: env.Now}
 }
 
 func strPtr(s string) *string { return &s }
@@ -188,14 +191,14 @@ func durationMS(t, now time.Time) int64 {
 }
 
 // copyRecords returns a copy of a record list (never nil).
-func copyRecords(rs []Record) []Record {
-	out := make([]Record, len(rs))
+func copyRecords(rs []state.Record) []state.Record {
+	out := make([]state.Record, len(rs))
 	copy(out, rs)
 	return out
 }
 
 // stateBytes is the JSON of a state (tests compare states by it).
-func stateBytes(st *FlowState) []byte {
+func stateBytes(st *state.FlowState) []byte {
 	b, _ := json.Marshal(st)
 	return b
 }
@@ -204,4 +207,4 @@ func stateBytes(st *FlowState) []byte {
 // before it): a deep comparison, four times cheaper than comparing the
 // JSON of both. It may see a difference JSON would not (a nil slice made
 // empty), which only costs a write; it never misses a real change.
-func sameState(before, st *FlowState) bool { return reflect.DeepEqual(before, st) }
+func sameState(before, st *state.FlowState) bool { return reflect.DeepEqual(before, st) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // FlowWriter is a process's one writer to one flow, for the writes that
@@ -50,7 +52,7 @@ type FlowWriter struct {
 // flowWrite is one write handed to a FlowWriter.
 type flowWrite struct {
 	ctx    context.Context
-	fn     func(st *FlowState, env transitionEnv) (transitionResult, error)
+	fn     func(st *state.FlowState, env transitionEnv) (transitionResult, error)
 	events int // the events it appends (at most)
 	done   chan error
 }
@@ -83,7 +85,7 @@ func (w *FlowWriter) MaxEvents() int { return w.max }
 // RecordTasks records the state of tasks of the flow's current
 // parallel_dispatch step (Service.RecordParallelTask, many at once), in one transition with the
 // writes queued beside it.
-func (w *FlowWriter) RecordTasks(ctx context.Context, tasks ...ParallelTask) error {
+func (w *FlowWriter) RecordTasks(ctx context.Context, tasks ...state.ParallelTask) error {
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -93,9 +95,9 @@ func (w *FlowWriter) RecordTasks(ctx context.Context, tasks ...ParallelTask) err
 // RecordTasksLater queues the records of tasks like RecordTasks without
 // waiting for them: writes queued by one goroutine are committed in the
 // order it queued them. The answer arrives on the returned channel.
-func (w *FlowWriter) RecordTasksLater(ctx context.Context, tasks ...ParallelTask) <-chan error {
-	tasks = append([]ParallelTask(nil), tasks...)
-	return w.enqueue(ctx, len(tasks), func(st *FlowState, env transitionEnv) (transitionResult, error) {
+func (w *FlowWriter) RecordTasksLater(ctx context.Context, tasks ...state.ParallelTask) <-chan error {
+	tasks = append([]state.ParallelTask(nil), tasks...)
+	return w.enqueue(ctx, len(tasks), func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return recordParallelTasks(st, env, tasks)
 	})
 }
@@ -109,7 +111,7 @@ func (w *FlowWriter) RecordCall(ctx context.Context, c CallRecord) error {
 // RecordCallLater queues RecordCall without waiting for it (see
 // RecordTasksLater).
 func (w *FlowWriter) RecordCallLater(ctx context.Context, c CallRecord) <-chan error {
-	return w.enqueue(ctx, 1, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return w.enqueue(ctx, 1, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, c)
 	})
 }
@@ -121,7 +123,7 @@ var errBatchRefused = errors.New("a write of the batch was refused")
 // enqueue queues fn (appending at most events events) behind the writes
 // already queued and returns the channel its answer arrives on. A
 // goroutine commits batches while the queue is not empty.
-func (w *FlowWriter) enqueue(ctx context.Context, events int, fn func(st *FlowState, env transitionEnv) (transitionResult, error)) <-chan error {
+func (w *FlowWriter) enqueue(ctx context.Context, events int, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) <-chan error {
 	op := &flowWrite{ctx: ctx, fn: fn, events: events, done: make(chan error, 1)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -172,7 +174,7 @@ func (w *FlowWriter) commit(batch []*flowWrite) {
 		live[0].done <- w.one(ctx, live[0])
 		return
 	}
-	_, err := w.svc.transition(ctx, w.flowID, &w.opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	_, err := w.svc.transition(ctx, w.flowID, &w.opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		var all transitionResult
 		unchanged := true
 		for _, op := range live {

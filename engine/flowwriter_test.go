@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // slowStore is the in-memory store whose writes take a while (as a large
@@ -76,8 +78,8 @@ func fanFlow(t *testing.T, svc *engine.Service) string {
 	return engine.FlowIDOf(out)
 }
 
-func task(id string) engine.ParallelTask {
-	return engine.ParallelTask{TaskID: id, StepID: "fan", State: engine.TaskRunning, Runs: 1}
+func task(id string) state.ParallelTask {
+	return state.ParallelTask{TaskID: id, StepID: "fan", State: state.TaskRunning, Runs: 1}
 }
 
 // TestFlowWriterConcurrentWritesCommitTogether: 64 goroutines recording a

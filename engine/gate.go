@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/py"
@@ -15,7 +16,7 @@ import (
 // order: flow not complete → current step is a gate → outcome → resolved_by
 // → step id → (ours) approver human refuses the mcp channel → (ours) a
 // decision for another round is stale. Then approve / revise / kill.
-func gateResolve(st *FlowState, env transitionEnv, d review.Decision) (transitionResult, error) {
+func gateResolve(st *state.FlowState, env transitionEnv, d review.Decision) (transitionResult, error) {
 	ensureMaps(st)
 	applyReviewID(&d)
 	if st.IsLibrary() {
@@ -96,7 +97,7 @@ func applyReviewID(d *review.Decision) {
 
 // gateApprover is the approver of the pending gate (or of the step's
 // function when the gate was not dispatched yet).
-func gateApprover(st *FlowState, step *specs.Step) string {
+func gateApprover(st *state.FlowState, step *specs.Step) string {
 	if st.Gate != nil && st.Gate.StepID == step.ID && st.Gate.Approver != "" {
 		return st.Gate.Approver
 	}
@@ -107,9 +108,9 @@ func gateApprover(st *FlowState, step *specs.Step) string {
 }
 
 // resolveGate applies a validated decision to the current gate.
-func resolveGate(st *FlowState, env transitionEnv, step *specs.Step, d review.Decision) (transitionResult, error) {
+func resolveGate(st *state.FlowState, env transitionEnv, step *specs.Step, d review.Decision) (transitionResult, error) {
 	var res transitionResult
-	rec := newRecord(st, env, RecordGate, step.ID)
+	rec := newRecord(st, env, state.RecordGate, step.ID)
 	rec.Outcome = string(d.Outcome)
 	rec.Rationale = d.Rationale
 	rec.ResolvedBy = string(d.ResolvedBy)
@@ -146,23 +147,23 @@ func resolveGate(st *FlowState, env transitionEnv, step *specs.Step, d review.De
 		closeGate(st, step)
 		st.Rounds = append(st.Rounds, copyRecords(st.Records))
 		st.ArchivedIterations = append(st.ArchivedIterations, st.Iterations)
-		st.Iterations = map[string][]IterationEntry{}
+		st.Iterations = map[string][]state.IterationEntry{}
 		st.ActiveIteration = nil
-		st.IterationBest = map[string]*IterationBest{}
+		st.IterationBest = map[string]*state.IterationBest{}
 		idx := stepIndex(env, step.OnRevise)
 		clearFrom(st, env, idx, "")
-		st.Records = []Record{}
+		st.Records = []state.Record{}
 		st.Round++
 		st.RoundStartStepID = strPtr(step.OnRevise)
 		st.CurrentIdx = idx
 	case review.Kill:
 		closeGate(st, step)
-		st.TerminalStatus = strPtr(string(StatusKilled))
+		st.TerminalStatus = strPtr(string(state.StatusKilled))
 		if step.OnKill == "" || stepIndex(env, step.OnKill) < 0 {
 			st.CurrentIdx = totalSteps(env)
-			st.Status = StatusKilled
+			st.Status = state.StatusKilled
 			st.ActiveChildFlowID = nil
-			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(StatusKilled)}))
+			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(state.StatusKilled)}))
 			res.Outcome = killedPayload(st, env)
 			return res, nil
 		}
@@ -204,7 +205,7 @@ func (e Event) GateDecision() (d review.Decision, ok bool) {
 }
 
 // closeGate drops the pending gate of step.
-func closeGate(st *FlowState, step *specs.Step) {
+func closeGate(st *state.FlowState, step *specs.Step) {
 	delete(st.DispatchedAt, step.ID)
 	if st.Gate != nil && st.Gate.StepID == step.ID {
 		st.Gate = nil
@@ -222,7 +223,7 @@ func closeGate(st *FlowState, step *specs.Step) {
 // A deadline that already fired (applied by the background sweep, another
 // process or an earlier check) is reported, not hidden behind no_timeout:
 // see firedTimeout.
-func checkTimeouts(st *FlowState, env transitionEnv) (transitionResult, error) {
+func checkTimeouts(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 	if st.IsLibrary() {
 		return libraryTimeouts(st, env)
 	}
@@ -241,7 +242,7 @@ func checkTimeouts(st *FlowState, env transitionEnv) (transitionResult, error) {
 // applyExpiredTimeout applies the current gate's deadline when it has
 // passed, else answers no_timeout (the original's check). The sweep uses it
 // alone: a deadline another process applied is not the sweep's to count.
-func applyExpiredTimeout(st *FlowState, env transitionEnv) (transitionResult, error) {
+func applyExpiredTimeout(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 	ensureMaps(st)
 	if st.IsLibrary() {
 		return libraryTimeouts(st, env)
@@ -287,12 +288,12 @@ func applyExpiredTimeout(st *FlowState, env transitionEnv) (transitionResult, er
 //
 // Otherwise (no timeout decided the flow's last gate, or the flow moved on
 // since) ok is false and the check answers no_timeout as before.
-func firedTimeout(st *FlowState, env transitionEnv) (res transitionResult, ok bool, err error) {
+func firedTimeout(st *state.FlowState, env transitionEnv) (res transitionResult, ok bool, err error) {
 	rec, since := lastDecision(st)
 	if rec == nil || rec.Channel != string(review.ChannelTimeout) || rec.ResolvedBy != string(review.System) {
 		return transitionResult{}, false, nil
 	}
-	if st.Status == StatusKilled && pastEnd(st, env) && rec.Outcome == string(review.Kill) {
+	if st.Status == state.StatusKilled && pastEnd(st, env) && rec.Outcome == string(review.Kill) {
 		c := killedPayload(st, env)
 		c.Reason = "timeout"
 		if end := lastRecordAt(st); !end.IsZero() {
@@ -319,8 +320,8 @@ func firedTimeout(st *FlowState, env transitionEnv) (res transitionResult, ok bo
 // records first, then the archived rounds, newest first; a reverted record
 // does not count) and whether a step was reported after it (skip and policy
 // records, written while computing the next dispatch, do not count).
-func lastDecision(st *FlowState) (rec *Record, stepSince bool) {
-	rounds := append([][]Record{}, st.Rounds...)
+func lastDecision(st *state.FlowState) (rec *state.Record, stepSince bool) {
+	rounds := append([][]state.Record{}, st.Rounds...)
 	rounds = append(rounds, st.Records)
 	for r := len(rounds) - 1; r >= 0; r-- {
 		for i := len(rounds[r]) - 1; i >= 0; i-- {
@@ -328,9 +329,9 @@ func lastDecision(st *FlowState) (rec *Record, stepSince bool) {
 				continue // undone by a revert
 			}
 			switch rounds[r][i].Type {
-			case RecordGate:
+			case state.RecordGate:
 				return &rounds[r][i], stepSince
-			case RecordStep:
+			case state.RecordStep:
 				stepSince = true
 			}
 		}
@@ -340,7 +341,7 @@ func lastDecision(st *FlowState) (rec *Record, stepSince bool) {
 
 // lastRecordAt is when the flow's last record was written (zero when none
 // carries a time).
-func lastRecordAt(st *FlowState) time.Time {
+func lastRecordAt(st *state.FlowState) time.Time {
 	for r := len(st.Rounds); r >= 0; r-- {
 		recs := st.Records
 		if r < len(st.Rounds) {
@@ -354,7 +355,7 @@ func lastRecordAt(st *FlowState) time.Time {
 }
 
 // applyTimeout resolves an expired gate with its on_timeout outcome.
-func applyTimeout(st *FlowState, env transitionEnv, step *specs.Step) (transitionResult, error) {
+func applyTimeout(st *state.FlowState, env transitionEnv, step *specs.Step) (transitionResult, error) {
 	outcome := review.Outcome(orStr(st.Gate.OnTimeout, string(review.Kill)))
 	if !outcome.Valid() {
 		outcome = review.Kill
@@ -370,7 +371,7 @@ func applyTimeout(st *FlowState, env transitionEnv, step *specs.Step) (transitio
 	if err != nil {
 		return res, err
 	}
-	if c, ok := res.Outcome.(*Completion); ok && c.Status == StatusKilled {
+	if c, ok := res.Outcome.(*Completion); ok && c.Status == state.StatusKilled {
 		c.Reason = "timeout"
 	}
 	return res, nil

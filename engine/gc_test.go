@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // TestPrunableLine: the GC rule over summaries — a finished flow unchanged
@@ -14,25 +16,25 @@ import (
 func TestPrunableLine(t *testing.T) {
 	cutoff := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	old, recent := cutoff.Add(-time.Hour), cutoff.Add(time.Hour)
-	sums := map[string]*engine.FlowSummary{}
-	add := func(id, parent string, status engine.FlowStatus, at time.Time) {
-		sums[id] = &engine.FlowSummary{FlowID: id, ParentFlowID: parent, Status: status, UpdatedAt: at}
+	sums := map[string]*state.FlowSummary{}
+	add := func(id, parent string, status state.FlowStatus, at time.Time) {
+		sums[id] = &state.FlowSummary{FlowID: id, ParentFlowID: parent, Status: status, UpdatedAt: at}
 	}
-	add("running", "", engine.StatusRunning, old)
-	add("gated", "", engine.StatusAwaitingGate, old)
-	add("done", "", engine.StatusComplete, old)
-	add("fresh", "", engine.StatusComplete, recent)
-	add("child-of-running", "running", engine.StatusComplete, old)
-	add("child-of-gated", "gated", engine.StatusKilled, old)
-	add("child-of-done", "done", engine.StatusComplete, old)
-	add("child-of-fresh", "fresh", engine.StatusComplete, old)
-	add("grandchild-of-running", "child-of-running", engine.StatusComplete, old)
-	add("running-child-of-done", "done", engine.StatusRunning, old)
-	add("orphan", "gone", engine.StatusFailed, old)
-	add("cycle-a", "cycle-b", engine.StatusComplete, old)
-	add("cycle-b", "cycle-a", engine.StatusComplete, old)
-	add("child-of-broken", "broken", engine.StatusComplete, old)
-	lookup := func(id string) (*engine.FlowSummary, error) {
+	add("running", "", state.StatusRunning, old)
+	add("gated", "", state.StatusAwaitingGate, old)
+	add("done", "", state.StatusComplete, old)
+	add("fresh", "", state.StatusComplete, recent)
+	add("child-of-running", "running", state.StatusComplete, old)
+	add("child-of-gated", "gated", state.StatusKilled, old)
+	add("child-of-done", "done", state.StatusComplete, old)
+	add("child-of-fresh", "fresh", state.StatusComplete, old)
+	add("grandchild-of-running", "child-of-running", state.StatusComplete, old)
+	add("running-child-of-done", "done", state.StatusRunning, old)
+	add("orphan", "gone", state.StatusFailed, old)
+	add("cycle-a", "cycle-b", state.StatusComplete, old)
+	add("cycle-b", "cycle-a", state.StatusComplete, old)
+	add("child-of-broken", "broken", state.StatusComplete, old)
+	lookup := func(id string) (*state.FlowSummary, error) {
 		if id == "broken" {
 			return nil, errors.New("disk on fire")
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -24,14 +25,14 @@ func humanChannel(c review.Channel) bool {
 }
 
 // waitsForHuman reports whether st waits at an approver: human gate.
-func waitsForHuman(st *FlowState) bool {
-	return st.Status == StatusAwaitingGate && st.Gate != nil && st.Gate.Approver == string(review.HumanApprover)
+func waitsForHuman(st *state.FlowState) bool {
+	return st.Status == state.StatusAwaitingGate && st.Gate != nil && st.Gate.Approver == string(review.HumanApprover)
 }
 
 // humanGateBelow finds a pending approver: human gate among st's active
 // descendants (its active child, that child's active child, …), read through
 // env.Children. It returns the flow waiting at it, or nil.
-func humanGateBelow(st *FlowState, env transitionEnv) *FlowState {
+func humanGateBelow(st *state.FlowState, env transitionEnv) *state.FlowState {
 	if env.Children == nil {
 		return nil
 	}
@@ -52,7 +53,7 @@ func humanGateBelow(st *FlowState, env transitionEnv) *FlowState {
 
 // humanGatePending is the refusal of a call that would end, skip or orphan
 // the human gate g waits at; what names the call ("step_done of 'sub'").
-func humanGatePending(st, g *FlowState, what string) *Error {
+func humanGatePending(st, g *state.FlowState, what string) *Error {
 	where := "this flow"
 	if g.FlowID != st.FlowID {
 		where = "a child flow of flow '" + st.FlowID + "'"

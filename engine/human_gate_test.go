@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -132,7 +134,7 @@ func TestHumanGatePendingRefusesBypass(t *testing.T) {
 				if after.Version != before.Version {
 					t.Errorf("the refused call changed the parent (version %d → %d)", before.Version, after.Version)
 				}
-				if g, _ := s.Get(ctx, gated); g.Status != engine.StatusAwaitingGate {
+				if g, _ := s.Get(ctx, gated); g.Status != state.StatusAwaitingGate {
 					t.Errorf("gated child is %s", g.Status)
 				}
 				// A human decides; the parent's step may then be reported.
@@ -203,7 +205,7 @@ func TestRevertKeepsDecisions(t *testing.T) {
 			t.Fatalf("revert past a human's kill through %q: %v", ch, r)
 		}
 	}
-	if st, _ := s.Get(ctx, "f1"); st.Status != engine.StatusKilled {
+	if st, _ := s.Get(ctx, "f1"); st.Status != state.StatusKilled {
 		t.Fatalf("refused revert changed the flow: %s", st.Status)
 	}
 	audit := func() map[string]any {

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// MinFlowIDPrefix is the shortest prefix of a flow id ResolveFlowID
+// minFlowIDPrefix is the shortest prefix of a flow id ResolveFlowID
 // accepts, as git and docker do with short ids.
-const MinFlowIDPrefix = 4
+const minFlowIDPrefix = 4
 
 // uuidLen is the length of the flow ids NewUUID makes.
 const uuidLen = 36
@@ -19,12 +19,12 @@ const uuidLen = 36
 const maxCandidatesInMessage = 10
 
 // ResolveFlowID turns what a person or an agent typed — a whole flow id or
-// any unique prefix of at least MinFlowIDPrefix characters — into the flow
+// any unique prefix of at least minFlowIDPrefix characters — into the flow
 // id, so every id a front end shows works everywhere. A whole UUID is taken
 // as is without reading the store; a shorter id that exists as given
 // resolves without listing it. Otherwise:
 //
-//   - a prefix no flow id starts with, or one shorter than MinFlowIDPrefix,
+//   - a prefix no flow id starts with, or one shorter than minFlowIDPrefix,
 //     is the *Error flow_not_found every Service method answers for an
 //     unknown id (same message);
 //   - a prefix several flow ids start with is the *Error ambiguous_flow_id,
@@ -52,7 +52,7 @@ func (s *Service) ResolveFlowID(ctx context.Context, idOrPrefix string) (string,
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		if len(idOrPrefix) < MinFlowIDPrefix {
+		if len(idOrPrefix) < minFlowIDPrefix {
 			return nil
 		}
 		list, err := s.listing(tx.List(ListFilter{}))

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/clijson"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // countingStore counts Tx.List calls, to check an exact id resolves
@@ -27,7 +29,7 @@ type countingTx struct {
 	lists *int
 }
 
-func (c countingTx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
+func (c countingTx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	*c.lists++
 	return c.Tx.List(f)
 }

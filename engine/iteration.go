@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -26,7 +27,7 @@ const stagnationWindow = 3
 // consumed by stratum_step_done cannot start another. Errors are
 // execution_error envelopes with the original's messages and leave st
 // unchanged.
-func iterationStart(st *FlowState, env transitionEnv, stepID string) (transitionResult, error) {
+func iterationStart(st *state.FlowState, env transitionEnv, stepID string) (transitionResult, error) {
 	step, e := reportable(st, env, stepID, iterationStartReport)
 	if e != nil {
 		return refused(e), nil
@@ -46,7 +47,7 @@ func iterationStart(st *FlowState, env transitionEnv, stepID string) (transition
 	if step.ExitCriterion != nil {
 		exitCriterion = step.ExitCriterion.Source
 	}
-	st.ActiveIteration = &ActiveIteration{
+	st.ActiveIteration = &state.ActiveIteration{
 		StepID:        stepID,
 		Count:         0,
 		MaxIterations: step.MaxIterations,
@@ -64,9 +65,9 @@ func iterationStart(st *FlowState, env transitionEnv, stepID string) (transition
 	}
 	if step.Accumulate != nil {
 		if st.IterationAccumulator == nil {
-			st.IterationAccumulator = map[string]*Accumulator{}
+			st.IterationAccumulator = map[string]*state.Accumulator{}
 		}
-		st.IterationAccumulator[stepID] = &Accumulator{Items: []any{}, Keys: []string{}}
+		st.IterationAccumulator[stepID] = &state.Accumulator{Items: []any{}, Keys: []string{}}
 	}
 
 	// exit_criterion is null when the step has none, as the original.
@@ -96,7 +97,7 @@ func iterationStart(st *FlowState, env transitionEnv, stepID string) (transition
 // outcome is kept until stratum_step_done consumes it and the loop ends.
 //
 // The step need not be current any more (as in the original).
-func iterationReport(st *FlowState, env transitionEnv, stepID string, result any) (transitionResult, error) {
+func iterationReport(st *state.FlowState, env transitionEnv, stepID string, result any) (transitionResult, error) {
 	if e := flowNotRunning(st); e != nil {
 		return refused(e), nil
 	}
@@ -118,7 +119,7 @@ func iterationReport(st *FlowState, env transitionEnv, stepID string, result any
 	ai.Count++
 	count := ai.Count
 	history := st.Iterations[stepID]
-	entry := IterationEntry{
+	entry := state.IterationEntry{
 		Iteration:         count,
 		Round:             st.Round,
 		Result:            result,
@@ -131,7 +132,7 @@ func iterationReport(st *FlowState, env transitionEnv, stepID string, result any
 	entry.Outcome = iterOutcome(step, history, best, ai.MaxIterations, entry)
 
 	if st.Iterations == nil {
-		st.Iterations = map[string][]IterationEntry{}
+		st.Iterations = map[string][]state.IterationEntry{}
 	}
 	st.Iterations[stepID] = append(history, entry)
 	if entry.Outcome != outcomeContinue {
@@ -149,8 +150,8 @@ func iterationReport(st *FlowState, env transitionEnv, stepID string, result any
 // only, booleans are not scores) and tracks the best result (strictly
 // greater wins, ties keep the earlier). It returns the loop's best so far
 // (nil: none).
-func iterScore(st *FlowState, env transitionEnv, step *specs.Step, entry *IterationEntry) *IterationBest {
-	var best *IterationBest
+func iterScore(st *state.FlowState, env transitionEnv, step *specs.Step, entry *state.IterationEntry) *state.IterationBest {
+	var best *state.IterationBest
 	if st.IterationBest != nil {
 		best = st.IterationBest[step.ID]
 	}
@@ -170,9 +171,9 @@ func iterScore(st *FlowState, env transitionEnv, step *specs.Step, entry *Iterat
 	entry.Score = &s
 	if best == nil || best.Score == nil || s > *best.Score {
 		sc := s
-		best = &IterationBest{Result: entry.Result, Score: &sc, Iteration: entry.Iteration}
+		best = &state.IterationBest{Result: entry.Result, Score: &sc, Iteration: entry.Iteration}
 		if st.IterationBest == nil {
-			st.IterationBest = map[string]*IterationBest{}
+			st.IterationBest = map[string]*state.IterationBest{}
 		}
 		st.IterationBest[step.ID] = best
 	}
@@ -182,16 +183,16 @@ func iterScore(st *FlowState, env transitionEnv, step *specs.Step, entry *Iterat
 // iterAccumulateReport extracts and deduplicates the entry's items into the
 // step's accumulator (accumulate / accumulate_key) and counts the dry
 // streak; it returns the accumulator (nil: the step does not accumulate).
-func iterAccumulateReport(st *FlowState, env transitionEnv, step *specs.Step, entry *IterationEntry) *Accumulator {
+func iterAccumulateReport(st *state.FlowState, env transitionEnv, step *specs.Step, entry *state.IterationEntry) *state.Accumulator {
 	if step.Accumulate == nil {
 		return nil
 	}
 	if st.IterationAccumulator == nil {
-		st.IterationAccumulator = map[string]*Accumulator{}
+		st.IterationAccumulator = map[string]*state.Accumulator{}
 	}
 	acc := st.IterationAccumulator[step.ID]
 	if acc == nil {
-		acc = &Accumulator{Items: []any{}, Keys: []string{}}
+		acc = &state.Accumulator{Items: []any{}, Keys: []string{}}
 		st.IterationAccumulator[step.ID] = acc
 	}
 	newCount, err := iterAccumulate(env.context(), step, acc, entry.Result, env.Root)
@@ -211,7 +212,7 @@ func iterAccumulateReport(st *FlowState, env transitionEnv, step *specs.Step, en
 // iterExitMet evaluates the step's exit_criterion with `result` and the
 // iteration locals; an evaluation error is recorded in the entry and is
 // not an exit.
-func iterExitMet(env transitionEnv, step *specs.Step, history []IterationEntry, best *IterationBest, acc *Accumulator, entry *IterationEntry) bool {
+func iterExitMet(env transitionEnv, step *specs.Step, history []state.IterationEntry, best *state.IterationBest, acc *state.Accumulator, entry *state.IterationEntry) bool {
 	if step.ExitCriterion == nil {
 		return false
 	}
@@ -247,7 +248,7 @@ func iterExitMet(env transitionEnv, step *specs.Step, history []IterationEntry, 
 // iterOutcome is the report's outcome, in order of precedence:
 // exit_success (criterion met), exit_stagnation, exit_max (the count
 // reached max_iterations) or continue.
-func iterOutcome(step *specs.Step, history []IterationEntry, best *IterationBest, maxIter int, entry IterationEntry) string {
+func iterOutcome(step *specs.Step, history []state.IterationEntry, best *state.IterationBest, maxIter int, entry state.IterationEntry) string {
 	stagnant := false
 	switch {
 	case step.ScoreExpr == nil && step.Accumulate == nil:
@@ -270,7 +271,7 @@ func iterOutcome(step *specs.Step, history []IterationEntry, best *IterationBest
 
 // iterReported is the answer to a report: the entry, and on exit the final
 // result (the best one of a scored loop) and the accumulated items.
-func iterReported(st *FlowState, step *specs.Step, maxIter int, entry IterationEntry, best *IterationBest, acc *Accumulator) *IterationReported {
+func iterReported(st *state.FlowState, step *specs.Step, maxIter int, entry state.IterationEntry, best *state.IterationBest, acc *state.Accumulator) *IterationReported {
 	out := &IterationReported{
 		FlowID:             st.FlowID,
 		StepID:             step.ID,
@@ -306,7 +307,7 @@ func iterReported(st *FlowState, step *specs.Step, maxIter int, entry IterationE
 }
 
 // iterReportEvent is the iteration_report event of a report.
-func iterReportEvent(st *FlowState, env transitionEnv, stepID string, entry IterationEntry) Event {
+func iterReportEvent(st *state.FlowState, env transitionEnv, stepID string, entry state.IterationEntry) Event {
 	data := EventData{
 		Action:           "report",
 		Iteration:        entry.Iteration,
@@ -329,7 +330,7 @@ func iterReportEvent(st *FlowState, env transitionEnv, stepID string, entry Iter
 // {aborted: true, reason}) and records exit_abort as the step's pending
 // outcome. A scored step's response also carries best_result and best_score
 // (null when nothing was scored).
-func iterationAbort(st *FlowState, env transitionEnv, stepID, reason string) (transitionResult, error) {
+func iterationAbort(st *state.FlowState, env transitionEnv, stepID, reason string) (transitionResult, error) {
 	ai := st.ActiveIteration
 	if ai == nil {
 		return iterationError("No active iteration loop"), nil
@@ -338,7 +339,7 @@ func iterationAbort(st *FlowState, env transitionEnv, stepID, reason string) (tr
 		return iterationError(fmt.Sprintf("Active iteration is on step '%s', got abort for '%s'", ai.StepID, stepID)), nil
 	}
 	count := ai.Count
-	entry := IterationEntry{
+	entry := state.IterationEntry{
 		Iteration: count,
 		Round:     st.Round,
 		Result:    map[string]any{"aborted": true, "reason": reason},
@@ -346,7 +347,7 @@ func iterationAbort(st *FlowState, env transitionEnv, stepID, reason string) (tr
 		Timestamp: env.Now,
 	}
 	if st.Iterations == nil {
-		st.Iterations = map[string][]IterationEntry{}
+		st.Iterations = map[string][]state.IterationEntry{}
 	}
 	st.Iterations[stepID] = append(st.Iterations[stepID], entry)
 	if st.IterationOutcome == nil {
@@ -375,7 +376,7 @@ func iterationAbort(st *FlowState, env transitionEnv, stepID, reason string) (tr
 // iterationBestResult returns the best result of a scored iteration loop on
 // the step, which stratum_step_done substitutes for the submitted result
 // (upstream-behavior §2.6). ok is false when nothing was scored.
-func iterationBestResult(st *FlowState, stepID string) (any, bool) {
+func iterationBestResult(st *state.FlowState, stepID string) (any, bool) {
 	if st.IterationBest == nil {
 		return nil, false
 	}
@@ -392,7 +393,7 @@ func iterationBestResult(st *FlowState, stepID string) (any, bool) {
 // had an accumulator (a loop ran); every other result is returned unchanged
 // (the original leaked `accumulated: []` into every iterated step; README,
 // "Deliberate differences"). The input map is not modified.
-func mergeAccumulated(st *FlowState, step *specs.Step, result any) any {
+func mergeAccumulated(st *state.FlowState, step *specs.Step, result any) any {
 	if step == nil || step.Accumulate == nil || st.IterationAccumulator == nil {
 		return result
 	}
@@ -416,7 +417,7 @@ func mergeAccumulated(st *FlowState, step *specs.Step, result any) any {
 // clearStepIteration forgets the step's iteration outcome, best result and
 // accumulator, and ends an active loop on that step, so a new loop may start
 // (a failed step_done attempt, upstream-behavior §2.6 step 8).
-func clearStepIteration(st *FlowState, stepID string) {
+func clearStepIteration(st *state.FlowState, stepID string) {
 	delete(st.IterationOutcome, stepID)
 	delete(st.IterationBest, stepID)
 	delete(st.IterationAccumulator, stepID)
@@ -430,7 +431,7 @@ func clearStepIteration(st *FlowState, stepID string) {
 // merged into the output), as the original. A loop still active on the step
 // ends too (the step is done, and a dangling loop would block every later
 // loop in the flow). The history stays for the audit.
-func consumeIterationOutcome(st *FlowState, stepID string) {
+func consumeIterationOutcome(st *state.FlowState, stepID string) {
 	delete(st.IterationOutcome, stepID)
 	delete(st.IterationBest, stepID)
 	delete(st.IterationAccumulator, stepID)
@@ -442,9 +443,9 @@ func consumeIterationOutcome(st *FlowState, stepID string) {
 // flowNotRunning refuses iteration calls on a flow that failed (retries
 // exhausted) or ran out of budget: the original deleted such flows, we keep
 // them for the audit but accept no more reports.
-func flowNotRunning(st *FlowState) *Error {
+func flowNotRunning(st *state.FlowState) *Error {
 	switch st.Status {
-	case StatusFailed, StatusBudgetExhausted:
+	case state.StatusFailed, state.StatusBudgetExhausted:
 		return refusal(ErrTypeFlowNotRunning, "Flow '%s' is %s and accepts no more reports", st.FlowID, st.Status)
 	}
 	return nil
@@ -455,6 +456,6 @@ func iterationError(msg string) transitionResult {
 	return refused(execErrorf("%s", msg))
 }
 
-func iterationEvent(st *FlowState, env transitionEnv, stepID string, data EventData) Event {
+func iterationEvent(st *state.FlowState, env transitionEnv, stepID string, data EventData) Event {
 	return Event{Time: env.Now, FlowID: st.FlowID, Type: EventIterationReport, StepID: stepID, Data: data}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -28,9 +29,9 @@ func extSpec(t *testing.T, src, flow string) (*specs.Spec, *specs.Flow) {
 }
 
 // extState is a running flow positioned on the ordered step stepID.
-func extState(t *testing.T, env transitionEnv, stepID string) *FlowState {
+func extState(t *testing.T, env transitionEnv, stepID string) *state.FlowState {
 	t.Helper()
-	st := &FlowState{FlowID: "flow-1", FlowName: env.Flow.Name, Status: StatusRunning, FlowStart: env.Now}
+	st := &state.FlowState{FlowID: "flow-1", FlowName: env.Flow.Name, Status: state.StatusRunning, FlowStart: env.Now}
 	ensureMaps(st)
 	idx := stepIndex(env, stepID)
 	if idx < 0 {
@@ -113,7 +114,7 @@ func TestIterationStartErrors(t *testing.T) {
 		name  string
 		at    string // current step; "" = past the end
 		step  string
-		setup func(st *FlowState)
+		setup func(st *state.FlowState)
 		want  string
 	}{
 		{name: "flow complete", at: "", step: "loop", want: "Flow is already complete"},
@@ -121,15 +122,17 @@ func TestIterationStartErrors(t *testing.T) {
 		{name: "gate", at: "gate", step: "gate", want: "Step 'gate' is a gate step — cannot start iteration loop"},
 		{name: "no max_iterations", at: "plain", step: "plain", want: "Step 'plain' does not have max_iterations defined"},
 		{name: "active elsewhere", at: "loop", step: "loop",
-			setup: func(st *FlowState) { st.ActiveIteration = &ActiveIteration{StepID: "crit", MaxIterations: 5} },
-			want:  "Iteration loop already active on step 'crit'"},
+			setup: func(st *state.FlowState) {
+				st.ActiveIteration = &state.ActiveIteration{StepID: "crit", MaxIterations: 5}
+			},
+			want: "Iteration loop already active on step 'crit'"},
 		{name: "pending outcome", at: "loop", step: "loop",
-			setup: func(st *FlowState) { st.IterationOutcome["loop"] = outcomeExitMax },
+			setup: func(st *state.FlowState) { st.IterationOutcome["loop"] = outcomeExitMax },
 			want:  "Step 'loop' already has a pending iteration outcome ('exit_max') — call stratum_step_done first"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var st *FlowState
+			var st *state.FlowState
 			if tc.at == "" {
 				st = extState(t, env, "plain")
 				st.CurrentIdx = len(f.Order)
@@ -203,7 +206,7 @@ func okFn(t *testing.T) func(transitionResult, error) Response {
 }
 
 // report runs one IterationReport and returns its response.
-func report(t *testing.T, st *FlowState, env transitionEnv, step string, result any) Response {
+func report(t *testing.T, st *state.FlowState, env transitionEnv, step string, result any) Response {
 	t.Helper()
 	return okFn(t)(iterationReport(st, env, step, result))
 }
@@ -654,7 +657,7 @@ func TestNoAccumulatedLeak(t *testing.T) {
 	}
 	// Even a stray accumulator (e.g. from an old state) is ignored for a
 	// step that does not declare accumulate.
-	st.IterationAccumulator["loop"] = &Accumulator{Items: []any{}, Keys: []string{}}
+	st.IterationAccumulator["loop"] = &state.Accumulator{Items: []any{}, Keys: []string{}}
 	if out := mergeAccumulated(st, f.Step("loop"), in); !reflect.DeepEqual(out, map[string]any{"v": "c"}) {
 		t.Fatalf("leak from a stray accumulator: %v", out)
 	}
@@ -685,7 +688,7 @@ func TestClearAndConsumeIteration(t *testing.T) {
 	okFn(t)(iterationStart(st, env, "tune"))
 	report(t, st, env, "tune", map[string]any{"score": 2.0})
 	st.IterationOutcome["tune"] = outcomeExitMax
-	st.IterationAccumulator["tune"] = &Accumulator{}
+	st.IterationAccumulator["tune"] = &state.Accumulator{}
 	st.IterationOutcome["other"] = outcomeExitMax
 	clearStepIteration(st, "tune")
 	if st.ActiveIteration != nil || st.IterationOutcome["tune"] != "" || st.IterationBest["tune"] != nil || st.IterationAccumulator["tune"] != nil {
@@ -698,15 +701,15 @@ func TestClearAndConsumeIteration(t *testing.T) {
 		t.Fatalf("best survives a clear")
 	}
 	// An active loop on another step is not ended by clearing this one.
-	st.ActiveIteration = &ActiveIteration{StepID: "tunec"}
+	st.ActiveIteration = &state.ActiveIteration{StepID: "tunec"}
 	clearStepIteration(st, "tune")
 	consumeIterationOutcome(st, "tune")
 	if st.ActiveIteration == nil {
 		t.Fatalf("loop on another step ended")
 	}
 	// Works on a state with nil maps (as decoded from an old record).
-	clearStepIteration(&FlowState{}, "x")
-	consumeIterationOutcome(&FlowState{}, "x")
+	clearStepIteration(&state.FlowState{}, "x")
+	consumeIterationOutcome(&state.FlowState{}, "x")
 }
 
 func TestIterationStatePersists(t *testing.T) {
@@ -717,7 +720,7 @@ func TestIterationStatePersists(t *testing.T) {
 	st := extState(t, env, "hunt")
 	okFn(t)(iterationStart(st, env, "hunt"))
 	report(t, st, env, "hunt", map[string]any{"findings": []any{map[string]any{"id": "a"}}})
-	var back FlowState
+	var back state.FlowState
 	if err := json.Unmarshal(stateBytes(st), &back); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -32,7 +33,7 @@ func iterFingerprint(result any) string {
 
 // iterFingerprintStagnant reports whether the previous stagnationWindow-1 entries
 // of the step's history all carry this fingerprint.
-func iterFingerprintStagnant(history []IterationEntry, fingerprint string) bool {
+func iterFingerprintStagnant(history []state.IterationEntry, fingerprint string) bool {
 	need := stagnationWindow - 1
 	if len(history) < need {
 		return false
@@ -90,7 +91,7 @@ func iterationScore(v any) (float64, bool) {
 }
 
 // iterPriorScores lists the scores of the current loop's earlier reports.
-func iterPriorScores(entries []IterationEntry) []any {
+func iterPriorScores(entries []state.IterationEntry) []any {
 	out := []any{}
 	for _, e := range entries {
 		if e.Score != nil {
@@ -102,7 +103,7 @@ func iterPriorScores(entries []IterationEntry) []any {
 
 // iterBestFields are the best_score / best_iteration response values (null when
 // nothing was scored).
-func iterBestFields(best *IterationBest) (any, any) {
+func iterBestFields(best *state.IterationBest) (any, any) {
 	if best == nil || best.Score == nil {
 		return nil, nil
 	}
@@ -114,7 +115,7 @@ func iterBestFields(best *IterationBest) (any, any) {
 // JSON of accumulate_key (or of the whole item when there is no key or the
 // key expression fails for that item). It returns how many items were new. An
 // error (the expression fails or does not return a list) adds nothing.
-func iterAccumulate(ctx context.Context, step *specs.Step, acc *Accumulator, result any, root string) (int, error) {
+func iterAccumulate(ctx context.Context, step *specs.Step, acc *state.Accumulator, result any, root string) (int, error) {
 	v, err := evalValue(ctx, step.Accumulate, specs.EvalEnv{Result: result, Root: root})
 	if err != nil {
 		return 0, fmt.Errorf("accumulate '%s' raised: %v", step.Accumulate.Source, err)

@@ -4,23 +4,25 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Claim takes (or renews) the runner lease of a flow: it succeeds when the
 // flow has no live lease or the live lease has the same id. The flow's driver
 // becomes "runner".
-func (s *Service) Claim(ctx context.Context, flowID string, l Lease) error {
+func (s *Service) Claim(ctx context.Context, flowID string, l state.Lease) error {
 	return s.claim(ctx, flowID, l, "")
 }
 
 // TakeOver is Claim that may also replace the live lease deadID, whose
 // holder the caller knows to be dead (a runner killed with -9 on this
 // host); any other live lease still refuses with ErrLeaseHeld.
-func (s *Service) TakeOver(ctx context.Context, flowID, deadID string, l Lease) error {
+func (s *Service) TakeOver(ctx context.Context, flowID, deadID string, l state.Lease) error {
 	return s.claim(ctx, flowID, l, deadID)
 }
 
-func (s *Service) claim(ctx context.Context, flowID string, l Lease, deadID string) error {
+func (s *Service) claim(ctx context.Context, flowID string, l state.Lease, deadID string) error {
 	_, err := s.optimistic(ctx, "lease of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if err != nil {
@@ -34,7 +36,7 @@ func (s *Service) claim(ctx context.Context, flowID string, l Lease, deadID stri
 			lease.Heartbeat = now
 		}
 		st.Owner = &lease
-		st.Driver = DriverRunner
+		st.Driver = state.DriverRunner
 		return computed{st: st}, nil
 	})
 	return err

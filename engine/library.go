@@ -2,12 +2,12 @@ package engine
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/internal/libreview"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
-	"github.com/stratum-go/stratum/specs"
 )
 
 // This file is the store side of the Go library (engine/stratum): a flow
@@ -22,62 +22,6 @@ import (
 // front end (the TUI, `stratum gate`, MCP, the program itself), first
 // decision wins. Spec transitions (step_done, resume, revert …) refuse a
 // library flow with error_type library_flow.
-
-// ReviewStatus is where a library review is.
-type ReviewStatus string
-
-const (
-	ReviewOpen      ReviewStatus = "open"
-	ReviewApproved  ReviewStatus = "approved"  // decided with a value
-	ReviewRejected  ReviewStatus = "rejected"  // declined by a reviewer
-	ReviewTimedOut  ReviewStatus = "timed_out" // its deadline passed (Decision.Value is OnTimeout, if any)
-	ReviewWithdrawn ReviewStatus = "withdrawn" // the program stopped waiting (its context ended, the flow finished)
-)
-
-// LibraryState is what a library flow adds to its FlowState.
-type LibraryState struct {
-	// Calls counts the calls recorded (each is also a step record and a
-	// trace record).
-	Calls int `json:"calls"`
-	// Reviews are every review the flow opened, in order.
-	Reviews []*LibraryReview `json:"reviews,omitempty"`
-	// Output and Error are how Flow.Run ended.
-	Output any    `json:"output,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
-// LibraryReview is one review (stratum.AwaitHuman) of a library flow: a gate
-// whose step id is ID ("review-1", "review-2", … in the flow).
-type LibraryReview struct {
-	ID        string            `json:"id"`
-	Question  string            `json:"question"`
-	Trigger   string            `json:"trigger,omitempty"`
-	Artifacts map[string]any    `json:"artifacts,omitempty"`
-	Options   []json.RawMessage `json:"options,omitempty"`
-	// Schema is the JSON Schema of the value's Go type.
-	Schema   map[string]any `json:"schema,omitempty"`
-	Approver string         `json:"approver,omitempty"` // any | human
-	OpenedAt time.Time      `json:"opened_at"`
-	// Deadline is absolute (wall clock), so every process enforces the same
-	// one and a restart does not move it.
-	Deadline *time.Time `json:"deadline,omitempty"`
-	// OnTimeout is the value a timeout decides (nil: a timeout decides
-	// nothing; the program gets a timeout error).
-	OnTimeout json.RawMessage `json:"on_timeout,omitempty"`
-	Status    ReviewStatus    `json:"status"`
-	Decision  *ReviewDecision `json:"decision,omitempty"`
-}
-
-// ReviewDecision is how a library review was closed.
-type ReviewDecision struct {
-	Value      json.RawMessage `json:"value,omitempty"`
-	Option     int             `json:"option,omitempty"` // 1-based, when an option was picked
-	Reviewer   string          `json:"reviewer,omitempty"`
-	Rationale  string          `json:"rationale,omitempty"`
-	ResolvedBy string          `json:"resolved_by,omitempty"`
-	Channel    string          `json:"channel,omitempty"`
-	DecidedAt  time.Time       `json:"decided_at"`
-}
 
 // ReviewRequest is what the program asks when it opens a review.
 type ReviewRequest struct {
@@ -101,88 +45,8 @@ type LibraryCall struct {
 	Tokens     int64
 	CostUSD    *float64
 	CacheHit   bool
-	Trace      *TraceRecord
+	Trace      *state.TraceRecord
 	Data       map[string]any // extra trace-event data (violations, error …)
-}
-
-// IsLibrary reports whether st is a flow a Go program drives.
-func (st *FlowState) IsLibrary() bool { return st != nil && st.Library != nil }
-
-func (l *LibraryState) clone() *LibraryState {
-	if l == nil {
-		return nil
-	}
-	c := *l
-	c.Output = cloneValue(l.Output)
-	if l.Reviews != nil {
-		c.Reviews = make([]*LibraryReview, len(l.Reviews))
-		for i, r := range l.Reviews {
-			c.Reviews[i] = r.Clone()
-		}
-	}
-	return &c
-}
-
-// Clone returns a deep copy of the review.
-func (r *LibraryReview) Clone() *LibraryReview {
-	if r == nil {
-		return nil
-	}
-	c := *r
-	c.Artifacts = cloneObject(r.Artifacts)
-	c.Options = cloneRaws(r.Options)
-	c.Schema = cloneObject(r.Schema)
-	c.Deadline = cloneTime(r.Deadline)
-	c.OnTimeout = cloneRaw(r.OnTimeout)
-	if r.Decision != nil {
-		d := *r.Decision
-		d.Value = cloneRaw(r.Decision.Value)
-		c.Decision = &d
-	}
-	return &c
-}
-
-func cloneRaw(b json.RawMessage) json.RawMessage {
-	if b == nil {
-		return nil
-	}
-	return append(json.RawMessage(nil), b...)
-}
-
-// Review returns the review with that step id (nil when none).
-func (l *LibraryState) Review(id string) *LibraryReview {
-	if l == nil {
-		return nil
-	}
-	for _, r := range l.Reviews {
-		if r.ID == id {
-			return r
-		}
-	}
-	return nil
-}
-
-// openReviews are the reviews still waiting, oldest first.
-func (l *LibraryState) openReviews() []*LibraryReview {
-	var out []*LibraryReview
-	for _, r := range l.Reviews {
-		if r.Status == ReviewOpen {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// Gate is the review as the pending-gate index holds it.
-func (r *LibraryReview) Gate() *PendingGate {
-	g := &PendingGate{StepID: r.ID, DispatchedAt: r.OpenedAt, Deadline: cloneTime(r.Deadline), Approver: r.Approver}
-	if r.Deadline != nil {
-		g.OnTimeout = string(review.Kill)
-		if r.OnTimeout != nil {
-			g.OnTimeout = string(review.Approve)
-		}
-	}
-	return g
 }
 
 // syncLibraryGate keeps a library flow's Status and Gate in line with its
@@ -191,15 +55,15 @@ func (r *LibraryReview) Gate() *PendingGate {
 // deadline sweeps read, is the open review whose deadline comes first
 // (else the oldest), so a sweep that sleeps until the next deadline wakes
 // for the right one.
-func syncLibraryGate(st *FlowState) {
+func syncLibraryGate(st *state.FlowState) {
 	if st.Status.Finished() {
 		st.Gate = nil
 		return
 	}
-	open := st.Library.openReviews()
+	open := st.Library.OpenReviews()
 	if len(open) == 0 {
 		st.Gate = nil
-		st.Status = StatusRunning
+		st.Status = state.StatusRunning
 		return
 	}
 	first := open[0]
@@ -208,73 +72,22 @@ func syncLibraryGate(st *FlowState) {
 			first = r
 		}
 	}
-	st.Gate = first.Gate()
-	st.Status = StatusAwaitingGate
+	st.Gate = libreview.Gate(first)
+	st.Status = state.StatusAwaitingGate
 }
 
-// CheckReviewValue is the one rule for the value of a library review's
-// decision: option (1-based; 0 = none) picks one of the review's options;
-// otherwise value must be one of the options (when it has any) and fit its
-// type's schema. It returns the value to record (the option's bytes for an
-// option) and the option number (found for a value equal to an option).
-func CheckReviewValue(r *LibraryReview, option int, value json.RawMessage) (json.RawMessage, int, error) {
-	n := len(r.Options)
-	if option != 0 && len(value) > 0 {
-		return nil, 0, fmt.Errorf("give either an option or a value, not both")
-	}
-	if option != 0 {
-		if n == 0 {
-			return nil, 0, fmt.Errorf("review '%s' has no options: give a value (JSON) instead", r.ID)
-		}
-		if option < 1 || option > n {
-			return nil, 0, fmt.Errorf("option %d is out of range: review '%s' has options 1–%d", option, r.ID, n)
-		}
-		return cloneRaw(r.Options[option-1]), option, nil
-	}
-	if len(value) == 0 {
-		if n > 0 {
-			return nil, 0, fmt.Errorf("review '%s' needs a value: pick an option (1–%d)", r.ID, n)
-		}
-		return nil, 0, fmt.Errorf("review '%s' needs a value (JSON)", r.ID)
-	}
-	var v any
-	if err := json.Unmarshal(value, &v); err != nil {
-		return nil, 0, fmt.Errorf("value is not valid JSON: %v", err)
-	}
-	if n > 0 {
-		want, _ := specs.CanonicalJSON(v)
-		for i, o := range r.Options {
-			var ov any
-			if json.Unmarshal(o, &ov) != nil {
-				continue
-			}
-			if got, _ := specs.CanonicalJSON(ov); string(got) == string(want) {
-				return cloneRaw(o), i + 1, nil
-			}
-		}
-		return nil, 0, fmt.Errorf("value %s is not one of the options of review '%s': pick one (1–%d)", clip(string(value), 80), r.ID, n)
-	}
-	if r.Schema != nil {
-		sch, err := specs.NewSchema(r.Schema)
-		if err != nil {
-			return nil, 0, fmt.Errorf("review '%s': %v", r.ID, err)
-		}
-		if problems := sch.Validate(v); len(problems) > 0 {
-			return nil, 0, fmt.Errorf("value does not fit the type of review '%s': %s", r.ID, strings.Join(problems, "; "))
-		}
-	}
-	return cloneRaw(value), 0, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+// CheckReviewValue is the rule for the value of a library review's
+// decision (libreview.CheckValue): option (1-based; 0 = none) picks one of
+// the review's options; otherwise value must be one of the options (when
+// it has any) and fit its type's schema. It returns the value to record
+// and the option number. The TUI checks a value typed into its dialog
+// with it before it decides.
+func CheckReviewValue(r *state.LibraryReview, option int, value json.RawMessage) (json.RawMessage, int, error) {
+	return libreview.CheckValue(r, option, value)
 }
 
 // libraryRefusal answers a spec transition on a library flow.
-func libraryRefusal(st *FlowState) *Error {
+func libraryRefusal(st *state.FlowState) *Error {
 	return refusal(ErrTypeLibraryFlow,
 		"Flow '%s' is run by a Go program (driver library): it has no spec steps to report, resume or revert; "+
 			"only its reviews can be decided (`stratum tui`, `stratum gate approve|reject`, stratum_gate_resolve)", st.FlowID)
@@ -283,7 +96,7 @@ func libraryRefusal(st *FlowState) *Error {
 // resolveLibraryReview applies a decision to one review of a library flow
 // (GateResolve's branch for such flows): approve records a value (an option
 // or a value that fits), kill rejects the review, revise is refused.
-func resolveLibraryReview(st *FlowState, env transitionEnv, d review.Decision) (transitionResult, error) {
+func resolveLibraryReview(st *state.FlowState, env transitionEnv, d review.Decision) (transitionResult, error) {
 	if st.Status.Finished() {
 		return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 	}
@@ -291,12 +104,12 @@ func resolveLibraryReview(st *FlowState, env transitionEnv, d review.Decision) (
 	r := st.Library.Review(stepID)
 	if r == nil {
 		var open []string
-		for _, o := range st.Library.openReviews() {
+		for _, o := range st.Library.OpenReviews() {
 			open = append(open, o.ID)
 		}
 		return refused(refusal(ErrTypeWrongStep, "Flow '%s' has no review '%s' (open reviews: %s)", st.FlowID, stepID, orStr(strings.Join(open, ", "), "none"))), nil
 	}
-	if r.Status != ReviewOpen {
+	if r.Status != state.ReviewOpen {
 		e := refusal(ErrTypeReviewClosed, "Review '%s' of flow '%s' is already closed (%s)", r.ID, st.FlowID, r.Status)
 		if r.Decision != nil && r.Decision.Reviewer != "" {
 			e.Message += " by " + r.Decision.Reviewer
@@ -318,70 +131,17 @@ func resolveLibraryReview(st *FlowState, env transitionEnv, d review.Decision) (
 	if !d.Outcome.Valid() {
 		return refused(refusal(ErrTypeInvalidOutcome, "outcome must be one of ['approve', 'kill', 'revise'], got '%s'", d.Outcome)), nil
 	}
-	if err := r.Decide(d, env.Now); err != nil {
+	if err := libreview.Decide(r, d, env.Now); err != nil {
 		return refused(refusal(ErrTypeInvalidReviewValue, "%s; the review stays open", err.Error())), nil
 	}
 	return closeLibraryReview(st, env, r, string(d.Outcome)), nil
 }
 
-// Decide closes an open review with d: approve records the value (an
-// option or a value, CheckReviewValue), kill rejects it. It is the one
-// rule of a decision, for reviews in the store (GateResolve) and for those
-// a program keeps in memory (no store); the caller checks the review is
-// open and the channel may decide. An error leaves r as it was.
-func (r *LibraryReview) Decide(d review.Decision, now time.Time) error {
-	dec := &ReviewDecision{Reviewer: d.Reviewer, Rationale: d.Rationale, ResolvedBy: string(d.ResolvedBy),
-		Channel: string(d.Channel), DecidedAt: orTime(d.DecidedAt, now)}
-	switch d.Outcome {
-	case review.Approve:
-		v, opt, err := CheckReviewValue(r, d.Option, d.Value)
-		if err != nil {
-			return err
-		}
-		dec.Value, dec.Option = v, opt
-		r.Status = ReviewApproved
-	case review.Kill:
-		if d.Option != 0 || len(d.Value) > 0 {
-			return fmt.Errorf("a rejection carries no value")
-		}
-		r.Status = ReviewRejected
-	default:
-		return fmt.Errorf("a review is approved with a value or rejected, not %s", d.Outcome)
-	}
-	r.Decision = dec
-	return nil
-}
-
-// Expire times the review out if it is open and its deadline is not after
-// now: it decides its OnTimeout value when it has one (channel timeout,
-// resolved_by system, reviewer auto, rationale "timeout"). It reports
-// whether it did, and the outcome recorded (approve with a value, kill
-// without).
-func (r *LibraryReview) Expire(now time.Time) (outcome review.Outcome, ok bool) {
-	if r.Status != ReviewOpen || r.Deadline == nil || r.Deadline.After(now) {
-		return "", false
-	}
-	r.Status = ReviewTimedOut
-	r.Decision = &ReviewDecision{Value: cloneRaw(r.OnTimeout), Reviewer: "auto", Rationale: "timeout",
-		ResolvedBy: string(review.System), Channel: string(review.ChannelTimeout), DecidedAt: now}
-	if r.OnTimeout != nil {
-		return review.Approve, true
-	}
-	return review.Kill, true
-}
-
-func orTime(t, def time.Time) time.Time {
-	if t.IsZero() {
-		return def
-	}
-	return t
-}
-
 // closeLibraryReview records a review's end: a gate record, the gate index,
 // a gate_resolved event (with the value).
-func closeLibraryReview(st *FlowState, env transitionEnv, r *LibraryReview, outcome string) transitionResult {
+func closeLibraryReview(st *state.FlowState, env transitionEnv, r *state.LibraryReview, outcome string) transitionResult {
 	d := r.Decision
-	rec := newRecord(st, env, RecordGate, r.ID)
+	rec := newRecord(st, env, state.RecordGate, r.ID)
 	rec.Outcome = outcome
 	rec.Rationale = d.Rationale
 	rec.ResolvedBy = d.ResolvedBy
@@ -404,10 +164,10 @@ func closeLibraryReview(st *FlowState, env transitionEnv, r *LibraryReview, outc
 // reviews: the review times out, deciding its OnTimeout value when it has
 // one (channel timeout, resolved_by system, reviewer auto, rationale
 // "timeout").
-func libraryTimeouts(st *FlowState, env transitionEnv) (transitionResult, error) {
+func libraryTimeouts(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 	var res transitionResult
-	for _, r := range st.Library.openReviews() {
-		if outcome, ok := r.Expire(env.Now); ok {
+	for _, r := range st.Library.OpenReviews() {
+		if outcome, ok := libreview.Expire(r, env.Now); ok {
 			res = mergeResults(res, closeLibraryReview(st, env, r, string(outcome)))
 		}
 	}
@@ -421,7 +181,7 @@ func libraryTimeouts(st *FlowState, env transitionEnv) (transitionResult, error)
 // timeout or withdrawal): the review as closed.
 type ReviewClosed struct {
 	FlowID string
-	Review *LibraryReview
+	Review *state.LibraryReview
 }
 
 // WireStatus implements Outcome.

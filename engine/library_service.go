@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -21,7 +22,7 @@ type LibraryFlowOptions struct {
 	Inputs map[string]any
 	// Owner is the program's lease (renewed with RenewLibraryLease); a flow
 	// whose lease expired shows as stalled.
-	Owner *Lease
+	Owner *state.Lease
 }
 
 // StartLibraryFlow creates a library flow (status running, driver library)
@@ -30,16 +31,16 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 	var id string
 	_, err := s.optimistic(ctx, "start of library flow "+opt.Name, func(sn *snapshot, now time.Time) (computed, error) {
 		id = s.newID()
-		st := newFlowState(id, opt.Name, "", cloneObject(opt.Inputs), now)
+		st := newFlowState(id, opt.Name, "", state.CloneObject(opt.Inputs), now)
 		if st.Inputs == nil {
 			st.Inputs = map[string]any{}
 		}
-		st.Driver = DriverLibrary
-		st.Library = &LibraryState{}
-		st.Owner = clonePtr(opt.Owner)
+		st.Driver = state.DriverLibrary
+		st.Library = &state.LibraryState{}
+		st.Owner = state.ClonePtr(opt.Owner)
 		env := transitionEnv{Now: now}
 		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
-			FlowName: opt.Name, Driver: string(DriverLibrary),
+			FlowName: opt.Name, Driver: string(state.DriverLibrary),
 		})}}}, nil
 	})
 	if err != nil {
@@ -50,7 +51,7 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 
 // libraryTransition runs fn on a library flow (refusing any other flow),
 // computed on a snapshot and committed like every transition.
-func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
+func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
@@ -75,10 +76,10 @@ func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn
 // record (function, attempts, duration, cache hit), the spend in the budget
 // ledger, the trace record and a trace event.
 func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c LibraryCall) error {
-	_, err := s.libraryTransition(ctx, "call", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	_, err := s.libraryTransition(ctx, "call", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		st.Library.Calls++
 		stepID := c.Function + "#" + strconv.Itoa(st.Library.Calls)
-		rec := newRecord(st, env, RecordStep, stepID)
+		rec := newRecord(st, env, state.RecordStep, stepID)
 		rec.FunctionName = c.Function
 		rec.Attempts = c.Attempts
 		rec.DurationMS = c.DurationMS
@@ -104,20 +105,20 @@ const libraryCallFailed = "library"
 // failed with the error's text. Reviews still open are withdrawn; the lease
 // is dropped.
 func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output any, failure error) error {
-	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return transitionResult{Unchanged: true}, nil
 		}
 		var res transitionResult
-		for _, r := range st.Library.openReviews() {
+		for _, r := range st.Library.OpenReviews() {
 			res = mergeResults(res, withdraw(st, env, r, "flow finished"))
 		}
-		status := StatusComplete
+		status := state.StatusComplete
 		if failure != nil {
-			status = StatusFailed
+			status = state.StatusFailed
 			st.Library.Error = failure.Error()
 		} else {
-			st.Library.Output = cloneValue(output)
+			st.Library.Output = state.CloneValue(output)
 		}
 		st.Status = status
 		st.Gate = nil
@@ -130,12 +131,12 @@ func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output a
 
 // RenewLibraryLease renews (or drops, with a nil lease) the program's lease
 // on a library flow.
-func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *Lease) error {
-	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *state.Lease) error {
+	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return transitionResult{Unchanged: true}, nil
 		}
-		st.Owner = clonePtr(l)
+		st.Owner = state.ClonePtr(l)
 		return transitionResult{}, nil
 	})
 	return err
@@ -144,9 +145,9 @@ func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *Lease
 // OpenReview opens a review in a library flow: it is persisted (status
 // awaiting_gate, the review in the pending-gate index, a gate_opened event)
 // before this returns, and answers the review as stored.
-func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewRequest) (*LibraryReview, error) {
-	var opened *LibraryReview
-	_, err := s.libraryTransition(ctx, "review", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewRequest) (*state.LibraryReview, error) {
+	var opened *state.LibraryReview
+	_, err := s.libraryTransition(ctx, "review", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 		}
@@ -154,17 +155,17 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		if approver != string(review.AnyApprover) && approver != string(review.HumanApprover) {
 			return transitionResult{}, execErrorf("approver must be 'any' or 'human', got '%s'", approver)
 		}
-		r := &LibraryReview{
+		r := &state.LibraryReview{
 			ID:        "review-" + strconv.Itoa(len(st.Library.Reviews)+1),
 			Question:  req.Question,
 			Trigger:   orStr(req.Trigger, "explicit"),
-			Artifacts: cloneObject(req.Artifacts),
-			Options:   cloneRaws(req.Options),
-			Schema:    cloneObject(req.Schema),
+			Artifacts: state.CloneObject(req.Artifacts),
+			Options:   state.CloneRaws(req.Options),
+			Schema:    state.CloneObject(req.Schema),
 			Approver:  approver,
 			OpenedAt:  env.Now,
-			OnTimeout: cloneRaw(req.OnTimeout),
-			Status:    ReviewOpen,
+			OnTimeout: state.CloneRaw(req.OnTimeout),
+			Status:    state.ReviewOpen,
 		}
 		if req.Timeout > 0 {
 			d := env.Now.Add(req.Timeout)
@@ -174,7 +175,7 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		syncLibraryGate(st)
 		opened = r.Clone()
 		// The question, trigger and options are in the state (LibraryReview).
-		data := EventData{Approver: string(r.Approver), Deadline: clonePtr(r.Deadline)}
+		data := EventData{Approver: string(r.Approver), Deadline: state.ClonePtr(r.Deadline)}
 		return transitionResult{Events: []Event{event(st, env, EventGateOpened, r.ID, data)}}, nil
 	})
 	if err != nil {
@@ -186,15 +187,15 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 // WithdrawReview closes an open review nobody decided (the program stopped
 // waiting); a review already closed is left as it is. It answers the review
 // as stored afterwards.
-func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason string) (*LibraryReview, error) {
-	var out *LibraryReview
-	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason string) (*state.LibraryReview, error) {
+	var out *state.LibraryReview
+	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		r := st.Library.Review(reviewID)
 		if r == nil {
 			return refused(refusal(ErrTypeWrongStep, "Flow '%s' has no review '%s'", flowID, reviewID)), nil
 		}
 		out = r.Clone()
-		if r.Status != ReviewOpen {
+		if r.Status != state.ReviewOpen {
 			return transitionResult{Unchanged: true}, nil
 		}
 		res := withdraw(st, env, r, reason)
@@ -207,14 +208,14 @@ func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason s
 	return out, nil
 }
 
-func withdraw(st *FlowState, env transitionEnv, r *LibraryReview, reason string) transitionResult {
-	r.Status = ReviewWithdrawn
-	r.Decision = &ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: env.Now}
+func withdraw(st *state.FlowState, env transitionEnv, r *state.LibraryReview, reason string) transitionResult {
+	r.Status = state.ReviewWithdrawn
+	r.Decision = &state.ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: env.Now}
 	return closeLibraryReview(st, env, r, "withdrawn")
 }
 
 // LibraryReviewOf reads one review of a library flow.
-func (s *Service) LibraryReviewOf(ctx context.Context, flowID, reviewID string) (*LibraryReview, error) {
+func (s *Service) LibraryReviewOf(ctx context.Context, flowID, reviewID string) (*state.LibraryReview, error) {
 	st, err := s.Get(ctx, flowID)
 	if err != nil {
 		return nil, err
@@ -228,12 +229,12 @@ func (s *Service) LibraryReviewOf(ctx context.Context, flowID, reviewID string) 
 
 // libraryPendingReviews are the open reviews of a library flow as reviewers
 // see them, oldest first.
-func libraryPendingReviews(st *FlowState) []review.PendingReview {
+func libraryPendingReviews(st *state.FlowState) []review.PendingReview {
 	if st.Status.Finished() {
 		return nil
 	}
 	var out []review.PendingReview
-	for _, r := range st.Library.openReviews() {
+	for _, r := range st.Library.OpenReviews() {
 		pr := review.PendingReview{
 			ReviewID:  review.ID(st.FlowID, r.ID, 0),
 			FlowID:    st.FlowID,
@@ -241,14 +242,14 @@ func libraryPendingReviews(st *FlowState) []review.PendingReview {
 			StepID:    r.ID,
 			Question:  r.Question,
 			Trigger:   r.Trigger,
-			Artifacts: review.Artifacts{Inputs: st.Inputs, Values: cloneObject(r.Artifacts)},
+			Artifacts: review.Artifacts{Inputs: st.Inputs, Values: state.CloneObject(r.Artifacts)},
 			Outcomes:  []review.Outcome{review.Approve, review.Kill},
 			Approver:  review.Approver(r.Approver),
 			OpenedAt:  r.OpenedAt,
-			Deadline:  cloneTime(r.Deadline),
+			Deadline:  state.ClonePtr(r.Deadline),
 			OnTimeout: review.Kill,
-			Options:   cloneRaws(r.Options),
-			Schema:    cloneObject(r.Schema),
+			Options:   state.CloneRaws(r.Options),
+			Schema:    state.CloneObject(r.Schema),
 			Library:   true,
 		}
 		if r.OnTimeout != nil {

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/clijson"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
 func startLibraryFlow(t *testing.T, svc *engine.Service, now time.Time) string {
 	t.Helper()
-	l := engine.Lease{ID: "lib-1", ExpiresAt: now.Add(30 * time.Second)}
+	l := state.Lease{ID: "lib-1", ExpiresAt: now.Add(30 * time.Second)}
 	id, err := svc.StartLibraryFlow(context.Background(), engine.LibraryFlowOptions{Name: "triage", Inputs: map[string]any{"ticket": 7}, Owner: &l})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +41,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 	id := startLibraryFlow(t, svc, clk.Now())
 	cost := 0.002
 	if err := svc.RecordLibraryCall(ctx, id, engine.LibraryCall{Function: "classify", Attempts: 2, DurationMS: 40, Tokens: 120, CostUSD: &cost,
-		Trace: &engine.TraceRecord{Function: "classify", Model: "openai/gpt-4o-mini", Attempts: 2}}); err != nil {
+		Trace: &state.TraceRecord{Function: "classify", Model: "openai/gpt-4o-mini", Attempts: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	schema := map[string]any{"type": "object", "properties": map[string]any{"ship": map[string]any{"type": "boolean"}},
@@ -69,7 +71,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 		t.Fatalf("PendingReviews = %+v, %v", prs, err)
 	}
 	sums, _ := svc.List(ctx, engine.ListFilter{})
-	if sums[0].Driver != engine.DriverLibrary || sums[0].Status != engine.StatusAwaitingGate || sums[0].Stalled(clk.Now()) {
+	if sums[0].Driver != state.DriverLibrary || sums[0].Status != state.StatusAwaitingGate || sums[0].Stalled(clk.Now()) {
 		t.Errorf("summary %+v", sums[0])
 	}
 	if !sums[0].Stalled(clk.Now().Add(time.Minute)) {
@@ -115,14 +117,14 @@ func TestLibraryFlowReviews(t *testing.T) {
 		t.Errorf("second decision: %v, want ErrAlreadyDecided", err)
 	}
 	got, _ := svc.LibraryReviewOf(ctx, id, "review-1")
-	if got.Status != engine.ReviewApproved || string(got.Decision.Value) != `"b"` || got.Decision.Option != 2 || got.Decision.Channel != "mcp" {
+	if got.Status != state.ReviewApproved || string(got.Decision.Value) != `"b"` || got.Decision.Option != 2 || got.Decision.Channel != "mcp" {
 		t.Errorf("review-1 = %+v %+v", got, got.Decision)
 	}
 	if err := decide("review-2", review.Kill, review.ChannelTUI, 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := svc.Get(ctx, id)
-	if st.Status != engine.StatusRunning || st.Gate != nil || st.Library.Reviews[1].Status != engine.ReviewRejected {
+	if st.Status != state.StatusRunning || st.Gate != nil || st.Library.Reviews[1].Status != state.ReviewRejected {
 		t.Errorf("after both decisions: %s %+v", st.Status, st.Gate)
 	}
 	a, err := svc.Audit(ctx, id)
@@ -136,7 +138,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ = svc.Get(ctx, id)
-	if st.Status != engine.StatusComplete || st.Owner != nil {
+	if st.Status != state.StatusComplete || st.Owner != nil {
 		t.Errorf("finished: %s owner %v", st.Status, st.Owner)
 	}
 }
@@ -174,7 +176,7 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 		t.Fatalf("sweep = %d, %v", n, err)
 	}
 	r1, _ := svc.LibraryReviewOf(ctx, id, "review-1")
-	if r1.Status != engine.ReviewTimedOut || string(r1.Decision.Value) != `"no"` || r1.Decision.Reviewer != "auto" || r1.Decision.Rationale != "timeout" {
+	if r1.Status != state.ReviewTimedOut || string(r1.Decision.Value) != `"no"` || r1.Decision.Reviewer != "auto" || r1.Decision.Rationale != "timeout" {
 		t.Errorf("review-1 %+v %+v", r1, r1.Decision)
 	}
 	clk.Add(time.Minute)
@@ -182,14 +184,14 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2, _ := svc.LibraryReviewOf(ctx, id, "review-2")
-	if r2.Status != engine.ReviewTimedOut || r2.Decision.Value != nil {
+	if r2.Status != state.ReviewTimedOut || r2.Decision.Value != nil {
 		t.Errorf("review-2 %+v %+v", r2, r2.Decision)
 	}
 	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q3"}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := svc.WithdrawReview(ctx, id, "review-4", "context canceled")
-	if err != nil || w.Status != engine.ReviewWithdrawn {
+	if err != nil || w.Status != state.ReviewWithdrawn {
 		t.Errorf("withdraw: %+v, %v", w, err)
 	}
 	if prs, _ := svc.PendingReviews(ctx); len(prs) != 0 {

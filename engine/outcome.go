@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -258,11 +259,11 @@ func (d *ChildDispatch) WireStatus() string { return wireStatus(&d.Notes, dispat
 // (HasOutput false), as the original.
 type Completion struct {
 	Notes
-	Status          FlowStatus // StatusComplete or StatusKilled
+	Status          state.FlowStatus // StatusComplete or StatusKilled
 	FlowID          string
 	Output          any
 	HasOutput       bool
-	Trace           []Record // the active round's records
+	Trace           []state.Record // the active round's records
 	TotalDurationMS int64
 }
 
@@ -272,7 +273,7 @@ func (c *Completion) WireStatus() string { return wireStatus(&c.Notes, string(c.
 // Stopped is the answer of a flow that failed or ran out of budget: {status,
 // flow_id}.
 type Stopped struct {
-	Status FlowStatus // StatusFailed or StatusBudgetExhausted
+	Status state.FlowStatus // StatusFailed or StatusBudgetExhausted
 	FlowID string
 }
 
@@ -287,12 +288,12 @@ type BudgetExhausted struct {
 }
 
 // WireStatus implements Outcome.
-func (b *BudgetExhausted) WireStatus() string { return string(StatusBudgetExhausted) }
+func (b *BudgetExhausted) WireStatus() string { return string(state.StatusBudgetExhausted) }
 
 // callRecorded is the answer of Service.RecordCall: the ledger after the call.
 type callRecorded struct {
 	FlowID string
-	Budget BudgetState
+	Budget state.BudgetState
 }
 
 // WireStatus implements Outcome.
@@ -391,23 +392,23 @@ type auditReport struct {
 	Status             string // the audit vocabulary: a final status or "in_progress"
 	StepsCompleted     int
 	TotalSteps         int
-	Trace              []Record
+	Trace              []state.Record
 	Round              int
 	Rounds             []auditRound
-	Iterations         map[string][]IterationEntry
-	ArchivedIterations []map[string][]IterationEntry
+	Iterations         map[string][]state.IterationEntry
+	ArchivedIterations []map[string][]state.IterationEntry
 	ChildAudits        map[string][]json.RawMessage
 	TotalDurationMS    int64
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
-	FlowStatus         FlowStatus
-	Gate               *PendingGate // while awaiting a gate
+	FlowStatus         state.FlowStatus
+	Gate               *state.PendingGate // while awaiting a gate
 }
 
 // auditRound is one archived round of an audit.
 type auditRound struct {
-	Round int      `json:"round"`
-	Steps []Record `json:"steps"`
+	Round int            `json:"round"`
+	Steps []state.Record `json:"steps"`
 }
 
 // WireStatus implements Outcome.
@@ -419,3 +420,14 @@ func wireStatus(n *Notes, base string) string {
 	}
 	return base
 }
+
+// CheckFailure says why an attempt's result was refused: the status of the
+// dispatch that sends the step back (upstream-behavior §2.6).
+type CheckFailure string
+
+// Check failures, in the order the checks run.
+const (
+	CheckSchema    CheckFailure = "schema_failed"
+	CheckGuardrail CheckFailure = "guardrail_blocked"
+	CheckEnsure    CheckFailure = "ensure_failed"
+)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine/internal/fanout"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -17,13 +18,13 @@ import (
 // the attempt fails as ensure_failed with the original's violation texts.
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
-func parallelDone(st *FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
+func parallelDone(st *state.FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
 	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
 }
 
 // parallelDoneDetailed is parallelDone; details follow a merge or require
 // violation (ParallelDoneDetailed).
-func parallelDoneDetailed(st *FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
+func parallelDoneDetailed(st *state.FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, parallelDoneReport)
 	if e != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -16,19 +17,19 @@ import (
 // Question is the gate function's intent (or a default). Artifacts carries
 // the flow inputs, the outputs of the steps so far and the decisions of
 // earlier rounds (round, outcome, rationale, reviewer).
-func (st *FlowState) PendingReview(flow *specs.Flow) (review.PendingReview, bool) {
+func PendingReview(st *state.FlowState, flow *specs.Flow) (review.PendingReview, bool) {
 	step := pendingGateStep(st, flow)
 	if step == nil {
 		return review.PendingReview{}, false
 	}
-	rv := GateReview{Question: gateQuestion(step, st.FlowName), Revise: step.OnRevise != ""}
+	rv := state.GateReview{Question: gateQuestion(step, st.FlowName), Revise: step.OnRevise != ""}
 	return pendingReview(st.FlowID, st.FlowName, st.Gate, rv, ReviewArtifacts(st)), true
 }
 
 // pendingGateStep is the gate step st waits at in flow: st awaits a gate
 // (Gate set) and the step at its cursor is that gate; else nil.
-func pendingGateStep(st *FlowState, flow *specs.Flow) *specs.Step {
-	if st.Status != StatusAwaitingGate || st.Gate == nil {
+func pendingGateStep(st *state.FlowState, flow *specs.Flow) *specs.Step {
+	if st.Status != state.StatusAwaitingGate || st.Gate == nil {
 		return nil
 	}
 	step := stepAt(transitionEnv{Flow: flow}, st.CurrentIdx)
@@ -49,11 +50,11 @@ func gateQuestion(step *specs.Step, flowName string) string {
 // ReviewArtifacts is what a reviewer sees of a flow waiting at a gate: its
 // inputs, the outputs of the steps so far and the decisions of earlier
 // rounds (round, outcome, rationale, reviewer).
-func ReviewArtifacts(st *FlowState) review.Artifacts {
+func ReviewArtifacts(st *state.FlowState) review.Artifacts {
 	var earlier []review.PriorDecision
 	for _, round := range st.Rounds {
 		for _, r := range round {
-			if r.Type == RecordGate {
+			if r.Type == state.RecordGate {
 				earlier = append(earlier, review.PriorDecision{Round: r.Round, StepID: r.StepID,
 					Outcome: review.Outcome(r.Outcome), Rationale: r.Rationale, Reviewer: r.Reviewer})
 			}
@@ -67,7 +68,7 @@ func ReviewArtifacts(st *FlowState) review.Artifacts {
 }
 
 // pendingReview is the review of gate g of flow flowID, asking rv.
-func pendingReview(flowID, flowName string, g *PendingGate, rv GateReview, artifacts review.Artifacts) review.PendingReview {
+func pendingReview(flowID, flowName string, g *state.PendingGate, rv state.GateReview, artifacts review.Artifacts) review.PendingReview {
 	outcomes := []review.Outcome{review.Approve, review.Revise, review.Kill}
 	if !rv.Revise {
 		outcomes = []review.Outcome{review.Approve, review.Kill}
@@ -99,7 +100,7 @@ func pendingReview(flowID, flowName string, g *PendingGate, rv GateReview, artif
 // in one View; their specs are parsed after it. Listings that need no
 // artifacts use GateReviews, which reads no state.
 func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
-	var states []*FlowState
+	var states []*state.FlowState
 	err := s.Store.View(ctx, func(tx Tx) error {
 		states = nil
 		gates, err := s.listing(tx.PendingGates())
@@ -132,7 +133,7 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 		if bad != nil {
 			continue
 		}
-		if pr, ok := st.PendingReview(env.Flow); ok {
+		if pr, ok := PendingReview(st, env.Flow); ok {
 			out = append(out, pr)
 		}
 	}
@@ -149,8 +150,8 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 // parses are skipped.
 func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, error) {
 	var out []review.PendingReview
-	var states []*FlowState // gates whose summary lacks Review
-	var at []int            // where each goes in out
+	var states []*state.FlowState // gates whose summary lacks Review
+	var at []int                  // where each goes in out
 	err := s.Store.View(ctx, func(tx Tx) error {
 		out, states, at = nil, nil, nil
 		gates, err := s.listing(tx.PendingGates())
@@ -161,7 +162,7 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 			if g.Gate == nil {
 				continue
 			}
-			if g.Review != nil && g.Driver != DriverLibrary {
+			if g.Review != nil && g.Driver != state.DriverLibrary {
 				out = append(out, pendingReview(g.FlowID, g.FlowName, g.Gate, *g.Review, review.Artifacts{}))
 				continue
 			}
@@ -196,7 +197,7 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 		if bad != nil {
 			continue
 		}
-		if pr, ok := st.PendingReview(env.Flow); ok {
+		if pr, ok := PendingReview(st, env.Flow); ok {
 			pr.Artifacts = review.Artifacts{}
 			out[at[i]], keep[at[i]] = pr, true
 		}

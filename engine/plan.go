@@ -7,17 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/py"
-)
-
-// Drivers of a flow.
-const (
-	DriverAgent  = "agent"
-	DriverRunner = "runner"
-	// DriverLibrary drives a flow a Go program runs through the library
-	// (engine/stratum, library.go).
-	DriverLibrary = "library"
 )
 
 // PlanOptions are the optional parts of a plan.
@@ -27,7 +19,7 @@ type PlanOptions struct {
 	// Driver is DriverAgent (default) or DriverRunner.
 	Driver string
 	// Owner, when set, is the runner lease the new flow starts with.
-	Owner *Lease
+	Owner *state.Lease
 }
 
 // planFlow is stratum_plan: it validates the inputs against the flow's input
@@ -38,7 +30,7 @@ type PlanOptions struct {
 // A nil state with a Result.Err means the plan was refused (invalid
 // inputs); an execution_error *Error means an unknown flow or a dispatch
 // error.
-func planFlow(env transitionEnv, flowName string, inputs map[string]any, opt PlanOptions) (*FlowState, transitionResult, error) {
+func planFlow(env transitionEnv, flowName string, inputs map[string]any, opt PlanOptions) (*state.FlowState, transitionResult, error) {
 	if env.Spec == nil {
 		return nil, transitionResult{}, execErrorf("no spec")
 	}
@@ -71,7 +63,7 @@ func planFlow(env transitionEnv, flowName string, inputs map[string]any, opt Pla
 	env.Flow = flow
 	st := newFlowState(env.NewID(), flowName, string(env.Spec.Source), resolved, env.Now)
 	st.SpecFile = opt.SpecFile
-	st.Driver = orStr(opt.Driver, DriverAgent)
+	st.Driver = orStr(opt.Driver, state.DriverAgent)
 	if opt.Owner != nil {
 		l := *opt.Owner
 		st.Owner = &l
@@ -229,18 +221,18 @@ func jsonKind(v any) string {
 // final payload of a finished flow: complete → the completion object,
 // killed → {status:"killed", flow_id, trace, total_duration_ms}, failed /
 // budget_exhausted → {status, flow_id}.
-func resumeFlow(st *FlowState, env transitionEnv) (transitionResult, error) {
+func resumeFlow(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 	ensureMaps(st)
 	switch st.Status {
-	case StatusFailed, StatusBudgetExhausted:
+	case state.StatusFailed, state.StatusBudgetExhausted:
 		return answer(&Stopped{Status: st.Status, FlowID: st.FlowID}), nil
-	case StatusKilled:
+	case state.StatusKilled:
 		if pastEnd(st, env) {
 			return answer(killedPayload(st, env)), nil
 		}
-	case StatusComplete:
+	case state.StatusComplete:
 		if pastEnd(st, env) {
-			return answer(completionPayload(st, env, StatusComplete)), nil
+			return answer(completionPayload(st, env, state.StatusComplete)), nil
 		}
 	}
 	ensureMaps(st)

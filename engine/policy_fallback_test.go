@@ -3,6 +3,8 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // policyFallbackSpec: a gate whose function's approver and the gate's
@@ -74,7 +76,7 @@ func TestPolicyFallback(t *testing.T) {
 				t.Fatalf("gate_opened %+v, want policy %s failed", opened, tt.wantPolicy)
 			}
 			for _, r := range f.st.Records {
-				if r.Type == RecordPolicy {
+				if r.Type == state.RecordPolicy {
 					t.Errorf("policy record written for a gate the policy could not approve: %+v", r)
 				}
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Errors the Store reports; adapters map their own errors onto these.
@@ -139,7 +141,7 @@ type Store interface {
 // comes with no result.
 type Tx interface {
 	// Get returns the flow, or an error wrapping ErrNotFound.
-	Get(flowID string) (*FlowState, error)
+	Get(flowID string) (*state.FlowState, error)
 	// Put creates or replaces a flow together with its list summary, which
 	// the caller computes (the Service uses Summarize); sum.FlowID and
 	// sum.Status must be st's, else Put fails. It is a conditional put: it
@@ -163,13 +165,16 @@ type Tx interface {
 	// again under the same id starts over at version 1, so a writer still
 	// holding a version of the deleted one may match the new one. The
 	// engine never reuses a flow id (random UUIDs).
-	Put(st *FlowState, sum FlowSummary, expect int64) error
+	Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	// Delete removes a flow and its events.
 	Delete(flowID string) error
-	// List returns summaries of flows matching the filter, newest first.
-	List(f ListFilter) ([]FlowSummary, error)
+	// List returns summaries of flows matching the filter in the listing
+	// order: newest CreatedAt first, ties by FlowID descending (byte
+	// order). The order never changes as flows progress, so f.After pages
+	// through it.
+	List(f ListFilter) ([]state.FlowSummary, error)
 	// PendingGates returns every flow waiting at a gate.
-	PendingGates() ([]FlowSummary, error)
+	PendingGates() ([]state.FlowSummary, error)
 	// Append adds events to the event log. It stamps each event, in place
 	// (the caller's slice holds the stored events afterwards), with the
 	// next sequence number — strictly increasing across the whole log and
@@ -193,52 +198,41 @@ type Tx interface {
 
 // ListFilter selects flows for Tx.List. Zero values select everything.
 type ListFilter struct {
-	Status FlowStatus // exact status
+	Status state.FlowStatus // exact status
 	Limit  int
+	// After resumes a listing: only the flows that come after this
+	// position in the listing order (the zero ListCursor: from the first).
+	// Pass the CursorOf the last summary of a page to read the next one;
+	// flows created meanwhile (newer, so before it) do not shift the pages.
+	After ListCursor
 }
 
-// FlowSummary is what lists show without decoding whole states. Summarize
-// computes it; Tx.Put persists it next to the state.
-type FlowSummary struct {
-	FlowID       string       `json:"flow_id"`
-	FlowName     string       `json:"flow_name"`
-	Status       FlowStatus   `json:"status"`
-	CurrentStep  string       `json:"current_step_id,omitempty"`
-	StepNumber   int          `json:"step_number"`
-	TotalSteps   int          `json:"total_steps"`
-	Round        int          `json:"round"`
-	Driver       string       `json:"driver,omitempty"`
-	ParentFlowID string       `json:"parent_flow_id,omitempty"`
-	Gate         *PendingGate `json:"gate,omitempty"`
-	// Owner is the runner's lease (nil when none), so listings can tell a
-	// flow driven by a live runner (ExpiresAt ahead) from an abandoned one.
-	Owner *Lease `json:"owner,omitempty"`
-	// Review is what the gate the flow waits at asks its reviewer (the
-	// gate step in the flow's spec), so gate lists need no state: nil when
-	// Gate is nil, or when the spec did not parse or lacks the gate step
-	// when the summary was computed. Service.GateReviews reads the state of
-	// a gate whose summary lacks it.
-	Review    *GateReview `json:"review,omitempty"`
-	CreatedAt time.Time   `json:"created_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
-	Version   int64       `json:"version"`
+// ListCursor is a position in Tx.List's order: a flow's creation time and
+// id (CursorOf). The flow it names need not exist any more.
+type ListCursor struct {
+	CreatedAt time.Time
+	FlowID    string
 }
 
-// GateReview is what a flow's pending gate asks its reviewer, as
-// Summarize derives it from the gate step: the question (the gate
-// function's intent, or "Approve step 'S' of flow 'F'?") and whether the
-// gate accepts revise (its step has on_revise; approve and kill always).
-type GateReview struct {
-	Question string `json:"question"`
-	Revise   bool   `json:"revise,omitempty"`
+// IsZero reports whether c is the start of the listing.
+func (c ListCursor) IsZero() bool { return c.FlowID == "" && c.CreatedAt.IsZero() }
+
+// Precedes reports whether c comes before the flow created at created
+// with id id in the listing order (newest first, ties by id descending):
+// whether a page read After c may hold that flow.
+func (c ListCursor) Precedes(created time.Time, id string) bool {
+	if c.IsZero() {
+		return true
+	}
+	if !created.Equal(c.CreatedAt) {
+		return created.Before(c.CreatedAt)
+	}
+	return id < c.FlowID
 }
 
-// Prunable reports whether Store.GC may delete the flow summarised by sum
-// at cutoff: it has finished (complete, killed, failed, budget_exhausted)
-// and has not changed since cutoff. Running flows and flows waiting at a
-// gate are never prunable.
-func (sum *FlowSummary) Prunable(cutoff time.Time) bool {
-	return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
+// CursorOf is sum's position in the listing order, to resume after it.
+func CursorOf(sum *state.FlowSummary) ListCursor {
+	return ListCursor{CreatedAt: sum.CreatedAt, FlowID: sum.FlowID}
 }
 
 // maxFlowDepth bounds the walks up and down a flow's line of parents and
@@ -252,7 +246,7 @@ const maxFlowDepth = 64
 // child's work again on resume. The walk stops at an ancestor lookup does
 // not find (nil, or an error wrapping ErrNotFound: a parent already pruned
 // or deleted); any other lookup error is returned.
-func PrunableLine(sum *FlowSummary, cutoff time.Time, lookup func(flowID string) (*FlowSummary, error)) (bool, error) {
+func PrunableLine(sum *state.FlowSummary, cutoff time.Time, lookup func(flowID string) (*state.FlowSummary, error)) (bool, error) {
 	if sum == nil || !sum.Prunable(cutoff) {
 		return false, nil
 	}
@@ -272,22 +266,6 @@ func PrunableLine(sum *FlowSummary, cutoff time.Time, lookup func(flowID string)
 		parent = p.ParentFlowID
 	}
 	return true, nil
-}
-
-// Stalled reports whether nothing drives the flow summarised by sum any
-// more: it is still running or awaiting a gate, a runner drove it
-// (Driver "runner"), and the runner's lease is gone (released when the
-// runner exited — exit 1, exit 4 at a gate, Ctrl-C) or expired at now
-// (killed). `stratum run --resume ID` continues such a flow. A Go
-// program's flow (Driver "library") holds a lease the same way, renewed
-// while the program runs; it is stalled once the program died, and never
-// resumed. Flows driven by an agent over MCP hold no lease, so they are
-// never reported stalled.
-func (sum *FlowSummary) Stalled(now time.Time) bool {
-	if !sum.Status.Active() || sum.Driver != DriverRunner && sum.Driver != DriverLibrary {
-		return false
-	}
-	return sum.Owner == nil || !sum.Owner.ExpiresAt.After(now)
 }
 
 // EventType names what happened.

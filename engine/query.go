@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/stratum-go/stratum/engine/internal/libreview"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -15,7 +17,7 @@ import (
 
 // FlowWithSpec is one flow's stored state with its flow in the stored spec.
 type FlowWithSpec struct {
-	State *FlowState
+	State *state.FlowState
 	// Flow is nil when the stored spec no longer parses or lacks the flow.
 	Flow *specs.Flow
 }
@@ -23,12 +25,12 @@ type FlowWithSpec struct {
 // GateStep is a flow waiting at a gate: its summary (Gate set) and the gate
 // step in the flow's stored spec.
 type GateStep struct {
-	Summary FlowSummary
+	Summary state.FlowSummary
 	// Step is nil when the stored spec no longer parses or lacks the step.
 	Step *specs.Step
 	// Review is the open review of a Go program's flow (library.go): such
 	// a flow has a GateStep per open review, Summary.Gate naming it.
-	Review *LibraryReview
+	Review *state.LibraryReview
 }
 
 // FlowWithSpec returns a flow's state and its flow (an error wrapping
@@ -47,7 +49,7 @@ func (s *Service) FlowWithSpec(ctx context.Context, flowID string) (*FlowWithSpe
 // The states are read in one View; their specs are parsed after it.
 func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	var out []GateStep
-	var states []*FlowState // states[i] is out[i]'s (nil: no gate)
+	var states []*state.FlowState // states[i] is out[i]'s (nil: no gate)
 	err := s.Store.View(ctx, func(tx Tx) error {
 		out, states = nil, nil
 		gates, err := s.listing(tx.PendingGates())
@@ -55,7 +57,7 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 			return err
 		}
 		for _, g := range gates {
-			var st *FlowState
+			var st *state.FlowState
 			if g.Gate != nil {
 				st, err = tx.Get(g.FlowID)
 				if errors.Is(err, ErrNotFound) || s.noteDamagedErr(err) {
@@ -76,9 +78,9 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	expanded := make([]GateStep, 0, len(out))
 	for i, st := range states {
 		if st.IsLibrary() {
-			for _, r := range st.Library.openReviews() {
+			for _, r := range st.Library.OpenReviews() {
 				g := GateStep{Summary: out[i].Summary, Review: r.Clone()}
-				g.Summary.Gate = r.Gate()
+				g.Summary.Gate = libreview.Gate(r)
 				expanded = append(expanded, g)
 			}
 			continue
@@ -95,7 +97,7 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 
 // storedFlow is st's flow in its stored spec (parsed through the service's
 // cache), nil when the spec no longer parses or lacks the flow.
-func (s *Service) storedFlow(st *FlowState) *specs.Flow {
+func (s *Service) storedFlow(st *state.FlowState) *specs.Flow {
 	sp, _ := s.parse(st.SpecFile, st.RawSpec)
 	if sp == nil {
 		return nil

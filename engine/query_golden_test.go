@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/clijson"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -125,7 +127,7 @@ func TestQueryGoldens(t *testing.T) {
 	// its status still the original's.
 	stalled := plan("main")
 	clk.Add(time.Second)
-	if err := s.Claim(ctx, stalled, engine.Lease{ID: "run-1", PID: 4242, Host: "ci", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+	if err := s.Claim(ctx, stalled, state.Lease{ID: "run-1", PID: 4242, Host: "ci", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Release(ctx, stalled, "run-1"); err != nil {
@@ -142,7 +144,7 @@ func TestQueryGoldens(t *testing.T) {
 	checkGolden(t, "flows.json", cliJSON(t, clijson.Flows(list, clk.Now())))
 	checkGolden(t, "flows-none.json", cliJSON(t, clijson.Flows(nil, clk.Now())))
 	// What the CLI runs: the same bytes, streamed.
-	for name, l := range map[string][]engine.FlowSummary{"flows.json": list, "flows-none.json": nil} {
+	for name, l := range map[string][]state.FlowSummary{"flows.json": list, "flows-none.json": nil} {
 		var b bytes.Buffer
 		if err := clijson.WriteFlows(&b, l, clk.Now()); err != nil {
 			t.Fatal(err)

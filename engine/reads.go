@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // read runs one read in a Store.View and returns its result.
@@ -18,8 +20,8 @@ func read[T any](ctx context.Context, s *Service, fn func(tx Tx) (T, error)) (T,
 
 // Get returns a flow's state (an error wrapping ErrNotFound when unknown).
 // A damaged flow's error is reported (OnDamaged) and returned.
-func (s *Service) Get(ctx context.Context, flowID string) (*FlowState, error) {
-	st, err := read(ctx, s, func(tx Tx) (*FlowState, error) { return tx.Get(flowID) })
+func (s *Service) Get(ctx context.Context, flowID string) (*state.FlowState, error) {
+	st, err := read(ctx, s, func(tx Tx) (*state.FlowState, error) { return tx.Get(flowID) })
 	if err != nil {
 		s.noteDamagedErr(err)
 	}
@@ -28,18 +30,18 @@ func (s *Service) Get(ctx context.Context, flowID string) (*FlowState, error) {
 
 // List returns summaries of the flows matching f, newest first, leaving
 // out damaged flows (reported: OnDamaged).
-func (s *Service) List(ctx context.Context, f ListFilter) ([]FlowSummary, error) {
-	return s.listing(read(ctx, s, func(tx Tx) ([]FlowSummary, error) { return tx.List(f) }))
+func (s *Service) List(ctx context.Context, f ListFilter) ([]state.FlowSummary, error) {
+	return s.listing(read(ctx, s, func(tx Tx) ([]state.FlowSummary, error) { return tx.List(f) }))
 }
 
 // PendingGates returns every flow waiting at a gate, leaving out damaged
 // flows (reported: OnDamaged).
-func (s *Service) PendingGates(ctx context.Context) ([]FlowSummary, error) {
+func (s *Service) PendingGates(ctx context.Context) ([]state.FlowSummary, error) {
 	return s.listing(read(ctx, s, Tx.PendingGates))
 }
 
 // listing is a List or PendingGates answer without the damaged flows.
-func (s *Service) listing(sums []FlowSummary, err error) ([]FlowSummary, error) {
+func (s *Service) listing(sums []state.FlowSummary, err error) ([]state.FlowSummary, error) {
 	if err = s.skipDamaged(err); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/py"
 )
@@ -13,7 +14,7 @@ import (
 //   - `$.input.<f>`: only the first segment after `input` is used;
 //   - `$.steps.<id>.output[.<k>…]`: a null output (a skipped step)
 //     propagates null for any deeper path.
-func resolveRef(st *FlowState, ref string) (any, error) {
+func resolveRef(st *state.FlowState, ref string) (any, error) {
 	if !strings.HasPrefix(ref, "$") {
 		return ref, nil
 	}
@@ -69,10 +70,10 @@ func resolveRef(st *FlowState, ref string) (any, error) {
 
 // resolveValue resolves a step input value: strings starting with `$` are
 // references, everything else is a literal.
-func resolveValue(st *FlowState, value string) (any, error) { return resolveRef(st, value) }
+func resolveValue(st *state.FlowState, value string) (any, error) { return resolveRef(st, value) }
 
 // resolveInputs resolves every input of a step.
-func resolveInputs(st *FlowState, step *specs.Step) (map[string]any, error) {
+func resolveInputs(st *state.FlowState, step *specs.Step) (map[string]any, error) {
 	out := make(map[string]any, len(step.Inputs))
 	for _, in := range step.Inputs {
 		v, err := resolveValue(st, in.Value)
@@ -85,7 +86,7 @@ func resolveInputs(st *FlowState, step *specs.Step) (map[string]any, error) {
 }
 
 // refResolver is the skip_if resolver: unresolvable references are null.
-func refResolver(st *FlowState) specs.RefResolver {
+func refResolver(st *state.FlowState) specs.RefResolver {
 	return func(ref string) (any, bool) {
 		v, err := resolveRef(st, ref)
 		if err != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -11,7 +12,7 @@ import (
 type reportRules struct {
 	// finished refuses a report into a flow with no step to report into
 	// (finished, failed, past its end); nil when there is one.
-	finished func(st *FlowState, env transitionEnv) *Error
+	finished func(st *state.FlowState, env transitionEnv) *Error
 	// wrongStep refuses a report naming another step than the current one.
 	wrongStep func(current, got string) *Error
 	// wrongKind refuses a report into a step of a kind the call cannot
@@ -32,7 +33,7 @@ type reportRules struct {
 // (step_done, a failed attempt, skip_step, iteration_start, parallel_done,
 // a parallel task's state): it answers the current step when stepID may be
 // reported, else the refusal, in r's words. It changes nothing.
-func reportable(st *FlowState, env transitionEnv, stepID string, r reportRules) (*specs.Step, *Error) {
+func reportable(st *state.FlowState, env transitionEnv, stepID string, r reportRules) (*specs.Step, *Error) {
 	if e := r.finished(st, env); e != nil {
 		return nil, e
 	}
@@ -86,7 +87,7 @@ var (
 		},
 	}
 	iterationStartReport = reportRules{
-		finished: func(st *FlowState, env transitionEnv) *Error {
+		finished: func(st *state.FlowState, env transitionEnv) *Error {
 			if env.Flow == nil || st.CurrentIdx < 0 || pastEnd(st, env) {
 				return execErrorf("Flow is already complete")
 			}
@@ -110,13 +111,13 @@ var (
 )
 
 // finishedRefusal refuses a report into a flow that has no current step.
-func finishedRefusal(st *FlowState, env transitionEnv) *Error {
+func finishedRefusal(st *state.FlowState, env transitionEnv) *Error {
 	switch {
-	case st.Status == StatusFailed:
+	case st.Status == state.StatusFailed:
 		return execErrorf("Flow has failed (retries exhausted); revert to a checkpoint or plan a new flow")
-	case st.Status == StatusBudgetExhausted:
+	case st.Status == state.StatusBudgetExhausted:
 		return execErrorf("Flow budget exhausted")
-	case pastEnd(st, env) || st.Status == StatusComplete || st.Status == StatusKilled:
+	case pastEnd(st, env) || st.Status == state.StatusComplete || st.Status == state.StatusKilled:
 		return execErrorf("Flow is already complete")
 	}
 	return nil
@@ -137,7 +138,7 @@ func gateStepRequires(step *specs.Step) *Error {
 }
 
 // parallelFinished is the parallel tools' refusal of a finished flow.
-func parallelFinished(st *FlowState, env transitionEnv) *Error {
+func parallelFinished(st *state.FlowState, env transitionEnv) *Error {
 	if pastEnd(st, env) || isFinished(st) {
 		return refusal(ErrTypeParallelComplete, "Flow is already complete")
 	}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"testing"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // TestReportable: the one prologue of the reports into the current step
@@ -33,11 +35,11 @@ flows:
 	past := f.st.Clone()
 	past.CurrentIdx = 2
 	failed := f.st.Clone()
-	failed.Status = StatusFailed
+	failed.Status = state.StatusFailed
 
 	cases := []struct {
 		name   string
-		st     *FlowState
+		st     *state.FlowState
 		rules  reportRules
 		stepID string
 		typ    ErrorType // "" = reportable

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -44,6 +45,8 @@ type Service struct {
 	events broker
 	// damaged holds the flows found damaged (damaged.go), guarded by mu.
 	damaged map[string]bool
+	// own holds the states this Service committed last (owncommits.go).
+	own ownCommits
 }
 
 // specCacheSize bounds the parsed-spec cache.
@@ -180,7 +183,7 @@ func flowNotFound(flowID string) *Error {
 // store transaction: children are read through sn, expressions stop when
 // ctx is done. A spec that no longer parses, or a flow that vanished from
 // it, is an execution_error.
-func (s *Service) env(ctx context.Context, st *FlowState, sn childLoader, now time.Time) (transitionEnv, *Error) {
+func (s *Service) env(ctx context.Context, st *state.FlowState, sn childLoader, now time.Time) (transitionEnv, *Error) {
 	if st.IsLibrary() {
 		// A Go program's flow has no spec (library.go).
 		return transitionEnv{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}, nil
@@ -202,7 +205,7 @@ func (s *Service) env(ctx context.Context, st *FlowState, sn childLoader, now ti
 
 // leaseRefusal answers flow_owned when a live runner lease owns the flow and
 // the caller is not its holder.
-func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
+func leaseRefusal(st *state.FlowState, now time.Time, actor string) *Error {
 	if st.Owner == nil || !st.Owner.ExpiresAt.After(now) || st.Owner.ID == actor {
 		return nil
 	}
@@ -219,13 +222,13 @@ func leaseRefusal(st *FlowState, now time.Time, actor string) *Error {
 // is unchanged, else everything is done again. checkLease, when set,
 // refuses callers other than a live lease's holder. A library flow
 // (library.go) is refused with library_flow.
-func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
+func (s *Service) transition(ctx context.Context, flowID string, checkLease *ReportOptions, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
 	return s.transitionOn(ctx, flowID, checkLease, false, fn)
 }
 
 // transitionOn is transition; library says fn also handles library flows
 // (gate decisions and timeouts).
-func (s *Service) transitionOn(ctx context.Context, flowID string, checkLease *ReportOptions, library bool, fn func(st *FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
+func (s *Service) transitionOn(ctx context.Context, flowID string, checkLease *ReportOptions, library bool, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
@@ -282,14 +285,14 @@ func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
 
 // StepDone is stratum_step_done.
 func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return stepDone(st, env, stepID, result)
 	})
 }
 
 // ParallelDone is stratum_parallel_done.
 func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return parallelDone(st, env, stepID, taskResults, mergeStatus)
 	})
 }
@@ -304,7 +307,7 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 	if e := checkDecision(d); e != nil {
 		return nil, e
 	}
-	return s.transitionOn(ctx, flowID, nil, true, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transitionOn(ctx, flowID, nil, true, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}
@@ -347,28 +350,28 @@ func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
 
 // SkipStep is stratum_skip_step.
 func (s *Service) SkipStep(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return skipStep(st, env, stepID, reason)
 	})
 }
 
 // IterationStart is stratum_iteration_start.
 func (s *Service) IterationStart(ctx context.Context, flowID, stepID string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationStart(st, env, stepID)
 	})
 }
 
 // IterationReport is stratum_iteration_report.
 func (s *Service) IterationReport(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationReport(st, env, stepID, result)
 	})
 }
 
 // IterationAbort is stratum_iteration_abort.
 func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return iterationAbort(st, env, stepID, reason)
 	})
 }
@@ -376,7 +379,7 @@ func (s *Service) IterationAbort(ctx context.Context, flowID, stepID, reason str
 // Commit is stratum_commit. A live runner lease refuses it (flow_owned) to
 // anyone but its holder.
 func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return commitCheckpoint(st, env, label)
 	})
 }
@@ -385,7 +388,7 @@ func (s *Service) Commit(ctx context.Context, flowID, label string, opt ReportOp
 // anyone but its holder: a revert under a running runner would pull the
 // flow from under it.
 func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return revertCheckpoint(st, env, label, opt.Channel)
 	})
 }
@@ -397,7 +400,7 @@ func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error
 		return nil, flowNotFound(flowID)
 	}
 	var out *auditReport
-	_, err := s.optimistic(ctx, "audit of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+	_, err := s.optimisticOn(ctx, "audit of flow "+flowID, false, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
 			return computed{}, flowNotFound(flowID)

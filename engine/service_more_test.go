@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -83,7 +85,7 @@ func TestServiceCheckpointsAndLists(t *testing.T) {
 		t.Fatalf("%v", r)
 	}
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	list, err := s.List(ctx, engine.ListFilter{Status: engine.StatusRunning})
+	list, err := s.List(ctx, engine.ListFilter{Status: state.StatusRunning})
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list %+v %v", list, err)
 	}
@@ -97,7 +99,7 @@ func TestServiceRelease(t *testing.T) {
 	ctx := context.Background()
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	l := engine.Lease{ID: "r1", ExpiresAt: clk.Now().Add(60e9)}
+	l := state.Lease{ID: "r1", ExpiresAt: clk.Now().Add(60e9)}
 	if err := s.Claim(ctx, "f1", l); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestServiceRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := s.Get(ctx, "f1")
-	if st.Owner != nil || st.Driver != engine.DriverRunner {
+	if st.Owner != nil || st.Driver != state.DriverRunner {
 		t.Fatalf("owner %+v driver %q", st.Owner, st.Driver)
 	}
 	r := must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
@@ -190,7 +192,7 @@ func TestServiceConcurrentDecisions(t *testing.T) {
 	st, _ := s.Get(ctx, "f1")
 	gates := 0
 	for _, r := range st.Records {
-		if r.Type == engine.RecordGate {
+		if r.Type == state.RecordGate {
 			gates++
 		}
 	}

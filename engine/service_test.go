@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -142,7 +144,7 @@ func TestServiceFlow(t *testing.T) {
 	}
 	// Completed flows are kept and auditable.
 	st, err = s.Get(ctx, "f1")
-	if err != nil || st.Status != engine.StatusComplete {
+	if err != nil || st.Status != state.StatusComplete {
 		t.Fatalf("completed flow: %v %v", st, err)
 	}
 	a := must(t)(s.Audit(ctx, "f1"))
@@ -192,7 +194,7 @@ func TestServiceErrors(t *testing.T) {
 	}
 	// A stored flow whose spec no longer parses: execution_error, no panic.
 	if err := store.Update(ctx, func(tx engine.Tx) error {
-		st := &engine.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: engine.StatusRunning}
+		st := &state.FlowState{FlowID: "bad", FlowName: "main", RawSpec: "::: not yaml", Status: state.StatusRunning}
 		expect := st.Stamp(time.Now())
 		return tx.Put(st, engine.Summarize(st, nil), expect)
 	}); err != nil {
@@ -208,10 +210,10 @@ func TestServiceLease(t *testing.T) {
 	ctx := context.Background()
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-2", ExpiresAt: clk.Now().Add(time.Minute)}); err == nil {
+	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-2", ExpiresAt: clk.Now().Add(time.Minute)}); err == nil {
 		t.Fatal("second live lease granted")
 	}
 	r := must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
@@ -251,11 +253,11 @@ func TestServiceSweepTimeouts(t *testing.T) {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	st, _ := s.Get(ctx, "f1")
-	if st.Status != engine.StatusKilled {
+	if st.Status != state.StatusKilled {
 		t.Fatalf("f1 status %q", st.Status)
 	}
 	st, _ = s.Get(ctx, "f2")
-	if st.Status != engine.StatusAwaitingGate {
+	if st.Status != state.StatusAwaitingGate {
 		t.Fatalf("f2 status %q", st.Status)
 	}
 	// Resume does not move f2's deadline.
@@ -323,7 +325,7 @@ func TestServiceLeaseCommitRevert(t *testing.T) {
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	must(t)(s.Commit(ctx, "f1", "start", engine.ReportOptions{}))
-	if err := s.Claim(ctx, "f1", engine.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{Actor: "runner-1"}))
@@ -345,7 +347,7 @@ func TestServiceLeaseCommitRevert(t *testing.T) {
 	}
 }
 
-func checkpointNames(st *engine.FlowState) []string {
+func checkpointNames(st *state.FlowState) []string {
 	var out []string
 	for l := range st.Checkpoints {
 		out = append(out, l)
@@ -380,7 +382,7 @@ func TestServiceGateRationale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != engine.StatusAwaitingGate || st.Round != 0 || len(st.Records) != 2 {
+	if st.Status != state.StatusAwaitingGate || st.Round != 0 || len(st.Records) != 2 {
 		t.Fatalf("a refused decision changed the flow: %s round %d, %d records", st.Status, st.Round, len(st.Records))
 	}
 	r := must(t)(s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Revise, ResolvedBy: review.Agent, Channel: review.ChannelMCP}))

@@ -1,12 +1,13 @@
 package engine
 
 import (
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
 // skipStep is stratum_skip_step: the current (non-gate) step is skipped with
 // a SkipRecord, its output set to null, and the flow advances.
-func skipStep(st *FlowState, env transitionEnv, stepID, reason string) (transitionResult, error) {
+func skipStep(st *state.FlowState, env transitionEnv, stepID, reason string) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, skipReport)
 	if e != nil {

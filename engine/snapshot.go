@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -25,10 +26,19 @@ import (
 const maxTransitionAttempts = 5
 
 // snapshot is what one attempt of a transition read: the ChildLoader of its
-// transitionEnv, and the main flow's read too. Each Get is one short Store.View.
+// transitionEnv, and the main flow's read too. Each Get is one short
+// Store.View, or a copy of the state this Service committed last (own,
+// owncommits.go).
 type snapshot struct {
 	ctx   context.Context
 	store Store
+	// own, when set, holds the states this Service committed last; fromOwn:
+	// a Get answered from it (no read confirmed that state).
+	own     *ownCommits
+	fromOwn bool
+	// fresh are states a check of the previous attempt read (stillCurrent):
+	// a Get takes its flow from there, once, instead of reading it again.
+	fresh map[string]*state.FlowState
 	// read is the Version of every flow read (NotStored: not found).
 	read map[string]int64
 	// unstable: a flow read twice had changed in between.
@@ -44,9 +54,20 @@ func newSnapshot(ctx context.Context, st Store) *snapshot {
 	return &snapshot{ctx: ctx, store: st, read: map[string]int64{}}
 }
 
-// Get reads a flow in its own View and notes its version.
-func (sn *snapshot) Get(flowID string) (*FlowState, error) {
-	var st *FlowState
+// Get reads a flow in its own View, or copies the state this Service
+// committed last (sn.own), and notes its version.
+func (sn *snapshot) Get(flowID string) (*state.FlowState, error) {
+	if st := sn.fresh[flowID]; st != nil {
+		delete(sn.fresh, flowID)
+		sn.note(flowID, st.Version)
+		return st, nil
+	}
+	if st := sn.own.get(flowID); st != nil {
+		sn.fromOwn = true
+		sn.note(flowID, st.Version)
+		return st, nil
+	}
+	var st *state.FlowState
 	err := sn.store.View(sn.ctx, func(tx Tx) (err error) {
 		st, err = tx.Get(flowID)
 		return err
@@ -73,12 +94,22 @@ func (sn *snapshot) note(flowID string, v int64) {
 }
 
 // current reports whether every flow the snapshot read is, in tx, as it was
-// read.
-func (sn *snapshot) current(tx Tx) (bool, error) {
+// read; found receives the states it read.
+func (sn *snapshot) current(tx Tx, found map[string]*state.FlowState) (bool, error) {
 	for id, v := range sn.read {
-		ok, err := hasVersion(tx, id, v)
-		if err != nil || !ok {
+		st, err := tx.Get(id)
+		if errors.Is(err, ErrNotFound) {
+			if v != NotStored {
+				return false, nil
+			}
+			continue
+		}
+		if err != nil {
 			return false, err
+		}
+		found[id] = st
+		if st.Version != v {
+			return false, nil
 		}
 	}
 	return true, nil
@@ -118,8 +149,8 @@ func cancelledError(what string, ctx context.Context) error {
 // find stored: the one the transition read (NotStored for a flow it
 // creates).
 type write struct {
-	st     *FlowState
-	sum    FlowSummary
+	st     *state.FlowState
+	sum    state.FlowSummary
 	expect int64
 }
 
@@ -137,8 +168,8 @@ func (w write) put(tx Tx) error {
 
 // computed is what one attempt of a transition produced.
 type computed struct {
-	st  *FlowState  // the flow to write (nil: none)
-	sp  *specs.Spec // the spec the transition ran on (nil: none)
+	st  *state.FlowState // the flow to write (nil: none)
+	sp  *specs.Spec      // the spec the transition ran on (nil: none)
 	res transitionResult
 }
 
@@ -149,8 +180,21 @@ type computed struct {
 // what names the transition in errors. A *Error from compute (or the
 // result's Err) is the answer; any other error is a store failure.
 func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
+	return s.optimisticOn(ctx, what, true, compute)
+}
+
+// optimisticOn is optimistic; own says the snapshot may start from the
+// states this Service committed last (owncommits.go) instead of reading
+// them. An answer that writes nothing computed on such a state is computed
+// again from a fresh snapshot.
+func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
+	var fresh map[string]*state.FlowState // read by the last attempt's check
 	for attempt := 0; attempt < maxTransitionAttempts; attempt++ {
 		sn := newSnapshot(ctx, s.Store)
+		if own {
+			sn.own = &s.own
+		}
+		sn.fresh, fresh = fresh, nil
 		c, err := s.computeSafely(sn, compute)
 		if sn.err != nil {
 			return nil, sn.err
@@ -167,11 +211,21 @@ func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *
 		if err != nil || c.res.Unchanged {
 			// An answer that writes nothing. One flow read is one
 			// consistent read; several (a flow and its children) are one
-			// only if none changed meanwhile.
-			if len(sn.read) > 1 {
-				ok, verr := s.stillCurrent(ctx, sn)
+			// only if none changed meanwhile, and a copy of this Service's
+			// own commit (sn.fromOwn) only if no other writer changed it
+			// since: otherwise it is computed again from the store (not
+			// counted as an attempt: own is off from then on).
+			if len(sn.read) > 1 || sn.fromOwn {
+				var ok bool
+				var verr error
+				ok, fresh, verr = s.stillCurrent(ctx, sn)
 				if verr != nil {
 					return nil, verr
+				}
+				if !ok && sn.fromOwn {
+					s.own.forget(sn.read)
+					own = false
+					attempt--
 				}
 				if !ok {
 					continue
@@ -186,6 +240,11 @@ func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *
 			return c.res.Outcome, nil
 		}
 		out, err := s.commit(ctx, sn, c)
+		if err != nil && AsError(err) == nil {
+			// Stale, or a store failure: what this Service committed last
+			// may no longer be the stored state.
+			s.own.forget(sn.read)
+		}
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -204,14 +263,17 @@ func (s *Service) computeSafely(sn *snapshot, compute func(sn *snapshot, now tim
 	return compute(sn, s.now())
 }
 
-// stillCurrent checks, in one View, that nothing sn read has changed.
-func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, error) {
+// stillCurrent checks, in one View, that nothing sn read has changed, and
+// returns the states it read (for the next attempt, when something did).
+func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, map[string]*state.FlowState, error) {
 	var ok bool
+	var found map[string]*state.FlowState
 	err := s.Store.View(ctx, func(tx Tx) (err error) {
-		ok, err = sn.current(tx)
+		found = map[string]*state.FlowState{}
+		ok, err = sn.current(tx, found)
 		return err
 	})
-	return ok, err
+	return ok, found, err
 }
 
 // commit writes a computed transition in one Store.Update if every flow
@@ -224,7 +286,7 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 	now := s.now()
 	var writes []write
 	written := map[string]int{} // index in writes
-	add := func(st *FlowState) {
+	add := func(st *state.FlowState) {
 		// Stamped once per flow and transaction, expecting the version read.
 		expect := st.Version
 		if v, ok := sn.read[st.FlowID]; ok {
@@ -302,6 +364,11 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 	if err != nil {
 		return nil, err
 	}
+	states := make([]*state.FlowState, len(writes))
+	for i, w := range writes {
+		states[i] = w.st
+	}
+	s.own.put(states, res.Delete)
 	s.events.publish(res.Events) // stamped with their sequence numbers by Append
 	if res.Err != nil {
 		return nil, res.Err

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -92,9 +94,9 @@ func hookService(t *testing.T, spec string) (*engine.Service, *hookStore, string
 	return svc, h, out.(*engine.StepDispatch).FlowID
 }
 
-func getFlow(t *testing.T, s engine.Store, flowID string) *engine.FlowState {
+func getFlow(t *testing.T, s engine.Store, flowID string) *state.FlowState {
 	t.Helper()
-	var st *engine.FlowState
+	var st *state.FlowState
 	if err := s.View(context.Background(), func(tx engine.Tx) (err error) {
 		st, err = tx.Get(flowID)
 		return err
@@ -316,7 +318,7 @@ func TestTransitionChildConflict(t *testing.T) {
 		t.Fatalf("%d commits tried, want 2", n)
 	}
 	child := getFlow(t, h.Store, cd.ChildFlowID)
-	if child.Status != engine.StatusKilled || child.Inputs["other_writer"] != true {
+	if child.Status != state.StatusKilled || child.Inputs["other_writer"] != true {
 		t.Fatalf("child is %s with inputs %v, want killed with the other write", child.Status, child.Inputs)
 	}
 	if parent := getFlow(t, h.Store, cd.ParentFlowID); parent.StepOutputs["sub"] == nil {
@@ -384,7 +386,7 @@ func TestTransitionStampsOnceBeforeItsTransaction(t *testing.T) {
 		t.Fatalf("after step_done: version %d created %v updated %v attempts %d; want 2, %v, %v, 1",
 			after.Version, after.CreatedAt, after.UpdatedAt, after.Attempts["w"], planned, now)
 	}
-	var sum engine.FlowSummary
+	var sum state.FlowSummary
 	if err := rs.View(context.Background(), func(tx engine.Tx) error {
 		sums, err := tx.List(engine.ListFilter{})
 		if len(sums) == 1 {

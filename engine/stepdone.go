@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/py"
 )
@@ -16,7 +17,7 @@ import (
 // result of the current step (output_schema → guardrails → ensure), retries
 // with the violations, routes on_fail on exhaustion, or stores the output and
 // advances (next, or linearly) to the next dispatch.
-func stepDone(st *FlowState, env transitionEnv, stepID string, result any) (transitionResult, error) {
+func stepDone(st *state.FlowState, env transitionEnv, stepID string, result any) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, stepDoneReport)
 	if e != nil {
@@ -106,7 +107,7 @@ func checkResult(env transitionEnv, step *specs.Step, result any) (CheckFailure,
 // when set, adds violations after the checks passed (parallel require/merge);
 // they count as ensure_failed. notes are appended to the violations of any
 // failure (parallel per-task certificate violations).
-func processResult(st *FlowState, env transitionEnv, step *specs.Step, result any, childID string, extra func(any) []string, notes []string) (transitionResult, error) {
+func processResult(st *state.FlowState, env transitionEnv, step *specs.Step, result any, childID string, extra func(any) []string, notes []string) (transitionResult, error) {
 	if best, ok := iterationBestResult(st, step.ID); ok {
 		result = best
 	}
@@ -149,7 +150,7 @@ func processResult(st *FlowState, env transitionEnv, step *specs.Step, result an
 
 // failAttempt handles a failed check: retry (same dispatch, failure status,
 // violations), or on exhaustion on_fail routing or retries_exhausted.
-func failAttempt(st *FlowState, env transitionEnv, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (transitionResult, error) {
+func failAttempt(st *state.FlowState, env transitionEnv, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (transitionResult, error) {
 	var res transitionResult
 	exhausted := attempts >= maxRetries(step)
 	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, EventData{
@@ -186,10 +187,10 @@ func failAttempt(st *FlowState, env transitionEnv, step *specs.Step, result any,
 		}
 		return res, nil
 	}
-	st.Status = StatusFailed
+	st.Status = state.StatusFailed
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(StatusFailed)}))
+	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(state.StatusFailed)}))
 	e := refusal(ErrTypeRetriesExhausted, "Step '%s' exhausted all retries", step.ID)
 	e.FlowID, e.StepID, e.StepMode, e.Agent, e.Violations = st.FlowID, step.ID, step.StepMode(), step.Agent, violations
 	res.Err = e
@@ -197,8 +198,8 @@ func failAttempt(st *FlowState, env transitionEnv, step *specs.Step, result any,
 }
 
 // stepRecord builds the StepRecord of a finished step (success or exhaustion).
-func stepRecord(st *FlowState, env transitionEnv, step *specs.Step, attempts int, childID string) Record {
-	rec := newRecord(st, env, RecordStep, step.ID)
+func stepRecord(st *state.FlowState, env transitionEnv, step *specs.Step, attempts int, childID string) state.Record {
+	rec := newRecord(st, env, state.RecordStep, step.ID)
 	rec.FunctionName = step.Function
 	rec.Attempts = attempts
 	rec.DurationMS = durationMS(st.DispatchedAt[step.ID], env.Now)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -17,7 +18,7 @@ import (
 // retries_exhausted with the flow failed.
 //
 // Refusals (finished flow, gate step, another step) are StepDone's.
-func stepAttemptFailed(st *FlowState, env transitionEnv, stepID string, violations []string) (transitionResult, error) {
+func stepAttemptFailed(st *state.FlowState, env transitionEnv, stepID string, violations []string) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, attemptFailedReport)
 	if e != nil {
@@ -44,7 +45,7 @@ func stepAttemptFailed(st *FlowState, env transitionEnv, stepID string, violatio
 // with status budget_exhausted: the run budget (ms, usd, tokens) of the flow
 // or of the current call ran out. reason is recorded in the flow_finished
 // event and the response. A finished flow is refused unchanged.
-func exhaustBudget(st *FlowState, env transitionEnv, reason string) (transitionResult, error) {
+func exhaustBudget(st *state.FlowState, env transitionEnv, reason string) (transitionResult, error) {
 	ensureMaps(st)
 	if isFinished(st) || pastEnd(st, env) {
 		return refused(execErrorf("Flow is already finished")), nil
@@ -54,12 +55,12 @@ func exhaustBudget(st *FlowState, env transitionEnv, reason string) (transitionR
 		stepID = s.ID
 		delete(st.DispatchedAt, s.ID)
 	}
-	st.Status = StatusBudgetExhausted
+	st.Status = state.StatusBudgetExhausted
 	st.Gate = nil
 	st.ActiveIteration = nil
 	var res transitionResult
 	res.Events = append(res.Events, event(st, env, EventFlowFinished, stepID, EventData{
-		Status: string(StatusBudgetExhausted), Reason: reason,
+		Status: string(state.StatusBudgetExhausted), Reason: reason,
 	}))
 	res.Outcome = &BudgetExhausted{FlowID: st.FlowID, StepID: stepID, Reason: reason}
 	return res, nil
@@ -75,7 +76,7 @@ type CallRecord struct {
 	Tokens     int64
 	CostUSD    *float64 // nil: unknown (the ledger notes it)
 	Agent      bool     // an agent CLI dispatch
-	Trace      *TraceRecord
+	Trace      *state.TraceRecord
 	// What the trace event says of the call besides its spend.
 	Executor    string   // infer, command, agent…
 	CacheHit    bool     // served from the result cache
@@ -89,9 +90,9 @@ type CallRecord struct {
 // (FlowState.BudgetState), appends its trace record to FlowState.Trace and
 // emits a trace event. It works on finished flows too (the ledger of a
 // failed flow stays accurate).
-func recordCall(st *FlowState, env transitionEnv, c CallRecord) (transitionResult, error) {
+func recordCall(st *state.FlowState, env transitionEnv, c CallRecord) (transitionResult, error) {
 	if st.BudgetState == nil {
-		st.BudgetState = &BudgetState{}
+		st.BudgetState = &state.BudgetState{}
 	}
 	b := st.BudgetState
 	b.SpentMS += c.DurationMS
@@ -129,21 +130,21 @@ func recordCall(st *FlowState, env transitionEnv, c CallRecord) (transitionResul
 // StepAttemptFailed is the Service form of StepAttemptFailed (lease-checked
 // like StepDone).
 func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return stepAttemptFailed(st, env, stepID, violations)
 	})
 }
 
 // ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
 func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return exhaustBudget(st, env, reason)
 	})
 }
 
 // RecordCall is the Service form of RecordCall (lease-checked).
 func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, c)
 	})
 }
@@ -152,7 +153,7 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 // transition, so a call's spend and the report of its result are committed
 // together (one store write per attempt, and no spend lost or counted twice
 // across a crash). The answer is fn's.
-func withCall(st *FlowState, env transitionEnv, c *CallRecord, fn func() (transitionResult, error)) (transitionResult, error) {
+func withCall(st *state.FlowState, env transitionEnv, c *CallRecord, fn func() (transitionResult, error)) (transitionResult, error) {
 	var pre transitionResult
 	if c != nil {
 		r, err := recordCall(st, env, *c)
@@ -173,7 +174,7 @@ func withCall(st *FlowState, env transitionEnv, c *CallRecord, fn func() (transi
 // StepDoneRecorded is StepDone preceded by RecordCall of the attempt's call
 // (nil: none), in one transaction.
 func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return withCall(st, env, c, func() (transitionResult, error) { return stepDone(st, env, stepID, result) })
 	})
 }
@@ -181,7 +182,7 @@ func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, r
 // StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
 // the attempt's call (nil: none), in one transaction.
 func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return withCall(st, env, c, func() (transitionResult, error) { return stepAttemptFailed(st, env, stepID, violations) })
 	})
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const specRecorded = `version: "0.2"
@@ -24,13 +26,13 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	ctx := context.Background()
 	st := enginetest.New()
 	svc := &engine.Service{Store: st}
-	lease := engine.Lease{ID: "L"}
-	resp, err := wireOf(svc.Plan(ctx, specRecorded, "main", nil, engine.PlanOptions{Driver: engine.DriverRunner}))
+	lease := state.Lease{ID: "L"}
+	resp, err := wireOf(svc.Plan(ctx, specRecorded, "main", nil, engine.PlanOptions{Driver: state.DriverRunner}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := resp["flow_id"].(string)
-	if err := svc.Claim(ctx, id, engine.Lease{ID: lease.ID, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := svc.Claim(ctx, id, state.Lease{ID: lease.ID, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	own := engine.ReportOptions{Actor: "L"}
@@ -64,7 +66,7 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	}
 	// Without a call record the report alone is applied.
 	r, err = svc.StepDoneRecorded(ctx, id, "b", map[string]any{}, nil, own)
-	if c, ok := r.(*engine.Completion); err != nil || !ok || c.Status != engine.StatusComplete {
+	if c, ok := r.(*engine.Completion); err != nil || !ok || c.Status != state.StatusComplete {
 		t.Fatalf("%v %v", r, err)
 	}
 }

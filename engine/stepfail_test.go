@@ -2,6 +2,8 @@ package engine
 
 import (
 	"testing"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const specStepFail = `version: "0.2"
@@ -40,7 +42,7 @@ flows:
 func TestStepAttemptFailed(t *testing.T) {
 	fail := func(f *fixture, step string, vs ...string) map[string]any {
 		t.Helper()
-		return f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+		return f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 			return stepAttemptFailed(st, env, step, vs)
 		})
 	}
@@ -68,7 +70,7 @@ func TestStepAttemptFailed(t *testing.T) {
 			},
 			want: map[string]any{"status": "error", "error_type": "retries_exhausted", "step_id": "a", "violations": []any{"bad json"}},
 			check: func(t *testing.T, f *fixture, r map[string]any) {
-				if f.st.Status != StatusFailed {
+				if f.st.Status != state.StatusFailed {
 					t.Errorf("status %q", f.st.Status)
 				}
 				if recordTypes(f.st.Records) != "step:a" || f.st.Records[0].Attempts != 2 {
@@ -142,12 +144,12 @@ func TestStepAttemptFailed(t *testing.T) {
 func TestExhaustBudgetAndRecordCall(t *testing.T) {
 	f, _ := plan(t, specStepFail, "main", nil)
 	cost := 0.25
-	r := f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, CallRecord{StepID: "a", Attempt: 1, DurationMS: 40, Tokens: 100, CostUSD: &cost,
-			Trace: &TraceRecord{Function: "work", Attempts: 1, StepID: "a"}})
+			Trace: &state.TraceRecord{Function: "work", Attempts: 1, StepID: "a"}})
 	})
 	expect(t, r, map[string]any{"status": "recorded"})
-	f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, CallRecord{StepID: "a", Attempt: 2, DurationMS: 10, Tokens: 5})
 	})
 	b := f.st.BudgetState
@@ -157,16 +159,16 @@ func TestExhaustBudgetAndRecordCall(t *testing.T) {
 	if len(f.st.Trace) != 1 {
 		t.Fatalf("trace %d", len(f.st.Trace))
 	}
-	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return exhaustBudget(st, env, "flow budget usd 0.2 spent")
 	})
 	expect(t, r, map[string]any{"status": "budget_exhausted", "step_id": "a"})
-	if f.st.Status != StatusBudgetExhausted {
+	if f.st.Status != state.StatusBudgetExhausted {
 		t.Fatalf("status %q", f.st.Status)
 	}
 	r = f.stepDone("a", map[string]any{"ok": true})
 	expect(t, r, map[string]any{"status": "error", "message": "Flow budget exhausted"})
-	r = f.do(func(st *FlowState, env transitionEnv) (transitionResult, error) {
+	r = f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return exhaustBudget(st, env, "again")
 	})
 	expect(t, r, map[string]any{"status": "error"})

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/stratum-go/stratum/specs"
+import (
+	"github.com/stratum-go/stratum/engine/state"
+	"github.com/stratum-go/stratum/specs"
+)
 
 // Summarize computes the list summary of a flow state — every field of
 // FlowSummary — so that listings never decode states or parse specs. It is
@@ -20,12 +23,12 @@ import "github.com/stratum-go/stratum/specs"
 //     runner's lease) are the state's, Gate and Owner copied.
 //   - Review, while the flow awaits a gate that is the gate step at its
 //     cursor in flow, is that gate's question and whether it accepts
-//     revise, as FlowState.PendingReview has them.
+//     revise, as PendingReview has them.
 //   - CreatedAt, UpdatedAt and Version are the state's as they are now
 //     (the Service summarizes a state after stamping it); Tx.Put stores
 //     the summary with the state's stamps.
-func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
-	sum := FlowSummary{
+func Summarize(st *state.FlowState, flow *specs.Flow) state.FlowSummary {
+	sum := state.FlowSummary{
 		FlowID:     st.FlowID,
 		FlowName:   st.FlowName,
 		Status:     st.Status,
@@ -46,7 +49,7 @@ func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
 	if flow != nil {
 		sum.TotalSteps = len(flow.Order)
 	}
-	active := st.Status == StatusRunning || st.Status == StatusAwaitingGate
+	active := st.Status == state.StatusRunning || st.Status == state.StatusAwaitingGate
 	if active {
 		sum.StepNumber = st.CurrentIdx + 1
 	}
@@ -60,7 +63,7 @@ func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
 		sum.Gate = &g
 		sum.CurrentStep = g.StepID
 		if step := pendingGateStep(st, flow); step != nil {
-			sum.Review = &GateReview{Question: gateQuestion(step, st.FlowName), Revise: step.OnRevise != ""}
+			sum.Review = &state.GateReview{Question: gateQuestion(step, st.FlowName), Revise: step.OnRevise != ""}
 		}
 	case st.ActiveIteration != nil:
 		sum.CurrentStep = st.ActiveIteration.StepID
@@ -75,7 +78,7 @@ func Summarize(st *FlowState, flow *specs.Flow) FlowSummary {
 
 // latestDispatched is the most recently dispatched step (ties: the larger
 // id), "" when none was.
-func latestDispatched(st *FlowState) string {
+func latestDispatched(st *state.FlowState) string {
 	var latest string
 	for step, at := range st.DispatchedAt {
 		if latest == "" || at.After(st.DispatchedAt[latest]) ||
@@ -89,7 +92,7 @@ func latestDispatched(st *FlowState) string {
 // summary is Summarize with st's flow looked up in sp when sp is the spec
 // st was parsed from (a transition's), else in st's stored spec, parsed
 // through the service's cache.
-func (s *Service) summary(st *FlowState, sp *specs.Spec) FlowSummary {
+func (s *Service) summary(st *state.FlowState, sp *specs.Spec) state.FlowSummary {
 	if sp == nil || string(sp.Source) != st.RawSpec {
 		sp, _ = s.parse(st.SpecFile, st.RawSpec)
 	}

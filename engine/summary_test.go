@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -18,13 +20,13 @@ func TestSummarize(t *testing.T) {
 	flow := sp.Flows["main"]
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	parent := "p"
-	st := &engine.FlowState{FlowID: "f", FlowName: "main", Status: engine.StatusRunning,
-		StepProgress: engine.StepProgress{CurrentIdx: 1}, RoundProgress: engine.RoundProgress{Round: 2}, Driver: "agent", ParentFlowID: &parent, Version: 3, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
+	st := &state.FlowState{FlowID: "f", FlowName: "main", Status: state.StatusRunning,
+		StepProgress: state.StepProgress{CurrentIdx: 1}, RoundProgress: state.RoundProgress{Round: 2}, Driver: "agent", ParentFlowID: &parent, Version: 3, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
 		DispatchedAt: map[string]time.Time{"a": at, "b": at.Add(time.Second)}}
 
 	// Running: the most recently dispatched step, 1-based step number.
 	sum := engine.Summarize(st, nil)
-	want := engine.FlowSummary{FlowID: "f", FlowName: "main", Status: engine.StatusRunning, CurrentStep: "b", StepNumber: 2,
+	want := state.FlowSummary{FlowID: "f", FlowName: "main", Status: state.StatusRunning, CurrentStep: "b", StepNumber: 2,
 		Round: 2, Driver: "agent", ParentFlowID: "p", CreatedAt: at, UpdatedAt: at.Add(time.Minute), Version: 3}
 	if !reflect.DeepEqual(sum, want) {
 		t.Fatalf("running, no spec:\n got %+v\nwant %+v", sum, want)
@@ -39,13 +41,13 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("running, nothing dispatched, no spec: %+v", sum)
 	}
 	// An active iteration names its step; a gate wins over everything.
-	st.ActiveIteration = &engine.ActiveIteration{StepID: "a"}
+	st.ActiveIteration = &state.ActiveIteration{StepID: "a"}
 	if sum = engine.Summarize(st, flow); sum.CurrentStep != "a" {
 		t.Fatalf("iterating: %+v", sum)
 	}
 	deadline := at.Add(time.Hour)
-	st.Status, st.CurrentIdx = engine.StatusAwaitingGate, 2
-	st.Gate = &engine.PendingGate{StepID: "review", Round: 2, Deadline: &deadline}
+	st.Status, st.CurrentIdx = state.StatusAwaitingGate, 2
+	st.Gate = &state.PendingGate{StepID: "review", Round: 2, Deadline: &deadline}
 	sum = engine.Summarize(st, flow)
 	if sum.CurrentStep != "review" || sum.StepNumber != 3 || sum.Gate == nil || !sum.Gate.Deadline.Equal(deadline) {
 		t.Fatalf("at the gate: %+v", sum)
@@ -54,7 +56,7 @@ func TestSummarize(t *testing.T) {
 		t.Fatal("the summary shares the state's gate")
 	}
 	// Finished: no current step; the step number is the cursor.
-	st.Status, st.Gate, st.ActiveIteration, st.CurrentIdx = engine.StatusComplete, nil, nil, 3
+	st.Status, st.Gate, st.ActiveIteration, st.CurrentIdx = state.StatusComplete, nil, nil, 3
 	st.DispatchedAt = map[string]time.Time{"review": at}
 	if sum = engine.Summarize(st, flow); sum.CurrentStep != "" || sum.StepNumber != 3 || sum.TotalSteps != 3 {
 		t.Fatalf("complete: %+v", sum)
@@ -92,12 +94,12 @@ func TestServiceStoresItsSummaries(t *testing.T) {
 	if g := sums[0]; g.CurrentStep != "review" || g.StepNumber != 3 || g.TotalSteps != 3 || g.Gate == nil {
 		t.Fatalf("at the gate: %+v", g)
 	}
-	lease := engine.Lease{ID: "run-1", ExpiresAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	lease := state.Lease{ID: "run-1", ExpiresAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if err := s.Claim(ctx, "f1", lease); err != nil {
 		t.Fatal(err)
 	}
 	check("claimed")
-	if sums, _ := s.List(ctx, engine.ListFilter{}); sums[0].Owner == nil || sums[0].Owner.ID != "run-1" || sums[0].Driver != engine.DriverRunner {
+	if sums, _ := s.List(ctx, engine.ListFilter{}); sums[0].Owner == nil || sums[0].Owner.ID != "run-1" || sums[0].Driver != state.DriverRunner {
 		t.Fatalf("claimed flow lists owner %+v, driver %q", sums[0].Owner, sums[0].Driver)
 	}
 	if err := s.Release(ctx, "f1", "run-1"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -31,7 +32,7 @@ type transitionEnv struct {
 // childLoader reads a child flow state: a private copy the transition may
 // mutate.
 type childLoader interface {
-	Get(flowID string) (*FlowState, error)
+	Get(flowID string) (*state.FlowState, error)
 }
 
 // context is env.Ctx, or context.Background when it is nil.
@@ -52,7 +53,7 @@ type transitionResult struct {
 	Events  []Event
 	// Put are other flow states to create or replace in the same transaction
 	// (child flows created by a flow: step).
-	Put []*FlowState
+	Put []*state.FlowState
 	// Delete are other flow ids to delete in the same transaction.
 	Delete []string
 	// Unchanged says the transition did not modify the state (an error

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -194,7 +195,7 @@ func (s *Stopped) wire() Response {
 }
 
 func (b *BudgetExhausted) wire() Response {
-	return Response{"status": string(StatusBudgetExhausted), "flow_id": b.FlowID, "step_id": nullable(b.StepID), "reason": b.Reason}
+	return Response{"status": string(state.StatusBudgetExhausted), "flow_id": b.FlowID, "step_id": nullable(b.StepID), "reason": b.Reason}
 }
 
 func (c *callRecorded) wire() Response {

@@ -62,7 +62,8 @@
 // DiscoverWorkflows lists spec names directly in one directory.
 // CollectSpecFiles and ValidateFiles are `stratum validate` over its paths;
 // WriteResults renders the results in the format ChooseFormat picks from
-// its flags (human, json, or github under GitHub Actions).
+// its flags (human, json, or github under GitHub Actions). The help texts
+// of validate, workflows and compile are in command_help.go.
 //
 // # Ownership
 //

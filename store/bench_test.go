@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
 // realisticState is a flow half-way through a ten-step run: a spec of a few
 // KiB, outputs and records for five steps, a checkpoint.
-func realisticState(id string) *engine.FlowState {
-	st := storetest.NewState(id, engine.StatusRunning)
+func realisticState(id string) *state.FlowState {
+	st := storetest.NewState(id, state.StatusRunning)
 	spec := "version: \"0.2\"\ncontracts:\n"
 	for i := 0; i < 10; i++ {
 		spec += fmt.Sprintf("  Out%d:\n    summary: {type: string}\n    score: {type: number}\n", i)
@@ -29,12 +31,12 @@ func realisticState(id string) *engine.FlowState {
 		sid := fmt.Sprintf("s%d", i)
 		st.StepOutputs[sid] = map[string]any{"summary": "The change looks fine; two nits about naming.", "score": 0.8}
 		st.Attempts[sid] = 1
-		st.Records = append(st.Records, engine.Record{Type: engine.RecordStep, StepID: sid, FunctionName: "f" + sid,
+		st.Records = append(st.Records, state.Record{Type: state.RecordStep, StepID: sid, FunctionName: "f" + sid,
 			Attempts: 1, DurationMS: 2300, At: time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC)})
 		st.DispatchedAt[sid] = time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC)
 	}
 	st.CurrentIdx = 5
-	st.Checkpoints["after_s2"] = &engine.Checkpoint{Label: "after_s2", StepProgress: engine.StepProgress{StepOutputs: map[string]any{"s0": "x"}, CurrentIdx: 3}}
+	st.Checkpoints["after_s2"] = &state.Checkpoint{Label: "after_s2", StepProgress: state.StepProgress{StepOutputs: map[string]any{"s0": "x"}, CurrentIdx: 3}}
 	return st
 }
 
@@ -114,14 +116,14 @@ func percentiles(ds []time.Duration) (time.Duration, time.Duration) {
 
 // fill adds n realistic flows in batches, a quarter of them at a gate.
 func fill(b *testing.B, s *Store, n int) {
-	statuses := []engine.FlowStatus{engine.StatusRunning, engine.StatusComplete, engine.StatusAwaitingGate, engine.StatusKilled}
+	statuses := []state.FlowStatus{state.StatusRunning, state.StatusComplete, state.StatusAwaitingGate, state.StatusKilled}
 	for start := 0; start < n; start += 1000 {
 		if err := s.Update(bg, func(tx engine.Tx) error {
 			for i := start; i < min(n, start+1000); i++ {
 				st := realisticState(fmt.Sprintf("flow-%05d", i))
 				st.Status = statuses[i%len(statuses)]
-				if st.Status == engine.StatusAwaitingGate {
-					st.Gate = &engine.PendingGate{StepID: "s5"}
+				if st.Status == state.StatusAwaitingGate {
+					st.Gate = &state.PendingGate{StepID: "s5"}
 				}
 				if err := storetest.Put(tx, st); err != nil {
 					return err
@@ -192,7 +194,7 @@ func BenchmarkListFlows10k(b *testing.B) {
 	}{
 		{"all", engine.ListFilter{}, 10000},
 		{"newest50", engine.ListFilter{Limit: 50}, 50},
-		{"status", engine.ListFilter{Status: engine.StatusRunning}, 2500},
+		{"status", engine.ListFilter{Status: state.StatusRunning}, 2500},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

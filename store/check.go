@@ -12,6 +12,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Check verifies the whole file: bbolt's page-level consistency check, then
@@ -63,7 +65,7 @@ func (s *Store) Problems(ctx context.Context) (pages, indexes []error, err error
 // caller passes the derivation (engine.Summarize with each state's flow in
 // its parsed spec). It repairs what Check reports as index problems; flow
 // states and events are not touched.
-func (s *Store) Reindex(ctx context.Context, summarize func(*engine.FlowState) engine.FlowSummary) error {
+func (s *Store) Reindex(ctx context.Context, summarize func(*state.FlowState) state.FlowSummary) error {
 	return s.run(ctx, modeWrite, func(btx *bolt.Tx) error {
 		return s.guard(func() error { return s.rebuildIndexes(btx, summarize) })
 	})
@@ -87,7 +89,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	// index keys expected (their values are empty)
 	wantCreated, wantStatus, wantGates := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	_ = flows.ForEach(func(k, v []byte) error {
-		var st engine.FlowState
+		var st state.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
 			bad("flow %q: %v", k, err)
 			return nil

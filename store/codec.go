@@ -9,6 +9,8 @@ import (
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Summaries are stored in a compact binary form, not JSON: List over 10,000
@@ -44,7 +46,7 @@ var errShortSummary = errors.New("truncated summary record")
 
 // encodeSummary encodes sum in the given codec version (the fields a
 // version lacks are dropped).
-func encodeSummary(sum *engine.FlowSummary, codec byte) ([]byte, error) {
+func encodeSummary(sum *state.FlowSummary, codec byte) ([]byte, error) {
 	b := make([]byte, 0, 128+len(sum.FlowID)+len(sum.FlowName))
 	b = append(b, codec)
 	b = appendStr(b, sum.FlowID)
@@ -78,7 +80,7 @@ func encodeSummary(sum *engine.FlowSummary, codec byte) ([]byte, error) {
 	return b, nil
 }
 
-func appendReview(b []byte, rv *engine.GateReview) []byte {
+func appendReview(b []byte, rv *state.GateReview) []byte {
 	if rv == nil {
 		return append(b, 0)
 	}
@@ -90,7 +92,7 @@ func appendReview(b []byte, rv *engine.GateReview) []byte {
 	return append(b, 0)
 }
 
-func appendGate(b []byte, g *engine.PendingGate) ([]byte, error) {
+func appendGate(b []byte, g *state.PendingGate) ([]byte, error) {
 	if g == nil {
 		return append(b, 0), nil
 	}
@@ -113,7 +115,7 @@ func appendGate(b []byte, g *engine.PendingGate) ([]byte, error) {
 	return appendStr(b, g.Approver), nil
 }
 
-func appendLease(b []byte, l *engine.Lease) ([]byte, error) {
+func appendLease(b []byte, l *state.Lease) ([]byte, error) {
 	if l == nil {
 		return append(b, 0), nil
 	}
@@ -236,8 +238,8 @@ func (r *summaryReader) time() time.Time {
 	return t
 }
 
-func decodeSummary(b []byte) (*engine.FlowSummary, error) {
-	sum := &engine.FlowSummary{}
+func decodeSummary(b []byte) (*state.FlowSummary, error) {
+	sum := &state.FlowSummary{}
 	if err := decodeSummaryInto(b, sum, nil); err != nil {
 		return nil, err
 	}
@@ -246,14 +248,14 @@ func decodeSummary(b []byte) (*engine.FlowSummary, error) {
 
 // decodeSummaryInto decodes b (any codec version) into *sum (which must be
 // zero), sharing repeated strings through intern when it is non-nil.
-func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]string) error {
+func decodeSummaryInto(b []byte, sum *state.FlowSummary, intern map[string]string) error {
 	if len(b) == 0 || b[0] < summaryCodecV1 || b[0] > summaryCodecV3 {
 		return fmt.Errorf("unknown summary encoding %x", b[:min(len(b), 1)])
 	}
 	r := &summaryReader{b: b[1:], intern: intern}
 	sum.FlowID = r.str()
 	sum.FlowName = r.common()
-	sum.Status = engine.FlowStatus(r.common())
+	sum.Status = state.FlowStatus(r.common())
 	sum.CurrentStep = r.common()
 	sum.StepNumber = int(r.int())
 	sum.TotalSteps = int(r.int())
@@ -264,7 +266,7 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 	sum.UpdatedAt = r.time()
 	sum.Version = r.int()
 	if r.byte() == 1 {
-		g := &engine.PendingGate{}
+		g := &state.PendingGate{}
 		g.StepID = r.common()
 		g.Round = int(r.int())
 		g.DispatchedAt = r.time()
@@ -277,7 +279,7 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 		sum.Gate = g
 	}
 	if b[0] >= summaryCodecV2 && r.byte() == 1 {
-		l := &engine.Lease{}
+		l := &state.Lease{}
 		l.ID = r.str()
 		l.PID = int(r.int())
 		l.Host = r.common()
@@ -286,7 +288,7 @@ func decodeSummaryInto(b []byte, sum *engine.FlowSummary, intern map[string]stri
 		sum.Owner = l
 	}
 	if b[0] >= summaryCodecV3 && r.byte() == 1 {
-		rv := &engine.GateReview{}
+		rv := &state.GateReview{}
 		rv.Question = r.common()
 		switch r.byte() {
 		case 0:

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // The stores' JSON codec decodes a state with its checkpoints as stored by
@@ -15,11 +17,11 @@ import (
 // (the engine's fixture), exactly as encoding/json does, and a Put and Get
 // of it through the store gives it back.
 func TestStoredStateOfBe2c848(t *testing.T) {
-	raw, err := os.ReadFile("../engine/testdata/flowstate-be2c848.json")
+	raw, err := os.ReadFile("../engine/state/testdata/flowstate-be2c848.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var std, ours engine.FlowState
+	var std, ours state.FlowState
 	if err := json.Unmarshal(raw, &std); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestStoredStateOfBe2c848(t *testing.T) {
 	}
 	s := newTestStore(t, Options{})
 	st := ours.Clone()
-	st.FlowID, st.Version, st.Status = "f", 0, engine.StatusRunning
+	st.FlowID, st.Version, st.Status = "f", 0, state.StatusRunning
 	expect := st.Stamp(time.Now())
 	if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(st, engine.Summarize(st, nil), expect) }); err != nil {
 		t.Fatal(err)
@@ -51,12 +53,12 @@ func TestStoredStateOfBe2c848(t *testing.T) {
 // whatever decodes re-encodes to something that decodes the same way.
 func FuzzDecodeSummary(f *testing.F) {
 	d := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, sum := range []engine.FlowSummary{
+	for _, sum := range []state.FlowSummary{
 		{},
 		{FlowID: "f", FlowName: "n", Status: "running", Version: 3, CreatedAt: d, UpdatedAt: d},
-		{FlowID: "g", Gate: &engine.PendingGate{StepID: "s", Deadline: &d, Approver: "human"}},
-		{FlowID: "o", Owner: &engine.Lease{ID: "run-1", PID: 7, Host: "h", ExpiresAt: d}},
-		{FlowID: "r", Gate: &engine.PendingGate{StepID: "s"}, Review: &engine.GateReview{Question: "Ship?", Revise: true}},
+		{FlowID: "g", Gate: &state.PendingGate{StepID: "s", Deadline: &d, Approver: "human"}},
+		{FlowID: "o", Owner: &state.Lease{ID: "run-1", PID: 7, Host: "h", ExpiresAt: d}},
+		{FlowID: "r", Gate: &state.PendingGate{StepID: "s"}, Review: &state.GateReview{Question: "Ship?", Revise: true}},
 	} {
 		for _, codec := range []byte{summaryCodecV1, summaryCodecV2, summaryCodecV3} {
 			b, err := encodeSummary(&sum, codec)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store"
 	"github.com/stratum-go/stratum/store/storetest"
 )
@@ -35,7 +37,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	ctx := context.Background()
 	put := func(id string) error {
-		st := storetest.NewState(id, engine.StatusRunning)
+		st := storetest.NewState(id, state.StatusRunning)
 		st.Inputs["big"] = strings.Repeat("x", 256<<10)
 		return s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, st) })
 	}

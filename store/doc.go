@@ -55,7 +55,7 @@
 // the state is not decoded; bbolt runs one write transaction at a time, so
 // nothing comes between the comparison and the write. The state's stamps
 // (UpdatedAt, CreatedAt, Version) are the writer's, set before Put
-// (engine.FlowState.Stamp): the store compares and stores, and stamps
+// (state.FlowState.Stamp): the store compares and stores, and stamps
 // nothing but a zero SchemaVersion.
 //
 // # Schema
@@ -73,12 +73,12 @@
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
-//	    <flow id>       = engine.FlowState JSON (stratum_state_version inside),
+//	    <flow id>       = state.FlowState JSON (stratum_state_version inside),
 //	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits,
 //	                      records null and trace absent: they are in flowlog
 //	flowlog/                            since schema 5 (flowlog.go)
 //	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1>
-//	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>  = records[i], engine.Record JSON
+//	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>  = records[i], state.Record JSON
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>  = trace[i], JSON
 //	specs/
 //	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
@@ -139,8 +139,10 @@
 // so bbolt writes (and fdatasyncs) three or four B-tree paths, the root
 // page and the free-page list — 14 pages at 10,000 flows for three, where
 // schema 2 wrote 21. List walks the keys of idx_created
-// (or idx_status) backwards and reads each returned flow's summary from
-// summaries; PendingGates does the same over idx_gates.
+// (or idx_status) backwards, from the last or from the key before
+// ListFilter.After's (a page of the listing is one seek), and reads each
+// returned flow's summary from summaries; PendingGates does the same over
+// idx_gates.
 //
 // # Summaries
 //
@@ -155,7 +157,7 @@
 // the derivation as an argument, and a migration that changes what
 // summaries hold rewrites the stored ones (rewriteSummaries) rather than
 // recomputing them; 1→2 added the runner lease (Owner) from each state's
-// "owner". 3→4 added the pending gate's review (engine.GateReview: the
+// "owner". 3→4 added the pending gate's review (state.GateReview: the
 // question and whether revise is accepted) to the summaries of flows at a
 // gate, by engine.Summarize of each such state with its flow in its stored
 // spec (each distinct spec parsed once), so the gate list never decodes a

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -24,8 +26,8 @@ func Example() {
 		return
 	}
 	err = s.Update(ctx, func(tx engine.Tx) error {
-		st := &engine.FlowState{FlowID: "f1", FlowName: "review", Status: engine.StatusAwaitingGate,
-			Gate: &engine.PendingGate{StepID: "approve"}}
+		st := &state.FlowState{FlowID: "f1", FlowName: "review", Status: state.StatusAwaitingGate,
+			Gate: &state.PendingGate{StepID: "approve"}}
 		expect := st.Stamp(time.Now()) // the stamps are the writer's
 		if err := tx.Put(st, engine.Summarize(st, nil), expect); err != nil {
 			return err
@@ -37,7 +39,7 @@ func Example() {
 		return
 	}
 
-	var gates []engine.FlowSummary
+	var gates []state.FlowSummary
 	_ = s.View(ctx, func(tx engine.Tx) error {
 		gates, err = tx.PendingGates()
 		return err

@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // The append-only parts of a flow state — its records (the trace of
@@ -23,7 +23,7 @@ import (
 //
 //	flowlog/
 //	    <flow id> ‖ 0x00 ‖ "m"              = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1> ‖ <spec:32>
-//	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>      = engine.Record JSON (records[i])
+//	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>      = state.Record JSON (records[i])
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>      = trace[i], JSON
 //
 // and flows/<id> holds the rest of the state (records null, trace absent).
@@ -134,7 +134,7 @@ func logKey(flowID string, kind byte, i uint32) []byte {
 // it), so readers copy from it without a lock.
 type cachedLog struct {
 	tag     uint64
-	records []engine.Record
+	records []state.Record
 	trace   []json.RawMessage
 }
 
@@ -220,7 +220,7 @@ func (t *tx) note(flowID string, l *cachedLog) {
 // readLog fills st.Records and st.Trace from flowID's log entries, when it
 // has a meta entry (else st keeps what flows/<id> held). Entries the Store
 // has cached under the stored tag are copied, the others decoded.
-func (t *tx) readLog(st *engine.FlowState) error {
+func (t *tx) readLog(st *state.FlowState) error {
 	logb, err := t.bucket(bucketFlowLog)
 	if err != nil {
 		return err
@@ -239,14 +239,14 @@ func (t *tx) readLog(st *engine.FlowState) error {
 	}
 	out := &cachedLog{tag: m.tag, records: have.records, trace: have.trace}
 	if n := len(have.records); uint32(n) < m.records {
-		recs := make([]engine.Record, n, m.records)
+		recs := make([]state.Record, n, m.records)
 		copy(recs, have.records)
 		for i := uint32(n); i < m.records; i++ {
 			v := logb.Get(logKey(st.FlowID, logRecordKind, i))
 			if v == nil {
 				return damagedRecord(t.s.path, st.FlowID, "state", fmt.Errorf("record %d of %d is missing", i, m.records))
 			}
-			var r engine.Record
+			var r state.Record
 			if err := unmarshalJSON(bytes.Clone(v), &r); err != nil {
 				return damagedRecord(t.s.path, st.FlowID, "state", fmt.Errorf("record %d: %w", i, err))
 			}
@@ -284,7 +284,7 @@ func (t *tx) readLog(st *engine.FlowState) error {
 // entries and st begins with them; else all of them, under a new tag. ref
 // is the spec reference the state is stored with. It notes what to cache
 // once the transaction commits.
-func (t *tx) writeLog(st *engine.FlowState, ref specRef) error {
+func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 	logb, err := t.bucket(bucketFlowLog)
 	if err != nil {
 		return err
@@ -323,7 +323,7 @@ func (t *tx) writeLog(st *engine.FlowState, ref specRef) error {
 	}
 	// What is cached is what Get would decode from the file: the record
 	// decoded from its encoding, the trace entry as encoded.
-	next := &cachedLog{tag: tag, records: make([]engine.Record, from, len(st.Records)), trace: make([]json.RawMessage, fromTrace, len(st.Trace))}
+	next := &cachedLog{tag: tag, records: make([]state.Record, from, len(st.Records)), trace: make([]json.RawMessage, fromTrace, len(st.Trace))}
 	if prev != nil {
 		copy(next.records, prev.records[:from])
 		copy(next.trace, prev.trace[:fromTrace])
@@ -333,7 +333,7 @@ func (t *tx) writeLog(st *engine.FlowState, ref specRef) error {
 		if err != nil {
 			return fmt.Errorf("store: encode record %d of flow %s: %w", i, st.FlowID, err)
 		}
-		var r engine.Record
+		var r state.Record
 		if err := unmarshalJSON(bytes.Clone(v), &r); err != nil {
 			return fmt.Errorf("store: record %d of flow %s does not decode: %w", i, st.FlowID, err)
 		}
@@ -390,7 +390,7 @@ func deleteLogOf(logb *bolt.Bucket, flowID string) error {
 }
 
 // prefixRecords reports whether recs begins with the entries of prev.
-func prefixRecords(recs, prev []engine.Record) bool {
+func prefixRecords(recs, prev []state.Record) bool {
 	if len(recs) < len(prev) {
 		return false
 	}
@@ -407,7 +407,7 @@ func prefixRecords(recs, prev []engine.Record) bool {
 // compare does not compile here; a pointer field compares by identity,
 // which copies never share, so such a record is seen as changed and the
 // flow's entries are rewritten: slower, never wrong.
-func sameRecord(a, b *engine.Record) bool {
+func sameRecord(a, b *state.Record) bool {
 	x, y := *a, *b
 	if !sameString(x.RoundStartStepID, y.RoundStartStepID) || !sameString(x.Agent, y.Agent) ||
 		!sameString(x.ChildFlowID, y.ChildFlowID) || !x.At.Equal(y.At) {
@@ -437,8 +437,8 @@ func prefixTrace(trace, prev []json.RawMessage) bool {
 }
 
 // copyRecords returns a private copy of recs, never nil.
-func copyRecords(recs []engine.Record) []engine.Record {
-	out := make([]engine.Record, len(recs))
+func copyRecords(recs []state.Record) []state.Record {
+	out := make([]state.Record, len(recs))
 	copy(out, recs)
 	for i := range out {
 		r := &out[i]

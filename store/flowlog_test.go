@@ -12,6 +12,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -45,16 +47,16 @@ func rawLog(t *testing.T, s *Store, flowID string) (logMeta, map[string]string) 
 	return m, entries
 }
 
-func withRecords(st *engine.FlowState, n int) {
+func withRecords(st *state.FlowState, n int) {
 	for i := len(st.Records); i < n; i++ {
-		st.Records = append(st.Records, engine.Record{Type: engine.RecordStep, StepID: fmt.Sprintf("s%d", i), Attempts: 1, DurationMS: int64(i)})
+		st.Records = append(st.Records, state.Record{Type: state.RecordStep, StepID: fmt.Sprintf("s%d", i), Attempts: 1, DurationMS: int64(i)})
 	}
 }
 
 // update reads flowID, lets change edit it, and puts it back.
-func update(t *testing.T, s *Store, flowID string, change func(st *engine.FlowState)) {
+func update(t *testing.T, s *Store, flowID string, change func(st *state.FlowState)) {
 	t.Helper()
-	var st *engine.FlowState
+	var st *state.FlowState
 	if err := s.View(bg, func(tx engine.Tx) (err error) { st, err = tx.Get(flowID); return err }); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func update(t *testing.T, s *Store, flowID string, change func(st *engine.FlowSt
 // this handle (cached) or a fresh one (decoded), reads the state back.
 func TestFlowLogAppends(t *testing.T) {
 	s := newTestStore(t, Options{})
-	st := storetest.NewState("f", engine.StatusRunning)
+	st := storetest.NewState("f", state.StatusRunning)
 	withRecords(st, 5)
 	st.Trace = []json.RawMessage{json.RawMessage(`{"a": 1}`)}
 	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
@@ -80,7 +82,7 @@ func TestFlowLogAppends(t *testing.T) {
 	if m0.records != 5 || m0.trace != 1 || len(e0) != 6 || e0["t\x00\x00\x00\x00"] != `{"a":1}` {
 		t.Fatalf("after the first put: meta %+v, entries %q", m0, e0)
 	}
-	update(t, s, "f", func(st *engine.FlowState) {
+	update(t, s, "f", func(st *state.FlowState) {
 		withRecords(st, 7)
 		st.Trace = append(st.Trace, json.RawMessage(`{"b":"<x>"}`))
 	})
@@ -106,7 +108,7 @@ func TestFlowLogAppends(t *testing.T) {
 	}
 	// A change to an earlier record (a revert marks a gate record): all
 	// entries rewritten, under a new tag.
-	update(t, s, "f", func(st *engine.FlowState) { st.Records[1].Reverted = true })
+	update(t, s, "f", func(st *state.FlowState) { st.Records[1].Reverted = true })
 	m2, _ := rawLog(t, s, "f")
 	if m2.tag == m1.tag || m2.records != 7 {
 		t.Fatalf("a changed record kept the tag: %+v → %+v", m1, m2)
@@ -117,7 +119,7 @@ func TestFlowLogAppends(t *testing.T) {
 		}
 	}
 	// Fewer records (a round archived): rewritten, and read back empty.
-	update(t, s, "f", func(st *engine.FlowState) { st.Records = []engine.Record{}; st.Trace = nil })
+	update(t, s, "f", func(st *state.FlowState) { st.Records = []state.Record{}; st.Trace = nil })
 	for _, h := range []*Store{s, reopened} {
 		if got := storeGet(t, h, "f"); got.Records == nil || len(got.Records) != 0 || got.Trace != nil {
 			t.Fatalf("archived: records %#v trace %#v", got.Records, got.Trace)
@@ -142,26 +144,26 @@ func TestFlowLogOtherWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(s *Store, st *engine.FlowState) {
+	put := func(s *Store, st *state.FlowState) {
 		t.Helper()
 		if err := s.Update(bg, func(tx engine.Tx) error { return storetest.PutAt(tx, st, clock()) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st := storetest.NewState("f", engine.StatusRunning)
+	st := storetest.NewState("f", state.StatusRunning)
 	withRecords(st, 3)
 	put(a, st)
 	_ = storeGet(t, a, "f") // cached by a
-	update(t, b, "f", func(st *engine.FlowState) { withRecords(st, 4) })
+	update(t, b, "f", func(st *state.FlowState) { withRecords(st, 4) })
 	if got := storeGet(t, a, "f"); len(got.Records) != 4 || got.Records[3].StepID != "s3" {
 		t.Fatalf("a after b appended: %+v", got.Records)
 	}
-	update(t, b, "f", func(st *engine.FlowState) { st.Records[0].StepID = "changed" })
+	update(t, b, "f", func(st *state.FlowState) { st.Records[0].StepID = "changed" })
 	if got := storeGet(t, a, "f"); got.Records[0].StepID != "changed" {
 		t.Fatalf("a after b rewrote: %+v", got.Records)
 	}
 	// a appends after b's rewrite: its cache is stale, its write still right.
-	update(t, a, "f", func(st *engine.FlowState) { withRecords(st, 5) })
+	update(t, a, "f", func(st *state.FlowState) { withRecords(st, 5) })
 	if got := storeGet(t, b, "f"); len(got.Records) != 5 || got.Records[0].StepID != "changed" {
 		t.Fatalf("b after a appended: %+v", got.Records)
 	}
@@ -170,14 +172,14 @@ func TestFlowLogOtherWriter(t *testing.T) {
 	if err := b.Update(bg, func(tx engine.Tx) error { return tx.Delete("f") }); err != nil {
 		t.Fatal(err)
 	}
-	other := storetest.NewState("f", engine.StatusRunning)
+	other := storetest.NewState("f", state.StatusRunning)
 	for i := 0; i < 5; i++ {
-		other.Records = append(other.Records, engine.Record{Type: engine.RecordSkip, StepID: fmt.Sprintf("o%d", i)})
+		other.Records = append(other.Records, state.Record{Type: state.RecordSkip, StepID: fmt.Sprintf("o%d", i)})
 	}
 	put(b, other)
 	want := storeGet(t, b, "f")
 	for i := 0; i < 4; i++ {
-		update(t, b, "f", func(st *engine.FlowState) {})
+		update(t, b, "f", func(st *state.FlowState) {})
 	}
 	want = storeGet(t, b, "f")
 	if got := storeGet(t, a, "f"); !reflect.DeepEqual(got, want) {
@@ -191,7 +193,7 @@ func TestFlowLogOtherWriter(t *testing.T) {
 func TestFlowLogDamaged(t *testing.T) {
 	s := newTestStore(t, Options{})
 	for _, id := range []string{"bad", "good"} {
-		st := storetest.NewState(id, engine.StatusRunning)
+		st := storetest.NewState(id, state.StatusRunning)
 		withRecords(st, 3)
 		if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
 			t.Fatal(err)
@@ -247,14 +249,14 @@ func testFixtureRecordsInline(t *testing.T, version int) {
 		t.Fatalf("fixture schema_version = %q, want %d", v, version)
 	}
 	// What the old file holds, decoded as the old schema decoded it.
-	want := map[string]*engine.FlowState{}
+	want := map[string]*state.FlowState{}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = db.View(func(btx *bolt.Tx) error {
 		return btx.Bucket(bucketFlows).ForEach(func(k, v []byte) error {
-			st := new(engine.FlowState)
+			st := new(state.FlowState)
 			if err := json.Unmarshal(v, st); err != nil {
 				t.Fatal(err)
 			}
@@ -289,8 +291,8 @@ func testFixtureRecordsInline(t *testing.T, version int) {
 	if m, e := rawLog(t, s, "long"); m.records != 41 || m.trace != 3 || len(e) != 44 {
 		t.Fatalf("long's entries after migration: %+v, %d", m, len(e))
 	}
-	update(t, s, "long", func(st *engine.FlowState) { withRecords(st, 42) })
-	if got := storeGet(t, s, "long"); len(got.Records) != 42 || got.Records[40].Type != engine.RecordGate {
+	update(t, s, "long", func(st *state.FlowState) { withRecords(st, 42) })
+	if got := storeGet(t, s, "long"); len(got.Records) != 42 || got.Records[40].Type != state.RecordGate {
 		t.Fatalf("long after an append: %d records", len(got.Records))
 	}
 }
@@ -300,7 +302,7 @@ func testFixtureRecordsInline(t *testing.T, version int) {
 func TestLogCacheBounded(t *testing.T) {
 	var c logCache
 	for i := 0; i < 3*logCacheSize; i++ {
-		c.put(map[string]*cachedLog{fmt.Sprint(i): {tag: 1, records: make([]engine.Record, 10)}})
+		c.put(map[string]*cachedLog{fmt.Sprint(i): {tag: 1, records: make([]state.Record, 10)}})
 	}
 	if len(c.logs) != logCacheSize || c.bytes != logCacheSize*10*recordSize {
 		t.Fatalf("%d flows, %d bytes cached", len(c.logs), c.bytes)

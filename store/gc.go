@@ -8,6 +8,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // gcBatch bounds how many flows one GC write transaction deletes, so other
@@ -39,7 +41,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 				if err != nil {
 					return nil // a damaged record: never pruned (QuarantineDamaged)
 				}
-				ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*engine.FlowSummary, error) {
+				ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*state.FlowSummary, error) {
 					v := sums.Get([]byte(id))
 					if v == nil {
 						return nil, nil
@@ -85,7 +87,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (deleted int, e
 					if err != nil {
 						return err
 					}
-					ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*engine.FlowSummary, error) {
+					ok, err := engine.PrunableLine(sum, cutoff, func(id string) (*state.FlowSummary, error) {
 						return t.getSummary(sums, []byte(id))
 					})
 					if _, damaged := engine.DamagedFlows(err); damaged {

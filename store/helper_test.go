@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -88,12 +90,12 @@ func runHelper(mode string) error {
 				if err != nil {
 					return err
 				}
-				if st.Status != engine.StatusAwaitingGate || st.Gate == nil {
+				if st.Status != state.StatusAwaitingGate || st.Gate == nil {
 					return nil // someone else decided it
 				}
-				st.Records = append(st.Records, engine.Record{Type: engine.RecordGate, StepID: st.Gate.StepID,
+				st.Records = append(st.Records, state.Record{Type: state.RecordGate, StepID: st.Gate.StepID,
 					Outcome: "approve", Reviewer: "worker-" + strconv.Itoa(worker), Channel: "cli"})
-				st.Status, st.Gate = engine.StatusRunning, nil
+				st.Status, st.Gate = state.StatusRunning, nil
 				won = true
 				if err := storetest.Put(tx, st); err != nil {
 					return err

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -33,7 +35,7 @@ func TestKeptHandleSeesOtherWriters(t *testing.T) {
 			}
 			// Flows created on one side only: allocations that would collide
 			// if a stale free-page list were reused.
-			storePut(t, s, storetest.NewState(fmt.Sprintf("w%d-%03d", w, i), engine.StatusRunning))
+			storePut(t, s, storetest.NewState(fmt.Sprintf("w%d-%03d", w, i), state.StatusRunning))
 		}
 	}
 	for _, s := range []*Store{a, b} {
@@ -59,7 +61,7 @@ func TestKeptHandleFileReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storePut(t, s, storetest.NewState("before", engine.StatusRunning))
+	storePut(t, s, storetest.NewState("before", state.StatusRunning))
 	other := filepath.Join(dir, "other.db")
 	if _, err := Open(other, Options{}); err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func TestKeptHandleFileReplaced(t *testing.T) {
 	if err := os.Rename(other, path); err != nil {
 		t.Fatal(err)
 	}
-	storePut(t, s, storetest.NewState("after", engine.StatusRunning))
+	storePut(t, s, storetest.NewState("after", state.StatusRunning))
 	if got := sortedIDs(storeList(t, s, engine.ListFilter{})); len(got) != 1 || got[0] != "after" {
 		t.Fatalf("flows in the replaced file: %v, want [after]", got)
 	}
@@ -80,7 +82,7 @@ func TestKeptHandleFileReplaced(t *testing.T) {
 // closed again.
 func TestKeptHandleClosedWhenIdle(t *testing.T) {
 	s := newTestStore(t, Options{KeepOpen: 20 * time.Millisecond})
-	storePut(t, s, storetest.NewState("f", engine.StatusRunning))
+	storePut(t, s, storetest.NewState("f", state.StatusRunning))
 	kept := func() bool {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
@@ -111,7 +113,7 @@ func TestKeptHandleReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storePut(t, a, storetest.NewState("mine", engine.StatusRunning))
+	storePut(t, a, storetest.NewState("mine", state.StatusRunning))
 	a.mu.Lock()
 	kept := a.kept
 	a.mu.Unlock()
@@ -128,7 +130,7 @@ func TestKeptHandleReads(t *testing.T) {
 		t.Fatal("a read did not reuse (and keep) the handle of the last Update")
 	}
 	for i := 0; i < 20; i++ {
-		storePut(t, b, storetest.NewState(fmt.Sprintf("theirs-%02d", i), engine.StatusRunning))
+		storePut(t, b, storetest.NewState(fmt.Sprintf("theirs-%02d", i), state.StatusRunning))
 		if got := len(storeList(t, a, engine.ListFilter{})); got != i+2 {
 			t.Fatalf("after the other store's write %d, a read lists %d flows, want %d", i, got, i+2)
 		}

@@ -17,6 +17,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -92,7 +94,7 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 	}
 	t := &tx{s: s, btx: btx}
 	parsed := map[[32]byte]*specs.Spec{}
-	return s.rewriteSummaries(btx, func(id []byte, sum *engine.FlowSummary) error {
+	return s.rewriteSummaries(btx, func(id []byte, sum *state.FlowSummary) error {
 		if sum.Review != nil || !pendingGate(sum) {
 			return nil
 		}
@@ -100,7 +102,7 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 		if v == nil {
 			return nil
 		}
-		var st engine.FlowState
+		var st state.FlowState
 		if err := unmarshalJSON(bytes.Clone(v), &st); err != nil {
 			return nil // the damaged flow stays as it is (quarantined by gc --damaged)
 		}
@@ -146,7 +148,7 @@ func splitFlowLogs(s *Store, btx *bolt.Tx) error {
 		if logb.Get(logMetaKey(string(id))) != nil {
 			continue
 		}
-		var st engine.FlowState
+		var st state.FlowState
 		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil || st.FlowID != string(id) {
 			continue
 		}
@@ -209,7 +211,7 @@ func storeSpecsOnce(s *Store, btx *bolt.Tx) error {
 		return err
 	}
 	for _, id := range ids {
-		var st engine.FlowState
+		var st state.FlowState
 		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil {
 			return corruptError(s.path, "cannot decode flow "+string(id), err)
 		}
@@ -270,9 +272,9 @@ func addLeaseToSummaries(s *Store, btx *bolt.Tx) error {
 	if flows == nil {
 		return corruptError(s.path, "bucket \"flows\" is missing", nil)
 	}
-	return s.rewriteSummaries(btx, func(id []byte, sum *engine.FlowSummary) error {
+	return s.rewriteSummaries(btx, func(id []byte, sum *state.FlowSummary) error {
 		var st struct {
-			Owner *engine.Lease `json:"owner"`
+			Owner *state.Lease `json:"owner"`
 		}
 		if v := flows.Get(id); v != nil {
 			if err := json.Unmarshal(v, &st); err != nil {
@@ -468,7 +470,7 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 // which 2→3 then empties). Migrations that change what
 // summaries hold use it: a store cannot recompute summaries, the engine
 // does.
-func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *engine.FlowSummary) error) error {
+func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *state.FlowSummary) error) error {
 	sums := btx.Bucket(bucketSummaries)
 	if sums == nil {
 		return corruptError(s.path, "bucket \"summaries\" is missing", nil)
@@ -508,7 +510,7 @@ func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *engine.F
 // CreatedAt, UpdatedAt and Version are the state's, as Put stores them) and
 // the idx_created, idx_status and idx_gates buckets from the flow states,
 // leaving the states untouched.
-func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) engine.FlowSummary) error {
+func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*state.FlowState) state.FlowSummary) error {
 	for _, name := range [][]byte{bucketSummaries, bucketByCreated, bucketByStatus, bucketGates} {
 		if btx.Bucket(name) != nil {
 			if err := btx.DeleteBucket(name); err != nil {
@@ -526,7 +528,7 @@ func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*engine.FlowState) e
 	sums := btx.Bucket(bucketSummaries)
 	t := &tx{s: s, btx: btx}
 	return flows.ForEach(func(k, v []byte) error {
-		var st engine.FlowState
+		var st state.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
 			return corruptError(s.path, "cannot decode flow "+string(k), err)
 		}

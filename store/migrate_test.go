@@ -19,7 +19,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -47,10 +49,10 @@ func seedV1(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := storetest.NewState("g", engine.StatusAwaitingGate)
-	gate.Gate = &engine.PendingGate{StepID: "review"}
+	gate := storetest.NewState("g", state.StatusAwaitingGate)
+	gate.Gate = &state.PendingGate{StepID: "review"}
 	if err := s.Update(bg, func(tx engine.Tx) error {
-		if err := storetest.Put(tx, storetest.NewState("a", engine.StatusRunning)); err != nil {
+		if err := storetest.Put(tx, storetest.NewState("a", state.StatusRunning)); err != nil {
 			return err
 		}
 		if err := storetest.Put(tx, gate); err != nil {
@@ -94,7 +96,7 @@ var testV3 = schema{version: 3, steps: []migration{
 				return err
 			}
 		}
-		return s.rewriteSummaries(btx, func(_ []byte, sum *engine.FlowSummary) error {
+		return s.rewriteSummaries(btx, func(_ []byte, sum *state.FlowSummary) error {
 			sum.Driver = "migrated"
 			return nil
 		})
@@ -305,7 +307,7 @@ func TestFixtureV2(t *testing.T) {
 	if err := s.Check(bg); err != nil {
 		t.Fatal(err)
 	}
-	spec := storetest.NewState("x", engine.StatusRunning).RawSpec
+	spec := storetest.NewState("x", state.StatusRunning).RawSpec
 	if counts, inline := specCounts(t, s); inline || len(counts) != 1 || counts[spec] != 4 {
 		t.Fatalf("specs after migration: %v (inline left: %v), want the one spec of the 4 flows", counts, inline)
 	}
@@ -338,7 +340,7 @@ func TestFixtureV2(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		st.Status, st.Gate = engine.StatusRunning, nil
+		st.Status, st.Gate = state.StatusRunning, nil
 		return storetest.Put(tx, st)
 	}); err != nil {
 		t.Fatal(err)
@@ -393,12 +395,12 @@ func TestMigrateV1SummariesGainTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease := &engine.Lease{ID: "run-7", PID: 4242, Host: "box", Heartbeat: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC),
+	lease := &state.Lease{ID: "run-7", PID: 4242, Host: "box", Heartbeat: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC),
 		ExpiresAt: time.Date(2026, 5, 1, 0, 0, 30, 0, time.UTC)}
-	leased := storetest.NewState("leased", engine.StatusRunning)
-	leased.Owner, leased.Driver = lease, engine.DriverRunner
-	gate := storetest.NewState("gated", engine.StatusAwaitingGate)
-	gate.Gate = &engine.PendingGate{StepID: "review"}
+	leased := storetest.NewState("leased", state.StatusRunning)
+	leased.Owner, leased.Driver = lease, state.DriverRunner
+	gate := storetest.NewState("gated", state.StatusAwaitingGate)
+	gate.Gate = &state.PendingGate{StepID: "review"}
 	if err := old.Update(bg, func(tx engine.Tx) error {
 		return errors.Join(storetest.Put(tx, leased), storetest.Put(tx, gate))
 	}); err != nil {
@@ -440,7 +442,7 @@ func TestMigrateV1SummariesGainTheLease(t *testing.T) {
 		switch sum.FlowID {
 		case "leased":
 			if o := sum.Owner; o == nil || o.ID != lease.ID || o.PID != lease.PID || o.Host != lease.Host ||
-				!o.Heartbeat.Equal(lease.Heartbeat) || !o.ExpiresAt.Equal(lease.ExpiresAt) || sum.Driver != engine.DriverRunner {
+				!o.Heartbeat.Equal(lease.Heartbeat) || !o.ExpiresAt.Equal(lease.ExpiresAt) || sum.Driver != state.DriverRunner {
 				t.Fatalf("migrated summary of the leased flow: %+v (owner %+v)", sum, sum.Owner)
 			}
 		default:
@@ -467,11 +469,11 @@ func writeFixtureV1(t *testing.T, path string) {
 	deadline := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	steps := []func(tx engine.Tx) error{
 		func(tx engine.Tx) error {
-			return errors.Join(storetest.Put(tx, storetest.NewState("running", engine.StatusRunning)),
+			return errors.Join(storetest.Put(tx, storetest.NewState("running", state.StatusRunning)),
 				tx.Append(engine.Event{FlowID: "running", Type: engine.EventFlowCreated}))
 		},
 		func(tx engine.Tx) error {
-			st := storetest.NewState("child", engine.StatusRunning)
+			st := storetest.NewState("child", state.StatusRunning)
 			st.ParentFlowID = &parent
 			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventFlowCreated}))
 		},
@@ -484,14 +486,14 @@ func writeFixtureV1(t *testing.T, path string) {
 			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "child", Type: engine.EventStepDone, StepID: "s1"}))
 		},
 		func(tx engine.Tx) error {
-			st := storetest.NewState("gated", engine.StatusAwaitingGate)
-			st.Gate = &engine.PendingGate{StepID: "review", DispatchedAt: deadline.Add(-time.Hour), Deadline: &deadline,
+			st := storetest.NewState("gated", state.StatusAwaitingGate)
+			st.Gate = &state.PendingGate{StepID: "review", DispatchedAt: deadline.Add(-time.Hour), Deadline: &deadline,
 				OnTimeout: "kill", Approver: "human"}
 			return errors.Join(storetest.Put(tx, st), tx.Append(engine.Event{FlowID: "gated", Type: engine.EventGateOpened}),
 				tx.CachePut("sha256:abc", []byte(`{"answer":42}`)))
 		},
 		func(tx engine.Tx) error {
-			return errors.Join(storetest.Put(tx, storetest.NewState("done", engine.StatusComplete)),
+			return errors.Join(storetest.Put(tx, storetest.NewState("done", state.StatusComplete)),
 				tx.Append(engine.Event{FlowID: "done", Type: engine.EventFlowFinished}))
 		},
 	}
@@ -549,7 +551,7 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	err = old.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("x", engine.StatusRunning)) })
+	err = old.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("x", state.StatusRunning)) })
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process writing a migrated file: %v, want ErrNewerSchema", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -149,8 +151,8 @@ func TestProcessesGateDecisions(t *testing.T) {
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for g := 0; g < gates; g++ {
 			st := realisticState(fmt.Sprintf("gate-%d", g))
-			st.Status = engine.StatusAwaitingGate
-			st.Gate = &engine.PendingGate{StepID: "review", DispatchedAt: time.Now()}
+			st.Status = state.StatusAwaitingGate
+			st.Gate = &state.PendingGate{StepID: "review", DispatchedAt: time.Now()}
 			if err := storetest.Put(tx, st); err != nil {
 				return err
 			}
@@ -169,7 +171,7 @@ func TestProcessesGateDecisions(t *testing.T) {
 			st := storeGet(t, s, id)
 			n := 0
 			for _, r := range st.Records {
-				if r.Type == engine.RecordGate {
+				if r.Type == state.RecordGate {
 					n++
 					if r.Reviewer != "worker-"+strconv.Itoa(w) {
 						t.Fatalf("%s won by worker %d but recorded for %s", id, w, r.Reviewer)

@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // bucketQuarantine holds the raw records QuarantineDamaged took out of the
@@ -76,7 +76,7 @@ func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 		}
 	}
 	if err := flows.ForEach(func(k, v []byte) error {
-		var st engine.FlowState
+		var st state.FlowState
 		err := unmarshalJSON(bytes.Clone(v), &st)
 		if err == nil && st.FlowID != string(k) {
 			err = fmt.Errorf("it names flow %q", st.FlowID)

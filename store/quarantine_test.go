@@ -8,6 +8,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -23,7 +25,7 @@ func TestDamagedRecords(t *testing.T) {
 	}
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for _, id := range []string{"f0", "f1", "f2"} {
-			st := storetest.NewState(id, engine.StatusRunning)
+			st := storetest.NewState(id, state.StatusRunning)
 			st.RawSpec = "version: \"0.2\"\n"
 			if err := storetest.Put(tx, st); err != nil {
 				return err
@@ -52,7 +54,7 @@ func TestDamagedRecords(t *testing.T) {
 	if !errors.As(err, &d) || d.FlowID != "f2" || !errors.Is(err, engine.ErrDamaged) || !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Get of a garbled state = %v", err)
 	}
-	var list []engine.FlowSummary
+	var list []state.FlowSummary
 	err = s.View(bg, func(tx engine.Tx) error { var err error; list, err = tx.List(engine.ListFilter{}); return err })
 	ds, ok := engine.DamagedFlows(err)
 	if !ok || len(ds) != 1 || ds[0].FlowID != "f1" || len(list) != 2 {

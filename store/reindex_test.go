@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -17,7 +19,7 @@ import (
 func TestReindexTouchesOnlyChangedIndexes(t *testing.T) {
 	s := newTestStore(t, Options{})
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	put := func(st *engine.FlowState) {
+	put := func(st *state.FlowState) {
 		t.Helper()
 		expect := st.Stamp(at)
 		if err := s.Update(bg, func(tx engine.Tx) error { return tx.Put(st, engine.Summarize(st, nil), expect) }); err != nil {
@@ -25,10 +27,10 @@ func TestReindexTouchesOnlyChangedIndexes(t *testing.T) {
 		}
 	}
 	// Enough flows that each index has pages of its own (not inline).
-	var flows []*engine.FlowState
+	var flows []*state.FlowState
 	for i := range 300 {
-		st := &engine.FlowState{FlowID: fmt.Sprintf("flow-%04d-%s", i, "padding-to-fill-pages"), Status: engine.StatusAwaitingGate,
-			Gate: &engine.PendingGate{StepID: "gate", DispatchedAt: at}}
+		st := &state.FlowState{FlowID: fmt.Sprintf("flow-%04d-%s", i, "padding-to-fill-pages"), Status: state.StatusAwaitingGate,
+			Gate: &state.PendingGate{StepID: "gate", DispatchedAt: at}}
 		put(st)
 		flows = append(flows, st)
 	}
@@ -57,7 +59,7 @@ func TestReindexTouchesOnlyChangedIndexes(t *testing.T) {
 	if got := roots(); fmt.Sprint(got) != fmt.Sprint(before) {
 		t.Fatalf("a transition that changes no index key rewrote indexes: %v → %v", before, got)
 	}
-	st.Status, st.Gate = engine.StatusComplete, nil
+	st.Status, st.Gate = state.StatusComplete, nil
 	put(st)
 	after := roots()
 	if after[string(bucketByCreated)] != before[string(bucketByCreated)] {
@@ -69,14 +71,14 @@ func TestReindexTouchesOnlyChangedIndexes(t *testing.T) {
 		}
 	}
 	// And the indexes still answer right.
-	var gates []engine.FlowSummary
-	var done []engine.FlowSummary
+	var gates []state.FlowSummary
+	var done []state.FlowSummary
 	if err := s.View(bg, func(tx engine.Tx) error {
 		var err error
 		if gates, err = tx.PendingGates(); err != nil {
 			return err
 		}
-		done, err = tx.List(engine.ListFilter{Status: engine.StatusComplete})
+		done, err = tx.List(engine.ListFilter{Status: state.StatusComplete})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -92,7 +94,7 @@ func TestReindexTouchesOnlyChangedIndexes(t *testing.T) {
 func TestOneStatPerLock(t *testing.T) {
 	s := newTestStore(t, Options{KeepOpen: time.Minute})
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := &engine.FlowState{FlowID: "f", Status: engine.StatusRunning}
+	st := &state.FlowState{FlowID: "f", Status: state.StatusRunning}
 	step := func() {
 		t.Helper()
 		if err := s.View(bg, func(tx engine.Tx) error { _, err := tx.Get("f"); return err }); err != nil && st.Version > 0 {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Bucket and key names; see the schema in doc.go. Each is a top-level bucket.
@@ -77,7 +77,7 @@ func createdKey(sum indexRef) []byte {
 	return append(k, sum.id...)
 }
 
-func statusPrefix(status engine.FlowStatus) []byte {
+func statusPrefix(status state.FlowStatus) []byte {
 	return append([]byte(status), 0)
 }
 
@@ -99,7 +99,7 @@ func flowEventKey(flowID string, seq uint64) []byte {
 // indexRef is what the secondary indexes are keyed by.
 type indexRef struct {
 	id      string
-	status  engine.FlowStatus
+	status  state.FlowStatus
 	created time.Time
 }
 

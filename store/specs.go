@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Spec texts are stored once per content (since schema 3): a flow state's
@@ -130,7 +130,7 @@ func (h *specHashes) refOf(text string, known specRef) specRef {
 
 // resolveSpec replaces the reference in st.RawSpec by the spec text,
 // returning the reference (for the transaction's cache).
-func (t *tx) resolveSpec(st *engine.FlowState) (specRef, error) {
+func (t *tx) resolveSpec(st *state.FlowState) (specRef, error) {
 	if !isSpecRef(st.RawSpec) {
 		return refOfText(st.RawSpec, specRef{}), nil
 	}

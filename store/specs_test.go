@@ -9,6 +9,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -41,9 +43,9 @@ func specCounts(t *testing.T, s *Store) (counts map[string]uint64, inline bool) 
 func TestSpecsStoredOnce(t *testing.T) {
 	clock := newClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := newTestStore(t, Options{Now: clock.Now})
-	specA := storetest.NewState("x", engine.StatusRunning).RawSpec
+	specA := storetest.NewState("x", state.StatusRunning).RawSpec
 	specB := "version: \"0.2\"\nflows:\n  other: {steps: []}\n"
-	put := func(id, spec string, status engine.FlowStatus) {
+	put := func(id, spec string, status state.FlowStatus) {
 		t.Helper()
 		if err := s.Update(bg, func(tx engine.Tx) error {
 			st, err := tx.Get(id)
@@ -69,20 +71,20 @@ func TestSpecsStoredOnce(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	put("f1", specA, engine.StatusRunning)
-	put("f2", specA, engine.StatusRunning)
-	put("f3", specB, engine.StatusComplete)
+	put("f1", specA, state.StatusRunning)
+	put("f2", specA, state.StatusRunning)
+	put("f3", specB, state.StatusComplete)
 	want("three flows", 2, 1)
 	for i := 0; i < 3; i++ {
-		put("f1", specA, engine.StatusRunning) // transitions leave the counts alone
+		put("f1", specA, state.StatusRunning) // transitions leave the counts alone
 	}
 	want("transitions", 2, 1)
 	if got := storeGet(t, s, "f1").RawSpec; got != specA {
 		t.Fatalf("Get gave raw_spec %q", got)
 	}
-	put("f2", specB, engine.StatusComplete)
+	put("f2", specB, state.StatusComplete)
 	want("f2 changed spec", 1, 2)
-	put("f4", "", engine.StatusRunning)
+	put("f4", "", state.StatusRunning)
 	want("a flow without spec", 1, 2)
 	if got := storeGet(t, s, "f4").RawSpec; got != "" {
 		t.Fatalf("empty spec read back as %q", got)
@@ -96,7 +98,7 @@ func TestSpecsStoredOnce(t *testing.T) {
 		if err := tx.Delete("f2"); err != nil {
 			return err
 		}
-		st := storetest.NewState("f2", engine.StatusComplete)
+		st := storetest.NewState("f2", state.StatusComplete)
 		st.RawSpec = specA
 		return storetest.PutAt(tx, st, clock.Now())
 	}); err != nil {
@@ -123,10 +125,10 @@ func btoi(b bool) int {
 // written that way still moves the counts.
 func TestSpecsCountedWithoutRead(t *testing.T) {
 	s := newTestStore(t, Options{})
-	specA := storetest.NewState("x", engine.StatusRunning).RawSpec
+	specA := storetest.NewState("x", state.StatusRunning).RawSpec
 	specB := "version: \"0.2\"\nflows:\n  other: {steps: []}\n"
 	for _, id := range []string{"f1", "f2"} {
-		if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)) }); err != nil {
+		if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, state.StatusRunning)) }); err != nil {
 			t.Fatal(err)
 		}
 	}

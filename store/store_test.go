@@ -17,6 +17,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -62,7 +64,7 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	if s.Path() != path {
 		t.Fatalf("Path = %q, want %q", s.Path(), path)
 	}
-	storePut(t, s, storetest.NewState("f1", engine.StatusRunning))
+	storePut(t, s, storetest.NewState("f1", state.StatusRunning))
 	s2, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
@@ -87,7 +89,7 @@ func TestOpenEmptyFileIsInitialised(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open of a 0-byte file: %v", err)
 	}
-	storePut(t, s, storetest.NewState("f1", engine.StatusRunning))
+	storePut(t, s, storetest.NewState("f1", state.StatusRunning))
 }
 
 func TestOpenRejectsBadFiles(t *testing.T) {
@@ -99,7 +101,7 @@ func TestOpenRejectsBadFiles(t *testing.T) {
 		}
 		if err := s.Update(bg, func(tx engine.Tx) error {
 			for i := 0; i < 300; i++ {
-				st := storetest.NewState(fmt.Sprintf("flow-%03d", i), engine.StatusRunning)
+				st := storetest.NewState(fmt.Sprintf("flow-%03d", i), state.StatusRunning)
 				st.RawSpec = strings.Repeat("x", 2000)
 				if err := storetest.Put(tx, st); err != nil {
 					return err
@@ -254,7 +256,7 @@ func TestStoreFileDeletedAfterOpen(t *testing.T) {
 	if err := os.Remove(s.Path()); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", engine.StatusRunning)) })
+	err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", state.StatusRunning)) })
 	if !errors.Is(err, ErrMissing) {
 		t.Fatalf("Update on a deleted file: %v, want ErrMissing", err)
 	}
@@ -276,7 +278,7 @@ func TestCorruptionAfterOpenIsAnError(t *testing.T) {
 	s := newTestStoreNoCheck(t)
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := 0; i < 200; i++ {
-			if err := storetest.Put(tx, storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)); err != nil {
+			if err := storetest.Put(tx, storetest.NewState(fmt.Sprintf("f%03d", i), state.StatusRunning)); err != nil {
 				return err
 			}
 		}
@@ -331,7 +333,7 @@ func TestLockTimeout(t *testing.T) {
 	}
 	// Released within the timeout: the waiter gets through.
 	go func() { time.Sleep(50 * time.Millisecond); _ = db.Close() }()
-	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", engine.StatusRunning)) }); err != nil {
+	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", state.StatusRunning)) }); err != nil {
 		t.Fatalf("Update after the lock was released: %v", err)
 	}
 }
@@ -350,7 +352,7 @@ func TestTxUnusableAfterReturn(t *testing.T) {
 func TestInvalidIDs(t *testing.T) {
 	s := newTestStore(t, Options{})
 	for _, id := range []string{"", "a\x00b", strings.Repeat("x", 600)} {
-		err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)) })
+		err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, state.StatusRunning)) })
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("Put with id %q: %v, want ErrInvalid", id, err)
 		}
@@ -362,7 +364,7 @@ func TestInvalidIDs(t *testing.T) {
 func TestPutStoresTheGivenSummary(t *testing.T) {
 	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	s := newTestStore(t, Options{Now: clock.Now})
-	st := storetest.NewState("f", engine.StatusRunning)
+	st := storetest.NewState("f", state.StatusRunning)
 	sum := engine.Summarize(st, nil)
 	sum.TotalSteps, sum.CurrentStep, sum.StepNumber = 7, "s2", 2
 	sum.UpdatedAt, sum.Version = time.Unix(1, 0), 99 // not the state's: replaced by its stamps
@@ -371,15 +373,15 @@ func TestPutStoresTheGivenSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := storeList(t, s, engine.ListFilter{})[0]
-	if got.TotalSteps != 7 || got.Status != engine.StatusRunning || got.CurrentStep != "s2" || got.StepNumber != 2 || got.Version != 1 {
+	if got.TotalSteps != 7 || got.Status != state.StatusRunning || got.CurrentStep != "s2" || got.StepNumber != 2 || got.Version != 1 {
 		t.Fatalf("summary = %+v", got)
 	}
 	if !got.UpdatedAt.Equal(clock.Now()) || !got.CreatedAt.Equal(clock.Now()) {
 		t.Fatalf("UpdatedAt %v, want the state's stamp %v", got.UpdatedAt, clock.Now())
 	}
-	for name, bad := range map[string]func(*engine.FlowSummary){
-		"status":  func(s *engine.FlowSummary) { s.Status = "hijacked" },
-		"flow id": func(s *engine.FlowSummary) { s.FlowID = "other" },
+	for name, bad := range map[string]func(*state.FlowSummary){
+		"status":  func(s *state.FlowSummary) { s.Status = "hijacked" },
+		"flow id": func(s *state.FlowSummary) { s.FlowID = "other" },
 	} {
 		wrong := engine.Summarize(st, nil)
 		bad(&wrong)
@@ -397,7 +399,7 @@ func TestListTieBreakAndManyFlows(t *testing.T) {
 	// Same timestamp for all: order falls back to flow id, descending.
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := 0; i < 500; i++ {
-			if err := storetest.PutAt(tx, storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning), clock.Now()); err != nil {
+			if err := storetest.PutAt(tx, storetest.NewState(fmt.Sprintf("f%03d", i), state.StatusRunning), clock.Now()); err != nil {
 				return err
 			}
 		}
@@ -414,10 +416,10 @@ func TestListTieBreakAndManyFlows(t *testing.T) {
 func TestGC(t *testing.T) {
 	clock := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	s := newTestStore(t, Options{Now: clock.Now})
-	mk := func(id string, status engine.FlowStatus) {
+	mk := func(id string, status state.FlowStatus) {
 		st := storetest.NewState(id, status)
-		if status == engine.StatusAwaitingGate {
-			st.Gate = &engine.PendingGate{StepID: "g"}
+		if status == state.StatusAwaitingGate {
+			st.Gate = &state.PendingGate{StepID: "g"}
 		}
 		if err := s.Update(bg, func(tx engine.Tx) error {
 			if err := storetest.PutAt(tx, st, clock.Now()); err != nil {
@@ -428,13 +430,13 @@ func TestGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, status := range []engine.FlowStatus{engine.StatusComplete, engine.StatusKilled, engine.StatusFailed,
-		engine.StatusBudgetExhausted, engine.StatusRunning, engine.StatusAwaitingGate} {
+	for _, status := range []state.FlowStatus{state.StatusComplete, state.StatusKilled, state.StatusFailed,
+		state.StatusBudgetExhausted, state.StatusRunning, state.StatusAwaitingGate} {
 		mk("old-"+string(status), status)
 	}
 	clock.Advance(48 * time.Hour)
-	mk("new-complete", engine.StatusComplete)
-	mk("new-running", engine.StatusRunning)
+	mk("new-complete", state.StatusComplete)
+	mk("new-running", state.StatusRunning)
 	clock.Advance(time.Hour)
 
 	n, err := s.GC(bg, 24*time.Hour)
@@ -467,7 +469,7 @@ func TestGC(t *testing.T) {
 	// Many flows: more than one GC batch.
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := 0; i < 2*gcBatch+10; i++ {
-			if err := storetest.PutAt(tx, storetest.NewState(fmt.Sprintf("bulk%04d", i), engine.StatusComplete), clock.Now()); err != nil {
+			if err := storetest.PutAt(tx, storetest.NewState(fmt.Sprintf("bulk%04d", i), state.StatusComplete), clock.Now()); err != nil {
 				return err
 			}
 		}
@@ -481,7 +483,7 @@ func TestGC(t *testing.T) {
 	}
 }
 
-func sortedIDs(sums []engine.FlowSummary) []string {
+func sortedIDs(sums []state.FlowSummary) []string {
 	out := make([]string, len(sums))
 	for i, s := range sums {
 		out[i] = s.FlowID
@@ -496,16 +498,16 @@ func sortedIDs(sums []engine.FlowSummary) []string {
 	return out
 }
 
-func storePut(t testing.TB, s *Store, st *engine.FlowState) {
+func storePut(t testing.TB, s *Store, st *state.FlowState) {
 	t.Helper()
 	if err := s.Update(bg, func(tx engine.Tx) error { return storetest.Put(tx, st) }); err != nil {
 		t.Fatalf("Put %s: %v", st.FlowID, err)
 	}
 }
 
-func storeGet(t testing.TB, s *Store, id string) *engine.FlowState {
+func storeGet(t testing.TB, s *Store, id string) *state.FlowState {
 	t.Helper()
-	var st *engine.FlowState
+	var st *state.FlowState
 	if err := s.View(bg, func(tx engine.Tx) error {
 		var err error
 		st, err = tx.Get(id)
@@ -516,9 +518,9 @@ func storeGet(t testing.TB, s *Store, id string) *engine.FlowState {
 	return st
 }
 
-func storeList(t testing.TB, s *Store, f engine.ListFilter) []engine.FlowSummary {
+func storeList(t testing.TB, s *Store, f engine.ListFilter) []state.FlowSummary {
 	t.Helper()
-	var out []engine.FlowSummary
+	var out []state.FlowSummary
 	if err := s.View(bg, func(tx engine.Tx) error {
 		var err error
 		out, err = tx.List(f)
@@ -529,9 +531,9 @@ func storeList(t testing.TB, s *Store, f engine.ListFilter) []engine.FlowSummary
 	return out
 }
 
-func storeGates(t testing.TB, s *Store) []engine.FlowSummary {
+func storeGates(t testing.TB, s *Store) []state.FlowSummary {
 	t.Helper()
-	var out []engine.FlowSummary
+	var out []state.FlowSummary
 	if err := s.View(bg, func(tx engine.Tx) error {
 		var err error
 		out, err = tx.PendingGates()
@@ -544,15 +546,15 @@ func storeGates(t testing.TB, s *Store) []engine.FlowSummary {
 
 func TestSummaryCodecRoundTrip(t *testing.T) {
 	deadline := time.Date(2026, 7, 1, 2, 3, 4, 5, time.UTC)
-	cases := []engine.FlowSummary{
+	cases := []state.FlowSummary{
 		{},
 		{FlowID: "f", FlowName: "n", Status: "running", CurrentStep: "s", StepNumber: 3, TotalSteps: -1, Round: 2,
 			Driver: "agent", ParentFlowID: "p", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC),
 			UpdatedAt: time.Date(2026, 1, 2, 0, 0, 0, 0, time.FixedZone("X", 3600)), Version: 1 << 40},
-		{FlowID: "g", Gate: &engine.PendingGate{StepID: "review", Round: 1, DispatchedAt: deadline.Add(-time.Hour)}},
-		{FlowID: "h", Gate: &engine.PendingGate{StepID: "r", Deadline: &deadline, OnTimeout: "kill", Approver: "human"}},
-		{FlowID: "o", Owner: &engine.Lease{ID: "run-1", PID: 4242, Host: "box", Heartbeat: deadline.Add(-time.Minute), ExpiresAt: deadline}},
-		{FlowID: "z", Owner: &engine.Lease{ID: "run-2"}},
+		{FlowID: "g", Gate: &state.PendingGate{StepID: "review", Round: 1, DispatchedAt: deadline.Add(-time.Hour)}},
+		{FlowID: "h", Gate: &state.PendingGate{StepID: "r", Deadline: &deadline, OnTimeout: "kill", Approver: "human"}},
+		{FlowID: "o", Owner: &state.Lease{ID: "run-1", PID: 4242, Host: "box", Heartbeat: deadline.Add(-time.Minute), ExpiresAt: deadline}},
+		{FlowID: "z", Owner: &state.Lease{ID: "run-2"}},
 	}
 	for _, want := range cases {
 		b, err := encodeSummary(&want, summaryCodecV2)
@@ -605,8 +607,8 @@ func TestSummaryCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSummaryCodecCoversFields fails when engine.FlowSummary,
-// engine.PendingGate, engine.Lease or engine.GateReview gains a field the
+// TestSummaryCodecCoversFields fails when state.FlowSummary,
+// state.PendingGate, state.Lease or state.GateReview gains a field the
 // binary codec does not store.
 func TestSummaryCodecCoversFields(t *testing.T) {
 	known := map[string][]string{
@@ -616,8 +618,8 @@ func TestSummaryCodecCoversFields(t *testing.T) {
 		"Lease":       {"ID", "PID", "Host", "Heartbeat", "ExpiresAt"},
 		"GateReview":  {"Question", "Revise"},
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[engine.FlowSummary](), reflect.TypeFor[engine.PendingGate](), reflect.TypeFor[engine.Lease](),
-		reflect.TypeFor[engine.GateReview]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[state.FlowSummary](), reflect.TypeFor[state.PendingGate](), reflect.TypeFor[state.Lease](),
+		reflect.TypeFor[state.GateReview]()} {
 		var fields []string
 		for i := 0; i < typ.NumField(); i++ {
 			fields = append(fields, typ.Field(i).Name)
@@ -631,7 +633,7 @@ func TestSummaryCodecCoversFields(t *testing.T) {
 
 func TestUpdateWithoutWritesDoesNotCommit(t *testing.T) {
 	s := newTestStore(t, Options{})
-	storePut(t, s, storetest.NewState("f", engine.StatusRunning))
+	storePut(t, s, storetest.NewState("f", state.StatusRunning))
 	before, err := os.ReadFile(s.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -650,8 +652,8 @@ func TestPendingGatesOldestFirstAndListByCreation(t *testing.T) {
 	s := newTestStore(t, Options{Now: clock.Now})
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i, id := range []string{"c", "a", "b"} {
-		st := storetest.NewState(id, engine.StatusAwaitingGate)
-		st.Gate = &engine.PendingGate{StepID: "g", DispatchedAt: base.Add(time.Duration(2-i) * time.Minute)}
+		st := storetest.NewState(id, state.StatusAwaitingGate)
+		st.Gate = &state.PendingGate{StepID: "g", DispatchedAt: base.Add(time.Duration(2-i) * time.Minute)}
 		storePut(t, s, st)
 		clock.Advance(time.Second)
 	}
@@ -660,18 +662,18 @@ func TestPendingGatesOldestFirstAndListByCreation(t *testing.T) {
 	}
 	// Updating a flow keeps its place in List (created order, newest first).
 	a := storeGet(t, s, "a")
-	a.Status, a.Gate = engine.StatusRunning, nil
+	a.Status, a.Gate = state.StatusRunning, nil
 	clock.Advance(time.Hour)
 	storePut(t, s, a)
 	if got := strings.Join(idsOf(storeList(t, s, engine.ListFilter{})), ","); got != "b,a,c" {
 		t.Fatalf("List = %s, want b,a,c", got)
 	}
-	if got := strings.Join(idsOf(storeList(t, s, engine.ListFilter{Status: engine.StatusAwaitingGate})), ","); got != "b,c" {
+	if got := strings.Join(idsOf(storeList(t, s, engine.ListFilter{Status: state.StatusAwaitingGate})), ","); got != "b,c" {
 		t.Fatalf("List(awaiting_gate) = %s, want b,c", got)
 	}
 }
 
-func idsOf(sums []engine.FlowSummary) []string {
+func idsOf(sums []state.FlowSummary) []string {
 	out := make([]string, len(sums))
 	for i, s := range sums {
 		out[i] = s.FlowID
@@ -689,7 +691,7 @@ func TestDamagedPagesNeverCrash(t *testing.T) {
 			s := newTestStoreNoCheck(t)
 			if err := s.Update(bg, func(tx engine.Tx) error {
 				for i := 0; i < 300; i++ {
-					st := storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)
+					st := storetest.NewState(fmt.Sprintf("f%03d", i), state.StatusRunning)
 					if err := storetest.Put(tx, st); err != nil {
 						return err
 					}
@@ -764,7 +766,7 @@ func TestConcurrentOpenOfFreshPath(t *testing.T) {
 			s, err := Open(path, Options{})
 			if err == nil {
 				err = s.Update(bg, func(tx engine.Tx) error {
-					return storetest.Put(tx, storetest.NewState(fmt.Sprintf("f%d", i), engine.StatusRunning))
+					return storetest.Put(tx, storetest.NewState(fmt.Sprintf("f%d", i), state.StatusRunning))
 				})
 			}
 			errs <- err
@@ -813,10 +815,10 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestStoreNoCheck(t)
-			gate := storetest.NewState("b", engine.StatusAwaitingGate)
-			gate.Gate = &engine.PendingGate{StepID: "g"}
+			gate := storetest.NewState("b", state.StatusAwaitingGate)
+			gate.Gate = &state.PendingGate{StepID: "g"}
 			if err := s.Update(bg, func(tx engine.Tx) error {
-				return errors.Join(storetest.Put(tx, storetest.NewState("a", engine.StatusRunning)), storetest.Put(tx, gate),
+				return errors.Join(storetest.Put(tx, storetest.NewState("a", state.StatusRunning)), storetest.Put(tx, gate),
 					tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowCreated}))
 			}); err != nil {
 				t.Fatal(err)
@@ -853,4 +855,4 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 }
 
 // summarizeNoSpec is the engine's summary of a state whose spec is unknown.
-func summarizeNoSpec(st *engine.FlowState) engine.FlowSummary { return engine.Summarize(st, nil) }
+func summarizeNoSpec(st *state.FlowState) state.FlowSummary { return engine.Summarize(st, nil) }

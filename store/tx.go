@@ -11,6 +11,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // stateRecordVersion is stamped into FlowState.SchemaVersion when a caller
@@ -67,8 +69,8 @@ func (t *tx) decodeErr(what string, err error) error {
 }
 
 // Get returns a private copy of the flow, or an error wrapping engine.ErrNotFound.
-func (t *tx) Get(flowID string) (*engine.FlowState, error) {
-	var st *engine.FlowState
+func (t *tx) Get(flowID string) (*state.FlowState, error) {
+	var st *state.FlowState
 	err := t.do(false, func() error {
 		flows, err := t.bucket(bucketFlows)
 		if err != nil {
@@ -78,7 +80,7 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 		if v == nil {
 			return fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
 		}
-		st = new(engine.FlowState)
+		st = new(state.FlowState)
 		if err := unmarshalJSON(bytes.Clone(v), st); err != nil {
 			return damagedRecord(t.s.path, flowID, "state", err)
 		}
@@ -111,7 +113,7 @@ func (t *tx) rememberSpec(flowID string, r specRef) {
 }
 
 // getSummary reads the stored summary of flowID (nil if absent).
-func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, error) {
+func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*state.FlowSummary, error) {
 	v := sums.Get(flowID)
 	if v == nil {
 		return nil, nil
@@ -134,7 +136,7 @@ func (t *tx) getSummary(sums *bolt.Bucket, flowID []byte) (*engine.FlowSummary, 
 // otherwise as given (its FlowID and Status must be st's). The summary and
 // the indexes (newest-first, by status, pending gates) are updated in the
 // same transaction.
-func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) error {
+func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error {
 	if st == nil {
 		return fmt.Errorf("store: %w: nil flow state", ErrInvalid)
 	}
@@ -149,7 +151,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 			ErrInvalid, st.FlowID, sum.FlowID, sum.Status, st.Status)
 	}
 	if expect < engine.NotStored || st.Version <= expect {
-		return fmt.Errorf("store: %w: flow %q put at version %d over version %d: a write moves the version on (engine.FlowState.Stamp)",
+		return fmt.Errorf("store: %w: flow %q put at version %d over version %d: a write moves the version on (state.FlowState.Stamp)",
 			ErrInvalid, st.FlowID, st.Version, expect)
 	}
 	if t.done {
@@ -159,7 +161,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 		return ErrReadOnlyTx
 	}
 	id := []byte(st.FlowID)
-	var old *engine.FlowSummary
+	var old *state.FlowSummary
 	if err := t.do(false, func() error {
 		sums, err := t.bucket(bucketSummaries)
 		if err != nil {
@@ -256,7 +258,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 // neither the status nor whether the flow awaits a gate (most of them)
 // touches no index page, and one that does rewrites only the indexes whose
 // key changed (a completion: by_status and gates, not by_created).
-func (t *tx) reindex(old, sum *engine.FlowSummary) error {
+func (t *tx) reindex(old, sum *state.FlowSummary) error {
 	var before [3]indexEntry
 	if old != nil {
 		before = indexEntries(old)
@@ -298,7 +300,7 @@ type indexEntry struct {
 
 // indexEntries are the secondary-index entries of sum, one per index
 // bucket, in the same order for every summary.
-func indexEntries(sum *engine.FlowSummary) [3]indexEntry {
+func indexEntries(sum *state.FlowSummary) [3]indexEntry {
 	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
 	return [3]indexEntry{
 		{bucketByCreated, createdKey(ref), true},
@@ -310,11 +312,11 @@ func indexEntries(sum *engine.FlowSummary) [3]indexEntry {
 // index adds the secondary-index entries of sum. They are keys only (empty
 // values): List and PendingGates read the summaries from bucket summaries,
 // so a transition rewrites one copy of the summary, not four.
-func (t *tx) index(sum *engine.FlowSummary) error { return t.reindex(nil, sum) }
+func (t *tx) index(sum *state.FlowSummary) error { return t.reindex(nil, sum) }
 
 // unindex removes the secondary-index entries of sum (all of them, whether
 // on or not: a damaged or older file may hold one that should not be there).
-func (t *tx) unindex(sum *engine.FlowSummary) error {
+func (t *tx) unindex(sum *state.FlowSummary) error {
 	for _, e := range indexEntries(sum) {
 		b, err := t.bucket(e.bucket)
 		if err != nil {
@@ -327,8 +329,8 @@ func (t *tx) unindex(sum *engine.FlowSummary) error {
 	return nil
 }
 
-func pendingGate(sum *engine.FlowSummary) bool {
-	return sum.Status == engine.StatusAwaitingGate && sum.Gate != nil
+func pendingGate(sum *state.FlowSummary) bool {
+	return sum.Status == state.StatusAwaitingGate && sum.Gate != nil
 }
 
 // Delete removes the flow, its summary, its index entries and all its
@@ -412,10 +414,11 @@ func (t *tx) deleteEvents(flowID string) error {
 
 // List returns the summaries of flows matching f, newest (CreatedAt) first,
 // ties broken by flow id descending; rows do not move as flows progress. It
-// walks the keys of the newest-first or the by-status index backwards and
-// decodes the summary of each flow it returns from bucket summaries.
-func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
-	var out []engine.FlowSummary
+// walks the keys of the newest-first or the by-status index backwards, from
+// the last key or from the one before f.After's, and decodes the summary of
+// each flow it returns from bucket summaries.
+func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
+	var out []state.FlowSummary
 	err := t.do(false, func() error {
 		var (
 			idx    *bolt.Bucket
@@ -436,11 +439,18 @@ func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
 		}
 		c := idx.Cursor()
 		last := func() (k, v []byte) {
-			if prefix == nil {
+			// The last key below end: seek to it, step back.
+			var end []byte
+			switch {
+			case !f.After.IsZero():
+				// f.After's key (with the prefix): the keys below it follow it.
+				end = append(bytes.Clone(prefix), createdKey(indexRef{id: f.After.FlowID, created: f.After.CreatedAt})...)
+			case prefix != nil:
+				// Past the last key with the prefix.
+				end = append(bytes.Clone(prefix[:len(prefix)-1]), 1)
+			default:
 				return c.Last()
 			}
-			// The last key with the prefix: seek past it, step back.
-			end := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
 			if k, _ = c.Seek(end); k == nil {
 				return c.Last()
 			}
@@ -476,8 +486,8 @@ const scanAbove = 512
 // one pass over bucket summaries (ids are random UUIDs, unrelated to the
 // order of the listing). The ids may point into the mapping: they are only
 // used within the transaction.
-func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary, error) {
-	out := make([]engine.FlowSummary, len(ids))
+func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]state.FlowSummary, error) {
+	out := make([]state.FlowSummary, len(ids))
 	intern := map[string]string{}
 	var damaged []error // one *engine.DamagedError per summary that does not decode
 	bad := make([]bool, len(ids))
@@ -493,7 +503,7 @@ func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary,
 	}
 	// done leaves the damaged flows out (ports.go: the rest is returned
 	// with an error joining theirs).
-	done := func() ([]engine.FlowSummary, error) {
+	done := func() ([]state.FlowSummary, error) {
 		if len(damaged) == 0 {
 			return out, nil
 		}
@@ -506,8 +516,15 @@ func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary,
 		return kept, errors.Join(damaged...)
 	}
 	if len(ids) <= scanAbove {
+		// One cursor for every lookup: its stack is reused (a Get each
+		// would allocate one).
+		c := sums.Cursor()
 		for i, id := range ids {
-			if err := decode(id, sums.Get(id), i); err != nil {
+			k, v := c.Seek(id)
+			if !bytes.Equal(k, id) {
+				v = nil
+			}
+			if err := decode(id, v, i); err != nil {
 				return nil, err
 			}
 		}
@@ -543,8 +560,8 @@ func (t *tx) summariesOf(sums *bolt.Bucket, ids [][]byte) ([]engine.FlowSummary,
 
 // PendingGates returns every flow awaiting a gate (status awaiting_gate with
 // Gate set), oldest gate first (by Gate.DispatchedAt, then flow id).
-func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
-	var out []engine.FlowSummary
+func (t *tx) PendingGates() ([]state.FlowSummary, error) {
+	var out []state.FlowSummary
 	err := t.do(false, func() error {
 		gates, err := t.bucket(bucketGates)
 		if err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -24,7 +26,7 @@ func pristineStore(t *testing.T, path string) []byte {
 	}
 	if err := s.Update(bg, func(tx engine.Tx) error {
 		for i := 0; i < 300; i++ {
-			st := storetest.NewState(fmt.Sprintf("f%03d", i), engine.StatusRunning)
+			st := storetest.NewState(fmt.Sprintf("f%03d", i), state.StatusRunning)
 			if err := storetest.Put(tx, st); err != nil {
 				return err
 			}
@@ -66,7 +68,7 @@ func writeOne(path string) error {
 		return err
 	}
 	return s.Update(bg, func(tx engine.Tx) error {
-		return storetest.Put(tx, storetest.NewState("new", engine.StatusRunning))
+		return storetest.Put(tx, storetest.NewState("new", state.StatusRunning))
 	})
 }
 
@@ -132,7 +134,7 @@ func TestVerifiedGeneration(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := s.Update(bg, func(tx engine.Tx) error {
-			return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning))
+			return storetest.Put(tx, storetest.NewState(id, state.StatusRunning))
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +156,7 @@ func TestVerifiedGeneration(t *testing.T) {
 		t.Fatalf("a write after another program wrote the file checked the pages %d times, want 1", s.pageChecks.Load())
 	}
 	if err := s.Update(bg, func(tx engine.Tx) error {
-		return storetest.Put(tx, storetest.NewState("c", engine.StatusRunning))
+		return storetest.Put(tx, storetest.NewState("c", state.StatusRunning))
 	}); err != nil || s.pageChecks.Load() != 1 {
 		t.Fatalf("second write: %v, %d checks, want one in all", err, s.pageChecks.Load())
 	}

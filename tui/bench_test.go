@@ -136,8 +136,8 @@ func loadedModel(b *testing.B, src Source, w, h int) *Model {
 	m := New(Options{Source: src, Keys: DefaultKeyMap(), Styles: DefaultStyles(NewRenderer(nil, true)), Tick: -1, Reviewer: "bench"})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	drive(m, m.Init())
-	if len(m.flows) != benchFlows {
-		b.Fatalf("loaded %d flows, want %d (%v)", len(m.flows), benchFlows, m.loadErr)
+	if m.flows.n != benchFlows {
+		b.Fatalf("loaded %d flows, want %d (%v)", m.flows.n, benchFlows, m.loadErr)
 	}
 	return m
 }
@@ -270,8 +270,8 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 		m := New(Options{Source: src, Keys: DefaultKeyMap(), Styles: DefaultStyles(NewRenderer(nil, true)), Tick: -1, Reviewer: "bench"})
 		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 		drive(m, m.Init())
-		if len(m.flows) != 100_000 || len(m.reviews) != 25_000 {
-			b.Fatalf("loaded %d flows and %d gates (%v)", len(m.flows), len(m.reviews), m.loadErr)
+		if m.flows.n != 100_000 || len(m.reviews) != 25_000 {
+			b.Fatalf("loaded %d flows and %d gates (%v)", m.flows.n, len(m.reviews), m.loadErr)
 		}
 		_ = m.View()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -21,19 +22,35 @@ import (
 // command captures what it needs when it is built and touches no field of
 // the model when it runs; its result comes back as a message.
 
+// snapshotCmd reads the counts and the Flows window in one pass over the
+// listing (flowPass), and the pending gates.
 func (m *Model) snapshotCmd() tea.Cmd {
-	src := m.opt.Source
+	src, q := m.opt.Source, m.passQuery()
 	return func() tea.Msg {
 		ctx := context.Background()
-		flows, err := src.Flows(ctx)
+		w, err := flowPass(ctx, src, q)
 		if err != nil {
 			return snapshotMsg{err: err}
 		}
 		reviews, err := src.PendingReviews(ctx)
-		return snapshotMsg{flows: flows, reviews: reviews, err: err}
+		return snapshotMsg{flows: w, reviews: reviews, err: err}
 	}
 }
 
+// flowPagesCmd reads pages window pages of the Flows listing from page
+// first's mark (after), for the pass gen.
+func (m *Model) flowPagesCmd(gen int, filter string, first int, after engine.ListCursor, pages int) tea.Cmd {
+	src := m.opt.Source
+	return func() tea.Msg {
+		rows, err := readPages(context.Background(), src, filter, after, pages)
+		return flowPagesMsg{gen: gen, start: first * windowPage, rows: rows, err: err}
+	}
+}
+
+// detailCmd reads the detail flow: its state, its events, its stored
+// summary (the one-row page at its place in the listing, which the
+// window may not hold) and the root of its line of parents (what `run
+// --resume` continues).
 func (m *Model) detailCmd(flowID string) tea.Cmd {
 	src := m.opt.Source
 	return func() tea.Msg {
@@ -43,8 +60,39 @@ func (m *Model) detailCmd(flowID string) tea.Cmd {
 			return detailMsg{flowID: flowID, err: err}
 		}
 		evs, err := src.FlowEvents(ctx, flowID)
-		return detailMsg{flowID: flowID, state: st, events: evs, err: err}
+		if err != nil {
+			return detailMsg{flowID: flowID, err: err}
+		}
+		parent := ""
+		if st.ParentFlowID != nil {
+			parent = *st.ParentFlowID
+		}
+		msg := detailMsg{flowID: flowID, state: st, events: evs, root: rootOf(ctx, src, flowID, parent)}
+		// Just past the flow in the listing order: the next row is its own.
+		at := engine.ListCursor{CreatedAt: st.CreatedAt, FlowID: st.FlowID + "\x00"}
+		if sums, err := src.ListFlows(ctx, engine.ListFilter{After: at, Limit: 1}); err == nil && len(sums) == 1 && sums[0].FlowID == flowID {
+			msg.sum = &sums[0]
+		}
+		return msg
 	}
+}
+
+// rootOf is the root of the line of parents above a flow whose parent is
+// parent ("" for none: the flow itself, id), read from the store; a
+// parent that cannot be read ends the walk.
+func rootOf(ctx context.Context, src Source, id, parent string) string {
+	for range maxParents {
+		if parent == "" {
+			break
+		}
+		id = parent
+		st, err := src.Get(ctx, id)
+		if err != nil || st.ParentFlowID == nil {
+			break
+		}
+		parent = *st.ParentFlowID
+	}
+	return id
 }
 
 // reloadCmd reloads the snapshot, or marks it dirty when a load is in flight.
@@ -57,11 +105,27 @@ func (m *Model) reloadCmd() tea.Cmd {
 	return m.snapshotCmd()
 }
 
+// refilterCmd is a pass over the flows' listing for the Flows pane's new
+// filter, without reading the gates again; coalesced with any load in
+// flight as reloadCmd is (the reload that follows it reads the new filter).
+func (m *Model) refilterCmd() tea.Cmd {
+	if m.loading {
+		m.dirty = true
+		return nil
+	}
+	m.loading = true
+	src, q := m.opt.Source, m.passQuery()
+	return func() tea.Msg {
+		w, err := flowPass(context.Background(), src, q)
+		return snapshotMsg{flows: w, flowsOnly: true, err: err}
+	}
+}
+
 // reloadDetailCmd (re)loads the detail of the flow the focus is about.
 func (m *Model) reloadDetailCmd() tea.Cmd {
 	id := m.focusFlowID()
 	if id == "" {
-		m.detailID, m.detail, m.detailEvents = "", nil, nil
+		m.detailID, m.detail, m.detailEvents, m.detailSum, m.detailRoot = "", nil, nil, nil, ""
 		return nil
 	}
 	if m.detailLoading {
@@ -69,7 +133,7 @@ func (m *Model) reloadDetailCmd() tea.Cmd {
 		return nil
 	}
 	if id != m.detailID {
-		m.detailID, m.detail, m.detailEvents = id, nil, nil
+		m.detailID, m.detail, m.detailEvents, m.detailSum, m.detailRoot = id, nil, nil, nil, ""
 		for _, p := range m.panes {
 			if _, ok := p.(detailPane); ok {
 				p.base().l = listState{}
@@ -136,8 +200,8 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 	// A flow whose runner has exited does not move on by itself after the
 	// decision: say so, with the command that continues it.
 	resume := ""
-	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != engine.DriverLibrary {
-		resume, _ = resumeCommand(m.flows, sum)
+	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != state.DriverLibrary {
+		resume, _ = resumeCommand(m.resumeTarget, sum)
 	}
 	round := r.Round
 	d := review.Decision{

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // detailHeader is the first line of the detail panes: the detail flow's
@@ -50,14 +51,14 @@ func (c *common) detailHeader() string {
 
 // resumeTarget is the flow `stratum run --resume` continues flow id
 // through: id itself, or for a child flow (which run --resume refuses) the
-// root of its line of parents, as far as flows lists them.
-func resumeTarget(flows []engine.FlowSummary, id string) string {
-	byID := make(map[string]*engine.FlowSummary, len(flows))
-	for i := range flows {
-		byID[flows[i].FlowID] = &flows[i]
+// root of its line of parents: read with the detail flow, else as far as
+// the window lists them.
+func (c *common) resumeTarget(id string) string {
+	if id == c.detailID && c.detailRoot != "" {
+		return c.detailRoot
 	}
 	for range maxParents {
-		sum := byID[id]
+		sum := c.summaryOf(id)
 		if sum == nil || sum.ParentFlowID == "" {
 			break
 		}
@@ -71,22 +72,27 @@ func resumeTarget(flows []engine.FlowSummary, id string) string {
 const maxParents = 64
 
 // resumeCommand is the command that continues stalled flow f: `stratum run
-// --resume` of f, or of its root parent when f is a child flow; a Go
-// program's flow is never resumed (child says whether it went to a parent).
-func resumeCommand(flows []engine.FlowSummary, f *engine.FlowSummary) (cmd string, child bool) {
-	if f.Driver == engine.DriverLibrary {
+// --resume` of f, or of its root parent (target) when f is a child flow;
+// a Go program's flow is never resumed (child says whether it went to a
+// parent).
+func resumeCommand(target func(id string) string, f *state.FlowSummary) (cmd string, child bool) {
+	if f.Driver == state.DriverLibrary {
 		return "", false
 	}
-	root := resumeTarget(flows, f.FlowID)
+	root := target(f.FlowID)
 	return "stratum run --resume " + root, root != f.FlowID
 }
 
-// summaryOf is the listed summary of flow id (nil when not listed).
-func (c *common) summaryOf(id string) *engine.FlowSummary {
-	for i := range c.flows {
-		if c.flows[i].FlowID == id {
-			return &c.flows[i]
+// summaryOf is the summary of flow id in the Flows window, or the detail
+// flow's (nil when neither is it).
+func (c *common) summaryOf(id string) *state.FlowSummary {
+	for i := range c.flows.rows {
+		if c.flows.rows[i].FlowID == id {
+			return &c.flows.rows[i]
 		}
+	}
+	if c.detailSum != nil && c.detailSum.FlowID == id {
+		return c.detailSum
 	}
 	return nil
 }

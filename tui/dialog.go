@@ -14,6 +14,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -183,7 +185,7 @@ func (d *decisionDialog) begin() {
 // (engine.CheckReviewValue: one of the options, or a value of the
 // review's type); a value that does not fit keeps the dialog here.
 func (d *decisionDialog) pickValue(msg tea.KeyMsg) (tea.Cmd, bool) {
-	lr := &engine.LibraryReview{ID: d.r.StepID, Options: d.r.Options, Schema: d.r.Schema}
+	lr := &state.LibraryReview{ID: d.r.StepID, Options: d.r.Options, Schema: d.r.Schema}
 	if len(d.r.Options) > 0 {
 		n, err := strconv.Atoi(msg.String())
 		if err != nil || msg.Type != tea.KeyRunes {
@@ -515,7 +517,7 @@ func (d *quitDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 func (d *quitDialog) view(m *Model, width int) string {
 	// The command on a line of its own, never wrapped inside the id, so
 	// it can be copied whole.
-	cmd := "stratum run --resume " + resumeTarget(m.flows, d.r.FlowID)
+	cmd := "stratum run --resume " + m.resumeTarget(d.r.FlowID)
 	return m.st.DialogTitle.Render("Quit while a run waits at a gate?") + "\n\n" +
 		wrap("The run of "+clean(d.r.FlowName)+" started here waits at gate "+clean(d.r.StepID)+". Quitting stops the run there "+
 			"(its lease is released: it reads stalled at once); the gate stays open, and the flow continues only with:", width) +

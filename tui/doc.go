@@ -1,16 +1,18 @@
 // Package tui is `stratum tui`, the operator console for flows and human
 // gates, and its plain line mode (`stratum tui --plain`). Command
 // (command.go) is the command's body: main.go binds its flags, opens the
-// service and maps Command's UsageError to exit 2.
+// service and maps Command's UsageError to exit 2; CommandHelp and
+// CommandExamples are its help.
 //
 // # Architecture
 //
 // Model (model.go) is the one Bubble Tea (v1) model. It owns the layout,
 // the focus, the routing of keys and messages, the overlay stack of dialogs
 // (dialog.go, rundialog.go) and common, the state every pane renders from:
-// the flows, the pending gates, the watched specs, the detail flow (the one
-// the Trace, Checkpoints and Iterations panes show), the keys, the styles,
-// the clock and the terminal size. Only the root writes common, in Update.
+// the window of the flows' listing and the header's counts (flowwindow.go),
+// the pending gates, the watched specs, the detail flow (the one the Trace,
+// Checkpoints and Iterations panes show), the keys, the styles, the clock
+// and the terminal size. Only the root writes common, in Update.
 //
 // Each pane is a component behind one small interface, pane (pane.go):
 //
@@ -70,9 +72,27 @@
 // through the store's change notification (for the bbolt store, fsnotify on
 // the database file, with a slow poll only as a fallback). Each batch
 // reaches the model through a re-arming wait command (waitEventsCmd); the
-// model then reloads its snapshot (flows, pending gates, the detail flow)
-// in one command, coalescing bursts, so a gate decided in another process
-// leaves the Gates pane on the next frame. Spec files arrive the same way
+// model then reloads its snapshot (a pass over the flows' listing, the
+// pending gates, the detail flow) in one command, coalescing bursts, so a
+// gate decided in another process leaves the Gates pane on the next frame.
+//
+// # Many flows
+//
+// The console never holds every flow. Source.ListFlows reads one page of
+// the store's listing (newest first; engine.ListFilter.After resumes it).
+// A pass over the listing, page by page, computes the header's counts, the
+// number of flows the Flows pane's filter matches with a mark (a listing
+// cursor) every windowPage of them, and keeps the window: the pages around
+// the cursor, or around the flow the cursor was on, so a refresh keeps it
+// there. A pass runs for the first frame, after store events and when the
+// Flows filter changes (the filter is applied to the whole listing);
+// moving the cursor out of the window reads the pages it needs from their
+// marks (flowPagesCmd), the detail following when they arrive. The
+// counts follow runners' leases expiring after the pass without reading
+// again. The detail flow's summary and the root of its parents are read
+// with it (the window may not hold them). `--plain` counts page by page
+// too. Memory holds a few pages of summaries, whatever the store holds;
+// a pass still reads every summary (time grows with the store). Spec files arrive the same way
 // from a specs/watch Watcher, and gates opened by runs started here from a
 // review.Queue (the runs' review.Sink), which opens their decision dialog
 // at once.
@@ -108,7 +128,7 @@
 // then the dialog stays, read-only, with the text kept and who decided. A
 // gate that leaves the list because its deadline passed is announced (⏱),
 // dialog or not. A flow whose runner has gone
-// (engine.FlowSummary.Stalled) reads "stalled", never running, with the
+// (state.FlowSummary.Stalled) reads "stalled", never running, with the
 // `stratum run --resume ID` that continues it, on a line of its own so it
 // copies whole; a child flow (which run --resume refuses) names its root
 // parent's (resumeCommand, also for --plain). A Go program's flow, driver

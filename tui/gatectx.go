@@ -9,6 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -321,7 +323,7 @@ func sortedKeys(m map[string]any) []string {
 // timeout is announced then.
 type decidedMsg struct {
 	r      review.PendingReview
-	rec    *engine.Record
+	rec    *state.Record
 	err    error
 	silent bool
 }
@@ -342,23 +344,23 @@ func (m *Model) decidedElsewhereCmd(r review.PendingReview, silent bool) tea.Cmd
 
 // gateRecord is the decision recorded for gate r in st (nil when none). A
 // Go program's review is read from the flow's reviews.
-func gateRecord(st *engine.FlowState, r review.PendingReview) *engine.Record {
+func gateRecord(st *state.FlowState, r review.PendingReview) *state.Record {
 	if r.Library && st.Library != nil {
 		for _, lr := range st.Library.Reviews {
 			if lr.ID != r.StepID || lr.Decision == nil {
 				continue
 			}
 			d := lr.Decision
-			return &engine.Record{Type: engine.RecordGate, StepID: lr.ID, Outcome: string(lr.Status),
+			return &state.Record{Type: state.RecordGate, StepID: lr.ID, Outcome: string(lr.Status),
 				Rationale: d.Rationale, ResolvedBy: d.ResolvedBy, Channel: d.Channel, Reviewer: d.Reviewer}
 		}
 		return nil
 	}
-	var found *engine.Record
-	look := func(recs []engine.Record) {
+	var found *state.Record
+	look := func(recs []state.Record) {
 		for i := range recs {
 			rec := &recs[i]
-			if rec.Type == engine.RecordGate && rec.StepID == r.StepID && rec.Round == r.Round && !rec.Reverted {
+			if rec.Type == state.RecordGate && rec.StepID == r.StepID && rec.Round == r.Round && !rec.Reverted {
 				found = rec
 			}
 		}
@@ -371,13 +373,13 @@ func gateRecord(st *engine.FlowState, r review.PendingReview) *engine.Record {
 }
 
 // timedOut reports whether rec is a gate's deadline deciding it.
-func timedOut(rec *engine.Record) bool {
-	return rec != nil && (rec.Channel == string(review.ChannelTimeout) || rec.Outcome == string(engine.ReviewTimedOut))
+func timedOut(rec *state.Record) bool {
+	return rec != nil && (rec.Channel == string(review.ChannelTimeout) || rec.Outcome == string(state.ReviewTimedOut))
 }
 
 // decidedText is the notice of a gate decided elsewhere (or timed out),
 // then tail ("dialog closed").
-func decidedText(r review.PendingReview, rec *engine.Record, tail string) string {
+func decidedText(r review.PendingReview, rec *state.Record, tail string) string {
 	name := "gate " + r.StepID + " of " + r.FlowName + " (" + shortID(r.FlowID) + ")"
 	if tail != "" {
 		tail = "; " + tail
@@ -390,7 +392,7 @@ func decidedText(r review.PendingReview, rec *engine.Record, tail string) string
 		if r.Deadline != nil {
 			s += " at " + r.Deadline.UTC().Format("15:04:05")
 		}
-		if rec.Outcome == string(engine.ReviewTimedOut) {
+		if rec.Outcome == string(state.ReviewTimedOut) {
 			return s + tail
 		}
 		return s + ": " + rec.Outcome + " (its on_timeout)" + tail

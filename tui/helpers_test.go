@@ -13,7 +13,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -153,7 +155,7 @@ func newFixture(t testing.TB) *fixture {
 	must(svc.IterationReport(ctx, f.huntID, "hunt", find("a"), engine.ReportOptions{}))
 	must(svc.StepDone(ctx, f.huntID, "hunt", map[string]any{"ok": true}, engine.ReportOptions{}))
 
-	r = must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "mars"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml", Driver: engine.DriverRunner}))
+	r = must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "mars"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml", Driver: state.DriverRunner}))
 	f.runID = engine.FlowIDOf(r)
 	return f
 }

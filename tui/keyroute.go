@@ -118,8 +118,7 @@ func (m *Model) routeKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Back):
 		if b := m.focused().base(); b.filter != "" {
 			b.filter = ""
-			m.refreshPanes()
-			return m.reloadDetailCmd()
+			return tea.Batch(m.refilter(), m.reloadDetailCmd())
 		}
 		m.clearStatus()
 		if m.focus != 0 {
@@ -280,22 +279,37 @@ func (m *Model) handleListKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return nil, false
 	}
 	if _, ok := p.(flowSelector); ok {
+		if cmd := m.ensureWindow(); cmd != nil {
+			return cmd, true // the detail follows when the pages arrive
+		}
 		return m.reloadDetailCmd(), true
 	}
 	return nil, true
+}
+
+// refilter follows a change of the focused pane's filter: the Flows pane's
+// rows are the store's, so its filter takes a pass over the listing
+// (coalesced with any in flight, as a reload).
+func (m *Model) refilter() tea.Cmd {
+	m.refreshPanes()
+	if _, ok := m.focused().(*flowsPane); ok {
+		return m.refilterCmd()
+	}
+	return nil
 }
 
 func (m *Model) handleInputKey(msg tea.KeyMsg) tea.Cmd {
 	b := m.focused().base()
 	switch msg.Type {
 	case tea.KeyEsc:
+		var cmd tea.Cmd
 		if m.inputMode == inputFilter {
 			b.filter = ""
-			m.refreshPanes()
+			cmd = m.refilter()
 		}
 		m.inputMode = inputNone
 		m.input.Blur()
-		return m.reloadDetailCmd()
+		return tea.Batch(cmd, m.reloadDetailCmd())
 	case tea.KeyEnter:
 		mode := m.inputMode
 		m.inputMode = inputNone
@@ -308,9 +322,13 @@ func (m *Model) handleInputKey(msg tea.KeyMsg) tea.Cmd {
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
 	if m.inputMode == inputFilter {
+		changed := b.filter != m.input.Value()
 		b.filter = m.input.Value()
 		b.l = listState{}
 		m.refreshPanes()
+		if changed {
+			cmd = tea.Batch(cmd, m.refilter())
+		}
 	}
 	return cmd
 }
@@ -346,8 +364,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		return nil
 	case "filter":
 		m.focused().base().filter = strings.Join(args, " ")
-		m.refreshPanes()
-		return m.reloadDetailCmd()
+		return tea.Batch(m.refilter(), m.reloadDetailCmd())
 	case "commit":
 		id := m.focusFlowID()
 		if id == "" || len(args) != 1 {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -190,7 +190,7 @@ func TestFilter(t *testing.T) {
 	press(m, "/")
 	typeText(m, "hunt")
 	flows, _ := paneOf[*flowsPane](t, m)
-	if n := len(flows.visible(&m.common)); n != 1 {
+	if n := flows.Len(&m.common); n != 1 {
 		t.Fatalf("filter hunt: %d flows", n)
 	}
 	press(m, "enter")
@@ -203,7 +203,7 @@ func TestFilter(t *testing.T) {
 		t.Fatal("q in the filter quit")
 	}
 	press(m, "esc")
-	if len(flows.visible(&m.common)) != 3 {
+	if flows.Len(&m.common) != 3 {
 		t.Fatal("esc did not clear the filter")
 	}
 }
@@ -350,7 +350,7 @@ func TestDialogClosesWhenDecidedElsewhere(t *testing.T) {
 func TestCheckpointRefusedOnOwnedFlow(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if err := f.svc.Claim(ctx, f.huntID, engine.Lease{ID: "runner-9", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := f.svc.Claim(ctx, f.huntID, state.Lease{ID: "runner-9", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	m := newModel(t, f.src, 80, 24)
@@ -369,7 +369,7 @@ func TestCheckpointRefusedOnOwnedFlow(t *testing.T) {
 	}
 }
 
-func checkpointLabels(st *engine.FlowState) []string {
+func checkpointLabels(st *state.FlowState) []string {
 	var out []string
 	for l := range st.Checkpoints {
 		out = append(out, l)

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -77,14 +78,27 @@ type Options struct {
 // can be recognised.
 type (
 	snapshotMsg struct {
-		flows   []engine.FlowSummary
+		flows   flowWindow
 		reviews []review.PendingReview
-		err     error
+		// flowsOnly: a pass for a new filter, without the gates (reviews
+		// is nil and the gates stay as they are).
+		flowsOnly bool
+		err       error
+	}
+	// flowPagesMsg are window pages of the Flows listing, from index
+	// start, read with the marks of the pass gen.
+	flowPagesMsg struct {
+		gen   int
+		start int
+		rows  []state.FlowSummary
+		err   error
 	}
 	detailMsg struct {
 		flowID string
-		state  *engine.FlowState
+		state  *state.FlowState
 		events []engine.Event
+		sum    *state.FlowSummary
+		root   string
 		err    error
 	}
 	eventsMsg    []engine.Event
@@ -113,6 +127,10 @@ type Model struct {
 	loading, dirty bool
 	// Detail reload coalescing.
 	detailLoading, detailDirty bool
+	// passGen numbers the passes over the listing; pagesLoading and
+	// pagesDirty coalesce the reads of window pages (flowwindow.go).
+	passGen                  int
+	pagesLoading, pagesDirty bool
 
 	input     textinput.Model
 	inputMode inputMode
@@ -262,6 +280,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.handleSnapshot(msg)
 	case detailMsg:
 		return m.handleDetail(msg)
+	case flowPagesMsg:
+		return m.handleFlowPages(msg)
 	case eventsMsg:
 		return m.handleEngineEvents(msg)
 	case eventsEndMsg:
@@ -345,21 +365,31 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 			selected[i] = s.selectedFlow(&m.common)
 		}
 	}
-	before := m.reviews
+	// After a new filter the cursor stays where the filter put it.
+	refiltered := msg.flows.filter != m.flows.filter
 	m.flows = msg.flows
-	m.reviews = msg.reviews
-	// Oldest first: the gate that has waited longest comes first.
-	sort.SliceStable(m.reviews, func(i, j int) bool { return m.reviews[i].OpenedAt.Before(m.reviews[j].OpenedAt) })
-	m.dropStaleGateCtx()
-	if first {
-		before = nil
+	if !msg.flowsOnly {
+		before := m.reviews
+		m.reviews = msg.reviews
+		// Oldest first: the gate that has waited longest comes first.
+		sort.SliceStable(m.reviews, func(i, j int) bool { return m.reviews[i].OpenedAt.Before(m.reviews[j].OpenedAt) })
+		m.dropStaleGateCtx()
+		if first {
+			before = nil
+		}
+		cmds = append(cmds, m.closeStaleDialogs(before))
 	}
-	cmds = append(cmds, m.closeStaleDialogs(before))
 	m.refreshPanes()
 	for i, p := range m.panes {
+		if _, flows := p.(*flowsPane); flows && refiltered {
+			continue
+		}
 		if s, ok := p.(flowSelector); ok && selected[i] != "" {
 			s.selectFlow(&m.common, selected[i])
 		}
+	}
+	if cmd := m.ensureWindow(); cmd != nil {
+		return tea.Batch(append(cmds, cmd)...)
 	}
 	cmds = append(cmds, m.reloadDetailCmd())
 	return tea.Batch(cmds...)
@@ -375,11 +405,11 @@ func (m *Model) handleDetail(msg detailMsg) tea.Cmd {
 		if !errors.Is(msg.err, engine.ErrNotFound) {
 			m.loadFailed(msg.err)
 		}
-		m.detail, m.detailEvents = nil, nil
+		m.detail, m.detailEvents, m.detailSum, m.detailRoot = nil, nil, nil, ""
 		return nil
 	}
 	m.loadSucceeded()
-	m.detail, m.detailEvents = msg.state, msg.events
+	m.detail, m.detailEvents, m.detailSum, m.detailRoot = msg.state, msg.events, msg.sum, msg.root
 	m.refreshPanes()
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -211,15 +212,22 @@ type common struct {
 	width  int
 	height int
 
-	flows   []engine.FlowSummary
+	// flows is the window of the Flows listing and the header's counts
+	// (flowwindow.go), never every flow.
+	flows   flowWindow
 	reviews []review.PendingReview
 	// gateCtx is the loaded context of pending gates, by review id.
 	gateCtx map[string]*gateContext
 	specs   map[string]watch.Update
 	// The detail flow: the one the detail panes show.
 	detailID     string
-	detail       *engine.FlowState
+	detail       *state.FlowState
 	detailEvents []engine.Event
+	// detailSum is the detail flow's stored summary and detailRoot the
+	// root of its line of parents, read with it (the window may not
+	// hold them).
+	detailSum  *state.FlowSummary
+	detailRoot string
 }
 
 // paneBase is the state every pane has; panes embed it.

@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // checkpointsPaneDef registers the Checkpoints pane: the detail flow's
@@ -44,11 +44,11 @@ var _ detailPane = (*checkpointsPane)(nil)
 func (p *checkpointsPane) showsDetail() {}
 
 // checkpoints are the detail flow's checkpoints, oldest first.
-func (p *checkpointsPane) checkpoints(c *common) []*engine.Checkpoint {
+func (p *checkpointsPane) checkpoints(c *common) []*state.Checkpoint {
 	if c.detail == nil {
 		return nil
 	}
-	out := make([]*engine.Checkpoint, 0, len(c.detail.Checkpoints))
+	out := make([]*state.Checkpoint, 0, len(c.detail.Checkpoints))
 	for _, cp := range c.detail.Checkpoints {
 		if matches(p.filter, cp.Label) {
 			out = append(out, cp)
@@ -111,7 +111,7 @@ func (p *checkpointsPane) View(c *common) []string {
 // atStep is where a checkpoint stands: the step it would run next (1-based,
 // of total), or, past the last step or once the flow ended, that the flow
 // had ended there — never a step number the flow does not have.
-func atStep(cp *engine.Checkpoint, total int) string {
+func atStep(cp *state.Checkpoint, total int) string {
 	switch {
 	case cp.TerminalStatus != nil && *cp.TerminalStatus != "":
 		return clean(*cp.TerminalStatus)

@@ -6,8 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // flowsPaneDef registers the Flows pane: every flow execution with its
@@ -18,34 +17,22 @@ type flowsPane struct{ paneBase }
 
 var _ flowSelector = (*flowsPane)(nil)
 
-func (p *flowsPane) visible(c *common) []engine.FlowSummary {
-	if p.filter == "" {
-		return c.flows
-	}
-	var out []engine.FlowSummary
-	for _, s := range c.flows {
-		if matches(p.filter, s.FlowID, s.FlowName, string(s.Status), s.CurrentStep, s.Driver) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (p *flowsPane) Len(c *common) int { return len(p.visible(c)) }
+// Len is the number of flows matching the filter (the last pass's).
+func (p *flowsPane) Len(c *common) int { return c.flows.n }
 
 func (p *flowsPane) selectedFlow(c *common) string {
-	fl := p.visible(c)
-	if len(fl) == 0 {
-		return ""
+	if f := c.flows.row(min(p.l.cursor, c.flows.n-1)); f != nil {
+		return f.FlowID
 	}
-	return fl[min(p.l.cursor, len(fl)-1)].FlowID
+	return ""
 }
 
-// selectFlow keeps the cursor on flow id's row when flows come and go.
+// selectFlow keeps the cursor on flow id's row when flows come and go (the
+// pass centres the window on it).
 func (p *flowsPane) selectFlow(c *common, id string) {
-	for i, f := range p.visible(c) {
-		if f.FlowID == id {
-			p.l.cursor = i
+	for i := range c.flows.rows {
+		if c.flows.rows[i].FlowID == id {
+			p.l.cursor = c.flows.start + i
 			return
 		}
 	}
@@ -63,8 +50,12 @@ func (p *flowsPane) ShortHelp(c *common) []key.Binding {
 }
 
 func (p *flowsPane) View(c *common) []string {
-	fl := p.visible(c)
-	if len(fl) == 0 {
+	fl := &c.flows
+	if fl.filter != p.filter {
+		// The pass for the new filter reads the whole listing.
+		return []string{c.st.Muted.Render(fmt.Sprintf("Filtering %d flows…", fl.counts.total))}
+	}
+	if fl.n == 0 {
 		return p.empty(c, "No flows yet. Start one with `stratum plan`, `stratum run` or an agent over MCP.",
 			"No flow matches the filter (esc clears it).")
 	}
@@ -80,8 +71,11 @@ func (p *flowsPane) View(c *common) []string {
 	}
 	// The last line is the selected flow's full id (and, when nothing
 	// drives it, the command that continues it).
-	out := p.rows(c, max(1, p.height-3), header, len(fl), func(i int) string {
-		f := &fl[i]
+	out := p.rows(c, max(1, p.height-3), header, fl.n, func(i int) string {
+		f := fl.row(i)
+		if f == nil {
+			return c.st.Muted.Render("…") // its page is being read
+		}
 		status := c.st.flowStatus(f, now).Render(padRight(flowStatusText(f, now), 16))
 		kn := fmt.Sprintf("%d/%d", f.StepNumber, f.TotalSteps)
 		if f.TotalSteps == 0 {
@@ -98,8 +92,7 @@ func (p *flowsPane) View(c *common) []string {
 		}
 		return line
 	})
-	if p.height >= 5 {
-		sel := &fl[min(p.l.cursor, len(fl)-1)]
+	if sel := fl.row(min(p.l.cursor, fl.n-1)); p.height >= 5 && sel != nil {
 		for len(out) < p.height-2 {
 			out = append(out, "")
 		}
@@ -111,10 +104,10 @@ func (p *flowsPane) View(c *common) []string {
 // flowFootnote is the two lines under the Flows list: the selected flow's
 // full id and, when nothing drives it any more, the command that continues
 // it.
-func flowFootnote(c *common, f *engine.FlowSummary, now time.Time) []string {
+func flowFootnote(c *common, f *state.FlowSummary, now time.Time) []string {
 	line := "flow " + clean(f.FlowID)
 	if f.Stalled(now) {
-		why, next := stalledHint(c.flows, f)
+		why, next := stalledHint(c.resumeTarget, f)
 		return []string{c.st.Warning.Render(line + " · ⚠ stalled: " + why), c.st.Warning.Render(next)}
 	}
 	return []string{c.st.Muted.Render(line + " · " + flowStatusText(f, now)), ""}
@@ -123,11 +116,11 @@ func flowFootnote(c *common, f *engine.FlowSummary, now time.Time) []string {
 // stalledHint says why a stalled flow stopped and what continues it: a
 // runner's flow is resumed, a child flow through its parent; a Go
 // program's (driver library) never is.
-func stalledHint(flows []engine.FlowSummary, f *engine.FlowSummary) (why, next string) {
-	if f.Driver == engine.DriverLibrary {
+func stalledHint(target func(id string) string, f *state.FlowSummary) (why, next string) {
+	if f.Driver == state.DriverLibrary {
 		return "its Go program has exited", "a Go program's flow is not resumed: run the program again"
 	}
-	cmd, child := resumeCommand(flows, f)
+	cmd, child := resumeCommand(target, f)
 	if child {
 		return "its runner has exited", "a child flow: continue its parent with: " + clean(cmd)
 	}
@@ -136,24 +129,24 @@ func stalledHint(flows []engine.FlowSummary, f *engine.FlowSummary) (why, next s
 
 // flowStatusText is a flow's status as the console shows it: a flow still
 // running or at a gate whose runner is gone reads "stalled", never running.
-func flowStatusText(f *engine.FlowSummary, now time.Time) string {
+func flowStatusText(f *state.FlowSummary, now time.Time) string {
 	if f.Stalled(now) {
 		return "⚠ stalled"
 	}
 	return statusIcon(f.Status) + " " + string(f.Status)
 }
 
-func statusIcon(s engine.FlowStatus) string {
+func statusIcon(s state.FlowStatus) string {
 	switch s {
-	case engine.StatusRunning:
+	case state.StatusRunning:
 		return "▶"
-	case engine.StatusAwaitingGate:
+	case state.StatusAwaitingGate:
 		return "⏸"
-	case engine.StatusComplete:
+	case state.StatusComplete:
 		return "✓"
-	case engine.StatusKilled:
+	case state.StatusKilled:
 		return "☠"
-	case engine.StatusFailed, engine.StatusBudgetExhausted:
+	case state.StatusFailed, state.StatusBudgetExhausted:
 		return "✗"
 	}
 	return "·"

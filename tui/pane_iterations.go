@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // iterationsPaneDef registers the Iterations pane: the detail flow's
@@ -22,7 +22,7 @@ func (p *iterationsPane) showsDetail() {}
 
 type iterRow struct {
 	step  string
-	e     engine.IterationEntry
+	e     state.IterationEntry
 	accum int
 }
 

@@ -28,16 +28,16 @@ type notesPane struct {
 }
 
 // Len: one row per flow in the shared state, whose names the pane lists.
-func (p *notesPane) Len(c *common) int { return len(c.flows) }
+func (p *notesPane) Len(c *common) int { return len(c.flows.rows) }
 
 func (p *notesPane) View(c *common) []string {
-	return p.rows(c, p.height, "NOTE", len(c.flows), func(i int) string { return "about " + c.flows[i].FlowName })
+	return p.rows(c, p.height, "NOTE", len(c.flows.rows), func(i int) string { return "about " + c.flows.rows[i].FlowName })
 }
 
 func (p *notesPane) Update(m *Model, msg tea.KeyMsg) tea.Cmd {
 	if key.Matches(msg, p.keys.Pin) {
-		p.pinned = append(p.pinned, m.flows[p.l.cursor].FlowName)
-		m.setStatus("pinned "+m.flows[p.l.cursor].FlowName, nil)
+		p.pinned = append(p.pinned, m.flows.rows[p.l.cursor].FlowName)
+		m.setStatus("pinned "+m.flows.rows[p.l.cursor].FlowName, nil)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -59,28 +61,14 @@ func (p *tracePane) lines(c *common) []traceLine {
 	if c.detail == nil {
 		return nil
 	}
-	st := c.detail
-	round := 0
-	attempts := map[string]int{}      // failed attempts of each step in this round
-	started := map[string]time.Time{} // when each step's current attempt began
-	callMS := map[string]int64{}      // the runner's call time in the current attempt
+	r := newTraceRound(c)
 	out := make([]traceLine, 0, len(c.detailEvents))
 	taskRow := map[string]int{} // a fan-out task's row: its latest state
-	for _, ev := range c.detailEvents {
-		tl := traceLine{seq: ev.Seq}
-		d := &ev.Data
-		var text, detail string
+	for i := range c.detailEvents {
+		ev := &c.detailEvents[i]
 		if ev.Type == engine.EventParallelTask {
-			text, detail = taskText(ev.StepID, d)
-			switch d.State {
-			case engine.TaskComplete:
-				tl.style = c.st.OK.Render
-			case engine.TaskFailed, engine.TaskCancelled:
-				tl.style = c.st.Failed.Render
-			}
-			tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(text)
-			tl.detail = clean(detail)
-			key := ev.StepID + "\x00" + d.TaskID
+			tl := taskLine(c, ev)
+			key := ev.StepID + "\x00" + ev.Data.TaskID
 			if i, ok := taskRow[key]; ok {
 				out[i] = tl
 				continue
@@ -92,97 +80,8 @@ func (p *tracePane) lines(c *common) []traceLine {
 			out = append(out, tl)
 			continue
 		}
-		took := func() string {
-			defer delete(callMS, ev.StepID)
-			if ms := callMS[ev.StepID]; ms > 0 {
-				return " " + (time.Duration(ms) * time.Millisecond).String()
-			}
-			t0, ok := started[ev.StepID]
-			if !ok || !ev.Time.After(t0) {
-				return ""
-			}
-			return " " + ev.Time.Sub(t0).Round(time.Millisecond).String()
-		}
-		switch ev.Type {
-		case engine.EventStepDispatched:
-			started[ev.StepID] = ev.Time
-			text = "→ " + ev.StepID + " dispatched"
-			if d.StepMode != "" {
-				text += " (" + d.StepMode + ")"
-			}
-		case engine.EventStepDone:
-			text = fmt.Sprintf("✓ %s done (attempt %d)", ev.StepID, attempts[ev.StepID]+1) + took()
-			delete(attempts, ev.StepID)
-			delete(started, ev.StepID)
-			detail = jsonText(st.StepOutputs[ev.StepID])
-			tl.style = c.st.OK.Render
-		case engine.EventStepFailed:
-			attempts[ev.StepID]++
-			text = fmt.Sprintf("✗ %s attempt %d %s", ev.StepID, attempts[ev.StepID], strings.ReplaceAll(d.Status, "_", " ")) + took() + ": " + strings.Join(d.Violations, "; ")
-			started[ev.StepID] = ev.Time // the next attempt starts now
-			if d.Exhausted {
-				text += " (retries exhausted)"
-			}
-			detail = strings.Join(d.Violations, "\n")
-			tl.style = c.st.Failed.Render
-		case engine.EventTrace:
-			// A runner call: attempt, duration, tokens, cost; the trace
-			// record (function, model, output) when the runner kept one.
-			text = "· " + ev.StepID + " call"
-			if d.Trace != nil && d.Trace.Function != "" {
-				text = "· " + ev.StepID + " " + d.Trace.Function
-			}
-			if d.Trace != nil && d.Trace.Model != "" {
-				text += " [" + d.Trace.Model + "]"
-			}
-			if st.IsLibrary() {
-				// A Go program's Call: one entry with all its attempts.
-				text += fmt.Sprintf(" %d attempt%s", d.Attempt, plural(d.Attempt))
-			} else {
-				text += fmt.Sprintf(" attempt %d", attempts[ev.StepID]+1)
-			}
-			text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
-			callMS[ev.StepID] += d.DurationMS
-			if d.Tokens > 0 {
-				text += fmt.Sprintf(" %d tokens", d.Tokens)
-			}
-			if d.CostUSD != nil && *d.CostUSD > 0 { // a free call (a command) shows no cost, as in `stratum run`
-				text += fmt.Sprintf(" $%.4f", *d.CostUSD)
-			}
-			if d.Trace != nil {
-				detail = jsonText(d.Trace.Output)
-			}
-		case engine.EventGateOpened:
-			text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
-			if round > 0 {
-				text += fmt.Sprintf(" (round %d)", round)
-			}
-			if d.PolicyFailed != "" {
-				text += fmt.Sprintf(" (policy %s cannot approve it: %s)", d.Policy, d.PolicyFailed)
-			}
-			tl.style = c.st.Waiting.Render
-		case engine.EventGateResolved:
-			text = fmt.Sprintf("⚑ gate %s %s", ev.StepID, d.Outcome)
-			if d.Reviewer != "" {
-				text += " by " + d.Reviewer
-			}
-			if d.Channel != "" {
-				text += " (" + d.Channel + ")"
-			}
-			if d.Rationale != "" {
-				text += ": " + d.Rationale
-				detail = d.Rationale
-			}
-			if d.Outcome == string(review.Revise) {
-				// A new round: attempts count from 1 again.
-				round++
-				attempts, started, callMS = map[string]int{}, map[string]time.Time{}, map[string]int64{}
-				text += fmt.Sprintf(" → round %d", round)
-			}
-		default:
-			text = fmt.Sprintf("· %s %s", strings.ReplaceAll(string(ev.Type), "_", " "), ev.StepID)
-			detail = dataText(ev)
-		}
+		tl := traceLine{seq: ev.Seq}
+		text, detail := r.describe(ev, &tl)
 		tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(strings.TrimRight(text, " "))
 		tl.detail = clean(detail)
 		if !matches(p.filter, tl.text) {
@@ -191,6 +90,148 @@ func (p *tracePane) lines(c *common) []traceLine {
 		out = append(out, tl)
 	}
 	return out
+}
+
+// taskLine is a fan-out task's row, styled by its state.
+func taskLine(c *common, ev *engine.Event) traceLine {
+	tl := traceLine{seq: ev.Seq}
+	text, detail := taskText(ev.StepID, &ev.Data)
+	switch ev.Data.State {
+	case state.TaskComplete:
+		tl.style = c.st.OK.Render
+	case state.TaskFailed, state.TaskCancelled:
+		tl.style = c.st.Failed.Render
+	}
+	tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(text)
+	tl.detail = clean(detail)
+	return tl
+}
+
+// traceRound is what the trace counts within a review round: the failed
+// attempts of each step, when each step's current attempt began, and the
+// runner's call time in it. A revise starts a new round.
+type traceRound struct {
+	c        *common
+	round    int
+	attempts map[string]int
+	started  map[string]time.Time
+	callMS   map[string]int64
+}
+
+func newTraceRound(c *common) *traceRound {
+	r := &traceRound{c: c}
+	r.reset()
+	return r
+}
+
+func (r *traceRound) reset() {
+	r.attempts, r.started, r.callMS = map[string]int{}, map[string]time.Time{}, map[string]int64{}
+}
+
+// took is the duration of the step's current attempt, ending at ev.
+func (r *traceRound) took(ev *engine.Event) string {
+	defer delete(r.callMS, ev.StepID)
+	if ms := r.callMS[ev.StepID]; ms > 0 {
+		return " " + (time.Duration(ms) * time.Millisecond).String()
+	}
+	t0, ok := r.started[ev.StepID]
+	if !ok || !ev.Time.After(t0) {
+		return ""
+	}
+	return " " + ev.Time.Sub(t0).Round(time.Millisecond).String()
+}
+
+// describe is the text and detail of one event's row; it sets the row's
+// style and advances the round's counts.
+func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail string) {
+	c, st, d := r.c, r.c.detail, &ev.Data
+	switch ev.Type {
+	case engine.EventStepDispatched:
+		r.started[ev.StepID] = ev.Time
+		text = "→ " + ev.StepID + " dispatched"
+		if d.StepMode != "" {
+			text += " (" + d.StepMode + ")"
+		}
+	case engine.EventStepDone:
+		text = fmt.Sprintf("✓ %s done (attempt %d)", ev.StepID, r.attempts[ev.StepID]+1) + r.took(ev)
+		delete(r.attempts, ev.StepID)
+		delete(r.started, ev.StepID)
+		detail = jsonText(st.StepOutputs[ev.StepID])
+		tl.style = c.st.OK.Render
+	case engine.EventStepFailed:
+		r.attempts[ev.StepID]++
+		text = fmt.Sprintf("✗ %s attempt %d %s", ev.StepID, r.attempts[ev.StepID], strings.ReplaceAll(d.Status, "_", " ")) + r.took(ev) + ": " + strings.Join(d.Violations, "; ")
+		r.started[ev.StepID] = ev.Time // the next attempt starts now
+		if d.Exhausted {
+			text += " (retries exhausted)"
+		}
+		detail = strings.Join(d.Violations, "\n")
+		tl.style = c.st.Failed.Render
+	case engine.EventTrace:
+		text, detail = r.call(ev)
+	case engine.EventGateOpened:
+		text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
+		if r.round > 0 {
+			text += fmt.Sprintf(" (round %d)", r.round)
+		}
+		if d.PolicyFailed != "" {
+			text += fmt.Sprintf(" (policy %s cannot approve it: %s)", d.Policy, d.PolicyFailed)
+		}
+		tl.style = c.st.Waiting.Render
+	case engine.EventGateResolved:
+		text = fmt.Sprintf("⚑ gate %s %s", ev.StepID, d.Outcome)
+		if d.Reviewer != "" {
+			text += " by " + d.Reviewer
+		}
+		if d.Channel != "" {
+			text += " (" + d.Channel + ")"
+		}
+		if d.Rationale != "" {
+			text += ": " + d.Rationale
+			detail = d.Rationale
+		}
+		if d.Outcome == string(review.Revise) {
+			// A new round: attempts count from 1 again.
+			r.round++
+			r.reset()
+			text += fmt.Sprintf(" → round %d", r.round)
+		}
+	default:
+		text = fmt.Sprintf("· %s %s", strings.ReplaceAll(string(ev.Type), "_", " "), ev.StepID)
+		detail = dataText(*ev)
+	}
+	return text, detail
+}
+
+// call is a runner call's row: attempt, duration, tokens, cost; the trace
+// record (function, model, output) when the runner kept one.
+func (r *traceRound) call(ev *engine.Event) (text, detail string) {
+	d := &ev.Data
+	text = "· " + ev.StepID + " call"
+	if d.Trace != nil && d.Trace.Function != "" {
+		text = "· " + ev.StepID + " " + d.Trace.Function
+	}
+	if d.Trace != nil && d.Trace.Model != "" {
+		text += " [" + d.Trace.Model + "]"
+	}
+	if r.c.detail.IsLibrary() {
+		// A Go program's Call: one entry with all its attempts.
+		text += fmt.Sprintf(" %d attempt%s", d.Attempt, plural(d.Attempt))
+	} else {
+		text += fmt.Sprintf(" attempt %d", r.attempts[ev.StepID]+1)
+	}
+	text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
+	r.callMS[ev.StepID] += d.DurationMS
+	if d.Tokens > 0 {
+		text += fmt.Sprintf(" %d tokens", d.Tokens)
+	}
+	if d.CostUSD != nil && *d.CostUSD > 0 { // a free call (a command) shows no cost, as in `stratum run`
+		text += fmt.Sprintf(" $%.4f", *d.CostUSD)
+	}
+	if d.Trace != nil {
+		detail = jsonText(d.Trace.Output)
+	}
+	return text, detail
 }
 
 func (p *tracePane) Len(c *common) int { return len(p.lines(c)) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
 )
@@ -38,7 +39,26 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	if err != nil {
 		return err
 	}
-	flows, err := src.Flows(ctx)
+	// The names of the flows of followed events, read when first seen.
+	names := map[string]string{}
+	// The listing is read page by page (scanFlows): the counts, and the
+	// stalled flows to list after them (read a second time when there are
+	// more than plainStalledKeep), never every summary at once.
+	now := time.Now()
+	var counts flowCounts
+	var stalled []state.FlowSummary
+	more := false
+	err = scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool {
+		counts.add(f, now)
+		if f.Stalled(now) {
+			if len(stalled) < plainStalledKeep {
+				stalled = append(stalled, *f)
+			} else {
+				more = true
+			}
+		}
+		return true
+	})
 	if err != nil {
 		return err
 	}
@@ -46,34 +66,31 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	if err != nil {
 		return err
 	}
-	names := map[string]string{}
-	now := time.Now()
-	// running counts only flows something drives; a flow whose runner is
-	// gone is stalled, with the command that continues it.
-	running := 0
-	var stalled []*engine.FlowSummary
-	for i := range flows {
-		f := &flows[i]
-		names[f.FlowID] = f.FlowName
-		switch {
-		case f.Stalled(now):
-			stalled = append(stalled, f)
-		case f.Status == engine.StatusRunning:
-			running++
-		}
-	}
 	store := ""
 	if opt.Backend != "" {
 		store = fmt.Sprintf(" store=%q", opt.Backend)
 	}
-	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), len(flows), running, len(stalled), len(reviews), store)
-	for _, f := range stalled {
-		cont, _ := resumeCommand(flows, f)
-		if f.Driver == engine.DriverLibrary {
+	// running counts only flows something drives; a flow whose runner is
+	// gone is stalled, with the command that continues it.
+	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), counts.total, counts.running, counts.stalled, len(reviews), store)
+	printStalled := func(f *state.FlowSummary) bool {
+		cont, _ := resumeCommand(func(id string) string { return rootOf(ctx, src, id, f.ParentFlowID) }, f)
+		if f.Driver == state.DriverLibrary {
 			cont = "run the Go program again"
 		}
 		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%q\n",
 			stamp(now), specs.EscapeControl(f.FlowID), specs.EscapeControl(f.FlowName), f.Status, specs.EscapeControl(f.CurrentStep), cont)
+		return true
+	}
+	if more {
+		err = scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool { return !f.Stalled(now) || printStalled(f) })
+		if err != nil {
+			return err
+		}
+	} else {
+		for i := range stalled {
+			printStalled(&stalled[i])
+		}
 	}
 	for _, r := range reviews {
 		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%q question=%q\n",
@@ -96,6 +113,9 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 			}
 			for _, ev := range batch {
 				if _, ok := names[ev.FlowID]; !ok {
+					if len(names) >= plainNames {
+						clear(names) // bounded: names are read again
+					}
 					if st, err := src.Get(ctx, ev.FlowID); err == nil {
 						names[ev.FlowID] = st.FlowName
 					}
@@ -113,6 +133,9 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 		}
 	}
 }
+
+// plainNames bounds the flow names RunPlain remembers for event lines.
+const plainNames = 4096
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 

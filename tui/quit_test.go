@@ -11,8 +11,10 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const waitSpec = `version: "0.2"
@@ -60,7 +62,7 @@ func TestQuitReleasesRunLease(t *testing.T) {
 	}
 	ctx := context.Background()
 	// The spec is watched, then run from the Specs pane: 6, enter, enter.
-	var flow *engine.FlowSummary
+	var flow *state.FlowSummary
 	for deadline := time.Now().Add(20 * time.Second); flow == nil; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run did not reach its gate; screen:\n%s", tail(out.String(), 3000))
@@ -73,7 +75,7 @@ func TestQuitReleasesRunLease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(sums) == 1 && sums[0].Status == engine.StatusAwaitingGate {
+			if len(sums) == 1 && sums[0].Status == state.StatusAwaitingGate {
 				flow = &sums[0]
 				break
 			}

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -254,11 +255,11 @@ type failingSource struct {
 	down *bool
 }
 
-func (s failingSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) {
+func (s failingSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
 	if *s.down {
 		return nil, fmt.Errorf("dial tcp 127.0.0.1:2379: connection refused")
 	}
-	return s.Source.Flows(ctx)
+	return s.Source.ListFlows(ctx, f)
 }
 
 // TestHeaderStoreUnreachable: while the store cannot be read the header
@@ -360,7 +361,7 @@ func TestDialogWordingAndKeys(t *testing.T) {
 	if !strings.Contains(d.err, "this dialog records KILL (press x)") {
 		t.Fatalf("wrong key at the confirmation: err %q", d.err)
 	}
-	if st, _ := f.svc.Get(context.Background(), id); st.Status != engine.StatusAwaitingGate {
+	if st, _ := f.svc.Get(context.Background(), id); st.Status != state.StatusAwaitingGate {
 		t.Fatalf("status %s", st.Status)
 	}
 	press(m, "esc", "r")
@@ -386,38 +387,39 @@ func TestQuitDialogCommandWhole(t *testing.T) {
 // TestChildFlowResumesParent: a stalled child flow points to its parent's
 // resume (run --resume refuses a child).
 func TestChildFlowResumesParent(t *testing.T) {
-	flows := []engine.FlowSummary{
-		{FlowID: "root", Driver: engine.DriverRunner, Status: engine.StatusRunning},
-		{FlowID: "mid", ParentFlowID: "root", Driver: engine.DriverRunner, Status: engine.StatusRunning},
-		{FlowID: "leaf", ParentFlowID: "mid", Driver: engine.DriverRunner, Status: engine.StatusAwaitingGate},
+	flows := []state.FlowSummary{
+		{FlowID: "root", Driver: state.DriverRunner, Status: state.StatusRunning},
+		{FlowID: "mid", ParentFlowID: "root", Driver: state.DriverRunner, Status: state.StatusRunning},
+		{FlowID: "leaf", ParentFlowID: "mid", Driver: state.DriverRunner, Status: state.StatusAwaitingGate},
 	}
-	cmd, child := resumeCommand(flows, &flows[2])
+	c := &common{flows: flowWindow{n: len(flows), rows: flows}}
+	cmd, child := resumeCommand(c.resumeTarget, &flows[2])
 	if cmd != "stratum run --resume root" || !child {
 		t.Fatalf("child: %q %v", cmd, child)
 	}
-	if cmd, child := resumeCommand(flows, &flows[0]); cmd != "stratum run --resume root" || child {
+	if cmd, child := resumeCommand(c.resumeTarget, &flows[0]); cmd != "stratum run --resume root" || child {
 		t.Fatalf("root: %q %v", cmd, child)
 	}
-	_, next := stalledHint(flows, &flows[2])
+	_, next := stalledHint(c.resumeTarget, &flows[2])
 	if !strings.Contains(next, "continue its parent with: stratum run --resume root") {
 		t.Fatalf("hint %q", next)
 	}
 	// A cycle in a corrupt store ends.
-	loop := []engine.FlowSummary{{FlowID: "a", ParentFlowID: "b"}, {FlowID: "b", ParentFlowID: "a"}}
-	_ = resumeTarget(loop, "a")
+	loop := []state.FlowSummary{{FlowID: "a", ParentFlowID: "b"}, {FlowID: "b", ParentFlowID: "a"}}
+	_ = (&common{flows: flowWindow{n: 2, rows: loop}}).resumeTarget("a")
 }
 
 // TestFinishedCheckpointComplete: a checkpoint taken at the end of a flow
 // says complete, never a step past the last.
 func TestFinishedCheckpointComplete(t *testing.T) {
 	done := "complete"
-	at := func(idx int, terminal *string) engine.Checkpoint {
-		var cp engine.Checkpoint
+	at := func(idx int, terminal *string) state.Checkpoint {
+		var cp state.Checkpoint
 		cp.CurrentIdx, cp.TerminalStatus = idx, terminal
 		return cp
 	}
 	for _, tc := range []struct {
-		cp    engine.Checkpoint
+		cp    state.Checkpoint
 		total int
 		want  string
 	}{

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // libraryFixture is a store holding a Go program's flow (engine/stratum):
@@ -29,14 +31,14 @@ func libraryFixture(t *testing.T) (*engine.Service, string) {
 	st.Now = clock
 	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000000a-0000-4000-8000-000000000000" }}
 	ctx := context.Background()
-	lease := engine.Lease{ID: "lib-1", ExpiresAt: base.Add(time.Hour)}
+	lease := state.Lease{ID: "lib-1", ExpiresAt: base.Add(time.Hour)}
 	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "release", Inputs: map[string]any{"version": "1.4"}, Owner: &lease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cost := 0.0021
 	if err := svc.RecordLibraryCall(ctx, id, engine.LibraryCall{Function: "plan", Attempts: 2, DurationMS: 1200, Tokens: 840, CostUSD: &cost,
-		Trace: &engine.TraceRecord{Function: "plan", Model: "openai/gpt-4o-mini", Attempts: 2}}); err != nil {
+		Trace: &state.TraceRecord{Function: "plan", Model: "openai/gpt-4o-mini", Attempts: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	opts := []json.RawMessage{json.RawMessage(`{"name":"canary","risk":"low"}`), json.RawMessage(`{"name":"big-bang","risk":"high"}`)}
@@ -94,7 +96,7 @@ func TestLibraryReviewInGatesPane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != engine.ReviewApproved || r.Decision.Option != 2 || r.Decision.Channel != "tui" || r.Decision.Reviewer != "alice" || r.Decision.Rationale != "risk is fine" {
+	if r.Status != state.ReviewApproved || r.Decision.Option != 2 || r.Decision.Channel != "tui" || r.Decision.Reviewer != "alice" || r.Decision.Rationale != "risk is fine" {
 		t.Fatalf("review-1 after the TUI's decision: %s %+v", r.Status, r.Decision)
 	}
 
@@ -114,11 +116,11 @@ func TestLibraryReviewInGatesPane(t *testing.T) {
 	press(m, "enter", "a")
 	r, _ = svc.LibraryReviewOf(context.Background(), id, "review-2")
 	var v struct{ Ship bool }
-	if r.Status != engine.ReviewApproved || json.Unmarshal(r.Decision.Value, &v) != nil || !v.Ship {
+	if r.Status != state.ReviewApproved || json.Unmarshal(r.Decision.Value, &v) != nil || !v.Ship {
 		t.Fatalf("review-2: %s %+v", r.Status, r.Decision)
 	}
 	st, _ := svc.Get(context.Background(), id)
-	if st.Status != engine.StatusRunning || st.Gate != nil {
+	if st.Status != state.StatusRunning || st.Gate != nil {
 		t.Errorf("flow after both reviews: %s gate %v", st.Status, st.Gate)
 	}
 }

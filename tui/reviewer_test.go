@@ -14,7 +14,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -25,7 +27,7 @@ func TestStalledFlows(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	// The hunt flow: driven by a live runner (lease ahead of the clock).
-	if err := f.svc.Claim(ctx, f.huntID, engine.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
+	if err := f.svc.Claim(ctx, f.huntID, state.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	m := newModel(t, f.src, 80, 24)
@@ -52,7 +54,7 @@ func TestStalledFlows(t *testing.T) {
 func TestDecideStalledGate(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if err := f.svc.Claim(ctx, f.gateID, engine.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
+	if err := f.svc.Claim(ctx, f.gateID, state.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.svc.Release(ctx, f.gateID, "r1"); err != nil {
@@ -369,7 +371,7 @@ func TestTraceRounds(t *testing.T) {
 	f := newFixture(t)
 	m := newModel(t, f.src, 120, 30)
 	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
-	m.detail = &engine.FlowState{FlowID: "f", FlowName: "x", Status: "running"}
+	m.detail = &state.FlowState{FlowID: "f", FlowName: "x", Status: "running"}
 	m.detailEvents = []engine.Event{
 		{Seq: 1, Time: at(0), Type: engine.EventStepDispatched, StepID: "build"},
 		{Seq: 2, Time: at(2), Type: engine.EventStepDone, StepID: "build", Data: engine.EventData{Attempts: 1}},

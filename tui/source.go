@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -12,8 +13,11 @@ import (
 // method is called from a tea.Cmd (never from Update) and must be safe for
 // concurrent use.
 type Source interface {
-	// Flows returns the summaries of all flows, newest first.
-	Flows(ctx context.Context) ([]engine.FlowSummary, error)
+	// ListFlows returns one page of the flows' summaries in the store's
+	// listing order (newest first; engine.ListFilter: Limit flows After a
+	// cursor). The console never reads every summary at once
+	// (flowwindow.go).
+	ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error)
 	// PendingReviews returns every gate waiting for a decision: question,
 	// outcomes, round, approver, deadline, but no Artifacts (read from the
 	// flow's state for the gates on screen: gateCtxCmd), so listing
@@ -21,7 +25,7 @@ type Source interface {
 	PendingReviews(ctx context.Context) ([]review.PendingReview, error)
 	// Get returns one flow's state (an error wrapping engine.ErrNotFound
 	// when unknown).
-	Get(ctx context.Context, flowID string) (*engine.FlowState, error)
+	Get(ctx context.Context, flowID string) (*state.FlowState, error)
 	// FlowWithSpec returns one flow's state with its flow as the stored
 	// spec declares it (Flow nil when that spec no longer parses): a gate's
 	// on_revise and the flow's max_rounds.
@@ -66,15 +70,15 @@ func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
 	return s.svc.LastSeq(ctx)
 }
 
-func (s serviceSource) Flows(ctx context.Context) ([]engine.FlowSummary, error) {
-	return s.svc.List(ctx, engine.ListFilter{})
+func (s serviceSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
+	return s.svc.List(ctx, f)
 }
 
 func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
 	return s.svc.GateReviews(ctx)
 }
 
-func (s serviceSource) Get(ctx context.Context, flowID string) (*engine.FlowState, error) {
+func (s serviceSource) Get(ctx context.Context, flowID string) (*state.FlowState, error) {
 	return s.svc.Get(ctx, flowID)
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Styles are every style of the console, defined once from semantic
@@ -75,17 +75,17 @@ func DefaultStyles(r *lipgloss.Renderer) Styles {
 }
 
 // status returns the style for a flow status.
-func (st Styles) status(s engine.FlowStatus) lipgloss.Style {
+func (st Styles) status(s state.FlowStatus) lipgloss.Style {
 	switch s {
-	case engine.StatusRunning:
+	case state.StatusRunning:
 		return st.Running
-	case engine.StatusAwaitingGate:
+	case state.StatusAwaitingGate:
 		return st.Waiting
-	case engine.StatusComplete:
+	case state.StatusComplete:
 		return st.Complete
-	case engine.StatusFailed, engine.StatusBudgetExhausted:
+	case state.StatusFailed, state.StatusBudgetExhausted:
 		return st.Failed
-	case engine.StatusKilled:
+	case state.StatusKilled:
 		return st.Killed
 	}
 	return st.Muted
@@ -93,7 +93,7 @@ func (st Styles) status(s engine.FlowStatus) lipgloss.Style {
 
 // flowStatus is the style of a flow's status as the console shows it
 // (flowStatusText): a stalled flow is a warning, not running.
-func (st Styles) flowStatus(f *engine.FlowSummary, now time.Time) lipgloss.Style {
+func (st Styles) flowStatus(f *state.FlowSummary, now time.Time) lipgloss.Style {
 	if f.Stalled(now) {
 		return st.Warning
 	}

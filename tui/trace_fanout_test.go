@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const fanoutSpec = `version: "0.3"
@@ -72,14 +74,14 @@ func fanoutFixture(t *testing.T) Source {
 	wt := func(task string) *string { return str("/home/u/.stratum/worktrees/0000fa00/fan/" + task) }
 	br := func(task string) string { return "stratum/0000fa00/fan/" + task }
 	failed := "task 'b': command exited with status 2: tests/b_test.go:12: want 3, got 4"
-	for _, pt := range []engine.ParallelTask{
-		{TaskID: "a", State: engine.TaskRunning, StartedAt: at(3), WorktreePath: wt("a"), Branch: br("a"), Runs: 1},
-		{TaskID: "b", State: engine.TaskRunning, StartedAt: at(3), WorktreePath: wt("b"), Branch: br("b"), Runs: 1},
-		{TaskID: "a", State: engine.TaskComplete, StartedAt: at(3), FinishedAt: at(5), Branch: br("a"), Runs: 1},
-		{TaskID: "b", State: engine.TaskRunning, StartedAt: at(6), WorktreePath: wt("b"), Branch: br("b"), Runs: 2},
-		{TaskID: "c", State: engine.TaskRunning, StartedAt: at(6), WorktreePath: wt("c"), Branch: br("c"), Runs: 1},
-		{TaskID: "b", State: engine.TaskFailed, StartedAt: at(6), FinishedAt: at(8), Branch: br("b"), Runs: 2, Error: &failed, Violations: []string{failed}},
-		{TaskID: "d", State: engine.TaskPending},
+	for _, pt := range []state.ParallelTask{
+		{TaskID: "a", State: state.TaskRunning, StartedAt: at(3), WorktreePath: wt("a"), Branch: br("a"), Runs: 1},
+		{TaskID: "b", State: state.TaskRunning, StartedAt: at(3), WorktreePath: wt("b"), Branch: br("b"), Runs: 1},
+		{TaskID: "a", State: state.TaskComplete, StartedAt: at(3), FinishedAt: at(5), Branch: br("a"), Runs: 1},
+		{TaskID: "b", State: state.TaskRunning, StartedAt: at(6), WorktreePath: wt("b"), Branch: br("b"), Runs: 2},
+		{TaskID: "c", State: state.TaskRunning, StartedAt: at(6), WorktreePath: wt("c"), Branch: br("c"), Runs: 1},
+		{TaskID: "b", State: state.TaskFailed, StartedAt: at(6), FinishedAt: at(8), Branch: br("b"), Runs: 2, Error: &failed, Violations: []string{failed}},
+		{TaskID: "d", State: state.TaskPending},
 	} {
 		pt.StepID = "fan"
 		must(svc.RecordParallelTask(ctx, id, pt, engine.ReportOptions{}))

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // TestTraceLines: runner calls show attempt, duration, tokens and cost, and
@@ -13,15 +15,15 @@ import (
 func TestTraceLines(t *testing.T) {
 	f := newFixture(t)
 	m := newModel(t, f.src, 100, 30)
-	m.detail = &engine.FlowState{FlowID: "f", FlowName: "x", Status: "running",
-		StepProgress: engine.StepProgress{
+	m.detail = &state.FlowState{FlowID: "f", FlowName: "x", Status: "running",
+		StepProgress: state.StepProgress{
 			StepOutputs: map[string]any{"build": map[string]any{"ok": true}},
-			Records:     []engine.Record{{Type: engine.RecordStep, StepID: "build", DurationMS: 1500}}},
-		BudgetState: &engine.BudgetState{SpentUSD: 0.0123, SpentTokens: 900}}
+			Records:     []state.Record{{Type: state.RecordStep, StepID: "build", DurationMS: 1500}}},
+		BudgetState: &state.BudgetState{SpentUSD: 0.0123, SpentTokens: 900}}
 	m.detailEvents = []engine.Event{
 		{Seq: 1, Time: base, Type: engine.EventTrace, StepID: "build", Data: engine.EventData{
 			Attempt: 1, DurationMS: 1200, Tokens: 900, CostUSD: ptrTo(0.0123),
-			Trace: &engine.TraceRecord{Function: "builder", Model: "m-1", Output: map[string]any{"ok": false}}}},
+			Trace: &state.TraceRecord{Function: "builder", Model: "m-1", Output: map[string]any{"ok": false}}}},
 		{Seq: 2, Time: base, Type: engine.EventStepFailed, StepID: "build", Data: engine.EventData{
 			Attempt: 1, Status: "ensure_failed", Violations: []string{"ensure 'result.ok' failed"}}},
 		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventTrace, StepID: "build", Data: engine.EventData{

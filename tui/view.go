@@ -8,8 +8,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -47,18 +45,11 @@ func (m *Model) bodyHeight() int { return max(1, m.height-4) }
 
 func (m *Model) headerLine() string {
 	// Only flows something drives count as running; a flow whose runner
-	// is gone is counted apart (it needs `stratum run --resume`).
-	running, stalled, waiting := 0, 0, len(m.reviews)
-	now := m.now()
-	for i := range m.flows {
-		f := &m.flows[i]
-		switch {
-		case f.Stalled(now):
-			stalled++
-		case f.Status == engine.StatusRunning:
-			running++
-		}
-	}
+	// is gone is counted apart (it needs `stratum run --resume`). The
+	// counts are the last pass's over the listing (flowCounts).
+	k := &m.flows.counts
+	running, stalled := k.at(m.now())
+	waiting := len(m.reviews)
 	s := m.st
 	if m.loadErr != nil {
 		// The counts would be stale: say the store is unreachable instead.
@@ -77,7 +68,7 @@ func (m *Model) headerLine() string {
 		left += s.Warning.Render(fmt.Sprintf("%d stalled", stalled)) + " · "
 	}
 	left += s.Waiting.Render(fmt.Sprintf("%d waiting gate%s", waiting, plural(waiting))) + " · " +
-		fmt.Sprintf("%d flows", len(m.flows))
+		fmt.Sprintf("%d flows", k.total)
 	if m.opt.Backend != "" {
 		left += "  " + s.Muted.Render("on "+clean(m.opt.Backend))
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -26,7 +28,7 @@ const schemaVersion = "1"
 // created_at, updated_at, version).
 type FlowEntry struct {
 	SchemaVersion string `json:"_schema_version"`
-	engine.FlowSummary
+	state.FlowSummary
 	// CurrentStepID is the summary's current step, null once the flow has
 	// finished. It shadows the embedded summary's omitempty field of the
 	// same JSON name (the shallower field wins).
@@ -39,18 +41,18 @@ type FlowEntry struct {
 	// the flow is still running and this is null until it ends).
 	TerminalStatus *string `json:"terminal_status"`
 	// Stalled is ours: true when nothing drives the flow any more
-	// (engine.FlowSummary.Stalled: a runner's flow whose lease was released or
+	// (state.FlowSummary.Stalled: a runner's flow whose lease was released or
 	// expired; `stratum run --resume ID` continues it). Absent otherwise, so
 	// status stays the original's.
 	Stalled bool `json:"stalled,omitempty"`
 	// Review shadows the summary's gate review (its question), which the
 	// original's objects do not have: always nil, so never written.
-	Review *engine.GateReview `json:"review,omitempty"`
+	Review *state.GateReview `json:"review,omitempty"`
 }
 
 // Flows is `stratum query flows`: one FlowEntry per summary, in the
 // given order (never null: no flows is []); now decides which are stalled.
-func Flows(list []engine.FlowSummary, now time.Time) []FlowEntry {
+func Flows(list []state.FlowSummary, now time.Time) []FlowEntry {
 	out := make([]FlowEntry, 0, len(list))
 	for _, sum := range list {
 		out = append(out, flowEntry(sum, now))
@@ -59,14 +61,14 @@ func Flows(list []engine.FlowSummary, now time.Time) []FlowEntry {
 }
 
 // flowEntry is one summary's FlowEntry, for Flows and WriteFlows.
-func flowEntry(sum engine.FlowSummary, now time.Time) FlowEntry {
+func flowEntry(sum state.FlowSummary, now time.Time) FlowEntry {
 	completed := sum.StepNumber
 	if sum.Status.Active() {
 		completed-- // StepNumber is the cursor + 1 while the flow runs
 	}
 	var terminal *string
-	if sum.Status == engine.StatusKilled {
-		terminal = optStr(string(engine.StatusKilled))
+	if sum.Status == state.StatusKilled {
+		terminal = optStr(string(state.StatusKilled))
 	}
 	return FlowEntry{
 		SchemaVersion:  schemaVersion,
@@ -88,7 +90,7 @@ func flowEntry(sum engine.FlowSummary, now time.Time) FlowEntry {
 // gate, driver, owner, version…).
 type FlowView struct {
 	SchemaVersion string `json:"_schema_version"`
-	*engine.FlowState
+	*state.FlowState
 	// CurrentStepID is the flow summary's current step (engine.Summarize), null
 	// once the flow has finished.
 	CurrentStepID *string       `json:"current_step_id"`
@@ -168,15 +170,15 @@ type GateEntry struct {
 	OnKill        *string `json:"on_kill"`
 	Timeout       *int    `json:"timeout"`
 
-	Status       engine.FlowStatus `json:"status"`
-	Round        int               `json:"round"`
-	StepNumber   int               `json:"step_number"`
-	TotalSteps   int               `json:"total_steps"`
-	UpdatedAt    time.Time         `json:"updated_at"`
-	DispatchedAt time.Time         `json:"dispatched_at"`
-	Deadline     *time.Time        `json:"deadline"`
-	Approver     string            `json:"approver"`
-	OnTimeout    string            `json:"on_timeout"`
+	Status       state.FlowStatus `json:"status"`
+	Round        int              `json:"round"`
+	StepNumber   int              `json:"step_number"`
+	TotalSteps   int              `json:"total_steps"`
+	UpdatedAt    time.Time        `json:"updated_at"`
+	DispatchedAt time.Time        `json:"dispatched_at"`
+	Deadline     *time.Time       `json:"deadline"`
+	Approver     string           `json:"approver"`
+	OnTimeout    string           `json:"on_timeout"`
 
 	// A review of a Go program (library flows) adds what it asks and the
 	// values to pick from (numbered from 1 by --option).

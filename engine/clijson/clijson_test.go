@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -28,7 +30,7 @@ func TestGateAnswer(t *testing.T) {
 		verdict GateVerdict
 		want    string
 	}{
-		{"approved", &engine.Completion{Status: engine.StatusComplete, FlowID: "f"}, nil, GateResolved,
+		{"approved", &engine.Completion{Status: state.StatusComplete, FlowID: "f"}, nil, GateResolved,
 			`{"_schema_version":"1","flow_id":"f","ok":true,"outcome":"approve","result":"complete","step_id":"g"}`},
 		{"next dispatch", &engine.StepDispatch{FlowID: "f", StepID: "s"}, nil, GateResolved,
 			`{"_schema_version":"1","flow_id":"f","ok":true,"outcome":"approve","result":"execute_step","step_id":"g"}`},
@@ -62,20 +64,20 @@ func TestGateAnswer(t *testing.T) {
 // summary without its gate.
 func TestQueryRenderers(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	waiting := engine.FlowSummary{FlowID: "a", FlowName: "main", Status: engine.StatusAwaitingGate, CurrentStep: "review", StepNumber: 2, TotalSteps: 3, Round: 1,
-		UpdatedAt: at, Gate: &engine.PendingGate{StepID: "review", Round: 1, DispatchedAt: at, Approver: "human", OnTimeout: "kill"}}
-	gateless := engine.FlowSummary{FlowID: "b", FlowName: "other", Status: engine.StatusAwaitingGate, UpdatedAt: at}
+	waiting := state.FlowSummary{FlowID: "a", FlowName: "main", Status: state.StatusAwaitingGate, CurrentStep: "review", StepNumber: 2, TotalSteps: 3, Round: 1,
+		UpdatedAt: at, Gate: &state.PendingGate{StepID: "review", Round: 1, DispatchedAt: at, Approver: "human", OnTimeout: "kill"}}
+	gateless := state.FlowSummary{FlowID: "b", FlowName: "other", Status: state.StatusAwaitingGate, UpdatedAt: at}
 	for _, tc := range []struct {
 		name string
 		v    any
 		want string
 	}{
 		{"no flows is an empty list", Flows(nil, at), `[]`},
-		{"a finished flow", Flows([]engine.FlowSummary{{FlowID: "a", FlowName: "main", Status: engine.StatusKilled, StepNumber: 3, TotalSteps: 3}}, at),
+		{"a finished flow", Flows([]state.FlowSummary{{FlowID: "a", FlowName: "main", Status: state.StatusKilled, StepNumber: 3, TotalSteps: 3}}, at),
 			`[{"_schema_version":"1","flow_id":"a","flow_name":"main","status":"killed","step_number":3,"total_steps":3,"round":0,` +
 				`"created_at":"0001-01-01T00:00:00Z","updated_at":"0001-01-01T00:00:00Z","version":0,` +
 				`"current_step_id":null,"step_count":3,"completed_steps":3,"terminal_status":"killed"}]`},
-		{"an active flow", Flows([]engine.FlowSummary{waiting}, at)[0].CompletedSteps, `1`},
+		{"an active flow", Flows([]state.FlowSummary{waiting}, at)[0].CompletedSteps, `1`},
 		{"flow not found", FlowNotFound("zz"),
 			`{"_schema_version":"1","error":{"code":"NOT_FOUND","message":"Flow 'zz' not found"},"ok":false}`},
 		{"no gates is an empty list", Gates(nil), `[]`},
@@ -84,12 +86,12 @@ func TestQueryRenderers(t *testing.T) {
 				`"status":"awaiting_gate","round":1,"step_number":2,"total_steps":3,"updated_at":"2026-01-02T03:04:05Z","dispatched_at":"2026-01-02T03:04:05Z","deadline":null,"approver":"human","on_timeout":"kill"},` +
 				`{"_schema_version":"1","flow_id":"b","flow_name":"other","step_id":"","function":null,"on_approve":null,"on_revise":null,"on_kill":null,"timeout":null,` +
 				`"status":"awaiting_gate","round":0,"step_number":0,"total_steps":0,"updated_at":"2026-01-02T03:04:05Z","dispatched_at":"0001-01-01T00:00:00Z","deadline":null,"approver":"","on_timeout":""}]`},
-		{"a flow whose spec no longer parses", Flow(&engine.FlowWithSpec{State: &engine.FlowState{FlowID: "a", Status: engine.StatusRunning}}, at).OrderedSteps, `[]`},
-		{"a runner's flow with a live lease is not stalled", Flows([]engine.FlowSummary{{FlowID: "r", Status: engine.StatusRunning, Driver: engine.DriverRunner,
-			Owner: &engine.Lease{ID: "l", ExpiresAt: at.Add(time.Second)}}}, at)[0].Stalled, `false`},
-		{"a runner's flow whose lease expired is stalled", Flows([]engine.FlowSummary{{FlowID: "r", Status: engine.StatusRunning, Driver: engine.DriverRunner,
-			Owner: &engine.Lease{ID: "l", ExpiresAt: at}}}, at)[0].Stalled, `true`},
-		{"a stalled flow keeps its status", Flow(&engine.FlowWithSpec{State: &engine.FlowState{FlowID: "r", Status: engine.StatusAwaitingGate, Driver: engine.DriverRunner}}, at).Stalled, `true`},
+		{"a flow whose spec no longer parses", Flow(&engine.FlowWithSpec{State: &state.FlowState{FlowID: "a", Status: state.StatusRunning}}, at).OrderedSteps, `[]`},
+		{"a runner's flow with a live lease is not stalled", Flows([]state.FlowSummary{{FlowID: "r", Status: state.StatusRunning, Driver: state.DriverRunner,
+			Owner: &state.Lease{ID: "l", ExpiresAt: at.Add(time.Second)}}}, at)[0].Stalled, `false`},
+		{"a runner's flow whose lease expired is stalled", Flows([]state.FlowSummary{{FlowID: "r", Status: state.StatusRunning, Driver: state.DriverRunner,
+			Owner: &state.Lease{ID: "l", ExpiresAt: at}}}, at)[0].Stalled, `true`},
+		{"a stalled flow keeps its status", Flow(&engine.FlowWithSpec{State: &state.FlowState{FlowID: "r", Status: state.StatusAwaitingGate, Driver: state.DriverRunner}}, at).Stalled, `true`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := json.Marshal(tc.v)

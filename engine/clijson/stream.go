@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // WriteFlows writes `stratum query flows` to w: the JSON of Flows(list,
@@ -20,7 +20,7 @@ import (
 // go through encoding/json, so every value is written as the encoder
 // writes it. At 100,000 flows this is several times faster than encoding
 // Flows' slice, and its memory does not grow with the list.
-func WriteFlows(w io.Writer, list []engine.FlowSummary, now time.Time) error {
+func WriteFlows(w io.Writer, list []state.FlowSummary, now time.Time) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	if len(list) == 0 {
 		_, _ = bw.WriteString("[]\n")

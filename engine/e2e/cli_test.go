@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -98,7 +100,7 @@ func (e *cliEnv) plan(approver string, id string) string {
 	return fid
 }
 
-func (e *cliEnv) status(id string) engine.FlowStatus {
+func (e *cliEnv) status(id string) state.FlowStatus {
 	e.t.Helper()
 	st, err := e.svc.Get(context.Background(), id)
 	if err != nil {
@@ -217,7 +219,7 @@ func TestGateHumanConfirm(t *testing.T) {
 	if code, shown := onTerminal("yes\n", "gate", "approve", id, "review"); code != 2 || !strings.Contains(shown, "not confirmed") {
 		t.Errorf("wrong confirmation: exit %d %q", code, shown)
 	}
-	if s := e.status(id); s != engine.StatusAwaitingGate {
+	if s := e.status(id); s != state.StatusAwaitingGate {
 		t.Fatalf("refused decisions changed the flow: %s", s)
 	}
 	code, shown := onTerminal("review\n", "gate", "approve", id, "review")
@@ -269,13 +271,13 @@ func TestGateHumanConfirm(t *testing.T) {
 	if code, _, msg := e.run("approve\nlgtm\nreview\n", "run", "--resume", id, "--on-gate", "prompt"); code != 2 || !strings.Contains(msg, "decided by a person") {
 		t.Errorf("run's console from a pipe: exit %d %q", code, msg)
 	}
-	if s := e.status(id); s != engine.StatusAwaitingGate {
+	if s := e.status(id); s != state.StatusAwaitingGate {
 		t.Fatalf("refused decisions changed the flow: %s", s)
 	}
 	if code, shown := onTerminal("review\n", "run", "--resume", id, "--approve", "review"); code != 0 || !strings.Contains(shown, "type the gate's step id (review)") {
 		t.Errorf("run --approve on a terminal, confirmed: exit %d %q", code, shown)
 	}
-	if s := e.status(id); s != engine.StatusComplete {
+	if s := e.status(id); s != state.StatusComplete {
 		t.Errorf("after the confirmed --approve: %s", s)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -63,7 +65,7 @@ func TestDamagedFlowRecord(t *testing.T) {
 	damaged := atGate(&engine.Service{Store: st, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
 	healthy := atGate(&engine.Service{Store: st})
 	sums := mustList(t, st)
-	if s := sums[damaged]; s.Status != engine.StatusAwaitingGate || s.Gate == nil || s.Gate.Deadline == nil || s.Gate.Deadline.After(time.Now()) {
+	if s := sums[damaged]; s.Status != state.StatusAwaitingGate || s.Gate == nil || s.Gate.Deadline == nil || s.Gate.Deadline.After(time.Now()) {
 		t.Fatalf("the flow to damage is not at an expired gate: %+v", s)
 	}
 
@@ -140,9 +142,9 @@ func TestDamagedFlowRecord(t *testing.T) {
 	})
 }
 
-func mustList(t *testing.T, st engine.Store) map[string]engine.FlowSummary {
+func mustList(t *testing.T, st engine.Store) map[string]state.FlowSummary {
 	t.Helper()
-	out := map[string]engine.FlowSummary{}
+	out := map[string]state.FlowSummary{}
 	if err := st.View(context.Background(), func(tx engine.Tx) error {
 		l, err := tx.List(engine.ListFilter{})
 		for _, s := range l {

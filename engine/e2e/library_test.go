@@ -11,6 +11,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 )
 
@@ -47,7 +49,7 @@ func libreview(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	defer st.Close()
 	svc := &engine.Service{Store: st}
-	lease := engine.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: time.Now().Add(time.Hour)}
+	lease := state.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: time.Now().Add(time.Hour)}
 	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
 	ts.Check(err)
 	req := engine.ReviewRequest{Question: args[0], Schema: map[string]any{"type": "object",

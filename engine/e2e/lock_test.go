@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/store"
 )
@@ -133,13 +135,13 @@ func (e *lockEnv) plan(spec string) string {
 	return r.FlowID
 }
 
-func (e *lockEnv) get(flowID string) *engine.FlowState {
+func (e *lockEnv) get(flowID string) *state.FlowState {
 	e.t.Helper()
 	s, err := store.Open(e.dbPath(), store.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var st *engine.FlowState
+	var st *state.FlowState
 	if err := s.View(context.Background(), func(tx engine.Tx) (err error) {
 		st, err = tx.Get(flowID)
 		return err
@@ -296,7 +298,7 @@ func TestLargeSpecOutsideLock(t *testing.T) {
 	took := time.Since(start)
 	close(stop)
 	probe.wait(t)
-	if st := e.get(flow); st.Status != engine.StatusComplete {
+	if st := e.get(flow); st.Status != state.StatusComplete {
 		t.Fatalf("flow is %s, want complete", st.Status)
 	}
 	t.Logf("%d step-done on a %.1f MB spec (parse %v in this process) took %v; the longest wait of another process: read %v, write %v (%d rounds)",

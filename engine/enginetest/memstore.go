@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // errReadOnly is returned by writes inside View.
@@ -20,7 +22,7 @@ var errReadOnly = errors.New("enginetest: write in a read-only transaction")
 type Store struct {
 	// Now is the store's clock: GC's cutoff and the time of events
 	// appended without one (default time.Now). The stamps of states are
-	// the writer's (engine.FlowState.Stamp).
+	// the writer's (state.FlowState.Stamp).
 	Now func() time.Time
 
 	mu sync.Mutex
@@ -43,7 +45,7 @@ type data struct {
 // copy) and the summary Put was given, with the state's stamps.
 type record struct {
 	state []byte
-	sum   engine.FlowSummary
+	sum   state.FlowSummary
 }
 
 func (d *data) clone() *data {
@@ -144,13 +146,13 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 		t := etx.(*tx)
 		cutoff := s.now().Add(-olderThan)
 		n = 0
-		lookup := func(id string) (*engine.FlowSummary, error) {
+		lookup := func(id string) (*state.FlowSummary, error) {
 			if r, ok := t.d.flows[id]; ok {
 				return &r.sum, nil
 			}
 			return nil, engine.ErrNotFound
 		}
-		prunable := func(sum *engine.FlowSummary) bool {
+		prunable := func(sum *state.FlowSummary) bool {
 			ok, _ := engine.PrunableLine(sum, cutoff, lookup) // lookup never fails
 			return ok
 		}
@@ -180,12 +182,12 @@ type tx struct {
 	write bool
 }
 
-func (t *tx) Get(flowID string) (*engine.FlowState, error) {
+func (t *tx) Get(flowID string) (*state.FlowState, error) {
 	r, ok := t.d.flows[flowID]
 	if !ok {
 		return nil, fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
 	}
-	var st engine.FlowState
+	var st state.FlowState
 	if err := json.Unmarshal(r.state, &st); err != nil {
 		return nil, fmt.Errorf("flow %q: decoding: %w", flowID, err)
 	}
@@ -194,7 +196,7 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 
 // Put stores st and its summary if the flow is stored at version expect
 // (engine.NotStored: absent), else fails with an *engine.VersionError.
-func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) error {
+func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error {
 	if !t.write {
 		return errReadOnly
 	}
@@ -225,7 +227,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 }
 
 // cloneSummary copies what sum points to, so no caller shares it.
-func cloneSummary(sum engine.FlowSummary) engine.FlowSummary {
+func cloneSummary(sum state.FlowSummary) state.FlowSummary {
 	if g := sum.Gate; g != nil {
 		c := *g
 		if g.Deadline != nil {
@@ -260,10 +262,10 @@ func (t *tx) Delete(flowID string) error {
 	return nil
 }
 
-// summaries returns copies of the stored summaries that keep says, newest
-// first (ties by flow id).
-func (t *tx) summaries(keep func(*engine.FlowSummary) bool) []engine.FlowSummary {
-	var out []engine.FlowSummary
+// summaries returns copies of the stored summaries that keep says, in the
+// listing order: newest first, ties by flow id descending.
+func (t *tx) summaries(keep func(*state.FlowSummary) bool) []state.FlowSummary {
+	var out []state.FlowSummary
 	for _, r := range t.d.flows {
 		if keep(&r.sum) {
 			out = append(out, cloneSummary(r.sum))
@@ -273,22 +275,24 @@ func (t *tx) summaries(keep func(*engine.FlowSummary) bool) []engine.FlowSummary
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.After(out[j].CreatedAt)
 		}
-		return out[i].FlowID < out[j].FlowID
+		return out[i].FlowID > out[j].FlowID
 	})
 	return out
 }
 
-func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
-	out := t.summaries(func(s *engine.FlowSummary) bool { return f.Status == "" || s.Status == f.Status })
+func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
+	out := t.summaries(func(s *state.FlowSummary) bool {
+		return (f.Status == "" || s.Status == f.Status) && f.After.Precedes(s.CreatedAt, s.FlowID)
+	})
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
 	return out, nil
 }
 
-func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
-	return t.summaries(func(s *engine.FlowSummary) bool {
-		return s.Status == engine.StatusAwaitingGate && s.Gate != nil
+func (t *tx) PendingGates() ([]state.FlowSummary, error) {
+	return t.summaries(func(s *state.FlowSummary) bool {
+		return s.Status == state.StatusAwaitingGate && s.Gate != nil
 	}), nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 func TestMemStore(t *testing.T) {
@@ -16,7 +18,7 @@ func TestMemStore(t *testing.T) {
 	s.Now = func() time.Time { return now }
 	svc := &engine.Service{Store: s} // its reads of the event log
 
-	put := func(st *engine.FlowState) {
+	put := func(st *state.FlowState) {
 		t.Helper()
 		if err := s.Update(ctx, func(tx engine.Tx) error {
 			expect := st.Stamp(now)
@@ -25,12 +27,12 @@ func TestMemStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put(&engine.FlowState{FlowID: "a", Status: engine.StatusRunning, Inputs: map[string]any{"k": "v"}})
+	put(&state.FlowState{FlowID: "a", Status: state.StatusRunning, Inputs: map[string]any{"k": "v"}})
 	now = now.Add(time.Second)
-	put(&engine.FlowState{FlowID: "b", Status: engine.StatusAwaitingGate, Gate: &engine.PendingGate{StepID: "g"}})
+	put(&state.FlowState{FlowID: "b", Status: state.StatusAwaitingGate, Gate: &state.PendingGate{StepID: "g"}})
 
 	// Get returns private copies.
-	var got *engine.FlowState
+	var got *state.FlowState
 	_ = s.View(ctx, func(tx engine.Tx) error {
 		var err error
 		got, err = tx.Get("a")
@@ -63,7 +65,7 @@ func TestMemStore(t *testing.T) {
 	// A failing transaction writes nothing (flows, events, cache).
 	boom := errors.New("boom")
 	err := s.Update(ctx, func(tx engine.Tx) error {
-		c := &engine.FlowState{FlowID: "c"}
+		c := &state.FlowState{FlowID: "c"}
 		expect := c.Stamp(now)
 		_ = tx.Put(c, engine.Summarize(c, nil), expect)
 		_ = tx.Append(engine.Event{FlowID: "c", Type: engine.EventFlowCreated})

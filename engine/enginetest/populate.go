@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -67,7 +69,7 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 		return map[string]any{"summary": fmt.Sprintf("Part %d reads well; two nits about naming and one missing test for the error path.", i),
 			"score": 0.8, "notes": strings.Repeat("Checked the diff line by line. ", 4)}
 	}
-	template := func(steps int) (*engine.FlowState, error) {
+	template := func(steps int) (*state.FlowState, error) {
 		out, err := svc.Plan(ctx, PopulateSpec, "review_pr", map[string]any{"pr": "https://example.com/pr/1234"}, engine.PlanOptions{SpecFile: "review.stratum.yaml"})
 		if err != nil {
 			return nil, err
@@ -88,7 +90,7 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 	if err != nil {
 		return err
 	}
-	if waiting.Status != engine.StatusAwaitingGate {
+	if waiting.Status != state.StatusAwaitingGate {
 		return fmt.Errorf("enginetest.Populate: the gate template is %s, want awaiting_gate", waiting.Status)
 	}
 	sp, ds := specs.Parse("review.stratum.yaml", []byte(PopulateSpec))

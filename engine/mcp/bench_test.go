@@ -1,14 +1,12 @@
 package mcp_test
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const benchSpec = `version: "0.2"
@@ -61,28 +59,38 @@ flows:
 // iteration: plan, 6 step_done (s1 fails its ensures once), resume,
 // gate_resolve, audit, and a ping after each flow. It reports, per tool, the
 // p50/p95 latency of the call and the server time: the latency minus the
-// p50 of a ping round trip (the transport's share). Run with
-// -benchtime=1x; STRATUM_CPUPROFILE=file profiles the server.
+// p50 of a ping round trip (the transport's share). The client is raw
+// (rawClient, over rawServer): a call's latency ends when its answer's line is read, and
+// the answer is decoded and checked after, so the client's decoding (an
+// SDK client decodes each answer twice, more for a long audit) is not in
+// it. Run with -benchtime=1x; STRATUM_CPUPROFILE=file profiles the server;
+// STRATUM_TEST_BIN=path measures another binary (the A/B of a change:
+// build the base commit into /tmp and alternate runs of both).
 func BenchmarkToolCalls(b *testing.B) {
-	s := start(b)
+	c := startRawClient(b)
 	lat := map[string][]time.Duration{}
-	ctx := context.Background()
 	timed := func(tool string, args map[string]any, want map[string]any) map[string]any {
-		t0 := time.Now()
-		res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		lat[tool] = append(lat[tool], time.Since(t0))
+		params, err := json.Marshal(map[string]any{"name": tool, "arguments": args})
 		if err != nil {
-			b.Fatalf("%s: %v", tool, err)
+			b.Fatal(err)
 		}
-		out, _ := res.StructuredContent.(map[string]any)
-		expect(b, tool, out, want)
-		return out
+		t0 := time.Now()
+		line := c.call("tools/call", params)
+		lat[tool] = append(lat[tool], time.Since(t0))
+		var resp struct {
+			Result struct {
+				StructuredContent map[string]any `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(line, &resp); err != nil {
+			b.Fatalf("%s: %v: %.300s", tool, err, line)
+		}
+		expect(b, tool, resp.Result.StructuredContent, want)
+		return resp.Result.StructuredContent
 	}
 	ping := func() {
 		t0 := time.Now()
-		if err := s.sess.Ping(ctx, nil); err != nil {
-			b.Fatal(err)
-		}
+		c.call("ping", json.RawMessage(`{}`))
 		lat["ping"] = append(lat["ping"], time.Since(t0))
 	}
 	for i := 0; i < 20; i++ { // warm up the connection and the store
@@ -161,4 +169,42 @@ func percentiles(ds []time.Duration) (time.Duration, time.Duration) {
 		return s[i]
 	}
 	return rank(0.50), rank(0.95)
+}
+
+// rawClient is `stratum mcp` driven with raw frames (rawServer), one call at
+// a time.
+type rawClient struct {
+	*rawServer
+	id int
+}
+
+// startRawClient starts the server on a store of its own and initialises the
+// session.
+func startRawClient(tb testing.TB) *rawClient {
+	tb.Helper()
+	c := &rawClient{rawServer: startRaw(tb), id: 1}
+	c.initialize() // id 1
+	return c
+}
+
+// call sends one request and returns its answer's line, failing on an
+// error answer or one with another id.
+func (c *rawClient) call(method string, params json.RawMessage) []byte {
+	c.t.Helper()
+	c.id++
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.id, method, params))
+	var line string
+	select {
+	case l, ok := <-c.lines:
+		if !ok {
+			c.t.Fatalf("%s: the server closed stdout", method)
+		}
+		line = l
+	case <-time.After(60 * time.Second):
+		c.t.Fatalf("%s: no answer", method)
+	}
+	if head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":`, c.id); !strings.HasPrefix(line, head) {
+		c.t.Fatalf("%s: answer %.300s", method, line)
+	}
+	return []byte(line)
 }

@@ -36,7 +36,13 @@
 // client's id byte for byte (the SDK keeps ids as int64 or string); it lets
 // at most maxInFlight calls in before their answers are written (a client
 // that stops reading stops the server reading), and at the end of stdin it
-// reports the end only once every call already read is answered.
+// reports the end only once every call already read is answered. The
+// plainest tools/call and ping frames after initialisation (no _meta, a
+// registered tool other than stratum_wait_gate) are answered by the
+// connection itself (lean.go), with the bytes the session would write,
+// skipping the SDK session's per-call decoding, dispatch and re-encoding;
+// initialize, notifications (cancellation included) and everything else
+// go through the session.
 //
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers
@@ -46,7 +52,8 @@
 // Both edit files as text (install_jsontext.go, install_toml.go,
 // install_block.go) so the bytes they do not own are kept, and both refuse,
 // writing nothing, a file they cannot parse. InstallReport.Write prints
-// what they did, as text or JSON (`stratum install --json`).
+// what they did, as text or JSON (`stratum install --json`). The help
+// texts of mcp, install, doctor and uninstall are in command_help.go.
 //
 // Only this package imports the MCP SDK; the engine stays protocol-free.
 package mcp

@@ -16,13 +16,13 @@ import (
 // rawServer is `stratum mcp` driven with raw newline-delimited frames, so a
 // test can send what no well-behaved client would.
 type rawServer struct {
-	t     *testing.T
+	t     testing.TB
 	in    io.WriteCloser
 	out   *bufio.Reader
 	lines chan string
 }
 
-func startRaw(t *testing.T) *rawServer {
+func startRaw(t testing.TB) *rawServer {
 	t.Helper()
 	cmd := exec.Command(bin, "mcp")
 	cmd.Env = environ(t.TempDir(), storeFor(t))

@@ -23,24 +23,7 @@ import (
 // The request's Params alias line.
 func decodeCommon(line []byte) (req *jsonrpc.Request, id []byte, ok bool) {
 	var version, method, params []byte
-	i := skipSpace(line, 0)
-	if i >= len(line) || line[i] != '{' {
-		return nil, nil, false
-	}
-	i = skipSpace(line, i+1)
-	for i < len(line) && line[i] != '}' {
-		kEnd := skipValue(line, i)
-		key := line[i:kEnd]
-		i = skipSpace(line, kEnd)
-		if i >= len(line) || line[i] != ':' {
-			return nil, nil, false
-		}
-		vStart := skipSpace(line, i+1)
-		vEnd := skipValue(line, vStart)
-		if vEnd <= vStart {
-			return nil, nil, false
-		}
-		v := line[vStart:vEnd]
+	ok = scanObject(line, func(key, v []byte) bool {
 		var slot *[]byte
 		switch string(key) {
 		case `"jsonrpc"`:
@@ -52,16 +35,16 @@ func decodeCommon(line []byte) (req *jsonrpc.Request, id []byte, ok bool) {
 		case `"params"`:
 			slot = &params
 		default:
-			return nil, nil, false
+			return false
 		}
 		if *slot != nil {
-			return nil, nil, false // a key twice
+			return false // a key twice
 		}
 		*slot = v
-		i = skipSpace(line, vEnd)
-		if i < len(line) && line[i] == ',' {
-			i = skipSpace(line, i+1)
-		}
+		return true
+	})
+	if !ok {
+		return nil, nil, false
 	}
 	if string(version) != `"2.0"` || !plainString(method) || params != nil && params[0] != '{' {
 		return nil, nil, false
@@ -85,6 +68,36 @@ func decodeCommon(line []byte) (req *jsonrpc.Request, id []byte, ok bool) {
 		return nil, nil, false
 	}
 	return &jsonrpc.Request{Method: string(method[1 : len(method)-1]), ID: rid, Params: params}, id, true
+}
+
+// scanObject calls visit with the text of each key (quotes included) and
+// value of the top level of obj, a JSON object in valid JSON, in order,
+// until visit returns false; it reports whether obj is an object and every
+// visit returned true.
+func scanObject(obj []byte, visit func(key, v []byte) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] != '}' {
+		kEnd := skipValue(obj, i)
+		key := obj[i:kEnd]
+		i = skipSpace(obj, kEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return false
+		}
+		vStart := skipSpace(obj, i+1)
+		vEnd := skipValue(obj, vStart)
+		if vEnd <= vStart || !visit(key, obj[vStart:vEnd]) {
+			return false
+		}
+		i = skipSpace(obj, vEnd)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return i < len(obj)
 }
 
 // plainString reports whether v is a JSON string without escapes or

@@ -7,7 +7,7 @@ import (
 )
 
 // resolveFlowID replaces *flowID — a whole flow id or any unique prefix of
-// at least engine.MinFlowIDPrefix characters, as the CLI and the TUI show
+// at least 4 characters, as the CLI and the TUI show
 // them — with the flow's id (engine.Service.ResolveFlowID), before a tool
 // calls the Service. When it cannot, the tool answers what it returns: the
 // original's flow_not_found envelope for an unknown or too short id, the

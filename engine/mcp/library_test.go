@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // TestLibraryReviewOverMCP: stratum_gate_resolve decides a Go program's
@@ -18,7 +20,7 @@ func TestLibraryReviewOverMCP(t *testing.T) {
 	st := s.openStore()
 	svc := &engine.Service{Store: st}
 	ctx := context.Background()
-	lease := engine.Lease{ID: "lib-mcp", ExpiresAt: time.Now().Add(time.Hour)}
+	lease := state.Lease{ID: "lib-mcp", ExpiresAt: time.Now().Add(time.Hour)}
 	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +51,7 @@ func TestLibraryReviewOverMCP(t *testing.T) {
 	if err != nil || r.Decision == nil || r.Decision.Channel != "mcp" || string(r.Decision.Value) != `{"ship":true}` {
 		t.Errorf("stored review %+v, %v", r, err)
 	}
-	if r, _ := svc.LibraryReviewOf(ctx, id, "review-2"); r.Status != engine.ReviewOpen {
+	if r, _ := svc.LibraryReviewOf(ctx, id, "review-2"); r.Status != state.ReviewOpen {
 		t.Errorf("the human review is %s", r.Status)
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -29,7 +31,7 @@ import (
 //
 // What a poll answers comes from the flow, not from this process's memory:
 // the server holds the step's fan-out with a lease recorded in the flow
-// (engine.ParallelRun: a run.Holder's lease, renewed by the holder's
+// (state.ParallelRun: a run.Holder's lease, renewed by the holder's
 // keep-alive every third of fanLeaseTTL, as a runner's) and records the
 // merge outcome there when the fan-out ends. A restarted server — or
 // another server sharing the store — therefore reports the real merge
@@ -88,7 +90,7 @@ func flowNotFound(id string) engine.Response {
 }
 
 // fanFlow loads a flow with its parsed spec.
-func (s *server) fanFlow(ctx context.Context, flowID string) (*engine.FlowState, *specs.Spec, *specs.Flow, error) {
+func (s *server) fanFlow(ctx context.Context, flowID string) (*state.FlowState, *specs.Spec, *specs.Flow, error) {
 	st, err := s.svc.Get(ctx, flowID)
 	if err != nil {
 		return nil, nil, nil, err
@@ -104,7 +106,7 @@ func (s *server) fanFlow(ctx context.Context, flowID string) (*engine.FlowState,
 	return st, sp, flow, nil
 }
 
-func currentStep(st *engine.FlowState, flow *specs.Flow) *specs.Step {
+func currentStep(st *state.FlowState, flow *specs.Flow) *specs.Step {
 	steps := flow.OrderedSteps()
 	if st.Status.Finished() || st.CurrentIdx < 0 || st.CurrentIdx >= len(steps) {
 		return nil
@@ -141,7 +143,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	prior := st.TasksOf(in.StepID)
 	started := running || st.ParallelRunOf(in.StepID) != nil
 	for _, t := range prior {
-		if t.State != engine.TaskPending {
+		if t.State != state.TaskPending {
 			started = true
 		}
 	}
@@ -152,7 +154,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		return engine.Response{"status": "error", "error_type": "flow_owned", "flow_id": st.FlowID,
 			"message": fmt.Sprintf("Flow '%s' is driven by an in-process runner (lease '%s'); it runs its fan-out itself", st.FlowID, st.Owner.ID)}, nil
 	}
-	source, err := st.ResolveSource(cur)
+	source, err := engine.ResolveSource(st, cur)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
@@ -163,7 +165,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if len(tasks) == 0 {
 		return perr("no_tasks", "Step '%s' source resolved to zero tasks.", in.StepID), nil
 	}
-	inputs, err := st.ResolveStepInputs(cur)
+	inputs, err := engine.ResolveStepInputs(st, cur)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve the inputs of step '%s': %v", in.StepID, err), nil
 	}
@@ -227,7 +229,7 @@ func (s *server) runFan(fr *fanRun, fo *run.FanOut, holder *run.Holder, flowID, 
 	beat := make(chan struct{})
 	go func() {
 		defer close(beat)
-		_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l engine.Lease) error {
+		_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l state.Lease) error {
 			if err := s.svc.ClaimParallelRun(ctx, flowID, stepID, l); err != nil && ctx.Err() == nil {
 				s.log.Error("parallel fan-out: renewing its lease", "flow_id", flowID, "step_id", stepID, "error", err.Error())
 			}
@@ -260,7 +262,7 @@ func (s *server) runFan(fr *fanRun, fo *run.FanOut, holder *run.Holder, flowID, 
 // taskExecutor is the executor of a step's tasks, as `stratum run` picks
 // it: run: → command, agent: → agent CLI (agents from the configuration
 // next to the spec), else an LLM.
-func (s *server) taskExecutor(st *engine.FlowState, step *specs.Step) (engine.Executor, string, error) {
+func (s *server) taskExecutor(st *state.FlowState, step *specs.Step) (engine.Executor, string, error) {
 	if step.Run != nil {
 		return &run.CommandExecutor{}, "command", nil
 	}
@@ -295,10 +297,10 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 		t := tasks[id]
 		var msg string
 		switch t.State {
-		case engine.TaskRunning:
-			t.State, msg = engine.TaskFailed, restartError
-		case engine.TaskPending:
-			t.State, msg = engine.TaskCancelled, fmt.Sprintf("task '%s' did not run: the server running the fan-out stopped", id)
+		case state.TaskRunning:
+			t.State, msg = state.TaskFailed, restartError
+		case state.TaskPending:
+			t.State, msg = state.TaskCancelled, fmt.Sprintf("task '%s' did not run: the server running the fan-out stopped", id)
 		default:
 			continue
 		}
@@ -317,13 +319,13 @@ func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error
 // orphaned reports whether the step's fan-out was started by a server
 // that no longer runs it (its lease expired or was dropped) while some of
 // its tasks are not settled.
-func orphaned(st *engine.FlowState, stepID string, tasks []engine.ParallelTask) bool {
+func orphaned(st *state.FlowState, stepID string, tasks []state.ParallelTask) bool {
 	r := st.ParallelRunOf(stepID)
 	if r == nil || r.Live(time.Now()) {
 		return false
 	}
 	for _, t := range tasks {
-		if !engine.TaskTerminal(t.State) {
+		if !state.TaskTerminal(t.State) {
 			return true
 		}
 	}
@@ -334,7 +336,7 @@ func orphaned(st *engine.FlowState, stepID string, tasks []engine.ParallelTask) 
 // this process's result while it has it, else the one recorded in the
 // flow. A fan-out whose server stopped before merging under isolation:
 // worktree merged nothing, which is a conflict, never "clean".
-func mergeOutcome(fr *fanRun, st *engine.FlowState, step *specs.Step, tasks []engine.ParallelTask) (string, []string) {
+func mergeOutcome(fr *fanRun, st *state.FlowState, step *specs.Step, tasks []state.ParallelTask) (string, []string) {
 	if fr != nil && fr.res != nil && !fr.res.Interrupted {
 		return fr.res.MergeStatus, fr.res.Details
 	}
@@ -351,7 +353,7 @@ func mergeOutcome(fr *fanRun, st *engine.FlowState, step *specs.Step, tasks []en
 	complete := 0
 	for _, t := range tasks {
 		switch {
-		case t.State == engine.TaskComplete:
+		case t.State == state.TaskComplete:
 			complete++
 			if t.Branch != "" {
 				branches = append(branches, t.Branch)
@@ -372,7 +374,7 @@ func isNotFound(err error) bool {
 
 // taskView is a task as poll shows it: the original's ParallelTaskState
 // fields, plus ours.
-func taskView(t engine.ParallelTask) map[string]any {
+func taskView(t state.ParallelTask) map[string]any {
 	m := map[string]any{
 		"task_id": t.TaskID, "state": t.State, "started_at": t.StartedAt, "finished_at": t.FinishedAt, "result": t.Result,
 		"error": t.Error, "cert_violations": t.CertViolations, "worktree_path": t.WorktreePath, "diff": t.Diff, "diff_error": t.DiffError,
@@ -391,7 +393,7 @@ func taskView(t engine.ParallelTask) map[string]any {
 func aggregate(results []any, mergeStatus string) map[string]any {
 	completed, failed := []any{}, []any{}
 	for _, r := range results {
-		if r.(map[string]any)["status"] == engine.TaskComplete {
+		if r.(map[string]any)["status"] == state.TaskComplete {
 			completed = append(completed, r)
 		} else {
 			failed = append(failed, r)
@@ -402,9 +404,9 @@ func aggregate(results []any, mergeStatus string) map[string]any {
 
 // stepTasks are the recorded tasks of the step's current dispatch, in
 // source order, and the ids the source lists.
-func stepTasks(st *engine.FlowState, step *specs.Step) ([]engine.ParallelTask, bool) {
+func stepTasks(st *state.FlowState, step *specs.Step) ([]state.ParallelTask, bool) {
 	rec := st.LastTasksOf(step.ID)
-	source, err := st.ResolveSource(step)
+	source, err := engine.ResolveSource(st, step)
 	if err != nil {
 		return nil, false
 	}
@@ -412,7 +414,7 @@ func stepTasks(st *engine.FlowState, step *specs.Step) ([]engine.ParallelTask, b
 	if err != nil {
 		return nil, false
 	}
-	var out []engine.ParallelTask
+	var out []state.ParallelTask
 	for _, t := range tasks {
 		if r, ok := rec[t.ID]; ok {
 			out = append(out, r)

@@ -8,7 +8,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/internal/fanout"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -19,7 +21,7 @@ import (
 // fanStep reads the flow and the step a poll or an advance is about; resp
 // is the original's answer when there is none (flow_not_found,
 // unknown_step).
-func (s *server) fanStep(ctx context.Context, flowID, stepID string) (*engine.FlowState, *specs.Flow, *specs.Step, engine.Response, error) {
+func (s *server) fanStep(ctx context.Context, flowID, stepID string) (*state.FlowState, *specs.Flow, *specs.Step, engine.Response, error) {
 	st, _, flow, err := s.fanFlow(ctx, flowID)
 	if err != nil {
 		if isNotFound(err) {
@@ -44,7 +46,7 @@ func (s *server) fanRun(flowID, stepID string) *fanRun {
 // settleIfOrphaned settles the tasks a dead server left running (when its
 // lease expired: orphaned) and returns the flow and its tasks as they are
 // then; otherwise st and tasks as given.
-func (s *server) settleIfOrphaned(ctx context.Context, st *engine.FlowState, step *specs.Step, tasks []engine.ParallelTask) (*engine.FlowState, []engine.ParallelTask, error) {
+func (s *server) settleIfOrphaned(ctx context.Context, st *state.FlowState, step *specs.Step, tasks []state.ParallelTask) (*state.FlowState, []state.ParallelTask, error) {
 	if !orphaned(st, step.ID, tasks) {
 		return st, tasks, nil
 	}
@@ -96,7 +98,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	for _, t := range tasks {
 		summary[t.State]++
 		view[t.TaskID] = taskView(t)
-		if !engine.TaskTerminal(t.State) {
+		if !state.TaskTerminal(t.State) {
 			allTerminal = false
 		}
 	}
@@ -110,7 +112,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	complete := 0
 	for i, t := range tasks {
 		results[i] = t.TaskResult()
-		if t.State == engine.TaskComplete {
+		if t.State == state.TaskComplete {
 			complete++
 		}
 	}
@@ -179,7 +181,7 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 	}
 	results := make([]any, len(tasks))
 	for i, t := range tasks {
-		if !engine.TaskTerminal(t.State) {
+		if !state.TaskTerminal(t.State) {
 			busy = true
 		}
 		results[i] = t.TaskResult()

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -56,7 +58,7 @@ func serveIn(t *testing.T, dir, home string) (*server, *exec.Cmd) {
 }
 
 // flowState reads a flow straight from the store under home.
-func flowState(t *testing.T, home, id string) *engine.FlowState {
+func flowState(t *testing.T, home, id string) *state.FlowState {
 	t.Helper()
 	st, err := store.Open(filepath.Join(home, store.FileName), store.Options{})
 	if err != nil {

@@ -60,6 +60,8 @@ type server struct {
 	svc  *engine.Service
 	opts Options
 	log  *slog.Logger
+	// tools are the registered tools' bodies by name (addTool).
+	tools map[string]toolRun
 
 	// Server-dispatched fan-outs (stratum_parallel_start), by flow and
 	// step; bg is their context, cancelled when the server stops.
@@ -89,7 +91,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 		opts.MaxWait = 300 * time.Second
 	}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s := &server{svc: svc, opts: opts, log: log, fans: map[fanKey]*fanRun{}}
+	s := &server{svc: svc, opts: opts, log: log, fans: map[fanKey]*fanRun{}, tools: map[string]toolRun{}}
 	s.bg, s.bgStop = context.WithCancel(context.Background())
 	srv := mcp.NewServer(&mcp.Implementation{Name: "stratum", Title: "stratum", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -138,7 +140,9 @@ func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
 		logOut = io.Discard
 	}
 	frameLog := slog.New(slog.NewTextHandler(&lockedWriter{w: logOut}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := srv.Run(ctx, newStdioTransport(os.Stdin, os.Stdout, frameLog))
+	t := newStdioTransport(os.Stdin, os.Stdout, frameLog)
+	t.lean = &leanCalls{srv: srv, tools: s.tools}
+	err := srv.Run(ctx, t)
 	cancel()
 	wg.Wait()
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
@@ -222,11 +226,12 @@ type toolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In)
 // is the engine response, as structured content and the same JSON as text
 // (marshaled once). Bad arguments and unexpected failures (errors, panics)
 // become invalid_arguments / internal_error envelopes with isError set; the
-// failure's details go to the log.
+// failure's details go to the log. The same body answers the tool's calls
+// that the connection takes past the SDK session (lean.go).
 func addTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f toolFunc[In]) {
 	spec := specOf[In]()
 	t.InputSchema = inputSchema[In]()
-	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	run := func(ctx context.Context, req *mcp.CallToolRequest) ([]byte, bool, error) {
 		resp, isErr, err := s.call(ctx, t.Name, func() (engine.Response, error) {
 			in, err := decodeArgs[In](req.Params.Arguments, spec)
 			if err != nil {
@@ -235,7 +240,7 @@ func addTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f toolFunc[In]) {
 			return f(ctx, req, in)
 		})
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		b, err := json.Marshal(resp)
 		if err != nil {
@@ -243,10 +248,22 @@ func addTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f toolFunc[In]) {
 			b, _ = json.Marshal(internalError())
 			isErr = true
 		}
+		return b, isErr, nil
+	}
+	s.tools[t.Name] = run
+	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b, isErr, err := run(ctx, req)
+		if err != nil {
+			return nil, err
+		}
 		return &mcp.CallToolResult{IsError: isErr, StructuredContent: json.RawMessage(b),
 			Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	})
 }
+
+// toolRun is a registered tool's body as addTool wraps it: the result's
+// JSON and whether it is an error envelope, or the context's error.
+type toolRun func(ctx context.Context, req *mcp.CallToolRequest) (result []byte, isErr bool, err error)
 
 // call runs one tool body, mapping failures to envelopes.
 func (s *server) call(ctx context.Context, tool string, f func() (engine.Response, error)) (resp engine.Response, isErr bool, err error) {

@@ -11,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -127,7 +129,7 @@ Errors: {status:"error", error_type, message}: ir_parse_error / ir_validation_er
 			if err != nil {
 				return nil, err
 			}
-			return answer(svc.Plan(ctx, in.Spec, in.Flow, inputs, engine.PlanOptions{Driver: engine.DriverAgent}))
+			return answer(svc.Plan(ctx, in.Spec, in.Flow, inputs, engine.PlanOptions{Driver: state.DriverAgent}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_resume", Description: `Return the current dispatch of an existing flow (after a restart, a lost context, or a decision made elsewhere). Reads the shared store; changes nothing unless the flow must advance.

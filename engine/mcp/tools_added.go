@@ -9,6 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Defaults of the added tools.
@@ -44,12 +46,12 @@ Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, tota
 			if limit < 1 || limit > maxListLimit {
 				return nil, badArgs("limit must be between 1 and %d, got %d", maxListLimit, limit)
 			}
-			list, err := s.svc.List(ctx, engine.ListFilter{Status: engine.FlowStatus(in.Status), Limit: limit})
+			list, err := s.svc.List(ctx, engine.ListFilter{Status: state.FlowStatus(in.Status), Limit: limit})
 			if err != nil {
 				return nil, err
 			}
 			if list == nil {
-				list = []engine.FlowSummary{}
+				list = []state.FlowSummary{}
 			}
 			return engine.Response{"flows": list}, nil
 		})
@@ -103,7 +105,7 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 		}
 		return resp, nil
 	}
-	if first.Status != engine.StatusAwaitingGate || first.Gate == nil {
+	if first.Status != state.StatusAwaitingGate || first.Gate == nil {
 		return done(0, false)
 	}
 	gate := *first.Gate
@@ -148,7 +150,7 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 		if err != nil {
 			return nil, err
 		}
-		if st.Status != engine.StatusAwaitingGate || st.Gate == nil || st.Gate.StepID != gate.StepID || st.Gate.Round != gate.Round {
+		if st.Status != state.StatusAwaitingGate || st.Gate == nil || st.Gate.StepID != gate.StepID || st.Gate.Round != gate.Round {
 			return done(time.Since(start), false)
 		}
 	}

@@ -21,9 +21,12 @@ import (
 // json.Decoder pass, a batch attempt, then jsonrpc.DecodeMessage): here
 // the message the guard decoded is the one the session gets. Writes of the
 // session and of the guard go through one lock, a whole frame at a time.
+// With lean set, the connection answers the plainest tools/call and ping
+// frames itself (lean.go).
 type stdioTransport struct {
 	guard *frameGuard
 	out   *lockedWriter
+	lean  *leanCalls
 }
 
 func newStdioTransport(in io.ReadCloser, out io.Writer, log *slog.Logger) *stdioTransport {
@@ -41,7 +44,9 @@ const maxInFlight = 64
 // goroutine of its own until the input ends or the connection is closed.
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &stdioConn{guard: t.guard, out: t.out, incoming: make(chan inbound), closed: make(chan struct{}),
-		slots: make(chan struct{}, maxInFlight), calls: map[int64]json.RawMessage{}, byID: map[string]int64{}}
+		slots: make(chan struct{}, maxInFlight), calls: map[int64]json.RawMessage{}, byID: map[string]int64{},
+		lean: t.lean, leanCancel: map[int64]context.CancelFunc{}}
+	c.leanCtx, c.leanStop = context.WithCancel(context.Background())
 	go c.readLoop()
 	return c, nil
 }
@@ -64,17 +69,28 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 // end of the input, Read returns the input's error only once every call
 // already read is answered, so the session (which cancels its in-flight
 // requests when Read fails) finishes them first.
+//
+// Lean calls (lean.go) are admitted the same way (our id, a slot), run in a
+// goroutine of their own instead of being returned by Read, and answered
+// through Write; their contexts end with the connection or when a
+// notifications/cancelled names them.
 type stdioConn struct {
 	guard    *frameGuard
 	out      *lockedWriter
 	incoming chan inbound
 	slots    chan struct{}
 
+	lean     *leanCalls
+	leanCtx  context.Context
+	leanStop context.CancelFunc
+
 	mu     sync.Mutex
 	calls  map[int64]json.RawMessage // our id → the client's
 	byID   map[string]int64          // the client's id → ours
 	lastID int64
 	endErr error // the input's error, once every call is answered
+	// leanCancel cancels a lean call in flight, by our id.
+	leanCancel map[int64]context.CancelFunc
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -145,7 +161,8 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // admit gives a call our id and keeps its slot; any other message gives the
 // slot back (a notifications/cancelled of a call in flight is rewritten to
-// name our id). It answers and drops a call whose id is in flight.
+// name our id). It answers and drops a call whose id is in flight, and
+// starts a lean call (lean.go) instead of returning it.
 func (c *stdioConn) admit(in inbound) (jsonrpc.Message, bool) {
 	req, ok := in.msg.(*jsonrpc.Request)
 	if !ok || !req.IsCall() || in.id == nil {
@@ -165,9 +182,40 @@ func (c *stdioConn) admit(in inbound) (jsonrpc.Message, bool) {
 	c.lastID++
 	ours := c.lastID
 	c.calls[ours], c.byID[string(in.id)] = in.id, ours
+	run := c.lean.take(req)
+	var ctx context.Context
+	if run != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(c.leanCtx)
+		c.leanCancel[ours] = cancel
+	}
 	c.mu.Unlock()
 	req.ID, _ = jsonrpc.MakeID(float64(ours))
+	if run != nil {
+		go c.answerLean(ctx, req.ID, run)
+		return nil, false
+	}
 	return req, true
+}
+
+// answerLean runs a lean call and writes its answer (Write frees its slot).
+func (c *stdioConn) answerLean(ctx context.Context, id jsonrpc.ID, run leanRun) {
+	result, err := run(ctx)
+	resp := &jsonrpc.Response{ID: id, Result: result, Error: err}
+	if err != nil {
+		resp.Result = nil
+	}
+	if werr := c.Write(context.Background(), resp); werr != nil {
+		c.guard.log.Warn("writing an MCP answer", "error", werr)
+	}
+	n, _ := id.Raw().(int64)
+	c.mu.Lock()
+	cancel := c.leanCancel[n]
+	delete(c.leanCancel, n)
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // renameCancelled rewrites the requestId of a notifications/cancelled that
@@ -179,6 +227,9 @@ func (c *stdioConn) renameCancelled(req *jsonrpc.Request) {
 	}
 	c.mu.Lock()
 	ours, ok := c.byID[string(params["requestId"])]
+	if cancel := c.leanCancel[ours]; ok && cancel != nil {
+		cancel()
+	}
 	c.mu.Unlock()
 	if !ok {
 		return
@@ -259,6 +310,7 @@ func withID(data []byte, ours int64, id json.RawMessage) []byte {
 // Close implements mcp.Connection; it closes the input once.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
+		c.leanStop()
 		c.closeErr = c.guard.Close()
 		close(c.closed)
 	})

@@ -14,8 +14,9 @@ import (
 	"github.com/stratum-go/stratum/engine/enginetest"
 )
 
-// rawSession is the server on newStdioTransport over pipes, driven with raw
-// frames: the server's share of a call without a client's decoding.
+// rawSession is the server on newStdioTransport over pipes, with the lean
+// path as Serve runs it, driven with raw frames: the server's share of a
+// call without a client's decoding.
 type rawSession struct {
 	tb  testing.TB
 	in  *io.PipeWriter
@@ -25,14 +26,16 @@ type rawSession struct {
 
 func startRawSession(tb testing.TB) *rawSession {
 	tb.Helper()
-	srv := NewServer(&engine.Service{Store: enginetest.New()}, Options{})
+	srv, st := newServer(&engine.Service{Store: enginetest.New()}, Options{})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	tr := newStdioTransport(inR, outW, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tr.lean = &leanCalls{srv: srv, tools: st.tools} // as Serve has it
 	go func() {
 		defer close(done)
-		_ = srv.Run(ctx, newStdioTransport(inR, outW, slog.New(slog.NewTextHandler(io.Discard, nil))))
+		_ = srv.Run(ctx, tr)
 	}()
 	tb.Cleanup(func() { _ = inW.Close(); cancel(); _ = outR.Close(); <-done })
 	s := &rawSession{tb: tb, in: inW, out: bufio.NewReaderSize(outR, 1<<16)}

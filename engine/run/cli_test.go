@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -176,7 +178,7 @@ func TestConclude(t *testing.T) {
 	// Without --json: the completed flow's output is what stdout gets.
 	output := map[string]any{"greeting": "hello"}
 	done := &Outcome{Status: EndComplete, FlowName: "f", Steps: []*StepReport{{StepID: "s", Status: "passed"}},
-		Final: &engine.Completion{Status: engine.StatusComplete, Output: output}}
+		Final: &engine.Completion{Status: state.StatusComplete, Output: output}}
 	stderr.Reset()
 	rep, err = Conclude(context.Background(), e.svc, done, &stderr, junit, false)
 	if err != nil || !reflect.DeepEqual(rep, output) || stderr.Len() != 0 {
@@ -374,7 +376,7 @@ func TestConcludeLeaseHeld(t *testing.T) {
 	wantStatus(t, o, EndGate, 4)
 	host, _ := os.Hostname()
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	other := engine.Lease{ID: "other-runner", PID: os.Getpid(), Host: host, Heartbeat: time.Now(), ExpiresAt: until}
+	other := state.Lease{ID: "other-runner", PID: os.Getpid(), Host: host, Heartbeat: time.Now(), ExpiresAt: until}
 	if err := e.svc.Claim(context.Background(), o.FlowID, other); err != nil {
 		t.Fatal(err)
 	}

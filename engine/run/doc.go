@@ -24,7 +24,8 @@
 // configuration and the opening of the service). The CLI's
 // other parsers live here too (inputs.go): ParseInputs for --input/--inputs
 // (also the TUI's run dialog), ParseResult for step-done's --result and
-// --result-file, and PlanArgs (with PlanFlow, its default flow) for plan.
+// --result-file, and PlanArgs (with PlanFlow, its default flow) for plan;
+// the help texts of run, plan and step-done are in cli_help.go.
 //
 // Leases (lease.go): a Holder is the one way this process holds a lease —
 // the runner on the flows it drives, the MCP server on a fan-out it runs

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/internal/otlp"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -59,7 +61,7 @@ type FanOut struct {
 	Dir string
 	// Prior are the tasks already recorded for this dispatch (a resume):
 	// completed ones are not run again.
-	Prior map[string]engine.ParallelTask
+	Prior map[string]state.ParallelTask
 	// WorktreeRoot is where task worktrees go (default
 	// $STRATUM_HOME/worktrees).
 	WorktreeRoot string
@@ -72,7 +74,7 @@ type FanOut struct {
 	// OnCall records one task's spend (nil: not recorded).
 	OnCall func(ctx context.Context, c engine.CallRecord)
 	// OnTask is told every state change of a task (nil: nobody).
-	OnTask func(t engine.ParallelTask)
+	OnTask func(t state.ParallelTask)
 	// Log receives notes for the user (kept worktrees); nil: discarded.
 	Log io.Writer
 
@@ -81,7 +83,7 @@ type FanOut struct {
 	// this process (the tasks' call records), so they never conflict.
 	Writer *engine.FlowWriter
 
-	state map[string]*engine.ParallelTask // owned by the scheduler
+	state map[string]*state.ParallelTask // owned by the scheduler
 	// later counts the records queued by recordLater and not yet
 	// answered; laterQ holds them in order for confirm (running while
 	// confirming); laterErr is the first that failed.
@@ -100,7 +102,7 @@ type FanOut struct {
 // FanOutResult is how a fan-out ended.
 type FanOutResult struct {
 	// Tasks in source order.
-	Tasks []engine.ParallelTask
+	Tasks []state.ParallelTask
 	// MergeStatus is "clean" or "conflict"; Details explain failures (a
 	// conflict, a file owned twice, why tasks failed).
 	MergeStatus string
@@ -200,12 +202,12 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 	if f.Writer == nil {
 		f.Writer = f.Service.FlowWriter(f.FlowID, f.Report)
 	}
-	f.state = make(map[string]*engine.ParallelTask, len(f.Tasks))
-	var pending []engine.ParallelTask
+	f.state = make(map[string]*state.ParallelTask, len(f.Tasks))
+	var pending []state.ParallelTask
 	for _, t := range f.Tasks {
-		pt := engine.ParallelTask{TaskID: t.ID, State: engine.TaskPending, StepID: f.Step.ID}
+		pt := state.ParallelTask{TaskID: t.ID, State: state.TaskPending, StepID: f.Step.ID}
 		if p, ok := f.Prior[t.ID]; ok {
-			if p.State == engine.TaskComplete && f.branchUsable(ctx, p) {
+			if p.State == state.TaskComplete && f.branchUsable(ctx, p) {
 				f.state[t.ID] = &p
 				continue
 			}
@@ -238,7 +240,7 @@ func (f *FanOut) Run(ctx context.Context) (*FanOutResult, error) {
 // so a progress line never announces what a kill -9 could still lose. A
 // failure is kept for laterError; a write whose ctx ended (Ctrl-C) is not
 // one. flushLater waits for every queued record.
-func (f *FanOut) recordLater(ctx context.Context, ts ...engine.ParallelTask) {
+func (f *FanOut) recordLater(ctx context.Context, ts ...state.ParallelTask) {
 	// Many records go in writes the store accepts (FlowWriter.MaxEvents).
 	if max := f.Writer.MaxEvents(); max > 0 {
 		for len(ts) > max {
@@ -264,7 +266,7 @@ func (f *FanOut) recordLater(ctx context.Context, ts ...engine.ParallelTask) {
 type queuedRecord struct {
 	ctx    context.Context
 	answer <-chan error
-	tasks  []engine.ParallelTask
+	tasks  []state.ParallelTask
 }
 
 // confirm awaits the answers of the queued records in order, tells OnTask
@@ -375,9 +377,9 @@ func (f *FanOut) reportCall(ctx context.Context, id string, elapsed time.Duratio
 // when the budget ran out (budget then says why the fan-out stops) or the
 // task was cancelled (why, from the cancel's cause), else failed with the
 // attempt's violations. spanMsg is the status message of the task's span.
-func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.BudgetView, execErr error) (state, spanMsg string, violations []string, budget string) {
+func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.BudgetView, execErr error) (taskState, spanMsg string, violations []string, budget string) {
 	if deadlineSpent(view, execErr) || errors.Is(execErr, engine.ErrBudgetExhausted) {
-		return engine.TaskCancelled, "budget exhausted", []string{fmt.Sprintf("task '%s' stopped: the budget ran out", id)},
+		return state.TaskCancelled, "budget exhausted", []string{fmt.Sprintf("task '%s' stopped: the budget ran out", id)},
 			fmt.Sprintf("step '%s' ran out of its budget during task '%s'", f.Step.ID, id)
 	}
 	if tctx.Err() != nil {
@@ -390,7 +392,7 @@ func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.Budget
 		case errors.Is(cause, errBudgetStop):
 			why = "cancelled: the budget ran out"
 		}
-		return engine.TaskCancelled, "cancelled", []string{fmt.Sprintf("task '%s' %s", id, why)}, ""
+		return state.TaskCancelled, "cancelled", []string{fmt.Sprintf("task '%s' %s", id, why)}, ""
 	}
 	var ae *engine.AttemptError
 	vs := []string{execErr.Error()}
@@ -403,7 +405,7 @@ func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.Budget
 	for i, v := range vs {
 		vs[i] = fmt.Sprintf("task '%s': %s", id, v)
 	}
-	return engine.TaskFailed, strings.Join(vs, "; "), vs, ""
+	return state.TaskFailed, strings.Join(vs, "; "), vs, ""
 }
 
 func orDefault(s, def string) string {
@@ -432,19 +434,19 @@ var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // are not slowed to one store write each. A process killed before a
 // record was written leaves the task as last written (pending or
 // running), and a resume runs it again.
-func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.ParallelTask, view engine.BudgetView) taskDone {
+func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.ParallelTask, view engine.BudgetView) taskDone {
 	f.recordLater(ctx, pt)
 	dir := f.Dir
 	wt, branch := "", ""
 	worktree := f.isolation() == "worktree"
-	finish := func(state string, result any, violations []string) taskDone {
-		if ctx.Err() != nil && state != engine.TaskComplete {
+	finish := func(taskState string, result any, violations []string) taskDone {
+		if ctx.Err() != nil && taskState != state.TaskComplete {
 			if worktree {
 				f.cleanupTask(ctx, wt, branch, true)
 			}
 			return taskDone{id: t.ID}
 		}
-		pt.State = state
+		pt.State = taskState
 		pt.Result = result
 		pt.FinishedAt = fanout.UnixSeconds(time.Now())
 		pt.Violations = violations
@@ -454,7 +456,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 			pt.Error = &msg
 		}
 		if worktree {
-			f.cleanupTask(ctx, wt, branch, state != engine.TaskComplete)
+			f.cleanupTask(ctx, wt, branch, taskState != state.TaskComplete)
 		}
 		f.recordLater(context.WithoutCancel(ctx), pt)
 		return taskDone{id: t.ID, task: &pt}
@@ -464,13 +466,13 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		// A run that died may have left this task's worktree and branch.
 		f.removeWorktree(ctx, wt, branch, true)
 		if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
-			return finish(engine.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
+			return finish(state.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
 		}
 		f.wtMu.Lock()
 		_, err := git(ctx, f.root, "worktree", "add", "-b", branch, wt, "HEAD")
 		f.wtMu.Unlock()
 		if err != nil {
-			return finish(engine.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
+			return finish(state.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
 		}
 		pt.WorktreePath = &wt
 		pt.Branch = branch
@@ -485,16 +487,16 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 	elapsed := time.Since(start)
 	f.reportCall(ctx, t.ID, elapsed, out, execErr)
 	// endSpan ends the task's span with the state the task settles in.
-	endSpan := func(state string, msg string) {
+	endSpan := func(taskState string, msg string) {
 		if span != nil {
-			span.Set("stratum.task_state", state)
-			span.EndStatus(state == engine.TaskComplete, msg)
+			span.Set("stratum.task_state", taskState)
+			span.EndStatus(taskState == state.TaskComplete, msg)
 		}
 	}
 	if execErr != nil {
-		state, spanMsg, vs, budget := f.taskFailure(tctx, t.ID, view, execErr)
-		endSpan(state, spanMsg)
-		d := finish(state, nil, vs)
+		taskState, spanMsg, vs, budget := f.taskFailure(tctx, t.ID, view, execErr)
+		endSpan(taskState, spanMsg)
+		d := finish(taskState, nil, vs)
 		d.budget = budget
 		return d
 	}
@@ -503,18 +505,18 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt engine.Par
 		pt.Files = files
 		pt.Diff = diff
 		if err != nil {
-			endSpan(engine.TaskFailed, err.Error())
-			return finish(engine.TaskFailed, out.Output, []string{fmt.Sprintf("task '%s': %v", t.ID, err)})
+			endSpan(state.TaskFailed, err.Error())
+			return finish(state.TaskFailed, out.Output, []string{fmt.Sprintf("task '%s': %v", t.ID, err)})
 		}
 		if len(t.FilesOwned) > 0 {
 			if bad := outside(files, t.FilesOwned); len(bad) > 0 {
 				msg := fmt.Sprintf("task '%s' wrote outside its files_owned: %s (files_owned: %s); its changes are discarded — widen files_owned in the task graph or keep the task to its files",
 					t.ID, listShort(bad, 5), strings.Join(t.FilesOwned, ", "))
-				endSpan(engine.TaskFailed, msg)
-				return finish(engine.TaskFailed, out.Output, []string{msg})
+				endSpan(state.TaskFailed, msg)
+				return finish(state.TaskFailed, out.Output, []string{msg})
 			}
 		}
 	}
-	endSpan(engine.TaskComplete, "")
-	return finish(engine.TaskComplete, out.Output, nil)
+	endSpan(state.TaskComplete, "")
+	return finish(state.TaskComplete, out.Output, nil)
 }

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/fanout"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // The git side of a fan-out under isolation: worktree: a task's worktree
@@ -17,7 +17,7 @@ import (
 
 // branchUsable: a completed task of a resumed worktree fan-out is reused
 // only while its branch still exists.
-func (f *FanOut) branchUsable(ctx context.Context, p engine.ParallelTask) bool {
+func (f *FanOut) branchUsable(ctx context.Context, p state.ParallelTask) bool {
 	if f.isolation() != "worktree" || p.Branch == "" {
 		return true
 	}
@@ -116,7 +116,7 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 	ctx = context.WithoutCancel(ctx)
 	complete, failed := 0, 0
 	for _, t := range res.Tasks {
-		if t.State == engine.TaskComplete {
+		if t.State == state.TaskComplete {
 			complete++
 		} else {
 			failed++
@@ -134,7 +134,7 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 	}
 	owner := map[string]string{}
 	for _, t := range res.Tasks {
-		if t.State != engine.TaskComplete {
+		if t.State != state.TaskComplete {
 			continue
 		}
 		for _, file := range t.Files {
@@ -161,7 +161,7 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 		return
 	}
 	for _, t := range res.Tasks {
-		if t.State != engine.TaskComplete || t.Branch == "" {
+		if t.State != state.TaskComplete || t.Branch == "" {
 			continue
 		}
 		if _, err := git(ctx, f.root, "merge", "--no-ff", "--no-edit", "-m", fmt.Sprintf("stratum: merge task %s of step %s", t.TaskID, f.Step.ID), t.Branch); err != nil {

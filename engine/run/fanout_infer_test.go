@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -116,12 +116,12 @@ flows:
 	mu.Unlock()
 	st := e.state(out.FlowID)
 	tasks := st.LastTasksOf("fan")
-	for id, want := range map[string]string{"a": engine.TaskComplete, "b": engine.TaskComplete, "bad": engine.TaskFailed} {
+	for id, want := range map[string]string{"a": state.TaskComplete, "b": state.TaskComplete, "bad": state.TaskFailed} {
 		tk := tasks[id]
 		if tk.State != want {
 			t.Errorf("task %s %s, want %s (%v)", id, tk.State, want, tk.Violations)
 		}
-		if want != engine.TaskComplete {
+		if want != state.TaskComplete {
 			if !strings.Contains(strings.Join(tk.Violations, "; "), "this task is refused") {
 				t.Errorf("task %s violations %v: not the provider's refusal", id, tk.Violations)
 			}

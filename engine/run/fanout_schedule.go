@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/fanout"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // The fan-out's scheduler (fanout.go runs it): a ready queue over the
@@ -18,8 +18,8 @@ import (
 // taskDone is what a task's goroutine hands back.
 type taskDone struct {
 	id     string
-	task   *engine.ParallelTask // the settled task; nil when it did not settle (interrupted)
-	budget string               // the budget ran out during the task
+	task   *state.ParallelTask // the settled task; nil when it did not settle (interrupted)
+	budget string              // the budget ran out during the task
 }
 
 // Causes of a task's cancellation.
@@ -91,7 +91,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		}
 		for !stopping && ctx.Err() == nil && running < maxc && b.ready.Len() > 0 {
 			next := f.Tasks[heap.Pop(b.ready).(int)].ID
-			if f.state[next].State != engine.TaskPending {
+			if f.state[next].State != state.TaskPending {
 				continue
 			}
 			view, reason, err := f.budget(ctx)
@@ -107,7 +107,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 				break
 			}
 			pt := *f.state[next]
-			pt.State = engine.TaskRunning
+			pt.State = state.TaskRunning
 			pt.Runs++
 			pt.StartedAt = fanout.UnixSeconds(time.Now())
 			pt.FinishedAt, pt.Error, pt.Violations, pt.Result = nil, nil, nil, nil
@@ -115,7 +115,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			tctx, cancel := context.WithCancelCause(runCtx)
 			cancels[next] = cancel
 			running++
-			go func(t fanout.Task, snapshot engine.ParallelTask) {
+			go func(t fanout.Task, snapshot state.ParallelTask) {
 				done <- f.runTask(ctx, tctx, t, snapshot, view)
 			}(f.Tasks[b.index[next]], pt)
 		}
@@ -130,7 +130,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		}
 		if d.task != nil {
 			b.set(d.id, *d.task)
-			if d.task.State != engine.TaskComplete && !stopping && ctx.Err() == nil {
+			if d.task.State != state.TaskComplete && !stopping && ctx.Err() == nil {
 				f.recordLater(context.WithoutCancel(ctx), b.cascade(d.id)...)
 			}
 		}
@@ -176,13 +176,13 @@ func newTaskBook(f *FanOut) *taskBook {
 		for _, d := range t.DependsOn {
 			j := b.index[d]
 			b.dependents[j] = append(b.dependents[j], i)
-			if f.state[d].State != engine.TaskComplete {
+			if f.state[d].State != state.TaskComplete {
 				b.waiting[i]++
 			}
 		}
 	}
 	for i, t := range f.Tasks {
-		if b.waiting[i] == 0 && f.state[t.ID].State == engine.TaskPending {
+		if b.waiting[i] == 0 && f.state[t.ID].State == state.TaskPending {
 			*b.ready = append(*b.ready, i)
 		}
 	}
@@ -191,11 +191,11 @@ func newTaskBook(f *FanOut) *taskBook {
 }
 
 // tally counts d tasks in state into the totals.
-func (b *taskBook) tally(state string, d int) {
+func (b *taskBook) tally(taskState string, d int) {
 	switch {
-	case state == engine.TaskComplete:
+	case taskState == state.TaskComplete:
 		b.complete += d
-	case engine.TaskTerminal(state):
+	case state.TaskTerminal(taskState):
 		b.failed += d
 	default:
 		b.open += d
@@ -203,15 +203,15 @@ func (b *taskBook) tally(state string, d int) {
 }
 
 // set changes a task's state, keeping the totals and the ready queue.
-func (b *taskBook) set(id string, pt engine.ParallelTask) {
+func (b *taskBook) set(id string, pt state.ParallelTask) {
 	f := b.f
 	old := f.state[id].State
 	b.tally(old, -1)
 	b.tally(pt.State, 1)
 	*f.state[id] = pt
-	if pt.State == engine.TaskComplete && old != engine.TaskComplete {
+	if pt.State == state.TaskComplete && old != state.TaskComplete {
 		for _, k := range b.dependents[b.index[id]] {
-			if b.waiting[k]--; b.waiting[k] == 0 && f.state[f.Tasks[k].ID].State == engine.TaskPending {
+			if b.waiting[k]--; b.waiting[k] == 0 && f.state[f.Tasks[k].ID].State == state.TaskPending {
 				heap.Push(b.ready, k)
 			}
 		}
@@ -219,7 +219,7 @@ func (b *taskBook) set(id string, pt engine.ParallelTask) {
 }
 
 // settled ends a task that did not run in state with msg.
-func (b *taskBook) settled(id, state, msg string) engine.ParallelTask {
+func (b *taskBook) settled(id, state, msg string) state.ParallelTask {
 	pt := *b.f.state[id]
 	pt.State = state
 	pt.Error = &msg
@@ -234,19 +234,19 @@ func (b *taskBook) settled(id, state, msg string) engine.ParallelTask {
 // cascade cancels the pending tasks that depend, directly or not, on the
 // task id that ended without completing, and returns them (to be recorded
 // in one write).
-func (b *taskBook) cascade(id string) []engine.ParallelTask {
+func (b *taskBook) cascade(id string) []state.ParallelTask {
 	f := b.f
-	var batch []engine.ParallelTask
+	var batch []state.ParallelTask
 	queue := []string{id}
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
 		for _, k := range b.dependents[b.index[d]] {
 			t := f.Tasks[k]
-			if f.state[t.ID].State != engine.TaskPending {
+			if f.state[t.ID].State != state.TaskPending {
 				continue
 			}
-			batch = append(batch, b.settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' did not run: its dependency '%s' %s", t.ID, d, f.state[d].State)))
+			batch = append(batch, b.settled(t.ID, state.TaskCancelled, fmt.Sprintf("task '%s' did not run: its dependency '%s' %s", t.ID, d, f.state[d].State)))
 			queue = append(queue, t.ID)
 		}
 	}
@@ -255,11 +255,11 @@ func (b *taskBook) cascade(id string) []engine.ParallelTask {
 
 // cancelPending cancels every pending task once require can no longer be
 // met, and returns them (to be recorded in one write).
-func (b *taskBook) cancelPending(require string) []engine.ParallelTask {
-	var batch []engine.ParallelTask
+func (b *taskBook) cancelPending(require string) []state.ParallelTask {
+	var batch []state.ParallelTask
 	for _, t := range b.f.Tasks {
-		if b.f.state[t.ID].State == engine.TaskPending {
-			batch = append(batch, b.settled(t.ID, engine.TaskCancelled, fmt.Sprintf("task '%s' cancelled: require '%s' can no longer be met", t.ID, orDefault(require, "all"))))
+		if b.f.state[t.ID].State == state.TaskPending {
+			batch = append(batch, b.settled(t.ID, state.TaskCancelled, fmt.Sprintf("task '%s' cancelled: require '%s' can no longer be met", t.ID, orDefault(require, "all"))))
 		}
 	}
 	return batch

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/internal/infer"
 	"github.com/stratum-go/stratum/engine/internal/otlp"
 	"github.com/stratum-go/stratum/engine/internal/redact"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -210,7 +212,7 @@ type RunBlock struct {
 	// flow whose loop reported in the current round, keyed by step id; {}
 	// when none did.
 	Iterations  map[string]IterationResult `json:"iterations"`
-	BudgetState *engine.BudgetState        `json:"budget_state"`
+	BudgetState *state.BudgetState         `json:"budget_state"`
 	Calls       []json.RawMessage          `json:"calls"`
 }
 
@@ -234,7 +236,7 @@ type IterationResult struct {
 
 // runOutput is RunBlock.Output: the completion's output of a completed run.
 func runOutput(out *Outcome) any {
-	if c, ok := out.Final.(*engine.Completion); ok && out.Status == EndComplete && c.Status == engine.StatusComplete {
+	if c, ok := out.Final.(*engine.Completion); ok && out.Status == EndComplete && c.Status == state.StatusComplete {
 		return c.Output
 	}
 	return nil

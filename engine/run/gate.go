@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -18,7 +20,7 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 	if err != nil {
 		return turn{}, err
 	}
-	pr, ok := st.PendingReview(fc.flow)
+	pr, ok := engine.PendingReview(st, fc.flow)
 	if !ok {
 		// The gate was resolved meanwhile: continue from the current state.
 		return answered(r.svc.Resume(ctx, fc.id))
@@ -182,7 +184,7 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 		if err != nil {
 			return review.Decision{}, err
 		}
-		if st.Status != engine.StatusAwaitingGate || st.Gate == nil || st.Gate.StepID != pr.StepID || st.Gate.Round != pr.Round {
+		if st.Status != state.StatusAwaitingGate || st.Gate == nil || st.Gate.StepID != pr.StepID || st.Gate.Round != pr.Round {
 			return recordedDecision(st, pr), review.ErrDecidedElsewhere
 		}
 	wait:
@@ -238,12 +240,12 @@ func gateNews(batch []engine.Event, pr review.PendingReview) (d review.Decision,
 // recordedDecision is the decision recorded on the gate of pr (its last
 // gate record for that step and round, in the current round or archived),
 // or a zero decision when none is found (the flow moved on otherwise).
-func recordedDecision(st *engine.FlowState, pr review.PendingReview) review.Decision {
-	rounds := append([][]engine.Record{st.Records}, st.Rounds...)
+func recordedDecision(st *state.FlowState, pr review.PendingReview) review.Decision {
+	rounds := append([][]state.Record{st.Records}, st.Rounds...)
 	for _, recs := range rounds {
 		for i := len(recs) - 1; i >= 0; i-- {
 			rec := recs[i]
-			if rec.Type == engine.RecordGate && rec.StepID == pr.StepID && rec.Round == pr.Round && !rec.Reverted {
+			if rec.Type == state.RecordGate && rec.StepID == pr.StepID && rec.Round == pr.Round && !rec.Reverted {
 				return review.Decision{FlowID: pr.FlowID, StepID: pr.StepID, Outcome: review.Outcome(rec.Outcome),
 					Rationale: rec.Rationale, Reviewer: rec.Reviewer, ResolvedBy: review.ResolvedBy(rec.ResolvedBy),
 					Channel: review.Channel(rec.Channel)}

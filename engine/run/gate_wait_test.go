@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -43,7 +45,7 @@ type countedTx struct {
 	s *readCounter
 }
 
-func (t countedTx) Get(id string) (*engine.FlowState, error) {
+func (t countedTx) Get(id string) (*state.FlowState, error) {
 	if t.s.armed.Load() {
 		t.s.reads.Add(1)
 	}

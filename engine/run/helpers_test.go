@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -61,7 +63,7 @@ func (e *env) start(sp *specs.Spec, flow string, inputs map[string]any, mod ...f
 	return out
 }
 
-func (e *env) state(id string) *engine.FlowState {
+func (e *env) state(id string) *state.FlowState {
 	e.t.Helper()
 	st, err := e.svc.Get(context.Background(), id)
 	if err != nil {

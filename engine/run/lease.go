@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // DefaultLeaseTTL is how long a lease lives without a renewal unless the
@@ -44,16 +46,16 @@ func NewHolder(prefix string, ttl time.Duration, now func() time.Time) *Holder {
 func (h *Holder) ID() string { return h.id }
 
 // Lease is a fresh lease of h: its heartbeat now, expiring a TTL from now.
-func (h *Holder) Lease() engine.Lease {
+func (h *Holder) Lease() state.Lease {
 	now := h.now()
-	return engine.Lease{ID: h.id, PID: h.pid, Host: h.host, Heartbeat: now, ExpiresAt: now.Add(h.ttl)}
+	return state.Lease{ID: h.id, PID: h.pid, Host: h.host, Heartbeat: now, ExpiresAt: now.Add(h.ttl)}
 }
 
 // KeepAlive renews what h holds every third of its TTL until ctx ends: it
 // calls renew with a fresh Lease each time. An error from renew ends it
 // and is returned (the holder lost what it held: the caller stops what
 // the lease guarded); it returns nil once ctx ended.
-func (h *Holder) KeepAlive(ctx context.Context, renew func(context.Context, engine.Lease) error) error {
+func (h *Holder) KeepAlive(ctx context.Context, renew func(context.Context, state.Lease) error) error {
 	t := time.NewTicker(h.ttl / 3)
 	defer t.Stop()
 	for {

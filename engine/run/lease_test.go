@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // TestHolder: a holder's leases carry its one identity and a TTL from its
@@ -30,9 +30,9 @@ func TestHolder(t *testing.T) {
 	}
 
 	lost := errors.New("lost")
-	var got []engine.Lease
+	var got []state.Lease
 	start := time.Now()
-	err := h.KeepAlive(context.Background(), func(_ context.Context, l engine.Lease) error {
+	err := h.KeepAlive(context.Background(), func(_ context.Context, l state.Lease) error {
 		got = append(got, l)
 		if len(got) == 3 {
 			return lost
@@ -54,7 +54,7 @@ func TestHolder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- h.KeepAlive(ctx, func(context.Context, engine.Lease) error { return nil })
+		done <- h.KeepAlive(ctx, func(context.Context, state.Lease) error { return nil })
 	}()
 	cancel()
 	select {

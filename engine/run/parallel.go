@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/internal/fanout"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -41,7 +43,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks%s",
 			step.ID, step.Source, perr, resume)})
 	}
-	inputs, err := st.ResolveStepInputs(step)
+	inputs, err := engine.ResolveStepInputs(st, step)
 	if err != nil {
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its inputs do not resolve: %v%s", step.ID, err, resume)})
 	}
@@ -146,10 +148,10 @@ func taskGraphError(step *specs.Step, output any) error {
 // taskLine is the progress line of a task event.
 func taskLine(e Event) string {
 	line := fmt.Sprintf("  · %s task %s", stepName(e), e.Message)
-	if engine.TaskTerminal(e.Status) && e.Elapsed > 0 {
+	if state.TaskTerminal(e.Status) && e.Elapsed > 0 {
 		line += fmt.Sprintf(" (%s)", e.Elapsed.Round(time.Millisecond))
 	}
-	if len(e.Violations) > 0 && e.Status != engine.TaskComplete {
+	if len(e.Violations) > 0 && e.Status != state.TaskComplete {
 		line += ": " + strings.Join(e.Violations, "; ")
 	}
 	return line
@@ -178,10 +180,10 @@ func (r *Runner) noInferMessage(fc *flowCtx, step *specs.Step) string {
 
 // taskProgress is a fan-out's OnTask: each task's change of state (but
 // pending) as an EventTask, one at a time.
-func (r *Runner) taskProgress(fc *flowCtx, step *specs.Step, attempt int) func(engine.ParallelTask) {
+func (r *Runner) taskProgress(fc *flowCtx, step *specs.Step, attempt int) func(state.ParallelTask) {
 	var emitMu sync.Mutex
-	return func(t engine.ParallelTask) {
-		if t.State == engine.TaskPending {
+	return func(t state.ParallelTask) {
+		if t.State == state.TaskPending {
 			return
 		}
 		emitMu.Lock()
@@ -191,7 +193,7 @@ func (r *Runner) taskProgress(fc *flowCtx, step *specs.Step, attempt int) func(e
 		if t.Runs > 1 {
 			msg += fmt.Sprintf(" (run %d)", t.Runs)
 		}
-		if t.Branch != "" && t.State == engine.TaskRunning {
+		if t.Branch != "" && t.State == state.TaskRunning {
 			msg += " on " + t.Branch
 		}
 		r.emit(Event{Kind: EventTask, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec, Message: msg,

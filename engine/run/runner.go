@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/internal/redact"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -30,11 +32,11 @@ const (
 
 // Final statuses of a run (Outcome.Status). The first five are flow statuses.
 const (
-	EndComplete    = string(engine.StatusComplete)
-	EndFailed      = string(engine.StatusFailed)
-	EndKilled      = string(engine.StatusKilled)
-	EndBudget      = string(engine.StatusBudgetExhausted)
-	EndGate        = string(engine.StatusAwaitingGate) // stopped at a gate nobody may resolve
+	EndComplete    = string(state.StatusComplete)
+	EndFailed      = string(state.StatusFailed)
+	EndKilled      = string(state.StatusKilled)
+	EndBudget      = string(state.StatusBudgetExhausted)
+	EndGate        = string(state.StatusAwaitingGate) // stopped at a gate nobody may resolve
 	EndInterrupted = "interrupted"
 	EndInvalid     = "invalid" // the flow could not start: invalid spec or inputs
 	EndError       = "error"   // an executor or store error; the flow stays resumable
@@ -220,7 +222,7 @@ func (r *Runner) Start(ctx context.Context, sp *specs.Spec, flowName string, inp
 		}
 	}
 	out, err := r.svc.Plan(ctx, string(sp.Source), flowName, inputs, engine.PlanOptions{
-		SpecFile: specFile, Driver: engine.DriverRunner, Owner: &lease,
+		SpecFile: specFile, Driver: state.DriverRunner, Owner: &lease,
 	})
 	if e := engine.AsError(err); e != nil {
 		return &Outcome{FlowName: flowName, Status: EndInvalid, ExitCode: ExitUsage, FinalErr: e, Message: e.Message, Spec: sp}, nil
@@ -279,7 +281,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 
 // claim takes the lease of a stored flow. A live lease held by a process
 // that no longer exists on this host is taken over.
-func (r *Runner) claim(ctx context.Context, st *engine.FlowState) error {
+func (r *Runner) claim(ctx context.Context, st *state.FlowState) error {
 	err := r.svc.Claim(ctx, st.FlowID, r.holder.Lease())
 	if !errors.Is(err, engine.ErrLeaseHeld) {
 		return err
@@ -298,7 +300,7 @@ func (r *Runner) claim(ctx context.Context, st *engine.FlowState) error {
 }
 
 // leaseHeldError says who holds a flow's lease and until when.
-func leaseHeldError(flowID string, o *engine.Lease, err error) error {
+func leaseHeldError(flowID string, o *state.Lease, err error) error {
 	if o == nil {
 		return fmt.Errorf("%w; another `stratum run` is driving it (wait for it, or for its lease to expire)", err)
 	}
@@ -367,7 +369,7 @@ func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) 
 // renewHeld renews the lease of every held flow with l; it returns an
 // error when a lease was lost (another runner took it after it expired).
 // Other failures (a busy store) wait for the next round.
-func (r *Runner) renewHeld(ctx context.Context, l engine.Lease) error {
+func (r *Runner) renewHeld(ctx context.Context, l state.Lease) error {
 	r.beat.Lock()
 	defer r.beat.Unlock()
 	r.mu.Lock()
@@ -535,14 +537,14 @@ func (r *Runner) drive(ctx context.Context, fc *flowCtx, out engine.Outcome, fai
 			next, err = r.parallel(ctx, fc, o)
 		case *engine.Completion:
 			r.markRemaining(fc, "skipped")
-			if o.Status == engine.StatusKilled {
+			if o.Status == state.StatusKilled {
 				return &endState{status: EndKilled, out: o, message: "the flow was killed at a gate"}, nil
 			}
 			return &endState{status: EndComplete, out: o}, nil
 		case *engine.BudgetExhausted:
 			return &endState{status: EndBudget, out: o, message: "budget exhausted: " + o.Reason}, nil
 		case *engine.Stopped:
-			if o.Status == engine.StatusBudgetExhausted {
+			if o.Status == state.StatusBudgetExhausted {
 				return &endState{status: EndBudget, out: o, message: "budget exhausted"}, nil
 			}
 			return &endState{status: EndFailed, out: o, message: "the flow has failed"}, nil

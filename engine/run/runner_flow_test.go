@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -87,7 +89,7 @@ func TestExitFailureSpendsAttempts(t *testing.T) {
 		if rep.Status != "failed" || !strings.Contains(strings.Join(rep.Violations, ""), "exited with status 7; stderr: broken") {
 			t.Fatalf("report %+v", rep)
 		}
-		if st := e.state(o.FlowID); st.Status != engine.StatusFailed || st.Attempts["bad"] != 2 {
+		if st := e.state(o.FlowID); st.Status != state.StatusFailed || st.Attempts["bad"] != 2 {
 			t.Fatalf("state %s %v", st.Status, st.Attempts)
 		}
 		var junit bytes.Buffer
@@ -147,11 +149,11 @@ func gateSpec(approver string) string {
 	return strings.Replace(specGate, "%APPROVER%", approver, 1)
 }
 
-func gateRecords(st *engine.FlowState) []engine.Record {
-	var out []engine.Record
+func gateRecords(st *state.FlowState) []state.Record {
+	var out []state.Record
 	for _, rs := range append(st.Rounds, st.Records) {
 		for _, r := range rs {
-			if r.Type == engine.RecordGate {
+			if r.Type == state.RecordGate {
 				out = append(out, r)
 			}
 		}
@@ -309,7 +311,7 @@ flows:
 			t.Fatal("c ran")
 		}
 		st := e.state(o.FlowID)
-		if st.Status != engine.StatusBudgetExhausted || st.BudgetState == nil || st.BudgetState.SpentMS < 250 {
+		if st.Status != state.StatusBudgetExhausted || st.BudgetState == nil || st.BudgetState.SpentMS < 250 {
 			t.Fatalf("state %s %+v", st.Status, st.BudgetState)
 		}
 	})
@@ -350,7 +352,7 @@ flows:
 			calls.Add(1)
 			views = append(views, req.Budget)
 			c := 0.6
-			return engine.StepOutcome{Output: map[string]any{"ok": true}, CostUSD: &c, Usage: engine.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+			return engine.StepOutcome{Output: map[string]any{"ok": true}, CostUSD: &c, Usage: state.Usage{InputTokens: 10, OutputTokens: 5}}, nil
 		})
 		o := e.start(sp, "main", nil, func(o *Options) { o.Infer = infer })
 		wantStatus(t, o, EndBudget, 5)
@@ -405,7 +407,7 @@ flows:
 		if !strings.Contains(o.Message, "no provider is configured: set STRATUM_MODEL") {
 			t.Fatal(o.Message)
 		}
-		if st := e.state(o.FlowID); st.Status != engine.StatusRunning || st.Attempts["classify"] != 0 {
+		if st := e.state(o.FlowID); st.Status != state.StatusRunning || st.Attempts["classify"] != 0 {
 			t.Fatalf("state %s %v", st.Status, st.Attempts)
 		}
 	})
@@ -415,7 +417,7 @@ flows:
 		infer := enginetest.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
 			got = append(got, req.Violations)
 			cost := 0.001
-			tr := &engine.TraceRecord{Function: req.Step.ID, Model: "fake/model", Attempts: req.Attempt, StepID: req.Step.ID, Attempt: req.Attempt}
+			tr := &state.TraceRecord{Function: req.Step.ID, Model: "fake/model", Attempts: req.Attempt, StepID: req.Step.ID, Attempt: req.Attempt}
 			switch req.Attempt {
 			case 1:
 				return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"could not parse JSON"}}
@@ -577,7 +579,7 @@ flows:
 		t.Fatal(got.err)
 	}
 	wantStatus(t, got.o, EndComplete, 0)
-	if st := e.state(got.o.FlowID); st.Owner != nil || st.Driver != engine.DriverRunner {
+	if st := e.state(got.o.FlowID); st.Owner != nil || st.Driver != state.DriverRunner {
 		t.Fatalf("owner %+v driver %s", st.Owner, st.Driver)
 	}
 }
@@ -588,7 +590,7 @@ func TestResumeRefusesALiveLeaseAndTakesOverADeadOne(t *testing.T) {
 	o := e.start(sp, "main", nil)
 	wantStatus(t, o, EndGate, 4)
 	host, _ := os.Hostname()
-	set := func(l engine.Lease) {
+	set := func(l state.Lease) {
 		_ = e.store.Update(context.Background(), func(tx engine.Tx) error {
 			st, _ := tx.Get(o.FlowID)
 			st.Owner = &l
@@ -597,7 +599,7 @@ func TestResumeRefusesALiveLeaseAndTakesOverADeadOne(t *testing.T) {
 		})
 	}
 	// A live lease of a live process (this one) is refused.
-	set(engine.Lease{ID: "other", PID: os.Getpid(), Host: host, ExpiresAt: time.Now().Add(time.Hour)})
+	set(state.Lease{ID: "other", PID: os.Getpid(), Host: host, ExpiresAt: time.Now().Add(time.Hour)})
 	o2, err := e.runner().Resume(context.Background(), o.FlowID)
 	if err != nil {
 		t.Fatal(err)
@@ -606,7 +608,7 @@ func TestResumeRefusesALiveLeaseAndTakesOverADeadOne(t *testing.T) {
 		t.Fatalf("outcome %+v", o2)
 	}
 	// A live lease of a process that is gone is taken over.
-	set(engine.Lease{ID: "dead", PID: 1 << 22, Host: host, ExpiresAt: time.Now().Add(time.Hour)})
+	set(state.Lease{ID: "dead", PID: 1 << 22, Host: host, ExpiresAt: time.Now().Add(time.Hour)})
 	o3, err := e.runner(func(o *Options) { o.Gates.Approve = []string{"all"} }).Resume(context.Background(), o.FlowID)
 	if err != nil {
 		t.Fatal(err)
@@ -643,7 +645,7 @@ flows:
 		t.Fatal(err)
 	}
 	wantStatus(t, o, EndInterrupted, 130)
-	if st := e.state(o.FlowID); st.Owner != nil || st.Status != engine.StatusRunning || st.Attempts["b"] != 0 {
+	if st := e.state(o.FlowID); st.Owner != nil || st.Status != state.StatusRunning || st.Attempts["b"] != 0 {
 		t.Fatalf("state %s owner %+v attempts %v", st.Status, st.Owner, st.Attempts)
 	}
 	if err := os.WriteFile(filepath.Join(e.dir, "fast"), nil, 0o644); err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -93,7 +95,7 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 		}
 		led := st.BudgetState
 		if led == nil {
-			led = &engine.BudgetState{}
+			led = &state.BudgetState{}
 		}
 		who := fmt.Sprintf("flow '%s'", f.flow.Name)
 		if b.MS > 0 {

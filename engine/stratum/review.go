@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/internal/libreview"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -92,7 +95,7 @@ type reviewHub struct {
 
 // memReview is a review kept in memory (no store).
 type memReview struct {
-	r    *engine.LibraryReview
+	r    *state.LibraryReview
 	done chan struct{} // closed once r is closed
 }
 
@@ -170,25 +173,25 @@ func reviewRequest[T any](r Review[T]) (engine.ReviewRequest, error) {
 }
 
 // decisionOf turns a closed review into AwaitHuman's answer.
-func decisionOf[T any](reviewID string, r *engine.LibraryReview) (HumanDecision[T], error) {
+func decisionOf[T any](reviewID string, r *state.LibraryReview) (HumanDecision[T], error) {
 	var out HumanDecision[T]
 	d := r.Decision
 	if d == nil {
-		d = &engine.ReviewDecision{}
+		d = &state.ReviewDecision{}
 	}
 	switch {
-	case r.Status == engine.ReviewRejected:
+	case r.Status == state.ReviewRejected:
 		return out, &ReviewRejectedError{ReviewID: reviewID, Reviewer: d.Reviewer, Rationale: d.Rationale}
-	case r.Status == engine.ReviewTimedOut && d.Value == nil:
+	case r.Status == state.ReviewTimedOut && d.Value == nil:
 		return out, &ReviewTimeoutError{ReviewID: reviewID, Question: r.Question}
-	case r.Status == engine.ReviewWithdrawn:
+	case r.Status == state.ReviewWithdrawn:
 		return out, fmt.Errorf("stratum: review %s was withdrawn: %s", reviewID, d.Rationale)
 	}
 	if err := json.Unmarshal(d.Value, &out.Value); err != nil {
 		return out, fmt.Errorf("stratum: review %s: the decided value does not decode: %w", reviewID, err)
 	}
 	out.Reviewer, out.Rationale, out.DecidedAt, out.ReviewID, out.Channel = d.Reviewer, d.Rationale, d.DecidedAt, reviewID, d.Channel
-	if r.Status == engine.ReviewTimedOut {
+	if r.Status == state.ReviewTimedOut {
 		out.Channel = "auto"
 	}
 	return out, nil
@@ -196,7 +199,7 @@ func decisionOf[T any](reviewID string, r *engine.LibraryReview) (HumanDecision[
 
 // awaitReview opens the review, tells the sinks and waits until it is
 // closed; it answers the review id and the closed review.
-func (rt *Runtime) awaitReview(ctx context.Context, req engine.ReviewRequest) (string, *engine.LibraryReview, error) {
+func (rt *Runtime) awaitReview(ctx context.Context, req engine.ReviewRequest) (string, *state.LibraryReview, error) {
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}
@@ -207,7 +210,7 @@ func (rt *Runtime) awaitReview(ctx context.Context, req engine.ReviewRequest) (s
 }
 
 // awaitStored is AwaitHuman with a store.
-func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine.ReviewRequest) (reviewID string, closed *engine.LibraryReview, err error) {
+func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine.ReviewRequest) (reviewID string, closed *state.LibraryReview, err error) {
 	flowID := ""
 	if f := flowFrom(ctx); f != nil && f.rt == rt {
 		flowID = f.id
@@ -238,7 +241,7 @@ func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine
 	if err != nil {
 		return "", nil, fmt.Errorf("stratum: AwaitHuman: %w", err)
 	}
-	var opened *engine.LibraryReview
+	var opened *state.LibraryReview
 	err = s.write(flowID, func() (err error) {
 		opened, err = s.svc.OpenReview(ctx, flowID, req)
 		return err
@@ -255,7 +258,7 @@ func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine
 // wait follows the store's events (this process's at once, other
 // processes' through the store's Watch) until the review is closed, with a
 // timer for its deadline; when ctx ends first the review is withdrawn.
-func (s *storeRecorder) wait(ctx context.Context, flowID string, r *engine.LibraryReview, after uint64, now func() time.Time) (*engine.LibraryReview, error) {
+func (s *storeRecorder) wait(ctx context.Context, flowID string, r *state.LibraryReview, after uint64, now func() time.Time) (*state.LibraryReview, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := s.svc.Watch(wctx, after)
@@ -268,12 +271,12 @@ func (s *storeRecorder) wait(ctx context.Context, flowID string, r *engine.Libra
 		defer t.Stop()
 		deadline = t.C
 	}
-	read := func() (*engine.LibraryReview, bool, error) {
+	read := func() (*state.LibraryReview, bool, error) {
 		got, err := s.svc.LibraryReviewOf(context.WithoutCancel(ctx), flowID, r.ID)
 		if err != nil {
 			return nil, false, fmt.Errorf("stratum: AwaitHuman: %w", err)
 		}
-		return got, got.Status != engine.ReviewOpen, nil
+		return got, got.Status != state.ReviewOpen, nil
 	}
 	for {
 		select {
@@ -328,7 +331,7 @@ func mentionsReview(evs []engine.Event, flowID, stepID string) bool {
 	return false
 }
 
-func pendingOf(reviewID string, r *engine.LibraryReview) PendingReview {
+func pendingOf(reviewID string, r *state.LibraryReview) PendingReview {
 	p := PendingReview{ReviewID: reviewID, Question: r.Question, Trigger: r.Trigger, Artifacts: r.Artifacts, Options: r.Options}
 	if r.Deadline != nil {
 		p.ExpiresAt = *r.Deadline
@@ -347,7 +350,7 @@ func (rt *Runtime) tellSinks(ctx context.Context, p PendingReview) {
 }
 
 // awaitInMemory is AwaitHuman without a store.
-func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) (string, *engine.LibraryReview, error) {
+func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) (string, *state.LibraryReview, error) {
 	h := &rt.reviews
 	console := len(rt.opts.Sinks) == 0
 	if console && !h.terminal() {
@@ -355,9 +358,9 @@ func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) 
 	}
 	now := rt.opts.Now().UTC()
 	reviewID := engine.NewUUID()
-	r := &engine.LibraryReview{ID: reviewID, Question: req.Question, Trigger: req.Trigger, Artifacts: req.Artifacts,
+	r := &state.LibraryReview{ID: reviewID, Question: req.Question, Trigger: req.Trigger, Artifacts: req.Artifacts,
 		Options: req.Options, Schema: req.Schema, Approver: req.Approver, OpenedAt: now, OnTimeout: req.OnTimeout,
-		Status: engine.ReviewOpen}
+		Status: state.ReviewOpen}
 	if r.Trigger == "" {
 		r.Trigger = "explicit"
 	}
@@ -400,7 +403,7 @@ func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) 
 			}
 		case <-deadline:
 			h.mu.Lock()
-			if _, ok := m.r.Expire(rt.opts.Now().UTC()); ok {
+			if _, ok := libreview.Expire(m.r, rt.opts.Now().UTC()); ok {
 				close(m.done)
 			}
 			h.mu.Unlock()
@@ -424,7 +427,7 @@ func (h *reviewHub) terminal() bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func (h *reviewHub) closed(m *memReview) *engine.LibraryReview {
+func (h *reviewHub) closed(m *memReview) *state.LibraryReview {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return m.r.Clone()
@@ -433,15 +436,15 @@ func (h *reviewHub) closed(m *memReview) *engine.LibraryReview {
 func (h *reviewHub) isClosed(m *memReview) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return m.r.Status != engine.ReviewOpen
+	return m.r.Status != state.ReviewOpen
 }
 
 func (h *reviewHub) withdraw(m *memReview, now time.Time, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if m.r.Status == engine.ReviewOpen {
-		m.r.Status = engine.ReviewWithdrawn
-		m.r.Decision = &engine.ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: now}
+	if m.r.Status == state.ReviewOpen {
+		m.r.Status = state.ReviewWithdrawn
+		m.r.Decision = &state.ReviewDecision{Rationale: reason, ResolvedBy: string(review.System), DecidedAt: now}
 		close(m.done)
 	}
 }
@@ -468,10 +471,10 @@ func (rt *Runtime) decide(ctx context.Context, reviewID string, d review.Decisio
 	m := h.mem[reviewID]
 	if m != nil {
 		defer h.mu.Unlock()
-		if m.r.Status != engine.ReviewOpen {
+		if m.r.Status != state.ReviewOpen {
 			return fmt.Errorf("stratum: review %s: %w (%s)", reviewID, review.ErrAlreadyDecided, m.r.Status)
 		}
-		if err := m.r.Decide(d, rt.opts.Now().UTC()); err != nil {
+		if err := libreview.Decide(m.r, d, rt.opts.Now().UTC()); err != nil {
 			return fmt.Errorf("stratum: review %s: %v; the review stays open", reviewID, err)
 		}
 		close(m.done)

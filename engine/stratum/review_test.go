@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -173,7 +175,7 @@ func TestAwaitHumanDecidedWithStratumGate(t *testing.T) {
 		t.Errorf("second decision: exit %d %s", code, out)
 	}
 	st, _ := svc.Get(context.Background(), flowID)
-	if st.Status != engine.StatusComplete || st.Library.Reviews[0].Decision.Option != 1 {
+	if st.Status != state.StatusComplete || st.Library.Reviews[0].Decision.Option != 1 {
 		t.Errorf("flow %s, review %+v", st.Status, st.Library.Reviews[0].Decision)
 	}
 }
@@ -221,7 +223,7 @@ func TestAwaitHumanRejected(t *testing.T) {
 	p := sink.next(t)
 	flowID, step, _ := splitReviewID(p.ReviewID)
 	sums, _ := svc.List(context.Background(), engine.ListFilter{})
-	if len(sums) != 1 || sums[0].FlowID != flowID || sums[0].Driver != engine.DriverLibrary || sums[0].Status != engine.StatusAwaitingGate {
+	if len(sums) != 1 || sums[0].FlowID != flowID || sums[0].Driver != state.DriverLibrary || sums[0].Status != state.StatusAwaitingGate {
 		t.Fatalf("flows %+v", sums)
 	}
 	cmd := exec.Command(bin, "gate", "reject", flowID, step, "--note", "tests are red")
@@ -234,7 +236,7 @@ func TestAwaitHumanRejected(t *testing.T) {
 		t.Fatalf("AwaitHuman error %v", a.err)
 	}
 	st, _ := svc.Get(context.Background(), flowID)
-	if st.Status != engine.StatusFailed {
+	if st.Status != state.StatusFailed {
 		t.Errorf("the review's own flow is %s", st.Status)
 	}
 }
@@ -265,7 +267,7 @@ func TestAwaitHumanTimeouts(t *testing.T) {
 		t.Errorf("decided after %s, before the timeout", waited)
 	}
 	st, _ := svc.Get(context.Background(), flowID)
-	if st.Library.Reviews[0].Status != engine.ReviewTimedOut {
+	if st.Library.Reviews[0].Status != state.ReviewTimedOut {
 		t.Errorf("stored review %s", st.Library.Reviews[0].Status)
 	}
 
@@ -362,7 +364,7 @@ func TestAwaitHumanCancelWithdraws(t *testing.T) {
 	}
 	flowID, step, _ := splitReviewID(p.ReviewID)
 	r, err := svc.LibraryReviewOf(context.Background(), flowID, step)
-	if err != nil || r.Status != engine.ReviewWithdrawn {
+	if err != nil || r.Status != state.ReviewWithdrawn {
 		t.Errorf("review after cancel: %+v, %v", r, err)
 	}
 	if prs, _ := svc.PendingReviews(context.Background()); len(prs) != 0 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // This file is the library's side of the shared store: with Options.Store
@@ -35,7 +37,7 @@ type storeRecorder struct {
 // flowWriter serialises the writes of one flow and keeps its lease alive.
 type flowWriter struct {
 	mu    sync.Mutex // held by each write of the flow
-	lease engine.Lease
+	lease state.Lease
 	stop  context.CancelFunc
 	done  chan struct{}
 }
@@ -52,10 +54,10 @@ func (r *Runtime) attachStore(st engine.Store) error {
 
 var _ flowRecorder = (*storeRecorder)(nil)
 
-func (s *storeRecorder) freshLease(id string) engine.Lease {
+func (s *storeRecorder) freshLease(id string) state.Lease {
 	host, _ := os.Hostname()
 	now := s.now().UTC()
-	return engine.Lease{ID: id, PID: os.Getpid(), Host: host, Heartbeat: now, ExpiresAt: now.Add(leaseTTL)}
+	return state.Lease{ID: id, PID: os.Getpid(), Host: host, Heartbeat: now, ExpiresAt: now.Add(leaseTTL)}
 }
 
 // writer returns the flow's writer (nil for a flow this program did not
@@ -148,12 +150,12 @@ func libraryCall(rec CallTrace) engine.LibraryCall {
 	if inputs == nil && rec.Inputs != nil {
 		inputs = map[string]any{"input": jsonValue(rec.Inputs)}
 	}
-	tr := &engine.TraceRecord{
+	tr := &state.TraceRecord{
 		Function: rec.Function, Model: rec.Model, Inputs: inputs, OpaqueInputs: rec.OpaqueInputs,
 		CompiledPromptHash: rec.PromptHash, ContractHash: rec.ContractHash, Attempts: rec.Attempts,
 		Output: jsonValue(rec.Output), DurationMS: rec.Duration.Milliseconds(), CostUSD: rec.CostUSD,
 		CacheHit: rec.CacheHit, RetryReasons: reasons, Attempt: rec.Attempts,
-		Usage: &engine.Usage{InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens},
+		Usage: &state.Usage{InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens},
 	}
 	if rec.FlowID != "" {
 		id := rec.FlowID

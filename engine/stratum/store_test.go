@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 )
 
@@ -65,7 +67,7 @@ func TestConcurrentCallsInOneStoredFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fs.Driver != engine.DriverLibrary || fs.Status != engine.StatusComplete || fs.Library.Calls != n || len(fs.Trace) != n || len(fs.Records) != n {
+	if fs.Driver != state.DriverLibrary || fs.Status != state.StatusComplete || fs.Library.Calls != n || len(fs.Trace) != n || len(fs.Records) != n {
 		t.Fatalf("flow %s: driver %s status %s calls %d trace %d records %d", id, fs.Driver, fs.Status, fs.Library.Calls, len(fs.Trace), len(fs.Records))
 	}
 	if fs.BudgetState == nil || fs.BudgetState.SpentTokens != n*110 {
@@ -110,7 +112,7 @@ func TestStoredFlowLeaseMakesADeadProgramStalled(t *testing.T) {
 	}
 	svc := &engine.Service{Store: st}
 	sums, _ := svc.List(ctx, engine.ListFilter{})
-	if len(sums) != 1 || sums[0].Driver != engine.DriverLibrary || sums[0].Owner == nil {
+	if len(sums) != 1 || sums[0].Driver != state.DriverLibrary || sums[0].Owner == nil {
 		t.Fatalf("summary %+v", sums)
 	}
 	now := time.Now()
@@ -124,7 +126,7 @@ func TestStoredFlowLeaseMakesADeadProgramStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	sums, _ = svc.List(ctx, engine.ListFilter{})
-	if sums[0].Status != engine.StatusComplete || sums[0].Owner != nil || sums[0].Stalled(now.Add(time.Hour)) {
+	if sums[0].Status != state.StatusComplete || sums[0].Owner != nil || sums[0].Stalled(now.Add(time.Hour)) {
 		t.Errorf("finished flow %+v", sums[0])
 	}
 }

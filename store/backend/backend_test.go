@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
@@ -112,10 +114,10 @@ func TestCopy(t *testing.T) {
 		return o
 	}
 	src := openAt(filepath.Join(dir, "src.db"))
-	for i, status := range []engine.FlowStatus{engine.StatusRunning, engine.StatusComplete, engine.StatusAwaitingGate} {
+	for i, status := range []state.FlowStatus{state.StatusRunning, state.StatusComplete, state.StatusAwaitingGate} {
 		st := storetest.NewState(string(rune('a'+i)), status)
-		if status == engine.StatusAwaitingGate {
-			st.Gate = &engine.PendingGate{StepID: "review"}
+		if status == state.StatusAwaitingGate {
+			st.Gate = &state.PendingGate{StepID: "review"}
 		}
 		for j := 0; j <= i; j++ {
 			if err := src.Update(ctx, func(tx engine.Tx) error {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
@@ -66,7 +68,7 @@ func BenchmarkTransitions(b *testing.B) {
 					defer handles[i].Close()
 					id := fmt.Sprintf("bench-%d-%d", run, i)
 					if err := handles[i].Update(context.Background(), func(tx engine.Tx) error {
-						st := storetest.NewState(id, engine.StatusRunning)
+						st := storetest.NewState(id, state.StatusRunning)
 						st.Inputs["doc"] = strings.Repeat("x", 3000) // a 3 KB state
 						return storetest.Put(tx, st)
 					}); err != nil {

@@ -10,22 +10,24 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore"
 )
 
 // Counts is what a store holds.
 type Counts struct {
-	Flows    int                       `json:"flows"`
-	ByStatus map[engine.FlowStatus]int `json:"by_status"`
-	Gates    int                       `json:"pending_gates"`
-	Events   int                       `json:"events"`
-	LastSeq  uint64                    `json:"last_seq"`
-	Cache    int                       `json:"cache_entries"`
+	Flows    int                      `json:"flows"`
+	ByStatus map[state.FlowStatus]int `json:"by_status"`
+	Gates    int                      `json:"pending_gates"`
+	Events   int                      `json:"events"`
+	LastSeq  uint64                   `json:"last_seq"`
+	Cache    int                      `json:"cache_entries"`
 }
 
 // Count reads the counts of o.
 func (o *Opened) Count(ctx context.Context) (Counts, error) {
-	c := Counts{ByStatus: map[engine.FlowStatus]int{}}
+	c := Counts{ByStatus: map[state.FlowStatus]int{}}
 	err := o.View(ctx, func(tx engine.Tx) error {
 		sums, err := tx.List(engine.ListFilter{})
 		if err != nil {
@@ -119,7 +121,7 @@ func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 			return n, fmt.Errorf("%w (%s); pass --force to replace the flows it shares with the source", ErrNotEmpty, dst.Name())
 		}
 	}
-	var sums []engine.FlowSummary
+	var sums []state.FlowSummary
 	var evs []engine.Event
 	if err := src.View(ctx, func(tx engine.Tx) error {
 		var err error
@@ -159,7 +161,7 @@ func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 	// Oldest first, so a listing of the copy is in the same order.
 	slices.Reverse(sums)
 	for _, sum := range sums {
-		var st *engine.FlowState
+		var st *state.FlowState
 		if err := src.View(ctx, func(tx engine.Tx) error {
 			var err error
 			st, err = tx.Get(sum.FlowID)

@@ -17,6 +17,22 @@ type CopyResult struct {
 	To           string `json:"to"`
 }
 
+// CopyLocations parses the two stores of `stratum store copy` (--from and
+// --to, Parse). Every error is a usage problem: a store that does not
+// parse, or both naming the same store.
+func CopyLocations(from, to string) (src, dst Location, err error) {
+	if src, err = Parse(from); err != nil {
+		return src, dst, fmt.Errorf("--from: %w", err)
+	}
+	if dst, err = Parse(to); err != nil {
+		return src, dst, fmt.Errorf("--to: %w", err)
+	}
+	if src.String() == dst.String() {
+		return src, dst, errors.New("--from and --to are the same store")
+	}
+	return src, dst, nil
+}
+
 // CopyStores is the body of `stratum store copy`: it opens src and dst
 // with the settings s (TLS and credentials for etcd, as every command
 // has) and copies src into dst (Copy). A destination that is not

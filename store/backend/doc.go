@@ -3,9 +3,10 @@
 // STRATUM_STORE or the config's store: key. main.go calls Open; nothing
 // else of stratum needs to know which backend it is on. The bodies of
 // `stratum store info|check|copy` and `gc --damaged` are here too
-// (Describe, Check, CopyStores, QuarantineDamaged). DefaultSettings is the
-// one rule for the settings of the working directory (main.go uses it), and
-// OpenDefault opens that store for a Go program using the library
+// (Describe, Check, CopyLocations and CopyStores, QuarantineDamaged),
+// with the help texts of store and gc (command_help.go). DefaultSettings
+// is the one rule for the settings of the working directory (main.go uses
+// it), and OpenDefault opens that store for a Go program using the library
 // (engine/stratum), so its flows and reviews are where `stratum tui` and
 // `stratum gate` look.
 //

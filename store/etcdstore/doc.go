@@ -31,7 +31,7 @@
 // the commit fail and fn run again on a new snapshot, where Put sees the
 // new version and refuses. The comparison and the write are therefore one
 // atomic step. The stamps (UpdatedAt, CreatedAt, Version) are the
-// writer's (engine.FlowState.Stamp); the store stores them as given.
+// writer's (state.FlowState.Stamp); the store stores them as given.
 //
 // # Keys
 //
@@ -53,7 +53,7 @@
 //	meta/last_append     how many events the last appending commit
 //	                     appended (decimal); its mod revision is that
 //	                     commit's (schema 4; see Watching)
-//	f/<id>               engine.FlowState JSON
+//	f/<id>               state.FlowState JSON
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
 //	c/<created:16>‖NUL‖<id>                  summary   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     summary   List(Status)

@@ -11,6 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
 )
@@ -28,7 +30,7 @@ func TestAppendsOnOtherFlowsDoNotConflict(t *testing.T) {
 	}
 	defer s.Close()
 	for _, id := range []string{"a", "b"} {
-		if err := s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)) }); err != nil {
+		if err := s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, state.StatusRunning)) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
@@ -24,7 +26,7 @@ func TestLostQuorum(t *testing.T) {
 	}
 	defer s.Close()
 	if err := s.Update(context.Background(), func(tx engine.Tx) error {
-		return storetest.Put(tx, storetest.NewState("f", engine.StatusAwaitingGate))
+		return storetest.Put(tx, storetest.NewState("f", state.StatusAwaitingGate))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestLostQuorum(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		st.Status = engine.StatusRunning
+		st.Status = state.StatusRunning
 		if err := storetest.Put(tx, st); err != nil {
 			return err
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
@@ -49,12 +51,12 @@ func TestFault(t *testing.T) {
 	s := open(t, c, prefix)
 	// The shared counter and the gates.
 	if err := s.Update(context.Background(), func(tx engine.Tx) error {
-		if err := storetest.Put(tx, storetest.NewState("counter", engine.StatusRunning)); err != nil {
+		if err := storetest.Put(tx, storetest.NewState("counter", state.StatusRunning)); err != nil {
 			return err
 		}
 		for g := 0; g < faultGates; g++ {
-			st := storetest.NewState(fmt.Sprintf("gate-%02d", g), engine.StatusAwaitingGate)
-			st.Gate = &engine.PendingGate{StepID: "review"}
+			st := storetest.NewState(fmt.Sprintf("gate-%02d", g), state.StatusAwaitingGate)
+			st.Gate = &state.PendingGate{StepID: "review"}
 			if err := storetest.Put(tx, st); err != nil {
 				return err
 			}
@@ -135,7 +137,7 @@ func TestFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	var counter *engine.FlowState
+	var counter *state.FlowState
 	var evs []engine.Event
 	winners := map[string]string{}
 	if err := s2.View(context.Background(), func(tx engine.Tx) error {
@@ -148,7 +150,7 @@ func TestFault(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st.Status != engine.StatusRunning || st.Gate != nil {
+			if st.Status != state.StatusRunning || st.Gate != nil {
 				return fmt.Errorf("gate %s not decided: %s", st.FlowID, st.Status)
 			}
 			winners[st.FlowID] = st.FlowName
@@ -284,13 +286,13 @@ func TestFaultClient(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if st.Status != engine.StatusAwaitingGate {
+					if st.Status != state.StatusAwaitingGate {
 						return nil
 					}
 					if st.FlowName == me { // our own ambiguous commit
 						return nil
 					}
-					st.Status, st.Gate, st.FlowName = engine.StatusRunning, nil, me
+					st.Status, st.Gate, st.FlowName = state.StatusRunning, nil, me
 					won = true
 					if err := storetest.Put(tx, st); err != nil {
 						return err

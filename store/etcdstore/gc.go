@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // GC deletes the flows engine.PrunableLine allows at olderThan before the
@@ -74,7 +76,7 @@ func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 }
 
 // lookup is PrunableLine's view of an ancestor's summary.
-func (t *tx) lookup(id string) (*engine.FlowSummary, error) {
+func (t *tx) lookup(id string) (*state.FlowSummary, error) {
 	sum, err := t.summary(id)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // minLeaseTTL is the shortest etcd lease granted for a runner lease (etcd
@@ -26,8 +26,8 @@ var ExpiredAt = time.Unix(0, 0).UTC()
 
 // markerField is the JSON member the store puts first in the records of a
 // flow (f/, s/ and the index copies) whose owner is backed by an etcd lease:
-// its value is the runner lease id. Decoders of engine.FlowState and
-// engine.FlowSummary ignore it, so an older stratum reads the records as
+// its value is the runner lease id. Decoders of state.FlowState and
+// state.FlowSummary ignore it, so an older stratum reads the records as
 // before (and drops the mark when it rewrites them: that owner is then
 // judged by its ExpiresAt again).
 const markerField = `{"etcdstore_lease":`
@@ -56,7 +56,7 @@ func (s *Store) leaseKey(lid, flowID string) string {
 }
 
 // backable says whether an owner can be backed by an etcd lease.
-func backable(o *engine.Lease, now time.Time) bool {
+func backable(o *state.Lease, now time.Time) bool {
 	return o != nil && o.ID != "" && strings.IndexByte(o.ID, 0) < 0 && o.ExpiresAt.After(now)
 }
 
@@ -164,7 +164,7 @@ func (t *tx) remaining(id clientv3.LeaseID) (int64, error) {
 // the reader's clock plus the etcd lease's remaining TTL (one second when
 // it expired after the snapshot: the key still existed then). An owner this
 // transaction put is reported as put.
-func (t *tx) judge(flowID, lid string, o *engine.Lease) error {
+func (t *tx) judge(flowID, lid string, o *state.Lease) error {
 	if o == nil || lid == "" || o.ID != lid {
 		return nil
 	}
@@ -256,7 +256,7 @@ func (s *Store) revokeUnused(ctx context.Context, lids map[string]bool) {
 // deleted in the transaction; one of an owner that comes or stays is read
 // (joining the compare set) and written at commit when it is missing or
 // attached to another etcd lease than the one this Store keeps alive.
-func (t *tx) setOwner(flowID, oldLID, lid string, o *engine.Lease) error {
+func (t *tx) setOwner(flowID, oldLID, lid string, o *state.Lease) error {
 	delete(t.owners, flowID)
 	if oldLID != "" && oldLID != lid {
 		t.del(t.s.leaseKey(oldLID, flowID))

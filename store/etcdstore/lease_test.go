@@ -16,7 +16,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/store/etcdstore"
@@ -76,9 +78,9 @@ func leaseKeys(t *testing.T, cli *clientv3.Client, prefix string) map[string]cli
 	return out
 }
 
-func leaseOf(svc *engine.Service, id string, ttl time.Duration) engine.Lease {
+func leaseOf(svc *engine.Service, id string, ttl time.Duration) state.Lease {
 	now := svc.Now()
-	return engine.Lease{ID: id, PID: 1, Host: "h", Heartbeat: now, ExpiresAt: now.Add(ttl)}
+	return state.Lease{ID: id, PID: 1, Host: "h", Heartbeat: now, ExpiresAt: now.Add(ttl)}
 }
 
 func plan(t *testing.T, svc *engine.Service) string {
@@ -197,7 +199,7 @@ func TestKilledRunnerLeaseFollowsEtcd(t *testing.T) {
 	// The flow, once the runner waits at its gate.
 	var id string
 	for deadline := time.Now().Add(20 * time.Second); id == ""; {
-		sums, err := behind.List(ctx, engine.ListFilter{Status: engine.StatusAwaitingGate})
+		sums, err := behind.List(ctx, engine.ListFilter{Status: state.StatusAwaitingGate})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,11 +302,11 @@ func TestKilledRunnerLeaseFollowsEtcd(t *testing.T) {
 	if !live(ahead) || !live(behind) {
 		t.Fatal("the new holder is not live")
 	}
-	if err := ahead.Claim(ctx, id, engine.Lease{ID: runnerLease, ExpiresAt: ahead.Now().Add(ttl)}); !errors.Is(err, engine.ErrLeaseHeld) {
+	if err := ahead.Claim(ctx, id, state.Lease{ID: runnerLease, ExpiresAt: ahead.Now().Add(ttl)}); !errors.Is(err, engine.ErrLeaseHeld) {
 		t.Fatalf("renewing the dead runner's lease after the takeover: %v, want ErrLeaseHeld", err)
 	}
 	st, err = ahead.Get(ctx, id)
-	if err != nil || st.Owner == nil || st.Owner.ID != "runner-behind" || st.Driver != engine.DriverRunner {
+	if err != nil || st.Owner == nil || st.Owner.ID != "runner-behind" || st.Driver != state.DriverRunner {
 		t.Fatalf("after the takeover: owner %+v driver %q %v", st.Owner, st.Driver, err)
 	}
 	keys := leaseKeys(t, cli, prefix)
@@ -486,7 +488,7 @@ func TestReleaseRevokes(t *testing.T) {
 	}
 
 	// An owner written already expired has no etcd lease: it stays as written.
-	stale := engine.Lease{ID: "runner-stale", ExpiresAt: time.Now().Add(-time.Minute)}
+	stale := state.Lease{ID: "runner-stale", ExpiresAt: time.Now().Add(-time.Minute)}
 	if err := svc.Store.Update(ctx, func(tx engine.Tx) error {
 		st, err := tx.Get(f1)
 		if err != nil {

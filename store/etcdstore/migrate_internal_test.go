@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
 )
@@ -47,7 +49,7 @@ func TestMigrateNestedLegacyPrefixes(t *testing.T) {
 		for i := range n {
 			id := name + "-" + strconv.Itoa(i)
 			if err := s.Update(ctx, func(tx engine.Tx) error {
-				if err := storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)); err != nil {
+				if err := storetest.Put(tx, storetest.NewState(id, state.StatusRunning)); err != nil {
 					return err
 				}
 				return tx.Append(engine.Event{FlowID: id, Type: engine.EventFlowCreated})
@@ -77,7 +79,7 @@ func TestMigrateNestedLegacyPrefixes(t *testing.T) {
 		if v, err := s.SchemaVersionOf(ctx); err != nil || v != SchemaVersion {
 			t.Fatalf("%s: schema %d, %v", pfx, v, err)
 		}
-		var sums []engine.FlowSummary
+		var sums []state.FlowSummary
 		var evs []engine.Event
 		var cached []byte
 		if err := s.View(ctx, func(tx engine.Tx) error {

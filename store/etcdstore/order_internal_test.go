@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
 )
@@ -39,7 +40,7 @@ func TestFollows(t *testing.T) {
 	}
 	a := appendTwo(s) // the prefix's first append: no predecessor known
 	b := appendTwo(s)
-	if err := s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", engine.StatusRunning)) }); err != nil {
+	if err := s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState("f", state.StatusRunning)) }); err != nil {
 		t.Fatal(err)
 	}
 	cc := appendTwo(s) // after a commit without events

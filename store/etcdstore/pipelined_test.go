@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
@@ -40,7 +42,7 @@ func TestPipelinedCreates(t *testing.T) {
 				defer wg.Done()
 				id := fmt.Sprintf("plan-%d-%d", h, i)
 				errs <- s.Update(ctx, func(tx engine.Tx) error {
-					if err := storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)); err != nil {
+					if err := storetest.Put(tx, storetest.NewState(id, state.StatusRunning)); err != nil {
 						return err
 					}
 					return tx.Append(engine.Event{FlowID: id, Type: engine.EventFlowCreated},

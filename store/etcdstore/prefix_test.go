@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
@@ -35,10 +37,10 @@ func TestNestedPrefixesIsolated(t *testing.T) {
 	stores := map[string]*backend.Opened{"p": open("p"), "p/d": open("p/d"), "p/e": open("p/e")}
 	for name, o := range stores {
 		err := o.Update(ctx, func(tx engine.Tx) error {
-			if err := storetest.Put(tx, storetest.NewState(name+"-done", engine.StatusComplete)); err != nil {
+			if err := storetest.Put(tx, storetest.NewState(name+"-done", state.StatusComplete)); err != nil {
 				return err
 			}
-			if err := storetest.Put(tx, storetest.NewState(name+"-waiting", engine.StatusRunning)); err != nil {
+			if err := storetest.Put(tx, storetest.NewState(name+"-waiting", state.StatusRunning)); err != nil {
 				return err
 			}
 			return tx.Append(engine.Event{FlowID: name + "-done", Type: engine.EventFlowCreated},

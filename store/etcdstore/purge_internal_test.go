@@ -10,6 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/storetest"
 )
@@ -33,7 +35,7 @@ func TestDeleteManyEvents(t *testing.T) {
 	// keep's, 50 per transaction (2 keys each: under etcd's 128 operations).
 	counts := map[string]int{"big": 300, "dead": 120, "small": 10, "keep": 200}
 	for _, id := range []string{"big", "dead", "small", "keep"} {
-		if err := s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, engine.StatusRunning)) }); err != nil {
+		if err := s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, state.StatusRunning)) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +111,7 @@ func TestDeleteManyEvents(t *testing.T) {
 	// has only its new events.
 	checkLog(t, s, map[string]int{"keep": 200})
 	if err := s.Update(ctx, func(tx engine.Tx) error {
-		if err := storetest.Put(tx, storetest.NewState("dead", engine.StatusRunning)); err != nil {
+		if err := storetest.Put(tx, storetest.NewState("dead", state.StatusRunning)); err != nil {
 			return err
 		}
 		return tx.Append(engine.Event{FlowID: "dead", Type: engine.EventStepDone, StepID: "again-1"},

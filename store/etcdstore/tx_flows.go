@@ -11,6 +11,8 @@ import (
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // The port's flow operations over a transaction (tx.go holds its reads,
@@ -29,7 +31,7 @@ func validFlowID(id string) error {
 	return nil
 }
 
-func (t *tx) Get(flowID string) (*engine.FlowState, error) {
+func (t *tx) Get(flowID string) (*state.FlowState, error) {
 	v, ok, err := t.get(t.s.key("f/", flowID))
 	if err != nil {
 		return nil, err
@@ -37,7 +39,7 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 	if !ok {
 		return nil, fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
 	}
-	st := new(engine.FlowState)
+	st := new(state.FlowState)
 	if err := sjson.Unmarshal(bytes.Clone(v), st); err != nil {
 		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its state: %w", t.s, err)}
 	}
@@ -48,18 +50,18 @@ func (t *tx) Get(flowID string) (*engine.FlowState, error) {
 }
 
 // summary returns a flow's summary as stored (its owner not judged).
-func (t *tx) summary(flowID string) (*engine.FlowSummary, error) {
+func (t *tx) summary(flowID string) (*state.FlowSummary, error) {
 	sum, _, err := t.summaryRec(flowID)
 	return sum, err
 }
 
 // summaryRec is summary with the runner lease id its record is marked with.
-func (t *tx) summaryRec(flowID string) (*engine.FlowSummary, string, error) {
+func (t *tx) summaryRec(flowID string) (*state.FlowSummary, string, error) {
 	v, ok, err := t.get(t.s.key("s/", flowID))
 	if err != nil || !ok {
 		return nil, "", err
 	}
-	sum := new(engine.FlowSummary)
+	sum := new(state.FlowSummary)
 	if err := sjson.Unmarshal(bytes.Clone(v), sum); err != nil {
 		return nil, "", &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its summary: %w", t.s, err)}
 	}
@@ -72,15 +74,15 @@ func hex16(n uint64) string {
 	return fmt.Sprintf("%x", b[:])
 }
 
-func createdKey(sum *engine.FlowSummary) string {
+func createdKey(sum *state.FlowSummary) string {
 	return hex16(uint64(sum.CreatedAt.UnixNano()) ^ (1 << 63))
 }
 
-func (t *tx) indexKeys(sum *engine.FlowSummary) (created, status, gate string) {
+func (t *tx) indexKeys(sum *state.FlowSummary) (created, status, gate string) {
 	c := createdKey(sum)
 	created = t.s.key("c/", c, "\x00", sum.FlowID)
 	status = t.s.key("t/", string(sum.Status), "\x00", c, "\x00", sum.FlowID)
-	if sum.Status == engine.StatusAwaitingGate && sum.Gate != nil {
+	if sum.Status == state.StatusAwaitingGate && sum.Gate != nil {
 		gate = t.s.key("g/", sum.FlowID)
 	}
 	return
@@ -94,7 +96,7 @@ func (t *tx) indexKeys(sum *engine.FlowSummary) (created, status, gate string) {
 // runs fn again on a new snapshot: the comparison and the write are
 // atomic. st is stored as given but for a zero SchemaVersion; the summary
 // with st's stamps.
-func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) error {
+func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
@@ -112,7 +114,7 @@ func (t *tx) Put(st *engine.FlowState, sum engine.FlowSummary, expect int64) err
 			st.FlowID, sum.FlowID, sum.Status, st.Status)
 	}
 	if expect < engine.NotStored || st.Version <= expect {
-		return fmt.Errorf("etcd store: flow %q put at version %d over version %d: a write moves the version on (engine.FlowState.Stamp)",
+		return fmt.Errorf("etcd store: flow %q put at version %d over version %d: a write moves the version on (state.FlowState.Stamp)",
 			st.FlowID, st.Version, expect)
 	}
 	old, oldLID, err := t.summaryRec(st.FlowID)
@@ -253,11 +255,11 @@ func (t *tx) Delete(flowID string) error {
 // and reported as an *engine.DamagedError naming the flow (the id ends every
 // index key, after its last NUL or its prefix p), joined with the others
 // (engine.Tx's contract).
-func (t *tx) decodeSummaries(p string, kvs []kv) ([]engine.FlowSummary, error) {
-	out := make([]engine.FlowSummary, 0, len(kvs))
+func (t *tx) decodeSummaries(p string, kvs []kv) ([]state.FlowSummary, error) {
+	out := make([]state.FlowSummary, 0, len(kvs))
 	var damaged []error
 	for _, k := range kvs {
-		var sum engine.FlowSummary
+		var sum state.FlowSummary
 		if err := sjson.Unmarshal(bytes.Clone(k.val), &sum); err != nil {
 			id := strings.TrimPrefix(k.key, p)
 			id = id[strings.LastIndexByte(id, 0)+1:]
@@ -278,19 +280,25 @@ func (t *tx) decodeSummaries(p string, kvs []kv) ([]engine.FlowSummary, error) {
 	return out, errors.Join(damaged...)
 }
 
-func (t *tx) List(f engine.ListFilter) ([]engine.FlowSummary, error) {
+// List scans the created or the by-status index backwards; f.After's key
+// ends the range (the keys below it follow it in the listing).
+func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	p := t.s.key("c/")
 	if f.Status != "" {
 		p = t.s.key("t/", string(f.Status), "\x00")
 	}
-	kvs, err := t.scan(p, prefixEnd(p), max(f.Limit, 0), true)
+	end := prefixEnd(p)
+	if !f.After.IsZero() {
+		end = p + createdKey(&state.FlowSummary{CreatedAt: f.After.CreatedAt}) + "\x00" + f.After.FlowID
+	}
+	kvs, err := t.scan(p, end, max(f.Limit, 0), true)
 	if err != nil {
 		return nil, err
 	}
 	return t.decodeSummaries(p, kvs)
 }
 
-func (t *tx) PendingGates() ([]engine.FlowSummary, error) {
+func (t *tx) PendingGates() ([]state.FlowSummary, error) {
 	p := t.s.key("g/")
 	kvs, err := t.scan(p, prefixEnd(p), 0, false)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // stampAt is the time of the stamps of these tests (they are not about it).
@@ -17,7 +19,7 @@ var stampAt = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // without a spec) expecting version expect, and checks that it is refused
 // with an *engine.VersionError (errors.Is ErrConflict) naming the flow, the
 // expected and the stored version.
-func refusedPut(t *testing.T, s engine.Store, st *engine.FlowState, expect, stored int64) {
+func refusedPut(t *testing.T, s engine.Store, st *state.FlowState, expect, stored int64) {
 	t.Helper()
 	sum := engine.Summarize(st, nil)
 	err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, sum, expect) })
@@ -35,7 +37,7 @@ func refusedPut(t *testing.T, s engine.Store, st *engine.FlowState, expect, stor
 // but does are each refused with a conflict, and nothing is written
 // (state, summary, indexes, nor the transaction's other writes).
 func testPutConditional(t *testing.T, s engine.Store) {
-	put(t, s, NewState("f", engine.StatusRunning)) // version 1
+	put(t, s, NewState("f", state.StatusRunning)) // version 1
 	cur := get(t, s, "f")
 	cur.Round = 7
 	put(t, s, cur) // version 2
@@ -43,7 +45,7 @@ func testPutConditional(t *testing.T, s engine.Store) {
 	// Stale: a writer that read version 1.
 	stale := get(t, s, "f")
 	stale.Version = 1
-	stale.Status, stale.Gate = engine.StatusAwaitingGate, &engine.PendingGate{StepID: "g"}
+	stale.Status, stale.Gate = state.StatusAwaitingGate, &state.PendingGate{StepID: "g"}
 	stale.Stamp(stampAt)
 	refusedPut(t, s, stale, 1, 2)
 
@@ -55,19 +57,19 @@ func testPutConditional(t *testing.T, s engine.Store) {
 
 	// Missing: a flow expected at a version that is not stored (deleted, or
 	// never written).
-	missing := NewState("gone", engine.StatusRunning)
+	missing := NewState("gone", state.StatusRunning)
 	missing.Version = 3
 	missing.Stamp(stampAt)
 	refusedPut(t, s, missing, 3, engine.NotStored)
 
 	// Must not exist, and does: a new state of a stored flow's id.
-	fresh := NewState("f", engine.StatusComplete)
+	fresh := NewState("f", state.StatusComplete)
 	fresh.Stamp(stampAt)
 	refusedPut(t, s, fresh, engine.NotStored, 2)
 
 	// A refusal inside a transaction that wrote before it: nothing of it
 	// stays (fn returns the conflict).
-	other := NewState("other", engine.StatusRunning)
+	other := NewState("other", state.StatusRunning)
 	otherExpect := other.Stamp(stampAt)
 	err := s.Update(ctx, func(tx engine.Tx) error {
 		if err := tx.Put(other, engine.Summarize(other, nil), otherExpect); err != nil {
@@ -83,16 +85,16 @@ func testPutConditional(t *testing.T, s engine.Store) {
 	}
 
 	after := get(t, s, "f")
-	if after.Version != 2 || after.Round != 7 || after.Status != engine.StatusRunning {
+	if after.Version != 2 || after.Round != 7 || after.Status != state.StatusRunning {
 		t.Fatalf("a refused Put wrote: version %d round %d status %s; want 2, 7, running", after.Version, after.Round, after.Status)
 	}
-	if sums := list(t, s, engine.ListFilter{}); len(sums) != 1 || sums[0].FlowID != "f" || sums[0].Version != 2 || sums[0].Status != engine.StatusRunning {
+	if sums := list(t, s, engine.ListFilter{}); len(sums) != 1 || sums[0].FlowID != "f" || sums[0].Version != 2 || sums[0].Status != state.StatusRunning {
 		t.Fatalf("List after refused Puts: %s", summaryText(sums))
 	}
 	if g := gates(t, s); len(g) != 0 {
 		t.Fatalf("a refused Put indexed a gate: %v", ids(g))
 	}
-	if got := list(t, s, engine.ListFilter{Status: engine.StatusComplete}); len(got) != 0 {
+	if got := list(t, s, engine.ListFilter{Status: state.StatusComplete}); len(got) != 0 {
 		t.Fatalf("a refused Put indexed a status: %v", ids(got))
 	}
 	if evs, err := (eventLog{s}).FlowEvents(ctx, "other"); err != nil || len(evs) != 0 {
@@ -102,9 +104,9 @@ func testPutConditional(t *testing.T, s engine.Store) {
 	// The writer that read the current version wins; then its version is
 	// the current one.
 	ok := get(t, s, "f")
-	ok.Status = engine.StatusComplete
+	ok.Status = state.StatusComplete
 	put(t, s, ok)
-	if got := get(t, s, "f"); got.Version != 3 || got.Status != engine.StatusComplete {
+	if got := get(t, s, "f"); got.Version != 3 || got.Status != state.StatusComplete {
 		t.Fatalf("after the current writer: version %d status %s", got.Version, got.Status)
 	}
 	after.Stamp(stampAt)
@@ -115,11 +117,11 @@ func testPutConditional(t *testing.T, s engine.Store) {
 	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("f") }); err != nil {
 		t.Fatal(err)
 	}
-	old := NewState("f", engine.StatusRunning)
+	old := NewState("f", state.StatusRunning)
 	old.Version = 3
 	old.Stamp(stampAt)
 	refusedPut(t, s, old, 3, engine.NotStored)
-	reborn := NewState("f", engine.StatusRunning)
+	reborn := NewState("f", state.StatusRunning)
 	put(t, s, reborn)
 	if got := get(t, s, "f"); got.Version != 1 {
 		t.Fatalf("a flow created again after its deletion is at version %d, want 1", got.Version)
@@ -129,7 +131,7 @@ func testPutConditional(t *testing.T, s engine.Store) {
 // testPutConditionalInOneTransaction: a flow put twice in one transaction
 // is, for the second Put, at the version the first gave it.
 func testPutConditionalInOneTransaction(t *testing.T, s engine.Store) {
-	st := NewState("f", engine.StatusRunning)
+	st := NewState("f", state.StatusRunning)
 	err := s.Update(ctx, func(tx engine.Tx) error {
 		st := st.Clone() // fn may run again
 		first := st.Stamp(stampAt)
@@ -160,7 +162,7 @@ func testPutConditionalInOneTransaction(t *testing.T, s engine.Store) {
 // flow is the winner's.
 func testPutConcurrentWritersOneWins(t *testing.T, s engine.Store) {
 	const writers, rounds = 6, 4
-	put(t, s, NewState("f", engine.StatusRunning))
+	put(t, s, NewState("f", state.StatusRunning))
 	for round := 0; round < rounds; round++ {
 		read := get(t, s, "f")
 		var (

@@ -6,17 +6,19 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // testGC: GC prunes exactly the finished flows unchanged for longer than
 // the age, with their events, and keeps everything else. The flows are
 // stamped by the store's clock, as writers on one machine stamp them.
 func testGC(t *testing.T, s engine.Store, clock *Clock) {
-	mk := func(id string, status engine.FlowStatus) {
+	mk := func(id string, status state.FlowStatus) {
 		t.Helper()
 		st := NewState(id, status)
-		if status == engine.StatusAwaitingGate {
-			st.Gate = &engine.PendingGate{StepID: "g"}
+		if status == state.StatusAwaitingGate {
+			st.Gate = &state.PendingGate{StepID: "g"}
 		}
 		expect := st.Stamp(clock.Now())
 		sum := engine.Summarize(st, nil)
@@ -29,16 +31,16 @@ func testGC(t *testing.T, s engine.Store, clock *Clock) {
 			t.Fatal(err)
 		}
 	}
-	finished := []engine.FlowStatus{engine.StatusComplete, engine.StatusKilled, engine.StatusFailed, engine.StatusBudgetExhausted}
-	for _, status := range append(finished, engine.StatusRunning, engine.StatusAwaitingGate) {
+	finished := []state.FlowStatus{state.StatusComplete, state.StatusKilled, state.StatusFailed, state.StatusBudgetExhausted}
+	for _, status := range append(finished, state.StatusRunning, state.StatusAwaitingGate) {
 		mk("old-"+string(status), status)
 	}
-	mk("touched", engine.StatusComplete)
+	mk("touched", state.StatusComplete)
 	clock.Advance(48 * time.Hour)
 	// Changed recently: not prunable although created long ago.
 	putAt(t, s, get(t, s, "touched"), clock.Now())
-	mk("new-complete", engine.StatusComplete)
-	mk("new-running", engine.StatusRunning)
+	mk("new-complete", state.StatusComplete)
+	mk("new-running", state.StatusRunning)
 	clock.Advance(time.Hour)
 
 	n, err := s.GC(ctx, 24*time.Hour)
@@ -82,7 +84,7 @@ func testGC(t *testing.T, s engine.Store, clock *Clock) {
 // pruned child's work on resume); once the whole line has finished it is
 // pruned like any flow. A child whose parent is gone is pruned.
 func testGCKeepsChildrenOfUnfinished(t *testing.T, s engine.Store, clock *Clock) {
-	mk := func(id, parent string, status engine.FlowStatus) {
+	mk := func(id, parent string, status state.FlowStatus) {
 		t.Helper()
 		st := NewState(id, status)
 		if parent != "" {
@@ -91,14 +93,14 @@ func testGCKeepsChildrenOfUnfinished(t *testing.T, s engine.Store, clock *Clock)
 		}
 		putAt(t, s, st, clock.Now())
 	}
-	mk("run-parent", "", engine.StatusRunning)
-	mk("run-child", "run-parent", engine.StatusRunning)
-	mk("run-grandchild", "run-child", engine.StatusComplete)
-	mk("gate-parent", "", engine.StatusAwaitingGate)
-	mk("gate-child", "gate-parent", engine.StatusKilled)
-	mk("done-parent", "", engine.StatusComplete)
-	mk("done-child", "done-parent", engine.StatusComplete)
-	mk("orphan-child", "gone", engine.StatusComplete)
+	mk("run-parent", "", state.StatusRunning)
+	mk("run-child", "run-parent", state.StatusRunning)
+	mk("run-grandchild", "run-child", state.StatusComplete)
+	mk("gate-parent", "", state.StatusAwaitingGate)
+	mk("gate-child", "gate-parent", state.StatusKilled)
+	mk("done-parent", "", state.StatusComplete)
+	mk("done-child", "done-parent", state.StatusComplete)
+	mk("orphan-child", "gone", state.StatusComplete)
 	clock.Advance(48 * time.Hour)
 
 	n, err := s.GC(ctx, 24*time.Hour)
@@ -112,7 +114,7 @@ func testGCKeepsChildrenOfUnfinished(t *testing.T, s engine.Store, clock *Clock)
 	// The line finishes: everything in it becomes prunable.
 	for _, id := range []string{"run-child", "run-parent"} {
 		st := get(t, s, id)
-		st.Status = engine.StatusComplete
+		st.Status = state.StatusComplete
 		putAt(t, s, st, clock.Now())
 	}
 	clock.Advance(48 * time.Hour)

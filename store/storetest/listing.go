@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 func testList(t *testing.T, s engine.Store) {
 	if got := list(t, s, engine.ListFilter{}); len(got) != 0 {
 		t.Fatalf("List of an empty store = %v", ids(got))
 	}
-	statuses := []engine.FlowStatus{engine.StatusRunning, engine.StatusComplete, engine.StatusRunning,
-		engine.StatusKilled, engine.StatusRunning, engine.StatusComplete}
+	statuses := []state.FlowStatus{state.StatusRunning, state.StatusComplete, state.StatusRunning,
+		state.StatusKilled, state.StatusRunning, state.StatusComplete}
 	for i, status := range statuses {
 		put(t, s, NewState(fmt.Sprintf("f%d", i), status))
 	}
@@ -39,13 +41,13 @@ func testList(t *testing.T, s engine.Store) {
 		seen[sum.FlowID] = true
 	}
 
-	running := list(t, s, engine.ListFilter{Status: engine.StatusRunning})
+	running := list(t, s, engine.ListFilter{Status: state.StatusRunning})
 	if got := sortedIDs(running); !reflect.DeepEqual(got, []string{"f0", "f2", "f4"}) {
 		t.Fatalf("List(running) = %v, want f0 f2 f4", got)
 	}
 	checkNewestFirst(t, running)
 	for _, sum := range running {
-		if sum.Status != engine.StatusRunning {
+		if sum.Status != state.StatusRunning {
 			t.Fatalf("List(running) returned %s with status %s", sum.FlowID, sum.Status)
 		}
 	}
@@ -57,18 +59,18 @@ func testList(t *testing.T, s engine.Store) {
 	if got, want := ids(limited), ids(all[:2]); !reflect.DeepEqual(got, want) {
 		t.Fatalf("List(Limit 2) = %v, want the two newest %v", got, want)
 	}
-	if got := list(t, s, engine.ListFilter{Status: engine.StatusComplete, Limit: 1}); len(got) != 1 || got[0].Status != engine.StatusComplete {
+	if got := list(t, s, engine.ListFilter{Status: state.StatusComplete, Limit: 1}); len(got) != 1 || got[0].Status != state.StatusComplete {
 		t.Fatalf("List(complete, Limit 1) = %+v", got)
 	}
 
 	// A status change moves the flow between status lists.
 	f4 := get(t, s, "f4")
-	f4.Status = engine.StatusComplete
+	f4.Status = state.StatusComplete
 	put(t, s, f4)
-	if got := sortedIDs(list(t, s, engine.ListFilter{Status: engine.StatusRunning})); !reflect.DeepEqual(got, []string{"f0", "f2"}) {
+	if got := sortedIDs(list(t, s, engine.ListFilter{Status: state.StatusRunning})); !reflect.DeepEqual(got, []string{"f0", "f2"}) {
 		t.Fatalf("List(running) after f4 completed = %v", got)
 	}
-	if got := sortedIDs(list(t, s, engine.ListFilter{Status: engine.StatusComplete})); !reflect.DeepEqual(got, []string{"f1", "f4", "f5"}) {
+	if got := sortedIDs(list(t, s, engine.ListFilter{Status: state.StatusComplete})); !reflect.DeepEqual(got, []string{"f1", "f4", "f5"}) {
 		t.Fatalf("List(complete) after f4 completed = %v", got)
 	}
 	if got := list(t, s, engine.ListFilter{}); len(got) != len(statuses) {
@@ -77,7 +79,7 @@ func testList(t *testing.T, s engine.Store) {
 }
 
 // checkNewestFirst: most recently created first (ties in any fixed order).
-func checkNewestFirst(t *testing.T, sums []engine.FlowSummary) {
+func checkNewestFirst(t *testing.T, sums []state.FlowSummary) {
 	t.Helper()
 	for i := 1; i < len(sums); i++ {
 		if sums[i].CreatedAt.After(sums[i-1].CreatedAt) {
@@ -87,7 +89,7 @@ func checkNewestFirst(t *testing.T, sums []engine.FlowSummary) {
 	}
 }
 
-func sortedIDs(sums []engine.FlowSummary) []string {
+func sortedIDs(sums []state.FlowSummary) []string {
 	out := ids(sums)
 	sort.Strings(out)
 	return out
@@ -95,7 +97,7 @@ func sortedIDs(sums []engine.FlowSummary) []string {
 
 func testListSummaryFields(t *testing.T, s engine.Store) {
 	parent := "p1"
-	st := NewState("child", engine.StatusRunning)
+	st := NewState("child", state.StatusRunning)
 	st.ParentFlowID = &parent
 	st.Round = 2
 	st.Driver = "runner"
@@ -114,7 +116,7 @@ func testListSummaryFields(t *testing.T, s engine.Store) {
 	}{
 		{"FlowID", sum.FlowID, "child"},
 		{"FlowName", sum.FlowName, "review_pr"},
-		{"Status", sum.Status, engine.StatusRunning},
+		{"Status", sum.Status, state.StatusRunning},
 		{"Round", sum.Round, 3},
 		{"Driver", sum.Driver, "runner"},
 		{"ParentFlowID", sum.ParentFlowID, "p1"},
@@ -133,16 +135,16 @@ func testListSummaryFields(t *testing.T, s engine.Store) {
 func testPendingGates(t *testing.T, s engine.Store) {
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	deadline := base.Add(time.Hour)
-	mk := func(id string, status engine.FlowStatus, gate *engine.PendingGate) {
+	mk := func(id string, status state.FlowStatus, gate *state.PendingGate) {
 		st := NewState(id, status)
 		st.Gate = gate
 		put(t, s, st)
 	}
-	mk("g2", engine.StatusAwaitingGate, &engine.PendingGate{StepID: "review", Round: 1, DispatchedAt: base.Add(time.Minute), Deadline: &deadline, OnTimeout: "kill", Approver: "human"})
-	mk("g1", engine.StatusAwaitingGate, &engine.PendingGate{StepID: "approve", DispatchedAt: base})
-	mk("nogate", engine.StatusAwaitingGate, nil)
-	mk("running", engine.StatusRunning, &engine.PendingGate{StepID: "stale"})
-	mk("done", engine.StatusComplete, nil)
+	mk("g2", state.StatusAwaitingGate, &state.PendingGate{StepID: "review", Round: 1, DispatchedAt: base.Add(time.Minute), Deadline: &deadline, OnTimeout: "kill", Approver: "human"})
+	mk("g1", state.StatusAwaitingGate, &state.PendingGate{StepID: "approve", DispatchedAt: base})
+	mk("nogate", state.StatusAwaitingGate, nil)
+	mk("running", state.StatusRunning, &state.PendingGate{StepID: "stale"})
+	mk("done", state.StatusComplete, nil)
 
 	got := gates(t, s)
 	sort.Slice(got, func(i, j int) bool { return got[i].FlowID < got[j].FlowID }) // order is the store's choice
@@ -157,13 +159,13 @@ func testPendingGates(t *testing.T, s engine.Store) {
 
 	// Resolving the gate removes it from the index; reopening adds it back.
 	st := get(t, s, "g1")
-	st.Status, st.Gate = engine.StatusRunning, nil
+	st.Status, st.Gate = state.StatusRunning, nil
 	put(t, s, st)
 	if got := sortedIDs(gates(t, s)); !reflect.DeepEqual(got, []string{"g2"}) {
 		t.Fatalf("PendingGates after resolving g1 = %v, want [g2]", got)
 	}
 	st = get(t, s, "g1")
-	st.Status, st.Gate = engine.StatusAwaitingGate, &engine.PendingGate{StepID: "again", DispatchedAt: base.Add(2 * time.Minute)}
+	st.Status, st.Gate = state.StatusAwaitingGate, &state.PendingGate{StepID: "again", DispatchedAt: base.Add(2 * time.Minute)}
 	put(t, s, st)
 	got = gates(t, s)
 	sort.Slice(got, func(i, j int) bool { return got[i].FlowID < got[j].FlowID })
@@ -178,10 +180,10 @@ func testPendingGates(t *testing.T, s engine.Store) {
 			if err != nil {
 				return err
 			}
-			if st.Status != engine.StatusAwaitingGate || st.Gate == nil {
+			if st.Status != state.StatusAwaitingGate || st.Gate == nil {
 				return nil
 			}
-			st.Status, st.Gate = engine.StatusRunning, nil
+			st.Status, st.Gate = state.StatusRunning, nil
 			won = true
 			return Put(tx, st)
 		}); err != nil {
@@ -200,14 +202,14 @@ func testPendingGates(t *testing.T, s engine.Store) {
 func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 	at := time.Date(2026, 4, 5, 6, 7, 8, 9, time.UTC)
 	deadline := at.Add(time.Hour)
-	st := NewState("f", engine.StatusAwaitingGate)
-	given := engine.FlowSummary{
-		FlowID: "f", FlowName: "given_name", Status: engine.StatusAwaitingGate, CurrentStep: "given_step",
+	st := NewState("f", state.StatusAwaitingGate)
+	given := state.FlowSummary{
+		FlowID: "f", FlowName: "given_name", Status: state.StatusAwaitingGate, CurrentStep: "given_step",
 		StepNumber: 42, TotalSteps: 7, Round: 9, Driver: "given_driver", ParentFlowID: "given_parent",
-		Gate: &engine.PendingGate{StepID: "given_gate", Round: 3, DispatchedAt: at, Deadline: &deadline,
+		Gate: &state.PendingGate{StepID: "given_gate", Round: 3, DispatchedAt: at, Deadline: &deadline,
 			OnTimeout: "approve", Approver: "human"},
-		Owner:  &engine.Lease{ID: "run-given", PID: 4242, Host: "given-host", Heartbeat: at, ExpiresAt: deadline},
-		Review: &engine.GateReview{Question: "Ship \"given\" <now>?\n", Revise: true},
+		Owner:  &state.Lease{ID: "run-given", PID: 4242, Host: "given-host", Heartbeat: at, ExpiresAt: deadline},
+		Review: &state.GateReview{Question: "Ship \"given\" <now>?\n", Revise: true},
 		// Not the state's: these must be replaced by the state's stamps.
 		CreatedAt: at.Add(-48 * time.Hour), UpdatedAt: at.Add(-24 * time.Hour), Version: 1000,
 	}
@@ -229,9 +231,9 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 
 	sums := list(t, s, engine.ListFilter{})
 	if len(sums) != 1 || !sameSummary(sums[0], want) {
-		t.Fatalf("List after Put:\n got  %+v\n want %+v", summaryText(sums), summaryText([]engine.FlowSummary{want}))
+		t.Fatalf("List after Put:\n got  %+v\n want %+v", summaryText(sums), summaryText([]state.FlowSummary{want}))
 	}
-	if byStatus := list(t, s, engine.ListFilter{Status: engine.StatusAwaitingGate}); len(byStatus) != 1 || !sameSummary(byStatus[0], want) {
+	if byStatus := list(t, s, engine.ListFilter{Status: state.StatusAwaitingGate}); len(byStatus) != 1 || !sameSummary(byStatus[0], want) {
 		t.Fatalf("List(awaiting_gate) after Put: %s", summaryText(byStatus))
 	}
 	if g := gates(t, s); len(g) != 1 || !sameSummary(g[0], want) {
@@ -240,8 +242,8 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 
 	// A replacement stores its own summary whole.
 	st = get(t, s, "f")
-	st.Status = engine.StatusRunning
-	bare := engine.FlowSummary{FlowID: "f", Status: engine.StatusRunning}
+	st.Status = state.StatusRunning
+	bare := state.FlowSummary{FlowID: "f", Status: state.StatusRunning}
 	expect = st.Stamp(time.Now())
 	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Put(st, bare, expect) }); err != nil {
 		t.Fatal(err)
@@ -249,7 +251,7 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 	stored = get(t, s, "f")
 	bare.CreatedAt, bare.UpdatedAt, bare.Version = stored.CreatedAt, stored.UpdatedAt, stored.Version
 	if sums := list(t, s, engine.ListFilter{}); len(sums) != 1 || !sameSummary(sums[0], bare) {
-		t.Fatalf("List after replacing the summary: %s, want %s", summaryText(sums), summaryText([]engine.FlowSummary{bare}))
+		t.Fatalf("List after replacing the summary: %s, want %s", summaryText(sums), summaryText([]state.FlowSummary{bare}))
 	}
 	if g := gates(t, s); len(g) != 0 {
 		t.Fatalf("PendingGates after the gate left the summary: %s", summaryText(g))
@@ -257,9 +259,9 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 
 	// A summary of another flow, or with another status, is refused and
 	// writes nothing.
-	for name, wrong := range map[string]engine.FlowSummary{
-		"flow id": {FlowID: "other", Status: engine.StatusRunning},
-		"status":  {FlowID: "f", Status: engine.StatusComplete},
+	for name, wrong := range map[string]state.FlowSummary{
+		"flow id": {FlowID: "other", Status: state.StatusRunning},
+		"status":  {FlowID: "f", Status: state.StatusComplete},
 	} {
 		cur := get(t, s, "f")
 		expect := cur.Stamp(time.Now())
@@ -274,7 +276,7 @@ func testSummaryStoredAsGiven(t *testing.T, s engine.Store) {
 }
 
 // zeroFields lists the fields of sum that hold their zero value.
-func zeroFields(sum engine.FlowSummary) []string {
+func zeroFields(sum state.FlowSummary) []string {
 	var out []string
 	v := reflect.ValueOf(sum)
 	for i := 0; i < v.NumField(); i++ {
@@ -287,11 +289,11 @@ func zeroFields(sum engine.FlowSummary) []string {
 
 // sameSummary compares summaries field by field, times by instant (a store
 // may hand back another location of the same instant).
-func sameSummary(a, b engine.FlowSummary) bool {
+func sameSummary(a, b state.FlowSummary) bool {
 	return reflect.DeepEqual(utcSummary(a), utcSummary(b))
 }
 
-func utcSummary(s engine.FlowSummary) engine.FlowSummary {
+func utcSummary(s state.FlowSummary) state.FlowSummary {
 	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
 	if s.Gate != nil {
 		g := *s.Gate
@@ -310,7 +312,7 @@ func utcSummary(s engine.FlowSummary) engine.FlowSummary {
 	return s
 }
 
-func summaryText(sums []engine.FlowSummary) string {
+func summaryText(sums []state.FlowSummary) string {
 	var b strings.Builder
 	for _, s := range sums {
 		fmt.Fprintf(&b, "%+v gate=%+v owner=%+v review=%+v; ", s, s.Gate, s.Owner, s.Review)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // Open returns a fresh, empty store whose clock (for GC's cutoff and the
@@ -37,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"ViewRejectsWrites", testViewRejectsWrites},
 		{"Delete", testDelete},
 		{"ListOrderFilterLimit", testList},
+		{"ListPages", testListPages},
 		{"ListSummaryFields", testListSummaryFields},
 		{"SummaryStoredAsGiven", testSummaryStoredAsGiven},
 		{"PendingGatesIndex", testPendingGates},
@@ -94,27 +97,27 @@ var ctx = context.Background()
 
 // NewState returns a realistic flow state for tests: a few records, outputs
 // and inputs, like a flow half-way through a run.
-func NewState(id string, status engine.FlowStatus) *engine.FlowState {
+func NewState(id string, status state.FlowStatus) *state.FlowState {
 	start := "s1"
 	agent := "claude"
-	st := &engine.FlowState{
+	st := &state.FlowState{
 		FlowID:   id,
 		FlowName: "review_pr",
 		RawSpec:  "version: \"0.2\"\nflows:\n  review_pr:\n    steps: []\n",
 		Inputs:   map[string]any{"pr": "https://example.com/pr/1", "depth": 2.0},
-		StepProgress: engine.StepProgress{
+		StepProgress: state.StepProgress{
 			StepOutputs: map[string]any{"s1": map[string]any{"summary": "ok", "score": 0.9}},
-			Records: []engine.Record{
-				{Type: engine.RecordStep, StepID: "s1", FunctionName: "summarise", Attempts: 1, DurationMS: 1200, Agent: &agent},
+			Records: []state.Record{
+				{Type: state.RecordStep, StepID: "s1", FunctionName: "summarise", Attempts: 1, DurationMS: 1200, Agent: &agent},
 			},
 			Attempts:   map[string]int{"s1": 1},
 			CurrentIdx: 1,
 		},
-		Checkpoints: map[string]*engine.Checkpoint{},
-		RoundProgress: engine.RoundProgress{
-			Rounds:           [][]engine.Record{},
+		Checkpoints: map[string]*state.Checkpoint{},
+		RoundProgress: state.RoundProgress{
+			Rounds:           [][]state.Record{},
 			RoundStartStepID: &start,
-			Iterations:       map[string][]engine.IterationEntry{},
+			Iterations:       map[string][]state.IterationEntry{},
 		},
 		Status:       status,
 		Driver:       "agent",
@@ -129,24 +132,24 @@ func NewState(id string, status engine.FlowStatus) *engine.FlowState {
 // the version st carried (the one it was read at; engine.NotStored for a
 // new state). It stamps st, so call it on a state read or made inside the
 // same transaction function: a store may run that function again.
-func Put(tx engine.Tx, st *engine.FlowState) error {
+func Put(tx engine.Tx, st *state.FlowState) error {
 	return PutAt(tx, st, time.Now())
 }
 
 // PutAt is Put with the stamps' time.
-func PutAt(tx engine.Tx, st *engine.FlowState, now time.Time) error {
+func PutAt(tx engine.Tx, st *state.FlowState, now time.Time) error {
 	expect := st.Stamp(now)
 	return tx.Put(st, engine.Summarize(st, nil), expect)
 }
 
 // put writes st in its own Update, stamped (at time.Now) before it, so a
 // store that runs the function again writes the same state.
-func put(t *testing.T, s engine.Store, st *engine.FlowState) {
+func put(t *testing.T, s engine.Store, st *state.FlowState) {
 	t.Helper()
 	putAt(t, s, st, time.Now())
 }
 
-func putAt(t *testing.T, s engine.Store, st *engine.FlowState, now time.Time) {
+func putAt(t *testing.T, s engine.Store, st *state.FlowState, now time.Time) {
 	t.Helper()
 	expect := st.Stamp(now)
 	sum := engine.Summarize(st, nil)
@@ -155,9 +158,9 @@ func putAt(t *testing.T, s engine.Store, st *engine.FlowState, now time.Time) {
 	}
 }
 
-func get(t *testing.T, s engine.Store, id string) *engine.FlowState {
+func get(t *testing.T, s engine.Store, id string) *state.FlowState {
 	t.Helper()
-	var st *engine.FlowState
+	var st *state.FlowState
 	if err := s.View(ctx, func(tx engine.Tx) error {
 		var err error
 		st, err = tx.Get(id)
@@ -168,9 +171,9 @@ func get(t *testing.T, s engine.Store, id string) *engine.FlowState {
 	return st
 }
 
-func list(t *testing.T, s engine.Store, f engine.ListFilter) []engine.FlowSummary {
+func list(t *testing.T, s engine.Store, f engine.ListFilter) []state.FlowSummary {
 	t.Helper()
-	var out []engine.FlowSummary
+	var out []state.FlowSummary
 	if err := s.View(ctx, func(tx engine.Tx) error {
 		var err error
 		out, err = tx.List(f)
@@ -181,9 +184,9 @@ func list(t *testing.T, s engine.Store, f engine.ListFilter) []engine.FlowSummar
 	return out
 }
 
-func gates(t *testing.T, s engine.Store) []engine.FlowSummary {
+func gates(t *testing.T, s engine.Store) []state.FlowSummary {
 	t.Helper()
-	var out []engine.FlowSummary
+	var out []state.FlowSummary
 	if err := s.View(ctx, func(tx engine.Tx) error {
 		var err error
 		out, err = tx.PendingGates()
@@ -194,7 +197,7 @@ func gates(t *testing.T, s engine.Store) []engine.FlowSummary {
 	return out
 }
 
-func ids(sums []engine.FlowSummary) []string {
+func ids(sums []state.FlowSummary) []string {
 	out := make([]string, len(sums))
 	for i, s := range sums {
 		out[i] = s.FlowID
@@ -213,10 +216,10 @@ func testGetMissing(t *testing.T, s engine.Store) {
 }
 
 func testPutGetRoundTrip(t *testing.T, s engine.Store) {
-	in := NewState("f1", engine.StatusRunning)
+	in := NewState("f1", state.StatusRunning)
 	put(t, s, in)
 	got := get(t, s, "f1")
-	want := NewState("f1", engine.StatusRunning)
+	want := NewState("f1", state.StatusRunning)
 	// Fields Put stamps are checked elsewhere.
 	want.CreatedAt, want.UpdatedAt, want.Version, want.SchemaVersion = got.CreatedAt, got.UpdatedAt, got.Version, got.SchemaVersion
 	if !reflect.DeepEqual(got, want) {
@@ -229,7 +232,7 @@ func testPutGetRoundTrip(t *testing.T, s engine.Store) {
 // each write; invalid input is an error, never a panic.
 func testPutStoresStamps(t *testing.T, s engine.Store) {
 	created := time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC)
-	in := NewState("f1", engine.StatusRunning)
+	in := NewState("f1", state.StatusRunning)
 	putAt(t, s, in, created)
 	if in.Version != 1 || !in.CreatedAt.Equal(created) || !in.UpdatedAt.Equal(created) {
 		t.Fatalf("after the first write: Version=%d CreatedAt=%v UpdatedAt=%v; want 1 and %v", in.Version, in.CreatedAt, in.UpdatedAt, created)
@@ -264,9 +267,9 @@ func testPutStoresStamps(t *testing.T, s engine.Store) {
 	}
 	// Invalid input is an error, never a panic, and writes nothing.
 	for name, w := range map[string]func(tx engine.Tx) error{
-		"nil state": func(tx engine.Tx) error { return tx.Put(nil, engine.FlowSummary{}, engine.NotStored) },
+		"nil state": func(tx engine.Tx) error { return tx.Put(nil, state.FlowSummary{}, engine.NotStored) },
 		"no flow id": func(tx engine.Tx) error {
-			return tx.Put(&engine.FlowState{Version: 1}, engine.FlowSummary{}, engine.NotStored)
+			return tx.Put(&state.FlowState{Version: 1}, state.FlowSummary{}, engine.NotStored)
 		},
 		"version kept": func(tx engine.Tx) error {
 			st, err := tx.Get("f1")
@@ -285,7 +288,7 @@ func testPutStoresStamps(t *testing.T, s engine.Store) {
 			return tx.Put(st, engine.Summarize(st, nil), v)
 		},
 		"expect below NotStored": func(tx engine.Tx) error {
-			st := NewState("f2", engine.StatusRunning)
+			st := NewState("f2", state.StatusRunning)
 			st.Version = 1
 			return tx.Put(st, engine.Summarize(st, nil), -1)
 		},
@@ -306,7 +309,7 @@ func testPutStoresStamps(t *testing.T, s engine.Store) {
 }
 
 func testPrivateCopies(t *testing.T, s engine.Store) {
-	in := NewState("f1", engine.StatusRunning)
+	in := NewState("f1", state.StatusRunning)
 	put(t, s, in)
 	in.Attempts["s1"] = 99
 	in.StepOutputs["s1"] = "mutated"
@@ -323,10 +326,10 @@ func testPrivateCopies(t *testing.T, s engine.Store) {
 }
 
 func testUpdateErrorRollsBack(t *testing.T, s engine.Store) {
-	put(t, s, NewState("keep", engine.StatusRunning))
+	put(t, s, NewState("keep", state.StatusRunning))
 	boom := errors.New("boom")
 	err := s.Update(ctx, func(tx engine.Tx) error {
-		if err := Put(tx, NewState("f1", engine.StatusRunning)); err != nil {
+		if err := Put(tx, NewState("f1", state.StatusRunning)); err != nil {
 			return err
 		}
 		if err := tx.Delete("keep"); err != nil {
@@ -376,7 +379,7 @@ func assertNothingFrom(t *testing.T, s engine.Store) {
 }
 
 func testUpdatePanicRollsBack(t *testing.T, s engine.Store) {
-	put(t, s, NewState("keep", engine.StatusRunning))
+	put(t, s, NewState("keep", state.StatusRunning))
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -384,14 +387,14 @@ func testUpdatePanicRollsBack(t *testing.T, s engine.Store) {
 			}
 		}()
 		_ = s.Update(ctx, func(tx engine.Tx) error {
-			_ = Put(tx, NewState("f1", engine.StatusRunning))
+			_ = Put(tx, NewState("f1", state.StatusRunning))
 			_ = tx.Delete("keep")
 			_ = tx.CachePut("k", []byte("v"))
 			panic("bug in a transition")
 		})
 	}()
 	assertNothingFrom(t, s)
-	put(t, s, NewState("after", engine.StatusRunning)) // still usable
+	put(t, s, NewState("after", state.StatusRunning)) // still usable
 }
 
 func testCanceledContext(t *testing.T, s engine.Store) {
@@ -400,7 +403,7 @@ func testCanceledContext(t *testing.T, s engine.Store) {
 	ran := false
 	err := s.Update(c, func(tx engine.Tx) error {
 		ran = true
-		return Put(tx, NewState("f1", engine.StatusRunning))
+		return Put(tx, NewState("f1", state.StatusRunning))
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Update with a canceled context: %v, want context.Canceled", err)
@@ -411,9 +414,9 @@ func testCanceledContext(t *testing.T, s engine.Store) {
 }
 
 func testViewRejectsWrites(t *testing.T, s engine.Store) {
-	put(t, s, NewState("f1", engine.StatusRunning))
+	put(t, s, NewState("f1", state.StatusRunning))
 	writes := map[string]func(tx engine.Tx) error{
-		"Put":      func(tx engine.Tx) error { return Put(tx, NewState("f2", engine.StatusRunning)) },
+		"Put":      func(tx engine.Tx) error { return Put(tx, NewState("f2", state.StatusRunning)) },
 		"Delete":   func(tx engine.Tx) error { return tx.Delete("f1") },
 		"Append":   func(tx engine.Tx) error { return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventTrace}) },
 		"CachePut": func(tx engine.Tx) error { return tx.CachePut("k", []byte("v")) },
@@ -432,10 +435,10 @@ func testViewRejectsWrites(t *testing.T, s engine.Store) {
 }
 
 func testDelete(t *testing.T, s engine.Store) {
-	st := NewState("f1", engine.StatusAwaitingGate)
-	st.Gate = &engine.PendingGate{StepID: "approve", Round: 0}
+	st := NewState("f1", state.StatusAwaitingGate)
+	st.Gate = &state.PendingGate{StepID: "approve", Round: 0}
 	put(t, s, st)
-	put(t, s, NewState("f2", engine.StatusRunning))
+	put(t, s, NewState("f2", state.StatusRunning))
 	if err := s.Update(ctx, func(tx engine.Tx) error {
 		return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventGateOpened, StepID: "approve"},
 			engine.Event{FlowID: "f2", Type: engine.EventFlowCreated})
@@ -455,7 +458,7 @@ func testDelete(t *testing.T, s engine.Store) {
 	if got := ids(list(t, s, engine.ListFilter{})); !reflect.DeepEqual(got, []string{"f2"}) {
 		t.Fatalf("List after Delete = %v, want [f2]", got)
 	}
-	if got := ids(list(t, s, engine.ListFilter{Status: engine.StatusAwaitingGate})); len(got) != 0 {
+	if got := ids(list(t, s, engine.ListFilter{Status: state.StatusAwaitingGate})); len(got) != 0 {
 		t.Fatalf("List(awaiting_gate) after Delete = %v, want none", got)
 	}
 	if g := gates(t, s); len(g) != 0 {
@@ -527,7 +530,7 @@ func testCache(t *testing.T, s engine.Store) {
 }
 
 func testConcurrentUpdates(t *testing.T, s engine.Store) {
-	put(t, s, NewState("counter", engine.StatusRunning))
+	put(t, s, NewState("counter", state.StatusRunning))
 	const workers, each = 8, 25
 	concurrently(t, workers, each, func(_, _ int) error {
 		return s.Update(ctx, func(tx engine.Tx) error {

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/engine/internal/otlp"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -159,9 +161,9 @@ type AttemptRequest struct {
 // set whenever a request was made, even when the attempt failed.
 type AttemptResult struct {
 	Value   any
-	Usage   engine.Usage
+	Usage   state.Usage
 	CostUSD *float64
-	Trace   *engine.TraceRecord
+	Trace   *state.TraceRecord
 	// Model is the "provider/model" called.
 	Model string
 	// PromptHash is the compiled prompt's hash.
@@ -206,7 +208,7 @@ func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResu
 		violations = []string{}
 	}
 	flowID := req.FlowID
-	trace := &engine.TraceRecord{
+	trace := &state.TraceRecord{
 		Function: req.Function, Model: target.Full, Provider: target.Info.Name, Inputs: req.Inputs,
 		OpaqueInputs: prompt.Opaque, CompiledPromptHash: prompt.Hash, ContractHash: req.Output.Hash,
 		Attempts: req.Attempt, RetryReasons: violations, FlowID: &flowID, StepID: req.StepID, Attempt: req.Attempt,
@@ -465,7 +467,7 @@ func configErr(msg string) error {
 	return &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{msg}}
 }
 
-func engineUsage(u llm.Usage) engine.Usage {
-	return engine.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead,
+func engineUsage(u llm.Usage) state.Usage {
+	return state.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead,
 		CacheWriteTokens: u.CacheWrite, ReasoningTokens: u.Reasoning}
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/internal/llm"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -246,7 +248,7 @@ func TestExecuteSuccessAndTrace(t *testing.T) {
 		tr.FlowID == nil || *tr.FlowID != "flow-1" || tr.StepID != "s1" || len(tr.OpaqueInputs) != 1 || tr.RetryReasons == nil {
 		t.Fatalf("trace = %+v", tr)
 	}
-	if out.Usage != (engine.Usage{InputTokens: 1000, OutputTokens: 100}) || out.CostUSD == nil || *out.CostUSD != 0.0012 {
+	if out.Usage != (state.Usage{InputTokens: 1000, OutputTokens: 100}) || out.CostUSD == nil || *out.CostUSD != 0.0012 {
 		t.Fatalf("usage = %+v cost = %v", out.Usage, out.CostUSD)
 	}
 }
@@ -407,7 +409,7 @@ func TestLoopWithEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if c, ok := out.(*engine.Completion); !ok || c.Status != engine.StatusComplete {
+	if c, ok := out.(*engine.Completion); !ok || c.Status != state.StatusComplete {
 		t.Fatalf("flow did not complete: %v", engine.Wire(out, err))
 	}
 	if len(fp.reqs) != 3 {
@@ -473,7 +475,7 @@ func BenchmarkInferAttemptWithEngine(b *testing.B) {
 			b.Fatal(err)
 		}
 		next, err := svc.StepDone(ctx, d.FlowID, "s1", out.Output, engine.ReportOptions{})
-		if c, ok := next.(*engine.Completion); err != nil || !ok || c.Status != engine.StatusComplete {
+		if c, ok := next.(*engine.Completion); err != nil || !ok || c.Status != state.StatusComplete {
 			b.Fatalf("%v %v", next, err)
 		}
 	}

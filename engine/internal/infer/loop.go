@@ -5,7 +5,9 @@ import (
 	"errors"
 
 	"github.com/stratum-go/stratum/engine"
+
 	"github.com/stratum-go/stratum/engine/internal/otlp"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // LoopRequest is one call of the infer loop of seed 000 §3.1: up to
@@ -43,7 +45,7 @@ type LoopResult struct {
 	Violations [][]string
 	// Usage and CostUSD are summed over every attempt; CostUSD is nil
 	// when any attempt's cost was unknown.
-	Usage   engine.Usage
+	Usage   state.Usage
 	CostUSD *float64
 	// Model and PromptHash are the last attempt's.
 	Model, PromptHash string
@@ -141,8 +143,8 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 	return res, &ExhaustedError{Parse: parse, Violations: res.Violations}
 }
 
-func addUsage(a, b engine.Usage) engine.Usage {
-	return engine.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens,
+func addUsage(a, b state.Usage) state.Usage {
+	return state.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens,
 		CacheReadTokens: a.CacheReadTokens + b.CacheReadTokens, CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens,
 		ReasoningTokens: a.ReasoningTokens + b.ReasoningTokens}
 }

@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"encoding/json"
@@ -61,7 +61,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, kv.key)
+		b = AppendJSONString(b, kv.key)
 		b = append(b, ':')
 		b = kv.val(b)
 	}
@@ -81,7 +81,7 @@ func (f recordFields) Less(i, j int) bool { return f[i].key < f[j].key }
 func (f recordFields) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
 
 func jsonString(s string) func([]byte) []byte {
-	return func(b []byte) []byte { return appendJSONString(b, s) }
+	return func(b []byte) []byte { return AppendJSONString(b, s) }
 }
 
 func jsonStringPtr(s *string) func([]byte) []byte {
@@ -89,7 +89,7 @@ func jsonStringPtr(s *string) func([]byte) []byte {
 		if s == nil {
 			return append(b, "null"...)
 		}
-		return appendJSONString(b, *s)
+		return AppendJSONString(b, *s)
 	}
 }
 
@@ -101,10 +101,10 @@ func jsonBool(v bool) func([]byte) []byte {
 	return func(b []byte) []byte { return strconv.AppendBool(b, v) }
 }
 
-// appendJSONString appends s as encoding/json writes a string: quoted,
+// AppendJSONString appends s as encoding/json writes a string: quoted,
 // with its escaping of control characters, quotes and backslashes, HTML's
 // <, > and &, U+2028 and U+2029, and invalid UTF-8 as U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0

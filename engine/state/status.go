@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"fmt"
@@ -23,7 +23,6 @@ const (
 // flowStatuses lists every status, in the order above.
 var flowStatuses = []FlowStatus{StatusRunning, StatusAwaitingGate, StatusComplete, StatusKilled, StatusBudgetExhausted, StatusFailed}
 
-// Valid reports whether s is one of the statuses.
 // ParseFlowStatus reads a status given by a user (`query flows --status`):
 // an unknown one is an error naming every status.
 func ParseFlowStatus(s string) (FlowStatus, error) {
@@ -37,6 +36,7 @@ func ParseFlowStatus(s string) (FlowStatus, error) {
 	return "", fmt.Errorf("unknown status %q: want one of %s", s, strings.Join(names, ", "))
 }
 
+// Valid reports whether s is one of the statuses.
 func (s FlowStatus) Valid() bool {
 	for _, v := range flowStatuses {
 		if s == v {
@@ -60,14 +60,3 @@ func (s FlowStatus) Finished() bool {
 // Active reports whether the flow still has work: running or waiting at a
 // gate.
 func (s FlowStatus) Active() bool { return s == StatusRunning || s == StatusAwaitingGate }
-
-// CheckFailure says why an attempt's result was refused: the status of the
-// dispatch that sends the step back (upstream-behavior §2.6).
-type CheckFailure string
-
-// Check failures, in the order the checks run.
-const (
-	CheckSchema    CheckFailure = "schema_failed"
-	CheckGuardrail CheckFailure = "guardrail_blocked"
-	CheckEnsure    CheckFailure = "ensure_failed"
-)

@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"encoding/json"
@@ -17,19 +17,19 @@ func (st *FlowState) Clone() *FlowState {
 		return nil
 	}
 	c := *st
-	c.Inputs = cloneObject(st.Inputs)
-	c.StepProgress = st.StepProgress.clone()
+	c.Inputs = CloneObject(st.Inputs)
+	c.StepProgress = st.StepProgress.Clone()
 	if st.Checkpoints != nil {
 		c.Checkpoints = make(map[string]*Checkpoint, len(st.Checkpoints))
 		for k, cp := range st.Checkpoints {
 			c.Checkpoints[k] = cp.clone()
 		}
 	}
-	c.RoundProgress = st.RoundProgress.clone()
-	c.ParentFlowID = copyStrPtr(st.ParentFlowID)
-	c.ParentStepID = copyStrPtr(st.ParentStepID)
-	c.ChildProgress = st.ChildProgress.clone()
-	c.ParallelTasks = cloneObject(st.ParallelTasks)
+	c.RoundProgress = st.RoundProgress.Clone()
+	c.ParentFlowID = ClonePtr(st.ParentFlowID)
+	c.ParentStepID = ClonePtr(st.ParentStepID)
+	c.ChildProgress = st.ChildProgress.Clone()
+	c.ParallelTasks = CloneObject(st.ParallelTasks)
 	c.ParallelRuns = cloneParallelRuns(st.ParallelRuns)
 	c.DispatchedAt = maps.Clone(st.DispatchedAt)
 	if st.Gate != nil {
@@ -37,9 +37,9 @@ func (st *FlowState) Clone() *FlowState {
 		g.Deadline = cloneTime(st.Gate.Deadline)
 		c.Gate = &g
 	}
-	c.Owner = clonePtr(st.Owner)
-	c.Trace = cloneRaws(st.Trace)
-	c.BudgetState = clonePtr(st.BudgetState)
+	c.Owner = ClonePtr(st.Owner)
+	c.Trace = CloneRaws(st.Trace)
+	c.BudgetState = ClonePtr(st.BudgetState)
 	c.Library = st.Library.clone()
 	return &c
 }
@@ -49,42 +49,47 @@ func (cp *Checkpoint) clone() *Checkpoint {
 		return nil
 	}
 	c := *cp
-	c.StepProgress = cp.StepProgress.clone()
-	c.RoundProgress = cp.RoundProgress.clone()
-	c.ChildProgress = cp.ChildProgress.clone()
+	c.StepProgress = cp.StepProgress.Clone()
+	c.RoundProgress = cp.RoundProgress.Clone()
+	c.ChildProgress = cp.ChildProgress.Clone()
 	return &c
 }
 
 // The deep copies of a flow's progress: the one copy of what a checkpoint
 // saves, for Clone, Commit and Revert alike.
 
-func (p StepProgress) clone() StepProgress {
-	p.StepOutputs = cloneObject(p.StepOutputs)
+// Clone returns a deep copy of the progress.
+func (p StepProgress) Clone() StepProgress {
+	p.StepOutputs = CloneObject(p.StepOutputs)
 	p.Records = cloneRecords(p.Records)
 	p.Attempts = maps.Clone(p.Attempts)
 	return p
 }
 
-func (p RoundProgress) clone() RoundProgress {
+// Clone returns a deep copy of the progress.
+func (p RoundProgress) Clone() RoundProgress {
 	p.Rounds = cloneRounds(p.Rounds)
-	p.RoundStartStepID = copyStrPtr(p.RoundStartStepID)
-	p.TerminalStatus = copyStrPtr(p.TerminalStatus)
+	p.RoundStartStepID = ClonePtr(p.RoundStartStepID)
+	p.TerminalStatus = ClonePtr(p.TerminalStatus)
 	p.Iterations = cloneIterations(p.Iterations)
 	p.ArchivedIterations = cloneArchived(p.ArchivedIterations)
-	p.ActiveIteration = clonePtr(p.ActiveIteration)
+	p.ActiveIteration = ClonePtr(p.ActiveIteration)
 	p.IterationOutcome = maps.Clone(p.IterationOutcome)
 	p.IterationBest = cloneBest(p.IterationBest)
 	p.IterationAccumulator = cloneAccumulators(p.IterationAccumulator)
 	return p
 }
 
-func (p ChildProgress) clone() ChildProgress {
-	p.ActiveChildFlowID = copyStrPtr(p.ActiveChildFlowID)
+// Clone returns a deep copy of the progress.
+func (p ChildProgress) Clone() ChildProgress {
+	p.ActiveChildFlowID = ClonePtr(p.ActiveChildFlowID)
 	p.ChildAudits = cloneRawLists(p.ChildAudits)
 	return p
 }
 
-func clonePtr[T any](p *T) *T {
+// ClonePtr returns a pointer to a copy of *p (nil for nil): a shallow copy
+// of what p points to.
+func ClonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}
@@ -92,7 +97,15 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
-func cloneTime(p *time.Time) *time.Time { return clonePtr(p) }
+func cloneTime(p *time.Time) *time.Time { return ClonePtr(p) }
+
+// Clone returns a deep copy of the record.
+func (r Record) Clone() Record {
+	r.RoundStartStepID = ClonePtr(r.RoundStartStepID)
+	r.Agent = ClonePtr(r.Agent)
+	r.ChildFlowID = ClonePtr(r.ChildFlowID)
+	return r
+}
 
 func cloneRecords(rs []Record) []Record {
 	if rs == nil {
@@ -100,10 +113,7 @@ func cloneRecords(rs []Record) []Record {
 	}
 	out := make([]Record, len(rs))
 	for i, r := range rs {
-		r.RoundStartStepID = copyStrPtr(r.RoundStartStepID)
-		r.Agent = copyStrPtr(r.Agent)
-		r.ChildFlowID = copyStrPtr(r.ChildFlowID)
-		out[i] = r
+		out[i] = r.Clone()
 	}
 	return out
 }
@@ -125,10 +135,10 @@ func cloneEntries(es []IterationEntry) []IterationEntry {
 	}
 	out := make([]IterationEntry, len(es))
 	for i, e := range es {
-		e.Result = cloneValue(e.Result)
-		e.Score = clonePtr(e.Score)
-		e.NewCount = clonePtr(e.NewCount)
-		e.DryStreak = clonePtr(e.DryStreak)
+		e.Result = CloneValue(e.Result)
+		e.Score = ClonePtr(e.Score)
+		e.NewCount = ClonePtr(e.NewCount)
+		e.DryStreak = ClonePtr(e.DryStreak)
 		out[i] = e
 	}
 	return out
@@ -167,8 +177,8 @@ func cloneBest(m map[string]*IterationBest) map[string]*IterationBest {
 			continue
 		}
 		c := *b
-		c.Result = cloneValue(b.Result)
-		c.Score = clonePtr(b.Score)
+		c.Result = CloneValue(b.Result)
+		c.Score = ClonePtr(b.Score)
 		out[k] = &c
 	}
 	return out
@@ -192,7 +202,8 @@ func cloneAccumulators(m map[string]*Accumulator) map[string]*Accumulator {
 	return out
 }
 
-func cloneRaws(rs []json.RawMessage) []json.RawMessage {
+// CloneRaws copies a list of raw JSON values.
+func CloneRaws(rs []json.RawMessage) []json.RawMessage {
 	if rs == nil {
 		return nil
 	}
@@ -209,18 +220,19 @@ func cloneRawLists(m map[string][]json.RawMessage) map[string][]json.RawMessage 
 	}
 	out := make(map[string][]json.RawMessage, len(m))
 	for k, rs := range m {
-		out[k] = cloneRaws(rs)
+		out[k] = CloneRaws(rs)
 	}
 	return out
 }
 
-func cloneObject(m map[string]any) map[string]any {
+// CloneObject deep-copies a JSON object (CloneValue of each value).
+func CloneObject(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = cloneValue(v)
+		out[k] = CloneValue(v)
 	}
 	return out
 }
@@ -231,20 +243,20 @@ func cloneList(l []any) []any {
 	}
 	out := make([]any, len(l))
 	for i, v := range l {
-		out[i] = cloneValue(v)
+		out[i] = CloneValue(v)
 	}
 	return out
 }
 
-// cloneValue deep-copies a JSON-like value: objects and arrays are copied,
+// CloneValue deep-copies a JSON-like value: objects and arrays are copied,
 // scalars shared (they are immutable). Any other map, slice or pointer (a
 // value a caller built in Go rather than decoded) is copied by reflection.
-func cloneValue(v any) any {
+func CloneValue(v any) any {
 	switch x := v.(type) {
 	case nil, string, bool, float64, int, int64, json.Number:
 		return v
 	case map[string]any:
-		return cloneObject(x)
+		return CloneObject(x)
 	case []any:
 		return cloneList(x)
 	case json.RawMessage:
@@ -302,7 +314,7 @@ func cloneElem(v reflect.Value, t reflect.Type) reflect.Value {
 			return v
 		}
 		out := reflect.New(t).Elem()
-		out.Set(reflect.ValueOf(cloneValue(v.Interface())))
+		out.Set(reflect.ValueOf(CloneValue(v.Interface())))
 		return out
 	}
 	return cloneReflect(v)

@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"encoding/json"
@@ -119,7 +119,7 @@ func TestCloneSharesNothing(t *testing.T) {
 func TestCloneValueOfGoTypes(t *testing.T) {
 	type inner struct{ L []string }
 	v := map[string]any{"list": []string{"a"}, "m": map[string]int{"k": 1}, "p": &inner{L: []string{"x"}}}
-	c := cloneValue(v).(map[string]any)
+	c := CloneValue(v).(map[string]any)
 	c["list"].([]string)[0] = "changed"
 	c["m"].(map[string]int)["k"] = 2
 	c["p"].(*inner).L[0] = "changed"

@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 // consumers of `stratum-mcp query` keep working; the fields after it are ours.
 //
 // FlowState is plain data. Transitions mutate the private copy they are
-// given (read on a snapshot, snapshot.go); nothing else may hold on to it.
+// given (read on a snapshot, engine/snapshot.go); nothing else may hold on to it.
 type FlowState struct {
 	FlowID   string         `json:"flow_id"`
 	FlowName string         `json:"flow_name"`
@@ -45,7 +45,7 @@ type FlowState struct {
 	// lease is live.
 	Owner *Lease `json:"owner,omitempty"`
 	// Version counts the committed writes of the flow: Stamp moves it one
-	// on, and Tx.Put writes only over the version the writer read.
+	// on, and engine.Tx.Put writes only over the version the writer read.
 	Version int64 `json:"version"`
 	// Trace is the in-process runner's per-call trace records (seed 000 §8.1).
 	Trace []json.RawMessage `json:"trace,omitempty"`
@@ -57,7 +57,7 @@ type FlowState struct {
 	ParallelRuns map[string]*ParallelRun `json:"parallel_runs,omitempty"`
 	// Library is set on a flow a Go program drives through the library
 	// (Driver "library", no spec): its reviews and how it ended
-	// (library.go).
+	// (engine/library.go).
 	Library *LibraryState `json:"library,omitempty"`
 }
 
@@ -230,3 +230,12 @@ type Accumulator struct {
 	Keys      []string `json:"keys"` // canonical JSON of each item's key, parallel to Items
 	DryStreak int      `json:"dry_streak"`
 }
+
+// Drivers of a flow.
+const (
+	DriverAgent  = "agent"
+	DriverRunner = "runner"
+	// DriverLibrary drives a flow a Go program runs through the library
+	// (engine/stratum, engine/library.go).
+	DriverLibrary = "library"
+)

@@ -1,0 +1,71 @@
+package mcp
+
+import "strings"
+
+// The help of the commands this package is the body of (cobra's Long and
+// Example): `stratum mcp` (Serve), `stratum install`, `stratum doctor` and
+// `stratum uninstall`.
+
+// ServeHelp is the long help of `stratum mcp`.
+const ServeHelp = `Mcp runs the Model Context Protocol server on stdin/stdout; an MCP client (Claude Code,
+Codex, the MCP Inspector) starts it. It offers the original stratum tools (stratum_plan,
+stratum_step_done, stratum_gate_resolve, stratum_audit, …) plus stratum_wait_gate and
+stratum_list_flows, on the shared store: flows driven here show up in "stratum query" and the
+TUI, and decisions made with "stratum gate" are seen at once. Logs go to stderr, starting with
+the store it opened (path and schema version).
+Register it for a project with "stratum install".`
+
+// ServeExamples are the examples of `stratum mcp`'s help.
+const ServeExamples = `  claude mcp add stratum -- stratum mcp
+  npx @modelcontextprotocol/inspector --cli stratum mcp --method tools/list`
+
+// InstallHelp is the long help of `stratum install`; it names the skills
+// install writes (Skills).
+func InstallHelp() string {
+	return `Install sets the project (the nearest directory with .git, else the current one) up for
+agents: it registers the stratum MCP server in .mcp.json
+({"mcpServers": {"stratum": {"command": "<this binary>", "args": ["mcp"]}}}), writes the
+execution-model block between <!-- stratum:begin … --> and <!-- stratum:end --> into CLAUDE.md,
+and adds the skills (slash commands) ` + strings.Join(Skills(), ", ") + ` under
+.claude/skills. With --codex it also adds [mcp_servers.stratum] to $CODEX_HOME/config.toml
+(default ~/.codex/config.toml) and the block to AGENTS.md. Files are edited as text: other
+servers, keys and lines, and everything outside the markers keep their bytes; running it again
+changes nothing; a skill that differs from ours is kept; a file that cannot be parsed is
+reported and nothing is written. "stratum uninstall" removes it all again.
+
+When STRATUM_HOME is set, the server entry gets "env": {"STRATUM_HOME": …} so the server uses
+the same store. Run from a temporary "go run" build, install refuses (the path would vanish)
+unless --command names what the client should run.`
+}
+
+// InstallExamples are the examples of `stratum install`'s help.
+const InstallExamples = `  stratum install
+  stratum install --codex --dry-run
+  stratum install --command stratum   # rely on PATH instead of this binary's path`
+
+// DoctorHelp is the long help of `stratum doctor`.
+const DoctorHelp = `Doctor reads the stratum server an agent's client starts — the project's .mcp.json and, when
+it registers one, Codex's config.toml — and checks that its command is this binary and that its
+STRATUM_HOME and STRATUM_STORE are this shell's: otherwise the agent's flows and gates live in
+another store than the one your TUI shows. Each check prints one line, with the fix when it
+fails.
+
+Exit status: 0 every check passed, 1 some check failed, 2 usage error.`
+
+// DoctorExamples are the examples of `stratum doctor`'s help.
+const DoctorExamples = `  stratum doctor
+  stratum doctor --json`
+
+// UninstallHelp is the long help of `stratum uninstall`.
+const UninstallHelp = `Uninstall removes what "stratum install" added, and nothing else: the stratum server entry
+of .mcp.json (an entry that does not run "… mcp" is kept), the block between the stratum
+markers in CLAUDE.md, and the skills whose SKILL.md is still what install wrote (an edited one
+is kept and reported). With --codex also the [mcp_servers.stratum] table of Codex's config.toml
+and AGENTS.md's block. A file left configuring nothing (.mcp.json without servers or other keys,
+a CLAUDE.md that held only the block) is removed, and so are directories left empty. A file
+that cannot be parsed is reported and nothing is changed.`
+
+// UninstallExamples are the examples of `stratum uninstall`'s help.
+const UninstallExamples = `  stratum uninstall --dry-run
+  stratum uninstall --keep-skills
+  stratum uninstall --codex`

@@ -1,0 +1,63 @@
+package state
+
+import "time"
+
+// FlowSummary is what lists show without decoding whole states. engine.Summarize
+// computes it; engine.Tx.Put persists it next to the state.
+type FlowSummary struct {
+	FlowID       string       `json:"flow_id"`
+	FlowName     string       `json:"flow_name"`
+	Status       FlowStatus   `json:"status"`
+	CurrentStep  string       `json:"current_step_id,omitempty"`
+	StepNumber   int          `json:"step_number"`
+	TotalSteps   int          `json:"total_steps"`
+	Round        int          `json:"round"`
+	Driver       string       `json:"driver,omitempty"`
+	ParentFlowID string       `json:"parent_flow_id,omitempty"`
+	Gate         *PendingGate `json:"gate,omitempty"`
+	// Owner is the runner's lease (nil when none), so listings can tell a
+	// flow driven by a live runner (ExpiresAt ahead) from an abandoned one.
+	Owner *Lease `json:"owner,omitempty"`
+	// Review is what the gate the flow waits at asks its reviewer (the
+	// gate step in the flow's spec), so gate lists need no state: nil when
+	// Gate is nil, or when the spec did not parse or lacks the gate step
+	// when the summary was computed. engine.Service.GateReviews reads the state of
+	// a gate whose summary lacks it.
+	Review    *GateReview `json:"review,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Version   int64       `json:"version"`
+}
+
+// GateReview is what a flow's pending gate asks its reviewer, as
+// engine.Summarize derives it from the gate step: the question (the gate
+// function's intent, or "Approve step 'S' of flow 'F'?") and whether the
+// gate accepts revise (its step has on_revise; approve and kill always).
+type GateReview struct {
+	Question string `json:"question"`
+	Revise   bool   `json:"revise,omitempty"`
+}
+
+// Prunable reports whether Store.GC may delete the flow summarised by sum
+// at cutoff: it has finished (complete, killed, failed, budget_exhausted)
+// and has not changed since cutoff. Running flows and flows waiting at a
+// gate are never prunable.
+func (sum *FlowSummary) Prunable(cutoff time.Time) bool {
+	return sum.Status.Finished() && sum.UpdatedAt.Before(cutoff)
+}
+
+// Stalled reports whether nothing drives the flow summarised by sum any
+// more: it is still running or awaiting a gate, a runner drove it
+// (Driver "runner"), and the runner's lease is gone (released when the
+// runner exited — exit 1, exit 4 at a gate, Ctrl-C) or expired at now
+// (killed). `stratum run --resume ID` continues such a flow. A Go
+// program's flow (Driver "library") holds a lease the same way, renewed
+// while the program runs; it is stalled once the program died, and never
+// resumed. Flows driven by an agent over MCP hold no lease, so they are
+// never reported stalled.
+func (sum *FlowSummary) Stalled(now time.Time) bool {
+	if !sum.Status.Active() || sum.Driver != DriverRunner && sum.Driver != DriverLibrary {
+		return false
+	}
+	return sum.Owner == nil || !sum.Owner.ExpiresAt.After(now)
+}

@@ -1,0 +1,52 @@
+package state
+
+// TraceRecord is one call's trace (seed 000 §8.1, plus provider, usage,
+// step_id and attempt). It is stored as JSON in FlowState.Trace and in
+// EventTrace events.
+type TraceRecord struct {
+	Function           string         `json:"function"` // function name, or the step id for inline steps
+	Model              string         `json:"model"`
+	Provider           string         `json:"provider,omitempty"`
+	Inputs             map[string]any `json:"inputs"`
+	OpaqueInputs       []string       `json:"opaque_inputs,omitempty"` // names of inputs flagged opaque
+	CompiledPromptHash string         `json:"compiled_prompt_hash"`
+	ContractHash       string         `json:"contract_hash"`
+	Attempts           int            `json:"attempts"`
+	Output             any            `json:"output"`
+	DurationMS         int64          `json:"duration_ms"`
+	CostUSD            *float64       `json:"cost_usd"`
+	CacheHit           bool           `json:"cache_hit"`
+	RetryReasons       []string       `json:"retry_reasons"`
+	FlowID             *string        `json:"flow_id"`
+	ReviewID           *string        `json:"review_id"`
+	StepID             string         `json:"step_id,omitempty"`
+	Attempt            int            `json:"attempt,omitempty"`
+	Usage              *Usage         `json:"usage,omitempty"`
+	Repaired           bool           `json:"repaired,omitempty"` // JSON extracted from fences/prose
+}
+
+// Usage is token usage normalised into disjoint buckets: InputTokens excludes
+// the cache read/write tokens; OutputTokens excludes ReasoningTokens.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens  int64 `json:"reasoning_tokens,omitempty"`
+}
+
+// Total is the sum of every bucket (what token budgets count).
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.ReasoningTokens
+}
+
+// Add returns the bucket-wise sum.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		ReasoningTokens:  u.ReasoningTokens + o.ReasoningTokens,
+	}
+}
