@@ -295,39 +295,7 @@ func (t *tx) commit() (bool, error) {
 	if t.gen {
 		t.put(t.s.key("meta/gen"), []byte(engine.NewUUID()))
 	}
-	cmps := make([]clientv3.Cmp, 0, len(t.reads)+len(t.ranges))
-	for k, mod := range t.reads {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", mod))
-	}
-	for _, r := range t.ranges {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(r.start), "<", t.rev+1).WithRange(r.end))
-	}
-	ops := make([]clientv3.Op, 0, len(t.writes)+len(t.deleted))
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range t.writes {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
-		if id, ok := t.leased[k]; ok {
-			ops = append(ops, clientv3.OpPut(k, string(t.writes[k]), clientv3.WithLease(id)))
-			continue
-		}
-		ops = append(ops, clientv3.OpPut(k, string(t.writes[k])))
-	}
-	for k := range t.deleted {
-		ops = append(ops, clientv3.OpDelete(k))
-	}
-	if t.appended > 0 {
-		// The previous appending commit (its revision and count), read
-		// and replaced in the commit itself: compared by no one, so it
-		// makes no transaction conflict (see Follows).
-		la := t.s.key(lastAppendKey)
-		ops = append([]clientv3.Op{clientv3.OpGet(la)}, ops...)
-		ops = append(ops, clientv3.OpPut(la, strconv.FormatUint(t.appended, 10)))
-	}
+	cmps, ops := t.request()
 	// The moves of this Store's earlier events ride along (claimIndex),
 	// unless this transaction deletes a flow: etcd evaluates a nested
 	// transaction's compares before the outer operations, so a move
@@ -377,6 +345,46 @@ func (t *tx) commit() (bool, error) {
 		}
 	}
 	return resp.Succeeded, nil
+}
+
+// request is the etcd transaction of the commit: the compares of what was
+// read (keys by mod revision, ranges by the snapshot) and the buffered
+// writes, with meta/last_append read and replaced when it appends.
+func (t *tx) request() ([]clientv3.Cmp, []clientv3.Op) {
+	cmps := make([]clientv3.Cmp, 0, len(t.reads)+len(t.ranges))
+	for k, mod := range t.reads {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", mod))
+	}
+	for _, r := range t.ranges {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(r.start), "<", t.rev+1).WithRange(r.end))
+	}
+	ops := make([]clientv3.Op, 0, len(t.writes)+len(t.deleted))
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range t.writes {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		if id, ok := t.leased[k]; ok {
+			ops = append(ops, clientv3.OpPut(k, string(t.writes[k]), clientv3.WithLease(id)))
+			continue
+		}
+		ops = append(ops, clientv3.OpPut(k, string(t.writes[k])))
+	}
+	for k := range t.deleted {
+		ops = append(ops, clientv3.OpDelete(k))
+	}
+	if t.appended > 0 {
+		// The previous appending commit (its revision and count), read
+		// and replaced in the commit itself: compared by no one, so it
+		// makes no transaction conflict (see Follows).
+		la := t.s.key(lastAppendKey)
+		ops = append([]clientv3.Op{clientv3.OpGet(la)}, ops...)
+		ops = append(ops, clientv3.OpPut(la, strconv.FormatUint(t.appended, 10)))
+	}
+	return cmps, ops
 }
 
 // afterCommit indexes the events this transaction appended and purges the
