@@ -147,3 +147,39 @@ func TestCommitCarriesMoves(t *testing.T) {
 		t.Fatal("the indexer did not move what no later commit carried")
 	}
 }
+
+// TestCarryingWithinLowerLimits: on members that accept fewer operations
+// per transaction than etcd's default, a commit refused because of the
+// moves it carried is sent again without them (and the Store carries none
+// from then on): carrying never fails an Update.
+func TestCarryingWithinLowerLimits(t *testing.T) {
+	c := etcdtest.StartWith(t, etcdtest.Options{MaxTxnOps: 50})
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/limits/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	appendN := func(n int) {
+		t.Helper()
+		evs := make([]engine.Event, n)
+		for i := range evs {
+			evs[i] = engine.Event{FlowID: "f", Type: engine.EventStepDone, StepID: "s"}
+		}
+		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Append(evs...) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendN(20) // 22 operations: within the members' 50
+	appendN(1)  // would carry 20 moves (60 operations)
+	if !s.noCarry.Load() {
+		t.Fatal("the Store still carries moves after the members refused them")
+	}
+	var n int
+	if err := s.View(ctx, func(tx engine.Tx) error { evs, err := tx.Events(0, 0); n = len(evs); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 21 {
+		t.Fatalf("%d events in the log, want 21", n)
+	}
+}
