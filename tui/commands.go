@@ -43,7 +43,8 @@ func (m *Model) flowPagesCmd(gen int, filter string, first int, after engine.Lis
 	src := m.opt.Source
 	return func() tea.Msg {
 		rows, marks, err := readPages(context.Background(), src, filter, after, skip, pages)
-		return flowPagesMsg{gen: gen, start: (first + skip) * windowPage, rows: rows, first: first, marks: marks, err: err}
+		return flowPagesMsg{gen: gen, start: (first + skip) * windowPage, rows: rows, first: first, marks: marks,
+			short: len(rows) < pages*windowPage, err: err}
 	}
 }
 

@@ -455,6 +455,12 @@ func (m *Model) handleFlowPages(msg flowPagesMsg) tea.Cmd {
 				m.flows.marks = append(m.flows.marks, mark)
 			}
 		}
+		// Fewer rows than asked: the end of the listing, which a partial
+		// pass counted from the index (a damaged flow, which the listing
+		// leaves out, or a flow deleted since, counted there).
+		if msg.short && m.flows.filter == "" {
+			m.flows.n = msg.start + len(msg.rows)
+		}
 	}
 	if m.pagesDirty || msg.gen != m.flows.gen {
 		m.pagesDirty = false

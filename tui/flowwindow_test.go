@@ -303,3 +303,35 @@ func TestFlowRefreshReadsTheWindow(t *testing.T) {
 		t.Fatalf("scanActive: %d flows, the listing's active ones: %d", len(merged), len(active))
 	}
 }
+
+// overCountingSource counts more flows than the listing holds (as the
+// index counts a damaged flow, which the listing leaves out).
+type overCountingSource struct{ Source }
+
+func (s overCountingSource) CountFlows(ctx context.Context, f engine.ListFilter) (int, error) {
+	n, err := s.Source.CountFlows(ctx, f)
+	return n + 3, err
+}
+
+// TestFlowWindowCountsToTheEnd: the rows a pass counted from the index
+// but the listing does not hold go when the cursor reaches the end.
+func TestFlowWindowCountsToTheEnd(t *testing.T) {
+	const n = 1000
+	ctx := context.Background()
+	st := enginetest.New()
+	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: n, Batch: n}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &engine.Service{Store: st}
+	m := newModel(t, overCountingSource{ServiceSource(svc)}, 100, 30)
+	if m.flows.n != n+3 {
+		t.Fatalf("the pass counted %d rows", m.flows.n)
+	}
+	press(m, "G")
+	want := listedIDs(t, svc, "")
+	checkWindow(t, m, want, "bottom")
+	p, _ := paneOf[*flowsPane](t, m)
+	if p.l.cursor != n-1 {
+		t.Fatalf("the cursor is on row %d at the bottom, want %d", p.l.cursor, n-1)
+	}
+}

@@ -94,6 +94,8 @@ type (
 		rows  []state.FlowSummary
 		first int
 		marks []engine.ListCursor
+		// short: the listing ended before the pages asked for did.
+		short bool
 		err   error
 	}
 	detailMsg struct {
