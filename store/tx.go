@@ -425,6 +425,9 @@ func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 			return err
 		}
 		var ids [][]byte
+		if f.Limit > 0 {
+			ids = make([][]byte, 0, min(f.Limit, 4096)) // a page: sized once
+		}
 		err = t.listingKeys(f, func(id []byte) bool {
 			ids = append(ids, id)
 			return f.Limit <= 0 || len(ids) < f.Limit
