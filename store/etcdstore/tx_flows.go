@@ -315,12 +315,9 @@ func (t *tx) Count(f engine.ListFilter) (int, error) {
 		kvs, err := t.scan(p, end, 0, false)
 		return len(kvs), err
 	}
-	r, err := t.s.cli.Get(t.ctx, p, append(t.snapshot(), clientv3.WithRange(end), clientv3.WithCountOnly())...)
+	r, err := t.read(p, clientv3.WithRange(end), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, t.fail(err)
-	}
-	if t.rev == 0 {
-		t.rev = r.Header.Revision
+		return 0, err
 	}
 	return int(r.Count), nil
 }
