@@ -173,6 +173,10 @@ type Tx interface {
 	// order). The order never changes as flows progress, so f.After pages
 	// through it.
 	List(f ListFilter) ([]state.FlowSummary, error)
+	// Count returns how many flows List(f) returns without f.Limit (by
+	// status, after a cursor), from the listing indexes: no summary is
+	// decoded, and a damaged one is counted.
+	Count(f ListFilter) (int, error)
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]state.FlowSummary, error)
 	// Append adds events to the event log. It stamps each event, in place

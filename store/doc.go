@@ -160,7 +160,8 @@
 // idx_created (or idx_status) backwards, from the last or from the key
 // before ListFilter.After's (a page of the listing is one seek), and reads
 // each returned flow's summary from summaries; PendingGates does the same
-// over idx_gates.
+// over idx_gates. Count walks the same keys and reads no summary (100,000
+// keys: a few milliseconds).
 //
 // # The cost of a commit
 //

@@ -38,12 +38,13 @@ func (m *Model) snapshotCmd() tea.Cmd {
 }
 
 // flowPagesCmd reads pages window pages of the Flows listing from page
-// first's mark (after), for the pass gen.
-func (m *Model) flowPagesCmd(gen int, filter string, first int, after engine.ListCursor, pages int) tea.Cmd {
+// first's mark (after), skipping skip pages first, for the pass gen.
+func (m *Model) flowPagesCmd(gen int, filter string, first int, after engine.ListCursor, skip, pages int) tea.Cmd {
 	src := m.opt.Source
 	return func() tea.Msg {
-		rows, err := readPages(context.Background(), src, filter, after, pages)
-		return flowPagesMsg{gen: gen, start: first * windowPage, rows: rows, err: err}
+		rows, marks, err := readPages(context.Background(), src, filter, after, skip, pages)
+		return flowPagesMsg{gen: gen, start: (first + skip) * windowPage, rows: rows, first: first, marks: marks,
+			short: len(rows) < pages*windowPage, err: err}
 	}
 }
 

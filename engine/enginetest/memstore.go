@@ -290,6 +290,16 @@ func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	return out, nil
 }
 
+func (t *tx) Count(f engine.ListFilter) (int, error) {
+	n := 0
+	for _, r := range t.d.flows {
+		if s := &r.sum; (f.Status == "" || s.Status == f.Status) && f.After.Precedes(s.CreatedAt, s.FlowID) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (t *tx) PendingGates() ([]state.FlowSummary, error) {
 	return t.summaries(func(s *state.FlowSummary) bool {
 		return s.Status == state.StatusAwaitingGate && s.Gate != nil

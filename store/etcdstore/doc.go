@@ -70,6 +70,8 @@
 //
 // <seq:16>, <created:16> and <token:24> are lower-case hex digits (created: Unix
 // nanoseconds with the sign bit flipped), so keys sort numerically.
+// Count is a count-only range over c/ or t/<status> (no key is sent
+// back); there is no counter key, which every writer would contend on.
 //
 // # Schema 1 and its migration
 //
