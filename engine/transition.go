@@ -58,7 +58,7 @@ type transitionResult struct {
 	Delete []string
 	// Cache are result-cache entries to write in the same transaction
 	// (StepDoneCached).
-	Cache []CacheEntry
+	Cache []cacheEntry
 	// Unchanged says the transition did not modify the state (an error
 	// response such as wrong_step, or a read); the service then skips the write.
 	Unchanged bool

@@ -99,7 +99,7 @@ type flowWindow struct {
 	n int
 	// marks[k] is where page k of the matching flows starts: it is read
 	// After marks[k] (marks[0] is the start of the listing).
-	marks []engine.ListCursor
+	marks []state.ListCursor
 	// rows are the matching flows from index start (a page boundary).
 	start int
 	rows  []state.FlowSummary
@@ -139,7 +139,7 @@ func flowMatches(filter string, f *state.FlowSummary) bool {
 
 // scanFlows calls fn with every flow's summary in the listing order, read
 // storePage at a time, from after; fn returns false to stop.
-func scanFlows(ctx context.Context, src Source, after engine.ListCursor, fn func(f *state.FlowSummary) bool) error {
+func scanFlows(ctx context.Context, src Source, after state.ListCursor, fn func(f *state.FlowSummary) bool) error {
 	for {
 		page, err := src.ListFlows(ctx, engine.ListFilter{Limit: storePage, After: after})
 		if err != nil {
@@ -153,7 +153,7 @@ func scanFlows(ctx context.Context, src Source, after engine.ListCursor, fn func
 		if len(page) < storePage {
 			return nil
 		}
-		after = engine.CursorOf(&page[len(page)-1])
+		after = page[len(page)-1].Cursor()
 	}
 }
 
@@ -186,7 +186,7 @@ func (p *statusPages) head(ctx context.Context) (*state.FlowSummary, error) {
 	if len(page) == 0 {
 		return nil, nil
 	}
-	p.f.After = engine.CursorOf(&page[len(page)-1])
+	p.f.After = page[len(page)-1].Cursor()
 	return &page[0], nil
 }
 
@@ -206,7 +206,7 @@ func scanActive(ctx context.Context, src Source, fn func(f *state.FlowSummary) b
 			if err != nil {
 				return err
 			}
-			if f != nil && (first == nil || engine.CursorOf(f).Precedes(first.CreatedAt, first.FlowID)) {
+			if f != nil && (first == nil || f.Cursor().Precedes(first.CreatedAt, first.FlowID)) {
 				first, from = f, p
 			}
 		}
@@ -299,13 +299,13 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 	// are reused unless kept.
 	var prev, cur []state.FlowSummary
 	prevKept, stopped := false, false
-	var last engine.ListCursor
-	err := scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool {
+	var last state.ListCursor
+	err := scanFlows(ctx, src, state.ListCursor{}, func(f *state.FlowSummary) bool {
 		if !partial {
 			w.counts.add(f, q.now)
 		}
 		if !flowMatches(q.filter, f) {
-			last = engine.CursorOf(f)
+			last = f.Cursor()
 			return true
 		}
 		i := w.n
@@ -338,7 +338,7 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 			cur = make([]state.FlowSummary, 0, windowPage)
 		}
 		cur = append(cur, *f)
-		last = engine.CursorOf(f)
+		last = f.Cursor()
 		return true
 	})
 	if err != nil {
@@ -374,13 +374,13 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 // after, the mark of a page, skipping the skip pages from there first:
 // the rows, and the marks of the pages after the first it met (marks[k]
 // is the mark of the (k+1)-th page after after's).
-func readPages(ctx context.Context, src Source, filter string, after engine.ListCursor, skip, pages int) ([]state.FlowSummary, []engine.ListCursor, error) {
+func readPages(ctx context.Context, src Source, filter string, after state.ListCursor, skip, pages int) ([]state.FlowSummary, []state.ListCursor, error) {
 	var rows []state.FlowSummary
-	var marks []engine.ListCursor
+	var marks []state.ListCursor
 	n, last := 0, after
 	err := scanFlows(ctx, src, after, func(f *state.FlowSummary) bool {
 		if !flowMatches(filter, f) {
-			last = engine.CursorOf(f)
+			last = f.Cursor()
 			return true
 		}
 		if n > 0 && n%windowPage == 0 {
@@ -390,7 +390,7 @@ func readPages(ctx context.Context, src Source, filter string, after engine.List
 			rows = append(rows, *f)
 		}
 		n++
-		last = engine.CursorOf(f)
+		last = f.Cursor()
 		return len(rows) < pages*windowPage
 	})
 	return rows, marks, err

@@ -93,7 +93,7 @@ type (
 		start int
 		rows  []state.FlowSummary
 		first int
-		marks []engine.ListCursor
+		marks []state.ListCursor
 		// short: the listing ended before the pages asked for did.
 		short bool
 		err   error

@@ -143,15 +143,15 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	}
 	fresh := cacheKey != "" && !out.CacheHit
 	var (
-		entry    engine.CacheEntry
+		cached   []byte
 		inCommit bool // the global cache's entry is written with the step's state, if accepted
 		next     turn
 	)
 	if fresh {
-		entry, inCommit = r.globalCacheEntry(cacheKey, out.Output)
+		cached, inCommit = r.globalCacheValue(cacheKey, out.Output)
 	}
 	if inCommit {
-		next, err = answered(r.svc.StepDoneCached(ctx, fc.id, step.ID, out.Output, &call, entry, r.report()))
+		next, err = answered(r.svc.StepDoneCached(ctx, fc.id, step.ID, out.Output, &call, cacheKey, cached, r.report()))
 	} else {
 		next, err = answered(r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report()))
 	}

@@ -187,25 +187,25 @@ func (r *Runner) cachePut(ctx context.Context, fc *flowCtx, key string, v any) e
 		r.session[key] = v
 		return nil
 	}
-	entry, ok := r.globalCacheEntry(key, v)
+	raw, ok := r.globalCacheValue(key, v)
 	if !ok {
 		return nil
 	}
-	return r.svc.Store.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(entry.Key, entry.Value) })
+	return r.svc.Store.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(key, raw) })
 }
 
-// globalCacheEntry is v's entry under key in the store's result cache (ok
-// false: the cache is not global, there is no key, or v has no JSON, and
-// nothing is cached).
-func (r *Runner) globalCacheEntry(key string, v any) (engine.CacheEntry, bool) {
+// globalCacheValue is what v is stored as under key in the store's result
+// cache (ok false: the cache is not global, there is no key, or v has no
+// JSON, and nothing is cached).
+func (r *Runner) globalCacheValue(key string, v any) ([]byte, bool) {
 	if key == "" || r.opts.Cache == CacheSession {
-		return engine.CacheEntry{}, false
+		return nil, false
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return engine.CacheEntry{}, false
+		return nil, false
 	}
-	return engine.CacheEntry{Key: key, Value: raw}, true
+	return raw, true
 }
 
 // deadlineReason says whose time budget (ms) ran out while a step ran: the

@@ -46,11 +46,11 @@ func testListPages(t *testing.T, s engine.Store) {
 		t.Fatalf("pages of running flows = %v, want %v", got, running)
 	}
 	// After a flow that no longer exists: the flows after its position.
-	after := engine.ListCursor{CreatedAt: t0.Add(2 * time.Second), FlowID: "p07x"}
+	after := state.ListCursor{CreatedAt: t0.Add(2 * time.Second), FlowID: "p07x"}
 	if got := ids(list(t, s, engine.ListFilter{After: after, Limit: 3})); !reflect.DeepEqual(got, []string{"p07", "p06", "p05"}) {
 		t.Fatalf("List after a deleted flow's position = %v, want p07 p06 p05", got)
 	}
-	if got := list(t, s, engine.ListFilter{After: engine.ListCursor{CreatedAt: t0.Add(-time.Hour), FlowID: "z"}}); len(got) != 0 {
+	if got := list(t, s, engine.ListFilter{After: state.ListCursor{CreatedAt: t0.Add(-time.Hour), FlowID: "z"}}); len(got) != 0 {
 		t.Fatalf("List after the oldest flow = %v", ids(got))
 	}
 	// Changes between pages: a new flow (newest, so before every page
@@ -89,7 +89,7 @@ func pages(t *testing.T, s engine.Store, f engine.ListFilter, between func(page 
 		if len(sums) < f.Limit {
 			return out
 		}
-		f.After = engine.CursorOf(&sums[len(sums)-1])
+		f.After = sums[len(sums)-1].Cursor()
 		if between != nil {
 			between(page)
 		}
@@ -117,8 +117,8 @@ func testCount(t *testing.T, s engine.Store) {
 			filters = append(filters, engine.ListFilter{Status: st})
 		}
 		for _, sum := range all {
-			filters = append(filters, engine.ListFilter{After: engine.CursorOf(&sum)},
-				engine.ListFilter{After: engine.CursorOf(&sum), Status: state.StatusRunning})
+			filters = append(filters, engine.ListFilter{After: sum.Cursor()},
+				engine.ListFilter{After: sum.Cursor(), Status: state.StatusRunning})
 		}
 		for _, f := range filters {
 			want := len(list(t, s, engine.ListFilter{Status: f.Status, After: f.After}))
