@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/stratum-go/stratum/engine/state"
@@ -20,8 +22,28 @@ import (
 // View finds the flow still at that version, else it is computed again
 // from a fresh snapshot. Reads (Audit, Get) never use it.
 
+// What the copies cost. A snapshot's copy and the copy put keeps share the
+// recorded values (a step's output, a record's strings, a trace entry) with
+// the copy they were taken from (state.FlowState.Fork, ShareWith): only the
+// maps and slices that hold them are copied, so a step of a long flow does
+// not deep-copy every output the flow recorded. This holds because nothing
+// writes into a recorded value in place (the rule in engine/doc.go and
+// state/clone.go): a transition replaces an output, appends a record. put
+// still copies what is new since the copy it replaces (ShareWith the
+// previous copy): a step's output is the caller's value (StepDone's result,
+// stored as it is), and the caller, like the readers of the outcome and
+// events, still holds it. With checkOwnCommits set (the engine's tests, and
+// any test binary built with the stratum_owncheck tag) every copy is kept
+// deep-copied alongside as well, and a copy found changed from it fails
+// loudly: a transition or a caller that wrote into a recorded value.
+
 // ownCommitsSize bounds how many flows' states ownCommits holds.
 const ownCommitsSize = 32
+
+// checkOwnCommits makes ownCommits check, on each get, put and forget, that
+// the copies it holds are as they were put (tests only: a deep copy and a
+// deep comparison each).
+var checkOwnCommits bool
 
 // ownCommits holds the flow states this Service committed last, by flow id:
 // each a copy of the state as written (stamped), never mutated (a snapshot
@@ -30,27 +52,38 @@ type ownCommits struct {
 	mu    sync.Mutex
 	m     map[string]*state.FlowState
 	order []string // oldest first
+	// deep are deep copies of m's states (checkOwnCommits only).
+	deep map[string]*state.FlowState
 }
 
 // get returns a private copy of the state this Service committed last for
-// flowID, or nil (also when o is nil).
+// flowID (its maps and slices its own, its recorded values shared), or nil
+// (also when o is nil).
 func (o *ownCommits) get(flowID string) *state.FlowState {
 	if o == nil {
 		return nil
 	}
 	o.mu.Lock()
 	st := o.m[flowID]
+	o.checkLocked(flowID)
 	o.mu.Unlock()
-	return st.Clone()
+	return st.Fork()
 }
 
 // put remembers copies of the committed states sts and forgets the deleted
 // flows. (Copies: the caller's outcome and events may share the states'
-// maps with whoever reads them next.)
+// maps with whoever reads them next; each shares what it holds of the copy
+// it replaces.)
 func (o *ownCommits) put(sts []*state.FlowState, deleted []string) {
+	prev := make([]*state.FlowState, len(sts))
+	o.mu.Lock()
+	for i, st := range sts {
+		prev[i] = o.m[st.FlowID]
+	}
+	o.mu.Unlock()
 	copies := make([]*state.FlowState, len(sts))
 	for i, st := range sts {
-		copies[i] = st.Clone()
+		copies[i] = st.ShareWith(prev[i])
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -63,13 +96,43 @@ func (o *ownCommits) put(sts []*state.FlowState, deleted []string) {
 	for _, st := range copies {
 		if _, ok := o.m[st.FlowID]; !ok {
 			if len(o.order) >= ownCommitsSize {
-				delete(o.m, o.order[0])
+				o.dropLocked(o.order[0])
 				o.order = o.order[1:]
 			}
 			o.order = append(o.order, st.FlowID)
 		}
+		o.checkLocked(st.FlowID)
 		o.m[st.FlowID] = st
+		if checkOwnCommits {
+			if o.deep == nil {
+				o.deep = map[string]*state.FlowState{}
+			}
+			o.deep[st.FlowID] = st.Clone()
+		}
 	}
+}
+
+// checkLocked panics, when checkOwnCommits is set, if the copy held for id
+// is no longer equal to the deep copy taken when it was put: something
+// wrote into a value the copies share.
+func (o *ownCommits) checkLocked(id string) {
+	if !checkOwnCommits {
+		return
+	}
+	st, ok := o.m[id]
+	if !ok {
+		return
+	}
+	if !reflect.DeepEqual(st, o.deep[id]) {
+		panic(fmt.Sprintf("engine: the own-commit copy of flow %s changed after it was put: something wrote into a recorded value in place (owncommits.go)", id))
+	}
+}
+
+// dropLocked removes id from m (not from order), checked first.
+func (o *ownCommits) dropLocked(id string) {
+	o.checkLocked(id)
+	delete(o.m, id)
+	delete(o.deep, id)
 }
 
 // forget drops the flows ids (another writer may have changed them).
@@ -85,7 +148,7 @@ func (o *ownCommits) forgetLocked(id string) {
 	if _, ok := o.m[id]; !ok {
 		return
 	}
-	delete(o.m, id)
+	o.dropLocked(id)
 	for i, x := range o.order {
 		if x == id {
 			o.order = append(o.order[:i], o.order[i+1:]...)

@@ -12,13 +12,38 @@ import (
 // with st, so a transition may mutate the copy while st stays as it was
 // (the service keeps decoded states of recent versions and hands out
 // copies instead of decoding the stored JSON again).
-func (st *FlowState) Clone() *FlowState {
+func (st *FlowState) Clone() *FlowState { return st.ShareWith(nil) }
+
+// Fork returns a copy of st for a transition to change: every map and
+// slice of it is the copy's own, but the recorded values are shared with st
+// (see ShareWith). O(entries) pointer copies, no deep copy of an output.
+func (st *FlowState) Fork() *FlowState { return st.ShareWith(st) }
+
+// ShareWith returns a copy of st whose maps and slices are its own, like
+// Clone, but which shares with base the recorded values st holds identically
+// (the very same value, not an equal one): a step's output (StepOutputs'
+// values), a record's strings (Records, by value, with their pointers) and a
+// trace entry (Trace). Anything else, and every recorded value base does not
+// hold, is deep-copied, so a copy sharing with base costs what changed since
+// base, not what the flow holds. ShareWith(nil) is Clone.
+//
+// The sharing rule (engine/doc.go, owncommits.go): nothing writes into a
+// recorded value in place. A transition replaces a step's output
+// (StepOutputs[id] = v, delete), appends or replaces records and trace
+// entries, but never changes what an output, a record's pointer or a trace
+// entry holds; a caller of the engine never changes a value it got from a
+// state or an outcome. The Service's own-commit copies rely on it, and
+// check it in tests (engine/owncommits.go, checkOwnCommits).
+func (st *FlowState) ShareWith(base *FlowState) *FlowState {
 	if st == nil {
 		return nil
 	}
+	if base == nil {
+		base = &FlowState{}
+	}
 	c := *st
 	c.Inputs = CloneObject(st.Inputs)
-	c.StepProgress = st.StepProgress.Clone()
+	c.StepProgress = st.StepProgress.share(&base.StepProgress)
 	if st.Checkpoints != nil {
 		c.Checkpoints = make(map[string]*Checkpoint, len(st.Checkpoints))
 		for k, cp := range st.Checkpoints {
@@ -38,7 +63,7 @@ func (st *FlowState) Clone() *FlowState {
 		c.Gate = &g
 	}
 	c.Owner = ClonePtr(st.Owner)
-	c.Trace = CloneRaws(st.Trace)
+	c.Trace = shareRaws(st.Trace, base.Trace)
 	c.BudgetState = ClonePtr(st.BudgetState)
 	c.Library = st.Library.clone()
 	return &c
@@ -59,11 +84,49 @@ func (cp *Checkpoint) clone() *Checkpoint {
 // saves, for Clone, Commit and Revert alike.
 
 // Clone returns a deep copy of the progress.
-func (p StepProgress) Clone() StepProgress {
-	p.StepOutputs = CloneObject(p.StepOutputs)
-	p.Records = cloneRecords(p.Records)
+func (p StepProgress) Clone() StepProgress { return p.share(&StepProgress{}) }
+
+// share copies the progress, sharing with base the outputs and records p
+// holds identically (FlowState.ShareWith).
+func (p StepProgress) share(base *StepProgress) StepProgress {
+	p.StepOutputs = shareObject(p.StepOutputs, base.StepOutputs)
+	p.Records = shareRecords(p.Records, base.Records)
 	p.Attempts = maps.Clone(p.Attempts)
 	return p
+}
+
+// shareObject copies m, sharing each value base holds identically under the
+// same key, deep-copying the others.
+func shareObject(m, base map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if b, ok := base[k]; ok && sameValue(v, b) {
+			out[k] = v
+			continue
+		}
+		out[k] = CloneValue(v)
+	}
+	return out
+}
+
+// sameValue reports whether a and b are the very same JSON-like value: the
+// same scalar, or the same object or array (one map, one backing array).
+// Any other kind is not the same (it gets copied).
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case nil, string, bool, float64, int, int64, json.Number:
+		return a == b
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && x != nil && y != nil && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && len(x) > 0 && &x[0] == &y[0]
+	}
+	return false
 }
 
 // Clone returns a deep copy of the progress.
@@ -112,12 +175,21 @@ func (r Record) Clone() Record {
 // which would otherwise copy them all again, into an array twice as long.
 const spareRecords = 4
 
-func cloneRecords(rs []Record) []Record {
+func cloneRecords(rs []Record) []Record { return shareRecords(rs, nil) }
+
+// shareRecords copies rs, sharing the pointers of each record equal to
+// base's at the same index (the same pointers, so the same strings), and
+// copying the others'.
+func shareRecords(rs, base []Record) []Record {
 	if rs == nil {
 		return nil
 	}
 	out := make([]Record, len(rs), len(rs)+spareRecords)
 	for i, r := range rs {
+		if i < len(base) && r == base[i] {
+			out[i] = r
+			continue
+		}
 		out[i] = r.Clone()
 	}
 	return out
@@ -208,12 +280,20 @@ func cloneAccumulators(m map[string]*Accumulator) map[string]*Accumulator {
 }
 
 // CloneRaws copies a list of raw JSON values.
-func CloneRaws(rs []json.RawMessage) []json.RawMessage {
+func CloneRaws(rs []json.RawMessage) []json.RawMessage { return shareRaws(rs, nil) }
+
+// shareRaws copies rs, sharing each entry that is base's at the same index
+// (the same bytes), copying the others.
+func shareRaws(rs, base []json.RawMessage) []json.RawMessage {
 	if rs == nil {
 		return nil
 	}
 	out := make([]json.RawMessage, len(rs))
 	for i, r := range rs {
+		if i < len(base) && len(r) > 0 && len(r) == len(base[i]) && &r[0] == &base[i][0] {
+			out[i] = r
+			continue
+		}
 		out[i] = slices.Clone(r)
 	}
 	return out
