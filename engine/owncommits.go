@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/stratum-go/stratum/engine/state"
@@ -52,6 +53,12 @@ type ownCommits struct {
 	mu    sync.Mutex
 	m     map[string]*state.FlowState
 	order []string // oldest first
+	// lend are the flows whose held copy's Records have spare capacity
+	// (cap > len) nobody appends into: get lends it to one snapshot (its
+	// appends need no copy of the records), clips the others'. When that
+	// snapshot's transition commits, put keeps its records as they are
+	// (state.FlowState.ShareWith), the spare capacity left with them.
+	lend map[string]bool
 	// deep are deep copies of m's states (checkOwnCommits only).
 	deep map[string]*state.FlowState
 }
@@ -65,9 +72,15 @@ func (o *ownCommits) get(flowID string) *state.FlowState {
 	}
 	o.mu.Lock()
 	st := o.m[flowID]
+	lend := o.lend[flowID]
+	delete(o.lend, flowID)
 	o.checkLocked(flowID)
 	o.mu.Unlock()
-	return st.Fork()
+	c := st.Fork()
+	if c != nil && !lend {
+		c.Records = slices.Clip(c.Records)
+	}
+	return c
 }
 
 // put remembers copies of the committed states sts and forgets the deleted
@@ -103,6 +116,17 @@ func (o *ownCommits) put(sts []*state.FlowState, deleted []string) {
 		}
 		o.checkLocked(st.FlowID)
 		o.m[st.FlowID] = st
+		// The records' spare capacity is free: either a fresh array
+		// (ShareWith copied them) or the array of the one snapshot that
+		// was lent it, which appended only below len.
+		if cap(st.Records) > len(st.Records) {
+			if o.lend == nil {
+				o.lend = map[string]bool{}
+			}
+			o.lend[st.FlowID] = true
+		} else {
+			delete(o.lend, st.FlowID)
+		}
 		if checkOwnCommits {
 			if o.deep == nil {
 				o.deep = map[string]*state.FlowState{}
@@ -132,6 +156,7 @@ func (o *ownCommits) checkLocked(id string) {
 func (o *ownCommits) dropLocked(id string) {
 	o.checkLocked(id)
 	delete(o.m, id)
+	delete(o.lend, id)
 	delete(o.deep, id)
 }
 

@@ -14,9 +14,13 @@ import (
 // copies instead of decoding the stored JSON again).
 func (st *FlowState) Clone() *FlowState { return st.ShareWith(nil) }
 
-// Fork returns a copy of st for a transition to change: every map and
-// slice of it is the copy's own, but the recorded values are shared with st
-// (see ShareWith). O(entries) pointer copies, no deep copy of an output.
+// Fork returns a copy of st for a transition to change: every map of it is
+// the copy's own, the recorded values are shared with st (see ShareWith),
+// and so is the array of Records: records are append-only (a transition
+// appends a record or sets a new slice, never writes over one), so the
+// copy's Records is st's slice itself; clip it (Records[:n:n]) unless the
+// copy may append into st's spare capacity (engine/owncommits.go lends it
+// to one copy at most).
 func (st *FlowState) Fork() *FlowState { return st.ShareWith(st) }
 
 // ShareWith returns a copy of st whose maps and slices are its own, like
@@ -25,7 +29,11 @@ func (st *FlowState) Fork() *FlowState { return st.ShareWith(st) }
 // values), a record's strings (Records, by value, with their pointers) and a
 // trace entry (Trace). Anything else, and every recorded value base does not
 // hold, is deep-copied, so a copy sharing with base costs what changed since
-// base, not what the flow holds. ShareWith(nil) is Clone.
+// base, not what the flow holds. ShareWith(nil) is Clone. One exception to
+// "its slices are its own": when st's Records continue base's in the same
+// array (st was forked from base, Fork, and appended to), the copy keeps
+// st's slice (records are append-only: nothing writes over base's part, and
+// only the copy's holder appends past it).
 //
 // The sharing rule (engine/doc.go, owncommits.go): nothing writes into a
 // recorded value in place. A transition replaces a step's output
@@ -173,18 +181,28 @@ func (r Record) Clone() Record {
 // spareRecords is the room a cloned slice of records has for more: a
 // transition appends a step's record or two to a clone (a flow's records),
 // which would otherwise copy them all again, into an array twice as long.
+// A copy that shares with a base keeps room for half as many again, so the
+// copies that continue it (Fork, then ShareWith) append into that room for
+// as many steps before the records are copied again.
 const spareRecords = 4
 
 func cloneRecords(rs []Record) []Record { return shareRecords(rs, nil) }
 
 // shareRecords copies rs, sharing the pointers of each record equal to
 // base's at the same index (the same pointers, so the same strings), and
-// copying the others'.
+// copying the others'; rs itself when it continues base in the same array.
 func shareRecords(rs, base []Record) []Record {
 	if rs == nil {
 		return nil
 	}
-	out := make([]Record, len(rs), len(rs)+spareRecords)
+	if len(base) > 0 && len(rs) >= len(base) && &rs[0] == &base[0] {
+		return rs
+	}
+	room := spareRecords
+	if base != nil {
+		room += len(rs) / 2
+	}
+	out := make([]Record, len(rs), len(rs)+room)
 	for i, r := range rs {
 		if i < len(base) && r == base[i] {
 			out[i] = r
