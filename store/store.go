@@ -101,6 +101,8 @@ type Store struct {
 	logs logCache
 	// specHashes caches the hashes of spec texts (specs.go).
 	specHashes specHashes
+	// own is what this process's watchers know of its commits (watch_own.go).
+	own ownCommits
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -173,6 +175,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 		if !t.wrote {
 			return errNothingWritten
 		}
+		s.own.begin(t)
 		return nil
 	})
 	if err == nil && t != nil && t.wrote {
@@ -306,6 +309,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	if err := s.guard(btx.Commit); err != nil {
 		// bbolt rolls back on a failed commit.
 		s.verified = generation{}
+		s.own.end(generation{}, nil)
 		return s.mapErr("commit", err)
 	}
 	s.markCommitted(h, txid)
