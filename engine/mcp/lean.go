@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // The lean path. Most frames an agent sends are a tools/call or a ping of
@@ -130,17 +132,14 @@ func toolCallParams(params json.RawMessage) (name string, args json.RawMessage, 
 
 // toolResult is the JSON the session writes of a CallToolResult with the
 // text content b, b as structured content and isError: the SDK marshals
-// the text with encoding/json and copies the structured content (b, compact
-// JSON from encoding/json) as is.
+// the text with encoding/json (state.AppendJSONString writes the same
+// string) and copies the structured content (b, compact JSON from
+// encoding/json) as is.
 func toolResult(b []byte, isErr bool) (json.RawMessage, error) {
-	text, err := json.Marshal(string(b))
-	if err != nil {
-		return nil, err
-	}
 	const head, mid, tail = `{"content":[{"type":"text","text":`, `}],"structuredContent":`, `,"isError":true}`
-	out := make([]byte, 0, len(head)+len(text)+len(mid)+len(b)+len(tail))
+	out := make([]byte, 0, len(head)+len(b)+len(b)/8+16+len(mid)+len(b)+len(tail))
 	out = append(out, head...)
-	out = append(out, text...)
+	out = state.AppendJSONString(out, string(b))
 	out = append(out, mid...)
 	out = append(out, b...)
 	if isErr {
