@@ -34,7 +34,8 @@ const watchBatch = 1000
 // This process's own commits cost no read: the watcher learns of them in
 // memory (ownCommits), and a wake-up that finds the file as this process's
 // last commit left it, with nothing after what was delivered, reads
-// nothing. A read that fails (the file stayed locked past LockTimeout, say)
+// nothing. A wake-up after a quiet spell is handled at once, then at most
+// one per Options.WatchGap. A read that fails (the file stayed locked past LockTimeout, say)
 // is retried at the next wake-up. A consumer that does not take a batch
 // holds the watcher where it is: nothing is lost, later reads start after
 // the last event delivered.
@@ -47,9 +48,20 @@ func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event,
 	go func() {
 		defer close(out)
 		defer w.close()
-		var lastRead time.Time
+		var lastCheck time.Time
 		poll := true // the first pass reads, as after the fallback poll
 		for {
+			// Leading edge at once, then at most one check per gap: the
+			// wake-ups of a burst (several per commit) collapse into the
+			// check after it.
+			if gap := s.opts.WatchGap - time.Since(lastCheck); gap > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(gap):
+				}
+				w.drain()
+			}
 			own, bell := s.own.last()
 			if own.inFlight {
 				// The file events of a commit of this process come while
@@ -61,41 +73,28 @@ func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event,
 				}
 				continue
 			}
+			lastCheck = time.Now()
 			var (
 				evs     []engine.Event
 				current bool
+				ok      bool
 			)
 			if !poll {
 				evs, current = own.since(after, s.path, s.markPath())
 			}
 			switch {
-			case current:
-				if len(evs) > 0 {
-					select {
-					case out <- evs:
-						after = evs[len(evs)-1].Seq
-					case <-ctx.Done():
-						return
-					}
+			case current && len(evs) > 0:
+				select {
+				case out <- evs:
+					after = evs[len(evs)-1].Seq
+				case <-ctx.Done():
+					return
 				}
-			default:
-				// Leading edge at once, then at most one read per gap: the
-				// wake-ups of a burst collapse into the read after it.
-				if gap := s.opts.WatchGap - time.Since(lastRead); gap > 0 {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(gap):
-					}
-					w.drain()
-				}
-				lastRead = time.Now()
-				var ok bool
+			case !current:
 				if after, ok = s.readLog(ctx, after, out); !ok {
 					return
 				}
 			}
-			var ok bool
 			if poll, ok = w.wait(ctx, bell); !ok {
 				return
 			}

@@ -17,6 +17,9 @@ import (
 // record (markCommitted) or its failure ends it (end) and closes the bell
 // the watchers wait on. The file events of a commit come while it is in
 // flight, so a watcher woken then waits for its end instead of reading.
+// The events of this process's consecutive commits (none of another
+// process between them) are kept, up to the last 1,000 to 2,000, so a
+// watcher that checks once per WatchGap delivers a burst's from memory.
 //
 // A watcher trusts the copy only while the file is as that commit left it:
 // the same status (device, inode, size, modification and change times:
@@ -27,7 +30,8 @@ import (
 // differs from this process's.
 type ownCommits struct {
 	mu     sync.Mutex
-	commit ownCommit
+	commit ownCommit     // the last commit, or the one in flight
+	chain  ownCommit     // the last commit, with its chain
 	bell   chan struct{} // closed when the commit in flight ends
 	// reads counts the log reads of this store's watchers (tests).
 	reads atomic.Int64
@@ -43,7 +47,10 @@ type ownCommit struct {
 	gen    generation
 	record []byte
 	// prev and seq are the log's last sequence number before and after the
-	// commit; events are those it appended, prev+1 to seq.
+	// commit; events are those it appended, prev+1 to seq. For the last
+	// commit as end keeps it, they cover the chain of consecutive commits
+	// of this process that ends with it: prev is the sequence before the
+	// chain's first kept event.
 	prev, seq uint64
 	events    []engine.Event
 }
@@ -85,8 +92,19 @@ func (o *ownCommits) end(gen generation, record []byte) {
 	if c.inFlight && c.valid && gen != (generation{}) && record != nil {
 		c.inFlight = false
 		c.gen, c.record = gen, record
+		if p := o.chain; p.valid && p.seq == c.prev {
+			// Continues the chain (nothing of another process between).
+			c.prev, c.events = p.prev, append(p.events, c.events...)
+			if n := len(c.events); n > 2*watchBatch {
+				c.prev += uint64(n - watchBatch)
+				c.events = append([]engine.Event(nil), c.events[n-watchBatch:]...)
+			}
+		} else {
+			c.events = append([]engine.Event(nil), c.events...)
+		}
 		o.commit = c
 	}
+	o.chain = o.commit
 	if o.bell != nil {
 		close(o.bell)
 		o.bell = nil
