@@ -181,8 +181,11 @@
 // file events) that finds the file as that commit left it — same status
 // and same record in <path>.verified, which every commit rewrites with its
 // transaction id before releasing the lock — and nothing undelivered
-// before it reads nothing (watch_own.go). A commit of another process
-// changes the record, so its wake-up reads.
+// before it reads nothing (watch_own.go); the events of the process's
+// consecutive commits are kept, so a burst is delivered from memory too. A
+// commit of another process changes the record, so its wake-up reads.
+// After a quiet spell a wake-up is handled at once, then at most one per
+// Options.WatchGap (10 ms): a burst's wake-ups collapse into one.
 // The goroutine waits for the consumer to take each batch, so a slow
 // consumer loses nothing, and it closes the channel when ctx ends.
 //

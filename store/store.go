@@ -50,10 +50,11 @@ type Options struct {
 	// in the package doc). Zero means DefaultKeepOpen; negative means the
 	// file is closed after every transaction.
 	KeepOpen time.Duration
-	// WatchGap is the least time between two reads of one Watch: a burst
-	// of commits (an agent reporting steps back to back) costs a read per
-	// WatchGap, not one per commit, while a commit after a quiet spell is
-	// read at once. Zero means DefaultWatchGap; negative means no gap.
+	// WatchGap is the least time between two checks (reads) of one Watch:
+	// a burst of commits (an agent reporting steps back to back) costs a
+	// check per WatchGap, not one per commit, while a commit after a quiet
+	// spell is seen at once. Zero means DefaultWatchGap; negative means no
+	// gap.
 	WatchGap time.Duration
 }
 
