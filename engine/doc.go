@@ -48,7 +48,7 @@
 //
 // The exported names are what the Service (and its FlowWriter, a
 // process's one writer of a flow), its ports (Store, Tx, Executor, the
-// optional EventLimiter), its outcomes, errors and events need, and the
+// optional EventLimiter and EventOrder), its outcomes, errors and events need, and the
 // few reads of a flow state that need the engine's rules (Summarize,
 // PendingReview, ReviewArtifacts, ResolveStepInputs, ResolveSource,
 // CheckReviewValue, PrunableLine). The persisted shape of a flow — FlowState
@@ -244,9 +244,11 @@
 // Watch (every commit, other processes' included) by sequence number, so
 // its consumer gets every event after `after` once and in order. A
 // publication that leaves a gap (another process committed in between, or
-// publications were dropped) makes it read the gap from the log; what the
-// store's Watch delivers that was already delivered is skipped. A slow
-// consumer holds only its own Watch back, never a transition.
+// publications were dropped) makes it read the gap from the log; whether
+// an event follows another is the store's rule (Follows: consecutive
+// numbers, or the store's optional EventOrder); what the store's Watch
+// delivers that was already delivered is skipped. A slow consumer holds
+// only its own Watch back, never a transition.
 //
 // An event's Data is one typed struct, EventData (eventdata.go): the
 // transitions fill its fields and front ends read them, the same for an

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +157,113 @@ func mustEvents(t *testing.T, s *engine.Service, ctx context.Context) []engine.E
 		t.Fatal(err)
 	}
 	return evs
+}
+
+// sparseStore numbers events ten apart (as the etcd store leaves gaps
+// between commits) over the in-memory store, counts the log reads
+// (Tx.Events) and, like quietStore, never delivers through its own Watch.
+type sparseStore struct {
+	quietStore
+	reads *atomic.Int64
+}
+
+// orderedSparse is a sparseStore that tells Watch its rule (EventOrder).
+type orderedSparse struct{ sparseStore }
+
+func (orderedSparse) Follows(after, seq uint64) bool { return seq == after+10 }
+
+func newSparse(mem *enginetest.Store) sparseStore {
+	return sparseStore{quietStore{mem}, new(atomic.Int64)}
+}
+
+func (s sparseStore) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	return s.Store.Update(ctx, func(tx engine.Tx) error { return fn(sparseTx{tx, s.reads}) })
+}
+
+func (s sparseStore) View(ctx context.Context, fn func(tx engine.Tx) error) error {
+	return s.Store.View(ctx, func(tx engine.Tx) error { return fn(sparseTx{tx, s.reads}) })
+}
+
+type sparseTx struct {
+	engine.Tx
+	reads *atomic.Int64
+}
+
+func sparse(evs []engine.Event) []engine.Event {
+	out := slices.Clone(evs)
+	for i := range out {
+		out[i].Seq *= 10
+	}
+	return out
+}
+
+func (t sparseTx) Append(events ...engine.Event) error {
+	if err := t.Tx.Append(events...); err != nil {
+		return err
+	}
+	for i := range events {
+		events[i].Seq *= 10
+	}
+	return nil
+}
+
+func (t sparseTx) Events(after uint64, limit int) ([]engine.Event, error) {
+	t.reads.Add(1)
+	evs, err := t.Tx.Events(after/10, limit)
+	return sparse(evs), err
+}
+
+func (t sparseTx) FlowEvents(flowID string) ([]engine.Event, error) {
+	evs, err := t.Tx.FlowEvents(flowID)
+	return sparse(evs), err
+}
+
+func (t sparseTx) LastSeq() (uint64, error) {
+	n, err := t.Tx.LastSeq()
+	return n * 10, err
+}
+
+// TestServiceWatchStoreOrder: whether a publication continues what a
+// watcher delivered is the store's rule. With numbers ten apart, a store
+// that says so (EventOrder) has its commits delivered from the broker
+// without reading the log, and a commit of another writer in between is
+// still read from the log; a store that does not say so is read on every
+// publication, as a gap.
+func TestServiceWatchStoreOrder(t *testing.T) {
+	_, mem, clk := newService()
+	ordered := orderedSparse{newSparse(mem)}
+	s := &engine.Service{Store: ordered, Now: clk.Now}
+	other := &engine.Service{Store: ordered, Now: clk.Now}
+	ctx, w := watching(t, s)
+	first := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	id := first["flow_id"].(string)
+	second := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
+	id2 := second["flow_id"].(string)
+	n := len(mustEvents(t, s, ctx))
+	ordered.reads.Store(0)
+	got := receive(t, w, n)
+	if r := ordered.reads.Load(); r != 0 {
+		t.Fatalf("%d log reads for publications that follow each other", r)
+	}
+	sameEvents(t, got, mustEvents(t, s, ctx))
+	// Another writer's commit in between: the next publication is a gap.
+	must(t)(other.StepDone(ctx, id, "a", map[string]any{"ok": false}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, id2, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	all := mustEvents(t, s, ctx)
+	before := ordered.reads.Load()
+	sameEvents(t, receive(t, w, len(all)-n), all[n:])
+	if ordered.reads.Load() == before {
+		t.Fatal("another writer's commit in between was not read from the log")
+	}
+
+	// The same numbers without the store's rule: every publication reads.
+	_, mem2, clk2 := newService()
+	plain := newSparse(mem2)
+	s2 := &engine.Service{Store: plain, Now: clk2.Now}
+	ctx2, w2 := watching(t, s2)
+	must(t)(s2.Plan(ctx2, svcSpec, "main", nil, engine.PlanOptions{}))
+	receive(t, w2, len(mustEvents(t, s2, ctx2)))
+	if plain.reads.Load() == 0 {
+		t.Fatal("a store without EventOrder: a publication ten numbers on was not read as a gap")
+	}
 }

@@ -301,6 +301,7 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 	}
 	from, fromTrace := 0, 0
 	tag := uint64(0)
+	var kept logMeta // the stored meta entry, when its tag is kept
 	prev := t.s.logs.get(st.FlowID)
 	if pending, ok := t.logs[st.FlowID]; ok {
 		prev = pending // written (or read) earlier in this transaction
@@ -310,6 +311,7 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 			m.records == uint32(len(prev.records)) && m.trace == uint32(len(prev.trace)) &&
 			prefixRecords(st.Records, prev.records) && prefixTrace(st.Trace, prev.trace) {
 			tag, from, fromTrace = m.tag, len(prev.records), len(prev.trace)
+			kept = m
 		}
 	}
 	if tag == 0 {
@@ -358,8 +360,13 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 		m.flags |= logSpecSet
 		m.spec = ref.hash
 	}
-	if err := logb.Put(logMetaKey(st.FlowID), m.encode()); err != nil {
-		return err
+	// An unchanged entry (a transition that added no record) is not
+	// rewritten: the Put would dirty the flowlog's B-tree path, three
+	// more pages to write and fdatasync at 10,000 flows.
+	if m != kept {
+		if err := logb.Put(logMetaKey(st.FlowID), m.encode()); err != nil {
+			return err
+		}
 	}
 	t.note(st.FlowID, next)
 	return nil

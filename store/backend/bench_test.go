@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 // flow, with a state of about 3 KB, as separate processes would be: bbolt,
 // and etcd on a local cluster of 1 (etcd1) and of 3 members (etcd3) that
 // fsync. Reported: transitions/s over all clients, p50/p95 latency of one
-// transition, and the delay from a commit on one handle to its delivery by
-// another handle's Watch.
+// transition, the CPU time of the whole process (clients and the
+// in-process etcd members) per transition, and the delay from a commit on
+// one handle to its delivery by another handle's Watch.
 //
 //	go test ./store/backend -run '^$' -bench Transitions -benchtime 400x
 func BenchmarkTransitions(b *testing.B) {
@@ -76,6 +78,7 @@ func BenchmarkTransitions(b *testing.B) {
 				var mu sync.Mutex
 				var lat []time.Duration
 				b.ResetTimer()
+				cpu0 := cpuTime()
 				t0 := time.Now()
 				var wg sync.WaitGroup
 				for i, h := range handles {
@@ -110,12 +113,14 @@ func BenchmarkTransitions(b *testing.B) {
 				}
 				wg.Wait()
 				elapsed := time.Since(t0)
+				cpu := cpuTime() - cpu0
 				b.StopTimer()
 				slices.Sort(lat)
 				if len(lat) > 0 {
 					b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "transitions/s")
 					b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 					b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+					b.ReportMetric(cpu.Seconds()*1000/float64(len(lat)), "cpu-ms/transition")
 				}
 				if clients == 1 {
 					b.ReportMetric(watchDelay(b, stores[name](b), handles[0]), "watch-p50-ms")
@@ -123,6 +128,15 @@ func BenchmarkTransitions(b *testing.B) {
 			})
 		}
 	}
+}
+
+// cpuTime is the CPU time (user and system) the process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // watchDelay is the p50 delay from a commit on writer to its delivery by a

@@ -44,12 +44,15 @@
 // what follows; flow ids may not contain NUL):
 //
 //	meta/format          "stratum-etcd"
-//	meta/schema_version  "3" (SchemaVersion)
+//	meta/schema_version  "4" (SchemaVersion)
 //	meta/created_at      RFC 3339
 //	meta/seq             high-water mark: at least every sequence number of
 //	                     a deleted event (decimal; schema 2: the last one
 //	                     assigned); written by Delete only
 //	meta/gen             changed by every flow deletion (range-read guard)
+//	meta/last_append     how many events the last appending commit
+//	                     appended (decimal); its mod revision is that
+//	                     commit's (schema 4; see Watching)
 //	f/<id>               state.FlowState JSON
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
 //	c/<created:16>‖NUL‖<id>                  summary   newest-first listing
@@ -89,10 +92,11 @@
 //
 // # The event log
 //
-// No key is shared by the appending transactions (schema 3; schema 2
-// compared meta/seq in every one, so writers of different flows conflicted
-// and retried): a transaction conflicts only on the keys it read, in
-// practice the flows it touches. Append writes each event to its own key
+// No key the appending transactions compare is shared (since schema 3;
+// schema 2 compared meta/seq in every one, so writers of different flows
+// conflicted and retried; meta/last_append, which every append replaces,
+// is compared by none): a transaction conflicts only on the keys it read,
+// in practice the flows it touches. Append writes each event to its own key
 // p/<id>‖NUL‖<token><pos>, which no writer reads: the token is unique to
 // the transaction attempt (a random 64-bit id of the Store and a counter),
 // pos is the event's position among the transaction's appends. An event's
@@ -106,29 +110,44 @@
 //
 // After a commit that appended, an indexer (one goroutine per Store while
 // there is work) waits 10 ms (indexDelay: the commits of that time share
-// one indexing transaction) and moves pending events into the log, up to
-// 40 per etcd transaction: each leaves p/ and lands in e/<seq:16> and
-// x/<id>‖NUL‖<seq:16>, its JSON stamped with its sequence number, in one
-// transaction that commits only if every key it moves is still there
-// unchanged (else it reads again: a Delete or another process's indexer
-// came first). At every revision each event is therefore in exactly one
+// one indexing transaction) and moves the events this Store appended into
+// the log, up to 40 per etcd transaction: each leaves p/ and lands in
+// e/<seq:16> and x/<id>‖NUL‖<seq:16>, its JSON stamped with its sequence
+// number, in one transaction that commits only if every key it moves is
+// still there unchanged (else it moves those still there: a Delete or
+// another process's indexer came first). It knows their keys and
+// revisions from the commit and reads no range of p/: etcd keeps a
+// deleted key in its index until the cluster is compacted, so a range
+// over p/ steps over every event appended since the last compaction
+// (indexer.go). While the Store keeps committing, the indexer has no
+// transaction of its own: each commit carries the moves of the events
+// the Store's earlier commits left, as many as etcd's default limit of
+// 128 operations leaves room for, in a nested transaction with those
+// compares (its failure leaves the commit's own outcome alone, and the
+// indexer sorts them out); a commit that deletes a flow carries none
+// (etcd evaluates nested compares before the outer operations), and the
+// indexer moves what waited indexDelay. At every revision each event is therefore in exactly one
 // place, p/ or e/ (and x/), so a reader at a snapshot revision S sees
 // every event committed up to S and none after: Events merges e/ (from
 // the cursor, by key) with p/ (ordered by mod revision and position);
 // FlowEvents merges x/<id> with p/<id>. A process that dies before
 // indexing leaves its events in p/, where readers find them, until an
-// indexer of any process (one runs at every Open and every GC) moves them.
+// indexer of any process (one scans p/ at every Open and every GC) moves
+// them.
 // Events a transaction appends are invisible to its own reads before its
 // commit (they have no number yet).
 //
-// LastSeq is the largest of meta/seq, the last key of e/ and the pending
-// events; it is 0 for a log that never held an event. Events written by
-// schema 2 keep their dense numbers, all below the revision-based ones
-// (every commit that appended them took a revision), so schema 2 becomes
-// schema 3 at Open by writing the version only; a schema 2 process still
-// running would number events below the new ones, hence the version: it
-// refuses the prefix from then on (stop older processes before
-// upgrading).
+// LastSeq is the largest of meta/seq and the last event appended (read
+// from meta/last_append: one key, not the log); before a prefix's first
+// append of schema 4, the largest of meta/seq, the last key of e/ and the
+// pending events; it is 0 for a log that never held an event. Events
+// written by schema 2 keep their dense numbers, all below the
+// revision-based ones (every commit that appended them took a revision),
+// so schema 2 becomes schema 3, and 3 becomes 4, at Open by writing the
+// version only; a schema 2 process still running would number events
+// below the new ones, one of schema 3 would append without writing
+// meta/last_append (see Watching), hence the version: they refuse the
+// prefix from then on (stop older processes before upgrading).
 //
 // A flow is deleted in the transaction of Delete. Its events go with it when
 // they fit an etcd transaction (etcd refuses more than 128 operations by
@@ -159,6 +178,20 @@
 // compacted revision is cancelled by etcd and restarted the same way
 // (TestWatchCompacted).
 // A slow poll (watchPoll) covers a watch stream that stalls silently.
+//
+// A Service publishes its own commits to its watchers in-process and reads
+// the log only when a publication does not follow the last event a
+// watcher delivered (engine.Follows). Numbers leave gaps between commits,
+// so the Store says what follows (engine.EventOrder, order.go): within a
+// commit, the next position; the first event of a commit follows the last
+// event of the appending commit before it. Every appending commit reads
+// meta/last_append and replaces it with its own count inside its etcd
+// transaction, after its compares and compared by no one, so it conflicts
+// with nothing; what it read is its predecessor (the key's mod revision
+// and count), which the Store remembers for its last 4096 commits. For any
+// other commit it answers false, and the watcher reads the gap from the
+// log: a real gap (another process committed between, a publication
+// dropped) is always read.
 //
 // # Failures
 //

@@ -100,14 +100,20 @@ func (t *tx) raiseHighWater(n uint64) error {
 	return nil
 }
 
-// LastSeq is the largest of meta/seq, the last key of e/ and the pending
-// events. Inside an Update it reads ranges every append changes, so an
-// Update that calls it conflicts with every concurrent append (the engine
-// calls it only in Views).
+// LastSeq is the largest of meta/seq and the last event appended
+// (meta/last_append); before the first append of schema 4, of meta/seq,
+// the last key of e/ and the pending events. Inside an Update it reads
+// keys every append changes, so an Update that calls it conflicts with
+// every concurrent append (the engine calls it only in Views).
 func (t *tx) LastSeq() (uint64, error) {
 	last, err := t.highWater()
 	if err != nil {
 		return 0, err
+	}
+	if v, ok, err := t.get(t.s.key(lastAppendKey)); err != nil {
+		return 0, err
+	} else if n, perr := strconv.ParseUint(string(v), 10, 64); ok && perr == nil && n > 0 {
+		return max(last, seqOf(t.reads[t.s.key(lastAppendKey)], n-1)), nil
 	}
 	p := t.s.key("e/")
 	kvs, err := t.scan(p, prefixEnd(p), 1, true)
@@ -158,8 +164,10 @@ func (t *tx) Append(events ...engine.Event) error {
 		if err != nil {
 			return fmt.Errorf("etcd store: encode event: %w", err)
 		}
-		t.put(t.pendingKey(e.FlowID, t.appended), b)
+		k := t.pendingKey(e.FlowID, t.appended)
+		t.put(k, b)
 		t.stamps = append(t.stamps, e)
+		t.pkeys = append(t.pkeys, k)
 		t.appended++
 	}
 	return nil
@@ -168,9 +176,26 @@ func (t *tx) Append(events ...engine.Event) error {
 // stamp gives the events appended by a transaction committed at revision
 // rev their sequence numbers.
 func (t *tx) stamp(rev int64) {
+	t.commitRev = rev
 	for i, e := range t.stamps {
 		e.Seq = seqOf(rev, uint64(i))
 	}
+}
+
+// pendingRecs are the events a committed transaction left in p/, for this
+// Store's indexer. One that does not encode (it did at Append) is left to
+// the scan of p/ that every Open and GC makes.
+func (t *tx) pendingRecs() []pendingRec {
+	out := make([]pendingRec, 0, len(t.stamps))
+	now := time.Now()
+	for i, e := range t.stamps {
+		b, err := e.AppendJSON(make([]byte, 0, 512))
+		if err != nil {
+			continue
+		}
+		out = append(out, pendingRec{key: t.pkeys[i], mod: t.commitRev, seq: e.Seq, flowID: e.FlowID, json: b, at: now})
+	}
+	return out
 }
 
 // tombstones reads d/: deleted flows whose events are hidden up to a seq.
@@ -279,98 +304,6 @@ func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
 		}
 	}
 	return out, nil
-}
-
-// ---- the indexer ----
-
-// indexBatch is how many pending events one indexing transaction moves
-// (three operations each: etcd's default limit is 128 per transaction).
-const indexBatch = 40
-
-// newToken is a key part unique to one transaction attempt: this Store's
-// random id and a counter.
-func (s *Store) newToken() string {
-	return fmt.Sprintf("%016x%08x", s.tokenBase, s.tokens.Add(1))
-}
-
-// indexDelay is how long the indexer waits before it moves what is
-// pending, so that one indexing transaction carries the events of the
-// commits of that time (readers find pending events meanwhile).
-const indexDelay = 10 * time.Millisecond
-
-// kickIndex makes sure an indexer runs after a commit that appended: one
-// goroutine per Store at a time, which waits indexDelay, indexes, runs
-// again while commits keep arriving and ends when none came.
-func (s *Store) kickIndex() {
-	s.idxMu.Lock()
-	defer s.idxMu.Unlock()
-	if s.idxRunning {
-		s.idxDirty = true
-		return
-	}
-	s.idxRunning = true
-	go func() {
-		for {
-			time.Sleep(indexDelay)
-			s.idxMu.Lock()
-			s.idxDirty = false
-			s.idxMu.Unlock()
-			_ = s.indexPending(context.Background())
-			s.idxMu.Lock()
-			if !s.idxDirty {
-				s.idxRunning = false
-				s.idxMu.Unlock()
-				return
-			}
-			s.idxDirty = false
-			s.idxMu.Unlock()
-		}
-	}()
-}
-
-// indexPending moves the pending events p/ into the log: each goes to
-// e/<seq:16> and x/<id>‖NUL‖<seq:16> (its JSON stamped with its sequence
-// number) and leaves p/ in one etcd transaction, which commits only if
-// every key it moves is still there unchanged (a Delete of the flow, or
-// another process's indexer, got there first: read again). Readers see
-// each event in exactly one place at every revision.
-func (s *Store) indexPending(ctx context.Context) error {
-	p := s.key("p/")
-	for range 1000 {
-		c, cancel := context.WithTimeout(ctx, s.timeout)
-		r, err := s.cli.Get(c, p, clientv3.WithRange(prefixEnd(p)), clientv3.WithLimit(indexBatch))
-		if err != nil || len(r.Kvs) == 0 {
-			cancel()
-			return err
-		}
-		cmps := make([]clientv3.Cmp, 0, len(r.Kvs))
-		ops := make([]clientv3.Op, 0, 3*len(r.Kvs))
-		for _, k := range r.Kvs {
-			e, err := pendingEvent(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision})
-			var b []byte
-			if err == nil {
-				b, err = e.AppendJSON(make([]byte, 0, len(k.Value)+24))
-			}
-			if err != nil {
-				// A damaged key stays where it is (reads report it).
-				cancel()
-				return err
-			}
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(k.Key)), "=", k.ModRevision))
-			ops = append(ops, clientv3.OpDelete(string(k.Key)),
-				clientv3.OpPut(s.key("e/", hex16(e.Seq)), string(b)),
-				clientv3.OpPut(s.key("x/", e.FlowID, "\x00", hex16(e.Seq)), string(b)))
-		}
-		resp, err := s.cli.Txn(c).If(cmps...).Then(ops...).Commit()
-		cancel()
-		if err != nil {
-			return err
-		}
-		if resp.Succeeded && len(r.Kvs) < indexBatch {
-			return nil // p/ held no more (the next commit kicks again)
-		}
-	}
-	return nil
 }
 
 // ---- purging tombstoned flows ----

@@ -126,12 +126,9 @@ func (t *tx) loadLeaseKeys() error {
 	}
 	p := t.s.key("leases/")
 	// Not WithKeysOnly: it drops the keys' leases too.
-	r, err := t.s.cli.Get(t.ctx, p, append(t.snapshot(), clientv3.WithPrefix())...)
+	r, err := t.read(p, clientv3.WithPrefix())
 	if err != nil {
-		return t.fail(err)
-	}
-	if t.rev == 0 {
-		t.rev = r.Header.Revision
+		return err
 	}
 	t.leaseKeys = make(map[string]clientv3.LeaseID, len(r.Kvs))
 	for _, k := range r.Kvs {

@@ -18,12 +18,14 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// SchemaVersion is the layout of the keys (see the package comment): 3
-// numbers events by the etcd revision of their commit (no shared counter);
-// 2 puts every key below <prefix>/NUL, so no prefix's keys lie in
-// another's ranges; 1 put them below <prefix>/ (migrated at Open,
-// migrate.go; 2 becomes 3 at Open without moving a key).
-const SchemaVersion = 3
+// SchemaVersion is the layout of the keys (see the package comment): 4
+// has every appending commit record itself in meta/last_append (so the
+// order of appends is known without comparing a shared key); 3 numbers
+// events by the etcd revision of their commit (no shared counter); 2 puts
+// every key below <prefix>/NUL, so no prefix's keys lie in another's
+// ranges; 1 put them below <prefix>/ (migrated at Open, migrate.go; 2 and
+// 3 become 4 at Open without moving a key).
+const SchemaVersion = 4
 
 // format marks a prefix as ours.
 const format = "stratum-etcd"
@@ -76,11 +78,25 @@ type Store struct {
 	// transaction attempt unique (newToken).
 	tokenBase uint64
 	tokens    atomic.Uint32
-	// idxMu guards idxRunning (an indexer goroutine runs) and idxDirty
-	// (a commit appended while it ran: run again).
+	// idxMu guards idxRunning (an indexer goroutine runs), idxDirty (a
+	// commit appended while it ran: run again), idxQueue (the events this
+	// Store appended and has not moved into the log yet) and idxScan (move
+	// every pending event: Open).
 	idxMu      sync.Mutex
 	idxRunning bool
 	idxDirty   bool
+	idxQueue   []pendingRec
+	idxScan    bool
+	// noCarry: the cluster refused a commit that carried moves (its limits
+	// are below etcd's defaults), so commits carry none (claimIndex).
+	noCarry atomic.Bool
+	// prevMu guards prevs, the sequence number before each of this
+	// Store's recent appending commits, by revision (order.go), and
+	// prevRing, those revisions in the order they were noted.
+	prevMu   sync.Mutex
+	prevs    map[int64]uint64
+	prevRing []int64
+	prevNext int
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -222,17 +238,19 @@ func (s *Store) init(ctx context.Context) error {
 	if n > SchemaVersion {
 		return &Error{Store: s.String(), Msg: fmt.Sprintf("written by a newer stratum (schema %d, this one knows %d); upgrade stratum", n, SchemaVersion)}
 	}
-	if n == 2 {
+	if n == 2 || n == 3 {
 		// Schema 2 → 3 changes no key: the events already in e/ and x/
 		// keep their sequence numbers, all below the revision-based ones,
-		// and meta/seq becomes the high-water mark. Only the version
-		// moves, so a schema 2 stratum refuses the prefix from now on.
-		if _, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Value(vk), "=", "2")).
+		// and meta/seq becomes the high-water mark. 3 → 4 adds
+		// meta/last_append, written by the next append. Only the version
+		// moves, so an older stratum refuses the prefix from now on (one
+		// of schema 3 would append without recording it).
+		if _, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Value(vk), "=", v)).
 			Then(clientv3.OpPut(vk, strconv.Itoa(SchemaVersion))).Commit(); err != nil {
 			return s.wrap("open", err)
 		}
 	}
-	s.kickIndex() // what a process that died left pending
+	s.kickIndex(nil, true) // what a process that died left pending
 	return nil
 }
 

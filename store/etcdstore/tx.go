@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strconv"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -69,10 +70,13 @@ type tx struct {
 	dropped map[string]bool
 	// token names this attempt's pending event keys; stamps are the
 	// caller's events it appended (stamped with their sequence numbers
-	// when the commit succeeds), appended how many.
-	token    string
-	stamps   []*engine.Event
-	appended uint64
+	// when the commit succeeds), pkeys their keys, appended how many; rev
+	// is set to the commit's revision when it succeeds.
+	token     string
+	stamps    []*engine.Event
+	pkeys     []string
+	appended  uint64
+	commitRev int64
 	// etcdErr is the last error of the cluster, so Update/View can tell it
 	// from fn's own errors.
 	etcdErr error
@@ -89,11 +93,30 @@ func (t *tx) fail(err error) error {
 	return err
 }
 
-func (t *tx) snapshot() []clientv3.OpOption {
+// read is a Get at the transaction's snapshot. The first read is
+// linearizable and pins the revision; a later one reads that revision from
+// whichever member answers, without asking the leader (serializable: no
+// round of the cluster), and a member that has not applied it yet refuses
+// (ErrFutureRev), so the read is made linearizable instead. Either way it
+// sees exactly the snapshot.
+func (t *tx) read(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.rev == 0 {
-		return nil
+		r, err := t.s.cli.Get(t.ctx, key, opts...)
+		if err != nil {
+			return nil, t.fail(err)
+		}
+		t.rev = r.Header.Revision
+		return r, nil
 	}
-	return []clientv3.OpOption{clientv3.WithRev(t.rev)}
+	at := append(opts, clientv3.WithRev(t.rev))
+	r, err := t.s.cli.Get(t.ctx, key, append(at, clientv3.WithSerializable())...)
+	if errors.Is(err, rpctypes.ErrFutureRev) {
+		r, err = t.s.cli.Get(t.ctx, key, at...)
+	}
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	return r, nil
 }
 
 // get reads one key (the transaction's own writes first).
@@ -104,12 +127,9 @@ func (t *tx) get(key string) ([]byte, bool, error) {
 	if t.deleted[key] {
 		return nil, false, nil
 	}
-	r, err := t.s.cli.Get(t.ctx, key, t.snapshot()...)
+	r, err := t.read(key)
 	if err != nil {
-		return nil, false, t.fail(err)
-	}
-	if t.rev == 0 {
-		t.rev = r.Header.Revision
+		return nil, false, err
 	}
 	if len(r.Kvs) == 0 {
 		if _, seen := t.reads[key]; !seen {
@@ -153,19 +173,16 @@ func (t *tx) scan(start, end string, limit int, desc bool) ([]kv, error) {
 			return nil, err
 		}
 	}
-	opts := append(t.snapshot(), clientv3.WithRange(end))
+	opts := []clientv3.OpOption{clientv3.WithRange(end)}
 	if desc {
 		opts = append(opts, clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
 	}
 	if limit > 0 && !overlay {
 		opts = append(opts, clientv3.WithLimit(int64(limit)))
 	}
-	r, err := t.s.cli.Get(t.ctx, start, opts...)
+	r, err := t.read(start, opts...)
 	if err != nil {
-		return nil, t.fail(err)
-	}
-	if t.rev == 0 {
-		t.rev = r.Header.Revision
+		return nil, err
 	}
 	out := make([]kv, 0, len(r.Kvs))
 	for _, k := range r.Kvs {
@@ -278,6 +295,62 @@ func (t *tx) commit() (bool, error) {
 	if t.gen {
 		t.put(t.s.key("meta/gen"), []byte(engine.NewUUID()))
 	}
+	cmps, ops := t.request()
+	// The moves of this Store's earlier events ride along (claimIndex),
+	// unless this transaction deletes a flow: etcd evaluates a nested
+	// transaction's compares before the outer operations, so a move
+	// would bring back a pending event the deletion removes.
+	var carried []pendingRec
+	if !t.gen {
+		carried = t.s.claimIndex(max(len(cmps), len(ops)+1))
+	}
+	if len(carried) > 0 {
+		mc, mo := t.s.moveOps(carried)
+		ops = append(ops, clientv3.OpTxn(mc, mo, nil))
+		defer func() { t.s.unclaimIndex(carried) }()
+	}
+	resp, err := t.s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
+	if len(carried) > 0 && (errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge)) {
+		// The members accept less than etcd's defaults: stop carrying,
+		// and let the retry send the transaction alone.
+		t.s.noCarry.Store(true)
+		t.dropped = nil
+		return false, nil
+	}
+	if err == nil && resp.Succeeded && len(carried) > 0 {
+		if n := resp.Responses[len(resp.Responses)-1].GetResponseTxn(); n != nil && n.Succeeded {
+			carried = nil // moved
+		}
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		// An etcd lease expired between its keepalive and the commit:
+		// forget it, and let the retry grant a new one.
+		for _, in := range t.owners {
+			if h := t.s.leases[in.lid]; h != nil && h.id == t.leased[in.key] {
+				delete(t.s.leases, in.lid)
+			}
+		}
+		t.dropped = nil
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !resp.Succeeded {
+		t.dropped = nil
+	} else {
+		t.stamp(resp.Header.Revision)
+		if t.appended > 0 {
+			t.s.notePrev(resp.Header.Revision, resp.Responses[0].GetResponseRange())
+		}
+	}
+	return resp.Succeeded, nil
+}
+
+// request is the etcd transaction of the commit: the compares of what was
+// read (keys by mod revision, ranges by the snapshot) and the buffered
+// writes, with meta/last_append read and replaced when it appends.
+func (t *tx) request() ([]clientv3.Cmp, []clientv3.Op) {
 	cmps := make([]clientv3.Cmp, 0, len(t.reads)+len(t.ranges))
 	for k, mod := range t.reads {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", mod))
@@ -303,34 +376,22 @@ func (t *tx) commit() (bool, error) {
 	for k := range t.deleted {
 		ops = append(ops, clientv3.OpDelete(k))
 	}
-	resp, err := t.s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		// An etcd lease expired between its keepalive and the commit:
-		// forget it, and let the retry grant a new one.
-		for _, in := range t.owners {
-			if h := t.s.leases[in.lid]; h != nil && h.id == t.leased[in.key] {
-				delete(t.s.leases, in.lid)
-			}
-		}
-		t.dropped = nil
-		return false, nil
+	if t.appended > 0 {
+		// The previous appending commit (its revision and count), read
+		// and replaced in the commit itself: compared by no one, so it
+		// makes no transaction conflict (see Follows).
+		la := t.s.key(lastAppendKey)
+		ops = append([]clientv3.Op{clientv3.OpGet(la)}, ops...)
+		ops = append(ops, clientv3.OpPut(la, strconv.FormatUint(t.appended, 10)))
 	}
-	if err != nil {
-		return false, err
-	}
-	if !resp.Succeeded {
-		t.dropped = nil
-	} else {
-		t.stamp(resp.Header.Revision)
-	}
-	return resp.Succeeded, nil
+	return cmps, ops
 }
 
 // afterCommit indexes the events this transaction appended and purges the
 // events of flows it tombstoned.
 func (t *tx) afterCommit(ctx context.Context) {
 	if t.appended > 0 {
-		t.s.kickIndex()
+		t.s.kickIndex(t.pendingRecs(), false)
 	}
 	for _, id := range t.purge {
 		_ = t.s.purgeFlow(ctx, id)

@@ -48,6 +48,8 @@ type Options struct {
 	// AuthTokenTTL is the lifetime of etcd's simple tokens in seconds,
 	// reset by each use (0: etcd's default, 300).
 	AuthTokenTTL uint
+	// MaxTxnOps is the members' --max-txn-ops (0: etcd's default, 128).
+	MaxTxnOps uint
 }
 
 // freePort returns a loopback port nobody listens on right now.
@@ -159,6 +161,9 @@ func launch(dir string, ownDir bool, o Options) (*Cluster, error) {
 			if o.TLS.CA != "" {
 				cfg.ClientTLSInfo.TrustedCAFile, cfg.ClientTLSInfo.ClientCertAuth = o.TLS.CA, true
 			}
+		}
+		if o.MaxTxnOps > 0 {
+			cfg.MaxTxnOps = o.MaxTxnOps
 		}
 		if o.AuthTokenTTL > 0 {
 			cfg.AuthTokenTTL = o.AuthTokenTTL
