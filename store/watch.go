@@ -60,8 +60,11 @@ func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event,
 					return
 				case <-time.After(gap):
 				}
-				w.drain()
 			}
+			// The file events queued now happened before the check below,
+			// which sees what they did (a commit of this process's own
+			// fires several, the last before its end): no wake-up for them.
+			w.drain()
 			own, bell := s.own.last()
 			if own.inFlight {
 				// The file events of a commit of this process come while
