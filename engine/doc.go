@@ -50,7 +50,7 @@
 //
 // The exported names are what the Service (and its FlowWriter, a
 // process's one writer of a flow), its ports (Store, Tx, Executor, the
-// optional EventLimiter and EventOrder), its outcomes, errors and events need, and the
+// optional EventLimiter), its outcomes, errors and events need, and the
 // few reads of a flow state that need the engine's rules (Summarize,
 // PendingReview, ReviewArtifacts, ResolveStepInputs, ResolveSource,
 // CheckReviewValue, PrunableLine). The persisted shape of a flow — FlowState
@@ -247,8 +247,8 @@
 // its consumer gets every event after `after` once and in order. A
 // publication that leaves a gap (another process committed in between, or
 // publications were dropped) makes it read the gap from the log; whether
-// an event follows another is the store's rule (Follows: consecutive
-// numbers, or the store's optional EventOrder); what the store's Watch
+// an event follows another is the store's rule (Store.Follows: the next
+// number in bbolt, the next commit's first in etcd); what the store's Watch
 // delivers that was already delivered is skipped. A slow consumer holds
 // only its own Watch back, never a transition.
 //

@@ -121,6 +121,15 @@ type Store interface {
 	// read from the log when it is ready, so batches may merge. Watch fails
 	// only when it cannot start (ctx already done).
 	Watch(ctx context.Context, after uint64) (<-chan []Event, error)
+	// Follows is the rule of the store's sequence numbers: whether no event
+	// was committed between the events numbered after and seq (after <
+	// seq); false when the store cannot tell. A store that numbers its
+	// events consecutively answers seq == after+1; the etcd store numbers an
+	// event by its commit's revision, so its numbers leave gaps between
+	// commits and it remembers which commit followed which. Watch uses it to
+	// tell a publication that follows what it delivered from a gap it must
+	// read from the log.
+	Follows(after, seq uint64) bool
 	// GC deletes the flows PrunableLine allows at now−olderThan (by the
 	// store's clock: finished, unchanged since, and no unfinished ancestor),
 	// with their events, and returns how many it deleted; every other flow
@@ -173,6 +182,10 @@ type Tx interface {
 	// order). The order never changes as flows progress, so f.After pages
 	// through it.
 	List(f ListFilter) ([]state.FlowSummary, error)
+	// Count returns how many flows List(f) returns without f.Limit (by
+	// status, after a cursor), from the listing indexes: no summary is
+	// decoded, and a damaged one is counted.
+	Count(f ListFilter) (int, error)
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]state.FlowSummary, error)
 	// Append adds events to the event log. It stamps each event, in place
@@ -201,38 +214,10 @@ type ListFilter struct {
 	Status state.FlowStatus // exact status
 	Limit  int
 	// After resumes a listing: only the flows that come after this
-	// position in the listing order (the zero ListCursor: from the first).
-	// Pass the CursorOf the last summary of a page to read the next one;
+	// position in the listing order (the zero state.ListCursor: from the
+	// first). Pass the Cursor of the last summary of a page to read the next one;
 	// flows created meanwhile (newer, so before it) do not shift the pages.
-	After ListCursor
-}
-
-// ListCursor is a position in Tx.List's order: a flow's creation time and
-// id (CursorOf). The flow it names need not exist any more.
-type ListCursor struct {
-	CreatedAt time.Time
-	FlowID    string
-}
-
-// IsZero reports whether c is the start of the listing.
-func (c ListCursor) IsZero() bool { return c.FlowID == "" && c.CreatedAt.IsZero() }
-
-// Precedes reports whether c comes before the flow created at created
-// with id id in the listing order (newest first, ties by id descending):
-// whether a page read After c may hold that flow.
-func (c ListCursor) Precedes(created time.Time, id string) bool {
-	if c.IsZero() {
-		return true
-	}
-	if !created.Equal(c.CreatedAt) {
-		return created.Before(c.CreatedAt)
-	}
-	return id < c.FlowID
-}
-
-// CursorOf is sum's position in the listing order, to resume after it.
-func CursorOf(sum *state.FlowSummary) ListCursor {
-	return ListCursor{CreatedAt: sum.CreatedAt, FlowID: sum.FlowID}
+	After state.ListCursor
 }
 
 // maxFlowDepth bounds the walks up and down a flow's line of parents and

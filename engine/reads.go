@@ -34,6 +34,13 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]state.FlowSummary, 
 	return s.listing(read(ctx, s, func(tx Tx) ([]state.FlowSummary, error) { return tx.List(f) }))
 }
 
+// Count returns how many flows List(f) returns without f.Limit, from the
+// store's listing indexes (Tx.Count: no summary is read; a damaged flow
+// counts).
+func (s *Service) Count(ctx context.Context, f ListFilter) (int, error) {
+	return read(ctx, s, func(tx Tx) (int, error) { return tx.Count(f) })
+}
+
 // PendingGates returns every flow waiting at a gate, leaving out damaged
 // flows (reported: OnDamaged).
 func (s *Service) PendingGates(ctx context.Context) ([]state.FlowSummary, error) {

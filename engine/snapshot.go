@@ -397,7 +397,14 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 			return err
 		}
 		if len(res.Events) > 0 {
-			return tx.Append(res.Events...)
+			if err := tx.Append(res.Events...); err != nil {
+				return err
+			}
+		}
+		for _, c := range res.Cache {
+			if err := tx.CachePut(c.Key, c.Value); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

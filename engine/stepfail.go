@@ -179,6 +179,36 @@ func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, r
 	})
 }
 
+// cacheEntry is a result-cache entry (Tx.CachePut).
+type cacheEntry struct {
+	Key   string
+	Value []byte
+}
+
+// StepDoneCached is StepDoneRecorded that also writes value under key
+// into the result cache (Tx.CachePut), in the same transaction, when the step's result is
+// accepted (its checks passed: the transition records the step done), so
+// a cached step costs one durable commit, not two.
+func (s *Service) StepDoneCached(ctx context.Context, flowID, stepID string, result any, c *CallRecord, key string, value []byte, opt ReportOptions) (Outcome, error) {
+	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+		res, err := withCall(st, env, c, func() (transitionResult, error) { return stepDone(st, env, stepID, result) })
+		if err == nil && stepAccepted(res, stepID) {
+			res.Cache = append(res.Cache, cacheEntry{Key: key, Value: value})
+		}
+		return res, err
+	})
+}
+
+// stepAccepted reports whether res records stepID done.
+func stepAccepted(res transitionResult, stepID string) bool {
+	for _, e := range res.Events {
+		if e.Type == EventStepDone && e.StepID == stepID {
+			return true
+		}
+	}
+	return false
+}
+
 // StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
 // the attempt's call (nil: none), in one transaction.
 func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {

@@ -56,6 +56,9 @@ type transitionResult struct {
 	Put []*state.FlowState
 	// Delete are other flow ids to delete in the same transaction.
 	Delete []string
+	// Cache are result-cache entries to write in the same transaction
+	// (StepDoneCached).
+	Cache []cacheEntry
 	// Unchanged says the transition did not modify the state (an error
 	// response such as wrong_step, or a read); the service then skips the write.
 	Unchanged bool

@@ -12,29 +12,6 @@ const subscriberBuffer = 64
 // gapRead bounds how many events Watch reads from the log to fill a gap.
 const gapRead = 1000
 
-// EventOrder is implemented by a Store whose sequence numbers are not
-// consecutive (the etcd store numbers an event by the revision of its
-// commit, so numbers leave gaps between commits): it tells Watch when an
-// event follows another with none committed between them. A Store without
-// it numbers its events consecutively.
-type EventOrder interface {
-	// Follows reports whether no event was committed between the events
-	// numbered after and seq (after < seq); false when the store cannot
-	// tell.
-	Follows(after, seq uint64) bool
-}
-
-// Follows is the rule of st's sequence numbers: whether no event was
-// committed between the events numbered after and seq (after < seq). A
-// Store that is an EventOrder says; any other numbers its events
-// consecutively. A wrapper of a Store forwards its EventOrder with it.
-func Follows(st Store, after, seq uint64) bool {
-	if o, ok := st.(EventOrder); ok {
-		return o.Follows(after, seq)
-	}
-	return seq == after+1
-}
-
 // broker fans the events of the transitions a Service commits out to the
 // Service's watchers in this process. Publishing never blocks a
 // transition: a subscriber whose buffer is full misses the batch, and
@@ -121,7 +98,7 @@ func (s *Service) Watch(ctx context.Context, after uint64) (<-chan []Event, erro
 				evs = batch
 			case batch := <-local:
 				evs = batch
-				if len(evs) > 0 && evs[0].Seq > last && !Follows(s.Store, last, evs[0].Seq) {
+				if len(evs) > 0 && evs[0].Seq > last && !s.Store.Follows(last, evs[0].Seq) {
 					// A gap: read it (and, usually, this batch) from the
 					// log; if that fails, the store's Watch delivers it.
 					evs, _ = s.Events(ctx, last, gapRead)

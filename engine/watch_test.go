@@ -167,7 +167,7 @@ type sparseStore struct {
 	reads *atomic.Int64
 }
 
-// orderedSparse is a sparseStore that tells Watch its rule (EventOrder).
+// orderedSparse is a sparseStore whose Follows states its numbering.
 type orderedSparse struct{ sparseStore }
 
 func (orderedSparse) Follows(after, seq uint64) bool { return seq == after+10 }
@@ -225,10 +225,10 @@ func (t sparseTx) LastSeq() (uint64, error) {
 
 // TestServiceWatchStoreOrder: whether a publication continues what a
 // watcher delivered is the store's rule. With numbers ten apart, a store
-// that says so (EventOrder) has its commits delivered from the broker
+// that says so (Store.Follows) has its commits delivered from the broker
 // without reading the log, and a commit of another writer in between is
-// still read from the log; a store that does not say so is read on every
-// publication, as a gap.
+// still read from the log; a store whose rule is consecutive numbers is
+// read on every publication, as a gap.
 func TestServiceWatchStoreOrder(t *testing.T) {
 	_, mem, clk := newService()
 	ordered := orderedSparse{newSparse(mem)}
@@ -264,6 +264,6 @@ func TestServiceWatchStoreOrder(t *testing.T) {
 	must(t)(s2.Plan(ctx2, svcSpec, "main", nil, engine.PlanOptions{}))
 	receive(t, w2, len(mustEvents(t, s2, ctx2)))
 	if plain.reads.Load() == 0 {
-		t.Fatal("a store without EventOrder: a publication ten numbers on was not read as a gap")
+		t.Fatal("a store of consecutive numbers: a publication ten numbers on was not read as a gap")
 	}
 }

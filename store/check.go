@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -153,6 +154,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	checkSpecs(b[string(bucketSpecs)], specRefs, bad)
 	checkFlowEvents(b[string(bucketEvents)], bad)
 	checkFlowLogs(flows, b[string(bucketFlowLog)], bad)
+	checkFlowSteps(flows, b[string(bucketFlowLog)], bad)
 	return problems
 }
 
@@ -241,6 +243,8 @@ func checkFlowLogs(flows, logb *bolt.Bucket, bad func(format string, args ...any
 			c.records++
 		case kind == logTraceKind && len(k) == i+6:
 			c.trace++
+		case kind == stepsMetaKind || kind == stepsStepKind:
+			// a step's (checkFlowSteps)
 		default:
 			bad("flowlog: bad key %q", k)
 		}
@@ -267,6 +271,65 @@ func checkFlowLogs(flows, logb *bolt.Bucket, bad func(format string, args ...any
 			if got := c.meta.specRef(); got.ok != want.ok || got.hash != want.hash {
 				bad("flowlog: the meta entry of flow %q names another spec than its state", id)
 			}
+		}
+	}
+}
+
+// checkFlowSteps checks the steps' entries in bucket flowlog
+// (flowsteps.go): every entry belongs to a stored flow that has a steps
+// meta entry, each flow has exactly the step outputs and attempts its meta
+// entry counts, each output is JSON and each attempt count a decimal
+// number.
+func checkFlowSteps(flows, b *bolt.Bucket, bad func(format string, args ...any)) {
+	type counts struct {
+		meta              *stepsMeta
+		outputs, attempts uint32
+	}
+	seen := map[string]*counts{}
+	_ = b.ForEach(func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 1 || len(k) < i+2 || (k[i+1] != stepsMetaKind && k[i+1] != stepsStepKind) {
+			return nil // not a step's (checkFlowLogs)
+		}
+		id := string(k[:i])
+		c := seen[id]
+		if c == nil {
+			c = &counts{}
+			seen[id] = c
+		}
+		kind, step, ok := parseStepsKey(k[i+1:])
+		switch {
+		case !ok:
+			bad("flowlog: steps: bad key %q", k)
+		case kind == stepsMetaKind:
+			m, err := decodeStepsMeta(v)
+			if err != nil {
+				bad("flowlog: steps: flow %q: %v", id, err)
+				return nil
+			}
+			c.meta = &m
+		case kind == stepsOutputKind:
+			if !json.Valid(v) {
+				bad("flowlog: steps: flow %q: the output of step %q is not JSON", id, step)
+			}
+			c.outputs++
+		case kind == stepsAttemptKind:
+			if _, err := strconv.Atoi(string(v)); err != nil {
+				bad("flowlog: steps: flow %q: the attempts of step %q: %v", id, step, err)
+			}
+			c.attempts++
+		}
+		return nil
+	})
+	for id, c := range seen {
+		switch {
+		case flows.Get([]byte(id)) == nil:
+			bad("flowlog: steps: entries of flow %q, which is not stored", id)
+		case c.meta == nil:
+			bad("flowlog: steps: flow %q has entries and no meta entry", id)
+		case c.meta.outputs != c.outputs || c.meta.attempts != c.attempts:
+			bad("flowlog: steps: flow %q has %d step outputs and %d attempts, its meta entry counts %d and %d",
+				id, c.outputs, c.attempts, c.meta.outputs, c.meta.attempts)
 		}
 	}
 }

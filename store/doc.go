@@ -69,17 +69,22 @@
 //
 //	meta/                               raw values, readable by every version
 //	    format          = "stratum"     marks the file as ours
-//	    schema_version  = "5"           ASCII decimal; gates migrations
+//	    schema_version  = "6"           ASCII decimal; gates migrations
 //	    created_at      = RFC 3339      when the file was initialised
 //	    upgraded_at     = RFC 3339      last migration (absent if never)
 //	flows/
 //	    <flow id>       = state.FlowState JSON (stratum_state_version inside),
 //	                      raw_spec a reference: "\x00sha256:" ‖ 64 hex digits,
-//	                      records null and trace absent: they are in flowlog
+//	                      records null and trace absent: they are in flowlog;
+//	                      step_outputs and attempts null when in flowlog
 //	flowlog/                            since schema 5 (flowlog.go)
-//	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1>
+//	    <flow id> ‖ 0x00 ‖ "m"          = <tag:8> ‖ <records:4> ‖ <trace:4> ‖ <flags:1> ‖ <spec:32>
 //	    <flow id> ‖ 0x00 ‖ "r" ‖ <i:4>  = records[i], state.Record JSON
 //	    <flow id> ‖ 0x00 ‖ "t" ‖ <i:4>  = trace[i], JSON
+//	                                    since schema 6, past 16 steps (flowsteps.go):
+//	    <flow id> ‖ 0x00 ‖ "n"          = <tag:8> ‖ <outputs:4> ‖ <attempts:4> ‖ <flags:1>
+//	    <flow id> ‖ 0x00 ‖ "s" ‖ <step> ‖ 0x00 ‖ "a" = attempts[step], ASCII decimal
+//	    <flow id> ‖ 0x00 ‖ "s" ‖ <step> ‖ 0x00 ‖ "o" = step_outputs[step], JSON
 //	specs/
 //	    <sha256:32>     = <flows:8> ‖ spec text    once per distinct spec
 //	summaries/
@@ -116,6 +121,17 @@
 // encoding. Get puts records and trace back into the state, so the engine
 // never sees the split.
 //
+// A flow's step outputs and attempts hold an entry per step too, replaced
+// rather than appended (a retry, a new round); since schema 6, once either
+// holds more than 16 steps, they are stored one key per step id in
+// bucket flowlog (flowsteps.go): a transition writes the entries it
+// changed, added or removed, under a new tag (none: the tag is kept), and
+// the Store caches the maps under their tag beside the flow's records, so
+// Get copies them instead of decoding and Put compares instead of
+// encoding. A shorter flow keeps them in its state, where they cost less
+// than the leaf page of their own would cost every commit. Get puts them
+// back as well: the state, and `stratum query flow`, read as before.
+//
 // <seq:8> is the uint64 from bucket events' NextSequence, 8 bytes big-endian,
 // so the log sorts in commit order across all processes. The per-flow index
 // lives in the same bucket (since schema 3; it was idx_flow_events): its
@@ -135,15 +151,17 @@
 // stops awaiting a gate, and then only the indexes whose key changed are
 // touched (a completion from a gate rewrites idx_status and idx_gates, not
 // idx_created): a typical transition rewrites flows/<id> and
-// summaries/<id> and appends to events (and a step's record to flowlog;
-// the flow's log meta entry is rewritten only when it changes), so bbolt
+// summaries/<id> and appends to events (and a step's record to flowlog,
+// and, past 16 steps, its output and attempts; the flow's log meta entry
+// is rewritten only when it changes), so bbolt
 // writes (and fdatasyncs) three or four B-tree paths, the root page and
 // the free-page list — 11 or 12 pages at 10,000 flows for three (see The
 // cost of a commit), where schema 2 wrote 21. List walks the keys of
 // idx_created (or idx_status) backwards, from the last or from the key
 // before ListFilter.After's (a page of the listing is one seek), and reads
 // each returned flow's summary from summaries; PendingGates does the same
-// over idx_gates.
+// over idx_gates. Count walks the same keys and reads no summary (100,000
+// keys: a few milliseconds).
 //
 // # The cost of a commit
 //

@@ -163,3 +163,8 @@ func (t *tx) decodeEvent(k, v []byte) (engine.Event, error) {
 	}
 	return ev, nil
 }
+
+// Follows is engine.Store's rule of sequence numbers: this store numbers
+// its events consecutively (Append), so seq follows after when it is the
+// next number.
+func (s *Store) Follows(after, seq uint64) bool { return seq == after+1 }

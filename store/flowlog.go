@@ -136,6 +136,9 @@ type cachedLog struct {
 	tag     uint64
 	records []state.Record
 	trace   []json.RawMessage
+	// steps are the flow's step outputs and attempts (flowsteps.go), under
+	// their own tag; nil: unknown.
+	steps *cachedSteps
 }
 
 // recordSize is what a cached record is counted as (logCacheBytes): the
@@ -147,6 +150,9 @@ func (l *cachedLog) size() int {
 	n := len(l.records) * recordSize
 	for _, t := range l.trace {
 		n += len(t) + 24
+	}
+	if l.steps != nil {
+		n += l.steps.bytes + 64*(len(l.steps.outputs)+len(l.steps.attempts))
 	}
 	return n
 }
@@ -209,10 +215,14 @@ func (c *logCache) put(logs map[string]*cachedLog) {
 }
 
 // note records, for after the commit, the entries flowID has in the file
-// once this transaction commits (nil: unknown, forget them).
+// once this transaction commits (nil: unknown, forget them). A fresh l
+// without steps keeps those noted before it (flowsteps.go).
 func (t *tx) note(flowID string, l *cachedLog) {
 	if t.logs == nil {
 		t.logs = map[string]*cachedLog{}
+	}
+	if p := t.logs[flowID]; l != nil && l.steps == nil && p != nil {
+		l.steps = p.steps
 	}
 	t.logs[flowID] = l
 }
@@ -315,8 +325,10 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 		}
 	}
 	if tag == 0 {
-		if err := t.deleteLog(st.FlowID); err != nil {
-			return err
+		for _, kind := range []byte{logRecordKind, logTraceKind} { // not the steps' (flowsteps.go)
+			if err := deleteKeys(logb, append(logPrefix(st.FlowID), kind)); err != nil {
+				return err
+			}
 		}
 		for tag == 0 {
 			tag = rand.Uint64()
@@ -324,11 +336,15 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 		prev = nil
 	}
 	// What is cached is what Get would decode from the file: the record
-	// decoded from its encoding, the trace entry as encoded.
-	next := &cachedLog{tag: tag, records: make([]state.Record, from, len(st.Records)), trace: make([]json.RawMessage, fromTrace, len(st.Trace))}
+	// decoded from its encoding, the trace entry as encoded. An append
+	// extends prev's arrays in place when they have room (append's own
+	// amortised growth), rather than copying every entry: prev's entries
+	// are never changed, and entries past them are seen by no one but this
+	// transaction — a Store's writers run one at a time (Store.run), and
+	// one that rolled back left nothing anyone reads there.
+	next := &cachedLog{tag: tag}
 	if prev != nil {
-		copy(next.records, prev.records[:from])
-		copy(next.trace, prev.trace[:fromTrace])
+		next.records, next.trace = prev.records[:from], prev.trace[:fromTrace]
 	}
 	for i := from; i < len(st.Records); i++ {
 		v, err := marshalJSON(&st.Records[i])
@@ -372,24 +388,24 @@ func (t *tx) writeLog(st *state.FlowState, ref specRef) error {
 	return nil
 }
 
-// deleteLog removes every flowlog entry of flowID.
+// deleteLog removes every flowlog entry of flowID (its steps' too).
 func (t *tx) deleteLog(flowID string) error {
 	logb, err := t.bucket(bucketFlowLog)
 	if err != nil {
 		return err
 	}
-	return deleteLogOf(logb, flowID)
+	return deleteKeys(logb, logPrefix(flowID))
 }
 
-func deleteLogOf(logb *bolt.Bucket, flowID string) error {
-	prefix := logPrefix(flowID)
+// deleteKeys removes every key of b that begins with prefix.
+func deleteKeys(b *bolt.Bucket, prefix []byte) error {
 	var keys [][]byte
-	c := logb.Cursor()
+	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		keys = append(keys, bytes.Clone(k))
 	}
 	for _, k := range keys {
-		if err := logb.Delete(k); err != nil {
+		if err := b.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -443,9 +459,15 @@ func prefixTrace(trace, prev []json.RawMessage) bool {
 	return true
 }
 
-// copyRecords returns a private copy of recs, never nil.
+// spareRecords is the room a copied slice of records has for more: a
+// transition appends a step's record or two to what Get returned, which
+// would otherwise copy all of them again, into an array twice as long.
+const spareRecords = 4
+
+// copyRecords returns a private copy of recs, never nil, with room for
+// spareRecords more.
 func copyRecords(recs []state.Record) []state.Record {
-	out := make([]state.Record, len(recs))
+	out := make([]state.Record, len(recs), len(recs)+spareRecords)
 	copy(out, recs)
 	for i := range out {
 		r := &out[i]

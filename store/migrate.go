@@ -35,7 +35,10 @@ import (
 //	5  a flow's records and trace are kept one key per entry in bucket
 //	   flowlog, so a transition appends the new ones instead of re-encoding
 //	   the whole state (flowlog.go)
-const SchemaVersion = 5
+//	6  a long flow's step outputs and attempts are kept one key per step
+//	   in bucket flowlog, so a transition writes the steps it changed
+//	   instead of re-encoding both maps (flowsteps.go)
+const SchemaVersion = 6
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -78,6 +81,7 @@ var currentSchema = schema{version: SchemaVersion, steps: []migration{
 	}},
 	{from: 3, name: "summaries of flows at a gate carry the gate's review", apply: addReviewToSummaries},
 	{from: 4, name: "records and trace kept one key per entry (bucket flowlog)", apply: splitFlowLogs},
+	{from: 5, name: "a long flow's step outputs and attempts kept one key per step (bucket flowlog)", apply: splitFlowSteps},
 }}
 
 // addReviewToSummaries (3→4) rewrites every summary in codec v3, giving
@@ -160,6 +164,52 @@ func splitFlowLogs(s *Store, btx *bolt.Tx) error {
 			return err
 		}
 		st.Records, st.Trace = nil, nil
+		data, err := marshalJSON(&st)
+		if err != nil {
+			return fmt.Errorf("encode flow %s: %w", id, err)
+		}
+		if err := flows.Put(id, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitFlowSteps (5→6) moves the step outputs and attempts of each flow
+// state that has more than stepsInline steps into bucket flowlog, one key
+// per step (flowsteps.go), and rewrites the state without them. A state
+// that does not decode is left as it was (it is still reported damaged,
+// and can be quarantined); one that already has its entries there is
+// skipped.
+func splitFlowSteps(s *Store, btx *bolt.Tx) error {
+	b := btx.Bucket(bucketFlowLog)
+	if b == nil {
+		return corruptError(s.path, "bucket \"flowlog\" is missing", nil)
+	}
+	flows := btx.Bucket(bucketFlows)
+	if flows == nil {
+		return corruptError(s.path, "bucket \"flows\" is missing", nil)
+	}
+	var ids [][]byte
+	if err := flows.ForEach(func(k, _ []byte) error { ids = append(ids, bytes.Clone(k)); return nil }); err != nil {
+		return err
+	}
+	t := &tx{s: s, btx: btx}
+	for _, id := range ids {
+		if b.Get(stepsMetaKey(string(id))) != nil {
+			continue
+		}
+		var st state.FlowState
+		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil || st.FlowID != string(id) {
+			continue
+		}
+		if split, err := t.splitSteps(&st); err != nil || !split {
+			continue // a short flow keeps them in its state
+		}
+		if err := t.writeSteps(&st); err != nil {
+			return err
+		}
+		st.StepOutputs, st.Attempts = nil, nil
 		data, err := marshalJSON(&st)
 		if err != nil {
 			return fmt.Errorf("encode flow %s: %w", id, err)

@@ -88,6 +88,10 @@ func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 			// Its records and trace (flowlog.go) are part of the state.
 			err = t.readLog(&st)
 		}
+		if err == nil {
+			// So are its step outputs and attempts (flowsteps.go).
+			err = t.readSteps(&st)
+		}
 		if err != nil {
 			note(k, "state", err)
 		}

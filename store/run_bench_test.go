@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/store"
@@ -94,6 +95,45 @@ func BenchmarkRunOverhead(b *testing.B) {
 			b.ReportMetric(float64((flowCPU-plainCPU).Nanoseconds())/steps, "overhead-cpu-ns/step")
 			b.ReportMetric(float64(flow.Nanoseconds())/steps, "flow-ns/step")
 			b.ReportMetric(float64(plain.Nanoseconds())/steps, "plain-ns/step")
+		})
+	}
+}
+
+// BenchmarkRunStoreSteps is BenchmarkRunOverhead's flow with an in-process
+// executor (each step's output {} at once, no process): what a step costs
+// the runner, the engine and the durable bbolt store alone, in CPU (this
+// process, user and system, the fsyncs' included) and allocations per
+// step, which load on the machine inflates less than wall time.
+//
+//	go test ./store -run '^$' -bench RunStoreSteps -benchtime 5x
+func BenchmarkRunStoreSteps(b *testing.B) {
+	for _, n := range []int{20, 200} {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			sp, ds := specs.Parse("bench.stratum.yaml", []byte(printfFlow(n)))
+			if sp == nil || ds.HasErrors() {
+				b.Fatal(ds.Error())
+			}
+			st, err := store.Open(filepath.Join(b.TempDir(), "stratum.db"), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ex := enginetest.ExecutorFunc(func(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+				return engine.StepOutcome{Output: map[string]any{}}, nil
+			})
+			b.ReportAllocs()
+			var cpu time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c0 := cpuTime(b)
+				r := run.New(run.Options{Service: &engine.Service{Store: st}, Command: ex})
+				o, err := r.Start(context.Background(), sp, "main", nil)
+				if err != nil || o.Status != run.EndComplete {
+					b.Fatalf("%v %+v", err, o)
+				}
+				cpu += cpuTime(b) - c0
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/step")
 		})
 	}
 }

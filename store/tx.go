@@ -90,6 +90,9 @@ func (t *tx) Get(flowID string) (*state.FlowState, error) {
 		if err := t.readLog(st); err != nil {
 			return err
 		}
+		if err := t.readSteps(st); err != nil {
+			return err
+		}
 		stored := isSpecRef(st.RawSpec)
 		r, err := t.resolveSpec(st)
 		if err != nil {
@@ -165,12 +168,16 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	}
 	id := []byte(st.FlowID)
 	var old *state.FlowSummary
+	var split bool // step outputs and attempts kept one key per step (flowsteps.go)
 	if err := t.do(false, func() error {
 		sums, err := t.bucket(bucketSummaries)
 		if err != nil {
 			return err
 		}
-		old, err = t.getSummary(sums, id)
+		if old, err = t.getSummary(sums, id); err != nil {
+			return err
+		}
+		split, err = t.splitSteps(st)
 		return err
 	}); err != nil {
 		return err
@@ -189,9 +196,12 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	}
 	known, haveKnown := t.specs[st.FlowID]
 	ref := t.s.specHashes.refOf(st.RawSpec, known)
-	stored := *st // shallow: RawSpec, Records and Trace differ
+	stored := *st // shallow: RawSpec, Records, Trace, StepOutputs and Attempts differ
 	stored.RawSpec = ref.String()
 	stored.Records, stored.Trace = nil, nil // in bucket flowlog (flowlog.go)
+	if split {
+		stored.StepOutputs, stored.Attempts = nil, nil
+	}
 	data, err := marshalJSON(&stored)
 	if err != nil {
 		st.SchemaVersion = prevRecord
@@ -246,6 +256,11 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 		}
 		if err := t.writeLog(st, ref); err != nil {
 			return err
+		}
+		if split {
+			if err := t.writeSteps(st); err != nil {
+				return err
+			}
 		}
 		t.rememberSpec(st.FlowID, ref)
 		if err := sums.Put(id, sumData); err != nil {
@@ -417,58 +432,26 @@ func (t *tx) deleteEvents(flowID string) error {
 
 // List returns the summaries of flows matching f, newest (CreatedAt) first,
 // ties broken by flow id descending; rows do not move as flows progress. It
-// walks the keys of the newest-first or the by-status index backwards, from
-// the last key or from the one before f.After's, and decodes the summary of
-// each flow it returns from bucket summaries.
+// walks the keys of the newest-first or the by-status index backwards
+// (listingKeys) and decodes the summary of each flow it returns from
+// bucket summaries.
 func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	var out []state.FlowSummary
 	err := t.do(false, func() error {
-		var (
-			idx    *bolt.Bucket
-			prefix []byte
-			err    error
-		)
 		sums, err := t.bucket(bucketSummaries)
 		if err != nil {
 			return err
 		}
-		if f.Status != "" {
-			if idx, err = t.bucket(bucketByStatus); err != nil {
-				return err
-			}
-			prefix = statusPrefix(f.Status)
-		} else if idx, err = t.bucket(bucketByCreated); err != nil {
-			return err
-		}
-		c := idx.Cursor()
-		last := func() (k, v []byte) {
-			// The last key below end: seek to it, step back.
-			var end []byte
-			switch {
-			case !f.After.IsZero():
-				// f.After's key (with the prefix): the keys below it follow it.
-				end = append(bytes.Clone(prefix), createdKey(indexRef{id: f.After.FlowID, created: f.After.CreatedAt})...)
-			case prefix != nil:
-				// Past the last key with the prefix.
-				end = append(bytes.Clone(prefix[:len(prefix)-1]), 1)
-			default:
-				return c.Last()
-			}
-			if k, _ = c.Seek(end); k == nil {
-				return c.Last()
-			}
-			return c.Prev()
-		}
 		var ids [][]byte
-		skip := len(prefix) + 8 // the created-at key, then the flow id
-		for k, _ := last(); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
-			if f.Limit > 0 && len(ids) >= f.Limit {
-				break
-			}
-			if len(k) <= skip {
-				return corruptError(t.s.path, fmt.Sprintf("bad index key %q", k), nil)
-			}
-			ids = append(ids, k[skip:])
+		if f.Limit > 0 {
+			ids = make([][]byte, 0, min(f.Limit, 4096)) // a page: sized once
+		}
+		err = t.listingKeys(f, func(id []byte) bool {
+			ids = append(ids, id)
+			return f.Limit <= 0 || len(ids) < f.Limit
+		})
+		if err != nil {
+			return err
 		}
 		out, err = t.summariesOf(sums, ids)
 		return err
@@ -477,6 +460,69 @@ func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 		return nil, err
 	}
 	return out, err
+}
+
+// Count is the number of flows List(f) returns without f.Limit: the index
+// keys it walks, with no summary read.
+func (t *tx) Count(f engine.ListFilter) (int, error) {
+	n := 0
+	err := t.do(false, func() error {
+		return t.listingKeys(f, func([]byte) bool { n++; return true })
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// listingKeys calls fn with the flow id of each index key f selects, in
+// the listing order, until fn returns false: the keys of the newest-first
+// index (or, with f.Status, the by-status index under the status's
+// prefix) walked backwards, from the last key or from the one before
+// f.After's. The ids point into the mapping: valid within the transaction.
+func (t *tx) listingKeys(f engine.ListFilter, fn func(id []byte) bool) error {
+	var (
+		idx    *bolt.Bucket
+		prefix []byte
+		err    error
+	)
+	if f.Status != "" {
+		if idx, err = t.bucket(bucketByStatus); err != nil {
+			return err
+		}
+		prefix = statusPrefix(f.Status)
+	} else if idx, err = t.bucket(bucketByCreated); err != nil {
+		return err
+	}
+	c := idx.Cursor()
+	last := func() (k, v []byte) {
+		// The last key below end: seek to it, step back.
+		var end []byte
+		switch {
+		case !f.After.IsZero():
+			// f.After's key (with the prefix): the keys below it follow it.
+			end = append(bytes.Clone(prefix), createdKey(indexRef{id: f.After.FlowID, created: f.After.CreatedAt})...)
+		case prefix != nil:
+			// Past the last key with the prefix.
+			end = append(bytes.Clone(prefix[:len(prefix)-1]), 1)
+		default:
+			return c.Last()
+		}
+		if k, _ = c.Seek(end); k == nil {
+			return c.Last()
+		}
+		return c.Prev()
+	}
+	skip := len(prefix) + 8 // the created-at key, then the flow id
+	for k, _ := last(); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+		if len(k) <= skip {
+			return corruptError(t.s.path, fmt.Sprintf("bad index key %q", k), nil)
+		}
+		if !fn(k[skip:]) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // scanAbove is the number of flows above which summariesOf reads the whole

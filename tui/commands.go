@@ -38,12 +38,13 @@ func (m *Model) snapshotCmd() tea.Cmd {
 }
 
 // flowPagesCmd reads pages window pages of the Flows listing from page
-// first's mark (after), for the pass gen.
-func (m *Model) flowPagesCmd(gen int, filter string, first int, after engine.ListCursor, pages int) tea.Cmd {
+// first's mark (after), skipping skip pages first, for the pass gen.
+func (m *Model) flowPagesCmd(gen int, filter string, first int, after state.ListCursor, skip, pages int) tea.Cmd {
 	src := m.opt.Source
 	return func() tea.Msg {
-		rows, err := readPages(context.Background(), src, filter, after, pages)
-		return flowPagesMsg{gen: gen, start: first * windowPage, rows: rows, err: err}
+		rows, marks, err := readPages(context.Background(), src, filter, after, skip, pages)
+		return flowPagesMsg{gen: gen, start: (first + skip) * windowPage, rows: rows, first: first, marks: marks,
+			short: len(rows) < pages*windowPage, err: err}
 	}
 }
 
@@ -69,7 +70,7 @@ func (m *Model) detailCmd(flowID string) tea.Cmd {
 		}
 		msg := detailMsg{flowID: flowID, state: st, events: evs, root: rootOf(ctx, src, flowID, parent)}
 		// Just past the flow in the listing order: the next row is its own.
-		at := engine.ListCursor{CreatedAt: st.CreatedAt, FlowID: st.FlowID + "\x00"}
+		at := state.ListCursor{CreatedAt: st.CreatedAt, FlowID: st.FlowID + "\x00"}
 		if sums, err := src.ListFlows(ctx, engine.ListFilter{After: at, Limit: 1}); err == nil && len(sums) == 1 && sums[0].FlowID == flowID {
 			msg.sum = &sums[0]
 		}

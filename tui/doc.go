@@ -80,19 +80,25 @@
 //
 // The console never holds every flow. Source.ListFlows reads one page of
 // the store's listing (newest first; engine.ListFilter.After resumes it).
-// A pass over the listing, page by page, computes the header's counts, the
-// number of flows the Flows pane's filter matches with a mark (a listing
-// cursor) every windowPage of them, and keeps the window: the pages around
-// the cursor, or around the flow the cursor was on, so a refresh keeps it
-// there. A pass runs for the first frame, after store events and when the
-// Flows filter changes (the filter is applied to the whole listing);
-// moving the cursor out of the window reads the pages it needs from their
-// marks (flowPagesCmd), the detail following when they arrive. The
-// counts follow runners' leases expiring after the pass without reading
-// again. The detail flow's summary and the root of its parents are read
-// with it (the window may not hold them). `--plain` counts page by page
-// too. Memory holds a few pages of summaries, whatever the store holds;
-// a pass still reads every summary (time grows with the store). Spec files arrive the same way
+// A pass over the listing, page by page, computes the number of flows the
+// Flows pane's filter matches with a mark (a listing cursor) every
+// windowPage of them, and keeps the window: the pages around the cursor,
+// or around the flow the cursor was on, so a refresh keeps it there. A
+// pass runs for the first frame, after store events and when the Flows
+// filter changes (the filter is applied to the whole listing); moving the
+// cursor out of the window reads the pages it needs from their marks
+// (flowPagesCmd), the detail following when they arrive. The header's
+// counts are read without every summary: the number of flows from the
+// store's index (Source.CountFlows, engine.Tx.Count), running and stalled
+// from the listings of the running flows and of those at a gate only
+// (readCounts); with no filter, the pass then stops past the window, and
+// the marks further down are taken as the cursor goes there. So a refresh
+// reads the active flows and the pages on screen; a filter's pass reads
+// every summary. The counts follow runners' leases expiring after the
+// pass without reading again. The detail flow's summary and the root of
+// its parents are read with it (the window may not hold them). `--plain`
+// counts the same way. Memory holds a few pages of summaries, whatever
+// the store holds. Spec files arrive the same way
 // from a specs/watch Watcher, and gates opened by runs started here from a
 // review.Queue (the runs' review.Sink), which opens their decision dialog
 // at once.

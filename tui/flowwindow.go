@@ -21,6 +21,14 @@ import (
 // store events and when the filter changes; scrolling out of the window
 // reads the pages it needs from their marks (flowPagesCmd). Memory is a few
 // pages of summaries, whatever the store holds.
+//
+// With no filter every flow matches, so the pass reads no further than
+// the window: the counts come from the store's index (Source.CountFlows,
+// every flow) and the active flows' listings (the running and stalled
+// counts: state.FlowStatus.Active, readCounts), and the marks past the
+// window are taken as the cursor moves down (readPages). A refresh then
+// reads the counts, the active flows and the pages on screen, not every
+// summary. A filter's pass still reads the whole listing, page by page.
 
 const (
 	// storePage is how many summaries one Source.ListFlows call reads.
@@ -91,7 +99,7 @@ type flowWindow struct {
 	n int
 	// marks[k] is where page k of the matching flows starts: it is read
 	// After marks[k] (marks[0] is the start of the listing).
-	marks []engine.ListCursor
+	marks []state.ListCursor
 	// rows are the matching flows from index start (a page boundary).
 	start int
 	rows  []state.FlowSummary
@@ -131,7 +139,7 @@ func flowMatches(filter string, f *state.FlowSummary) bool {
 
 // scanFlows calls fn with every flow's summary in the listing order, read
 // storePage at a time, from after; fn returns false to stop.
-func scanFlows(ctx context.Context, src Source, after engine.ListCursor, fn func(f *state.FlowSummary) bool) error {
+func scanFlows(ctx context.Context, src Source, after state.ListCursor, fn func(f *state.FlowSummary) bool) error {
 	for {
 		page, err := src.ListFlows(ctx, engine.ListFilter{Limit: storePage, After: after})
 		if err != nil {
@@ -145,8 +153,96 @@ func scanFlows(ctx context.Context, src Source, after engine.ListCursor, fn func
 		if len(page) < storePage {
 			return nil
 		}
-		after = engine.CursorOf(&page[len(page)-1])
+		after = page[len(page)-1].Cursor()
 	}
+}
+
+// activeStatuses are the statuses of state.FlowStatus.Active: the only
+// flows a header count other than the total depends on.
+var activeStatuses = []state.FlowStatus{state.StatusRunning, state.StatusAwaitingGate}
+
+// statusPages reads one status's listing, storePage summaries at a time.
+type statusPages struct {
+	src  Source
+	f    engine.ListFilter
+	page []state.FlowSummary
+	i    int
+	end  bool
+}
+
+// head is the next flow of the listing, nil at its end.
+func (p *statusPages) head(ctx context.Context) (*state.FlowSummary, error) {
+	if p.i < len(p.page) {
+		return &p.page[p.i], nil
+	}
+	if p.end {
+		return nil, nil
+	}
+	page, err := p.src.ListFlows(ctx, p.f)
+	if err != nil {
+		return nil, err
+	}
+	p.page, p.i, p.end = page, 0, len(page) < p.f.Limit
+	if len(page) == 0 {
+		return nil, nil
+	}
+	p.f.After = page[len(page)-1].Cursor()
+	return &page[0], nil
+}
+
+// scanActive calls fn with every active flow's summary (activeStatuses)
+// in the listing order, merged from each status's listing read page by
+// page; fn returns false to stop.
+func scanActive(ctx context.Context, src Source, fn func(f *state.FlowSummary) bool) error {
+	ps := make([]*statusPages, len(activeStatuses))
+	for i, st := range activeStatuses {
+		ps[i] = &statusPages{src: src, f: engine.ListFilter{Status: st, Limit: storePage}}
+	}
+	for {
+		var first *state.FlowSummary
+		var from *statusPages
+		for _, p := range ps {
+			f, err := p.head(ctx)
+			if err != nil {
+				return err
+			}
+			if f != nil && (first == nil || f.Cursor().Precedes(first.CreatedAt, first.FlowID)) {
+				first, from = f, p
+			}
+		}
+		if first == nil {
+			return nil
+		}
+		from.i++
+		if !fn(first) {
+			return nil
+		}
+	}
+}
+
+// readCounts reads the header's counts at now without reading every
+// summary: the number of flows from the listing's index, the rest from
+// the active flows (scanActive), each also passed to each (when set). A
+// flow neither running nor at a gate counts in the total only.
+func readCounts(ctx context.Context, src Source, now time.Time, each func(f *state.FlowSummary)) (flowCounts, error) {
+	var k flowCounts
+	total, err := src.CountFlows(ctx, engine.ListFilter{})
+	if err != nil {
+		return k, err
+	}
+	err = scanActive(ctx, src, func(f *state.FlowSummary) bool {
+		k.add(f, now)
+		if each != nil {
+			each(f)
+		}
+		return true
+	})
+	if err != nil {
+		return flowCounts{}, err
+	}
+	k.done()
+	k.total = total
+	return k, nil
 }
 
 // passQuery is what a pass over the listing is for: the Flows pane's
@@ -160,12 +256,24 @@ type passQuery struct {
 	now    time.Time
 }
 
-// flowPass reads the whole listing once: the counts, the matching flows'
-// number and page marks, and the window around the kept flow (else around
-// the cursor). It holds a few pages of rows: the page it reads, the one
-// before, and those around the cursor and the kept flow.
+// flowPass reads the listing once: the counts, the matching flows' number
+// and page marks, and the window around the kept flow (else around the
+// cursor). It holds a few pages of rows: the page it reads, the one
+// before, and those around the cursor and the kept flow. With no filter
+// (every flow matches) it stops past the window: the counts, and so the
+// number of rows, are read from the indexes and the active flows
+// (readCounts), and the marks after the last page read are taken later
+// (readPages).
 func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) {
 	w := flowWindow{filter: q.filter, at: -1, gen: q.gen}
+	partial := q.filter == ""
+	if partial {
+		k, err := readCounts(ctx, src, q.now, nil)
+		if err != nil {
+			return flowWindow{}, err
+		}
+		w.counts = k
+	}
 	cursorPage := q.cursor / windowPage
 	kept := map[int][]state.FlowSummary{}
 	want := func(p int) bool {
@@ -175,22 +283,39 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 		at := w.at / windowPage
 		return w.at >= 0 && p >= at-1 && p <= at+1
 	}
+	// past reports whether page p is past the window (partial passes):
+	// past the pages around the kept flow once found, else around the
+	// cursor when there is no flow to keep.
+	past := func(p int) bool {
+		switch {
+		case w.at >= 0:
+			return p > w.at/windowPage+1
+		case q.keep == "":
+			return p > cursorPage+1
+		}
+		return false
+	}
 	// The page being read (cur) and the one before (prev), whose arrays
 	// are reused unless kept.
 	var prev, cur []state.FlowSummary
-	prevKept := false
-	var last engine.ListCursor
-	err := scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool {
-		w.counts.add(f, q.now)
+	prevKept, stopped := false, false
+	var last state.ListCursor
+	err := scanFlows(ctx, src, state.ListCursor{}, func(f *state.FlowSummary) bool {
+		if !partial {
+			w.counts.add(f, q.now)
+		}
 		if !flowMatches(q.filter, f) {
-			last = engine.CursorOf(f)
+			last = f.Cursor()
 			return true
 		}
 		i := w.n
-		w.n++
 		page := i / windowPage
 		if i%windowPage == 0 {
 			w.marks = append(w.marks, last)
+			if partial && page > 0 && past(page) {
+				stopped = true
+				return false
+			}
 			if page > 0 {
 				done, doneKept := cur, want(page-1)
 				if doneKept {
@@ -202,6 +327,7 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 				prev, cur, prevKept = done, prev[:0], doneKept
 			}
 		}
+		w.n++
 		if f.FlowID == q.keep && q.keep != "" {
 			w.at = i
 			if page > 0 && !prevKept {
@@ -212,15 +338,21 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 			cur = make([]state.FlowSummary, 0, windowPage)
 		}
 		cur = append(cur, *f)
-		last = engine.CursorOf(f)
+		last = f.Cursor()
 		return true
 	})
 	if err != nil {
 		return flowWindow{}, err
 	}
-	w.counts.done()
+	if !partial {
+		w.counts.done()
+	}
 	if w.n > 0 {
 		kept[(w.n-1)/windowPage] = cur
+	}
+	if stopped {
+		// Flows counted but not read: the rows after the window.
+		w.n = max(w.n, w.counts.total)
 	}
 	center := cursorPage
 	if w.at >= 0 {
@@ -238,17 +370,30 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 	return w, nil
 }
 
-// readPages reads pages window pages of the flows matching filter, from
-// after (the mark of the first of them).
-func readPages(ctx context.Context, src Source, filter string, after engine.ListCursor, pages int) ([]state.FlowSummary, error) {
+// readPages reads pages window pages of the flows matching filter from
+// after, the mark of a page, skipping the skip pages from there first:
+// the rows, and the marks of the pages after the first it met (marks[k]
+// is the mark of the (k+1)-th page after after's).
+func readPages(ctx context.Context, src Source, filter string, after state.ListCursor, skip, pages int) ([]state.FlowSummary, []state.ListCursor, error) {
 	var rows []state.FlowSummary
+	var marks []state.ListCursor
+	n, last := 0, after
 	err := scanFlows(ctx, src, after, func(f *state.FlowSummary) bool {
-		if flowMatches(filter, f) {
+		if !flowMatches(filter, f) {
+			last = f.Cursor()
+			return true
+		}
+		if n > 0 && n%windowPage == 0 {
+			marks = append(marks, last)
+		}
+		if n >= skip*windowPage {
 			rows = append(rows, *f)
 		}
+		n++
+		last = f.Cursor()
 		return len(rows) < pages*windowPage
 	})
-	return rows, err
+	return rows, marks, err
 }
 
 // flowsPaneOf is the Flows pane (nil when the console has none).
@@ -284,11 +429,14 @@ func (m *Model) ensureWindow() tea.Cmd {
 		return nil
 	}
 	from, to := pagesAround(p.l.cursor, m.flows.n)
-	if from >= len(m.flows.marks) {
+	if len(m.flows.marks) == 0 {
 		return nil
 	}
+	// From the last mark known at or before from (a partial pass took
+	// the marks of the pages it read only).
+	known := min(from, len(m.flows.marks)-1)
 	m.pagesLoading = true
-	return m.flowPagesCmd(m.flows.gen, m.flows.filter, from, m.flows.marks[from], to-from+1)
+	return m.flowPagesCmd(m.flows.gen, m.flows.filter, known, m.flows.marks[known], from-known, to-from+1)
 }
 
 // handleFlowPages takes pages read for the window: kept when they were
@@ -301,6 +449,18 @@ func (m *Model) handleFlowPages(msg flowPagesMsg) tea.Cmd {
 	}
 	if msg.gen == m.flows.gen {
 		m.flows.start, m.flows.rows = msg.start, msg.rows
+		// The marks of the pages it met after the first: the new ones.
+		for k, mark := range msg.marks {
+			if msg.first+1+k == len(m.flows.marks) {
+				m.flows.marks = append(m.flows.marks, mark)
+			}
+		}
+		// Fewer rows than asked: the end of the listing, which a partial
+		// pass counted from the index (a damaged flow, which the listing
+		// leaves out, or a flow deleted since, counted there).
+		if msg.short && m.flows.filter == "" {
+			m.flows.n = msg.start + len(msg.rows)
+		}
 	}
 	if m.pagesDirty || msg.gen != m.flows.gen {
 		m.pagesDirty = false

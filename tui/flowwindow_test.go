@@ -232,3 +232,106 @@ func TestFlowFilterPass(t *testing.T) {
 		t.Fatalf("a filter in flight:\n%s", frame)
 	}
 }
+
+// listCountingSource counts the summaries the whole listing's pages
+// return (ListFlows with no status).
+type listCountingSource struct {
+	Source
+	read *int
+}
+
+func (s listCountingSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
+	page, err := s.Source.ListFlows(ctx, f)
+	if f.Status == "" {
+		*s.read += len(page)
+	}
+	return page, err
+}
+
+// TestFlowRefreshReadsTheWindow: with no filter, a refresh reads the pages
+// around the cursor, not every summary: the counts come from the index and
+// the active flows; the marks past what it read are taken as the cursor
+// moves, so every row is still the listing's.
+func TestFlowRefreshReadsTheWindow(t *testing.T) {
+	const n = 3000
+	ctx := context.Background()
+	st := enginetest.New()
+	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: n, Batch: n}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &engine.Service{Store: st}
+	read := 0
+	m := newModel(t, listCountingSource{ServiceSource(svc), &read}, 100, 30)
+	want := listedIDs(t, svc, "")
+	if h := m.headerLine(); !strings.Contains(h, "3000 flows") || !strings.Contains(h, "750 waiting gates") {
+		t.Fatalf("header %q", h)
+	}
+	checkWindow(t, m, want, "first frame")
+	// One store page holds the window's pages (and the detail reads its
+	// flow's row): far from the 3000 summaries.
+	if read > storePage+windowPage {
+		t.Fatalf("the first frame read %d summaries of the listing", read)
+	}
+	read = 0
+	drive(m, m.handleEngineEvents(nil))
+	if read > storePage+windowPage {
+		t.Fatalf("a refresh read %d summaries of the listing", read)
+	}
+	p, _ := paneOf[*flowsPane](t, m)
+	press(m, "G")
+	checkWindow(t, m, want, "bottom")
+	for p.l.cursor > 0 {
+		press(m, "pgup")
+		checkWindow(t, m, want, "page up")
+	}
+	// The active flows (every one: Populate's are running or at a gate),
+	// merged from their listings, in the listing order.
+	var active, merged []string
+	all, err := svc.List(ctx, engine.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		if all[i].Status.Active() {
+			active = append(active, all[i].FlowID)
+		}
+	}
+	if err := scanActive(ctx, ServiceSource(svc), func(f *state.FlowSummary) bool { merged = append(merged, f.FlowID); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(merged, " ") != strings.Join(active, " ") || len(active) != n {
+		t.Fatalf("scanActive: %d flows, the listing's active ones: %d", len(merged), len(active))
+	}
+}
+
+// overCountingSource counts more flows than the listing holds (as the
+// index counts a damaged flow, which the listing leaves out).
+type overCountingSource struct{ Source }
+
+func (s overCountingSource) CountFlows(ctx context.Context, f engine.ListFilter) (int, error) {
+	n, err := s.Source.CountFlows(ctx, f)
+	return n + 3, err
+}
+
+// TestFlowWindowCountsToTheEnd: the rows a pass counted from the index
+// but the listing does not hold go when the cursor reaches the end.
+func TestFlowWindowCountsToTheEnd(t *testing.T) {
+	const n = 1000
+	ctx := context.Background()
+	st := enginetest.New()
+	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: n, Batch: n}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &engine.Service{Store: st}
+	m := newModel(t, overCountingSource{ServiceSource(svc)}, 100, 30)
+	if m.flows.n != n+3 {
+		t.Fatalf("the pass counted %d rows", m.flows.n)
+	}
+	press(m, "G")
+	want := listedIDs(t, svc, "")
+	checkWindow(t, m, want, "bottom")
+	p, _ := paneOf[*flowsPane](t, m)
+	if p.l.cursor != n-1 {
+		t.Fatalf("the cursor is on row %d at the bottom, want %d", p.l.cursor, n-1)
+	}
+}

@@ -86,11 +86,16 @@ type (
 		err       error
 	}
 	// flowPagesMsg are window pages of the Flows listing, from index
-	// start, read with the marks of the pass gen.
+	// start, read with the marks of the pass gen from page first's, with
+	// the marks of the pages after first the read met (readPages).
 	flowPagesMsg struct {
 		gen   int
 		start int
 		rows  []state.FlowSummary
+		first int
+		marks []state.ListCursor
+		// short: the listing ended before the pages asked for did.
+		short bool
 		err   error
 	}
 	detailMsg struct {

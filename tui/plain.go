@@ -41,15 +41,14 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	}
 	// The names of the flows of followed events, read when first seen.
 	names := map[string]string{}
-	// The listing is read page by page (scanFlows): the counts, and the
-	// stalled flows to list after them (read a second time when there are
-	// more than plainStalledKeep), never every summary at once.
+	// The counts (readCounts: the number of flows from the listing's
+	// index, the rest from the active flows' listings, page by page), and
+	// the stalled flows to list after them (read a second time when there
+	// are more than plainStalledKeep), never every summary at once.
 	now := time.Now()
-	var counts flowCounts
 	var stalled []state.FlowSummary
 	more := false
-	err = scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool {
-		counts.add(f, now)
+	counts, err := readCounts(ctx, src, now, func(f *state.FlowSummary) {
 		if f.Stalled(now) {
 			if len(stalled) < plainStalledKeep {
 				stalled = append(stalled, *f)
@@ -57,7 +56,6 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 				more = true
 			}
 		}
-		return true
 	})
 	if err != nil {
 		return err
@@ -83,7 +81,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 		return true
 	}
 	if more {
-		err = scanFlows(ctx, src, engine.ListCursor{}, func(f *state.FlowSummary) bool { return !f.Stalled(now) || printStalled(f) })
+		err = scanActive(ctx, src, func(f *state.FlowSummary) bool { return !f.Stalled(now) || printStalled(f) })
 		if err != nil {
 			return err
 		}

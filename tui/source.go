@@ -18,6 +18,10 @@ type Source interface {
 	// cursor). The console never reads every summary at once
 	// (flowwindow.go).
 	ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error)
+	// CountFlows returns how many flows the listing f selects holds (its
+	// Status and After; not Limit), from the store's indexes: no summary
+	// is read.
+	CountFlows(ctx context.Context, f engine.ListFilter) (int, error)
 	// PendingReviews returns every gate waiting for a decision: question,
 	// outcomes, round, approver, deadline, but no Artifacts (read from the
 	// flow's state for the gates on screen: gateCtxCmd), so listing
@@ -72,6 +76,10 @@ func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
 
 func (s serviceSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
 	return s.svc.List(ctx, f)
+}
+
+func (s serviceSource) CountFlows(ctx context.Context, f engine.ListFilter) (int, error) {
+	return s.svc.Count(ctx, f)
 }
 
 func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {

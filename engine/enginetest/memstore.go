@@ -92,6 +92,10 @@ const watchBatch = 1000
 // Watch delivers the committed events after the sequence number after, in
 // order, until ctx ends (then the channel is closed). It is woken by this
 // store's own commits and reads the log from the last event it delivered,
+// Follows is engine.Store's rule of sequence numbers: events are numbered
+// consecutively.
+func (s *Store) Follows(after, seq uint64) bool { return seq == after+1 }
+
 // so a slow consumer loses nothing.
 func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
 	if err := ctx.Err(); err != nil {
@@ -288,6 +292,16 @@ func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+func (t *tx) Count(f engine.ListFilter) (int, error) {
+	n := 0
+	for _, r := range t.d.flows {
+		if s := &r.sum; (f.Status == "" || s.Status == f.Status) && f.After.Precedes(s.CreatedAt, s.FlowID) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (t *tx) PendingGates() ([]state.FlowSummary, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 
 	"github.com/stratum-go/stratum/engine/state"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -19,6 +20,10 @@ type PopulateOptions struct {
 	// GateEvery puts every GateEvery-th flow at its gate (0: 4, a quarter
 	// of the flows), the others running.
 	GateEvery int
+	// RunningEvery leaves every RunningEvery-th flow of those not at a
+	// gate running and the others complete (approved at their gate); 0:
+	// every one running.
+	RunningEvery int
 	// Batch is the number of flows written per transaction (0: 5,000).
 	Batch int
 	// BrokenSpec stores the flows with a spec text that no longer parses
@@ -50,7 +55,8 @@ var PopulateSpec = func() string {
 // Populate writes opt.Flows flows of PopulateSpec into st, through the
 // store port: two template flows are driven by an engine.Service over st
 // (one running at its sixth step, one waiting at its gate after ten steps
-// with outputs), then copied under new ids (00000002-0000-4000-8000-…),
+// with outputs; with RunningEvery, a third approved there: complete), then
+// copied under new ids (00000002-0000-4000-8000-…, 00000003-… with three),
 // opt.Batch flows per Update, each with its summary (engine.Summarize)
 // and one event. A fixture generator for benchmarks of large stores:
 // every state is a real one the engine wrote, every summary the engine's.
@@ -93,18 +99,41 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 	if waiting.Status != state.StatusAwaitingGate {
 		return fmt.Errorf("enginetest.Populate: the gate template is %s, want awaiting_gate", waiting.Status)
 	}
+	var complete *state.FlowState
+	if opt.RunningEvery > 0 {
+		if complete, err = template(10); err != nil {
+			return err
+		}
+		if _, err := svc.GateResolve(ctx, complete.FlowID, review.Decision{StepID: "ship", Outcome: review.Approve,
+			ResolvedBy: review.Human, Channel: review.ChannelTUI, Rationale: "ship it"}); err != nil {
+			return err
+		}
+		if complete, err = svc.Get(ctx, complete.FlowID); err != nil {
+			return err
+		}
+		if complete.Status != state.StatusComplete {
+			return fmt.Errorf("enginetest.Populate: the complete template is %s", complete.Status)
+		}
+	}
 	sp, ds := specs.Parse("review.stratum.yaml", []byte(PopulateSpec))
 	if sp == nil || ds.HasErrors() {
 		return fmt.Errorf("enginetest.Populate: the spec does not parse: %v", ds)
 	}
 	flow := sp.Flows["review_pr"]
 	start := running.CreatedAt
-	for first := 2; first < opt.Flows; first += opt.Batch {
+	copied := 2 // the templates
+	if complete != nil {
+		copied = 3
+	}
+	for first := copied; first < opt.Flows; first += opt.Batch {
 		err := st.Update(ctx, func(tx engine.Tx) error {
 			for i := first; i < min(first+opt.Batch, opt.Flows); i++ {
 				tmpl := running
-				if i%opt.GateEvery == 0 {
+				switch {
+				case i%opt.GateEvery == 0:
 					tmpl = waiting
+				case complete != nil && i%opt.RunningEvery != 0:
+					tmpl = complete
 				}
 				cp := *tmpl
 				cp.FlowID = fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)

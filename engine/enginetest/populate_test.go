@@ -3,11 +3,13 @@ package enginetest_test
 import (
 	"context"
 	"os"
+	"reflect"
 	"strconv"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -58,7 +60,9 @@ func TestPopulate(t *testing.T) {
 //	STRATUM_POPULATE=/tmp/100k/stratum.db STRATUM_POPULATE_FLOWS=100000 go test ./engine/enginetest -run TestPopulateFile -v
 //
 // It is skipped without STRATUM_POPULATE. STRATUM_POPULATE_BROKEN=1 stores
-// a spec that no longer parses.
+// a spec that no longer parses; STRATUM_POPULATE_GATE_EVERY and
+// STRATUM_POPULATE_RUNNING_EVERY set PopulateOptions' GateEvery and
+// RunningEvery.
 func TestPopulateFile(t *testing.T) {
 	path := os.Getenv("STRATUM_POPULATE")
 	if path == "" {
@@ -73,7 +77,35 @@ func TestPopulateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := enginetest.PopulateOptions{Flows: n, BrokenSpec: os.Getenv("STRATUM_POPULATE_BROKEN") == "1"}
+	opt.GateEvery, _ = strconv.Atoi(os.Getenv("STRATUM_POPULATE_GATE_EVERY"))
+	opt.RunningEvery, _ = strconv.Atoi(os.Getenv("STRATUM_POPULATE_RUNNING_EVERY"))
 	if err := enginetest.Populate(context.Background(), s, opt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPopulateRunningEvery: with RunningEvery the flows not at a gate are
+// complete but every RunningEvery-th, and so is their stored summary.
+func TestPopulateRunningEvery(t *testing.T) {
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	ctx := context.Background()
+	st := enginetest.New()
+	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: 40, GateEvery: 10, RunningEvery: 3}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &engine.Service{Store: st}
+	count := map[state.FlowStatus]int{}
+	all, err := svc.List(ctx, engine.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sum := range all {
+		count[sum.Status]++
+	}
+	// The three templates and copies 3..39: at a gate 10, 20, 30; running
+	// 3, 6, 9, 12, 15, 18, 21, 24, 27, 33, 36, 39.
+	want := map[state.FlowStatus]int{state.StatusAwaitingGate: 1 + 3, state.StatusRunning: 1 + 12, state.StatusComplete: 1 + 37 - 15}
+	if !reflect.DeepEqual(count, want) || len(all) != 40 {
+		t.Fatalf("%d flows by status %v, want %v", len(all), count, want)
 	}
 }

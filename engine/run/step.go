@@ -141,12 +141,25 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		}
 		return r.attemptFailed(ctx, fc, step, execErr, &call)
 	}
-	next, err := answered(r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report()))
+	fresh := cacheKey != "" && !out.CacheHit
+	var (
+		cached   []byte
+		inCommit bool // the global cache's entry is written with the step's state, if accepted
+		next     turn
+	)
+	if fresh {
+		cached, inCommit = r.globalCacheValue(cacheKey, out.Output)
+	}
+	if inCommit {
+		next, err = answered(r.svc.StepDoneCached(ctx, fc.id, step.ID, out.Output, &call, cacheKey, cached, r.report()))
+	} else {
+		next, err = answered(r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report()))
+	}
 	if err != nil {
 		return turn{}, err
 	}
 	accepted := r.noteStepResult(fc, step, next, nil)
-	if accepted && cacheKey != "" && !out.CacheHit {
+	if accepted && fresh && !inCommit {
 		if err := r.cachePut(ctx, fc, cacheKey, out.Output); err != nil {
 			return turn{}, err
 		}

@@ -187,11 +187,25 @@ func (r *Runner) cachePut(ctx context.Context, fc *flowCtx, key string, v any) e
 		r.session[key] = v
 		return nil
 	}
-	raw, err := json.Marshal(v)
-	if err != nil {
+	raw, ok := r.globalCacheValue(key, v)
+	if !ok {
 		return nil
 	}
 	return r.svc.Store.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(key, raw) })
+}
+
+// globalCacheValue is what v is stored as under key in the store's result
+// cache (ok false: the cache is not global, there is no key, or v has no
+// JSON, and nothing is cached).
+func (r *Runner) globalCacheValue(key string, v any) ([]byte, bool) {
+	if key == "" || r.opts.Cache == CacheSession {
+		return nil, false
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	return raw, true
 }
 
 // deadlineReason says whose time budget (ms) ran out while a step ran: the

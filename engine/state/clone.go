@@ -107,11 +107,16 @@ func (r Record) Clone() Record {
 	return r
 }
 
+// spareRecords is the room a cloned slice of records has for more: a
+// transition appends a step's record or two to a clone (a flow's records),
+// which would otherwise copy them all again, into an array twice as long.
+const spareRecords = 4
+
 func cloneRecords(rs []Record) []Record {
 	if rs == nil {
 		return nil
 	}
-	out := make([]Record, len(rs))
+	out := make([]Record, len(rs), len(rs)+spareRecords)
 	for i, r := range rs {
 		out[i] = r.Clone()
 	}

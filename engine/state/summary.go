@@ -61,3 +61,33 @@ func (sum *FlowSummary) Stalled(now time.Time) bool {
 	}
 	return sum.Owner == nil || !sum.Owner.ExpiresAt.After(now)
 }
+
+// ListCursor is a position in a flow listing's order (engine.Tx.List:
+// newest CreatedAt first, ties by FlowID descending): a flow's creation
+// time and id (FlowSummary.Cursor). The flow it names need not exist any
+// more.
+type ListCursor struct {
+	CreatedAt time.Time
+	FlowID    string
+}
+
+// IsZero reports whether c is the start of the listing.
+func (c ListCursor) IsZero() bool { return c.FlowID == "" && c.CreatedAt.IsZero() }
+
+// Precedes reports whether c comes before the flow created at created
+// with id id in the listing order (newest first, ties by id descending):
+// whether a page read after c may hold that flow.
+func (c ListCursor) Precedes(created time.Time, id string) bool {
+	if c.IsZero() {
+		return true
+	}
+	if !created.Equal(c.CreatedAt) {
+		return created.Before(c.CreatedAt)
+	}
+	return id < c.FlowID
+}
+
+// Cursor is the summary's position in the listing order, to resume after it.
+func (s *FlowSummary) Cursor() ListCursor {
+	return ListCursor{CreatedAt: s.CreatedAt, FlowID: s.FlowID}
+}

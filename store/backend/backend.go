@@ -193,9 +193,6 @@ func (o *Opened) MaxEventsPerWrite() int {
 	return 0
 }
 
-// Follows is engine.EventOrder: the opened store's rule (engine.Follows).
-func (o *Opened) Follows(after, seq uint64) bool { return engine.Follows(o.Store, after, seq) }
-
 // SchemaVersion is the schema the store holds.
 func (o *Opened) SchemaVersion(ctx context.Context) (int, error) {
 	if e, ok := o.Store.(*etcdstore.Store); ok {

@@ -70,6 +70,8 @@
 //
 // <seq:16>, <created:16> and <token:24> are lower-case hex digits (created: Unix
 // nanoseconds with the sign bit flipped), so keys sort numerically.
+// Count is a count-only range over c/ or t/<status> (no key is sent
+// back); there is no counter key, which every writer would contend on.
 //
 // # Schema 1 and its migration
 //
@@ -181,8 +183,8 @@
 //
 // A Service publishes its own commits to its watchers in-process and reads
 // the log only when a publication does not follow the last event a
-// watcher delivered (engine.Follows). Numbers leave gaps between commits,
-// so the Store says what follows (engine.EventOrder, order.go): within a
+// watcher delivered (engine.Store's Follows). Numbers leave gaps between
+// commits, so the Store says what follows (Follows, order.go): within a
 // commit, the next position; the first event of a commit follows the last
 // event of the appending commit before it. Every appending commit reads
 // meta/last_append and replaces it with its own count inside its etcd

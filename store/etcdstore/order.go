@@ -4,8 +4,6 @@ import (
 	"strconv"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-
-	"github.com/stratum-go/stratum/engine"
 )
 
 // lastAppendKey holds the number of events the last appending commit
@@ -17,8 +15,6 @@ const lastAppendKey = "meta/last_append"
 // prevKept is how many of its recent appending commits a Store remembers
 // the predecessor of (a watcher further behind reads the log).
 const prevKept = 4096
-
-var _ engine.EventOrder = (*Store)(nil)
 
 // notePrev remembers, for this Store's commit at revision rev, the
 // sequence number of the last event committed before it, from what the
@@ -47,7 +43,7 @@ func (s *Store) notePrev(rev int64, r *etcdserverpb.RangeResponse) {
 	s.prevs[rev] = prev
 }
 
-// Follows is engine.EventOrder: whether no event was committed between the
+// Follows is engine.Store's rule of sequence numbers: whether no event was committed between the
 // events numbered after and seq (after < seq). Within a commit numbers are
 // consecutive; the first event of a commit follows the last event of the
 // previous appending commit, which this Store knows for its own recent

@@ -149,24 +149,26 @@ func (t *tx) get(key string) ([]byte, bool, error) {
 	return r.Kvs[0].Value, true, nil
 }
 
+// overlaps reports whether this transaction wrote or deleted a key in
+// [start, end).
+func (t *tx) overlaps(start, end string) bool {
+	for k := range t.writes {
+		if k >= start && k < end {
+			return true
+		}
+	}
+	for k := range t.deleted {
+		if k >= start && k < end {
+			return true
+		}
+	}
+	return false
+}
+
 // scan reads the keys in [start, end) in key order (descending when desc),
 // at most limit of them (0: all), the transaction's writes merged in.
 func (t *tx) scan(start, end string, limit int, desc bool) ([]kv, error) {
-	overlay := false
-	for k := range t.writes {
-		if k >= start && k < end {
-			overlay = true
-			break
-		}
-	}
-	if !overlay {
-		for k := range t.deleted {
-			if k >= start && k < end {
-				overlay = true
-				break
-			}
-		}
-	}
+	overlay := t.overlaps(start, end)
 	if t.write {
 		t.ranges = append(t.ranges, krange{start, end})
 		if _, _, err := t.get(t.s.key("meta/gen")); err != nil {

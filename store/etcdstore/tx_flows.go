@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	sjson "github.com/segmentio/encoding/json"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stratum-go/stratum/engine"
 
@@ -282,20 +283,43 @@ func (t *tx) decodeSummaries(p string, kvs []kv) ([]state.FlowSummary, error) {
 
 // List scans the created or the by-status index backwards; f.After's key
 // ends the range (the keys below it follow it in the listing).
-func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
-	p := t.s.key("c/")
+// listingRange is the range of index keys f selects: prefix p (the
+// newest-first index, or the status's) up to end (f.After's key).
+func (t *tx) listingRange(f engine.ListFilter) (p, end string) {
+	p = t.s.key("c/")
 	if f.Status != "" {
 		p = t.s.key("t/", string(f.Status), "\x00")
 	}
-	end := prefixEnd(p)
+	end = prefixEnd(p)
 	if !f.After.IsZero() {
 		end = p + createdKey(&state.FlowSummary{CreatedAt: f.After.CreatedAt}) + "\x00" + f.After.FlowID
 	}
+	return p, end
+}
+
+func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
+	p, end := t.listingRange(f)
 	kvs, err := t.scan(p, end, max(f.Limit, 0), true)
 	if err != nil {
 		return nil, err
 	}
 	return t.decodeSummaries(p, kvs)
+}
+
+// Count counts the index keys List(f) would read: a count-only range,
+// which transfers no key (in a write transaction, or over keys this one
+// wrote, the scan List does, which sees them).
+func (t *tx) Count(f engine.ListFilter) (int, error) {
+	p, end := t.listingRange(f)
+	if t.write || t.overlaps(p, end) {
+		kvs, err := t.scan(p, end, 0, false)
+		return len(kvs), err
+	}
+	r, err := t.read(p, clientv3.WithRange(end), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return int(r.Count), nil
 }
 
 func (t *tx) PendingGates() ([]state.FlowSummary, error) {

@@ -46,11 +46,11 @@ func testListPages(t *testing.T, s engine.Store) {
 		t.Fatalf("pages of running flows = %v, want %v", got, running)
 	}
 	// After a flow that no longer exists: the flows after its position.
-	after := engine.ListCursor{CreatedAt: t0.Add(2 * time.Second), FlowID: "p07x"}
+	after := state.ListCursor{CreatedAt: t0.Add(2 * time.Second), FlowID: "p07x"}
 	if got := ids(list(t, s, engine.ListFilter{After: after, Limit: 3})); !reflect.DeepEqual(got, []string{"p07", "p06", "p05"}) {
 		t.Fatalf("List after a deleted flow's position = %v, want p07 p06 p05", got)
 	}
-	if got := list(t, s, engine.ListFilter{After: engine.ListCursor{CreatedAt: t0.Add(-time.Hour), FlowID: "z"}}); len(got) != 0 {
+	if got := list(t, s, engine.ListFilter{After: state.ListCursor{CreatedAt: t0.Add(-time.Hour), FlowID: "z"}}); len(got) != 0 {
 		t.Fatalf("List after the oldest flow = %v", ids(got))
 	}
 	// Changes between pages: a new flow (newest, so before every page
@@ -89,7 +89,7 @@ func pages(t *testing.T, s engine.Store, f engine.ListFilter, between func(page 
 		if len(sums) < f.Limit {
 			return out
 		}
-		f.After = engine.CursorOf(&sums[len(sums)-1])
+		f.After = sums[len(sums)-1].Cursor()
 		if between != nil {
 			between(page)
 		}
@@ -97,4 +97,73 @@ func pages(t *testing.T, s engine.Store, f engine.ListFilter, between func(page 
 			t.Fatalf("paging does not end: %v", out)
 		}
 	}
+}
+
+// testCount: Count is the number of flows List returns without its Limit,
+// for every filter (all, by status, after a cursor, both), as flows are
+// created, change status and are deleted, and inside a write transaction
+// that created one.
+func testCount(t *testing.T, s engine.Store) {
+	t0 := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	statuses := []state.FlowStatus{state.StatusRunning, state.StatusComplete, state.StatusAwaitingGate}
+	for i := 0; i < 10; i++ {
+		putAt(t, s, NewState(fmt.Sprintf("c%02d", i), statuses[i%3]), t0.Add(time.Duration(i/2)*time.Second))
+	}
+	check := func(when string) {
+		t.Helper()
+		all := list(t, s, engine.ListFilter{})
+		filters := []engine.ListFilter{{}, {Limit: 2}}
+		for _, st := range append(statuses, state.StatusFailed) {
+			filters = append(filters, engine.ListFilter{Status: st})
+		}
+		for _, sum := range all {
+			filters = append(filters, engine.ListFilter{After: sum.Cursor()},
+				engine.ListFilter{After: sum.Cursor(), Status: state.StatusRunning})
+		}
+		for _, f := range filters {
+			want := len(list(t, s, engine.ListFilter{Status: f.Status, After: f.After}))
+			var got int
+			if err := s.View(ctx, func(tx engine.Tx) error {
+				var err error
+				got, err = tx.Count(f)
+				return err
+			}); err != nil {
+				t.Fatalf("%s: Count %+v: %v", when, f, err)
+			}
+			if got != want {
+				t.Fatalf("%s: Count %+v = %d, List returns %d", when, f, got, want)
+			}
+		}
+	}
+	check("created")
+	st := get(t, s, "c04")
+	st.Status = state.StatusFailed
+	putAt(t, s, st, t0.Add(time.Hour))
+	if err := s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("c07") }); err != nil {
+		t.Fatal(err)
+	}
+	check("after a status change and a deletion")
+	// In a write transaction, its own writes count.
+	if err := s.Update(ctx, func(tx engine.Tx) error {
+		n, err := tx.Count(engine.ListFilter{Status: state.StatusRunning})
+		if err != nil {
+			return err
+		}
+		nst := NewState("c99", state.StatusRunning)
+		expect := nst.Stamp(t0.Add(2 * time.Hour))
+		if err := tx.Put(nst, engine.Summarize(nst, nil), expect); err != nil {
+			return err
+		}
+		m, err := tx.Count(engine.ListFilter{Status: state.StatusRunning})
+		if err != nil {
+			return err
+		}
+		if m != n+1 {
+			t.Errorf("Count of running flows in the transaction that created one = %d, before %d", m, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a write transaction")
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Open) {
 		{"Delete", testDelete},
 		{"ListOrderFilterLimit", testList},
 		{"ListPages", testListPages},
+		{"Count", testCount},
 		{"ListSummaryFields", testListSummaryFields},
 		{"SummaryStoredAsGiven", testSummaryStoredAsGiven},
 		{"PendingGatesIndex", testPendingGates},
