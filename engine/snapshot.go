@@ -152,7 +152,7 @@ func hasVersion(tx Tx, id string, v int64) (bool, error) {
 // when it is stored. Versions only grow (Tx.Put), so the same flow at the
 // same version is the same state.
 func storedAt(tx Tx, id string, created time.Time, v int64) (bool, error) {
-	sums, err := tx.List(ListFilter{Limit: 1, After: ListCursor{CreatedAt: created, FlowID: id + "\x00"}})
+	sums, err := tx.List(ListFilter{Limit: 1, After: state.ListCursor{CreatedAt: created, FlowID: id + "\x00"}})
 	if err != nil {
 		return false, err
 	}
