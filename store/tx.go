@@ -35,6 +35,9 @@ type tx struct {
 	// logs are the flowlog entries read or written in this transaction,
 	// for the Store's cache once it has committed (flowlog.go).
 	logs map[string]*cachedLog
+	// appended are the events Append stamped, for this process's watchers
+	// once the transaction commits (watch_own.go).
+	appended []engine.Event
 }
 
 var _ engine.Tx = (*tx)(nil)
