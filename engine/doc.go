@@ -27,6 +27,8 @@
 // Wire is the one function that renders the original's JSON, byte for byte
 // what the original's clients read: the MCP tools and the CLI's JSON output
 // print what it returns (json.Marshal of an outcome renders the same).
+// WireJSON is its JSON, the same bytes: the audit, the longest answer,
+// writes them with a typed encoder (wire_audit.go) instead of a map.
 // The CLI's own objects (`stratum query`, over the reads FlowWithSpec and
 // PendingGateSteps of query.go, and `stratum gate`) are engine/clijson's.
 // Nothing inside stratum reads a rendered response back: the runner, the

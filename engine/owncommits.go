@@ -20,8 +20,10 @@ import (
 // finds the flow at that version (else the flow is dropped from here and
 // the transition computed again from a fresh read, as for any other
 // writer's change); an answer that writes nothing is given only once a
-// View finds the flow still at that version, else it is computed again
-// from a fresh snapshot. Reads (Audit, Get) never use it.
+// View finds the flow still at that version — reading its state, which
+// also finds a record damaged since, or for the audit (a read-only
+// report) its summary alone (storedAt: no state decoded) — else it is
+// computed again from a fresh snapshot. Get never uses it.
 
 // What the copies cost. A snapshot's copy and the copy put keeps share the
 // recorded values (a step's output, a record's strings, a trace entry) with

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 // viewCounter counts the store's read transactions.
@@ -128,4 +129,59 @@ func TestOwnCommitOtherWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// getCounter counts the states read whole (Tx.Get) in read transactions.
+type getCounter struct {
+	*enginetest.Store
+	gets atomic.Int64
+}
+
+func (g *getCounter) View(ctx context.Context, fn func(tx engine.Tx) error) error {
+	return g.Store.View(ctx, func(tx engine.Tx) error { return fn(getCountingTx{tx, &g.gets}) })
+}
+
+type getCountingTx struct {
+	engine.Tx
+	gets *atomic.Int64
+}
+
+func (t getCountingTx) Get(id string) (*state.FlowState, error) {
+	t.gets.Add(1)
+	return t.Tx.Get(id)
+}
+
+// The audit of a flow this Service committed last is built from its copy,
+// checked by the flow's summary (no state decoded); once another writer
+// moved the flow on, it is built from the store.
+func TestOwnCommitAudit(t *testing.T) {
+	st := &getCounter{Store: enginetest.New()}
+	a, b := &engine.Service{Store: st}, &engine.Service{Store: st}
+	ctx := context.Background()
+	id := ownPlan(t, a)
+	out, err := a.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
+	wantStep(t, out, err, "b")
+	stepsCompleted := func(svc *engine.Service) any {
+		t.Helper()
+		rep, err := svc.Audit(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return engine.Wire(rep, nil)["steps_completed"]
+	}
+	st.gets.Store(0)
+	if n := stepsCompleted(a); n != 1 {
+		t.Fatalf("audit: steps_completed %v, want 1", n)
+	}
+	if n := st.gets.Load(); n != 0 {
+		t.Fatalf("audit of an own commit read %d states, want none", n)
+	}
+	out, err = b.StepDone(ctx, id, "b", map[string]any{}, engine.ReportOptions{})
+	wantStep(t, out, err, "c")
+	if n := stepsCompleted(a); n != 2 {
+		t.Fatalf("audit after another writer: steps_completed %v, want 2", n)
+	}
+	if n := st.gets.Load(); n == 0 {
+		t.Fatal("audit after another writer read no state")
+	}
 }

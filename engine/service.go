@@ -394,13 +394,15 @@ func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOp
 }
 
 // Audit is stratum_audit (a read): the flow is read in a View, the spec
-// parsed and the report built after it.
+// parsed and the report built after it. When this Service committed the
+// flow last, the report is built from its copy, and given once a View
+// finds the flow's summary still at that version (owncommits.go).
 func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
 	var out *auditReport
-	_, err := s.optimisticOn(ctx, "audit of flow "+flowID, false, func(sn *snapshot, now time.Time) (computed, error) {
+	_, err := s.optimisticOn(ctx, "audit of flow "+flowID, ownBySummary, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
 			return computed{}, flowNotFound(flowID)

@@ -36,6 +36,12 @@ type snapshot struct {
 	// a Get answered from it (no read confirmed that state).
 	own     *ownCommits
 	fromOwn bool
+	// ownCreated is the creation time of each flow a Get answered from
+	// own; with bySummary (the audit's snapshots) the check of such a flow
+	// reads its summary only (storedAt), otherwise its state, which also
+	// finds a record damaged since.
+	ownCreated map[string]time.Time
+	bySummary  bool
 	// fresh are states a check of the previous attempt read (stillCurrent):
 	// a Get takes its flow from there, once, instead of reading it again.
 	fresh map[string]*state.FlowState
@@ -64,6 +70,10 @@ func (sn *snapshot) Get(flowID string) (*state.FlowState, error) {
 	}
 	if st := sn.own.get(flowID); st != nil {
 		sn.fromOwn = true
+		if sn.ownCreated == nil {
+			sn.ownCreated = map[string]time.Time{}
+		}
+		sn.ownCreated[flowID] = st.CreatedAt
 		sn.note(flowID, st.Version)
 		return st, nil
 	}
@@ -94,9 +104,16 @@ func (sn *snapshot) note(flowID string, v int64) {
 }
 
 // current reports whether every flow the snapshot read is, in tx, as it was
-// read; found receives the states it read.
+// read; found receives the states it read. With bySummary, a flow copied
+// from this Service's own commit is checked by its summary (storedAt) and
+// read whole only if that finds it changed.
 func (sn *snapshot) current(tx Tx, found map[string]*state.FlowState) (bool, error) {
 	for id, v := range sn.read {
+		if created, ok := sn.ownCreated[id]; ok && sn.bySummary && v != NotStored {
+			if same, err := storedAt(tx, id, created, v); err == nil && same {
+				continue
+			}
+		}
 		st, err := tx.Get(id)
 		if errors.Is(err, ErrNotFound) {
 			if v != NotStored {
@@ -126,6 +143,20 @@ func hasVersion(tx Tx, id string, v int64) (bool, error) {
 		return false, err
 	}
 	return st.Version == v, nil
+}
+
+// storedAt reports whether flow id, created at created, is stored at
+// version v, reading its summary alone (no state is decoded): the listing
+// after a cursor at its creation time and an id just above its own (id
+// followed by a NUL byte, which no flow id is) starts with the flow itself
+// when it is stored. Versions only grow (Tx.Put), so the same flow at the
+// same version is the same state.
+func storedAt(tx Tx, id string, created time.Time, v int64) (bool, error) {
+	sums, err := tx.List(ListFilter{Limit: 1, After: state.ListCursor{CreatedAt: created, FlowID: id + "\x00"}})
+	if err != nil {
+		return false, err
+	}
+	return len(sums) == 1 && sums[0].FlowID == id && sums[0].CreatedAt.Equal(created) && sums[0].Version == v, nil
 }
 
 // errStale aborts a write transaction whose snapshot is out of date.
@@ -180,19 +211,31 @@ type computed struct {
 // what names the transition in errors. A *Error from compute (or the
 // result's Err) is the answer; any other error is a store failure.
 func (s *Service) optimistic(ctx context.Context, what string, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
-	return s.optimisticOn(ctx, what, true, compute)
+	return s.optimisticOn(ctx, what, ownChecked, compute)
 }
 
-// optimisticOn is optimistic; own says the snapshot may start from the
-// states this Service committed last (owncommits.go) instead of reading
-// them. An answer that writes nothing computed on such a state is computed
-// again from a fresh snapshot.
-func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
+// ownUse says whether a snapshot may start from the states this Service
+// committed last (owncommits.go), and how an answer computed on one is
+// checked before it is given.
+type ownUse int
+
+const (
+	ownChecked   ownUse = iota // yes, checked by reading the state (stillCurrent)
+	ownBySummary               // yes, checked by the flow's summary (storedAt): the audit
+	ownNone                    // no: from the store
+)
+
+// optimisticOn is optimistic; own says whether the snapshot may start from
+// the states this Service committed last instead of reading them. An answer
+// that writes nothing computed on such a state is computed again from a
+// fresh snapshot unless the check finds it current.
+func (s *Service) optimisticOn(ctx context.Context, what string, own ownUse, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
 	var fresh map[string]*state.FlowState // read by the last attempt's check
 	for attempt := 0; attempt < maxTransitionAttempts; attempt++ {
 		sn := newSnapshot(ctx, s.Store)
-		if own {
+		if own != ownNone {
 			sn.own = &s.own
+			sn.bySummary = own == ownBySummary
 		}
 		sn.fresh, fresh = fresh, nil
 		c, err := s.computeSafely(sn, compute)
@@ -224,7 +267,7 @@ func (s *Service) optimisticOn(ctx context.Context, what string, own bool, compu
 				}
 				if !ok && sn.fromOwn {
 					s.own.forget(sn.read)
-					own = false
+					own = ownNone
 					attempt--
 				}
 				if !ok {

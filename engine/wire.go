@@ -349,4 +349,4 @@ func (c *checkpointCommitted) MarshalJSON() ([]byte, error) { return json.Marsha
 func (i *iterationStarted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
 func (i *IterationReported) MarshalJSON() ([]byte, error)   { return json.Marshal(i.wire()) }
 func (i *iterationAborted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
-func (a *auditReport) MarshalJSON() ([]byte, error)         { return json.Marshal(a.wire()) }
+func (a *auditReport) MarshalJSON() ([]byte, error)         { return a.appendWire(nil) }

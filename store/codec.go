@@ -18,8 +18,8 @@ import (
 // several times slower. The encoding is versioned by its first byte; a new
 // FlowSummary field needs a new version here (TestSummaryCodecCoversFields
 // fails until it has one) and a schema migration that rewrites the stored
-// summaries (migrate.go). The decoder reads every version; a store writes
-// the version of its schema (schema.summaryCodec).
+// summaries (migrate.go, migrate_steps.go). The decoder reads every
+// version; a store writes the version of its schema (schema.summaryCodec).
 //
 //	v1: 0x01
 //	    str FlowID, str FlowName, str Status, str CurrentStep,

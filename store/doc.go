@@ -215,9 +215,19 @@
 // file, so it wakes within a millisecond or two of a commit anywhere on the
 // machine. Options.WatchPoll (DefaultWatchPoll, 2 s) is only the fallback
 // when no file-system event comes (fsnotify unavailable or out of
-// instances, network file systems). Each wake-up reads what follows the last
+// instances, network file systems). A wake-up reads what follows the last
 // event delivered, in batches of up to 1,000, in a View; a read that fails
 // (the file stayed locked past LockTimeout) is retried at the next wake-up.
+// The process's own commits cost its watchers no read: an Update hands the
+// events it appended to them in memory when it commits, and a wake-up (its
+// file events) that finds the file as that commit left it — same status
+// and same record in <path>.verified, which every commit rewrites with its
+// transaction id before releasing the lock — and nothing undelivered
+// before it reads nothing (watch_own.go); the events of the process's
+// consecutive commits are kept, so a burst is delivered from memory too. A
+// commit of another process changes the record, so its wake-up reads.
+// After a quiet spell a wake-up is handled at once, then at most one per
+// Options.WatchGap (10 ms): a burst's wake-ups collapse into one.
 // The goroutine waits for the consumer to take each batch, so a slow
 // consumer loses nothing, and it closes the channel when ctx ends.
 //

@@ -22,7 +22,7 @@ func (t *tx) Append(events ...engine.Event) error {
 			}
 		}
 	}
-	return t.do(true, func() error {
+	err := t.do(true, func() error {
 		log, idx, err := t.eventBuckets()
 		if err != nil {
 			return err
@@ -53,6 +53,10 @@ func (t *tx) Append(events ...engine.Event) error {
 		}
 		return nil
 	})
+	if err == nil {
+		t.appended = append(t.appended, events...)
+	}
+	return err
 }
 
 // Events returns up to limit events with a sequence number greater than

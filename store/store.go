@@ -50,10 +50,11 @@ type Options struct {
 	// in the package doc). Zero means DefaultKeepOpen; negative means the
 	// file is closed after every transaction.
 	KeepOpen time.Duration
-	// WatchGap is the least time between two reads of one Watch: a burst
-	// of commits (an agent reporting steps back to back) costs a read per
-	// WatchGap, not one per commit, while a commit after a quiet spell is
-	// read at once. Zero means DefaultWatchGap; negative means no gap.
+	// WatchGap is the least time between two checks (reads) of one Watch:
+	// a burst of commits (an agent reporting steps back to back) costs a
+	// check per WatchGap, not one per commit, while a commit after a quiet
+	// spell is seen at once. Zero means DefaultWatchGap; negative means no
+	// gap.
 	WatchGap time.Duration
 }
 
@@ -101,6 +102,8 @@ type Store struct {
 	logs logCache
 	// specHashes caches the hashes of spec texts (specs.go).
 	specHashes specHashes
+	// own is what this process's watchers know of its commits (watch_own.go).
+	own ownCommits
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -173,6 +176,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 		if !t.wrote {
 			return errNothingWritten
 		}
+		s.own.begin(t)
 		return nil
 	})
 	if err == nil && t != nil && t.wrote {
@@ -306,6 +310,7 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	if err := s.guard(btx.Commit); err != nil {
 		// bbolt rolls back on a failed commit.
 		s.verified = generation{}
+		s.own.end(generation{}, nil)
 		return s.mapErr("commit", err)
 	}
 	s.markCommitted(h, txid)

@@ -116,6 +116,8 @@ func (s *Store) verifyBeforeWrite(h *handle, btx *bolt.Tx) error {
 // through h left (verifyBeforeWrite). Called with the exclusive lock still
 // held. A record that cannot be written only costs the next writer a check.
 func (s *Store) markCommitted(h *handle, txid uint64) {
+	var recorded []byte // the record written to <path>.verified, if any
+	defer func() { s.own.end(s.verified, recorded) }()
 	s.verified = generation{}
 	h.locked = nil // the commit changed the file
 	if h.file == nil {
@@ -138,10 +140,13 @@ func (s *Store) markCommitted(h *handle, txid uint64) {
 		}
 		s.mark = f
 	}
-	if _, err := s.mark.WriteAt(g.record(), 0); err != nil {
+	rec := g.record()
+	if _, err := s.mark.WriteAt(rec, 0); err != nil {
 		_ = s.mark.Close()
 		s.mark = nil
+		return
 	}
+	recorded = rec
 }
 
 // checkPagesIn runs bbolt's consistency check on the file as btx sees it

@@ -127,3 +127,92 @@ func TestWatchCoalescesBursts(t *testing.T) {
 		t.Errorf("%d reads for a %v burst: more than one per 50 ms gap (%d)", batches, burst, max)
 	}
 }
+
+// commitEvent commits one event of flow f through s.
+func commitEvent(t *testing.T, s *Store, typ engine.EventType) {
+	t.Helper()
+	if err := s.Update(bg, func(tx engine.Tx) error {
+		return tx.Append(engine.Event{FlowID: "f", Type: typ})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchOwnCommitsReadNothing: the commits of the watcher's own store
+// reach it from memory, one by one or a burst at once, and neither they
+// nor the file events they fire cost a read of the log.
+func TestWatchOwnCommitsReadNothing(t *testing.T) {
+	s := newTestStore(t, Options{WatchPoll: time.Minute})
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	w, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitEvent(t, s, engine.EventFlowCreated)
+	storetest.Collect(t, w, 1)
+	time.Sleep(30 * time.Millisecond) // the first commit's file events
+	reads := s.own.reads.Load()
+	const commits = 20
+	for i := 0; i < commits; i++ {
+		commitEvent(t, s, engine.EventStepDone)
+		if got := storetest.Collect(t, w, 1); got[0].Seq != uint64(i+2) {
+			t.Fatalf("commit %d: got seq %d", i, got[0].Seq)
+		}
+	}
+	// A burst the watcher sees once it is over (a check per WatchGap).
+	for i := 0; i < commits; i++ {
+		commitEvent(t, s, engine.EventStepDone)
+	}
+	want := uint64(commits + 1)
+	for _, ev := range storetest.Collect(t, w, commits) {
+		if want++; ev.Seq != want {
+			t.Fatalf("burst: got seq %d, want %d", ev.Seq, want)
+		}
+	}
+	time.Sleep(30 * time.Millisecond) // file events of the last commits
+	if n := s.own.reads.Load() - reads; n != 0 {
+		t.Errorf("%d own commits cost the watcher %d reads of the log, want 0", 2*commits, n)
+	}
+}
+
+// TestWatchOwnAndOtherCommits: commits of this store and of another handle
+// back to back (within one tick of a coarse file clock, same file size)
+// all reach the watcher, in order, without waiting for the fallback poll:
+// another handle's commit is never taken for this one's.
+func TestWatchOwnAndOtherCommits(t *testing.T) {
+	s := newTestStore(t, Options{WatchPoll: time.Hour})
+	other, err := Open(s.Path(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	w, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq uint64
+	for i := 0; i < 30; i++ {
+		commitEvent(t, s, engine.EventStepDone)
+		commitEvent(t, other, engine.EventStepDone)
+		if i%2 == 1 {
+			commitEvent(t, s, engine.EventStepDone)
+		}
+		want := 2 + i%2
+		deadline := time.After(5 * time.Second)
+		for got := 0; got < want; {
+			select {
+			case b := <-w:
+				for _, ev := range b {
+					if seq++; ev.Seq != seq {
+						t.Fatalf("round %d: got seq %d, want %d", i, ev.Seq, seq)
+					}
+				}
+				got += len(b)
+			case <-deadline:
+				t.Fatalf("round %d: %d of %d events after 5 s", i, got, want)
+			}
+		}
+	}
+}

@@ -8,11 +8,12 @@
 //
 // Model (model.go) is the one Bubble Tea (v1) model. It owns the layout,
 // the focus, the routing of keys and messages, the overlay stack of dialogs
-// (dialog.go, rundialog.go) and common, the state every pane renders from:
-// the window of the flows' listing and the header's counts (flowwindow.go),
-// the pending gates, the watched specs, the detail flow (the one the Trace,
-// Checkpoints and Iterations panes show), the keys, the styles, the clock
-// and the terminal size. Only the root writes common, in Update.
+// (dialog.go, dialog_decision.go, rundialog.go) and common, the state every
+// pane renders from: the window of the flows' listing and the header's
+// counts (flowwindow.go), the pending gates, the watched specs, the detail
+// flow (the one the Trace, Checkpoints and Iterations panes show), the
+// keys, the styles, the clock and the terminal size. Only the root writes
+// common, in Update.
 //
 // Each pane is a component behind one small interface, pane (pane.go):
 //

@@ -222,6 +222,11 @@ var errUnexpected = errors.New("unexpected failure")
 // bad arguments, or any other error for an unexpected failure.
 type toolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (engine.Response, error)
 
+// jsonToolFunc is a tool's body that writes its answer's JSON itself: the
+// bytes json.Marshal writes of the wire response (engine.WireJSON: the
+// audit, whose answer is the longest), or errors as toolFunc's.
+type jsonToolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (json.RawMessage, error)
+
 // addTool registers a tool whose arguments decode into In and whose result
 // is the engine response, as structured content and the same JSON as text
 // (marshaled once). Bad arguments and unexpected failures (errors, panics)
@@ -229,26 +234,37 @@ type toolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In)
 // failure's details go to the log. The same body answers the tool's calls
 // that the connection takes past the SDK session (lean.go).
 func addTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f toolFunc[In]) {
+	addJSONTool(srv, s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (json.RawMessage, error) {
+		resp, err := f(ctx, req, in)
+		if err != nil || resp == nil {
+			return nil, err
+		}
+		return marshalResponse(resp)
+	})
+}
+
+// marshalResponse is the JSON of a tool's wire response.
+func marshalResponse(resp engine.Response) (json.RawMessage, error) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("tool result is not JSON: %w", err)
+	}
+	return b, nil
+}
+
+// addJSONTool registers a tool as addTool does, whose body writes its
+// answer's JSON (jsonToolFunc).
+func addJSONTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f jsonToolFunc[In]) {
 	spec := specOf[In]()
 	t.InputSchema = inputSchema[In]()
 	run := func(ctx context.Context, req *mcp.CallToolRequest) ([]byte, bool, error) {
-		resp, isErr, err := s.call(ctx, t.Name, func() (engine.Response, error) {
+		return s.call(ctx, t.Name, func() (json.RawMessage, error) {
 			in, err := decodeArgs[In](req.Params.Arguments, spec)
 			if err != nil {
 				return nil, err
 			}
 			return f(ctx, req, in)
 		})
-		if err != nil {
-			return nil, false, err
-		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			s.log.Error("tool result is not JSON", "tool", t.Name, "error", err.Error())
-			b, _ = json.Marshal(internalError())
-			isErr = true
-		}
-		return b, isErr, nil
 	}
 	s.tools[t.Name] = run
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -265,12 +281,14 @@ func addTool[In any](srv *mcp.Server, s *server, t *mcp.Tool, f toolFunc[In]) {
 // JSON and whether it is an error envelope, or the context's error.
 type toolRun func(ctx context.Context, req *mcp.CallToolRequest) (result []byte, isErr bool, err error)
 
-// call runs one tool body, mapping failures to envelopes.
-func (s *server) call(ctx context.Context, tool string, f func() (engine.Response, error)) (resp engine.Response, isErr bool, err error) {
+// call runs one tool body, mapping failures to envelopes: it returns the
+// JSON of the answer and whether it is an error envelope, or the context's
+// error.
+func (s *server) call(ctx context.Context, tool string, f func() (json.RawMessage, error)) (resp json.RawMessage, isErr bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("tool panicked", "tool", tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp, isErr, err = internalError(), true, nil
+			resp, isErr, err = internalErrorJSON, true, nil
 		}
 	}()
 	resp, err = f()
@@ -278,19 +296,32 @@ func (s *server) call(ctx context.Context, tool string, f func() (engine.Respons
 	switch {
 	case err == nil && resp == nil:
 		s.log.Error("tool returned no response", "tool", tool)
-		return internalError(), true, nil
+		return internalErrorJSON, true, nil
 	case err == nil:
 		return resp, false, nil
 	case errors.As(err, &ae):
-		return invalidArguments(ae.msg), true, nil
+		b, jerr := json.Marshal(invalidArguments(ae.msg))
+		if jerr != nil {
+			return internalErrorJSON, true, nil
+		}
+		return b, true, nil
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The client cancelled the call; the SDK reports the cancellation.
 		return nil, false, err
 	default:
 		s.log.Error("tool failed", "tool", tool, "error", err.Error())
-		return internalError(), true, nil
+		return internalErrorJSON, true, nil
 	}
 }
+
+// internalErrorJSON is the JSON of internalError.
+var internalErrorJSON = func() json.RawMessage {
+	b, err := json.Marshal(internalError())
+	if err != nil {
+		panic(err) // a constant envelope
+	}
+	return b
+}()
 
 // instructions is sent to clients at initialisation.
 const instructions = `stratum tracks flow executions of typed specs (*.stratum.yaml). Drive a flow like this:

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -37,9 +38,13 @@ func TestCallMapsFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			logBuf.Reset()
-			resp, isErr, err := s.call(ctx, "tool_x", c.f)
+			raw, isErr, err := s.call(ctx, "tool_x", jsonOf(c.f))
 			if err != nil {
 				t.Fatal(err)
+			}
+			var resp map[string]any
+			if err := json.Unmarshal(raw, &resp); err != nil {
+				t.Fatalf("answer %q: %v", raw, err)
 			}
 			if isErr != c.isErr {
 				t.Errorf("isErr = %v", isErr)
@@ -63,7 +68,18 @@ func TestCallMapsFailures(t *testing.T) {
 	// A cancelled call passes the cancellation through.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := s.call(cctx, "tool_x", func() (engine.Response, error) { return nil, cctx.Err() }); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.call(cctx, "tool_x", jsonOf(func() (engine.Response, error) { return nil, cctx.Err() })); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err = %v", err)
+	}
+}
+
+// jsonOf is f as addTool hands it to call: its response's JSON.
+func jsonOf(f func() (engine.Response, error)) func() (json.RawMessage, error) {
+	return func() (json.RawMessage, error) {
+		resp, err := f()
+		if err != nil || resp == nil {
+			return nil, err
+		}
+		return marshalResponse(resp)
 	}
 }

@@ -176,15 +176,18 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 			return answer(svc.ParallelDone(ctx, in.FlowID, in.StepID, tasks, in.MergeStatus, engine.ReportOptions{}))
 		})
 
-	addTool(srv, s, &mcp.Tool{Name: "stratum_audit", Annotations: readOnly(), Description: `Return the audit snapshot of a flow (running or finished; finished flows are kept): flow_id, flow_name, status, steps_completed, total_steps, trace (step, gate and skip records with attempts, duration_ms, round), round, rounds, iterations, archived_iterations, child_audits, total_duration_ms. Unknown id: flow_not_found.`},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in flowArgs) (engine.Response, error) {
+	addJSONTool(srv, s, &mcp.Tool{Name: "stratum_audit", Annotations: readOnly(), Description: `Return the audit snapshot of a flow (running or finished; finished flows are kept): flow_id, flow_name, status, steps_completed, total_steps, trace (step, gate and skip records with attempts, duration_ms, round), round, rounds, iterations, archived_iterations, child_audits, total_duration_ms. Unknown id: flow_not_found.`},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in flowArgs) (json.RawMessage, error) {
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err
 			}
-			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
-				return resp, err
+			if resp, err := s.resolveFlowID(ctx, &in.FlowID); err != nil || resp != nil {
+				if err != nil {
+					return nil, err
+				}
+				return marshalResponse(resp)
 			}
-			return answer(svc.Audit(ctx, in.FlowID))
+			return answerJSON(svc.Audit(ctx, in.FlowID))
 		})
 }
 
@@ -340,6 +343,14 @@ func answer(out engine.Outcome, err error) (engine.Response, error) {
 		return nil, err
 	}
 	return engine.Wire(out, err), nil
+}
+
+// answerJSON is the JSON of answer(out, err) (engine.WireJSON).
+func answerJSON(out engine.Outcome, err error) (json.RawMessage, error) {
+	if err != nil && engine.AsError(err) == nil {
+		return nil, err
+	}
+	return engine.WireJSON(out, err)
 }
 
 // validate is stratum_validate with every diagnostic.

@@ -71,7 +71,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 // requests when Read fails) finishes them first.
 //
 // Lean calls (lean.go) are admitted the same way (our id, a slot), run in a
-// goroutine of their own instead of being returned by Read, and answered
+// goroutine of their own (leanWorkers) instead of being returned by Read, and answered
 // through Write; their contexts end with the connection or when a
 // notifications/cancelled names them.
 type stdioConn struct {
@@ -83,6 +83,7 @@ type stdioConn struct {
 	lean     *leanCalls
 	leanCtx  context.Context
 	leanStop context.CancelFunc
+	workers  leanWorkers
 
 	mu     sync.Mutex
 	calls  map[int64]json.RawMessage // our id → the client's
@@ -192,7 +193,7 @@ func (c *stdioConn) admit(in inbound) (jsonrpc.Message, bool) {
 	c.mu.Unlock()
 	req.ID, _ = jsonrpc.MakeID(float64(ours))
 	if run != nil {
-		go c.answerLean(ctx, req.ID, run)
+		c.workers.run(c.leanCtx, func() { c.answerLean(ctx, req.ID, run) })
 		return nil, false
 	}
 	return req, true

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/store"
 )
 
 // rawSession is the server on newStdioTransport over pipes, with the lean
@@ -24,9 +26,9 @@ type rawSession struct {
 	id  int
 }
 
-func startRawSession(tb testing.TB) *rawSession {
+func startRawSession(tb testing.TB, store engine.Store) *rawSession {
 	tb.Helper()
-	srv, st := newServer(&engine.Service{Store: enginetest.New()}, Options{})
+	srv, st := newServer(&engine.Service{Store: store}, Options{})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,10 +82,21 @@ func (s *rawSession) tool(name string, args map[string]any) map[string]any {
 }
 
 // BenchmarkServerCall: the server's time per call (ping, resume at a gate,
-// audit of a finished flow) over the stdio transport, in process, on the
-// in-memory store.
+// audit of a flow at its gate) over the stdio transport, in process, on the
+// in-memory store and on a bbolt file.
 func BenchmarkServerCall(b *testing.B) {
-	s := startRawSession(b)
+	b.Run("mem", func(b *testing.B) { benchServerCall(b, enginetest.New()) })
+	b.Run("bbolt", func(b *testing.B) {
+		st, err := store.Open(filepath.Join(b.TempDir(), store.FileName), store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchServerCall(b, st)
+	})
+}
+
+func benchServerCall(b *testing.B, store engine.Store) {
+	s := startRawSession(b, store)
 	spec := strings.ReplaceAll(benchFlowSpec, "\t", "  ")
 	plan := s.tool("stratum_plan", map[string]any{"spec": spec, "flow": "main", "inputs": map[string]any{}})
 	id, _ := plan["flow_id"].(string)

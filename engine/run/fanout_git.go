@@ -26,7 +26,7 @@ func (f *FanOut) branchUsable(ctx context.Context, p state.ParallelTask) bool {
 }
 
 // names are the worktree path and branch of a task: distinct tasks get
-// distinct ones (engine.TaskRef).
+// distinct ones (fanout.Ref).
 func (f *FanOut) names(taskID string) (string, string) {
 	short := f.FlowID
 	if len(short) > 8 {
