@@ -21,9 +21,17 @@ import (
 
 // printfFlow is a spec with one flow of n `printf {}` steps, each depending
 // on the one before (issue 21's measurement).
-func printfFlow(n int) string {
+func printfFlow(n int) string { return printfFlowBudget(n, "") }
+
+// printfFlowBudget is printfFlow whose flow has the budget given (YAML
+// flow mapping, "" none).
+func printfFlowBudget(n int, budget string) string {
 	var b strings.Builder
-	b.WriteString("version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n")
+	b.WriteString("version: \"0.2\"\nflows:\n  main:\n    input: {}\n")
+	if budget != "" {
+		fmt.Fprintf(&b, "    budget: %s\n", budget)
+	}
+	b.WriteString("    steps:\n")
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, "      - id: s%d\n        intent: \"step %d\"\n        run: [printf, '{}']\n", i, i)
 		if i > 0 {
@@ -106,10 +114,20 @@ func BenchmarkRunOverhead(b *testing.B) {
 // step, which load on the machine inflates less than wall time.
 //
 //	go test ./store -run '^$' -bench RunStoreSteps -benchtime 5x
-func BenchmarkRunStoreSteps(b *testing.B) {
+func BenchmarkRunStoreSteps(b *testing.B) { benchRunStoreSteps(b, "") }
+
+// BenchmarkRunStoreStepsBudget is BenchmarkRunStoreSteps with a flow budget
+// (the runner works out each step's envelope from the flow's ledger).
+//
+//	go test ./store -run '^$' -bench RunStoreStepsBudget -benchtime 5x
+func BenchmarkRunStoreStepsBudget(b *testing.B) {
+	benchRunStoreSteps(b, "{ms: 3600000, usd: 100, tokens: 100000000}")
+}
+
+func benchRunStoreSteps(b *testing.B, budget string) {
 	for _, n := range []int{20, 200} {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			sp, ds := specs.Parse("bench.stratum.yaml", []byte(printfFlow(n)))
+			sp, ds := specs.Parse("bench.stratum.yaml", []byte(printfFlowBudget(n, budget)))
 			if sp == nil || ds.HasErrors() {
 				b.Fatal(ds.Error())
 			}
