@@ -66,16 +66,19 @@ type ownCommits struct {
 }
 
 // get returns a private copy of the state this Service committed last for
-// flowID (its maps and slices its own, its recorded values shared), or nil
-// (also when o is nil).
-func (o *ownCommits) get(flowID string) *state.FlowState {
+// flowID (its maps its own, its recorded values shared), or nil (also when
+// o is nil). mayLend: the copy may be lent the records' spare capacity
+// (a transition that may write; a read's copy would only waste it).
+func (o *ownCommits) get(flowID string, mayLend bool) *state.FlowState {
 	if o == nil {
 		return nil
 	}
 	o.mu.Lock()
 	st := o.m[flowID]
-	lend := o.lend[flowID]
-	delete(o.lend, flowID)
+	lend := mayLend && o.lend[flowID]
+	if lend {
+		delete(o.lend, flowID)
+	}
 	o.checkLocked(flowID)
 	o.mu.Unlock()
 	c := st.Fork()

@@ -20,14 +20,14 @@ func TestOwnCommitsGuardCatchesInPlaceWrite(t *testing.T) {
 	var o ownCommits
 	o.put([]*state.FlowState{st}, nil)
 	caller["n"] = 2.0 // the caller's value is not shared: put copied it
-	snap := o.get("f")
+	snap := o.get("f", true)
 	if got := snap.StepOutputs["a"].(map[string]any)["n"]; got != 1.0 {
 		t.Fatalf("put kept the caller's value: n = %v", got)
 	}
 	snap.StepOutputs["b"] = "new" // the snapshot's own map: allowed
 	snap.Version = 2
 	o.put([]*state.FlowState{snap}, nil)
-	snap2 := o.get("f")
+	snap2 := o.get("f", true)
 	snap2.StepOutputs["a"].(map[string]any)["n"] = 3.0 // in place: the rule broken
 	defer func() {
 		r := recover()
@@ -35,7 +35,7 @@ func TestOwnCommitsGuardCatchesInPlaceWrite(t *testing.T) {
 			t.Fatalf("no failure for a write into a shared output: %v", r)
 		}
 	}()
-	o.get("f")
+	o.get("f", true)
 }
 
 // A snapshot's copy shares the recorded outputs with the held copy (it does
@@ -47,7 +47,7 @@ func TestOwnCommitsShareOutputs(t *testing.T) {
 	var o ownCommits
 	o.put([]*state.FlowState{st}, nil)
 	held := o.m["f"]
-	snap := o.get("f")
+	snap := o.get("f", true)
 	if !sameMap(snap.StepOutputs["a"], held.StepOutputs["a"]) {
 		t.Fatal("get deep-copied a recorded output")
 	}

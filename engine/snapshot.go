@@ -68,7 +68,7 @@ func (sn *snapshot) Get(flowID string) (*state.FlowState, error) {
 		sn.note(flowID, st.Version)
 		return st, nil
 	}
-	if st := sn.own.get(flowID); st != nil {
+	if st := sn.own.get(flowID, !sn.bySummary); st != nil {
 		sn.fromOwn = true
 		if sn.ownCreated == nil {
 			sn.ownCreated = map[string]time.Time{}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
@@ -147,6 +149,32 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return recordCall(st, env, c)
 	})
+}
+
+// Ledger returns the budget ledger of flow flowID (the zero ledger when
+// no call was recorded), what a runner works out a step's budget from.
+// Like Audit, it starts from the state this Service committed last when it
+// holds it, checked by the flow's summary: no read of the whole flow.
+func (s *Service) Ledger(ctx context.Context, flowID string) (state.BudgetState, error) {
+	if !plausibleFlowID(flowID) {
+		return state.BudgetState{}, flowNotFound(flowID)
+	}
+	var led state.BudgetState
+	_, err := s.optimisticOn(ctx, "ledger of flow "+flowID, ownBySummary, func(sn *snapshot, _ time.Time) (computed, error) {
+		st, err := sn.Get(flowID)
+		if errors.Is(err, ErrNotFound) {
+			return computed{}, flowNotFound(flowID)
+		}
+		if err != nil {
+			return computed{}, err
+		}
+		led = state.BudgetState{}
+		if st.BudgetState != nil {
+			led = *st.BudgetState
+		}
+		return computed{res: answer(&callRecorded{FlowID: flowID, Budget: led})}, nil
+	})
+	return led, err
 }
 
 // withCall runs RecordCall (when c is set) and then fn in the same

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 
-	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -89,13 +88,9 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 		if b == nil {
 			continue
 		}
-		st, err := r.svc.Get(ctx, f.id)
+		led, err := r.svc.Ledger(ctx, f.id)
 		if err != nil {
 			return v, "", err
-		}
-		led := st.BudgetState
-		if led == nil {
-			led = &state.BudgetState{}
 		}
 		who := fmt.Sprintf("flow '%s'", f.flow.Name)
 		if b.MS > 0 {
