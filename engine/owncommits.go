@@ -14,7 +14,7 @@ import (
 // flow last, that read (a lock of the file, its checks, the state decoded
 // again) returns what the Service already holds. So the Service keeps the
 // states it committed last, a few flows' worth, and a snapshot starts from
-// a private copy of the one it finds (state.FlowState.Clone) instead of
+// a private copy of the one it finds (state.FlowState.Fork) instead of
 // reading the store. Whether it is still the stored state is checked where a read
 // would have been: a transition that writes is committed only if Tx.Put
 // finds the flow at that version (else the flow is dropped from here and
@@ -22,7 +22,7 @@ import (
 // writer's change); an answer that writes nothing is given only once a
 // View finds the flow still at that version — reading its state, which
 // also finds a record damaged since, or for the audit (a read-only
-// report) its summary alone (storedAt: no state decoded) — else it is
+// report) and Ledger its summary alone (storedAt: no state decoded) — else it is
 // computed again from a fresh snapshot. Get never uses it.
 
 // What the copies cost. A snapshot's copy and the copy put keeps share the
