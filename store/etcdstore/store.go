@@ -161,7 +161,7 @@ func (s *Store) String() string { return describe(s.eps, s.pfx) }
 
 // MaxEventsPerWrite is engine.EventLimiter: every event is one key of its
 // commit's transaction (moved into the ordered log later, by a commit that
-// carries the move only when it fits: eventlog.go), and a member accepts 128
+// carries the move only when it fits: indexer.go), and a member accepts 128
 // operations per transaction unless started with a larger --max-txn-ops;
 // 50 events leave room for the flow's own keys and the index entries.
 func (s *Store) MaxEventsPerWrite() int { return 50 }
