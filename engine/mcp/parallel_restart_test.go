@@ -48,6 +48,10 @@ func serveIn(t *testing.T, dir, home string) (*server, *exec.Cmd) {
 	cmd.Env = append(os.Environ(), "STRATUM_HOME="+home)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
+	// A task's shell the killed server leaves behind holds the stderr pipe
+	// open; Wait stops copying from it shortly after the server exits
+	// rather than until the orphan ends (it hung the test once).
+	cmd.WaitDelay = 2 * time.Second
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)
 	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
