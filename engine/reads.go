@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stratum-go/stratum/engine/state"
@@ -35,10 +36,25 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]state.FlowSummary, 
 }
 
 // Count returns how many flows List(f) returns without f.Limit, from the
-// store's listing indexes (Tx.Count: no summary is read; a damaged flow
-// counts).
+// store's listing indexes (Tx.Count: no summary is read). A flow this
+// Service found damaged, which List leaves out, is left out of the total
+// too while its stored state still fails to read; a count by status, or a
+// flow whose summary alone is damaged, may include it (a header's count
+// can then be one above the rows listed).
 func (s *Service) Count(ctx context.Context, f ListFilter) (int, error) {
-	return read(ctx, s, func(tx Tx) (int, error) { return tx.Count(f) })
+	damaged := s.DamagedFlowIDs()
+	return read(ctx, s, func(tx Tx) (int, error) {
+		n, err := tx.Count(f)
+		if err != nil || f.Status != "" {
+			return n, err
+		}
+		for _, id := range damaged {
+			if _, err := tx.Get(id); err != nil && !errors.Is(err, ErrNotFound) {
+				n-- // still stored, still damaged
+			}
+		}
+		return max(n, 0), nil
+	})
 }
 
 // PendingGates returns every flow waiting at a gate, leaving out damaged
