@@ -144,7 +144,7 @@ type Store interface {
 // A damaged flow record — a state or summary the store holds but cannot
 // decode, the rest of the store being readable — is reported as a
 // *DamagedError naming the flow (errors.Is ErrDamaged): by Get for the
-// state; by List and PendingGates for summaries, which then return the
+// state; by List, PendingGates and GatesDue for summaries, which then return the
 // summaries they could decode together with an error joining
 // (errors.Join) one *DamagedError per flow left out. Every other error
 // comes with no result.
@@ -188,6 +188,16 @@ type Tx interface {
 	Count(f ListFilter) (int, error)
 	// PendingGates returns every flow waiting at a gate.
 	PendingGates() ([]state.FlowSummary, error)
+	// GatesDue returns the flows waiting at a gate whose deadline is at or
+	// before now (in no particular order), and the earliest deadline of a
+	// pending gate after now (nil: none). A gate without a deadline is in
+	// neither. A damaged summary is reported as PendingGates reports it
+	// (the others returned, with one *DamagedError per flow left out). It
+	// is what every opening sweep of expired deadlines reads, so a store
+	// should answer it without decoding the summaries of gates not yet due
+	// (the bbolt store keeps a deadline index); DueGates derives it from
+	// PendingGates for one that cannot.
+	GatesDue(now time.Time) (due []state.FlowSummary, next *time.Time, err error)
 	// Append adds events to the event log. It stamps each event, in place
 	// (the caller's slice holds the stored events afterwards), with the
 	// next sequence number — strictly increasing across the whole log and

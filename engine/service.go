@@ -321,19 +321,20 @@ func (s *Service) CheckTimeouts(ctx context.Context, flowID string) (Outcome, er
 }
 
 // SweepTimeouts applies every expired gate deadline in the store (any
-// process may call it) and returns how many gates it resolved. A flow whose
+// process may call it) and returns how many gates it resolved. It reads
+// only the gates due (Tx.GatesDue), not every pending one. A flow whose
 // record is damaged is skipped (and reported: OnDamaged).
 func (s *Service) SweepTimeouts(ctx context.Context) (int, error) {
-	pending, err := s.PendingGates(ctx)
+	now := s.now()
+	due, err := s.listing(read(ctx, s, func(tx Tx) ([]state.FlowSummary, error) {
+		due, _, err := tx.GatesDue(now)
+		return due, err
+	}))
 	if err != nil {
 		return 0, err
 	}
-	now := s.now()
 	n := 0
-	for _, p := range pending {
-		if p.Gate == nil || p.Gate.Deadline == nil || p.Gate.Deadline.After(now) {
-			continue
-		}
+	for _, p := range due {
 		out, err := s.transitionOn(ctx, p.FlowID, nil, true, applyExpiredTimeout)
 		if err != nil {
 			if AsError(err) != nil || s.noteDamagedErr(err) {

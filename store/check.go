@@ -61,7 +61,7 @@ func (s *Store) Problems(ctx context.Context) (pages, indexes []error, err error
 	return pages, indexes, err
 }
 
-// Reindex rebuilds every summary and the listing and gate indexes from the
+// Reindex rebuilds every summary and the listing, gate and deadline indexes from the
 // flow states, in one write transaction. Summaries are the engine's, so the
 // caller passes the derivation (engine.Summarize with each state's flow in
 // its parsed spec). It repairs what Check reports as index problems; flow
@@ -88,7 +88,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	// references to each spec, by hash
 	specRefs := map[[32]byte]uint64{}
 	// index keys expected (their values are empty)
-	wantCreated, wantStatus, wantGates := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	wantCreated, wantStatus, wantGates, wantDeadlines := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	_ = flows.ForEach(func(k, v []byte) error {
 		var st state.FlowState
 		if err := json.Unmarshal(v, &st); err != nil {
@@ -122,8 +122,12 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 		ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
 		wantCreated[string(createdKey(ref))] = true
 		wantStatus[string(statusKey(ref))] = true
-		if pendingGate(sum) {
-			wantGates[sum.FlowID] = true
+		entries := indexEntries(sum)
+		if gate, deadline := entries[2], entries[3]; gate.on {
+			wantGates[string(gate.key)] = true
+			if deadline.on {
+				wantDeadlines[string(deadline.key)] = true
+			}
 		}
 		return nil
 	})
@@ -136,7 +140,7 @@ func (s *Store) checkIndexes(btx *bolt.Tx) []error {
 	for _, idx := range []struct {
 		name []byte
 		want map[string]bool
-	}{{bucketByCreated, wantCreated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}} {
+	}{{bucketByCreated, wantCreated}, {bucketByStatus, wantStatus}, {bucketGates, wantGates}, {bucketDeadlines, wantDeadlines}} {
 		_ = b[string(idx.name)].ForEach(func(k, v []byte) error {
 			switch {
 			case !idx.want[string(k)]:

@@ -95,6 +95,8 @@
 //	    <status> ‖ 0x00 ‖ <created:8> ‖ <flow id> = ""   List(Status)
 //	idx_gates/
 //	    <flow id>       = ""            status awaiting_gate and Gate set
+//	idx_deadline/                       since schema 7
+//	    <deadline:8> ‖ <flow id>        = ""   awaiting a gate with a deadline (GatesDue)
 //	events/                             sequence = last seq ever assigned
 //	    <seq:8>         = engine.Event JSON
 //	    <flow id> ‖ 0x00 ‖ <seq:8>      = ""   a flow's events, for listing and Delete
@@ -149,8 +151,8 @@
 // are keys only (since schema 3; schema 2 stored a copy of the summary in
 // each), so they change only when a flow is created, changes status or CreatedAt, or starts or
 // stops awaiting a gate, and then only the indexes whose key changed are
-// touched (a completion from a gate rewrites idx_status and idx_gates, not
-// idx_created): a typical transition rewrites flows/<id> and
+// touched (a completion from a gate rewrites idx_status, idx_gates and
+// idx_deadline, not idx_created): a typical transition rewrites flows/<id> and
 // summaries/<id> and appends to events (and a step's record to flowlog,
 // and, past 16 steps, its output and attempts; the flow's log meta entry
 // is rewritten only when it changes), so bbolt
@@ -160,7 +162,10 @@
 // idx_created (or idx_status) backwards, from the last or from the key
 // before ListFilter.After's (a page of the listing is one seek), and reads
 // each returned flow's summary from summaries; PendingGates does the same
-// over idx_gates. Count walks the same keys and reads no summary (100,000
+// over idx_gates, and GatesDue (the sweep of expired deadlines every
+// command opens with) over the start of idx_deadline, up to the first
+// deadline after now: it decodes only the summaries of the gates due.
+// Count walks the same keys and reads no summary (100,000
 // keys: a few milliseconds).
 //
 // # The cost of a commit

@@ -35,7 +35,10 @@ import (
 //	6  a long flow's step outputs and attempts are kept one key per step
 //	   in bucket flowlog, so a transition writes the steps it changed
 //	   instead of re-encoding both maps (flowsteps.go)
-const SchemaVersion = 6
+//	7  pending gates with a deadline are indexed by it (bucket
+//	   idx_deadline), so the sweep of expired deadlines every command
+//	   opens with reads the gates due, not every pending one
+const SchemaVersion = 7
 
 // migration upgrades a store from schema version from to from+1. It runs
 // inside the single write transaction of the upgrade, after the backup.
@@ -79,6 +82,7 @@ var currentSchema = schema{version: SchemaVersion, steps: []migration{
 	{from: 3, name: "summaries of flows at a gate carry the gate's review", apply: addReviewToSummaries},
 	{from: 4, name: "records and trace kept one key per entry (bucket flowlog)", apply: splitFlowLogs},
 	{from: 5, name: "a long flow's step outputs and attempts kept one key per step (bucket flowlog)", apply: splitFlowSteps},
+	{from: 6, name: "pending gates indexed by deadline (bucket idx_deadline)", apply: indexDeadlines},
 }}
 
 // fileState is what inspect found.
@@ -260,10 +264,10 @@ func (s *Store) backup(btx *bolt.Tx, path string) error {
 
 // rebuildIndexes recomputes every summary with summarize (the stamps
 // CreatedAt, UpdatedAt and Version are the state's, as Put stores them) and
-// the idx_created, idx_status and idx_gates buckets from the flow states,
-// leaving the states untouched.
+// the idx_created, idx_status, idx_gates and idx_deadline buckets from the
+// flow states, leaving the states untouched.
 func (s *Store) rebuildIndexes(btx *bolt.Tx, summarize func(*state.FlowState) state.FlowSummary) error {
-	for _, name := range [][]byte{bucketSummaries, bucketByCreated, bucketByStatus, bucketGates} {
+	for _, name := range [][]byte{bucketSummaries, bucketByCreated, bucketByStatus, bucketGates, bucketDeadlines} {
 		if btx.Bucket(name) != nil {
 			if err := btx.DeleteBucket(name); err != nil {
 				return fmt.Errorf("drop %s: %w", name, err)

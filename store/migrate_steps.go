@@ -277,6 +277,10 @@ func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *state.Fl
 	if sums == nil {
 		return corruptError(s.path, "bucket \"summaries\" is missing", nil)
 	}
+	// t.index writes every index bucket, idx_deadline (schema 7) too.
+	if _, err := btx.CreateBucketIfNotExists(bucketDeadlines); err != nil {
+		return err
+	}
 	var ids [][]byte
 	if err := sums.ForEach(func(k, _ []byte) error { ids = append(ids, bytes.Clone(k)); return nil }); err != nil {
 		return err
@@ -302,6 +306,45 @@ func (s *Store) rewriteSummaries(btx *bolt.Tx, fix func(id []byte, sum *state.Fl
 			return err
 		}
 		if err := t.index(sum); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexDeadlines (6→7) creates idx_deadline and fills it from the
+// summaries of the flows awaiting a gate (idx_gates), one key per gate
+// with a deadline. A summary that does not decode gets no entry (it is
+// reported damaged, and can be quarantined). Entries an earlier step of
+// the same upgrade wrote (rewriteSummaries) are written again, unchanged.
+func indexDeadlines(s *Store, btx *bolt.Tx) error {
+	idx, err := btx.CreateBucketIfNotExists(bucketDeadlines)
+	if err != nil {
+		return err
+	}
+	gates, sums := btx.Bucket(bucketGates), btx.Bucket(bucketSummaries)
+	if gates == nil || sums == nil {
+		return corruptError(s.path, "bucket \"idx_gates\" or \"summaries\" is missing", nil)
+	}
+	var keys [][]byte
+	if err := gates.ForEach(func(id, _ []byte) error {
+		v := sums.Get(id)
+		if v == nil {
+			return nil
+		}
+		sum, err := decodeSummary(v)
+		if err != nil {
+			return nil
+		}
+		if e := indexEntries(sum)[3]; e.on {
+			keys = append(keys, e.key)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := idx.Put(k, []byte{}); err != nil {
 			return err
 		}
 	}

@@ -59,7 +59,7 @@ func (s *Store) QuarantineDamaged(ctx context.Context) ([]Quarantined, error) {
 
 func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 	b := map[string]*bolt.Bucket{}
-	for _, name := range [][]byte{bucketFlows, bucketSummaries, bucketByCreated, bucketByStatus, bucketGates, bucketSpecs} {
+	for _, name := range [][]byte{bucketFlows, bucketSummaries, bucketByCreated, bucketByStatus, bucketGates, bucketDeadlines, bucketSpecs} {
 		bk, err := t.bucket(name)
 		if err != nil {
 			return nil, err
@@ -150,10 +150,13 @@ func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 		t.note(id, nil)
 		out = append(out, *q)
 	}
-	// The listing indexes are keyed by the summary's status and CreatedAt,
-	// which a damaged summary no longer tells: their entries are found by
+	// The listing and deadline indexes are keyed by the summary's status,
+	// CreatedAt and gate deadline, which a damaged summary no longer tells: their entries are found by
 	// the flow id that ends each key.
 	if err := deleteIndexEntries(b[string(bucketByCreated)], found, func(k []byte) []byte { return k[min(8, len(k)):] }); err != nil {
+		return nil, err
+	}
+	if err := deleteIndexEntries(b[string(bucketDeadlines)], found, func(k []byte) []byte { return k[min(8, len(k)):] }); err != nil {
 		return nil, err
 	}
 	if err := deleteIndexEntries(b[string(bucketByStatus)], found, func(k []byte) []byte {

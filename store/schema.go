@@ -22,6 +22,10 @@ var (
 	bucketByStatus = []byte("idx_status")
 	// bucketGates: flow id → summary, for every flow awaiting a gate.
 	bucketGates = []byte("idx_gates")
+	// bucketDeadlines: deadline key (timeKey of Gate.Deadline) ‖ flow id →
+	// empty, for every flow awaiting a gate with a deadline (since schema
+	// 7): GatesDue reads the expired ones from its start.
+	bucketDeadlines = []byte("idx_deadline")
 	// bucketEvents: sequence (8-byte big-endian) → Event JSON, and each
 	// flow's index of its events, flow id ‖ 0x00 ‖ sequence → empty (since
 	// schema 3; the 8-byte sequence keys, which start with 0x00, sort before
@@ -39,6 +43,7 @@ var (
 	allBuckets = [][]byte{
 		bucketMeta, bucketFlows, bucketSummaries, bucketByCreated, bucketByStatus,
 		bucketGates, bucketEvents, bucketCache, bucketSpecs, bucketFlowLog,
+		bucketDeadlines,
 	}
 
 	// keyFormat in meta is the literal "stratum"; it marks the file as ours.
@@ -75,6 +80,23 @@ func createdKey(sum indexRef) []byte {
 	k := make([]byte, 0, 8+len(sum.id))
 	k = append(k, timeKey(sum.created)...)
 	return append(k, sum.id...)
+}
+
+// deadlineKey is sum's key in idx_deadline: its gate's deadline (the zero
+// time when it has none: the entry is then off) ‖ flow id.
+func deadlineKey(sum *state.FlowSummary) []byte {
+	var at time.Time
+	if sum.Gate != nil && sum.Gate.Deadline != nil {
+		at = *sum.Gate.Deadline
+	}
+	k := make([]byte, 0, 8+len(sum.FlowID))
+	k = append(k, timeKey(at)...)
+	return append(k, sum.FlowID...)
+}
+
+// keyTime decodes the time at the start of a key made with timeKey.
+func keyTime(k []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])^(1<<63))).UTC()
 }
 
 func statusPrefix(status state.FlowStatus) []byte {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
@@ -418,6 +419,45 @@ func (t *tx) PendingGates() ([]state.FlowSummary, error) {
 		return out[i].FlowID < out[j].FlowID
 	})
 	return out, err
+}
+
+// GatesDue returns the flows awaiting a gate whose deadline is at or before
+// now, earliest deadline first, and the earliest deadline after now (nil:
+// none). It walks idx_deadline from its start and stops at the first key
+// after now, so it decodes only the summaries of the gates due.
+func (t *tx) GatesDue(now time.Time) ([]state.FlowSummary, *time.Time, error) {
+	var (
+		out  []state.FlowSummary
+		next *time.Time
+	)
+	err := t.do(false, func() error {
+		idx, err := t.bucket(bucketDeadlines)
+		if err != nil {
+			return err
+		}
+		sums, err := t.bucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
+		var ids [][]byte
+		c := idx.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) <= 8 {
+				return corruptError(t.s.path, fmt.Sprintf("idx_deadline: bad key %x", k), nil)
+			}
+			if at := keyTime(k); at.After(now) {
+				next = &at
+				break
+			}
+			ids = append(ids, k[8:])
+		}
+		out, err = t.summariesOf(sums, ids)
+		return err
+	})
+	if _, damaged := engine.DamagedFlows(err); err != nil && !damaged {
+		return nil, nil, err
+	}
+	return out, next, err
 }
 
 // CacheGet returns a copy of the cached value for key.

@@ -17,8 +17,8 @@ import (
 // are the writer's; a zero SchemaVersion becomes the current record
 // version), the summary with st's CreatedAt, UpdatedAt and Version and
 // otherwise as given (its FlowID and Status must be st's). The summary and
-// the indexes (newest-first, by status, pending gates) are updated in the
-// same transaction.
+// the indexes (newest-first, by status, pending gates, gate deadlines) are
+// updated in the same transaction.
 func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error {
 	if err := validPut(st, sum, expect); err != nil {
 		return err
@@ -178,9 +178,10 @@ func (t *tx) writeFlow(st *state.FlowState, w flowWrite) error {
 // key is the same before and after is left alone: a transition that changes
 // neither the status nor whether the flow awaits a gate (most of them)
 // touches no index page, and one that does rewrites only the indexes whose
-// key changed (a completion: by_status and gates, not by_created).
+// key changed (a completion: by_status, gates and deadline, not
+// by_created).
 func (t *tx) reindex(old, sum *state.FlowSummary) error {
-	var before [3]indexEntry
+	var before [4]indexEntry
 	if old != nil {
 		before = indexEntries(old)
 	}
@@ -221,12 +222,13 @@ type indexEntry struct {
 
 // indexEntries are the secondary-index entries of sum, one per index
 // bucket, in the same order for every summary.
-func indexEntries(sum *state.FlowSummary) [3]indexEntry {
+func indexEntries(sum *state.FlowSummary) [4]indexEntry {
 	ref := indexRef{id: sum.FlowID, status: sum.Status, created: sum.CreatedAt}
-	return [3]indexEntry{
+	return [4]indexEntry{
 		{bucketByCreated, createdKey(ref), true},
 		{bucketByStatus, statusKey(ref), true},
 		{bucketGates, []byte(sum.FlowID), pendingGate(sum)},
+		{bucketDeadlines, deadlineKey(sum), pendingGate(sum) && sum.Gate.Deadline != nil},
 	}
 }
 

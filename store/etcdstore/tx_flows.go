@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	sjson "github.com/segmentio/encoding/json"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -329,6 +330,13 @@ func (t *tx) PendingGates() ([]state.FlowSummary, error) {
 		return nil, err
 	}
 	return t.decodeSummaries(p, kvs)
+}
+
+// GatesDue is engine.DueGates of PendingGates: correct, not faster (the
+// etcd store keeps no deadline index; it reads every pending gate).
+func (t *tx) GatesDue(now time.Time) ([]state.FlowSummary, *time.Time, error) {
+	pending, err := t.PendingGates()
+	return engine.DueGates(pending, err, now)
 }
 
 // ---- cache ----

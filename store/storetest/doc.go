@@ -46,6 +46,11 @@
 //     exact status, honours Limit.
 //   - PendingGates is exactly the flows whose summary has status
 //     awaiting_gate and a Gate (order is the store's choice).
+//   - GatesDue(now) is exactly the pending gates whose deadline is at or
+//     before now (order is the store's choice), and next the earliest
+//     deadline after now (nil: none); a gate without a deadline, decided,
+//     or of a deleted flow is in neither, and a deadline moved by a Put
+//     moves with it.
 //   - Append stamps the caller's events in place; sequence numbers are
 //     strictly increasing, consecutive within one Append, and never
 //     reused. Events, FlowEvents and LastSeq read the log by sequence.

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Open) {
 		{"ListSummaryFields", testListSummaryFields},
 		{"SummaryStoredAsGiven", testSummaryStoredAsGiven},
 		{"PendingGatesIndex", testPendingGates},
+		{"GatesDue", testGatesDue},
 		{"Append", testAppend},
 		{"EventLog", testEventLog},
 		{"WatchFromAfter", testWatchFromAfter},
