@@ -103,6 +103,9 @@ func (s *Service) sweepNext(ctx context.Context) (n int, next *time.Time, err er
 		next = after
 		// A gate still due (its deadline not applied) is the earliest.
 		for _, p := range due {
+			if p.Gate == nil || p.Gate.Deadline == nil {
+				continue
+			}
 			if d := *p.Gate.Deadline; next == nil || d.Before(*next) {
 				next = &d
 			}
