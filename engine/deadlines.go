@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/stratum-go/stratum/engine/state"
 )
 
 // EnforceDeadlines applies expired gate deadlines (SweepTimeouts) until ctx
@@ -113,27 +111,4 @@ func (s *Service) sweepNext(ctx context.Context) (n int, next *time.Time, err er
 		return nil
 	})
 	return n, next, err
-}
-
-// DueGates is Tx.GatesDue derived from a PendingGates answer (pending,
-// err): the gates whose deadline is at or before now, the earliest deadline
-// after now, and err as it came (a damaged flow is left out of pending
-// already). A store without a deadline index implements GatesDue with it:
-// correct, but it decodes every pending gate's summary.
-func DueGates(pending []state.FlowSummary, err error, now time.Time) (due []state.FlowSummary, next *time.Time, _ error) {
-	if _, damaged := DamagedFlows(err); err != nil && !damaged {
-		return nil, nil, err
-	}
-	for _, p := range pending {
-		if p.Gate == nil || p.Gate.Deadline == nil {
-			continue
-		}
-		d := *p.Gate.Deadline
-		if !d.After(now) {
-			due = append(due, p)
-		} else if next == nil || d.Before(*next) {
-			next = &d
-		}
-	}
-	return due, next, err
 }

@@ -195,8 +195,8 @@ type Tx interface {
 	// (the others returned, with one *DamagedError per flow left out). It
 	// is what every opening sweep of expired deadlines reads, so a store
 	// should answer it without decoding the summaries of gates not yet due
-	// (the bbolt store keeps a deadline index); DueGates derives it from
-	// PendingGates for one that cannot.
+	// (the bbolt store keeps a deadline index); state.GatesDue derives it
+	// from PendingGates for one that cannot.
 	GatesDue(now time.Time) (due []state.FlowSummary, next *time.Time, err error)
 	// Append adds events to the event log. It stamps each event, in place
 	// (the caller's slice holds the stored events afterwards), with the

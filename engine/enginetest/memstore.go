@@ -310,11 +310,15 @@ func (t *tx) PendingGates() ([]state.FlowSummary, error) {
 	}), nil
 }
 
-// GatesDue is engine.DueGates of PendingGates: correct, not faster (the
+// GatesDue is state.GatesDue of PendingGates: correct, not faster (the
 // memory store keeps no deadline index).
 func (t *tx) GatesDue(now time.Time) ([]state.FlowSummary, *time.Time, error) {
 	pending, err := t.PendingGates()
-	return engine.DueGates(pending, err, now)
+	if _, damaged := engine.DamagedFlows(err); err != nil && !damaged {
+		return nil, nil, err
+	}
+	due, next := state.GatesDue(pending, now)
+	return due, next, err // err: the damaged flows, left out
 }
 
 func (t *tx) Append(events ...engine.Event) error {

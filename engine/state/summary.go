@@ -91,3 +91,22 @@ func (c ListCursor) Precedes(created time.Time, id string) bool {
 func (s *FlowSummary) Cursor() ListCursor {
 	return ListCursor{CreatedAt: s.CreatedAt, FlowID: s.FlowID}
 }
+
+// GatesDue picks from pending (waiting gates' summaries) the gates whose
+// deadline is at or before now, and the earliest deadline after now (nil:
+// none). A store without a deadline index answers engine.Tx.GatesDue with
+// it over its pending gates: correct, but it decodes every one.
+func GatesDue(pending []FlowSummary, now time.Time) (due []FlowSummary, next *time.Time) {
+	for _, p := range pending {
+		if p.Gate == nil || p.Gate.Deadline == nil {
+			continue
+		}
+		d := *p.Gate.Deadline
+		if !d.After(now) {
+			due = append(due, p)
+		} else if next == nil || d.Before(*next) {
+			next = &d
+		}
+	}
+	return due, next
+}

@@ -332,11 +332,15 @@ func (t *tx) PendingGates() ([]state.FlowSummary, error) {
 	return t.decodeSummaries(p, kvs)
 }
 
-// GatesDue is engine.DueGates of PendingGates: correct, not faster (the
+// GatesDue is state.GatesDue of PendingGates: correct, not faster (the
 // etcd store keeps no deadline index; it reads every pending gate).
 func (t *tx) GatesDue(now time.Time) ([]state.FlowSummary, *time.Time, error) {
 	pending, err := t.PendingGates()
-	return engine.DueGates(pending, err, now)
+	if _, damaged := engine.DamagedFlows(err); err != nil && !damaged {
+		return nil, nil, err
+	}
+	due, next := state.GatesDue(pending, now)
+	return due, next, err // err: the damaged flows, left out
 }
 
 // ---- cache ----
