@@ -60,7 +60,7 @@ func (s *Service) EnforceDeadlines(ctx context.Context, retry time.Duration, rep
 			continue
 		case <-timer.C:
 		}
-		n, earliest, err := s.sweepNext(ctx)
+		n, earliest, err := s.sweepNext(ctx, retry)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -81,9 +81,11 @@ func (s *Service) EnforceDeadlines(ctx context.Context, retry time.Duration, rep
 }
 
 // sweepNext runs one SweepTimeouts (a panic becomes an error: a sweeper in
-// the background must not take its process down) and returns the earliest
-// deadline still pending afterwards.
-func (s *Service) sweepNext(ctx context.Context) (n int, next *time.Time, err error) {
+// the background must not take its process down) and returns when to
+// sweep next: the earliest deadline still pending afterwards, or retry from
+// now for a gate still due (one its sweep could not apply, e.g. its spec no
+// longer parses) — not at once, which would spin.
+func (s *Service) sweepNext(ctx context.Context, retry time.Duration) (n int, next *time.Time, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -99,13 +101,14 @@ func (s *Service) sweepNext(ctx context.Context) (n int, next *time.Time, err er
 			return err
 		}
 		next = after
-		// A gate still due (its deadline not applied) is the earliest.
+		// A gate still due (its deadline not applied) is tried again after
+		// retry.
 		for _, p := range due {
 			if p.Gate == nil || p.Gate.Deadline == nil {
 				continue
 			}
-			if d := *p.Gate.Deadline; next == nil || d.Before(*next) {
-				next = &d
+			if again := s.now().Add(retry); next == nil || again.Before(*next) {
+				next = &again
 			}
 		}
 		return nil

@@ -95,3 +95,35 @@ func TestEnforceDeadlines(t *testing.T) {
 		t.Errorf("reported %d applied deadlines, want 1", applied)
 	}
 }
+
+// TestEnforceDeadlinesGateStillDue: a gate whose deadline passed but cannot
+// be applied (its flow's spec no longer parses) is tried again after the
+// retry interval, not at once: the enforcer must not spin on it.
+func TestEnforceDeadlinesGateStillDue(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mem := enginetest.New()
+	if err := enginetest.Populate(ctx, mem, enginetest.PopulateOptions{Flows: 4, GateEvery: 1, BrokenSpec: true}); err != nil {
+		t.Fatal(err)
+	}
+	store := &viewCounter{Store: mem}
+	later := func() time.Time { return time.Now().Add(30 * 24 * time.Hour) } // every deadline has passed
+	s := &engine.Service{Store: store, Now: later}
+	due, _, err := func() (d []state.FlowSummary, n *time.Time, err error) {
+		err = mem.View(ctx, func(tx engine.Tx) error { d, n, err = tx.GatesDue(later()); return err })
+		return
+	}()
+	if err != nil || len(due) == 0 {
+		t.Fatalf("no gate due to start with (%v)", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.EnforceDeadlines(ctx, time.Hour, func(int, error) {}) }()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := store.views.Load(); n > 20 {
+		t.Fatalf("%d read transactions in 300 ms with a gate that stays due: the enforcer spins", n)
+	}
+}
