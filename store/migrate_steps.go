@@ -68,40 +68,20 @@ func splitFlowLogs(s *Store, btx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	flows := btx.Bucket(bucketFlows)
-	if flows == nil {
-		return corruptError(s.path, "bucket \"flows\" is missing", nil)
-	}
-	var ids [][]byte
-	if err := flows.ForEach(func(k, _ []byte) error { ids = append(ids, bytes.Clone(k)); return nil }); err != nil {
-		return err
-	}
-	t := &tx{s: s, btx: btx}
-	for _, id := range ids {
+	return s.rewriteStates(btx, func(t *tx, id []byte, st *state.FlowState) (bool, error) {
 		if logb.Get(logMetaKey(string(id))) != nil {
-			continue
-		}
-		var st state.FlowState
-		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil || st.FlowID != string(id) {
-			continue
+			return false, nil
 		}
 		ref, err := parseSpecRef(st.RawSpec)
 		if err != nil {
 			ref = specRef{} // inline (or damaged): nothing is counted for it
 		}
-		if err := t.writeLog(&st, ref); err != nil {
-			return err
+		if err := t.writeLog(st, ref); err != nil {
+			return false, err
 		}
 		st.Records, st.Trace = nil, nil
-		data, err := marshalJSON(&st)
-		if err != nil {
-			return fmt.Errorf("encode flow %s: %w", id, err)
-		}
-		if err := flows.Put(id, data); err != nil {
-			return err
-		}
-	}
-	return nil
+		return true, nil
+	})
 }
 
 // splitFlowSteps (5→6) moves the step outputs and attempts of each flow
@@ -115,6 +95,25 @@ func splitFlowSteps(s *Store, btx *bolt.Tx) error {
 	if b == nil {
 		return corruptError(s.path, "bucket \"flowlog\" is missing", nil)
 	}
+	return s.rewriteStates(btx, func(t *tx, id []byte, st *state.FlowState) (bool, error) {
+		if b.Get(stepsMetaKey(string(id))) != nil {
+			return false, nil
+		}
+		if split, err := t.splitSteps(st); err != nil || !split {
+			return false, nil // a short flow keeps them in its state
+		}
+		if err := t.writeSteps(st); err != nil {
+			return false, err
+		}
+		st.StepOutputs, st.Attempts = nil, nil
+		return true, nil
+	})
+}
+
+// rewriteStates calls fix with each flow state that decodes (one that does
+// not is left as it was: it is still reported damaged, and can be
+// quarantined) and stores the state again when fix says it changed it.
+func (s *Store) rewriteStates(btx *bolt.Tx, fix func(t *tx, id []byte, st *state.FlowState) (bool, error)) error {
 	flows := btx.Bucket(bucketFlows)
 	if flows == nil {
 		return corruptError(s.path, "bucket \"flows\" is missing", nil)
@@ -125,20 +124,17 @@ func splitFlowSteps(s *Store, btx *bolt.Tx) error {
 	}
 	t := &tx{s: s, btx: btx}
 	for _, id := range ids {
-		if b.Get(stepsMetaKey(string(id))) != nil {
-			continue
-		}
 		var st state.FlowState
 		if err := unmarshalJSON(bytes.Clone(flows.Get(id)), &st); err != nil || st.FlowID != string(id) {
 			continue
 		}
-		if split, err := t.splitSteps(&st); err != nil || !split {
-			continue // a short flow keeps them in its state
-		}
-		if err := t.writeSteps(&st); err != nil {
+		changed, err := fix(t, id, &st)
+		if err != nil {
 			return err
 		}
-		st.StepOutputs, st.Attempts = nil, nil
+		if !changed {
+			continue
+		}
 		data, err := marshalJSON(&st)
 		if err != nil {
 			return fmt.Errorf("encode flow %s: %w", id, err)
