@@ -294,7 +294,7 @@ func dispatchGate(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 		g := &state.PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
 		if step.Fn != nil {
 			if step.Fn.Timeout > 0 {
-				d := env.Now.Add(time.Duration(step.Fn.Timeout) * time.Second)
+				d := specs.After(env.Now, int64(step.Fn.Timeout), time.Second)
 				g.Deadline = &d
 			}
 			g.OnTimeout = orStr(step.Fn.OnTimeout, "kill")
