@@ -79,7 +79,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	printStalled := func(f *state.FlowSummary) bool {
 		cont, _ := resumeCommand(func(id string) string { return rootOf(ctx, src, id, f.ParentFlowID) }, f)
 		if f.Driver == state.DriverLibrary {
-			cont = "run the Go program again"
+			cont = "stratum kill " + f.FlowID + " --reason TEXT (a Go program's flow is not resumed)"
 		}
 		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%s\n",
 			stamp(now), plainValue(f.FlowID), plainValue(f.FlowName), plainValue(string(f.Status)), plainValue(f.CurrentStep), plainValue(cont))
