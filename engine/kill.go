@@ -60,7 +60,7 @@ func (s *Service) Kill(ctx context.Context, flowID string, k KillRequest) (Outco
 	if strings.TrimSpace(k.Reason) == "" {
 		return nil, refusal(ErrTypeRationaleRequired, "Ending flow '%s' needs a reason (--reason TEXT): it is recorded with the kill", flowID)
 	}
-	return s.transitionOn(ctx, flowID, nil, true, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+	return s.transitionWith(ctx, flowID, nil, true, retryPatiently, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		return killFlow(st, env, k)
 	})
 }

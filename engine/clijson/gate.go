@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/review"
@@ -104,9 +103,6 @@ func ConfirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision, 
 		return nil
 	} else if err != nil {
 		return err
-	}
-	if sum := engine.Summarize(st, nil); st.IsLibrary() && sum.Stalled(time.Now()) {
-		return nil // its program is gone: the engine refuses the decision (flow_stalled)
 	}
 	var g *review.WaitingGate
 	if r := st.Library.Review(d.StepID); r != nil {

@@ -69,8 +69,9 @@ func Refused(flowID string, e *engine.Error) engine.Response {
 }
 
 // humanGateOf is the flow among flowID and its active descendants that
-// waits at an approver: human gate, or nil (also when a live lease drives
-// one of them: the engine refuses the kill, there is nothing to confirm).
+// waits at an approver: human gate, or nil. (Asked even when a live lease
+// drives the flow, which the engine then refuses: the lease may expire in
+// between, and the kill must not pass a human gate unconfirmed.)
 func humanGateOf(ctx context.Context, svc *engine.Service, flowID string) (*state.FlowState, error) {
 	seen := map[string]bool{}
 	for id := flowID; id != "" && !seen[id] && len(seen) < 64; {
@@ -81,8 +82,8 @@ func humanGateOf(ctx context.Context, svc *engine.Service, flowID string) (*stat
 		} else if err != nil {
 			return nil, err
 		}
-		if st.Status.Finished() || st.Owner != nil && st.Owner.ExpiresAt.After(time.Now()) {
-			return nil, nil // the engine refuses it: nothing to confirm
+		if st.Status.Finished() {
+			return nil, nil
 		}
 		if st.Status == state.StatusAwaitingGate && st.Gate != nil && st.Gate.Approver == string(review.HumanApprover) {
 			return st, nil
