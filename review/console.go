@@ -111,7 +111,7 @@ func (c *Console) handleValue(r PendingReview, human HumanConfirm) (Decision, er
 	}
 	if c.shown != r.ReviewID {
 		c.shown = r.ReviewID
-		fmt.Fprintf(w, "\n── review %s ──\n%s\n", esc(r.StepID), escLines(esc, r.Question))
+		fmt.Fprintf(w, "\n── %s (flow %s) ──\n%s\n", esc(r.StepID), esc(ShortID(r.FlowID)), escLines(esc, r.Question))
 		keys := make([]string, 0, len(r.Artifacts.Values))
 		for k := range r.Artifacts.Values {
 			keys = append(keys, k)

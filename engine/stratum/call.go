@@ -43,7 +43,7 @@ func begin(ctx context.Context, fn string, b Budget) (*callState, error) {
 		parent = c.flow.budget
 		c.rec.FlowID = c.flow.id
 	}
-	c.env = newEnvelope(b, parent, c.start)
+	c.env = newEnvelope(b, parent, c.start, "the call")
 	c.rec.Function = fn
 	return c, nil
 }
@@ -310,7 +310,7 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 		if be := c.env.check(f.name, c.rt.opts.Now()); be != nil {
 			return be
 		}
-		return &BudgetError{Function: f.name, Reason: "time", Message: "the deadline passed during the request"}
+		return c.env.timeUp(f.name, c.rt.opts.Now())
 	case errors.As(err, &ce):
 		return &CompileError{Function: f.name, Message: ce.Message}
 	case errors.As(err, &ae):

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // NOTE(core): every error type of §10 lives here, ReviewTimeoutError and
@@ -92,19 +93,46 @@ func (e *ParseError) Error() string {
 // Is makes the error match ErrStratum.
 func (e *ParseError) Is(target error) bool { return target == ErrStratum }
 
-// BudgetError is an exhausted envelope (§7): the deadline passed (before
-// or during a request) or the USD or token budget was spent before a
+// BudgetError is an exhausted envelope: the deadline passed (before or
+// during a request) or the USD or token budget was spent before a
 // request. It is never retried.
 type BudgetError struct {
 	Function string
-	// Reason says which limit: "time", "usd" or "tokens".
+	// Reason is the axis that ran out: "time", "usd" or "tokens".
 	Reason string
-	// Message details it.
+	// Envelope names the budget that ran out: "the call" (the Spec's
+	// Budget) or "flow NAME" (an enclosing Flow's).
+	Envelope string
+	// Limit is that budget's limit and Spent what was spent of it, on the
+	// Reason's axis only (Time, USD or Tokens; the other fields are zero).
+	// Time spent waiting for a person is not counted.
+	Limit, Spent Budget
+	// Message details it: the axis, what was spent of the limit, and the
+	// envelope.
 	Message string
 }
 
 // Error describes the BudgetError.
 func (e *BudgetError) Error() string { return prefix(e.Function) + "budget exhausted: " + e.Message }
+
+// describe is the Message made from the fields.
+func (e *BudgetError) describe() string {
+	var s string
+	switch e.Reason {
+	case "time":
+		s = fmt.Sprintf("time: %s spent of %s", e.Spent.Time.Round(time.Millisecond), e.Limit.Time)
+	case "usd":
+		s = fmt.Sprintf("usd: $%.6f spent of $%.6f", e.Spent.USD, e.Limit.USD)
+	case "tokens":
+		s = fmt.Sprintf("tokens: %d spent of %d", e.Spent.Tokens, e.Limit.Tokens)
+	default:
+		s = e.Reason
+	}
+	if e.Envelope != "" {
+		s += " (" + e.Envelope + ")"
+	}
+	return s
+}
 
 // Is makes the error match ErrStratum.
 func (e *BudgetError) Is(target error) bool { return target == ErrStratum }
