@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -301,7 +302,10 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 	var ex *infer.ExhaustedError
 	var ce *infer.CompileError
 	var ae *engine.AttemptError
+	var pe *infer.ProviderError
 	switch {
+	case errors.As(err, &pe):
+		return providerError(f.name, pe)
 	case errors.As(err, &ex) && ex.Parse:
 		return &ParseError{Function: f.name, Attempts: ex.Violations}
 	case errors.As(err, &ex):
@@ -317,6 +321,28 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 		return fmt.Errorf("%w: %s: %s", ErrStratum, f.name, joinViolations(ae.Violations))
 	}
 	return err
+}
+
+// providerError is the library's error for the provider's failure pe.
+func providerError(fn string, pe *infer.ProviderError) *ProviderError {
+	e := &ProviderError{Function: fn, Provider: pe.Provider, Model: pe.Model, Err: pe.Err}
+	var (
+		down  *llm.UnreachableError
+		large *llm.TooLargeError
+		api   *llm.APIError
+		tr    *llm.TransportError
+	)
+	switch {
+	case errors.As(pe.Err, &down):
+		e.Retryable = !down.Permanent
+	case errors.As(pe.Err, &large):
+		e.Status = 200
+	case errors.As(pe.Err, &api):
+		e.Status = api.Status
+	case errors.As(pe.Err, &tr):
+		e.Status, e.Retryable = tr.Status, true
+	}
+	return e
 }
 
 func joinViolations(vs []string) string {

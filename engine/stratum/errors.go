@@ -137,6 +137,44 @@ func (e *BudgetError) describe() string {
 // Is makes the error match ErrStratum.
 func (e *BudgetError) Is(target error) bool { return target == ErrStratum }
 
+// ProviderError is a failure of the model's provider, not of its answer:
+// it could not be reached (connection refused, DNS, TLS), it refused the
+// request (an HTTP 4xx: a bad key, an unknown model), its answer was larger
+// than the library reads (refused once, the paid request never re-sent),
+// or its transport retries (429, 5xx, timeouts) ran out. The transport
+// retried what could be retried, briefly for an unreachable provider; the
+// Call makes no further attempt.
+type ProviderError struct {
+	Function string
+	// Provider is the provider's name ("openai"), Model the
+	// "provider/model" called.
+	Provider, Model string
+	// Status is the HTTP status of the provider's last answer (0 when none
+	// came: unreachable, a connection reset, a timeout).
+	Status int
+	// Retryable says whether the same request may succeed later (a
+	// provider down or overloaded), as opposed to one that will fail again
+	// (a name that does not resolve, a certificate, a 4xx, an answer too
+	// large).
+	Retryable bool
+	// Err is the provider's error.
+	Err error
+}
+
+// Error describes the ProviderError.
+func (e *ProviderError) Error() string {
+	if e.Err == nil {
+		return prefix(e.Function) + "provider " + e.Provider + " failed"
+	}
+	return prefix(e.Function) + e.Err.Error()
+}
+
+// Unwrap returns the provider's error.
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// Is makes the error match ErrStratum.
+func (e *ProviderError) Is(target error) bool { return target == ErrStratum }
+
 // ConvergenceError ends a Refine loop that ran out of iterations (§3.3).
 type ConvergenceError struct {
 	Function string

@@ -37,8 +37,15 @@
 // violations come back as StepRequest.Violations of the next attempt.
 // Parse failures, refusals, truncation and exhausted transport retries are
 // *engine.AttemptError with kinds parse, refusal, truncated and transport;
-// configuration problems (no model, no key, 4xx, replay miss) have kind
-// config. The provider call, retries included, is bounded by
+// configuration problems (no model, no key, 4xx, replay miss), a provider
+// that cannot be reached (connection refused, DNS, TLS: "provider
+// unreachable", after the transport's few bounded tries) and an answer
+// over llm.MaxResponseBytes (refused once, never re-sent) have kind
+// config, which stops a run. The provider's failures (transport,
+// unreachable, too large, 4xx) come as a *ProviderError carrying the llm
+// error, which Loop never retries. A transport that stops retrying because
+// the caller's deadline would pass says so; only the call's own deadline is
+// reported as the call timeout. The provider call, retries included, is bounded by
 // Executor.CallTimeout (config llm_timeout, STRATUM_LLM_TIMEOUT; default
 // DefaultCallTimeout) or the ms budget's deadline, whichever is sooner; the
 // first is an attempt of kind timeout whose violation says the call timed
