@@ -17,7 +17,9 @@
 // over Execute.
 //
 // The compiler assembles, newline-joined: the intent; each context string;
-// "Inputs:" and one "  name: value" line per non-opaque input; on a retry
+// "Inputs:" and one "  name: value" line per non-opaque input (a string of
+// several lines as a fenced block indented under "  name:", so no input
+// line starts at the margin and none can forge the retry block); on a retry
 // "Previous attempt failed:", one "  - violation" line per violation of the
 // previous attempt only, and "Fix these issues specifically."; when
 // opaque inputs exist, "See attached data for: a, b"; and last

@@ -71,6 +71,10 @@ type Output struct {
 	Schema map[string]any
 	// Hash is the contract hash (seed 000 §1.4), "none" without a schema.
 	Hash string
+	// ExactNumbers decodes the answer's numbers as json.Number, their
+	// digits as written (the library decodes them into Go types: an int64
+	// above 2^53 keeps its value); the engine's expressions want float64.
+	ExactNumbers bool
 }
 
 // OutputOf returns the step's output schema: its output contract's schema,
@@ -237,7 +241,7 @@ func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResu
 	if callErr != nil {
 		return finish(e.mapCallError(ctx, callCtx, deadline, cause, label, target, callErr))
 	}
-	value, repaired, err := decodeAnswer(resp.Content, wrapped, req.Output.Schema, target.Info.Dialect)
+	value, repaired, err := decodeAnswer(resp.Content, wrapped, req.Output, target.Info.Dialect)
 	if err != nil {
 		return finish(err)
 	}
@@ -377,8 +381,9 @@ func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Targe
 // decodeAnswer extracts the JSON answer from the provider's text, unwraps
 // a non-object root sent as {"value": …}, and drops the nulls a strict
 // OpenAI schema forced onto optional fields.
-func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect string) (any, bool, error) {
-	value, repaired, perr := ExtractJSON(content)
+func decodeAnswer(content string, wrapped bool, out Output, dialect string) (any, bool, error) {
+	schema := out.Schema
+	value, repaired, perr := extractJSON(content, out.ExactNumbers)
 	if perr != nil {
 		return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + perr.Error()}}
 	}
