@@ -1,6 +1,7 @@
 package stratum
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,18 +103,34 @@ func (c *callState) finish(ctx context.Context, output any, err error) {
 	}
 }
 
-// plainJSON is v as JSON values (so the trace holds no reference to the
-// program's data); v itself when it does not encode.
+// plainJSON is v as JSON values, numbers as json.Number (so the trace
+// holds no reference to the program's data, and an integer above 2^53
+// keeps its digits); v itself when it does not encode.
 func plainJSON(v any) any {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return v
 	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
+	out, err := decodeExact(b)
+	if err != nil {
 		return v
 	}
 	return out
+}
+
+// decodeExact decodes JSON with its numbers as json.Number, the digits as
+// written.
+func decodeExact(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("invalid JSON: data after the value")
+	}
+	return v, nil
 }
 
 // Call runs the function on in (§3.1): the preconditions, the cache, then
@@ -246,7 +263,7 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 		AttemptRequest: infer.AttemptRequest{
 			Function: f.name, Models: []string{f.spec.Model},
 			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail},
-			Output: infer.Output{Schema: f.schema, Hash: f.hash}, Inputs: inputs,
+			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
 			Temperature: f.spec.Temperature, FlowID: c.rec.FlowID,
 		},
 		Retries: f.retries,
@@ -410,8 +427,8 @@ func cacheGet[In, Out any](ctx context.Context, cc *callCache, f *Fn[In, Out]) (
 	if !ok {
 		return zero, false
 	}
-	var v any
-	if json.Unmarshal(b, &v) != nil {
+	v, err := decodeExact(b)
+	if err != nil {
 		return zero, false
 	}
 	out, violations, _ := f.check(v)

@@ -3,6 +3,7 @@ package stratum
 import (
 	"context"
 	"fmt"
+	"reflect"
 )
 
 // Turn is what a debating agent receives: the topic, the round (counted
@@ -48,6 +49,15 @@ func (d Debate[Topic, Arg, Out]) Run(ctx context.Context, topic Topic) (Out, err
 		return zero, fmt.Errorf("%w: a debate needs Synthesize", ErrStratum)
 	case d.Rounds < 0:
 		return zero, fmt.Errorf("%w: a debate needs at least one round (Rounds %d)", ErrStratum, d.Rounds)
+	}
+	if d.AgreeOn != "" {
+		schema, err := SchemaFor[Arg]()
+		if err != nil {
+			return zero, err
+		}
+		if err := checkAgreeOn(reflect.TypeFor[Arg](), schema, d.AgreeOn); err != nil {
+			return zero, &CompileError{Message: "debate: " + err.Error()}
+		}
 	}
 	rounds := d.Rounds
 	if rounds == 0 {

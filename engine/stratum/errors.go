@@ -273,7 +273,8 @@ func (e *ReviewRejectedError) Error() string {
 func (e *ReviewRejectedError) Is(target error) bool { return target == ErrStratum }
 
 // BranchError is the error of a parallel branch, naming it by its index
-// (counted from 0) in the call's branch list.
+// (counted from 0) in the call's branch list. It matches ErrStratum
+// whatever the branch returned, and unwraps to the branch's error.
 type BranchError struct {
 	Index int
 	Err   error
@@ -284,6 +285,9 @@ func (e *BranchError) Error() string { return fmt.Sprintf("branch %d: %v", e.Ind
 
 // Unwrap returns the branch's error.
 func (e *BranchError) Unwrap() error { return e.Err }
+
+// Is makes the error match ErrStratum.
+func (e *BranchError) Is(target error) bool { return target == ErrStratum }
 
 func prefix(fn string) string {
 	if fn == "" {
