@@ -11,8 +11,7 @@ import (
 )
 
 // PendingReview describes the gate the flow waits on (flow is its spec's
-// flow) as a reviewer sees it (README, "Gates, deadlines and who may
-// decide"); ok is false when the flow is not waiting at a gate.
+// flow) as a reviewer sees it (engine/GATES.md); ok is false when the flow is not waiting at a gate.
 //
 // Question is the gate function's intent (or a default). Artifacts carries
 // the flow inputs, the outputs of the steps so far and the decisions of

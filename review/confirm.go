@@ -37,7 +37,8 @@ func ShortID(flowID string) string {
 // or the flow's short id. An agent that decides through its tools (MCP is
 // refused by the engine) or a non-interactive shell (a script, a tool
 // call running `stratum gate`) cannot approve its own work; a program that
-// drives a real terminal (a pty) can — see the README's threat model.
+// drives a real terminal (a pty) can — see the threat model in
+// engine/GATES.md.
 type HumanConfirm struct {
 	// Terminal reports whether In and Out are an interactive terminal;
 	// the front end decides it (injected, so tests need no pty).

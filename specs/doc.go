@@ -15,7 +15,7 @@
 //     contain a control or bidirectional formatting character (invalid-name),
 //     since names reach terminals.
 //  3. Semantic checks: every rule of the original (ir_semantic_error) plus the
-//     stricter ones the README lists (duplicate ids, unknown $-references, cycles,
+//     stricter ones REFERENCE.md lists (duplicate ids, unknown $-references, cycles,
 //     recursive flows, expressions that do not compile, ensure references to
 //     fields that the output contract does not declare, contracts nested past
 //     MaxContractDepth or past MaxContractNodes inlined, on_timeout: approve

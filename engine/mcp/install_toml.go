@@ -62,7 +62,7 @@ func parseCodexConfig(path string, old []byte) (*codexConfig, error) {
 		key, _, isKV := strings.Cut(t, "=")
 		key = strings.TrimSpace(key)
 		if isKV && (strings.HasPrefix(key, "mcp_servers."+ServerName) || (inServers && (key == ServerName || strings.HasPrefix(key, ServerName+".")))) {
-			return nil, fmt.Errorf("%s:%d: the %s server is configured with dotted keys or an inline table; edit it by hand (see the README), the file was left untouched", path, i+1, ServerName)
+			return nil, fmt.Errorf("%s:%d: the %s server is configured with dotted keys or an inline table; edit it by hand (engine/mcp/MCP.md in the stratum repository shows the table), the file was left untouched", path, i+1, ServerName)
 		}
 	}
 	return c, nil

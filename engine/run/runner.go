@@ -19,7 +19,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// Exit codes of `stratum run` (README, `stratum run`).
+// Exit codes of `stratum run` (RUN.md, "Exit status").
 const (
 	ExitComplete    = 0
 	ExitFailed      = 1
