@@ -27,7 +27,8 @@ type Transcript[Topic, Arg any] struct {
 // 2), concurrently within each round; Synthesize turns the transcript into
 // the result. Converged is true when the final round's arguments are equal
 // on their AgreeOn JSON field (the whole argument when AgreeOn is empty),
-// compared as canonical JSON.
+// compared as canonical JSON; an AgreeOn that is not a JSON field of Arg
+// makes Run fail with a *CompileError before any agent runs.
 type Debate[Topic, Arg, Out any] struct {
 	Agents     []func(context.Context, Turn[Topic, Arg]) (Arg, error)
 	Rounds     int

@@ -59,7 +59,9 @@ const DefaultRetries = 3
 // any other type: one line named "input"); Out is the output contract,
 // whose JSON Schema (SchemaFor) is sent as the structured-output schema.
 type Spec[In, Out any] struct {
-	// Intent is the goal, the prompt's first line.
+	// Intent is the goal, the prompt's first line. Inputs are never
+	// substituted into it: each is sent on its own line after it, so a
+	// {placeholder} in the intent or a context line is a *CompileError.
 	Intent string
 	// Context lines follow the intent, in order.
 	Context []string
@@ -82,7 +84,10 @@ type Spec[In, Out any] struct {
 	// Quorum > 1 runs Quorum calls concurrently and takes the agreement
 	// (§5.2); it needs AgreeOn and Threshold.
 	Quorum int
-	// AgreeOn is the JSON field name of Out compared for agreement.
+	// AgreeOn is the JSON field name of Out compared for agreement by
+	// Quorum, Stable and Probable (empty: the whole answer); a name that
+	// is not one of Out's JSON fields (its Go name, say) is a
+	// *CompileError.
 	AgreeOn string
 	// Threshold is the number of agreeing answers required.
 	Threshold int
@@ -125,9 +130,10 @@ type Fn[In, Out any] struct {
 }
 
 // NewInfer defines a typed LLM function. It computes the output schema and
-// the contract hash once; a type cycle, Quorum without AgreeOn or
-// Threshold, an AgreeOn that is not a field of Out, or an opaque input
-// interpolated into the intent or context is a *CompileError.
+// the contract hash once; a type cycle or a tag SchemaFor refuses, Quorum
+// without AgreeOn or Threshold, an AgreeOn that is not a JSON field of
+// Out, or a {placeholder} in the intent or context (an opaque input's
+// included) is a *CompileError.
 func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 	fail := func(format string, args ...any) error {
 		return &CompileError{Function: name, Message: fmt.Sprintf(format, args...)}

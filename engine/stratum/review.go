@@ -34,13 +34,17 @@ type Review[T any] struct {
 	Options []T
 	// Timeout is wall clock, persisted with the review (a restarted
 	// process sees the same deadline); 0: none. Time spent waiting is not
-	// charged to any budget.
+	// charged to the flow's time budget.
 	Timeout time.Duration
 	// OnTimeout is the value a timeout decides; nil: a timeout is a
-	// *ReviewTimeoutError.
+	// *ReviewTimeoutError. It must be one of Options, or fit T; it is
+	// refused with Approver "human".
 	OnTimeout *T
-	// Approver "human": only a person may decide (never an agent over MCP;
-	// `stratum gate` asks for a terminal and a typed confirmation).
+	// Approver "human": only a person may decide — in `stratum tui`, with
+	// `stratum gate` on a terminal after a typed confirmation, or on the
+	// console sink likewise — never an agent over MCP, a Go program
+	// (Runtime.Resolve, a ReviewSink) or a deadline (OnTimeout is
+	// refused). "" or "any": any of these may decide.
 	Approver string
 }
 
@@ -56,10 +60,12 @@ type HumanDecision[T any] struct {
 	Channel string
 }
 
-// ReviewSink is told about every review that opens (§6.2), after it is
+// ReviewSink is told about every review that opens, after it is
 // persisted when the Runtime has a Store. A sink never decides by
 // returning: whoever decides calls Runtime.Resolve (or decides in the
-// store: the TUI, `stratum gate`, MCP). Emit should not block for long.
+// store: the TUI, `stratum gate`, MCP). A review with Approver "human" is
+// shown to a sink but cannot be decided through it: Resolve refuses it.
+// Emit should not block for long.
 type ReviewSink interface {
 	Emit(ctx context.Context, p PendingReview) error
 }
@@ -96,14 +102,16 @@ type memReview struct {
 	done chan struct{} // closed once r is closed
 }
 
-// AwaitHuman opens a review and waits for its decision (seed 000 §6). With
-// a Store the review is persisted first (a gate of the current flow, or of
-// a flow of its own outside Flow.Run) and is decided in the store: in
-// `stratum tui`, with `stratum gate approve FLOW STEP --option N|--value
-// JSON` or `reject`, over MCP, or with Runtime.Resolve; Options.Sinks are
-// told after it is persisted. Without a Store it is kept in memory and
-// decided with Runtime.Resolve (Sinks are told), or, without Sinks, on the
-// console (no terminal: AwaitHuman fails at once).
+// AwaitHuman opens a review and waits for its decision. With a Store the
+// review is persisted first (a gate of the current flow, or of a flow of
+// its own outside Flow.Run) and is decided in the store: in `stratum tui`,
+// with `stratum gate approve FLOW STEP --option N|--value JSON` or
+// `reject`, over MCP, or with Runtime.Resolve; Options.Sinks are told
+// after it is persisted. Without a Store it is kept in memory and decided
+// with Runtime.Resolve (Sinks are told), or, without Sinks, on the
+// console: stdin and stderr must be a terminal, else AwaitHuman fails at
+// once ("nobody can decide this review here"). A review with Approver
+// "human" is decided only by a person: never over MCP or by a program.
 //
 // A value that is not one of Options or does not fit T is refused and the
 // review stays open; the first decision wins. A rejection is a
@@ -111,7 +119,7 @@ type memReview struct {
 // (Reviewer "auto", Rationale "timeout", Channel "auto") or is a
 // *ReviewTimeoutError. When ctx ends first the review is withdrawn and
 // ctx's error returned. Waiting uses the store's events and a deadline
-// timer, never polling.
+// timer, never polling, and is not charged to the flow's time budget.
 func AwaitHuman[T any](ctx context.Context, r Review[T]) (HumanDecision[T], error) {
 	var zero HumanDecision[T]
 	rt, err := runtimeFrom(ctx)

@@ -13,21 +13,31 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// SchemaFor returns the JSON Schema of T as the library sends it (rule 2):
-// github.com/google/jsonschema-go's translation, then a pass of our own:
+// SchemaFor returns the JSON Schema of T as the library sends it:
+// github.com/google/jsonschema-go's translation, then a pass of our own,
+// so that the schema accepts exactly what encoding/json decodes into T:
 //
 //   - struct fields are required (omitempty or not) and objects are closed
 //     (additionalProperties false); a pointer field is optional and
 //     nullable;
 //   - slices are arrays, never null; []byte is a base64 string; time.Time
-//     is a date-time string;
+//     is a date-time string; time.Duration is an integer of nanoseconds
+//     (its description says so: 1 second = 1000000000); json.RawMessage
+//     is any JSON value; json.Number and *big.Int are numbers, decoded
+//     with every digit (an integer above 2^53 keeps its value);
+//   - a field tagged json:",string" is a string holding the value ("42",
+//     "true"), as encoding/json writes and reads it;
 //   - the tag `stratum:"enum=a|b,min=0,max=1,minlen=1,maxlen=500,opaque"`
-//     adds an enum (values parsed as the field's type), numeric bounds,
-//     string or array length bounds; opaque marks an input field that is
-//     sent as attached data, never in the prompt text (seed 000 §1.5).
+//     adds an enum (values parsed as the field's type), numeric bounds
+//     (min, max: numbers only), string or array length bounds (minlen,
+//     maxlen); opaque marks an input field that is sent as attached data,
+//     never in the prompt text.
 //
 // A type cycle is a *CompileError; so are types JSON cannot carry
-// (channels, functions, maps with non-string keys) and malformed tags.
+// (channels, functions, maps with non-string keys), malformed tags and
+// tags no value can satisfy or that bound what they cannot: min above
+// max, minlen above maxlen, min on a string, an enum value outside the
+// bounds, bounds on a json:",string" field, a key given twice.
 func SchemaFor[T any]() (map[string]any, error) {
 	return schemaOf(reflect.TypeFor[T]())
 }
