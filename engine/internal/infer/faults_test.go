@@ -82,6 +82,17 @@ func TestCallersDeadlineIsNotTheCallTimeout(t *testing.T) {
 		!strings.Contains(err.Error(), "would pass the deadline") || !strings.Contains(err.Error(), "HTTP 503") {
 		t.Fatalf("err = %v", err)
 	}
+
+	// The library's loop does not retry what the transport gave up on.
+	n.Store(0)
+	ctx, cancel = context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	defer cancel()
+	res, err := ex.Loop(ctx, LoopRequest{AttemptRequest: AttemptRequest{Function: "classify", Models: []string{"openai/gpt-4o-mini"},
+		Parts: PromptParts{Intent: "Classify"}}, Retries: 3, Check: func(any) ([]string, bool) { return nil, false }})
+	var pe *ProviderError
+	if !errors.As(err, &pe) || res.Attempts != 1 {
+		t.Fatalf("Loop = %v after %d attempts (%d requests)", err, res.Attempts, n.Load())
+	}
 }
 
 // An oversized answer stops the step once, never re-sent.
