@@ -10,8 +10,8 @@
 //     these violations in the next prompt (or on the command's stdin);
 //   - the engine checks a flow's output against the flow's `output`
 //     contract when the flow completes, for every driver;
-//   - the Go library (engine/stratum) is meant to check each Call's answer
-//     against its output type's schema here as well.
+//   - the Go library (engine/stratum) checks each Call's answer against its
+//     output type's schema here, the contract named after the type.
 //
 // A violation reads "output contract 'NAME' violation: MSG", MSG being
 // specs.Schema.Validate's text ("missing required property 'phone'", "at
