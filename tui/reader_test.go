@@ -280,6 +280,13 @@ func TestHeaderStoreNewer(t *testing.T) {
 	if !strings.Contains(h, "written by a newer stratum: quit and start the newer stratum tui") || strings.Contains(h, "unreachable") {
 		t.Fatalf("header: %q", h)
 	}
+	// Found by another read than the snapshot's (a page of the flows, a
+	// detail): the header says it too.
+	m2 := newModel(t, f.src, 200, 24)
+	m2.loadFailed(newer)
+	if h := m2.headerLine(); !strings.Contains(h, "written by a newer stratum") {
+		t.Fatalf("header after a failed page read: %q", h)
+	}
 }
 
 // TestHeaderStoreUnreachable: while the store cannot be read the header
