@@ -192,19 +192,7 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 	}
 	if r.Library {
 		// A Go program's review: the value is the decision.
-		add(fmt.Sprintf("review of a Go program · trigger %s · waiting %s · %s · approver: %s", clean(r.Trigger), age(now.Sub(r.OpenedAt)), deadlineText(r, now), approverText(r.Approver)), nil)
-		add(clean(r.Question), nil)
-		if a := r.Artifacts.Values; len(a) > 0 {
-			add("artifacts: "+clean(kvText(a)), st.Muted.Render)
-		}
-		if len(r.Options) == 0 {
-			add("value: any JSON value of the type "+clean(jsonCompact(r.Schema)), nil)
-		}
-		for i, o := range r.Options {
-			add(fmt.Sprintf("  %d. %s", i+1, clean(jsonCompact(o))), nil)
-		}
-		add("approve records a value ("+optionHint(r)+"), kill rejects the review; no revise", st.Muted.Render)
-		return out
+		return c.reviewLines(r, width, 0, true, false, "").lines
 	}
 	add(fmt.Sprintf("round %d · waiting %s · %s · approver: %s", r.Round, age(now.Sub(r.OpenedAt)), deadlineText(r, now), approverText(r.Approver)), nil)
 	add(c.reviseText(r, gc), nil)
@@ -280,14 +268,6 @@ func (c *common) reviseText(r review.PendingReview, gc *gateContext) string {
 		return "revise → step " + clean(gc.onRevise) + " · no rounds left (max_rounds " + fmt.Sprint(gc.maxRounds) + ")"
 	}
 	return fmt.Sprintf("revise → step %s · %d of %d round%s left", clean(gc.onRevise), left, gc.maxRounds, plural(gc.maxRounds))
-}
-
-// optionHint says how a Go program's review takes its value.
-func optionHint(r review.PendingReview) string {
-	if n := len(r.Options); n > 0 {
-		return fmt.Sprintf("an option, 1–%d", n)
-	}
-	return "typed, checked against its type"
 }
 
 func approverText(a review.Approver) string {
