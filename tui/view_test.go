@@ -113,3 +113,34 @@ func TestTinyTerminals(t *testing.T) {
 		}
 	}
 }
+
+// The Flows pane drops columns by priority as the terminal narrows
+// (UPDATED, DRIVER, ROUND, AGE, K/N); status, flow, step and the short id
+// always show; at 80 columns everything but UPDATED fits.
+func TestFlowColumnsByWidth(t *testing.T) {
+	for _, c := range []struct {
+		width int
+		want  string
+	}{
+		{118, "STATUS FLOW STEP K/N ROUND ID AGE DRIVER UPDATED"},
+		{78, "STATUS FLOW STEP K/N ROUND ID AGE DRIVER"},
+		{70, "STATUS FLOW STEP K/N ROUND ID AGE"},
+		{64, "STATUS FLOW STEP K/N ID AGE"},
+		{58, "STATUS FLOW STEP K/N ID"},
+		{40, "STATUS FLOW STEP ID"},
+	} {
+		cols := flowColumns(c.width)
+		var titles []string
+		total := len(cols) - 1
+		for _, col := range cols {
+			titles = append(titles, strings.TrimSpace(col.title))
+			total += col.width
+		}
+		if got := strings.Join(titles, " "); got != c.want {
+			t.Errorf("width %d: columns %q, want %q", c.width, got, c.want)
+		}
+		if total > c.width && c.width >= 60 {
+			t.Errorf("width %d: the columns take %d", c.width, total)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -40,7 +41,10 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 		if d.Outcome == review.Kill {
 			rep.Status = "killed"
 		}
-		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: decidedElsewhere(d)})
+		if d.Outcome == review.Revise {
+			fc.round = pr.Round + 1
+		}
+		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: decisionText(d)})
 		return answered(r.svc.Resume(ctx, fc.id))
 	case errors.Is(err, review.ErrNeedsTerminal), errors.Is(err, review.ErrNotConfirmed):
 		// The human-presence rule refused a decision of this run (an
@@ -69,7 +73,10 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 	if d.Outcome == review.Kill {
 		rep.Status = "killed"
 	}
-	r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(d.Outcome), Message: fmt.Sprintf("%s (%s, %s)", d.Outcome, d.Channel, d.ResolvedBy)})
+	if d.Outcome == review.Revise {
+		fc.round = pr.Round + 1
+	}
+	r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(d.Outcome), Message: decisionText(d)})
 	return answered(out, nil)
 }
 
@@ -107,19 +114,41 @@ func (r *Runner) gateHandlers(fc *flowCtx, pr review.PendingReview) []review.Han
 	}))
 }
 
-// decidedElsewhere tells who decided a gate this run waited at, how and why.
-func decidedElsewhere(d review.Decision) string {
+// decisionText names a gate decision by who made it, through what, and
+// why: "approved by --approve all (policy)" (a policy's rationale names
+// its flag), "revised by bob (cli): needs work", "approved by ann at the
+// console", "killed by the gate's timeout".
+func decisionText(d review.Decision) string {
 	if d.Outcome == "" {
 		return "decided by another process"
 	}
-	msg := string(d.Outcome) + " by " + orUnknown(d.Reviewer)
-	if d.Channel != "" {
+	done := map[review.Outcome]string{review.Approve: "approved", review.Revise: "revised", review.Kill: "killed"}[d.Outcome]
+	if done == "" {
+		done = string(d.Outcome)
+	}
+	switch d.Channel {
+	case review.ChannelPolicy:
+		msg := d.Rationale // "approved by --approve all"
+		if !strings.HasPrefix(msg, done+" by ") {
+			msg = done + " by the gate policy"
+		}
+		if d.ResolvedBy == review.Human && d.Reviewer != "" {
+			return msg + " (policy, " + d.Reviewer + ")"
+		}
+		return msg + " (policy)"
+	case review.ChannelTimeout:
+		return done + " by the gate's timeout (on_timeout)"
+	}
+	msg := done + " by " + orUnknown(d.Reviewer)
+	if d.Channel == review.ChannelConsole {
+		msg += " at the console"
+	} else if d.Channel != "" {
 		msg += " (" + string(d.Channel) + ")"
 	}
 	if d.Rationale != "" {
 		msg += ": " + d.Rationale
 	}
-	return msg + ", decided elsewhere"
+	return msg
 }
 
 func orUnknown(s string) string {

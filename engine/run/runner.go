@@ -198,6 +198,9 @@ type flowCtx struct {
 	dir    string
 	parent *flowCtx
 	call   callState
+	// round is the flow's round (the revises of its gates so far): the
+	// progress lines name it once a revise sent the flow back.
+	round int
 }
 
 // callState is the per-call budget envelope of the step being executed
@@ -207,6 +210,25 @@ type callState struct {
 	start  time.Time
 	usd    float64
 	tokens int64
+	// attempt is the attempt under way, counted in the flow's round as the
+	// engine counts it (retries, STRATUM_ATTEMPT): the one counter the
+	// progress lines show. dur, unpriced and cached are the call's time,
+	// whether an attempt spent at an unknown price, and whether its result
+	// came from the cache: its result line counts this call, not the run.
+	attempt  int
+	dur      time.Duration
+	unpriced bool
+	cached   bool
+}
+
+// beginCall notes attempt of step (in the flow's round) as the one under
+// way; the first attempt, or another step's, starts a new call (its budget
+// envelope and clock).
+func (r *Runner) beginCall(fc *flowCtx, stepID string, attempt int) {
+	if fc.call.stepID != stepID || attempt == 1 {
+		fc.call = callState{stepID: stepID, start: time.Now()}
+	}
+	fc.call.attempt = attempt
 }
 
 // Start plans flowName of sp with inputs (validated by the engine, workflow
@@ -274,7 +296,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 		r.releaseAll()
 		return nil, err
 	}
-	fc := &flowCtx{id: flowID, spec: sp, flow: flow, dir: specDir(st.SpecFile)}
+	fc := &flowCtx{id: flowID, spec: sp, flow: flow, dir: specDir(st.SpecFile), round: st.Round}
 	r.emit(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: st.FlowName, Spec: sp, Resumed: true})
 	return r.driveRoot(ctx, fc, out, engine.AsError(err))
 }
@@ -523,7 +545,12 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 	}
 	r.hold(d.ChildFlowID)
 	defer r.unhold(context.WithoutCancel(ctx), d.ChildFlowID)
-	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: st, Attempt: rep.Attempts + 1, Spec: fc.spec, Message: "child flow " + d.ChildFlowName})
+	pst, err := r.svc.Get(ctx, fc.id)
+	if err != nil {
+		return turn{}, err
+	}
+	r.beginCall(fc, st.ID, pst.Attempts[st.ID]+1)
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: st, Attempt: fc.call.attempt, Round: fc.round, Spec: fc.spec, Message: "child flow " + d.ChildFlowName})
 	cfc := &flowCtx{id: d.ChildFlowID, spec: fc.spec, flow: cflow, dir: fc.dir, parent: fc}
 	if r.opts.Tracer != nil {
 		r.opts.Tracer.FlowStarted(d.ChildFlowID, d.ChildFlowName, fc.id)
@@ -537,6 +564,7 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 	}
 	rep.Attempts++
 	rep.Duration += time.Since(start)
+	fc.call.dur += time.Since(start)
 	switch end.status {
 	case EndComplete:
 		// The parent step's result is the child's completion object, as an
