@@ -39,18 +39,18 @@ type Event struct {
 	// Attempt counts the step's attempts in the flow's Round (as its
 	// retries and STRATUM_ATTEMPT do); Round is how many revises sent the
 	// flow back so far.
-	Attempt      int
-	Round        int
-	Iteration    int
-	Elapsed      time.Duration
-	CostUSD      *float64
-	Tokens       int64 // step_done: tokens the step's attempts spent
-	CacheHit     bool
-	Violations   []string
-	Status       string
-	Message      string
-	Gate         *review.PendingReview
-	Resumed      bool
+	Attempt    int
+	Round      int
+	Iteration  int
+	Elapsed    time.Duration
+	CostUSD    *float64
+	Tokens     int64 // step_done: tokens the step's attempts spent
+	CacheHit   bool
+	Violations []string
+	Status     string
+	Message    string
+	Gate       *review.PendingReview
+	Resumed    bool
 }
 
 // Progress receives the run's progress events. Implementations must be
