@@ -77,6 +77,17 @@
 // pending gates, the detail flow) in one command, coalescing bursts, so a
 // gate decided in another process leaves the Gates pane on the next frame.
 //
+// # Work in flight
+//
+// The Flows pane marks a running flow whose step is under way (▶ running
+// 12s; the footnote names the step and its dispatch time) from the store's
+// events (inflight.go): each Watch batch updates the marks before the
+// reload it triggers — step_dispatched starts one, the step's report, a
+// gate opening or resolving, a checkpoint or the flow's end removes it. A
+// stalled flow is never marked. Flows already in flight when the console
+// starts are read once from their states' DispatchedAt (the running flows
+// of the first window, at most inflightSeedMax).
+//
 // # Many flows
 //
 // The console never holds every flow. Source.ListFlows reads one page of

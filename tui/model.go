@@ -215,7 +215,7 @@ func New(opt Options) *Model {
 	ti.CharLimit = 500
 	m := &Model{
 		common: common{keys: opt.Keys, st: opt.Styles, now: opt.Now, width: 80, height: 24, specs: map[string]watch.Update{},
-			gateCtx: map[string]*gateContext{}},
+			gateCtx: map[string]*gateContext{}, inflight: map[string]inflightStep{}, inflightSeen: map[string]bool{}},
 		opt:            opt,
 		input:          ti,
 		runFlows:       map[string]bool{},
@@ -298,6 +298,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.handleReviewEvent(review.PendingReview(msg))
 	case tickMsg:
 		return m.tickCmd()
+	case inflightSeedMsg:
+		m.handleInflightSeed(msg)
 	case actionMsg:
 		m.setStatus(msg.text, msg.err)
 		return m.reloadCmd()
@@ -385,6 +387,9 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 		cmds = append(cmds, m.closeStaleDialogs(before))
 	}
 	m.refreshPanes()
+	if first {
+		cmds = append(cmds, m.seedInflightCmd(m.runningSteps()))
+	}
 	for i, p := range m.panes {
 		if _, flows := p.(*flowsPane); flows && refiltered {
 			continue
@@ -421,6 +426,7 @@ func (m *Model) handleDetail(msg detailMsg) tea.Cmd {
 
 // handleEngineEvents reacts to new store events: one reload per burst.
 func (m *Model) handleEngineEvents(evs eventsMsg) tea.Cmd {
+	m.noteInflight(evs)
 	return tea.Batch(m.reloadCmd(), m.waitEventsCmd())
 }
 

@@ -235,6 +235,10 @@ type common struct {
 	// hold them).
 	detailSum  *state.FlowSummary
 	detailRoot string
+	// inflight marks the flows whose step is under way, from the store's
+	// events (inflight.go); inflightSeen the flows an event spoke for.
+	inflight     map[string]inflightStep
+	inflightSeen map[string]bool
 }
 
 // paneBase is the state every pane has; panes embed it.

@@ -97,6 +97,11 @@ func flowFootnote(c *common, f *state.FlowSummary, now time.Time) []string {
 		why, next := stalledHint(c.resumeTarget, f)
 		return []string{c.st.Warning.Render(line + " · ⚠ stalled: " + why), c.st.Warning.Render(next)}
 	}
+	if in, ok := c.inflightOf(f, now); ok {
+		return []string{c.st.Muted.Render(line + " · " + flowStatusText(f, now)),
+			c.st.Running.Render("step " + clean(in.stepID) + " under way for " + elapsedText(now.Sub(in.since)) +
+				" (dispatched at " + in.since.UTC().Format("15:04:05") + ")")}
+	}
 	return []string{c.st.Muted.Render(line + " · " + flowStatusText(f, now)), ""}
 }
 
@@ -169,7 +174,12 @@ type flowColumn struct {
 // widths on a wide terminal; FLOW and STEP narrow first.
 var flowColumnsAll = []flowColumn{
 	{title: "STATUS", width: 16, cell: func(c *common, f *state.FlowSummary, now time.Time, w int) string {
-		return c.st.flowStatus(f, now).Render(padRight(truncate(flowStatusText(f, now), w), w))
+		text := flowStatusText(f, now)
+		if in, ok := c.inflightOf(f, now); ok {
+			// Its step is under way: for how long (inflight.go).
+			text += " " + elapsedText(now.Sub(in.since))
+		}
+		return c.st.flowStatus(f, now).Render(padRight(truncate(text, w), w))
 	}},
 	{title: "FLOW", width: 24, cell: func(_ *common, f *state.FlowSummary, _ time.Time, w int) string {
 		return padRight(truncate(clean(f.FlowName), w), w)
