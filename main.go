@@ -29,6 +29,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/doctor"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/engine/state"
@@ -769,16 +770,27 @@ func (a *app) installCommand() *cobra.Command {
 }
 
 func (a *app) doctorCommand() *cobra.Command {
-	var opts mcpserver.DoctorOptions
+	var opts doctor.Options
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:     "doctor",
-		Short:   "Check that an agent's stratum server runs this binary on this shell's store",
-		Long:    mcpserver.DoctorHelp,
-		Example: mcpserver.DoctorExamples,
+		Short:   "Check what breaks runs: the store, the models and their keys, the agent CLIs, the MCP registration",
+		Long:    doctor.Help,
+		Example: doctor.Examples,
 		Args:    cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			rep, err := mcpserver.Doctor(opts)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, cfgErr := projectConfig()
+			opts.Config, opts.ConfigErr = cfg, cfgErr
+			opts.Store = func(ctx context.Context) doctor.StoreProbe {
+				s, err := storeSettings()
+				if err != nil {
+					return doctor.StoreProbe{Name: "the store", Open: err}
+				}
+				p := backend.Probe(ctx, s)
+				return doctor.StoreProbe{Name: p.Name, Schema: p.Schema, Flows: p.Flows, Open: p.Open, Read: p.Read, Write: p.Write, WriteProbed: p.WriteProbed}
+			}
+			opts.MCP.Dir = opts.Dir
+			rep, err := doctor.Run(cmd.Context(), opts)
 			if err != nil {
 				return failErr(err)
 			}

@@ -64,6 +64,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join(root, "testdata", "script"),
 		RequireExplicitExec: true,
 		UpdateScripts:       *update,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"fakeprovider": fakeProvider},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 			env.Setenv("STRATUM_HOME", filepath.Join(env.WorkDir, ".stratum"))

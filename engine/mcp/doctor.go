@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,8 +37,11 @@ type DoctorCheck struct {
 	Config string `json:"config"` // the client configuration file
 	Check  string `json:"check"`  // "server", "binary" or "store"
 	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
+	// Skipped: nothing to check (a project with no .mcp.json is not set
+	// up for an agent); OK is set.
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix,omitempty"`
 }
 
 // DoctorReport is every finding; OK when all checks passed.
@@ -56,7 +61,8 @@ type serverEntry struct {
 // it registers one, of Codex's config.toml with this shell: the command
 // must be this binary, and STRATUM_HOME / STRATUM_STORE the ones this
 // shell uses. A missing .mcp.json entry is a failed check; a Codex config
-// without a stratum table is not looked at.
+// without a stratum table is not looked at, and a project without
+// .mcp.json is not set up for an agent: one skipped check says so.
 func Doctor(opts DoctorOptions) (DoctorReport, error) {
 	if opts.Binary == "" {
 		if exe, err := os.Executable(); err == nil {
@@ -83,9 +89,13 @@ func Doctor(opts DoctorOptions) (DoctorReport, error) {
 		rep.Checks = append(rep.Checks, c)
 		rep.OK = rep.OK && c.OK
 	}
-	mcpPath := filepath.Join(projectRoot(dir), ".mcp.json")
+	mcpPath := filepath.Join(ProjectRoot(dir), ".mcp.json")
 	entry, err := mcpJSONEntry(mcpPath)
+	_, statErr := os.Stat(mcpPath)
 	switch {
+	case errors.Is(statErr, fs.ErrNotExist):
+		add(DoctorCheck{Config: mcpPath, Check: "server", OK: true, Skipped: true,
+			Detail: "no .mcp.json: this project is not set up for an agent (stratum install sets it up)"})
 	case err != nil:
 		add(DoctorCheck{Config: mcpPath, Check: "server", Detail: err.Error(), Fix: "fix the file, then run stratum install"})
 	case entry == nil:

@@ -191,7 +191,7 @@ func newReport(dir string, dryRun bool) (InstallReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.ProjectRoot = projectRoot(dir)
+	rep.ProjectRoot = ProjectRoot(dir)
 	return rep, nil
 }
 
@@ -306,8 +306,9 @@ func codexHome(home string) (string, error) {
 	return home, nil
 }
 
-// projectRoot walks up from dir to the nearest directory holding .git.
-func projectRoot(dir string) string {
+// ProjectRoot walks up from dir to the nearest directory holding .git (dir
+// itself when none does): the project install sets up and doctor checks.
+func ProjectRoot(dir string) string {
 	for d := dir; ; {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			return d

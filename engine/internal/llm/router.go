@@ -111,6 +111,12 @@ type Target struct {
 	Full     string // provider/model
 }
 
+// MissingKeyError is the error of a call to model whose provider needs a
+// key that is not set.
+func MissingKeyError(model string, info ProviderInfo) *ConfigError {
+	return &ConfigError{Message: fmt.Sprintf("model %q needs %s to be set (or run with --replay FILE)", model, info.KeyEnv)}
+}
+
 // Router resolves "provider/model" names to Providers (created once per
 // provider and reused).
 type Router struct {
@@ -187,7 +193,7 @@ func (r *Router) Resolve(model string) (Target, error) {
 	if info.KeyEnv != "" {
 		key = r.cfg.Getenv(info.KeyEnv)
 		if key == "" && !info.KeyOptional && !r.cfg.NoKeys {
-			return Target{}, &ConfigError{Message: fmt.Sprintf("model %q needs %s to be set (or run with --replay FILE)", model, info.KeyEnv)}
+			return Target{}, MissingKeyError(model, info)
 		}
 	}
 	var p Provider
