@@ -790,6 +790,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				return doctor.StoreProbe{Name: p.Name, Schema: p.Schema, Flows: p.Flows, Open: p.Open, Read: p.Read, Write: p.Write, WriteProbed: p.WriteProbed}
 			}
 			opts.MCP.Dir = opts.Dir
+			opts.Invocation = runner.InvokedNow().Invocation()
 			rep, err := doctor.Run(cmd.Context(), opts)
 			if err != nil {
 				return failErr(err)
@@ -857,7 +858,8 @@ func (a *app) runCommand() *cobra.Command {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			open := func(ctx context.Context) (*engine.Service, error) { svc, _, err := openService(ctx); return svc, err }
 			rep, code, err := line.Main(cmd.Context(), open, runner.Setup{Record: recordF, Replay: replayFile, Stdin: a.stdin,
-				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github}, junitFile, jsonOut)
+				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github,
+				Invocation: runner.InvokedNow().Invocation()}, junitFile, jsonOut)
 			if rep != nil { // the --json report (also of a run that did not start), or the completed flow's output
 				if werr := writeJSON(a.stdout, rep); werr != nil && err == nil {
 					return werr
@@ -940,7 +942,7 @@ func (a *app) tuiCommand() *cobra.Command {
 				return err
 			}
 			cfg, cfgErr := projectConfig()
-			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Plain: plain, Once: once,
+			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Invocation: runner.InvokedNow().Invocation(), Plain: plain, Once: once,
 				NoColor: noColor, SpecDirs: append(specDirs, args...), Config: cfg, ConfigErr: cfgErr,
 				SweepInterval: mcpserver.DefaultSweepInterval, Terminal: isTerminal(a.stdout) && isTerminal(a.stdin), In: a.stdin, Out: a.stdout})
 			var ue *tui.UsageError

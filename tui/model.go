@@ -33,6 +33,9 @@ type Options struct {
 	Keys     KeyMap
 	Styles   Styles
 	Reviewer string // identity recorded with decisions ($USER)
+	// Invocation runs this stratum in the commands the console prints
+	// (stratum run --resume …; "stratum" when empty).
+	Invocation string
 	// Backend names the store, shown at the right of the header.
 	Backend string
 	// Now is the clock (time.Now when nil).
@@ -215,7 +218,8 @@ func New(opt Options) *Model {
 	ti.CharLimit = 500
 	m := &Model{
 		common: common{keys: opt.Keys, st: opt.Styles, now: opt.Now, width: 80, height: 24, specs: map[string]watch.Update{},
-			gateCtx: map[string]*gateContext{}, inflight: map[string]inflightStep{}, inflightSeen: map[string]bool{}},
+			gateCtx: map[string]*gateContext{}, inflight: map[string]inflightStep{}, inflightSeen: map[string]bool{},
+			invocation: opt.Invocation},
 		opt:            opt,
 		input:          ti,
 		runFlows:       map[string]bool{},

@@ -239,6 +239,8 @@ type common struct {
 	// events (inflight.go); inflightSeen the flows an event spoke for.
 	inflight     map[string]inflightStep
 	inflightSeen map[string]bool
+	// invocation runs this stratum in the commands shown (Options).
+	invocation string
 }
 
 // paneBase is the state every pane has; panes embed it.

@@ -94,7 +94,7 @@ func (p *flowsPane) View(c *common) []string {
 func flowFootnote(c *common, f *state.FlowSummary, now time.Time) []string {
 	line := "flow " + clean(f.FlowID)
 	if f.Stalled(now) {
-		why, next := stalledHint(c.resumeTarget, f)
+		why, next := stalledHint(c.invocation, c.resumeTarget, f)
 		return []string{c.st.Warning.Render(line + " · ⚠ stalled: " + why), c.st.Warning.Render(next)}
 	}
 	if in, ok := c.inflightOf(f, now); ok {
@@ -108,11 +108,11 @@ func flowFootnote(c *common, f *state.FlowSummary, now time.Time) []string {
 // stalledHint says why a stalled flow stopped and what continues it: a
 // runner's flow is resumed, a child flow through its parent; a Go
 // program's (driver library) never is.
-func stalledHint(target func(id string) string, f *state.FlowSummary) (why, next string) {
+func stalledHint(invocation string, target func(id string) string, f *state.FlowSummary) (why, next string) {
 	if f.Driver == state.DriverLibrary {
 		return "its Go program has exited", "a Go program's flow is not resumed: run the program again"
 	}
-	cmd, child := resumeCommand(target, f)
+	cmd, child := resumeCommand(invocation, target, f)
 	if child {
 		return "its runner has exited", "a child flow: continue its parent with: " + clean(cmd)
 	}

@@ -393,14 +393,14 @@ func TestChildFlowResumesParent(t *testing.T) {
 		{FlowID: "leaf", ParentFlowID: "mid", Driver: state.DriverRunner, Status: state.StatusAwaitingGate},
 	}
 	c := &common{flows: flowWindow{n: len(flows), rows: flows}}
-	cmd, child := resumeCommand(c.resumeTarget, &flows[2])
+	cmd, child := resumeCommand("", c.resumeTarget, &flows[2])
 	if cmd != "stratum run --resume root" || !child {
 		t.Fatalf("child: %q %v", cmd, child)
 	}
-	if cmd, child := resumeCommand(c.resumeTarget, &flows[0]); cmd != "stratum run --resume root" || child {
+	if cmd, child := resumeCommand("", c.resumeTarget, &flows[0]); cmd != "stratum run --resume root" || child {
 		t.Fatalf("root: %q %v", cmd, child)
 	}
-	_, next := stalledHint(c.resumeTarget, &flows[2])
+	_, next := stalledHint("", c.resumeTarget, &flows[2])
 	if !strings.Contains(next, "continue its parent with: stratum run --resume root") {
 		t.Fatalf("hint %q", next)
 	}

@@ -2,8 +2,12 @@ package tui
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -142,5 +146,18 @@ func TestFlowColumnsByWidth(t *testing.T) {
 		if total > c.width && c.width >= 60 {
 			t.Errorf("width %d: the columns take %d", c.width, total)
 		}
+	}
+}
+
+// The console's commands name this stratum as it was invoked: a console
+// started with go run tells a stalled flow's `go run . run --resume ID`.
+func TestResumeCommandAsInvoked(t *testing.T) {
+	f := newFixture(t)
+	m := New(Options{Source: f.src, Keys: DefaultKeyMap(), Reviewer: "alice", Invocation: "go run .",
+		Styles: DefaultStyles(NewRenderer(os.Stdout, true)), Now: func() time.Time { return base.Add(10 * time.Minute) }, Tick: -1})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	drive(m, m.Init())
+	if v := m.View(); !strings.Contains(v, "continue it with: go run . run --resume "+f.runID) {
+		t.Fatalf("the stalled flow's command:\n%s", v)
 	}
 }

@@ -17,13 +17,13 @@ import (
 )
 
 // checkStore: the store opens, reads and takes a write transaction.
-func checkStore(rep *Report, p StoreProbe) {
+func checkStore(rep *Report, p StoreProbe, inv string) {
 	switch {
 	case p.Open != nil:
-		rep.add("store", Fail, fmt.Sprintf("%s does not open: %v", p.Name, p.Open), storeFix(p.Open))
+		rep.add("store", Fail, fmt.Sprintf("%s does not open: %v", p.Name, p.Open), storeFix(p.Open, inv))
 		return
 	case p.Read != nil:
-		rep.add("store", Fail, fmt.Sprintf("%s opens but cannot be read: %v", p.Name, p.Read), storeFix(p.Read))
+		rep.add("store", Fail, fmt.Sprintf("%s opens but cannot be read: %v", p.Name, p.Read), storeFix(p.Read, inv))
 		return
 	}
 	rep.add("store", OK, fmt.Sprintf("%s opens, schema %d, %d flow%s", p.Name, p.Schema, p.Flows, plural(p.Flows)), "")
@@ -39,17 +39,17 @@ func checkStore(rep *Report, p StoreProbe) {
 }
 
 // storeFix is the one-line fix of a store that does not open or read.
-func storeFix(err error) string {
+func storeFix(err error, inv string) string {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "newer stratum"):
 		return "upgrade this stratum (every stratum sharing the store together), or point STRATUM_STORE at another store"
 	case strings.Contains(msg, "corrupt"), strings.Contains(msg, "damaged"):
-		return "run stratum store check; move the file aside or restore its backup (stratum.db.bak-vN)"
+		return "run " + inv + " store check; move the file aside or restore its backup (stratum.db.bak-vN)"
 	case strings.Contains(msg, "disk is full"):
-		return "free space on the store's file system and run stratum doctor again"
+		return "free space on the store's file system and run " + inv + " doctor again"
 	case strings.Contains(msg, "etcd"):
-		return "check the members, STRATUM_STORE and the STRATUM_ETCD_* settings (stratum store info shows what is used)"
+		return "check the members, STRATUM_STORE and the STRATUM_ETCD_* settings (" + inv + " store info shows what is used)"
 	}
 	return "check STRATUM_STORE (or store: in config.yaml) and that STRATUM_HOME is a directory you can write"
 }

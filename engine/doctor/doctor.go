@@ -100,12 +100,21 @@ type Options struct {
 	Getenv   func(string) string
 	LookPath func(string) (string, error)
 	Reach    func(ctx context.Context, url string) (int, error)
+	// Invocation runs this stratum in the fixes printed ("stratum" when
+	// empty; run.Invoked.Invocation in the binary).
+	Invocation string
 }
 
 // Run runs every check.
 func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Dir == "" {
 		o.Dir = "."
+	}
+	if o.Invocation == "" {
+		o.Invocation = "stratum"
+	}
+	if o.MCP.Invocation == "" {
+		o.MCP.Invocation = o.Invocation
 	}
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
@@ -115,10 +124,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	rep := Report{OK: true, Checks: []Check{}}
 	if o.ConfigErr != nil {
-		rep.add("config", Fail, o.ConfigErr.Error(), "fix the file and line named, then run stratum doctor again")
+		rep.add("config", Fail, o.ConfigErr.Error(), "fix the file and line named, then run "+o.Invocation+" doctor again")
 	}
 	if o.Store != nil {
-		checkStore(&rep, o.Store(ctx))
+		checkStore(&rep, o.Store(ctx), o.Invocation)
 	}
 	needs, err := projectNeeds(o.Dir)
 	if err != nil {

@@ -60,7 +60,7 @@ func TestCheckStore(t *testing.T) {
 		{StoreProbe{Name: "etcd etcd://h/p", Schema: 4}, "ok|writes are not probed on etcd|"},
 	} {
 		rep := Report{OK: true}
-		checkStore(&rep, c.p)
+		checkStore(&rep, c.p, "stratum")
 		last := rep.Checks[len(rep.Checks)-1]
 		want := strings.Split(c.want, "|")
 		if string(last.Status) != want[0] || !strings.Contains(last.Detail, want[1]) || !strings.Contains(last.Fix, want[2]) {

@@ -30,6 +30,9 @@ type DoctorOptions struct {
 	// Getenv reads this shell's environment (STRATUM_HOME, STRATUM_STORE,
 	// PATH for a bare command name); nil: os.Getenv.
 	Getenv func(string) string
+	// Invocation runs this stratum in the fixes printed ("stratum" when
+	// empty).
+	Invocation string
 }
 
 // DoctorCheck is one finding.
@@ -84,6 +87,10 @@ func Doctor(opts DoctorOptions) (DoctorReport, error) {
 	if err != nil {
 		return DoctorReport{}, err
 	}
+	inv := opts.Invocation
+	if inv == "" {
+		inv = "stratum"
+	}
 	rep := DoctorReport{OK: true, Checks: []DoctorCheck{}}
 	add := func(c DoctorCheck) {
 		rep.Checks = append(rep.Checks, c)
@@ -95,31 +102,31 @@ func Doctor(opts DoctorOptions) (DoctorReport, error) {
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
 		add(DoctorCheck{Config: mcpPath, Check: "server", OK: true, Skipped: true,
-			Detail: "no .mcp.json: this project is not set up for an agent (stratum install sets it up)"})
+			Detail: "no .mcp.json: this project is not set up for an agent (" + inv + " install sets it up)"})
 	case err != nil:
-		add(DoctorCheck{Config: mcpPath, Check: "server", Detail: err.Error(), Fix: "fix the file, then run stratum install"})
+		add(DoctorCheck{Config: mcpPath, Check: "server", Detail: err.Error(), Fix: "fix the file, then run " + inv + " install"})
 	case entry == nil:
 		add(DoctorCheck{Config: mcpPath, Check: "server", Detail: "no stratum server is registered",
-			Fix: "run stratum install in this shell"})
+			Fix: "run " + inv + " install in this shell"})
 	default:
-		compareEntry(mcpPath, entry, opts.Binary, getenv, add)
+		compareEntry(mcpPath, entry, opts.Binary, inv, getenv, add)
 	}
 	if home, err := codexHome(opts.CodexHome); err == nil {
 		path := filepath.Join(home, "config.toml")
 		switch entry, err := codexEntry(path); {
 		case err != nil:
-			add(DoctorCheck{Config: path, Check: "server", Detail: err.Error(), Fix: "fix the file, then run stratum install --codex"})
+			add(DoctorCheck{Config: path, Check: "server", Detail: err.Error(), Fix: "fix the file, then run " + inv + " install --codex"})
 		case entry != nil:
-			compareEntry(path, entry, opts.Binary, getenv, add)
+			compareEntry(path, entry, opts.Binary, inv, getenv, add)
 		}
 	}
 	return rep, nil
 }
 
 // compareEntry checks one registered server against this shell.
-func compareEntry(config string, e *serverEntry, binary string, getenv func(string) string, add func(DoctorCheck)) {
+func compareEntry(config string, e *serverEntry, binary, inv string, getenv func(string) string, add func(DoctorCheck)) {
 	add(DoctorCheck{Config: config, Check: "server", OK: true, Detail: "a stratum server is registered: " + e.command + " mcp"})
-	fix := "run stratum install" + codexFlag(config) + " in this shell"
+	fix := "run " + inv + " install" + codexFlag(config) + " in this shell"
 	got, err := resolveCommand(e.command, getenv("PATH"))
 	switch {
 	case err != nil:

@@ -168,9 +168,9 @@ func (*interruptedError) Error() string { return "interrupted while waiting for 
 func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 	root := rootID(fc)
 	msg := fmt.Sprintf("flow %s stopped at gate '%s' (round %d). Decide it, then continue the run:\n"+
-		"  stratum gate approve %s %s --note \"…\"   (or: reject, revise)\n"+
-		"  stratum run --resume %s",
-		fc.id, pr.StepID, pr.Round, fc.id, pr.StepID, root)
+		"  %s --note \"…\"   (or: reject, revise)\n"+
+		"  %s",
+		fc.id, pr.StepID, pr.Round, r.cmd("gate approve "+fc.id+" "+pr.StepID), r.cmd("run --resume "+root))
 	if pr.Approver == review.HumanApprover {
 		msg += "\n(the gate requires a human decision: approver: human)"
 	}
@@ -189,7 +189,7 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 // process sweeps.
 func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (review.Decision, error) {
 	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
-		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
+		Message: "waiting for a decision: " + r.cmd("gate approve "+fc.id+" "+pr.StepID)})
 	// The end of the log before the first read: Watch delivers everything
 	// after it, so a decision made in between is not missed.
 	after, err := r.svc.LastSeq(ctx)

@@ -36,7 +36,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	if err != nil {
 		return turn{}, err
 	}
-	resume := "; the flow stays resumable: stratum run --resume " + rootID(fc)
+	resume := "; " + r.resumable(fc)
 	tasks, perr := fanout.ParseTasks(d.Tasks)
 	if perr != nil {
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
@@ -174,7 +174,7 @@ func (r *Runner) noInferMessage(fc *flowCtx, step *specs.Step) string {
 	if r.opts.InferUnavailable != "" {
 		msg += ": " + r.opts.InferUnavailable
 	}
-	return msg + "; give the step an agent: or a run: command, or configure a provider; the flow stays resumable: stratum run --resume " + rootID(fc)
+	return msg + "; give the step an agent: or a run: command, or configure a provider; " + r.resumable(fc)
 }
 
 // taskProgress is a fan-out's OnTask: each task's change of state (but

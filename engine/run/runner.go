@@ -65,6 +65,9 @@ type Options struct {
 	Infer engine.Executor
 	// InferUnavailable explains why Infer is nil (shown to the user).
 	InferUnavailable string
+	// Invocation runs this stratum in the next steps the run prints
+	// (Invoked.Invocation; "stratum" when empty).
+	Invocation string
 	// Agent runs inline steps with `agent:` (default: an AgentExecutor over
 	// DefaultAgents).
 	Agent engine.Executor
@@ -221,6 +224,22 @@ type callState struct {
 	cached   bool
 }
 
+// cmd is a next-step command of stratum with args, as this stratum is run
+// (Options.Invocation).
+func (r *Runner) cmd(args string) string {
+	inv := r.opts.Invocation
+	if inv == "" {
+		inv = "stratum"
+	}
+	return inv + " " + args
+}
+
+// resumable is the note of an error that leaves fc's flow resumable: the
+// command that continues it.
+func (r *Runner) resumable(fc *flowCtx) string {
+	return "the flow stays resumable: " + r.cmd("run --resume "+rootID(fc))
+}
+
 // beginCall notes attempt of step (in the flow's round) as the one under
 // way; the first attempt, or another step's, starts a new call (its budget
 // envelope and clock).
@@ -322,7 +341,7 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, first engine.Outcom
 		return nil, err
 	}
 	if err != nil || end.status == EndInterrupted {
-		msg := "interrupted; the flow is saved: stratum run --resume " + fc.id
+		msg := "interrupted; the flow is saved: " + r.cmd("run --resume "+fc.id)
 		if c := context.Cause(runCtx); c != nil && !errors.Is(c, context.Canceled) {
 			msg = c.Error() + "; " + msg
 		}

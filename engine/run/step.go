@@ -70,7 +70,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		if r.opts.InferUnavailable != "" {
 			msg += ": " + r.opts.InferUnavailable
 		}
-		msg += "; the flow stays resumable: stratum run --resume " + rootID(fc)
+		msg += "; " + r.resumable(fc)
 		return stop(&endState{status: EndError, out: d, message: msg})
 	}
 	attempt := d.Attempt(step.Retries)
@@ -194,10 +194,10 @@ func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Ste
 		return r.exhaust(ctx, fc, step, execErr.Error())
 	}
 	if ae == nil {
-		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %v; the flow stays resumable: stratum run --resume %s", step.ID, execErr, rootID(fc))})
+		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %v; %s", step.ID, execErr, r.resumable(fc))})
 	}
 	if ae.Kind == engine.AttemptConfig {
-		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %s; the flow stays resumable: stratum run --resume %s", step.ID, ae.Error(), rootID(fc))})
+		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %s; %s", step.ID, ae.Error(), r.resumable(fc))})
 	}
 	vs := ae.Violations
 	if len(vs) == 0 {
