@@ -255,6 +255,9 @@ func (r *Runner) beginCall(fc *flowCtx, stepID string, attempt int) {
 // gate stop, or an interruption. sp.File should be the spec's path (its
 // directory is the commands' default working directory).
 func (r *Runner) Start(ctx context.Context, sp *specs.Spec, flowName string, inputs map[string]any) (*Outcome, error) {
+	if out := r.refuseUnpriced(sp, flowName); out != nil {
+		return out, nil
+	}
 	lease := r.holder.Lease()
 	specFile := sp.File
 	if specFile != "" {
@@ -305,6 +308,10 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 	flow := sp.Flows[st.FlowName]
 	if flow == nil {
 		return &Outcome{FlowID: flowID, Status: EndInvalid, ExitCode: ExitUsage, Message: fmt.Sprintf("flow %q not in the stored spec", st.FlowName)}, nil
+	}
+	if out := r.refuseUnpriced(sp, st.FlowName); out != nil {
+		out.FlowID = flowID
+		return out, nil
 	}
 	if err := r.claim(ctx, st); err != nil {
 		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndError, ExitCode: ExitFailed, Message: err.Error(), Spec: sp, NotRun: true}, nil

@@ -164,3 +164,25 @@ func (e *Executor) Close() error {
 	}
 	return e.recorder.Close()
 }
+
+// PriceOf reports whether the calls a step makes with models (step's,
+// function's; the default when both are empty) have a known cost, as
+// llm.Router.Priced says. full is the model chosen ("" when none is
+// configured: such a step fails at its call, with the fix).
+func (e *Executor) PriceOf(models ...string) (full string, priced bool) {
+	p, ok := e.Models.(interface {
+		Priced(string) (string, bool, error)
+	})
+	if !ok {
+		return "", true
+	}
+	model := e.Models.Choose(models...)
+	if model == "" {
+		return "", true
+	}
+	full, priced, err := p.Priced(model)
+	if err != nil {
+		return "", true // the call fails with its own message
+	}
+	return full, priced
+}
