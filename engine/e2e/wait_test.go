@@ -103,7 +103,8 @@ func TestRunOnGateWaitLatency(t *testing.T) {
 				}
 			}
 		}
-		waiting := await("waiting for a decision: stratum gate approve ")
+		// The binary is not on PATH: the command names it by its path.
+		waiting := await("waiting for a decision: " + bin + " gate approve ")
 		fields := strings.Fields(waiting.text[strings.Index(waiting.text, "gate approve ")+len("gate approve "):])
 		flow := fields[0]
 		// The runner is waiting, not starting to; the jitter keeps the
