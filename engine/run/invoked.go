@@ -99,6 +99,22 @@ func moduleOf(gomod string) string {
 	return ""
 }
 
+// cmd is a next-step command of stratum with args, as this stratum is run
+// (Options.Invocation).
+func (r *Runner) cmd(args string) string {
+	inv := r.opts.Invocation
+	if inv == "" {
+		inv = "stratum"
+	}
+	return inv + " " + args
+}
+
+// resumable is the note of an error that leaves fc's flow resumable: the
+// command that continues it.
+func (r *Runner) resumable(fc *flowCtx) string {
+	return "the flow stays resumable: " + r.cmd("run --resume "+rootID(fc))
+}
+
 // TemporaryBuild reports whether the binary at path is a temporary build
 // of the go command (`go run`, `go test`): it lies in a go-build directory
 // (the work directory $TMPDIR/go-build<digits>, or the default build cache

@@ -224,32 +224,6 @@ type callState struct {
 	cached   bool
 }
 
-// cmd is a next-step command of stratum with args, as this stratum is run
-// (Options.Invocation).
-func (r *Runner) cmd(args string) string {
-	inv := r.opts.Invocation
-	if inv == "" {
-		inv = "stratum"
-	}
-	return inv + " " + args
-}
-
-// resumable is the note of an error that leaves fc's flow resumable: the
-// command that continues it.
-func (r *Runner) resumable(fc *flowCtx) string {
-	return "the flow stays resumable: " + r.cmd("run --resume "+rootID(fc))
-}
-
-// beginCall notes attempt of step (in the flow's round) as the one under
-// way; the first attempt, or another step's, starts a new call (its budget
-// envelope and clock).
-func (r *Runner) beginCall(fc *flowCtx, stepID string, attempt int) {
-	if fc.call.stepID != stepID || attempt == 1 {
-		fc.call = callState{stepID: stepID, start: time.Now()}
-	}
-	fc.call.attempt = attempt
-}
-
 // Start plans flowName of sp with inputs (validated by the engine, workflow
 // defaults applied) under the runner's lease and drives it to its end, a
 // gate stop, or an interruption. sp.File should be the spec's path (its

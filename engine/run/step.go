@@ -51,6 +51,16 @@ func (r *Runner) executor(k executorKind) engine.Executor {
 	return nil
 }
 
+// beginCall notes attempt of step (in the flow's round) as the one under
+// way; the first attempt, or another step's, starts a new call (its budget
+// envelope and clock).
+func (r *Runner) beginCall(fc *flowCtx, stepID string, attempt int) {
+	if fc.call.stepID != stepID || attempt == 1 {
+		fc.call = callState{stepID: stepID, start: time.Now()}
+	}
+	fc.call.attempt = attempt
+}
+
 // runStep executes one attempt (or, for an iterating step, the iteration
 // loop) of the dispatched step and reports it; it returns the engine's next
 // answer.
