@@ -198,7 +198,9 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 	add(c.reviseText(r, gc), nil)
 	add(clean(r.Question), nil)
 	if in := r.Artifacts.Inputs; len(in) > 0 {
-		add("inputs: "+clean(kvText(in)), st.Muted.Render)
+		for _, l := range hangLines("", clean("inputs: "+inlineText(readable(in), false)), "    ", width) {
+			out = append(out, st.Muted.Render(l))
+		}
 	}
 	if gc != nil {
 		for _, v := range gc.violations {
@@ -234,7 +236,8 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 			}
 			// Folded, an output is a summary of a few lines; enter
 			// expands it (as text), the pager shows it whole.
-			folded := wrapLines("  "+clean(k)+": "+clean(jsonCompact(outs[k])), width)
+			// As key: value words (review_view.go), wrapped on spaces.
+			folded := hangLines("  ", clean(k+": "+inlineText(readable(outs[k]), false)), "      ", width)
 			if len(folded) > foldedLines {
 				more := fmt.Sprintf("    … %d more lines folded", len(folded)-foldedLines+1)
 				folded = append(folded[:foldedLines-1], st.Muted.Render(truncate(more, width)))
@@ -278,15 +281,6 @@ func approverText(a review.Approver) string {
 		return string(review.AnyApprover)
 	}
 	return string(a)
-}
-
-// kvText renders a map as sorted key=value pairs, values in JSON.
-func kvText(m map[string]any) string {
-	parts := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, k+"="+jsonCompact(m[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -74,6 +74,13 @@ func TestRunOnGateWaitLatency(t *testing.T) {
 		if err := run.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// A failed check must not leave the runner waiting at its gate.
+		t.Cleanup(func() {
+			if run.ProcessState == nil {
+				_ = run.Process.Kill()
+				_ = run.Wait()
+			}
+		})
 		type line struct {
 			text string
 			at   time.Time
