@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/stratum-go/stratum/engine"
@@ -908,16 +907,15 @@ func (a *app) runErr(err error) error {
 	return failErr(err)
 }
 
-// isTerminal reports whether f is an interactive terminal: a file whose
-// descriptor answers the terminal ioctl (isatty). A character device is not
-// enough: /dev/null and /dev/zero are character devices, and a decision
-// "typed" from them is a program's.
+// isTerminal reports whether f is an interactive terminal
+// (review.IsTerminal, the one rule: a file whose descriptor answers the
+// terminal ioctl; /dev/null is not one).
 func isTerminal(f any) bool {
 	if u, ok := f.(interface{ Unwrap() io.Writer }); ok {
 		f = u.Unwrap()
 	}
 	file, ok := f.(*os.File)
-	return ok && term.IsTerminal(file.Fd())
+	return ok && review.IsTerminal(file)
 }
 
 // ---- tui ----

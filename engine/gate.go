@@ -48,10 +48,8 @@ func gateResolve(st *state.FlowState, env transitionEnv, d review.Decision) (tra
 	if d.StepID != step.ID {
 		return refused(refusal(ErrTypeWrongStep, "Expected gate step '%s', got '%s'", step.ID, d.StepID)), nil
 	}
-	if gateApprover(st, step) == string(review.HumanApprover) && d.Channel == review.ChannelMCP {
-		return refused(refusal(ErrTypeGateRequiresHuman,
-			"Gate '%s' requires a human decision (approver: human) and cannot be resolved through MCP; "+
-				"decide it in `stratum tui` or with `stratum gate`", step.ID)), nil
+	if err := review.Approver(gateApprover(st, step)).CheckChannel(d.Channel, "Gate '"+step.ID+"'"); err != nil {
+		return refused(refusal(ErrTypeGateRequiresHuman, "%s", err.Error())), nil
 	}
 	if d.Round != nil && *d.Round != st.Round {
 		e := refusal(ErrTypeStaleRound, "Decision is for round %d of gate '%s', but the gate is in round %d", *d.Round, step.ID, st.Round)

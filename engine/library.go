@@ -119,10 +119,8 @@ func resolveLibraryReview(st *state.FlowState, env transitionEnv, d review.Decis
 	if !d.ResolvedBy.Valid() {
 		return refused(refusal(ErrTypeInvalidResolvedBy, "resolved_by must be one of ['agent', 'human', 'system'], got '%s'", d.ResolvedBy)), nil
 	}
-	if r.Approver == string(review.HumanApprover) && d.Channel == review.ChannelMCP {
-		return refused(refusal(ErrTypeGateRequiresHuman,
-			"Review '%s' requires a human decision (approver: human) and cannot be resolved through MCP; "+
-				"decide it in `stratum tui` or with `stratum gate`", r.ID)), nil
+	if err := review.Approver(r.Approver).CheckChannel(d.Channel, "Review '"+r.ID+"'"); err != nil {
+		return refused(refusal(ErrTypeGateRequiresHuman, "%s", err.Error())), nil
 	}
 	if d.Outcome == review.Revise {
 		return refused(refusal(ErrTypeInvalidOutcome,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/internal/libreview"
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
@@ -151,10 +152,6 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		if st.Status.Finished() {
 			return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 		}
-		approver := orStr(req.Approver, string(review.AnyApprover))
-		if approver != string(review.AnyApprover) && approver != string(review.HumanApprover) {
-			return transitionResult{}, execErrorf("approver must be 'any' or 'human', got '%s'", approver)
-		}
 		r := &state.LibraryReview{
 			ID:        "review-" + strconv.Itoa(len(st.Library.Reviews)+1),
 			Question:  req.Question,
@@ -162,7 +159,7 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 			Artifacts: state.CloneObject(req.Artifacts),
 			Options:   state.CloneRaws(req.Options),
 			Schema:    state.CloneObject(req.Schema),
-			Approver:  approver,
+			Approver:  orStr(req.Approver, string(review.AnyApprover)),
 			OpenedAt:  env.Now,
 			OnTimeout: state.CloneRaw(req.OnTimeout),
 			Status:    state.ReviewOpen,
@@ -170,6 +167,9 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		if req.Timeout > 0 {
 			d := env.Now.Add(req.Timeout)
 			r.Deadline = &d
+		}
+		if err := libreview.CheckOpen(r); err != nil {
+			return transitionResult{}, execErrorf("%s", err.Error())
 		}
 		st.Library.Reviews = append(st.Library.Reviews, r)
 		syncLibraryGate(st)

@@ -57,6 +57,22 @@ func TestLibraryFlowReviews(t *testing.T) {
 	if r1.ID != "review-1" || r2.ID != "review-2" {
 		t.Fatalf("review ids %s %s", r1.ID, r2.ID)
 	}
+	// Refused as they open, nothing recorded: a human review that a
+	// deadline would decide (policy-human), a value on timeout that is not
+	// an option or not of the type, an unknown approver.
+	for _, c := range []struct {
+		req  engine.ReviewRequest
+		want string
+	}{
+		{engine.ReviewRequest{Question: "Ship?", Schema: schema, Approver: "human", Timeout: time.Minute, OnTimeout: json.RawMessage(`{"ship": true}`)}, "policy-human"},
+		{engine.ReviewRequest{Question: "Plan?", Options: raws(`"a"`, `"b"`), Timeout: time.Minute, OnTimeout: json.RawMessage(`"zzz"`)}, `value "zzz" is not one of the options`},
+		{engine.ReviewRequest{Question: "Ship?", Schema: schema, Timeout: time.Minute, OnTimeout: json.RawMessage(`{"ship": "yes"}`)}, "does not fit the type"},
+		{engine.ReviewRequest{Question: "Ship?", Approver: "robot"}, "approver must be 'any' or 'human'"},
+	} {
+		if _, err := svc.OpenReview(ctx, id, c.req); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("OpenReview(%+v) = %v, want %q", c.req, err, c.want)
+		}
+	}
 
 	gates, err := svc.PendingGateSteps(ctx)
 	if err != nil || len(gates) != 2 || gates[0].Summary.Gate.StepID != "review-1" || gates[1].Review.Question != "Ship it?" {
@@ -100,6 +116,9 @@ func TestLibraryFlowReviews(t *testing.T) {
 		{"review-1", review.Revise, review.ChannelCLI, 0, "", "cannot be revised"},
 		{"review-2", review.Approve, review.ChannelCLI, 0, `{"ship": "yes"}`, "does not fit the type of review 'review-2'"},
 		{"review-2", review.Approve, review.ChannelMCP, 0, `{"ship": true}`, "requires a human decision"},
+		{"review-2", review.Approve, review.ChannelProgram, 0, `{"ship": true}`, "cannot be resolved by a program"},
+		{"review-2", review.Kill, review.ChannelProgram, 0, "", "cannot be resolved by a program"},
+		{"review-2", review.Approve, "", 0, `{"ship": true}`, "cannot be resolved through an unnamed channel"},
 		{"review-9", review.Approve, review.ChannelCLI, 1, "", "no review 'review-9'"},
 	} {
 		err := decide(c.step, c.o, c.ch, c.option, c.value)

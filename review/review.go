@@ -44,7 +44,11 @@ const (
 	ChannelMCP     Channel = "mcp"
 	ChannelPolicy  Channel = "policy"
 	ChannelTimeout Channel = "timeout"
-	ChannelConsole Channel = "console" // the console prompt of `stratum run`
+	ChannelConsole Channel = "console" // the console prompt of `stratum run`, or of a Go program
+	// ChannelProgram is a decision a Go program made itself
+	// (stratum.Runtime.Resolve, called by a review sink, a web form, a
+	// chat bot): nobody showed it was a person.
+	ChannelProgram Channel = "program"
 )
 
 // Approver says who may decide a gate.
@@ -53,10 +57,58 @@ type Approver string
 const (
 	// AnyApprover (the default) lets any channel decide.
 	AnyApprover Approver = "any"
-	// HumanApprover refuses decisions that come through MCP, so an agent
-	// cannot approve its own work.
+	// HumanApprover accepts only the channels where a person is present
+	// (see Allows), so an agent or a program cannot approve its own work.
 	HumanApprover Approver = "human"
 )
+
+// Allows reports whether a decision that came through channel c may
+// decide a gate or review whose approver is a. Any approver but
+// HumanApprover allows every channel. HumanApprover allows only the
+// channels that made sure a person decides, and the system's clock: the
+// TUI, `stratum gate` (ChannelCLI) and a console (both after
+// HumanConfirm), a run's --approve GATE (ChannelPolicy, after
+// HumanConfirm; --on-gate kill), and a deadline (ChannelTimeout). It
+// refuses MCP (an agent), ChannelProgram (a Go program's own decision)
+// and any other or unnamed channel. The recorder applies it to every
+// decision; error_type gate_requires_human.
+func (a Approver) Allows(c Channel) bool {
+	if a != HumanApprover {
+		return true
+	}
+	switch c {
+	case ChannelTUI, ChannelCLI, ChannelConsole, ChannelPolicy, ChannelTimeout:
+		return true
+	}
+	return false
+}
+
+// CheckChannel is Allows with the reason: nil when a decision through c
+// may decide the gate or review named what ("Gate 'deploy'", "Review
+// 'review-1'") whose approver is a, else an error matching ErrNotAllowed
+// that says so and where a person decides it instead.
+func (a Approver) CheckChannel(c Channel, what string) error {
+	if a.Allows(c) {
+		return nil
+	}
+	how := "through channel '" + string(c) + "'"
+	switch c {
+	case ChannelMCP:
+		how = "through MCP"
+	case ChannelProgram:
+		how = "by a program (Runtime.Resolve, a review sink)"
+	case "":
+		how = "through an unnamed channel"
+	}
+	return channelRefused(what + " requires a human decision (approver: human) and cannot be resolved " + how +
+		"; decide it in `stratum tui` or with `stratum gate`")
+}
+
+// channelRefused is CheckChannel's error: its text is the whole message.
+type channelRefused string
+
+func (e channelRefused) Error() string        { return string(e) }
+func (e channelRefused) Is(target error) bool { return target == ErrNotAllowed }
 
 // Errors of the gate protocol.
 var (

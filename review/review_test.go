@@ -1,6 +1,9 @@
 package review
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func TestValidity(t *testing.T) {
 	for _, o := range []Outcome{Approve, Revise, Kill} {
@@ -45,5 +48,36 @@ func TestID(t *testing.T) {
 		if got := ID(c.flow, c.step, c.round); got != c.want {
 			t.Errorf("ID(%q,%q,%d) = %q, want %q", c.flow, c.step, c.round, got, c.want)
 		}
+	}
+}
+
+// TestApproverAllows: an approver: human gate or review is decided only
+// through the channels where a person is present, and the clock; any
+// other approver takes every channel.
+func TestApproverAllows(t *testing.T) {
+	for _, c := range []struct {
+		ch    Channel
+		human bool
+	}{
+		{ChannelTUI, true}, {ChannelCLI, true}, {ChannelConsole, true}, {ChannelPolicy, true}, {ChannelTimeout, true},
+		{ChannelMCP, false}, {ChannelProgram, false}, {"", false}, {"webhook", false},
+	} {
+		if got := HumanApprover.Allows(c.ch); got != c.human {
+			t.Errorf("human approver, channel %q: allows = %v, want %v", c.ch, got, c.human)
+		}
+		err := HumanApprover.CheckChannel(c.ch, "Review 'review-1'")
+		if (err == nil) != c.human || (err != nil && !errors.Is(err, ErrNotAllowed)) {
+			t.Errorf("human approver, channel %q: CheckChannel = %v", c.ch, err)
+		}
+		for _, a := range []Approver{AnyApprover, ""} {
+			if !a.Allows(c.ch) || a.CheckChannel(c.ch, "Gate 'g'") != nil {
+				t.Errorf("approver %q refused channel %q", a, c.ch)
+			}
+		}
+	}
+	err := HumanApprover.CheckChannel(ChannelMCP, "Gate 'deploy'")
+	want := "Gate 'deploy' requires a human decision (approver: human) and cannot be resolved through MCP; decide it in `stratum tui` or with `stratum gate`"
+	if err == nil || err.Error() != want {
+		t.Errorf("MCP refusal: %v\nwant %s", err, want)
 	}
 }

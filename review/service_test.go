@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -250,4 +251,67 @@ func (endless) Read(p []byte) (int, error) {
 		p[i] = 0
 	}
 	return len(p), nil
+}
+
+// TestConsoleLibraryReview: a Go program's review is decided on the
+// console with an option's number or a JSON value (plain text is a
+// string), or rejected with a rationale; approver: human needs a terminal
+// and the typed confirmation, as for gates; every line is bounded.
+func TestConsoleLibraryReview(t *testing.T) {
+	opts := PendingReview{ReviewID: "f/review-1/0", FlowID: "flow-1234-5678", StepID: "review-1", Question: "Which plan?",
+		Outcomes: []Outcome{Approve, Kill}, Library: true, Options: []json.RawMessage{json.RawMessage(`"a"`), json.RawMessage(`"b"`)},
+		Artifacts: Artifacts{Values: map[string]any{"cost": 3}}}
+	free := opts
+	free.Options = nil
+	human := opts
+	human.Approver = HumanApprover
+	for _, c := range []struct {
+		name     string
+		r        PendingReview
+		terminal bool
+		in       io.Reader
+		want     Decision
+		wantErr  error
+		shows    string
+	}{
+		{"an option", opts, false, strings.NewReader("7\nx\n2\nfine\n"), Decision{Outcome: Approve, Option: 2, Rationale: "fine"}, nil, "type a number from 1 to 2"},
+		{"the options are shown", opts, false, strings.NewReader("1\n\n"), Decision{Outcome: Approve, Option: 1}, nil, "  [2] \"b\"\n"},
+		{"the artifacts are shown", opts, false, strings.NewReader("1\n\n"), Decision{Outcome: Approve, Option: 1}, nil, "  cost: 3\n"},
+		{"a JSON value", free, false, strings.NewReader(`{"n": 2}` + "\nok\n"), Decision{Outcome: Approve, Value: json.RawMessage(`{"n": 2}`), Rationale: "ok"}, nil, "a JSON value, or reject"},
+		{"text is a string", free, false, strings.NewReader("ship it\n\n"), Decision{Outcome: Approve, Value: json.RawMessage(`"ship it"`)}, nil, ""},
+		{"a rejection needs a rationale", opts, false, strings.NewReader("reject\n\ntoo costly\n"), Decision{Outcome: Kill, Rationale: "too costly"}, nil, "a kill needs a rationale"},
+		{"closed input decides nothing", opts, false, strings.NewReader(""), Decision{}, ErrNoReviewer, "decision (1–2, or reject): "},
+		{"human, a pipe", human, false, strings.NewReader("1\nok\nreview-1\n"), Decision{}, ErrNeedsTerminal, ""},
+		{"human, a terminal, confirmed", human, true, strings.NewReader("1\nok\nreview-1\n"), Decision{Outcome: Approve, Option: 1, Rationale: "ok"}, nil, "type the gate's step id (review-1)"},
+		{"human, a terminal, not confirmed", human, true, strings.NewReader("1\nok\nyes\n"), Decision{}, ErrNotConfirmed, ""},
+		{"endless input", opts, true, endless{}, Decision{}, ErrLineTooLong, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out strings.Builder
+			con := &Console{In: c.in, Out: &out, Reviewer: "ann", Terminal: c.terminal}
+			d, err := con.Handle(context.Background(), c.r)
+			if c.wantErr != nil {
+				if !errors.Is(err, c.wantErr) || d.Outcome != "" {
+					t.Fatalf("got %+v %v, want %v", d, err, c.wantErr)
+				}
+			} else if err != nil || d.Outcome != c.want.Outcome || d.Option != c.want.Option || string(d.Value) != string(c.want.Value) ||
+				d.Rationale != c.want.Rationale || d.Channel != ChannelConsole || d.ResolvedBy != Human || d.StepID != "review-1" {
+				t.Fatalf("got %+v %v, want %+v", d, err, c.want)
+			}
+			if !strings.Contains(out.String(), c.shows) {
+				t.Errorf("console output lacks %q:\n%s", c.shows, out.String())
+			}
+		})
+	}
+	// Asked again (a value the recorder refused), the review is not shown twice.
+	var out strings.Builder
+	con := &Console{In: strings.NewReader("1\n\n2\n\n"), Out: &out}
+	for range 2 {
+		if _, err := con.Handle(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(out.String(), "Which plan?"); n != 1 {
+		t.Errorf("the review was shown %d times:\n%s", n, out.String())
+	}
 }

@@ -89,6 +89,11 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
+// DidYouMean renders `did you mean "x"?` for the candidate closest to s,
+// or "" when nothing is close: the one suggestion rule of stratum's
+// diagnostics (the Go library's too).
+func DidYouMean(s string, candidates []string) string { return didYouMean(s, candidates) }
+
 // didYouMean renders `did you mean "x"?`, or "" when nothing is close.
 func didYouMean(s string, candidates []string) string {
 	if c := closest(s, candidates); c != "" {

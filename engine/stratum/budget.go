@@ -1,7 +1,6 @@
 package stratum
 
 import (
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -28,18 +27,24 @@ func (b Budget) IsZero() bool { return b.Time <= 0 && b.USD <= 0 && b.Tokens <= 
 // envelope is a running budget: a deadline, and what is left of USD and
 // tokens, charged by every attempt; it chains to the enclosing one.
 type envelope struct {
-	parent   *envelope
+	parent *envelope
+	scope  string // what it bounds, for errors: "the call", "flow NAME"
+	limit  Budget
+	start  time.Time
+
 	mu       sync.Mutex
-	deadline time.Time // zero: none
-	usd      float64   // remaining; valid when hasUSD
+	deadline time.Time     // zero: none
+	waited   time.Duration // time spent waiting for a person (moved the deadline)
+	usd      float64       // remaining; valid when hasUSD
 	hasUSD   bool
 	tokens   int64 // remaining; valid when hasTok
 	hasTok   bool
 }
 
-// newEnvelope starts b now under parent (nil: the outermost).
-func newEnvelope(b Budget, parent *envelope, now time.Time) *envelope {
-	e := &envelope{parent: parent}
+// newEnvelope starts b now under parent (nil: the outermost); scope names
+// it in a *BudgetError.
+func newEnvelope(b Budget, parent *envelope, now time.Time, scope string) *envelope {
+	e := &envelope{parent: parent, scope: scope, limit: b, start: now}
 	if b.Time > 0 {
 		e.deadline = now.Add(b.Time)
 	}
@@ -83,18 +88,52 @@ func (e *envelope) view() engine.BudgetView {
 	return v
 }
 
-// check returns a *BudgetError when the envelope is spent at now.
+// check returns a *BudgetError naming the first envelope of the chain
+// (innermost first) that is spent at now, else nil.
 func (e *envelope) check(fn string, now time.Time) error {
-	v := e.view()
-	switch {
-	case !v.Deadline.IsZero() && !now.Before(v.Deadline):
-		return &BudgetError{Function: fn, Reason: "time", Message: "no time left"}
-	case v.USD != nil && *v.USD <= 0:
-		return &BudgetError{Function: fn, Reason: "usd", Message: fmt.Sprintf("usd spent (%.6f left)", *v.USD)}
-	case v.Tokens < 0:
-		return &BudgetError{Function: fn, Reason: "tokens", Message: "tokens spent"}
+	for x := e; x != nil; x = x.parent {
+		if be := x.spent(fn, now, false); be != nil {
+			return be
+		}
 	}
 	return nil
+}
+
+// timeUp is the *BudgetError of a deadline that passed during a request:
+// the envelope of the chain whose deadline is the earliest.
+func (e *envelope) timeUp(fn string, now time.Time) *BudgetError {
+	var first *envelope
+	for x := e; x != nil; x = x.parent {
+		x.mu.Lock()
+		if !x.deadline.IsZero() && (first == nil || x.deadline.Before(first.deadline)) {
+			first = x
+		}
+		x.mu.Unlock()
+	}
+	if first == nil {
+		return &BudgetError{Function: fn, Reason: "time", Message: "the deadline passed during the request"}
+	}
+	return first.spent(fn, now, true)
+}
+
+// spent is x's *BudgetError at now (time: when its deadline passed, or
+// always when force), else nil.
+func (x *envelope) spent(fn string, now time.Time, force bool) *BudgetError {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	be := &BudgetError{Function: fn, Envelope: x.scope}
+	switch {
+	case !x.deadline.IsZero() && (force || !now.Before(x.deadline)):
+		be.Reason, be.Limit.Time, be.Spent.Time = "time", x.limit.Time, now.Sub(x.start)-x.waited
+	case x.hasUSD && x.usd <= 0:
+		be.Reason, be.Limit.USD, be.Spent.USD = "usd", x.limit.USD, x.limit.USD-x.usd
+	case x.hasTok && x.tokens <= 0:
+		be.Reason, be.Limit.Tokens, be.Spent.Tokens = "tokens", x.limit.Tokens, x.limit.Tokens-x.tokens
+	default:
+		return nil
+	}
+	be.Message = be.describe()
+	return be
 }
 
 // charge spends usd (nil: unknown, nothing charged) and tokens from e and
@@ -113,15 +152,14 @@ func (e *envelope) charge(usd *float64, tokens int64) {
 }
 
 // extend moves every deadline of the chain by d: time spent waiting for a
-// human is not charged (§6.1).
-// NOTE(core): for AwaitHuman: `if f := flowFrom(ctx); f != nil {
-// f.budget.extend(waited) }` once the decision is in.
+// person is not charged (AwaitHuman, through flowRun.humanWait).
 func (e *envelope) extend(d time.Duration) {
 	for x := e; x != nil; x = x.parent {
 		x.mu.Lock()
 		if !x.deadline.IsZero() {
 			x.deadline = x.deadline.Add(d)
 		}
+		x.waited += d
 		x.mu.Unlock()
 	}
 }

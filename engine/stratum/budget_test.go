@@ -2,7 +2,9 @@ package stratum
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +23,11 @@ func TestBudgets(t *testing.T) {
 		if !errors.As(err, &be) || be.Reason != "tokens" || len(fake.requests()) != 2 {
 			t.Fatalf("err %v after %d requests", err, len(fake.requests()))
 		}
+		// The error names the axis, the limit, what was spent, the envelope.
+		if be.Limit != (Budget{Tokens: 150}) || be.Spent != (Budget{Tokens: 220}) || be.Envelope != "the call" ||
+			!strings.Contains(err.Error(), "budget exhausted: tokens: 220 spent of 150 (the call)") {
+			t.Errorf("BudgetError %+v: %v", be, err)
+		}
 		if tr := rt.Trace(); tr[0].Attempts != 2 || tr[0].InputTokens != 200 {
 			t.Fatalf("trace %+v", tr[0])
 		}
@@ -37,6 +44,10 @@ func TestBudgets(t *testing.T) {
 		var be *BudgetError
 		if !errors.As(err, &be) || be.Reason != "time" || len(fake.requests()) != 0 {
 			t.Fatalf("err %v, %d requests", err, len(fake.requests()))
+		}
+		if be.Limit != (Budget{Time: 20 * time.Millisecond}) || be.Spent.Time < 20*time.Millisecond || be.Envelope != "flow slow" ||
+			!strings.Contains(err.Error(), "budget exhausted: time: ") || !strings.Contains(err.Error(), "spent of 20ms (flow slow)") {
+			t.Errorf("BudgetError %+v: %v", be, err)
 		}
 	})
 	t.Run("nested flows", func(t *testing.T) {
@@ -58,10 +69,62 @@ func TestBudgets(t *testing.T) {
 		if !errors.As(err, &be) || be.Reason != "usd" || len(fake.requests()) != 1 {
 			t.Fatalf("err %v, %d requests", err, len(fake.requests()))
 		}
+		if be.Limit.USD != 0.00001 || be.Spent.USD <= be.Limit.USD || be.Envelope != "flow outer" || !strings.Contains(err.Error(), "usd: $") {
+			t.Errorf("BudgetError %+v: %v", be, err)
+		}
 		if FlowID(ctx) != "" {
 			t.Error("a flow id outside any flow")
 		}
 	})
+}
+
+// Rule 7: time spent waiting for a person is not charged to the flow's
+// time budget: a flow of 300 ms whose review is decided after 400 ms still
+// has its time for the next Call; time spent otherwise still counts.
+func TestHumanWaitNotCharged(t *testing.T) {
+	fake := newFake(t, `{"label":"positive","confidence":0.9}`)
+	sink := newChanSink()
+	rt, ctx := fake.runtime(t, Options{Sinks: []ReviewSink{sink}})
+	f := classify(t, Spec[textIn, sentiment]{})
+	go func() {
+		p := sink.next(t)
+		time.Sleep(400 * time.Millisecond)
+		rt.Resolve(context.Background(), p.ReviewID, json.RawMessage(`"go"`), "ann", "")
+	}()
+	flow := NewFlow("reviewed", Budget{Time: 300 * time.Millisecond}, func(ctx context.Context, in textIn) (sentiment, error) {
+		if _, err := AwaitHuman(ctx, Review[string]{Question: "Classify?"}); err != nil {
+			return sentiment{}, err
+		}
+		return f.Call(ctx, in)
+	})
+	if _, err := flow.Run(ctx, textIn{Text: "x"}); err != nil || len(fake.requests()) != 1 {
+		t.Fatalf("after a 400 ms review: %v, %d requests", err, len(fake.requests()))
+	}
+
+	// Two reviews waited for at once count once; the rest of the time
+	// still counts.
+	go func() {
+		a, b := sink.next(t), sink.next(t)
+		time.Sleep(400 * time.Millisecond)
+		rt.Resolve(context.Background(), a.ReviewID, json.RawMessage(`"go"`), "ann", "")
+		rt.Resolve(context.Background(), b.ReviewID, json.RawMessage(`"go"`), "ann", "")
+	}()
+	flow = NewFlow("busy", Budget{Time: 300 * time.Millisecond}, func(ctx context.Context, in textIn) (sentiment, error) {
+		ask := func(ctx context.Context) (string, error) {
+			d, err := AwaitHuman(ctx, Review[string]{Question: "Classify?"})
+			return d.Value, err
+		}
+		if _, err := All(ctx, ask, ask); err != nil {
+			return sentiment{}, err
+		}
+		time.Sleep(350 * time.Millisecond) // work is charged
+		return f.Call(ctx, in)
+	})
+	_, err := flow.Run(ctx, textIn{Text: "x"})
+	var be *BudgetError
+	if !errors.As(err, &be) || be.Reason != "time" || be.Spent.Time < 350*time.Millisecond || be.Spent.Time > 600*time.Millisecond {
+		t.Fatalf("after the reviews and 350 ms of work: %v (%+v)", err, be)
+	}
 }
 
 // Bad input gets an error, never a panic.

@@ -1,6 +1,7 @@
 package stratum
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -43,7 +45,7 @@ func begin(ctx context.Context, fn string, b Budget) (*callState, error) {
 		parent = c.flow.budget
 		c.rec.FlowID = c.flow.id
 	}
-	c.env = newEnvelope(b, parent, c.start)
+	c.env = newEnvelope(b, parent, c.start, "the call")
 	c.rec.Function = fn
 	return c, nil
 }
@@ -101,18 +103,34 @@ func (c *callState) finish(ctx context.Context, output any, err error) {
 	}
 }
 
-// plainJSON is v as JSON values (so the trace holds no reference to the
-// program's data); v itself when it does not encode.
+// plainJSON is v as JSON values, numbers as json.Number (so the trace
+// holds no reference to the program's data, and an integer above 2^53
+// keeps its digits); v itself when it does not encode.
 func plainJSON(v any) any {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return v
 	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
+	out, err := decodeExact(b)
+	if err != nil {
 		return v
 	}
 	return out
+}
+
+// decodeExact decodes JSON with its numbers as json.Number, the digits as
+// written.
+func decodeExact(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("invalid JSON: data after the value")
+	}
+	return v, nil
 }
 
 // Call runs the function on in (§3.1): the preconditions, the cache, then
@@ -245,7 +263,7 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 		AttemptRequest: infer.AttemptRequest{
 			Function: f.name, Models: []string{f.spec.Model},
 			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail},
-			Output: infer.Output{Schema: f.schema, Hash: f.hash}, Inputs: inputs,
+			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
 			Temperature: f.spec.Temperature, FlowID: c.rec.FlowID,
 		},
 		Retries: f.retries,
@@ -301,7 +319,10 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 	var ex *infer.ExhaustedError
 	var ce *infer.CompileError
 	var ae *engine.AttemptError
+	var pe *infer.ProviderError
 	switch {
+	case errors.As(err, &pe):
+		return providerError(f.name, pe)
 	case errors.As(err, &ex) && ex.Parse:
 		return &ParseError{Function: f.name, Attempts: ex.Violations}
 	case errors.As(err, &ex):
@@ -310,13 +331,35 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 		if be := c.env.check(f.name, c.rt.opts.Now()); be != nil {
 			return be
 		}
-		return &BudgetError{Function: f.name, Reason: "time", Message: "the deadline passed during the request"}
+		return c.env.timeUp(f.name, c.rt.opts.Now())
 	case errors.As(err, &ce):
 		return &CompileError{Function: f.name, Message: ce.Message}
 	case errors.As(err, &ae):
 		return fmt.Errorf("%w: %s: %s", ErrStratum, f.name, joinViolations(ae.Violations))
 	}
 	return err
+}
+
+// providerError is the library's error for the provider's failure pe.
+func providerError(fn string, pe *infer.ProviderError) *ProviderError {
+	e := &ProviderError{Function: fn, Provider: pe.Provider, Model: pe.Model, Err: pe.Err}
+	var (
+		down  *llm.UnreachableError
+		large *llm.TooLargeError
+		api   *llm.APIError
+		tr    *llm.TransportError
+	)
+	switch {
+	case errors.As(pe.Err, &down):
+		e.Retryable = !down.Permanent
+	case errors.As(pe.Err, &large):
+		e.Status = 200
+	case errors.As(pe.Err, &api):
+		e.Status = api.Status
+	case errors.As(pe.Err, &tr):
+		e.Status, e.Retryable = tr.Status, true
+	}
+	return e
 }
 
 func joinViolations(vs []string) string {
@@ -384,8 +427,8 @@ func cacheGet[In, Out any](ctx context.Context, cc *callCache, f *Fn[In, Out]) (
 	if !ok {
 		return zero, false
 	}
-	var v any
-	if json.Unmarshal(b, &v) != nil {
+	v, err := decodeExact(b)
+	if err != nil {
 		return zero, false
 	}
 	out, violations, _ := f.check(v)

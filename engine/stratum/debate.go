@@ -3,6 +3,7 @@ package stratum
 import (
 	"context"
 	"fmt"
+	"reflect"
 )
 
 // Turn is what a debating agent receives: the topic, the round (counted
@@ -26,7 +27,8 @@ type Transcript[Topic, Arg any] struct {
 // 2), concurrently within each round; Synthesize turns the transcript into
 // the result. Converged is true when the final round's arguments are equal
 // on their AgreeOn JSON field (the whole argument when AgreeOn is empty),
-// compared as canonical JSON.
+// compared as canonical JSON; an AgreeOn that is not a JSON field of Arg
+// makes Run fail with a *CompileError before any agent runs.
 type Debate[Topic, Arg, Out any] struct {
 	Agents     []func(context.Context, Turn[Topic, Arg]) (Arg, error)
 	Rounds     int
@@ -48,6 +50,15 @@ func (d Debate[Topic, Arg, Out]) Run(ctx context.Context, topic Topic) (Out, err
 		return zero, fmt.Errorf("%w: a debate needs Synthesize", ErrStratum)
 	case d.Rounds < 0:
 		return zero, fmt.Errorf("%w: a debate needs at least one round (Rounds %d)", ErrStratum, d.Rounds)
+	}
+	if d.AgreeOn != "" {
+		schema, err := SchemaFor[Arg]()
+		if err != nil {
+			return zero, err
+		}
+		if err := checkAgreeOn(reflect.TypeFor[Arg](), schema, d.AgreeOn); err != nil {
+			return zero, &CompileError{Message: "debate: " + err.Error()}
+		}
 	}
 	rounds := d.Rounds
 	if rounds == 0 {

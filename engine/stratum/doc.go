@@ -21,8 +21,13 @@
 // schema, from SchemaFor[Out], and its contract hash are computed then;
 // an invalid definition is a *CompileError) and Fn.Call calls it from any
 // goroutine. In binds to the prompt by its JSON field names, in
-// declaration order; fields tagged `stratum:"opaque"` are sent as attached
-// JSON data, never in the instruction text. A Call (§3.1):
+// declaration order, one "name: value" line each after the intent (a
+// string of several lines is set apart in an indented, fenced block, so
+// no input can pass for the prompt's own lines such as the retry block
+// below); fields tagged `stratum:"opaque"` are sent as attached JSON
+// data, never in the instruction text. Inputs are never substituted into
+// the intent: a {placeholder} there is a *CompileError. Numbers keep every
+// digit both ways (an int64 above 2^53 in an input or an answer). A Call:
 //
 //  1. runs the Given preconditions: a failure is a *PreconditionError and
 //     no request is made;
@@ -36,7 +41,11 @@
 //     attempt's prompt carries only the previous attempt's violations
 //     (the block below);
 //  4. ends in *ParseError (the last failure was a parse failure) or
-//     *PostconditionError, each with every attempt's violations.
+//     *PostconditionError, each with every attempt's violations; or in a
+//     *ProviderError when the provider failed (unreachable, an HTTP 4xx,
+//     an answer over 32 MiB, its transport retries spent): the transport
+//     retried what it could — an unreachable provider a few times within
+//     about two seconds — and the Call makes no further attempt.
 //
 // The retry block:
 //
@@ -46,7 +55,8 @@
 //
 // Spec.Quorum runs Quorum loops concurrently on one envelope, each with
 // its own retries; failed ones are dropped; answers agree when their
-// AgreeOn fields are equal as canonical JSON; fewer than Threshold
+// AgreeOn fields (a JSON field name of Out, checked at definition whenever
+// it is set) are equal as canonical JSON; fewer than Threshold
 // agreeing is a *ConsensusError with the outputs; the winner is the
 // agreeing answer with the highest "confidence" field, else the first.
 // Spec.Refine wraps the loop (§3.3): after an answer Until rejects, the
@@ -75,8 +85,11 @@
 // the Call fails with a *BudgetError, never a retry. Cost and tokens are
 // checked before each request, so the request that crosses a limit
 // returns its answer and the next attempt or Call fails with a
-// *BudgetError before anything is sent. A model missing from the price
-// table has an unknown cost, which charges nothing.
+// *BudgetError before anything is sent; it names the axis, the envelope
+// ("the call" or "flow NAME"), its limit and what was spent. Time spent
+// waiting for a person (AwaitHuman) is not charged to a flow's time
+// budget. A model missing from the price table has an unknown cost, which
+// charges nothing.
 //
 // # Flows and composition
 //
@@ -108,38 +121,55 @@
 // # Errors
 //
 // Every error of the library matches errors.Is(err, ErrStratum): the
-// typed errors of §10 (CompileError, PreconditionError,
-// PostconditionError, ParseError, BudgetError, ConvergenceError,
+// typed errors (CompileError, PreconditionError, PostconditionError,
+// ParseError, ProviderError, BudgetError, ConvergenceError,
 // ConsensusError, StabilityError, ReviewTimeoutError,
-// ReviewRejectedError), ErrParallelValidation, and configuration errors
-// (no model, no key, a replay miss). Bad input is an error, never a panic;
-// a panicking branch, check or flow body is reported as an error.
+// ReviewRejectedError, BranchError whatever its branch returned),
+// ErrParallelValidation, and configuration errors (no model, no key, a
+// replay miss). Bad input is an error, never a panic; a panicking branch,
+// check or flow body is reported as an error.
 //
 // # Humans
 //
-// AwaitHuman opens a review (§6: question, trigger, artifacts, Options or
-// any value of T's schema, a wall-clock Timeout with OnTimeout, Approver)
-// and waits for its decision. With a Store the review is persisted first
-// — a gate of the current flow (review-1, review-2, …; several may be
-// open at once), or of a flow of its own outside Flow.Run — then the Sinks
-// are told, and it is decided anywhere: `stratum tui` (the Gates pane: an
-// option's number or a typed value, a rationale, the confirming key),
-// `stratum gate approve FLOW STEP --option N | --value JSON` or `reject`,
-// stratum_gate_resolve with value, or Runtime.Resolve. The wait follows
-// the service's events (this process's broker and the store's Watch) and
-// a deadline timer, never polling. Without a Store the review lives in
-// the program: the Sinks are told and Runtime.Resolve decides; with no
-// Sinks the console of §6.3 asks on the terminal (no terminal: an error at
-// once). The value rule is the engine's (engine.CheckReviewValue): a value
-// that is not an option or does not fit T is refused and the review stays
-// open; the first decision wins; a rejection is a *ReviewRejectedError
-// with the rationale, a timeout without OnTimeout a *ReviewTimeoutError
-// (with it, the value with Reviewer and Channel "auto"); ctx ending
-// withdraws the review; Approver "human" is never decided over MCP. With a
-// Store every Flow.Run is a stored flow (driver library), each Call one
-// commit made by the flow's one writer (concurrent Calls never conflict),
-// and the program's lease (30 s, renewed every 10 s) marks its flows
-// stalled once it died; they are never resumed (store.go, review.go).
+// AwaitHuman opens a review (a question, a trigger, artifacts, Options or
+// any value of T's schema, a wall-clock Timeout with OnTimeout, an
+// Approver) and waits for its decision. With a Store the review is
+// persisted first — a gate of the current flow (review-1, review-2, …;
+// several may be open at once), or of a flow of its own outside Flow.Run
+// — then the Sinks are told, and it is decided anywhere: `stratum tui`
+// (the Gates pane: an option's number or a typed value, a rationale, the
+// confirming key), `stratum gate approve FLOW STEP --option N | --value
+// JSON` or `reject`, stratum_gate_resolve with value, or Runtime.Resolve.
+// The wait follows the service's events (this process's broker and the
+// store's Watch) and a deadline timer, never polling. Without a Store the
+// review lives in the program: the Sinks are told and Runtime.Resolve
+// decides; with no Sinks the console sink asks on the terminal (an
+// option's number or a JSON value, or reject; a rationale) — only when
+// stdin and stderr are a terminal: otherwise (/dev/null, a pipe, a
+// service) AwaitHuman fails at once, "nobody can decide this review
+// here". The value rule is the engine's: a value that is not an option or
+// does not fit T is refused and the review stays open; the first decision
+// wins; a rejection is a *ReviewRejectedError with the rationale, a
+// timeout without OnTimeout a *ReviewTimeoutError (with it, the value with
+// Reviewer and Channel "auto"); ctx ending withdraws the review.
+//
+// Who may decide. A review anyone may decide (Approver "" or "any") is
+// decided by any of the above. A review with Approver "human" — and a
+// spec's approver: human gate — is decided only by a person:
+//
+//	the TUI (stratum tui)                 decides
+//	stratum gate approve|reject           only on a terminal, after typing the review's id or the flow's short id
+//	the console sink                      the same: a terminal and the typed confirmation
+//	MCP (stratum_gate_resolve, an agent)  refused: gate_requires_human
+//	Runtime.Resolve (a sink, a web form)  refused: gate_requires_human, nothing recorded
+//	a deadline (OnTimeout)                refused when the review opens (only a person approves it)
+//
+// A program cannot show that a person decided (an agent can write and run
+// one), so a program's decision never stands for a person's. With a Store
+// every Flow.Run is a stored flow (driver library), each Call one commit
+// made by the flow's one writer (concurrent Calls never conflict), and
+// the program's lease (30 s, renewed every 10 s) marks its flows stalled
+// once it died; they are never resumed.
 //
 // The package never imports the store, tui, bbolt or etcd packages
 // (.ci/imports): a program that wants its flows in `stratum tui` opens the

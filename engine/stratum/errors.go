@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // NOTE(core): every error type of §10 lives here, ReviewTimeoutError and
@@ -92,22 +93,87 @@ func (e *ParseError) Error() string {
 // Is makes the error match ErrStratum.
 func (e *ParseError) Is(target error) bool { return target == ErrStratum }
 
-// BudgetError is an exhausted envelope (§7): the deadline passed (before
-// or during a request) or the USD or token budget was spent before a
+// BudgetError is an exhausted envelope: the deadline passed (before or
+// during a request) or the USD or token budget was spent before a
 // request. It is never retried.
 type BudgetError struct {
 	Function string
-	// Reason says which limit: "time", "usd" or "tokens".
+	// Reason is the axis that ran out: "time", "usd" or "tokens".
 	Reason string
-	// Message details it.
+	// Envelope names the budget that ran out: "the call" (the Spec's
+	// Budget) or "flow NAME" (an enclosing Flow's).
+	Envelope string
+	// Limit is that budget's limit and Spent what was spent of it, on the
+	// Reason's axis only (Time, USD or Tokens; the other fields are zero).
+	// Time spent waiting for a person is not counted.
+	Limit, Spent Budget
+	// Message details it: the axis, what was spent of the limit, and the
+	// envelope.
 	Message string
 }
 
 // Error describes the BudgetError.
 func (e *BudgetError) Error() string { return prefix(e.Function) + "budget exhausted: " + e.Message }
 
+// describe is the Message made from the fields.
+func (e *BudgetError) describe() string {
+	var s string
+	switch e.Reason {
+	case "time":
+		s = fmt.Sprintf("time: %s spent of %s", e.Spent.Time.Round(time.Millisecond), e.Limit.Time)
+	case "usd":
+		s = fmt.Sprintf("usd: $%.6f spent of $%.6f", e.Spent.USD, e.Limit.USD)
+	case "tokens":
+		s = fmt.Sprintf("tokens: %d spent of %d", e.Spent.Tokens, e.Limit.Tokens)
+	default:
+		s = e.Reason
+	}
+	if e.Envelope != "" {
+		s += " (" + e.Envelope + ")"
+	}
+	return s
+}
+
 // Is makes the error match ErrStratum.
 func (e *BudgetError) Is(target error) bool { return target == ErrStratum }
+
+// ProviderError is a failure of the model's provider, not of its answer:
+// it could not be reached (connection refused, DNS, TLS), it refused the
+// request (an HTTP 4xx: a bad key, an unknown model), its answer was larger
+// than the library reads (refused once, the paid request never re-sent),
+// or its transport retries (429, 5xx, timeouts) ran out. The transport
+// retried what could be retried, briefly for an unreachable provider; the
+// Call makes no further attempt.
+type ProviderError struct {
+	Function string
+	// Provider is the provider's name ("openai"), Model the
+	// "provider/model" called.
+	Provider, Model string
+	// Status is the HTTP status of the provider's last answer (0 when none
+	// came: unreachable, a connection reset, a timeout).
+	Status int
+	// Retryable says whether the same request may succeed later (a
+	// provider down or overloaded), as opposed to one that will fail again
+	// (a name that does not resolve, a certificate, a 4xx, an answer too
+	// large).
+	Retryable bool
+	// Err is the provider's error.
+	Err error
+}
+
+// Error describes the ProviderError.
+func (e *ProviderError) Error() string {
+	if e.Err == nil {
+		return prefix(e.Function) + "provider " + e.Provider + " failed"
+	}
+	return prefix(e.Function) + e.Err.Error()
+}
+
+// Unwrap returns the provider's error.
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// Is makes the error match ErrStratum.
+func (e *ProviderError) Is(target error) bool { return target == ErrStratum }
 
 // ConvergenceError ends a Refine loop that ran out of iterations (§3.3).
 type ConvergenceError struct {
@@ -207,7 +273,8 @@ func (e *ReviewRejectedError) Error() string {
 func (e *ReviewRejectedError) Is(target error) bool { return target == ErrStratum }
 
 // BranchError is the error of a parallel branch, naming it by its index
-// (counted from 0) in the call's branch list.
+// (counted from 0) in the call's branch list. It matches ErrStratum
+// whatever the branch returned, and unwraps to the branch's error.
 type BranchError struct {
 	Index int
 	Err   error
@@ -218,6 +285,9 @@ func (e *BranchError) Error() string { return fmt.Sprintf("branch %d: %v", e.Ind
 
 // Unwrap returns the branch's error.
 func (e *BranchError) Unwrap() error { return e.Err }
+
+// Is makes the error match ErrStratum.
+func (e *BranchError) Is(target error) bool { return target == ErrStratum }
 
 func prefix(fn string) string {
 	if fn == "" {

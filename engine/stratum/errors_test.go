@@ -11,7 +11,7 @@ func TestErrorsMatchErrStratum(t *testing.T) {
 	for _, err := range []error{
 		&CompileError{}, &PreconditionError{}, &PostconditionError{}, &ParseError{}, &BudgetError{},
 		&ConvergenceError{}, &ConsensusError{}, &StabilityError{}, &ReviewTimeoutError{}, &ReviewRejectedError{},
-		ErrParallelValidation,
+		&ProviderError{}, ErrParallelValidation,
 	} {
 		if !errors.Is(err, ErrStratum) || err.Error() == "" {
 			t.Errorf("%T does not match ErrStratum", err)

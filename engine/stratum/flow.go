@@ -43,7 +43,7 @@ func (f *Flow[In, Out]) Run(ctx context.Context, in In) (Out, error) {
 	if p := flowFrom(ctx); p != nil {
 		parent = p.budget
 	}
-	fr := &flowRun{id: id, name: f.name, rt: rt, budget: newEnvelope(f.budget, parent, rt.opts.Now()), session: newMemCache()}
+	fr := &flowRun{id: id, name: f.name, rt: rt, budget: newEnvelope(f.budget, parent, rt.opts.Now(), "flow "+f.name), session: newMemCache()}
 	var span *otlp.Span
 	if ps := otlp.SpanFromContext(ctx); ps != nil {
 		span = ps.Child("flow "+f.name, otlp.KindInternal)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/stratum-go/stratum/engine/internal/infer"
 	"github.com/stratum-go/stratum/specs"
@@ -57,7 +59,9 @@ const DefaultRetries = 3
 // any other type: one line named "input"); Out is the output contract,
 // whose JSON Schema (SchemaFor) is sent as the structured-output schema.
 type Spec[In, Out any] struct {
-	// Intent is the goal, the prompt's first line.
+	// Intent is the goal, the prompt's first line. Inputs are never
+	// substituted into it: each is sent on its own line after it, so a
+	// {placeholder} in the intent or a context line is a *CompileError.
 	Intent string
 	// Context lines follow the intent, in order.
 	Context []string
@@ -80,7 +84,10 @@ type Spec[In, Out any] struct {
 	// Quorum > 1 runs Quorum calls concurrently and takes the agreement
 	// (§5.2); it needs AgreeOn and Threshold.
 	Quorum int
-	// AgreeOn is the JSON field name of Out compared for agreement.
+	// AgreeOn is the JSON field name of Out compared for agreement by
+	// Quorum, Stable and Probable (empty: the whole answer); a name that
+	// is not one of Out's JSON fields (its Go name, say) is a
+	// *CompileError.
 	AgreeOn string
 	// Threshold is the number of agreeing answers required.
 	Threshold int
@@ -123,9 +130,10 @@ type Fn[In, Out any] struct {
 }
 
 // NewInfer defines a typed LLM function. It computes the output schema and
-// the contract hash once; a type cycle, Quorum without AgreeOn or
-// Threshold, an AgreeOn that is not a field of Out, or an opaque input
-// interpolated into the intent or context is a *CompileError.
+// the contract hash once; a type cycle or a tag SchemaFor refuses, Quorum
+// without AgreeOn or Threshold, an AgreeOn that is not a JSON field of
+// Out, or a {placeholder} in the intent or context (an opaque input's
+// included) is a *CompileError.
 func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 	fail := func(format string, args ...any) error {
 		return &CompileError{Function: name, Message: fmt.Sprintf(format, args...)}
@@ -173,6 +181,9 @@ func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 	if _, err := (infer.PromptParts{Intent: s.Intent, Context: s.Context, Inputs: opaque}).Compile(); err != nil {
 		return nil, fail("%v", err)
 	}
+	if err := f.checkPlaceholders(); err != nil {
+		return nil, err
+	}
 	if props, ok := schema["properties"].(map[string]any); ok {
 		if p, ok := props["confidence"].(map[string]any); ok && (p["type"] == "number" || p["type"] == "integer") {
 			f.confField = "confidence"
@@ -181,9 +192,15 @@ func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 	return f, nil
 }
 
-// checkQuorum enforces rule 1's quorum conditions.
+// checkQuorum enforces rule 1's quorum conditions, and checks AgreeOn
+// whenever it is set (Quorum, Stable, Probable compare on it).
 func (f *Fn[In, Out]) checkQuorum() error {
 	s := f.spec
+	if s.AgreeOn != "" {
+		if err := checkAgreeOn(reflect.TypeFor[Out](), f.schema, s.AgreeOn); err != nil {
+			return &CompileError{Function: f.name, Message: err.Error()}
+		}
+	}
 	if s.Quorum <= 1 {
 		return nil
 	}
@@ -193,10 +210,76 @@ func (f *Fn[In, Out]) checkQuorum() error {
 	if s.Threshold > s.Quorum {
 		return &CompileError{Function: f.name, Message: fmt.Sprintf("threshold %d is more than the quorum %d", s.Threshold, s.Quorum)}
 	}
-	props, _ := f.schema["properties"].(map[string]any)
-	if _, ok := props[s.AgreeOn]; !ok {
-		names := slices.Sorted(maps.Keys(props))
-		return &CompileError{Function: f.name, Message: fmt.Sprintf("AgreeOn %q is not a field of the output (fields: %v)", s.AgreeOn, names)}
+	return nil
+}
+
+// checkAgreeOn checks that field is a JSON field name of t, whose schema
+// is schema (the answers are compared on it as JSON). A Go field name, or
+// a near miss, is refused with the JSON name to use.
+func checkAgreeOn(t reflect.Type, schema map[string]any, field string) error {
+	props, ok := schema["properties"].(map[string]any)
+	if !ok {
+		if schema["type"] == "object" {
+			return nil // a map: any key may be compared
+		}
+		return fmt.Errorf("AgreeOn %q: %s has no fields to compare (AgreeOn names a JSON field of a struct)", field, t)
+	}
+	if _, ok := props[field]; ok {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(props))
+	hint := ""
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct {
+		for _, jf := range jsonFields(t) {
+			if jf.field.Name == field || strings.EqualFold(jf.name, field) {
+				hint = fmt.Sprintf("did you mean %q? (AgreeOn names the JSON field, not the Go field %s)", jf.name, jf.field.Name)
+				break
+			}
+		}
+	}
+	if hint == "" {
+		hint = specs.DidYouMean(field, names)
+	}
+	msg := fmt.Sprintf("AgreeOn %q is not a JSON field of %s (fields: %v)", field, t, names)
+	if hint != "" {
+		msg += "; " + hint
+	}
+	return errors.New(msg)
+}
+
+// placeholderRe matches a {name} (or {{ name }}) placeholder.
+var placeholderRe = regexp.MustCompile(`\{\{?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}?\}`)
+
+// checkPlaceholders refuses a {name} in the intent or a context line: the
+// library never fills it (each input is sent on its own line after the
+// intent), so it would reach the model as written.
+func (f *Fn[In, Out]) checkPlaceholders() error {
+	names := f.order
+	if names == nil && reflect.TypeFor[In]().Kind() != reflect.Map {
+		names = []string{"input"}
+	}
+	for i, text := range append([]string{f.spec.Intent}, f.spec.Context...) {
+		m := placeholderRe.FindStringSubmatch(text)
+		if m == nil {
+			continue
+		}
+		where := "the intent"
+		if i > 0 {
+			where = fmt.Sprintf("context line %d", i)
+		}
+		msg := fmt.Sprintf("%s has the placeholder %s, which the library never fills: each input is sent on its own line after the intent (Inputs:), so it would reach the model as written", where, m[0])
+		switch {
+		case slices.Contains(names, m[1]):
+			msg += fmt.Sprintf("; write \"the %s\" without braces", m[1])
+		case specs.DidYouMean(m[1], names) != "":
+			msg += "; no input is named " + m[1] + ", " + specs.DidYouMean(m[1], names)
+		default:
+			msg += fmt.Sprintf("; no input is named %s (inputs: %v)", m[1], names)
+		}
+		return &CompileError{Function: f.name, Message: msg}
 	}
 	return nil
 }
@@ -254,8 +337,8 @@ func (f *Fn[In, Out]) bindings(in In) ([]infer.Binding, map[string]any, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: the input does not encode as JSON: %v", ErrStratum, f.name, err)
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	v, err := decodeExact(b) // an integer above 2^53 keeps its digits in the prompt
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: the input does not encode as JSON: %v", ErrStratum, f.name, err)
 	}
 	m, ok := v.(map[string]any)

@@ -14,6 +14,7 @@ import (
 type Probabilistic[T any] struct {
 	samples []T
 	agreeOn string // the JSON field compared ("" = the whole value)
+	fn      string // the function sampled, for errors
 }
 
 // MostLikely returns the modal sample (the first one on a tie); the zero
@@ -33,7 +34,7 @@ func (p Probabilistic[T]) Samples() []T { return append([]T(nil), p.samples...) 
 func (p Probabilistic[T]) AssertStable(threshold float64) (T, error) {
 	v, agree := p.modal()
 	if len(p.samples) == 0 || agree < threshold {
-		e := &StabilityError{Agreement: agree, Threshold: threshold}
+		e := &StabilityError{Function: p.fn, Agreement: agree, Threshold: threshold}
 		for _, s := range p.samples {
 			e.Samples = append(e.Samples, plainJSON(s))
 		}
@@ -124,7 +125,7 @@ func (f *Fn[In, Out]) probable(ctx context.Context, c *callState, in In) (Probab
 
 // sample draws n answers one after the other.
 func (f *Fn[In, Out]) sample(ctx context.Context, c *callState, binds []infer.Binding, n int) (Probabilistic[Out], error) {
-	p := Probabilistic[Out]{agreeOn: f.spec.AgreeOn}
+	p := Probabilistic[Out]{agreeOn: f.spec.AgreeOn, fn: f.name}
 	for range n {
 		var out Out
 		var err error

@@ -2,6 +2,7 @@ package stratum
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -82,7 +83,8 @@ func (f *Fn[In, Out]) winner(outs []Out, group []int) Out {
 	}
 	conf := func(i int) float64 {
 		m, _ := plainJSON(outs[i]).(map[string]any)
-		x, _ := m[f.confField].(float64)
+		n, _ := m[f.confField].(json.Number)
+		x, _ := n.Float64()
 		return x
 	}
 	for _, i := range group[1:] {

@@ -1,12 +1,10 @@
 package stratum
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -36,13 +34,17 @@ type Review[T any] struct {
 	Options []T
 	// Timeout is wall clock, persisted with the review (a restarted
 	// process sees the same deadline); 0: none. Time spent waiting is not
-	// charged to any budget.
+	// charged to the flow's time budget.
 	Timeout time.Duration
 	// OnTimeout is the value a timeout decides; nil: a timeout is a
-	// *ReviewTimeoutError.
+	// *ReviewTimeoutError. It must be one of Options, or fit T; it is
+	// refused with Approver "human".
 	OnTimeout *T
-	// Approver "human": only a person may decide (never an agent over MCP;
-	// `stratum gate` asks for a terminal and a typed confirmation).
+	// Approver "human": only a person may decide — in `stratum tui`, with
+	// `stratum gate` on a terminal after a typed confirmation, or on the
+	// console sink likewise — never an agent over MCP, a Go program
+	// (Runtime.Resolve, a ReviewSink) or a deadline (OnTimeout is
+	// refused). "" or "any": any of these may decide.
 	Approver string
 }
 
@@ -58,10 +60,12 @@ type HumanDecision[T any] struct {
 	Channel string
 }
 
-// ReviewSink is told about every review that opens (§6.2), after it is
+// ReviewSink is told about every review that opens, after it is
 // persisted when the Runtime has a Store. A sink never decides by
 // returning: whoever decides calls Runtime.Resolve (or decides in the
-// store: the TUI, `stratum gate`, MCP). Emit should not block for long.
+// store: the TUI, `stratum gate`, MCP). A review with Approver "human" is
+// shown to a sink but cannot be decided through it: Resolve refuses it.
+// Emit should not block for long.
 type ReviewSink interface {
 	Emit(ctx context.Context, p PendingReview) error
 }
@@ -76,21 +80,20 @@ type PendingReview struct {
 }
 
 // ChannelProgram is the channel of a decision made with Runtime.Resolve.
-const ChannelProgram review.Channel = "program"
+const ChannelProgram = review.ChannelProgram
 
 // reviewHub is the Runtime's review side: the store's (store, set by
 // attachStore) or, without a store, the reviews kept in memory.
 type reviewHub struct {
 	store *storeRecorder
 
-	// The console sink's terminal (nil: os.Stdin and os.Stderr, a
-	// terminal when stdin is a character device).
-	consoleIn   io.Reader
-	consoleOut  io.Writer
-	hasTerminal func() bool
+	// The console sink's input and output (nil: os.Stdin and os.Stderr);
+	// it decides only when both are a terminal (review.IsTerminal).
+	consoleIn, consoleOut *os.File
 
-	mu  sync.Mutex
-	mem map[string]*memReview // reviews without a store, by review id
+	mu    sync.Mutex
+	mem   map[string]*memReview // reviews without a store, by review id
+	count int                   // reviews opened without a store (their console name)
 }
 
 // memReview is a review kept in memory (no store).
@@ -99,14 +102,16 @@ type memReview struct {
 	done chan struct{} // closed once r is closed
 }
 
-// AwaitHuman opens a review and waits for its decision (seed 000 §6). With
-// a Store the review is persisted first (a gate of the current flow, or of
-// a flow of its own outside Flow.Run) and is decided in the store: in
-// `stratum tui`, with `stratum gate approve FLOW STEP --option N|--value
-// JSON` or `reject`, over MCP, or with Runtime.Resolve; Options.Sinks are
-// told after it is persisted. Without a Store it is kept in memory and
-// decided with Runtime.Resolve (Sinks are told), or, without Sinks, on the
-// console (no terminal: AwaitHuman fails at once).
+// AwaitHuman opens a review and waits for its decision. With a Store the
+// review is persisted first (a gate of the current flow, or of a flow of
+// its own outside Flow.Run) and is decided in the store: in `stratum tui`,
+// with `stratum gate approve FLOW STEP --option N|--value JSON` or
+// `reject`, over MCP, or with Runtime.Resolve; Options.Sinks are told
+// after it is persisted. Without a Store it is kept in memory and decided
+// with Runtime.Resolve (Sinks are told), or, without Sinks, on the
+// console: stdin and stderr must be a terminal, else AwaitHuman fails at
+// once ("nobody can decide this review here"). A review with Approver
+// "human" is decided only by a person: never over MCP or by a program.
 //
 // A value that is not one of Options or does not fit T is refused and the
 // review stays open; the first decision wins. A rejection is a
@@ -114,7 +119,7 @@ type memReview struct {
 // (Reviewer "auto", Rationale "timeout", Channel "auto") or is a
 // *ReviewTimeoutError. When ctx ends first the review is withdrawn and
 // ctx's error returned. Waiting uses the store's events and a deadline
-// timer, never polling.
+// timer, never polling, and is not charged to the flow's time budget.
 func AwaitHuman[T any](ctx context.Context, r Review[T]) (HumanDecision[T], error) {
 	var zero HumanDecision[T]
 	rt, err := runtimeFrom(ctx)
@@ -128,6 +133,10 @@ func AwaitHuman[T any](ctx context.Context, r Review[T]) (HumanDecision[T], erro
 	if err != nil {
 		return zero, err
 	}
+	// Time spent waiting for a person is not charged to the flow's budget.
+	if f := flowFrom(ctx); f != nil {
+		defer f.humanWait(rt.opts.Now)()
+	}
 	reviewID, closed, err := rt.awaitReview(ctx, req)
 	if err != nil {
 		return zero, err
@@ -139,13 +148,13 @@ func AwaitHuman[T any](ctx context.Context, r Review[T]) (HumanDecision[T], erro
 // on timeout and T's schema as JSON.
 func reviewRequest[T any](r Review[T]) (engine.ReviewRequest, error) {
 	if strings.TrimSpace(r.Question) == "" {
-		return engine.ReviewRequest{}, errors.New("stratum: AwaitHuman: the review has no question")
+		return engine.ReviewRequest{}, fmt.Errorf("%w: AwaitHuman: the review has no question", ErrStratum)
 	}
 	if r.Timeout < 0 {
-		return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: negative timeout %s", r.Timeout)
+		return engine.ReviewRequest{}, fmt.Errorf("%w: AwaitHuman: negative timeout %s", ErrStratum, r.Timeout)
 	}
 	if r.Approver != "" && r.Approver != string(review.AnyApprover) && r.Approver != string(review.HumanApprover) {
-		return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: approver must be \"any\" or \"human\", got %q", r.Approver)
+		return engine.ReviewRequest{}, fmt.Errorf("%w: AwaitHuman: approver must be \"any\" or \"human\", got %q", ErrStratum, r.Approver)
 	}
 	schema, err := SchemaFor[T]()
 	if err != nil {
@@ -158,14 +167,14 @@ func reviewRequest[T any](r Review[T]) (engine.ReviewRequest, error) {
 	for i, o := range r.Options {
 		b, err := json.Marshal(o)
 		if err != nil {
-			return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: option %d: %w", i+1, err)
+			return engine.ReviewRequest{}, fmt.Errorf("%w: AwaitHuman: option %d: %v", ErrStratum, i+1, err)
 		}
 		req.Options = append(req.Options, b)
 	}
 	if r.OnTimeout != nil {
 		b, err := json.Marshal(*r.OnTimeout)
 		if err != nil {
-			return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: OnTimeout: %w", err)
+			return engine.ReviewRequest{}, fmt.Errorf("%w: AwaitHuman: OnTimeout: %v", ErrStratum, err)
 		}
 		req.OnTimeout = b
 	}
@@ -247,7 +256,7 @@ func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine
 		return err
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("stratum: AwaitHuman: %w", err)
+		return "", nil, fmt.Errorf("%w: AwaitHuman: %w", ErrStratum, err)
 	}
 	reviewID = review.ID(flowID, opened.ID, 0)
 	rt.tellSinks(ctx, pendingOf(reviewID, opened))
@@ -352,10 +361,6 @@ func (rt *Runtime) tellSinks(ctx context.Context, p PendingReview) {
 // awaitInMemory is AwaitHuman without a store.
 func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) (string, *state.LibraryReview, error) {
 	h := &rt.reviews
-	console := len(rt.opts.Sinks) == 0
-	if console && !h.terminal() {
-		return "", nil, fmt.Errorf("stratum: AwaitHuman %q: nobody can decide: no Store (Options.Store: decide in stratum tui or with stratum gate), no Sinks (Options.Sinks) and stdin is not a terminal for the console", req.Question)
-	}
 	now := rt.opts.Now().UTC()
 	reviewID := engine.NewUUID()
 	r := &state.LibraryReview{ID: reviewID, Question: req.Question, Trigger: req.Trigger, Artifacts: req.Artifacts,
@@ -364,9 +369,20 @@ func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) 
 	if r.Trigger == "" {
 		r.Trigger = "explicit"
 	}
+	if r.Approver == "" {
+		r.Approver = string(review.AnyApprover)
+	}
 	if req.Timeout > 0 {
 		d := now.Add(req.Timeout)
 		r.Deadline = &d
+	}
+	if err := libreview.CheckOpen(r); err != nil {
+		return "", nil, fmt.Errorf("%w: AwaitHuman: %v", ErrStratum, err)
+	}
+	console := len(rt.opts.Sinks) == 0
+	if _, _, terminal := h.console(); console && !terminal {
+		return "", nil, fmt.Errorf("%w: AwaitHuman %q: nobody can decide this review here: no Store (Options.Store: decide in stratum tui or with stratum gate), "+
+			"no Sinks (Options.Sinks), and stdin or stderr is not a terminal for the console", ErrStratum, req.Question)
 	}
 	m := &memReview{r: r, done: make(chan struct{})}
 	h.mu.Lock()
@@ -383,7 +399,12 @@ func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) 
 	p := pendingOf(reviewID, r)
 	failed := make(chan error, 1)
 	if console {
-		go func() { failed <- rt.console(ctx, p) }()
+		h.mu.Lock()
+		h.count++
+		name := "review-" + strconv.Itoa(h.count)
+		h.mu.Unlock()
+		pr := consoleReview(ctx, reviewID, name, r)
+		go func() { failed <- rt.console(ctx, pr) }()
 	}
 	rt.tellSinks(ctx, p)
 	var deadline <-chan time.Time
@@ -419,12 +440,17 @@ func (rt *Runtime) awaitInMemory(ctx context.Context, req engine.ReviewRequest) 
 	}
 }
 
-func (h *reviewHub) terminal() bool {
-	if h.hasTerminal != nil {
-		return h.hasTerminal()
+// console returns the console sink's input and output, and whether both
+// are a terminal (a person may be there).
+func (h *reviewHub) console() (in, out *os.File, terminal bool) {
+	in, out = h.consoleIn, h.consoleOut
+	if in == nil {
+		in = os.Stdin
 	}
-	fi, err := os.Stdin.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if out == nil {
+		out = os.Stderr
+	}
+	return in, out, review.IsTerminal(in) && review.IsTerminal(out)
 }
 
 func (h *reviewHub) closed(m *memReview) *state.LibraryReview {
@@ -455,6 +481,12 @@ func (h *reviewHub) withdraw(m *memReview, now time.Time, reason string) {
 // reviewer "" is the current user. With a Store the decision is recorded in
 // the store (channel "program"), first decision wins; an error matching
 // review.ErrAlreadyDecided means someone decided first.
+//
+// A review with Approver "human" is refused, and nothing is recorded: a
+// program cannot show that a person decided (an agent can write and run
+// one). The error matches review.ErrNotAllowed (error_type
+// gate_requires_human, as over MCP); such a review is decided in `stratum
+// tui`, with `stratum gate` on a terminal, or on the console sink.
 func (rt *Runtime) Resolve(ctx context.Context, reviewID string, value json.RawMessage, reviewer, rationale string) error {
 	return rt.decide(ctx, reviewID, review.Decision{Outcome: review.Approve, Value: value,
 		Reviewer: reviewer, Rationale: rationale, Channel: ChannelProgram})
@@ -473,6 +505,10 @@ func (rt *Runtime) decide(ctx context.Context, reviewID string, d review.Decisio
 		defer h.mu.Unlock()
 		if m.r.Status != state.ReviewOpen {
 			return fmt.Errorf("stratum: review %s: %w (%s)", reviewID, review.ErrAlreadyDecided, m.r.Status)
+		}
+		if err := review.Approver(m.r.Approver).CheckChannel(d.Channel, "Review '"+reviewID+"'"); err != nil {
+			// The engine's refusal, as for a review in the store.
+			return fmt.Errorf("stratum: review %s: %w", reviewID, &engine.Error{Type: engine.ErrTypeGateRequiresHuman, Message: err.Error()})
 		}
 		if err := libreview.Decide(m.r, d, rt.opts.Now().UTC()); err != nil {
 			return fmt.Errorf("stratum: review %s: %v; the review stays open", reviewID, err)
@@ -514,57 +550,41 @@ func splitReviewID(id string) (flowID, stepID string, ok bool) {
 	return id[:i], id[i+1 : j], true
 }
 
-// console is the console sink of seed 000 §6.3: it shows the review on
-// the terminal and reads the decision — an option's number (from 1) or,
-// without options, a JSON value (text that is not JSON is taken as a
-// string) — and a rationale, asking again until the value is accepted. It
-// ends when the review is closed (by it or anyone) or stdin ends (an
-// error: nobody can decide).
-func (rt *Runtime) console(ctx context.Context, p PendingReview) error {
-	h := &rt.reviews
-	in, out := h.consoleIn, h.consoleOut
-	if in == nil {
-		in = os.Stdin
+// consoleReview is an in-memory review as the console shows it: named
+// name (review-N, counted in the Runtime), a review of the current flow,
+// else of a flow of its own, the review's id (the name or the short id
+// confirms an Approver "human" review).
+func consoleReview(ctx context.Context, reviewID, name string, r *state.LibraryReview) review.PendingReview {
+	flowID := reviewID
+	if f := flowFrom(ctx); f != nil {
+		flowID = f.id
 	}
-	if out == nil {
-		out = os.Stderr
-	}
-	br := bufio.NewReader(in)
-	fmt.Fprintf(out, "\n[review] %s\n", specs.EscapeControl(p.Question))
-	for k, v := range p.Artifacts {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(out, "  %s: %s\n", specs.EscapeControl(k), specs.EscapeControl(clipText(string(b), 300)))
-	}
-	for i, o := range p.Options {
-		fmt.Fprintf(out, "  [%d] %s\n", i+1, specs.EscapeControl(string(o)))
-	}
+	return review.PendingReview{ReviewID: reviewID, FlowID: flowID, StepID: name, Question: r.Question,
+		Artifacts: review.Artifacts{Values: r.Artifacts}, Outcomes: []review.Outcome{review.Approve, review.Kill},
+		Approver: review.Approver(r.Approver), OpenedAt: r.OpenedAt, Deadline: r.Deadline,
+		Library: true, Trigger: r.Trigger, Options: r.Options, Schema: r.Schema}
+}
+
+// console is the console sink (the review asked on the terminal): it
+// shows the review on stderr and reads the decision from stdin with
+// review.Console — an option's number or a JSON value, or reject, then a
+// rationale and, for Approver "human", the typed confirmation — asking
+// again until the decision is accepted. It decides only when stdin and
+// stderr are a terminal; it ends when the review is closed (by it or
+// anyone), or with an error when the input ends: nobody can decide.
+func (rt *Runtime) console(ctx context.Context, p review.PendingReview) error {
+	in, out, terminal := rt.reviews.console()
+	c := &review.Console{In: in, Out: out, Reviewer: review.CurrentUser(), Escape: specs.EscapeControl, Terminal: terminal}
 	for {
-		if len(p.Options) > 0 {
-			fmt.Fprintf(out, "Decision (1–%d): ", len(p.Options))
-		} else {
-			fmt.Fprint(out, "Decision (JSON value): ")
-		}
-		raw, err := readLine(br)
-		if err != nil {
-			return fmt.Errorf("stratum: review %s: the console ended without a decision", p.ReviewID)
-		}
-		d := review.Decision{Outcome: review.Approve, Channel: review.ChannelConsole}
-		if len(p.Options) > 0 {
-			n, err := strconv.Atoi(raw)
-			if err != nil {
-				fmt.Fprintf(out, "type a number from 1 to %d\n", len(p.Options))
-				continue
-			}
-			d.Option = n
-		} else {
-			d.Value = json.RawMessage(raw)
-			if !json.Valid(d.Value) {
-				d.Value, _ = json.Marshal(raw)
-			}
-		}
-		fmt.Fprint(out, "Rationale: ")
-		if d.Rationale, err = readLine(br); err != nil {
-			return fmt.Errorf("stratum: review %s: the console ended without a decision", p.ReviewID)
+		d, err := c.Handle(ctx, p)
+		switch {
+		case errors.Is(err, review.ErrNotConfirmed):
+			fmt.Fprintln(out, err)
+			continue
+		case errors.Is(err, review.ErrNeedsTerminal):
+			return fmt.Errorf("%w: review %s: nobody can decide this review here: %w", ErrStratum, p.ReviewID, err)
+		case err != nil:
+			return fmt.Errorf("%w: review %s: the console ended without a decision: nobody can decide this review here (%w)", ErrStratum, p.ReviewID, err)
 		}
 		err = rt.decide(ctx, p.ReviewID, d)
 		if err == nil || errors.Is(err, review.ErrAlreadyDecided) {
@@ -572,19 +592,4 @@ func (rt *Runtime) console(ctx context.Context, p PendingReview) error {
 		}
 		fmt.Fprintln(out, err)
 	}
-}
-
-func readLine(br *bufio.Reader) (string, error) {
-	s, err := br.ReadString('\n')
-	if err != nil && s == "" {
-		return "", err
-	}
-	return strings.TrimSpace(s), nil
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

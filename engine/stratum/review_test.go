@@ -323,15 +323,27 @@ func TestHumanReviewAndReviewsOpenAtOnce(t *testing.T) {
 	if !errors.Is(err, review.ErrNotAllowed) {
 		t.Fatalf("an agent decided a human review over MCP: %v", err)
 	}
-	for _, p := range []PendingReview{a, b} {
-		if err := rt.Resolve(context.Background(), p.ReviewID, json.RawMessage(`"ok"`), "bob", ""); err != nil {
-			t.Fatal(err)
-		}
+	// A program cannot decide it either; a person does (what `stratum
+	// gate` records after the typed confirmation).
+	if err := rt.Resolve(context.Background(), human.ReviewID, json.RawMessage(`"ok"`), "bob", ""); !errors.Is(err, review.ErrNotAllowed) {
+		t.Fatalf("a program decided a human review: %v", err)
+	}
+	_, err = review.NewService[engine.Outcome](svc).Decide(context.Background(), review.Decision{FlowID: fa, StepID: step,
+		Outcome: review.Approve, Value: json.RawMessage(`"ok"`), Reviewer: "ann", ResolvedBy: review.Human, Channel: review.ChannelCLI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := b
+	if human.ReviewID == b.ReviewID {
+		other = a
+	}
+	if err := rt.Resolve(context.Background(), other.ReviewID, json.RawMessage(`"ok"`), "bob", ""); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got["first?"] != "program" || got["second?"] != "program" {
+	if got["first?"] != "cli" || got["second?"] != "program" {
 		t.Errorf("channels %v", got)
 	}
 }
@@ -377,9 +389,8 @@ type sinkFunc func(context.Context, PendingReview) error
 func (f sinkFunc) Emit(ctx context.Context, p PendingReview) error { return f(ctx, p) }
 
 // Without a store: a sink is told and Resolve decides (a value that does
-// not fit is refused and the review stays open, the first decision wins);
-// without sinks the console asks on the terminal, and without a terminal
-// AwaitHuman fails at once.
+// not fit is refused and the review stays open, the first decision wins).
+// The console sink is tested in console_test.go.
 func TestAwaitHumanWithoutStore(t *testing.T) {
 	t.Setenv("STRATUM_HOME", t.TempDir())
 	sink := newChanSink()
@@ -404,30 +415,5 @@ func TestAwaitHumanWithoutStore(t *testing.T) {
 	}
 	if a := result(t, ch); a.err != nil || a.d.Value.N != 2 || a.d.Reviewer != "ann" {
 		t.Errorf("AwaitHuman = %+v, %v", a.d, a.err)
-	}
-
-	console, err := New(Options{Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx := WithRuntime(context.Background(), console)
-	console.reviews.hasTerminal = func() bool { return false }
-	start := time.Now()
-	_, err = AwaitHuman(cctx, Review[string]{Question: "Anyone?"})
-	if err == nil || !strings.Contains(err.Error(), "stdin is not a terminal") || time.Since(start) > time.Second {
-		t.Errorf("no terminal: %v after %s", err, time.Since(start))
-	}
-	var out strings.Builder
-	console.reviews.hasTerminal = func() bool { return true }
-	console.reviews.consoleIn = strings.NewReader("7\nfirst try\n2\nsecond is better\n")
-	console.reviews.consoleOut = &out
-	d, err := AwaitHuman(cctx, Review[string]{Question: "Which?", Options: []string{"left", "right"}})
-	if err != nil || d.Value != "right" || d.Channel != "console" || d.Rationale != "second is better" {
-		t.Errorf("console: %+v, %v", d, err)
-	}
-	for _, want := range []string{"[review] Which?", `[1] "left"`, `[2] "right"`, "Decision (1–2): ", "option 7 is out of range"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("console output lacks %q:\n%s", want, out.String())
-		}
 	}
 }

@@ -208,6 +208,31 @@ type flowRun struct {
 	rt      *Runtime
 	budget  *envelope
 	session *memCache
+
+	waitMu  sync.Mutex
+	waiting int       // reviews of this flow being waited for
+	since   time.Time // when the first of them began
+}
+
+// humanWait marks the start of a wait for a person (AwaitHuman) and
+// returns its end: once no review of the flow is waited for any more, the
+// flow's envelope (and its parents') is extended by the time the waits
+// covered, so waiting for a person is never charged to a time budget.
+// Overlapping waits count once.
+func (f *flowRun) humanWait(now func() time.Time) (end func()) {
+	f.waitMu.Lock()
+	if f.waiting == 0 {
+		f.since = now()
+	}
+	f.waiting++
+	f.waitMu.Unlock()
+	return func() {
+		f.waitMu.Lock()
+		defer f.waitMu.Unlock()
+		if f.waiting--; f.waiting == 0 {
+			f.budget.extend(now().Sub(f.since))
+		}
+	}
 }
 
 type flowKey struct{}

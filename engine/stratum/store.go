@@ -196,8 +196,8 @@ func jsonValue(v any) any {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
+	out, err := decodeExact(b)
+	if err != nil {
 		return string(b)
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/specs"
 )
@@ -97,7 +98,7 @@ func (pp PromptParts) Compile() (Prompt, error) {
 	if len(plain) > 0 {
 		lines = append(lines, "Inputs:")
 		for _, b := range plain {
-			lines = append(lines, "  "+b.Name+": "+FormatValue(b.Value))
+			lines = append(lines, inputLines(b.Name, b.Value)...)
 		}
 	}
 	if len(violations) > 0 {
@@ -135,6 +136,69 @@ func interpolates(text, name string) bool {
 	}
 	re := regexp.MustCompile(`\{\{?\s*` + regexp.QuoteMeta(name) + `\s*\}?\}`)
 	return re.MatchString(text)
+}
+
+// inputLines renders one input: "  name: value" (FormatValue), or, for a
+// string of several lines, its lines set apart in a fenced block indented
+// under "  name:", the fence longer than any run of backticks inside:
+//
+//	name:
+//	  ```
+//	  first line
+//	  Previous attempt failed:
+//	  ```
+//
+// so that no input can pass for a line of the prompt's own (a forged
+// "Previous attempt failed:" block, an instruction at the margin). Every
+// line break a model may read as one (\r, \v, \f, U+0085, U+2028,
+// U+2029) ends a line of the block.
+func inputLines(name string, v any) []string {
+	s, ok := v.(string)
+	if !ok || !strings.ContainsAny(s, lineBreaks) {
+		return []string{"  " + name + ": " + FormatValue(v)}
+	}
+	fence := "```"
+	for run := longestRun(s, '`'); len(fence) <= run; {
+		fence += "`"
+	}
+	out := []string{"  " + name + ":", "    " + fence}
+	for _, l := range splitLines(s) {
+		out = append(out, "    "+l)
+	}
+	return append(out, "    "+fence)
+}
+
+// lineBreaks are the characters that end a line for a reader of the
+// prompt.
+const lineBreaks = "\n\r\v\f\u0085\u2028\u2029"
+
+// splitLines splits s at every line break (\r\n counts once); an empty
+// line stays.
+func splitLines(s string) []string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var out []string
+	start := 0
+	for i, r := range s {
+		if strings.ContainsRune(lineBreaks, r) {
+			out = append(out, s[start:i])
+			start = i + utf8.RuneLen(r)
+		}
+	}
+	return append(out, s[start:])
+}
+
+// longestRun is the length of the longest run of c in s.
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
 }
 
 // FormatValue renders an input value for an "  name: value" line: strings

@@ -17,7 +17,9 @@
 // over Execute.
 //
 // The compiler assembles, newline-joined: the intent; each context string;
-// "Inputs:" and one "  name: value" line per non-opaque input; on a retry
+// "Inputs:" and one "  name: value" line per non-opaque input (a string of
+// several lines as a fenced block indented under "  name:", so no input
+// line starts at the margin and none can forge the retry block); on a retry
 // "Previous attempt failed:", one "  - violation" line per violation of the
 // previous attempt only, and "Fix these issues specifically."; when
 // opaque inputs exist, "See attached data for: a, b"; and last
@@ -37,8 +39,15 @@
 // violations come back as StepRequest.Violations of the next attempt.
 // Parse failures, refusals, truncation and exhausted transport retries are
 // *engine.AttemptError with kinds parse, refusal, truncated and transport;
-// configuration problems (no model, no key, 4xx, replay miss) have kind
-// config. The provider call, retries included, is bounded by
+// configuration problems (no model, no key, 4xx, replay miss), a provider
+// that cannot be reached (connection refused, DNS, TLS: "provider
+// unreachable", after the transport's few bounded tries) and an answer
+// over llm.MaxResponseBytes (refused once, never re-sent) have kind
+// config, which stops a run. The provider's failures (transport,
+// unreachable, too large, 4xx) come as a *ProviderError carrying the llm
+// error, which Loop never retries. A transport that stops retrying because
+// the caller's deadline would pass says so; only the call's own deadline is
+// reported as the call timeout. The provider call, retries included, is bounded by
 // Executor.CallTimeout (config llm_timeout, STRATUM_LLM_TIMEOUT; default
 // DefaultCallTimeout) or the ms budget's deadline, whichever is sooner; the
 // first is an attempt of kind timeout whose violation says the call timed

@@ -71,6 +71,10 @@ type Output struct {
 	Schema map[string]any
 	// Hash is the contract hash (seed 000 §1.4), "none" without a schema.
 	Hash string
+	// ExactNumbers decodes the answer's numbers as json.Number, their
+	// digits as written (the library decodes them into Go types: an int64
+	// above 2^53 keeps its value); the engine's expressions want float64.
+	ExactNumbers bool
 }
 
 // OutputOf returns the step's output schema: its output contract's schema,
@@ -235,9 +239,9 @@ func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResu
 		return res, err
 	}
 	if callErr != nil {
-		return finish(e.mapCallError(ctx, callCtx, cause, label, target, callErr))
+		return finish(e.mapCallError(ctx, callCtx, deadline, cause, label, target, callErr))
 	}
-	value, repaired, err := decodeAnswer(resp.Content, wrapped, req.Output.Schema, target.Info.Dialect)
+	value, repaired, err := decodeAnswer(resp.Content, wrapped, req.Output, target.Info.Dialect)
 	if err != nil {
 		return finish(err)
 	}
@@ -377,8 +381,9 @@ func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Targe
 // decodeAnswer extracts the JSON answer from the provider's text, unwraps
 // a non-object root sent as {"value": …}, and drops the nulls a strict
 // OpenAI schema forced onto optional fields.
-func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect string) (any, bool, error) {
-	value, repaired, perr := ExtractJSON(content)
+func decodeAnswer(content string, wrapped bool, out Output, dialect string) (any, bool, error) {
+	schema := out.Schema
+	value, repaired, perr := extractJSON(content, out.ExactNumbers)
 	if perr != nil {
 		return nil, false, &engine.AttemptError{Kind: engine.AttemptParse, Violations: []string{"parse error: " + perr.Error()}}
 	}
@@ -399,18 +404,50 @@ func decodeAnswer(content string, wrapped bool, schema map[string]any, dialect s
 	return value, repaired, nil
 }
 
+// ProviderError is an attempt the provider failed: it could not be
+// reached (*llm.UnreachableError), its answer was too large
+// (*llm.TooLargeError), it refused the request (*llm.APIError) or its
+// transport retries ran out (*llm.TransportError). It is the attempt's
+// *engine.AttemptError for the runner (kind config: the run stops, or
+// transport: the attempt is spent) and carries the provider's error for
+// the library (Loop stops at one: the transport already retried).
+type ProviderError struct {
+	Attempt *engine.AttemptError
+	// Provider is the provider's name ("openai"), Model the "provider/model".
+	Provider, Model string
+	// Err is the llm error.
+	Err error
+}
+
+// Error is the attempt's error.
+func (e *ProviderError) Error() string { return e.Attempt.Error() }
+
+// Unwrap returns the attempt's error and the provider's.
+func (e *ProviderError) Unwrap() []error { return []error{e.Attempt, e.Err} }
+
 // mapCallError turns a provider error into the executor's error classes.
-// deadlineCause is the cause of callCtx's deadline: a *callTimeout, or
-// engine.ErrBudgetExhausted for an ms budget.
-func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause error, label string, target llm.Target, err error) error {
+// deadline is the deadline the call set itself and deadlineCause its cause:
+// a *callTimeout, or engine.ErrBudgetExhausted for an ms budget; the
+// caller's context (parent) may end sooner.
+func (e *Executor) mapCallError(parent, callCtx context.Context, deadline time.Time, deadlineCause error, label string, target llm.Target, err error) error {
 	var (
-		re   *llm.RefusalError
-		te   *llm.TruncatedError
-		tr   *llm.TransportError
-		api  *llm.APIError
-		cfg  *llm.ConfigError
-		miss *llm.ReplayMissError
+		re    *llm.RefusalError
+		te    *llm.TruncatedError
+		tr    *llm.TransportError
+		api   *llm.APIError
+		cfg   *llm.ConfigError
+		miss  *llm.ReplayMissError
+		down  *llm.UnreachableError
+		large *llm.TooLargeError
 	)
+	provider := func(kind string, msg string) error {
+		return &ProviderError{Attempt: &engine.AttemptError{Kind: kind, Violations: []string{msg}},
+			Provider: target.Info.Name, Model: target.Full, Err: err}
+	}
+	// The call's own deadline stopped it (not the caller's, sooner): it
+	// passed, or the transport stopped its retries before it.
+	stoppedByOwn := ownDeadline(callCtx, deadline) && (callCtx.Err() != nil || errors.As(err, &tr) && tr.Deadline)
+	var ct *callTimeout
 	switch {
 	case parent.Err() != nil:
 		return parent.Err()
@@ -420,34 +457,33 @@ func (e *Executor) mapCallError(parent, callCtx context.Context, deadlineCause e
 		return &engine.AttemptError{Kind: engine.AttemptRefusal, Violations: []string{re.Error()}}
 	case errors.As(err, &te):
 		return &engine.AttemptError{Kind: engine.AttemptTruncated, Violations: []string{te.Error() + "; give a shorter answer"}}
-	case timedOut(callCtx, deadlineCause, err):
+	case errors.As(err, &down):
+		return provider(engine.AttemptConfig, down.Error())
+	case errors.As(err, &large):
+		return provider(engine.AttemptConfig, fmt.Sprintf("the %s call: %v", target.Full, large))
+	case stoppedByOwn && errors.As(deadlineCause, &ct):
 		msg := fmt.Sprintf("the %s call %v (llm_timeout in config.yaml, or STRATUM_LLM_TIMEOUT)", target.Full, deadlineCause)
-		if errors.As(err, &tr) {
+		if tr != nil {
 			msg += "; " + tr.Error()
 		}
 		return &engine.AttemptError{Kind: engine.AttemptTimeout, Violations: []string{msg}}
-	case errors.Is(err, context.DeadlineExceeded) || callCtx.Err() != nil:
+	case stoppedByOwn:
 		return fmt.Errorf("%w: step '%s' ran out of time during the %s call (ms budget)", engine.ErrBudgetExhausted, label, target.Full)
 	case errors.As(err, &tr):
-		return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{tr.Error()}}
+		return provider(engine.AttemptTransport, tr.Error())
 	case errors.As(err, &api):
-		return configErr(fmt.Sprintf("%s: %v", target.Full, api))
+		return provider(engine.AttemptConfig, fmt.Sprintf("%s: %v", target.Full, api))
 	case errors.As(err, &cfg):
 		return configErr(cfg.Error())
 	}
 	return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{fmt.Sprintf("%s: %v", target.Full, err)}}
 }
 
-// timedOut reports whether the call ended because of CallTimeout (cause is
-// its deadline's cause): its context's deadline passed, or its transport
-// retries stopped because the next one would have passed it.
-func timedOut(callCtx context.Context, cause, err error) bool {
-	var ct *callTimeout
-	if !errors.As(cause, &ct) {
-		return false
-	}
-	var tr *llm.TransportError
-	return callCtx.Err() != nil || (errors.As(err, &tr) && tr.Deadline)
+// ownDeadline reports whether callCtx's deadline is the one the call set
+// (deadline), not an earlier one of the caller's context.
+func ownDeadline(callCtx context.Context, deadline time.Time) bool {
+	dl, ok := callCtx.Deadline()
+	return ok && !dl.Before(deadline)
 }
 
 // truncatedPrefix starts the violation of a truncated answer (see

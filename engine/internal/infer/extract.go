@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,11 +15,21 @@ import (
 // coerced: a repaired value that does not fit the schema is a schema
 // violation for the engine to report.
 func ExtractJSON(answer string) (v any, repaired bool, err error) {
+	return extractJSON(answer, false)
+}
+
+// extractJSON is ExtractJSON; exact decodes numbers as json.Number (their
+// digits as written: an integer above 2^53 keeps its value).
+func extractJSON(answer string, exact bool) (v any, repaired bool, err error) {
 	s := strings.TrimSpace(answer)
 	if s == "" {
 		return nil, false, errors.New("the answer is empty (expected a JSON object)")
 	}
-	firstErr := json.Unmarshal([]byte(s), &v)
+	unmarshal := json.Unmarshal
+	if exact {
+		unmarshal = unmarshalExact
+	}
+	firstErr := unmarshal([]byte(s), &v)
 	if firstErr == nil {
 		return v, false, nil
 	}
@@ -32,12 +43,22 @@ func ExtractJSON(answer string) (v any, repaired bool, err error) {
 	for _, c := range candidates {
 		for _, text := range []string{c, stripTrailingCommas(c)} {
 			var out any
-			if json.Unmarshal([]byte(text), &out) == nil {
+			if unmarshal([]byte(text), &out) == nil {
 				return out, true, nil
 			}
 		}
 	}
 	return nil, false, fmt.Errorf("the answer is not valid JSON (%v); answer begins: %q", firstErr, preview(s, 120))
+}
+
+// unmarshalExact is json.Unmarshal with numbers as json.Number.
+func unmarshalExact(b []byte, v any) error {
+	if !json.Valid(b) {
+		return json.Unmarshal(b, v) // its error
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 func preview(s string, n int) string {

@@ -69,8 +69,9 @@ func (e *ExhaustedError) Error() string {
 // span (each attempt's "chat MODEL" span is its child; each retry is a
 // "retry" event on it). Errors: *ExhaustedError, an error wrapping
 // engine.ErrBudgetExhausted (before an attempt, or the budget's deadline
-// during one: never retried), a *CompileError, an *engine.AttemptError of
-// kind config, or ctx's error.
+// during one: never retried), a *ProviderError (never retried here: the
+// transport retried it already), a *CompileError, an *engine.AttemptError
+// of kind config, or ctx's error.
 func (e *Executor) Loop(ctx context.Context, req LoopRequest) (LoopResult, error) {
 	var span *otlp.Span
 	if parent := otlp.SpanFromContext(ctx); parent != nil {
@@ -126,7 +127,10 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 			res.CostUSD = nil
 		}
 		var ae *engine.AttemptError
+		var pe *ProviderError
 		switch {
+		case errors.As(err, &pe):
+			return res, err // the transport already retried: never a parse failure
 		case err == nil:
 			previous, parse = req.Check(out.Value)
 			if len(previous) == 0 {

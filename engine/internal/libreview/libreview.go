@@ -23,6 +23,31 @@ func Gate(r *state.LibraryReview) *state.PendingGate {
 	return g
 }
 
+// CheckOpen is the rule of a review as it opens: its approver is "any"
+// or "human"; a human review has no value on timeout (a deadline would
+// decide, as the system, what only a person may decide: the spec
+// validator's policy-human); a value on timeout is one of the options, or
+// fits the review's type, as a reviewer's value must (CheckValue).
+func CheckOpen(r *state.LibraryReview) error {
+	switch review.Approver(r.Approver) {
+	case review.AnyApprover, review.HumanApprover:
+	default:
+		return fmt.Errorf("approver must be 'any' or 'human', got '%s'", r.Approver)
+	}
+	if r.OnTimeout == nil {
+		return nil
+	}
+	if r.Approver == string(review.HumanApprover) {
+		return fmt.Errorf("review %q has approver human and a value on timeout, which would decide at the deadline, as the system, "+
+			"a review only a person may decide (policy-human): drop the value on timeout (a timeout is then an error) or use approver any",
+			clip(r.Question, 80))
+	}
+	if _, _, err := CheckValue(r, 0, r.OnTimeout); err != nil {
+		return fmt.Errorf("the value on timeout does not fit the review: %v", err)
+	}
+	return nil
+}
+
 // CheckValue is the one rule for the value of a library review's
 // decision: option (1-based; 0 = none) picks one of the review's options;
 // otherwise value must be one of the options (when it has any) and fit its

@@ -106,6 +106,9 @@ type TransportError struct {
 	Provider string
 	Tries    int
 	Last     string
+	// Status is the last try's HTTP status (0: no answer, such as a
+	// connection reset or a try that timed out).
+	Status int
 	// Deadline: the retries stopped early because the next one would start
 	// after the context's deadline.
 	Deadline bool
@@ -113,6 +116,53 @@ type TransportError struct {
 
 func (e *TransportError) Error() string {
 	return fmt.Sprintf("%s: transport failed after %d tries: %s", e.Provider, e.Tries, e.Last)
+}
+
+// UnreachableError means the provider could not be reached: the
+// connection was refused, the host or network is unreachable, its name
+// does not resolve, or TLS failed. It is retried only within
+// Retry.UnreachableTries (Permanent ones not at all).
+type UnreachableError struct {
+	Provider string
+	// Host is the host:port that could not be reached.
+	Host string
+	// Reason is "connection refused", "host unreachable", "network
+	// unreachable", "DNS" or "TLS".
+	Reason string
+	// Permanent: trying again will not help (a name that does not exist, a
+	// certificate that does not verify).
+	Permanent bool
+	Tries     int
+	// Err is the last try's error (secrets masked).
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("provider unreachable: %s at %s (%s) after %d %s: %v", e.Provider, e.Host, e.Reason, e.Tries, plural(e.Tries, "try", "tries"), e.Err)
+}
+
+// Unwrap returns the last try's error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// TooLargeError is an answer larger than MaxResponseBytes: it is refused
+// at once and the request is never re-sent (it was paid for).
+type TooLargeError struct {
+	Provider string
+	Limit    int
+	// Declared is the size the answer declared (Content-Length), when it
+	// did: such an answer is refused before it is read.
+	Declared int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s: answer larger than %d MiB (refused, not re-sent)", e.Provider, e.Limit>>20)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // RefusalError is a model refusal (OpenAI message.refusal or

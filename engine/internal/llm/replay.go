@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -156,14 +157,19 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	rb, err := readBounded(resp.Body, resp.ContentLength, maxResponseBytes)
 	resp.Body.Close()
+	var big *TooLargeError
+	if errors.As(err, &big) {
+		return nil, big // refused as in a normal run, and not recorded
+	}
 	if err != nil {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(rb))
-	if retryable(resp.StatusCode) || len(rb) > maxResponseBytes {
-		return resp, nil // the transport retries or refuses it: not a final exchange
+	resp.ContentLength = int64(len(rb))
+	if retryable(resp.StatusCode) {
+		return resp, nil // the transport retries it: not a final exchange
 	}
 	canon, hash, model, err := CanonicalRequest(req.Method, req.URL.Path, body)
 	if err != nil {

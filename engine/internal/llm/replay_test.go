@@ -34,7 +34,7 @@ func TestRecordRespectsResponseCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = recordOne(t, rec, srv.URL, "Classify: big")
-	if err == nil || !strings.Contains(err.Error(), "response larger than") {
+	if err == nil || !strings.Contains(err.Error(), "answer larger than 32 MiB") {
 		t.Fatalf("err = %v, want the response cap", err)
 	}
 	st, err := os.Stat(file)

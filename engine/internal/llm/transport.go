@@ -3,13 +3,18 @@ package llm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stratum-go/stratum/engine/internal/redact"
@@ -25,6 +30,13 @@ type Retry struct {
 	// TryTimeout bounds one HTTP request (default 120s); a try that times out
 	// is retried.
 	TryTimeout time.Duration
+	// UnreachableTries bounds the requests of one Complete when the
+	// provider cannot be reached (connection refused, host or network
+	// unreachable, a DNS failure that may pass; default 3, within
+	// MaxTries): a provider that is down fails in about a second, not
+	// after the whole backoff. A name that does not resolve or a TLS
+	// failure is not retried at all.
+	UnreachableTries int
 	// Sleep waits (tests replace it); nil = a timer honouring ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -42,6 +54,10 @@ func (r Retry) withDefaults() Retry {
 	if r.TryTimeout <= 0 {
 		r.TryTimeout = 120 * time.Second
 	}
+	if r.UnreachableTries <= 0 {
+		r.UnreachableTries = 3
+	}
+	r.UnreachableTries = min(r.UnreachableTries, r.MaxTries)
 	if r.Sleep == nil {
 		r.Sleep = sleepCtx
 	}
@@ -59,8 +75,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// maxResponseBytes caps a provider answer.
-const maxResponseBytes = 32 << 20
+// maxResponseBytes caps a provider answer (MaxResponseBytes; a variable
+// so that tests can lower it).
+var maxResponseBytes = MaxResponseBytes
+
+// MaxResponseBytes is the largest answer read from a provider: a larger
+// one is refused once (*TooLargeError), never re-sent, and at most this
+// much of it is held in memory per request in flight.
+const MaxResponseBytes = 32 << 20
 
 // retryable says whether an HTTP status is a transport error worth retrying.
 func retryable(status int) bool {
@@ -70,7 +92,9 @@ func retryable(status int) bool {
 
 // post sends body to url with headers, retrying transport errors. It returns
 // the final 2xx body, or an *APIError (non-retryable status), a
-// *TransportError (retries ran out) or ctx's error.
+// *TransportError (retries ran out), an *UnreachableError (the provider
+// could not be reached: refused, DNS, TLS), a *TooLargeError (refused at
+// once: never re-sent) or ctx's error.
 func post(ctx context.Context, client *http.Client, provider, url string, headers map[string]string, body []byte, pol Retry) ([]byte, int, error) {
 	pol = pol.withDefaults()
 	if client == nil {
@@ -81,44 +105,97 @@ func post(ctx context.Context, client *http.Client, provider, url string, header
 	red := redact.New(credentials(headers)...)
 	errorMessage := func(b []byte) string { return red.String(errorMessage(b)) }
 	var last string
+	lastStatus := 0
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, try - 1, err
 		}
 		status, respBody, hdr, err := postOnce(ctx, client, url, headers, body, pol.TryTimeout)
 		var wait time.Duration
+		var down *UnreachableError
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil, try, ctx.Err()
 			}
 			var miss *ReplayMissError
-			if errors.As(err, &miss) {
+			var big *TooLargeError
+			switch {
+			case errors.As(err, &miss):
 				return nil, try, miss
+			case errors.As(err, &big):
+				big.Provider = provider
+				return nil, try, big
 			}
-			last = red.String(err.Error())
+			last, lastStatus = red.String(err.Error()), 0
+			if down = unreachable(provider, url, err); down != nil {
+				down.Tries, down.Err = try, errors.New(last)
+				if down.Permanent || try >= pol.UnreachableTries {
+					return nil, try, down
+				}
+			}
 		case status >= 200 && status < 300:
 			return respBody, try, nil
 		case retryable(status):
-			last = fmt.Sprintf("HTTP %d: %s", status, errorMessage(respBody))
+			last, lastStatus = fmt.Sprintf("HTTP %d: %s", status, errorMessage(respBody)), status
 			wait = retryAfter(hdr)
 		default:
 			return nil, try, &APIError{Provider: provider, Status: status, Message: errorMessage(respBody)}
 		}
 		if try >= pol.MaxTries {
-			return nil, try, &TransportError{Provider: provider, Tries: try, Last: last}
+			return nil, try, &TransportError{Provider: provider, Tries: try, Last: last, Status: lastStatus}
 		}
 		if wait <= 0 {
 			wait = backoff(pol, try)
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return nil, try, &TransportError{Provider: provider, Tries: try, Deadline: true,
-				Last: last + fmt.Sprintf(" (next retry in %s would pass the deadline)", wait.Round(time.Millisecond))}
+			msg := fmt.Sprintf(" (stopped: the next retry, in %s, would pass the deadline, %s away)",
+				wait.Round(time.Millisecond), max(time.Until(dl), 0).Round(time.Millisecond))
+			if down != nil {
+				down.Err = errors.New(last + msg)
+				return nil, try, down
+			}
+			return nil, try, &TransportError{Provider: provider, Tries: try, Deadline: true, Status: lastStatus, Last: last + msg}
 		}
 		if err := pol.Sleep(ctx, wait); err != nil {
 			return nil, try, err
 		}
 	}
+}
+
+// unreachable classifies a request error that means the provider could
+// not be reached (nil for any other): connection refused, host or network
+// unreachable, a DNS failure (permanent when the name does not exist), a
+// TLS failure (permanent: a certificate that does not verify, a server
+// that does not speak TLS).
+func unreachable(provider, rawURL string, err error) *UnreachableError {
+	e := &UnreachableError{Provider: provider, Host: rawURL}
+	if u, perr := neturl.Parse(rawURL); perr == nil && u.Host != "" {
+		e.Host = u.Host
+	}
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	var hostname x509.HostnameError
+	var authority x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var record tls.RecordHeaderError
+	var alert tls.AlertError
+	switch {
+	case errors.As(err, &dns):
+		e.Reason, e.Permanent = "DNS", dns.IsNotFound
+	case errors.Is(err, syscall.ECONNREFUSED):
+		e.Reason = "connection refused"
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		e.Reason = "host unreachable"
+	case errors.Is(err, syscall.ENETUNREACH):
+		e.Reason = "network unreachable"
+	case errors.As(err, &cert), errors.As(err, &hostname), errors.As(err, &authority), errors.As(err, &invalid),
+		errors.As(err, &record), errors.As(err, &alert):
+		e.Reason, e.Permanent = "TLS", true
+	default:
+		return nil
+	}
+	return e
 }
 
 func backoff(pol Retry, try int) time.Duration {
@@ -181,15 +258,79 @@ func postOnce(ctx context.Context, client *http.Client, url string, headers map[
 		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	b, err := readBounded(resp.Body, resp.ContentLength, maxResponseBytes)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("reading the response: %w", err)
-	}
-	if len(b) > maxResponseBytes {
-		return 0, nil, nil, fmt.Errorf("response larger than %d bytes", maxResponseBytes)
+		var big *TooLargeError
+		if !errors.As(err, &big) {
+			err = fmt.Errorf("reading the response: %w", err)
+		}
+		return 0, nil, nil, err
 	}
 	return resp.StatusCode, b, resp.Header, nil
 }
+
+// readBounded reads a body of at most limit bytes: one that declares more
+// (contentLength, -1 when unknown) is refused before anything is read, one
+// that turns out longer once limit+1 bytes were read. A body of unknown
+// length is read in blocks joined at the end, so a refused one costs at
+// most limit+1 bytes of memory and an accepted one about twice its size,
+// briefly.
+func readBounded(r io.Reader, contentLength int64, limit int) ([]byte, error) {
+	if contentLength > int64(limit) {
+		return nil, &TooLargeError{Limit: limit, Declared: contentLength}
+	}
+	if contentLength >= 0 {
+		// One buffer of the declared size (+1: the read that sees the end,
+		// or a body longer than it declared).
+		buf := make([]byte, 0, contentLength+1)
+		for {
+			n, err := r.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			switch {
+			case err == io.EOF:
+				return buf, nil
+			case err != nil:
+				return nil, err
+			case len(buf) == cap(buf):
+				return readBlocks(r, buf, limit) // longer than declared: read on in blocks
+			}
+		}
+	}
+	return readBlocks(r, nil, limit)
+}
+
+// readBlocks reads r after first in blocks of readBlock bytes, refusing a
+// total over limit, and joins them.
+func readBlocks(r io.Reader, first []byte, limit int) ([]byte, error) {
+	blocks := [][]byte{}
+	total := len(first)
+	if total > 0 {
+		blocks = append(blocks, first)
+	}
+	for {
+		if total > limit {
+			return nil, &TooLargeError{Limit: limit}
+		}
+		b := make([]byte, min(readBlock, limit+1-total))
+		n, err := io.ReadFull(r, b)
+		if n > 0 {
+			blocks = append(blocks, b[:n])
+			total += n
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			if total > limit {
+				return nil, &TooLargeError{Limit: limit}
+			}
+			return bytes.Join(blocks, nil), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readBlock is the block size of a body of unknown length.
+const readBlock = 64 << 10
 
 // credentials are the values of the authentication headers of a request
 // (Authorization, x-api-key, api-key, …).

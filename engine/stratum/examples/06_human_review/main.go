@@ -1,6 +1,7 @@
 // Command 06_human_review is seed Example 06: a typed LLM function drafts a
-// release announcement and the program waits for a human to pick what
-// happens to it (stratum.AwaitHuman), with a timeout that decides "hold".
+// release announcement and the program waits for someone to pick what
+// happens to it (stratum.AwaitHuman). After ten minutes without an answer
+// the program holds the release itself (the review's timeout).
 //
 // Who decides:
 //
@@ -14,6 +15,12 @@
 //	    # decide it in `stratum tui` (Gates pane) or with
 //	    # `stratum gate approve FLOW review-1 --option N --note why` / `stratum gate reject …`
 //	go run ./engine/stratum/examples/06_human_review --live         # a real provider for the draft
+//
+// With --decide 0 the review has Approver "human": only a person may decide
+// it (the console on a terminal, with a typed confirmation; the TUI;
+// `stratum gate` on a terminal), never a program such as the
+// auto-reviewer, an agent, or the deadline. The auto-reviewer's review is
+// one anyone may decide (Approver "any", the default).
 package main
 
 import (
@@ -65,34 +72,44 @@ var draft = stratum.MustInfer("draft_announcement", stratum.Spec[Release, Announ
 
 var hold = Verdict{Action: "hold", Note: "nobody answered in time"}
 
-var announce = stratum.NewFlow("announce_release", stratum.Budget{Time: time.Minute},
-	func(ctx context.Context, r Release) (Verdict, error) {
-		a, err := draft.Call(ctx, r)
-		if err != nil {
-			return Verdict{}, err
-		}
-		d, err := stratum.AwaitHuman(ctx, stratum.Review[Verdict]{
-			Question:  "Publish this announcement of " + r.Version + "?",
-			Artifacts: map[string]any{"title": a.Title, "body": a.Body},
-			Options: []Verdict{
-				{Action: "publish", Note: "as drafted"},
-				{Action: "edit", Note: "needs a human pass first"},
-				{Action: "hold", Note: "not this week"},
-			},
-			Timeout:   10 * time.Minute,
-			OnTimeout: &hold,
-			Approver:  "human",
+// announce drafts the announcement and asks approver ("human": only a
+// person; "any": a program too) what to do with it. The time waiting for
+// the answer is not charged to the flow's budget.
+func announce(approver string) *stratum.Flow[Release, Verdict] {
+	return stratum.NewFlow("announce_release", stratum.Budget{Time: time.Minute},
+		func(ctx context.Context, r Release) (Verdict, error) {
+			a, err := draft.Call(ctx, r)
+			if err != nil {
+				return Verdict{}, err
+			}
+			d, err := stratum.AwaitHuman(ctx, stratum.Review[Verdict]{
+				Question:  "Publish this announcement of " + r.Version + "?",
+				Artifacts: map[string]any{"title": a.Title, "body": a.Body},
+				Options: []Verdict{
+					{Action: "publish", Note: "as drafted"},
+					{Action: "edit", Note: "needs a human pass first"},
+					{Action: "hold", Note: "not this week"},
+				},
+				// No OnTimeout: a deadline never decides a review only a
+				// person may decide; the program holds the release itself.
+				Timeout:  10 * time.Minute,
+				Approver: approver,
+			})
+			var timedOut *stratum.ReviewTimeoutError
+			if errors.As(err, &timedOut) {
+				return hold, nil
+			}
+			if err != nil {
+				return Verdict{}, err
+			}
+			return d.Value, nil
 		})
-		if err != nil {
-			return Verdict{}, err
-		}
-		return d.Value, nil
-	})
+}
 
 var release = Release{Version: "1.4.0", Changes: []string{"typed human reviews", "reviews in the TUI"}}
 
-func run(ctx context.Context, w io.Writer) error {
-	v, err := announce.Run(ctx, release)
+func run(ctx context.Context, w io.Writer, approver string) error {
+	v, err := announce(approver).Run(ctx, release)
 	var rejected *stratum.ReviewRejectedError
 	if errors.As(err, &rejected) {
 		fmt.Fprintf(w, "rejected by %s: %s\n", rejected.Reviewer, rejected.Rationale)
@@ -107,7 +124,8 @@ func run(ctx context.Context, w io.Writer) error {
 
 // autoReviewer decides every review it is told about by picking one option
 // through Runtime.Resolve: the offline run's reviewer (a program's own web
-// form or chat bot would do the same).
+// form or chat bot would do the same). A program may decide only reviews
+// anyone may decide: Resolve refuses one with Approver "human".
 type autoReviewer struct {
 	rt     *stratum.Runtime
 	option int
@@ -137,8 +155,10 @@ func main() {
 	flag.Parse()
 	var opts stratum.Options
 	auto := &autoReviewer{option: *decide, w: os.Stdout}
+	approver := "human" // a person decides
 	if *decide != 0 {
 		opts.Sinks = []stratum.ReviewSink{auto}
+		approver = "any" // so may a program: the auto-reviewer
 	}
 	if *useStore {
 		st, err := backend.OpenDefault(context.Background())
@@ -160,7 +180,7 @@ func main() {
 	// Ctrl-C withdraws the review (AwaitHuman's context ends).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(stratum.WithRuntime(ctx, rt), os.Stdout); err != nil {
+	if err := run(stratum.WithRuntime(ctx, rt), os.Stdout, approver); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		closeRT()
 		os.Exit(1)

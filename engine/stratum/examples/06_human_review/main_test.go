@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine/stratum"
 	"github.com/stratum-go/stratum/engine/stratum/examples/internal/demo"
+	"github.com/stratum-go/stratum/review"
 )
 
 var record = flag.Bool("record", false, "re-record recording.replay against a scripted local server")
@@ -28,7 +30,7 @@ func TestOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 		auto.rt = rt
-		err = run(stratum.WithRuntime(context.Background(), rt), io.Discard)
+		err = run(stratum.WithRuntime(context.Background(), rt), io.Discard, "any")
 		done()
 		if err != nil {
 			t.Fatal(err)
@@ -43,7 +45,7 @@ func TestOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 		auto.rt = rt
-		err = run(stratum.WithRuntime(context.Background(), rt), &out)
+		err = run(stratum.WithRuntime(context.Background(), rt), &out, "any")
 		done()
 		if err != nil {
 			t.Fatal(err)
@@ -57,3 +59,36 @@ func TestOffline(t *testing.T) {
 		}
 	}
 }
+
+// TestHumanApproverRefusesTheAutoReviewer: with Approver "human" a
+// program cannot decide: the auto-reviewer's Resolve is refused and the
+// review stays open until the program stops waiting.
+func TestHumanApproverRefusesTheAutoReviewer(t *testing.T) {
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	var out bytes.Buffer
+	refused := make(chan error, 1)
+	var r *stratum.Runtime
+	sink := sinkFunc(func(ctx context.Context, p stratum.PendingReview) error {
+		refused <- r.Resolve(ctx, p.ReviewID, p.Options[0], "auto-reviewer", "")
+		return nil
+	})
+	r, done, err := demo.RuntimeWith(recording, false, stratum.Options{Sinks: []stratum.ReviewSink{sink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	ctx, cancel := context.WithCancel(stratum.WithRuntime(context.Background(), r))
+	ended := make(chan error, 1)
+	go func() { ended <- run(ctx, &out, "human") }()
+	if err := <-refused; !errors.Is(err, review.ErrNotAllowed) {
+		t.Fatalf("the auto-reviewer decided a human review: %v", err)
+	}
+	cancel()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("run = %v", err)
+	}
+}
+
+type sinkFunc func(context.Context, stratum.PendingReview) error
+
+func (f sinkFunc) Emit(ctx context.Context, p stratum.PendingReview) error { return f(ctx, p) }
