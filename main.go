@@ -29,6 +29,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/doctor"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/engine/state"
@@ -848,16 +849,28 @@ func (a *app) installCommand() *cobra.Command {
 }
 
 func (a *app) doctorCommand() *cobra.Command {
-	var opts mcpserver.DoctorOptions
+	var opts doctor.Options
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:     "doctor",
-		Short:   "Check that an agent's stratum server runs this binary on this shell's store",
-		Long:    mcpserver.DoctorHelp,
-		Example: mcpserver.DoctorExamples,
+		Short:   "Check what breaks runs: the store, the models and their keys, the agent CLIs, the MCP registration",
+		Long:    doctor.Help,
+		Example: doctor.Examples,
 		Args:    cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			rep, err := mcpserver.Doctor(opts)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, cfgErr := projectConfig()
+			opts.Config, opts.ConfigErr = cfg, cfgErr
+			opts.Store = func(ctx context.Context) doctor.StoreProbe {
+				s, err := storeSettings()
+				if err != nil {
+					return doctor.StoreProbe{Name: "the store", Open: err}
+				}
+				p := backend.Probe(ctx, s)
+				return doctor.StoreProbe{Name: p.Name, Schema: p.Schema, Flows: p.Flows, Open: p.Open, Read: p.Read, Write: p.Write, WriteProbed: p.WriteProbed}
+			}
+			opts.MCP.Dir = opts.Dir
+			opts.Invocation = runner.InvokedNow().Invocation()
+			rep, err := doctor.Run(cmd.Context(), opts)
 			if err != nil {
 				return failErr(err)
 			}
@@ -924,7 +937,8 @@ func (a *app) runCommand() *cobra.Command {
 			line.Args, line.Set = args, cmd.Flags().Changed
 			open := func(ctx context.Context) (*engine.Service, error) { svc, _, err := openService(ctx); return svc, err }
 			rep, code, err := line.Main(cmd.Context(), open, runner.Setup{Record: recordF, Replay: replayFile, Stdin: a.stdin,
-				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github}, junitFile, jsonOut)
+				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github,
+				Invocation: runner.InvokedNow().Invocation()}, junitFile, jsonOut)
 			if rep != nil { // the --json report (also of a run that did not start), or the completed flow's output
 				if werr := writeJSON(a.stdout, rep); werr != nil && err == nil {
 					return werr
@@ -1006,7 +1020,7 @@ func (a *app) tuiCommand() *cobra.Command {
 				return err
 			}
 			cfg, cfgErr := projectConfig()
-			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Plain: plain, Once: once,
+			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Invocation: runner.InvokedNow().Invocation(), Plain: plain, Once: once,
 				NoColor: noColor, SpecDirs: append(specDirs, args...), Config: cfg, ConfigErr: cfgErr,
 				SweepInterval: mcpserver.DefaultSweepInterval, Terminal: isTerminal(a.stdout) && isTerminal(a.stdin), In: a.stdin, Out: a.stdout})
 			var ue *tui.UsageError

@@ -20,6 +20,9 @@ import (
 type CommandOptions struct {
 	Service *engine.Service
 	Backend string // the store's name (Opened.Name)
+	// Invocation runs this stratum in the commands the console prints
+	// (run.Invoked.Invocation; "stratum" when empty).
+	Invocation string
 	// Plain, Once and NoColor are --plain, --once and --no-color.
 	Plain, Once, NoColor bool
 	// SpecDirs are the directories given (--watch and DIR arguments, checked
@@ -72,7 +75,7 @@ func Command(ctx context.Context, o CommandOptions) error {
 
 // commandPlain is `stratum tui --plain`.
 func commandPlain(ctx context.Context, o CommandOptions, src Source) error {
-	popt := PlainOptions{Source: src, Out: o.Out, Once: o.Once, Backend: o.Backend}
+	popt := PlainOptions{Source: src, Out: o.Out, Once: o.Once, Backend: o.Backend, Invocation: o.Invocation}
 	if len(o.SpecDirs) > 0 && !o.Once {
 		w, err := watch.New(o.SpecDirs, watch.DefaultOptions())
 		if err != nil {
@@ -103,8 +106,8 @@ func commandConsole(ctx context.Context, o CommandOptions, src Source) error {
 		}
 	}
 	return Run(ctx, RunOptions{Source: src, SpecDirs: dirs, Keys: keys, NoColor: o.NoColor,
-		Reviewer: review.CurrentUser(), Backend: o.Backend, In: o.In, Out: unwrapWriter(o.Out),
-		Runner: runner.Background{Service: o.Service, Config: o.Config}})
+		Reviewer: review.CurrentUser(), Backend: o.Backend, Invocation: o.Invocation, In: o.In, Out: unwrapWriter(o.Out),
+		Runner: runner.Background{Service: o.Service, Config: o.Config, Invocation: o.Invocation}})
 }
 
 // unwrapWriter returns the terminal behind a masking writer: the

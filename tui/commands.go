@@ -203,7 +203,7 @@ func (m *Model) decideCmd(r review.PendingReview, outcome review.Outcome, ration
 	// decision: say so, with the command that continues it.
 	resume := ""
 	if sum := m.summaryOf(r.FlowID); sum != nil && sum.Stalled(m.now()) && sum.Driver != state.DriverLibrary {
-		resume, _ = resumeCommand(m.resumeTarget, sum)
+		resume, _ = resumeCommand(m.invocation, m.resumeTarget, sum)
 	}
 	round := r.Round
 	d := review.Decision{

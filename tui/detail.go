@@ -75,12 +75,15 @@ const maxParents = 64
 // --resume` of f, or of its root parent (target) when f is a child flow;
 // a Go program's flow is never resumed (child says whether it went to a
 // parent).
-func resumeCommand(target func(id string) string, f *state.FlowSummary) (cmd string, child bool) {
+func resumeCommand(invocation string, target func(id string) string, f *state.FlowSummary) (cmd string, child bool) {
 	if f.Driver == state.DriverLibrary {
 		return "", false
 	}
+	if invocation == "" {
+		invocation = "stratum"
+	}
 	root := target(f.FlowID)
-	return "stratum run --resume " + root, root != f.FlowID
+	return invocation + " run --resume " + root, root != f.FlowID
 }
 
 // summaryOf is the summary of flow id in the Flows window, or the detail

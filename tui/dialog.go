@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 )
 
@@ -218,7 +219,7 @@ func (d *quitDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 func (d *quitDialog) view(m *Model, width int) string {
 	// The command on a line of its own, never wrapped inside the id, so
 	// it can be copied whole.
-	cmd := "stratum run --resume " + m.resumeTarget(d.r.FlowID)
+	cmd, _ := resumeCommand(m.invocation, m.resumeTarget, &state.FlowSummary{FlowID: d.r.FlowID})
 	return m.st.DialogTitle.Render("Quit while a run waits at a gate?") + "\n\n" +
 		wrap("The run of "+clean(d.r.FlowName)+" started here waits at gate "+clean(d.r.StepID)+". Quitting stops the run there "+
 			"(its lease is released: it reads stalled at once); the gate stays open, and the flow continues only with:", width) +

@@ -41,11 +41,15 @@ type decisionDialog struct {
 	option  int
 	value   json.RawMessage
 	valueIn textinput.Model
+	digits  string // the digits of an option's number typed so far
 	// elsewhere is set when the gate was decided elsewhere while a
 	// rationale or value was being typed here: the dialog stays, read-only,
 	// with what was typed and (once read) who decided.
 	elsewhere bool
 	decided   string
+	// ctx scrolls the gate's context inside the dialog when it does not
+	// fit (every option of a review stays reachable).
+	ctx scrollView
 }
 
 func newDecisionDialog(r review.PendingReview, outcome review.Outcome, async bool, now time.Time) *decisionDialog {
@@ -81,10 +85,51 @@ func (d *decisionDialog) typed() bool {
 }
 
 func (d *decisionDialog) help(m *Model) []key.Binding {
-	k := m.keys
 	if d.elsewhere {
 		return []key.Binding{hint("esc", "close")}
 	}
+	h := d.stageHelp(m)
+	if d.ctx.overflows() {
+		h = append(h[:len(h)-1:len(h)-1], hint(d.scrollKeys(m), "scroll"), h[len(h)-1])
+	}
+	return h
+}
+
+// scrollKeys names the keys that scroll the context at this stage: the
+// page keys, and the line keys where no text is typed.
+func (d *decisionDialog) scrollKeys(m *Model) string {
+	k := m.keys
+	s := keyName(k.PageDown) + "/" + keyName(k.PageUp)
+	if !d.takesText() {
+		s = keyName(k.Down) + "/" + keyName(k.Up) + " " + s
+	}
+	return s
+}
+
+// scroll scrolls the gate's context by msg when it does not fit: the page
+// keys while text is typed (pgdown, pgup only: ctrl+d edits), the line and
+// page keys otherwise.
+func (d *decisionDialog) scroll(k KeyMap, msg tea.KeyMsg) bool {
+	if !d.ctx.overflows() {
+		return false
+	}
+	if d.takesText() {
+		if msg.Type != tea.KeyPgDown && msg.Type != tea.KeyPgUp {
+			return false
+		}
+		page := max(1, d.ctx.height-2)
+		if msg.Type == tea.KeyPgUp {
+			page = -page
+		}
+		d.ctx.offset += page
+		d.ctx.clamp()
+		return true
+	}
+	return d.ctx.key(k, msg, true)
+}
+
+func (d *decisionDialog) stageHelp(m *Model) []key.Binding {
+	k := m.keys
 	switch d.stage {
 	case stageChoose:
 		return []key.Binding{shortHelp(k.Approve, "approve"), shortHelp(k.Revise, "revise"), shortHelp(k.Kill, "kill"), hint("esc", "cancel")}
@@ -140,15 +185,29 @@ func (d *decisionDialog) begin() {
 func (d *decisionDialog) pickValue(msg tea.KeyMsg) (tea.Cmd, bool) {
 	lr := &state.LibraryReview{ID: d.r.StepID, Options: d.r.Options, Schema: d.r.Schema}
 	if len(d.r.Options) > 0 {
-		n, err := strconv.Atoi(msg.String())
-		if err != nil || msg.Type != tea.KeyRunes {
+		// An option's number: picked at its last digit, the one after which
+		// no other option's number can follow (at once below 10 options;
+		// with 12, "1" waits for a second digit or enter).
+		switch {
+		case msg.Type == tea.KeyBackspace:
+			d.digits = ""
+			return nil, true
+		case msg.Type == tea.KeyEnter && d.digits != "":
+		case msg.Type == tea.KeyRunes && len(msg.Runes) == 1 && msg.Runes[0] >= '0' && msg.Runes[0] <= '9':
+			d.digits += string(msg.Runes)
+		default:
 			return nil, false
 		}
+		n, _ := strconv.Atoi(d.digits)
 		if _, _, err := engine.CheckReviewValue(lr, n, nil); err != nil {
-			d.err = err.Error()
+			d.err, d.digits = err.Error(), ""
 			return nil, true
 		}
-		d.option, d.err = n, ""
+		if msg.Type != tea.KeyEnter && n*10 <= len(d.r.Options) {
+			d.err = ""
+			return nil, true // more digits may follow
+		}
+		d.option, d.err, d.digits = n, "", ""
 	} else {
 		if msg.Type != tea.KeyEnter {
 			var cmd tea.Cmd
@@ -171,9 +230,9 @@ func (d *decisionDialog) pickValue(msg tea.KeyMsg) (tea.Cmd, bool) {
 // valueText is the value chosen, as the confirmation shows it.
 func (d *decisionDialog) valueText() string {
 	if d.option > 0 {
-		return fmt.Sprintf("option %d: %s", d.option, jsonCompact(d.r.Options[d.option-1]))
+		return fmt.Sprintf("option %d: %s", d.option, inlineText(readable(d.r.Options[d.option-1]), false))
 	}
-	return jsonCompact(d.value)
+	return inlineText(readable(d.value), false)
 }
 
 // rationaleRequired: revise and kill must say why.
@@ -201,6 +260,9 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 	if msg.Type == tea.KeyEsc || (d.stage != stageEdit && key.Matches(msg, k.Back)) {
 		m.popDialog()
 		m.setStatus("decision cancelled", nil)
+		return nil
+	}
+	if (d.stage != stageConfirm || !key.Matches(msg, d.outcomeKey(k))) && d.scroll(k, msg) {
 		return nil
 	}
 	switch d.stage {
@@ -259,32 +321,49 @@ func (d *decisionDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 
 func (d *decisionDialog) view(m *Model, width int) string {
 	st := m.st
-	var b strings.Builder
 	if d.elsewhere {
 		return d.elsewhereView(m, width)
 	}
-	fmt.Fprintf(&b, "%s\n", st.DialogTitle.Render(truncate(d.question(), width)))
-	fmt.Fprintf(&b, "flow %s\n", clean(d.r.FlowID))
-	// The gate's context, within the room the prompt leaves (the prompt,
-	// its keys and the border always show). The gate's own question is
+	tail := d.tail(m, width)
+	// The gate's context, in the room the prompt leaves (the border, the
+	// title, the flow, a blank line and the prompt always show); what does
+	// not fit scrolls inside the dialog. The gate's own question is
 	// labelled as such: it may read "Approve …?" in a kill dialog.
+	room := max(3, m.bodyHeight()-2-2-1-strings.Count(tail, "\n")-1)
 	r := d.r
+	asker := ""
 	if d.outcome != "" && r.Question != "" {
-		asker := "the gate asks: "
+		asker = "the gate asks: "
 		if r.Library {
 			asker = "the review asks: "
 		}
+	}
+	var ctx []string
+	if r.Library {
+		ctx = m.reviewLines(r, width, room, false, false, asker).lines
+	} else {
 		r.Question = asker + r.Question
+		ctx = m.gateContextLines(r, m.gateCtx[d.r.ReviewID], width, false, false)
 	}
-	ctx := m.gateContextLines(r, m.gateCtx[d.r.ReviewID], width, false, false)
-	if room := m.bodyHeight() - 11; len(ctx) > room {
-		room = max(1, room)
-		ctx = append(ctx[:room-1], st.Muted.Render(truncate(fmt.Sprintf("… %d more lines in the Gates pane", len(ctx)-room+1), width)))
+	d.ctx.keysText = d.scrollKeys(m) + " scroll"
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", st.DialogTitle.Render(truncate(d.question(), width)))
+	flow := "flow " + clean(d.r.FlowID)
+	if r.Library {
+		flow += " · waiting " + age(m.now().Sub(r.OpenedAt))
 	}
-	for _, l := range ctx {
+	fmt.Fprintf(&b, "%s\n", truncate(flow, width))
+	for _, l := range d.ctx.window(&m.common, ctx, room, width, false) {
 		b.WriteString(l + "\n")
 	}
-	b.WriteString("\n")
+	b.WriteString("\n" + tail)
+	return b.String()
+}
+
+// tail is the dialog's prompt for its stage, and its notes.
+func (d *decisionDialog) tail(m *Model, width int) string {
+	st := m.st
+	var b strings.Builder
 	switch d.stage {
 	case stageChoose:
 		fmt.Fprintf(&b, "%s approve  %s revise  %s kill  %s cancel",
@@ -293,6 +372,9 @@ func (d *decisionDialog) view(m *Model, width int) string {
 	case stageValue:
 		if n := len(d.r.Options); n > 0 {
 			fmt.Fprintf(&b, "Pick the value: %s an option's number  %s cancel", st.Key.Render(fmt.Sprintf("1–%d", n)), st.Key.Render("esc"))
+			if d.digits != "" {
+				fmt.Fprintf(&b, "\nOption %s… (another digit, or %s for option %s)", d.digits, st.Key.Render("enter"), d.digits)
+			}
 		} else {
 			d.valueIn.Width = max(10, width-4)
 			fmt.Fprintf(&b, "Value (JSON, checked against the review's type):\n%s\n", d.valueIn.View())
@@ -323,7 +405,7 @@ func (d *decisionDialog) view(m *Model, width int) string {
 		b.WriteString("\n" + st.Muted.Render("(keys armed once you pause typing)"))
 	}
 	if d.err != "" {
-		b.WriteString("\n" + st.Error.Render(d.err))
+		b.WriteString("\n" + st.Error.Render(wrap(clean(d.err), width)))
 	}
 	return b.String()
 }

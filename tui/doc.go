@@ -77,6 +77,17 @@
 // pending gates, the detail flow) in one command, coalescing bursts, so a
 // gate decided in another process leaves the Gates pane on the next frame.
 //
+// # Work in flight
+//
+// The Flows pane marks a running flow whose step is under way (▶ running
+// 12s; the footnote names the step and its dispatch time) from the store's
+// events (inflight.go): each Watch batch updates the marks before the
+// reload it triggers — step_dispatched starts one, the step's report, a
+// gate opening or resolving, a checkpoint or the flow's end removes it. A
+// stalled flow is never marked. Flows already in flight when the console
+// starts are read once from their states' DispatchedAt (the running flows
+// of the first window, at most inflightSeedMax).
+//
 // # Many flows
 //
 // The console never holds every flow. Source.ListFlows reads one page of
@@ -145,12 +156,21 @@
 //
 // A review a Go program opened (stratum.AwaitHuman, review.PendingReview
 // with Library set) is a row of its own in the Gates pane, several per flow
-// when several are open. Its context shows the trigger, the question, the
-// artifacts and the numbered options (or the type a value must fit). Its
-// approve asks for the value first: an option's number (one key), or a
-// JSON value typed and checked with engine.CheckReviewValue, the engine's
-// own rule; then the rationale and the confirming key, as for any gate.
-// Kill rejects it; it is never revised.
+// when several are open. Its context (review_view.go) reads as text, not
+// JSON: the question, the trigger and deadline, the numbered options (or
+// the type a value must fit) and the artifacts, each value as key: value
+// words wrapped on spaces. What does not fit the pane is folded, artifacts
+// first (to their first line), then options (to one line each), so at
+// 80×24 up to five options and the first line of each artifact show
+// without scrolling; enter unfolds it all. Its approve asks for the value
+// first: an option's number (one key; with ten options or more, picked at
+// the digit after which no other number can follow, or enter), or a JSON
+// value typed and checked with engine.CheckReviewValue, the engine's own
+// rule; then the rationale and the confirming key, as for any gate. The
+// dialog lists every option whole and scrolls its context when it does
+// not fit. Kill rejects it; it is never revised, and the footer offers no
+// revise (the Gates pane's footer names only the keys that act on the
+// selected gate).
 //
 // # Reading before deciding
 //

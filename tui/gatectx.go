@@ -192,25 +192,15 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 	}
 	if r.Library {
 		// A Go program's review: the value is the decision.
-		add(fmt.Sprintf("review of a Go program · trigger %s · waiting %s · %s · approver: %s", clean(r.Trigger), age(now.Sub(r.OpenedAt)), deadlineText(r, now), approverText(r.Approver)), nil)
-		add(clean(r.Question), nil)
-		if a := r.Artifacts.Values; len(a) > 0 {
-			add("artifacts: "+clean(kvText(a)), st.Muted.Render)
-		}
-		if len(r.Options) == 0 {
-			add("value: any JSON value of the type "+clean(jsonCompact(r.Schema)), nil)
-		}
-		for i, o := range r.Options {
-			add(fmt.Sprintf("  %d. %s", i+1, clean(jsonCompact(o))), nil)
-		}
-		add("approve records a value ("+optionHint(r)+"), kill rejects the review; no revise", st.Muted.Render)
-		return out
+		return c.reviewLines(r, width, 0, true, false, "").lines
 	}
 	add(fmt.Sprintf("round %d · waiting %s · %s · approver: %s", r.Round, age(now.Sub(r.OpenedAt)), deadlineText(r, now), approverText(r.Approver)), nil)
 	add(c.reviseText(r, gc), nil)
 	add(clean(r.Question), nil)
 	if in := r.Artifacts.Inputs; len(in) > 0 {
-		add("inputs: "+clean(kvText(in)), st.Muted.Render)
+		for _, l := range hangLines("", clean("inputs: "+inlineText(readable(in), false)), "    ", width) {
+			out = append(out, st.Muted.Render(l))
+		}
 	}
 	if gc != nil {
 		for _, v := range gc.violations {
@@ -246,7 +236,8 @@ func (c *common) gateContextLines(r review.PendingReview, gc *gateContext, width
 			}
 			// Folded, an output is a summary of a few lines; enter
 			// expands it (as text), the pager shows it whole.
-			folded := wrapLines("  "+clean(k)+": "+clean(jsonCompact(outs[k])), width)
+			// As key: value words (review_view.go), wrapped on spaces.
+			folded := hangLines("  ", clean(k+": "+inlineText(readable(outs[k]), false)), "      ", width)
 			if len(folded) > foldedLines {
 				more := fmt.Sprintf("    … %d more lines folded", len(folded)-foldedLines+1)
 				folded = append(folded[:foldedLines-1], st.Muted.Render(truncate(more, width)))
@@ -282,14 +273,6 @@ func (c *common) reviseText(r review.PendingReview, gc *gateContext) string {
 	return fmt.Sprintf("revise → step %s · %d of %d round%s left", clean(gc.onRevise), left, gc.maxRounds, plural(gc.maxRounds))
 }
 
-// optionHint says how a Go program's review takes its value.
-func optionHint(r review.PendingReview) string {
-	if n := len(r.Options); n > 0 {
-		return fmt.Sprintf("an option, 1–%d", n)
-	}
-	return "typed, checked against its type"
-}
-
 func approverText(a review.Approver) string {
 	if a == review.HumanApprover {
 		return "human (not over MCP)"
@@ -298,15 +281,6 @@ func approverText(a review.Approver) string {
 		return string(review.AnyApprover)
 	}
 	return string(a)
-}
-
-// kvText renders a map as sorted key=value pairs, values in JSON.
-func kvText(m map[string]any) string {
-	parts := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, k+"="+jsonCompact(m[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -33,6 +33,9 @@ type Options struct {
 	Keys     KeyMap
 	Styles   Styles
 	Reviewer string // identity recorded with decisions ($USER)
+	// Invocation runs this stratum in the commands the console prints
+	// (stratum run --resume …; "stratum" when empty).
+	Invocation string
 	// Backend names the store, shown at the right of the header.
 	Backend string
 	// Now is the clock (time.Now when nil).
@@ -215,7 +218,8 @@ func New(opt Options) *Model {
 	ti.CharLimit = 500
 	m := &Model{
 		common: common{keys: opt.Keys, st: opt.Styles, now: opt.Now, width: 80, height: 24, specs: map[string]watch.Update{},
-			gateCtx: map[string]*gateContext{}},
+			gateCtx: map[string]*gateContext{}, inflight: map[string]inflightStep{}, inflightSeen: map[string]bool{},
+			invocation: opt.Invocation},
 		opt:            opt,
 		input:          ti,
 		runFlows:       map[string]bool{},
@@ -298,6 +302,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.handleReviewEvent(review.PendingReview(msg))
 	case tickMsg:
 		return m.tickCmd()
+	case inflightSeedMsg:
+		m.handleInflightSeed(msg)
 	case actionMsg:
 		m.setStatus(msg.text, msg.err)
 		return m.reloadCmd()
@@ -390,6 +396,9 @@ func (m *Model) handleSnapshot(msg snapshotMsg) tea.Cmd {
 		cmds = append(cmds, m.closeStaleDialogs(before))
 	}
 	m.refreshPanes()
+	if first {
+		cmds = append(cmds, m.seedInflightCmd(m.runningSteps()))
+	}
 	for i, p := range m.panes {
 		if _, flows := p.(*flowsPane); flows && refiltered {
 			continue
@@ -426,6 +435,7 @@ func (m *Model) handleDetail(msg detailMsg) tea.Cmd {
 
 // handleEngineEvents reacts to new store events: one reload per burst.
 func (m *Model) handleEngineEvents(evs eventsMsg) tea.Cmd {
+	m.noteInflight(evs)
 	return tea.Batch(m.reloadCmd(), m.waitEventsCmd())
 }
 

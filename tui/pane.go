@@ -97,6 +97,9 @@ type scrollView struct {
 	// n and height are the lines and the room of the last render, which
 	// the keys scroll by.
 	n, height int
+	// keysText, when set, replaces the keys the last row names (a
+	// dialog's: no pager there).
+	keysText string
 }
 
 // overflows reports whether the last render had more lines than room.
@@ -147,7 +150,11 @@ func (v *scrollView) window(c *common, lines []string, height, width int, ends b
 	v.clamp()
 	out := append([]string(nil), lines[v.offset:v.offset+room]...)
 	k := c.keys
-	more := fmt.Sprintf("lines %d–%d of %d · %s/%s page", v.offset+1, v.offset+room, len(lines), keyName(k.PageDown), keyName(k.PageUp))
+	more := fmt.Sprintf("lines %d–%d of %d · ", v.offset+1, v.offset+room, len(lines))
+	if v.keysText != "" {
+		return append(out, c.st.Muted.Render(truncate(more+v.keysText, width)))
+	}
+	more += fmt.Sprintf("%s/%s page", keyName(k.PageDown), keyName(k.PageUp))
 	if ends {
 		more += fmt.Sprintf(" · %s/%s ends", keyName(k.Top), keyName(k.Bottom))
 	}
@@ -228,6 +235,12 @@ type common struct {
 	// hold them).
 	detailSum  *state.FlowSummary
 	detailRoot string
+	// inflight marks the flows whose step is under way, from the store's
+	// events (inflight.go); inflightSeen the flows an event spoke for.
+	inflight     map[string]inflightStep
+	inflightSeen map[string]bool
+	// invocation runs this stratum in the commands shown (Options).
+	invocation string
 }
 
 // paneBase is the state every pane has; panes embed it.

@@ -18,6 +18,9 @@ var gatesPaneDef = paneDef{title: "Gates", new: func(keyGroup) pane { return &ga
 type gatesPane struct {
 	paneBase
 	expanded bool // the outputs pretty-printed in full
+	// foldable: the selected gate's context folds something to fit (a Go
+	// program's review; enter unfolds it), as last rendered.
+	foldable bool
 	// detail scrolls the selected gate's context; reading is the review
 	// it scrolls (another selection starts at its top).
 	detail  scrollView
@@ -94,9 +97,33 @@ func (p *gatesPane) Update(m *Model, msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// ShortHelp offers only the keys that act on the selected gate: revise
+// where the gate accepts it (never on a Go program's review, whose kill
+// rejects it), enter where there is something to expand.
 func (p *gatesPane) ShortHelp(c *common) []key.Binding {
-	h := []key.Binding{shortHelp(c.keys.Approve, "approve"), shortHelp(c.keys.Revise, "revise"), shortHelp(c.keys.Kill, "kill"),
-		shortHelp(c.keys.Open, "outputs")}
+	r, ok := p.selected(c)
+	if !ok {
+		return nil
+	}
+	k := c.keys
+	h := []key.Binding{shortHelp(k.Approve, "approve")}
+	if reviseApplies(r, c.gateCtx[r.ReviewID]) {
+		h = append(h, shortHelp(k.Revise, "revise"))
+	}
+	switch {
+	case r.Library && allowed(r, review.Kill):
+		h = append(h, shortHelp(k.Kill, "reject"))
+	case allowed(r, review.Kill):
+		h = append(h, shortHelp(k.Kill, "kill"))
+	}
+	switch {
+	case r.Library && p.foldable && p.expanded:
+		h = append(h, shortHelp(k.Open, "fold"))
+	case r.Library && p.foldable:
+		h = append(h, shortHelp(k.Open, "expand"))
+	case !r.Library && len(p.outputs(c, r)) > 0:
+		h = append(h, shortHelp(k.Open, "outputs"))
+	}
 	if p.detail.overflows() {
 		h = append(h, shortHelp(c.keys.PageDown, "scroll"))
 	}
@@ -155,9 +182,43 @@ func (p *gatesPane) View(c *common) []string {
 	out = append(out, "")
 	// The full flow id: what `stratum gate` and `stratum query flow` take
 	// (y copies it). The context scrolls below the list (page keys).
-	detail := wrapLines(c.st.Header.Render("Gate "+clean(r.StepID)+" of "+clean(r.FlowName)+" · flow "+clean(r.FlowID)), p.width)
-	detail = append(detail, c.gateContextLines(r, c.gateCtx[r.ReviewID], p.width, p.expanded, true)...)
+	kind := "Gate "
+	if r.Library {
+		kind = "Review " // a Go program's: decided with a value
+	}
+	detail := wrapLines(c.st.Header.Render(kind+clean(r.StepID)+" of "+clean(r.FlowName)+" · flow "+clean(r.FlowID)), p.width)
+	p.foldable = false
+	if r.Library {
+		rv := c.reviewLines(r, p.width, p.height-len(out)-len(detail), p.expanded, true, "")
+		p.foldable = rv.foldable
+		detail = append(detail, rv.lines...)
+	} else {
+		detail = append(detail, c.gateContextLines(r, c.gateCtx[r.ReviewID], p.width, p.expanded, true)...)
+	}
 	return append(out, p.detail.window(c, detail, p.height-len(out), p.width, p.expanded)...)
+}
+
+// reviseApplies reports whether a revise of gate r can be recorded, as far
+// as its context says: not on a Go program's review, nor where the gate
+// has no on_revise or its flow's max_rounds are spent (unknown while the
+// context loads, or when the spec no longer parses: offered).
+func reviseApplies(r review.PendingReview, gc *gateContext) bool {
+	if r.Library || !allowed(r, review.Revise) {
+		return false
+	}
+	if gc == nil || gc.err != nil || gc.noSpec {
+		return true
+	}
+	return gc.onRevise != "" && (gc.maxRounds <= 0 || gc.maxRounds-r.Round > 0)
+}
+
+// outputs are the step outputs gate r shows (from its context once
+// loaded).
+func (p *gatesPane) outputs(c *common, r review.PendingReview) map[string]any {
+	if gc := c.gateCtx[r.ReviewID]; gc != nil && gc.artifacts != nil {
+		return gc.artifacts.StepOutputs
+	}
+	return r.Artifacts.StepOutputs
 }
 
 // deadlineText counts down to the gate's deadline.

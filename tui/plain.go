@@ -27,6 +27,9 @@ type PlainOptions struct {
 	// Backend names the store ("etcd etcd://…/team"), printed in the state
 	// line as store="…" when set.
 	Backend string
+	// Invocation runs this stratum in the commands printed ("stratum"
+	// when empty).
+	Invocation string
 }
 
 // RunPlain is the line mode (`stratum tui --plain`): it prints the state of
@@ -77,7 +80,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	// gone is stalled, with the command that continues it.
 	fmt.Fprintf(opt.Out, "%s state flows=%d running=%d stalled=%d waiting_gates=%d%s\n", stamp(now), counts.total, counts.running, counts.stalled, len(reviews), store)
 	printStalled := func(f *state.FlowSummary) bool {
-		cont, _ := resumeCommand(func(id string) string { return rootOf(ctx, src, id, f.ParentFlowID) }, f)
+		cont, _ := resumeCommand(opt.Invocation, func(id string) string { return rootOf(ctx, src, id, f.ParentFlowID) }, f)
 		if f.Driver == state.DriverLibrary {
 			cont = "stratum kill " + f.FlowID + " --reason TEXT (a Go program's flow is not resumed)"
 		}

@@ -33,6 +33,8 @@ type RunOptions struct {
 	// Backend names the store in the header ("etcd etcd://…/team"); main
 	// passes it, as the TUI never imports a store.
 	Backend string
+	// Invocation runs this stratum in the commands the console prints.
+	Invocation string
 	// Pager is the command the pager key runs ($PAGER, else less, when
 	// nil).
 	Pager   []string
@@ -81,6 +83,7 @@ func Run(ctx context.Context, opt RunOptions) error {
 		Source: opt.Source, Keys: opt.Keys, Reviewer: opt.Reviewer,
 		Styles: DefaultStyles(NewRenderer(opt.Out, opt.NoColor || noColor())),
 		Events: events, Specs: specUpdates, Clipboard: opt.Out, Backend: opt.Backend, Pager: opt.Pager,
+		Invocation: opt.Invocation,
 	}
 	if opt.Sink == nil {
 		opt.Sink = review.NewQueue(0, 0)

@@ -88,7 +88,7 @@ func TestGateDetailScrolls(t *testing.T) {
 	m := newModel(t, f.src, 80, 24)
 	press(m, "3", "G")
 	// Folded, the long output is a summary: the gate fits the screen.
-	if frame := m.View(); !strings.Contains(frame, "more lines folded") || strings.Contains(frame, "lines 1–") {
+	if frame := m.View(); !strings.Contains(frame, "write: text: line 1 of the report (+60 lines)") || strings.Contains(frame, "lines 1–") {
 		t.Fatalf("folded outputs:\n%s", frame)
 	}
 	press(m, "enter")
@@ -420,14 +420,14 @@ func TestChildFlowResumesParent(t *testing.T) {
 		{FlowID: "leaf", ParentFlowID: "mid", Driver: state.DriverRunner, Status: state.StatusAwaitingGate},
 	}
 	c := &common{flows: flowWindow{n: len(flows), rows: flows}}
-	cmd, child := resumeCommand(c.resumeTarget, &flows[2])
+	cmd, child := resumeCommand("", c.resumeTarget, &flows[2])
 	if cmd != "stratum run --resume root" || !child {
 		t.Fatalf("child: %q %v", cmd, child)
 	}
-	if cmd, child := resumeCommand(c.resumeTarget, &flows[0]); cmd != "stratum run --resume root" || child {
+	if cmd, child := resumeCommand("", c.resumeTarget, &flows[0]); cmd != "stratum run --resume root" || child {
 		t.Fatalf("root: %q %v", cmd, child)
 	}
-	_, next := stalledHint(c.resumeTarget, &flows[2])
+	_, next := stalledHint("", c.resumeTarget, &flows[2])
 	if !strings.Contains(next, "continue its parent with: stratum run --resume root") {
 		t.Fatalf("hint %q", next)
 	}

@@ -161,7 +161,7 @@ flows:
 	m := newModel(t, f.src, 100, 40)
 	press(m, "3", "G") // the newest gate is last: oldest first
 	frame := m.View()
-	for _, want := range []string{"flow " + id, `inputs: v="1.0"`, "revise → step build · 3 of 3 rounds left", "approver: human",
+	for _, want := range []string{"flow " + id, "inputs: v: 1.0", "revise → step build · 3 of 3 rounds left", "approver: human",
 		"no deadline", "✓ fixed: build attempt 1", "(attempt 2 passed)", "Outputs (enter expands)"} {
 		if !strings.Contains(frame, want) {
 			t.Errorf("Gates pane lacks %q:\n%s", want, frame)

@@ -2,8 +2,12 @@ package tui
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -111,5 +115,49 @@ func TestTinyTerminals(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The Flows pane drops columns by priority as the terminal narrows
+// (UPDATED, DRIVER, ROUND, AGE, K/N); status, flow, step and the short id
+// always show; at 80 columns everything but UPDATED fits.
+func TestFlowColumnsByWidth(t *testing.T) {
+	for _, c := range []struct {
+		width int
+		want  string
+	}{
+		{118, "STATUS FLOW STEP K/N ROUND ID AGE DRIVER UPDATED"},
+		{78, "STATUS FLOW STEP K/N ROUND ID AGE DRIVER"},
+		{70, "STATUS FLOW STEP K/N ROUND ID AGE"},
+		{64, "STATUS FLOW STEP K/N ID AGE"},
+		{58, "STATUS FLOW STEP K/N ID"},
+		{40, "STATUS FLOW STEP ID"},
+	} {
+		cols := flowColumns(c.width)
+		var titles []string
+		total := len(cols) - 1
+		for _, col := range cols {
+			titles = append(titles, strings.TrimSpace(col.title))
+			total += col.width
+		}
+		if got := strings.Join(titles, " "); got != c.want {
+			t.Errorf("width %d: columns %q, want %q", c.width, got, c.want)
+		}
+		if total > c.width && c.width >= 60 {
+			t.Errorf("width %d: the columns take %d", c.width, total)
+		}
+	}
+}
+
+// The console's commands name this stratum as it was invoked: a console
+// started with go run tells a stalled flow's `go run . run --resume ID`.
+func TestResumeCommandAsInvoked(t *testing.T) {
+	f := newFixture(t)
+	m := New(Options{Source: f.src, Keys: DefaultKeyMap(), Reviewer: "alice", Invocation: "go run .",
+		Styles: DefaultStyles(NewRenderer(os.Stdout, true)), Now: func() time.Time { return base.Add(10 * time.Minute) }, Tick: -1})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	drive(m, m.Init())
+	if v := m.View(); !strings.Contains(v, "continue it with: go run . run --resume "+f.runID) {
+		t.Fatalf("the stalled flow's command:\n%s", v)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,6 +66,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join(root, "testdata", "script"),
 		RequireExplicitExec: true,
 		UpdateScripts:       *update,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"fakeprovider": fakeProvider},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 			env.Setenv("STRATUM_HOME", filepath.Join(env.WorkDir, ".stratum"))
@@ -72,10 +75,37 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GITHUB_ACTIONS", "")
 			env.Setenv("EXAMPLES", filepath.Join(root, "specs", "examples"))
 			env.Setenv("GOCOVERDIR", os.Getenv("GOCOVERDIR"))
+			// `go run` in a script (run_advice.txtar) builds with this
+			// machine's caches, not an empty one under $HOME.
+			env.Setenv("REPO", root)
+			env.Setenv("STRATUM_BIN", filepath.Join(binDir, filepath.Base(stratumExe())))
+			for k, v := range goEnv() {
+				env.Setenv(k, v)
+			}
 			return nil
 		},
 	})
 }
+
+// stratumExe is the binary TestMain built.
+func stratumExe() string {
+	if runtime.GOOS == "windows" {
+		return "stratum.exe"
+	}
+	return "stratum"
+}
+
+// goEnv is the go command's environment a script's `go run` needs to reuse
+// this machine's build and module caches.
+var goEnv = sync.OnceValue(func() map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOPROXY", "GOFLAGS", "GOTOOLCHAIN"} {
+		if v, err := exec.Command("go", "env", k).Output(); err == nil {
+			out[k] = strings.TrimSpace(string(v))
+		}
+	}
+	return out
+})
 
 // scriptsOnEtcd are the scripts that TestScriptsEtcd runs again on etcd:
 // every script that uses the store. store_errors.txtar is about a damaged

@@ -74,6 +74,13 @@ func TestRunOnGateWaitLatency(t *testing.T) {
 		if err := run.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// A failed check must not leave the runner waiting at its gate.
+		t.Cleanup(func() {
+			if run.ProcessState == nil {
+				_ = run.Process.Kill()
+				_ = run.Wait()
+			}
+		})
 		type line struct {
 			text string
 			at   time.Time
@@ -103,7 +110,8 @@ func TestRunOnGateWaitLatency(t *testing.T) {
 				}
 			}
 		}
-		waiting := await("waiting for a decision: stratum gate approve ")
+		// The binary is not on PATH: the command names it by its path.
+		waiting := await("waiting for a decision: " + bin + " gate approve ")
 		fields := strings.Fields(waiting.text[strings.Index(waiting.text, "gate approve ")+len("gate approve "):])
 		flow := fields[0]
 		// The runner is waiting, not starting to; the jitter keeps the
@@ -115,8 +123,8 @@ func TestRunOnGateWaitLatency(t *testing.T) {
 			t.Fatalf("gate approve: %v\n%s", err, out)
 		}
 		// The runner tells who decided, how and through what.
-		resumed := await("decided elsewhere")
-		if !strings.Contains(resumed.text, "approve by ") || !strings.Contains(resumed.text, "(cli)") {
+		resumed := await("gate review: approved by ")
+		if !strings.Contains(resumed.text, "(cli)") {
 			t.Fatalf("the runner did not say who decided: %q", resumed.text)
 		}
 		for range lines { // drain until the runner exits

@@ -43,19 +43,6 @@ const InstallExamples = `  stratum install
   stratum install --codex --dry-run
   stratum install --command stratum   # rely on PATH instead of this binary's path`
 
-// DoctorHelp is the long help of `stratum doctor`.
-const DoctorHelp = `Doctor reads the stratum server an agent's client starts — the project's .mcp.json and, when
-it registers one, Codex's config.toml — and checks that its command is this binary and that its
-STRATUM_HOME and STRATUM_STORE are this shell's: otherwise the agent's flows and gates live in
-another store than the one your TUI shows. Each check prints one line, with the fix when it
-fails.
-
-Exit status: 0 every check passed, 1 some check failed, 2 usage error.`
-
-// DoctorExamples are the examples of `stratum doctor`'s help.
-const DoctorExamples = `  stratum doctor
-  stratum doctor --json`
-
 // UninstallHelp is the long help of `stratum uninstall`.
 const UninstallHelp = `Uninstall removes what "stratum install" added, and nothing else: the stratum server entry
 of .mcp.json (an entry that does not run "… mcp" is kept), the block between the stratum

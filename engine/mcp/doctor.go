@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +30,9 @@ type DoctorOptions struct {
 	// Getenv reads this shell's environment (STRATUM_HOME, STRATUM_STORE,
 	// PATH for a bare command name); nil: os.Getenv.
 	Getenv func(string) string
+	// Invocation runs this stratum in the fixes printed ("stratum" when
+	// empty).
+	Invocation string
 }
 
 // DoctorCheck is one finding.
@@ -35,8 +40,11 @@ type DoctorCheck struct {
 	Config string `json:"config"` // the client configuration file
 	Check  string `json:"check"`  // "server", "binary" or "store"
 	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
+	// Skipped: nothing to check (a project with no .mcp.json is not set
+	// up for an agent); OK is set.
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix,omitempty"`
 }
 
 // DoctorReport is every finding; OK when all checks passed.
@@ -56,7 +64,8 @@ type serverEntry struct {
 // it registers one, of Codex's config.toml with this shell: the command
 // must be this binary, and STRATUM_HOME / STRATUM_STORE the ones this
 // shell uses. A missing .mcp.json entry is a failed check; a Codex config
-// without a stratum table is not looked at.
+// without a stratum table is not looked at, and a project without
+// .mcp.json is not set up for an agent: one skipped check says so.
 func Doctor(opts DoctorOptions) (DoctorReport, error) {
 	if opts.Binary == "" {
 		if exe, err := os.Executable(); err == nil {
@@ -78,38 +87,46 @@ func Doctor(opts DoctorOptions) (DoctorReport, error) {
 	if err != nil {
 		return DoctorReport{}, err
 	}
+	inv := opts.Invocation
+	if inv == "" {
+		inv = "stratum"
+	}
 	rep := DoctorReport{OK: true, Checks: []DoctorCheck{}}
 	add := func(c DoctorCheck) {
 		rep.Checks = append(rep.Checks, c)
 		rep.OK = rep.OK && c.OK
 	}
-	mcpPath := filepath.Join(projectRoot(dir), ".mcp.json")
+	mcpPath := filepath.Join(ProjectRoot(dir), ".mcp.json")
 	entry, err := mcpJSONEntry(mcpPath)
+	_, statErr := os.Stat(mcpPath)
 	switch {
+	case errors.Is(statErr, fs.ErrNotExist):
+		add(DoctorCheck{Config: mcpPath, Check: "server", OK: true, Skipped: true,
+			Detail: "no .mcp.json: this project is not set up for an agent (" + inv + " install sets it up)"})
 	case err != nil:
-		add(DoctorCheck{Config: mcpPath, Check: "server", Detail: err.Error(), Fix: "fix the file, then run stratum install"})
+		add(DoctorCheck{Config: mcpPath, Check: "server", Detail: err.Error(), Fix: "fix the file, then run " + inv + " install"})
 	case entry == nil:
 		add(DoctorCheck{Config: mcpPath, Check: "server", Detail: "no stratum server is registered",
-			Fix: "run stratum install in this shell"})
+			Fix: "run " + inv + " install in this shell"})
 	default:
-		compareEntry(mcpPath, entry, opts.Binary, getenv, add)
+		compareEntry(mcpPath, entry, opts.Binary, inv, getenv, add)
 	}
 	if home, err := codexHome(opts.CodexHome); err == nil {
 		path := filepath.Join(home, "config.toml")
 		switch entry, err := codexEntry(path); {
 		case err != nil:
-			add(DoctorCheck{Config: path, Check: "server", Detail: err.Error(), Fix: "fix the file, then run stratum install --codex"})
+			add(DoctorCheck{Config: path, Check: "server", Detail: err.Error(), Fix: "fix the file, then run " + inv + " install --codex"})
 		case entry != nil:
-			compareEntry(path, entry, opts.Binary, getenv, add)
+			compareEntry(path, entry, opts.Binary, inv, getenv, add)
 		}
 	}
 	return rep, nil
 }
 
 // compareEntry checks one registered server against this shell.
-func compareEntry(config string, e *serverEntry, binary string, getenv func(string) string, add func(DoctorCheck)) {
+func compareEntry(config string, e *serverEntry, binary, inv string, getenv func(string) string, add func(DoctorCheck)) {
 	add(DoctorCheck{Config: config, Check: "server", OK: true, Detail: "a stratum server is registered: " + e.command + " mcp"})
-	fix := "run stratum install" + codexFlag(config) + " in this shell"
+	fix := "run " + inv + " install" + codexFlag(config) + " in this shell"
 	got, err := resolveCommand(e.command, getenv("PATH"))
 	switch {
 	case err != nil:

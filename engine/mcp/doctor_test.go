@@ -30,7 +30,16 @@ func TestDoctor(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// No .mcp.json: not set up for an agent, nothing fails.
 	rep, err := Doctor(opts)
+	if err != nil || !rep.OK || len(rep.Checks) != 1 || !rep.Checks[0].Skipped || !strings.Contains(rep.Checks[0].Detail, "stratum install") {
+		t.Fatalf("no .mcp.json: %+v %v", rep, err)
+	}
+	// An .mcp.json without stratum: a failure with the fix.
+	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{"mcpServers": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Doctor(opts)
 	if err != nil || rep.OK || len(rep.Checks) != 1 || !strings.Contains(rep.Checks[0].Fix, "stratum install") {
 		t.Fatalf("no entry: %+v %v", rep, err)
 	}

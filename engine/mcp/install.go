@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/stratum-go/stratum/engine/run"
 )
 
 // ServerName is the name stratum registers itself under in MCP client
@@ -191,7 +193,7 @@ func newReport(dir string, dryRun bool) (InstallReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.ProjectRoot = projectRoot(dir)
+	rep.ProjectRoot = ProjectRoot(dir)
 	return rep, nil
 }
 
@@ -306,8 +308,9 @@ func codexHome(home string) (string, error) {
 	return home, nil
 }
 
-// projectRoot walks up from dir to the nearest directory holding .git.
-func projectRoot(dir string) string {
+// ProjectRoot walks up from dir to the nearest directory holding .git (dir
+// itself when none does): the project install sets up and doctor checks.
+func ProjectRoot(dir string) string {
 	for d := dir; ; {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			return d
@@ -344,24 +347,8 @@ func defaultCommand() (string, error) {
 }
 
 // TemporaryBuild reports whether the binary at path is a temporary build
-// of the go command (`go run`, `go test`): it lies in a go-build directory
-// (the work directory $TMPDIR/go-build<digits>, or the default build cache
-// ~/.cache/go-build, where go run caches executables) or under gocache
-// (a $GOCACHE set elsewhere).
-func TemporaryBuild(path, gocache string) bool {
-	clean := filepath.Clean(path)
-	for _, el := range strings.Split(filepath.ToSlash(clean), "/") {
-		if rest, ok := strings.CutPrefix(el, "go-build"); ok && strings.Trim(rest, "0123456789") == "" {
-			return true // go-build (the cache) or go-build<digits> (a work directory)
-		}
-	}
-	if gocache != "" && gocache != "off" {
-		if rel, err := filepath.Rel(filepath.Clean(gocache), clean); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
-}
+// of the go command (run.TemporaryBuild, the one rule).
+func TemporaryBuild(path, gocache string) bool { return run.TemporaryBuild(path, gocache) }
 
 // readExisting returns a file's content, or nil when it does not exist.
 func readExisting(path string) ([]byte, error) {

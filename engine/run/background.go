@@ -20,6 +20,9 @@ type Background struct {
 	Service *engine.Service
 	// Config builds the executors of each run (NewExecutors).
 	Config config.Config
+	// Invocation runs this stratum in the next steps a run tells
+	// (Options.Invocation).
+	Invocation string
 }
 
 // RunFlow runs flow of sp with inputs and blocks until the run ends: it
@@ -34,7 +37,7 @@ func (b Background) RunFlow(ctx context.Context, sp *specs.Spec, flow string, in
 	}
 	defer x.Close(io.Discard)
 	r := New(Options{Service: b.Service, Infer: x.Infer, Tracer: x.Tracer, Agent: x.Agent,
-		Gates: review.Policy{OnGate: review.OnGateWait}, Progress: offerGates{ctx: ctx, sink: sink}})
+		Gates: review.Policy{OnGate: review.OnGateWait}, Progress: offerGates{ctx: ctx, sink: sink}, Invocation: b.Invocation})
 	return r.Start(ctx, sp, flow, inputs)
 }
 

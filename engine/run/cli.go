@@ -174,6 +174,9 @@ type Setup struct {
 	Stderr         io.Writer // progress, prompts and exporter problems
 	Terminal       bool      // stdin and stderr are a terminal
 	GitHub         bool      // running under GitHub Actions: annotations
+	// Invocation runs this stratum in the next steps the run prints
+	// (Invoked.Invocation).
+	Invocation string
 }
 
 // Execute runs req on svc as `stratum run` does: it builds the executors
@@ -220,6 +223,7 @@ func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*O
 		// Fan-out worktrees: kept ones are printed with the progress.
 		KeepWorktrees: req.KeepWorktrees,
 		Log:           s.Stderr,
+		Invocation:    s.Invocation,
 	})
 	if req.Resume != "" {
 		return r.Resume(ctx, req.Resume)

@@ -12,6 +12,16 @@
 // trace records and the budget ledger with the flow, caches results, and
 // reports progress (terminal, plain lines, GitHub annotations, JUnit).
 //
+// Progress counts a step's attempts within the flow's round, as its retries
+// and STRATUM_ATTEMPT do, and names the round after a revise (the runner's
+// flowCtx.round and callState.attempt, set by beginCall); decisions are
+// named by who made them (decisionText). A USD budget over an infer step
+// whose model has no price is refused before a run starts (prices.go). The
+// next steps a run prints name this stratum as it was invoked
+// (Invoked.Invocation: stratum, the binary's path, or go run of the
+// checkout; Options.Invocation). Needs (needs.go) is what a spec's flows
+// call — agents, models — for stratum doctor.
+//
 // Part of the stratum command, not a public API: its exported names serve
 // the command's packages and may change.
 //

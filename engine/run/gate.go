@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -40,7 +41,10 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 		if d.Outcome == review.Kill {
 			rep.Status = "killed"
 		}
-		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: decidedElsewhere(d)})
+		if d.Outcome == review.Revise {
+			fc.round = pr.Round + 1
+		}
+		r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: rep.Status, Message: decisionText(d)})
 		return answered(r.svc.Resume(ctx, fc.id))
 	case errors.Is(err, review.ErrNeedsTerminal), errors.Is(err, review.ErrNotConfirmed):
 		// The human-presence rule refused a decision of this run (an
@@ -69,7 +73,10 @@ func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) 
 	if d.Outcome == review.Kill {
 		rep.Status = "killed"
 	}
-	r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(d.Outcome), Message: fmt.Sprintf("%s (%s, %s)", d.Outcome, d.Channel, d.ResolvedBy)})
+	if d.Outcome == review.Revise {
+		fc.round = pr.Round + 1
+	}
+	r.emit(Event{Kind: EventGateResolved, FlowID: fc.id, Step: step, Spec: fc.spec, Status: string(d.Outcome), Message: decisionText(d)})
 	return answered(out, nil)
 }
 
@@ -107,19 +114,41 @@ func (r *Runner) gateHandlers(fc *flowCtx, pr review.PendingReview) []review.Han
 	}))
 }
 
-// decidedElsewhere tells who decided a gate this run waited at, how and why.
-func decidedElsewhere(d review.Decision) string {
+// decisionText names a gate decision by who made it, through what, and
+// why: "approved by --approve all (policy)" (a policy's rationale names
+// its flag), "revised by bob (cli): needs work", "approved by ann at the
+// console", "killed by the gate's timeout".
+func decisionText(d review.Decision) string {
 	if d.Outcome == "" {
 		return "decided by another process"
 	}
-	msg := string(d.Outcome) + " by " + orUnknown(d.Reviewer)
-	if d.Channel != "" {
+	done := map[review.Outcome]string{review.Approve: "approved", review.Revise: "revised", review.Kill: "killed"}[d.Outcome]
+	if done == "" {
+		done = string(d.Outcome)
+	}
+	switch d.Channel {
+	case review.ChannelPolicy:
+		msg := d.Rationale // "approved by --approve all"
+		if !strings.HasPrefix(msg, done+" by ") {
+			msg = done + " by the gate policy"
+		}
+		if d.ResolvedBy == review.Human && d.Reviewer != "" {
+			return msg + " (policy, " + d.Reviewer + ")"
+		}
+		return msg + " (policy)"
+	case review.ChannelTimeout:
+		return done + " by the gate's timeout (on_timeout)"
+	}
+	msg := done + " by " + orUnknown(d.Reviewer)
+	if d.Channel == review.ChannelConsole {
+		msg += " at the console"
+	} else if d.Channel != "" {
 		msg += " (" + string(d.Channel) + ")"
 	}
 	if d.Rationale != "" {
 		msg += ": " + d.Rationale
 	}
-	return msg + ", decided elsewhere"
+	return msg
 }
 
 func orUnknown(s string) string {
@@ -139,9 +168,9 @@ func (*interruptedError) Error() string { return "interrupted while waiting for 
 func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 	root := rootID(fc)
 	msg := fmt.Sprintf("flow %s stopped at gate '%s' (round %d). Decide it, then continue the run:\n"+
-		"  stratum gate approve %s %s --note \"…\"   (or: reject, revise)\n"+
-		"  stratum run --resume %s",
-		fc.id, pr.StepID, pr.Round, fc.id, pr.StepID, root)
+		"  %s --note \"…\"   (or: reject, revise)\n"+
+		"  %s",
+		fc.id, pr.StepID, pr.Round, r.cmd("gate approve "+fc.id+" "+pr.StepID), r.cmd("run --resume "+root))
 	if pr.Approver == review.HumanApprover {
 		msg += "\n(the gate requires a human decision: approver: human)"
 	}
@@ -160,7 +189,7 @@ func (r *Runner) gateStop(fc *flowCtx, pr review.PendingReview) *endState {
 // process sweeps.
 func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingReview) (review.Decision, error) {
 	r.emit(Event{Kind: EventGateWait, FlowID: fc.id, Step: fc.flow.Step(pr.StepID), Gate: &pr, Spec: fc.spec,
-		Message: fmt.Sprintf("waiting for a decision: stratum gate approve %s %s", fc.id, pr.StepID)})
+		Message: "waiting for a decision: " + r.cmd("gate approve "+fc.id+" "+pr.StepID)})
 	// The end of the log before the first read: Watch delivers everything
 	// after it, so a decision made in between is not missed.
 	after, err := r.svc.LastSeq(ctx)

@@ -123,7 +123,7 @@ func TestGateWaitActsOnTheEvent(t *testing.T) {
 	<-done
 	afterDecision = counter.reads.Load()
 	wantStatus(t, o, EndComplete, 0)
-	for _, want := range []string{"revise by bob (cli): needs work, decided elsewhere", "approve by ann (cli): fine now, decided elsewhere"} {
+	for _, want := range []string{"revised by bob (cli): needs work", "approved by ann (cli): fine now"} {
 		if !strings.Contains(e.log.String(), want) {
 			t.Fatalf("the run does not tell who decided, how and why (%q):\n%s", want, e.log)
 		}

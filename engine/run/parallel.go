@@ -36,7 +36,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	if err != nil {
 		return turn{}, err
 	}
-	resume := "; the flow stays resumable: stratum run --resume " + rootID(fc)
+	resume := "; " + r.resumable(fc)
 	tasks, perr := fanout.ParseTasks(d.Tasks)
 	if perr != nil {
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
@@ -48,15 +48,13 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its inputs do not resolve: %v%s", step.ID, err, resume)})
 	}
 	attempt := st.Attempts[step.ID] + 1
-	if fc.call.stepID != step.ID || attempt == 1 {
-		fc.call = callState{stepID: step.ID, start: time.Now()}
-	}
+	r.beginCall(fc, step.ID, attempt)
 	var violations []string
 	if d.Failure != "" {
 		violations = d.Violations
 	}
 	rep := r.stepReport(fc, step)
-	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec,
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Round: fc.round, Spec: fc.spec,
 		Message: fmt.Sprintf("%d task%s, isolation: %s", len(tasks), plural(len(tasks)), orDefault(step.Isolation, "worktree"))})
 	var budgetMu sync.Mutex
 	var calls sync.WaitGroup // call records being written
@@ -104,6 +102,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	res, err := fo.Run(r.traceStep(ctx, fc, step.ID, attempt))
 	calls.Wait()
 	rep.Duration += time.Since(start)
+	fc.call.dur += time.Since(start)
 	if fe, ok := err.(*FanOutError); ok {
 		return stop(&endState{status: EndError, out: d, message: fe.Msg + resume})
 	}
@@ -175,7 +174,7 @@ func (r *Runner) noInferMessage(fc *flowCtx, step *specs.Step) string {
 	if r.opts.InferUnavailable != "" {
 		msg += ": " + r.opts.InferUnavailable
 	}
-	return msg + "; give the step an agent: or a run: command, or configure a provider; the flow stays resumable: stratum run --resume " + rootID(fc)
+	return msg + "; give the step an agent: or a run: command, or configure a provider; " + r.resumable(fc)
 }
 
 // taskProgress is a fan-out's OnTask: each task's change of state (but

@@ -36,17 +36,21 @@ type Event struct {
 	ParentFlowID string
 	Step         *specs.Step
 	Spec         *specs.Spec
-	Attempt      int
-	Iteration    int
-	Elapsed      time.Duration
-	CostUSD      *float64
-	Tokens       int64 // step_done: tokens the step's attempts spent
-	CacheHit     bool
-	Violations   []string
-	Status       string
-	Message      string
-	Gate         *review.PendingReview
-	Resumed      bool
+	// Attempt counts the step's attempts in the flow's Round (as its
+	// retries and STRATUM_ATTEMPT do); Round is how many revises sent the
+	// flow back so far.
+	Attempt    int
+	Round      int
+	Iteration  int
+	Elapsed    time.Duration
+	CostUSD    *float64
+	Tokens     int64 // step_done: tokens the step's attempts spent
+	CacheHit   bool
+	Violations []string
+	Status     string
+	Message    string
+	Gate       *review.PendingReview
+	Resumed    bool
 }
 
 // Progress receives the run's progress events. Implementations must be
@@ -133,11 +137,18 @@ func (p *Printer) Event(e Event) {
 	case EventStepStarted:
 		p.stepT0 = time.Now()
 		what := fmt.Sprintf("▸ %s", stepName(e))
+		var tags []string
 		if e.Attempt > 1 {
-			what += fmt.Sprintf(" (attempt %d)", e.Attempt)
+			tags = append(tags, fmt.Sprintf("attempt %d", e.Attempt))
+		}
+		if e.Round > 0 {
+			tags = append(tags, fmt.Sprintf("round %d", e.Round))
 		}
 		if e.Iteration > 0 {
-			what += fmt.Sprintf(" (iteration %d)", e.Iteration)
+			tags = append(tags, fmt.Sprintf("iteration %d", e.Iteration))
+		}
+		if len(tags) > 0 {
+			what += " (" + strings.Join(tags, ", ") + ")"
 		}
 		if e.Message != "" {
 			what += " — " + e.Message
@@ -150,7 +161,7 @@ func (p *Printer) Event(e Event) {
 			p.println(fmt.Sprintf("[%s] %s", p.since(), strings.TrimPrefix(what, "▸ ")+" started"))
 		}
 	case EventAttemptFailed:
-		p.println(fmt.Sprintf("[%s] ✗ %s attempt %d failed: %s", p.since(), stepName(e), e.Attempt, strings.Join(e.Violations, "; ")))
+		p.println(fmt.Sprintf("[%s] ✗ %s attempt %d%s failed: %s", p.since(), stepName(e), e.Attempt, inRound(e), strings.Join(e.Violations, "; ")))
 	case EventTask:
 		p.println(fmt.Sprintf("[%s] %s", p.since(), taskLine(e)))
 	case EventIteration:
@@ -160,13 +171,13 @@ func (p *Printer) Event(e Event) {
 		if e.CacheHit {
 			extra += ", cached"
 		}
-		p.println(fmt.Sprintf("[%s] ✓ %s (%d attempt%s, %s%s)", p.since(), stepName(e), e.Attempt, plural(e.Attempt), e.Elapsed.Round(time.Millisecond), extra))
+		p.println(fmt.Sprintf("[%s] ✓ %s (%d attempt%s%s, %s%s)", p.since(), stepName(e), e.Attempt, plural(e.Attempt), inRound(e), e.Elapsed.Round(time.Millisecond), extra))
 	case EventStepFailed:
 		msg := strings.Join(e.Violations, "; ")
 		if e.Message != "" {
 			msg += " (" + e.Message + ")"
 		}
-		p.println(fmt.Sprintf("[%s] ✗ %s failed after %d attempt%s: %s", p.since(), stepName(e), e.Attempt, plural(e.Attempt), msg))
+		p.println(fmt.Sprintf("[%s] ✗ %s failed after %d attempt%s%s: %s", p.since(), stepName(e), e.Attempt, plural(e.Attempt), inRound(e), msg))
 		p.annotate(e.Spec, e.Step, fmt.Sprintf("step %s failed: %s", stepName(e), msg))
 	case EventGateOpen:
 		p.println(fmt.Sprintf("[%s] ⏸ gate %s is waiting for a decision", p.since(), stepName(e)))
@@ -194,6 +205,15 @@ func (p *Printer) Event(e Event) {
 			p.annotate(e.Spec, step, fmt.Sprintf("flow %s %s: %s", e.FlowID, e.Status, first))
 		}
 	}
+}
+
+// inRound names the round of a step's attempts once a revise sent the
+// flow back (" in round 1"); the attempts are counted within it.
+func inRound(e Event) string {
+	if e.Round == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" in round %d", e.Round)
 }
 
 func plural(n int) string {

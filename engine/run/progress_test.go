@@ -2,6 +2,10 @@ package run
 
 import (
 	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +167,86 @@ func TestTaskLineOneLine(t *testing.T) {
 	got := out.String()
 	if strings.Count(got, "\n") != 1 || !strings.Contains(got, `t1\x0a[0.1s] ✓ build complete\u202e running`) {
 		t.Fatalf("printed %q", got)
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// TestProgressThroughRevise: the progress lines of a run whose gate is
+// revised count each step's attempts one way — within the round, as its
+// retries and STRATUM_ATTEMPT do — and name the round once a revise sent
+// the flow back; decisions are named by who made them. Golden (times and
+// the flow id masked).
+func TestProgressThroughRevise(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(`version: "0.2"
+functions:
+  approval:
+    mode: gate
+flows:
+  main:
+    input: {}
+    max_rounds: 3
+    steps:
+      - id: build
+        intent: "build"
+        run: 'if [ "$STRATUM_ATTEMPT" = 1 ]; then echo "{\"ok\": false}"; else echo "{\"ok\": true}"; fi'
+        ensure: ["result.ok == True"]
+        retries: 3
+      - id: review
+        function: approval
+        depends_on: [build]
+        on_approve: ~
+        on_revise: build
+        on_kill: ~
+`)
+	var shown bytes.Buffer
+	c := &review.Console{In: strings.NewReader("r\nadd tests\nr\nand docs\napprove\nfine\n"), Out: &shown, Reviewer: "ann"}
+	o := e.start(sp, "main", nil, func(o *Options) { o.Gates.OnGate = review.OnGatePrompt; o.Console = c })
+	wantStatus(t, o, EndComplete, 0)
+	got := regexp.MustCompile(`\[\d+\.\ds\]`).ReplaceAllString(e.log.String(), "[T]")
+	got = regexp.MustCompile(`, \d+(\.\d+)?(ms|µs|s)\)`).ReplaceAllString(got, ", D)")
+	got = regexp.MustCompile(`after \d+\.\ds`).ReplaceAllString(got, "after T")
+	got = strings.ReplaceAll(got, o.FlowID, "FLOW")
+	path := filepath.Join("testdata", "progress_revise.golden")
+	if *updateGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("progress through a revise:\n--- got ---\n%s--- want ---\n%s", got, want)
+	}
+	for _, bad := range []string{"attempt 3", "attempt 4", "4 attempts", "(console, human)"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the progress counts attempts across rounds or names no one (%q):\n%s", bad, got)
+		}
+	}
+}
+
+// Decisions are named by who made them, through what and why.
+func TestDecisionText(t *testing.T) {
+	for _, c := range []struct {
+		d    review.Decision
+		want string
+	}{
+		{review.Decision{Outcome: review.Approve, Channel: review.ChannelPolicy, ResolvedBy: review.System, Reviewer: "ann", Rationale: "approved by --approve all"}, "approved by --approve all (policy)"},
+		{review.Decision{Outcome: review.Approve, Channel: review.ChannelPolicy, ResolvedBy: review.Human, Reviewer: "ann", Rationale: "approved by --approve review"}, "approved by --approve review (policy, ann)"},
+		{review.Decision{Outcome: review.Kill, Channel: review.ChannelPolicy, ResolvedBy: review.System, Rationale: "killed by --on-gate kill"}, "killed by --on-gate kill (policy)"},
+		{review.Decision{Outcome: review.Revise, Channel: review.ChannelCLI, Reviewer: "bob", Rationale: "needs work"}, "revised by bob (cli): needs work"},
+		{review.Decision{Outcome: review.Approve, Channel: review.ChannelConsole, Reviewer: "ann"}, "approved by ann at the console"},
+		{review.Decision{Outcome: review.Kill, Channel: review.ChannelTimeout, ResolvedBy: review.System}, "killed by the gate's timeout (on_timeout)"},
+		{review.Decision{Outcome: review.Approve, Channel: review.ChannelTUI}, "approved by someone (tui)"},
+	} {
+		if got := decisionText(c.d); got != c.want {
+			t.Errorf("decisionText(%+v) = %q, want %q", c.d, got, c.want)
+		}
 	}
 }

@@ -65,6 +65,9 @@ type Options struct {
 	Infer engine.Executor
 	// InferUnavailable explains why Infer is nil (shown to the user).
 	InferUnavailable string
+	// Invocation runs this stratum in the next steps the run prints
+	// (Invoked.Invocation; "stratum" when empty).
+	Invocation string
 	// Agent runs inline steps with `agent:` (default: an AgentExecutor over
 	// DefaultAgents).
 	Agent engine.Executor
@@ -198,6 +201,9 @@ type flowCtx struct {
 	dir    string
 	parent *flowCtx
 	call   callState
+	// round is the flow's round (the revises of its gates so far): the
+	// progress lines name it once a revise sent the flow back.
+	round int
 }
 
 // callState is the per-call budget envelope of the step being executed
@@ -207,6 +213,15 @@ type callState struct {
 	start  time.Time
 	usd    float64
 	tokens int64
+	// attempt is the attempt under way, counted in the flow's round as the
+	// engine counts it (retries, STRATUM_ATTEMPT): the one counter the
+	// progress lines show. dur, unpriced and cached are the call's time,
+	// whether an attempt spent at an unknown price, and whether its result
+	// came from the cache: its result line counts this call, not the run.
+	attempt  int
+	dur      time.Duration
+	unpriced bool
+	cached   bool
 }
 
 // Start plans flowName of sp with inputs (validated by the engine, workflow
@@ -214,6 +229,9 @@ type callState struct {
 // gate stop, or an interruption. sp.File should be the spec's path (its
 // directory is the commands' default working directory).
 func (r *Runner) Start(ctx context.Context, sp *specs.Spec, flowName string, inputs map[string]any) (*Outcome, error) {
+	if out := r.refuseUnpriced(sp, flowName); out != nil {
+		return out, nil
+	}
 	lease := r.holder.Lease()
 	specFile := sp.File
 	if specFile != "" {
@@ -265,6 +283,10 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 	if flow == nil {
 		return &Outcome{FlowID: flowID, Status: EndInvalid, ExitCode: ExitUsage, Message: fmt.Sprintf("flow %q not in the stored spec", st.FlowName)}, nil
 	}
+	if out := r.refuseUnpriced(sp, st.FlowName); out != nil {
+		out.FlowID = flowID
+		return out, nil
+	}
 	if err := r.claim(ctx, st); err != nil {
 		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndError, ExitCode: ExitFailed, Message: err.Error(), Spec: sp, NotRun: true}, nil
 	}
@@ -274,7 +296,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 		r.releaseAll()
 		return nil, err
 	}
-	fc := &flowCtx{id: flowID, spec: sp, flow: flow, dir: specDir(st.SpecFile)}
+	fc := &flowCtx{id: flowID, spec: sp, flow: flow, dir: specDir(st.SpecFile), round: st.Round}
 	r.emit(Event{Kind: EventFlowStarted, FlowID: flowID, FlowName: st.FlowName, Spec: sp, Resumed: true})
 	return r.driveRoot(ctx, fc, out, engine.AsError(err))
 }
@@ -300,7 +322,7 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, first engine.Outcom
 		return nil, err
 	}
 	if err != nil || end.status == EndInterrupted {
-		msg := "interrupted; the flow is saved: stratum run --resume " + fc.id
+		msg := "interrupted; the flow is saved: " + r.cmd("run --resume "+fc.id)
 		if c := context.Cause(runCtx); c != nil && !errors.Is(c, context.Canceled) {
 			msg = c.Error() + "; " + msg
 		}
@@ -523,7 +545,12 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 	}
 	r.hold(d.ChildFlowID)
 	defer r.unhold(context.WithoutCancel(ctx), d.ChildFlowID)
-	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: st, Attempt: rep.Attempts + 1, Spec: fc.spec, Message: "child flow " + d.ChildFlowName})
+	pst, err := r.svc.Get(ctx, fc.id)
+	if err != nil {
+		return turn{}, err
+	}
+	r.beginCall(fc, st.ID, pst.Attempts[st.ID]+1)
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: st, Attempt: fc.call.attempt, Round: fc.round, Spec: fc.spec, Message: "child flow " + d.ChildFlowName})
 	cfc := &flowCtx{id: d.ChildFlowID, spec: fc.spec, flow: cflow, dir: fc.dir, parent: fc}
 	if r.opts.Tracer != nil {
 		r.opts.Tracer.FlowStarted(d.ChildFlowID, d.ChildFlowName, fc.id)
@@ -537,6 +564,7 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 	}
 	rep.Attempts++
 	rep.Duration += time.Since(start)
+	fc.call.dur += time.Since(start)
 	switch end.status {
 	case EndComplete:
 		// The parent step's result is the child's completion object, as an

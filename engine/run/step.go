@@ -51,6 +51,16 @@ func (r *Runner) executor(k executorKind) engine.Executor {
 	return nil
 }
 
+// beginCall notes attempt of step (in the flow's round) as the one under
+// way; the first attempt, or another step's, starts a new call (its budget
+// envelope and clock).
+func (r *Runner) beginCall(fc *flowCtx, stepID string, attempt int) {
+	if fc.call.stepID != stepID || attempt == 1 {
+		fc.call = callState{stepID: stepID, start: time.Now()}
+	}
+	fc.call.attempt = attempt
+}
+
 // runStep executes one attempt (or, for an iterating step, the iteration
 // loop) of the dispatched step and reports it; it returns the engine's next
 // answer.
@@ -70,13 +80,11 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		if r.opts.InferUnavailable != "" {
 			msg += ": " + r.opts.InferUnavailable
 		}
-		msg += "; the flow stays resumable: stratum run --resume " + rootID(fc)
+		msg += "; " + r.resumable(fc)
 		return stop(&endState{status: EndError, out: d, message: msg})
 	}
 	attempt := d.Attempt(step.Retries)
-	if fc.call.stepID != step.ID || attempt == 1 {
-		fc.call = callState{stepID: step.ID, start: time.Now()}
-	}
+	r.beginCall(fc, step.ID, attempt)
 	req := engine.StepRequest{
 		FlowID: fc.id, Spec: fc.spec, Flow: fc.flow, Step: step, Dispatch: d, Inputs: d.Inputs,
 		Attempt: attempt, Dir: fc.dir,
@@ -98,7 +106,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		return r.exhaust(ctx, fc, step, reason)
 	}
 	req.Budget = view
-	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Spec: fc.spec})
+	r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: attempt, Round: fc.round, Spec: fc.spec})
 
 	cacheKey := ""
 	if len(req.Violations) == 0 {
@@ -125,9 +133,11 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	elapsed := time.Since(start)
 	rep.Attempts++
 	rep.Duration += elapsed
+	fc.call.dur += elapsed
 	if out.CacheHit {
 		rep.CacheHit = true
 	}
+	fc.call.cached = out.CacheHit
 	call := r.callRecord(fc, step, kind, attempt, elapsed, out, execErr)
 	if err := r.recordAncestors(context.WithoutCancel(ctx), fc, call); err != nil {
 		return turn{}, err
@@ -194,10 +204,10 @@ func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Ste
 		return r.exhaust(ctx, fc, step, execErr.Error())
 	}
 	if ae == nil {
-		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %v; the flow stays resumable: stratum run --resume %s", step.ID, execErr, rootID(fc))})
+		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %v; %s", step.ID, execErr, r.resumable(fc))})
 	}
 	if ae.Kind == engine.AttemptConfig {
-		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %s; the flow stays resumable: stratum run --resume %s", step.ID, ae.Error(), rootID(fc))})
+		return stop(&endState{status: EndError, message: fmt.Sprintf("step '%s': %s; %s", step.ID, ae.Error(), r.resumable(fc))})
 	}
 	vs := ae.Violations
 	if len(vs) == 0 {
@@ -222,27 +232,37 @@ func (r *Runner) noteStepResult(fc *flowCtx, step *specs.Step, next turn, execVi
 		if e.Type == engine.ErrTypeRetriesExhausted {
 			rep.Status = "failed"
 			rep.Violations = e.Violations
-			r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+			r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: fc.call.attempt, Round: fc.round, Violations: rep.Violations, Spec: fc.spec})
 		}
 		return false
 	}
 	if n := engine.NotesOf(next.out); n != nil {
 		if n.Failure != "" && dispatchedStep(next.out) == step.ID {
 			rep.Violations = n.Violations
-			r.emit(Event{Kind: EventAttemptFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+			r.emit(Event{Kind: EventAttemptFailed, FlowID: fc.id, Step: step, Attempt: fc.call.attempt, Round: fc.round, Violations: rep.Violations, Spec: fc.spec})
 			return false
 		}
 		if n.RoutedFrom == step.ID {
 			rep.Status = "failed"
 			rep.Violations = n.Violations
-			r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec, Message: "routed to on_fail"})
+			r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: fc.call.attempt, Round: fc.round, Violations: rep.Violations, Spec: fc.spec, Message: "routed to on_fail"})
 			return false
 		}
 	}
 	rep.Status = "passed"
 	rep.Violations = nil
-	r.emit(Event{Kind: EventStepDone, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Elapsed: rep.Duration, CostUSD: costPtr(rep), Tokens: rep.Tokens, CacheHit: rep.CacheHit, Spec: fc.spec})
+	r.emit(Event{Kind: EventStepDone, FlowID: fc.id, Step: step, Attempt: fc.call.attempt, Round: fc.round, Elapsed: fc.call.dur, CostUSD: callCost(fc), Tokens: fc.call.tokens, CacheHit: fc.call.cached, Spec: fc.spec})
 	return true
+}
+
+// callCost is the cost of the step's call (its attempts in this round):
+// nil when an attempt spent tokens at an unknown price.
+func callCost(fc *flowCtx) *float64 {
+	if fc.call.unpriced {
+		return nil
+	}
+	c := fc.call.usd
+	return &c
 }
 
 func costPtr(rep *StepReport) *float64 {
@@ -267,6 +287,9 @@ func (r *Runner) callRecord(fc *flowCtx, step *specs.Step, kind executorKind, at
 	}
 	fc.call.usd += deref(out.CostUSD)
 	fc.call.tokens += tokens
+	if out.CostUSD == nil && kind != execCommand && tokens > 0 {
+		fc.call.unpriced = true
+	}
 	c := engine.CallRecord{StepID: step.ID, Attempt: attempt, DurationMS: elapsed.Milliseconds(), Tokens: tokens,
 		Agent: kind == execAgent, Trace: out.Trace, Executor: executorName(kind), CacheHit: out.CacheHit}
 	var ae *engine.AttemptError
@@ -379,7 +402,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		}
 		req.Budget = view
 		req.Iteration = iteration
-		r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: req.Attempt, Iteration: iteration, Spec: fc.spec})
+		r.emit(Event{Kind: EventStepStarted, FlowID: fc.id, Step: step, Attempt: req.Attempt, Round: fc.round, Iteration: iteration, Spec: fc.spec})
 		start := time.Now()
 		out, execErr := ex.Execute(r.traceStep(ctx, fc, step.ID, req.Attempt), req)
 		execErr = r.redactErr(execErr)
@@ -388,6 +411,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		}
 		elapsed := time.Since(start)
 		rep.Duration += elapsed
+		fc.call.dur += elapsed
 		call := r.callRecord(fc, step, kind, req.Attempt, elapsed, out, execErr)
 		if execErr != nil {
 			if err := r.recordAncestors(context.WithoutCancel(ctx), fc, call); err != nil {

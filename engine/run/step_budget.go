@@ -38,7 +38,7 @@ func (r *Runner) exhaust(ctx context.Context, fc *flowCtx, step *specs.Step, rea
 	rep := r.stepReport(fc, step)
 	rep.Status = "failed"
 	rep.Violations = []string{"budget exhausted: " + reason}
-	r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: rep.Attempts, Violations: rep.Violations, Spec: fc.spec})
+	r.emit(Event{Kind: EventStepFailed, FlowID: fc.id, Step: step, Attempt: fc.call.attempt, Round: fc.round, Violations: rep.Violations, Spec: fc.spec})
 	return next, nil
 }
 

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,18 +46,11 @@ func NewExecutor(s Setup) (*Executor, error) {
 	if s.Record != "" && s.Replay != "" {
 		return nil, errors.New("--record and --replay cannot be used together")
 	}
-	getenv := s.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	cfg, err := llm.ConfigFromEnv(getenv)
+	getenv := s.getenv()
+	cfg, err := s.routerConfig()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.DefaultModel == "" {
-		cfg.DefaultModel = s.DefaultModel
-	}
-	cfg.BaseURLs = s.BaseURLs
 	var recorder *llm.Recorder
 	switch {
 	case s.Record != "":
@@ -94,6 +88,75 @@ func NewExecutor(s Setup) (*Executor, error) {
 	return ex, nil
 }
 
+func (s Setup) getenv() func(string) string {
+	if s.Getenv == nil {
+		return os.Getenv
+	}
+	return s.Getenv
+}
+
+// routerConfig is the router's configuration: the environment's
+// (STRATUM_MODEL, keys, STRATUM_MODEL_PRICING_JSON) over the config's
+// default model and base URLs.
+func (s Setup) routerConfig() (llm.Config, error) {
+	cfg, err := llm.ConfigFromEnv(s.getenv())
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.DefaultModel == "" {
+		cfg.DefaultModel = s.DefaultModel
+	}
+	cfg.BaseURLs = s.BaseURLs
+	return cfg, nil
+}
+
+// ModelCheck is what `stratum doctor` learns of a model without calling
+// it: the provider it resolves to, where the provider answers, and whether
+// its key is set — by the rules a call follows.
+type ModelCheck struct {
+	Model    string // as asked ("" = the default model)
+	Full     string // provider/model
+	Provider string
+	BaseURL  string
+	KeyEnv   string // "" when the provider needs none
+	KeySet   bool
+	// Err is what a call would fail with before sending anything: no
+	// model configured, an unknown provider, a missing key.
+	Err error
+}
+
+// CheckModel resolves model ("": the default model) as a call would,
+// without sending anything.
+func (s Setup) CheckModel(model string) ModelCheck {
+	c := ModelCheck{Model: model}
+	cfg, err := s.routerConfig()
+	if err != nil {
+		c.Err = err
+		return c
+	}
+	cfg.NoKeys = true // resolve the provider even without its key: the key is checked below
+	r := llm.NewRouter(cfg)
+	t, err := r.Resolve(r.Choose(model))
+	if err != nil {
+		c.Err = err
+		return c
+	}
+	c.Full, c.Provider, c.BaseURL, c.KeyEnv = t.Full, t.Info.Name, t.Info.BaseURL, t.Info.KeyEnv
+	if c.KeyEnv != "" {
+		c.KeySet = s.getenv()(c.KeyEnv) != ""
+		if !c.KeySet && !t.Info.KeyOptional {
+			c.Err = llm.MissingKeyError(t.Full, t.Info)
+		}
+	}
+	return c
+}
+
+// Reach says whether base answers an HTTP GET within llm.ReachTimeout, no
+// token spent (llm.Reach); status is its HTTP status.
+func Reach(ctx context.Context, base string) (status int, err error) {
+	return llm.Reach(ctx, nil, base)
+}
+
 // Close closes the record file, if the executor records (the record is
 // complete without it: every exchange is written as it ends).
 func (e *Executor) Close() error {
@@ -101,4 +164,26 @@ func (e *Executor) Close() error {
 		return nil
 	}
 	return e.recorder.Close()
+}
+
+// PriceOf reports whether the calls a step makes with models (step's,
+// function's; the default when both are empty) have a known cost, as
+// llm.Router.Priced says. full is the model chosen ("" when none is
+// configured: such a step fails at its call, with the fix).
+func (e *Executor) PriceOf(models ...string) (full string, priced bool) {
+	p, ok := e.Models.(interface {
+		Priced(string) (string, bool, error)
+	})
+	if !ok {
+		return "", true
+	}
+	model := e.Models.Choose(models...)
+	if model == "" {
+		return "", true
+	}
+	full, priced, err := p.Priced(model)
+	if err != nil {
+		return "", true // the call fails with its own message
+	}
+	return full, priced
 }

@@ -111,6 +111,12 @@ type Target struct {
 	Full     string // provider/model
 }
 
+// MissingKeyError is the error of a call to model whose provider needs a
+// key that is not set.
+func MissingKeyError(model string, info ProviderInfo) *ConfigError {
+	return &ConfigError{Message: fmt.Sprintf("model %q needs %s to be set (or run with --replay FILE)", model, info.KeyEnv)}
+}
+
 // Router resolves "provider/model" names to Providers (created once per
 // provider and reused).
 type Router struct {
@@ -144,15 +150,16 @@ func (r *Router) Choose(candidates ...string) string {
 	return r.cfg.DefaultModel
 }
 
-// Resolve maps a "provider/model" name to its provider. Errors are
-// *ConfigError with a message saying what to set.
-func (r *Router) Resolve(model string) (Target, error) {
+// provider resolves the provider part of a "provider/model" name: its
+// description (base URL overridden by the config and the environment), its
+// canonical name and the model's name at the provider.
+func (r *Router) provider(model string) (info ProviderInfo, prov, name string, err error) {
 	if model == "" {
-		return Target{}, &ConfigError{Message: "no model configured: set the step's or function's model, or STRATUM_MODEL (e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-6, ollama/llama3.2)"}
+		return ProviderInfo{}, "", "", &ConfigError{Message: "no model configured: set the step's or function's model, or STRATUM_MODEL (e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-6, ollama/llama3.2)"}
 	}
 	prov, name, ok := strings.Cut(model, "/")
 	if !ok || prov == "" || name == "" {
-		return Target{}, &ConfigError{Message: fmt.Sprintf("model %q: write provider/model, e.g. openai/%s (providers: %s)", model, model, strings.Join(slices.Sorted(maps.Keys(KnownProviders)), ", "))}
+		return ProviderInfo{}, "", "", &ConfigError{Message: fmt.Sprintf("model %q: write provider/model, e.g. openai/%s (providers: %s)", model, model, strings.Join(slices.Sorted(maps.Keys(KnownProviders)), ", "))}
 	}
 	prov = strings.ToLower(prov)
 	if prov == "llama.cpp" || prov == "llama-cpp" {
@@ -171,12 +178,39 @@ func (r *Router) Resolve(model string) (Target, error) {
 	}
 	if !known {
 		if base == "" {
-			return Target{}, &ConfigError{Message: fmt.Sprintf("model %q: unknown provider %q; set %s_BASE_URL to an OpenAI-compatible endpoint or use one of: %s", model, prov, EnvName(prov), strings.Join(slices.Sorted(maps.Keys(KnownProviders)), ", "))}
+			return ProviderInfo{}, "", "", &ConfigError{Message: fmt.Sprintf("model %q: unknown provider %q; set %s_BASE_URL to an OpenAI-compatible endpoint or use one of: %s", model, prov, EnvName(prov), strings.Join(slices.Sorted(maps.Keys(KnownProviders)), ", "))}
 		}
 		info = ProviderInfo{Name: prov, Dialect: DialectOpenAI, KeyEnv: EnvName(prov) + "_API_KEY", KeyOptional: true, NoStrict: true}
 	}
 	if base != "" {
 		info.BaseURL = base
+	}
+	return info, prov, name, nil
+}
+
+// Priced reports whether the calls of model ("provider/model") have a
+// known cost: the provider reports it (OpenRouter), it is local (free), or
+// the price table knows the model. full is the model as resolved; err is
+// the ConfigError of a model that does not resolve.
+func (r *Router) Priced(model string) (full string, priced bool, err error) {
+	info, prov, name, err := r.provider(model)
+	if err != nil {
+		return "", false, err
+	}
+	full = prov + "/" + name
+	if info.Local || prov == "openrouter" {
+		return full, true, nil
+	}
+	_, ok := r.cfg.Prices.Lookup(prov, name)
+	return full, ok, nil
+}
+
+// Resolve maps a "provider/model" name to its provider. Errors are
+// *ConfigError with a message saying what to set.
+func (r *Router) Resolve(model string) (Target, error) {
+	info, prov, name, err := r.provider(model)
+	if err != nil {
+		return Target{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -187,7 +221,7 @@ func (r *Router) Resolve(model string) (Target, error) {
 	if info.KeyEnv != "" {
 		key = r.cfg.Getenv(info.KeyEnv)
 		if key == "" && !info.KeyOptional && !r.cfg.NoKeys {
-			return Target{}, &ConfigError{Message: fmt.Sprintf("model %q needs %s to be set (or run with --replay FILE)", model, info.KeyEnv)}
+			return Target{}, MissingKeyError(model, info)
 		}
 	}
 	var p Provider
