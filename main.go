@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -154,6 +155,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.gateCommand(),
 		a.auditCommand(),
 		a.gcCommand(),
+		a.killCommand(),
 		a.mcpCommand(),
 		a.installCommand(),
 		a.uninstallCommand(),
@@ -611,7 +613,8 @@ func (a *app) gateCommand() *cobra.Command {
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err) }
+				note := ""
+				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err, note) }
 				refused := func(err error) error { return answer(nil, err) }
 				return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
 					d.FlowID = id
@@ -622,7 +625,16 @@ func (a *app) gateCommand() *cobra.Command {
 					} else if err != nil {
 						return failErr(err)
 					}
-					return answer(svc.GateResolve(cmd.Context(), d.FlowID, d))
+					next, err := svc.GateResolve(cmd.Context(), d.FlowID, d)
+					if err == nil {
+						// A runner's flow nothing drives any more: the decision
+						// stands, and only a resume acts on it; say so.
+						if n, nerr := clijson.StalledNote(cmd.Context(), svc, d.FlowID, time.Now()); nerr == nil && n != "" {
+							fmt.Fprintln(a.stderr, "stratum: warning: "+specs.EscapeControl(n))
+							note = n
+						}
+					}
+					return answer(next, err)
 				})
 			},
 		}
@@ -643,12 +655,16 @@ func (a *app) gateCommand() *cobra.Command {
 // gateAnswer prints the answer to a decision made with `stratum gate`
 // (clijson.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
 // conflict, 1 anything else; an error without an envelope is a store
-// failure.
-func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error) error {
+// failure. stalled, when set, is clijson.StalledNote's warning: the
+// answer says "stalled": true with it.
+func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error, stalled string) error {
 	if err != nil && engine.AsError(err) == nil {
 		return failErr(err)
 	}
 	resp, verdict := clijson.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
+	if stalled != "" {
+		resp["stalled"], resp["warning"] = true, stalled
+	}
 	werr := writeJSON(a.stdout, resp)
 	switch verdict {
 	case clijson.GateResolved:
@@ -659,21 +675,84 @@ func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome,
 	return silentExit(exitFailure)
 }
 
+func (a *app) killCommand() *cobra.Command {
+	var reason, by string
+	cmd := &cobra.Command{
+		Use:     "kill FLOW --reason TEXT",
+		Short:   "End a flow nothing drives any more (a stalled run or Go program), recorded with who and why",
+		Long:    clijson.KillHelp,
+		Example: clijson.KillExamples,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reason) == "" {
+				return usageErr("kill needs --reason TEXT: it is recorded with the kill")
+			}
+			if by == "" {
+				by = review.CurrentUser()
+			}
+			refused := func(err error) error {
+				e := engine.AsError(err)
+				if e == nil {
+					return failErr(err)
+				}
+				_ = writeJSON(a.stdout, clijson.Refused(args[0], e))
+				return silentExit(exitFailure)
+			}
+			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
+				confirm := review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
+				resp, ok, err := clijson.Kill(cmd.Context(), svc, id, engine.KillRequest{By: by, Reason: reason}, confirm)
+				if errors.Is(err, review.ErrNotAllowed) {
+					return usageErr("%v", err)
+				} else if err != nil {
+					return failErr(err)
+				}
+				if werr := writeJSON(a.stdout, resp); werr != nil || ok {
+					return werr
+				}
+				return silentExit(exitFailure)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the flow is ended (required; recorded)")
+	cmd.Flags().StringVar(&by, "by", "", "who ends it (default $USER)")
+	return cmd
+}
+
 func (a *app) gcCommand() *cobra.Command {
 	var olderThan time.Duration
-	var damaged bool
+	var damaged, stalled bool
 	cmd := &cobra.Command{
-		Use:     "gc --older-than DURATION | --damaged",
+		Use:     "gc --older-than DURATION | --stalled --older-than DURATION | --damaged",
 		Short:   "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
 		Long:    backend.GCHelp,
 		Example: backend.GCExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if damaged {
-				if cmd.Flags().Changed("older-than") {
+				if cmd.Flags().Changed("older-than") || stalled {
 					return usageErr("gc: give --older-than or --damaged, not both")
 				}
 				return withStore(a.quarantine)(cmd, nil)
+			}
+			if stalled {
+				if !cmd.Flags().Changed("older-than") || olderThan < 0 {
+					return usageErr("gc --stalled needs --older-than DURATION: how long a flow has been stalled (for example 24h)")
+				}
+				svc, _, err := openServiceNoSweep()
+				if err != nil {
+					return err
+				}
+				killed, skipped, err := clijson.KillStalled(cmd.Context(), svc, olderThan, time.Now())
+				if err != nil {
+					return failErr(err)
+				}
+				if killed == nil {
+					killed = []string{}
+				}
+				if skipped == nil {
+					skipped = []map[string]any{}
+				}
+				return writeJSON(a.stdout, map[string]any{"killed": killed, "skipped": skipped})
 			}
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr("gc needs --older-than DURATION (for example 720h), or --damaged")
@@ -694,6 +773,7 @@ func (a *app) gcCommand() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
 	cmd.Flags().BoolVar(&damaged, "damaged", false, "quarantine flows whose stored record cannot be decoded")
+	cmd.Flags().BoolVar(&stalled, "stalled", false, "end (as killed) the flows stalled for at least --older-than, instead of pruning")
 	return cmd
 }
 

@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/internal/contract"
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
@@ -294,7 +294,7 @@ func dispatchGate(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 		g := &state.PendingGate{StepID: step.ID, Round: st.Round, DispatchedAt: env.Now, OnTimeout: "kill", Approver: "any"}
 		if step.Fn != nil {
 			if step.Fn.Timeout > 0 {
-				d := env.Now.Add(time.Duration(step.Fn.Timeout) * time.Second)
+				d := specs.After(env.Now, int64(step.Fn.Timeout), time.Second)
 				g.Deadline = &d
 			}
 			g.OnTimeout = orStr(step.Fn.OnTimeout, "kill")
@@ -357,26 +357,16 @@ func outputContractFailure(st *state.FlowState, env transitionEnv, res *transiti
 	if env.Flow == nil || env.Flow.Output == "" || env.Spec == nil || killedMode(st) {
 		return nil
 	}
-	c := env.Spec.Contracts[env.Flow.Output]
-	if c == nil || c.Schema == nil {
-		return nil
-	}
-	schema, err := specs.NewSchema(c.Schema)
-	if err != nil {
-		return nil // the validator compiled every contract
-	}
-	vs := schema.Validate(flowOutput(st, env))
+	c := contract.Of(env.Spec, env.Flow.Output)
+	vs := c.Check(flowOutput(st, env))
 	if len(vs) == 0 {
 		return nil
-	}
-	for i, v := range vs {
-		vs[i] = fmt.Sprintf("output contract '%s' violation: %s", c.Name, v)
 	}
 	st.Status = state.StatusFailed
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
 	res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(state.StatusFailed)}))
-	e := refusal(ErrTypeOutputContract, "Flow '%s' output does not fit its output contract '%s'", env.Flow.Name, c.Name)
+	e := refusal(ErrTypeOutputContract, "Flow '%s' output does not fit its output contract '%s'", env.Flow.Name, c.Name())
 	e.FlowID, e.Violations = st.FlowID, vs
 	return e
 }

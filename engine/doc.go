@@ -59,7 +59,8 @@
 // imports nothing of ours. Plumbing shared only by packages under engine/
 // lives in engine/internal (llm, infer, otlp, redact, jsonlimit: the limits
 // on JSON from outside, fanout: the task graph, task prompts and require of
-// a fan-out, libreview: the rule of a Go program's review).
+// a fan-out, libreview: the rule of a Go program's review, contract: the
+// one check of an answer against an output contract).
 //
 // # The Service: snapshot, verdict, version re-check
 //

@@ -55,6 +55,10 @@ const (
 	// ErrTypeReviewClosed: the review was already decided, timed out or
 	// withdrawn (errors.Is review.ErrAlreadyDecided).
 	ErrTypeReviewClosed ErrorType = "review_closed"
+	// ErrTypeFlowStalled: a decision on a review of a Go program's flow
+	// whose program has exited (its lease expired): nothing would act on
+	// it, so nothing is recorded; `stratum kill` ends the flow.
+	ErrTypeFlowStalled ErrorType = "flow_stalled"
 )
 
 // Error is an answer the original gives as an error envelope {status:

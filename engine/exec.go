@@ -106,7 +106,7 @@ const (
 	AttemptTransport = "transport" // transport retries ran out
 	AttemptTooLarge  = "too_large" // output exceeded the executor's cap
 	AttemptConfig    = "config"    // misconfiguration (no provider, unknown agent, …)
-	AttemptContract  = "contract"  // a command's or agent's result does not fit its output contract
+	AttemptContract  = "contract"  // an answer (LLM, command or agent) does not fit its output contract
 	// AttemptTaskGraph: a decompose step's task graph is malformed
 	// (engine/internal/fanout.GraphViolations).
 	AttemptTaskGraph = "task_graph"

@@ -116,6 +116,15 @@ func resolveLibraryReview(st *state.FlowState, env transitionEnv, d review.Decis
 		}
 		return refused(e), nil
 	}
+	if stalledAt(st, env.Now) {
+		// Its program is gone: nothing would ever read the decision.
+		e := refusal(ErrTypeFlowStalled,
+			"Flow '%s' is stalled: the Go program that opened review '%s' has exited (its lease expired%s), so nothing would act on a decision; "+
+				"nothing was recorded. End the flow with `stratum kill %s --reason TEXT` (or :kill in `stratum tui`); run the program again for a new flow",
+			st.FlowID, r.ID, leaseEnd(st), st.FlowID)
+		e.FlowID = st.FlowID
+		return refused(e), nil
+	}
 	if !d.ResolvedBy.Valid() {
 		return refused(refusal(ErrTypeInvalidResolvedBy, "resolved_by must be one of ['agent', 'human', 'system'], got '%s'", d.ResolvedBy)), nil
 	}
@@ -156,6 +165,14 @@ func closeLibraryReview(st *state.FlowState, env transitionEnv, r *state.Library
 		Outcome: &ReviewClosed{FlowID: st.FlowID, Review: r.Clone()},
 		Events:  []Event{event(st, env, EventGateResolved, r.ID, data)},
 	}
+}
+
+// leaseEnd is " at TIME" when st had a lease, for messages.
+func leaseEnd(st *state.FlowState) string {
+	if st.Owner == nil {
+		return ""
+	}
+	return " at " + st.Owner.ExpiresAt.UTC().Format(time.RFC3339)
 }
 
 // libraryTimeouts applies every passed deadline of a library flow's open

@@ -34,6 +34,12 @@ var (
 	// ErrLeaseHeld is returned by Claim and TakeOver when another live
 	// lease owns the flow (lease.go).
 	ErrLeaseHeld = errors.New("flow is owned by another live lease")
+	// ErrNewerStore: a newer stratum migrated the store to a schema this
+	// binary does not know, while this process had it open; the store
+	// refuses every read and write from here on. Front ends say so and
+	// ask for a restart with the newer stratum (an MCP tool answers the
+	// store_upgraded error, the TUI says it in its header).
+	ErrNewerStore = errors.New("store was written by a newer stratum")
 )
 
 // NotStored is the version Tx.Put expects of a flow that must not exist

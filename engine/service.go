@@ -229,10 +229,16 @@ func (s *Service) transition(ctx context.Context, flowID string, checkLease *Rep
 // transitionOn is transition; library says fn also handles library flows
 // (gate decisions and timeouts).
 func (s *Service) transitionOn(ctx context.Context, flowID string, checkLease *ReportOptions, library bool, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
+	return s.transitionWith(ctx, flowID, checkLease, library, retryAtOnce, fn)
+}
+
+// transitionWith is transitionOn with a retry policy (retry.go): a
+// person's decision retries patiently against a busy writer.
+func (s *Service) transitionWith(ctx context.Context, flowID string, checkLease *ReportOptions, library bool, retry retryPolicy, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	return s.optimistic(ctx, "flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+	return s.optimisticWith(ctx, "flow "+flowID, ownChecked, retry, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
 			return computed{}, flowNotFound(flowID)
@@ -307,7 +313,9 @@ func (s *Service) GateResolve(ctx context.Context, flowID string, d review.Decis
 	if e := checkDecision(d); e != nil {
 		return nil, e
 	}
-	return s.transitionOn(ctx, flowID, nil, true, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+	// A person's decision is not starved by a busy writer of the flow
+	// (a program's Calls): it retries patiently (retry.go).
+	return s.transitionWith(ctx, flowID, nil, true, retryPatiently, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if d.DecidedAt.IsZero() {
 			d.DecidedAt = env.Now
 		}

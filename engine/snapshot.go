@@ -163,10 +163,15 @@ func storedAt(tx Tx, id string, created time.Time, v int64) (bool, error) {
 var errStale = errors.New("stale snapshot")
 
 // conflictError is the error of a transition that found its flows changed
-// by other writers at each of its attempts.
-func conflictError(what string) error {
-	return fmt.Errorf("%s: the flow was changed by another writer before each of %d attempts could be written; nothing was written, try again: %w",
-		what, maxTransitionAttempts, ErrConflict)
+// by other writers at each of its attempts (over the time given, when the
+// transition retried with patience: retry.go).
+func conflictError(what string, attempts int, over time.Duration) error {
+	during := ""
+	if over >= time.Second {
+		during = " over " + over.Round(time.Second).String()
+	}
+	return fmt.Errorf("%s: the flow was changed by another writer before each of %d attempts%s could be written; nothing was written, try again: %w",
+		what, attempts, during, ErrConflict)
 }
 
 // cancelledError is the error of a transition whose request ended (SIGINT,
@@ -230,8 +235,16 @@ const (
 // that writes nothing computed on such a state is computed again from a
 // fresh snapshot unless the check finds it current.
 func (s *Service) optimisticOn(ctx context.Context, what string, own ownUse, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
+	return s.optimisticWith(ctx, what, own, retryAtOnce, compute)
+}
+
+// optimisticWith is optimisticOn with a retry policy (retry.go): how a
+// transition that keeps finding its flows changed is tried again.
+func (s *Service) optimisticWith(ctx context.Context, what string, own ownUse, retry retryPolicy, compute func(sn *snapshot, now time.Time) (computed, error)) (Outcome, error) {
 	var fresh map[string]*state.FlowState // read by the last attempt's check
-	for attempt := 0; attempt < maxTransitionAttempts; attempt++ {
+	start := time.Now()
+	attempt := 0
+	for ; attempt < maxTransitionAttempts || retry.again(ctx, attempt, start); attempt++ {
 		sn := newSnapshot(ctx, s.Store)
 		if own != ownNone {
 			sn.own = &s.own
@@ -293,7 +306,10 @@ func (s *Service) optimisticOn(ctx context.Context, what string, own ownUse, com
 		}
 		return out, err
 	}
-	return nil, conflictError(what)
+	if ctx.Err() != nil {
+		return nil, cancelledError(what, ctx)
+	}
+	return nil, conflictError(what, attempt, time.Since(start))
 }
 
 // computeSafely runs compute; a panic is the internal_error envelope.

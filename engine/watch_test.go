@@ -247,10 +247,17 @@ func TestServiceWatchStoreOrder(t *testing.T) {
 	}
 	sameEvents(t, got, mustEvents(t, s, ctx))
 	// Another writer's commit in between: the next publication is a gap.
+	// The watcher reads it from the log as soon as the publication
+	// arrives, which may be before s.StepDone even returns: the count is
+	// taken before the commit, and the test's own reads of the log go
+	// through a reader of their own, so only the watcher's read counts.
+	// (Taken after the commit, as it was, the count already held the
+	// watcher's read whenever the watcher ran first: a flake under load.)
+	reader := &engine.Service{Store: orderedSparse{newSparse(mem)}, Now: clk.Now}
 	must(t)(other.StepDone(ctx, id, "a", map[string]any{"ok": false}, engine.ReportOptions{}))
-	must(t)(s.StepDone(ctx, id2, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	all := mustEvents(t, s, ctx)
 	before := ordered.reads.Load()
+	must(t)(s.StepDone(ctx, id2, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	all := mustEvents(t, reader, ctx)
 	sameEvents(t, receive(t, w, len(all)-n), all[n:])
 	if ordered.reads.Load() == before {
 		t.Fatal("another writer's commit in between was not read from the log")

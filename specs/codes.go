@@ -27,6 +27,9 @@ const (
 	CodeEmptyValue       = "empty-value"
 	CodeInvalidName      = "invalid-name"
 	CodeDuplicateKey     = "duplicate-key"
+	// A duration (a gate's timeout, task_timeout, a budget's ms) longer
+	// than MaxDuration: its deadline could not be represented.
+	CodeDurationTooLong = "duration-too-long"
 	// An empty guardrail pattern: the original's schema (minLength 1)
 	// rejects it before any semantic check.
 	CodeEmptyGuardrail = "empty-guardrail"
@@ -93,7 +96,7 @@ var (
 		CodeNotMapping: true, CodeMissingVersion: true, CodeUnknownVersion: true,
 		CodeVersionNotString: true, CodeUnknownField: true, CodeNeedsVersion: true,
 		CodeMissingField: true, CodeWrongType: true, CodeInvalidValue: true,
-		CodeOutOfRange: true, CodeEmptyValue: true, CodeInvalidName: true, CodeDuplicateKey: true,
+		CodeOutOfRange: true, CodeDurationTooLong: true, CodeEmptyValue: true, CodeInvalidName: true, CodeDuplicateKey: true,
 		CodeEmptyGuardrail: true, CodeUnsupported: true,
 	}
 )

@@ -64,7 +64,8 @@ var codeClass = map[string]ErrorType{
 	"unknown-field": ValidationError, "needs-version": ValidationError,
 	"missing-field": ValidationError, "wrong-type": ValidationError,
 	"invalid-value": ValidationError, "out-of-range": ValidationError,
-	"empty-value": ValidationError, "invalid-name": ValidationError,
+	"duration-too-long": ValidationError,
+	"empty-value":       ValidationError, "invalid-name": ValidationError,
 	"duplicate-key": ValidationError, "empty-guardrail": ValidationError,
 	"unsupported": ValidationError,
 

@@ -162,6 +162,17 @@ func (ds Diagnostics) Errors() Diagnostics {
 	return out
 }
 
+// Warnings returns only the warning-severity diagnostics.
+func (ds Diagnostics) Warnings() Diagnostics {
+	var out Diagnostics
+	for _, d := range ds {
+		if d.Severity == SeverityWarning {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Sort orders diagnostics by file, line, column, then code and message, so
 // output is deterministic.
 func (ds Diagnostics) Sort() {

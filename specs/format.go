@@ -8,11 +8,32 @@ import (
 )
 
 // FileResult is the validation result of one file, as `stratum validate`
-// reports it.
+// reports it. Its JSON keeps errors and warnings apart, as stratum_validate
+// does: {"file", "valid", "errors": [error diagnostics], "warnings":
+// [warning diagnostics]} — both always arrays, so a valid file without
+// problems is {"valid": true, "errors": [], "warnings": []}. (Under
+// --strict a warning makes Valid false; it stays in warnings.)
 type FileResult struct {
-	File        string      `json:"file"`
-	Valid       bool        `json:"valid"`
-	Diagnostics Diagnostics `json:"errors"`
+	File        string
+	Valid       bool
+	Diagnostics Diagnostics // errors and warnings, sorted by position
+}
+
+// MarshalJSON renders the result with errors and warnings apart.
+func (r FileResult) MarshalJSON() ([]byte, error) {
+	errs, warns := r.Diagnostics.Errors(), r.Diagnostics.Warnings()
+	if errs == nil {
+		errs = Diagnostics{}
+	}
+	if warns == nil {
+		warns = Diagnostics{}
+	}
+	return json.Marshal(struct {
+		File     string      `json:"file"`
+		Valid    bool        `json:"valid"`
+		Errors   Diagnostics `json:"errors"`
+		Warnings Diagnostics `json:"warnings"`
+	}{r.File, r.Valid, errs, warns})
 }
 
 // NewFileResult builds the result of validating one file.
@@ -55,7 +76,8 @@ func ChooseFormat(format string, formatSet, asJSON, github bool) (string, error)
 //
 //   - human: one line per diagnostic, "file:line:col: severity code: message
 //     (suggestion)", and "file: ok" for a valid file without diagnostics;
-//   - json: {"valid": bool, "files": [{"file", "valid", "errors": [Diagnostic…]}]};
+//   - json: {"valid": bool, "files": [{"file", "valid", "errors": [Diagnostic…],
+//     "warnings": [Diagnostic…]}]} (FileResult.MarshalJSON);
 //   - github: workflow-command annotations ("::error file=…,line=…,col=…,title=code::message")
 //     understood by GitHub Actions, one per diagnostic.
 func WriteResults(w io.Writer, format string, results []FileResult) error {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -415,7 +416,7 @@ func (c *checker) budget(m *mapping, k, path string) *Budget {
 	bp := joinPath(path, k)
 	c.checkFields(bm, budgetFields, bp)
 	b := &Budget{}
-	if v, ok := c.integer(bm, "ms", bp, 1); ok {
+	if v, ok := c.duration(bm, "ms", bp, time.Millisecond); ok {
 		b.MS = v
 	}
 	if v, ok := c.number(bm, "usd", bp, 0); ok {

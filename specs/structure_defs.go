@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -66,7 +67,7 @@ func (c *checker) buildFunction(b *build, fm *mapping, name string) {
 	if v, ok := c.name(m, "model", path, false); ok {
 		fn.Model = v
 	}
-	if v, ok := c.integer(m, "timeout", path, 1); ok && c.since(Version02) {
+	if v, ok := c.duration(m, "timeout", path, time.Second); ok && c.since(Version02) {
 		fn.Timeout = int(v)
 	}
 	if c.since(Version02) {
@@ -322,7 +323,7 @@ func (c *checker) buildStepV03(m *mapping, s *Step, ipath string) {
 	c.stepRequire(m, s, ipath)
 	s.Merge, _ = c.enum(m, "merge", ipath, []string{"sequential_apply", "manual"})
 	s.IntentTemplate, _ = c.str(m, "intent_template", ipath, false)
-	if v, ok := c.integer(m, "task_timeout", ipath, 1); ok {
+	if v, ok := c.duration(m, "task_timeout", ipath, time.Second); ok {
 		s.TaskTimeout = int(v)
 	}
 	s.CaptureDiff, _ = c.boolean(m, "capture_diff", ipath)

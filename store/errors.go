@@ -27,8 +27,10 @@ var (
 	ErrForeign = errors.New("file is not a stratum store")
 
 	// ErrNewerSchema: the file was written by a newer stratum whose schema
-	// version this binary does not know. It is left alone.
-	ErrNewerSchema = errors.New("store was written by a newer stratum")
+	// version this binary does not know. It is left alone. It is the
+	// engine's port error engine.ErrNewerStore (the same value), so front
+	// ends that never import store can tell it apart.
+	ErrNewerSchema = engine.ErrNewerStore
 
 	// ErrMissing: the store file disappeared after Open (deleted or moved by
 	// someone else). Transactions never recreate it silently.

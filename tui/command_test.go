@@ -34,7 +34,7 @@ func TestCommandRefusesWithoutTerminal(t *testing.T) {
 	if err := Command(context.Background(), CommandOptions{Service: svc, Plain: true, Once: true, Backend: "memory", Out: &out}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "state flows=0") || !strings.Contains(out.String(), `store="memory"`) {
+	if !strings.Contains(out.String(), "state flows=0") || !strings.Contains(out.String(), "store=memory") {
 		t.Errorf("--plain --once printed %q", out.String())
 	}
 }

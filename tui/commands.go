@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"strings"
@@ -283,6 +284,29 @@ func (m *Model) checkpointCmd(revert bool, flowID, label string) tea.Cmd {
 			return actionMsg{err: err}
 		}
 		return actionMsg{text: verb + " checkpoint " + label + " of " + shortID(flowID)}
+	}
+}
+
+// killCmd ends flowID by hand (:kill), as the console's reviewer.
+func (m *Model) killCmd(flowID, reason string) tea.Cmd {
+	src, by := m.opt.Source, m.opt.Reviewer
+	return func() tea.Msg {
+		out, err := src.Kill(context.Background(), flowID, by, reason)
+		if e := engine.AsError(err); e != nil {
+			return actionMsg{err: errors.New(errorText(e))}
+		}
+		if err != nil {
+			return actionMsg{err: err}
+		}
+		n := 1
+		if k, ok := out.(*engine.FlowKilled); ok {
+			n = len(k.Flows)
+		}
+		text := "ended flow " + shortID(flowID) + " as killed"
+		if n > 1 {
+			text += fmt.Sprintf(" (with %d child flow%s)", n-1, plural(n-1))
+		}
+		return actionMsg{text: text}
 	}
 }
 

@@ -154,6 +154,47 @@ func (d *confirmDialog) view(m *Model, width int) string {
 		"\n\n" + m.st.Key.Render("y") + " revert  " + m.st.Key.Render("n/esc") + " cancel"
 }
 
+// ---- ending a flow by hand (:kill REASON) ----
+
+// killDialog confirms :kill: the flow (a stalled one, typically: its
+// runner or Go program died) ends as killed, recorded with the reviewer
+// and the reason. y ends it; the engine refuses a flow a live process
+// still drives.
+type killDialog struct {
+	flowID, reason string
+}
+
+func (d *killDialog) grace() *grace { return nil }
+func (d *killDialog) help(*Model) []key.Binding {
+	return []key.Binding{hint("y", "end the flow"), hint("n/esc", "cancel")}
+}
+
+func (d *killDialog) handleKey(m *Model, msg tea.KeyMsg) tea.Cmd {
+	switch msg.String() {
+	case "y", "Y":
+		m.popDialog()
+		return m.killCmd(d.flowID, d.reason)
+	case "n", "N", "esc":
+		m.popDialog()
+		m.setStatus("kill cancelled", nil)
+	}
+	return nil
+}
+
+func (d *killDialog) view(m *Model, width int) string {
+	what := "flow " + shortID(d.flowID)
+	if sum := m.summaryOf(d.flowID); sum != nil {
+		what = "flow " + clean(sum.FlowName) + " (" + shortID(d.flowID) + ")"
+		if sum.Stalled(m.now()) {
+			what += ", stalled"
+		}
+	}
+	return m.st.DialogTitle.Render("End "+what+"?") + "\n\n" +
+		wrap("It ends as killed, with its running child flows; a Go program's open reviews are withdrawn. Recorded as killed by "+
+			clean(m.opt.Reviewer)+": "+clean(d.reason), width) +
+		"\n\n" + m.st.Key.Render("y") + " end it  " + m.st.Key.Render("n/esc") + " cancel"
+}
+
 // ---- quit while a run started here waits at a gate ----
 
 type quitDialog struct{ r review.PendingReview }

@@ -380,10 +380,18 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		}
 		m.pushDialog(&confirmDialog{flowID: id, label: args[0]})
 		return nil
+	case "kill":
+		id, reason := m.focusFlowID(), strings.Join(args, " ")
+		if id == "" || reason == "" {
+			m.setStatus("", errors.New("usage: kill REASON (with a flow selected): ends a flow nothing drives any more, recorded with the reason"))
+			return nil
+		}
+		m.pushDialog(&killDialog{flowID: id, reason: reason})
+		return nil
 	}
 	m.setStatus("", errors.New("unknown command \""+name+"\" (try "+strings.Join(m.paneCommands(), ", ")+", "+otherCommands+")"))
 	return nil
 }
 
 // otherCommands are the `:` commands besides the panes'.
-const otherCommands = "filter TEXT, commit LABEL, revert LABEL, help, quit"
+const otherCommands = "filter TEXT, commit LABEL, revert LABEL, kill REASON, help, quit"

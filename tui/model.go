@@ -345,6 +345,11 @@ func (m *Model) clearStatus() { m.status, m.statusErr, m.statusLoad = "", false,
 func (m *Model) loadFailed(err error) {
 	m.setStatus("", err)
 	m.statusLoad = true
+	if errors.Is(err, engine.ErrNewerStore) {
+		// The store refuses every read from now on: the header says why
+		// (and what to do), whichever read found it.
+		m.loadErr = err
+	}
 }
 
 func (m *Model) loadSucceeded() {

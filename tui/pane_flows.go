@@ -110,7 +110,7 @@ func flowFootnote(c *common, f *state.FlowSummary, now time.Time) []string {
 // program's (driver library) never is.
 func stalledHint(invocation string, target func(id string) string, f *state.FlowSummary) (why, next string) {
 	if f.Driver == state.DriverLibrary {
-		return "its Go program has exited", "a Go program's flow is not resumed: run the program again"
+		return "its Go program has exited", "a Go program's flow is not resumed: end it with :kill REASON"
 	}
 	cmd, child := resumeCommand(invocation, target, f)
 	if child {

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/state"
-	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
 )
 
@@ -33,9 +35,12 @@ type PlainOptions struct {
 // RunPlain is the line mode (`stratum tui --plain`): it prints the state of
 // the store at a glance (counts, then one line per waiting gate), then one
 // line per new event until ctx ends, for logs and screen readers. Lines are
-// plain text, never coloured, and each stands alone:
+// plain text, never coloured, and each stands alone: a time, a kind, then
+// key=value fields, each value one visible word or quoted (plainValue), so
+// no name, step, question or rationale can forge a field or a line:
 //
 //	2026-11-22T05:00:00Z gate_opened flow=3f2a9c1e name=deploy step=review round=0
+//	2026-11-22T05:00:01Z gate_waiting flow=3f2a9c1e name="x flow=FAKE" step=review round=0 deadline="59m left, then kill" question="Ship it?"
 func RunPlain(ctx context.Context, opt PlainOptions) error {
 	src := opt.Source
 	after, err := src.LastSeq(ctx)
@@ -69,7 +74,7 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	}
 	store := ""
 	if opt.Backend != "" {
-		store = fmt.Sprintf(" store=%q", opt.Backend)
+		store = " store=" + plainValue(opt.Backend)
 	}
 	// running counts only flows something drives; a flow whose runner is
 	// gone is stalled, with the command that continues it.
@@ -77,10 +82,10 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 	printStalled := func(f *state.FlowSummary) bool {
 		cont, _ := resumeCommand(opt.Invocation, func(id string) string { return rootOf(ctx, src, id, f.ParentFlowID) }, f)
 		if f.Driver == state.DriverLibrary {
-			cont = "run the Go program again"
+			cont = "stratum kill " + f.FlowID + " --reason TEXT (a Go program's flow is not resumed)"
 		}
-		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%q\n",
-			stamp(now), specs.EscapeControl(f.FlowID), specs.EscapeControl(f.FlowName), f.Status, specs.EscapeControl(f.CurrentStep), cont)
+		fmt.Fprintf(opt.Out, "%s flow_stalled flow=%s name=%s status=%s step=%s continue=%s\n",
+			stamp(now), plainValue(f.FlowID), plainValue(f.FlowName), plainValue(string(f.Status)), plainValue(f.CurrentStep), plainValue(cont))
 		return true
 	}
 	if more {
@@ -94,8 +99,8 @@ func RunPlain(ctx context.Context, opt PlainOptions) error {
 		}
 	}
 	for _, r := range reviews {
-		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%q question=%q\n",
-			stamp(now), specs.EscapeControl(r.FlowID), specs.EscapeControl(r.FlowName), specs.EscapeControl(r.StepID), r.Round, deadlineText(r, now), r.Question)
+		fmt.Fprintf(opt.Out, "%s gate_waiting flow=%s name=%s step=%s round=%d deadline=%s question=%s\n",
+			stamp(now), plainValue(r.FlowID), plainValue(r.FlowName), plainValue(r.StepID), r.Round, plainValue(deadlineText(r, now)), plainValue(r.Question))
 	}
 	if opt.Once {
 		return nil
@@ -145,17 +150,17 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 func PlainEventLine(ev engine.Event, flowName string) string {
 	var b strings.Builder
 	// Names, ids and data come from specs, steps, agents and reviewers:
-	// escaped (specs.EscapeControl; a quoted value is escaped by %q).
-	fmt.Fprintf(&b, "%s %s flow=%s", stamp(ev.Time), specs.EscapeControl(string(ev.Type)), specs.EscapeControl(ev.FlowID))
+	// every value goes through plainValue.
+	fmt.Fprintf(&b, "%s %s flow=%s", stamp(ev.Time), plainValue(string(ev.Type)), plainValue(ev.FlowID))
 	if flowName != "" {
-		fmt.Fprintf(&b, " name=%s", specs.EscapeControl(flowName))
+		fmt.Fprintf(&b, " name=%s", plainValue(flowName))
 	}
 	if ev.StepID != "" {
-		fmt.Fprintf(&b, " step=%s", specs.EscapeControl(ev.StepID))
+		fmt.Fprintf(&b, " step=%s", plainValue(ev.StepID))
 	}
 	fields, err := ev.DataFields()
 	if err != nil {
-		fmt.Fprintf(&b, " data_error=%q", err.Error())
+		fmt.Fprintf(&b, " data_error=%s", plainValue(err.Error()))
 	}
 	for _, f := range fields {
 		k := f.Key
@@ -173,12 +178,7 @@ func PlainEventLine(ev engine.Event, flowName string) string {
 		if s == "" {
 			continue
 		}
-		if strings.ContainsAny(s, " \t\"=") {
-			s = fmt.Sprintf("%q", s) // strconv.Quote escapes every control character
-		} else {
-			s = specs.EscapeControl(s)
-		}
-		fmt.Fprintf(&b, " %s=%s", specs.EscapeControl(k), s)
+		fmt.Fprintf(&b, " %s=%s", plainKey(k), plainValue(s))
 	}
 	return b.String()
 }
@@ -187,13 +187,44 @@ func plainSpecLines(u watch.Update) []string {
 	now := stamp(time.Now())
 	switch {
 	case u.Removed:
-		return []string{now + " spec_removed file=" + specs.EscapeControl(u.Path)}
+		return []string{now + " spec_removed file=" + plainValue(u.Path)}
 	case specValid(u):
-		return []string{now + " spec_valid file=" + specs.EscapeControl(u.Path)}
+		return []string{now + " spec_valid file=" + plainValue(u.Path)}
 	}
-	out := []string{fmt.Sprintf("%s spec_invalid file=%s problems=%d", now, specs.EscapeControl(u.Path), len(u.Diags))}
+	out := []string{fmt.Sprintf("%s spec_invalid file=%s problems=%d", now, plainValue(u.Path), len(u.Diags))}
 	for _, d := range u.Diags {
-		out = append(out, fmt.Sprintf("%s diagnostic %s:%d:%d %s %s: %s", now, specs.EscapeControl(u.Path), d.Line, d.Column, d.Severity, d.Code, specs.EscapeControl(d.Message)))
+		out = append(out, fmt.Sprintf("%s diagnostic file=%s line=%d col=%d severity=%s code=%s message=%s", now,
+			plainValue(u.Path), d.Line, d.Column, plainValue(string(d.Severity)), plainValue(d.Code), plainValue(d.Message)))
 	}
 	return out
+}
+
+// plainValue is a field value of a --plain line, the one rule for all of
+// them: as it is when it is one visible word (valid UTF-8, graphic
+// characters only, no space of any kind, no '"', '=' or '\\'), otherwise
+// quoted with strconv.Quote, which escapes every control, bidirectional
+// and invisible character. So no value — a flow named "x flow=FAKE
+// step=deploy", a rationale with a newline — can add a field or a line of
+// its own: a reader splits each line on spaces outside quotes and reads
+// key=value pairs.
+func plainValue(s string) string {
+	if s != "" && utf8.ValidString(s) && !strings.ContainsAny(s, "\"=\\") &&
+		strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// plainKey is a field name of a --plain line: the event data's keys are
+// the engine's, but a key is never allowed to carry a space or an '='.
+func plainKey(k string) string {
+	if v := plainValue(k); v == k {
+		return k
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' {
+			return r
+		}
+		return '_'
+	}, k)
 }

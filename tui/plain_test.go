@@ -3,12 +3,14 @@ package tui
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
@@ -120,6 +122,126 @@ func TestPlainEventLineEscapesControl(t *testing.T) {
 	for _, line := range lines {
 		if strings.ContainsAny(line, "\x1b\x00\u009b\x7f") {
 			t.Errorf("spec line has a raw control character: %q", line)
+		}
+	}
+}
+
+// plainFields splits a --plain line into its fields as a reader would:
+// on spaces outside double quotes, each field key=value, a quoted value
+// unquoted (strconv.Unquote). It fails on a line that does not parse.
+func plainFields(t *testing.T, line string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	words := []string{}
+	var cur strings.Builder
+	quoted, escaped := false, false
+	for _, r := range line {
+		switch {
+		case escaped:
+			escaped = false
+		case quoted && r == '\\':
+			escaped = true
+		case r == '"':
+			quoted = !quoted
+		case r == ' ' && !quoted:
+			words = append(words, cur.String())
+			cur.Reset()
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	words = append(words, cur.String())
+	if quoted {
+		t.Fatalf("unterminated quote in %q", line)
+	}
+	for _, w := range words[2:] { // time, kind
+		k, v, ok := strings.Cut(w, "=")
+		if !ok {
+			t.Fatalf("field %q of %q is not key=value", w, line)
+		}
+		if strings.HasPrefix(v, `"`) {
+			u, err := strconv.Unquote(v)
+			if err != nil {
+				t.Fatalf("value %s of %q: %v", v, line, err)
+			}
+			v = u
+		}
+		out[k] = append(out[k], v)
+	}
+	return out
+}
+
+// TestPlainQuotesEveryValue: a flow named "x flow=FAKE step=deploy" (or a
+// question, step or rationale with spaces, quotes, '=' or a newline)
+// cannot forge a field in --plain: every value is one word or quoted, so
+// each line has exactly one flow=, and the name reads back whole.
+func TestPlainQuotesEveryValue(t *testing.T) {
+	forged := "x flow=FAKE step=deploy"
+	spec := strings.Replace(gateSpec, "  deploy:\n", "  \""+forged+"\":\n", 1)
+	spec = strings.Replace(spec, `intent: "Ship the build to production?"`, `intent: "ship? \"yes\" flow=FAKE"`, 1)
+	st := enginetest.New()
+	svc := &engine.Service{Store: st}
+	ctx := context.Background()
+	out, err := svc.Plan(ctx, spec, forged, map[string]any{"name": "w"}, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := engine.FlowIDOf(out)
+	if _, err := svc.StepDone(ctx, id, "build", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	if err := RunPlain(ctx, PlainOptions{Source: ServiceSource(svc), Out: &buf, Once: true, Backend: "etcd etcd://h:2379/x"}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := svc.FlowEvents(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for _, ev := range evs {
+		ev.Data.Rationale = "ok\nflow=FAKE"
+		lines = append(lines, PlainEventLine(ev, forged))
+	}
+	lines = append(lines, plainSpecLines(watch.Update{Path: "a b=c.stratum.yaml", Diags: specs.Diagnostics{{Line: 1, Column: 2,
+		Severity: specs.SeverityError, Code: "bad-ref", Message: "step 'x flow=FAKE' is unknown"}}})...)
+	named := 0
+	for _, l := range lines {
+		if strings.Contains(l, "\n") {
+			t.Fatalf("a value broke the line: %q", l)
+		}
+		f := plainFields(t, l)
+		if n := len(f["flow"]); n > 1 {
+			t.Errorf("%d flow= fields in %q", n, l)
+		}
+		if names := f["name"]; len(names) == 1 {
+			named++
+			if names[0] != forged {
+				t.Errorf("name read back as %q from %q", names[0], l)
+			}
+		}
+		if len(f["step"]) > 1 || len(f["file"]) > 1 {
+			t.Errorf("a forged field in %q", l)
+		}
+	}
+	if named < 3 {
+		t.Fatalf("%d lines name the flow:\n%s", named, strings.Join(lines, "\n"))
+	}
+	for _, want := range []string{`name="x flow=FAKE step=deploy"`, `question="ship? \"yes\" flow=FAKE"`, `rationale="ok\nflow=FAKE"`, `store="etcd etcd://h:2379/x"`} {
+		if !strings.Contains(strings.Join(lines, "\n"), want) {
+			t.Errorf("no %s in:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+func TestPlainValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"deploy": "deploy", "": `""`, "a b": `"a b"`, "a=b": `"a=b"`, `a"b`: `"a\"b"`, `a\b`: `"a\\b"`,
+		"a\nb": `"a\nb"`, "a\u00a0b": `"a\u00a0b"`, "evil\u202e": `"evil\u202e"`, "\x1b[31m": `"\x1b[31m"`,
+		"\xff": `"\xff"`, "naïve": "naïve",
+	} {
+		if got := plainValue(in); got != want {
+			t.Errorf("plainValue(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

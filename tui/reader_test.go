@@ -249,17 +249,44 @@ func TestStatusExpires(t *testing.T) {
 }
 
 // failingSource is the store becoming unreachable: every read fails while
-// down is set.
+// down is set (with err, when set).
 type failingSource struct {
 	Source
 	down *bool
+	err  error
 }
 
 func (s failingSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
 	if *s.down {
+		if s.err != nil {
+			return nil, s.err
+		}
 		return nil, fmt.Errorf("dial tcp 127.0.0.1:2379: connection refused")
 	}
 	return s.Source.ListFlows(ctx, f)
+}
+
+// TestHeaderStoreNewer: a newer stratum migrated the store under this
+// console: the header says so and what to do (the store refuses every
+// read from then on), not "store unreachable".
+func TestHeaderStoreNewer(t *testing.T) {
+	f := newFixture(t)
+	down := false
+	newer := fmt.Errorf("store /h/stratum.db: %w (a newer stratum migrated it to schema version 8 while this one (version 7) was running)", engine.ErrNewerStore)
+	m := newModel(t, failingSource{f.src, &down, newer}, 200, 24)
+	down = true
+	drive(m, m.reloadCmd())
+	h := m.headerLine()
+	if !strings.Contains(h, "written by a newer stratum: quit and start the newer stratum tui") || strings.Contains(h, "unreachable") {
+		t.Fatalf("header: %q", h)
+	}
+	// Found by another read than the snapshot's (a page of the flows, a
+	// detail): the header says it too.
+	m2 := newModel(t, f.src, 200, 24)
+	m2.loadFailed(newer)
+	if h := m2.headerLine(); !strings.Contains(h, "written by a newer stratum") {
+		t.Fatalf("header after a failed page read: %q", h)
+	}
 }
 
 // TestHeaderStoreUnreachable: while the store cannot be read the header
@@ -267,7 +294,7 @@ func (s failingSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]st
 func TestHeaderStoreUnreachable(t *testing.T) {
 	f := newFixture(t)
 	down := false
-	m := newModel(t, failingSource{f.src, &down}, 80, 24)
+	m := newModel(t, failingSource{f.src, &down, nil}, 80, 24)
 	if h := m.headerLine(); !strings.Contains(h, "3 flows") {
 		t.Fatalf("header %q", h)
 	}

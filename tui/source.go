@@ -51,6 +51,10 @@ type Source interface {
 	// Revert restores a flow to the checkpoint label, with a human's
 	// authority (channel tui); a flow a runner owns refuses it: flow_owned.
 	Revert(ctx context.Context, flowID, label string) (engine.Outcome, error)
+	// Kill ends a flow nothing drives any more (engine.Service.Kill,
+	// channel tui), recorded with who and why; a live lease refuses it
+	// (flow_owned).
+	Kill(ctx context.Context, flowID, by, reason string) (engine.Outcome, error)
 }
 
 // ServiceSource adapts an engine.Service to Source.
@@ -104,4 +108,8 @@ func (s serviceSource) Commit(ctx context.Context, flowID, label string) (engine
 
 func (s serviceSource) Revert(ctx context.Context, flowID, label string) (engine.Outcome, error) {
 	return s.svc.Revert(ctx, flowID, label, engine.ReportOptions{Channel: review.ChannelTUI})
+}
+
+func (s serviceSource) Kill(ctx context.Context, flowID, by, reason string) (engine.Outcome, error) {
+	return s.svc.Kill(ctx, flowID, engine.KillRequest{By: by, Reason: reason, Channel: review.ChannelTUI})
 }

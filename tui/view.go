@@ -2,12 +2,15 @@ package tui
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -52,8 +55,14 @@ func (m *Model) headerLine() string {
 	waiting := len(m.reviews)
 	s := m.st
 	if m.loadErr != nil {
-		// The counts would be stale: say the store is unreachable instead.
-		left := s.Title.Render("stratum") + "  " + s.Error.Render("✗ store unreachable")
+		// The counts would be stale: say the store is unreachable instead,
+		// or, when a newer stratum migrated it under this console, that
+		// only a restart with the newer stratum reads it again.
+		what := "✗ store unreachable"
+		if errors.Is(m.loadErr, engine.ErrNewerStore) {
+			what = "✗ the store was written by a newer stratum: quit and start the newer stratum tui (or upgrade)"
+		}
+		left := s.Title.Render("stratum") + "  " + s.Error.Render(what)
 		if !m.lastLoadAt.IsZero() {
 			left += " " + s.Muted.Render("(last read "+m.lastLoadAt.UTC().Format("15:04:05")+", the panes show that)")
 		}

@@ -28,6 +28,11 @@ records a value, --option N (counted from 1) or --value JSON (checked against th
 type); reject declines it (the program gets a ReviewRejectedError with the note); revise is
 refused. A value that is not an option or does not fit is refused and the review stays open.
 
+A flow nothing drives any more (stalled: its stratum run or Go program exited): a Go program's
+review is not decided (error.code flow_stalled, exit 1, nothing recorded; end the flow with
+stratum kill); a runner's gate is, and the answer adds "stalled": true and a "warning" naming
+the stratum run --resume that continues it.
+
 Exit status: 0 resolved; 1 unknown flow (error.code NOT_FOUND) or another error;
 2 conflict (the gate was already resolved, or STEP is not the gate waiting), or an
 approver: human gate without a terminal or without the confirmation.`

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,12 +162,12 @@ func (c *Config) merge(file string, b []byte) error {
 		if n.Kind == 0 {
 			return nil
 		}
-		d, err := time.ParseDuration(n.Value)
-		if secs, serr := strconv.Atoi(n.Value); serr == nil {
-			d, err = time.Duration(secs)*time.Second, nil
+		if n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("config %s: %s: %s", at(n), name, timeoutRange)
 		}
-		if n.Kind != yaml.ScalarNode || err != nil || d <= 0 {
-			return fmt.Errorf("config %s: %s: want a positive duration such as 90s or 10m, or seconds", at(n), name)
+		d, err := ParseTimeout(n.Value)
+		if err != nil {
+			return fmt.Errorf("config %s: %s: %v", at(n), name, err)
 		}
 		*into = d
 		return nil

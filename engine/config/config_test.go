@@ -135,3 +135,37 @@ func TestLoadStoreSettings(t *testing.T) {
 		t.Fatalf("a relative store path = %q, %v", cfg.Store, err)
 	}
 }
+
+// TestParseTimeout: a timeout from configuration or the environment is
+// positive and at most 365 days, in seconds or as a Go duration; a number
+// of seconds that would overflow when multiplied is refused, not wrapped.
+func TestParseTimeout(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"90s", 90 * time.Second, true},
+		{"10m", 10 * time.Minute, true},
+		{"120", 2 * time.Minute, true},
+		{"31536000", 365 * 24 * time.Hour, true},
+		{"8760h", 365 * 24 * time.Hour, true},
+		{"0", 0, false},
+		{"-3", 0, false},
+		{"0s", 0, false},
+		{"soon", 0, false},
+		{"31536001", 0, false},
+		{"9300000000", 0, false}, // × 1e9 ns overflows int64
+		{"18446744073709551617", 0, false},
+		{"8761h", 0, false},
+	}
+	for _, c := range cases {
+		got, err := ParseTimeout(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseTimeout(%q) = %v, %v; want %v (ok %v)", c.in, got, err, c.want, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "at most 365 days") {
+			t.Errorf("ParseTimeout(%q): %v does not say the range", c.in, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,20 +37,29 @@ func TestLibraryScripts(t *testing.T) {
 	})
 }
 
-// libreview QUESTION [OPTIONS_JSON [APPROVER]] opens a review in a new
-// library flow of the script's store, as stratum.AwaitHuman does, and
-// writes the flow id to the file fid. With no options the value is an
-// object {ship: boolean} (additional properties refused).
+// libreview [-stalled=AGO] QUESTION [OPTIONS_JSON [APPROVER]] opens a
+// review in a new library flow of the script's store, as
+// stratum.AwaitHuman does, and writes the flow id to the file fid. With no
+// options the value is an object {ship: boolean} (additional properties
+// refused). With -stalled the program's lease expired AGO ago: what a
+// program killed with kill -9 leaves once its lease runs out (the flow
+// reads stalled).
 func libreview(ts *testscript.TestScript, neg bool, args []string) {
+	expires := time.Now().Add(time.Hour)
+	if len(args) > 0 && strings.HasPrefix(args[0], "-stalled=") {
+		ago, err := time.ParseDuration(strings.TrimPrefix(args[0], "-stalled="))
+		ts.Check(err)
+		expires, args = time.Now().Add(-ago), args[1:]
+	}
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: libreview QUESTION [OPTIONS_JSON [APPROVER]]")
+		ts.Fatalf("usage: libreview [-stalled=AGO] QUESTION [OPTIONS_JSON [APPROVER]]")
 	}
 	ctx := context.Background()
 	st, err := backend.Open(ctx, backend.Settings{Home: ts.Getenv("STRATUM_HOME"), Store: ts.Getenv("STRATUM_STORE")})
 	ts.Check(err)
 	defer st.Close()
 	svc := &engine.Service{Store: st}
-	lease := state.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: time.Now().Add(time.Hour)}
+	lease := state.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: expires}
 	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
 	ts.Check(err)
 	req := engine.ReviewRequest{Question: args[0], Schema: map[string]any{"type": "object",

@@ -111,7 +111,7 @@ var goEnv = sync.OnceValue(func() map[string]string {
 // every script that uses the store. store_errors.txtar is about a damaged
 // bbolt file (nothing of it applies to etcd); validate.txtar and
 // install.txtar never open the store.
-var scriptsOnEtcd = []string{"flow_ids", "gate", "gate_human", "gate_rounds", "run", "run_replay", "run_resume", "tui_deadline"}
+var scriptsOnEtcd = []string{"flow_ids", "gate", "gate_human", "gate_rounds", "run", "run_replay", "run_resume", "stalled", "tui_deadline"}
 
 // TestScriptsEtcd runs the scripts of every command that uses the store
 // (run with --approve all and --resume after kill -9, plan/step-done/

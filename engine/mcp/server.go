@@ -25,6 +25,11 @@ const (
 	// ErrTypeInternal: an unexpected failure (store error, panic); details
 	// go to the log only.
 	ErrTypeInternal = string(engine.ErrTypeInternal)
+	// ErrTypeStoreUpgraded: a newer stratum migrated the store under this
+	// server (engine.ErrNewerStore); every tool that touches the store
+	// answers it, with what to do, until the server is restarted with the
+	// newer stratum. Nothing is read or written meanwhile.
+	ErrTypeStoreUpgraded = "store_upgraded"
 )
 
 // DefaultSweepInterval is the default of Options.SweepInterval: how soon a
@@ -212,6 +217,16 @@ func invalidArguments(msg string) engine.Response {
 	return engine.Response{"status": "error", "success": false, "error_type": ErrTypeInvalidArguments, "message": msg}
 }
 
+// storeUpgraded is the envelope of a tool call refused because a newer
+// stratum migrated the store: an MCP host shows the answer, not the
+// server's stderr, so the answer says what to do.
+func storeUpgraded(err error) engine.Response {
+	return engine.Response{"status": "error", "success": false, "error_type": ErrTypeStoreUpgraded,
+		"message": "This stratum MCP server is older than its store: " + err.Error() +
+			". Restart the MCP server (restart the agent's session, or its MCP servers) so it runs the newer stratum, " +
+			"or upgrade the stratum binary the agent host starts; nothing was read or written."}
+}
+
 // internalError is the engine's envelope of an unexpected failure; it never
 // carries the failure's details.
 func internalError() engine.Response { return engine.Wire(nil, errUnexpected) }
@@ -308,6 +323,13 @@ func (s *server) call(ctx context.Context, tool string, f func() (json.RawMessag
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The client cancelled the call; the SDK reports the cancellation.
 		return nil, false, err
+	case errors.Is(err, engine.ErrNewerStore):
+		s.log.Error("tool failed", "tool", tool, "error", err.Error())
+		b, jerr := json.Marshal(storeUpgraded(err))
+		if jerr != nil {
+			return internalErrorJSON, true, nil
+		}
+		return b, true, nil
 	default:
 		s.log.Error("tool failed", "tool", tool, "error", err.Error())
 		return internalErrorJSON, true, nil

@@ -112,7 +112,7 @@ func (s *server) registerCoreTools(srv *mcp.Server) {
 func (s *server) registerFlowTools(srv *mcp.Server) {
 	svc := s.svc
 	addTool(srv, s, &mcp.Tool{Name: "stratum_validate", Annotations: readOnly(), Description: `Check a stratum spec (inline YAML text, not a path) without creating a flow.
-Returns {valid: bool, errors: [...]}: every diagnostic found (not only the first), each {error_type (ir_parse_error | ir_validation_error | ir_semantic_error), path, message, suggestion (or null), line, column (1-based, 0 = unknown), code, severity (error | warning), success:false}. valid is false when any diagnostic has severity error; warnings alone keep it true.`},
+Returns {valid: bool, errors: [...]}: every error found (not only the first), each {error_type (ir_parse_error | ir_validation_error | ir_semantic_error), path, message, suggestion (or null), line, column (1-based, 0 = unknown), code, severity: "error", success:false}; valid is true exactly when errors is empty. Warnings (worth fixing, the spec stays valid) come apart, in warnings: [...] (the same objects, severity "warning"), present only when there are some.`},
 		func(_ context.Context, _ *mcp.CallToolRequest, in validateArgs) (engine.Response, error) {
 			return validate(in.Spec), nil
 		})
@@ -353,21 +353,34 @@ func answerJSON(out engine.Outcome, err error) (json.RawMessage, error) {
 	return engine.WireJSON(out, err)
 }
 
-// validate is stratum_validate with every diagnostic.
+// validate is stratum_validate with every diagnostic: errors in errors,
+// warnings in warnings (the same objects), so a valid spec answers
+// {valid: true, errors: []} exactly as the original does; warnings is
+// there only when there are some.
 func validate(spec string) engine.Response {
 	sp, ds := specs.Parse("", []byte(spec))
-	errs := make([]map[string]any, 0, len(ds))
+	resp := engine.Response{"valid": sp != nil && !ds.HasErrors(), "errors": diagnosticObjects(ds.Errors())}
+	if warns := ds.Warnings(); len(warns) > 0 {
+		resp["warnings"] = diagnosticObjects(warns)
+	}
+	return resp
+}
+
+// diagnosticObjects are diagnostics as stratum_validate lists them: the
+// original's error objects plus line, column, code and severity.
+func diagnosticObjects(ds specs.Diagnostics) []map[string]any {
+	out := make([]map[string]any, 0, len(ds))
 	for _, d := range ds {
 		var sugg any
 		if d.Suggestion != "" {
 			sugg = d.Suggestion
 		}
-		errs = append(errs, map[string]any{
+		out = append(out, map[string]any{
 			"success": false, "error_type": string(d.ErrorType), "path": d.Path, "message": d.Message,
 			"suggestion": sugg, "line": d.Line, "column": d.Column, "code": d.Code, "severity": string(d.Severity),
 		})
 	}
-	return engine.Response{"valid": sp != nil && !ds.HasErrors(), "errors": errs}
+	return out
 }
 
 // compileSpeckit is stratum_compile_speckit.

@@ -329,7 +329,7 @@ func (f *FanOut) taskRequest(t fanout.Task, dir, wt string, view engine.BudgetVi
 		Task: t.Raw, Worktree: wt,
 	}
 	if f.Step.TaskTimeout > 0 {
-		d := time.Now().Add(time.Duration(f.Step.TaskTimeout) * time.Second)
+		d := specs.After(time.Now(), int64(f.Step.TaskTimeout), time.Second)
 		if req.Budget.Deadline.IsZero() || d.Before(req.Budget.Deadline) {
 			req.Budget.Deadline = d
 		}

@@ -273,7 +273,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 	}
 	if st.IsLibrary() {
 		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndInvalid, ExitCode: ExitUsage,
-			Message: fmt.Sprintf("flow %s is run by a Go program (driver library) and cannot be resumed: run the program again; its open reviews can still be decided (stratum gate, stratum tui)", flowID)}, nil
+			Message: fmt.Sprintf("flow %s is run by a Go program (driver library) and cannot be resumed: run the program again (a new flow); while its program runs, its open reviews are decided with stratum gate or stratum tui; once it has exited (stalled), end the flow with stratum kill %s --reason TEXT", flowID, flowID)}, nil
 	}
 	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec))
 	if sp == nil || ds.HasErrors() {

@@ -128,7 +128,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		execErr = taskGraphError(step, out.Output)
 	}
 	if execErr == nil {
-		execErr = contractError(fc.spec, step, kind, out.Output)
+		execErr = contractError(fc.spec, step, out.Output)
 	}
 	elapsed := time.Since(start)
 	rep.Attempts++
@@ -406,6 +406,9 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		start := time.Now()
 		out, execErr := ex.Execute(r.traceStep(ctx, fc, step.ID, req.Attempt), req)
 		execErr = r.redactErr(execErr)
+		if execErr == nil {
+			execErr = contractError(fc.spec, step, out.Output)
+		}
 		elapsed := time.Since(start)
 		rep.Duration += elapsed
 		fc.call.dur += elapsed

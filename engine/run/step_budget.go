@@ -74,7 +74,7 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 	if b := step.Budget; b != nil {
 		who := fmt.Sprintf("step '%s'", step.ID)
 		if b.MS > 0 {
-			minDeadline(fc.call.start.Add(time.Duration(b.MS)*time.Millisecond), who)
+			minDeadline(specs.After(fc.call.start, b.MS, time.Millisecond), who)
 		}
 		if b.USD != nil {
 			minUSD(*b.USD-fc.call.usd, who)
@@ -94,7 +94,7 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 		}
 		who := fmt.Sprintf("flow '%s'", f.flow.Name)
 		if b.MS > 0 {
-			minDeadline(now.Add(time.Duration(b.MS-led.SpentMS)*time.Millisecond), who)
+			minDeadline(specs.After(now, b.MS-led.SpentMS, time.Millisecond), who)
 		}
 		if b.USD != nil {
 			minUSD(*b.USD-led.SpentUSD, who)
@@ -208,7 +208,7 @@ func (r *Runner) globalCacheValue(key string, v any) ([]byte, bool) {
 // enclosing flow's).
 func deadlineReason(fc *flowCtx, step *specs.Step) string {
 	if b := step.Budget; b != nil && b.MS > 0 {
-		own := fc.call.start.Add(time.Duration(b.MS) * time.Millisecond)
+		own := specs.After(fc.call.start, b.MS, time.Millisecond)
 		if !own.After(time.Now()) {
 			return fmt.Sprintf("step '%s' ran out of its time budget (ms)", step.ID)
 		}

@@ -74,6 +74,7 @@ func (st *FlowState) ShareWith(base *FlowState) *FlowState {
 	c.Trace = shareRaws(st.Trace, base.Trace)
 	c.BudgetState = ClonePtr(st.BudgetState)
 	c.Library = st.Library.clone()
+	c.Ended = ClonePtr(st.Ended)
 	return &c
 }
 

@@ -59,6 +59,19 @@ type FlowState struct {
 	// (Driver "library", no spec): its reviews and how it ended
 	// (engine/library.go).
 	Library *LibraryState `json:"library,omitempty"`
+	// Ended is set when someone ended the flow by hand (`stratum kill`,
+	// the TUI's :kill, `stratum gc --stalled`): who, why, how, when.
+	Ended *Ending `json:"ended,omitempty"`
+}
+
+// Ending is who ended a flow by hand, and why (FlowState.Ended).
+type Ending struct {
+	By      string    `json:"by"`
+	Reason  string    `json:"reason"`
+	Channel string    `json:"channel"` // cli | tui | policy (gc)
+	At      time.Time `json:"at"`
+	// Stalled says the flow was stalled (nothing drove it) when it ended.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // PendingGate is the persisted state of the gate the flow waits on. The

@@ -291,7 +291,7 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 // parse failures), then every postcondition in order.
 func (f *Fn[In, Out]) check(v any) (Out, []string, bool) {
 	var out Out
-	if vs := f.validator.Validate(v); len(vs) > 0 {
+	if vs := f.contract.Check(v); len(vs) > 0 {
 		return out, vs, true
 	}
 	b, err := json.Marshal(v)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/internal/contract"
 	"github.com/stratum-go/stratum/engine/internal/infer"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -112,6 +113,16 @@ type Refine[Out any] struct {
 	MaxIterations int
 }
 
+// contractName names Out's contract in violations ("output contract
+// 'Announcement' violation: …", as a spec's contract is named): Out's
+// type name, else the function's name.
+func contractName[Out any](fn string) string {
+	if n := reflect.TypeFor[Out]().Name(); n != "" {
+		return n
+	}
+	return fn
+}
+
 // DefaultMaxIterations bounds a Refine loop without MaxIterations.
 const DefaultMaxIterations = 5
 
@@ -121,7 +132,7 @@ type Fn[In, Out any] struct {
 	name      string
 	spec      Spec[In, Out]
 	schema    map[string]any
-	validator *specs.Schema
+	contract  *contract.Checker // the one check of an answer every driver uses
 	hash      string
 	opaque    map[string]bool // input JSON names tagged opaque
 	order     []string        // input JSON names in declaration order (structs)
@@ -167,7 +178,7 @@ func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 		return nil, fail("schema: %v", err)
 	}
 	f.hash = specs.Hash12(canon)
-	if f.validator, err = specs.NewSchema(schema); err != nil {
+	if f.contract, err = contract.New(contractName[Out](name), schema); err != nil {
 		return nil, fail("schema: %v", err)
 	}
 	if err := f.checkQuorum(); err != nil {

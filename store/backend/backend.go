@@ -132,12 +132,9 @@ func FromEnv(home string, cfg config.Config, getenv func(string) string) (Settin
 		s.Store = v
 	}
 	if v := getenv("STRATUM_STORE_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if secs, serr := strconv.Atoi(v); serr == nil {
-			d, err = time.Duration(secs)*time.Second, nil
-		}
-		if err != nil || d <= 0 {
-			return s, fmt.Errorf("STRATUM_STORE_TIMEOUT=%q: want a positive duration such as 5s", v)
+		d, err := config.ParseTimeout(v)
+		if err != nil {
+			return s, fmt.Errorf("STRATUM_STORE_TIMEOUT: %v", err)
 		}
 		s.Timeout = d
 	}

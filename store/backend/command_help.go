@@ -48,9 +48,15 @@ have not changed for DURATION (e.g. 720h). Running flows and flows waiting at a 
 never pruned, nor a finished child flow whose parent (or any ancestor) has not finished.
 Prints {"deleted": N}.
 
+--stalled --older-than DURATION prunes nothing: it ends, as stratum kill does, every flow
+stalled for at least DURATION (its stratum run or Go program exited and its lease expired that
+long ago), recorded as killed by "stratum gc" (channel policy). A flow at an approver: human
+gate is not ended by a policy: it is listed in skipped. Prints {"killed": [ids], "skipped":
+[{"flow_id", "code", "message"}]}.
+
 --damaged (bbolt file only) moves every flow whose stored state or summary cannot be decoded
 into the file's quarantine bucket (raw bytes kept) and removes its index entries and events.
 Prints {"quarantined": [{"flow_id", "records", "reason"}]}.`
 
 // GCExamples are the examples of `stratum gc`'s help.
-const GCExamples = "  stratum gc --older-than 720h\n  stratum gc --damaged"
+const GCExamples = "  stratum gc --older-than 720h\n  stratum gc --stalled --older-than 24h\n  stratum gc --damaged"

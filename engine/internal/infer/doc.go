@@ -34,9 +34,11 @@
 // and spends no attempt), calls the provider (transport retries happen
 // inside the client and spend no attempt), extracts the JSON answer (code
 // fences and surrounding prose are tolerated and recorded as "repaired"),
-// and returns the output with its usage, cost and trace record. Schema,
-// ensure and guardrail checks are the engine's (Service.StepDone): their
-// violations come back as StepRequest.Violations of the next attempt.
+// and returns the output with its usage, cost and trace record. The answer
+// is checked against the step's output contract by the runner, with the
+// checker every driver shares (engine/internal/contract), and against
+// output_schema, guardrails and ensures by the engine (Service.StepDone):
+// their violations come back as StepRequest.Violations of the next attempt.
 // Parse failures, refusals, truncation and exhausted transport retries are
 // *engine.AttemptError with kinds parse, refusal, truncated and transport;
 // configuration problems (no model, no key, 4xx, replay miss), a provider

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/engine/internal/redact"
 )
@@ -75,9 +76,9 @@ func NewExecutor(s Setup) (*Executor, error) {
 	ex.recorder = recorder
 	ex.CallTimeout = s.CallTimeout
 	if v := getenv("STRATUM_LLM_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("STRATUM_LLM_TIMEOUT=%q: want a positive duration such as 90s or 10m", v)
+		d, err := config.ParseTimeout(v)
+		if err != nil {
+			return nil, fmt.Errorf("STRATUM_LLM_TIMEOUT: %v", err)
 		}
 		ex.CallTimeout = d
 	}
