@@ -137,7 +137,10 @@ func TestRunOnGateWaitLatency(t *testing.T) {
 	slices.Sort(lat)
 	p50 := lat[len(lat)/2]
 	t.Logf("decision in another process -> runner resumed: min %v, p50 %v, max %v (n=%d)", lat[0], p50, lat[len(lat)-1], len(lat))
-	if p50 >= 30*time.Millisecond { // the old 1 s poll: ~500 ms
+	// The bound sits far below what the old 1 s poll gave (~500 ms at p50)
+	// and the store's 2 s fallback poll (~1 s), and above what a loaded
+	// 2-core machine adds to a push (35–110 ms seen at load 20).
+	if p50 >= 250*time.Millisecond {
 		t.Errorf("p50 %v: the runner is not woken by the decision", p50)
 	}
 }
