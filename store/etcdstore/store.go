@@ -97,6 +97,12 @@ type Store struct {
 	prevs    map[int64]uint64
 	prevRing []int64
 	prevNext int
+
+	// feed is the tail of the event log one etcd watch delivers (feed.go);
+	// closing ends when the Store is closed (stopClosing).
+	feed        feed
+	closing     context.Context
+	stopClosing context.CancelFunc
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -140,7 +146,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, s.wrap("connect", err)
 	}
 	s.cli = cli
+	s.closing, s.stopClosing = context.WithCancel(context.Background())
 	if err := s.init(ctx); err != nil {
+		s.stopClosing()
 		cli.Close()
 		return nil, err
 	}
@@ -148,7 +156,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 // Close releases the connection.
-func (s *Store) Close() error { return s.cli.Close() }
+func (s *Store) Close() error {
+	s.stopClosing()
+	return s.cli.Close()
+}
 
 // Endpoints are the cluster's endpoints as given.
 func (s *Store) Endpoints() []string { return append([]string(nil), s.eps...) }
