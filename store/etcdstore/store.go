@@ -211,17 +211,27 @@ func (s *Store) init(ctx context.Context) error {
 	defer cancel()
 	fk, vk := s.key("meta/format"), s.key("meta/schema_version")
 	oldFk := s.pfx + "meta/format"
-	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0), clientv3.Compare(clientv3.Version(oldFk), "=", 0)).
-		Then(clientv3.OpPut(fk, format),
-			clientv3.OpPut(vk, strconv.Itoa(SchemaVersion)),
-			clientv3.OpPut(s.key("meta/seq"), "0"),
-			clientv3.OpPut(s.key("meta/created_at"), s.now().UTC().Format(time.RFC3339))).
-		Else(clientv3.OpGet(fk), clientv3.OpGet(vk), clientv3.OpGet(oldFk)).Commit()
+	// A prefix already set up is read without writing (a cluster out of
+	// space refuses any transaction that may write: the commands that
+	// free space must still open it).
+	get := []clientv3.Op{clientv3.OpGet(fk), clientv3.OpGet(vk), clientv3.OpGet(oldFk)}
+	resp, err := s.cli.Txn(c).Then(get...).Commit()
 	if err != nil {
 		return s.wrap("open", err)
 	}
-	if resp.Succeeded {
-		return nil
+	if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+		resp, err = s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0), clientv3.Compare(clientv3.Version(oldFk), "=", 0)).
+			Then(clientv3.OpPut(fk, format),
+				clientv3.OpPut(vk, strconv.Itoa(SchemaVersion)),
+				clientv3.OpPut(s.key("meta/seq"), "0"),
+				clientv3.OpPut(s.key("meta/created_at"), s.now().UTC().Format(time.RFC3339))).
+			Else(get...).Commit()
+		if err != nil {
+			return s.wrap("open", err)
+		}
+		if resp.Succeeded {
+			return nil
+		}
 	}
 	value := func(i int) (string, bool) {
 		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {

@@ -53,6 +53,9 @@ type Options struct {
 	AuthTokenTTL uint
 	// MaxTxnOps is the members' --max-txn-ops (0: etcd's default, 128).
 	MaxTxnOps uint
+	// QuotaBackendBytes is the members' --quota-backend-bytes (0: etcd's
+	// default, 2 GiB).
+	QuotaBackendBytes int64
 }
 
 // freePort returns a loopback port nobody listens on right now.
@@ -167,6 +170,9 @@ func launch(dir string, ownDir bool, o Options) (*Cluster, error) {
 		}
 		if o.MaxTxnOps > 0 {
 			cfg.MaxTxnOps = o.MaxTxnOps
+		}
+		if o.QuotaBackendBytes > 0 {
+			cfg.QuotaBackendBytes = o.QuotaBackendBytes
 		}
 		if o.AuthTokenTTL > 0 {
 			cfg.AuthTokenTTL = o.AuthTokenTTL
