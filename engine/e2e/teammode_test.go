@@ -153,7 +153,7 @@ func TestTwoMachines(t *testing.T) {
 		t.Fatalf("store info: %v\n%s", err, out)
 	}
 	// The operator's compaction: the history, then each member defragmented.
-	compact := exec.Command(bin, "store", "compact", "--keep", "10", "--defrag")
+	compact := exec.Command(bin, "store", "compact", "--keep", "1", "--defrag")
 	compact.Env = env(homeA)
 	if out, err := compact.CombinedOutput(); err != nil || !strings.Contains(string(out), "compacted:      history up to revision") ||
 		!strings.Contains(string(out), "defragmented:   every member") || strings.Count(string(out), "database:") != 3 {
