@@ -52,8 +52,6 @@ func TestParseDropIn(t *testing.T) {
 			[]wantDiag{{CodeUnsupported, "flows.main.steps.1.type", 23, 23}}},
 		{"stages", v03 + "      - {id: p, stages: [{intent_template: x}]}\n",
 			[]wantDiag{{CodeUnsupported, "flows.main.steps.1.stages", 23, 17}}},
-		{"vocabulary", strings.Replace(parseBase02, `ensure: ["result.score > 0.5"]`, `ensure: ["vocabulary_compliance('v.yaml', [])"]`, 1),
-			[]wantDiag{{CodeUnsupported, "functions.work.ensure", 12, 15}}},
 		{"version-1", "version: 1\nflows: {}\n", []wantDiag{{CodeUnsupported, "version", 1, 10}}},
 	}
 	for _, tt := range tests {

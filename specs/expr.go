@@ -48,6 +48,10 @@ type ExprError struct {
 	// Newer names a builtin of the original's newer releases that this
 	// stratum does not implement (vocabulary_compliance, plan_completion).
 	Newer string
+	// Violations are the violations a builtin found
+	// (vocabulary_compliance, plan_completion): the ensure loop reports each
+	// one instead of Message, as the original does. nil for other errors.
+	Violations []string
 	// Cause is the context's cause when the evaluation was cancelled
 	// (errors.Is(err, context.Canceled) holds), nil otherwise.
 	Cause error

@@ -323,6 +323,10 @@ func (c *checker) buildStepV03(m *mapping, s *Step, ipath string) {
 	c.stepRequire(m, s, ipath)
 	s.Merge, _ = c.enum(m, "merge", ipath, []string{"sequential_apply", "manual"})
 	s.IntentTemplate, _ = c.str(m, "intent_template", ipath, false)
+	// task_timeout: null is no timeout, as the original's schema allows.
+	if e, ok := m.get("task_timeout"); ok && isNull(e.val) {
+		delete(m.entries, "task_timeout")
+	}
 	if v, ok := c.duration(m, "task_timeout", ipath, time.Second); ok {
 		s.TaskTimeout = int(v)
 	}

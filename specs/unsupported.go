@@ -18,8 +18,6 @@ import (
 //     mode besides function, intent and flow;
 //   - type: pipeline with stages: (STRAT-WORKFLOW-PIPELINE): a chain of
 //     agent stages over a task list;
-//   - the ensure builtins vocabulary_compliance (STRAT-VOCAB) and
-//     plan_completion;
 //
 // and, from the original's TypeScript rewrite (ts/src/ir/schema.ts), specs
 // with version: 1 (an integer), a different IR altogether.
@@ -43,12 +41,7 @@ var (
 		"pipeline": newerStepFields["stages"],
 	}
 	// newerBuiltins are expression builtins of newer releases.
-	newerBuiltins = map[string]newerConstruct{
-		"vocabulary_compliance": {what: "'vocabulary_compliance' is",
-			hint: "vocabulary_compliance is an ensure builtin of a newer stratum-mcp release (STRAT-VOCAB); check the vocabulary in a compute step (a run: command) instead, or run this spec with stratum-mcp."},
-		"plan_completion": {what: "'plan_completion' is",
-			hint: "plan_completion is an ensure builtin of a newer stratum-mcp release; compare the plan with the changed files in a compute step instead, or run this spec with stratum-mcp."},
-	}
+	newerBuiltins = map[string]newerConstruct{}
 	// newerVersion is the TypeScript rewrite's integer version.
 	newerVersion = newerConstruct{what: "'version: 1' specs (the format of stratum's TypeScript rewrite) are",
 		hint: fmt.Sprintf("This stratum reads the stratum-mcp IR: version \"%s\", \"%s\" or \"%s\".", Version01, Version02, Version03)}

@@ -202,9 +202,9 @@ func (r *Router) provider(model string) (info ProviderInfo, prov, name string, e
 // the ConfigError of a model that does not resolve.
 func (r *Router) Priced(model string) (full string, priced bool, err error) {
 	if _, ok := r.cfg.Models[model]; ok {
-		prov, name, _ := strings.Cut(model, "/")
-		_, ok := r.cfg.Prices.Lookup(prov, name)
-		return model, ok, nil
+		// A program's model reports its own cost (or is priced by the
+		// table under its name).
+		return model, true, nil
 	}
 	info, prov, name, err := r.provider(model)
 	if err != nil {
