@@ -11,7 +11,6 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
-	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -363,24 +362,7 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 
 // providerError is the library's error for the provider's failure pe.
 func providerError(fn string, pe *infer.ProviderError) *ProviderError {
-	e := &ProviderError{Function: fn, Provider: pe.Provider, Model: pe.Model, Err: pe.Err}
-	var (
-		down  *llm.UnreachableError
-		large *llm.TooLargeError
-		api   *llm.APIError
-		tr    *llm.TransportError
-	)
-	switch {
-	case errors.As(pe.Err, &down):
-		e.Retryable = !down.Permanent
-	case errors.As(pe.Err, &large):
-		e.Status = 200
-	case errors.As(pe.Err, &api):
-		e.Status = api.Status
-	case errors.As(pe.Err, &tr):
-		e.Status, e.Retryable = tr.Status, true
-	}
-	return e
+	return faultOf(fn, pe.Provider, pe.Model, pe.Err)
 }
 
 func joinViolations(vs []string) string {
