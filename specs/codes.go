@@ -83,6 +83,10 @@ const (
 	// A reasoning_template / task_reasoning_template without sections, or
 	// with a section that is not a mapping or lacks id, label or description.
 	CodeReasoningTemplate = "reasoning-template"
+	// A pipeline step's stages that do not fit together: the fan-out
+	// region's shape, a when/exit_when where it cannot apply, a stage
+	// template naming {prev}, {prevs} or {source} where it is not bound.
+	CodePipelineStage = "pipeline-stage"
 )
 
 // parseCodes are the ir_parse_error codes; validationCodes the

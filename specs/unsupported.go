@@ -16,8 +16,6 @@ import (
 //
 //   - judge: on a step (STRAT-JUDGE): a tiered-judge step, the fourth step
 //     mode besides function, intent and flow;
-//   - type: pipeline with stages: (STRAT-WORKFLOW-PIPELINE): a chain of
-//     agent stages over a task list;
 //   - the ensure builtins vocabulary_compliance (STRAT-VOCAB) and
 //     plan_completion;
 //
@@ -35,13 +33,9 @@ var (
 	newerStepFields = map[string]newerConstruct{
 		"judge": {what: "'judge' steps are",
 			hint: "judge steps come from a newer stratum-mcp release (STRAT-JUDGE); check the predicates with ensure expressions on an inline step, or run this spec with stratum-mcp."},
-		"stages": {what: "'pipeline' steps (stages) are",
-			hint: "pipeline steps come from a newer stratum-mcp release (STRAT-WORKFLOW-PIPELINE); use one parallel_dispatch step per stage, or run this spec with stratum-mcp."},
 	}
 	// newerStepTypes are step types of newer releases.
-	newerStepTypes = map[string]newerConstruct{
-		"pipeline": newerStepFields["stages"],
-	}
+	newerStepTypes = map[string]newerConstruct{}
 	// newerBuiltins are expression builtins of newer releases.
 	newerBuiltins = map[string]newerConstruct{
 		"vocabulary_compliance": {what: "'vocabulary_compliance' is",
