@@ -478,7 +478,7 @@ func (a *app) stepDoneCommand() *cobra.Command {
 				return usageErr("%v", err)
 			}
 			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
-				return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
+				return a.answerExit(svc.StepDone(cmd.Context(), engine.StepReport{FlowID: id, StepID: args[1], Result: v}))
 			})
 		},
 	}

@@ -23,7 +23,7 @@ func parallelDone(st *state.FlowState, env transitionEnv, stepID string, taskRes
 }
 
 // parallelDoneDetailed is parallelDone; details follow a merge or require
-// violation (ParallelDoneDetailed).
+// violation (ParallelReport.Details).
 func parallelDoneDetailed(st *state.FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
 	ensureMaps(st)
 	step, e := reportable(st, env, stepID, parallelDoneReport)

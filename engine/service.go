@@ -289,20 +289,6 @@ func (s *Service) Resume(ctx context.Context, flowID string) (Outcome, error) {
 	return s.transition(ctx, flowID, nil, resumeFlow)
 }
 
-// StepDone is stratum_step_done.
-func (s *Service) StepDone(ctx context.Context, flowID, stepID string, result any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		return stepDone(st, env, stepID, result)
-	})
-}
-
-// ParallelDone is stratum_parallel_done.
-func (s *Service) ParallelDone(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		return parallelDone(st, env, stepID, taskResults, mergeStatus)
-	})
-}
-
 // GateResolve is stratum_gate_resolve. d.StepID names the gate; d.Channel
 // says how the decision arrived (approver: human gates refuse mcp). The
 // rule every channel shares, review.Check, is applied first, whoever

@@ -117,7 +117,7 @@ func TestTransitionRedoneAfterConflict(t *testing.T) {
 			touch(t, s, id, "other_writer")
 		}
 	}
-	out, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{})
+	out, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestTransitionConflictBounded(t *testing.T) {
 		n++
 		touch(t, s, id, fmt.Sprint("w", n))
 	}
-	_, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{})
+	_, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}})
 	if !errors.Is(err, engine.ErrConflict) || engine.AsError(err) != nil {
 		t.Fatalf("err = %v, want a store error wrapping ErrConflict", err)
 	}
@@ -165,7 +165,7 @@ func TestTransitionFlowDeletedMeanwhile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{})
+	_, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}})
 	if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowNotFound {
 		t.Fatalf("err = %v, want flow_not_found", err)
 	}
@@ -209,7 +209,7 @@ func TestStepDoneCancelledEvaluation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := svc.StepDone(ctx, id, "w", expensiveResult(), engine.ReportOptions{})
+	_, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "w", Result: expensiveResult()})
 	took := time.Since(start)
 	if !errors.Is(err, context.Canceled) || engine.AsError(err) != nil {
 		t.Fatalf("err = %v, want an error wrapping context.Canceled", err)
@@ -230,7 +230,7 @@ func TestNothingExpensiveInsideUpdate(t *testing.T) {
 		svc, h, id := hookService(t, expensiveSpec(2))
 		h.reset()
 		start := time.Now()
-		out, err := svc.StepDone(context.Background(), id, "w", expensiveResult(), engine.ReportOptions{})
+		out, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: expensiveResult()})
 		took := time.Since(start)
 		if err != nil {
 			t.Fatal(err)
@@ -263,7 +263,7 @@ func TestNothingExpensiveInsideUpdate(t *testing.T) {
 		// A new process: its spec cache is empty.
 		svc := &engine.Service{Store: h}
 		h.reset()
-		if _, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+		if _, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}}); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("parse %v, the write transaction %v", parse, h.longest)
@@ -311,7 +311,7 @@ func TestTransitionChildConflict(t *testing.T) {
 			touch(t, s, cd.ChildFlowID, "other_writer")
 		}
 	}
-	if _, err := svc.StepDone(context.Background(), cd.ParentFlowID, "sub", map[string]any{"x": 1}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: cd.ParentFlowID, StepID: "sub", Result: map[string]any{"x": 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if n != 2 {
@@ -375,7 +375,7 @@ func TestTransitionStampsOnceBeforeItsTransaction(t *testing.T) {
 	}
 	now = planned.Add(time.Hour)
 	rs.retries, rs.runs = 2, 0
-	if _, err := svc.StepDone(context.Background(), id, "w", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}}); err != nil {
 		t.Fatal(err)
 	}
 	if rs.runs != 3 {

@@ -57,8 +57,8 @@ type transitionResult struct {
 	// Delete are other flow ids to delete in the same transaction.
 	Delete []string
 	// Cache are result-cache entries to write in the same transaction
-	// (StepDoneCached).
-	Cache []cacheEntry
+	// (StepReport.Cache).
+	Cache []CacheEntry
 	// Unchanged says the transition did not modify the state (an error
 	// response such as wrong_step, or a read); the service then skips the write.
 	Unchanged bool

@@ -356,13 +356,13 @@ flows:
 	id := engine.FlowIDOf(out)
 	steps := []func() (engine.Outcome, error){
 		func() (engine.Outcome, error) {
-			return svc.StepDone(ctx, id, "build", map[string]any{"ok": true}, engine.ReportOptions{})
+			return svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": true}})
 		},
 		func() (engine.Outcome, error) {
 			return svc.GateResolve(ctx, id, review.Decision{StepID: "review", Outcome: review.Revise, Rationale: "again", ResolvedBy: "human"})
 		},
 		func() (engine.Outcome, error) {
-			return svc.StepDone(ctx, id, "build", map[string]any{"ok": true}, engine.ReportOptions{})
+			return svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": true}})
 		},
 	}
 	for _, step := range steps {

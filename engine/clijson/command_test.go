@@ -122,7 +122,7 @@ func atHumanGate(t *testing.T) (*engine.Service, string) {
 		t.Fatal(err)
 	}
 	id := engine.FlowIDOf(planned)
-	out, err := svc.StepDone(ctx, id, "build", map[string]any{}, engine.ReportOptions{})
+	out, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	case step.DeferAdvance:
 		resp["outcome"] = map[string]any{"status": "awaiting_consumer_advance", "aggregate": agg}
 	default:
-		out, err := answer(s.svc.ParallelDoneDetailed(ctx, in.FlowID, in.StepID, results, mergeStatus, details, engine.ReportOptions{}))
+		out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details}))
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +194,7 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 	if ms == "conflict" {
 		mergeStatus = "conflict"
 	}
-	out, err := answer(s.svc.ParallelDoneDetailed(ctx, in.FlowID, in.StepID, results, mergeStatus, details, engine.ReportOptions{}))
+	out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details}))
 	if err == nil {
 		s.fanMu.Lock()
 		delete(s.fans, fanKey{in.FlowID, in.StepID})

@@ -34,7 +34,7 @@ import (
 // only the tasks that had not completed. Once every task settled, the
 // completed branches are merged in task order (merge: sequential_apply) — all of them or, on a
 // conflict, none. The caller reports the outcome with
-// Service.ParallelDoneDetailed: the state machine judges require, the
+// Service.ParallelDone with its Details: the state machine judges require, the
 // merge and the step's checks.
 //
 // It is shared by `stratum run` and the MCP server's

@@ -121,7 +121,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	if res.Budget != "" {
 		return r.exhaust(ctx, fc, step, res.Budget)
 	}
-	next, err := answered(r.svc.ParallelDoneDetailed(ctx, fc.id, step.ID, res.TaskResults(), res.MergeStatus, res.Details, r.report()))
+	next, err := answered(r.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: fc.id, StepID: step.ID, TaskResults: res.TaskResults(), MergeStatus: res.MergeStatus, Details: res.Details, ReportOptions: r.report()}))
 	if err != nil {
 		return turn{}, err
 	}

@@ -569,7 +569,7 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 	case EndComplete:
 		// The parent step's result is the child's completion object, as an
 		// agent reports it.
-		next, err := answered(r.svc.StepDone(ctx, fc.id, st.ID, map[string]any(engine.Wire(end.out, nil)), r.report()))
+		next, err := answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: st.ID, Result: map[string]any(engine.Wire(end.out, nil)), ReportOptions: r.report()}))
 		if err != nil {
 			return turn{}, err
 		}
@@ -583,7 +583,7 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 		if end.err != nil && len(end.err.Violations) > 0 {
 			v += " (" + strings.Join(end.err.Violations, "; ") + ")"
 		}
-		next, err := answered(r.svc.StepAttemptFailed(ctx, fc.id, st.ID, []string{v}, r.report()))
+		next, err := answered(r.svc.StepAttemptFailed(ctx, engine.AttemptFailure{FlowID: fc.id, StepID: st.ID, Violations: []string{v}, ReportOptions: r.report()}))
 		if err != nil {
 			return turn{}, err
 		}

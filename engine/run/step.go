@@ -161,9 +161,9 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		cached, inCommit = r.globalCacheValue(cacheKey, out.Output)
 	}
 	if inCommit {
-		next, err = answered(r.svc.StepDoneCached(ctx, fc.id, step.ID, out.Output, &call, cacheKey, cached, r.report()))
+		next, err = answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, Cache: &engine.CacheEntry{Key: cacheKey, Value: cached}, ReportOptions: r.report()}))
 	} else {
-		next, err = answered(r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report()))
+		next, err = answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, ReportOptions: r.report()}))
 	}
 	if err != nil {
 		return turn{}, err
@@ -213,7 +213,7 @@ func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Ste
 	if len(vs) == 0 {
 		vs = []string{ae.Error()}
 	}
-	next, err := answered(r.svc.StepAttemptFailedRecorded(ctx, fc.id, step.ID, vs, call, r.report()))
+	next, err := answered(r.svc.StepAttemptFailed(ctx, engine.AttemptFailure{FlowID: fc.id, StepID: step.ID, Violations: vs, Call: call, ReportOptions: r.report()}))
 	if err != nil {
 		return turn{}, err
 	}
@@ -379,7 +379,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		if len(hist) > 0 {
 			last = hist[len(hist)-1].Result
 		}
-		next, err := answered(r.svc.StepDone(ctx, fc.id, step.ID, last, r.report()))
+		next, err := answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: last, ReportOptions: r.report()}))
 		if err != nil {
 			return turn{}, err
 		}
@@ -445,7 +445,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 			continue
 		}
 		rep.Attempts++
-		next, err := answered(r.svc.StepDone(ctx, fc.id, step.ID, rp.FinalResult, r.report()))
+		next, err := answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: rp.FinalResult, ReportOptions: r.report()}))
 		if err != nil {
 			return turn{}, err
 		}

@@ -56,7 +56,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	flowID := engine.FlowIDOf(out)
-	if _, err := svc.StepDone(ctx, flowID, "draft", map[string]any{"text": "v1"}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: flowID, StepID: "draft", Result: map[string]any{"text": "v1"}}); err != nil {
 		t.Fatal(err)
 	}
 	refused(rt.Resolve(ctx, review.ID(flowID, "review", 0), nil, "ann", "looks good"))
