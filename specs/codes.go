@@ -33,7 +33,7 @@ const (
 	// An empty guardrail pattern: the original's schema (minLength 1)
 	// rejects it before any semantic check.
 	CodeEmptyGuardrail = "empty-guardrail"
-	// A construct of the original's newer releases (judge and pipeline
+	// A construct of the original's newer releases (judge
 	// steps, newer ensure builtins, the TypeScript rewrite's version 1
 	// format) that this stratum does not implement: a version gap, not a
 	// typo. The original accepts these specs, so the class is ours.
