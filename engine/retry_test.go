@@ -55,7 +55,7 @@ func TestDecisionRetriesPatiently(t *testing.T) {
 	must(t)(svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 
 	lib := startLibraryFlow(t, svc, clk.Now())
-	if _, err := svc.OpenReview(ctx, lib, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, lib, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
 		t.Fatal(err)
 	}
 	lose.Store(12)
@@ -74,7 +74,7 @@ func TestDecisionRetriesPatiently(t *testing.T) {
 	t.Logf("13 attempts in %v", time.Since(start).Round(time.Millisecond))
 	// A context that ends stops the patience at once, nothing written.
 	lib2 := startLibraryFlow(t, svc, clk.Now())
-	if _, err := svc.OpenReview(ctx, lib2, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, lib2, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
 		t.Fatal(err)
 	}
 	lose.Store(1 << 30)

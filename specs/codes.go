@@ -87,6 +87,9 @@ const (
 	// region's shape, a when/exit_when where it cannot apply, a stage
 	// template naming {prev}, {prevs} or {source} where it is not bound.
 	CodePipelineStage = "pipeline-stage"
+	// A judge step's predicate the judge could never decide: an id used
+	// twice, or a non-deterministic predicate under cheap stakes.
+	CodeJudgePredicate = "judge-predicate"
 )
 
 // parseCodes are the ir_parse_error codes; validationCodes the

@@ -46,8 +46,6 @@ func TestParseDropIn(t *testing.T) {
 		{"empty-decompose-intent", v03 + "      - {id: d, type: decompose, agent: claude, intent: \"\", output_contract: Out}\n",
 			[]wantDiag{{CodeParallelRequires, "flows.main.steps.d.intent", 23, -1}}},
 		// Newer constructs.
-		{"judge", parseBase02 + "      - {id: j, judge: {predicates: [{id: p, type: deterministic, statement: \"True\"}]}}\n",
-			[]wantDiag{{CodeUnsupported, "flows.main.steps.1.judge", 23, 17}}},
 		// Pipeline steps (the original's STRAT-WORKFLOW-PIPELINE): its paths.
 		{"pipeline-no-stages", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\"}\n",
 			[]wantDiag{{CodeParallelRequires, "flows.main.steps.p.stages", 23, -1}}},
@@ -61,8 +59,6 @@ func TestParseDropIn(t *testing.T) {
 			[]wantDiag{{CodeExprSyntax, "flows.main.steps.p.stages[1].when", 23, -1}}},
 		{"stage-prev-first", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\", stages: [{intent_template: \"{prev}\"}]}\n",
 			[]wantDiag{{CodePipelineStage, "flows.main.steps.p.stages[0].intent_template", 23, -1}}},
-		{"vocabulary", strings.Replace(parseBase02, `ensure: ["result.score > 0.5"]`, `ensure: ["vocabulary_compliance('v.yaml', [])"]`, 1),
-			[]wantDiag{{CodeUnsupported, "functions.work.ensure", 12, 15}}},
 		{"version-1", "version: 1\nflows: {}\n", []wantDiag{{CodeUnsupported, "version", 1, 10}}},
 	}
 	for _, tt := range tests {

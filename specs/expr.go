@@ -15,7 +15,20 @@ const (
 	ExprWhenFirst ExprKind = "when (first stage)"
 	ExprWhen      ExprKind = "when"
 	ExprExitWhen  ExprKind = "exit_when"
+	// ExprPredicate is the statement of a judge step's deterministic
+	// predicate: no names, and only the builtins of the judge's first tier
+	// (PredicateBuiltins), whose file paths are string literals under
+	// artifacts/ or modified/ of the staged turn (EvalEnv.Root).
+	ExprPredicate ExprKind = "predicate"
 )
+
+// PredicateBuiltins are the builtins a deterministic predicate may call
+// (the original's first-tier surface).
+var PredicateBuiltins = []string{"bool", "file_contains", "file_exists", "int", "len", "max", "min", "str"}
+
+// PredicateBuckets are the prefixes a deterministic predicate's paths must
+// have: the staged artifacts and the staged copies of the modified files.
+var PredicateBuckets = []string{"artifacts/", "modified/"}
 
 // Expr is a compiled expression. It is compiled once, by Parse, and only run
 // afterwards. Source is the text as written in the spec.
@@ -53,6 +66,10 @@ type ExprError struct {
 	// Newer names a builtin of the original's newer releases that this
 	// stratum does not implement (vocabulary_compliance, plan_completion).
 	Newer string
+	// Violations are the violations a builtin found
+	// (vocabulary_compliance, plan_completion): the ensure loop reports each
+	// one instead of Message, as the original does. nil for other errors.
+	Violations []string
 	// Cause is the context's cause when the evaluation was cancelled
 	// (errors.Is(err, context.Canceled) holds), nil otherwise.
 	Cause error

@@ -227,7 +227,7 @@ type Input struct {
 // Guardrails, OutputContract, Model, Budget) are the *effective* ones: for
 // function steps they come from the function, for other steps from the step,
 // with the per-kind retry defaults applied (function 3 unless the function says
-// otherwise, inline 1, flow 1, decompose and parallel_dispatch 2).
+// otherwise, inline 1, flow 1, judge 1, decompose and parallel_dispatch 2).
 type Step struct {
 	ID   string
 	Kind StepKind
@@ -299,6 +299,9 @@ type Step struct {
 	// Extension (0.2+): command for an inline step to execute in-process.
 	Run *Command
 
+	// Judge is a judge step's `judge:` block (KindJudge), nil otherwise.
+	Judge *Judge
+
 	Pos Pos
 }
 
@@ -307,7 +310,7 @@ type Step struct {
 func (s *Step) IsGate() bool { return s.Fn != nil && s.Fn.Mode == ModeGate }
 
 // StepMode is the dispatch's step_mode string: "function", "inline", "flow",
-// "decompose" or "parallel_dispatch" (a pipeline step runs as a
+// "decompose", "parallel_dispatch" or "judge" (a pipeline step runs as a
 // parallel_dispatch, as in the original).
 func (s *Step) StepMode() string {
 	if s.Kind == KindPipeline {

@@ -192,7 +192,6 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 		s.ID = v
 	}
 	sp := ss.spath(f.Name)
-	ss.unsupported = m.bad["judge"]
 	if c.since(Version03) {
 		if e, ok := m.get("type"); ok && isStr(e.val) && newerStepTypes[e.val.Value].what != "" {
 			if !ss.unsupported { // judge: was reported already
@@ -311,6 +310,9 @@ func (c *checker) buildStepV02(m *mapping, ss *stepSrc, ipath, sp string) {
 	s.ReasoningTemplate = c.certTemplate(m, "reasoning_template", ipath)
 	s.TaskReasoningTemplate = c.certTemplate(m, "task_reasoning_template", ipath)
 	s.Run = c.command(m, "run", ipath)
+	if m.has("judge") {
+		s.Judge = c.judge(m, ipath, sp)
+	}
 }
 
 // buildStepV03 reads the step fields of version 0.3 (the parallel_dispatch
@@ -324,6 +326,10 @@ func (c *checker) buildStepV03(m *mapping, s *Step, ipath string) {
 	c.stepRequire(m, s, ipath)
 	s.Merge, _ = c.enum(m, "merge", ipath, []string{"sequential_apply", "manual"})
 	s.IntentTemplate, _ = c.str(m, "intent_template", ipath, false)
+	// task_timeout: null is no timeout, as the original's schema allows.
+	if e, ok := m.get("task_timeout"); ok && isNull(e.val) {
+		delete(m.entries, "task_timeout")
+	}
 	if v, ok := c.duration(m, "task_timeout", ipath, time.Second); ok {
 		s.TaskTimeout = int(v)
 	}

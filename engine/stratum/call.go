@@ -103,6 +103,24 @@ func (c *callState) finish(ctx context.Context, output any, err error) {
 	}
 }
 
+// unpriced refuses a call of fn whose envelope bounds USD while its model
+// has no known price (the router's rule, as `stratum run` applies it to a
+// flow before it starts): such a call spends at an unknown cost, which is
+// charged nothing, so the budget would never be enforced. nil when no USD
+// budget covers the call or its model is priced.
+func (c *callState) unpriced(fn, model string) error {
+	scope := c.env.usdScope()
+	if scope == "" {
+		return nil
+	}
+	full, priced := c.rt.exec.PriceOf(model)
+	if priced {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: a USD budget (%s) covers this call, but model %s has no known price, so the budget would not be enforced; %s, or drop USD from the Budget (Time and Tokens are enforced for every model)",
+		ErrStratum, fn, scope, full, infer.PriceHint)
+}
+
 // plainJSON is v as JSON values, numbers as json.Number (so the trace
 // holds no reference to the program's data, and an integer above 2^53
 // keeps its digits); v itself when it does not encode.
@@ -160,6 +178,9 @@ func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 // call is Call after its record is started.
 func (f *Fn[In, Out]) call(ctx context.Context, c *callState, in In) (Out, error) {
 	var zero Out
+	if err := c.unpriced(f.name, f.spec.Model); err != nil {
+		return zero, err
+	}
 	binds, raw, err := f.bindings(in)
 	if err != nil {
 		return zero, err

@@ -70,7 +70,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 	p := sink.next(t)
 	refused(rt.Resolve(ctx, p.ReviewID, json.RawMessage(`"yes"`), "ann", "fine"))
 	fid, step, _ := splitReviewID(p.ReviewID)
-	r, err := svc.LibraryReviewOf(ctx, fid, step)
+	r, err := engine.NewLibrary(svc).Review(ctx, fid, step)
 	if err != nil || r.Status != state.ReviewOpen || r.Decision != nil {
 		t.Fatalf("stored review after the refused Resolve: %+v, %v", r, err)
 	}

@@ -166,6 +166,12 @@ func (e *Executor) Close() error {
 	return e.recorder.Close()
 }
 
+// PriceHint says how to give a model a price, for the refusal of a USD
+// budget over a model with no known price (`stratum run` and the Go
+// library alike): such a budget could never be enforced.
+const PriceHint = "add the model's price in a JSON file named by STRATUM_MODEL_PRICING_JSON " +
+	`({"providers": [{"id": "PROVIDER", "models": [{"id": "MODEL", "match": {"equals": "MODEL"}, "prices": {"input_mtok": 0.15, "output_mtok": 0.6}}]}]}: USD per million tokens)`
+
 // PriceOf reports whether the calls a step makes with models (step's,
 // function's; the default when both are empty) have a known cost, as
 // llm.Router.Priced says. full is the model chosen ("" when none is
