@@ -30,7 +30,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	kind := kindOf(step)
 	ex := r.executor(kind)
 	if ex == nil {
-		return stop(&endState{status: EndError, out: d, message: r.noInferMessage(fc, step)})
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: r.noInferMessage(fc, step)})
 	}
 	st, err := r.svc.Get(ctx, fc.id)
 	if err != nil {

@@ -82,7 +82,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	}
 	kind := kindOf(step)
 	if kind == execUnsupported {
-		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: fmt.Sprintf(
 			"step '%s' is a %s step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", step.ID, step.Kind, fc.id)})
 	}
 	ex := r.executor(kind)
@@ -92,7 +92,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 			msg += ": " + r.opts.InferUnavailable
 		}
 		msg += "; " + r.resumable(fc)
-		return stop(&endState{status: EndError, out: d, message: msg})
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: msg})
 	}
 	attempt := d.Attempt(step.Retries)
 	r.beginCall(fc, step.ID, attempt)
