@@ -56,7 +56,7 @@ func reportable(st *state.FlowState, env transitionEnv, stepID string, r reportR
 	}
 	if r.what != "" && step.Kind == specs.KindFlow {
 		if g := humanGateBelow(st, env); g != nil {
-			return nil, humanGatePending(st, g, r.what+" of step '"+step.ID+"'")
+			return nil, humanGatePending(st, g, r.what+" of step '"+step.ID+"'", env.cmd())
 		}
 	}
 	return step, nil
