@@ -153,7 +153,7 @@ func stepMismatch(current, got string) *Error {
 // follows the message.
 func notParallel(hint string) func(*specs.Step) *Error {
 	return func(step *specs.Step) *Error {
-		if step.Kind == specs.KindParallelDispatch {
+		if step.FansOut() {
 			return nil
 		}
 		return refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.%s", step.ID, step.StepMode(), hint)
