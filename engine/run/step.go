@@ -27,16 +27,27 @@ func kindOf(step *specs.Step) executorKind {
 			return execCommand
 		}
 		return execInfer
-	case specs.KindInline, specs.KindDecompose, specs.KindParallelDispatch:
+	case specs.KindInline, specs.KindDecompose, specs.KindParallelDispatch, specs.KindPipeline:
 		switch {
 		case step.Run != nil:
 			return execCommand
-		case step.Agent != "":
+		case step.Agent != "" || stagesNameAgents(step):
 			return execAgent
 		}
 		return execInfer
 	}
 	return execUnsupported
+}
+
+// stagesNameAgents reports whether a pipeline step's stages all name their
+// agent (its tasks need no LLM).
+func stagesNameAgents(step *specs.Step) bool {
+	for _, st := range step.Stages {
+		if st.Agent == "" {
+			return false
+		}
+	}
+	return len(step.Stages) > 0
 }
 
 func (r *Runner) executor(k executorKind) engine.Executor {
