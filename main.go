@@ -160,6 +160,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.mcpCommand(),
 		a.installCommand(),
 		a.uninstallCommand(),
+		a.hookCommand(),
 		a.doctorCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
@@ -207,7 +208,8 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 		return nil, nil, err
 	}
 	report := func(d *engine.DamagedError) { fmt.Fprintln(diag, "stratum: warning:", d) }
-	return &engine.Service{Root: ".", Store: st, OnDamaged: report}, st, nil
+	// The commands its refusals advise name this stratum as it was invoked.
+	return &engine.Service{Root: ".", Store: st, OnDamaged: report, Invocation: runner.InvokedNow().Invocation()}, st, nil
 }
 
 // projectConfig is the configuration of the working directory
@@ -479,7 +481,7 @@ func (a *app) stepDoneCommand() *cobra.Command {
 				return usageErr("%v", err)
 			}
 			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
-				return a.answerExit(svc.StepDone(cmd.Context(), id, args[1], v, engine.ReportOptions{}))
+				return a.answerExit(svc.StepDone(cmd.Context(), engine.StepReport{FlowID: id, StepID: args[1], Result: v}))
 			})
 		},
 	}
@@ -844,9 +846,27 @@ func (a *app) installCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
 	cmd.Flags().StringVar(&opts.Command, "command", "", "command the client runs (default: the absolute path of this binary)")
 	cmd.Flags().BoolVar(&opts.Codex, "codex", false, "also register the server in Codex's config.toml ($CODEX_HOME, default ~/.codex) and write AGENTS.md's block")
+	cmd.Flags().BoolVar(&opts.Hooks, "hooks", false, "also register the Claude Code hooks that keep "+mcpserver.MemoryFile+" (.claude/settings.json)")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be written and change nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	return cmd
+}
+
+func (a *app) hookCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:       "hook " + strings.Join(mcpserver.HookNames(), "|"),
+		Short:     "Run one of the Claude Code hooks install --hooks registers (JSON on stdin)",
+		Long:      mcpserver.HookHelp,
+		Example:   mcpserver.HookExamples,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: mcpserver.HookNames(),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := mcpserver.RunHook(args[0], a.stdin, a.stdout, time.Now()); err != nil {
+				return failErr(err)
+			}
+			return nil
+		},
+	}
 }
 
 func (a *app) doctorCommand() *cobra.Command {

@@ -60,7 +60,7 @@ func TestEnforceDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := other.StepDone(ctx, engine.FlowIDOf(planned), "work", map[string]any{"ok": true}, engine.ReportOptions{})
+	out, err := other.StepDone(ctx, engine.StepReport{FlowID: engine.FlowIDOf(planned), StepID: "work", Result: map[string]any{"ok": true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,11 +189,13 @@
 //
 // A flow a Go program runs through the library (engine/stratum) is stored
 // like any flow, with Driver "library", no spec (RawSpec empty) and
-// FlowState.Library set. StartLibraryFlow creates it with the program's
-// lease (renewed by RenewLibraryLease; FlowSummary.Stalled once it
-// expired); RecordLibraryCall books each call in one commit (a step
-// record, the spend, a trace record and a trace event, as an infer step of
-// the runner); FinishLibraryFlow ends it complete or failed. OpenReview
+// FlowState.Library set. Its writes are Library's (library_service.go), a
+// type beside Service that commits through it (same store, events and
+// watchers): Library.StartFlow creates it with the program's lease
+// (renewed by RenewLease; FlowSummary.Stalled once it expired); RecordCall
+// books each call in one commit (a step record, the spend, a trace record
+// and a trace event, as an infer step of the runner); FinishFlow ends it
+// complete or failed. OpenReview
 // opens a review: a gate whose step id is its review id (review-1,
 // review-2, …), several open at once, each a row of PendingGateSteps and
 // PendingReviews (review.PendingReview.Library, with its trigger, options
@@ -206,7 +208,8 @@
 // refuses the mcp channel, a closed review answers review_closed
 // (review.ErrAlreadyDecided). Deadlines are absolute and applied by every
 // sweep (libreview.Expire: the OnTimeout value, or a timeout without
-// one); WithdrawReview closes a review the program stopped waiting for.
+// one); Library.WithdrawReview closes a review the program stopped waiting
+// for.
 // Every spec transition (resume, step_done, skip, commit, revert, the
 // iteration protocol …) refuses a library flow with error_type
 // library_flow, and `stratum run --resume` refuses it too.

@@ -94,16 +94,6 @@ func (s *Service) RecordParallelTask(ctx context.Context, flowID string, t state
 	})
 }
 
-// ParallelDoneDetailed is ParallelDone whose failure violations (a merge
-// conflict, an unsatisfied require) are followed by details (which task
-// conflicted in which file, why each task failed), so the retry is told
-// more than the original's one-line verdict.
-func (s *Service) ParallelDoneDetailed(ctx context.Context, flowID, stepID string, taskResults []any, mergeStatus any, details []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, details)
-	})
-}
-
 // ResolveStepInputs resolves a step's declared inputs against the flow
 // state (what an execute_step dispatch carries), for steps whose dispatch
 // does not carry them (parallel_dispatch).

@@ -48,9 +48,9 @@ func TestGateReviews(t *testing.T) {
 		id := engine.FlowIDOf(out)
 		ids = append(ids, id)
 		first := map[string]string{svcSpec: "a", gateOnlySpec: "build"}[spec]
-		must(t)(s.StepDone(ctx, id, first, map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+		must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id, StepID: first, Result: map[string]any{"ok": true, "v": 1}}))
 		if spec == svcSpec {
-			must(t)(s.StepDone(ctx, id, "b", map[string]any{"b": 2}, engine.ReportOptions{}))
+			must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "b", Result: map[string]any{"b": 2}}))
 		}
 	}
 	// One more runs: not a gate.

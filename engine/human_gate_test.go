@@ -69,7 +69,7 @@ func humanGateBelow(t *testing.T, s *engine.Service, flow string) (parent, gated
 	r := must(t)(s.Plan(ctx, humanSpec, flow, nil, engine.PlanOptions{}))
 	parent, _ = r["flow_id"].(string)
 	must(t)(s.Commit(ctx, parent, "start", engine.ReportOptions{}))
-	r = must(t)(s.StepDone(ctx, parent, "prep", map[string]any{"p": 1}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: parent, StepID: "prep", Result: map[string]any{"p": 1}}))
 	for r["status"] == "execute_flow" {
 		gated, _ = r["child_flow_id"].(string)
 		r, _ = r["child_step"].(engine.Response)
@@ -77,7 +77,7 @@ func humanGateBelow(t *testing.T, s *engine.Service, flow string) (parent, gated
 			t.Fatalf("no child dispatch")
 		}
 	}
-	r = must(t)(s.StepDone(ctx, gated, "work", map[string]any{"w": 1}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: gated, StepID: "work", Result: map[string]any{"w": 1}}))
 	if r["status"] != "await_gate" || r["step_id"] != "signoff" {
 		t.Fatalf("child not at its human gate: %v", r)
 	}
@@ -97,13 +97,13 @@ func TestHumanGatePendingRefusesBypass(t *testing.T) {
 		call func(s *engine.Service, parent string) (engine.Outcome, error)
 	}{
 		{"step_done", func(s *engine.Service, p string) (engine.Outcome, error) {
-			return s.StepDone(ctx, p, "sub", map[string]any{"status": "complete", "output": map[string]any{"forged": true}}, engine.ReportOptions{})
+			return s.StepDone(ctx, engine.StepReport{FlowID: p, StepID: "sub", Result: map[string]any{"status": "complete", "output": map[string]any{"forged": true}}})
 		}},
 		{"skip_step", func(s *engine.Service, p string) (engine.Outcome, error) {
 			return s.SkipStep(ctx, p, "sub", "no time for reviews", engine.ReportOptions{})
 		}},
 		{"step_attempt_failed", func(s *engine.Service, p string) (engine.Outcome, error) {
-			return s.StepAttemptFailed(ctx, p, "sub", []string{"child gave up"}, engine.ReportOptions{})
+			return s.StepAttemptFailed(ctx, engine.AttemptFailure{FlowID: p, StepID: "sub", Violations: []string{"child gave up"}})
 		}},
 		{"revert_mcp", func(s *engine.Service, p string) (engine.Outcome, error) {
 			return s.Revert(ctx, p, "start", engine.ReportOptions{Channel: review.ChannelMCP})
@@ -141,9 +141,9 @@ func TestHumanGatePendingRefusesBypass(t *testing.T) {
 				must(t)(s.GateResolve(ctx, gated, review.Decision{StepID: "signoff", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI}))
 				if flow == "deep" {
 					mid, _ := s.Get(ctx, *after.ActiveChildFlowID)
-					must(t)(s.StepDone(ctx, mid.FlowID, "nest", map[string]any{"w": 1}, engine.ReportOptions{}))
+					must(t)(s.StepDone(ctx, engine.StepReport{FlowID: mid.FlowID, StepID: "nest", Result: map[string]any{"w": 1}}))
 				}
-				if r := must(t)(s.StepDone(ctx, parent, "sub", map[string]any{"w": 1}, engine.ReportOptions{})); r["step_id"] != "after" {
+				if r := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: parent, StepID: "sub", Result: map[string]any{"w": 1}})); r["step_id"] != "after" {
 					t.Fatalf("after the human decided: %v", r)
 				}
 			})
@@ -160,7 +160,7 @@ func TestHumanGatePendingOwnGateRevert(t *testing.T) {
 	r := must(t)(s.Plan(ctx, humanSpec, "inner", nil, engine.PlanOptions{}))
 	id, _ := r["flow_id"].(string)
 	must(t)(s.Commit(ctx, id, "start", engine.ReportOptions{}))
-	must(t)(s.StepDone(ctx, id, "work", map[string]any{"w": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "work", Result: map[string]any{"w": 1}}))
 	for _, ch := range []review.Channel{review.ChannelMCP, ""} {
 		r = must(t)(s.Revert(ctx, id, "start", engine.ReportOptions{Channel: ch}))
 		if r["error_type"] != "human_gate_pending" || r["gate_flow_id"] != id || r["gate_step_id"] != "signoff" {
@@ -188,8 +188,8 @@ func TestRevertKeepsDecisions(t *testing.T) {
 	must(t)(s.Commit(ctx, "f1", "start", engine.ReportOptions{Channel: review.ChannelMCP}))
 	toGate := func() {
 		t.Helper()
-		must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-		if r := must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{})); r["status"] != "await_gate" {
+		must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
+		if r := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}})); r["status"] != "await_gate" {
 			t.Fatalf("not at the gate: %v", r)
 		}
 	}

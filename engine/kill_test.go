@@ -27,7 +27,7 @@ func TestStalledLibraryReviewDecision(t *testing.T) {
 	ctx := context.Background()
 	svc, _, clk := newService()
 	id := startLibraryFlow(t, svc, clk.Now())
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(time.Minute) // the program is gone: its lease expired
@@ -47,7 +47,7 @@ func TestStalledLibraryReviewDecision(t *testing.T) {
 	}
 	// The program renews its lease: decided as usual.
 	l := state.Lease{ID: "lib-1", ExpiresAt: clk.Now().Add(30 * time.Second)}
-	if err := svc.RenewLibraryLease(ctx, id, &l); err != nil {
+	if err := engine.NewLibrary(svc).RenewLease(ctx, id, &l); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.GateResolve(ctx, id, d); err != nil {
@@ -66,7 +66,7 @@ func TestKill(t *testing.T) {
 	t.Run("stalled library flow", func(t *testing.T) {
 		svc, _, clk := newService()
 		id := startLibraryFlow(t, svc, clk.Now())
-		if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
+		if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := svc.Kill(ctx, id, cli); errType(err) != engine.ErrTypeFlowOwned {

@@ -13,25 +13,39 @@ import (
 	"github.com/stratum-go/stratum/review"
 )
 
-// The Service side of library flows (library.go): starting a program's
-// flow, recording its calls, opening, waiting for and withdrawing its
-// reviews, under the program's lease.
+// Library records the flows of Go programs (the engine/stratum library):
+// it starts a program's flow, records its calls, opens and withdraws its
+// reviews, renews the program's lease and ends the flow. It is the
+// library's side of the engine, beside Service (the state machine of spec
+// flows): a library flow has no spec, so none of Service's transitions
+// applies to it but GateResolve (a review is decided from any front end,
+// first decision wins), Kill and the deadline sweeps.
+//
+// A Library commits through its Service: the same store, the same
+// snapshot-and-commit rule, the same event log and in-process watchers.
+type Library struct {
+	svc *Service
+}
+
+// NewLibrary returns the recorder of Go programs' flows over svc's store
+// and events.
+func NewLibrary(svc *Service) *Library { return &Library{svc: svc} }
 
 // LibraryFlowOptions starts a library flow.
 type LibraryFlowOptions struct {
 	Name   string
 	Inputs map[string]any
-	// Owner is the program's lease (renewed with RenewLibraryLease); a flow
+	// Owner is the program's lease (renewed with Library.RenewLease); a flow
 	// whose lease expired shows as stalled.
 	Owner *state.Lease
 }
 
-// StartLibraryFlow creates a library flow (status running, driver library)
+// StartFlow creates a library flow (status running, driver library)
 // and returns its id.
-func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) (string, error) {
+func (l *Library) StartFlow(ctx context.Context, opt LibraryFlowOptions) (string, error) {
 	var id string
-	_, err := s.optimistic(ctx, "start of library flow "+opt.Name, func(sn *snapshot, now time.Time) (computed, error) {
-		id = s.newID()
+	_, err := l.svc.optimistic(ctx, "start of library flow "+opt.Name, func(sn *snapshot, now time.Time) (computed, error) {
+		id = l.svc.newID()
 		st := newFlowState(id, opt.Name, "", state.CloneObject(opt.Inputs), now)
 		if st.Inputs == nil {
 			st.Inputs = map[string]any{}
@@ -50,13 +64,13 @@ func (s *Service) StartLibraryFlow(ctx context.Context, opt LibraryFlowOptions) 
 	return id, nil
 }
 
-// libraryTransition runs fn on a library flow (refusing any other flow),
+// transition runs fn on a library flow (refusing any other flow),
 // computed on a snapshot and committed like every transition.
-func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
+func (l *Library) transition(ctx context.Context, what, flowID string, fn func(st *state.FlowState, env transitionEnv) (transitionResult, error)) (Outcome, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	return s.optimistic(ctx, what+" of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+	return l.svc.optimistic(ctx, what+" of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
 			return computed{}, flowNotFound(flowID)
@@ -67,17 +81,17 @@ func (s *Service) libraryTransition(ctx context.Context, what, flowID string, fn
 		if !st.IsLibrary() {
 			return computed{}, execErrorf("Flow '%s' is not a library flow", flowID)
 		}
-		env := transitionEnv{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
+		env := transitionEnv{Ctx: ctx, Now: now, NewID: l.svc.newID, Root: l.svc.Root, Children: sn, Cmd: l.svc.invocation()}
 		res, err := fn(st, env)
 		return computed{st: st, res: res}, err
 	})
 }
 
-// RecordLibraryCall records one call of a library flow in one commit: a step
+// RecordCall records one call of a library flow in one commit: a step
 // record (function, attempts, duration, cache hit), the spend in the budget
 // ledger, the trace record and a trace event.
-func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c LibraryCall) error {
-	_, err := s.libraryTransition(ctx, "call", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+func (l *Library) RecordCall(ctx context.Context, flowID string, c LibraryCall) error {
+	_, err := l.transition(ctx, "call", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		st.Library.Calls++
 		stepID := c.Function + "#" + strconv.Itoa(st.Library.Calls)
 		rec := newRecord(st, env, state.RecordStep, stepID)
@@ -102,11 +116,11 @@ func (s *Service) RecordLibraryCall(ctx context.Context, flowID string, c Librar
 // trace event; the error's text is the violation.
 const libraryCallFailed = "library"
 
-// FinishLibraryFlow ends a library flow: complete with its output, or
+// FinishFlow ends a library flow: complete with its output, or
 // failed with the error's text. Reviews still open are withdrawn; the lease
 // is dropped.
-func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output any, failure error) error {
-	_, err := s.libraryTransition(ctx, "finish", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+func (l *Library) FinishFlow(ctx context.Context, flowID string, output any, failure error) error {
+	_, err := l.transition(ctx, "finish", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return transitionResult{Unchanged: true}, nil
 		}
@@ -130,14 +144,14 @@ func (s *Service) FinishLibraryFlow(ctx context.Context, flowID string, output a
 	return err
 }
 
-// RenewLibraryLease renews (or drops, with a nil lease) the program's lease
+// RenewLease renews (or drops, with a nil lease) the program's lease
 // on a library flow.
-func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *state.Lease) error {
-	_, err := s.libraryTransition(ctx, "lease", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+func (l *Library) RenewLease(ctx context.Context, flowID string, lease *state.Lease) error {
+	_, err := l.transition(ctx, "lease", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return transitionResult{Unchanged: true}, nil
 		}
-		st.Owner = state.ClonePtr(l)
+		st.Owner = state.ClonePtr(lease)
 		return transitionResult{}, nil
 	})
 	return err
@@ -146,9 +160,9 @@ func (s *Service) RenewLibraryLease(ctx context.Context, flowID string, l *state
 // OpenReview opens a review in a library flow: it is persisted (status
 // awaiting_gate, the review in the pending-gate index, a gate_opened event)
 // before this returns, and answers the review as stored.
-func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewRequest) (*state.LibraryReview, error) {
+func (l *Library) OpenReview(ctx context.Context, flowID string, req ReviewRequest) (*state.LibraryReview, error) {
 	var opened *state.LibraryReview
-	_, err := s.libraryTransition(ctx, "review", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+	_, err := l.transition(ctx, "review", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		if st.Status.Finished() {
 			return refused(refusal(ErrTypeFlowComplete, "Flow is already complete")), nil
 		}
@@ -187,9 +201,9 @@ func (s *Service) OpenReview(ctx context.Context, flowID string, req ReviewReque
 // WithdrawReview closes an open review nobody decided (the program stopped
 // waiting); a review already closed is left as it is. It answers the review
 // as stored afterwards.
-func (s *Service) WithdrawReview(ctx context.Context, flowID, reviewID, reason string) (*state.LibraryReview, error) {
+func (l *Library) WithdrawReview(ctx context.Context, flowID, reviewID, reason string) (*state.LibraryReview, error) {
 	var out *state.LibraryReview
-	_, err := s.libraryTransition(ctx, "withdrawal", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+	_, err := l.transition(ctx, "withdrawal", flowID, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		r := st.Library.Review(reviewID)
 		if r == nil {
 			return refused(refusal(ErrTypeWrongStep, "Flow '%s' has no review '%s'", flowID, reviewID)), nil
@@ -214,9 +228,9 @@ func withdraw(st *state.FlowState, env transitionEnv, r *state.LibraryReview, re
 	return closeLibraryReview(st, env, r, "withdrawn")
 }
 
-// LibraryReviewOf reads one review of a library flow.
-func (s *Service) LibraryReviewOf(ctx context.Context, flowID, reviewID string) (*state.LibraryReview, error) {
-	st, err := s.Get(ctx, flowID)
+// Review reads one review of a library flow.
+func (l *Library) Review(ctx context.Context, flowID, reviewID string) (*state.LibraryReview, error) {
+	st, err := l.svc.Get(ctx, flowID)
 	if err != nil {
 		return nil, err
 	}

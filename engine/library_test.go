@@ -18,7 +18,7 @@ import (
 func startLibraryFlow(t *testing.T, svc *engine.Service, now time.Time) string {
 	t.Helper()
 	l := state.Lease{ID: "lib-1", ExpiresAt: now.Add(30 * time.Second)}
-	id, err := svc.StartLibraryFlow(context.Background(), engine.LibraryFlowOptions{Name: "triage", Inputs: map[string]any{"ticket": 7}, Owner: &l})
+	id, err := engine.NewLibrary(svc).StartFlow(context.Background(), engine.LibraryFlowOptions{Name: "triage", Inputs: map[string]any{"ticket": 7}, Owner: &l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,17 +40,17 @@ func TestLibraryFlowReviews(t *testing.T) {
 	svc, _, clk := newService()
 	id := startLibraryFlow(t, svc, clk.Now())
 	cost := 0.002
-	if err := svc.RecordLibraryCall(ctx, id, engine.LibraryCall{Function: "classify", Attempts: 2, DurationMS: 40, Tokens: 120, CostUSD: &cost,
+	if err := engine.NewLibrary(svc).RecordCall(ctx, id, engine.LibraryCall{Function: "classify", Attempts: 2, DurationMS: 40, Tokens: 120, CostUSD: &cost,
 		Trace: &state.TraceRecord{Function: "classify", Model: "openai/gpt-4o-mini", Attempts: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	schema := map[string]any{"type": "object", "properties": map[string]any{"ship": map[string]any{"type": "boolean"}},
 		"required": []any{"ship"}, "additionalProperties": false}
-	r1, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Which plan?", Options: raws(`"a"`, `"b"`, `"c"`), Schema: map[string]any{"type": "string"}})
+	r1, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Which plan?", Options: raws(`"a"`, `"b"`, `"c"`), Schema: map[string]any{"type": "string"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship it?", Schema: schema, Approver: "human"})
+	r2, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship it?", Schema: schema, Approver: "human"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 		{engine.ReviewRequest{Question: "Ship?", Schema: schema, Timeout: time.Minute, OnTimeout: json.RawMessage(`{"ship": "yes"}`)}, "does not fit the type"},
 		{engine.ReviewRequest{Question: "Ship?", Approver: "robot"}, "approver must be 'any' or 'human'"},
 	} {
-		if _, err := svc.OpenReview(ctx, id, c.req); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, c.req); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("OpenReview(%+v) = %v, want %q", c.req, err, c.want)
 		}
 	}
@@ -135,7 +135,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 	if err := decide("review-1", review.Approve, review.ChannelCLI, 1, ""); !errors.Is(err, review.ErrAlreadyDecided) {
 		t.Errorf("second decision: %v, want ErrAlreadyDecided", err)
 	}
-	got, _ := svc.LibraryReviewOf(ctx, id, "review-1")
+	got, _ := engine.NewLibrary(svc).Review(ctx, id, "review-1")
 	if got.Status != state.ReviewApproved || string(got.Decision.Value) != `"b"` || got.Decision.Option != 2 || got.Decision.Channel != "mcp" {
 		t.Errorf("review-1 = %+v %+v", got, got.Decision)
 	}
@@ -153,7 +153,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 	if _, err := svc.Resume(ctx, id); engine.AsError(err) == nil || engine.AsError(err).Type != engine.ErrTypeLibraryFlow {
 		t.Errorf("resume of a library flow: %v", err)
 	}
-	if err := svc.FinishLibraryFlow(ctx, id, map[string]any{"ok": true}, nil); err != nil {
+	if err := engine.NewLibrary(svc).FinishFlow(ctx, id, map[string]any{"ok": true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	st, _ = svc.Get(ctx, id)
@@ -168,14 +168,14 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 	ctx := context.Background()
 	svc, _, clk := newService()
 	id := startLibraryFlow(t, svc, clk.Now())
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q1", Timeout: time.Minute, OnTimeout: json.RawMessage(`"no"`)}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "q1", Timeout: time.Minute, OnTimeout: json.RawMessage(`"no"`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q2", Timeout: 2 * time.Minute}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "q2", Timeout: 2 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	opened := clk.Now()
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q0", Timeout: 10 * time.Second}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "q0", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	// The flow's gate (what deadline sweeps sleep on) is the first deadline.
@@ -183,7 +183,7 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 	if st.Gate == nil || st.Gate.StepID != "review-3" || st.Gate.Deadline == nil || st.Gate.Deadline.After(opened.Add(15*time.Second)) {
 		t.Fatalf("gate %+v", st.Gate)
 	}
-	if _, err := svc.WithdrawReview(ctx, id, "review-3", "not needed"); err != nil {
+	if _, err := engine.NewLibrary(svc).WithdrawReview(ctx, id, "review-3", "not needed"); err != nil {
 		t.Fatal(err)
 	}
 	st, _ = svc.Get(ctx, id)
@@ -194,7 +194,7 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 	if n, err := svc.SweepTimeouts(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep = %d, %v", n, err)
 	}
-	r1, _ := svc.LibraryReviewOf(ctx, id, "review-1")
+	r1, _ := engine.NewLibrary(svc).Review(ctx, id, "review-1")
 	if r1.Status != state.ReviewTimedOut || string(r1.Decision.Value) != `"no"` || r1.Decision.Reviewer != "auto" || r1.Decision.Rationale != "timeout" {
 		t.Errorf("review-1 %+v %+v", r1, r1.Decision)
 	}
@@ -202,14 +202,14 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 	if _, err := svc.CheckTimeouts(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	r2, _ := svc.LibraryReviewOf(ctx, id, "review-2")
+	r2, _ := engine.NewLibrary(svc).Review(ctx, id, "review-2")
 	if r2.Status != state.ReviewTimedOut || r2.Decision.Value != nil {
 		t.Errorf("review-2 %+v %+v", r2, r2.Decision)
 	}
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "q3"}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "q3"}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := svc.WithdrawReview(ctx, id, "review-4", "context canceled")
+	w, err := engine.NewLibrary(svc).WithdrawReview(ctx, id, "review-4", "context canceled")
 	if err != nil || w.Status != state.ReviewWithdrawn {
 		t.Errorf("withdraw: %+v, %v", w, err)
 	}

@@ -63,9 +63,9 @@ func TestOwnCommitNotReadAgain(t *testing.T) {
 	svc := &engine.Service{Store: st}
 	id := ownPlan(t, svc)
 	st.views.Store(0)
-	out, err := svc.StepDone(context.Background(), id, "a", map[string]any{}, engine.ReportOptions{})
+	out, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 	wantStep(t, out, err, "b")
-	out, err = svc.StepDone(context.Background(), id, "b", map[string]any{}, engine.ReportOptions{})
+	out, err = svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "b", Result: map[string]any{}})
 	wantStep(t, out, err, "c")
 	if n := st.views.Load(); n != 0 {
 		t.Fatalf("%d read transactions, want none", n)
@@ -91,20 +91,20 @@ func TestOwnCommitOtherWriter(t *testing.T) {
 
 	t.Run("refusal on the old state", func(t *testing.T) {
 		id := ownPlan(t, a)
-		out, err := b.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
+		out, err := b.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 		wantStep(t, out, err, "b")
 		// a still holds the flow at step a, where b is not current.
-		out, err = a.StepDone(ctx, id, "b", map[string]any{}, engine.ReportOptions{})
+		out, err = a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "b", Result: map[string]any{}})
 		wantStep(t, out, err, "c")
 	})
 	t.Run("write on the old state", func(t *testing.T) {
 		id := ownPlan(t, a)
-		out, err := b.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
+		out, err := b.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 		wantStep(t, out, err, "b")
 		// On a's old state, reporting a again would succeed; it is stored
 		// done, so the answer is the store's: a is not the current step.
-		_, err = a.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
-		want, werr := (&engine.Service{Store: mem}).StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
+		_, err = a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
+		want, werr := (&engine.Service{Store: mem}).StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 		if engine.AsError(werr) == nil {
 			t.Fatalf("a fresh service accepted step a again: %#v, %v", want, werr)
 		}
@@ -121,7 +121,7 @@ func TestOwnCommitOtherWriter(t *testing.T) {
 		if err := mem.Update(ctx, func(tx engine.Tx) error { return tx.Delete(id) }); err != nil {
 			t.Fatal(err)
 		}
-		_, err := a.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
+		_, err := a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 		if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowNotFound {
 			t.Fatalf("answer %v, want flow_not_found", err)
 		}
@@ -159,7 +159,7 @@ func TestOwnCommitAudit(t *testing.T) {
 	a, b := &engine.Service{Store: st}, &engine.Service{Store: st}
 	ctx := context.Background()
 	id := ownPlan(t, a)
-	out, err := a.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
+	out, err := a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 	wantStep(t, out, err, "b")
 	stepsCompleted := func(svc *engine.Service) any {
 		t.Helper()
@@ -176,7 +176,7 @@ func TestOwnCommitAudit(t *testing.T) {
 	if n := st.gets.Load(); n != 0 {
 		t.Fatalf("audit of an own commit read %d states, want none", n)
 	}
-	out, err = b.StepDone(ctx, id, "b", map[string]any{}, engine.ReportOptions{})
+	out, err = b.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "b", Result: map[string]any{}})
 	wantStep(t, out, err, "c")
 	if n := stepsCompleted(a); n != 2 {
 		t.Fatalf("audit after another writer: steps_completed %v, want 2", n)

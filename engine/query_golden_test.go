@@ -110,7 +110,7 @@ func TestQueryGoldens(t *testing.T) {
 	done := func(id, step string, result any) {
 		t.Helper()
 		clk.Add(time.Second)
-		must(t)(s.StepDone(ctx, id, step, result, engine.ReportOptions{}))
+		must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id, StepID: step, Result: result}))
 	}
 	// f1 waits at its gate; f2 completed; f3 was killed at its gate; f4 runs.
 	waiting := plan("main")

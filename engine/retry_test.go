@@ -47,15 +47,15 @@ func TestDecisionRetriesPatiently(t *testing.T) {
 	id := must(t)(svc.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))["flow_id"].(string)
 
 	lose.Store(12)
-	_, err := svc.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{})
+	_, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": true, "v": 1}})
 	if !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("a report that lost 12 races: %v, want ErrConflict after 5 attempts", err)
 	}
 	lose.Store(0)
-	must(t)(svc.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 
 	lib := startLibraryFlow(t, svc, clk.Now())
-	if _, err := svc.OpenReview(ctx, lib, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, lib, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
 		t.Fatal(err)
 	}
 	lose.Store(12)
@@ -74,7 +74,7 @@ func TestDecisionRetriesPatiently(t *testing.T) {
 	t.Logf("13 attempts in %v", time.Since(start).Round(time.Millisecond))
 	// A context that ends stops the patience at once, nothing written.
 	lib2 := startLibraryFlow(t, svc, clk.Now())
-	if _, err := svc.OpenReview(ctx, lib2, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, lib2, engine.ReviewRequest{Question: "Ship?", Schema: map[string]any{"type": "boolean"}}); err != nil {
 		t.Fatal(err)
 	}
 	lose.Store(1 << 30)

@@ -45,7 +45,7 @@ func TestServiceIterationHooks(t *testing.T) {
 	if r["status"] != "iteration_exit" {
 		t.Fatalf("%v", r)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "tune", map[string]any{"score": 0.1}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "tune", Result: map[string]any{"score": 0.1}}))
 	if r["step_id"] != "find" {
 		t.Fatalf("%v", r)
 	}
@@ -59,7 +59,7 @@ func TestServiceIterationHooks(t *testing.T) {
 	must(t)(s.IterationStart(ctx, "f1", "find", engine.ReportOptions{}))
 	must(t)(s.IterationReport(ctx, "f1", "find", map[string]any{"n": 1}, engine.ReportOptions{}))
 	must(t)(s.IterationReport(ctx, "f1", "find", map[string]any{"n": 2}, engine.ReportOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "find", map[string]any{"n": 2}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "find", Result: map[string]any{"n": 2}}))
 	st, _ = s.Get(ctx, "f1")
 	out := st.StepOutputs["find"].(map[string]any)
 	if _, leak := out["accumulated"]; leak {
@@ -75,7 +75,7 @@ func TestServiceCheckpointsAndLists(t *testing.T) {
 	if r["status"] != "committed" || r["label"] != "start" {
 		t.Fatalf("%v", r)
 	}
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	r = must(t)(s.Revert(ctx, "f1", "start", engine.ReportOptions{}))
 	if r["step_id"] != "a" || r["reverted_to"] != "start" {
 		t.Fatalf("%v", r)
@@ -110,7 +110,7 @@ func TestServiceRelease(t *testing.T) {
 	if st.Owner != nil || st.Driver != state.DriverRunner {
 		t.Fatalf("owner %+v driver %q", st.Owner, st.Driver)
 	}
-	r := must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	r := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	if r["step_id"] != "b" {
 		t.Fatalf("%v", r)
 	}
@@ -132,12 +132,12 @@ func TestServicePendingReviews(t *testing.T) {
 	ctx := context.Background()
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	prs, err := s.PendingReviews(ctx)
 	if err != nil || len(prs) != 0 {
 		t.Fatalf("%+v %v", prs, err)
 	}
-	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{"b": 2}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{"b": 2}}))
 	prs, err = s.PendingReviews(ctx)
 	if err != nil || len(prs) != 1 {
 		t.Fatalf("%+v %v", prs, err)
@@ -159,8 +159,8 @@ func TestServiceConcurrentDecisions(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}}))
 	const n = 8
 	results := make(chan engine.Response, n)
 	for i := 0; i < n; i++ {
@@ -233,11 +233,11 @@ flows:
 	if r["status"] != "iteration_aborted" {
 		t.Fatalf("%v", r)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "it", map[string]any{}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "it", Result: map[string]any{}}))
 	if r["status"] != "parallel_dispatch" {
 		t.Fatalf("%v", r)
 	}
-	r = must(t)(s.ParallelDone(ctx, "f1", "run", []any{map[string]any{"task_id": "t1", "status": "complete"}}, "clean", engine.ReportOptions{}))
+	r = must(t)(s.ParallelDone(ctx, engine.ParallelReport{FlowID: "f1", StepID: "run", TaskResults: []any{map[string]any{"task_id": "t1", "status": "complete"}}, MergeStatus: "clean"}))
 	if r["status"] != "complete" {
 		t.Fatalf("%v", r)
 	}
@@ -247,7 +247,7 @@ func TestServiceImplausibleIDs(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newService()
 	for _, id := range []string{"", "a\x00b", strings.Repeat("x", 600)} {
-		r := must(t)(s.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{}))
+		r := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}}))
 		if r["error_type"] != "flow_not_found" {
 			t.Fatalf("%q: %v", id, r)
 		}

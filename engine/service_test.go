@@ -104,7 +104,7 @@ func TestServiceFlow(t *testing.T) {
 	if r["status"] != "execute_step" || r["flow_id"] != "f1" {
 		t.Fatalf("plan: %v", r)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "zz", Result: map[string]any{}}))
 	if r["error_type"] != "execution_error" {
 		t.Fatalf("wrong step: %v", r)
 	}
@@ -112,12 +112,12 @@ func TestServiceFlow(t *testing.T) {
 	if err != nil || st.Version != 1 {
 		t.Fatalf("an unchanged transition wrote: version %d err %v", st.Version, err)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": false}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": false}}))
 	if r["status"] != "ensure_failed" || r["retries_remaining"] != 1 {
 		t.Fatalf("ensure: %v", r)
 	}
 	// A dispatch error rolls the whole transition back.
-	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true}}))
 	if r["error_type"] != "execution_error" || !strings.Contains(r["message"].(string), "Key 'v' not found") {
 		t.Fatalf("ref error: %v", r)
 	}
@@ -125,11 +125,11 @@ func TestServiceFlow(t *testing.T) {
 	if st.Attempts["a"] != 1 || st.Version != 2 {
 		t.Fatalf("rolled-back transition persisted: attempts %v version %d", st.Attempts, st.Version)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 7}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 7}}))
 	if r["step_id"] != "b" {
 		t.Fatalf("advance: %v", r)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "b", map[string]any{"out": 1}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{"out": 1}}))
 	if r["status"] != "await_gate" {
 		t.Fatalf("gate: %v", r)
 	}
@@ -216,7 +216,7 @@ func TestServiceLease(t *testing.T) {
 	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-2", ExpiresAt: clk.Now().Add(time.Minute)}); err == nil {
 		t.Fatal("second live lease granted")
 	}
-	r := must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	r := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	if r["error_type"] != "flow_owned" {
 		t.Fatalf("agent report into an owned flow: %v", r)
 	}
@@ -224,12 +224,12 @@ func TestServiceLease(t *testing.T) {
 	if r["error_type"] != "flow_owned" {
 		t.Fatalf("skip into an owned flow: %v", r)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{Actor: "runner-1"}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}, ReportOptions: engine.ReportOptions{Actor: "runner-1"}}))
 	if r["step_id"] != "b" {
 		t.Fatalf("owner report: %v", r)
 	}
 	clk.Add(2 * time.Minute) // lease expired
-	r = must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}}))
 	if r["status"] != "await_gate" {
 		t.Fatalf("report after expiry: %v", r)
 	}
@@ -242,11 +242,11 @@ func TestServiceSweepTimeouts(t *testing.T) {
 		must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	}
 	for _, id := range []string{"f1", "f2"} {
-		must(t)(s.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+		must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	}
-	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}}))
 	clk.Add(20 * time.Second)
-	must(t)(s.StepDone(ctx, "f2", "b", map[string]any{}, engine.ReportOptions{})) // deadline +30s from here
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f2", StepID: "b", Result: map[string]any{}})) // deadline +30s from here
 	clk.Add(15 * time.Second)
 	n, err := s.SweepTimeouts(ctx)
 	if err != nil || n != 1 {
@@ -286,11 +286,11 @@ func TestServiceChildFlow(t *testing.T) {
 	if r["child_flow_id"] != childID {
 		t.Fatalf("resume made another child: %v", r)
 	}
-	done := must(t)(s.StepDone(ctx, childID, "c1", map[string]any{"x": 1}, engine.ReportOptions{}))
+	done := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: childID, StepID: "c1", Result: map[string]any{"x": 1}}))
 	if done["status"] != "complete" {
 		t.Fatalf("child: %v", done)
 	}
-	r = must(t)(s.StepDone(ctx, "f1", "sub", map[string]any(done), engine.ReportOptions{}))
+	r = must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "sub", Result: map[string]any(done)}))
 	if r["status"] != "complete" || fmt.Sprint(r["output"]) != "map[x:1]" {
 		t.Fatalf("parent: %v", r)
 	}
@@ -305,8 +305,8 @@ func TestServiceApproverHumanViaMCP(t *testing.T) {
 	s, _, _ := newService()
 	src := strings.Replace(svcSpec, "timeout: 30", "approver: human", 1)
 	must(t)(s.Plan(ctx, src, "main", nil, engine.PlanOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}}))
 	r := must(t)(s.GateResolve(ctx, "f1", review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Agent, Channel: review.ChannelMCP}))
 	if r["error_type"] != "gate_requires_human" {
 		t.Fatalf("%v", r)
@@ -328,7 +328,7 @@ func TestServiceLeaseCommitRevert(t *testing.T) {
 	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{Actor: "runner-1"}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}, ReportOptions: engine.ReportOptions{Actor: "runner-1"}}))
 	for name, call := range map[string]func() engine.Response{
 		"commit": func() engine.Response { return must(t)(s.Commit(ctx, "f1", "mid", engine.ReportOptions{})) },
 		"revert": func() engine.Response { return must(t)(s.Revert(ctx, "f1", "start", engine.ReportOptions{})) },
@@ -364,8 +364,8 @@ func TestServiceGateRationale(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}}))
 	for _, ch := range []review.Channel{review.ChannelTUI, review.ChannelCLI, review.ChannelConsole, review.ChannelPolicy} {
 		for _, o := range []review.Outcome{review.Revise, review.Kill} {
 			d := review.Decision{FlowID: "f1", StepID: "review", Outcome: o, Rationale: " \t", ResolvedBy: review.Human, Channel: ch}

@@ -46,3 +46,13 @@ func canonicalJSON(v any) ([]byte, error) { return specs.CanonicalJSON(v) }
 func parseSpec(file string, src []byte) (*specs.Spec, specs.Diagnostics) {
 	return specs.Parse(file, src)
 }
+
+// exprViolations are the violations an ensure builtin reported
+// (vocabulary_compliance, plan_completion), nil for any other error.
+func exprViolations(err error) []string {
+	var xe *specs.ExprError
+	if errors.As(err, &xe) {
+		return xe.Violations
+	}
+	return nil
+}

@@ -91,6 +91,8 @@ func checkResult(env transitionEnv, step *specs.Step, result any) (CheckFailure,
 		}
 		ok, err := evalBool(env.context(), e, specs.EvalEnv{Result: result, Root: env.Root})
 		switch {
+		case err != nil && exprViolations(err) != nil:
+			vs = append(vs, exprViolations(err)...)
 		case err != nil:
 			vs = append(vs, fmt.Sprintf("Ensure expression %s raised: %s", py.ReprString(e.Source), err))
 		case !ok:

@@ -129,14 +129,6 @@ func recordCall(st *state.FlowState, env transitionEnv, c CallRecord) (transitio
 	}, nil
 }
 
-// StepAttemptFailed is the Service form of StepAttemptFailed (lease-checked
-// like StepDone).
-func (s *Service) StepAttemptFailed(ctx context.Context, flowID, stepID string, violations []string, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		return stepAttemptFailed(st, env, stepID, violations)
-	})
-}
-
 // ExhaustBudget is the Service form of ExhaustBudget (lease-checked).
 func (s *Service) ExhaustBudget(ctx context.Context, flowID, reason string, opt ReportOptions) (Outcome, error) {
 	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
@@ -175,72 +167,4 @@ func (s *Service) Ledger(ctx context.Context, flowID string) (state.BudgetState,
 		return computed{res: answer(&callRecorded{FlowID: flowID, Budget: led})}, nil
 	})
 	return led, err
-}
-
-// withCall runs RecordCall (when c is set) and then fn in the same
-// transition, so a call's spend and the report of its result are committed
-// together (one store write per attempt, and no spend lost or counted twice
-// across a crash). The answer is fn's.
-func withCall(st *state.FlowState, env transitionEnv, c *CallRecord, fn func() (transitionResult, error)) (transitionResult, error) {
-	var pre transitionResult
-	if c != nil {
-		r, err := recordCall(st, env, *c)
-		if err != nil {
-			return transitionResult{}, err
-		}
-		pre = r
-	}
-	res, err := fn()
-	if err != nil {
-		return transitionResult{}, err
-	}
-	out := mergeResults(pre, res)
-	out.Unchanged = c == nil && res.Unchanged
-	return out, nil
-}
-
-// StepDoneRecorded is StepDone preceded by RecordCall of the attempt's call
-// (nil: none), in one transaction.
-func (s *Service) StepDoneRecorded(ctx context.Context, flowID, stepID string, result any, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		return withCall(st, env, c, func() (transitionResult, error) { return stepDone(st, env, stepID, result) })
-	})
-}
-
-// cacheEntry is a result-cache entry (Tx.CachePut).
-type cacheEntry struct {
-	Key   string
-	Value []byte
-}
-
-// StepDoneCached is StepDoneRecorded that also writes value under key
-// into the result cache (Tx.CachePut), in the same transaction, when the step's result is
-// accepted (its checks passed: the transition records the step done), so
-// a cached step costs one durable commit, not two.
-func (s *Service) StepDoneCached(ctx context.Context, flowID, stepID string, result any, c *CallRecord, key string, value []byte, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		res, err := withCall(st, env, c, func() (transitionResult, error) { return stepDone(st, env, stepID, result) })
-		if err == nil && stepAccepted(res, stepID) {
-			res.Cache = append(res.Cache, cacheEntry{Key: key, Value: value})
-		}
-		return res, err
-	})
-}
-
-// stepAccepted reports whether res records stepID done.
-func stepAccepted(res transitionResult, stepID string) bool {
-	for _, e := range res.Events {
-		if e.Type == EventStepDone && e.StepID == stepID {
-			return true
-		}
-	}
-	return false
-}
-
-// StepAttemptFailedRecorded is StepAttemptFailed preceded by RecordCall of
-// the attempt's call (nil: none), in one transaction.
-func (s *Service) StepAttemptFailedRecorded(ctx context.Context, flowID, stepID string, violations []string, c *CallRecord, opt ReportOptions) (Outcome, error) {
-	return s.transition(ctx, flowID, &opt, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		return withCall(st, env, c, func() (transitionResult, error) { return stepAttemptFailed(st, env, stepID, violations) })
-	})
 }

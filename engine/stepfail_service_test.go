@@ -37,16 +37,16 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	}
 	own := engine.ReportOptions{Actor: "L"}
 	cost := 0.5
-	r, err := svc.StepAttemptFailedRecorded(ctx, id, "a", []string{"exit 1"}, &engine.CallRecord{StepID: "a", Attempt: 1, DurationMS: 10, Tokens: 3, CostUSD: &cost}, own)
+	r, err := svc.StepAttemptFailed(ctx, engine.AttemptFailure{FlowID: id, StepID: "a", Violations: []string{"exit 1"}, Call: &engine.CallRecord{StepID: "a", Attempt: 1, DurationMS: 10, Tokens: 3, CostUSD: &cost}, ReportOptions: own})
 	if d, ok := r.(*engine.StepDispatch); err != nil || !ok || d.Failure != engine.CheckEnsure {
 		t.Fatalf("%v %v", r, err)
 	}
 	// An agent (no lease) is refused, and nothing is recorded.
-	_, err = svc.StepDoneRecorded(ctx, id, "a", map[string]any{}, &engine.CallRecord{StepID: "a", DurationMS: 99}, engine.ReportOptions{})
+	_, err = svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}, Call: &engine.CallRecord{StepID: "a", DurationMS: 99}})
 	if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowOwned {
 		t.Fatalf("%v", err)
 	}
-	r, err = svc.StepDoneRecorded(ctx, id, "a", map[string]any{"ok": true}, &engine.CallRecord{StepID: "a", Attempt: 2, DurationMS: 5}, own)
+	r, err = svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": true}, Call: &engine.CallRecord{StepID: "a", Attempt: 2, DurationMS: 5}, ReportOptions: own})
 	if d, ok := r.(*engine.StepDispatch); err != nil || !ok || d.StepID != "b" {
 		t.Fatalf("%v %v", r, err)
 	}
@@ -65,7 +65,7 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 		t.Fatalf("trace events %d", traces)
 	}
 	// Without a call record the report alone is applied.
-	r, err = svc.StepDoneRecorded(ctx, id, "b", map[string]any{}, nil, own)
+	r, err = svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "b", Result: map[string]any{}, ReportOptions: own})
 	if c, ok := r.(*engine.Completion); err != nil || !ok || c.Status != state.StatusComplete {
 		t.Fatalf("%v %v", r, err)
 	}

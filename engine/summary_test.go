@@ -87,8 +87,8 @@ func TestServiceStoresItsSummaries(t *testing.T) {
 	}
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	check("planned")
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "b", map[string]any{}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}}))
 	check("at the gate")
 	sums, _ := s.List(ctx, engine.ListFilter{})
 	if g := sums[0]; g.CurrentStep != "review" || g.StepNumber != 3 || g.TotalSteps != 3 || g.Gate == nil {

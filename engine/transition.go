@@ -27,6 +27,17 @@ type transitionEnv struct {
 	// Service's snapshot (reads the commit re-checks); nil when the caller
 	// has none (pure tests).
 	Children childLoader
+	// Cmd is how the commands a refusal advises start (the Service's
+	// Invocation; "stratum" when empty).
+	Cmd string
+}
+
+// cmd is how a command a refusal advises starts: env.Cmd, else "stratum".
+func (env transitionEnv) cmd() string {
+	if env.Cmd == "" {
+		return "stratum"
+	}
+	return env.Cmd
 }
 
 // childLoader reads a child flow state: a private copy the transition may
@@ -57,8 +68,8 @@ type transitionResult struct {
 	// Delete are other flow ids to delete in the same transaction.
 	Delete []string
 	// Cache are result-cache entries to write in the same transaction
-	// (StepDoneCached).
-	Cache []cacheEntry
+	// (StepReport.Cache).
+	Cache []CacheEntry
 	// Unchanged says the transition did not modify the state (an error
 	// response such as wrong_step, or a read); the service then skips the write.
 	Unchanged bool

@@ -72,8 +72,8 @@ func TestServiceWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	must(t)(s.StepDone(ctx, "f1", "zz", map[string]any{}, engine.ReportOptions{})) // refused: no events
-	must(t)(s.StepDone(ctx, "f1", "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "zz", Result: map[string]any{}})) // refused: no events
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	stored, err := s.FlowEvents(ctx, "f1")
 	if err != nil || len(stored) == 0 {
 		t.Fatalf("stored events %v %v", stored, err)
@@ -112,14 +112,14 @@ func TestServiceWatchInProcess(t *testing.T) {
 	n := len(mustEvents(t, s, ctx))
 	receive(t, w, n)
 	// Another writer's commit is not published here …
-	must(t)(other.StepDone(ctx, id, "a", map[string]any{"ok": false}, engine.ReportOptions{}))
+	must(t)(other.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": false}}))
 	select {
 	case b := <-w:
 		t.Fatalf("another writer's events arrived without a publication: %v", b)
 	case <-time.After(30 * time.Millisecond):
 	}
 	// … until this Service's next commit leaves a gap: then both arrive.
-	must(t)(s.StepDone(ctx, id, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	all := mustEvents(t, s, ctx)
 	got := receive(t, w, len(all)-n)
 	sameEvents(t, got, all[n:])
@@ -254,9 +254,9 @@ func TestServiceWatchStoreOrder(t *testing.T) {
 	// (Taken after the commit, as it was, the count already held the
 	// watcher's read whenever the watcher ran first: a flake under load.)
 	reader := &engine.Service{Store: orderedSparse{newSparse(mem)}, Now: clk.Now}
-	must(t)(other.StepDone(ctx, id, "a", map[string]any{"ok": false}, engine.ReportOptions{}))
+	must(t)(other.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": false}}))
 	before := ordered.reads.Load()
-	must(t)(s.StepDone(ctx, id2, "a", map[string]any{"ok": true, "v": 1}, engine.ReportOptions{}))
+	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id2, StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	all := mustEvents(t, reader, ctx)
 	sameEvents(t, receive(t, w, len(all)-n), all[n:])
 	if ordered.reads.Load() == before {

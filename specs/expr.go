@@ -10,7 +10,25 @@ const (
 	ExprScore         ExprKind = "score_expr"     // result
 	ExprAccumulate    ExprKind = "accumulate"     // result
 	ExprAccumulateKey ExprKind = "accumulate_key" // item
+	// A pipeline stage's when: item (the first stage), item, prev and
+	// prev_raw (a later stage); its exit_when: item, result, result_raw.
+	ExprWhenFirst ExprKind = "when (first stage)"
+	ExprWhen      ExprKind = "when"
+	ExprExitWhen  ExprKind = "exit_when"
+	// ExprPredicate is the statement of a judge step's deterministic
+	// predicate: no names, and only the builtins of the judge's first tier
+	// (PredicateBuiltins), whose file paths are string literals under
+	// artifacts/ or modified/ of the staged turn (EvalEnv.Root).
+	ExprPredicate ExprKind = "predicate"
 )
+
+// PredicateBuiltins are the builtins a deterministic predicate may call
+// (the original's first-tier surface).
+var PredicateBuiltins = []string{"bool", "file_contains", "file_exists", "int", "len", "max", "min", "str"}
+
+// PredicateBuckets are the prefixes a deterministic predicate's paths must
+// have: the staged artifacts and the staged copies of the modified files.
+var PredicateBuckets = []string{"artifacts/", "modified/"}
 
 // Expr is a compiled expression. It is compiled once, by Parse, and only run
 // afterwards. Source is the text as written in the spec.
@@ -30,8 +48,8 @@ type RefResolver func(ref string) (value any, ok bool)
 // EvalEnv is what an expression sees when it runs.
 type EvalEnv struct {
 	Result any            // `result` (ensure, exit_criterion, score_expr, accumulate)
-	Item   any            // `item` (accumulate_key)
-	Vars   map[string]any // extra locals (exit_criterion: best_score, prior_scores, iteration, accumulator, accumulated_count, new_count, dry_streak)
+	Item   any            // `item` (accumulate_key, a stage's when and exit_when)
+	Vars   map[string]any // extra locals (exit_criterion: best_score, prior_scores, iteration, accumulator, accumulated_count, new_count, dry_streak; when: prev, prev_raw; exit_when: result, result_raw)
 	Refs   RefResolver    // skip_if $-references
 	// Root confines file_exists / file_contains: relative paths are resolved
 	// against it and paths that escape it are false. "" = the current directory.
@@ -48,6 +66,10 @@ type ExprError struct {
 	// Newer names a builtin of the original's newer releases that this
 	// stratum does not implement (vocabulary_compliance, plan_completion).
 	Newer string
+	// Violations are the violations a builtin found
+	// (vocabulary_compliance, plan_completion): the ensure loop reports each
+	// one instead of Message, as the original does. nil for other errors.
+	Violations []string
 	// Cause is the context's cause when the evaluation was cancelled
 	// (errors.Is(err, context.Canceled) holds), nil otherwise.
 	Cause error

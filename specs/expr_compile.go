@@ -209,8 +209,9 @@ func (rw *rewritten) fileError(err error) *ExprError {
 	}
 	msg := fe.Message
 	var pe *py.Error
+	var list []string
 	if errors.As(fe.Prev, &pe) {
-		msg = pe.Error()
+		msg, list = pe.Error(), pe.List()
 	}
 	off := rw.origOffset(fe.From)
 	if strings.HasPrefix(msg, "unexpected token EOF") || msg == "unexpected end of expression" {
@@ -232,7 +233,7 @@ func (rw *rewritten) fileError(err error) *ExprError {
 	})
 	msg = strings.Replace(msg, "compilation failed: expression exceeds maximum allowed nodes",
 		fmt.Sprintf("expression is too complex (more than %d nodes)", maxExprNodes), 1)
-	return &ExprError{Offset: off, Message: msg}
+	return &ExprError{Offset: off, Message: msg, Violations: list}
 }
 
 // ResultPaths returns the attribute paths read under `result`, in source
@@ -357,6 +358,15 @@ func evalVars(ctx context.Context, kind ExprKind, c *compiledExpr, env EvalEnv) 
 	case ExprAccumulateKey:
 		if err := put("item", env.Item); err != nil {
 			return nil, err
+		}
+	case ExprWhenFirst, ExprWhen, ExprExitWhen:
+		if err := put("item", env.Item); err != nil {
+			return nil, err
+		}
+		for _, name := range stageVars[kind] {
+			if err := put(name, env.Vars[name]); err != nil {
+				return nil, err
+			}
 		}
 	case ExprSkipIf:
 		for i, ref := range c.rw.refs {

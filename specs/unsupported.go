@@ -12,17 +12,10 @@ import (
 // unknown-field, step-mode or "function not allowed" diagnostics a typo
 // would get: the spec is fine for a newer stratum-mcp, not for this one.
 //
-// They are, from the original's stratum-mcp/src/stratum_mcp/spec.py:
-//
-//   - judge: on a step (STRAT-JUDGE): a tiered-judge step, the fourth step
-//     mode besides function, intent and flow;
-//   - type: pipeline with stages: (STRAT-WORKFLOW-PIPELINE): a chain of
-//     agent stages over a task list;
-//   - the ensure builtins vocabulary_compliance (STRAT-VOCAB) and
-//     plan_completion;
-//
-// and, from the original's TypeScript rewrite (ts/src/ir/schema.ts), specs
-// with version: 1 (an integer), a different IR altogether.
+// Every construct of the original's stratum-mcp is implemented now; what is
+// left is, from its TypeScript rewrite (ts/src/ir/schema.ts), specs with
+// version: 1 (an integer), a different IR altogether. The tables stay for
+// the next release's constructs.
 type newerConstruct struct {
 	what string // the construct, as named in the message
 	hint string // the suggestion
@@ -32,23 +25,11 @@ const notSupported = "%s not supported by this version of stratum"
 
 var (
 	// newerStepFields are step keys of newer releases, by key.
-	newerStepFields = map[string]newerConstruct{
-		"judge": {what: "'judge' steps are",
-			hint: "judge steps come from a newer stratum-mcp release (STRAT-JUDGE); check the predicates with ensure expressions on an inline step, or run this spec with stratum-mcp."},
-		"stages": {what: "'pipeline' steps (stages) are",
-			hint: "pipeline steps come from a newer stratum-mcp release (STRAT-WORKFLOW-PIPELINE); use one parallel_dispatch step per stage, or run this spec with stratum-mcp."},
-	}
+	newerStepFields = map[string]newerConstruct{}
 	// newerStepTypes are step types of newer releases.
-	newerStepTypes = map[string]newerConstruct{
-		"pipeline": newerStepFields["stages"],
-	}
+	newerStepTypes = map[string]newerConstruct{}
 	// newerBuiltins are expression builtins of newer releases.
-	newerBuiltins = map[string]newerConstruct{
-		"vocabulary_compliance": {what: "'vocabulary_compliance' is",
-			hint: "vocabulary_compliance is an ensure builtin of a newer stratum-mcp release (STRAT-VOCAB); check the vocabulary in a compute step (a run: command) instead, or run this spec with stratum-mcp."},
-		"plan_completion": {what: "'plan_completion' is",
-			hint: "plan_completion is an ensure builtin of a newer stratum-mcp release; compare the plan with the changed files in a compute step instead, or run this spec with stratum-mcp."},
-	}
+	newerBuiltins = map[string]newerConstruct{}
 	// newerVersion is the TypeScript rewrite's integer version.
 	newerVersion = newerConstruct{what: "'version: 1' specs (the format of stratum's TypeScript rewrite) are",
 		hint: fmt.Sprintf("This stratum reads the stratum-mcp IR: version \"%s\", \"%s\" or \"%s\".", Version01, Version02, Version03)}

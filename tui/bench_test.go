@@ -73,7 +73,7 @@ func buildBenchStore(path string) (Source, error) {
 	}
 	gateID := engine.FlowIDOf(r)
 	for _, res := range []any{map[string]any{"ok": false}, map[string]any{"ok": true}} {
-		if _, err := svc.StepDone(ctx, gateID, "build", res, engine.ReportOptions{}); err != nil {
+		if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: gateID, StepID: "build", Result: res}); err != nil {
 			return nil, err
 		}
 	}

@@ -136,8 +136,8 @@ func newFixture(t testing.TB) *fixture {
 	}
 	r := must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "world"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml"}))
 	f.gateID = engine.FlowIDOf(r)
-	must(svc.StepDone(ctx, f.gateID, "build", map[string]any{"ok": false}, engine.ReportOptions{}))
-	must(svc.StepDone(ctx, f.gateID, "build", map[string]any{"ok": true, "artifact": "app-1.2.3.tar.gz"}, engine.ReportOptions{}))
+	must(svc.StepDone(ctx, engine.StepReport{FlowID: f.gateID, StepID: "build", Result: map[string]any{"ok": false}}))
+	must(svc.StepDone(ctx, engine.StepReport{FlowID: f.gateID, StepID: "build", Result: map[string]any{"ok": true, "artifact": "app-1.2.3.tar.gz"}}))
 
 	r = must(svc.Plan(ctx, iterSpec, "hunt", map[string]any{}, engine.PlanOptions{SpecFile: "hunt.stratum.yaml"}))
 	f.huntID = engine.FlowIDOf(r)
@@ -153,7 +153,7 @@ func newFixture(t testing.TB) *fixture {
 	must(svc.IterationReport(ctx, f.huntID, "hunt", find("a", "b"), engine.ReportOptions{}))
 	must(svc.IterationReport(ctx, f.huntID, "hunt", find("b", "c"), engine.ReportOptions{}))
 	must(svc.IterationReport(ctx, f.huntID, "hunt", find("a"), engine.ReportOptions{}))
-	must(svc.StepDone(ctx, f.huntID, "hunt", map[string]any{"ok": true}, engine.ReportOptions{}))
+	must(svc.StepDone(ctx, engine.StepReport{FlowID: f.huntID, StepID: "hunt", Result: map[string]any{"ok": true}}))
 
 	r = must(svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "mars"}, engine.PlanOptions{SpecFile: "deploy.stratum.yaml", Driver: state.DriverRunner}))
 	f.runID = engine.FlowIDOf(r)

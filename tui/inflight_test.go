@@ -57,14 +57,14 @@ func TestInflightMarker(t *testing.T) {
 		t.Fatalf("the plan's events dropped the mark:\n%s", m.View())
 	}
 	setClock(base.Add(10*time.Minute - 5*time.Second))
-	if _, err := svc.StepDone(ctx, id, "build", map[string]any{"ok": false}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": false}}); err != nil {
 		t.Fatal(err)
 	}
 	deliver() // a failed attempt, then its retry dispatched: in flight 5s
 	if v := m.View(); !strings.Contains(v, "▶ running 5s") {
 		t.Fatalf("the retry's dispatch did not start a mark:\n%s", v)
 	}
-	if _, err := svc.StepDone(ctx, id, "build", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": true}}); err != nil {
 		t.Fatal(err)
 	}
 	deliver()

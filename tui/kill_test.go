@@ -19,11 +19,11 @@ func TestKillStalledLibraryFlow(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-dead", PID: 4242, ExpiresAt: base.Add(time.Minute)}
-	id, err := f.svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "announce", Owner: &lease})
+	id, err := engine.NewLibrary(f.svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "announce", Owner: &lease})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Publish?", Schema: map[string]any{"type": "boolean"}}); err != nil {
+	if _, err := engine.NewLibrary(f.svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Publish?", Schema: map[string]any{"type": "boolean"}}); err != nil {
 		t.Fatal(err)
 	}
 	later := func() time.Time { return base.Add(10 * time.Minute) }
@@ -58,7 +58,7 @@ func TestKillStalledLibraryFlow(t *testing.T) {
 
 	// A flow a live process drives is refused, and says so.
 	live := state.Lease{ID: "lib-live", ExpiresAt: base.Add(time.Hour)}
-	id2, err := f.svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "running", Owner: &live})
+	id2, err := engine.NewLibrary(f.svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "running", Owner: &live})
 	if err != nil {
 		t.Fatal(err)
 	}

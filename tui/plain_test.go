@@ -187,7 +187,7 @@ func TestPlainQuotesEveryValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := engine.FlowIDOf(out)
-	if _, err := svc.StepDone(ctx, id, "build", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": true}}); err != nil {
 		t.Fatal(err)
 	}
 	var buf syncBuffer

@@ -59,10 +59,10 @@ func longGate(t *testing.T, f *fixture) string {
 		t.Fatal(err)
 	}
 	id := engine.FlowIDOf(r)
-	if _, err := f.svc.StepDone(ctx, id, "write", map[string]any{"text": reportLines(60)}, engine.ReportOptions{}); err != nil {
+	if _, err := f.svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "write", Result: map[string]any{"text": reportLines(60)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.StepDone(ctx, id, "check", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+	if _, err := f.svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "check", Result: map[string]any{"ok": true}}); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -481,10 +481,10 @@ func BenchmarkLongGateFrame(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := engine.FlowIDOf(r)
-	if _, err := f.svc.StepDone(ctx, id, "write", map[string]any{"text": reportLines(10_000)}, engine.ReportOptions{}); err != nil {
+	if _, err := f.svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "write", Result: map[string]any{"text": reportLines(10_000)}}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := f.svc.StepDone(ctx, id, "check", map[string]any{"ok": true}, engine.ReportOptions{}); err != nil {
+	if _, err := f.svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "check", Result: map[string]any{"ok": true}}); err != nil {
 		b.Fatal(err)
 	}
 	m := newModel(b, f.src, 80, 24)

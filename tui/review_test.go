@@ -34,23 +34,23 @@ func libraryFixture(t *testing.T) (*engine.Service, string) {
 	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000000a-0000-4000-8000-000000000000" }}
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-1", ExpiresAt: base.Add(time.Hour)}
-	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "release", Inputs: map[string]any{"version": "1.4"}, Owner: &lease})
+	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "release", Inputs: map[string]any{"version": "1.4"}, Owner: &lease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cost := 0.0021
-	if err := svc.RecordLibraryCall(ctx, id, engine.LibraryCall{Function: "plan", Attempts: 2, DurationMS: 1200, Tokens: 840, CostUSD: &cost,
+	if err := engine.NewLibrary(svc).RecordCall(ctx, id, engine.LibraryCall{Function: "plan", Attempts: 2, DurationMS: 1200, Tokens: 840, CostUSD: &cost,
 		Trace: &state.TraceRecord{Function: "plan", Model: "openai/gpt-4o-mini", Attempts: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	opts := []json.RawMessage{json.RawMessage(`{"name":"canary","risk":"low"}`), json.RawMessage(`{"name":"big-bang","risk":"high"}`)}
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Which rollout plan?", Trigger: "debate_disagreement",
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Which rollout plan?", Trigger: "debate_disagreement",
 		Artifacts: map[string]any{"agents": 3}, Options: opts, Timeout: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	schema := map[string]any{"type": "object", "properties": map[string]any{"ship": map[string]any{"type": "boolean"}},
 		"required": []any{"ship"}, "additionalProperties": false}
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship it?", Schema: schema, Approver: "human"}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship it?", Schema: schema, Approver: "human"}); err != nil {
 		t.Fatal(err)
 	}
 	return svc, id
@@ -94,7 +94,7 @@ func TestLibraryReviewInGatesPane(t *testing.T) {
 	checkFrame(t, frame, 80, 24)
 	golden(t, "library_confirm_80x24", frame)
 	press(m, "a")
-	r, err := svc.LibraryReviewOf(context.Background(), id, "review-1")
+	r, err := engine.NewLibrary(svc).Review(context.Background(), id, "review-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestLibraryReviewInGatesPane(t *testing.T) {
 	typeText(m, `{"ship": true}`)
 	press(m, "enter")
 	press(m, "enter", "a")
-	r, _ = svc.LibraryReviewOf(context.Background(), id, "review-2")
+	r, _ = engine.NewLibrary(svc).Review(context.Background(), id, "review-2")
 	var v struct{ Ship bool }
 	if r.Status != state.ReviewApproved || json.Unmarshal(r.Decision.Value, &v) != nil || !v.Ship {
 		t.Fatalf("review-2: %s %+v", r.Status, r.Decision)
@@ -138,7 +138,7 @@ func rolloutFixture(t *testing.T, n int) (*engine.Service, string) {
 	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000000b-0000-4000-8000-000000000000" }}
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-2", ExpiresAt: base.Add(time.Hour)}
-	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "release", Owner: &lease})
+	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "release", Owner: &lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func rolloutFixture(t *testing.T, n int) (*engine.Service, string) {
 		opts = append(opts, json.RawMessage(fmt.Sprintf(`{"name":%q,"risk":%q,"note":"roll out to %d%% of the fleet first, then watch the error budget for an hour"}`,
 			names[i%len(names)], []string{"low", "high", "medium"}[i%3], 10*(i+1))))
 	}
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Which rollout plan for 1.4.0?", Trigger: "debate_disagreement",
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Which rollout plan for 1.4.0?", Trigger: "debate_disagreement",
 		Artifacts: map[string]any{
 			"summary":   "The three agents disagreed on the rollout: two prefer a gradual rollout because the migration touches the billing tables, one argues the change is small enough to ship at once.",
 			"diff_stat": "14 files changed, 512 insertions(+), 87 deletions(-)",
@@ -240,7 +240,7 @@ func TestReviewApproveDialogScrolls(t *testing.T) {
 	press(m, "7")
 	typeText(m, "safest")
 	press(m, "enter", "a")
-	r, err := svc.LibraryReviewOf(context.Background(), id, "review-1")
+	r, err := engine.NewLibrary(svc).Review(context.Background(), id, "review-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestReviewPicksTwoDigitOptions(t *testing.T) {
 		press(m, "3", "a")
 		press(m, c.keys...)
 		press(m, "enter", "a")
-		r, err := svc.LibraryReviewOf(context.Background(), id, "review-1")
+		r, err := engine.NewLibrary(svc).Review(context.Background(), id, "review-1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,13 +356,13 @@ flows:
 	id := engine.FlowIDOf(out)
 	steps := []func() (engine.Outcome, error){
 		func() (engine.Outcome, error) {
-			return svc.StepDone(ctx, id, "build", map[string]any{"ok": true}, engine.ReportOptions{})
+			return svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": true}})
 		},
 		func() (engine.Outcome, error) {
 			return svc.GateResolve(ctx, id, review.Decision{StepID: "review", Outcome: review.Revise, Rationale: "again", ResolvedBy: "human"})
 		},
 		func() (engine.Outcome, error) {
-			return svc.StepDone(ctx, id, "build", map[string]any{"ok": true}, engine.ReportOptions{})
+			return svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": true}})
 		},
 	}
 	for _, step := range steps {

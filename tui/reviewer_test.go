@@ -152,10 +152,10 @@ flows:
 		t.Fatal(err)
 	}
 	id := engine.FlowIDOf(r)
-	if _, err := f.svc.StepDone(ctx, id, "build", map[string]any{"ok": false, "why": "x"}, engine.ReportOptions{}); err != nil {
+	if _, err := f.svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": false, "why": "x"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.StepDone(ctx, id, "build", map[string]any{"ok": true, "notes": strings.Repeat("long output ", 12)}, engine.ReportOptions{}); err != nil {
+	if _, err := f.svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{"ok": true, "notes": strings.Repeat("long output ", 12)}}); err != nil {
 		t.Fatal(err)
 	}
 	m := newModel(t, f.src, 100, 40)

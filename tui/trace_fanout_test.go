@@ -65,7 +65,7 @@ func fanoutFixture(t *testing.T) Source {
 	}
 	id := engine.FlowIDOf(must(svc.Plan(ctx, fanoutSpec, "main", map[string]any{}, engine.PlanOptions{SpecFile: "fanout.stratum.yaml"})))
 	tasks := []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}, map[string]any{"id": "c"}, map[string]any{"id": "d"}}
-	must(svc.StepDone(ctx, id, "plan", map[string]any{"tasks": tasks}, engine.ReportOptions{}))
+	must(svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "plan", Result: map[string]any{"tasks": tasks}}))
 	at := func(s int) *float64 { // a task time as the original's float Unix seconds
 		f := float64(base.Add(time.Duration(s)*time.Second).UnixNano()) / 1e9
 		return &f

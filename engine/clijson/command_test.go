@@ -122,7 +122,7 @@ func atHumanGate(t *testing.T) (*engine.Service, string) {
 		t.Fatal(err)
 	}
 	id := engine.FlowIDOf(planned)
-	out, err := svc.StepDone(ctx, id, "build", map[string]any{}, engine.ReportOptions{})
+	out, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "build", Result: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +203,11 @@ func TestQueryFlow(t *testing.T) {
 func TestConfirmHumanLibraryReview(t *testing.T) {
 	ctx := context.Background()
 	svc := &engine.Service{Store: enginetest.New()}
-	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "prog"})
+	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "prog"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "ship?", Approver: string(review.HumanApprover)})
+	r, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "ship?", Approver: string(review.HumanApprover)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func (e *cliEnv) plan(approver string, id string) string {
 		e.t.Fatal(err)
 	}
 	fid := engine.FlowIDOf(out)
-	if _, err := svc.StepDone(ctx, fid, "build", map[string]any{}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: fid, StepID: "build", Result: map[string]any{}}); err != nil {
 		e.t.Fatal(err)
 	}
 	return fid

@@ -37,7 +37,7 @@ func TestZeroedPageRefusedByWriters(t *testing.T) {
 		ids = append(ids, engine.FlowIDOf(out))
 	}
 	gated := ids[0]
-	if _, err := svc.StepDone(ctx, gated, "work", map[string]any{}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: gated, StepID: "work", Result: map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(src, store.FileName))

@@ -56,7 +56,7 @@ func TestDamagedFlowRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := engine.FlowIDOf(out)
-		if _, err := svc.StepDone(ctx, id, "work", map[string]any{}, engine.ReportOptions{}); err != nil {
+		if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "work", Result: map[string]any{}}); err != nil {
 			t.Fatal(err)
 		}
 		return id

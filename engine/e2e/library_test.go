@@ -31,6 +31,7 @@ func TestLibraryScripts(t *testing.T) {
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("GOCOVERDIR", os.Getenv("GOCOVERDIR"))
+			env.Setenv("STRATUM_BIN", filepath.Join(binDir, filepath.Base(stratumExe())))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"libreview": libreview},
@@ -60,7 +61,7 @@ func libreview(ts *testscript.TestScript, neg bool, args []string) {
 	defer st.Close()
 	svc := &engine.Service{Store: st}
 	lease := state.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: expires}
-	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
+	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
 	ts.Check(err)
 	req := engine.ReviewRequest{Question: args[0], Schema: map[string]any{"type": "object",
 		"properties": map[string]any{"ship": map[string]any{"type": "boolean"}}, "required": []any{"ship"}, "additionalProperties": false}}
@@ -71,7 +72,7 @@ func libreview(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) > 2 {
 		req.Approver = args[2]
 	}
-	_, err = svc.OpenReview(ctx, id, req)
+	_, err = engine.NewLibrary(svc).OpenReview(ctx, id, req)
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs("fid"), []byte(id), 0o644))
 }

@@ -82,7 +82,7 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 		}
 		id := engine.FlowIDOf(out)
 		for i := 0; i < steps; i++ {
-			if _, err := svc.StepDone(ctx, id, fmt.Sprintf("s%d", i), output(i), engine.ReportOptions{}); err != nil {
+			if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: fmt.Sprintf("s%d", i), Result: output(i)}); err != nil {
 				return nil, err
 			}
 		}

@@ -33,6 +33,12 @@ servers, keys and lines, and everything outside the markers keep their bytes; ru
 changes nothing; a skill that differs from ours is kept; a file that cannot be parsed is
 reported and nothing is written. "stratum uninstall" removes it all again.
 
+With --hooks it also registers three Claude Code hooks in .claude/settings.json, each running
+"<this binary> hook NAME": session-start shows the project memory file
+(` + MemoryFile + `) to every new session, session-stop appends a dated note of the session's
+last answer to it, post-tool-failure appends each failed tool call. They only write to a memory
+file that exists (the stratum-onboard skill writes it).
+
 When STRATUM_HOME is set, the server entry gets "env": {"STRATUM_HOME": …} so the server uses
 the same store. Run from a temporary "go run" build, install refuses (the path would vanish)
 unless --command names what the client should run.`
@@ -41,13 +47,14 @@ unless --command names what the client should run.`
 // InstallExamples are the examples of `stratum install`'s help.
 const InstallExamples = `  stratum install
   stratum install --codex --dry-run
-  stratum install --command stratum   # rely on PATH instead of this binary's path`
+  stratum install --command stratum   # rely on PATH instead of this binary's path
+  stratum install --hooks             # also keep .claude/memory/MEMORY.md with Claude Code hooks`
 
 // UninstallHelp is the long help of `stratum uninstall`.
 const UninstallHelp = `Uninstall removes what "stratum install" added, and nothing else: the stratum server entry
 of .mcp.json (an entry that does not run "… mcp" is kept), the block between the stratum
-markers in CLAUDE.md, and the skills whose SKILL.md is still what install wrote (an edited one
-is kept and reported). With --codex also the [mcp_servers.stratum] table of Codex's config.toml
+markers in CLAUDE.md, the skills whose SKILL.md is still what install wrote (an edited one
+is kept and reported), and the hooks "install --hooks" added to .claude/settings.json. With --codex also the [mcp_servers.stratum] table of Codex's config.toml
 and AGENTS.md's block. A file left configuring nothing (.mcp.json without servers or other keys,
 a CLAUDE.md that held only the block) is removed, and so are directories left empty. A file
 that cannot be parsed is reported and nothing is changed.`
@@ -56,3 +63,18 @@ that cannot be parsed is reported and nothing is changed.`
 const UninstallExamples = `  stratum uninstall --dry-run
   stratum uninstall --keep-skills
   stratum uninstall --codex`
+
+// HookHelp is the long help of `stratum hook`.
+const HookHelp = `Hook runs one of the Claude Code hooks "stratum install --hooks" registers; Claude Code starts
+it with the event's JSON on stdin. They keep the project memory file ` + MemoryFile + `
+(under the event's cwd) as the original stratum's hooks do, and never create it:
+  session-start      prints the file; Claude Code adds it to the new session's context
+  session-stop       appends "## Session note <UTC time>" and the first 400 characters of the
+                     session's last answer
+  post-tool-failure  appends "## Tool failure <UTC time>" with the tool and the first 300
+                     characters of its error (not when the user interrupted it)
+Stdin that is not JSON is an error (exit 1, which Claude Code shows without blocking).`
+
+// HookExamples are the examples of `stratum hook`'s help.
+const HookExamples = `  echo '{"cwd": "."}' | stratum hook session-start
+  echo '{"cwd": ".", "tool_name": "Bash", "error": "exit 1"}' | stratum hook post-tool-failure`

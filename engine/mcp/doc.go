@@ -44,16 +44,28 @@
 // initialize, notifications (cancellation included) and everything else
 // go through the session.
 //
+// Background runs (bg.go: stratum_flow_run_bg, _bg_poll, _cancel_bg) drive
+// a flow inside the server with a run.Runner holding the flow's lease
+// ("bg-" ids); a stopping server leaves those leases to expire and every
+// server adopts the runs whose holder is gone (adoptLoop), so a background
+// run survives its server.
+//
+// Agent runs (agentrun.go: stratum_agent_run, stratum_cancel_agent_run)
+// send a prompt to an agent CLI through run.RunAgentCall.
+//
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers
-// in CLAUDE.md (and AGENTS.md), and the skills under .claude/skills (the
-// texts are embedded from assets/). Uninstall removes exactly that: an entry
+// in CLAUDE.md (and AGENTS.md), the skills under .claude/skills (the
+// texts are embedded from assets/), and on request (--hooks) three Claude
+// Code hooks in .claude/settings.json that run `stratum hook NAME`
+// (hooks.go: they keep the project memory file). Uninstall removes exactly
+// that: an entry
 // that is not ours, an edited skill and everything outside the markers stay.
 // Both edit files as text (install_jsontext.go, install_toml.go,
-// install_block.go) so the bytes they do not own are kept, and both refuse,
+// install_block.go, install_hooks.go) so the bytes they do not own are kept, and both refuse,
 // writing nothing, a file they cannot parse. InstallReport.Write prints
 // what they did, as text or JSON (`stratum install --json`). The help
-// texts of mcp, install, doctor and uninstall are in command_help.go.
+// texts of mcp, install, doctor, uninstall and hook are in command_help.go.
 //
 // Only this package imports the MCP SDK; the engine stays protocol-free.
 package mcp

@@ -37,6 +37,10 @@ type InstallOptions struct {
 	Codex bool
 	// CodexHome is Codex's home (default $CODEX_HOME, else ~/.codex).
 	CodexHome string
+	// Hooks also registers the three hooks (HookNames) in the project's
+	// .claude/settings.json: they run `<command> hook NAME` and keep the
+	// project memory file (MemoryFile).
+	Hooks bool
 	// DryRun computes every change without writing anything.
 	DryRun bool
 }
@@ -91,7 +95,8 @@ type InstallReport struct {
 //   - the execution-model block between markers in CLAUDE.md (and, with
 //     Codex, AGENTS.md): appended to a file without it, replaced in place
 //     otherwise;
-//   - the skills under .claude/skills (see Skills).
+//   - the skills under .claude/skills (see Skills);
+//   - with Hooks, the hooks in .claude/settings.json (see RunHook).
 //
 // It is idempotent and edits files as text: other servers, keys and lines,
 // and everything outside the markers, keep their bytes. A file that exists
@@ -134,6 +139,9 @@ func Install(opts InstallOptions) (InstallReport, error) {
 	for _, s := range embeddedSkills() {
 		plans = append(plans, func() (fileChange, error) { return planSkill(root, s) })
 	}
+	if opts.Hooks {
+		plans = append(plans, func() (fileChange, error) { return planHooks(settingsPath(root), rep.Command) })
+	}
 	if err := rep.run("install", plans, false); err != nil {
 		return rep, err
 	}
@@ -143,8 +151,8 @@ func Install(opts InstallOptions) (InstallReport, error) {
 
 // Uninstall removes what Install added, and nothing else: the stratum
 // server entry (an entry that does not run `… mcp` is kept), the marked
-// blocks, and the skills whose SKILL.md is still what install wrote (an
-// edited one is kept and reported). A file left configuring nothing (an
+// blocks, the skills whose SKILL.md is still what install wrote (an
+// edited one is kept and reported) and the hooks install --hooks added. A file left configuring nothing (an
 // .mcp.json without servers or other keys, a CLAUDE.md that held only the
 // block, an empty config.toml) is removed, as are the skill directories,
 // .claude/skills and .claude when that leaves them empty. Files it cannot
@@ -174,6 +182,7 @@ func Uninstall(opts UninstallOptions) (InstallReport, error) {
 			plans = append(plans, func() (fileChange, error) { return unplanSkill(root, s) })
 		}
 	}
+	plans = append(plans, func() (fileChange, error) { return unplanHooks(settingsPath(root)) })
 	if err := rep.run("uninstall", plans, true); err != nil {
 		return rep, err
 	}
@@ -289,6 +298,9 @@ func originalLeftovers(root string) []string {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "CLAUDE.md")); err == nil && strings.Contains(string(b), "## Stratum Execution Model") {
 		notes = append(notes, "CLAUDE.md still has stratum-mcp's \"## Stratum Execution Model\" section; remove it by hand, the block between the stratum markers replaces it")
+	}
+	if b, err := os.ReadFile(settingsPath(root)); err == nil && strings.Contains(string(b), "stratum-session-start.sh") {
+		notes = append(notes, ".claude/settings.json still runs stratum-mcp's hook scripts (~/.stratum/hooks/stratum-*.sh); remove those entries, install --hooks registers `stratum hook` instead")
 	}
 	return notes
 }

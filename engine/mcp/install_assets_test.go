@@ -24,7 +24,8 @@ var (
 func TestSkillsAreValid(t *testing.T) {
 	tools := toolNames(t)
 	skills := embeddedSkills()
-	for _, want := range []string{"stratum-feature", "stratum-review", "stratum-spec"} {
+	for _, want := range []string{"stratum-feature", "stratum-review", "stratum-spec", "stratum-resume",
+		"stratum-debug", "stratum-refactor", "stratum-migrate", "stratum-test", "stratum-onboard"} {
 		found := false
 		for _, s := range skills {
 			found = found || s.name == want

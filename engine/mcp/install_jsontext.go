@@ -181,3 +181,74 @@ func isEmptyObject(text string) bool {
 	o, err := parseObjectAt(text, 0)
 	return err == nil && len(o.members) == 0
 }
+
+// jsonArray is a JSON array's span and its elements' spans.
+type jsonArray struct {
+	start, end int // the '[' and one past the ']'
+	elems      [][2]int
+}
+
+// array parses the array at s.i (after whitespace).
+func (s *jsonScanner) array() (jsonArray, error) {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return jsonArray{}, fmt.Errorf("offset %d: not an array", s.i)
+	}
+	a := jsonArray{start: s.i}
+	s.i++
+	for {
+		s.space()
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			a.end = s.i
+			return a, nil
+		}
+		if s.i < len(s.b) && s.b[s.i] == ',' {
+			s.i++
+			s.space()
+		}
+		start := s.i
+		end, err := s.skipValue()
+		if err != nil {
+			return a, err
+		}
+		a.elems = append(a.elems, [2]int{start, end})
+	}
+}
+
+// parseArrayAt parses the array that starts at offset at of text.
+func parseArrayAt(text string, at int) (jsonArray, error) {
+	s := &jsonScanner{b: []byte(text), i: at}
+	return s.array()
+}
+
+// insertElement adds value as the last element of a, indented like the
+// element before it (a one-line array stays on one line).
+func insertElement(text string, a jsonArray, value string) string {
+	if len(a.elems) == 0 {
+		return text[:a.start+1] + value + text[a.end-1:]
+	}
+	last := a.elems[len(a.elems)-1]
+	lead := text[a.start+1 : last[0]]
+	if j := strings.LastIndexByte(lead, ','); j >= 0 {
+		lead = lead[j+1:]
+	}
+	if !strings.Contains(lead, "\n") {
+		lead = " "
+	}
+	return text[:last[1]] + "," + lead + value + text[last[1]:]
+}
+
+// removeElement removes element i of a with its separator: the inverse of
+// insertElement for a last element.
+func removeElement(text string, a jsonArray, i int) string {
+	e := a.elems[i]
+	switch {
+	case len(a.elems) == 1:
+		return text[:a.start+1] + text[a.end-1:]
+	case i > 0:
+		return text[:a.elems[i-1][1]] + text[e[1]:]
+	default:
+		return text[:e[0]] + text[a.elems[1][0]:]
+	}
+}

@@ -105,6 +105,12 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 		{name: "codex config with the table between others", codex: map[string]string{
 			"config.toml": "model = \"o3\"\n\n[profiles.fast]\nmodel = \"mini\"\n",
 		}},
+		{name: "settings with hooks of its own", project: map[string]string{
+			".claude/settings.json": "{\n  \"hooks\": {\n    \"Stop\": [\n      {\"matcher\": \"\", \"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}\n    ],\n    \"PreToolUse\": []\n  },\n  \"model\": \"opus\"\n}\n",
+		}},
+		{name: "one-line settings with other hooks", project: map[string]string{
+			".claude/settings.json": `{"hooks":{"SessionStart":[{"matcher":"startup","hooks":[{"type":"command","command":"echo hi"}]}]}}`,
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,7 +126,7 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 			useCodex := c.codex != nil || c.project["AGENTS.md"] != ""
 			before := tree(t, project, codex)
 
-			opts := InstallOptions{Dir: project, Command: "/opt/bin/stratum", Codex: useCodex, CodexHome: codex}
+			opts := InstallOptions{Dir: project, Command: "/opt/bin/stratum", Codex: useCodex, CodexHome: codex, Hooks: true}
 			rep, err := Install(opts)
 			if err != nil {
 				t.Fatal(err)

@@ -21,16 +21,16 @@ func TestLibraryReviewOverMCP(t *testing.T) {
 	svc := &engine.Service{Store: st}
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-mcp", ExpiresAt: time.Now().Add(time.Hour)}
-	id, err := svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
+	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	schema := map[string]any{"type": "object", "properties": map[string]any{"ship": map[string]any{"type": "boolean"}},
 		"required": []any{"ship"}, "additionalProperties": false}
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship?", Schema: schema}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Ship?", Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.OpenReview(ctx, id, engine.ReviewRequest{Question: "Really?", Options: []json.RawMessage{json.RawMessage(`"yes"`)}, Approver: "human"}); err != nil {
+	if _, err := engine.NewLibrary(svc).OpenReview(ctx, id, engine.ReviewRequest{Question: "Really?", Options: []json.RawMessage{json.RawMessage(`"yes"`)}, Approver: "human"}); err != nil {
 		t.Fatal(err)
 	}
 	resolve := func(step string, value any) map[string]any {
@@ -47,11 +47,11 @@ func TestLibraryReviewOverMCP(t *testing.T) {
 	if got := resolve("review-1", map[string]any{"ship": true}); got["status"] != "review_approved" || got["step_id"] != "review-1" {
 		t.Fatalf("approve with a value: %v", got)
 	}
-	r, err := svc.LibraryReviewOf(ctx, id, "review-1")
+	r, err := engine.NewLibrary(svc).Review(ctx, id, "review-1")
 	if err != nil || r.Decision == nil || r.Decision.Channel != "mcp" || string(r.Decision.Value) != `{"ship":true}` {
 		t.Errorf("stored review %+v, %v", r, err)
 	}
-	if r, _ := svc.LibraryReviewOf(ctx, id, "review-2"); r.Status != state.ReviewOpen {
+	if r, _ := engine.NewLibrary(svc).Review(ctx, id, "review-2"); r.Status != state.ReviewOpen {
 		t.Errorf("the human review is %s", r.Status)
 	}
 }

@@ -157,7 +157,7 @@ Errors: retries_exhausted (with violations), wrong/unknown step (execution_error
 			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
 				return resp, err
 			}
-			return answer(svc.StepDone(ctx, in.FlowID, in.StepID, in.Result, engine.ReportOptions{}))
+			return answer(svc.StepDone(ctx, engine.StepReport{FlowID: in.FlowID, StepID: in.StepID, Result: in.Result}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_parallel_done", Description: `Report the results of a parallel_dispatch step: task_results is [{task_id, result, status ("complete" | "failed")}], merge_status "clean" or "conflict" (or {status, bounced_tasks}).
@@ -173,7 +173,7 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
 				return resp, err
 			}
-			return answer(svc.ParallelDone(ctx, in.FlowID, in.StepID, tasks, in.MergeStatus, engine.ReportOptions{}))
+			return answer(svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: tasks, MergeStatus: in.MergeStatus}))
 		})
 
 	addJSONTool(srv, s, &mcp.Tool{Name: "stratum_audit", Annotations: readOnly(), Description: `Return the audit snapshot of a flow (running or finished; finished flows are kept): flow_id, flow_name, status, steps_completed, total_steps, trace (step, gate and skip records with attempts, duration_ms, round), round, rounds, iterations, archived_iterations, child_audits, total_duration_ms. Unknown id: flow_not_found.`},

@@ -567,7 +567,7 @@ flows:
 		time.Sleep(10 * time.Millisecond)
 	}
 	flows, _ := e.svc.List(context.Background(), engine.ListFilter{})
-	resp, err := e.svc.StepDone(context.Background(), flows[0].FlowID, "wait", 1, engine.ReportOptions{})
+	resp, err := e.svc.StepDone(context.Background(), engine.StepReport{FlowID: flows[0].FlowID, StepID: "wait", Result: 1})
 	if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowOwned {
 		t.Fatalf("agent report: %v %v", resp, err)
 	}

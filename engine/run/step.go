@@ -27,16 +27,27 @@ func kindOf(step *specs.Step) executorKind {
 			return execCommand
 		}
 		return execInfer
-	case specs.KindInline, specs.KindDecompose, specs.KindParallelDispatch:
+	case specs.KindInline, specs.KindDecompose, specs.KindParallelDispatch, specs.KindPipeline:
 		switch {
 		case step.Run != nil:
 			return execCommand
-		case step.Agent != "":
+		case step.Agent != "" || stagesNameAgents(step):
 			return execAgent
 		}
 		return execInfer
 	}
 	return execUnsupported
+}
+
+// stagesNameAgents reports whether a pipeline step's stages all name their
+// agent (its tasks need no LLM).
+func stagesNameAgents(step *specs.Step) bool {
+	for _, st := range step.Stages {
+		if st.Agent == "" {
+			return false
+		}
+	}
+	return len(step.Stages) > 0
 }
 
 func (r *Runner) executor(k executorKind) engine.Executor {
@@ -71,7 +82,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	}
 	kind := kindOf(step)
 	if kind == execUnsupported {
-		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: fmt.Sprintf(
 			"step '%s' is a %s step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", step.ID, step.Kind, fc.id)})
 	}
 	ex := r.executor(kind)
@@ -81,7 +92,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 			msg += ": " + r.opts.InferUnavailable
 		}
 		msg += "; " + r.resumable(fc)
-		return stop(&endState{status: EndError, out: d, message: msg})
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: msg})
 	}
 	attempt := d.Attempt(step.Retries)
 	r.beginCall(fc, step.ID, attempt)
@@ -161,9 +172,9 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		cached, inCommit = r.globalCacheValue(cacheKey, out.Output)
 	}
 	if inCommit {
-		next, err = answered(r.svc.StepDoneCached(ctx, fc.id, step.ID, out.Output, &call, cacheKey, cached, r.report()))
+		next, err = answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, Cache: &engine.CacheEntry{Key: cacheKey, Value: cached}, ReportOptions: r.report()}))
 	} else {
-		next, err = answered(r.svc.StepDoneRecorded(ctx, fc.id, step.ID, out.Output, &call, r.report()))
+		next, err = answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, ReportOptions: r.report()}))
 	}
 	if err != nil {
 		return turn{}, err
@@ -213,7 +224,7 @@ func (r *Runner) attemptFailed(ctx context.Context, fc *flowCtx, step *specs.Ste
 	if len(vs) == 0 {
 		vs = []string{ae.Error()}
 	}
-	next, err := answered(r.svc.StepAttemptFailedRecorded(ctx, fc.id, step.ID, vs, call, r.report()))
+	next, err := answered(r.svc.StepAttemptFailed(ctx, engine.AttemptFailure{FlowID: fc.id, StepID: step.ID, Violations: vs, Call: call, ReportOptions: r.report()}))
 	if err != nil {
 		return turn{}, err
 	}
@@ -379,7 +390,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 		if len(hist) > 0 {
 			last = hist[len(hist)-1].Result
 		}
-		next, err := answered(r.svc.StepDone(ctx, fc.id, step.ID, last, r.report()))
+		next, err := answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: last, ReportOptions: r.report()}))
 		if err != nil {
 			return turn{}, err
 		}
@@ -445,7 +456,7 @@ func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kin
 			continue
 		}
 		rep.Attempts++
-		next, err := answered(r.svc.StepDone(ctx, fc.id, step.ID, rp.FinalResult, r.report()))
+		next, err := answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: rp.FinalResult, ReportOptions: r.report()}))
 		if err != nil {
 			return turn{}, err
 		}

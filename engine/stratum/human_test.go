@@ -56,7 +56,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	flowID := engine.FlowIDOf(out)
-	if _, err := svc.StepDone(ctx, flowID, "draft", map[string]any{"text": "v1"}, engine.ReportOptions{}); err != nil {
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: flowID, StepID: "draft", Result: map[string]any{"text": "v1"}}); err != nil {
 		t.Fatal(err)
 	}
 	refused(rt.Resolve(ctx, review.ID(flowID, "review", 0), nil, "ann", "looks good"))
@@ -70,7 +70,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 	p := sink.next(t)
 	refused(rt.Resolve(ctx, p.ReviewID, json.RawMessage(`"yes"`), "ann", "fine"))
 	fid, step, _ := splitReviewID(p.ReviewID)
-	r, err := svc.LibraryReviewOf(ctx, fid, step)
+	r, err := engine.NewLibrary(svc).Review(ctx, fid, step)
 	if err != nil || r.Status != state.ReviewOpen || r.Decision != nil {
 		t.Fatalf("stored review after the refused Resolve: %+v, %v", r, err)
 	}

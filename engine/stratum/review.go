@@ -252,7 +252,7 @@ func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine
 	}
 	var opened *state.LibraryReview
 	err = s.write(flowID, func() (err error) {
-		opened, err = s.svc.OpenReview(ctx, flowID, req)
+		opened, err = s.lib.OpenReview(ctx, flowID, req)
 		return err
 	})
 	if err != nil {
@@ -281,7 +281,7 @@ func (s *storeRecorder) wait(ctx context.Context, flowID string, r *state.Librar
 		deadline = t.C
 	}
 	read := func() (*state.LibraryReview, bool, error) {
-		got, err := s.svc.LibraryReviewOf(context.WithoutCancel(ctx), flowID, r.ID)
+		got, err := s.lib.Review(context.WithoutCancel(ctx), flowID, r.ID)
 		if err != nil {
 			return nil, false, fmt.Errorf("stratum: AwaitHuman: %w", err)
 		}
@@ -318,7 +318,7 @@ func (s *storeRecorder) wait(ctx context.Context, flowID string, r *state.Librar
 			deadline = t.C
 		case <-ctx.Done():
 			werr := s.write(flowID, func() error {
-				_, err := s.svc.WithdrawReview(context.WithoutCancel(ctx), flowID, r.ID, "the program stopped waiting: "+context.Cause(ctx).Error())
+				_, err := s.lib.WithdrawReview(context.WithoutCancel(ctx), flowID, r.ID, "the program stopped waiting: "+context.Cause(ctx).Error())
 				return err
 			})
 			return nil, errors.Join(ctx.Err(), werr)

@@ -375,7 +375,7 @@ func TestAwaitHumanCancelWithdraws(t *testing.T) {
 		t.Fatalf("AwaitHuman after cancel: %v", a.err)
 	}
 	flowID, step, _ := splitReviewID(p.ReviewID)
-	r, err := svc.LibraryReviewOf(context.Background(), flowID, step)
+	r, err := engine.NewLibrary(svc).Review(context.Background(), flowID, step)
 	if err != nil || r.Status != state.ReviewWithdrawn {
 		t.Errorf("review after cancel: %+v, %v", r, err)
 	}

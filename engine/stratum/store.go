@@ -27,7 +27,8 @@ const leaseTTL = 30 * time.Second
 // heartbeats), so concurrent Calls of one flow never race each other for
 // the flow's version; each Call is one commit.
 type storeRecorder struct {
-	svc *engine.Service
+	svc *engine.Service // the store's events, gate decisions and deadlines
+	lib *engine.Library // the program's flows, calls and reviews
 	now func() time.Time
 
 	mu    sync.Mutex
@@ -45,8 +46,8 @@ type flowWriter struct {
 // attachStore is called by New when Options.Store is set: flows, calls and
 // reviews go to the store.
 func (r *Runtime) attachStore(st engine.Store) error {
-	rec := &storeRecorder{svc: &engine.Service{Store: st, Now: func() time.Time { return r.opts.Now().UTC() }},
-		now: r.opts.Now, flows: map[string]*flowWriter{}}
+	svc := &engine.Service{Store: st, Now: func() time.Time { return r.opts.Now().UTC() }}
+	rec := &storeRecorder{svc: svc, lib: engine.NewLibrary(svc), now: r.opts.Now, flows: map[string]*flowWriter{}}
 	r.recorder = rec
 	r.reviews.store = rec
 	return nil
@@ -79,7 +80,7 @@ func (s *storeRecorder) write(flowID string, fn func() error) error {
 
 func (s *storeRecorder) startFlow(ctx context.Context, name string, input any) (string, error) {
 	lease := s.freshLease("lib-" + engine.NewUUID())
-	id, err := s.svc.StartLibraryFlow(ctx, engine.LibraryFlowOptions{Name: name, Inputs: inputsOf(input), Owner: &lease})
+	id, err := s.lib.StartFlow(ctx, engine.LibraryFlowOptions{Name: name, Inputs: inputsOf(input), Owner: &lease})
 	if err != nil {
 		return "", fmt.Errorf("stratum: start flow %s: %w", name, err)
 	}
@@ -104,7 +105,7 @@ func (s *storeRecorder) heartbeat(ctx context.Context, flowID string, w *flowWri
 		case <-t.C:
 			w.mu.Lock()
 			l := s.freshLease(w.lease.ID)
-			if err := s.svc.RenewLibraryLease(ctx, flowID, &l); err == nil {
+			if err := s.lib.RenewLease(ctx, flowID, &l); err == nil {
 				w.lease = l
 			}
 			w.mu.Unlock()
@@ -116,13 +117,13 @@ func (s *storeRecorder) recordCall(ctx context.Context, flowID string, rec CallT
 	c := libraryCall(rec)
 	return s.write(flowID, func() error {
 		// A call that ended is recorded even when its context was cancelled.
-		return s.svc.RecordLibraryCall(context.WithoutCancel(ctx), flowID, c)
+		return s.lib.RecordCall(context.WithoutCancel(ctx), flowID, c)
 	})
 }
 
 func (s *storeRecorder) finishFlow(ctx context.Context, flowID string, output any, failure error) error {
 	err := s.write(flowID, func() error {
-		return s.svc.FinishLibraryFlow(context.WithoutCancel(ctx), flowID, jsonValue(output), failure)
+		return s.lib.FinishFlow(context.WithoutCancel(ctx), flowID, jsonValue(output), failure)
 	})
 	s.mu.Lock()
 	w := s.flows[flowID]

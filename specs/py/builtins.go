@@ -35,6 +35,9 @@ var builtins = map[string]Builtin{
 	"file_exists":       {Min: 1, Max: 1, Root: true, Call: fileExists},
 	"file_contains":     {Min: 2, Max: 2, Root: true, Call: fileContains},
 	"no_file_conflicts": {Min: 1, Max: 1, Call: noFileConflicts},
+
+	"vocabulary_compliance": {Min: 2, Max: 4, Root: true, Call: vocabularyCompliance},
+	"plan_completion":       {Min: 2, Max: 3, Call: planCompletion},
 }
 
 // LookupBuiltin returns the builtin called name.

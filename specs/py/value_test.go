@@ -111,7 +111,7 @@ func TestWorkBudget(t *testing.T) {
 
 func TestBuiltins(t *testing.T) {
 	names := BuiltinNames()
-	want := []string{"all", "any", "bool", "file_contains", "file_exists", "float", "int", "len", "max", "min", "no_file_conflicts", "str"}
+	want := []string{"all", "any", "bool", "file_contains", "file_exists", "float", "int", "len", "max", "min", "no_file_conflicts", "plan_completion", "str", "vocabulary_compliance"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("BuiltinNames = %q", names)
 	}
@@ -120,7 +120,7 @@ func TestBuiltins(t *testing.T) {
 		if !ok || b.Call == nil || (b.Max >= 0 && b.Max < b.Min) {
 			t.Errorf("%s: %+v", n, b)
 		}
-		if b.Root != (n == "file_exists" || n == "file_contains") {
+		if b.Root != (n == "file_exists" || n == "file_contains" || n == "vocabulary_compliance") {
 			t.Errorf("%s: Root = %v", n, b.Root)
 		}
 	}

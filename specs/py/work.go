@@ -87,7 +87,10 @@ func (w *Work) spendElems(n int) error {
 
 // Error is a run-time error raised by an expression; its text reads like the
 // Python exception message (without the exception class).
-type Error struct{ msg string }
+type Error struct {
+	msg  string
+	list []string // the violations of a builtin that found some (Violations)
+}
 
 // Error implements error.
 func (e *Error) Error() string { return e.msg }

@@ -117,7 +117,7 @@ func TestRunnerLeaseIgnoresClockSkew(t *testing.T) {
 		if err := m.Claim(ctx, id, leaseOf(m, "runner-m", ttl)); !errors.Is(err, engine.ErrLeaseHeld) {
 			t.Fatalf("claim by a machine %v ahead: %v, want ErrLeaseHeld", skew, err)
 		}
-		out, err := m.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{})
+		out, err := m.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 		owned(t, fmt.Sprintf("agent report from a machine %v ahead", skew), out, err)
 		sums, err := m.List(ctx, engine.ListFilter{})
 		if err != nil || len(sums) != 1 || sums[0].Owner == nil || !sums[0].Owner.ExpiresAt.After(m.Now()) {
@@ -125,7 +125,7 @@ func TestRunnerLeaseIgnoresClockSkew(t *testing.T) {
 		}
 	}
 	// The holder still writes.
-	if _, err := a.StepDone(ctx, id, "a", map[string]any{}, engine.ReportOptions{Actor: "runner-a"}); err != nil {
+	if _, err := a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}, ReportOptions: engine.ReportOptions{Actor: "runner-a"}}); err != nil {
 		t.Fatalf("the holder's report: %v", err)
 	}
 	st, err := a.Get(ctx, id)

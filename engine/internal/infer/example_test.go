@@ -58,11 +58,11 @@ func driveFlow(t *testing.T, specText string, inputs map[string]any, ex engine.E
 		var ae *engine.AttemptError
 		switch {
 		case errors.As(xerr, &ae):
-			out, err = svc.StepAttemptFailed(ctx, d.FlowID, d.StepID, ae.Violations, engine.ReportOptions{})
+			out, err = svc.StepAttemptFailed(ctx, engine.AttemptFailure{FlowID: d.FlowID, StepID: d.StepID, Violations: ae.Violations})
 		case xerr != nil:
 			t.Fatalf("step %s: %v", d.StepID, xerr)
 		default:
-			out, err = svc.StepDone(ctx, d.FlowID, d.StepID, res.Output, engine.ReportOptions{})
+			out, err = svc.StepDone(ctx, engine.StepReport{FlowID: d.FlowID, StepID: d.StepID, Result: res.Output})
 		}
 		if err != nil && engine.AsError(err) == nil {
 			t.Fatal(err)

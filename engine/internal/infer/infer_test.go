@@ -399,11 +399,11 @@ func TestLoopWithEngine(t *testing.T) {
 		var ae *engine.AttemptError
 		switch {
 		case errors.As(xerr, &ae):
-			out, err = svc.StepAttemptFailed(ctx, d.FlowID, "s1", ae.Violations, engine.ReportOptions{})
+			out, err = svc.StepAttemptFailed(ctx, engine.AttemptFailure{FlowID: d.FlowID, StepID: "s1", Violations: ae.Violations})
 		case xerr != nil:
 			t.Fatal(xerr)
 		default:
-			out, err = svc.StepDone(ctx, d.FlowID, "s1", res.Output, engine.ReportOptions{})
+			out, err = svc.StepDone(ctx, engine.StepReport{FlowID: d.FlowID, StepID: "s1", Result: res.Output})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -474,7 +474,7 @@ func BenchmarkInferAttemptWithEngine(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		next, err := svc.StepDone(ctx, d.FlowID, "s1", out.Output, engine.ReportOptions{})
+		next, err := svc.StepDone(ctx, engine.StepReport{FlowID: d.FlowID, StepID: "s1", Result: out.Output})
 		if c, ok := next.(*engine.Completion); err != nil || !ok || c.Status != state.StatusComplete {
 			b.Fatalf("%v %v", next, err)
 		}
