@@ -175,7 +175,7 @@ func (c *costClient) transitions(ctx context.Context, n int) error {
 			out, err = c.svc.Plan(ctx, costSpec, "main", map[string]any{"task": c.task}, engine.PlanOptions{})
 		} else {
 			result := map[string]any{"summary": "done: " + c.next + " " + c.task[:80], "score": 0.9}
-			out, err = c.svc.StepDone(ctx, c.flowID, c.next, result, engine.ReportOptions{})
+			out, err = c.svc.StepDone(ctx, engine.StepReport{FlowID: c.flowID, StepID: c.next, Result: result})
 		}
 		if err != nil {
 			return err
