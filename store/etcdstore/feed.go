@@ -176,9 +176,10 @@ func (s *Store) feedApply(resp clientv3.WatchResponse) {
 }
 
 // since returns the events after seq after up to revision rev (at most
-// limit; 0: all), if the feed holds them all: after's revision is not
-// below from and the feed reached rev, waiting for it at most wait. ok is
-// false when it does not hold them.
+// limit; 0: all; rev 0: all it holds), if the feed holds them all: the
+// first revision that may hold one is not below from, and the feed
+// reached rev, waiting for it at most wait. ok is false when it does not
+// hold them.
 func (f *feed) since(ctx context.Context, after uint64, rev int64, limit int, wait time.Duration) (evs []engine.Event, ok bool) {
 	deadline := time.Now().Add(wait)
 	f.mu.Lock()
@@ -199,7 +200,12 @@ func (f *feed) since(ctx context.Context, after uint64, rev int64, limit int, wa
 		}
 	}
 	defer f.mu.Unlock()
-	if !f.running || f.upTo < rev || int64(after>>seqShift) < f.from {
+	// The first revision that may hold an event after `after`.
+	need := int64(after >> seqShift)
+	if after&(1<<seqShift-1) == 1<<seqShift-1 {
+		need++
+	}
+	if !f.running || f.upTo < rev || need < f.from {
 		return nil, false
 	}
 	i := sort.Search(len(f.evs), func(i int) bool { return f.evs[i].Seq > after })
