@@ -29,6 +29,7 @@ const (
 	ErrTypeMaxRoundsExceeded ErrorType = "max_rounds_exceeded"
 	ErrTypeParallelComplete  ErrorType = "flow_complete"
 	ErrTypeStepMismatch      ErrorType = "step_mismatch"
+	ErrTypeNotAJudgeStep     ErrorType = "not_a_judge_step"
 	ErrTypeWrongStepType     ErrorType = "wrong_step_type"
 	ErrTypeInvalidLabel      ErrorType = "invalid_label"
 	ErrTypeCheckpointUnknown ErrorType = "checkpoint_not_found"

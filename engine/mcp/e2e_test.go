@@ -265,7 +265,7 @@ func testToolsList(t *testing.T) {
 		"stratum_audit", "stratum_gate_resolve", "stratum_check_timeouts", "stratum_skip_step", "stratum_iteration_start",
 		"stratum_iteration_report", "stratum_iteration_abort", "stratum_commit", "stratum_revert", "stratum_compile_speckit",
 		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows",
-		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance"}
+		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance", "stratum_judge"}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl
@@ -301,6 +301,7 @@ func testToolsList(t *testing.T) {
 		"stratum_parallel_start":   {"flow_id", "step_id"},
 		"stratum_parallel_poll":    {"flow_id", "step_id"},
 		"stratum_parallel_advance": {"flow_id", "step_id", "merge_status"},
+		"stratum_judge":            {"flow_id", "step_id", "predicates", "artifacts", "modified_files", "stakes", "budget"},
 	}
 	for n, ps := range params {
 		schema := canon(t, tools[n].InputSchema)

@@ -104,6 +104,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	})
 	s.registerCoreTools(srv)
 	s.registerAddedTools(srv)
+	s.registerJudgeTools(srv)
 	s.registerParallelTools(srv)
 	return srv, s
 }

@@ -1,5 +1,11 @@
 package judge
 
+import (
+	"encoding/json"
+
+	"github.com/stratum-go/stratum/engine/state"
+)
+
 // Tier names.
 const (
 	TierT1 = "T1"
@@ -176,3 +182,23 @@ func provenance(mode, model string) *T3Provenance {
 }
 
 func intp(v int) *int { return &v }
+
+// Entries are the turn's judge_history entries: one per predicate and tier.
+func (r *Result) Entries() []state.JudgeEntry {
+	var out []state.JudgeEntry
+	for _, p := range r.Predicates {
+		for _, t := range p.TierHistory {
+			out = append(out, state.JudgeEntry{Turn: r.Consumed.Turns, PredicateID: p.ID, Tier: t.Tier, Verdict: t.Verdict, Confidence: t.Confidence, Reason: t.Reason})
+		}
+	}
+	return out
+}
+
+// Outcome is the turn's judge_outcome: {met, predicate_results}.
+func (r *Result) Outcome() json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Met     bool              `json:"met"`
+		Results []PredicateResult `json:"predicate_results"`
+	}{r.Met, r.Predicates})
+	return b
+}
