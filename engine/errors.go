@@ -31,6 +31,7 @@ const (
 	ErrTypeStepMismatch      ErrorType = "step_mismatch"
 	ErrTypeNotAJudgeStep     ErrorType = "not_a_judge_step"
 	ErrTypeWrongStepType     ErrorType = "wrong_step_type"
+	ErrTypeFanoutServerOnly  ErrorType = "fanout_server_dispatched_only"
 	ErrTypeInvalidLabel      ErrorType = "invalid_label"
 	ErrTypeCheckpointUnknown ErrorType = "checkpoint_not_found"
 	ErrTypeGateRequiresHuman ErrorType = "gate_requires_human"    // ours: approver human refuses the mcp channel

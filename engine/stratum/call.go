@@ -11,7 +11,6 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
-	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -283,9 +282,9 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 	req := infer.LoopRequest{
 		AttemptRequest: infer.AttemptRequest{
 			Function: f.name, Models: []string{f.spec.Model},
-			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail},
+			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail, Examples: f.examples},
 			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
-			Temperature: f.spec.Temperature, FlowID: c.rec.FlowID,
+			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID,
 		},
 		Retries: f.retries,
 		Check: func(v any) ([]string, bool) {
@@ -363,24 +362,7 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 
 // providerError is the library's error for the provider's failure pe.
 func providerError(fn string, pe *infer.ProviderError) *ProviderError {
-	e := &ProviderError{Function: fn, Provider: pe.Provider, Model: pe.Model, Err: pe.Err}
-	var (
-		down  *llm.UnreachableError
-		large *llm.TooLargeError
-		api   *llm.APIError
-		tr    *llm.TransportError
-	)
-	switch {
-	case errors.As(pe.Err, &down):
-		e.Retryable = !down.Permanent
-	case errors.As(pe.Err, &large):
-		e.Status = 200
-	case errors.As(pe.Err, &api):
-		e.Status = api.Status
-	case errors.As(pe.Err, &tr):
-		e.Status, e.Retryable = tr.Status, true
-	}
-	return e
+	return faultOf(fn, pe.Provider, pe.Model, pe.Err)
 }
 
 func joinViolations(vs []string) string {
