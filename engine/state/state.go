@@ -259,7 +259,7 @@ const (
 // original's names: judge_history has one entry per predicate and tier of
 // every turn, judge_outcome the latest turn's {met, predicate_results}.
 type JudgeProgress struct {
-	History map[string][]JudgeEntry     `json:"judge_history"`
+	History map[string][]JudgeEntry    `json:"judge_history"`
 	Outcome map[string]json.RawMessage `json:"judge_outcome"`
 }
 
