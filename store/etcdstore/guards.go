@@ -20,7 +20,7 @@ func guardKeyOK(key string) error {
 	return nil
 }
 
-func (t *tx) guardReg(key string) string   { return t.s.key("gd/", key, "/r") }
+func (t *tx) guardReg(key string) string    { return t.s.key("gd/", key, "/r") }
 func (t *tx) guardLedger(key string) string { return t.s.key("gd/", key, "/e/") }
 
 func (t *tx) GuardGet(key string) ([]byte, bool, error) {
