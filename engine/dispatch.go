@@ -252,6 +252,9 @@ func dispatchStep(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 	case specs.KindInline:
 		d.Intent = stepIntent(step)
 		d.Model = step.Model
+	case specs.KindJudge:
+		d.Judge = step.Judge
+		d.Inputs, d.OutputFields = nil, nil
 	default: // decompose
 		d.Intent = stepIntent(step)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // Outcome is a transition's typed answer. It is one of:
@@ -122,12 +123,16 @@ const (
 	modeFunction  = "function"
 	modeInline    = "inline"
 	modeDecompose = "decompose"
+	modeJudge     = "judge"
 )
 
 // StepDispatch is execute_step: the step to do now (upstream-behavior §2.3).
 // Which of Function/Mode/Intent/Model the wire object carries depends on
 // StepMode: function steps carry function, mode and intent; inline steps
-// intent and model; decompose steps intent.
+// intent and model; decompose steps intent; judge steps carry predicates,
+// stakes and budget instead of inputs, output_contract, output_fields and
+// intent (the original's judge envelope: the agent calls stratum_judge with
+// them and reports the JudgeResult with stratum_step_done).
 type StepDispatch struct {
 	Notes
 	FlowID           string
@@ -145,6 +150,9 @@ type StepDispatch struct {
 	Mode             string // function steps: the function's mode
 	Intent           string
 	Model            string // inline steps ("" = null)
+	// Judge is the judge step's block (judge steps only): its predicates as
+	// written, stakes and budget.
+	Judge *specs.Judge
 	// ReviseFeedback is the decision that sent the flow back to this step
 	// (nil when none did).
 	ReviseFeedback *ReviseFeedback

@@ -226,22 +226,30 @@ func TestStepDoneCancelledEvaluation(t *testing.T) {
 // Issue 14: neither evaluating expressions nor parsing a large spec
 // happens inside the write transaction.
 func TestNothingExpensiveInsideUpdate(t *testing.T) {
+	// Each case is measured up to three times and passes on the first
+	// round within bounds: a busy machine can pause a transaction for a
+	// moment, but work done inside it makes every round fail.
 	t.Run("ensure", func(t *testing.T) {
-		svc, h, id := hookService(t, expensiveSpec(2))
-		h.reset()
-		start := time.Now()
-		out, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: expensiveResult()})
-		took := time.Since(start)
-		if err != nil {
-			t.Fatal(err)
+		var msg string
+		for round := 0; round < 3; round++ {
+			svc, h, id := hookService(t, expensiveSpec(2))
+			h.reset()
+			start := time.Now()
+			out, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: expensiveResult()})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, ok := out.(*engine.StepDispatch); !ok || d.StepID != "next" {
+				t.Fatalf("answer %#v, want the dispatch of next", out)
+			}
+			t.Logf("step_done took %v, its write transaction %v", took, h.longest)
+			if h.longest <= took/4 {
+				return
+			}
+			msg = fmt.Sprintf("the write transaction ran %v of step_done's %v", h.longest, took)
 		}
-		if d, ok := out.(*engine.StepDispatch); !ok || d.StepID != "next" {
-			t.Fatalf("answer %#v, want the dispatch of next", out)
-		}
-		t.Logf("step_done took %v, its write transaction %v", took, h.longest)
-		if h.longest > took/4 {
-			t.Errorf("the write transaction ran %v of step_done's %v", h.longest, took)
-		}
+		t.Error(msg)
 	})
 	t.Run("large spec", func(t *testing.T) {
 		var b strings.Builder
@@ -254,22 +262,27 @@ func TestNothingExpensiveInsideUpdate(t *testing.T) {
 			}
 		}
 		src := b.String()
-		t0 := time.Now()
-		if sp, ds := specs.Parse("", []byte(src)); sp == nil || ds.HasErrors() {
-			t.Fatal(ds.Error())
+		var msg string
+		for round := 0; round < 3; round++ {
+			t0 := time.Now()
+			if sp, ds := specs.Parse("", []byte(src)); sp == nil || ds.HasErrors() {
+				t.Fatal(ds.Error())
+			}
+			parse := time.Since(t0)
+			_, h, id := hookService(t, src)
+			// A new process: its spec cache is empty.
+			svc := &engine.Service{Store: h}
+			h.reset()
+			if _, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("parse %v, the write transaction %v", parse, h.longest)
+			if h.longest <= parse/4 {
+				return
+			}
+			msg = fmt.Sprintf("the write transaction ran %v; parsing the spec takes %v", h.longest, parse)
 		}
-		parse := time.Since(t0)
-		_, h, id := hookService(t, src)
-		// A new process: its spec cache is empty.
-		svc := &engine.Service{Store: h}
-		h.reset()
-		if _, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}}); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("parse %v, the write transaction %v", parse, h.longest)
-		if h.longest > parse/4 {
-			t.Errorf("the write transaction ran %v; parsing the spec takes %v", h.longest, parse)
-		}
+		t.Error(msg)
 	})
 }
 

@@ -80,6 +80,9 @@ func (e *Error) wire() Response {
 }
 
 func (d *StepDispatch) wire() Response {
+	if d.StepMode == modeJudge {
+		return d.judgeWire()
+	}
 	r := Response{
 		"status":            dispatchExecuteStep,
 		"flow_id":           d.FlowID,
@@ -350,3 +353,38 @@ func (i *iterationStarted) MarshalJSON() ([]byte, error)    { return json.Marsha
 func (i *IterationReported) MarshalJSON() ([]byte, error)   { return json.Marshal(i.wire()) }
 func (i *iterationAborted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
 func (a *AuditReport) MarshalJSON() ([]byte, error)         { return a.appendWire(nil) }
+
+// judgeWire is the original's dispatch of a judge step.
+func (d *StepDispatch) judgeWire() Response {
+	var preds []map[string]any
+	var stakes string
+	var budget any
+	if j := d.Judge; j != nil {
+		preds = make([]map[string]any, len(j.Predicates))
+		for i, p := range j.Predicates {
+			preds[i] = p.Raw
+		}
+		stakes = j.Stakes
+		if j.Budget != nil && j.Budget.Raw != nil {
+			budget = j.Budget.Raw
+		}
+	}
+	r := Response{
+		"status":            dispatchExecuteStep,
+		"flow_id":           d.FlowID,
+		"step_number":       d.StepNumber,
+		"total_steps":       d.TotalSteps,
+		"step_id":           d.StepID,
+		"step_mode":         d.StepMode,
+		"agent":             nullable(d.Agent),
+		"predicates":        preds,
+		"stakes":            stakes,
+		"budget":            budget,
+		"ensure":            d.Ensure,
+		"retries_remaining": d.RetriesRemaining,
+	}
+	if d.ReviseFeedback != nil {
+		r["revise_feedback"] = d.ReviseFeedback
+	}
+	return d.apply(r)
+}

@@ -83,6 +83,9 @@ const (
 	// A reasoning_template / task_reasoning_template without sections, or
 	// with a section that is not a mapping or lacks id, label or description.
 	CodeReasoningTemplate = "reasoning-template"
+	// A judge step's predicate the judge could never decide: an id used
+	// twice, or a non-deterministic predicate under cheap stakes.
+	CodeJudgePredicate = "judge-predicate"
 )
 
 // parseCodes are the ir_parse_error codes; validationCodes the

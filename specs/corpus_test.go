@@ -80,7 +80,7 @@ var codeClass = map[string]ErrorType{
 	"function-step-field": SemanticError, "flow-step-field": SemanticError,
 	"parallel-field": SemanticError, "parallel-requires": SemanticError,
 	"on-fail-unreachable": SemanticError, "iteration-field": SemanticError,
-	"invalid-regex": SemanticError, "reasoning-template": SemanticError,
+	"invalid-regex": SemanticError, "reasoning-template": SemanticError, "judge-predicate": SemanticError,
 	"expr-syntax": SemanticError, "expr-forbidden": SemanticError,
 	"unknown-result-field": SemanticError, "unknown-type": SemanticError,
 	"contract-cycle": SemanticError, "invalid-schema": SemanticError,

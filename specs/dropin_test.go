@@ -46,8 +46,6 @@ func TestParseDropIn(t *testing.T) {
 		{"empty-decompose-intent", v03 + "      - {id: d, type: decompose, agent: claude, intent: \"\", output_contract: Out}\n",
 			[]wantDiag{{CodeParallelRequires, "flows.main.steps.d.intent", 23, -1}}},
 		// Newer constructs.
-		{"judge", parseBase02 + "      - {id: j, judge: {predicates: [{id: p, type: deterministic, statement: \"True\"}]}}\n",
-			[]wantDiag{{CodeUnsupported, "flows.main.steps.1.judge", 23, 17}}},
 		{"pipeline", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\"}\n",
 			[]wantDiag{{CodeUnsupported, "flows.main.steps.1.type", 23, 23}}},
 		{"stages", v03 + "      - {id: p, stages: [{intent_template: x}]}\n",

@@ -10,7 +10,20 @@ const (
 	ExprScore         ExprKind = "score_expr"     // result
 	ExprAccumulate    ExprKind = "accumulate"     // result
 	ExprAccumulateKey ExprKind = "accumulate_key" // item
+	// ExprPredicate is the statement of a judge step's deterministic
+	// predicate: no names, and only the builtins of the judge's first tier
+	// (PredicateBuiltins), whose file paths are string literals under
+	// artifacts/ or modified/ of the staged turn (EvalEnv.Root).
+	ExprPredicate ExprKind = "predicate"
 )
+
+// PredicateBuiltins are the builtins a deterministic predicate may call
+// (the original's first-tier surface).
+var PredicateBuiltins = []string{"bool", "file_contains", "file_exists", "int", "len", "max", "min", "str"}
+
+// PredicateBuckets are the prefixes a deterministic predicate's paths must
+// have: the staged artifacts and the staged copies of the modified files.
+var PredicateBuckets = []string{"artifacts/", "modified/"}
 
 // Expr is a compiled expression. It is compiled once, by Parse, and only run
 // afterwards. Source is the text as written in the spec.

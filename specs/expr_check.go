@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,7 +26,7 @@ func exprScope(kind ExprKind) ([]string, bool) {
 		return append([]string{"result"}, exitCriterionVars...), true
 	case ExprAccumulateKey:
 		return []string{"item"}, true
-	case ExprSkipIf:
+	case ExprSkipIf, ExprPredicate:
 		return nil, true
 	}
 	return nil, false
@@ -40,6 +41,7 @@ var exitCriterionVars = []string{
 // checker walks a parsed tree (before any patching) and records the first
 // problem in source order plus the result paths.
 type exprChecker struct {
+	kind    ExprKind
 	rw      *rewritten
 	scope   map[string]bool
 	names   []string // scope names + function names, for hints
@@ -124,6 +126,9 @@ func (c *exprChecker) checkCall(n *ast.CallNode) {
 			c.fail(callee, true, "function '%s' is not allowed%s", callee.Value, nameHint(callee.Value, py.BuiltinNames()))
 			return
 		}
+		if c.kind == ExprPredicate && !c.predicateCall(n, callee.Value) {
+			return
+		}
 		if len(n.Arguments) < f.Min || (f.Max >= 0 && len(n.Arguments) > f.Max) {
 			c.fail(callee, false, "%s() %s", callee.Value, py.ArityText(f.Min, f.Max, len(n.Arguments)))
 		}
@@ -189,6 +194,7 @@ func (c *exprChecker) finish() *analysis {
 func analyze(root ast.Node, kind ExprKind, rw *rewritten) *analysis {
 	names, _ := exprScope(kind)
 	c := &exprChecker{
+		kind:    kind,
 		rw:      rw,
 		scope:   map[string]bool{},
 		callees: map[ast.Node]bool{},
@@ -270,4 +276,30 @@ var unsupportedOps = map[string]string{
 	"contains":   "; use 'x in y'",
 	"startsWith": "; use .startswith()",
 	"endsWith":   "; use .endswith()",
+}
+
+// predicateCall checks a call in a deterministic predicate: only the
+// first tier's builtins, and file paths that are string literals under one
+// of PredicateBuckets (the original refuses other paths when the judge
+// runs; here the spec is refused).
+func (c *exprChecker) predicateCall(n *ast.CallNode, name string) bool {
+	if !slices.Contains(PredicateBuiltins, name) {
+		c.fail(n.Callee, true, "function '%s' is not available to a deterministic predicate (it may call %s)", name, strings.Join(PredicateBuiltins, ", "))
+		return false
+	}
+	if (name != "file_exists" && name != "file_contains") || len(n.Arguments) == 0 {
+		return true
+	}
+	lit, ok := n.Arguments[0].(*ast.StringNode)
+	if !ok {
+		c.fail(n.Arguments[0], true, "the path of %s() in a deterministic predicate must be a string literal starting with %s", name, strings.Join(PredicateBuckets, " or "))
+		return false
+	}
+	for _, b := range PredicateBuckets {
+		if strings.HasPrefix(lit.Value, b) {
+			return true
+		}
+	}
+	c.fail(n.Arguments[0], true, "deterministic predicate references path outside staging tree: %s (expected prefix 'artifacts/' or 'modified/')", py.ReprString(lit.Value))
+	return false
 }

@@ -226,7 +226,7 @@ type Input struct {
 // Guardrails, OutputContract, Model, Budget) are the *effective* ones: for
 // function steps they come from the function, for other steps from the step,
 // with the per-kind retry defaults applied (function 3 unless the function says
-// otherwise, inline 1, flow 1, decompose and parallel_dispatch 2).
+// otherwise, inline 1, flow 1, judge 1, decompose and parallel_dispatch 2).
 type Step struct {
 	ID   string
 	Kind StepKind
@@ -296,6 +296,9 @@ type Step struct {
 	// Extension (0.2+): command for an inline step to execute in-process.
 	Run *Command
 
+	// Judge is a judge step's `judge:` block (KindJudge), nil otherwise.
+	Judge *Judge
+
 	Pos Pos
 }
 
@@ -304,5 +307,5 @@ type Step struct {
 func (s *Step) IsGate() bool { return s.Fn != nil && s.Fn.Mode == ModeGate }
 
 // StepMode is the dispatch's step_mode string: "function", "inline", "flow",
-// "decompose" or "parallel_dispatch".
+// "decompose", "parallel_dispatch" or "judge".
 func (s *Step) StepMode() string { return string(s.Kind) }

@@ -33,6 +33,9 @@ func (c *checker) checkStep(b *build, fc *flowCtx, ss *stepSrc) {
 	case sc.gateKnown:
 		sc.nonGateRules()
 	}
+	if sc.kindKnown && sc.s.Kind == KindJudge {
+		sc.judgeRules()
+	}
 	if !sc.isGate { // a gate's on_fail and next are reported as gate-step-field
 		sc.routes()
 	}
@@ -87,7 +90,7 @@ func (sc *stepCheck) kind() {
 	// A mode key with an empty value is no mode (the original tests them
 	// for truth); it is named in the step-mode message.
 	var modeKeys, emptyKeys []string
-	for _, k := range []string{"function", "intent", "flow"} {
+	for _, k := range []string{"function", "intent", "flow", "judge"} {
 		switch {
 		case emptyStr(m, k):
 			emptyKeys = append(emptyKeys, k)
@@ -102,7 +105,7 @@ func (sc *stepCheck) kind() {
 	case ss.unsupported:
 	case typ == "decompose":
 		s.Kind = KindDecompose
-		for _, k := range []string{"function", "flow"} {
+		for _, k := range []string{"function", "flow", "judge"} {
 			if m.has(k) {
 				forbid(CodeStepMode, k, fmt.Sprintf("%s is a decompose step and must not have '%s'", label, k),
 					"A decompose step is an agent step with intent, agent and output_contract.")
@@ -110,7 +113,7 @@ func (sc *stepCheck) kind() {
 		}
 	case typ == "parallel_dispatch":
 		s.Kind = KindParallelDispatch
-		for _, k := range []string{"function", "intent", "flow"} {
+		for _, k := range []string{"function", "intent", "flow", "judge"} {
 			if m.has(k) {
 				forbid(CodeStepMode, k, fmt.Sprintf("%s is a parallel_dispatch step and must not have '%s'", label, k),
 					"A parallel_dispatch step takes source and intent_template.")
@@ -136,8 +139,8 @@ func (sc *stepCheck) kind() {
 			case len(emptyKeys) > 0:
 				n = m.valNode(emptyKeys[0])
 			}
-			c.add(CodeStepMode, n, sp, fmt.Sprintf("%s must have exactly one of function, intent, or flow (found: %s)", label, found),
-				"Give the step exactly one of function (a named function), intent (an inline step) or flow (a sub-flow).")
+			c.add(CodeStepMode, n, sp, fmt.Sprintf("%s must have exactly one of function, intent, flow, or judge (found: %s)", label, found),
+				"Give the step exactly one of function (a named function), intent (an inline step), flow (a sub-flow) or judge (predicates to judge).")
 			break
 		}
 		switch modeKeys[0] {
@@ -147,6 +150,8 @@ func (sc *stepCheck) kind() {
 			s.Kind = KindInline
 		case "flow":
 			s.Kind = KindFlow
+		case "judge":
+			s.Kind = KindJudge
 		}
 		if s.Type != "" && s.Type != string(s.Kind) {
 			c.add(CodeStepMode, m.valNode("type"), sp+".type",
@@ -452,6 +457,10 @@ func (c *checker) normalizeStep(s *Step) {
 		}
 	case KindFlow:
 		s.Retries = 1
+	case KindJudge:
+		if s.Retries == 0 {
+			s.Retries = 1
+		}
 	case KindDecompose:
 		if s.Retries == 0 {
 			s.Retries = 2

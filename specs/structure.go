@@ -62,7 +62,7 @@ var (
 				"on_fail", "next", "skip_if", "skip_reason", "policy", "policy_fallback",
 				"ensure", "retries", "output_contract", "model", "budget", "guardrails",
 				"max_iterations", "exit_criterion", "score_expr", "accumulate", "accumulate_key",
-				"cache", "reasoning_template", "task_reasoning_template", "run"),
+				"cache", "reasoning_template", "task_reasoning_template", "run", "judge"),
 			fields(Version03, "type", "source", "max_concurrent", "isolation", "require", "merge",
 				"intent_template", "task_timeout", "capture_diff", "defer_advance", "pre_merge_verify")),
 		ext:   map[string]bool{"run": true},

@@ -192,7 +192,7 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 		s.ID = v
 	}
 	sp := ss.spath(f.Name)
-	ss.unsupported = m.bad["judge"] || m.bad["stages"]
+	ss.unsupported = m.bad["stages"]
 	if c.since(Version03) {
 		if e, ok := m.get("type"); ok && isStr(e.val) && newerStepTypes[e.val.Value].what != "" {
 			if !ss.unsupported { // stages: was reported already
@@ -310,6 +310,9 @@ func (c *checker) buildStepV02(m *mapping, ss *stepSrc, ipath, sp string) {
 	s.ReasoningTemplate = c.certTemplate(m, "reasoning_template", ipath)
 	s.TaskReasoningTemplate = c.certTemplate(m, "task_reasoning_template", ipath)
 	s.Run = c.command(m, "run", ipath)
+	if m.has("judge") {
+		s.Judge = c.judge(m, ipath, sp)
+	}
 }
 
 // buildStepV03 reads the step fields of version 0.3 (the parallel_dispatch

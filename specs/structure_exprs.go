@@ -136,6 +136,9 @@ func (c *checker) reportExprError(j exprJob, err error) {
 	switch {
 	case newer != "":
 		c.addAt(CodeUnsupported, pos, j.spath, fmt.Sprintf("%s expression '%s': %s", j.label, src, msg), newerBuiltins[newer].hint)
+	case forbidden && j.key.kind == ExprPredicate:
+		c.addAt(CodeExprForbidden, pos, j.spath, fmt.Sprintf("%s expression '%s' is not allowed: %s", j.label, src, msg),
+			fmt.Sprintf("A deterministic predicate may call %s, with paths under %s of the staged turn.", strings.Join(PredicateBuiltins, ", "), strings.Join(PredicateBuckets, " or ")))
 	case forbidden:
 		c.addAt(CodeExprForbidden, pos, j.spath, fmt.Sprintf("%s expression '%s' is not allowed: %s", j.label, src, msg),
 			"Expressions may not use '__' or call functions outside the allowed builtins.")

@@ -14,8 +14,6 @@ import (
 //
 // They are, from the original's stratum-mcp/src/stratum_mcp/spec.py:
 //
-//   - judge: on a step (STRAT-JUDGE): a tiered-judge step, the fourth step
-//     mode besides function, intent and flow;
 //   - type: pipeline with stages: (STRAT-WORKFLOW-PIPELINE): a chain of
 //     agent stages over a task list;
 //
@@ -31,8 +29,6 @@ const notSupported = "%s not supported by this version of stratum"
 var (
 	// newerStepFields are step keys of newer releases, by key.
 	newerStepFields = map[string]newerConstruct{
-		"judge": {what: "'judge' steps are",
-			hint: "judge steps come from a newer stratum-mcp release (STRAT-JUDGE); check the predicates with ensure expressions on an inline step, or run this spec with stratum-mcp."},
 		"stages": {what: "'pipeline' steps (stages) are",
 			hint: "pipeline steps come from a newer stratum-mcp release (STRAT-WORKFLOW-PIPELINE); use one parallel_dispatch step per stage, or run this spec with stratum-mcp."},
 	}

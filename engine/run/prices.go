@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stratum-go/stratum/engine/internal/infer"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -76,9 +77,7 @@ func unpricedSteps(sp *specs.Spec, flow string, p pricer) []string {
 func unpricedError(steps []string) string {
 	return "a USD budget covers calls whose cost is unknown, so it would not be enforced (" +
 		strings.Join(steps, "; ") + "); " +
-		"add the model's price in a JSON file named by STRATUM_MODEL_PRICING_JSON " +
-		`({"providers": [{"id": "PROVIDER", "models": [{"id": "MODEL", "match": {"equals": "MODEL"}, "prices": {"input_mtok": 0.15, "output_mtok": 0.6}}]}]}: USD per million tokens), ` +
-		"or drop usd from the budget (ms and tokens are enforced for every model)"
+		infer.PriceHint + ", or drop usd from the budget (ms and tokens are enforced for every model)"
 }
 
 // refuseUnpriced is the outcome of a run refused before it starts because

@@ -136,6 +136,18 @@ func (x *envelope) spent(fn string, now time.Time, force bool) *BudgetError {
 	return be
 }
 
+// usdScope names the innermost envelope of the chain that bounds USD
+// ("the call", "flow NAME"), "" when none does. Whether an envelope bounds
+// USD is set when it starts and never changes.
+func (e *envelope) usdScope() string {
+	for x := e; x != nil; x = x.parent {
+		if x.hasUSD {
+			return x.scope
+		}
+	}
+	return ""
+}
+
 // charge spends usd (nil: unknown, nothing charged) and tokens from e and
 // every ancestor.
 func (e *envelope) charge(usd *float64, tokens int64) {

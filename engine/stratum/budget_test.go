@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +163,61 @@ func TestBadInputIsAnError(t *testing.T) {
 	}
 	if _, err := (Debate[int, int, int]{}).Run(ctx, 1); !errors.Is(err, ErrStratum) {
 		t.Errorf("empty debate: %v", err)
+	}
+}
+
+// A USD budget over a model with no known price is refused before any
+// request — the Call's own budget, an enclosing flow's, a Probable's — as
+// `stratum run` refuses such a flow: its calls would be charged nothing, so
+// the budget could never be enforced. Without a USD budget, or with the
+// model priced through STRATUM_MODEL_PRICING_JSON, the same call runs.
+func TestUSDBudgetOverUnpricedModelRefused(t *testing.T) {
+	fake := newFake(t, `{"label":"positive","confidence":0.9}`)
+	env := fake.env()
+	env["STRATUM_MODEL"] = "openai/gpt-from-the-future"
+	getenv := func(k string) string { return env[k] }
+	_, ctx := fake.runtime(t, Options{Getenv: getenv})
+	refused := func(name, scope string, err error) {
+		t.Helper()
+		if err == nil || !errors.Is(err, ErrStratum) || errors.As(err, new(*BudgetError)) ||
+			!strings.Contains(err.Error(), "a USD budget ("+scope+") covers this call, but model openai/gpt-from-the-future has no known price") ||
+			!strings.Contains(err.Error(), "STRATUM_MODEL_PRICING_JSON") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	withUSD := classify(t, Spec[textIn, sentiment]{Budget: Budget{USD: 0.01}})
+	_, err := withUSD.Call(ctx, textIn{Text: "x"})
+	refused("the call's budget", "the call", err)
+	_, err = withUSD.Probable(ctx, textIn{Text: "x"})
+	refused("Probable", "the call", err)
+	plain := classify(t, Spec[textIn, sentiment]{Budget: Budget{Tokens: 10000, Time: time.Minute}})
+	_, err = NewFlow("spend", Budget{USD: 0.05}, func(ctx context.Context, in textIn) (sentiment, error) {
+		return plain.Call(ctx, in)
+	}).Run(ctx, textIn{Text: "x"})
+	refused("a flow's budget", "flow spend", err)
+	if n := len(fake.requests()); n != 0 {
+		t.Fatalf("%d requests before the refusals, want 0", n)
+	}
+
+	// Without a USD budget the unpriced model runs (its cost unknown).
+	if _, err := plain.Call(ctx, textIn{Text: "x"}); err != nil {
+		t.Fatalf("no USD budget: %v", err)
+	}
+	// Priced, the USD budget is enforced and the call runs.
+	prices := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(prices, []byte(`{"providers": [{"id": "openai", "models": [{"id": "gpt-from-the-future", `+
+		`"match": {"equals": "gpt-from-the-future"}, "prices": {"input_mtok": 0.15, "output_mtok": 0.6}}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env["STRATUM_MODEL_PRICING_JSON"] = prices
+	rt, ctx := fake.runtime(t, Options{Getenv: getenv})
+	if _, err := withUSD.Call(ctx, textIn{Text: "x"}); err != nil {
+		t.Fatalf("priced: %v", err)
+	}
+	if tr := rt.Trace(); len(tr) != 1 || tr[0].CostUSD == nil || *tr[0].CostUSD <= 0 {
+		t.Fatalf("priced call's trace: %+v", tr)
+	}
+	if n := len(fake.requests()); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
 	}
 }

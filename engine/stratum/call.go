@@ -11,7 +11,6 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
-	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -103,6 +102,24 @@ func (c *callState) finish(ctx context.Context, output any, err error) {
 	}
 }
 
+// unpriced refuses a call of fn whose envelope bounds USD while its model
+// has no known price (the router's rule, as `stratum run` applies it to a
+// flow before it starts): such a call spends at an unknown cost, which is
+// charged nothing, so the budget would never be enforced. nil when no USD
+// budget covers the call or its model is priced.
+func (c *callState) unpriced(fn, model string) error {
+	scope := c.env.usdScope()
+	if scope == "" {
+		return nil
+	}
+	full, priced := c.rt.exec.PriceOf(model)
+	if priced {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: a USD budget (%s) covers this call, but model %s has no known price, so the budget would not be enforced; %s, or drop USD from the Budget (Time and Tokens are enforced for every model)",
+		ErrStratum, fn, scope, full, infer.PriceHint)
+}
+
 // plainJSON is v as JSON values, numbers as json.Number (so the trace
 // holds no reference to the program's data, and an integer above 2^53
 // keeps its digits); v itself when it does not encode.
@@ -160,6 +177,9 @@ func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 // call is Call after its record is started.
 func (f *Fn[In, Out]) call(ctx context.Context, c *callState, in In) (Out, error) {
 	var zero Out
+	if err := c.unpriced(f.name, f.spec.Model); err != nil {
+		return zero, err
+	}
 	binds, raw, err := f.bindings(in)
 	if err != nil {
 		return zero, err
@@ -342,24 +362,7 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 
 // providerError is the library's error for the provider's failure pe.
 func providerError(fn string, pe *infer.ProviderError) *ProviderError {
-	e := &ProviderError{Function: fn, Provider: pe.Provider, Model: pe.Model, Err: pe.Err}
-	var (
-		down  *llm.UnreachableError
-		large *llm.TooLargeError
-		api   *llm.APIError
-		tr    *llm.TransportError
-	)
-	switch {
-	case errors.As(pe.Err, &down):
-		e.Retryable = !down.Permanent
-	case errors.As(pe.Err, &large):
-		e.Status = 200
-	case errors.As(pe.Err, &api):
-		e.Status = api.Status
-	case errors.As(pe.Err, &tr):
-		e.Status, e.Retryable = tr.Status, true
-	}
-	return e
+	return faultOf(fn, pe.Provider, pe.Model, pe.Err)
 }
 
 func joinViolations(vs []string) string {

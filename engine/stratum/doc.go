@@ -89,7 +89,10 @@
 // ("the call" or "flow NAME"), its limit and what was spent. Time spent
 // waiting for a person (AwaitHuman) is not charged to a flow's time
 // budget. A model missing from the price table has an unknown cost, which
-// charges nothing.
+// charges nothing: a Call or Probable whose envelope bounds USD on such a
+// model is refused before any request (an error matching ErrStratum that
+// says how to add the price through STRATUM_MODEL_PRICING_JSON), since
+// that budget could never be enforced.
 //
 // # Flows and composition
 //

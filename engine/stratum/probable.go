@@ -102,6 +102,9 @@ func (f *Fn[In, Out]) Probable(ctx context.Context, in In) (Probabilistic[Out], 
 }
 
 func (f *Fn[In, Out]) probable(ctx context.Context, c *callState, in In) (Probabilistic[Out], error) {
+	if err := c.unpriced(f.name, f.spec.Model); err != nil {
+		return Probabilistic[Out]{}, err
+	}
 	binds, raw, err := f.bindings(in)
 	if err != nil {
 		return Probabilistic[Out]{}, err

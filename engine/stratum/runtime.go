@@ -11,15 +11,18 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/engine/internal/otlp"
 	"github.com/stratum-go/stratum/engine/internal/redact"
 )
 
-// Options configure a Runtime (seed 000 §11). The zero Options work: models
-// from the environment exactly as `stratum run` reads them (STRATUM_MODEL,
-// <PROVIDER>_API_KEY, <PROVIDER>_BASE_URL), nothing persisted, reviews on
-// the console.
+// Options configure a Runtime. The zero Options work: models from the
+// environment and the config files exactly as `stratum run` reads them
+// (STRATUM_MODEL, <PROVIDER>_API_KEY, <PROVIDER>_BASE_URL over
+// $STRATUM_HOME/config.yaml and ./.stratum/config.yaml: default_model,
+// base_urls, llm_timeout), nothing persisted, reviews on the console.
 type Options struct {
 	// Store persists flows, calls and reviews (nil: nothing persisted). A
 	// program that wants its flows in `stratum tui` opens the shared store
@@ -52,6 +55,17 @@ type Options struct {
 	Stderr io.Writer
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+
+	// Models routes model names (Spec.Model, Options.Model, the default
+	// model) to any Model: a provider of the program's own, a test double,
+	// a built-in provider made by NewProvider. Other names go to the
+	// built-in providers configured from the environment and the config
+	// files.
+	Models map[string]Model
+	// HTTPClient sends the built-in providers' requests (nil: a client
+	// keeping MaxIdleConnsPerHost idle connections per provider). Record
+	// and replay wrap its transport.
+	HTTPClient *http.Client
 }
 
 // Runtime holds what calls share: the model router, the recording or
@@ -117,11 +131,27 @@ func New(opts Options) (*Runtime, error) {
 			return getenv(k)
 		}
 	}
-	// The process environment's secrets are masked in the record file and
-	// the exported spans, as `stratum run` masks them.
-	red := redact.FromEnv(os.Environ())
-	ex, err := infer.NewExecutor(infer.Setup{Record: opts.Record, Replay: opts.Replay,
-		Getenv: opts.Getenv, Redact: red, Transport: transport()})
+	// The config files `stratum run` reads ($STRATUM_HOME/config.yaml, then
+	// ./.stratum/config.yaml): the default model, base URLs, llm_timeout.
+	cfg, err := config.Load(".")
+	if err != nil {
+		return nil, fmt.Errorf("stratum: %w", err)
+	}
+	// The process environment's and the config's secrets are masked in the
+	// record file and the exported spans, as `stratum run` masks them.
+	red := redact.FromEnv(os.Environ(), cfg.Secrets()...)
+	setup := infer.Setup{Record: opts.Record, Replay: opts.Replay, DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs,
+		CallTimeout: cfg.LLMTimeout, Getenv: opts.Getenv, Redact: red, Transport: transport(), Client: opts.HTTPClient}
+	if len(opts.Models) > 0 {
+		setup.Models = make(map[string]llm.Provider, len(opts.Models))
+		for name, m := range opts.Models {
+			if m == nil {
+				return nil, fmt.Errorf("%w: Options.Models[%q] is nil", ErrStratum, name)
+			}
+			setup.Models[name] = modelProvider{name: name, m: m}
+		}
+	}
+	ex, err := infer.NewExecutor(setup)
 	if err != nil {
 		return nil, fmt.Errorf("stratum: %w", err)
 	}

@@ -431,14 +431,17 @@ func (e *ProviderError) Unwrap() []error { return []error{e.Attempt, e.Err} }
 // caller's context (parent) may end sooner.
 func (e *Executor) mapCallError(parent, callCtx context.Context, deadline time.Time, deadlineCause error, label string, target llm.Target, err error) error {
 	var (
-		re    *llm.RefusalError
-		te    *llm.TruncatedError
-		tr    *llm.TransportError
-		api   *llm.APIError
-		cfg   *llm.ConfigError
-		miss  *llm.ReplayMissError
-		down  *llm.UnreachableError
-		large *llm.TooLargeError
+		re     *llm.RefusalError
+		te     *llm.TruncatedError
+		tr     *llm.TransportError
+		api    *llm.APIError
+		cfg    *llm.ConfigError
+		miss   *llm.ReplayMissError
+		down   *llm.UnreachableError
+		large  *llm.TooLargeError
+		media  *llm.UnsupportedMediaError
+		model  *llm.ModelError
+		stream *llm.StreamError
 	)
 	provider := func(kind string, msg string) error {
 		return &ProviderError{Attempt: &engine.AttemptError{Kind: kind, Violations: []string{msg}},
@@ -475,6 +478,10 @@ func (e *Executor) mapCallError(parent, callCtx context.Context, deadline time.T
 		return provider(engine.AttemptConfig, fmt.Sprintf("%s: %v", target.Full, api))
 	case errors.As(err, &cfg):
 		return configErr(cfg.Error())
+	case errors.As(err, &media):
+		return configErr(media.Error())
+	case errors.As(err, &model), errors.As(err, &stream):
+		return provider(engine.AttemptTransport, err.Error())
 	}
 	return &engine.AttemptError{Kind: engine.AttemptTransport, Violations: []string{fmt.Sprintf("%s: %v", target.Full, err)}}
 }

@@ -35,6 +35,12 @@ type Setup struct {
 	// Transport sends live requests (nil: http.DefaultTransport); the
 	// recorder forwards through it too.
 	Transport http.RoundTripper
+	// Client, when set, sends live requests instead (its Transport is
+	// the one the recorder forwards through).
+	Client *http.Client
+	// Models are a program's own models by name, resolved before the
+	// built-in providers (record and replay apply to them too).
+	Models map[string]llm.Provider
 }
 
 // NewExecutor builds the infer executor of a run: a router over the
@@ -52,6 +58,11 @@ func NewExecutor(s Setup) (*Executor, error) {
 		return nil, err
 	}
 	var recorder *llm.Recorder
+	cfg.Models = s.Models
+	live := s.Client
+	if live == nil && s.Transport != nil {
+		live = &http.Client{Transport: s.Transport}
+	}
 	switch {
 	case s.Record != "":
 		rec, err := llm.NewRecorder(s.Record)
@@ -59,8 +70,14 @@ func NewExecutor(s Setup) (*Executor, error) {
 			return nil, err
 		}
 		rec.Redact = s.Redact
-		rec.Base = s.Transport
-		cfg.HTTPClient = &http.Client{Transport: rec}
+		c := http.Client{}
+		if live != nil {
+			c = *live
+			rec.Base = live.Transport
+		}
+		c.Transport = rec
+		cfg.HTTPClient = &c
+		cfg.Recorder = rec
 		recorder = rec
 	case s.Replay != "":
 		rp, err := llm.NewReplayer(s.Replay)
@@ -68,9 +85,10 @@ func NewExecutor(s Setup) (*Executor, error) {
 			return nil, err
 		}
 		cfg.HTTPClient = &http.Client{Transport: rp}
+		cfg.Replayer = rp
 		cfg.NoKeys = true
-	case s.Transport != nil:
-		cfg.HTTPClient = &http.Client{Transport: s.Transport}
+	case live != nil:
+		cfg.HTTPClient = live
 	}
 	ex := New(llm.NewRouter(cfg))
 	ex.recorder = recorder
@@ -165,6 +183,12 @@ func (e *Executor) Close() error {
 	}
 	return e.recorder.Close()
 }
+
+// PriceHint says how to give a model a price, for the refusal of a USD
+// budget over a model with no known price (`stratum run` and the Go
+// library alike): such a budget could never be enforced.
+const PriceHint = "add the model's price in a JSON file named by STRATUM_MODEL_PRICING_JSON " +
+	`({"providers": [{"id": "PROVIDER", "models": [{"id": "MODEL", "match": {"equals": "MODEL"}, "prices": {"input_mtok": 0.15, "output_mtok": 0.6}}]}]}: USD per million tokens)`
 
 // PriceOf reports whether the calls a step makes with models (step's,
 // function's; the default when both are empty) have a known cost, as

@@ -22,6 +22,8 @@ type Anthropic struct {
 	Client  *http.Client
 	Retry   Retry
 	Extra   map[string]any
+	// Headers are sent with every request (before the key's).
+	Headers map[string]string
 }
 
 // OutputTool is the name of the forced tool carrying the structured answer.
@@ -36,14 +38,25 @@ func (c *Anthropic) name() string {
 
 // Body builds the request body.
 func (c *Anthropic) Body(req Request) (map[string]any, error) {
-	parts, err := userParts(req)
-	if err != nil {
+	if err := CheckMedia(c.name(), DialectAnthropic, allMedia(req)); err != nil {
 		return nil, err
 	}
+	msgs := []any{}
+	if req.userTurn() {
+		parts, err := userParts(req)
+		if err != nil {
+			return nil, err
+		}
+		for i := range req.Media {
+			parts = append(parts, anthropicMedia(&req.Media[i]))
+		}
+		msgs = append(msgs, map[string]any{"role": "user", "content": parts})
+	}
+	msgs = append(msgs, anthropicMessages(req.Messages)...)
 	body := map[string]any{
 		"model":      req.Model,
 		"max_tokens": RequestMaxTokens(req.Model, req.MaxTokens, true),
-		"messages":   []any{map[string]any{"role": "user", "content": parts}},
+		"messages":   msgs,
 	}
 	if req.System != "" {
 		body["system"] = req.System
@@ -52,12 +65,16 @@ func (c *Anthropic) Body(req Request) (map[string]any, error) {
 	if schema == nil {
 		schema = map[string]any{"type": "object"}
 	}
-	body["tools"] = []any{map[string]any{
+	body["tools"] = append(anthropicTools(req.Tools), map[string]any{
 		"name":         OutputTool,
 		"description":  "Return the result. Call this tool exactly once with the complete answer.",
 		"input_schema": TrimmedSchema(schema),
-	}}
+	})
 	body["tool_choice"] = map[string]any{"type": "tool", "name": OutputTool}
+	if len(req.Tools) > 0 {
+		// The model calls the user's tools, or "output" with the answer.
+		body["tool_choice"] = map[string]any{"type": "any"}
+	}
 	if req.Temperature != nil {
 		body["temperature"] = *req.Temperature
 	}
@@ -72,6 +89,7 @@ type anthropicResponse struct {
 	StopReason string `json:"stop_reason"`
 	Content    []struct {
 		Type  string          `json:"type"`
+		ID    string          `json:"id"`
 		Text  string          `json:"text"`
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
@@ -90,11 +108,8 @@ func (c *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 	if err != nil {
 		return nil, err
 	}
-	b, err := marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the request: %w", err)
-	}
 	headers := map[string]string{"anthropic-version": AnthropicVersion}
+	maps.Copy(headers, c.Headers)
 	if c.APIKey != "" {
 		headers["x-api-key"] = c.APIKey
 	}
@@ -102,6 +117,13 @@ func (c *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 	url := base + "/v1/messages"
 	if strings.HasSuffix(base, "/v1") {
 		url = base + "/messages"
+	}
+	if req.OnDelta != nil {
+		return c.stream(ctx, req, body, url, headers)
+	}
+	b, err := marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
 	raw, tries, err := post(ctx, c.Client, c.name(), url, headers, b, c.Retry)
 	if err != nil {
@@ -129,9 +151,12 @@ func (c *Anthropic) parse(raw []byte) (*Response, error) {
 	for _, b := range r.Content {
 		switch b.Type {
 		case "tool_use":
-			if b.Name == OutputTool && out.Content == "" && !out.FromTool {
+			switch {
+			case b.Name == OutputTool && out.Content == "" && !out.FromTool:
 				out.Content = string(b.Input)
 				out.FromTool = true
+			case b.Name != OutputTool:
+				out.ToolCalls = append(out.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: b.Input})
 			}
 		case "text":
 			text = append(text, b.Text)
@@ -143,8 +168,8 @@ func (c *Anthropic) parse(raw []byte) (*Response, error) {
 	case "max_tokens":
 		return out, &TruncatedError{Provider: c.name(), Reason: "stop_reason=max_tokens", Usage: out.Usage}
 	}
-	if !out.FromTool {
-		out.Content = strings.Join(text, "\n")
+	if len(out.ToolCalls) > 0 || !out.FromTool {
+		out.Content, out.FromTool = strings.Join(text, "\n"), false
 	}
 	return out, nil
 }

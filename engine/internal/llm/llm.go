@@ -38,6 +38,27 @@ type Request struct {
 	// Extra are provider-specific body fields merged into the request body
 	// (OpenRouter provider, vLLM structured_outputs, Ollama options, …).
 	Extra map[string]any
+	// Media are parts of the user turn after the prompt text and the
+	// attachment (images, audio, documents), never in the text.
+	Media []Media
+	// Messages follow the user turn (the model's tool calls and their
+	// results); with no Prompt, Attachment or Media they are the whole
+	// conversation after the system message.
+	Messages []Message
+	// Tools are the tools the model may call; an answer with calls has
+	// Response.ToolCalls.
+	Tools []ToolDef
+	// OnDelta, when set, streams the answer (server-sent events): it is
+	// called with each piece of the answer's text as it arrives (for a
+	// structured answer, a piece of its JSON). An error it returns stops
+	// the request with that error.
+	OnDelta func(text string) error
+}
+
+// userTurn reports whether req has a user turn of its own (Prompt,
+// Attachment or Media) before its Messages.
+func (req Request) userTurn() bool {
+	return req.Prompt != "" || req.Attachment != nil || len(req.Media) > 0
 }
 
 // Usage is token usage in disjoint buckets: Input excludes the cache
@@ -79,6 +100,9 @@ type Response struct {
 	ProviderCostUSD *float64
 	// Tries is the number of HTTP requests made (1 + transport retries).
 	Tries int
+	// ToolCalls are the tool calls the model answered with (only when the
+	// request had Tools); Content is then any text beside them.
+	ToolCalls []ToolCall
 }
 
 // APIError is a non-retryable HTTP error answer (4xx: bad request, bad key,

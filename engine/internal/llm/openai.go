@@ -28,21 +28,35 @@ type OpenAI struct {
 	// Extra is merged into every request body (per-provider defaults, e.g.
 	// OpenRouter's provider.require_parameters).
 	Extra map[string]any
+	// Headers are sent with every request (before the key's).
+	Headers map[string]string
 }
 
 // Body builds the request body (exported for tests and record/replay).
 func (c *OpenAI) Body(req Request) (map[string]any, error) {
 	system := req.System
-	user, err := userParts(req)
-	if err != nil {
+	if err := CheckMedia(c.Name, DialectOpenAI, allMedia(req)); err != nil {
 		return nil, err
 	}
 	msgs := []any{}
 	if system != "" {
 		msgs = append(msgs, map[string]any{"role": "system", "content": system})
 	}
-	msgs = append(msgs, map[string]any{"role": "user", "content": user})
+	if req.userTurn() {
+		user, err := userParts(req)
+		if err != nil {
+			return nil, err
+		}
+		for i := range req.Media {
+			user = append(user, openAIMedia(&req.Media[i]))
+		}
+		msgs = append(msgs, map[string]any{"role": "user", "content": user})
+	}
+	msgs = append(msgs, openAIMessages(req.Messages)...)
 	body := map[string]any{"model": req.Model, "messages": msgs}
+	if len(req.Tools) > 0 {
+		body["tools"] = openAITools(req.Tools)
+	}
 	if req.Schema != nil {
 		schema, strict := StrictSchema(req.Schema)
 		name := req.SchemaName
@@ -96,6 +110,7 @@ type openAIResponse struct {
 			Content   *string `json:"content"`
 			Refusal   *string `json:"refusal"`
 			ToolCalls []struct {
+				ID       string `json:"id"`
 				Function struct {
 					Name      string `json:"name"`
 					Arguments string `json:"arguments"`
@@ -123,26 +138,30 @@ func (c *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	headers := map[string]string{}
+	maps.Copy(headers, c.Headers)
+	if c.APIKey != "" {
+		headers["Authorization"] = "Bearer " + c.APIKey
+	}
+	if req.OnDelta != nil {
+		return c.stream(ctx, req, body, headers)
+	}
 	b, err := marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
-	}
-	headers := map[string]string{}
-	if c.APIKey != "" {
-		headers["Authorization"] = "Bearer " + c.APIKey
 	}
 	raw, tries, err := post(ctx, c.Client, c.Name, strings.TrimRight(c.BaseURL, "/")+"/chat/completions", headers, b, c.Retry)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.parse(raw)
+	resp, err := c.parse(raw, len(req.Tools) > 0)
 	if resp != nil {
 		resp.Tries = tries
 	}
 	return resp, err
 }
 
-func (c *OpenAI) parse(raw []byte) (*Response, error) {
+func (c *OpenAI) parse(raw []byte, tools bool) (*Response, error) {
 	var r openAIResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, &TransportError{Provider: c.Name, Tries: 1, Last: "malformed response body: " + err.Error()}
@@ -179,6 +198,15 @@ func (c *OpenAI) parse(raw []byte) (*Response, error) {
 		return out, &TruncatedError{Provider: c.Name, Reason: "finish_reason=length", Usage: out.Usage}
 	case "content_filter":
 		return out, &RefusalError{Provider: c.Name, Message: "finish_reason=content_filter", Usage: out.Usage}
+	}
+	if tools && len(ch.Message.ToolCalls) > 0 {
+		for _, tc := range ch.Message.ToolCalls {
+			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
+		}
+		if ch.Message.Content != nil {
+			out.Content = *ch.Message.Content
+		}
+		return out, nil
 	}
 	if ch.Message.Content != nil && strings.TrimSpace(*ch.Message.Content) != "" {
 		out.Content = *ch.Message.Content

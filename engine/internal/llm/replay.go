@@ -323,19 +323,10 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	list := r.byID[hash]
-	i := r.used[hash]
-	if i < len(list) {
-		r.used[hash] = i + 1
-	} else {
-		i = len(list) - 1
-	}
-	r.mu.Unlock()
-	if len(list) == 0 {
+	e, ok := r.next(hash)
+	if !ok {
 		return nil, &ReplayMissError{Hash: hash, Model: model, PromptHash: promptHash(req.Context()), File: r.File}
 	}
-	e := list[i]
 	rb := []byte(e.Response)
 	var s string
 	if json.Unmarshal(rb, &s) == nil {
@@ -352,4 +343,55 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(rb)),
 		Request:       req,
 	}, nil
+}
+
+// record appends one exchange of a program's model (no HTTP: endpoint,
+// request body and answer as given).
+func (r *Recorder) record(ctx context.Context, endpoint string, body []byte, status int, resp []byte) error {
+	canon, hash, model, err := CanonicalRequest(http.MethodPost, endpoint, body)
+	if err != nil {
+		return err
+	}
+	ex := Exchange{Hash: hash, Model: model, PromptHash: promptHash(ctx),
+		Request: r.Redact.Bytes(canon), Status: status, Response: r.Redact.Bytes(resp)}
+	if !json.Valid(ex.Request) {
+		ex.Request = canon
+	}
+	if !json.Valid(ex.Response) {
+		ex.Response = resp
+	}
+	if err := r.appendLine(ex); err != nil {
+		return fmt.Errorf("recording the exchange: %w", err)
+	}
+	return nil
+}
+
+// answer is the recorded answer to a program's model's request.
+func (r *Replayer) answer(ctx context.Context, endpoint string, body []byte) (int, []byte, error) {
+	_, hash, model, err := CanonicalRequest(http.MethodPost, endpoint, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	e, ok := r.next(hash)
+	if !ok {
+		return 0, nil, &ReplayMissError{Hash: hash, Model: model, PromptHash: promptHash(ctx), File: r.File}
+	}
+	return e.Status, []byte(e.Response), nil
+}
+
+// next is the next recorded exchange of hash (the last one repeats).
+func (r *Replayer) next(hash string) (Exchange, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list := r.byID[hash]
+	if len(list) == 0 {
+		return Exchange{}, false
+	}
+	i := r.used[hash]
+	if i < len(list) {
+		r.used[hash] = i + 1
+	} else {
+		i = len(list) - 1
+	}
+	return list[i], true
 }

@@ -14,6 +14,7 @@ import (
 const (
 	DialectOpenAI    = "openai"    // Chat Completions
 	DialectAnthropic = "anthropic" // Messages
+	// DialectGemini (gemini.go) is Google's generateContent.
 )
 
 // ProviderInfo describes a known provider.
@@ -41,6 +42,7 @@ type ProviderInfo struct {
 var KnownProviders = map[string]ProviderInfo{
 	"openai":     {Name: "openai", Dialect: DialectOpenAI, BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", MaxTokensField: "max_completion_tokens"},
 	"anthropic":  {Name: "anthropic", Dialect: DialectAnthropic, BaseURL: "https://api.anthropic.com", KeyEnv: "ANTHROPIC_API_KEY"},
+	"gemini":     {Name: "gemini", Dialect: DialectGemini, BaseURL: "https://generativelanguage.googleapis.com/v1beta", KeyEnv: "GEMINI_API_KEY"},
 	"groq":       {Name: "groq", Dialect: DialectOpenAI, BaseURL: "https://api.groq.com/openai/v1", KeyEnv: "GROQ_API_KEY"},
 	"openrouter": {Name: "openrouter", Dialect: DialectOpenAI, BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY", Extra: map[string]any{"provider": map[string]any{"require_parameters": true}}},
 	"deepseek":   {Name: "deepseek", Dialect: DialectOpenAI, BaseURL: "https://api.deepseek.com/v1", KeyEnv: "DEEPSEEK_API_KEY", NoStrict: true},
@@ -84,6 +86,12 @@ type Config struct {
 	Retry Retry
 	// NoKeys: do not require API keys (replay: nothing is sent anywhere).
 	NoKeys bool
+	// Models are a program's own models by full name ("provider/model" or
+	// any name), resolved before the built-in providers; the Recorder or
+	// Replayer, when set, records their exchanges or answers them.
+	Models   map[string]Provider
+	Recorder *Recorder
+	Replayer *Replayer
 }
 
 // ConfigFromEnv returns a Config with DefaultModel from STRATUM_MODEL and the
@@ -193,6 +201,11 @@ func (r *Router) provider(model string) (info ProviderInfo, prov, name string, e
 // the price table knows the model. full is the model as resolved; err is
 // the ConfigError of a model that does not resolve.
 func (r *Router) Priced(model string) (full string, priced bool, err error) {
+	if _, ok := r.cfg.Models[model]; ok {
+		// A program's model reports its own cost (or is priced by the
+		// table under its name).
+		return model, true, nil
+	}
 	info, prov, name, err := r.provider(model)
 	if err != nil {
 		return "", false, err
@@ -208,6 +221,9 @@ func (r *Router) Priced(model string) (full string, priced bool, err error) {
 // Resolve maps a "provider/model" name to its provider. Errors are
 // *ConfigError with a message saying what to set.
 func (r *Router) Resolve(model string) (Target, error) {
+	if p, ok := r.cfg.Models[model]; ok {
+		return r.customTarget(model, p), nil
+	}
 	info, prov, name, err := r.provider(model)
 	if err != nil {
 		return Target{}, err
@@ -224,14 +240,20 @@ func (r *Router) Resolve(model string) (Target, error) {
 			return Target{}, MissingKeyError(model, info)
 		}
 	}
-	var p Provider
-	switch info.Dialect {
-	case DialectAnthropic:
-		p = &Anthropic{Name: info.Name, BaseURL: info.BaseURL, APIKey: key, Client: r.cfg.HTTPClient, Retry: r.cfg.Retry, Extra: info.Extra}
-	default:
-		p = &OpenAI{Name: info.Name, BaseURL: info.BaseURL, APIKey: key, Client: r.cfg.HTTPClient, Retry: r.cfg.Retry,
-			MaxTokensField: info.MaxTokensField, NoStrict: info.NoStrict, Extra: info.Extra}
-	}
+	p := NewClient(info, key, r.cfg.HTTPClient, r.cfg.Retry, nil)
 	r.got[prov] = p
 	return Target{Provider: p, Info: info, Model: name, Full: prov + "/" + name}, nil
+}
+
+// NewClient is the client of a provider described by info, with its key,
+// HTTP client, retry policy and extra headers.
+func NewClient(info ProviderInfo, key string, client *http.Client, retry Retry, headers map[string]string) Provider {
+	switch info.Dialect {
+	case DialectAnthropic:
+		return &Anthropic{Name: info.Name, BaseURL: info.BaseURL, APIKey: key, Client: client, Retry: retry, Extra: info.Extra, Headers: headers}
+	case DialectGemini:
+		return &Gemini{Name: info.Name, BaseURL: info.BaseURL, APIKey: key, Client: client, Retry: retry, Extra: info.Extra, Headers: headers}
+	}
+	return &OpenAI{Name: info.Name, BaseURL: info.BaseURL, APIKey: key, Client: client, Retry: retry,
+		MaxTokensField: info.MaxTokensField, NoStrict: info.NoStrict, Extra: info.Extra, Headers: headers}
 }

@@ -96,6 +96,13 @@ func retryable(status int) bool {
 // could not be reached: refused, DNS, TLS), a *TooLargeError (refused at
 // once: never re-sent) or ctx's error.
 func post(ctx context.Context, client *http.Client, provider, url string, headers map[string]string, body []byte, pol Retry) ([]byte, int, error) {
+	return send(ctx, client, provider, url, headers, body, pol, nil)
+}
+
+// send is post, with a 2xx answer's body read by sink when it is set (a
+// stream): sink's error ends the request at once, never retried (what it
+// read may have been passed on), as a *StreamError.
+func send(ctx context.Context, client *http.Client, provider, url string, headers map[string]string, body []byte, pol Retry, sink func(io.Reader) error) ([]byte, int, error) {
 	pol = pol.withDefaults()
 	if client == nil {
 		client = http.DefaultClient
@@ -110,7 +117,7 @@ func post(ctx context.Context, client *http.Client, provider, url string, header
 		if err := ctx.Err(); err != nil {
 			return nil, try - 1, err
 		}
-		status, respBody, hdr, err := postOnce(ctx, client, url, headers, body, pol.TryTimeout)
+		status, respBody, hdr, err := postOnce(ctx, client, url, headers, body, pol.TryTimeout, sink)
 		var wait time.Duration
 		var down *UnreachableError
 		switch {
@@ -120,7 +127,14 @@ func post(ctx context.Context, client *http.Client, provider, url string, header
 			}
 			var miss *ReplayMissError
 			var big *TooLargeError
+			var se *StreamError
 			switch {
+			case errors.As(err, &se):
+				se.Provider = provider
+				if errors.As(se.Err, &big) {
+					big.Provider = provider
+				}
+				return nil, try, se
 			case errors.As(err, &miss):
 				return nil, try, miss
 			case errors.As(err, &big):
@@ -239,7 +253,7 @@ func capWait(d time.Duration) time.Duration {
 	return d
 }
 
-func postOnce(ctx context.Context, client *http.Client, url string, headers map[string]string, body []byte, timeout time.Duration) (int, []byte, http.Header, error) {
+func postOnce(ctx context.Context, client *http.Client, url string, headers map[string]string, body []byte, timeout time.Duration, sink func(io.Reader) error) (int, []byte, http.Header, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(tctx, http.MethodPost, url, bytes.NewReader(body))
@@ -258,6 +272,20 @@ func postOnce(ctx context.Context, client *http.Client, url string, headers map[
 		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
+	if sink != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		lr := &io.LimitedReader{R: resp.Body, N: int64(maxResponseBytes) + 1}
+		err := sink(lr)
+		if lr.N <= 0 {
+			err = &TooLargeError{Limit: maxResponseBytes}
+		}
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				err = fmt.Errorf("request timed out after %s", timeout)
+			}
+			return 0, nil, nil, &StreamError{Err: err}
+		}
+		return resp.StatusCode, nil, resp.Header, nil
+	}
 	b, err := readBounded(resp.Body, resp.ContentLength, maxResponseBytes)
 	if err != nil {
 		var big *TooLargeError
