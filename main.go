@@ -207,7 +207,8 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 		return nil, nil, err
 	}
 	report := func(d *engine.DamagedError) { fmt.Fprintln(diag, "stratum: warning:", d) }
-	return &engine.Service{Root: ".", Store: st, OnDamaged: report}, st, nil
+	// The commands its refusals advise name this stratum as it was invoked.
+	return &engine.Service{Root: ".", Store: st, OnDamaged: report, Invocation: runner.InvokedNow().Invocation()}, st, nil
 }
 
 // projectConfig is the configuration of the working directory

@@ -74,10 +74,10 @@ func revertCheckpoint(st *state.FlowState, env transitionEnv, label string, ch r
 	what := "reverting flow '" + st.FlowID + "' to '" + label + "'"
 	if g := humanGateBelow(st, env); g != nil && (cp.CurrentIdx != st.CurrentIdx || !sameStrPtr(cp.ActiveChildFlowID, st.ActiveChildFlowID)) {
 		// The waiting child would be left behind, on any channel.
-		return refused(humanGatePending(st, g, what)), nil
+		return refused(humanGatePending(st, g, what, env.cmd())), nil
 	}
 	if waitsForHuman(st) && !humanChannel(ch) && (cp.CurrentIdx != st.CurrentIdx || cp.Round != st.Round) {
-		return refused(humanGatePending(st, st, what+" through "+channelName(ch))), nil
+		return refused(humanGatePending(st, st, what+" through "+channelName(ch), env.cmd())), nil
 	}
 	undone := revertedDecisions(st, cp)
 	if !humanChannel(ch) {
@@ -85,8 +85,8 @@ func revertCheckpoint(st *state.FlowState, env transitionEnv, label string, ch r
 			if !r.Reverted && humanDecision(r) {
 				return refused(refusal(ErrTypeGateRequiresHuman,
 					"Reverting flow '%s' to '%s' would undo a human decision (%s of gate '%s', round %d, through %s); "+
-						"a revert past a human decision needs a human: revert in `stratum tui`",
-					st.FlowID, label, r.Outcome, r.StepID, r.Round, orStr(r.Channel, "unknown channel"))), nil
+						"a revert past a human decision needs a human: revert in `%s tui`",
+					st.FlowID, label, r.Outcome, r.StepID, r.Round, orStr(r.Channel, "unknown channel"), env.cmd())), nil
 			}
 		}
 	}

@@ -198,10 +198,14 @@ func dispatchStep(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 	switch step.Kind {
 	case specs.KindFlow:
 		return dispatchChild(st, env, step, res)
-	case specs.KindParallelDispatch:
+	case specs.KindParallelDispatch, specs.KindPipeline:
 		tasks, err := resolveValue(st, step.Source)
 		if err != nil {
 			return nil, err
+		}
+		var stages []any
+		if step.Kind == specs.KindPipeline {
+			tasks, stages = pipelineDispatchTasks(step, tasks), pipelineStages(step)
 		}
 		d := &ParallelDispatch{
 			FlowID:           st.FlowID,
@@ -221,6 +225,9 @@ func dispatchStep(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 		}
 		if step.PreMergeVerify != nil {
 			d.PreMergeVerify = step.PreMergeVerify
+		}
+		if step.Kind == specs.KindPipeline {
+			d.Pipeline, d.Stages = true, stages
 		}
 		d.ReviseFeedback = reviseFeedback(st, step)
 		return d, nil

@@ -30,6 +30,7 @@ const (
 	ErrTypeParallelComplete  ErrorType = "flow_complete"
 	ErrTypeStepMismatch      ErrorType = "step_mismatch"
 	ErrTypeWrongStepType     ErrorType = "wrong_step_type"
+	ErrTypeFanoutServerOnly  ErrorType = "fanout_server_dispatched_only"
 	ErrTypeInvalidLabel      ErrorType = "invalid_label"
 	ErrTypeCheckpointUnknown ErrorType = "checkpoint_not_found"
 	ErrTypeGateRequiresHuman ErrorType = "gate_requires_human"    // ours: approver human refuses the mcp channel

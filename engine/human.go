@@ -53,15 +53,15 @@ func humanGateBelow(st *state.FlowState, env transitionEnv) *state.FlowState {
 
 // humanGatePending is the refusal of a call that would end, skip or orphan
 // the human gate g waits at; what names the call ("step_done of 'sub'").
-func humanGatePending(st, g *state.FlowState, what string) *Error {
+func humanGatePending(st, g *state.FlowState, what, cmd string) *Error {
 	where := "this flow"
 	if g.FlowID != st.FlowID {
 		where = "a child flow of flow '" + st.FlowID + "'"
 	}
 	e := refusal(ErrTypeHumanGatePending,
 		"Gate '%s' of flow '%s' (%s) is waiting for a human decision (approver: human); %s would bypass it. "+
-			"A human decides it first, in `stratum tui` or with `stratum gate approve|revise|reject %s %s`",
-		g.Gate.StepID, g.FlowID, where, what, g.FlowID, g.Gate.StepID)
+			"A human decides it first, in `%s tui` or with `%s gate approve|revise|reject %s %s`",
+		g.Gate.StepID, g.FlowID, where, what, cmd, cmd, g.FlowID, g.Gate.StepID)
 	e.GateFlowID, e.GateStepID = g.FlowID, g.Gate.StepID
 	return e
 }

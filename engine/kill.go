@@ -80,8 +80,8 @@ func killFlow(st *state.FlowState, env transitionEnv, k KillRequest) (transition
 		if waitsForHuman(f) && !humanChannel(k.Channel) {
 			e := refusal(ErrTypeHumanGatePending,
 				"Gate '%s' of flow '%s' waits for a human (approver: human): ending the flow through %s would end it without a person; "+
-					"a person ends it with `stratum kill %s --reason TEXT` on a terminal (typing the confirmation) or :kill in `stratum tui`",
-				f.Gate.StepID, f.FlowID, channelName(k.Channel), st.FlowID)
+					"a person ends it with `%s kill %s --reason TEXT` on a terminal (typing the confirmation) or :kill in `%s tui`",
+				f.Gate.StepID, f.FlowID, channelName(k.Channel), env.cmd(), st.FlowID, env.cmd())
 			e.GateFlowID, e.GateStepID = f.FlowID, f.Gate.StepID
 			return refused(e), nil
 		}

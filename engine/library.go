@@ -87,10 +87,10 @@ func CheckReviewValue(r *state.LibraryReview, option int, value json.RawMessage)
 }
 
 // libraryRefusal answers a spec transition on a library flow.
-func libraryRefusal(st *state.FlowState) *Error {
+func libraryRefusal(st *state.FlowState, cmd string) *Error {
 	return refusal(ErrTypeLibraryFlow,
 		"Flow '%s' is run by a Go program (driver library): it has no spec steps to report, resume or revert; "+
-			"only its reviews can be decided (`stratum tui`, `stratum gate approve|reject`, stratum_gate_resolve)", st.FlowID)
+			"only its reviews can be decided (`%s tui`, `%s gate approve|reject`, stratum_gate_resolve)", st.FlowID, cmd, cmd)
 }
 
 // resolveLibraryReview applies a decision to one review of a library flow
@@ -120,8 +120,8 @@ func resolveLibraryReview(st *state.FlowState, env transitionEnv, d review.Decis
 		// Its program is gone: nothing would ever read the decision.
 		e := refusal(ErrTypeFlowStalled,
 			"Flow '%s' is stalled: the Go program that opened review '%s' has exited (its lease expired%s), so nothing would act on a decision; "+
-				"nothing was recorded. End the flow with `stratum kill %s --reason TEXT` (or :kill in `stratum tui`); run the program again for a new flow",
-			st.FlowID, r.ID, leaseEnd(st), st.FlowID)
+				"nothing was recorded. End the flow with `%s kill %s --reason TEXT` (or :kill in `%s tui`); run the program again for a new flow",
+			st.FlowID, r.ID, leaseEnd(st), env.cmd(), st.FlowID, env.cmd())
 		e.FlowID = st.FlowID
 		return refused(e), nil
 	}

@@ -81,7 +81,7 @@ func (l *Library) transition(ctx context.Context, what, flowID string, fn func(s
 		if !st.IsLibrary() {
 			return computed{}, execErrorf("Flow '%s' is not a library flow", flowID)
 		}
-		env := transitionEnv{Ctx: ctx, Now: now, NewID: l.svc.newID, Root: l.svc.Root, Children: sn}
+		env := transitionEnv{Ctx: ctx, Now: now, NewID: l.svc.newID, Root: l.svc.Root, Children: sn, Cmd: l.svc.invocation()}
 		res, err := fn(st, env)
 		return computed{st: st, res: res}, err
 	})

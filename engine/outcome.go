@@ -220,6 +220,11 @@ type ParallelDispatch struct {
 	RetriesRemaining int
 	PreMergeVerify   any // nil = absent
 	ReviseFeedback   *ReviseFeedback
+	// Pipeline is set for a pipeline step: Tasks is then its task graph
+	// (a task per item and stage) and Stages its stages, as the original's
+	// dispatch lists them.
+	Pipeline bool
+	Stages   []any
 }
 
 // WireStatus implements Outcome.

@@ -19,22 +19,79 @@ import (
 //
 // mergeStatus is "clean" / "conflict" or {status, bounced_tasks}.
 func parallelDone(st *state.FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any) (transitionResult, error) {
-	return parallelDoneDetailed(st, env, stepID, taskResults, mergeStatus, nil)
+	return parallelDoneDetailed(st, env, ParallelReport{StepID: stepID, TaskResults: taskResults, MergeStatus: mergeStatus})
 }
 
 // parallelDoneDetailed is parallelDone; details follow a merge or require
 // violation (ParallelReport.Details).
-func parallelDoneDetailed(st *state.FlowState, env transitionEnv, stepID string, taskResults []any, mergeStatus any, details []string) (transitionResult, error) {
+func parallelDoneDetailed(st *state.FlowState, env transitionEnv, r ParallelReport) (transitionResult, error) {
 	ensureMaps(st)
-	step, e := reportable(st, env, stepID, parallelDoneReport)
+	step, e := reportable(st, env, r.StepID, parallelDoneReport)
 	if e != nil {
 		return refused(e), nil
 	}
-	tasks := taskResults
+	if step.Kind == specs.KindPipeline && !r.Executed && hasFanoutRegion(step) {
+		return refused(refusal(ErrTypeFanoutServerOnly, "Pipeline step '%s' uses fanout/join — fanned-out pipelines are server-dispatched only (use stratum_parallel_start, not stratum_parallel_done).", step.ID)), nil
+	}
+	tasks := r.TaskResults
 	if tasks == nil {
 		tasks = []any{}
 	}
 	tasks, certNotes := checkTaskCertificates(step, tasks)
+	ms := mergeStatusString(r.MergeStatus)
+	var agg map[string]any
+	var requireViolation string
+	if step.Kind == specs.KindPipeline {
+		var err error
+		agg, requireViolation, err = pipelineAggregate(st, step, tasks, ms)
+		if err != nil {
+			if e := AsError(err); e != nil {
+				return refused(e), nil
+			}
+			return transitionResult{}, err
+		}
+	} else {
+		agg, requireViolation = parallelAggregate(step, tasks, ms)
+	}
+	var violations []string
+	switch {
+	case ms == "conflict":
+		violations = []string{"merge conflict: merge_status='conflict'"}
+	case requireViolation != "":
+		violations = []string{requireViolation}
+	}
+	outcome := "complete"
+	if len(violations) > 0 {
+		outcome = "failed"
+		violations = append(violations, r.Details...)
+	}
+	agg["outcome"] = outcome
+	if m, ok := r.MergeStatus.(map[string]any); ok {
+		if b, ok := m["bounced_tasks"]; ok {
+			agg["bounced_tasks"] = b
+		}
+	}
+	return processResult(st, env, step, agg, "", func(any) []string { return violations }, certNotes)
+}
+
+// ParallelAggregate is the result a fan-out step's tasks make (without
+// its outcome) and whether its require is met: what stratum_parallel_done
+// judges, for stratum_parallel_poll to show before it reports. A
+// pipeline's counts items.
+func ParallelAggregate(st *state.FlowState, step *specs.Step, results []any, mergeStatus string) (map[string]any, bool, error) {
+	if step.Kind == specs.KindPipeline {
+		agg, v, err := pipelineAggregate(st, step, results, mergeStatus)
+		return agg, v == "", err
+	}
+	agg, v := parallelAggregate(step, results, mergeStatus)
+	return agg, v == "", nil
+}
+
+// parallelAggregate is a parallel_dispatch step's result from its tasks'
+// results ({tasks, merge_status, completed, failed}; a task is complete
+// only when its status is "complete") and the require's failure text (""
+// when satisfied).
+func parallelAggregate(step *specs.Step, tasks []any, ms string) (map[string]any, string) {
 	completed, failed := []any{}, []any{}
 	for _, t := range tasks {
 		if m, ok := t.(map[string]any); ok {
@@ -45,34 +102,12 @@ func parallelDoneDetailed(st *state.FlowState, env transitionEnv, stepID string,
 		}
 		failed = append(failed, t)
 	}
-	ms := mergeStatusString(mergeStatus)
+	agg := map[string]any{"tasks": tasks, "merge_status": ms, "completed": completed, "failed": failed}
 	require := orStr(step.Require, "all")
-	var violations []string
-	switch {
-	case ms == "conflict":
-		violations = []string{"merge conflict: merge_status='conflict'"}
-	case !fanout.RequireSatisfied(require, len(completed), len(failed)):
-		violations = []string{fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))}
+	if fanout.RequireSatisfied(require, len(completed), len(failed)) {
+		return agg, ""
 	}
-
-	outcome := "complete"
-	if len(violations) > 0 {
-		outcome = "failed"
-		violations = append(violations, details...)
-	}
-	agg := map[string]any{
-		"tasks":        tasks,
-		"merge_status": ms,
-		"completed":    completed,
-		"failed":       failed,
-		"outcome":      outcome,
-	}
-	if m, ok := mergeStatus.(map[string]any); ok {
-		if b, ok := m["bounced_tasks"]; ok {
-			agg["bounced_tasks"] = b
-		}
-	}
-	return processResult(st, env, step, agg, "", func(any) []string { return violations }, certNotes)
+	return agg, fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))
 }
 
 // checkTaskCertificates validates the task_reasoning_template of a claude

@@ -65,6 +65,11 @@ type ParallelReport struct {
 	// conflicted in which file, why each task failed), so the retry is
 	// told more than the original's one-line verdict.
 	Details []string
+	// Executed: stratum ran the tasks itself (stratum run,
+	// stratum_parallel_start), so the skipped lanes of a fanned-out
+	// pipeline are its own decisions; an agent's report of such a pipeline
+	// is refused, as in the original.
+	Executed bool
 	// ReportOptions carries the caller's lease and channel.
 	ReportOptions
 }
@@ -101,7 +106,7 @@ func (s *Service) StepAttemptFailed(ctx context.Context, f AttemptFailure) (Outc
 // an unsatisfied require fails the attempt, followed by r.Details).
 func (s *Service) ParallelDone(ctx context.Context, r ParallelReport) (Outcome, error) {
 	return s.transition(ctx, r.FlowID, &r.ReportOptions, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
-		return parallelDoneDetailed(st, env, r.StepID, r.TaskResults, r.MergeStatus, r.Details)
+		return parallelDoneDetailed(st, env, r)
 	})
 }
 

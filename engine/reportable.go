@@ -56,7 +56,7 @@ func reportable(st *state.FlowState, env transitionEnv, stepID string, r reportR
 	}
 	if r.what != "" && step.Kind == specs.KindFlow {
 		if g := humanGateBelow(st, env); g != nil {
-			return nil, humanGatePending(st, g, r.what+" of step '"+step.ID+"'")
+			return nil, humanGatePending(st, g, r.what+" of step '"+step.ID+"'", env.cmd())
 		}
 	}
 	return step, nil
@@ -153,7 +153,7 @@ func stepMismatch(current, got string) *Error {
 // follows the message.
 func notParallel(hint string) func(*specs.Step) *Error {
 	return func(step *specs.Step) *Error {
-		if step.Kind == specs.KindParallelDispatch {
+		if step.FansOut() {
 			return nil
 		}
 		return refusal(ErrTypeWrongStepType, "Step '%s' is a %s step, not parallel_dispatch.%s", step.ID, step.StepMode(), hint)

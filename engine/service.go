@@ -32,6 +32,10 @@ type Service struct {
 	// be decoded (a *DamagedError), once per flow and Service; sweeps and
 	// listings skip such flows (damaged.go).
 	OnDamaged func(*DamagedError)
+	// Invocation is how a person runs this stratum again — "stratum", a
+	// binary's path, "go run ." — for the commands its refusals advise
+	// (`… gate approve`, `… kill`, `… tui`); "stratum" when empty.
+	Invocation string
 
 	mu    sync.Mutex
 	specs map[[32]byte]parsedSpec
@@ -74,6 +78,14 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now().UTC()
+}
+
+// invocation is how the commands a refusal advises start (Invocation).
+func (s *Service) invocation() string {
+	if s.Invocation == "" {
+		return "stratum"
+	}
+	return s.Invocation
 }
 
 func (s *Service) newID() string {
@@ -186,7 +198,7 @@ func flowNotFound(flowID string) *Error {
 func (s *Service) env(ctx context.Context, st *state.FlowState, sn childLoader, now time.Time) (transitionEnv, *Error) {
 	if st.IsLibrary() {
 		// A Go program's flow has no spec (library.go).
-		return transitionEnv{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn}, nil
+		return transitionEnv{Ctx: ctx, Now: now, NewID: s.newID, Root: s.Root, Children: sn, Cmd: s.invocation()}, nil
 	}
 	sp, ds := s.parse(st.SpecFile, st.RawSpec)
 	if sp == nil {
@@ -200,7 +212,7 @@ func (s *Service) env(ctx context.Context, st *state.FlowState, sn childLoader, 
 	if flow == nil {
 		return transitionEnv{}, execErrorf("Flow '%s' not found in spec", st.FlowName)
 	}
-	return transitionEnv{Ctx: ctx, Spec: sp, Flow: flow, Now: now, NewID: s.newID, Root: s.Root, Children: sn}, nil
+	return transitionEnv{Ctx: ctx, Spec: sp, Flow: flow, Now: now, NewID: s.newID, Root: s.Root, Children: sn, Cmd: s.invocation()}, nil
 }
 
 // leaseRefusal answers flow_owned when a live runner lease owns the flow and
@@ -247,7 +259,7 @@ func (s *Service) transitionWith(ctx context.Context, flowID string, checkLease 
 			return computed{}, err
 		}
 		if st.IsLibrary() && !library {
-			return computed{}, libraryRefusal(st)
+			return computed{}, libraryRefusal(st, s.invocation())
 		}
 		if checkLease != nil {
 			if e := leaseRefusal(st, now, checkLease.Actor); e != nil {
@@ -275,7 +287,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 		inputs = map[string]any{}
 	}
 	return s.optimistic(ctx, "plan of flow "+flowName, func(sn *snapshot, now time.Time) (computed, error) {
-		env := transitionEnv{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn}
+		env := transitionEnv{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn, Cmd: s.invocation()}
 		st, res, err := planFlow(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true

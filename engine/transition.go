@@ -27,6 +27,17 @@ type transitionEnv struct {
 	// Service's snapshot (reads the commit re-checks); nil when the caller
 	// has none (pure tests).
 	Children childLoader
+	// Cmd is how the commands a refusal advises start (the Service's
+	// Invocation; "stratum" when empty).
+	Cmd string
+}
+
+// cmd is how a command a refusal advises starts: env.Cmd, else "stratum".
+func (env transitionEnv) cmd() string {
+	if env.Cmd == "" {
+		return "stratum"
+	}
+	return env.Cmd
 }
 
 // childLoader reads a child flow state: a private copy the transition may

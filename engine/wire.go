@@ -135,6 +135,11 @@ func (d *ParallelDispatch) wire() Response {
 	if d.PreMergeVerify != nil {
 		r["pre_merge_verify"] = d.PreMergeVerify
 	}
+	if d.Pipeline {
+		r["intent_template"] = nil
+		r["pipeline"] = true
+		r["stages"] = d.Stages
+	}
 	if d.ReviseFeedback != nil {
 		r["revise_feedback"] = d.ReviseFeedback
 	}

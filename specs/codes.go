@@ -33,7 +33,7 @@ const (
 	// An empty guardrail pattern: the original's schema (minLength 1)
 	// rejects it before any semantic check.
 	CodeEmptyGuardrail = "empty-guardrail"
-	// A construct of the original's newer releases (judge and pipeline
+	// A construct of the original's newer releases (judge
 	// steps, newer ensure builtins, the TypeScript rewrite's version 1
 	// format) that this stratum does not implement: a version gap, not a
 	// typo. The original accepts these specs, so the class is ours.
@@ -83,6 +83,10 @@ const (
 	// A reasoning_template / task_reasoning_template without sections, or
 	// with a section that is not a mapping or lacks id, label or description.
 	CodeReasoningTemplate = "reasoning-template"
+	// A pipeline step's stages that do not fit together: the fan-out
+	// region's shape, a when/exit_when where it cannot apply, a stage
+	// template naming {prev}, {prevs} or {source} where it is not bound.
+	CodePipelineStage = "pipeline-stage"
 	// A judge step's predicate the judge could never decide: an id used
 	// twice, or a non-deterministic predicate under cheap stakes.
 	CodeJudgePredicate = "judge-predicate"

@@ -88,6 +88,7 @@ var codeClass = map[string]ErrorType{
 	"workflow-entry": SemanticError, "workflow-inputs": SemanticError,
 	"cache-field": SemanticError, "run-field": SemanticError,
 	"opaque-inline": SemanticError, "policy-human": SemanticError,
+	"pipeline-stage": SemanticError,
 
 	// Warnings (severity warning; errors under validate --strict).
 	"routing-target-runs": SemanticError, "unchecked-keyword": SemanticError,

@@ -34,7 +34,7 @@
 // (controls as \xNN, bidirectional characters as \uNNNN).
 //
 // Constructs of the original's newer releases that this package does not
-// implement (judge and pipeline steps, the TypeScript rewrite's version: 1) are
+// implement (the TypeScript rewrite's version: 1) are
 // reported as CodeUnsupported, naming the version gap (unsupported.go).
 // Reasoning-certificate templates are checked and given their defaults as
 // the original does (cert.go).

@@ -46,10 +46,19 @@ func TestParseDropIn(t *testing.T) {
 		{"empty-decompose-intent", v03 + "      - {id: d, type: decompose, agent: claude, intent: \"\", output_contract: Out}\n",
 			[]wantDiag{{CodeParallelRequires, "flows.main.steps.d.intent", 23, -1}}},
 		// Newer constructs.
-		{"pipeline", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\"}\n",
-			[]wantDiag{{CodeUnsupported, "flows.main.steps.1.type", 23, 23}}},
-		{"stages", v03 + "      - {id: p, stages: [{intent_template: x}]}\n",
-			[]wantDiag{{CodeUnsupported, "flows.main.steps.1.stages", 23, 17}}},
+		// Pipeline steps (the original's STRAT-WORKFLOW-PIPELINE): its paths.
+		{"pipeline-no-stages", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\"}\n",
+			[]wantDiag{{CodeParallelRequires, "flows.main.steps.p.stages", 23, -1}}},
+		{"stages-without-type", v03 + "      - {id: p, stages: [{intent_template: x}]}\n",
+			[]wantDiag{{CodeStepMode, "flows.main.steps.p", 23, -1}}},
+		{"stages-on-inline", v03 + "      - {id: p, intent: x, stages: [{intent_template: x}]}\n",
+			[]wantDiag{{CodeParallelField, "flows.main.steps.p.stages", 23, -1}}},
+		{"stage-key", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\", stages: [{intent_template: x, timeout: 5}]}\n",
+			[]wantDiag{{CodeUnknownField, "flows.main.steps.1.stages.0.timeout", 23, -1}}},
+		{"stage-when", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\", stages: [{intent_template: x}, {intent_template: y, when: \"nope\"}]}\n",
+			[]wantDiag{{CodeExprSyntax, "flows.main.steps.p.stages[1].when", 23, -1}}},
+		{"stage-prev-first", v03 + "      - {id: p, type: pipeline, source: \"$.steps.a.output\", stages: [{intent_template: \"{prev}\"}]}\n",
+			[]wantDiag{{CodePipelineStage, "flows.main.steps.p.stages[0].intent_template", 23, -1}}},
 		{"version-1", "version: 1\nflows: {}\n", []wantDiag{{CodeUnsupported, "version", 1, 10}}},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,11 @@ const (
 	ExprScore         ExprKind = "score_expr"     // result
 	ExprAccumulate    ExprKind = "accumulate"     // result
 	ExprAccumulateKey ExprKind = "accumulate_key" // item
+	// A pipeline stage's when: item (the first stage), item, prev and
+	// prev_raw (a later stage); its exit_when: item, result, result_raw.
+	ExprWhenFirst ExprKind = "when (first stage)"
+	ExprWhen      ExprKind = "when"
+	ExprExitWhen  ExprKind = "exit_when"
 	// ExprPredicate is the statement of a judge step's deterministic
 	// predicate: no names, and only the builtins of the judge's first tier
 	// (PredicateBuiltins), whose file paths are string literals under
@@ -43,8 +48,8 @@ type RefResolver func(ref string) (value any, ok bool)
 // EvalEnv is what an expression sees when it runs.
 type EvalEnv struct {
 	Result any            // `result` (ensure, exit_criterion, score_expr, accumulate)
-	Item   any            // `item` (accumulate_key)
-	Vars   map[string]any // extra locals (exit_criterion: best_score, prior_scores, iteration, accumulator, accumulated_count, new_count, dry_streak)
+	Item   any            // `item` (accumulate_key, a stage's when and exit_when)
+	Vars   map[string]any // extra locals (exit_criterion: best_score, prior_scores, iteration, accumulator, accumulated_count, new_count, dry_streak; when: prev, prev_raw; exit_when: result, result_raw)
 	Refs   RefResolver    // skip_if $-references
 	// Root confines file_exists / file_contains: relative paths are resolved
 	// against it and paths that escape it are false. "" = the current directory.

@@ -28,8 +28,19 @@ func exprScope(kind ExprKind) ([]string, bool) {
 		return []string{"item"}, true
 	case ExprSkipIf, ExprPredicate:
 		return nil, true
+	case ExprWhenFirst, ExprWhen, ExprExitWhen:
+		return append([]string{"item"}, stageVars[kind]...), true
 	}
 	return nil, false
+}
+
+// stageVars are the locals of a pipeline stage's predicates besides item
+// (from EvalEnv.Vars; missing ones are null). The _raw names hold the
+// value as produced; the others its text (a string as it is, anything
+// else as JSON), as in the original.
+var stageVars = map[ExprKind][]string{
+	ExprWhen:     {"prev", "prev_raw"},
+	ExprExitWhen: {"result", "result_raw"},
 }
 
 // exitCriterionVars are the iteration locals an exit_criterion sees (from

@@ -359,6 +359,15 @@ func evalVars(ctx context.Context, kind ExprKind, c *compiledExpr, env EvalEnv) 
 		if err := put("item", env.Item); err != nil {
 			return nil, err
 		}
+	case ExprWhenFirst, ExprWhen, ExprExitWhen:
+		if err := put("item", env.Item); err != nil {
+			return nil, err
+		}
+		for _, name := range stageVars[kind] {
+			if err := put(name, env.Vars[name]); err != nil {
+				return nil, err
+			}
+		}
 	case ExprSkipIf:
 		for i, ref := range c.rw.refs {
 			var v any

@@ -213,6 +213,7 @@ const (
 	KindFlow             StepKind = "flow"              // `flow:` sub-flow
 	KindDecompose        StepKind = "decompose"         // v0.3 `type: decompose`
 	KindParallelDispatch StepKind = "parallel_dispatch" // v0.3 `type: parallel_dispatch`
+	KindPipeline         StepKind = "pipeline"          // v0.3 `type: pipeline`: items through stages
 )
 
 // Input is one entry of a step's `inputs` map: a literal or a $-reference.
@@ -292,6 +293,8 @@ type Step struct {
 	CaptureDiff           bool
 	DeferAdvance          bool
 	PreMergeVerify        any
+	// Stages are a pipeline step's stages, in order (nil on other kinds).
+	Stages []*Stage
 
 	// Extension (0.2+): command for an inline step to execute in-process.
 	Run *Command
@@ -307,5 +310,66 @@ type Step struct {
 func (s *Step) IsGate() bool { return s.Fn != nil && s.Fn.Mode == ModeGate }
 
 // StepMode is the dispatch's step_mode string: "function", "inline", "flow",
-// "decompose", "parallel_dispatch" or "judge".
-func (s *Step) StepMode() string { return string(s.Kind) }
+// "decompose", "parallel_dispatch" or "judge" (a pipeline step runs as a
+// parallel_dispatch, as in the original).
+func (s *Step) StepMode() string {
+	if s.Kind == KindPipeline {
+		return string(KindParallelDispatch)
+	}
+	return string(s.Kind)
+}
+
+// FansOut reports whether the step runs a task graph: a parallel_dispatch
+// or a pipeline step.
+func (s *Step) FansOut() bool { return s.Kind == KindParallelDispatch || s.Kind == KindPipeline }
+
+// Stage is one stage of a pipeline step: every item of the step's source
+// runs through the stages in order, each item on its own (no stage waits
+// for another item). The zero values mean "the step's".
+type Stage struct {
+	Index          int
+	IntentTemplate string // rendered with {item}, {prev}, {prev_raw}, … (see REFERENCE.md)
+	Agent          string // "" = the step's agent
+	// TaskReasoningTemplate overrides the step's task_reasoning_template
+	// for this stage's tasks (defaults applied as for the step's).
+	TaskReasoningTemplate any
+	TaskTimeout           int   // seconds; 0 = the step's task_timeout
+	When                  *Expr // run the stage only when true (item, prev, prev_raw)
+	ExitWhen              *Expr // after the stage completes: end the item's chain when true (item, result, result_raw)
+	Fanout                *StageFanout
+	Join                  bool // reduces the lanes of the fan-out before it ({prevs})
+	Pos                   Pos
+}
+
+// StageFanout is a stage's `fanout`: its result is a list, and the stages
+// up to the join run once per element (a lane), at most Max lanes.
+type StageFanout struct {
+	Max     int
+	Require string // lanes that must complete for the join to run: "all" (default) | "any" | N
+}
+
+// StageRole is stage i's place in its step's fan-out region: "plain" outside
+// one, "split" (the fanout stage), "lane" (between split and join) or
+// "join".
+func (s *Step) StageRole(i int) string {
+	split, join := -1, -1
+	for j, st := range s.Stages {
+		if st.Fanout != nil && split < 0 {
+			split = j
+		}
+		if st.Join && join < 0 {
+			join = j
+		}
+	}
+	switch {
+	case split < 0 || join < 0:
+		return "plain"
+	case i == split:
+		return "split"
+	case i == join:
+		return "join"
+	case i > split && i < join:
+		return "lane"
+	}
+	return "plain"
+}

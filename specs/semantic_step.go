@@ -119,6 +119,14 @@ func (sc *stepCheck) kind() {
 					"A parallel_dispatch step takes source and intent_template.")
 			}
 		}
+	case typ == "pipeline":
+		s.Kind = KindPipeline
+		for _, k := range []string{"function", "intent", "flow"} {
+			if m.has(k) {
+				forbid(CodeStepMode, k, fmt.Sprintf("%s is a pipeline step and must not have '%s'", label, k),
+					"A pipeline step takes source and stages, each stage with its intent_template.")
+			}
+		}
 	default:
 		if !sc.kindKnown {
 			break
@@ -232,8 +240,14 @@ func (sc *stepCheck) kindFields() {
 			forbid(CodeParallelRequires, "reasoning_template", fmt.Sprintf("parallel_dispatch %s must not have 'reasoning_template'", strings.ToLower(label)),
 				"Use task_reasoning_template for per-task reasoning.")
 		}
+	case KindPipeline:
+		sc.pipelineFields()
 	}
-	if s.Kind != KindParallelDispatch {
+	if s.Kind != KindPipeline && m.has("stages") {
+		forbid(CodeParallelField, "stages", fmt.Sprintf("%s has 'stages' but is not a pipeline step", label),
+			"Remove it, or make the step type: pipeline (IR 0.3).")
+	}
+	if !s.FansOut() {
 		for _, k := range parallelOnlyFields {
 			if m.has(k) {
 				forbid(CodeParallelField, k, fmt.Sprintf("%s has '%s' but is not a parallel_dispatch step", label, k),
@@ -241,15 +255,15 @@ func (sc *stepCheck) kindFields() {
 			}
 		}
 	}
-	if s.Kind == KindDecompose || s.Kind == KindParallelDispatch {
+	if s.Kind == KindDecompose || s.FansOut() {
 		for _, k := range iterationFields {
 			if m.has(k) {
 				forbid(CodeIterationField, k, fmt.Sprintf("%s is a %s step and must not have '%s'", label, s.Kind, k),
-					"Iterations are not available on decompose or parallel_dispatch steps.")
+					"Iterations are not available on decompose, parallel_dispatch or pipeline steps.")
 			}
 		}
 	}
-	if s.Kind != KindInline && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+	if s.Kind != KindInline && s.Kind != KindDecompose && !s.FansOut() {
 		if m.has("run") {
 			forbid(CodeRunField, "run", fmt.Sprintf("%s has 'run' but is not an inline step", label),
 				"Put run on an inline step (with intent) or on a compute function.")
@@ -272,7 +286,7 @@ func (sc *stepCheck) nonGateRules() {
 				"Gate routing and policies only apply to steps whose function has mode: gate.")
 		}
 	}
-	if s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+	if s.Kind != KindDecompose && !s.FansOut() {
 		if m.has("exit_criterion") && !m.has("max_iterations") {
 			c.add(CodeIterationField, m.keyNode("exit_criterion"), sp+".exit_criterion", fmt.Sprintf("%s has exit_criterion but no max_iterations", label), "Add max_iterations.")
 		}
@@ -286,7 +300,7 @@ func (sc *stepCheck) nonGateRules() {
 			c.add(CodeIterationField, m.keyNode("accumulate_key"), sp+".accumulate_key", fmt.Sprintf("%s has accumulate_key but no accumulate", label), "Add accumulate.")
 		}
 	}
-	if m.has("on_fail") && s.Kind != KindDecompose && s.Kind != KindParallelDispatch {
+	if m.has("on_fail") && s.Kind != KindDecompose && !s.FansOut() {
 		// The original counts a reasoning_template as a check only on
 		// claude-agent steps (agent unset or starting with "claude"):
 		// other agents skip the certificate. A run: command (ours) can
@@ -465,7 +479,7 @@ func (c *checker) normalizeStep(s *Step) {
 		if s.Retries == 0 {
 			s.Retries = 2
 		}
-	case KindParallelDispatch:
+	case KindParallelDispatch, KindPipeline:
 		if s.Retries == 0 {
 			s.Retries = 2
 		}

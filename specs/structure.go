@@ -64,7 +64,7 @@ var (
 				"max_iterations", "exit_criterion", "score_expr", "accumulate", "accumulate_key",
 				"cache", "reasoning_template", "task_reasoning_template", "run", "judge"),
 			fields(Version03, "type", "source", "max_concurrent", "isolation", "require", "merge",
-				"intent_template", "task_timeout", "capture_diff", "defer_advance", "pre_merge_verify")),
+				"intent_template", "task_timeout", "capture_diff", "defer_advance", "pre_merge_verify", "stages")),
 		ext:   map[string]bool{"run": true},
 		newer: newerStepFields,
 		required: map[string][]string{
@@ -146,9 +146,12 @@ type stepSrc struct {
 	inputNodes []*yaml.Node
 	dependNode []*yaml.Node
 	guardNodes []*yaml.Node
-	broken     bool // the step is not a mapping
-	// unsupported: the step uses a construct of a newer release (judge,
-	// pipeline), reported as such; its kind is unknown.
+	// stages are a pipeline step's stage mappings, parallel to s.Stages
+	// (nil entries for stages that are not mappings).
+	stages []*mapping
+	broken bool // the step is not a mapping
+	// unsupported: the step uses a construct of a newer release (judge),
+	// reported as such; its kind is unknown.
 	unsupported bool
 }
 

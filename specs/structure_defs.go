@@ -172,7 +172,7 @@ func (c *checker) buildFlow(b *build, flm *mapping, name string) {
 }
 
 var (
-	stepTypes    = []string{"function", "inline", "flow", "decompose", "parallel_dispatch"}
+	stepTypes    = []string{"function", "inline", "flow", "decompose", "parallel_dispatch", "pipeline"}
 	policyValues = []string{"gate", "flag", "skip"}
 )
 
@@ -192,10 +192,9 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 		s.ID = v
 	}
 	sp := ss.spath(f.Name)
-	ss.unsupported = m.bad["stages"]
 	if c.since(Version03) {
 		if e, ok := m.get("type"); ok && isStr(e.val) && newerStepTypes[e.val.Value].what != "" {
-			if !ss.unsupported { // stages: was reported already
+			if !ss.unsupported { // judge: was reported already
 				c.unsupported(newerStepTypes[e.val.Value], e.val, ipath+".type")
 			}
 			m.bad["type"] = true
@@ -253,6 +252,7 @@ func (c *checker) buildStep(f *Flow, n *yaml.Node, ipath string, idx int) *stepS
 	c.buildStepV02(m, ss, ipath, sp)
 	if c.since(Version03) {
 		c.buildStepV03(m, s, ipath)
+		c.buildStages(m, ss, ipath, sp)
 	}
 	return ss
 }
@@ -340,32 +340,38 @@ func (c *checker) buildStepV03(m *mapping, s *Step, ipath string) {
 	}
 }
 
-// stepRequire reads a parallel_dispatch step's require: all, any or a
-// positive integer (given as a number or as a string).
+// stepRequire reads a parallel_dispatch or pipeline step's require.
 func (c *checker) stepRequire(m *mapping, s *Step, ipath string) {
+	s.Require = c.requireValue(m, ipath)
+}
+
+// requireValue reads a require (a step's, or a stage's fanout's): all,
+// any or a positive integer (given as a number or as a string); "" when
+// absent or wrong.
+func (c *checker) requireValue(m *mapping, ipath string) string {
 	e, ok := m.get("require")
 	if !ok {
-		return
+		return ""
 	}
 	rn := resolve(e.val)
 	switch {
 	case rn.Kind == yaml.ScalarNode && rn.Tag == "!!int":
 		if v, ok := c.integer(m, "require", ipath, 1); ok {
-			s.Require = strconv.FormatInt(v, 10)
+			return strconv.FormatInt(v, 10)
 		}
 	case isStr(rn) && (rn.Value == "all" || rn.Value == "any"):
-		s.Require = rn.Value
+		return rn.Value
 	case isStr(rn):
 		if v, err := strconv.Atoi(rn.Value); err == nil && v >= 1 {
-			s.Require = strconv.Itoa(v)
-		} else {
-			m.bad["require"] = true
-			c.add(CodeInvalidValue, rn, ipath+".require", fmt.Sprintf("'%s' is not one of ['all', 'any'] or a positive integer", rn.Value),
-				"Allowed values: [all, any, N ≥ 1]")
+			return strconv.Itoa(v)
 		}
+		m.bad["require"] = true
+		c.add(CodeInvalidValue, rn, ipath+".require", fmt.Sprintf("'%s' is not one of ['all', 'any'] or a positive integer", rn.Value),
+			"Allowed values: [all, any, N ≥ 1]")
 	default:
 		c.wrongType(m, "require", ipath, "string")
 	}
+	return ""
 }
 
 func (c *checker) buildWorkflow(b *build, wm *mapping) {

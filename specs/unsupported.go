@@ -12,13 +12,10 @@ import (
 // unknown-field, step-mode or "function not allowed" diagnostics a typo
 // would get: the spec is fine for a newer stratum-mcp, not for this one.
 //
-// They are, from the original's stratum-mcp/src/stratum_mcp/spec.py:
-//
-//   - type: pipeline with stages: (STRAT-WORKFLOW-PIPELINE): a chain of
-//     agent stages over a task list;
-//
-// and, from the original's TypeScript rewrite (ts/src/ir/schema.ts), specs
-// with version: 1 (an integer), a different IR altogether.
+// Every construct of the original's stratum-mcp is implemented now; what is
+// left is, from its TypeScript rewrite (ts/src/ir/schema.ts), specs with
+// version: 1 (an integer), a different IR altogether. The tables stay for
+// the next release's constructs.
 type newerConstruct struct {
 	what string // the construct, as named in the message
 	hint string // the suggestion
@@ -28,14 +25,9 @@ const notSupported = "%s not supported by this version of stratum"
 
 var (
 	// newerStepFields are step keys of newer releases, by key.
-	newerStepFields = map[string]newerConstruct{
-		"stages": {what: "'pipeline' steps (stages) are",
-			hint: "pipeline steps come from a newer stratum-mcp release (STRAT-WORKFLOW-PIPELINE); use one parallel_dispatch step per stage, or run this spec with stratum-mcp."},
-	}
+	newerStepFields = map[string]newerConstruct{}
 	// newerStepTypes are step types of newer releases.
-	newerStepTypes = map[string]newerConstruct{
-		"pipeline": newerStepFields["stages"],
-	}
+	newerStepTypes = map[string]newerConstruct{}
 	// newerBuiltins are expression builtins of newer releases.
 	newerBuiltins = map[string]newerConstruct{}
 	// newerVersion is the TypeScript rewrite's integer version.

@@ -31,6 +31,7 @@ func TestLibraryScripts(t *testing.T) {
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("GOCOVERDIR", os.Getenv("GOCOVERDIR"))
+			env.Setenv("STRATUM_BIN", filepath.Join(binDir, filepath.Base(stratumExe())))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"libreview": libreview},

@@ -44,6 +44,12 @@
 // initialize, notifications (cancellation included) and everything else
 // go through the session.
 //
+// Background runs (bg.go: stratum_flow_run_bg, _bg_poll, _cancel_bg) drive
+// a flow inside the server with a run.Runner holding the flow's lease
+// ("bg-" ids); a stopping server leaves those leases to expire and every
+// server adopts the runs whose holder is gone (adoptLoop), so a background
+// run survives its server.
+//
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers
 // in CLAUDE.md (and AGENTS.md), the skills under .claude/skills (the

@@ -265,7 +265,8 @@ func testToolsList(t *testing.T) {
 		"stratum_audit", "stratum_gate_resolve", "stratum_check_timeouts", "stratum_skip_step", "stratum_iteration_start",
 		"stratum_iteration_report", "stratum_iteration_abort", "stratum_commit", "stratum_revert", "stratum_compile_speckit",
 		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows",
-		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance"}
+		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance",
+		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg"}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl
@@ -298,6 +299,9 @@ func testToolsList(t *testing.T) {
 		"stratum_list_workflows":   {"workflows_dir"},
 		"stratum_wait_gate":        {"flow_id", "timeout_seconds"},
 		"stratum_list_flows":       {"status", "limit"},
+		"stratum_flow_run_bg":      {"flow_id"},
+		"stratum_flow_bg_poll":     {"flow_id"},
+		"stratum_flow_cancel_bg":   {"flow_id"},
 		"stratum_parallel_start":   {"flow_id", "step_id"},
 		"stratum_parallel_poll":    {"flow_id", "step_id"},
 		"stratum_parallel_advance": {"flow_id", "step_id", "merge_status"},

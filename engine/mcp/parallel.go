@@ -131,7 +131,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		return perr("flow_complete", "Flow is already complete"), nil
 	case cur.ID != in.StepID:
 		return perr("step_mismatch", "Expected step '%s', got '%s'", cur.ID, in.StepID), nil
-	case cur.Kind != specs.KindParallelDispatch:
+	case !cur.FansOut():
 		return perr("wrong_step_type", "Step '%s' is a %s step, not parallel_dispatch.", in.StepID, cur.StepMode()), nil
 	case cur.Isolation == "branch":
 		return engine.Response{"error": "branch-mode isolation is not yet supported in server-side parallel dispatch. Use 'worktree' or 'none'."}, nil
@@ -158,7 +158,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
-	tasks, err := fanout.ParseTasks(source)
+	tasks, err := run.StepTasks(cur, source)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
 	}
@@ -177,6 +177,11 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	fo := &run.FanOut{
 		Service: s.svc, Executor: ex, Kind: kind, FlowID: st.FlowID, Spec: sp, Flow: flow, Step: cur,
 		Tasks: tasks, Inputs: inputs, Attempt: st.Attempts[cur.ID] + 1, Dir: dir, Prior: prior, Log: s.opts.Log,
+	}
+	if cur.Kind == specs.KindPipeline && kind != "agent" && cur.Run == nil {
+		if cfg, err := config.Load(dir); err == nil {
+			fo.AgentExecutor = &run.AgentExecutor{Agents: run.Agents(cfg.Agents)}
+		}
 	}
 	if err := fo.Preflight(ctx); err != nil {
 		code := "worktree_unavailable"
@@ -278,9 +283,23 @@ func (s *server) taskExecutor(st *state.FlowState, step *specs.Step) (engine.Exe
 		return nil, "", err
 	}
 	if x.Infer == nil {
+		if stagesAllAgents(step) {
+			return &run.AgentExecutor{Agents: run.Agents(cfg.Agents)}, "agent", nil
+		}
 		return nil, "", fmt.Errorf("no LLM provider is configured for its tasks")
 	}
 	return x.Infer, "infer", nil
+}
+
+// stagesAllAgents reports whether every stage of a pipeline step names its
+// agent (its tasks need no LLM).
+func stagesAllAgents(step *specs.Step) bool {
+	for _, st := range step.Stages {
+		if st.Agent == "" {
+			return false
+		}
+	}
+	return len(step.Stages) > 0
 }
 
 // settleOrphans ends the tasks of stepID's current dispatch that nobody
@@ -389,19 +408,6 @@ func taskView(t state.ParallelTask) map[string]any {
 	return m
 }
 
-// aggregate is the parallel step's aggregate, as parallel_done builds it.
-func aggregate(results []any, mergeStatus string) map[string]any {
-	completed, failed := []any{}, []any{}
-	for _, r := range results {
-		if r.(map[string]any)["status"] == state.TaskComplete {
-			completed = append(completed, r)
-		} else {
-			failed = append(failed, r)
-		}
-	}
-	return map[string]any{"tasks": results, "merge_status": mergeStatus, "completed": completed, "failed": failed}
-}
-
 // stepTasks are the recorded tasks of the step's current dispatch, in
 // source order, and the ids the source lists.
 func stepTasks(st *state.FlowState, step *specs.Step) ([]state.ParallelTask, bool) {
@@ -410,7 +416,7 @@ func stepTasks(st *state.FlowState, step *specs.Step) ([]state.ParallelTask, boo
 	if err != nil {
 		return nil, false
 	}
-	tasks, err := fanout.ParseTasks(source)
+	tasks, err := run.StepTasks(step, source)
 	if err != nil {
 		return nil, false
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 
-	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
@@ -109,17 +108,15 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	}
 	mergeStatus, details := mergeOutcome(fr, st, step, tasks)
 	results := make([]any, len(tasks))
-	complete := 0
 	for i, t := range tasks {
 		results[i] = t.TaskResult()
-		if t.State == state.TaskComplete {
-			complete++
-		}
 	}
-	reqOK := fanout.RequireSatisfied(step.Require, complete, len(tasks)-complete)
+	agg, reqOK, err := engine.ParallelAggregate(st, step, results, mergeStatus)
+	if err != nil {
+		return nil, err
+	}
 	resp["require_satisfied"] = reqOK
 	resp["can_advance"] = reqOK && mergeStatus != "conflict"
-	agg := aggregate(results, mergeStatus)
 	cur := currentStep(st, flow)
 	switch {
 	case cur == nil || cur.ID != in.StepID:
@@ -127,7 +124,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	case step.DeferAdvance:
 		resp["outcome"] = map[string]any{"status": "awaiting_consumer_advance", "aggregate": agg}
 	default:
-		out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details}))
+		out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details, Executed: true}))
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +145,7 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 		return resp, err
 	}
 	switch {
-	case step.Kind != specs.KindParallelDispatch:
+	case !step.FansOut():
 		return perr("wrong_step_type", "Step '%s' is not a parallel_dispatch step", in.StepID), nil
 	case !step.DeferAdvance:
 		return perr("advance_not_deferred", "Step '%s' does not have defer_advance: true. Auto-advance fires from stratum_parallel_poll; this tool is a no-op.", in.StepID), nil
@@ -194,7 +191,7 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 	if ms == "conflict" {
 		mergeStatus = "conflict"
 	}
-	out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details}))
+	out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details, Executed: true}))
 	if err == nil {
 		s.fanMu.Lock()
 		delete(s.fans, fanKey{in.FlowID, in.StepID})

@@ -75,6 +75,9 @@ type server struct {
 	fanWG  sync.WaitGroup
 	bg     context.Context
 	bgStop context.CancelFunc
+
+	// Background runs (stratum_flow_run_bg), by flow.
+	bgs bgState
 }
 
 // NewServer builds the MCP server with every stratum tool registered on svc.
@@ -96,7 +99,8 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 		opts.MaxWait = 300 * time.Second
 	}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s := &server{svc: svc, opts: opts, log: log, fans: map[fanKey]*fanRun{}, tools: map[string]toolRun{}}
+	s := &server{svc: svc, opts: opts, log: log, fans: map[fanKey]*fanRun{}, tools: map[string]toolRun{},
+		bgs: bgState{runs: map[string]*bgRun{}, ends: map[string]bgEnd{}}}
 	s.bg, s.bgStop = context.WithCancel(context.Background())
 	srv := mcp.NewServer(&mcp.Implementation{Name: "stratum", Title: "stratum", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -105,6 +109,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	s.registerCoreTools(srv)
 	s.registerAddedTools(srv)
 	s.registerParallelTools(srv)
+	s.registerBgTools(srv)
 	return srv, s
 }
 
@@ -126,9 +131,17 @@ func Serve(ctx context.Context, svc *engine.Service, opts Options) error {
 	// Server-dispatched fan-outs end with the server: their tasks are
 	// cancelled (process groups killed, worktrees removed).
 	defer s.stopFanOuts()
+	// Background runs stop with the server, leaving their leases to
+	// expire: the next server adopts them (adoptLoop).
+	defer s.stopBg()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.adoptLoop(ctx)
+	}()
 	if opts.SweepInterval >= 0 {
 		interval := opts.SweepInterval
 		if interval == 0 {

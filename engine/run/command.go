@@ -30,7 +30,8 @@ const (
 // '_'; plain strings verbatim, any other value as JSON). STRATUM_FLOW_ID,
 // STRATUM_STEP_ID, STRATUM_ATTEMPT, in iteration loops STRATUM_ITERATION
 // (1-based), on retries STRATUM_VIOLATIONS (a JSON array) and after a
-// revise STRATUM_REVISE_FEEDBACK are set too. A value over MaxEnvValue (or
+// revise STRATUM_REVISE_FEEDBACK are set too; a fan-out task's command
+// also gets {"task": …, "prompt": …} on stdin and STRATUM_TASK_ID. A value over MaxEnvValue (or
 // past MaxEnvTotal) goes to a file instead, named by <VAR>_FILE (see
 // environment). Stdout must be the JSON result (when it is not,
 // its last non-empty line is tried); a non-zero exit, invalid JSON, output
@@ -68,12 +69,15 @@ func (c *CommandExecutor) Execute(ctx context.Context, req engine.StepRequest) (
 	}
 	in := nonNilInputs(req.Inputs)
 	if req.Task != nil {
-		// A fan-out task: {"task": {…}} merged with the step's inputs.
-		merged := make(map[string]any, len(in)+1)
+		// A fan-out task: {"task": {…}, "prompt": "…"} merged with the
+		// step's inputs (the prompt: its intent_template rendered, a
+		// pipeline stage's with {item}, {prev}, …).
+		merged := make(map[string]any, len(in)+2)
 		for k, v := range in {
 			merged[k] = v
 		}
 		merged["task"] = req.Task
+		merged["prompt"] = req.Step.Intent
 		in = merged
 	}
 	stdin, err := json.Marshal(in)

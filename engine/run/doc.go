@@ -42,6 +42,10 @@
 // (stratum_parallel_start) — its identity, its term and its keep-alive
 // (a renewal every third of the TTL; a lost lease ends the run).
 //
+// A run that stops at a step it cannot execute in-process says which
+// (Outcome.Handoff), so the MCP server's background runs can hand it to the
+// agent; Options.LeasePrefix and KeepLeaseOnStop serve those runs too.
+//
 // Background (background.go) runs a flow for a console (the TUI's Specs
 // pane): its gates wait in the store and each one that opens is offered to
 // the console's review.Sink.

@@ -46,10 +46,13 @@ type FanOut struct {
 	// Executor runs one task (the step's executor) and Kind names it.
 	Executor engine.Executor
 	Kind     string
-	FlowID   string
-	Spec     *specs.Spec
-	Flow     *specs.Flow
-	Step     *specs.Step
+	// AgentExecutor runs the tasks of a pipeline stage that names its
+	// own agent (nil: the step's executor runs them).
+	AgentExecutor engine.Executor
+	FlowID        string
+	Spec          *specs.Spec
+	Flow          *specs.Flow
+	Step          *specs.Step
 	// Tasks are the parsed source; Inputs the step's resolved inputs.
 	Tasks  []fanout.Task
 	Inputs map[string]any
@@ -320,16 +323,25 @@ func (f *FanOut) flushLater() error {
 // taskRequest is the executor's request for task t of the fan-out: the
 // step with the task's prompt as its intent, run in dir (the task's
 // worktree wt, if any), its budget view cut at the task_timeout.
-func (f *FanOut) taskRequest(t fanout.Task, dir, wt string, view engine.BudgetView) engine.StepRequest {
+func (f *FanOut) taskRequest(t fanout.Task, dir, wt string, view engine.BudgetView, start stageStart) engine.StepRequest {
 	step := *f.Step
 	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
+	if t.Stage != nil {
+		step.Intent = start.prompt
+		if a := t.Stage.Spec.Agent; a != "" {
+			step.Agent = a
+		}
+		if to := t.Stage.Spec.TaskTimeout; to > 0 {
+			step.TaskTimeout = to
+		}
+	}
 	req := engine.StepRequest{
 		FlowID: f.FlowID, Spec: f.Spec, Flow: f.Flow, Step: &step, Inputs: f.Inputs,
 		Attempt: f.Attempt, Violations: f.Violations, Dir: dir, Budget: view,
 		Task: t.Raw, Worktree: wt,
 	}
-	if f.Step.TaskTimeout > 0 {
-		d := specs.After(time.Now(), int64(f.Step.TaskTimeout), time.Second)
+	if step.TaskTimeout > 0 {
+		d := specs.After(time.Now(), int64(step.TaskTimeout), time.Second)
 		if req.Budget.Deadline.IsZero() || d.Before(req.Budget.Deadline) {
 			req.Budget.Deadline = d
 		}
@@ -356,13 +368,13 @@ func (f *FanOut) taskSpan(tctx context.Context, id, branch string) (context.Cont
 
 // reportCall hands the executor call of task id to OnCall (a command's
 // cost is 0, not unknown).
-func (f *FanOut) reportCall(ctx context.Context, id string, elapsed time.Duration, out engine.StepOutcome, execErr error) {
+func (f *FanOut) reportCall(ctx context.Context, id, kind string, elapsed time.Duration, out engine.StepOutcome, execErr error) {
 	if f.OnCall == nil {
 		return
 	}
 	c := engine.CallRecord{StepID: f.Step.ID, Attempt: f.Attempt, DurationMS: elapsed.Milliseconds(), Tokens: out.Usage.Total(),
-		CostUSD: out.CostUSD, Agent: f.Kind == "agent", Trace: out.Trace, Executor: f.Kind, TaskID: id}
-	if c.CostUSD == nil && f.Kind == "command" {
+		CostUSD: out.CostUSD, Agent: kind == "agent", Trace: out.Trace, Executor: kind, TaskID: id}
+	if c.CostUSD == nil && kind == "command" {
 		zero := 0.0
 		c.CostUSD = &zero
 	}
@@ -434,7 +446,7 @@ var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // are not slowed to one store write each. A process killed before a
 // record was written leaves the task as last written (pending or
 // running), and a resume runs it again.
-func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.ParallelTask, view engine.BudgetView) taskDone {
+func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.ParallelTask, view engine.BudgetView, start stageStart) taskDone {
 	f.recordLater(ctx, pt)
 	dir := f.Dir
 	wt, branch := "", ""
@@ -468,8 +480,12 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 		if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
 			return finish(state.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
 		}
+		base := "HEAD"
+		if start.base != "" { // a pipeline stage goes on from its predecessor's work
+			base = start.base
+		}
 		f.wtMu.Lock()
-		_, err := git(ctx, f.root, "worktree", "add", "-b", branch, wt, "HEAD")
+		_, err := git(ctx, f.root, "worktree", "add", "-b", branch, wt, base)
 		f.wtMu.Unlock()
 		if err != nil {
 			return finish(state.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
@@ -480,12 +496,13 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 		f.recordLater(context.WithoutCancel(ctx), pt)
 	}
 
-	req := f.taskRequest(t, dir, wt, view)
+	req := f.taskRequest(t, dir, wt, view, start)
 	ectx, span := f.taskSpan(tctx, t.ID, branch)
-	start := time.Now()
-	out, execErr := f.Executor.Execute(ectx, req)
-	elapsed := time.Since(start)
-	f.reportCall(ctx, t.ID, elapsed, out, execErr)
+	ex, kind := f.executorFor(t)
+	began := time.Now()
+	out, execErr := ex.Execute(ectx, req)
+	elapsed := time.Since(began)
+	f.reportCall(ctx, t.ID, kind, elapsed, out, execErr)
 	// endSpan ends the task's span with the state the task settles in.
 	endSpan := func(taskState string, msg string) {
 		if span != nil {
@@ -499,6 +516,12 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 		d := finish(taskState, nil, vs)
 		d.budget = budget
 		return d
+	}
+	if t.Stage != nil && t.Stage.Role == "split" {
+		if v := splitViolation(t, out.Output); v != "" {
+			endSpan(state.TaskFailed, v)
+			return finish(state.TaskFailed, out.Output, []string{v})
+		}
 	}
 	if worktree {
 		files, diff, err := f.commitTask(ctx, wt, t)

@@ -129,16 +129,21 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 		return
 	}
 	defer f.dropBranches(ctx, res)
-	if !fanout.RequireSatisfied(f.Step.Require, complete, failed) || f.Step.Merge == "manual" {
+	requireOK, merged, chain := fanout.RequireSatisfied(f.Step.Require, complete, failed), f.mergedTasks(res), func(id string) string { return id }
+	if f.pipeline() {
+		requireOK = fanout.PipelineRequireSatisfied(f.Step.Require, f.itemVerdicts())
+		chain = f.itemOf
+	}
+	if !requireOK || f.Step.Merge == "manual" {
 		return
 	}
-	owner := map[string]string{}
+	owner := map[string]string{} // file → task (a pipeline's: item) that changed it
 	for _, t := range res.Tasks {
-		if t.State != state.TaskComplete {
+		if !merged[t.TaskID] {
 			continue
 		}
 		for _, file := range t.Files {
-			if o, ok := owner[file]; ok {
+			if o, ok := owner[file]; ok && chain(o) != chain(t.TaskID) {
 				res.MergeStatus = "conflict"
 				res.Details = append(res.Details, fmt.Sprintf("no_file_conflicts: tasks '%s' and '%s' both changed %s; nothing was merged", o, t.TaskID, file))
 				continue
@@ -161,7 +166,7 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 		return
 	}
 	for _, t := range res.Tasks {
-		if t.State != state.TaskComplete || t.Branch == "" {
+		if !merged[t.TaskID] || t.Branch == "" {
 			continue
 		}
 		if _, err := git(ctx, f.root, "merge", "--no-ff", "--no-edit", "-m", fmt.Sprintf("stratum: merge task %s of step %s", t.TaskID, f.Step.ID), t.Branch); err != nil {

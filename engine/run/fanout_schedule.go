@@ -82,7 +82,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		if err := f.laterError(); err != nil && !stopping {
 			failStore(err)
 		}
-		if !stopping && ctx.Err() == nil && b.open > 0 && fanout.RequireUnsatisfiable(require, b.complete, b.failed, b.open) {
+		if !stopping && ctx.Err() == nil && b.open > 0 && b.requireUnsatisfiable(require) {
 			stopping = true
 			f.recordLater(context.WithoutCancel(ctx), b.cancelPending(require)...)
 			for _, c := range cancels {
@@ -93,6 +93,18 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			next := f.Tasks[heap.Pop(b.ready).(int)].ID
 			if f.state[next].State != state.TaskPending {
 				continue
+			}
+			var start stageStart
+			if b.pipe != nil {
+				if start = f.startStage(b, f.Tasks[b.index[next]]); start.settle != nil {
+					b.set(next, *start.settle)
+					batch := []state.ParallelTask{*start.settle}
+					if start.settle.State != state.TaskSkipped {
+						batch = append(batch, b.cascade(next)...)
+					}
+					f.recordLater(context.WithoutCancel(ctx), batch...)
+					continue
+				}
 			}
 			view, reason, err := f.budget(ctx)
 			if err != nil {
@@ -116,7 +128,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			cancels[next] = cancel
 			running++
 			go func(t fanout.Task, snapshot state.ParallelTask) {
-				done <- f.runTask(ctx, tctx, t, snapshot, view)
+				done <- f.runTask(ctx, tctx, t, snapshot, view, start)
 			}(f.Tasks[b.index[next]], pt)
 		}
 		if running == 0 {
@@ -129,6 +141,9 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			delete(cancels, d.id)
 		}
 		if d.task != nil {
+			if b.pipe != nil && d.task.State == state.TaskComplete {
+				f.exitWhen(b, f.Tasks[b.index[d.id]], d.task.Result) // before its dependents start
+			}
 			b.set(d.id, *d.task)
 			if d.task.State != state.TaskComplete && !stopping && ctx.Err() == nil {
 				f.recordLater(context.WithoutCancel(ctx), b.cascade(d.id)...)
@@ -151,6 +166,16 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 	return storeErr
 }
 
+// requireUnsatisfiable reports whether the step's require can no longer
+// be met whatever the open tasks do (a pipeline's counts items).
+func (b *taskBook) requireUnsatisfiable(require string) bool {
+	if b.pipe != nil {
+		p := b.pipe
+		return p.open > 0 && fanout.RequireUnsatisfiable(require, p.complete, p.failed, p.open)
+	}
+	return fanout.RequireUnsatisfiable(require, b.complete, b.failed, b.open)
+}
+
 // taskBook is schedule's bookkeeping, kept incrementally: each task's
 // dependents and count of dependencies not complete yet, the totals of
 // complete, failed and open tasks, and the ready queue.
@@ -163,6 +188,8 @@ type taskBook struct {
 	failed     int
 	open       int
 	ready      *readyQueue
+	// pipe is the pipeline's bookkeeping (nil for a parallel_dispatch).
+	pipe *pipeBook
 }
 
 func newTaskBook(f *FanOut) *taskBook {
@@ -171,12 +198,18 @@ func newTaskBook(f *FanOut) *taskBook {
 	for i, t := range f.Tasks {
 		b.index[t.ID] = i
 	}
+	if f.pipeline() {
+		b.pipe = newPipeBook(f.Tasks)
+	}
 	for i, t := range f.Tasks {
-		b.tally(f.state[t.ID].State, 1)
+		b.tally(i, f.state[t.ID].State, 1)
+		if b.pipe != nil && f.state[t.ID].State == state.TaskComplete {
+			f.exitWhen(b, t, f.state[t.ID].Result) // a resumed run knows which chains ended
+		}
 		for _, d := range t.DependsOn {
 			j := b.index[d]
 			b.dependents[j] = append(b.dependents[j], i)
-			if f.state[d].State != state.TaskComplete {
+			if !b.proceeds(f.state[d].State, i) {
 				b.waiting[i]++
 			}
 		}
@@ -190,8 +223,11 @@ func newTaskBook(f *FanOut) *taskBook {
 	return b
 }
 
-// tally counts d tasks in state into the totals.
-func (b *taskBook) tally(taskState string, d int) {
+// tally counts d tasks (task i) in state into the totals.
+func (b *taskBook) tally(i int, taskState string, d int) {
+	if b.pipe != nil {
+		b.pipe.tally(b.f.Tasks[i], taskState, d)
+	}
 	switch {
 	case taskState == state.TaskComplete:
 		b.complete += d
@@ -206,11 +242,12 @@ func (b *taskBook) tally(taskState string, d int) {
 func (b *taskBook) set(id string, pt state.ParallelTask) {
 	f := b.f
 	old := f.state[id].State
-	b.tally(old, -1)
-	b.tally(pt.State, 1)
+	i := b.index[id]
+	b.tally(i, old, -1)
+	b.tally(i, pt.State, 1)
 	*f.state[id] = pt
-	if pt.State == state.TaskComplete && old != state.TaskComplete {
-		for _, k := range b.dependents[b.index[id]] {
+	for _, k := range b.dependents[i] {
+		if b.proceeds(pt.State, k) && !b.proceeds(old, k) {
 			if b.waiting[k]--; b.waiting[k] == 0 && f.state[f.Tasks[k].ID].State == state.TaskPending {
 				heap.Push(b.ready, k)
 			}
@@ -243,8 +280,8 @@ func (b *taskBook) cascade(id string) []state.ParallelTask {
 		queue = queue[1:]
 		for _, k := range b.dependents[b.index[d]] {
 			t := f.Tasks[k]
-			if f.state[t.ID].State != state.TaskPending {
-				continue
+			if f.state[t.ID].State != state.TaskPending || b.proceeds(f.state[d].State, k) {
+				continue // a join waits for each of its lanes, whatever its end
 			}
 			batch = append(batch, b.settled(t.ID, state.TaskCancelled, fmt.Sprintf("task '%s' did not run: its dependency '%s' %s", t.ID, d, f.state[d].State)))
 			queue = append(queue, t.ID)

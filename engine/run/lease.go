@@ -69,3 +69,8 @@ func (h *Holder) KeepAlive(ctx context.Context, renew func(context.Context, stat
 		}
 	}
 }
+
+// ProcessAlive reports whether a process with this id exists on this host
+// (always true where that cannot be told): how a holder whose lease is
+// still live is known to be gone (kill -9).
+func ProcessAlive(pid int) bool { return processAlive(pid) }

@@ -30,14 +30,25 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	kind := kindOf(step)
 	ex := r.executor(kind)
 	if ex == nil {
-		return stop(&endState{status: EndError, out: d, message: r.noInferMessage(fc, step)})
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: r.noInferMessage(fc, step)})
 	}
 	st, err := r.svc.Query().Get(ctx, fc.id)
 	if err != nil {
 		return turn{}, err
 	}
 	resume := "; " + r.resumable(fc)
-	tasks, perr := fanout.ParseTasks(d.Tasks)
+	source := d.Tasks
+	if step.Kind == specs.KindPipeline {
+		if source, err = engine.ResolveSource(st, step); err != nil {
+			return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its source %s does not resolve: %v%s", step.ID, step.Source, err, resume)})
+		}
+	}
+	tasks, perr := StepTasks(step, source)
+	if perr != nil && step.Kind == specs.KindPipeline {
+		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
+			"step '%s': source %s resolved to something that is not a list of items: %v; point source at a list (each item runs through the stages)%s",
+			step.ID, step.Source, perr, resume)})
+	}
 	if perr != nil {
 		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
 			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks%s",
@@ -98,6 +109,9 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		},
 		OnTask: r.taskProgress(fc, step, attempt),
 	}
+	if step.Kind == specs.KindPipeline && kind != execAgent {
+		fo.AgentExecutor = r.opts.Agent
+	}
 	start := time.Now()
 	res, err := fo.Run(r.traceStep(ctx, fc, step.ID, attempt))
 	calls.Wait()
@@ -121,7 +135,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	if res.Budget != "" {
 		return r.exhaust(ctx, fc, step, res.Budget)
 	}
-	next, err := answered(r.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: fc.id, StepID: step.ID, TaskResults: res.TaskResults(), MergeStatus: res.MergeStatus, Details: res.Details, ReportOptions: r.report()}))
+	next, err := answered(r.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: fc.id, StepID: step.ID, TaskResults: res.TaskResults(), MergeStatus: res.MergeStatus, Details: res.Details, Executed: true, ReportOptions: r.report()}))
 	if err != nil {
 		return turn{}, err
 	}

@@ -87,6 +87,16 @@ type Options struct {
 	// LeaseTTL is how long the runner's lease lives without a heartbeat
 	// (default DefaultLeaseTTL; heartbeats every TTL/3).
 	LeaseTTL time.Duration
+	// LeasePrefix starts the id of the runner's lease (default "run"), so
+	// a listing can tell who drives a flow (the MCP server's background
+	// runs use "bg").
+	LeasePrefix string
+	// KeepLeaseOnStop, when it returns true as an interrupted run ends,
+	// leaves the run's leases to expire instead of releasing them: the
+	// holder is going away and another process may take the flow over
+	// (the MCP server's background runs when the server stops). Nil:
+	// released.
+	KeepLeaseOnStop func() bool
 	// WorktreeRoot is where fan-out tasks get their git worktrees (default
 	// $STRATUM_HOME/worktrees); KeepWorktrees leaves them (and their
 	// branches) in place, their paths printed to Log.
@@ -118,6 +128,16 @@ type Outcome struct {
 	// resume refused because another runner holds the lease); no progress
 	// line said why, so Conclude prints Message.
 	NotRun bool
+	// Handoff is the step the run stopped at because it cannot execute it
+	// in-process (no executor for its kind, or no LLM provider): an agent
+	// can do it through MCP and the flow goes on (Status is EndError).
+	Handoff *Handoff
+}
+
+// Handoff names a step a run left to an agent.
+type Handoff struct {
+	StepID string
+	Mode   string // the step's mode (specs.Step.StepMode)
 }
 
 // StepReport summarises one step of the run.
@@ -170,6 +190,9 @@ func New(opts Options) *Runner {
 	if opts.Gates.OnGate == "" {
 		opts.Gates.OnGate = review.OnGateExit
 	}
+	if opts.LeasePrefix == "" {
+		opts.LeasePrefix = "run"
+	}
 	r := &Runner{
 		svc:     opts.Service,
 		opts:    opts,
@@ -177,7 +200,7 @@ func New(opts Options) *Runner {
 		session: map[string]any{},
 		reports: map[string]*StepReport{},
 	}
-	r.holder = NewHolder("run", opts.LeaseTTL, r.now)
+	r.holder = NewHolder(opts.LeasePrefix, opts.LeaseTTL, r.now)
 	return r
 }
 
@@ -317,7 +340,9 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, first engine.Outcom
 	hbStop()
 	<-hbDone
 	r.markRemaining(fc, "pending")
-	r.releaseAll()
+	if interrupted := err != nil || end == nil || end.status == EndInterrupted; !interrupted || r.opts.KeepLeaseOnStop == nil || !r.opts.KeepLeaseOnStop() {
+		r.releaseAll()
+	}
 	if err != nil && runCtx.Err() == nil {
 		return nil, err
 	}
@@ -329,7 +354,7 @@ func (r *Runner) driveRoot(ctx context.Context, fc *flowCtx, first engine.Outcom
 		end = &endState{status: EndInterrupted, message: msg}
 	}
 	out := &Outcome{FlowID: fc.id, FlowName: fc.flow.Name, Status: end.status, Final: end.out, Gate: end.gate,
-		Message: end.message, Steps: r.order, Spec: fc.spec}
+		Message: end.message, Steps: r.order, Spec: fc.spec, Handoff: end.handoff}
 	if end.err != nil {
 		out.FinalErr = end.err
 	}
@@ -380,7 +405,8 @@ type endState struct {
 	err     *engine.Error
 	gate    *review.PendingReview
 	message string
-	exit    int // the exit status when it is not the status's own (0)
+	exit    int      // the exit status when it is not the status's own (0)
+	handoff *Handoff // the step the run cannot execute in-process
 }
 
 // stepID is the step the flow ended at, when the last answer names one.

@@ -27,16 +27,27 @@ func kindOf(step *specs.Step) executorKind {
 			return execCommand
 		}
 		return execInfer
-	case specs.KindInline, specs.KindDecompose, specs.KindParallelDispatch:
+	case specs.KindInline, specs.KindDecompose, specs.KindParallelDispatch, specs.KindPipeline:
 		switch {
 		case step.Run != nil:
 			return execCommand
-		case step.Agent != "":
+		case step.Agent != "" || stagesNameAgents(step):
 			return execAgent
 		}
 		return execInfer
 	}
 	return execUnsupported
+}
+
+// stagesNameAgents reports whether a pipeline step's stages all name their
+// agent (its tasks need no LLM).
+func stagesNameAgents(step *specs.Step) bool {
+	for _, st := range step.Stages {
+		if st.Agent == "" {
+			return false
+		}
+	}
+	return len(step.Stages) > 0
 }
 
 func (r *Runner) executor(k executorKind) engine.Executor {
@@ -71,7 +82,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 	}
 	kind := kindOf(step)
 	if kind == execUnsupported {
-		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: fmt.Sprintf(
 			"step '%s' is a %s step, which `stratum run` does not execute in-process; the flow stays running: drive it through MCP (stratum_resume %s)", step.ID, step.Kind, fc.id)})
 	}
 	ex := r.executor(kind)
@@ -81,7 +92,7 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 			msg += ": " + r.opts.InferUnavailable
 		}
 		msg += "; " + r.resumable(fc)
-		return stop(&endState{status: EndError, out: d, message: msg})
+		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: msg})
 	}
 	attempt := d.Attempt(step.Retries)
 	r.beginCall(fc, step.ID, attempt)

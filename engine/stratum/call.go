@@ -282,9 +282,9 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 	req := infer.LoopRequest{
 		AttemptRequest: infer.AttemptRequest{
 			Function: f.name, Models: []string{f.spec.Model},
-			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail},
+			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail, Examples: f.examples},
 			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
-			Temperature: f.spec.Temperature, FlowID: c.rec.FlowID,
+			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID,
 		},
 		Retries: f.retries,
 		Check: func(v any) ([]string, bool) {

@@ -97,6 +97,19 @@ type Spec[In, Out any] struct {
 	Stable bool
 	// Refine wraps the call in the refine loop (§2.4, §3.3).
 	Refine *Refine[Out]
+	// MaxTokens caps each answer's output tokens (0: the provider's
+	// default; a token budget lowers it further).
+	MaxTokens int
+	// Examples are few-shot pairs, shown in the prompt after the context
+	// (and so covered by the prompt hash). An example whose Out does not
+	// fit the output contract is a *CompileError.
+	Examples []Example[In, Out]
+}
+
+// Example is a few-shot pair: an input and the answer wanted for it.
+type Example[In, Out any] struct {
+	In  In
+	Out Out
 }
 
 // StableThreshold is the agreement a Stable function needs in test mode.
@@ -138,6 +151,7 @@ type Fn[In, Out any] struct {
 	order     []string        // input JSON names in declaration order (structs)
 	retries   int
 	confField string // "confidence" when Out has such a number field
+	examples  []infer.Example
 }
 
 // NewInfer defines a typed LLM function. It computes the output schema and
@@ -193,6 +207,9 @@ func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 		return nil, fail("%v", err)
 	}
 	if err := f.checkPlaceholders(); err != nil {
+		return nil, err
+	}
+	if err := f.compileExamples(); err != nil {
 		return nil, err
 	}
 	if props, ok := schema["properties"].(map[string]any); ok {

@@ -5,6 +5,9 @@
 // step's intent_template (Prompt), the step's require (RequireSatisfied,
 // RequireUnsatisfiable) and the original's float timestamps (UnixSeconds).
 // The engine judges stratum_parallel_done with them; engine/run and
-// engine/mcp run fan-outs with the same rules. It imports nothing of
-// stratum.
+// engine/mcp run fan-outs with the same rules. A pipeline step compiles
+// onto the same kind of task graph (ExpandPipeline: a chain of stage tasks
+// per source item, lanes and a join for a fan-out region), its require
+// counted over items (ItemVerdicts, PipelineRequireSatisfied). It imports
+// nothing of stratum but specs (the pipeline's stages).
 package fanout

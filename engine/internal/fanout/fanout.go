@@ -20,6 +20,8 @@ type Task struct {
 	DependsOn   []string
 	// Raw is the task object as given (what executors receive).
 	Raw map[string]any
+	// Stage is set on the tasks of a pipeline step (ExpandPipeline).
+	Stage *StageTask
 }
 
 // ParseTasks reads a parallel_dispatch source: a list of task objects, each

@@ -62,6 +62,53 @@ type PromptParts struct {
 	// Tail are lines that end the prompt (the refine loop's feedback of
 	// seed 000 §3.3), after the retry block and the attached-data line.
 	Tail []string
+	// Examples are few-shot pairs, after the context and before the
+	// inputs (the library's Spec.Examples).
+	Examples []Example
+}
+
+// Example is one few-shot pair: inputs (opaque ones are never shown) and
+// the answer expected for them.
+type Example struct {
+	Inputs []Binding
+	Output any
+}
+
+// exampleLines renders the examples block:
+//
+//	Examples:
+//	  Example 1:
+//	    Inputs:
+//	      name: value
+//	    Output: {"label":"positive"}
+func exampleLines(examples []Example) []string {
+	if len(examples) == 0 {
+		return nil
+	}
+	lines := []string{"Examples:"}
+	for i, ex := range examples {
+		lines = append(lines, fmt.Sprintf("  Example %d:", i+1))
+		shown := false
+		for _, b := range ex.Inputs {
+			if b.Opaque {
+				continue
+			}
+			if !shown {
+				lines = append(lines, "    Inputs:")
+				shown = true
+			}
+			for _, l := range inputLines(b.Name, b.Value) {
+				lines = append(lines, "    "+l)
+			}
+		}
+		out := FormatValue(ex.Output)
+		if _, ok := ex.Output.(string); ok {
+			b, _ := json.Marshal(ex.Output)
+			out = string(b)
+		}
+		lines = append(lines, "    Output: "+out)
+	}
+	return lines
 }
 
 // Compile assembles the prompt (see the package doc).
@@ -89,6 +136,7 @@ func (pp PromptParts) Compile() (Prompt, error) {
 			lines = append(lines, c)
 		}
 	}
+	lines = append(lines, exampleLines(pp.Examples)...)
 	var plain []Binding
 	for _, b := range inputs {
 		if !b.Opaque {

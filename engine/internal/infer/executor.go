@@ -153,6 +153,8 @@ type AttemptRequest struct {
 	Budget engine.BudgetView
 	// Temperature overrides the executor's.
 	Temperature *float64
+	// MaxTokens, when positive, overrides the executor's output cap.
+	MaxTokens int
 	// FlowID, StepID and Attempt (1-based) label the trace and the span.
 	FlowID, StepID string
 	Attempt        int
@@ -270,6 +272,9 @@ func budgetLeft(b engine.BudgetView, now time.Time, label string) error {
 // temperature, attachment.
 func (e *Executor) request(target llm.Target, req AttemptRequest, prompt Prompt, schema map[string]any) llm.Request {
 	maxTokens := e.MaxTokens
+	if req.MaxTokens > 0 {
+		maxTokens = req.MaxTokens
+	}
 	if previousTruncated(req.Parts.Violations) {
 		// The previous answer hit the output limit: allow twice as much.
 		base := maxTokens

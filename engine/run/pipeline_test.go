@@ -1,0 +1,218 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine/state"
+)
+
+// pipeSpec is a pipeline step over $.input.items whose stages run cmd
+// (a run: command: it gets the stage's prompt on stdin).
+func pipeSpec(step, stages, cmd string) string {
+	return `version: "0.3"
+flows:
+  main:
+    input: {items: {type: array}}
+    steps:
+      - id: pipe
+        type: pipeline
+        source: "$.input.items"
+        isolation: none
+` + step + `        stages:
+` + stages + `        run: |
+` + indent(cmd, "          ")
+}
+
+func indent(s, pre string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString(pre + l + "\n")
+	}
+	return b.String()
+}
+
+// promptCmd answers a stage's prompt as its result (a JSON string),
+// sleeping for the tasks named in $SLOW.
+const promptCmd = `p=$(sed -n 's/.*"prompt":"\([^"]*\)".*/\1/p')
+case " $SLOW " in *" $STRATUM_TASK_ID "*) sleep 2;; esac
+printf '"%s"\n' "$p"`
+
+func items(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("f%d", i)
+	}
+	return out
+}
+
+// The barrier-free promise: 6 items through 3 stages where one item's
+// second stage is slow; every other item reaches its third stage before
+// the slow one ends its second (by the recorded timestamps), and each
+// stage's prompt carries the previous stage's result ({prev}).
+func TestPipelineNoBarrierBetweenStages(t *testing.T) {
+	e := newEnv(t)
+	t.Setenv("SLOW", "pipe::item1::stage1")
+	sp := e.spec(pipeSpec("        max_concurrent: 6\n", `          - {intent_template: "a:{item}"}
+          - {intent_template: "b:{prev}"}
+          - {intent_template: "c:{prev}"}
+`, promptCmd))
+	o := e.start(sp, "main", map[string]any{"items": items(6)})
+	wantStatus(t, o, EndComplete, 0)
+	st := e.state(o.FlowID)
+	tasks := st.LastTasksOf("pipe")
+	slow := tasks["pipe::item1::stage1"]
+	if slow.FinishedAt == nil {
+		t.Fatalf("slow task: %+v", slow)
+	}
+	for i := 0; i < 6; i++ {
+		if i == 1 {
+			continue
+		}
+		third := tasks[fmt.Sprintf("pipe::item%d::stage2", i)]
+		if third.StartedAt == nil || *third.StartedAt >= *slow.FinishedAt {
+			t.Errorf("item %d started stage 3 at %v, not before the slow item ended stage 2 (%v): a barrier between stages", i, third.StartedAt, *slow.FinishedAt)
+		}
+	}
+	out := st.StepOutputs["pipe"].(map[string]any)
+	its := out["items"].([]any)
+	if len(its) != 6 || out["require_satisfied"] != true {
+		t.Fatalf("aggregate: %v", out)
+	}
+	for i, it := range its {
+		m := it.(map[string]any)
+		want := fmt.Sprintf("c:b:a:f%d", i)
+		if m["status"] != "complete" || m["result"] != want || len(m["stages"].([]any)) != 3 {
+			t.Errorf("item %d: %v, want result %q", i, m, want)
+		}
+	}
+}
+
+// when skips a stage (its result passes through), exit_when ends an
+// item's chain (its later stages skipped), each item on its own.
+func TestPipelineWhenExitWhen(t *testing.T) {
+	e := newEnv(t)
+	sp := e.spec(pipeSpec("", `          - {intent_template: "a:{item}", exit_when: "result == 'a:stop'"}
+          - {intent_template: "b:{prev}", when: "item != 'skip'"}
+          - {intent_template: "c:{prev}"}
+`, promptCmd))
+	o := e.start(sp, "main", map[string]any{"items": []any{"go", "skip", "stop"}})
+	wantStatus(t, o, EndComplete, 0)
+	st := e.state(o.FlowID)
+	tasks := st.LastTasksOf("pipe")
+	for id, want := range map[string]string{
+		"pipe::item0::stage1": state.TaskComplete, "pipe::item1::stage1": state.TaskSkipped, "pipe::item1::stage2": state.TaskComplete,
+		"pipe::item2::stage0": state.TaskComplete, "pipe::item2::stage1": state.TaskSkipped, "pipe::item2::stage2": state.TaskSkipped,
+	} {
+		if got := tasks[id].State; got != want {
+			t.Errorf("%s: %s, want %s", id, got, want)
+		}
+	}
+	its := st.StepOutputs["pipe"].(map[string]any)["items"].([]any)
+	for i, want := range []string{"c:b:a:go", "c:a:skip", "a:stop"} {
+		if m := its[i].(map[string]any); m["status"] != "complete" || m["result"] != want {
+			t.Errorf("item %d: %v, want %q", i, m, want)
+		}
+	}
+}
+
+// A failing stage ends its own item only (its later stages cancelled, its
+// siblings go on); require counts the items whose chain completed.
+func TestPipelineFailureIsolatedRequire(t *testing.T) {
+	cmd := `p=$(sed -n 's/.*"prompt":"\([^"]*\)".*/\1/p')
+case "$p" in b:a:bad) echo "bad item" >&2; exit 1;; esac
+printf '"%s"\n' "$p"`
+	stages := `          - {intent_template: "a:{item}"}
+          - {intent_template: "b:{prev}"}
+          - {intent_template: "c:{prev}"}
+`
+	for _, c := range []struct {
+		require string
+		status  string
+	}{
+		{"any", EndComplete}, {"2", EndComplete}, {"3", EndFailed}, {"all", EndFailed},
+	} {
+		t.Run(c.require, func(t *testing.T) {
+			e := newEnv(t)
+			sp := e.spec(pipeSpec("        require: "+c.require+"\n        retries: 1\n", stages, cmd))
+			o := e.start(sp, "main", map[string]any{"items": []any{"x", "bad", "y"}})
+			if o.Status != c.status {
+				t.Fatalf("require %s: %s (%s), want %s", c.require, o.Status, o.Message, c.status)
+			}
+			tasks := e.state(o.FlowID).LastTasksOf("pipe")
+			if got := tasks["pipe::item1::stage1"].State; got != state.TaskFailed {
+				t.Errorf("the failing stage: %s", got)
+			}
+			if got := tasks["pipe::item1::stage2"].State; got != state.TaskCancelled {
+				t.Errorf("the failed item's next stage: %s, want cancelled", got)
+			}
+			if c.status == EndFailed {
+				return // the siblings may have been cancelled: require can no longer be met
+			}
+			for _, id := range []string{"pipe::item0::stage2", "pipe::item2::stage2"} {
+				if got := tasks[id].State; got != state.TaskComplete {
+					t.Errorf("%s: %s, want complete (siblings go on)", id, got)
+				}
+			}
+		})
+	}
+}
+
+// A fanout stage's list runs its lanes (at most max, the others skipped),
+// the join gets the lanes' results ({prevs}) and the item's source
+// ({source}); the fanout's require decides whether the join runs.
+func TestPipelineFanoutJoin(t *testing.T) {
+	cmd := `in=$(cat)
+p=$(printf '%s' "$in" | sed -n 's/.*"prompt":"\(.*\)","task".*/\1/p')
+case "$STRATUM_TASK_ID" in
+  *::stage0) printf '["s1","s2","s3"]\n' ;;
+  *::stage1::lane1) [ -n "$FAIL_LANE" ] && exit 1; printf '"%s"\n' "$p" ;;
+  *::stage2) printf '%s' "$in" > "$JOIN_OUT"; printf '"joined"\n' ;;
+  *) printf '"%s"\n' "$p" ;;
+esac`
+	stages := `          - {intent_template: "split {item}", fanout: {max: 4, require: REQ}}
+          - {intent_template: "sum {item} of {source}"}
+          - {intent_template: "joined:{prevs}", join: true}
+`
+	for _, c := range []struct {
+		name, require, failLane string
+		status                  string
+		joined                  string
+	}{
+		{"all-lanes", "all", "", EndComplete, `joined:["sum s1 of d","sum s2 of d","sum s3 of d"]`},
+		{"any-survivors", "any", "1", EndComplete, `joined:["sum s1 of d","sum s3 of d"]`},
+		{"all-one-lane-failed", "all", "1", EndFailed, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			t.Setenv("FAIL_LANE", c.failLane)
+			joinOut := filepath.Join(t.TempDir(), "join.json")
+			t.Setenv("JOIN_OUT", joinOut)
+			sp := e.spec(pipeSpec("        retries: 1\n", strings.Replace(stages, "REQ", c.require, 1), cmd))
+			o := e.start(sp, "main", map[string]any{"items": []any{"d"}})
+			tasks := e.state(o.FlowID).LastTasksOf("pipe")
+			if o.Status != c.status {
+				t.Fatalf("%s (%s), want %s; tasks %+v", o.Status, o.Message, c.status, tasks)
+			}
+			if got := tasks["pipe::item0::stage1::lane3"].State; got != state.TaskSkipped {
+				t.Errorf("unfilled lane: %s, want skipped", got)
+			}
+			join := tasks["pipe::item0::stage2"]
+			if c.status == EndFailed {
+				if join.State != state.TaskCancelled {
+					t.Errorf("join: %s, want cancelled (lane require not met)", join.State)
+				}
+				return
+			}
+			var in struct{ Prompt string }
+			raw, _ := os.ReadFile(joinOut)
+			if err := json.Unmarshal(raw, &in); err != nil || join.State != state.TaskComplete || in.Prompt != c.joined {
+				t.Errorf("join: %s, prompt %q (%v), want %q", join.State, in.Prompt, err, c.joined)
+			}
+		})
+	}
+}
