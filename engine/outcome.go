@@ -416,7 +416,6 @@ type AuditReport struct {
 	// ArchivedIterations those of earlier rounds.
 	Iterations         map[string][]state.IterationEntry
 	ArchivedIterations []map[string][]state.IterationEntry
-<<<<<<< HEAD
 	// ChildAudits are the audits of child flows, by the step that ran them.
 	ChildAudits     map[string][]json.RawMessage
 	TotalDurationMS int64
@@ -425,15 +424,8 @@ type AuditReport struct {
 	FlowStatus      state.FlowStatus
 	// Gate is the pending gate while the flow awaits one.
 	Gate *state.PendingGate
-=======
-	ChildAudits        map[string][]json.RawMessage
-	TotalDurationMS    int64
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-	FlowStatus         state.FlowStatus
-	Gate               *state.PendingGate   // while awaiting a gate
-	Judge              *state.JudgeProgress // judge_history and judge_outcome, when a judge ran
->>>>>>> main
+	// Judge is judge_history and judge_outcome, when a judge ran.
+	Judge *state.JudgeProgress
 }
 
 // AuditRound is one archived round of an audit: its step records.
