@@ -2,7 +2,9 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,17 +33,22 @@ func checkStore(rep *Report, p StoreProbe, inv string) {
 	case !p.WriteProbed:
 		rep.add("store", OK, "writes are not probed on etcd (nothing can be written without data): the first write checks the user's permission on the prefix", "")
 	case p.Write != nil:
-		rep.add("store", Fail, fmt.Sprintf("%s cannot take a write transaction: %v", p.Name, p.Write),
-			"make the file and its directory writable by this user (ls -l), or point STRATUM_STORE at a store you can write")
+		rep.add("store", Fail, fmt.Sprintf("%s cannot take a write transaction: %v", p.Name, p.Write), writableFix)
 	default:
 		rep.add("store", OK, "a write transaction starts (nothing was written)", "")
 	}
 }
 
+// writableFix is the fix of a store this user may not write (every
+// command writes: sweeps, decisions, runs).
+const writableFix = "make the file and its directory writable by this user (ls -l), or point STRATUM_STORE at a store you can write"
+
 // storeFix is the one-line fix of a store that does not open or read.
 func storeFix(err error, inv string) string {
 	msg := err.Error()
 	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return writableFix
 	case strings.Contains(msg, "newer stratum"):
 		return "upgrade this stratum (every stratum sharing the store together), or point STRATUM_STORE at another store"
 	case strings.Contains(msg, "corrupt"), strings.Contains(msg, "damaged"):

@@ -3,6 +3,8 @@ package doctor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -57,6 +59,7 @@ func TestCheckStore(t *testing.T) {
 		{StoreProbe{Name: "bbolt x", Open: errors.New("store x was written by a newer stratum (schema 9)")}, "fail|bbolt x does not open|upgrade this stratum"},
 		{StoreProbe{Name: "bbolt x", Open: errors.New("store x is corrupt (truncated)")}, "fail|does not open|stratum store check"},
 		{StoreProbe{Name: "bbolt x", Schema: 7, WriteProbed: true, Write: errors.New("permission denied")}, "fail|cannot take a write transaction|writable"},
+		{StoreProbe{Name: "bbolt x", Open: fmt.Errorf("store x: open: %w", &fs.PathError{Op: "open", Path: "x", Err: fs.ErrPermission})}, "fail|does not open|writable by this user"},
 		{StoreProbe{Name: "etcd etcd://h/p", Schema: 4}, "ok|writes are not probed on etcd|"},
 	} {
 		rep := Report{OK: true}
