@@ -266,7 +266,7 @@ func testToolsList(t *testing.T) {
 		"stratum_iteration_report", "stratum_iteration_abort", "stratum_commit", "stratum_revert", "stratum_compile_speckit",
 		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows",
 		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance",
-		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run"}
+		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run", "stratum_judge"}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl
@@ -308,6 +308,7 @@ func testToolsList(t *testing.T) {
 		"stratum_parallel_start":   {"flow_id", "step_id"},
 		"stratum_parallel_poll":    {"flow_id", "step_id"},
 		"stratum_parallel_advance": {"flow_id", "step_id", "merge_status"},
+		"stratum_judge":            {"flow_id", "step_id", "predicates", "artifacts", "modified_files", "stakes", "budget"},
 	}
 	for n, ps := range params {
 		schema := canon(t, tools[n].InputSchema)

@@ -48,6 +48,7 @@ func TestStoreMigratedUnderServer(t *testing.T) {
 		"result": map[string]any{"ok": true, "n": 1}, "outcome": "approve", "rationale": "ok", "resolved_by": "agent",
 		"task_results": []any{}, "merge_status": "clean", "label": "l", "reason": "r", "timeout_seconds": 1,
 		"tasks_dir": t.TempDir(), "draft": map[string]any{}, "project_dir": t.TempDir(), "workflows_dir": t.TempDir(),
+		"predicates": []any{}, "artifacts": map[string]any{},
 		"prompt": "go", "correlation_id": id,
 	}
 	noStore := map[string]bool{"stratum_validate": true, "stratum_compile_speckit": true,

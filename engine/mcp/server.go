@@ -110,6 +110,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	})
 	s.registerCoreTools(srv)
 	s.registerAddedTools(srv)
+	s.registerJudgeTools(srv)
 	s.registerParallelTools(srv)
 	s.registerBgTools(srv)
 	s.registerAgentTools(srv)
