@@ -42,7 +42,7 @@ func TestFanOutPreMergeGateBounceAndReprompt(t *testing.T) {
 	}
 	st := e.state(o.FlowID)
 	var saw bool
-	evs, err := e.svc.FlowEvents(context.Background(), o.FlowID)
+	evs, err := e.svc.Query().FlowEvents(context.Background(), o.FlowID)
 	if err != nil {
 		t.Fatal(err)
 	}
