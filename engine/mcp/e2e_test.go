@@ -90,6 +90,8 @@ type server struct {
 	store  string // STRATUM_STORE ("": the bbolt file in home)
 	sess   *mcp.ClientSession
 	stderr *syncBuffer
+	// token, when set, goes with every call as its progress token.
+	token string
 }
 
 func startIn(t testing.TB, home string, extra ...string) *server {
@@ -120,7 +122,11 @@ func (s *server) call(name string, args map[string]any) (map[string]any, bool) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if s.token != "" {
+		params.SetProgressToken(s.token)
+	}
+	res, err := s.sess.CallTool(ctx, params)
 	if err != nil {
 		s.t.Fatalf("%s: %v\nstderr:\n%s", name, err, s.stderr.String())
 	}
