@@ -16,6 +16,12 @@ import (
 // git repository (a spec given as text runs its commands there).
 func startInRepo(t *testing.T) (*server, string) {
 	t.Helper()
+	return startInRepoWith(t, nil)
+}
+
+// startInRepoWith is startInRepo with the client's options.
+func startInRepoWith(t *testing.T, opts *mcp.ClientOptions) (*server, string) {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -36,7 +42,7 @@ func startInRepo(t *testing.T) (*server, string) {
 	cmd.Env = environ(home, storeURL)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, opts)
 	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
@@ -146,10 +152,15 @@ func testParallelDeferAdvance(t *testing.T) {
 	if p["outcome"].(map[string]any)["status"] != "awaiting_consumer_advance" {
 		t.Fatalf("outcome: %v", p["outcome"])
 	}
-	// A consumer-reported conflict fails the attempt: the step is dispatched again.
-	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": "conflict"},
-		map[string]any{"status": "ensure_failed", "step_id": "run", "violations": []any{"merge conflict: merge_status='conflict'"}})
+	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": map[string]any{"status": "maybe"}}, map[string]any{"error": "invalid_merge_status"})
+	// A consumer-reported conflict (the original's dict form, with the
+	// tasks it bounced) fails the attempt: the step is dispatched again,
+	// the violations name the bounced task, the records come back.
+	bounce := map[string]any{"task_id": "t1", "reason": "merge_conflict", "files": []any{"t1.txt"}}
+	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": map[string]any{"status": "conflict", "bounced_tasks": []any{bounce}}},
+		map[string]any{"status": "ensure_failed", "step_id": "run", "bounced_tasks": []any{bounce},
+			"violations": []any{"merge conflict: merge_status='conflict'", "task 't1' merge conflict on t1.txt"}})
 	s.ok("stratum_parallel_start", map[string]any{"flow_id": id, "step_id": "run"}, map[string]any{"status": "started"})
 	s.pollUntil(id, "run")
-	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": "clean"}, map[string]any{"status": "complete"})
+	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": map[string]any{"status": "clean"}}, map[string]any{"status": "complete"})
 }
