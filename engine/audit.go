@@ -15,8 +15,9 @@ const auditInProgress = "in_progress"
 //	 rounds: [{round, steps}], iterations, archived_iterations, child_audits,
 //	 total_duration_ms}
 //
-// plus ours: created_at, updated_at, flow_status (st.Status) and, while the
-// flow waits at a gate, gate (the pending gate with its deadline).
+// plus ours: created_at, updated_at, flow_status (st.Status), while the
+// flow waits at a gate, gate (the pending gate with its deadline), and, once
+// a judge step's judge ran, judge_history and judge_outcome (by step id).
 //
 // status is the terminal status when one is set (a kill routed to a cleanup
 // step reports "killed"), else derived from st.Status: "complete", "killed",
@@ -69,6 +70,7 @@ func auditFlow(st *state.FlowState, env transitionEnv) *auditReport {
 		UpdatedAt:          st.UpdatedAt,
 		FlowStatus:         st.Status,
 	}
+	a.Judge = st.Judge
 	if st.Status == state.StatusAwaitingGate && st.Gate != nil {
 		g := *st.Gate
 		a.Gate = &g

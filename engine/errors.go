@@ -29,6 +29,7 @@ const (
 	ErrTypeMaxRoundsExceeded ErrorType = "max_rounds_exceeded"
 	ErrTypeParallelComplete  ErrorType = "flow_complete"
 	ErrTypeStepMismatch      ErrorType = "step_mismatch"
+	ErrTypeNotAJudgeStep     ErrorType = "not_a_judge_step"
 	ErrTypeWrongStepType     ErrorType = "wrong_step_type"
 	ErrTypeFanoutServerOnly  ErrorType = "fanout_server_dispatched_only"
 	ErrTypeInvalidLabel      ErrorType = "invalid_label"

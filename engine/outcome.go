@@ -415,7 +415,8 @@ type auditReport struct {
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
 	FlowStatus         state.FlowStatus
-	Gate               *state.PendingGate // while awaiting a gate
+	Gate               *state.PendingGate   // while awaiting a gate
+	Judge              *state.JudgeProgress // judge_history and judge_outcome, when a judge ran
 }
 
 // auditRound is one archived round of an audit.

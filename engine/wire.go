@@ -323,6 +323,10 @@ func (a *auditReport) wire() Response {
 	if a.Gate != nil {
 		r["gate"] = a.Gate
 	}
+	if a.Judge != nil {
+		r["judge_history"] = a.Judge.History
+		r["judge_outcome"] = a.Judge.Outcome
+	}
 	return r
 }
 

@@ -56,6 +56,16 @@ func (a *auditReport) appendWire(b []byte) ([]byte, error) {
 	if b, err = appendMarshal(b, a.Iterations, len(a.Iterations) == 0 && a.Iterations != nil, "{}"); err != nil {
 		return nil, err
 	}
+	if a.Judge != nil {
+		b = append(b, `,"judge_history":`...)
+		if b, err = appendMarshal(b, a.Judge.History, false, ""); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"judge_outcome":`...)
+		if b, err = appendMarshal(b, a.Judge.Outcome, false, ""); err != nil {
+			return nil, err
+		}
+	}
 	b = append(b, `,"round":`...)
 	b = strconv.AppendInt(b, int64(a.Round), 10)
 	b = append(b, `,"rounds":[`...)

@@ -50,6 +50,9 @@
 // server adopts the runs whose holder is gone (adoptLoop), so a background
 // run survives its server.
 //
+// Agent runs (agentrun.go: stratum_agent_run, stratum_cancel_agent_run)
+// send a prompt to an agent CLI through run.RunAgentCall.
+//
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers
 // in CLAUDE.md (and AGENTS.md), the skills under .claude/skills (the

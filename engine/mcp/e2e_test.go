@@ -266,7 +266,7 @@ func testToolsList(t *testing.T) {
 		"stratum_iteration_report", "stratum_iteration_abort", "stratum_commit", "stratum_revert", "stratum_compile_speckit",
 		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows",
 		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance",
-		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg"}
+		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run", "stratum_judge"}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl
@@ -290,21 +290,25 @@ func testToolsList(t *testing.T) {
 	}
 	// The original's parameter names.
 	params := map[string][]string{
-		"stratum_plan":             {"spec", "flow", "inputs"},
-		"stratum_step_done":        {"flow_id", "step_id", "result"},
-		"stratum_parallel_done":    {"flow_id", "step_id", "task_results", "merge_status"},
-		"stratum_gate_resolve":     {"flow_id", "step_id", "outcome", "rationale", "resolved_by"},
-		"stratum_compile_speckit":  {"tasks_dir", "flow_name"},
-		"stratum_draft_pipeline":   {"draft", "project_dir"},
-		"stratum_list_workflows":   {"workflows_dir"},
-		"stratum_wait_gate":        {"flow_id", "timeout_seconds"},
-		"stratum_list_flows":       {"status", "limit"},
-		"stratum_flow_run_bg":      {"flow_id"},
-		"stratum_flow_bg_poll":     {"flow_id"},
-		"stratum_flow_cancel_bg":   {"flow_id"},
+		"stratum_plan":            {"spec", "flow", "inputs"},
+		"stratum_step_done":       {"flow_id", "step_id", "result"},
+		"stratum_parallel_done":   {"flow_id", "step_id", "task_results", "merge_status"},
+		"stratum_gate_resolve":    {"flow_id", "step_id", "outcome", "rationale", "resolved_by"},
+		"stratum_compile_speckit": {"tasks_dir", "flow_name"},
+		"stratum_draft_pipeline":  {"draft", "project_dir"},
+		"stratum_list_workflows":  {"workflows_dir"},
+		"stratum_wait_gate":       {"flow_id", "timeout_seconds"},
+		"stratum_list_flows":      {"status", "limit"},
+		"stratum_flow_run_bg":     {"flow_id"},
+		"stratum_flow_bg_poll":    {"flow_id"},
+		"stratum_flow_cancel_bg":  {"flow_id"},
+		"stratum_agent_run": {"prompt", "type", "context", "schema", "modelID", "model_id", "allowed_tools", "disallowed_tools",
+			"thinking", "effort", "cwd", "read_jail", "correlation_id"},
+		"stratum_cancel_agent_run": {"correlation_id"},
 		"stratum_parallel_start":   {"flow_id", "step_id"},
 		"stratum_parallel_poll":    {"flow_id", "step_id"},
 		"stratum_parallel_advance": {"flow_id", "step_id", "merge_status"},
+		"stratum_judge":            {"flow_id", "step_id", "predicates", "artifacts", "modified_files", "stakes", "budget"},
 	}
 	for n, ps := range params {
 		schema := canon(t, tools[n].InputSchema)

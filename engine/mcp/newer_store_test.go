@@ -48,9 +48,11 @@ func TestStoreMigratedUnderServer(t *testing.T) {
 		"result": map[string]any{"ok": true, "n": 1}, "outcome": "approve", "rationale": "ok", "resolved_by": "agent",
 		"task_results": []any{}, "merge_status": "clean", "label": "l", "reason": "r", "timeout_seconds": 1,
 		"tasks_dir": t.TempDir(), "draft": map[string]any{}, "project_dir": t.TempDir(), "workflows_dir": t.TempDir(),
+		"predicates": []any{}, "artifacts": map[string]any{},
+		"prompt": "go", "correlation_id": id,
 	}
 	noStore := map[string]bool{"stratum_validate": true, "stratum_compile_speckit": true,
-		"stratum_draft_pipeline": true, "stratum_list_workflows": true}
+		"stratum_draft_pipeline": true, "stratum_list_workflows": true, "stratum_cancel_agent_run": true}
 	for _, tool := range res.Tools {
 		args := map[string]any{}
 		schema, _ := tool.InputSchema.(map[string]any)

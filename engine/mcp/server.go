@@ -78,6 +78,8 @@ type server struct {
 
 	// Background runs (stratum_flow_run_bg), by flow.
 	bgs bgState
+	// Agent runs in flight (stratum_agent_run), by correlation id.
+	agents agentRuns
 }
 
 // NewServer builds the MCP server with every stratum tool registered on svc.
@@ -100,7 +102,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: opts.Log}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s := &server{svc: svc, opts: opts, log: log, fans: map[fanKey]*fanRun{}, tools: map[string]toolRun{},
-		bgs: bgState{runs: map[string]*bgRun{}, ends: map[string]bgEnd{}}}
+		bgs: bgState{runs: map[string]*bgRun{}, ends: map[string]bgEnd{}}, agents: agentRuns{ids: map[string]context.CancelFunc{}}}
 	s.bg, s.bgStop = context.WithCancel(context.Background())
 	srv := mcp.NewServer(&mcp.Implementation{Name: "stratum", Title: "stratum", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -108,8 +110,10 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	})
 	s.registerCoreTools(srv)
 	s.registerAddedTools(srv)
+	s.registerJudgeTools(srv)
 	s.registerParallelTools(srv)
 	s.registerBgTools(srv)
+	s.registerAgentTools(srv)
 	return srv, s
 }
 

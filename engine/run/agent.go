@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -224,4 +225,82 @@ func agentEnv(req engine.StepRequest, promptFile string) []string {
 		env = append(env, "STRATUM_WORKTREE="+req.Worktree)
 	}
 	return env
+}
+
+// AgentCall is one prompt run through an agent CLI outside a flow step
+// (the MCP tool stratum_agent_run): the same commands (Agents), process
+// handling and output cap as an agent step.
+type AgentCall struct {
+	// Agent names the command (claude, codex, or a configured agent).
+	Agent string
+	// Agents maps agent names to commands (nil: DefaultAgents).
+	Agents map[string]config.Command
+	// Args are added to an argv command: before a final "-" (codex's
+	// prompt-on-stdin marker), else at the end. A shell command gets
+	// none (AgentCallArgs says so).
+	Args []string
+	// Prompt goes to the process's stdin and to {prompt_file}.
+	Prompt string
+	// Dir is the working directory ("" for the current one).
+	Dir string
+	// Env is added to the process's environment.
+	Env []string
+	// OnLine receives each line of the agent's output as it is written.
+	OnLine func(string)
+	// MaxOutput caps the agent's stdout (default DefaultMaxOutput).
+	MaxOutput int
+}
+
+// ErrShellAgent: arguments were asked of an agent configured as shell text.
+var ErrShellAgent = errors.New("the agent is configured as shell text, which takes no added arguments; configure it as an argument list")
+
+// RunAgentCall runs the call's agent with its prompt and returns its
+// output. A failure (unknown agent, start failure, non-zero exit, output
+// too large) is an *engine.AttemptError naming the agent; ctx ending kills
+// the agent's process group and returns ctx's error.
+func RunAgentCall(ctx context.Context, c AgentCall) (string, error) {
+	agents := c.Agents
+	if agents == nil {
+		agents = DefaultAgents
+	}
+	ac, ok := agents[c.Agent]
+	if !ok {
+		names := make([]string, 0, len(agents))
+		for k := range agents {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return "", &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{fmt.Sprintf(
+			"unknown agent %q (configured: %s)", c.Agent, strings.Join(names, ", "))}}
+	}
+	tmp, err := os.CreateTemp("", "stratum-prompt-*.md")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	_, _ = tmp.WriteString(c.Prompt)
+	_ = tmp.Close()
+	vals := map[string]string{"prompt_file": tmp.Name(), "dir": c.Dir}
+	repl := strings.NewReplacer("{prompt_file}", vals["prompt_file"], "{dir}", vals["dir"])
+	p := process{name: "agent " + c.Agent, dir: c.Dir, env: append(append(os.Environ(), "STRATUM_PROMPT_FILE="+tmp.Name()), c.Env...),
+		stdin: strings.NewReader(c.Prompt), maxOut: c.MaxOutput, startFailure: engine.AttemptConfig, onLine: c.OnLine}
+	switch {
+	case len(ac.Argv) > 0:
+		argv := make([]string, 0, len(ac.Argv)+len(c.Args))
+		for _, s := range ac.Argv {
+			argv = append(argv, repl.Replace(s))
+		}
+		if n := len(argv); n > 1 && argv[n-1] == "-" {
+			argv = append(append(argv[:n-1:n-1], c.Args...), "-")
+		} else {
+			argv = append(argv, c.Args...)
+		}
+		p.argv = argv
+	case len(c.Args) > 0:
+		return "", &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{fmt.Sprintf("agent %s: %v", c.Agent, ErrShellAgent)}}
+	default:
+		p.shell = shellSubstitute(ac.Shell, vals)
+	}
+	out, _, err := p.run(ctx)
+	return string(out), err
 }

@@ -46,6 +46,9 @@
 // (Outcome.Handoff), so the MCP server's background runs can hand it to the
 // agent; Options.LeasePrefix and KeepLeaseOnStop serve those runs too.
 //
+// RunAgentCall runs a prompt through an agent command outside a flow step
+// (the MCP server's stratum_agent_run), with the same process handling.
+//
 // Background (background.go) runs a flow for a console (the TUI's Specs
 // pane): its gates wait in the store and each one that opens is offered to
 // the console's review.Sink.

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ type process struct {
 	maxOut int
 	// tooLargeHint is appended to the output-too-large violation.
 	tooLargeHint string
+	// onLine, when set, receives each line of stdout as it is written
+	// (without its newline; a last line without one when the process ends).
+	onLine func(string)
 	// startFailure is the kind of a process that cannot start
 	// (engine.AttemptExit: it spends an attempt; engine.AttemptConfig: a
 	// misconfiguration that stops the run without spending one).
@@ -60,9 +64,17 @@ func (p process) run(ctx context.Context) ([]byte, *tailBuffer, error) {
 	stdout := &cappedBuffer{max: maxOut}
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	var lines *lineWriter
+	if p.onLine != nil {
+		lines = &lineWriter{fn: p.onLine}
+		cmd.Stdout = io.MultiWriter(stdout, lines)
+	}
 	setProcessGroup(cmd)
 	cmd.WaitDelay = waitDelay
 	runErr := cmd.Run()
+	if lines != nil {
+		lines.flush()
+	}
 	if errors.Is(runErr, exec.ErrWaitDelay) {
 		// The process exited successfully, but a process it started in
 		// the background (`server &`) still held stdout or stderr open
@@ -116,4 +128,35 @@ func withTail(msg string, stderr *tailBuffer) string {
 		return msg
 	}
 	return msg + "; stderr: " + t
+}
+
+// lineWriter calls fn with each complete line written to it.
+type lineWriter struct {
+	fn      func(string)
+	partial []byte
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.fn(strings.TrimSuffix(string(w.partial[:i]), "\r"))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) > 1<<20 { // a line longer than 1 MiB is told in pieces
+		w.fn(string(w.partial))
+		w.partial = nil
+	}
+	return len(p), nil
+}
+
+// flush tells a last line without a newline.
+func (w *lineWriter) flush() {
+	if len(w.partial) > 0 {
+		w.fn(string(w.partial))
+		w.partial = nil
+	}
 }

@@ -75,6 +75,7 @@ func (st *FlowState) ShareWith(base *FlowState) *FlowState {
 	c.BudgetState = ClonePtr(st.BudgetState)
 	c.Library = st.Library.clone()
 	c.Ended = ClonePtr(st.Ended)
+	c.Judge = st.Judge.Clone()
 	return &c
 }
 

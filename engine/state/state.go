@@ -62,6 +62,8 @@ type FlowState struct {
 	// Ended is set when someone ended the flow by hand (`stratum kill`,
 	// the TUI's :kill, `stratum gc --stalled`): who, why, how, when.
 	Ended *Ending `json:"ended,omitempty"`
+	// Judge is what the judge steps of the flow decided (nil when none ran).
+	Judge *JudgeProgress `json:"judge,omitempty"`
 }
 
 // Ending is who ended a flow by hand, and why (FlowState.Ended).
@@ -252,3 +254,40 @@ const (
 	// (engine/stratum, engine/library.go).
 	DriverLibrary = "library"
 )
+
+// JudgeProgress is what judge steps decided, by step id, under the
+// original's names: judge_history has one entry per predicate and tier of
+// every turn, judge_outcome the latest turn's {met, predicate_results}.
+type JudgeProgress struct {
+	History map[string][]JudgeEntry    `json:"judge_history"`
+	Outcome map[string]json.RawMessage `json:"judge_outcome"`
+}
+
+// JudgeEntry is one tier's verdict on one predicate in one turn.
+type JudgeEntry struct {
+	Turn        int    `json:"turn"`
+	PredicateID string `json:"predicate_id"`
+	Tier        string `json:"tier"`
+	Verdict     string `json:"verdict"`
+	Confidence  *int   `json:"confidence"`
+	Reason      string `json:"reason"`
+}
+
+// Clone returns a deep copy (nil for nil).
+func (j *JudgeProgress) Clone() *JudgeProgress {
+	if j == nil {
+		return nil
+	}
+	c := &JudgeProgress{History: make(map[string][]JudgeEntry, len(j.History)), Outcome: make(map[string]json.RawMessage, len(j.Outcome))}
+	for k, v := range j.History {
+		es := append([]JudgeEntry(nil), v...)
+		for i := range es {
+			es[i].Confidence = ClonePtr(es[i].Confidence)
+		}
+		c.History[k] = es
+	}
+	for k, v := range j.Outcome {
+		c.Outcome[k] = append(json.RawMessage(nil), v...)
+	}
+	return c
+}

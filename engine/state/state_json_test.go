@@ -17,8 +17,8 @@ const storedStateBe2c848 = "testdata/flowstate-be2c848.json"
 
 // addedSinceBe2c848 are the state's fields be2c848 did not have, so its
 // stored state leaves them zero: Library (a Go program's flow, library.go)
-// and Ended (a flow ended by hand: stratum kill).
-var addedSinceBe2c848 = []string{"state.Library", "state.Ended"}
+// Ended (a flow ended by hand: stratum kill) and Judge (judge steps).
+var addedSinceBe2c848 = []string{"state.Library", "state.Ended", "state.Judge"}
 
 // A stored state and its checkpoints written by be2c848 decode the same
 // into today's types: every key has its field (none unknown, none left

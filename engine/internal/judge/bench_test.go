@@ -1,0 +1,53 @@
+package judge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/specs"
+)
+
+// BenchmarkTier1 is one judge turn of 1,000 deterministic predicates over
+// 10,000 staged files (5,000 artifacts and 5,000 modified files): staging
+// with its manifest, then tier 1. The issue's bar is under 1 s on 2 cores.
+func BenchmarkTier1(b *testing.B) {
+	ws := b.TempDir()
+	arts := map[string]string{}
+	var mod []string
+	for i := range 5000 {
+		arts[fmt.Sprintf("out%d", i)] = fmt.Sprintf("result %d: 12 passed\n", i)
+		rel := fmt.Sprintf("src/d%d/f%d.go", i%50, i)
+		if err := os.MkdirAll(filepath.Join(ws, filepath.Dir(rel)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, rel), []byte("package d\n// line "+fmt.Sprint(i)+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		mod = append(mod, rel)
+	}
+	var src strings.Builder
+	src.WriteString("version: \"0.3\"\nflows:\n  f:\n    input: {}\n    steps:\n      - id: j\n        judge:\n          stakes: cheap\n          predicates:\n")
+	for i := range 1000 {
+		st := fmt.Sprintf(`file_contains('artifacts/out%d.txt', '12 passed') and file_exists('modified/src/d%d/f%d.go')`, i*5, (i*5)%50, i*5)
+		fmt.Fprintf(&src, "            - {id: p%d, type: deterministic, statement: \"%s\"}\n", i, st)
+	}
+	sp, ds := specs.Parse("b.yaml", []byte(src.String()))
+	if sp == nil {
+		b.Fatal(ds.Error())
+	}
+	ps := sp.Flows["f"].Steps[0].Judge.Predicates
+	root := b.TempDir()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		r, err := Run(context.Background(), Request{FlowID: "f", StepID: fmt.Sprintf("s%d", i), Predicates: ps, Stakes: "cheap",
+			Artifacts: arts, Modified: mod, Workspace: ws, Root: root, Now: time.Now})
+		if err != nil || !r.Met {
+			b.Fatalf("%v %v", err, r != nil && r.Met)
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package judge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/stratum-go/stratum/engine/internal/contract"
+	"github.com/stratum-go/stratum/specs"
+)
+
+// Verifier answers for tiers 2 and 3: an LLM or an agent CLI given the
+// prompt, working in Dir (a read-only copy of the staged turn) without
+// write tools.
+type Verifier interface {
+	Verify(ctx context.Context, req VerifyRequest) (Answer, error)
+}
+
+// VerifyRequest is one question to a verifier.
+type VerifyRequest struct {
+	Tier      string // TierT2 or TierT3 (the adversary)
+	Predicate string // the predicate's id
+	Prompt    string
+	// Dir is a copy of the staged turn (artifacts/, modified/,
+	// manifest.json) made for this question, read-only; citations name
+	// paths relative to it.
+	Dir string
+}
+
+// Answer is a verifier's reply: the text holding its JSON verdict, who
+// answered (Agent: "claude", "codex", a provider; Model: its model; ""
+// unknown), what it cost in USD (0 unknown) and, for tier 3, its isolation
+// (ModeJailed or ModeColdFallback; "" = ModeColdFallback).
+type Answer struct {
+	Text  string
+	Agent string
+	Model string
+	USD   float64
+	Mode  string
+}
+
+// verdict is a verifier's answer, once it fits the verdict contract.
+type verdict struct {
+	PredicateID string     `json:"predicate_id"`
+	Verdict     string     `json:"verdict"`
+	Confidence  int        `json:"confidence"`
+	Reason      string     `json:"reason"`
+	Evidence    []Evidence `json:"evidence"`
+}
+
+// verdictContract is the contract of a verifier's answer.
+var verdictContract = func() *contract.Checker {
+	c, err := contract.New("JudgeVerdict", map[string]any{
+		"type":     "object",
+		"required": []any{"verdict", "confidence"},
+		"properties": map[string]any{
+			"predicate_id": map[string]any{"type": "string"},
+			"verdict":      map[string]any{"enum": []any{Met, NotMet, Ambiguous}},
+			"confidence":   map[string]any{"type": "integer", "minimum": 0, "maximum": 10},
+			"reason":       map[string]any{"type": "string"},
+			"evidence": map[string]any{"type": "array", "items": map[string]any{
+				"type":     "object",
+				"required": []any{"source", "quote"},
+				"properties": map[string]any{
+					"source": map[string]any{"type": "string"},
+					"quote":  map[string]any{"type": "string"},
+					"tier":   map[string]any{"type": "string"},
+				},
+			}},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// citationRe is the shape of a citation (the original's).
+var citationRe = regexp.MustCompile(`^(artifacts|modified)/[^:]+:[0-9]+$`)
+
+const verifierPrompt = `You are a verifier. You read evidence already produced by a worker and
+decide whether each predicate is met by that evidence. You do not run
+commands. You do not modify files. You cite every claim with a path
+under artifacts/ or modified/ in this exact format: <bucket>/<path>:<line>.
+
+For each predicate you receive, return JSON:
+{
+  "predicate_id": "<id>",
+  "verdict": "met" | "not_met" | "ambiguous",
+  "confidence": <integer 1-10>,
+  "reason": "<one or two sentences>",
+  "evidence": [
+    {"source": "artifacts/pytest_output.txt:142", "quote": "12 passed", "tier": "T2"}
+  ]
+}
+`
+
+const adversaryPrompt = `You are an ADVERSARY. A worker has claimed a predicate is met. Your job is
+to BREAK that claim: find a concrete counterexample, in the staged evidence,
+showing the predicate is NOT met. You have NOT seen the worker's reasoning
+or any prior verification — only the predicate and the staged tree. Do not
+assume good faith; assume the claim is wrong until the evidence forces
+otherwise. Cite every claim with a path under artifacts/ or modified/ in
+this exact format: <bucket>/<path>:<line>.
+
+Return JSON:
+{
+  "predicate_id": "<id>",
+  "verdict": "not_met" | "met" | "ambiguous",
+  "confidence": <integer 1-10>,
+  "reason": "<the counterexample, or why you could not find one>",
+  "evidence": [
+    {"source": "modified/foo.py:42", "quote": "...", "tier": "T3"}
+  ]
+}
+Reply "not_met" if you found a real counterexample; "met" ONLY if you
+genuinely tried and the evidence withstands the attack; "ambiguous" if the
+staged evidence is insufficient to attack or defend.
+`
+
+// prompt is the question of tier for p. The adversary's prompt is built
+// from the predicate alone: it never sees tier 2's verdict or reasoning.
+func prompt(tier string, p *specs.Predicate) string {
+	head := verifierPrompt
+	if tier == TierT3 {
+		head = adversaryPrompt
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString("\nYou are operating against the staging tree in your working directory.\n")
+	b.WriteString("Predicate id: " + p.ID + "\n")
+	b.WriteString("Predicate type: " + p.Type + "\n")
+	b.WriteString("Predicate statement: " + p.Statement + "\n")
+	b.WriteString("Applied gate (confidence floor for 'met'): " + itoa(p.AppliedGate) + "\n")
+	return b.String()
+}
+
+// parseVerdict reads a verifier's answer: a JSON object (a ``` fence and
+// prose around the outermost {…} are allowed) that fits the verdict
+// contract, whose citations name staged files of turnDir.
+func parseVerdict(text, turnDir, tier string) (*verdict, error) {
+	raw := strings.TrimSpace(text)
+	if strings.HasPrefix(raw, "```") {
+		lines := strings.Split(raw, "\n")
+		lines = lines[1:]
+		if n := len(lines); n > 0 && strings.HasPrefix(strings.TrimSpace(lines[n-1]), "```") {
+			lines = lines[:n-1]
+		}
+		raw = strings.TrimSpace(strings.Join(lines, "\n"))
+	}
+	if !strings.HasPrefix(raw, "{") {
+		if i, j := strings.Index(raw, "{"), strings.LastIndex(raw, "}"); i >= 0 && j > i {
+			raw = raw[i : j+1]
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, errorf(ErrVerifierAnswer, "%s verifier answer is not JSON: %v", tier, err)
+	}
+	if vs := verdictContract.Check(v); len(vs) > 0 {
+		return nil, &Error{Type: ErrVerifierAnswer, Message: tier + " verifier answer does not fit the verdict contract: " + strings.Join(vs, "; "), Violations: vs}
+	}
+	var out verdict
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, errorf(ErrVerifierAnswer, "%s verifier answer: %v", tier, err)
+	}
+	for i := range out.Evidence {
+		if out.Evidence[i].Tier == "" {
+			out.Evidence[i].Tier = tier
+		}
+		if err := checkCitation(out.Evidence[i].Source, turnDir); err != nil {
+			return nil, err
+		}
+	}
+	return &out, nil
+}
+
+// checkCitation: the canonical shape, inside its bucket, naming a staged
+// file.
+func checkCitation(src, turnDir string) error {
+	if !citationRe.MatchString(src) {
+		return errorf(ErrCitation, "bad citation format: %q", src)
+	}
+	p := src[:strings.LastIndex(src, ":")]
+	bucket, _, _ := strings.Cut(p, "/")
+	full := filepath.Clean(filepath.Join(turnDir, filepath.FromSlash(p)))
+	broot := filepath.Join(turnDir, bucket)
+	if r, err := filepath.Rel(broot, full); err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return errorf(ErrCitation, "citation escapes staging bucket: %q", src)
+	}
+	if st, err := os.Stat(full); err != nil || !st.Mode().IsRegular() {
+		return errorf(ErrCitation, "citation path missing in staging tree: %q", src)
+	}
+	return nil
+}
+
+// readOnlyCopy copies the staged turn into a fresh directory beside it,
+// with read-only permissions, for one verifier question.
+func readOnlyCopy(turnDir string) (string, error) {
+	dst, err := os.MkdirTemp(filepath.Dir(turnDir), ".verify-")
+	if err != nil {
+		return "", err
+	}
+	err = filepath.WalkDir(turnDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(turnDir, p)
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, data, 0o444)
+		}
+		return nil
+	})
+	if err == nil {
+		err = chmodDirs(dst, 0o555)
+	}
+	if err != nil {
+		removeCopy(dst)
+		return "", err
+	}
+	return dst, nil
+}
+
+func chmodDirs(root string, mode fs.FileMode) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(p, mode)
+		}
+		return nil
+	})
+}
+
+func removeCopy(dir string) {
+	_ = chmodDirs(dir, 0o755)
+	_ = os.RemoveAll(dir)
+}
+
+// tampered returns the first path where copy differs from the staged turn
+// (a file changed, added or removed), "" when identical.
+func tampered(turnDir, copyDir string) string {
+	seen := map[string]bool{}
+	diff := ""
+	_ = filepath.WalkDir(copyDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || diff != "" {
+			return err
+		}
+		rel, _ := filepath.Rel(copyDir, p)
+		seen[rel] = true
+		orig := filepath.Join(turnDir, rel)
+		st, err := os.Lstat(orig)
+		switch {
+		case err != nil:
+			diff = rel
+		case d.IsDir() != st.IsDir():
+			diff = rel
+		case d.Type().IsRegular():
+			a, _ := os.ReadFile(p)
+			b, _ := os.ReadFile(orig)
+			if !bytes.Equal(a, b) {
+				diff = rel
+			}
+		case !d.IsDir():
+			diff = rel // a symlink or device it made
+		}
+		return nil
+	})
+	if diff != "" {
+		return diff
+	}
+	_ = filepath.WalkDir(turnDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || diff != "" {
+			return err
+		}
+		if rel, _ := filepath.Rel(turnDir, p); !seen[rel] {
+			diff = rel
+		}
+		return nil
+	})
+	return diff
+}
