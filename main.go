@@ -30,6 +30,7 @@ import (
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/doctor"
+	"github.com/stratum-go/stratum/engine/guard"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/engine/state"
@@ -160,6 +161,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.installCommand(),
 		a.uninstallCommand(),
 		a.hookCommand(),
+		a.guardCommand(),
 		a.doctorCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
@@ -862,6 +864,34 @@ func (a *app) hookCommand() *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			if err := mcpserver.RunHook(args[0], a.stdin, a.stdout, time.Now()); err != nil {
 				return failErr(err)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) guardCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:       "guard " + strings.Join(guard.Actions(), "|"),
+		Short:     "Guarded transitions of a resource: JSON arguments on stdin, as the stratum_guard_* tools",
+		Long:      guard.CLIHelp,
+		Example:   guard.CLIExamples,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: guard.Actions(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, _, err := openService(cmd.Context())
+			if err != nil {
+				return err
+			}
+			g := &guard.Service{Store: svc.Store, Now: svc.Now, Run: runner.ExitStatus, Channel: "cli"}
+			code, err := g.CLI(cmd.Context(), args[0], a.stdin, a.stdout)
+			switch {
+			case err != nil && code == exitUsage:
+				return usageErr("%v", err)
+			case err != nil:
+				return failErr(err)
+			case code != 0:
+				return silentExit(code)
 			}
 			return nil
 		},
