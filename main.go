@@ -286,14 +286,14 @@ func (a *app) writeReport(jsonOut bool, r interface{ WriteText(io.Writer) error 
 }
 
 // withFlow opens the service (openService), resolves FLOW — the id or a
-// unique prefix of it (Service.ResolveFlowID) — and hands both to fn; a
+// unique prefix of it (Query.ResolveFlowID) — and hands both to fn; a
 // FLOW that does not resolve is refused's to answer.
 func withFlow(ctx context.Context, flow string, refused func(error) error, fn func(svc *engine.Service, id string) error) error {
 	svc, _, err := openService(ctx)
 	if err != nil {
 		return err
 	}
-	id, err := svc.ResolveFlowID(ctx, flow)
+	id, err := svc.Query().ResolveFlowID(ctx, flow)
 	if err != nil {
 		return refused(err)
 	}
@@ -546,7 +546,7 @@ func (a *app) queryCommand() *cobra.Command {
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
+			list, err := svc.Query().List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
 			if err != nil {
 				return failErr(err)
 			}
@@ -579,7 +579,7 @@ func (a *app) queryCommand() *cobra.Command {
 		Example: `  stratum query gates | jq -r '.[] | "\(.flow_id) \(.step_id)"'`,
 		Args:    cobra.NoArgs,
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			pending, err := svc.PendingGateSteps(ctx)
+			pending, err := svc.Query().PendingGateSteps(ctx)
 			if err != nil {
 				return failErr(err)
 			}

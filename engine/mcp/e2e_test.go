@@ -641,7 +641,7 @@ func testFlowOwnedByRunner(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("main", map[string]any{"x": "c"}, nil)
 	svc := &engine.Service{Store: s.openStore()}
-	if err := svc.Claim(context.Background(), id, state.Lease{ID: "runner-1", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := svc.Leases().Claim(context.Background(), id, state.Lease{ID: "runner-1", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "build", "result": map[string]any{"ok": true}},
