@@ -46,7 +46,7 @@ func (s *Service) judged(ctx context.Context, r *resource, edge, stakes string, 
 		}
 		preds = append(preds, &specs.Predicate{ID: id, Type: ptype(p), Statement: pstring(p, "statement"), AppliedGate: gate, Raw: p})
 	}
-	res, err := judge.Run(ctx, judge.Request{FlowID: "guard-" + sha([]byte(r.reg.ResourceID))[:16], StepID: "e-" + sha([]byte(edge+"@"+in.IdempotencyKey))[:16],
+	res, err := judge.Run(ctx, judge.Request{FlowID: "guard-" + sha([]byte(r.reg.ResourceID))[:16], StepID: "e-" + sha([]byte(edge + "@" + in.IdempotencyKey))[:16],
 		Predicates: preds, Stakes: stakes, Artifacts: in.Artifacts, Modified: in.ModifiedFiles, Workspace: ws, Root: s.Judge.Root, Verifier: v, Now: s.Now})
 	var je *judge.Error
 	if errors.As(err, &je) {

@@ -125,7 +125,7 @@ func TestGuardVerifiedPredicate(t *testing.T) {
 	fakeVerifiers(t, home)
 	s := startIn(t, home)
 	s.ok("stratum_guard_register", map[string]any{"resource_id": "app:tests", "initial": "build",
-		"graph": map[string]any{"build": []any{"review"}},
+		"graph":           map[string]any{"build": []any{"review"}},
 		"edge_predicates": map[string]any{"build->review": []any{map[string]any{"id": "tests", "type": "verified", "statement": "the tests pass"}}}},
 		map[string]any{"status": "registered"})
 	r := s.ok("stratum_guard_transition", map[string]any{"resource_id": "app:tests", "from_state": "build", "to_state": "review",
