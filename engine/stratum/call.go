@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -31,6 +32,9 @@ type callState struct {
 	rec   CallTrace
 	cost  float64
 	known bool
+
+	stream *streamHook // Stream's, nil for Call
+	media  []llm.Media // the input's media parts
 }
 
 // begin starts a Call of function fn with its own budget b.
@@ -158,6 +162,11 @@ func decodeExact(b []byte) (any, error) {
 // *ConvergenceError, *StabilityError, ctx's error, or a configuration
 // error (no model, no key, replay miss) matching ErrStratum.
 func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
+	return f.callWith(ctx, in, nil)
+}
+
+// callWith is Call, streamed through hook when it is set.
+func (f *Fn[In, Out]) callWith(ctx context.Context, in In, hook *streamHook) (Out, error) {
 	var zero Out
 	if f == nil {
 		return zero, fmt.Errorf("%w: Call on a nil *Fn (define it with NewInfer)", ErrStratum)
@@ -166,6 +175,7 @@ func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 	if err != nil {
 		return zero, err
 	}
+	c.stream = hook
 	out, err := f.call(ctx, c, in)
 	if err != nil {
 		c.finish(ctx, nil, err)
@@ -185,7 +195,10 @@ func (f *Fn[In, Out]) call(ctx context.Context, c *callState, in In) (Out, error
 	if err != nil {
 		return zero, err
 	}
-	c.rec.Inputs, c.rec.ContractHash = raw, f.hash
+	c.rec.Inputs, c.rec.ContractHash = f.traceInputs(raw), f.hash
+	if c.media, err = f.mediaOf(in); err != nil {
+		return zero, err
+	}
 	for _, b := range binds {
 		if b.Opaque {
 			c.rec.OpaqueInputs = append(c.rec.OpaqueInputs, b.Name)
@@ -280,12 +293,13 @@ func (f *Fn[In, Out]) judge(out Out) (done bool, feedback string, err error) {
 func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Binding, tail []string) (Out, error) {
 	var got, zero Out
 	inputs, _ := c.rec.Inputs.(map[string]any)
+	media := c.media
 	req := infer.LoopRequest{
 		AttemptRequest: infer.AttemptRequest{
 			Function: f.name, Models: []string{f.spec.Model},
 			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail, Examples: f.examples},
 			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
-			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID, Tools: f.toolLoop(c),
+			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID, Tools: f.toolLoop(c), Media: media,
 		},
 		Retries: f.retries,
 		Check: func(v any) ([]string, bool) {
@@ -299,6 +313,9 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 			c.env.charge(a.CostUSD, u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.ReasoningTokens)
 		},
 		Exporter: c.rt.exporter,
+	}
+	if c.stream != nil {
+		req.OnDelta, req.OnFailed = c.stream.delta, c.stream.failed
 	}
 	res, err := c.rt.exec.Loop(ctx, req)
 	c.add(res)
