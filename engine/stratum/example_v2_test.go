@@ -122,7 +122,9 @@ func (toolUser) Generate(ctx context.Context, req *stratum.ModelRequest) (*strat
 // its arguments are checked against In's schema, and each call is traced.
 func ExampleNewTool() {
 	quote := stratum.NewTool("quote", "The last price of a stock",
-		func(ctx context.Context, q StockQuery) (Quote, error) { return Quote{Symbol: q.Symbol, Price: 12.5}, nil })
+		func(ctx context.Context, q StockQuery) (Quote, error) {
+			return Quote{Symbol: q.Symbol, Price: 12.5}, nil
+		})
 	advise := stratum.MustInfer("advise", stratum.Spec[StockQuery, Advice]{
 		Intent: "Advise on the stock, using its last price",
 		Tools:  []stratum.Tool{quote},
