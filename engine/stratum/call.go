@@ -284,7 +284,7 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 			Function: f.name, Models: []string{f.spec.Model},
 			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail, Examples: f.examples},
 			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
-			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID,
+			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID, Tools: f.toolLoop(c),
 		},
 		Retries: f.retries,
 		Check: func(v any) ([]string, bool) {
@@ -340,7 +340,14 @@ func (f *Fn[In, Out]) loopError(c *callState, err error) error {
 	var ce *infer.CompileError
 	var ae *engine.AttemptError
 	var pe *infer.ProviderError
+	var tle *infer.ToolLoopError
 	switch {
+	case errors.As(err, &tle):
+		e := &ToolLoopError{Function: f.name, Rounds: tle.Rounds}
+		for _, tc := range tle.Calls {
+			e.Calls = append(e.Calls, ToolCall{ID: tc.ID, Name: tc.Name, Args: tc.Args})
+		}
+		return e
 	case errors.As(err, &pe):
 		return providerError(f.name, pe)
 	case errors.As(err, &ex) && ex.Parse:

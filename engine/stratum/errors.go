@@ -302,3 +302,22 @@ func lastJoined(attempts [][]string) string {
 	}
 	return strings.Join(attempts[len(attempts)-1], "; ")
 }
+
+// ToolLoopError ends a Call whose model still called tools after
+// MaxToolRounds rounds of one attempt (it is not retried).
+type ToolLoopError struct {
+	Function string
+	// Rounds is the number of tool rounds run.
+	Rounds int
+	// Calls are every tool call the model asked for in that attempt, in
+	// order.
+	Calls []ToolCall
+}
+
+// Error describes the ToolLoopError.
+func (e *ToolLoopError) Error() string {
+	return fmt.Sprintf("%sthe model still called tools after %d rounds (%d calls; raise Spec.MaxToolRounds or say when to answer)", prefix(e.Function), e.Rounds, len(e.Calls))
+}
+
+// Is makes the error match ErrStratum.
+func (e *ToolLoopError) Is(target error) bool { return target == ErrStratum }

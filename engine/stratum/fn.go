@@ -104,6 +104,14 @@ type Spec[In, Out any] struct {
 	// (and so covered by the prompt hash). An example whose Out does not
 	// fit the output contract is a *CompileError.
 	Examples []Example[In, Out]
+	// Tools are the tools the model may call before it answers (NewTool):
+	// the calls of one turn run concurrently, their results go back in the
+	// next request, and the answer is checked as any other.
+	Tools []Tool
+	// MaxToolRounds bounds the tool rounds of one attempt (0:
+	// DefaultMaxToolRounds); a model still calling tools after it ends the
+	// Call with a *ToolLoopError.
+	MaxToolRounds int
 }
 
 // Example is a few-shot pair: an input and the answer wanted for it.
@@ -152,6 +160,7 @@ type Fn[In, Out any] struct {
 	retries   int
 	confField string // "confidence" when Out has such a number field
 	examples  []infer.Example
+	tools     *toolSet
 }
 
 // NewInfer defines a typed LLM function. It computes the output schema and
@@ -210,6 +219,9 @@ func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 		return nil, err
 	}
 	if err := f.compileExamples(); err != nil {
+		return nil, err
+	}
+	if f.tools, err = compileTools(name, s.Tools, s.MaxToolRounds); err != nil {
 		return nil, err
 	}
 	if props, ok := schema["properties"].(map[string]any); ok {

@@ -42,4 +42,7 @@ type CallTrace struct {
 	CacheHit bool `json:"cache_hit"`
 	// Error is the call's error text ("" when it succeeded).
 	Error string `json:"error,omitempty"`
+	// ToolCalls are the tool calls the model made, in the order their
+	// rounds ended (Spec.Tools).
+	ToolCalls []ToolCallTrace `json:"tool_calls,omitempty"`
 }

@@ -155,6 +155,12 @@ type AttemptRequest struct {
 	Temperature *float64
 	// MaxTokens, when positive, overrides the executor's output cap.
 	MaxTokens int
+	// Media are parts of the user turn (never in the prompt text).
+	Media []llm.Media
+	// Tools, when set, lets the model answer with tool calls (tools.go).
+	Tools *ToolLoop
+	// OnDelta, when set, streams each turn's answer text through it.
+	OnDelta func(text string) error
 	// FlowID, StepID and Attempt (1-based) label the trace and the span.
 	FlowID, StepID string
 	Attempt        int
@@ -174,6 +180,16 @@ type AttemptResult struct {
 	Model string
 	// PromptHash is the compiled prompt's hash.
 	PromptHash string
+	// Charged: every turn was told to Tools.Charge as it ended (an
+	// attempt with tool rounds); Usage and CostUSD are their sum.
+	Charged bool
+	// ToolRounds counts the tool rounds run.
+	ToolRounds int
+
+	turns     int       // requests made
+	raw       llm.Usage // summed over the turns
+	lastUsage state.Usage
+	lastCost  *float64
 }
 
 // Attempt makes one call: it resolves the model, checks the budget
@@ -225,23 +241,16 @@ func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResu
 	if timeout <= 0 {
 		timeout = DefaultCallTimeout
 	}
-	deadline, cause := time.Now().Add(timeout), error(&callTimeout{timeout})
-	if b := req.Budget; !b.Deadline.IsZero() && b.Deadline.Before(deadline) {
-		deadline, cause = b.Deadline, engine.ErrBudgetExhausted
-	}
-	callCtx, cancel := context.WithDeadlineCause(llm.WithPromptHash(ctx, prompt.Hash), deadline, cause)
-	defer cancel()
-	resp, callErr := target.Provider.Complete(callCtx, lreq)
-
 	res := AttemptResult{Trace: trace, Model: target.Full, PromptHash: prompt.Hash}
-	e.account(&res, span, target, resp, callErr)
 	finish := func(err error) (AttemptResult, error) {
 		trace.DurationMS = now().Sub(start).Milliseconds()
 		span.End(err)
 		return res, err
 	}
-	if callErr != nil {
-		return finish(e.mapCallError(ctx, callCtx, deadline, cause, label, target, callErr))
+	tc := turnCall{e: e, ctx: ctx, target: target, span: span, hash: prompt.Hash, timeout: timeout, label: label, attempt: req.Attempt, res: &res}
+	resp, err := tc.converse(&lreq, req.Budget, req.Tools)
+	if err != nil {
+		return finish(err)
 	}
 	value, repaired, err := decodeAnswer(resp.Content, wrapped, req.Output, target.Info.Dialect)
 	if err != nil {
@@ -297,7 +306,10 @@ func (e *Executor) request(target llm.Target, req AttemptRequest, prompt Prompt,
 		temp = req.Temperature
 	}
 	lreq := llm.Request{Model: target.Model, System: system, Prompt: prompt.Text, Schema: schema,
-		SchemaName: "output", MaxTokens: maxTokens, Temperature: temp}
+		SchemaName: "output", MaxTokens: maxTokens, Temperature: temp, Media: req.Media, OnDelta: req.OnDelta}
+	if req.Tools != nil {
+		lreq.Tools = req.Tools.Defs
+	}
 	if prompt.Attachment != nil {
 		lreq.Attachment = prompt.Attachment
 	}
@@ -340,9 +352,10 @@ func chatSpan(ctx context.Context, target llm.Target, maxTokens int, req Attempt
 	return span
 }
 
-// account records the attempt's usage and cost (refusals and truncations
-// spent tokens too) on the result, its trace record and the span.
-func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Target, resp *llm.Response, callErr error) {
+// account records a turn's usage and cost (refusals and truncations
+// spent tokens too) on the result, summed over the attempt's turns, its
+// trace record and the span, and returns the turn's own.
+func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Target, resp *llm.Response, callErr error) (state.Usage, *float64) {
 	var usage llm.Usage
 	var reported *float64
 	if resp != nil {
@@ -362,10 +375,25 @@ func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Targe
 	case errors.As(callErr, &te):
 		usage = te.Usage
 	}
-	res.Usage = engineUsage(usage)
+	var cost *float64
 	if resp != nil || re != nil || te != nil {
-		res.CostUSD = e.Models.Prices().Cost(target.Info, target.Model, usage, reported)
+		cost = e.Models.Prices().Cost(target.Info, target.Model, usage, reported)
 	}
+	turn := engineUsage(usage)
+	first := res.turns == 0
+	res.turns++
+	res.Usage = addUsage(res.Usage, turn)
+	switch {
+	case first:
+		res.CostUSD = cost
+	case res.CostUSD != nil && cost != nil:
+		c := *res.CostUSD + *cost
+		res.CostUSD = &c
+	default:
+		res.CostUSD = nil
+	}
+	res.raw = addLLMUsage(res.raw, usage)
+	usage = res.raw
 	eu := res.Usage
 	res.Trace.Usage = &eu
 	res.Trace.CostUSD = res.CostUSD
@@ -381,6 +409,12 @@ func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Targe
 		span.Set(otlp.AttrReasoningTokens, usage.Reasoning)
 	}
 	span.Set(otlp.AttrCostUSD, res.CostUSD)
+	return turn, cost
+}
+
+func addLLMUsage(a, b llm.Usage) llm.Usage {
+	return llm.Usage{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
+		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning}
 }
 
 // decodeAnswer extracts the JSON answer from the provider's text, unwraps

@@ -116,7 +116,7 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 				cost += *out.CostUSD
 			}
 			res.Model, res.PromptHash = out.Model, out.PromptHash
-			if req.Charge != nil {
+			if req.Charge != nil && !out.Charged {
 				req.Charge(out)
 			}
 		}
@@ -128,9 +128,10 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 		}
 		var ae *engine.AttemptError
 		var pe *ProviderError
+		var tle *ToolLoopError
 		switch {
-		case errors.As(err, &pe):
-			return res, err // the transport already retried: never a parse failure
+		case errors.As(err, &pe), errors.As(err, &tle):
+			return res, err // the transport already retried: never a parse failure; a tool loop is not retried
 		case err == nil:
 			previous, parse = req.Check(out.Value)
 			if len(previous) == 0 {
