@@ -30,6 +30,7 @@ import (
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/doctor"
+	"github.com/stratum-go/stratum/engine/guard"
 	mcpserver "github.com/stratum-go/stratum/engine/mcp"
 	runner "github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/engine/state"
@@ -160,6 +161,7 @@ auditable trace. State lives in $STRATUM_HOME (default ~/.stratum).`,
 		a.installCommand(),
 		a.uninstallCommand(),
 		a.hookCommand(),
+		a.guardCommand(),
 		a.doctorCommand(),
 		a.runCommand(),
 		a.tuiCommand(),
@@ -284,14 +286,14 @@ func (a *app) writeReport(jsonOut bool, r interface{ WriteText(io.Writer) error 
 }
 
 // withFlow opens the service (openService), resolves FLOW — the id or a
-// unique prefix of it (Service.ResolveFlowID) — and hands both to fn; a
+// unique prefix of it (Query.ResolveFlowID) — and hands both to fn; a
 // FLOW that does not resolve is refused's to answer.
 func withFlow(ctx context.Context, flow string, refused func(error) error, fn func(svc *engine.Service, id string) error) error {
 	svc, _, err := openService(ctx)
 	if err != nil {
 		return err
 	}
-	id, err := svc.ResolveFlowID(ctx, flow)
+	id, err := svc.Query().ResolveFlowID(ctx, flow)
 	if err != nil {
 		return refused(err)
 	}
@@ -544,7 +546,7 @@ func (a *app) queryCommand() *cobra.Command {
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
+			list, err := svc.Query().List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
 			if err != nil {
 				return failErr(err)
 			}
@@ -577,7 +579,7 @@ func (a *app) queryCommand() *cobra.Command {
 		Example: `  stratum query gates | jq -r '.[] | "\(.flow_id) \(.step_id)"'`,
 		Args:    cobra.NoArgs,
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			pending, err := svc.PendingGateSteps(ctx)
+			pending, err := svc.Query().PendingGateSteps(ctx)
 			if err != nil {
 				return failErr(err)
 			}
@@ -862,6 +864,34 @@ func (a *app) hookCommand() *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			if err := mcpserver.RunHook(args[0], a.stdin, a.stdout, time.Now()); err != nil {
 				return failErr(err)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) guardCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:       "guard " + strings.Join(guard.Actions(), "|"),
+		Short:     "Guarded transitions of a resource: JSON arguments on stdin, as the stratum_guard_* tools",
+		Long:      guard.CLIHelp,
+		Example:   guard.CLIExamples,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: guard.Actions(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, _, err := openService(cmd.Context())
+			if err != nil {
+				return err
+			}
+			g := &guard.Service{Store: svc.Store, Now: svc.Now, Run: runner.ExitStatus, Channel: "cli"}
+			code, err := g.CLI(cmd.Context(), args[0], a.stdin, a.stdout)
+			switch {
+			case err != nil && code == exitUsage:
+				return usageErr("%v", err)
+			case err != nil:
+				return failErr(err)
+			case code != 0:
+				return silentExit(code)
 			}
 			return nil
 		},

@@ -29,7 +29,7 @@ const auditInProgress = "in_progress"
 // from the flow's start to now, or to its last update once it has ended.
 //
 // auditFlow is a read: it neither mutates st nor appends events.
-func auditFlow(st *state.FlowState, env transitionEnv) *auditReport {
+func auditFlow(st *state.FlowState, env transitionEnv) *AuditReport {
 	totalSteps := 0
 	if env.Flow != nil {
 		totalSteps = len(env.Flow.Order)
@@ -38,12 +38,12 @@ func auditFlow(st *state.FlowState, env transitionEnv) *auditReport {
 	if trace == nil {
 		trace = []state.Record{}
 	}
-	rounds := make([]auditRound, 0, len(st.Rounds))
+	rounds := make([]AuditRound, 0, len(st.Rounds))
 	for i, recs := range st.Rounds {
 		if recs == nil {
 			recs = []state.Record{}
 		}
-		rounds = append(rounds, auditRound{Round: i, Steps: recs})
+		rounds = append(rounds, AuditRound{Round: i, Steps: recs})
 	}
 	archived := make([]map[string][]state.IterationEntry, 0, len(st.ArchivedIterations))
 	for _, m := range st.ArchivedIterations {
@@ -53,7 +53,7 @@ func auditFlow(st *state.FlowState, env transitionEnv) *auditReport {
 	if childAudits == nil {
 		childAudits = map[string][]json.RawMessage{}
 	}
-	a := &auditReport{
+	a := &AuditReport{
 		FlowID:             st.FlowID,
 		FlowName:           st.FlowName,
 		Status:             auditStatus(st),

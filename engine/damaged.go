@@ -73,8 +73,8 @@ func (s *Service) withoutDamaged(sums []state.FlowSummary) []state.FlowSummary {
 }
 
 // DamagedFlowIDs returns the flows found damaged so far by this Service.
-func (s *Service) DamagedFlowIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return sortedKeys(s.damaged)
+func (q Query) DamagedFlowIDs() []string {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	return sortedKeys(q.s.damaged)
 }

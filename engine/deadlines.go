@@ -18,7 +18,7 @@ func (s *Service) EnforceDeadlines(ctx context.Context, retry time.Duration, rep
 	if retry <= 0 {
 		retry = 3 * time.Second
 	}
-	after, err := s.LastSeq(ctx)
+	after, err := s.Query().LastSeq(ctx)
 	if err != nil {
 		return err
 	}

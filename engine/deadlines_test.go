@@ -70,7 +70,7 @@ func TestEnforceDeadlines(t *testing.T) {
 	}
 	opened := time.Now()
 	for {
-		st, err := s.Get(ctx, g.FlowID)
+		st, err := s.Query().Get(ctx, g.FlowID)
 		if err != nil {
 			t.Fatal(err)
 		}

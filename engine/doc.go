@@ -48,8 +48,16 @@
 // Service is the one way to run them, so nothing outside the package
 // depends on their signatures.
 //
+// Service has one method per transition, each taking a request struct
+// where a report has optional parts (StepReport, AttemptFailure,
+// ParallelReport), the event feed (Watch) and the deadline sweeps. Beside
+// it, over the same store and committing through it: Query (Service.Query:
+// flows, summaries, events, pending gates and reviews), Leases
+// (Service.Leases: a runner's lease on a flow or a fan-out step) and
+// Library (NewLibrary: the recorder of Go programs' flows).
+//
 // The exported names are what the Service (and its FlowWriter, a
-// process's one writer of a flow), its ports (Store, Tx, Executor, the
+// process's one writer of a flow, its Query, Leases and Library), its ports (Store, Tx, Executor, the
 // optional EventLimiter), its outcomes, errors and events need, and the
 // few reads of a flow state that need the engine's rules (Summarize,
 // PendingReview, ReviewArtifacts, ResolveStepInputs, ResolveSource,
@@ -175,7 +183,7 @@
 //     cleared steps, as the original's _clear_from (a revise archives the
 //     round's history first).
 //   - Flow ids may be abbreviated: front ends resolve what they are given
-//     with Service.ResolveFlowID (ids.go) before calling the Service — the
+//     with Query.ResolveFlowID (ids.go) before calling the Service — the
 //     id itself, or a unique prefix of at least minFlowIDPrefix (4)
 //     characters; an ambiguous prefix is error_type ambiguous_flow_id with
 //     candidates, a shorter or unknown one flow_not_found.

@@ -12,8 +12,8 @@ import (
 // current dispatch for the caller's lease. It fails with
 // ErrParallelRunHeld while another live lease holds it, and when the step
 // is not the flow's current dispatched step.
-func (s *Service) ClaimParallelRun(ctx context.Context, flowID, stepID string, l state.Lease) error {
-	_, err := s.optimistic(ctx, "fan-out lease of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+func (ls Leases) ClaimParallelRun(ctx context.Context, flowID, stepID string, l state.Lease) error {
+	_, err := ls.s.optimistic(ctx, "fan-out lease of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if err != nil {
 			return computed{}, err
@@ -45,8 +45,8 @@ func (s *Service) ClaimParallelRun(ctx context.Context, flowID, stepID string, l
 // EndParallelRun records how the run of stepID's current dispatch held by
 // leaseID ended (its merge) and drops the lease. A run no longer held by
 // leaseID, or of an earlier dispatch, is left as it is.
-func (s *Service) EndParallelRun(ctx context.Context, flowID, stepID, leaseID, mergeStatus string, details []string) error {
-	_, err := s.optimistic(ctx, "fan-out end of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+func (ls Leases) EndParallelRun(ctx context.Context, flowID, stepID, leaseID, mergeStatus string, details []string) error {
+	_, err := ls.s.optimistic(ctx, "fan-out end of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if err != nil {
 			return computed{}, err

@@ -108,7 +108,7 @@ func TestFlowWriterConcurrentWritesCommitTogether(t *testing.T) {
 			t.Fatalf("a write failed: %v", err)
 		}
 	}
-	got, err := svc.Get(context.Background(), id)
+	got, err := svc.Query().Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestFlowWriterRefusalIsAnsweredAlone(t *testing.T) {
 			t.Fatalf("write %d: %v", i, err)
 		}
 	}
-	got, _ := svc.Get(context.Background(), id)
+	got, _ := svc.Query().Get(context.Background(), id)
 	if tasks := got.TasksOf("fan"); len(tasks) != 5 {
 		t.Fatalf("recorded %v", tasks)
 	}
@@ -207,7 +207,7 @@ func TestFlowWriterCancelledBeforeWritten(t *testing.T) {
 	if err := <-second; err == nil || !strings.Contains(err.Error(), "cancelled before it was written") {
 		t.Fatalf("cancelled write: %v", err)
 	}
-	got, _ := svc.Get(context.Background(), id)
+	got, _ := svc.Query().Get(context.Background(), id)
 	if _, ok := got.TasksOf("fan")["b"]; ok {
 		t.Fatal("the cancelled write was written")
 	}

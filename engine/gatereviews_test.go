@@ -57,7 +57,7 @@ func TestGateReviews(t *testing.T) {
 	clk.Add(1e9)
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 
-	full, err := s.PendingReviews(ctx)
+	full, err := s.Query().PendingReviews(ctx)
 	if err != nil || len(full) != 3 {
 		t.Fatalf("PendingReviews: %d, %v", len(full), err)
 	}
@@ -66,7 +66,7 @@ func TestGateReviews(t *testing.T) {
 		r.Artifacts = review.Artifacts{}
 		want[i] = r
 	}
-	got, err := s.GateReviews(ctx)
+	got, err := s.Query().GateReviews(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestGateReviews(t *testing.T) {
 		}
 	}
 	rewrite(ids[0], false)
-	if got, err := s.GateReviews(ctx); err != nil || !reflect.DeepEqual(got, want) {
+	if got, err := s.Query().GateReviews(ctx); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("GateReviews with a summary lacking Review:\n%+v (%v)\nwant\n%+v", got, err, want)
 	}
 	rewrite(ids[2], true)
@@ -114,7 +114,7 @@ func TestGateReviews(t *testing.T) {
 			rest = append(rest, r)
 		}
 	}
-	if got, err := s.GateReviews(ctx); err != nil || len(rest) != 2 || !reflect.DeepEqual(got, rest) {
+	if got, err := s.Query().GateReviews(ctx); err != nil || len(rest) != 2 || !reflect.DeepEqual(got, rest) {
 		t.Fatalf("GateReviews with a broken spec and no Review:\n%+v (%v)\nwant\n%+v", got, err, rest)
 	}
 }

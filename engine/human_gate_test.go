@@ -117,7 +117,7 @@ func TestHumanGatePendingRefusesBypass(t *testing.T) {
 			t.Run(flow+"/"+tc.name, func(t *testing.T) {
 				s, _, _ := newService()
 				parent, gated := humanGateBelow(t, s, flow)
-				before, _ := s.Get(ctx, parent)
+				before, _ := s.Query().Get(ctx, parent)
 				out, err := tc.call(s, parent)
 				e := engine.AsError(err)
 				if e == nil || e.Type != engine.ErrTypeHumanGatePending {
@@ -130,17 +130,17 @@ func TestHumanGatePendingRefusesBypass(t *testing.T) {
 				if w["gate_flow_id"] != gated || w["gate_step_id"] != "signoff" {
 					t.Errorf("envelope: %v", w)
 				}
-				after, _ := s.Get(ctx, parent)
+				after, _ := s.Query().Get(ctx, parent)
 				if after.Version != before.Version {
 					t.Errorf("the refused call changed the parent (version %d → %d)", before.Version, after.Version)
 				}
-				if g, _ := s.Get(ctx, gated); g.Status != state.StatusAwaitingGate {
+				if g, _ := s.Query().Get(ctx, gated); g.Status != state.StatusAwaitingGate {
 					t.Errorf("gated child is %s", g.Status)
 				}
 				// A human decides; the parent's step may then be reported.
 				must(t)(s.GateResolve(ctx, gated, review.Decision{StepID: "signoff", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI}))
 				if flow == "deep" {
-					mid, _ := s.Get(ctx, *after.ActiveChildFlowID)
+					mid, _ := s.Query().Get(ctx, *after.ActiveChildFlowID)
 					must(t)(s.StepDone(ctx, engine.StepReport{FlowID: mid.FlowID, StepID: "nest", Result: map[string]any{"w": 1}}))
 				}
 				if r := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: parent, StepID: "sub", Result: map[string]any{"w": 1}})); r["step_id"] != "after" {
@@ -205,7 +205,7 @@ func TestRevertKeepsDecisions(t *testing.T) {
 			t.Fatalf("revert past a human's kill through %q: %v", ch, r)
 		}
 	}
-	if st, _ := s.Get(ctx, "f1"); st.Status != state.StatusKilled {
+	if st, _ := s.Query().Get(ctx, "f1"); st.Status != state.StatusKilled {
 		t.Fatalf("refused revert changed the flow: %s", st.Status)
 	}
 	audit := func() map[string]any {

@@ -32,7 +32,7 @@ const maxCandidatesInMessage = 10
 //
 // Any other error is the store's. Front ends (main.go's commands, the MCP
 // tools, `stratum run --resume`) call it before the Service.
-func (s *Service) ResolveFlowID(ctx context.Context, idOrPrefix string) (string, error) {
+func (q Query) ResolveFlowID(ctx context.Context, idOrPrefix string) (string, error) {
 	if !plausibleFlowID(idOrPrefix) {
 		return "", flowNotFound(idOrPrefix)
 	}
@@ -44,7 +44,7 @@ func (s *Service) ResolveFlowID(ctx context.Context, idOrPrefix string) (string,
 		return idOrPrefix, nil
 	}
 	var matches []string
-	err := s.Store.View(ctx, func(tx Tx) error {
+	err := q.s.Store.View(ctx, func(tx Tx) error {
 		matches = nil
 		if _, err := tx.Get(idOrPrefix); err == nil {
 			matches = []string{idOrPrefix}
@@ -55,7 +55,7 @@ func (s *Service) ResolveFlowID(ctx context.Context, idOrPrefix string) (string,
 		if len(idOrPrefix) < minFlowIDPrefix {
 			return nil
 		}
-		list, err := s.listing(tx.List(ListFilter{}))
+		list, err := q.s.listing(tx.List(ListFilter{}))
 		if err != nil {
 			return err
 		}

@@ -46,18 +46,18 @@ func TestResolveFlowID(t *testing.T) {
 	var lists int
 	s.Store = countingStore{s.Store, &lists}
 
-	got, err := s.ResolveFlowID(ctx, "abce3333-0000")
+	got, err := s.Query().ResolveFlowID(ctx, "abce3333-0000")
 	if err != nil || got != "abce3333-0000" || lists != 0 {
 		t.Errorf("exact id: %q, %v, %d listings; want the id, no listing", got, err, lists)
 	}
 	for _, prefix := range []string{"abce", "abce3", "abcd1", "abcd2222-"} {
-		got, err := s.ResolveFlowID(ctx, prefix)
+		got, err := s.Query().ResolveFlowID(ctx, prefix)
 		if err != nil || !strings.HasPrefix(got, prefix) || len(got) != len(ids[0]) {
 			t.Errorf("unique prefix %q: %q, %v", prefix, got, err)
 		}
 	}
 
-	_, err = s.ResolveFlowID(ctx, "abcd")
+	_, err = s.Query().ResolveFlowID(ctx, "abcd")
 	e := engine.AsError(err)
 	if e == nil || e.Type != engine.ErrTypeAmbiguousFlowID || !reflect.DeepEqual(e.Candidates, ids[:2]) {
 		t.Fatalf("ambiguous prefix: %#v", err)
@@ -72,7 +72,7 @@ func TestResolveFlowID(t *testing.T) {
 
 	// Too short, unknown, empty: the Service's own flow_not_found answer.
 	for _, in := range []string{"abc", "a", "zzzz", "abcd1111-0000-more", ""} {
-		_, err := s.ResolveFlowID(ctx, in)
+		_, err := s.Query().ResolveFlowID(ctx, in)
 		_, want := s.Resume(ctx, in)
 		if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowNotFound {
 			t.Errorf("%q: %v, want flow_not_found", in, err)
@@ -86,7 +86,7 @@ func TestResolveFlowID(t *testing.T) {
 	// A store failure is the store's, not an envelope.
 	boom := errors.New("boom")
 	s.Store = failingView{s.Store, boom}
-	if _, err := s.ResolveFlowID(ctx, "abcd"); !errors.Is(err, boom) || engine.AsError(err) != nil {
+	if _, err := s.Query().ResolveFlowID(ctx, "abcd"); !errors.Is(err, boom) || engine.AsError(err) != nil {
 		t.Errorf("store failure: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestQueryFlowRefused(t *testing.T) {
 	ctx := context.Background()
 	must(t)(s.Plan(ctx, querySpec, "solo", nil, engine.PlanOptions{}))
 	must(t)(s.Plan(ctx, querySpec, "solo", nil, engine.PlanOptions{}))
-	_, err := s.ResolveFlowID(ctx, "abcd")
+	_, err := s.Query().ResolveFlowID(ctx, "abcd")
 	got := cliJSON(t, clijson.FlowRefused("abcd", engine.AsError(err)))
 	want := `{
   "_schema_version": "1",

@@ -31,7 +31,7 @@ func TestStalledLibraryReviewDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Add(time.Minute) // the program is gone: its lease expired
-	before, err := svc.Get(ctx, id)
+	before, err := svc.Query().Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestStalledLibraryReviewDecision(t *testing.T) {
 	if errType(err) != engine.ErrTypeFlowStalled {
 		t.Fatalf("decision on a stalled flow: %v, want flow_stalled", err)
 	}
-	after, _ := svc.Get(ctx, id)
+	after, _ := svc.Query().Get(ctx, id)
 	if after.Version != before.Version || after.Library.Review("review-1").Status != state.ReviewOpen {
 		t.Fatalf("a refused decision changed the flow: version %d → %d, review %s", before.Version, after.Version, after.Library.Review("review-1").Status)
 	}
@@ -84,7 +84,7 @@ func TestKill(t *testing.T) {
 		if !ok || len(k.Flows) != 1 || !k.Ending.Stalled || k.Ending.By != "ann" {
 			t.Fatalf("answer %#v", out)
 		}
-		st, _ := svc.Get(ctx, id)
+		st, _ := svc.Query().Get(ctx, id)
 		if st.Status != state.StatusKilled || st.Gate != nil || st.Owner != nil || st.Ended == nil ||
 			st.Ended.By != "ann" || st.Ended.Reason != cli.Reason || st.Ended.Channel != "cli" || !st.Ended.At.Equal(clk.Now()) {
 			t.Fatalf("state after kill: status %s gate %v owner %v ended %+v", st.Status, st.Gate, st.Owner, st.Ended)
@@ -92,7 +92,7 @@ func TestKill(t *testing.T) {
 		if r := st.Library.Review("review-1"); r.Status != state.ReviewWithdrawn {
 			t.Fatalf("open review left %s", r.Status)
 		}
-		evs, _ := svc.FlowEvents(ctx, id)
+		evs, _ := svc.Query().FlowEvents(ctx, id)
 		last := evs[len(evs)-1]
 		if last.Type != engine.EventFlowFinished || last.Data.Status != "killed" || last.Data.Reviewer != "ann" ||
 			last.Data.Rationale != cli.Reason || last.Data.Channel != "cli" {
@@ -101,7 +101,7 @@ func TestKill(t *testing.T) {
 		if _, err := svc.Kill(ctx, id, cli); errType(err) != engine.ErrTypeFlowComplete {
 			t.Fatalf("kill of a killed flow: %v", err)
 		}
-		if sums, _ := svc.List(ctx, engine.ListFilter{}); sums[0].Stalled(clk.Now()) || sums[0].Status != state.StatusKilled {
+		if sums, _ := svc.Query().List(ctx, engine.ListFilter{}); sums[0].Stalled(clk.Now()) || sums[0].Status != state.StatusKilled {
 			t.Fatalf("summary after kill %+v", sums[0])
 		}
 	})
@@ -121,7 +121,7 @@ func TestKill(t *testing.T) {
 			t.Fatalf("killed %v, want the parent and its child", k.Flows)
 		}
 		for _, id := range []string{parent, gated} {
-			st, _ := svc.Get(ctx, id)
+			st, _ := svc.Query().Get(ctx, id)
 			if st.Status != state.StatusKilled || st.Ended == nil || st.Ended.Channel != "tui" {
 				t.Fatalf("%s: %s %+v", id, st.Status, st.Ended)
 			}

@@ -11,15 +11,15 @@ import (
 // Claim takes (or renews) the runner lease of a flow: it succeeds when the
 // flow has no live lease or the live lease has the same id. The flow's driver
 // becomes "runner".
-func (s *Service) Claim(ctx context.Context, flowID string, l state.Lease) error {
-	return s.claim(ctx, flowID, l, "")
+func (ls Leases) Claim(ctx context.Context, flowID string, l state.Lease) error {
+	return ls.s.claim(ctx, flowID, l, "")
 }
 
 // TakeOver is Claim that may also replace the live lease deadID, whose
 // holder the caller knows to be dead (a runner killed with -9 on this
 // host); any other live lease still refuses with ErrLeaseHeld.
-func (s *Service) TakeOver(ctx context.Context, flowID, deadID string, l state.Lease) error {
-	return s.claim(ctx, flowID, l, deadID)
+func (ls Leases) TakeOver(ctx context.Context, flowID, deadID string, l state.Lease) error {
+	return ls.s.claim(ctx, flowID, l, deadID)
 }
 
 func (s *Service) claim(ctx context.Context, flowID string, l state.Lease, deadID string) error {
@@ -43,8 +43,8 @@ func (s *Service) claim(ctx context.Context, flowID string, l state.Lease, deadI
 }
 
 // Release drops the flow's lease if it is held by leaseID.
-func (s *Service) Release(ctx context.Context, flowID, leaseID string) error {
-	_, err := s.optimistic(ctx, "release of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+func (ls Leases) Release(ctx context.Context, flowID, leaseID string) error {
+	_, err := ls.s.optimistic(ctx, "release of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if err != nil {
 			return computed{}, err
@@ -57,3 +57,14 @@ func (s *Service) Release(ctx context.Context, flowID, leaseID string) error {
 	})
 	return err
 }
+
+// Leases are the runner leases of a Service's flows: the lease on a whole
+// flow a runner holds while it drives the flow (Claim, TakeOver, Release),
+// and the lease on one fan-out step's run (ClaimParallelRun,
+// EndParallelRun). A live lease makes the Service refuse reports from
+// anyone but its holder (error_type flow_owned). Get them with
+// Service.Leases.
+type Leases struct{ s *Service }
+
+// Leases returns the lease operations of s.
+func (s *Service) Leases() Leases { return Leases{s: s} }

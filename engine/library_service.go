@@ -230,7 +230,7 @@ func withdraw(st *state.FlowState, env transitionEnv, r *state.LibraryReview, re
 
 // Review reads one review of a library flow.
 func (l *Library) Review(ctx context.Context, flowID, reviewID string) (*state.LibraryReview, error) {
-	st, err := l.svc.Get(ctx, flowID)
+	st, err := l.svc.Query().Get(ctx, flowID)
 	if err != nil {
 		return nil, err
 	}

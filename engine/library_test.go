@@ -74,7 +74,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 		}
 	}
 
-	gates, err := svc.PendingGateSteps(ctx)
+	gates, err := svc.Query().PendingGateSteps(ctx)
 	if err != nil || len(gates) != 2 || gates[0].Summary.Gate.StepID != "review-1" || gates[1].Review.Question != "Ship it?" {
 		t.Fatalf("PendingGateSteps = %+v, %v", gates, err)
 	}
@@ -82,11 +82,11 @@ func TestLibraryFlowReviews(t *testing.T) {
 	if entries[0].Question != "Which plan?" || len(entries[0].Options) != 3 || entries[1].Approver != "human" {
 		t.Errorf("clijson.Gates = %+v", entries)
 	}
-	prs, err := svc.PendingReviews(ctx)
+	prs, err := svc.Query().PendingReviews(ctx)
 	if err != nil || len(prs) != 2 || !prs[0].Library || len(prs[0].Options) != 3 || prs[1].Schema == nil {
 		t.Fatalf("PendingReviews = %+v, %v", prs, err)
 	}
-	sums, _ := svc.List(ctx, engine.ListFilter{})
+	sums, _ := svc.Query().List(ctx, engine.ListFilter{})
 	if sums[0].Driver != state.DriverLibrary || sums[0].Status != state.StatusAwaitingGate || sums[0].Stalled(clk.Now()) {
 		t.Errorf("summary %+v", sums[0])
 	}
@@ -126,7 +126,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 			t.Errorf("%s %s %d %s: %v, want %q", c.step, c.o, c.option, c.value, err, c.want)
 		}
 	}
-	if prs, _ := svc.PendingReviews(ctx); len(prs) != 2 {
+	if prs, _ := svc.Query().PendingReviews(ctx); len(prs) != 2 {
 		t.Fatalf("refused decisions closed a review: %d open", len(prs))
 	}
 	if err := decide("review-1", review.Approve, review.ChannelMCP, 0, `"b"`); err != nil {
@@ -142,7 +142,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 	if err := decide("review-2", review.Kill, review.ChannelTUI, 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := svc.Get(ctx, id)
+	st, _ := svc.Query().Get(ctx, id)
 	if st.Status != state.StatusRunning || st.Gate != nil || st.Library.Reviews[1].Status != state.ReviewRejected {
 		t.Errorf("after both decisions: %s %+v", st.Status, st.Gate)
 	}
@@ -156,7 +156,7 @@ func TestLibraryFlowReviews(t *testing.T) {
 	if err := engine.NewLibrary(svc).FinishFlow(ctx, id, map[string]any{"ok": true}, nil); err != nil {
 		t.Fatal(err)
 	}
-	st, _ = svc.Get(ctx, id)
+	st, _ = svc.Query().Get(ctx, id)
 	if st.Status != state.StatusComplete || st.Owner != nil {
 		t.Errorf("finished: %s owner %v", st.Status, st.Owner)
 	}
@@ -179,14 +179,14 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The flow's gate (what deadline sweeps sleep on) is the first deadline.
-	st, _ := svc.Get(ctx, id)
+	st, _ := svc.Query().Get(ctx, id)
 	if st.Gate == nil || st.Gate.StepID != "review-3" || st.Gate.Deadline == nil || st.Gate.Deadline.After(opened.Add(15*time.Second)) {
 		t.Fatalf("gate %+v", st.Gate)
 	}
 	if _, err := engine.NewLibrary(svc).WithdrawReview(ctx, id, "review-3", "not needed"); err != nil {
 		t.Fatal(err)
 	}
-	st, _ = svc.Get(ctx, id)
+	st, _ = svc.Query().Get(ctx, id)
 	if st.Gate == nil || st.Gate.StepID != "review-1" || st.Gate.Deadline == nil || st.Gate.Deadline.After(opened.Add(time.Minute)) {
 		t.Fatalf("gate %+v", st.Gate)
 	}
@@ -213,7 +213,7 @@ func TestLibraryReviewTimeouts(t *testing.T) {
 	if err != nil || w.Status != state.ReviewWithdrawn {
 		t.Errorf("withdraw: %+v, %v", w, err)
 	}
-	if prs, _ := svc.PendingReviews(ctx); len(prs) != 0 {
+	if prs, _ := svc.Query().PendingReviews(ctx); len(prs) != 0 {
 		t.Errorf("%d reviews still open", len(prs))
 	}
 }

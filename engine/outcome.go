@@ -24,7 +24,7 @@ import (
 // and, unexported because no front end acts on them (Wire renders them):
 // callRecorded (recordCall booked a call's spend), notTimedOut
 // (check_timeouts found nothing to apply), checkpointCommitted
-// (stratum_commit), iterationStarted, iterationAborted and auditReport
+// (stratum_commit), iterationStarted, iterationAborted and AuditReport
 // (stratum_audit).
 //
 // Errors the original answers as envelopes are a *Error instead. Consumers
@@ -112,7 +112,7 @@ func FlowIDOf(o Outcome) string {
 		return o.FlowID
 	case *iterationAborted:
 		return o.FlowID
-	case *auditReport:
+	case *AuditReport:
 		return o.FlowID
 	}
 	return ""
@@ -398,35 +398,44 @@ type iterationAborted struct {
 // WireStatus implements Outcome.
 func (i *iterationAborted) WireStatus() string { return "iteration_aborted" }
 
-// auditReport is stratum_audit's snapshot (see Audit).
-type auditReport struct {
-	FlowID             string
-	FlowName           string
-	Status             string // the audit vocabulary: a final status or "in_progress"
-	StepsCompleted     int
-	TotalSteps         int
-	Trace              []state.Record
-	Round              int
-	Rounds             []auditRound
+// AuditReport is stratum_audit's snapshot of one flow (Service.Audit),
+// running or finished; engine.Wire renders the original's JSON of it.
+type AuditReport struct {
+	FlowID   string
+	FlowName string
+	// Status is the audit vocabulary: a final status or "in_progress".
+	Status         string
+	StepsCompleted int
+	TotalSteps     int
+	// Trace is the flow's step, gate and skip records, in order.
+	Trace []state.Record
+	// Round is the current round; Rounds the archived ones.
+	Round  int
+	Rounds []AuditRound
+	// Iterations are the iteration loops' reports by step;
+	// ArchivedIterations those of earlier rounds.
 	Iterations         map[string][]state.IterationEntry
 	ArchivedIterations []map[string][]state.IterationEntry
-	ChildAudits        map[string][]json.RawMessage
-	TotalDurationMS    int64
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-	FlowStatus         state.FlowStatus
-	Gate               *state.PendingGate   // while awaiting a gate
-	Judge              *state.JudgeProgress // judge_history and judge_outcome, when a judge ran
+	// ChildAudits are the audits of child flows, by the step that ran them.
+	ChildAudits     map[string][]json.RawMessage
+	TotalDurationMS int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	FlowStatus      state.FlowStatus
+	// Gate is the pending gate while the flow awaits one.
+	Gate *state.PendingGate
+	// Judge is judge_history and judge_outcome, when a judge ran.
+	Judge *state.JudgeProgress
 }
 
-// auditRound is one archived round of an audit.
-type auditRound struct {
+// AuditRound is one archived round of an audit: its step records.
+type AuditRound struct {
 	Round int            `json:"round"`
 	Steps []state.Record `json:"steps"`
 }
 
 // WireStatus implements Outcome.
-func (a *auditReport) WireStatus() string { return a.Status }
+func (a *AuditReport) WireStatus() string { return a.Status }
 
 func wireStatus(n *Notes, base string) string {
 	if n.Failure != "" {

@@ -98,17 +98,17 @@ func pendingReview(flowID, flowName string, g *state.PendingGate, rv state.GateR
 // Flows whose stored spec no longer parses are skipped. The states are read
 // in one View; their specs are parsed after it. Listings that need no
 // artifacts use GateReviews, which reads no state.
-func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
+func (q Query) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
 	var states []*state.FlowState
-	err := s.Store.View(ctx, func(tx Tx) error {
+	err := q.s.Store.View(ctx, func(tx Tx) error {
 		states = nil
-		gates, err := s.listing(tx.PendingGates())
+		gates, err := q.s.listing(tx.PendingGates())
 		if err != nil {
 			return err
 		}
 		for _, g := range gates {
 			st, err := tx.Get(g.FlowID)
-			if errors.Is(err, ErrNotFound) || s.noteDamagedErr(err) {
+			if errors.Is(err, ErrNotFound) || q.s.noteDamagedErr(err) {
 				continue
 			}
 			if err != nil {
@@ -122,13 +122,13 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 		return nil, err
 	}
 	var out []review.PendingReview
-	now := s.now()
+	now := q.s.now()
 	for _, st := range states {
 		if st.IsLibrary() {
 			out = append(out, libraryPendingReviews(st)...)
 			continue
 		}
-		env, bad := s.env(ctx, st, newSnapshot(ctx, s.Store), now)
+		env, bad := q.s.env(ctx, st, newSnapshot(ctx, q.s.Store), now)
 		if bad != nil {
 			continue
 		}
@@ -147,13 +147,13 @@ func (s *Service) PendingReviews(ctx context.Context) ([]review.PendingReview, e
 // it existed, or while the spec did not parse) has its state read and its
 // spec parsed, as PendingReview does; those whose stored spec no longer
 // parses are skipped.
-func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, error) {
+func (q Query) GateReviews(ctx context.Context) ([]review.PendingReview, error) {
 	var out []review.PendingReview
 	var states []*state.FlowState // gates whose summary lacks Review
 	var at []int                  // where each goes in out
-	err := s.Store.View(ctx, func(tx Tx) error {
+	err := q.s.Store.View(ctx, func(tx Tx) error {
 		out, states, at = nil, nil, nil
-		gates, err := s.listing(tx.PendingGates())
+		gates, err := q.s.listing(tx.PendingGates())
 		if err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 				continue
 			}
 			st, err := tx.Get(g.FlowID)
-			if errors.Is(err, ErrNotFound) || s.noteDamagedErr(err) {
+			if errors.Is(err, ErrNotFound) || q.s.noteDamagedErr(err) {
 				continue
 			}
 			if err != nil {
@@ -188,7 +188,7 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 	for i := range keep {
 		keep[i] = true
 	}
-	now := s.now()
+	now := q.s.now()
 	library := map[int][]review.PendingReview{} // a Go program's flow: each open review (library.go)
 	for i, st := range states {
 		keep[at[i]] = false
@@ -196,7 +196,7 @@ func (s *Service) GateReviews(ctx context.Context) ([]review.PendingReview, erro
 			library[at[i]] = libraryPendingReviews(st)
 			continue
 		}
-		env, bad := s.env(ctx, st, newSnapshot(ctx, s.Store), now)
+		env, bad := q.s.env(ctx, st, newSnapshot(ctx, q.s.Store), now)
 		if bad != nil {
 			continue
 		}

@@ -223,6 +223,17 @@ type Tx interface {
 	// CacheGet / CachePut are the persistent result cache (cache: global).
 	CacheGet(key string) ([]byte, bool, error)
 	CachePut(key string, value []byte) error
+	// Guard records (engine/guard), by a resource's key (a hex digest):
+	// GuardGet returns the registration (ok false: none) and GuardPut
+	// creates or replaces it; GuardEntries returns the resource's ledger,
+	// its entries in order; GuardAppend adds entry number seq (0-based),
+	// which must be the next one: when seq is not the ledger's length as
+	// this transaction sees it, it fails with ErrConflict and writes
+	// nothing. Entries are never changed or removed. Values are opaque.
+	GuardGet(key string) ([]byte, bool, error)
+	GuardPut(key string, reg []byte) error
+	GuardEntries(key string) ([][]byte, error)
+	GuardAppend(key string, seq int, entry []byte) error
 }
 
 // ListFilter selects flows for Tx.List. Zero values select everything.

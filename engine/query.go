@@ -35,24 +35,24 @@ type GateStep struct {
 
 // FlowWithSpec returns a flow's state and its flow (an error wrapping
 // ErrNotFound when unknown).
-func (s *Service) FlowWithSpec(ctx context.Context, flowID string) (*FlowWithSpec, error) {
-	st, err := s.Get(ctx, flowID)
+func (q Query) FlowWithSpec(ctx context.Context, flowID string) (*FlowWithSpec, error) {
+	st, err := q.Get(ctx, flowID)
 	if err != nil {
 		return nil, err
 	}
-	return &FlowWithSpec{State: st, Flow: s.storedFlow(st)}, nil
+	return &FlowWithSpec{State: st, Flow: q.s.storedFlow(st)}, nil
 }
 
 // PendingGateSteps returns every flow waiting at a gate with its gate step,
 // in PendingGates' order (a Go program's flow once per open review, oldest
 // first). A flow deleted between the two reads is left out.
 // The states are read in one View; their specs are parsed after it.
-func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
+func (q Query) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 	var out []GateStep
 	var states []*state.FlowState // states[i] is out[i]'s (nil: no gate)
-	err := s.Store.View(ctx, func(tx Tx) error {
+	err := q.s.Store.View(ctx, func(tx Tx) error {
 		out, states = nil, nil
-		gates, err := s.listing(tx.PendingGates())
+		gates, err := q.s.listing(tx.PendingGates())
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 			var st *state.FlowState
 			if g.Gate != nil {
 				st, err = tx.Get(g.FlowID)
-				if errors.Is(err, ErrNotFound) || s.noteDamagedErr(err) {
+				if errors.Is(err, ErrNotFound) || q.s.noteDamagedErr(err) {
 					continue
 				}
 				if err != nil {
@@ -86,7 +86,7 @@ func (s *Service) PendingGateSteps(ctx context.Context) ([]GateStep, error) {
 			continue
 		}
 		if st != nil {
-			if flow := s.storedFlow(st); flow != nil {
+			if flow := q.s.storedFlow(st); flow != nil {
 				out[i].Step = flow.Step(out[i].Summary.Gate.StepID)
 			}
 		}

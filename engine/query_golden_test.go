@@ -127,14 +127,14 @@ func TestQueryGoldens(t *testing.T) {
 	// its status still the original's.
 	stalled := plan("main")
 	clk.Add(time.Second)
-	if err := s.Claim(ctx, stalled, state.Lease{ID: "run-1", PID: 4242, Host: "ci", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+	if err := s.Leases().Claim(ctx, stalled, state.Lease{ID: "run-1", PID: 4242, Host: "ci", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, stalled, "run-1"); err != nil {
+	if err := s.Leases().Release(ctx, stalled, "run-1"); err != nil {
 		t.Fatal(err)
 	}
 
-	list, err := s.List(ctx, engine.ListFilter{})
+	list, err := s.Query().List(ctx, engine.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestQueryGoldens(t *testing.T) {
 
 	for name, id := range map[string]string{"flow-awaiting_gate.json": waiting, "flow-complete.json": complete,
 		"flow-killed.json": killed, "flow-running.json": running, "flow-stalled.json": stalled} {
-		f, err := s.FlowWithSpec(ctx, id)
+		f, err := s.Query().FlowWithSpec(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestQueryGoldens(t *testing.T) {
 	}
 	checkGolden(t, "flow-not-found.json", cliJSON(t, clijson.FlowNotFound("no-such-flow")))
 
-	gates, err := s.PendingGateSteps(ctx)
+	gates, err := s.Query().PendingGateSteps(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

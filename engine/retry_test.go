@@ -67,7 +67,7 @@ func TestDecisionRetriesPatiently(t *testing.T) {
 	if lose.Load() >= 0 {
 		t.Fatalf("the decision did not lose the races it was meant to (%d left)", lose.Load())
 	}
-	st, _ := svc.Get(ctx, lib)
+	st, _ := svc.Query().Get(ctx, lib)
 	if st.Library.Review("review-1").Status != state.ReviewApproved {
 		t.Fatalf("review %s", st.Library.Review("review-1").Status)
 	}

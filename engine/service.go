@@ -404,11 +404,11 @@ func (s *Service) Revert(ctx context.Context, flowID, label string, opt ReportOp
 // parsed and the report built after it. When this Service committed the
 // flow last, the report is built from its copy, and given once a View
 // finds the flow's summary still at that version (owncommits.go).
-func (s *Service) Audit(ctx context.Context, flowID string) (*auditReport, error) {
+func (s *Service) Audit(ctx context.Context, flowID string) (*AuditReport, error) {
 	if !plausibleFlowID(flowID) {
 		return nil, flowNotFound(flowID)
 	}
-	var out *auditReport
+	var out *AuditReport
 	_, err := s.optimisticOn(ctx, "audit of flow "+flowID, ownBySummary, func(sn *snapshot, now time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {

@@ -49,7 +49,7 @@ func TestServiceIterationHooks(t *testing.T) {
 	if r["step_id"] != "find" {
 		t.Fatalf("%v", r)
 	}
-	st, _ := s.Get(ctx, "f1")
+	st, _ := s.Query().Get(ctx, "f1")
 	if got := st.StepOutputs["tune"].(map[string]any)["score"]; got != 0.9 {
 		t.Fatalf("best result not substituted: %v", st.StepOutputs["tune"])
 	}
@@ -60,7 +60,7 @@ func TestServiceIterationHooks(t *testing.T) {
 	must(t)(s.IterationReport(ctx, "f1", "find", map[string]any{"n": 1}, engine.ReportOptions{}))
 	must(t)(s.IterationReport(ctx, "f1", "find", map[string]any{"n": 2}, engine.ReportOptions{}))
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "find", Result: map[string]any{"n": 2}}))
-	st, _ = s.Get(ctx, "f1")
+	st, _ = s.Query().Get(ctx, "f1")
 	out := st.StepOutputs["find"].(map[string]any)
 	if _, leak := out["accumulated"]; leak {
 		t.Errorf("accumulated leaked into a non-accumulating step: %v", out)
@@ -85,7 +85,7 @@ func TestServiceCheckpointsAndLists(t *testing.T) {
 		t.Fatalf("%v", r)
 	}
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	list, err := s.List(ctx, engine.ListFilter{Status: state.StatusRunning})
+	list, err := s.Query().List(ctx, engine.ListFilter{Status: state.StatusRunning})
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list %+v %v", list, err)
 	}
@@ -100,13 +100,13 @@ func TestServiceRelease(t *testing.T) {
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	l := state.Lease{ID: "r1", ExpiresAt: clk.Now().Add(60e9)}
-	if err := s.Claim(ctx, "f1", l); err != nil {
+	if err := s.Leases().Claim(ctx, "f1", l); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, "f1", "r1"); err != nil {
+	if err := s.Leases().Release(ctx, "f1", "r1"); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := s.Get(ctx, "f1")
+	st, _ := s.Query().Get(ctx, "f1")
 	if st.Owner != nil || st.Driver != state.DriverRunner {
 		t.Fatalf("owner %+v driver %q", st.Owner, st.Driver)
 	}
@@ -133,12 +133,12 @@ func TestServicePendingReviews(t *testing.T) {
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
-	prs, err := s.PendingReviews(ctx)
+	prs, err := s.Query().PendingReviews(ctx)
 	if err != nil || len(prs) != 0 {
 		t.Fatalf("%+v %v", prs, err)
 	}
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{"b": 2}}))
-	prs, err = s.PendingReviews(ctx)
+	prs, err = s.Query().PendingReviews(ctx)
 	if err != nil || len(prs) != 1 {
 		t.Fatalf("%+v %v", prs, err)
 	}
@@ -189,7 +189,7 @@ func TestServiceConcurrentDecisions(t *testing.T) {
 	if wins != 1 {
 		t.Fatalf("%d decisions won", wins)
 	}
-	st, _ := s.Get(ctx, "f1")
+	st, _ := s.Query().Get(ctx, "f1")
 	gates := 0
 	for _, r := range st.Records {
 		if r.Type == state.RecordGate {

@@ -108,7 +108,7 @@ func TestServiceFlow(t *testing.T) {
 	if r["error_type"] != "execution_error" {
 		t.Fatalf("wrong step: %v", r)
 	}
-	st, err := s.Get(ctx, "f1")
+	st, err := s.Query().Get(ctx, "f1")
 	if err != nil || st.Version != 1 {
 		t.Fatalf("an unchanged transition wrote: version %d err %v", st.Version, err)
 	}
@@ -121,7 +121,7 @@ func TestServiceFlow(t *testing.T) {
 	if r["error_type"] != "execution_error" || !strings.Contains(r["message"].(string), "Key 'v' not found") {
 		t.Fatalf("ref error: %v", r)
 	}
-	st, _ = s.Get(ctx, "f1")
+	st, _ = s.Query().Get(ctx, "f1")
 	if st.Attempts["a"] != 1 || st.Version != 2 {
 		t.Fatalf("rolled-back transition persisted: attempts %v version %d", st.Attempts, st.Version)
 	}
@@ -133,7 +133,7 @@ func TestServiceFlow(t *testing.T) {
 	if r["status"] != "await_gate" {
 		t.Fatalf("gate: %v", r)
 	}
-	gates, err := s.PendingGates(ctx)
+	gates, err := s.Query().PendingGates(ctx)
 	if err != nil || len(gates) != 1 || gates[0].Gate.StepID != "review" || gates[0].Gate.Deadline == nil {
 		t.Fatalf("pending gates %+v %v", gates, err)
 	}
@@ -143,7 +143,7 @@ func TestServiceFlow(t *testing.T) {
 		t.Fatalf("approve: %v", r)
 	}
 	// Completed flows are kept and auditable.
-	st, err = s.Get(ctx, "f1")
+	st, err = s.Query().Get(ctx, "f1")
 	if err != nil || st.Status != state.StatusComplete {
 		t.Fatalf("completed flow: %v %v", st, err)
 	}
@@ -151,12 +151,12 @@ func TestServiceFlow(t *testing.T) {
 	if a["status"] != "complete" || a["flow_id"] != "f1" {
 		t.Fatalf("audit %v", a)
 	}
-	gates, _ = s.PendingGates(ctx)
+	gates, _ = s.Query().PendingGates(ctx)
 	if len(gates) != 0 {
 		t.Fatalf("gate still pending: %+v", gates)
 	}
 	// Events: strictly increasing sequence numbers, typed.
-	evs, _ := s.FlowEvents(ctx, "f1")
+	evs, _ := s.Query().FlowEvents(ctx, "f1")
 	var types []string
 	for i, e := range evs {
 		if i > 0 && e.Seq <= evs[i-1].Seq {
@@ -210,10 +210,10 @@ func TestServiceLease(t *testing.T) {
 	ctx := context.Background()
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
-	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+	if err := s.Leases().Claim(ctx, "f1", state.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-2", ExpiresAt: clk.Now().Add(time.Minute)}); err == nil {
+	if err := s.Leases().Claim(ctx, "f1", state.Lease{ID: "runner-2", ExpiresAt: clk.Now().Add(time.Minute)}); err == nil {
 		t.Fatal("second live lease granted")
 	}
 	r := must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
@@ -252,11 +252,11 @@ func TestServiceSweepTimeouts(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
-	st, _ := s.Get(ctx, "f1")
+	st, _ := s.Query().Get(ctx, "f1")
 	if st.Status != state.StatusKilled {
 		t.Fatalf("f1 status %q", st.Status)
 	}
-	st, _ = s.Get(ctx, "f2")
+	st, _ = s.Query().Get(ctx, "f2")
 	if st.Status != state.StatusAwaitingGate {
 		t.Fatalf("f2 status %q", st.Status)
 	}
@@ -294,7 +294,7 @@ func TestServiceChildFlow(t *testing.T) {
 	if r["status"] != "complete" || fmt.Sprint(r["output"]) != "map[x:1]" {
 		t.Fatalf("parent: %v", r)
 	}
-	st, _ := s.Get(ctx, "f1")
+	st, _ := s.Query().Get(ctx, "f1")
 	if len(st.ChildAudits["sub"]) != 1 {
 		t.Fatalf("child audits %v", st.ChildAudits)
 	}
@@ -325,7 +325,7 @@ func TestServiceLeaseCommitRevert(t *testing.T) {
 	s, _, clk := newService()
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	must(t)(s.Commit(ctx, "f1", "start", engine.ReportOptions{}))
-	if err := s.Claim(ctx, "f1", state.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
+	if err := s.Leases().Claim(ctx, "f1", state.Lease{ID: "runner-1", ExpiresAt: clk.Now().Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}, ReportOptions: engine.ReportOptions{Actor: "runner-1"}}))
@@ -337,7 +337,7 @@ func TestServiceLeaseCommitRevert(t *testing.T) {
 			t.Errorf("%s on an owned flow: %v", name, r)
 		}
 	}
-	st, _ := s.Get(ctx, "f1")
+	st, _ := s.Query().Get(ctx, "f1")
 	if st.StepOutputs["a"] == nil || len(st.Checkpoints) != 1 {
 		t.Fatalf("a refused checkpoint call changed the flow: outputs %v, checkpoints %v", st.StepOutputs, checkpointNames(st))
 	}
@@ -378,7 +378,7 @@ func TestServiceGateRationale(t *testing.T) {
 			}
 		}
 	}
-	st, err := s.Get(ctx, "f1")
+	st, err := s.Query().Get(ctx, "f1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,12 +147,12 @@ func (s *Service) RecordCall(ctx context.Context, flowID string, c CallRecord, o
 // no call was recorded), what a runner works out a step's budget from.
 // Like Audit, it starts from the state this Service committed last when it
 // holds it, checked by the flow's summary: no read of the whole flow.
-func (s *Service) Ledger(ctx context.Context, flowID string) (state.BudgetState, error) {
+func (q Query) Ledger(ctx context.Context, flowID string) (state.BudgetState, error) {
 	if !plausibleFlowID(flowID) {
 		return state.BudgetState{}, flowNotFound(flowID)
 	}
 	var led state.BudgetState
-	_, err := s.optimisticOn(ctx, "ledger of flow "+flowID, ownBySummary, func(sn *snapshot, _ time.Time) (computed, error) {
+	_, err := q.s.optimisticOn(ctx, "ledger of flow "+flowID, ownBySummary, func(sn *snapshot, _ time.Time) (computed, error) {
 		st, err := sn.Get(flowID)
 		if errors.Is(err, ErrNotFound) {
 			return computed{}, flowNotFound(flowID)

@@ -32,7 +32,7 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := resp["flow_id"].(string)
-	if err := svc.Claim(ctx, id, state.Lease{ID: lease.ID, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := svc.Leases().Claim(ctx, id, state.Lease{ID: lease.ID, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	own := engine.ReportOptions{Actor: "L"}
@@ -50,11 +50,11 @@ func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	if d, ok := r.(*engine.StepDispatch); err != nil || !ok || d.StepID != "b" {
 		t.Fatalf("%v %v", r, err)
 	}
-	fs, _ := svc.Get(ctx, id)
+	fs, _ := svc.Query().Get(ctx, id)
 	if b := fs.BudgetState; b == nil || b.SpentMS != 15 || b.SpentTokens != 3 || b.SpentUSD != 0.5 || fs.Attempts["a"] != 2 {
 		t.Fatalf("ledger %+v attempts %v", fs.BudgetState, fs.Attempts)
 	}
-	evs, _ := svc.FlowEvents(ctx, id)
+	evs, _ := svc.Query().FlowEvents(ctx, id)
 	traces := 0
 	for _, e := range evs {
 		if e.Type == engine.EventTrace {

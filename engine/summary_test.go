@@ -71,12 +71,12 @@ func TestServiceStoresItsSummaries(t *testing.T) {
 	sp, _ := specs.Parse("", []byte(svcSpec))
 	check := func(when string) {
 		t.Helper()
-		sums, err := s.List(ctx, engine.ListFilter{})
+		sums, err := s.Query().List(ctx, engine.ListFilter{})
 		if err != nil || len(sums) == 0 {
 			t.Fatalf("%s: List %v %v", when, sums, err)
 		}
 		for _, sum := range sums {
-			st, err := s.Get(ctx, sum.FlowID)
+			st, err := s.Query().Get(ctx, sum.FlowID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,23 +90,23 @@ func TestServiceStoresItsSummaries(t *testing.T) {
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "b", Result: map[string]any{}}))
 	check("at the gate")
-	sums, _ := s.List(ctx, engine.ListFilter{})
+	sums, _ := s.Query().List(ctx, engine.ListFilter{})
 	if g := sums[0]; g.CurrentStep != "review" || g.StepNumber != 3 || g.TotalSteps != 3 || g.Gate == nil {
 		t.Fatalf("at the gate: %+v", g)
 	}
 	lease := state.Lease{ID: "run-1", ExpiresAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if err := s.Claim(ctx, "f1", lease); err != nil {
+	if err := s.Leases().Claim(ctx, "f1", lease); err != nil {
 		t.Fatal(err)
 	}
 	check("claimed")
-	if sums, _ := s.List(ctx, engine.ListFilter{}); sums[0].Owner == nil || sums[0].Owner.ID != "run-1" || sums[0].Driver != state.DriverRunner {
+	if sums, _ := s.Query().List(ctx, engine.ListFilter{}); sums[0].Owner == nil || sums[0].Owner.ID != "run-1" || sums[0].Driver != state.DriverRunner {
 		t.Fatalf("claimed flow lists owner %+v, driver %q", sums[0].Owner, sums[0].Driver)
 	}
-	if err := s.Release(ctx, "f1", "run-1"); err != nil {
+	if err := s.Leases().Release(ctx, "f1", "run-1"); err != nil {
 		t.Fatal(err)
 	}
 	check("released")
-	if sums, _ := s.List(ctx, engine.ListFilter{}); sums[0].Owner != nil {
+	if sums, _ := s.Query().List(ctx, engine.ListFilter{}); sums[0].Owner != nil {
 		t.Fatalf("released flow still lists owner %+v", sums[0].Owner)
 	}
 }

@@ -101,7 +101,7 @@ func (s *Service) Watch(ctx context.Context, after uint64) (<-chan []Event, erro
 				if len(evs) > 0 && evs[0].Seq > last && !s.Store.Follows(last, evs[0].Seq) {
 					// A gap: read it (and, usually, this batch) from the
 					// log; if that fails, the store's Watch delivers it.
-					evs, _ = s.Events(ctx, last, gapRead)
+					evs, _ = s.Query().Events(ctx, last, gapRead)
 				}
 			}
 			evs = newer(evs, last)

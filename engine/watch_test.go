@@ -74,7 +74,7 @@ func TestServiceWatch(t *testing.T) {
 	must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "zz", Result: map[string]any{}})) // refused: no events
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: "f1", StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
-	stored, err := s.FlowEvents(ctx, "f1")
+	stored, err := s.Query().FlowEvents(ctx, "f1")
 	if err != nil || len(stored) == 0 {
 		t.Fatalf("stored events %v %v", stored, err)
 	}
@@ -152,7 +152,7 @@ func TestServiceWatchSlowConsumer(t *testing.T) {
 
 func mustEvents(t *testing.T, s *engine.Service, ctx context.Context) []engine.Event {
 	t.Helper()
-	evs, err := s.Events(ctx, 0, 0)
+	evs, err := s.Query().Events(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

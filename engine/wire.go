@@ -298,7 +298,7 @@ func (i *iterationAborted) wire() Response {
 	return r
 }
 
-func (a *auditReport) wire() Response {
+func (a *AuditReport) wire() Response {
 	rounds := make([]map[string]any, len(a.Rounds))
 	for i, rd := range a.Rounds {
 		rounds[i] = map[string]any{"round": rd.Round, "steps": rd.Steps}
@@ -361,7 +361,7 @@ func (c *checkpointCommitted) MarshalJSON() ([]byte, error) { return json.Marsha
 func (i *iterationStarted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
 func (i *IterationReported) MarshalJSON() ([]byte, error)   { return json.Marshal(i.wire()) }
 func (i *iterationAborted) MarshalJSON() ([]byte, error)    { return json.Marshal(i.wire()) }
-func (a *auditReport) MarshalJSON() ([]byte, error)         { return a.appendWire(nil) }
+func (a *AuditReport) MarshalJSON() ([]byte, error)         { return a.appendWire(nil) }
 
 // judgeWire is the original's dispatch of a judge step.
 func (d *StepDispatch) judgeWire() Response {

@@ -13,7 +13,7 @@ import (
 // reflection; any other is json.Marshal(Wire(out, err)).
 func WireJSON(out Outcome, err error) ([]byte, error) {
 	if err == nil {
-		if a, ok := out.(*auditReport); ok && a != nil {
+		if a, ok := out.(*AuditReport); ok && a != nil {
 			return a.appendWire(make([]byte, 0, 1024))
 		}
 	}
@@ -26,7 +26,7 @@ func WireJSON(out Outcome, err error) ([]byte, error) {
 // escaped: what encoding/json copies of a Marshaler), times by appendTime,
 // and the parts that are usually empty (iterations, archived iterations,
 // child audits, the gate) by json.Marshal.
-func (a *auditReport) appendWire(b []byte) ([]byte, error) {
+func (a *AuditReport) appendWire(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"archived_iterations":`...)
 	if b, err = appendMarshal(b, a.ArchivedIterations, len(a.ArchivedIterations) == 0 && a.ArchivedIterations != nil, "[]"); err != nil {

@@ -60,11 +60,11 @@ func TestAuditWireJSONBytes(t *testing.T) {
 		return map[string][]state.IterationEntry{pick(): {{Iteration: 1, Round: 0, Outcome: pick(), Timestamp: at, Score: &score}}}
 	}
 	for i := 0; i < 500; i++ {
-		a := &auditReport{FlowID: pick(), FlowName: pick(), Status: pick(), StepsCompleted: rng.IntN(9), TotalSteps: rng.IntN(9),
+		a := &AuditReport{FlowID: pick(), FlowName: pick(), Status: pick(), StepsCompleted: rng.IntN(9), TotalSteps: rng.IntN(9),
 			Trace: records(), Round: rng.IntN(4), Iterations: iterations(), TotalDurationMS: rng.Int64N(1e7),
 			CreatedAt: at, UpdatedAt: at.Add(time.Hour).In(time.FixedZone("x", 3600)), FlowStatus: state.FlowStatus(pick())}
 		for n := rng.IntN(3); n > 0; n-- {
-			a.Rounds = append(a.Rounds, auditRound{Round: n, Steps: records()})
+			a.Rounds = append(a.Rounds, AuditRound{Round: n, Steps: records()})
 		}
 		switch rng.IntN(3) {
 		case 0:

@@ -102,6 +102,9 @@
 //	    <flow id> ‖ 0x00 ‖ <seq:8>      = ""   a flow's events, for listing and Delete
 //	cache/
 //	    <cache key>     = raw cached bytes
+//	guards/                             created by the first guard write (guards.go)
+//	    <resource key> ‖ 0x00 ‖ 'r'      = a guarded resource's registration
+//	    <resource key> ‖ 0x00 ‖ 'e' ‖ <seq:8> = its ledger entries, append-only
 //
 // A flow state's raw_spec (the spec text, several KiB and the same for
 // every flow of a spec) is stored once in specs, keyed by its SHA-256, with

@@ -126,7 +126,7 @@ func TestMigrate(t *testing.T) {
 	if g := storeGates(t, s); len(g) != 1 || g[0].FlowID != "g" {
 		t.Fatalf("gate index after rebuild: %v", g)
 	}
-	if evs, err := svcOf(s).FlowEvents(bg, "a"); err != nil || len(evs) != 1 {
+	if evs, err := svcOf(s).Query().FlowEvents(bg, "a"); err != nil || len(evs) != 1 {
 		t.Fatalf("events after migration: %v %v", evs, err)
 	}
 
@@ -371,7 +371,7 @@ func checkFixtureContents(t *testing.T, s *Store) {
 	if child.ParentFlowID == nil || *child.ParentFlowID != "running" || child.Version != 2 {
 		t.Fatalf("child flow: %+v", child)
 	}
-	evs, err := svcOf(s).Events(bg, 0, 0)
+	evs, err := svcOf(s).Query().Events(bg, 0, 0)
 	if err != nil || len(evs) != 5 || evs[4].Type != engine.EventFlowFinished || evs[4].Seq != 5 {
 		t.Fatalf("events in fixture: %+v %v", evs, err)
 	}
@@ -555,7 +555,7 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process writing a migrated file: %v, want ErrNewerSchema", err)
 	}
-	if _, err := svcOf(old).Events(bg, 0, 0); !errors.Is(err, ErrNewerSchema) {
+	if _, err := svcOf(old).Query().Events(bg, 0, 0); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("old process reading a migrated file: %v, want ErrNewerSchema", err)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
@@ -612,7 +612,7 @@ func TestMigrate3To4GatesGainTheirReview(t *testing.T) {
 	}
 	svc := &engine.Service{Store: s}
 	for _, g := range gates {
-		fs, err := svc.FlowWithSpec(ctx, g.FlowID)
+		fs, err := svc.Query().FlowWithSpec(ctx, g.FlowID)
 		if err != nil {
 			t.Fatal(err)
 		}

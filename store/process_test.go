@@ -98,7 +98,7 @@ func TestProcessesSeparateFlows(t *testing.T) {
 		if got := storeGet(t, s, f).Attempts["n"]; got != each {
 			t.Fatalf("%s counter = %d, want %d", f, got, each)
 		}
-		evs, err := svcOf(s).FlowEvents(bg, f)
+		evs, err := svcOf(s).Query().FlowEvents(bg, f)
 		if err != nil || len(evs) != each {
 			t.Fatalf("FlowEvents(%s) = %d events, %v; want %d", f, len(evs), err, each)
 		}
@@ -111,7 +111,7 @@ func TestProcessesSeparateFlows(t *testing.T) {
 // that process committed them, and per-flow counters rise with the sequence.
 func checkEventOrder(t *testing.T, s *Store, procs, each int) {
 	t.Helper()
-	evs, err := svcOf(s).Events(bg, 0, 0)
+	evs, err := svcOf(s).Query().Events(bg, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func checkEventOrder(t *testing.T, s *Store, procs, each int) {
 		}
 		lastCounter[ev.FlowID] = c
 	}
-	if last, err := svcOf(s).LastSeq(bg); err != nil || last != evs[len(evs)-1].Seq {
+	if last, err := svcOf(s).Query().LastSeq(bg); err != nil || last != evs[len(evs)-1].Seq {
 		t.Fatalf("LastSeq = %d, %v", last, err)
 	}
 }
@@ -189,7 +189,7 @@ func TestProcessesGateDecisions(t *testing.T) {
 	if p := storeGates(t, s); len(p) != 0 {
 		t.Fatalf("%d gates still pending", len(p))
 	}
-	evs, err := svcOf(s).Events(bg, 0, 0)
+	evs, err := svcOf(s).Query().Events(bg, 0, 0)
 	if err != nil || len(evs) != gates {
 		t.Fatalf("gate_resolved events = %d, %v; want %d", len(evs), err, gates)
 	}
@@ -264,7 +264,7 @@ func TestCrashKill9(t *testing.T) {
 		if got < counter {
 			t.Fatalf("round %d: counter went back from %d to %d", round, counter, got)
 		}
-		evs, err := svcOf(s).FlowEvents(bg, "crashy")
+		evs, err := svcOf(s).Query().FlowEvents(bg, "crashy")
 		if err != nil || len(evs) != got {
 			t.Fatalf("round %d: %d events for counter %d (%v)", round, len(evs), got, err)
 		}
@@ -376,7 +376,7 @@ func TestWatchAcrossProcesses(t *testing.T) {
 	if len(r.evs) != procs*each {
 		t.Fatalf("Watch delivered %d of %d events", len(r.evs), procs*each)
 	}
-	logged, err := svcOf(s).Events(bg, 0, 0)
+	logged, err := svcOf(s).Query().Events(bg, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -448,10 +448,10 @@ func TestGC(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("after GC: %v, want %v", got, want)
 	}
-	if evs, _ := svcOf(s).FlowEvents(bg, "old-complete"); len(evs) != 0 {
+	if evs, _ := svcOf(s).Query().FlowEvents(bg, "old-complete"); len(evs) != 0 {
 		t.Fatalf("GC left events of a pruned flow: %v", evs)
 	}
-	if evs, _ := svcOf(s).FlowEvents(bg, "old-running"); len(evs) != 1 {
+	if evs, _ := svcOf(s).Query().FlowEvents(bg, "old-running"); len(evs) != 1 {
 		t.Fatalf("GC removed events of a kept flow: %v", evs)
 	}
 	if len(storeGates(t, s)) != 1 {
@@ -729,8 +729,8 @@ func TestDamagedPagesNeverCrash(t *testing.T) {
 				func() error {
 					return s.View(bg, func(tx engine.Tx) error { _, err := tx.Get("f150"); return err })
 				},
-				func() error { _, err := svcOf(s).Events(bg, 0, 0); return err },
-				func() error { _, err := svcOf(s).FlowEvents(bg, "f007"); return err },
+				func() error { _, err := svcOf(s).Query().Events(bg, 0, 0); return err },
+				func() error { _, err := svcOf(s).Query().FlowEvents(bg, "f007"); return err },
 				func() error { _, err := s.GC(bg, 0); return err },
 				func() error { return s.Check(bg) },
 			}

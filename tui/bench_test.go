@@ -77,11 +77,11 @@ func buildBenchStore(path string) (Source, error) {
 			return nil, err
 		}
 	}
-	running, err := svc.Get(ctx, runID)
+	running, err := svc.Query().Get(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	waiting, err := svc.Get(ctx, gateID)
+	waiting, err := svc.Query().Get(ctx, gateID)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func buildBenchStore(path string) (Source, error) {
 	if sp == nil || ds.HasErrors() {
 		return nil, ds
 	}
-	last, err := svc.LastSeq(ctx)
+	last, err := svc.Query().LastSeq(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -129,7 +129,7 @@
 // gate's own question, which may read "Approve …?", is labelled as the
 // gate's), and the footer shows the dialog's own keys.
 // The gate list comes from the flows' summaries (Source.PendingReviews,
-// engine.Service.GateReviews: no state is decoded, so 25,000 waiting
+// engine.Query.GateReviews: no state is decoded, so 25,000 waiting
 // gates load as fast as 25); the inputs and outputs a gate shows are read
 // from its flow's state with the rest of its context, only for the gates
 // on screen (the Gates pane's selection and open dialogs).

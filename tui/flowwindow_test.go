@@ -36,7 +36,7 @@ func windowFixture(t *testing.T, n int) (*engine.Service, *Model, []string) {
 // listedIDs are the ids of the flows matching filter, in listing order.
 func listedIDs(t *testing.T, svc *engine.Service, filter string) []string {
 	t.Helper()
-	all, err := svc.List(context.Background(), engine.ListFilter{})
+	all, err := svc.Query().List(context.Background(), engine.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestFlowRefreshReadsTheWindow(t *testing.T) {
 	// The active flows (every one: Populate's are running or at a gate),
 	// merged from their listings, in the listing order.
 	var active, merged []string
-	all, err := svc.List(ctx, engine.ListFilter{})
+	all, err := svc.Query().List(ctx, engine.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

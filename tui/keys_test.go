@@ -28,7 +28,7 @@ func gateModel(t *testing.T) (*fixture, *Model) {
 
 func (f *fixture) gateStatus(t *testing.T, flowID string) string {
 	t.Helper()
-	st, err := f.svc.Get(context.Background(), flowID)
+	st, err := f.svc.Query().Get(context.Background(), flowID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,18 +242,18 @@ func TestCheckpointCommitAndRevertConfirm(t *testing.T) {
 	}
 	typeText(m, "gate-reached")
 	press(m, "enter")
-	st, _ := f.svc.Get(context.Background(), f.huntID)
+	st, _ := f.svc.Query().Get(context.Background(), f.huntID)
 	if st.Checkpoints["gate-reached"] == nil {
 		t.Fatalf("commit not recorded: %v (%s)", st.Checkpoints, m.status)
 	}
 	// Revert asks first; n cancels.
 	press(m, "v", "n")
-	st, _ = f.svc.Get(context.Background(), f.huntID)
+	st, _ = f.svc.Query().Get(context.Background(), f.huntID)
 	if st.Status != "awaiting_gate" {
 		t.Fatalf("cancelled revert changed the flow: %s", st.Status)
 	}
 	press(m, "v", "y") // the first checkpoint: before-hunt
-	st, _ = f.svc.Get(context.Background(), f.huntID)
+	st, _ = f.svc.Query().Get(context.Background(), f.huntID)
 	if st.Status != "running" || len(st.Iterations["hunt"]) != 0 {
 		t.Fatalf("revert to before-hunt: status %s, iterations %v (%s)", st.Status, st.Iterations, m.status)
 	}
@@ -350,20 +350,20 @@ func TestDialogClosesWhenDecidedElsewhere(t *testing.T) {
 func TestCheckpointRefusedOnOwnedFlow(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if err := f.svc.Claim(ctx, f.huntID, state.Lease{ID: "runner-9", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := f.svc.Leases().Claim(ctx, f.huntID, state.Lease{ID: "runner-9", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	m := newModel(t, f.src, 80, 24)
 	press(m, "down", "4") // the hunt flow
 	press(m, "v", "y")    // revert to before-hunt
-	st, _ := f.svc.Get(ctx, f.huntID)
+	st, _ := f.svc.Query().Get(ctx, f.huntID)
 	if st.Status != "awaiting_gate" || !strings.Contains(m.status, "flow_owned") {
 		t.Fatalf("revert of an owned flow: status %s, status line %q", st.Status, m.status)
 	}
 	press(m, "n")
 	typeText(m, "mine")
 	press(m, "enter")
-	st, _ = f.svc.Get(ctx, f.huntID)
+	st, _ = f.svc.Query().Get(ctx, f.huntID)
 	if st.Checkpoints["mine"] != nil || !strings.Contains(m.status, "flow_owned") {
 		t.Fatalf("commit on an owned flow: checkpoints %v, status line %q", checkpointLabels(st), m.status)
 	}

@@ -47,7 +47,7 @@ func TestKillStalledLibraryFlow(t *testing.T) {
 	if !strings.Contains(m.statusLine(), "ended flow "+shortID(id)+" as killed") {
 		t.Fatalf("status %q", m.statusLine())
 	}
-	st, err := f.svc.Get(ctx, id)
+	st, err := f.svc.Query().Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestKillStalledLibraryFlow(t *testing.T) {
 	if !strings.Contains(m.statusLine(), "flow_owned") {
 		t.Fatalf("status %q", m.statusLine())
 	}
-	if st, _ := f.svc.Get(ctx, id2); st.Status != state.StatusRunning {
+	if st, _ := f.svc.Query().Get(ctx, id2); st.Status != state.StatusRunning {
 		t.Fatalf("a live flow was ended: %s", st.Status)
 	}
 }

@@ -194,7 +194,7 @@ func TestPlainQuotesEveryValue(t *testing.T) {
 	if err := RunPlain(ctx, PlainOptions{Source: ServiceSource(svc), Out: &buf, Once: true, Backend: "etcd etcd://h:2379/x"}); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := svc.FlowEvents(ctx, id)
+	evs, err := svc.Query().FlowEvents(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestQuitReleasesRunLease(t *testing.T) {
 		send("\r")
 		send("\r")
 		for range 20 {
-			sums, err := svc.List(ctx, engine.ListFilter{})
+			sums, err := svc.Query().List(ctx, engine.ListFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,11 +99,11 @@ func TestQuitReleasesRunLease(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the console did not quit")
 	}
-	st, err := svc.Get(ctx, flow.FlowID)
+	st, err := svc.Query().Get(ctx, flow.FlowID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sums, _ := svc.List(ctx, engine.ListFilter{})
+	sums, _ := svc.Query().List(ctx, engine.ListFilter{})
 	if st.Owner != nil || len(sums) != 1 || !sums[0].Stalled(time.Now()) {
 		t.Fatalf("after quitting, the flow's lease is %+v (stalled: %v)", st.Owner, len(sums) == 1 && sums[0].Stalled(time.Now()))
 	}

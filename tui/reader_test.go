@@ -388,7 +388,7 @@ func TestDialogWordingAndKeys(t *testing.T) {
 	if !strings.Contains(d.err, "this dialog records KILL (press x)") {
 		t.Fatalf("wrong key at the confirmation: err %q", d.err)
 	}
-	if st, _ := f.svc.Get(context.Background(), id); st.Status != state.StatusAwaitingGate {
+	if st, _ := f.svc.Query().Get(context.Background(), id); st.Status != state.StatusAwaitingGate {
 		t.Fatalf("status %s", st.Status)
 	}
 	press(m, "esc", "r")

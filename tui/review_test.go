@@ -121,7 +121,7 @@ func TestLibraryReviewInGatesPane(t *testing.T) {
 	if r.Status != state.ReviewApproved || json.Unmarshal(r.Decision.Value, &v) != nil || !v.Ship {
 		t.Fatalf("review-2: %s %+v", r.Status, r.Decision)
 	}
-	st, _ := svc.Get(context.Background(), id)
+	st, _ := svc.Query().Get(context.Background(), id)
 	if st.Status != state.StatusRunning || st.Gate != nil {
 		t.Errorf("flow after both reviews: %s gate %v", st.Status, st.Gate)
 	}

@@ -27,7 +27,7 @@ func TestStalledFlows(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	// The hunt flow: driven by a live runner (lease ahead of the clock).
-	if err := f.svc.Claim(ctx, f.huntID, state.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
+	if err := f.svc.Leases().Claim(ctx, f.huntID, state.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	m := newModel(t, f.src, 80, 24)
@@ -54,10 +54,10 @@ func TestStalledFlows(t *testing.T) {
 func TestDecideStalledGate(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if err := f.svc.Claim(ctx, f.gateID, state.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
+	if err := f.svc.Leases().Claim(ctx, f.gateID, state.Lease{ID: "r1", ExpiresAt: base.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.svc.Release(ctx, f.gateID, "r1"); err != nil {
+	if err := f.svc.Leases().Release(ctx, f.gateID, "r1"); err != nil {
 		t.Fatal(err)
 	}
 	m := newModel(t, f.src, 100, 30)

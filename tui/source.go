@@ -67,7 +67,7 @@ type serviceSource struct {
 }
 
 func (s serviceSource) FlowEvents(ctx context.Context, flowID string) ([]engine.Event, error) {
-	return s.svc.FlowEvents(ctx, flowID)
+	return s.svc.Query().FlowEvents(ctx, flowID)
 }
 
 func (s serviceSource) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
@@ -75,27 +75,27 @@ func (s serviceSource) Watch(ctx context.Context, after uint64) (<-chan []engine
 }
 
 func (s serviceSource) LastSeq(ctx context.Context) (uint64, error) {
-	return s.svc.LastSeq(ctx)
+	return s.svc.Query().LastSeq(ctx)
 }
 
 func (s serviceSource) ListFlows(ctx context.Context, f engine.ListFilter) ([]state.FlowSummary, error) {
-	return s.svc.List(ctx, f)
+	return s.svc.Query().List(ctx, f)
 }
 
 func (s serviceSource) CountFlows(ctx context.Context, f engine.ListFilter) (int, error) {
-	return s.svc.Count(ctx, f)
+	return s.svc.Query().Count(ctx, f)
 }
 
 func (s serviceSource) PendingReviews(ctx context.Context) ([]review.PendingReview, error) {
-	return s.svc.GateReviews(ctx)
+	return s.svc.Query().GateReviews(ctx)
 }
 
 func (s serviceSource) Get(ctx context.Context, flowID string) (*state.FlowState, error) {
-	return s.svc.Get(ctx, flowID)
+	return s.svc.Query().Get(ctx, flowID)
 }
 
 func (s serviceSource) FlowWithSpec(ctx context.Context, flowID string) (*engine.FlowWithSpec, error) {
-	return s.svc.FlowWithSpec(ctx, flowID)
+	return s.svc.Query().FlowWithSpec(ctx, flowID)
 }
 
 func (s serviceSource) GateResolve(ctx context.Context, flowID string, d review.Decision) (engine.Outcome, error) {

@@ -66,7 +66,7 @@ func BenchmarkQueryFlows100k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		list, err := svc.List(ctx, engine.ListFilter{})
+		list, err := svc.Query().List(ctx, engine.ListFilter{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -143,7 +143,7 @@ func FlowNotFound(flowID string) engine.Response {
 }
 
 // FlowRefused is `stratum query flow ID` when ID cannot be resolved
-// (Service.ResolveFlowID): FlowNotFound for flow_not_found, else
+// (Query.ResolveFlowID): FlowNotFound for flow_not_found, else
 // {"_schema_version", "ok": false, "error": {"code": error_type, "message",
 // "candidates"}} (an ambiguous prefix lists the ids it matches).
 func FlowRefused(flowID string, e *engine.Error) engine.Response {

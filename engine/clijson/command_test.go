@@ -150,7 +150,7 @@ func TestConfirmHuman(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := svc.Get(ctx, id)
+		st, err := svc.Query().Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

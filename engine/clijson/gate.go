@@ -103,7 +103,7 @@ func (l GateLine) Decision(flow, step string) (review.Decision, error) {
 // matches review.ErrNotAllowed; any other error is a store failure. An
 // unknown flow is nil: the engine answers it.
 func ConfirmHuman(ctx context.Context, svc *engine.Service, d *review.Decision, c review.HumanConfirm) error {
-	st, err := svc.Get(ctx, d.FlowID)
+	st, err := svc.Query().Get(ctx, d.FlowID)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil
 	} else if err != nil {

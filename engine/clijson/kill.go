@@ -76,7 +76,7 @@ func humanGateOf(ctx context.Context, svc *engine.Service, flowID string) (*stat
 	seen := map[string]bool{}
 	for id := flowID; id != "" && !seen[id] && len(seen) < 64; {
 		seen[id] = true
-		st, err := svc.Get(ctx, id)
+		st, err := svc.Query().Get(ctx, id)
 		if errors.Is(err, engine.ErrNotFound) {
 			return nil, nil
 		} else if err != nil {
@@ -102,7 +102,7 @@ func humanGateOf(ctx context.Context, svc *engine.Service, flowID string) (*stat
 // when the flow is driven, has ended, or is not a runner's. (A Go
 // program's stalled flow refuses the decision itself: flow_stalled.)
 func StalledNote(ctx context.Context, svc *engine.Service, flowID string, now time.Time) (string, error) {
-	st, err := svc.Get(ctx, flowID)
+	st, err := svc.Query().Get(ctx, flowID)
 	if err != nil {
 		return "", err
 	}
@@ -112,7 +112,7 @@ func StalledNote(ctx context.Context, svc *engine.Service, flowID string, now ti
 	}
 	root := st
 	for i := 0; root.ParentFlowID != nil && i < 64; i++ {
-		p, err := svc.Get(ctx, *root.ParentFlowID)
+		p, err := svc.Query().Get(ctx, *root.ParentFlowID)
 		if err != nil {
 			break
 		}
@@ -134,7 +134,7 @@ func KillStalled(ctx context.Context, svc *engine.Service, olderThan time.Durati
 	for _, status := range []state.FlowStatus{state.StatusRunning, state.StatusAwaitingGate} {
 		f := engine.ListFilter{Status: status, Limit: 500}
 		for {
-			page, err := svc.List(ctx, f)
+			page, err := svc.Query().List(ctx, f)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -18,18 +18,18 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 {"error": {"code": "NOT_FOUND", …}}.`
 
 // QueryFlow is `stratum query flow ID`: the flow ID names (its id or a
-// unique prefix, Service.ResolveFlowID) as Flow renders it, found true;
+// unique prefix, Query.ResolveFlowID) as Flow renders it, found true;
 // or, when ID names no flow (or several), the object that says so
 // (FlowRefused, FlowNotFound), found false. err is a store failure: it
 // has no JSON answer.
 func QueryFlow(ctx context.Context, svc *engine.Service, id string, now time.Time) (v any, found bool, err error) {
-	resolved, err := svc.ResolveFlowID(ctx, id)
+	resolved, err := svc.Query().ResolveFlowID(ctx, id)
 	if e := engine.AsError(err); e != nil {
 		return FlowRefused(id, e), false, nil
 	} else if err != nil {
 		return nil, false, err
 	}
-	f, err := svc.FlowWithSpec(ctx, resolved)
+	f, err := svc.Query().FlowWithSpec(ctx, resolved)
 	if errors.Is(err, engine.ErrNotFound) {
 		return FlowNotFound(id), false, nil
 	} else if err != nil {

@@ -102,7 +102,7 @@ func (e *cliEnv) plan(approver string, id string) string {
 
 func (e *cliEnv) status(id string) state.FlowStatus {
 	e.t.Helper()
-	st, err := e.svc.Get(context.Background(), id)
+	st, err := e.svc.Query().Get(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func TestDecisionNotStarvedOnEtcd(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("trial %d: the flow never saw the decision", trial)
 		}
-		fs, err := svc.Get(ctx, flowID)
+		fs, err := svc.Query().Get(ctx, flowID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestDecisionNotStarvedOnEtcd(t *testing.T) {
 func waitForReview(t *testing.T, ctx context.Context, svc *engine.Service) string {
 	t.Helper()
 	for ctx.Err() == nil {
-		if list, err := svc.List(ctx, engine.ListFilter{}); err == nil && len(list) == 1 && list[0].Gate != nil {
+		if list, err := svc.Query().List(ctx, engine.ListFilter{}); err == nil && len(list) == 1 && list[0].Gate != nil {
 			return list[0].FlowID
 		}
 		time.Sleep(20 * time.Millisecond)

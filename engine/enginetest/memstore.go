@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -39,6 +40,8 @@ type data struct {
 	events []engine.Event // in sequence order
 	seq    uint64         // last sequence number ever assigned
 	cache  map[string][]byte
+	guards map[string][]byte   // registrations
+	ledger map[string][][]byte // guard ledgers
 }
 
 // record is one flow: its state as JSON (so every Get decodes a private
@@ -49,12 +52,13 @@ type record struct {
 }
 
 func (d *data) clone() *data {
-	return &data{flows: maps.Clone(d.flows), events: append([]engine.Event(nil), d.events...), seq: d.seq, cache: maps.Clone(d.cache)}
+	return &data{flows: maps.Clone(d.flows), events: append([]engine.Event(nil), d.events...), seq: d.seq, cache: maps.Clone(d.cache),
+		guards: maps.Clone(d.guards), ledger: maps.Clone(d.ledger)}
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{d: &data{flows: map[string]record{}, cache: map[string][]byte{}}, changed: make(chan struct{})}
+	return &Store{d: &data{flows: map[string]record{}, cache: map[string][]byte{}, guards: map[string][]byte{}, ledger: map[string][][]byte{}}, changed: make(chan struct{})}
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -375,5 +379,41 @@ func (t *tx) CachePut(key string, value []byte) error {
 		return errReadOnly
 	}
 	t.d.cache[key] = append([]byte(nil), value...)
+	return nil
+}
+
+func (t *tx) GuardGet(key string) ([]byte, bool, error) {
+	v, ok := t.d.guards[key]
+	if !ok {
+		return nil, false, nil
+	}
+	return append([]byte(nil), v...), true, nil
+}
+
+func (t *tx) GuardPut(key string, reg []byte) error {
+	if !t.write {
+		return errReadOnly
+	}
+	t.d.guards[key] = append([]byte(nil), reg...)
+	return nil
+}
+
+func (t *tx) GuardEntries(key string) ([][]byte, error) {
+	var out [][]byte
+	for _, e := range t.d.ledger[key] {
+		out = append(out, append([]byte(nil), e...))
+	}
+	return out, nil
+}
+
+func (t *tx) GuardAppend(key string, seq int, entry []byte) error {
+	if !t.write {
+		return errReadOnly
+	}
+	cur := t.d.ledger[key]
+	if seq != len(cur) {
+		return fmt.Errorf("guard %s: entry %d: %w (the ledger has %d)", key, seq, engine.ErrConflict, len(cur))
+	}
+	t.d.ledger[key] = append(slices.Clone(cur), append([]byte(nil), entry...))
 	return nil
 }

@@ -72,7 +72,7 @@ func TestMemStore(t *testing.T) {
 		_ = tx.CachePut("k", []byte("v"))
 		return boom
 	})
-	if evs, _ := svc.Events(ctx, 0, 0); !errors.Is(err, boom) || s.Len() != 2 || len(evs) != 0 {
+	if evs, _ := svc.Query().Events(ctx, 0, 0); !errors.Is(err, boom) || s.Len() != 2 || len(evs) != 0 {
 		t.Fatalf("rollback: err %v len %d events %d", err, s.Len(), len(evs))
 	}
 
@@ -84,17 +84,17 @@ func TestMemStore(t *testing.T) {
 		_ = tx.CachePut("key", []byte("val"))
 		return tx.Append(engine.Event{FlowID: "a", Type: engine.EventFlowFinished})
 	})
-	evs, _ := svc.Events(ctx, 0, 0)
+	evs, _ := svc.Query().Events(ctx, 0, 0)
 	if len(evs) != 3 || evs[0].Seq != 1 || evs[2].Seq != 3 {
 		t.Fatalf("events %+v", evs)
 	}
-	if tail, _ := svc.Events(ctx, 1, 1); len(tail) != 1 || tail[0].Seq != 2 {
+	if tail, _ := svc.Query().Events(ctx, 1, 1); len(tail) != 1 || tail[0].Seq != 2 {
 		t.Fatalf("events after 1, limit 1: %+v", tail)
 	}
 	_ = s.Update(ctx, func(tx engine.Tx) error { return tx.Delete("a") })
-	ea, _ := svc.FlowEvents(ctx, "a")
-	eb, _ := svc.FlowEvents(ctx, "b")
-	if last, _ := svc.LastSeq(ctx); s.Len() != 1 || len(ea) != 0 || len(eb) != 1 || last != 3 {
+	ea, _ := svc.Query().FlowEvents(ctx, "a")
+	eb, _ := svc.Query().FlowEvents(ctx, "b")
+	if last, _ := svc.Query().LastSeq(ctx); s.Len() != 1 || len(ea) != 0 || len(eb) != 1 || last != 3 {
 		t.Fatalf("delete: len %d events a=%v b=%v last=%d", s.Len(), ea, eb, last)
 	}
 	_ = s.View(ctx, func(tx engine.Tx) error {

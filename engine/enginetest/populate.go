@@ -86,7 +86,7 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 				return nil, err
 			}
 		}
-		return svc.Get(ctx, id)
+		return svc.Query().Get(ctx, id)
 	}
 	running, err := template(5)
 	if err != nil {
@@ -108,7 +108,7 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 			ResolvedBy: review.Human, Channel: review.ChannelTUI, Rationale: "ship it"}); err != nil {
 			return err
 		}
-		if complete, err = svc.Get(ctx, complete.FlowID); err != nil {
+		if complete, err = svc.Query().Get(ctx, complete.FlowID); err != nil {
 			return err
 		}
 		if complete.Status != state.StatusComplete {

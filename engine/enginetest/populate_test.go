@@ -24,14 +24,14 @@ func TestPopulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := &engine.Service{Store: st}
-	all, err := svc.List(ctx, engine.ListFilter{})
+	all, err := svc.Query().List(ctx, engine.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(all) != 42 {
 		t.Fatalf("%d flows, want 42", len(all))
 	}
-	gates, err := svc.PendingReviews(ctx)
+	gates, err := svc.Query().PendingReviews(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestPopulate(t *testing.T) {
 		t.Fatalf("%d flows at a gate, want 11", len(gates))
 	}
 	for _, sum := range all {
-		fs, err := svc.FlowWithSpec(ctx, sum.FlowID)
+		fs, err := svc.Query().FlowWithSpec(ctx, sum.FlowID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestPopulateRunningEvery(t *testing.T) {
 	}
 	svc := &engine.Service{Store: st}
 	count := map[state.FlowStatus]int{}
-	all, err := svc.List(ctx, engine.ListFilter{})
+	all, err := svc.Query().List(ctx, engine.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,7 +299,7 @@ func (s *server) progressLines(ctx context.Context, req *mcp.CallToolRequest, id
 // none) and says why its budget allows no further agent dispatch ("" when
 // it does).
 func (s *server) agentBudget(ctx context.Context, id string) (*state.FlowState, string, error) {
-	st, err := s.svc.Get(ctx, id)
+	st, err := s.svc.Query().Get(ctx, id)
 	if isNotFound(err) || engine.AsError(err) != nil {
 		return nil, "", nil
 	} else if err != nil {

@@ -154,7 +154,7 @@ func (s *server) startBg(ctx context.Context, flowID string) (engine.Response, e
 	deadline := time.NewTimer(5 * time.Second)
 	defer deadline.Stop()
 	for {
-		if cur, err := s.svc.Get(ctx, flowID); err == nil && cur.Owner != nil && cur.Owner.ID == r.LeaseID() {
+		if cur, err := s.svc.Query().Get(ctx, flowID); err == nil && cur.Owner != nil && cur.Owner.ID == r.LeaseID() {
 			break
 		}
 		select {
@@ -176,7 +176,7 @@ func (s *server) startBg(ctx context.Context, flowID string) (engine.Response, e
 // bgFlow reads a flow and its summary (the spec's step count and the
 // current step).
 func (s *server) bgFlow(ctx context.Context, flowID string) (*state.FlowState, state.FlowSummary, error) {
-	st, err := s.svc.Get(ctx, flowID)
+	st, err := s.svc.Query().Get(ctx, flowID)
 	if err != nil {
 		return nil, state.FlowSummary{}, err
 	}
@@ -355,7 +355,7 @@ func (s *server) flowCancelBg(ctx context.Context, _ *mcp.CallToolRequest, in bg
 	if err := required("flow_id", in.FlowID); err != nil {
 		return nil, err
 	}
-	if _, err := s.svc.Get(ctx, in.FlowID); isNotFound(err) {
+	if _, err := s.svc.Query().Get(ctx, in.FlowID); isNotFound(err) {
 		return engine.Response{"status": bgNotFound, "flow_id": in.FlowID}, nil
 	} else if err != nil {
 		return nil, err
@@ -406,7 +406,7 @@ func (s *server) adoptOrphans(ctx context.Context) {
 	now := s.now()
 	var after state.ListCursor
 	for {
-		page, err := s.svc.List(ctx, engine.ListFilter{Status: state.StatusRunning, Limit: 500, After: after})
+		page, err := s.svc.Query().List(ctx, engine.ListFilter{Status: state.StatusRunning, Limit: 500, After: after})
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("adopting background runs", "error", err.Error())

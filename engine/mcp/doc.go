@@ -53,6 +53,9 @@
 // Agent runs (agentrun.go: stratum_agent_run, stratum_cancel_agent_run)
 // send a prompt to an agent CLI through run.RunAgentCall.
 //
+// Guarded transitions (guard.go) are the five stratum_guard_* tools over
+// engine/guard, on the server's store.
+//
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers
 // in CLAUDE.md (and AGENTS.md), the skills under .claude/skills (the

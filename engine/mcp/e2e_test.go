@@ -266,7 +266,8 @@ func testToolsList(t *testing.T) {
 		"stratum_iteration_report", "stratum_iteration_abort", "stratum_commit", "stratum_revert", "stratum_compile_speckit",
 		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows",
 		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance",
-		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run", "stratum_judge"}
+		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run", "stratum_judge",
+		"stratum_guard_register", "stratum_guard_transition", "stratum_guard_override", "stratum_guard_migrate", "stratum_guard_history"}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl
@@ -305,6 +306,12 @@ func testToolsList(t *testing.T) {
 		"stratum_agent_run": {"prompt", "type", "context", "schema", "modelID", "model_id", "allowed_tools", "disallowed_tools",
 			"thinking", "effort", "cwd", "read_jail", "correlation_id"},
 		"stratum_cancel_agent_run": {"correlation_id"},
+		"stratum_guard_register":   {"resource_id", "graph", "edge_predicates", "initial", "terminal", "stakes", "workspace_root"},
+		"stratum_guard_transition": {"resource_id", "from_state", "to_state", "artifacts", "modified_files", "idempotency_key", "resolved_by"},
+		"stratum_guard_override":   {"resource_id", "from_state", "to_state", "override_token", "rationale", "resolved_by"},
+		"stratum_guard_migrate": {"resource_id", "new_graph", "new_edge_predicates", "override_token", "rationale",
+			"new_terminal", "new_stakes"},
+		"stratum_guard_history":    {"resource_id"},
 		"stratum_parallel_start":   {"flow_id", "step_id"},
 		"stratum_parallel_poll":    {"flow_id", "step_id"},
 		"stratum_parallel_advance": {"flow_id", "step_id", "merge_status"},
@@ -634,7 +641,7 @@ func testFlowOwnedByRunner(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("main", map[string]any{"x": "c"}, nil)
 	svc := &engine.Service{Store: s.openStore()}
-	if err := svc.Claim(context.Background(), id, state.Lease{ID: "runner-1", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+	if err := svc.Leases().Claim(context.Background(), id, state.Lease{ID: "runner-1", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	s.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "build", "result": map[string]any{"ok": true}},

@@ -54,7 +54,7 @@ func (s *server) judge(ctx context.Context, _ *mcp.CallToolRequest, in judgeArgs
 	if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
 		return resp, err
 	}
-	fw, err := s.svc.FlowWithSpec(ctx, in.FlowID)
+	fw, err := s.svc.Query().FlowWithSpec(ctx, in.FlowID)
 	if err != nil {
 		return answer(nil, err)
 	}

@@ -50,9 +50,13 @@ func TestStoreMigratedUnderServer(t *testing.T) {
 		"tasks_dir": t.TempDir(), "draft": map[string]any{}, "project_dir": t.TempDir(), "workflows_dir": t.TempDir(),
 		"predicates": []any{}, "artifacts": map[string]any{},
 		"prompt": "go", "correlation_id": id,
+		"resource_id": "r", "graph": map[string]any{"a": []any{"b"}}, "edge_predicates": map[string]any{}, "initial": "a",
+		"from_state": "a", "to_state": "b", "override_token": "t", "new_graph": map[string]any{"a": []any{"b"}},
+		"new_edge_predicates": map[string]any{},
 	}
 	noStore := map[string]bool{"stratum_validate": true, "stratum_compile_speckit": true,
-		"stratum_draft_pipeline": true, "stratum_list_workflows": true, "stratum_cancel_agent_run": true}
+		"stratum_draft_pipeline": true, "stratum_list_workflows": true, "stratum_cancel_agent_run": true,
+		"stratum_guard_override": true, "stratum_guard_migrate": true} // refused before the store: no token in the server's env
 	for _, tool := range res.Tools {
 		args := map[string]any{}
 		schema, _ := tool.InputSchema.(map[string]any)

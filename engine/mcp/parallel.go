@@ -91,7 +91,7 @@ func flowNotFound(id string) engine.Response {
 
 // fanFlow loads a flow with its parsed spec.
 func (s *server) fanFlow(ctx context.Context, flowID string) (*state.FlowState, *specs.Spec, *specs.Flow, error) {
-	st, err := s.svc.Get(ctx, flowID)
+	st, err := s.svc.Query().Get(ctx, flowID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -191,7 +191,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		return perr(code, "%v", err), nil
 	}
 	holder := run.NewHolder("mcp", fanLeaseTTL, nil)
-	if err := s.svc.ClaimParallelRun(ctx, st.FlowID, cur.ID, holder.Lease()); err != nil {
+	if err := s.svc.Leases().ClaimParallelRun(ctx, st.FlowID, cur.ID, holder.Lease()); err != nil {
 		if errors.Is(err, engine.ErrParallelRunHeld) {
 			return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", in.StepID), nil
 		}
@@ -207,7 +207,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	// start sees them.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if st2, err := s.svc.Get(ctx, st.FlowID); err == nil && len(st2.TasksOf(cur.ID)) >= len(tasks) {
+		if st2, err := s.svc.Query().Get(ctx, st.FlowID); err == nil && len(st2.TasksOf(cur.ID)) >= len(tasks) {
 			break
 		}
 		select {
@@ -235,7 +235,7 @@ func (s *server) runFan(fr *fanRun, fo *run.FanOut, holder *run.Holder, flowID, 
 	go func() {
 		defer close(beat)
 		_ = holder.KeepAlive(hbCtx, func(ctx context.Context, l state.Lease) error {
-			if err := s.svc.ClaimParallelRun(ctx, flowID, stepID, l); err != nil && ctx.Err() == nil {
+			if err := s.svc.Leases().ClaimParallelRun(ctx, flowID, stepID, l); err != nil && ctx.Err() == nil {
 				s.log.Error("parallel fan-out: renewing its lease", "flow_id", flowID, "step_id", stepID, "error", err.Error())
 			}
 			return nil // the tasks run on; a poll judges a lapsed lease
@@ -259,7 +259,7 @@ func (s *server) runFan(fr *fanRun, fo *run.FanOut, holder *run.Holder, flowID, 
 	default:
 		mergeStatus, details = fr.res.MergeStatus, fr.res.Details
 	}
-	if err := s.svc.EndParallelRun(end, flowID, stepID, holder.ID(), mergeStatus, details); err != nil {
+	if err := s.svc.Leases().EndParallelRun(end, flowID, stepID, holder.ID(), mergeStatus, details); err != nil {
 		s.log.Error("parallel fan-out: recording its end", "flow_id", flowID, "step_id", stepID, "error", err.Error())
 	}
 }
@@ -307,7 +307,7 @@ func stagesAllAgents(step *specs.Step) bool {
 // original's "server restart interrupted task", pending ones are
 // cancelled (they never started).
 func (s *server) settleOrphans(ctx context.Context, flowID, stepID string) error {
-	st, err := s.svc.Get(ctx, flowID)
+	st, err := s.svc.Query().Get(ctx, flowID)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func flowState(t *testing.T, home, id string) *state.FlowState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := (&engine.Service{Store: st}).Get(context.Background(), id)
+	fs, err := (&engine.Service{Store: st}).Query().Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestParallelServerKilledMidFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&engine.Service{Store: db}).ClaimParallelRun(context.Background(), id, "run", expired); err != nil {
+	if err := (&engine.Service{Store: db}).Leases().ClaimParallelRun(context.Background(), id, "run", expired); err != nil {
 		t.Fatal(err)
 	}
 

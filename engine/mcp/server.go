@@ -114,6 +114,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	s.registerParallelTools(srv)
 	s.registerBgTools(srv)
 	s.registerAgentTools(srv)
+	s.registerGuardTools(srv)
 	return srv, s
 }
 

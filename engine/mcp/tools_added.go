@@ -46,7 +46,7 @@ Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, tota
 			if limit < 1 || limit > maxListLimit {
 				return nil, badArgs("limit must be between 1 and %d, got %d", maxListLimit, limit)
 			}
-			list, err := s.svc.List(ctx, engine.ListFilter{Status: state.FlowStatus(in.Status), Limit: limit})
+			list, err := s.svc.Query().List(ctx, engine.ListFilter{Status: state.FlowStatus(in.Status), Limit: limit})
 			if err != nil {
 				return nil, err
 			}
@@ -83,11 +83,11 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 	start := time.Now()
 	// The end of the log before the first read: Watch delivers everything
 	// after it, so a decision made in between is not missed.
-	after, err := s.svc.LastSeq(ctx)
+	after, err := s.svc.Query().LastSeq(ctx)
 	if err != nil {
 		return nil, err
 	}
-	first, err := s.svc.Get(ctx, in.FlowID)
+	first, err := s.svc.Query().Get(ctx, in.FlowID)
 	if errors.Is(err, engine.ErrNotFound) {
 		return answer(s.svc.Resume(ctx, in.FlowID)) // answers flow_not_found
 	}
@@ -143,7 +143,7 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 				continue
 			}
 		}
-		st, err := s.svc.Get(ctx, in.FlowID)
+		st, err := s.svc.Query().Get(ctx, in.FlowID)
 		if errors.Is(err, engine.ErrNotFound) {
 			return answer(s.svc.Resume(ctx, in.FlowID))
 		}

@@ -59,7 +59,7 @@ func TestBackgroundSinkFailure(t *testing.T) {
 	go func() {
 		for i := 0; i < 3000 && ctx.Err() == nil; i++ {
 			time.Sleep(10 * time.Millisecond)
-			ps, _ := e.svc.PendingReviews(ctx)
+			ps, _ := e.svc.Query().PendingReviews(ctx)
 			if len(ps) == 1 {
 				_, _ = e.svc.GateResolve(ctx, ps[0].FlowID, review.Decision{StepID: "review", Outcome: review.Kill,
 					Rationale: "no", ResolvedBy: review.Human, Channel: review.ChannelCLI})

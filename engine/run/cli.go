@@ -184,11 +184,11 @@ type Setup struct {
 // console prompt and a progress printer, then starts the spec file
 // (StartFile) or continues the stored flow (Resume). Errors are those of
 // NewExecutors, StartFile and Resume. --resume takes any unique prefix of
-// the flow id (engine.Service.ResolveFlowID); an ambiguous one ends the run
+// the flow id (engine.Query.ResolveFlowID); an ambiguous one ends the run
 // with exit 2 and the candidates, an unknown one Resume's "no flow" answer.
 func Execute(ctx context.Context, svc *engine.Service, req Request, s Setup) (*Outcome, error) {
 	if req.Resume != "" {
-		id, err := svc.ResolveFlowID(ctx, req.Resume)
+		id, err := svc.Query().ResolveFlowID(ctx, req.Resume)
 		switch e := engine.AsError(err); {
 		case err == nil:
 			req.Resume = id

@@ -377,7 +377,7 @@ func TestConcludeLeaseHeld(t *testing.T) {
 	host, _ := os.Hostname()
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	other := state.Lease{ID: "other-runner", PID: os.Getpid(), Host: host, Heartbeat: time.Now(), ExpiresAt: until}
-	if err := e.svc.Claim(context.Background(), o.FlowID, other); err != nil {
+	if err := e.svc.Leases().Claim(context.Background(), o.FlowID, other); err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer

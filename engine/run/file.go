@@ -164,7 +164,7 @@ func Report(ctx context.Context, svc *engine.Service, out *Outcome) (engine.Resp
 		return nil, err
 	}
 	rep := engine.Wire(audit, nil)
-	if f, err := svc.FlowWithSpec(ctx, out.FlowID); err == nil {
+	if f, err := svc.Query().FlowWithSpec(ctx, out.FlowID); err == nil {
 		run.BudgetState = f.State.BudgetState
 		run.Calls = f.State.Trace
 		run.Iterations = iterationResults(f)

@@ -17,7 +17,7 @@ import (
 // gate resolves the gate the flow waits at through the sinks and returns
 // the engine's next response, or an end (stopped at the gate).
 func (r *Runner) gate(ctx context.Context, fc *flowCtx, _ *engine.GateDispatch) (turn, error) {
-	st, err := r.svc.Get(ctx, fc.id)
+	st, err := r.svc.Query().Get(ctx, fc.id)
 	if err != nil {
 		return turn{}, err
 	}
@@ -192,7 +192,7 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 		Message: "waiting for a decision: " + r.cmd("gate approve "+fc.id+" "+pr.StepID)})
 	// The end of the log before the first read: Watch delivers everything
 	// after it, so a decision made in between is not missed.
-	after, err := r.svc.LastSeq(ctx)
+	after, err := r.svc.Query().LastSeq(ctx)
 	if err != nil {
 		return review.Decision{}, err
 	}
@@ -209,7 +209,7 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 		expired = t.C
 	}
 	for {
-		st, err := r.svc.Get(ctx, fc.id)
+		st, err := r.svc.Query().Get(ctx, fc.id)
 		if err != nil {
 			return review.Decision{}, err
 		}

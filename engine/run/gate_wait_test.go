@@ -75,7 +75,7 @@ func TestGateWaitActsOnTheEvent(t *testing.T) {
 			if counter.watches.Load() < int64(round+1) {
 				continue
 			}
-			if ps, _ := other.PendingReviews(ctx); len(ps) == 1 && ps[0].Round == round {
+			if ps, _ := other.Query().PendingReviews(ctx); len(ps) == 1 && ps[0].Round == round {
 				return &ps[0]
 			}
 		}

@@ -65,7 +65,7 @@ func (e *env) start(sp *specs.Spec, flow string, inputs map[string]any, mod ...f
 
 func (e *env) state(id string) *state.FlowState {
 	e.t.Helper()
-	st, err := e.svc.Get(context.Background(), id)
+	st, err := e.svc.Query().Get(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 const DefaultLeaseTTL = 30 * time.Second
 
 // Holder is one holder of leases in this process: a runner on the flows it
-// drives (engine.Service.Claim; the etcd backend backs each with an etcd
+// drives (engine.Leases.Claim; the etcd backend backs each with an etcd
 // lease its renewals keep alive), an MCP server on a fan-out it runs
-// (engine.Service.ClaimParallelRun). It is the identity every lease it
+// (engine.Leases.ClaimParallelRun). It is the identity every lease it
 // takes carries (id, pid, host), their term, and the one keep-alive that
 // renews them.
 type Holder struct {

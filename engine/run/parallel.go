@@ -32,7 +32,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	if ex == nil {
 		return stop(&endState{status: EndError, out: d, handoff: &Handoff{StepID: step.ID, Mode: step.StepMode()}, message: r.noInferMessage(fc, step)})
 	}
-	st, err := r.svc.Get(ctx, fc.id)
+	st, err := r.svc.Query().Get(ctx, fc.id)
 	if err != nil {
 		return turn{}, err
 	}

@@ -283,7 +283,7 @@ func (r *Runner) Start(ctx context.Context, sp *specs.Spec, flowName string, inp
 // longer exists on this host is taken over), then drives the flow from its
 // current dispatch. Steps whose completion was recorded are never run again.
 func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
-	st, err := r.svc.Get(ctx, flowID)
+	st, err := r.svc.Query().Get(ctx, flowID)
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) {
 			return &Outcome{FlowID: flowID, Status: EndInvalid, ExitCode: ExitUsage, Message: fmt.Sprintf("no flow with id %q", flowID)}, nil
@@ -562,7 +562,7 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 	}
 	rep := r.stepReport(fc, st)
 	start := time.Now()
-	cst, err := r.svc.Get(ctx, d.ChildFlowID)
+	cst, err := r.svc.Query().Get(ctx, d.ChildFlowID)
 	if err != nil {
 		return turn{}, err
 	}
@@ -571,7 +571,7 @@ func (r *Runner) child(ctx context.Context, fc *flowCtx, d *engine.ChildDispatch
 	}
 	r.hold(d.ChildFlowID)
 	defer r.unhold(context.WithoutCancel(ctx), d.ChildFlowID)
-	pst, err := r.svc.Get(ctx, fc.id)
+	pst, err := r.svc.Query().Get(ctx, fc.id)
 	if err != nil {
 		return turn{}, err
 	}

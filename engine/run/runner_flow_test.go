@@ -239,7 +239,7 @@ func TestGateSinks(t *testing.T) {
 			defer close(done)
 			for i := 0; i < 500; i++ {
 				time.Sleep(10 * time.Millisecond)
-				ps, _ := e.svc.PendingReviews(context.Background())
+				ps, _ := e.svc.Query().PendingReviews(context.Background())
 				if len(ps) == 1 {
 					_, _ = e.svc.GateResolve(context.Background(), ps[0].FlowID, review.Decision{StepID: "review", Outcome: review.Approve, ResolvedBy: review.Human, Channel: review.ChannelTUI})
 					return
@@ -566,7 +566,7 @@ flows:
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	flows, _ := e.svc.List(context.Background(), engine.ListFilter{})
+	flows, _ := e.svc.Query().List(context.Background(), engine.ListFilter{})
 	resp, err := e.svc.StepDone(context.Background(), engine.StepReport{FlowID: flows[0].FlowID, StepID: "wait", Result: 1})
 	if e := engine.AsError(err); e == nil || e.Type != engine.ErrTypeFlowOwned {
 		t.Fatalf("agent report: %v %v", resp, err)

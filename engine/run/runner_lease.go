@@ -19,11 +19,11 @@ import (
 // claim takes the lease of a stored flow. A live lease held by a process
 // that no longer exists on this host is taken over.
 func (r *Runner) claim(ctx context.Context, st *state.FlowState) error {
-	err := r.svc.Claim(ctx, st.FlowID, r.holder.Lease())
+	err := r.svc.Leases().Claim(ctx, st.FlowID, r.holder.Lease())
 	if !errors.Is(err, engine.ErrLeaseHeld) {
 		return err
 	}
-	if cur, gerr := r.svc.Get(ctx, st.FlowID); gerr == nil && cur.Owner != nil {
+	if cur, gerr := r.svc.Query().Get(ctx, st.FlowID); gerr == nil && cur.Owner != nil {
 		st = cur // the lease that refused us, not the one read before
 	}
 	host, _ := os.Hostname()
@@ -33,7 +33,7 @@ func (r *Runner) claim(ctx context.Context, st *state.FlowState) error {
 	}
 	// The owner died (kill -9): take its lease over, only if it is still
 	// the same lease.
-	return r.svc.TakeOver(ctx, st.FlowID, o.ID, r.holder.Lease())
+	return r.svc.Leases().TakeOver(ctx, st.FlowID, o.ID, r.holder.Lease())
 }
 
 // leaseHeldError says who holds a flow's lease and until when.
@@ -76,7 +76,7 @@ func (r *Runner) unhold(ctx context.Context, flowID string) {
 	r.mu.Lock()
 	delete(r.held, flowID)
 	r.mu.Unlock()
-	_ = r.svc.Release(ctx, flowID, r.holder.ID())
+	_ = r.svc.Leases().Release(ctx, flowID, r.holder.ID())
 }
 
 func (r *Runner) releaseAll() {
@@ -90,7 +90,7 @@ func (r *Runner) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, id := range ids {
-		_ = r.svc.Release(ctx, id, r.holder.ID())
+		_ = r.svc.Leases().Release(ctx, id, r.holder.ID())
 	}
 }
 
@@ -116,7 +116,7 @@ func (r *Runner) renewHeld(ctx context.Context, l state.Lease) error {
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		err := r.svc.Claim(ctx, id, l)
+		err := r.svc.Leases().Claim(ctx, id, l)
 		if errors.Is(err, engine.ErrLeaseHeld) {
 			return fmt.Errorf("lost the lease of flow %s: %w", id, err)
 		}

@@ -375,7 +375,7 @@ func executorName(k executorKind) string {
 // the step (the loop restarts on the retry).
 func (r *Runner) iterate(ctx context.Context, fc *flowCtx, step *specs.Step, kind executorKind, ex engine.Executor, req engine.StepRequest) (turn, error) {
 	rep := r.stepReport(fc, step)
-	st, err := r.svc.Get(ctx, fc.id)
+	st, err := r.svc.Query().Get(ctx, fc.id)
 	if err != nil {
 		return turn{}, err
 	}

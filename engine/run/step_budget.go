@@ -88,7 +88,7 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 		if b == nil {
 			continue
 		}
-		led, err := r.svc.Ledger(ctx, f.id)
+		led, err := r.svc.Query().Ledger(ctx, f.id)
 		if err != nil {
 			return v, "", err
 		}

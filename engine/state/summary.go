@@ -21,7 +21,7 @@ type FlowSummary struct {
 	// Review is what the gate the flow waits at asks its reviewer (the
 	// gate step in the flow's spec), so gate lists need no state: nil when
 	// Gate is nil, or when the spec did not parse or lacks the gate step
-	// when the summary was computed. engine.Service.GateReviews reads the state of
+	// when the summary was computed. engine.Query.GateReviews reads the state of
 	// a gate whose summary lacks it.
 	Review    *GateReview `json:"review,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`

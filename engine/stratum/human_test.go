@@ -60,7 +60,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused(rt.Resolve(ctx, review.ID(flowID, "review", 0), nil, "ann", "looks good"))
-	st, err := svc.Get(ctx, flowID)
+	st, err := svc.Query().Get(ctx, flowID)
 	if err != nil || st.Status != state.StatusAwaitingGate || len(st.Records) != 1 {
 		t.Fatalf("after the refused Resolve: %s, %d records, %v", st.Status, len(st.Records), err)
 	}
@@ -74,7 +74,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 	if err != nil || r.Status != state.ReviewOpen || r.Decision != nil {
 		t.Fatalf("stored review after the refused Resolve: %+v, %v", r, err)
 	}
-	if st, _ := svc.Get(ctx, fid); len(st.Records) != 0 {
+	if st, _ := svc.Query().Get(ctx, fid); len(st.Records) != 0 {
 		t.Fatalf("the refused Resolve left %d records", len(st.Records))
 	}
 	// The person's channel decides it.

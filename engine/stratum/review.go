@@ -246,7 +246,7 @@ func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine
 			}
 		}()
 	}
-	seq, err := s.svc.LastSeq(ctx)
+	seq, err := s.svc.Query().LastSeq(ctx)
 	if err != nil {
 		return "", nil, fmt.Errorf("stratum: AwaitHuman: %w", err)
 	}

@@ -155,7 +155,7 @@ func TestAwaitHumanDecidedWithStratumGate(t *testing.T) {
 			t.Errorf("stratum gate %s: exit %d %s, want exit %d and %q", strings.Join(c.args, " "), code, out, c.code, c.want)
 		}
 	}
-	if prs, _ := svc.PendingReviews(context.Background()); len(prs) != 1 {
+	if prs, _ := svc.Query().PendingReviews(context.Background()); len(prs) != 1 {
 		t.Fatalf("the review did not stay open: %d pending", len(prs))
 	}
 	out, code := gate("approve", flowID[:8], step, "--option", "1", "--note", "the safer one", "--reviewer", "ann")
@@ -174,7 +174,7 @@ func TestAwaitHumanDecidedWithStratumGate(t *testing.T) {
 	if out, code := gate("approve", flowID, step, "--option", "2"); code != 2 || !strings.Contains(out, `"conflict": true`) {
 		t.Errorf("second decision: exit %d %s", code, out)
 	}
-	st, _ := svc.Get(context.Background(), flowID)
+	st, _ := svc.Query().Get(context.Background(), flowID)
 	if st.Status != state.StatusComplete || st.Library.Reviews[0].Decision.Option != 1 {
 		t.Errorf("flow %s, review %+v", st.Status, st.Library.Reviews[0].Decision)
 	}
@@ -222,7 +222,7 @@ func TestAwaitHumanRejected(t *testing.T) {
 	ch := await(ctx, Review[string]{Question: "Merge?", Options: []string{"yes", "no"}})
 	p := sink.next(t)
 	flowID, step, _ := splitReviewID(p.ReviewID)
-	sums, _ := svc.List(context.Background(), engine.ListFilter{})
+	sums, _ := svc.Query().List(context.Background(), engine.ListFilter{})
 	if len(sums) != 1 || sums[0].FlowID != flowID || sums[0].Driver != state.DriverLibrary || sums[0].Status != state.StatusAwaitingGate {
 		t.Fatalf("flows %+v", sums)
 	}
@@ -235,7 +235,7 @@ func TestAwaitHumanRejected(t *testing.T) {
 	if !errors.As(a.err, &rej) || rej.Rationale != "tests are red" || rej.ReviewID != p.ReviewID || !errors.Is(a.err, ErrStratum) {
 		t.Fatalf("AwaitHuman error %v", a.err)
 	}
-	st, _ := svc.Get(context.Background(), flowID)
+	st, _ := svc.Query().Get(context.Background(), flowID)
 	if st.Status != state.StatusFailed {
 		t.Errorf("the review's own flow is %s", st.Status)
 	}
@@ -256,7 +256,7 @@ func TestAwaitHumanTimeouts(t *testing.T) {
 	flowID, _, _ := splitReviewID(p.ReviewID)
 	// Persisted: another process reads the same deadline.
 	other := &engine.Service{Store: svc.Store}
-	if g, _ := other.PendingGates(context.Background()); len(g) != 1 || g[0].Gate.Deadline == nil || !g[0].Gate.Deadline.Equal(p.ExpiresAt) {
+	if g, _ := other.Query().PendingGates(context.Background()); len(g) != 1 || g[0].Gate.Deadline == nil || !g[0].Gate.Deadline.Equal(p.ExpiresAt) {
 		t.Errorf("stored gate %+v, want deadline %s", g, p.ExpiresAt)
 	}
 	a := result(t, ch)
@@ -266,7 +266,7 @@ func TestAwaitHumanTimeouts(t *testing.T) {
 	if waited := a.at.Sub(start); waited < 300*time.Millisecond {
 		t.Errorf("decided after %s, before the timeout", waited)
 	}
-	st, _ := svc.Get(context.Background(), flowID)
+	st, _ := svc.Query().Get(context.Background(), flowID)
 	if st.Library.Reviews[0].Status != state.ReviewTimedOut {
 		t.Errorf("stored review %s", st.Library.Reviews[0].Status)
 	}
@@ -308,7 +308,7 @@ func TestHumanReviewAndReviewsOpenAtOnce(t *testing.T) {
 	if fa != fb {
 		t.Fatalf("two flows for one Flow.Run: %s %s", fa, fb)
 	}
-	gates, err := svc.PendingGateSteps(context.Background())
+	gates, err := svc.Query().PendingGateSteps(context.Background())
 	if err != nil || len(gates) != 2 || gates[0].Summary.FlowID != fa || gates[0].Summary.Gate.StepID == gates[1].Summary.Gate.StepID {
 		t.Fatalf("gate rows %+v, %v", gates, err)
 	}
@@ -354,7 +354,7 @@ func TestAwaitHumanCancelWithdraws(t *testing.T) {
 	var svc *engine.Service
 	var persisted bool
 	sink := sinkFunc(func(_ context.Context, p PendingReview) error {
-		prs, _ := svc.PendingReviews(context.Background())
+		prs, _ := svc.Query().PendingReviews(context.Background())
 		for _, pr := range prs {
 			persisted = persisted || pr.ReviewID == p.ReviewID
 		}
@@ -379,7 +379,7 @@ func TestAwaitHumanCancelWithdraws(t *testing.T) {
 	if err != nil || r.Status != state.ReviewWithdrawn {
 		t.Errorf("review after cancel: %+v, %v", r, err)
 	}
-	if prs, _ := svc.PendingReviews(context.Background()); len(prs) != 0 {
+	if prs, _ := svc.Query().PendingReviews(context.Background()); len(prs) != 0 {
 		t.Errorf("%d reviews still listed", len(prs))
 	}
 }

@@ -63,7 +63,7 @@ func TestConcurrentCallsInOneStoredFlow(t *testing.T) {
 	}
 	commits := st.updates.Load() - before
 	svc := &engine.Service{Store: st}
-	fs, err := svc.Get(context.Background(), id)
+	fs, err := svc.Query().Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestConcurrentCallsInOneStoredFlow(t *testing.T) {
 	if fs.BudgetState == nil || fs.BudgetState.SpentTokens != n*110 {
 		t.Errorf("ledger %+v, want %d tokens", fs.BudgetState, n*110)
 	}
-	evs, _ := svc.FlowEvents(context.Background(), id)
+	evs, _ := svc.Query().FlowEvents(context.Background(), id)
 	calls := 0
 	for _, e := range evs {
 		if e.Type == engine.EventTrace {
@@ -111,7 +111,7 @@ func TestStoredFlowLeaseMakesADeadProgramStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := &engine.Service{Store: st}
-	sums, _ := svc.List(ctx, engine.ListFilter{})
+	sums, _ := svc.Query().List(ctx, engine.ListFilter{})
 	if len(sums) != 1 || sums[0].Driver != state.DriverLibrary || sums[0].Owner == nil {
 		t.Fatalf("summary %+v", sums)
 	}
@@ -125,7 +125,7 @@ func TestStoredFlowLeaseMakesADeadProgramStalled(t *testing.T) {
 	if err := rt.recorder.finishFlow(ctx, id, "done", nil); err != nil {
 		t.Fatal(err)
 	}
-	sums, _ = svc.List(ctx, engine.ListFilter{})
+	sums, _ = svc.Query().List(ctx, engine.ListFilter{})
 	if sums[0].Status != state.StatusComplete || sums[0].Owner != nil || sums[0].Stalled(now.Add(time.Hour)) {
 		t.Errorf("finished flow %+v", sums[0])
 	}

@@ -147,3 +147,10 @@ func openConfined(p, root string) *os.File {
 	}
 	return f
 }
+
+// ConfinedPath is the rule file_exists and file_contains confine their
+// paths by: p resolved against root (the working directory when "") to its
+// symlink-free path, ok=false when it is empty, escapes root (lexically or
+// through a symlink) or cannot be resolved. Other server-read evidence
+// (the guard's server_file_exists) uses it too.
+func ConfinedPath(p, root string) (string, bool) { return confinedPath(p, root) }

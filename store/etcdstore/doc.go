@@ -65,6 +65,8 @@
 //	x/<id>‖NUL‖<seq:16>  engine.Event JSON (a flow's indexed events)
 //	d/<id>               tombstone of a deleted flow with many events
 //	k/<cache key>        raw cached bytes
+//	gd/<key>/r           a guarded resource's registration (engine/guard)
+//	gd/<key>/e/<seq:20>  its ledger entries, append-only (decimal seq)
 //	leases/<lease id>‖NUL‖<id>  flow id, attached to the etcd lease of the
 //	                     runner lease that owns the flow (see Runner leases)
 //

@@ -109,17 +109,17 @@ func TestRunnerLeaseIgnoresClockSkew(t *testing.T) {
 	const ttl = 30 * time.Second
 	a := machine(t, c, "/lease/", 0)
 	id := plan(t, a)
-	if err := a.Claim(ctx, id, leaseOf(a, "runner-a", ttl)); err != nil {
+	if err := a.Leases().Claim(ctx, id, leaseOf(a, "runner-a", ttl)); err != nil {
 		t.Fatal(err)
 	}
 	for _, skew := range []time.Duration{ttl / 3, ttl + 10*time.Second, time.Hour, 1000 * time.Hour} {
 		m := machine(t, c, "/lease/", skew)
-		if err := m.Claim(ctx, id, leaseOf(m, "runner-m", ttl)); !errors.Is(err, engine.ErrLeaseHeld) {
+		if err := m.Leases().Claim(ctx, id, leaseOf(m, "runner-m", ttl)); !errors.Is(err, engine.ErrLeaseHeld) {
 			t.Fatalf("claim by a machine %v ahead: %v, want ErrLeaseHeld", skew, err)
 		}
 		out, err := m.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 		owned(t, fmt.Sprintf("agent report from a machine %v ahead", skew), out, err)
-		sums, err := m.List(ctx, engine.ListFilter{})
+		sums, err := m.Query().List(ctx, engine.ListFilter{})
 		if err != nil || len(sums) != 1 || sums[0].Owner == nil || !sums[0].Owner.ExpiresAt.After(m.Now()) {
 			t.Fatalf("listing on a machine %v ahead: %+v %v, want runner-a live", skew, sums, err)
 		}
@@ -128,7 +128,7 @@ func TestRunnerLeaseIgnoresClockSkew(t *testing.T) {
 	if _, err := a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}, ReportOptions: engine.ReportOptions{Actor: "runner-a"}}); err != nil {
 		t.Fatalf("the holder's report: %v", err)
 	}
-	st, err := a.Get(ctx, id)
+	st, err := a.Query().Get(ctx, id)
 	if err != nil || st.Owner == nil || st.Owner.ID != "runner-a" {
 		t.Fatalf("owner %+v %v, want runner-a", st.Owner, err)
 	}
@@ -199,7 +199,7 @@ func TestKilledRunnerLeaseFollowsEtcd(t *testing.T) {
 	// The flow, once the runner waits at its gate.
 	var id string
 	for deadline := time.Now().Add(20 * time.Second); id == ""; {
-		sums, err := behind.List(ctx, engine.ListFilter{Status: state.StatusAwaitingGate})
+		sums, err := behind.Query().List(ctx, engine.ListFilter{Status: state.StatusAwaitingGate})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,11 +214,11 @@ func TestKilledRunnerLeaseFollowsEtcd(t *testing.T) {
 	key := runnerLease + "\x00" + id
 	live := func(svc *engine.Service) bool {
 		t.Helper()
-		sums, err := svc.List(ctx, engine.ListFilter{})
+		sums, err := svc.Query().List(ctx, engine.ListFilter{})
 		if err != nil || len(sums) != 1 {
 			t.Fatalf("list: %+v %v", sums, err)
 		}
-		st, err := svc.Get(ctx, id)
+		st, err := svc.Query().Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestKilledRunnerLeaseFollowsEtcd(t *testing.T) {
 	if !live(ahead) {
 		t.Fatal("just after the kill, a machine an hour ahead sees the runner expired: expiry followed its clock, not etcd")
 	}
-	if err := ahead.Claim(ctx, id, leaseOf(ahead, "runner-ahead", 30*time.Second)); !errors.Is(err, engine.ErrLeaseHeld) {
+	if err := ahead.Leases().Claim(ctx, id, leaseOf(ahead, "runner-ahead", 30*time.Second)); !errors.Is(err, engine.ErrLeaseHeld) {
 		t.Fatalf("claim an hour ahead just after the kill: %v, want ErrLeaseHeld", err)
 	}
 
@@ -287,7 +287,7 @@ func TestKilledRunnerLeaseFollowsEtcd(t *testing.T) {
 	if live(ahead) {
 		t.Fatal("expired for one machine, live for another")
 	}
-	st, err := behind.Get(ctx, id)
+	st, err := behind.Query().Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +296,16 @@ func TestKilledRunnerLeaseFollowsEtcd(t *testing.T) {
 	}
 
 	// Takeover after the expiry, by the machine an hour behind.
-	if err := behind.TakeOver(ctx, id, runnerLease, leaseOf(behind, "runner-behind", 30*time.Second)); err != nil {
+	if err := behind.Leases().TakeOver(ctx, id, runnerLease, leaseOf(behind, "runner-behind", 30*time.Second)); err != nil {
 		t.Fatalf("takeover after the expiry: %v", err)
 	}
 	if !live(ahead) || !live(behind) {
 		t.Fatal("the new holder is not live")
 	}
-	if err := ahead.Claim(ctx, id, state.Lease{ID: runnerLease, ExpiresAt: ahead.Now().Add(ttl)}); !errors.Is(err, engine.ErrLeaseHeld) {
+	if err := ahead.Leases().Claim(ctx, id, state.Lease{ID: runnerLease, ExpiresAt: ahead.Now().Add(ttl)}); !errors.Is(err, engine.ErrLeaseHeld) {
 		t.Fatalf("renewing the dead runner's lease after the takeover: %v, want ErrLeaseHeld", err)
 	}
-	st, err = ahead.Get(ctx, id)
+	st, err = ahead.Query().Get(ctx, id)
 	if err != nil || st.Owner == nil || st.Owner.ID != "runner-behind" || st.Driver != state.DriverRunner {
 		t.Fatalf("after the takeover: owner %+v driver %q %v", st.Owner, st.Driver, err)
 	}
@@ -388,7 +388,7 @@ func TestTakeoverCannotRaceExpiry(t *testing.T) {
 	a := machine(t, c, prefix, 0)
 	cli := rawClient(t, c)
 	id := plan(t, a)
-	if err := a.Claim(ctx, id, leaseOf(a, "runner-a", 30*time.Second)); err != nil {
+	if err := a.Leases().Claim(ctx, id, leaseOf(a, "runner-a", 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	etcdLease := leaseKeys(t, cli, prefix)["runner-a\x00"+id]
@@ -419,7 +419,7 @@ func TestTakeoverCannotRaceExpiry(t *testing.T) {
 	if len(seen) != 2 || !seen[0] || seen[1] {
 		t.Fatalf("the owner was seen live=%v by successive attempts, want [true false]: a write that depended on the lease committed after it expired", seen)
 	}
-	st, err := a.Get(ctx, id)
+	st, err := a.Query().Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestReleaseRevokes(t *testing.T) {
 	cli := rawClient(t, c)
 	f1, f2 := plan(t, svc), plan(t, svc)
 	for _, id := range []string{f1, f2} {
-		if err := svc.Claim(ctx, id, leaseOf(svc, "runner-r", time.Hour)); err != nil {
+		if err := svc.Leases().Claim(ctx, id, leaseOf(svc, "runner-r", time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -460,7 +460,7 @@ func TestReleaseRevokes(t *testing.T) {
 	if got := ttlOf(); got < 3500 || got > 3600 {
 		t.Fatalf("etcd lease TTL %d s for a lease of an hour", got)
 	}
-	if err := svc.Release(ctx, f1, "runner-r"); err != nil {
+	if err := svc.Leases().Release(ctx, f1, "runner-r"); err != nil {
 		t.Fatal(err)
 	}
 	if keys := leaseKeys(t, cli, prefix); len(keys) != 1 || keys["runner-r\x00"+f2] != e {
@@ -469,10 +469,10 @@ func TestReleaseRevokes(t *testing.T) {
 	if ttlOf() <= 0 {
 		t.Fatal("the etcd lease was revoked while the runner still owns a flow")
 	}
-	if st, err := svc.Get(ctx, f2); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.After(time.Now()) {
+	if st, err := svc.Query().Get(ctx, f2); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.After(time.Now()) {
 		t.Fatalf("the other flow's owner %+v %v, want live", st.Owner, err)
 	}
-	if err := svc.Release(ctx, f2, "runner-r"); err != nil {
+	if err := svc.Leases().Release(ctx, f2, "runner-r"); err != nil {
 		t.Fatal(err)
 	}
 	if keys := leaseKeys(t, cli, prefix); len(keys) != 0 {
@@ -482,7 +482,7 @@ func TestReleaseRevokes(t *testing.T) {
 		t.Fatalf("etcd lease TTL %d after the last release, want -1 (revoked)", got)
 	}
 	for _, id := range []string{f1, f2} {
-		if st, err := svc.Get(ctx, id); err != nil || st.Owner != nil {
+		if st, err := svc.Query().Get(ctx, id); err != nil || st.Owner != nil {
 			t.Fatalf("owner of %s after the release: %+v %v", id, st.Owner, err)
 		}
 	}
@@ -502,7 +502,7 @@ func TestReleaseRevokes(t *testing.T) {
 	if keys := leaseKeys(t, cli, prefix); len(keys) != 0 {
 		t.Fatalf("lease keys for an expired owner: %v", keys)
 	}
-	if st, err := svc.Get(ctx, f1); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.Equal(stale.ExpiresAt) {
+	if st, err := svc.Query().Get(ctx, f1); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.Equal(stale.ExpiresAt) {
 		t.Fatalf("expired owner read back as %+v %v", st.Owner, err)
 	}
 }
@@ -521,7 +521,7 @@ func TestLostEtcdLeaseIsGrantedAgain(t *testing.T) {
 	svc := machine(t, c, prefix, 0)
 	cli := rawClient(t, c)
 	id := plan(t, svc)
-	if err := svc.Claim(ctx, id, leaseOf(svc, "runner-r", time.Hour)); err != nil {
+	if err := svc.Leases().Claim(ctx, id, leaseOf(svc, "runner-r", time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	key := "runner-r\x00" + id
@@ -529,10 +529,10 @@ func TestLostEtcdLeaseIsGrantedAgain(t *testing.T) {
 	if _, err := cli.Revoke(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := svc.Get(ctx, id); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.Equal(etcdstore.ExpiredAt) {
+	if st, err := svc.Query().Get(ctx, id); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.Equal(etcdstore.ExpiredAt) {
 		t.Fatalf("owner after its etcd lease was revoked: %+v %v, want expired", st.Owner, err)
 	}
-	if err := svc.Claim(ctx, id, leaseOf(svc, "runner-r", 30*time.Minute)); err != nil {
+	if err := svc.Leases().Claim(ctx, id, leaseOf(svc, "runner-r", 30*time.Minute)); err != nil {
 		t.Fatalf("heartbeat after the etcd lease was lost: %v", err)
 	}
 	now := leaseKeys(t, cli, prefix)[key]
@@ -542,7 +542,7 @@ func TestLostEtcdLeaseIsGrantedAgain(t *testing.T) {
 	if r, err := cli.TimeToLive(ctx, now); err != nil || r.TTL < 1700 || r.TTL > 1800 {
 		t.Fatalf("new etcd lease TTL %+v %v, want about 30 min", r, err)
 	}
-	if st, err := svc.Get(ctx, id); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.After(time.Now()) {
+	if st, err := svc.Query().Get(ctx, id); err != nil || st.Owner == nil || !st.Owner.ExpiresAt.After(time.Now()) {
 		t.Fatalf("owner after the heartbeat: %+v %v, want live", st.Owner, err)
 	}
 }

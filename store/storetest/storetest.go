@@ -53,6 +53,8 @@ func Run(t *testing.T, open Open) {
 		{"WatchCloses", testWatchCloses},
 		{"Cache", testCache},
 		{"ConcurrentUpdates", testConcurrentUpdates},
+		{"Guards", testGuards},
+		{"GuardsConcurrentAppend", testGuardsConcurrentAppend},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
