@@ -883,7 +883,7 @@ func (a *app) guardCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g := &guard.Service{Store: svc.Store, Now: svc.Now, Run: runner.ExitStatus, Channel: "cli"}
+			g := &guard.Service{Store: svc.Store, Now: svc.Now, Run: runner.ExitStatus, Channel: "cli", Judge: runner.GuardJudge()}
 			code, err := g.CLI(cmd.Context(), args[0], a.stdin, a.stdout)
 			switch {
 			case err != nil && code == exitUsage:

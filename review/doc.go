@@ -13,13 +13,13 @@
 // # One rule, one request/decide service
 //
 // Check is the rule every channel shares: a rationale for revise and kill,
-// except through MCP where the original accepts an empty one (the
+// except through MCP where Python Stratum accepts an empty one (the
 // decision's Channel says which). The recorder applies it to every
 // decision it records — the engine does, in its gate resolution, so no
 // front end (the TUI, `stratum gate`, MCP, a library user) can skip it —
 // and Service.Decide applies it for any other recorder. (Whether the
 // outcome and resolved_by are valid and the gate still waits in that
-// round is the recorder's to say, with the original's error types.) A
+// round is the recorder's to say, with Python Stratum's error types.) A
 // front end may call Check early, to ask again before anything is read.
 //
 // Service is how the in-process runner gets a decision: Service.Request
@@ -34,7 +34,7 @@
 //
 // # Separation of duties in a shell
 //
-// HumanConfirm (confirm.go) is the rule of a decision typed in a shell
+// HumanConfirm is the rule of a decision typed in a shell
 // (`stratum gate`) on a gate with approver: human: it is made only on an
 // interactive terminal (the front end says whether it has one), after the
 // reviewer typed the gate's step id or the flow's short id; otherwise

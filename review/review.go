@@ -17,7 +17,7 @@ const (
 	Kill    Outcome = "kill"
 )
 
-// Outcomes lists the valid outcomes, sorted (the original's error message lists them sorted).
+// Outcomes lists the valid outcomes, sorted (Python Stratum's error message lists them sorted).
 var Outcomes = []Outcome{Approve, Kill, Revise}
 
 // Valid reports whether o is approve, revise or kill.

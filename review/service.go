@@ -10,7 +10,7 @@ import (
 // Errors of the request/decide service.
 var (
 	// ErrRationaleRequired: revise and kill need a rationale, except through
-	// MCP (the original accepts an empty one there).
+	// MCP (Python Stratum accepts an empty one there).
 	ErrRationaleRequired = errors.New("a rationale is required to revise or kill a gate")
 	// ErrPass is what a Handler returns when the review is not its to
 	// decide: the next handler is asked.
@@ -24,13 +24,13 @@ var (
 )
 
 // Check is the rule every channel shares: revise and kill need a
-// rationale, except through MCP (the original accepts an empty one
+// rationale, except through MCP (Python Stratum accepts an empty one
 // there). It is the one place this rule lives; the recorder applies it to
 // every decision (the engine's gate resolution does, whoever calls it),
 // Service.Decide applies it for any recorder, and a front end may call it
 // to ask early, before anything is read. Whether the outcome and
 // resolved_by are valid, and whether the gate is still waiting in that
-// round, is the recorder's to say (the engine answers with the original's
+// round, is the recorder's to say (the engine answers with Python Stratum's
 // error types and messages).
 func Check(d Decision) error {
 	if d.Outcome != Approve && strings.TrimSpace(d.Rationale) == "" && d.Channel != ChannelMCP {

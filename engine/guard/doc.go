@@ -23,9 +23,10 @@
 // repository, command_exit_zero(['cmd', 'arg']) (only when the server's
 // environment allows commands) and verdict_receipt_clean('digest') (an
 // applied entry of this ledger). Predicates of the judge's verifier tiers
-// (verified, judged) are accepted at registration and, until a verifier is
-// wired (Service.Verify), make a transition refused with the reason, as
-// the original does without one.
+// (verified, judged) are decided by the judge (Service.Judge:
+// engine/internal/judge with the configured verifier agents) over the
+// transition's artifacts and modified files; without a judge they are not
+// met, with the reason, as the original without a verifier.
 //
 // Concurrency: the slow part (predicates) runs outside any transaction; the
 // commit is one store transaction that re-reads the ledger, re-checks the
@@ -33,7 +34,8 @@
 // so of two processes transitioning one resource at once exactly one is
 // applied and the other is told the state moved (stale_from_state).
 //
-// It imports engine (the store port) and specs/py (the path rule), and
+// It imports engine (the store port), engine/internal/judge and specs/py
+// (the path rule), and
 // nothing that does I/O beyond the injected command runner and the files
 // it reads. Part of the stratum command, not a public API.
 package guard

@@ -81,6 +81,9 @@ type Service struct {
 	// Channel is how requests reach this service (mcp, cli), recorded with
 	// every entry.
 	Channel string
+	// Judge decides the predicates of the verifier tiers (nil: they are
+	// not met, with the reason).
+	Judge *Judge
 }
 
 func (s *Service) now() time.Time {

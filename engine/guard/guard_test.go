@@ -13,6 +13,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/engine/internal/judge"
 )
 
 type env map[string]string
@@ -131,7 +132,7 @@ func TestTransition(t *testing.T) {
 	}
 	r := tr("design", "build", "k1")
 	expect(t, "missing doc", r, map[string]any{"status": "refused", "current_state": "design"})
-	if v := r["verdict"].(map[string]any); v["met"] != false || len(v["predicates"].([]map[string]any)) != 2 {
+	if v := r["verdict"].(map[string]any); v["met"] != false || len(v["predicates"].([]any)) != 2 {
 		t.Fatalf("verdict %v", v)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "docs"), 0o755); err != nil {
@@ -347,6 +348,36 @@ func TestParseStatement(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%q: %s, want %s", stmt, got, want)
+		}
+	}
+}
+
+// fakeVerifier answers every question with verdict, citing artifact
+// report.txt line 1.
+type fakeVerifier struct{ verdict string }
+
+func (f fakeVerifier) Verify(_ context.Context, req judge.VerifyRequest) (judge.Answer, error) {
+	b, _ := json.Marshal(map[string]any{"predicate_id": req.Predicate, "verdict": f.verdict, "confidence": 9, "reason": "read it",
+		"evidence": []any{map[string]any{"source": "artifacts/report.txt:1", "quote": "all good", "tier": "T2"}}})
+	return judge.Answer{Text: string(b), Agent: "fake"}, nil
+}
+
+// Predicates of the verifier tiers go to the judge: its verdict decides
+// them (with the trusted ones), and its predicate results join the verdict.
+func TestVerifiedPredicates(t *testing.T) {
+	for _, c := range []struct {
+		verdict, status string
+	}{{"met", "applied"}, {"not_met", "refused"}} {
+		s, root := newService(t, env{})
+		s.Judge = &Judge{Root: t.TempDir(), Verifier: func(string) (judge.Verifier, error) { return fakeVerifier{c.verdict}, nil }}
+		register(t, s, root, map[string][]Predicate{"design->build": {{"id": "review", "type": "verified", "statement": "the report says all good"}}}, nil)
+		r := call(t, s.Transition, TransitionRequest{ResourceID: "compose:FEAT-1", FromState: "design", ToState: "build",
+			Artifacts: map[string]string{"report": "all good\n"}})
+		expect(t, c.verdict, r, map[string]any{"status": c.status})
+		v := r["verdict"].(map[string]any)
+		ps := v["predicates"].([]any)
+		if len(ps) != 1 || ps[0].(map[string]any)["verdict"] != c.verdict || v["meta"].(map[string]any)["agent_type"] != "guard" {
+			t.Errorf("%s: verdict %v", c.verdict, v)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func (s *Service) Transition(ctx context.Context, in TransitionRequest) (engine.
 	if stakes == "" {
 		stakes = "default"
 	}
-	met, verdict := s.verdict(ctx, r, edge, stakes)
+	met, verdict := s.verdict(ctx, r, edge, stakes, in)
 	// Phase 3: commit, re-checking what may have moved meanwhile.
 	var resp engine.Response
 	err = s.Store.Update(ctx, func(tx engine.Tx) error {
@@ -130,10 +130,11 @@ func replay(r *resource, key, digest string) (engine.Response, error) {
 	return engine.Response{"status": "replayed", "verdict": e.Verdict, "ledger_ref": e.EntryDigest, "current_state": r.state()}, nil
 }
 
-// verdict judges an edge: its trusted predicates server-side; predicates
-// of the verifier tiers need a verifier, which this server does not have,
-// so they are not met (as the original without one).
-func (s *Service) verdict(ctx context.Context, r *resource, edge, stakes string) (bool, map[string]any) {
+// verdict judges an edge: its trusted predicates server-side, those of
+// the verifier tiers by the judge (Service.Judge); met when all are. The
+// answer has the judge's JudgeResult shape, the trusted predicates' results
+// first and their evidence in meta.guard_evidence.
+func (s *Service) verdict(ctx context.Context, r *resource, edge, stakes string, in TransitionRequest) (bool, map[string]any) {
 	var trusted, llm []Predicate
 	for _, p := range r.reg.EdgePredicates[edge] {
 		if t := ptype(p); t == typeVerified || t == typeJudged {
@@ -143,11 +144,7 @@ func (s *Service) verdict(ctx context.Context, r *resource, edge, stakes string)
 		}
 	}
 	met, ev := s.evaluate(ctx, trusted, r.reg.WorkspaceRoot, r.entries)
-	summary := "guard transition verdict"
-	if len(llm) > 0 {
-		met, summary = false, "LLM-tier predicates present but no verifier available"
-	}
-	preds := make([]map[string]any, 0, len(ev)+len(llm))
+	preds := make([]any, 0, len(ev)+len(llm))
 	for _, e := range ev {
 		v := "not_met"
 		if e.Met {
@@ -155,21 +152,48 @@ func (s *Service) verdict(ctx context.Context, r *resource, edge, stakes string)
 		}
 		preds = append(preds, predicateResult(e.ID, typeTrusted, e.Statement, v, 10))
 	}
-	for i, p := range llm {
-		id := pstring(p, "id")
-		if id == "" {
-			id = "v" + itoa(i)
-		}
-		preds = append(preds, predicateResult(id, ptype(p), pstring(p, "statement"), "not_met", 0))
-	}
-	return met, map[string]any{
-		"clean": met, "summary": summary, "findings": []any{},
-		"meta":      map[string]any{"agent_type": "guard", "source": "evidence", "guard_evidence": ev},
+	out := map[string]any{
+		"clean": met, "summary": "guard transition verdict", "findings": []any{},
 		"consensus": []any{}, "claude_only": []any{}, "codex_only": []any{}, "lenses_run": []any{}, "auto_fixes": []any{}, "asks": []any{},
-		"judge_version": "1.0", "met": met, "stakes": stakes, "predicates": preds, "tier_disagreements": []any{},
+		"judge_version": "1.0", "stakes": stakes, "tier_disagreements": []any{},
 		"budget_consumed":   map[string]any{"turns": 0, "dollars": 0.0, "wall_clock_s": 0.0},
 		"judge_kernel_meta": map[string]any{"decomposer_mode": "user", "smartmemory_priors_consulted": 0, "degraded_judged": false},
 	}
+	meta := map[string]any{"agent_type": "guard", "source": "evidence"}
+	if len(llm) > 0 {
+		jr, why := s.judged(ctx, r, edge, stakes, llm, in)
+		if jr == nil {
+			met = false
+			out["summary"] = why
+			for i, p := range llm {
+				id := pstring(p, "id")
+				if id == "" {
+					id = "v" + itoa(i)
+				}
+				preds = append(preds, predicateResult(id, ptype(p), pstring(p, "statement"), "not_met", 0))
+			}
+		} else {
+			jm, _ := jr["met"].(bool)
+			met = met && jm
+			for k, v := range jr {
+				if k != "meta" && k != "predicates" && k != "met" && k != "clean" {
+					out[k] = v
+				}
+			}
+			if m, ok := jr["meta"].(map[string]any); ok {
+				for k, v := range m {
+					meta[k] = v
+				}
+				meta["agent_type"] = "guard"
+			}
+			if ps, ok := jr["predicates"].([]any); ok {
+				preds = append(preds, ps...)
+			}
+		}
+	}
+	meta["guard_evidence"] = ev
+	out["meta"], out["predicates"], out["met"], out["clean"] = meta, preds, met, met
+	return met, out
 }
 
 func predicateResult(id, typ, stmt, verdict string, confidence int) map[string]any {

@@ -14,7 +14,7 @@ import (
 // tools over the shared store.
 
 func (s *server) guards() *guard.Service {
-	return &guard.Service{Store: s.svc.Store, Now: s.svc.Now, Run: run.ExitStatus, Channel: "mcp"}
+	return &guard.Service{Store: s.svc.Store, Now: s.svc.Now, Run: run.ExitStatus, Channel: "mcp", Judge: run.GuardJudge()}
 }
 
 func guardTool[T any](f func(*guard.Service) func(context.Context, T) (engine.Response, error), s *server) toolFunc[T] {

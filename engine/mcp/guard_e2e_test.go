@@ -117,3 +117,21 @@ func testGuard(t *testing.T) {
 		t.Errorf("ledger: %v", kinds)
 	}
 }
+
+// A verified predicate is decided by the judge's verifier (the configured
+// "judge" agent) over the transition's artifacts.
+func TestGuardVerifiedPredicate(t *testing.T) {
+	home := t.TempDir()
+	fakeVerifiers(t, home)
+	s := startIn(t, home)
+	s.ok("stratum_guard_register", map[string]any{"resource_id": "app:tests", "initial": "build",
+		"graph":           map[string]any{"build": []any{"review"}},
+		"edge_predicates": map[string]any{"build->review": []any{map[string]any{"id": "tests", "type": "verified", "statement": "the tests pass"}}}},
+		map[string]any{"status": "registered"})
+	r := s.ok("stratum_guard_transition", map[string]any{"resource_id": "app:tests", "from_state": "build", "to_state": "review",
+		"artifacts": map[string]any{"pytest": "12 passed\n"}}, map[string]any{"status": "applied", "current_state": "review"})
+	ps := r["verdict"].(map[string]any)["predicates"].([]any)
+	if len(ps) != 1 || ps[0].(map[string]any)["id"] != "tests" || ps[0].(map[string]any)["verdict"] != "met" {
+		t.Errorf("predicates: %v", ps)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/guard"
 	"github.com/stratum-go/stratum/engine/internal/judge"
 )
 
@@ -99,4 +100,20 @@ func JudgeRoot() (string, error) {
 		return "", err
 	}
 	return home + string(os.PathSeparator) + "judge", nil
+}
+
+// GuardJudge is the judge of guarded transitions' verifier-tier predicates:
+// turns staged under JudgeRoot, the verifier of the workspace's
+// configuration (JudgeVerifier). Nil when there is no stratum home.
+func GuardJudge() *guard.Judge {
+	root, err := JudgeRoot()
+	if err != nil {
+		return nil
+	}
+	return &guard.Judge{Root: root, Verifier: func(ws string) (judge.Verifier, error) {
+		if ws == "" {
+			ws = "."
+		}
+		return JudgeVerifier(ws)
+	}}
 }

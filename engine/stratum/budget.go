@@ -8,7 +8,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// Budget is an envelope of time, money and tokens (§7); a zero field is
+// Budget is an envelope of time, money and tokens; a zero field is
 // unbounded. A Call's envelope is its Spec's Budget intersected with the
 // remainder of every enclosing flow's: every attempt, sample and iteration
 // is charged to all of them. Time is wall clock from the start of the call
@@ -118,17 +118,17 @@ func (e *envelope) timeUp(fn string, now time.Time) *BudgetError {
 
 // spent is x's *BudgetError at now (time: when its deadline passed, or
 // always when force), else nil.
-func (x *envelope) spent(fn string, now time.Time, force bool) *BudgetError {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	be := &BudgetError{Function: fn, Envelope: x.scope}
+func (e *envelope) spent(fn string, now time.Time, force bool) *BudgetError {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	be := &BudgetError{Function: fn, Envelope: e.scope}
 	switch {
-	case !x.deadline.IsZero() && (force || !now.Before(x.deadline)):
-		be.Reason, be.Limit.Time, be.Spent.Time = "time", x.limit.Time, now.Sub(x.start)-x.waited
-	case x.hasUSD && x.usd <= 0:
-		be.Reason, be.Limit.USD, be.Spent.USD = "usd", x.limit.USD, x.limit.USD-x.usd
-	case x.hasTok && x.tokens <= 0:
-		be.Reason, be.Limit.Tokens, be.Spent.Tokens = "tokens", x.limit.Tokens, x.limit.Tokens-x.tokens
+	case !e.deadline.IsZero() && (force || !now.Before(e.deadline)):
+		be.Reason, be.Limit.Time, be.Spent.Time = "time", e.limit.Time, now.Sub(e.start)-e.waited
+	case e.hasUSD && e.usd <= 0:
+		be.Reason, be.Limit.USD, be.Spent.USD = "usd", e.limit.USD, e.limit.USD-e.usd
+	case e.hasTok && e.tokens <= 0:
+		be.Reason, be.Limit.Tokens, be.Spent.Tokens = "tokens", e.limit.Tokens, e.limit.Tokens-e.tokens
 	default:
 		return nil
 	}

@@ -91,7 +91,7 @@ func TestHumanWaitNotCharged(t *testing.T) {
 	go func() {
 		p := sink.next(t)
 		time.Sleep(400 * time.Millisecond)
-		rt.Resolve(context.Background(), p.ReviewID, json.RawMessage(`"go"`), "ann", "")
+		rt.Resolve(context.Background(), Resolution{ReviewID: p.ReviewID, Value: json.RawMessage(`"go"`), Reviewer: "ann"})
 	}()
 	flow := NewFlow("reviewed", Budget{Time: 300 * time.Millisecond}, func(ctx context.Context, in textIn) (sentiment, error) {
 		if _, err := AwaitHuman(ctx, Review[string]{Question: "Classify?"}); err != nil {
@@ -108,8 +108,8 @@ func TestHumanWaitNotCharged(t *testing.T) {
 	go func() {
 		a, b := sink.next(t), sink.next(t)
 		time.Sleep(400 * time.Millisecond)
-		rt.Resolve(context.Background(), a.ReviewID, json.RawMessage(`"go"`), "ann", "")
-		rt.Resolve(context.Background(), b.ReviewID, json.RawMessage(`"go"`), "ann", "")
+		rt.Resolve(context.Background(), Resolution{ReviewID: a.ReviewID, Value: json.RawMessage(`"go"`), Reviewer: "ann"})
+		rt.Resolve(context.Background(), Resolution{ReviewID: b.ReviewID, Value: json.RawMessage(`"go"`), Reviewer: "ann"})
 	}()
 	flow = NewFlow("busy", Budget{Time: 300 * time.Millisecond}, func(ctx context.Context, in textIn) (sentiment, error) {
 		ask := func(ctx context.Context) (string, error) {

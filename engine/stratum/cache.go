@@ -2,7 +2,7 @@ package stratum
 
 import "sync"
 
-// CacheMode selects where a Call's results are cached (§8.3).
+// CacheMode selects where a Call's results are cached.
 type CacheMode int
 
 const (

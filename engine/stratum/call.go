@@ -14,9 +14,10 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// TraceLimit is the number of records a Runtime keeps for Trace (the
-// oldest are dropped); Options.OnCall sees every one.
-const TraceLimit = 10000
+// traceLimit is the number of records a Runtime keeps for Trace (the
+// oldest are dropped); Options.OnCall sees every one. Unexported: a
+// program that needs more keeps them itself from OnCall.
+const traceLimit = 10000
 
 // callState is one Call in progress: its envelope and what its trace
 // record accumulates over attempts, samples and iterations.
@@ -87,7 +88,7 @@ func (c *callState) finish(ctx context.Context, output any, err error) {
 	}
 	rt := c.rt
 	rt.mu.Lock()
-	if len(rt.trace) >= TraceLimit {
+	if len(rt.trace) >= traceLimit {
 		rt.trace = append(rt.trace[:0], rt.trace[1:]...)
 	}
 	rt.trace = append(rt.trace, rec)
@@ -150,7 +151,7 @@ func decodeExact(b []byte) (any, error) {
 	return v, nil
 }
 
-// Call runs the function on in (§3.1): the preconditions, the cache, then
+// Call runs the function on in: the preconditions, the cache, then
 // the infer loop (or the quorum, the refine loop, or test-mode sampling),
 // and returns the decoded output. Errors are *PreconditionError,
 // *ParseError, *PostconditionError, *BudgetError, *ConsensusError,
@@ -388,7 +389,7 @@ type callCache struct {
 	key   string
 }
 
-// cacheFor returns the Call's cache (§8.3): the flow's session cache, or
+// cacheFor returns the Call's cache: the flow's session cache, or
 // the global one (the Store's, else memory with a warning); nil for
 // CacheNone or a session cache outside a flow.
 func (f *Fn[In, Out]) cacheFor(c *callState, raw map[string]any) *callCache {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/review"
 )
 
 // consoleRuntime is a Runtime without a store or sinks (reviews go to the
@@ -58,7 +60,7 @@ func TestConsoleWithoutTerminal(t *testing.T) {
 		{"stdin /dev/null", devnull, outW},
 		{"a pipe", inR, outW},
 	} {
-		for _, approver := range []string{"", "human"} {
+		for _, approver := range []review.Approver{"", review.HumanApprover} {
 			ctx := consoleRuntime(t, c.in, c.out)
 			start := time.Now()
 			_, err := AwaitHuman(ctx, Review[string]{Question: "Ship?", Options: []string{"yes", "no"}, Approver: approver})

@@ -23,7 +23,7 @@ type Transcript[Topic, Arg any] struct {
 	Converged bool
 }
 
-// Debate is seed 000 §5.3's debate: Agents argue for Rounds rounds (default
+// Debate is a debate between agents: Agents argue for Rounds rounds (default
 // 2), concurrently within each round; Synthesize turns the transcript into
 // the result. Converged is true when the final round's arguments are equal
 // on their AgreeOn JSON field (the whole argument when AgreeOn is empty),

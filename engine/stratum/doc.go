@@ -1,7 +1,8 @@
 // Package stratum is the Stratum runtime as a Go library: typed LLM
 // functions with contracts, flows with budgets, concurrency primitives,
-// and humans in the loop (seed 000, the Stratum v1 language and runtime
-// specification; /work/shared/library-api.md fixes the Go shape).
+// and humans in the loop. Flows it runs can be recorded in the same store
+// as `stratum run` and the MCP server, so `stratum tui` shows them and a
+// person can answer their reviews there.
 //
 // # Runtime
 //
@@ -59,7 +60,7 @@
 // it is set) are equal as canonical JSON; fewer than Threshold
 // agreeing is a *ConsensusError with the outputs; the winner is the
 // agreeing answer with the highest "confidence" field, else the first.
-// Spec.Refine wraps the loop (§3.3): after an answer Until rejects, the
+// Spec.Refine wraps the loop: after an answer Until rejects, the
 // next prompt ends with "Previous output had the following issues:
 // <feedback>" and "Fix these and regenerate." (only the latest feedback,
 // after any retry block); running out of MaxIterations (default 5) is a
@@ -67,13 +68,13 @@
 // Options.SampleN in test mode); Spec.Stable makes Call sample in test
 // mode and require StableThreshold agreement (*StabilityError).
 //
-// The infer loop is the engine's own (engine/internal/infer: the prompt
-// compiler, one attempt shared with `stratum run`'s executor, the loop),
-// so a prompt, a retry block and a recording mean the same in both.
+// The infer loop is the one `stratum run` uses (the same prompt compiler
+// and the same attempt), so a prompt, a retry block and a recording mean
+// the same in both.
 //
 // Retries differs from the YAML spec's retries: a Spec's Retries counts
-// retries after the first attempt (the seed's @infer), while `retries:` in
-// a *.stratum.yaml counts total attempts (the original MCP server's).
+// retries after the first attempt (as Python Stratum's @infer does), while `retries:` in
+// a *.stratum.yaml counts total attempts (Python Stratum's MCP server's).
 // Retries: 2 in Go is retries: 3 in YAML.
 //
 // # Budgets
@@ -102,7 +103,7 @@
 // (*Fn).Call. All keeps input order and cancels the rest on the first
 // error (a *BranchError naming the branch); Any and Race return the first
 // success, AtLeast the first n; Settle collects every outcome; AllValid
-// adds §5.1's validate (ErrParallelValidation). Each of
+// adds a validate function over all the values (ErrParallelValidation). Each of
 // them cancels the branches it no longer needs and waits for every one
 // to return before it does: no goroutine outlives the call. Debate runs
 // its agents concurrently per round; from round 2 each gets the others'
@@ -112,9 +113,9 @@
 // # Trace
 //
 // Every Call (failed ones, cache hits and Compute calls too) produces one
-// CallTrace (§8.1): inputs, output, attempts, each failed attempt's
+// CallTrace: inputs, output, attempts, each failed attempt's
 // violations, tokens and cost summed over attempts, duration, contract and
-// prompt hashes, flow id. Runtime.Trace returns the last TraceLimit of
+// prompt hashes, flow id. Runtime.Trace returns the last 10,000 of
 // them; Options.OnCall receives each as it ends; with a Store, each Call
 // made inside a Flow.Run is a trace entry of that flow (a Call outside any
 // flow is kept by the Runtime only, never persisted). With OTLP configured, spans nest flow NAME →
@@ -175,11 +176,12 @@
 // once it died; they are never resumed.
 //
 // The package never imports the store, tui, bbolt or etcd packages
-// (.ci/imports): a program that wants its flows in `stratum tui` opens the
+// : a program that wants its flows in `stratum tui` opens the
 // shared store with store/backend.OpenDefault and passes it as
 // Options.Store.
 //
-// Runnable programs for seed 002's examples are under examples/; each
+// Runnable programs for the classic Stratum examples (sentiment, migrate,
+// parallel, refine, debate, human review) are under examples/; each
 // runs from an embedded recording, or against a real provider with
 // --live.
 package stratum

@@ -16,7 +16,7 @@ import (
 var ErrStratum = errors.New("stratum")
 
 // ErrParallelValidation is returned when a parallel result fails the
-// caller's validation (seed 000 §5.1); it matches ErrStratum.
+// caller's validation; it matches ErrStratum.
 var ErrParallelValidation error = &parallelValidation{}
 
 // parallelValidation is the type of ErrParallelValidation.
@@ -28,7 +28,7 @@ func (*parallelValidation) Error() string { return "stratum: parallel validation
 // Is makes ErrParallelValidation match ErrStratum.
 func (*parallelValidation) Is(target error) bool { return target == ErrStratum }
 
-// CompileError is a definition the library refuses (§9): a type cycle, a
+// CompileError is a definition the library refuses: a type cycle, a
 // type JSON cannot carry, a malformed stratum tag, Quorum without AgreeOn
 // or Threshold, an AgreeOn that is not a field of Out, an opaque input
 // interpolated into the intent or context.
@@ -175,7 +175,7 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 // Is makes the error match ErrStratum.
 func (e *ProviderError) Is(target error) bool { return target == ErrStratum }
 
-// ConvergenceError ends a Refine loop that ran out of iterations (§3.3).
+// ConvergenceError ends a Refine loop that ran out of iterations.
 type ConvergenceError struct {
 	Function string
 	// Iterations is the number of iterations run.
@@ -198,7 +198,7 @@ func (e *ConvergenceError) Error() string {
 // Is makes the error match ErrStratum.
 func (e *ConvergenceError) Is(target error) bool { return target == ErrStratum }
 
-// ConsensusError is a quorum without enough agreement (§5.2).
+// ConsensusError is a quorum without enough agreement.
 type ConsensusError struct {
 	Function string
 	// Outputs are the answers of the calls that succeeded, in the order
@@ -221,7 +221,7 @@ func (e *ConsensusError) Error() string {
 func (e *ConsensusError) Is(target error) bool { return target == ErrStratum }
 
 // StabilityError is a Probabilistic whose samples agree less than the
-// threshold asks (§1.6).
+// threshold asks.
 type StabilityError struct {
 	Function string
 	// Agreement is the fraction of samples equal to the modal one.
@@ -241,7 +241,7 @@ func (e *StabilityError) Error() string {
 func (e *StabilityError) Is(target error) bool { return target == ErrStratum }
 
 // ReviewTimeoutError is a review that reached its Timeout without a
-// decision and without OnTimeout (§6.1).
+// decision and without OnTimeout.
 type ReviewTimeoutError struct {
 	// ReviewID identifies the review.
 	ReviewID string

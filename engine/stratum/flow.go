@@ -8,7 +8,7 @@ import (
 )
 
 // Flow is a named body of code whose calls share a budget envelope, a
-// session cache and a flow id (§2.5, §3.4). The body is plain Go: Calls,
+// session cache and a flow id. The body is plain Go: Calls,
 // Compute functions, All/Race/Debate, AwaitHuman.
 type Flow[In, Out any] struct {
 	name   string
@@ -84,7 +84,7 @@ func FlowID(ctx context.Context) string {
 }
 
 // Compute wraps a plain function so that it is traced like an LLM
-// function (§2.2): one CallTrace per call (no model, no attempts) and a
+// function: one CallTrace per call (no model, no attempts) and a
 // "compute NAME" span; it is interchangeable with (*Fn).Call, so a
 // function can move between the two without its callers changing.
 func Compute[In, Out any](name string, f func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {

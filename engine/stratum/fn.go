@@ -55,7 +55,7 @@ const NoRetries = -1
 // DefaultRetries is the number of retries when Spec.Retries is 0.
 const DefaultRetries = 3
 
-// Spec declares a typed LLM function (§2.3). In binds to the prompt by its
+// Spec declares a typed LLM function. In binds to the prompt by its
 // JSON field names (a struct or a map: one "name: value" line per field;
 // any other type: one line named "input"); Out is the output contract,
 // whose JSON Schema (SchemaFor) is sent as the structured-output schema.
@@ -77,13 +77,13 @@ type Spec[In, Out any] struct {
 	// Budget is the call's own envelope, intersected with the enclosing
 	// flows' remainders.
 	Budget Budget
-	// Retries counts retries after the first attempt (§3.1): 0 means
+	// Retries counts retries after the first attempt: 0 means
 	// DefaultRetries, NoRetries none.
 	Retries int
-	// Cache selects the cache (§8.3).
+	// Cache selects the cache.
 	Cache CacheMode
 	// Quorum > 1 runs Quorum calls concurrently and takes the agreement
-	// (§5.2); it needs AgreeOn and Threshold.
+	//; it needs AgreeOn and Threshold.
 	Quorum int
 	// AgreeOn is the JSON field name of Out compared for agreement by
 	// Quorum, Stable and Probable (empty: the whole answer); a name that
@@ -95,7 +95,7 @@ type Spec[In, Out any] struct {
 	// Stable, in test mode, samples SampleN answers per Call and requires
 	// them to agree (AssertStable(StableThreshold)).
 	Stable bool
-	// Refine wraps the call in the refine loop (§2.4, §3.3).
+	// Refine wraps the call in the refine loop.
 	Refine *Refine[Out]
 	// MaxTokens caps each answer's output tokens (0: the provider's
 	// default; a token budget lowers it further).
@@ -123,7 +123,7 @@ type Example[In, Out any] struct {
 // StableThreshold is the agreement a Stable function needs in test mode.
 const StableThreshold = 0.9
 
-// Refine is the refine loop (§3.3): after an answer that passes the
+// Refine is the refine loop: after an answer that passes the
 // contract, Until decides whether it is good enough; if not, Feedback's
 // text is sent with the next iteration. Both run in the program, never
 // in the model.
@@ -345,7 +345,7 @@ func (f *Fn[In, Out]) Schema() map[string]any {
 	return m
 }
 
-// ContractHash returns the output contract's hash (§1.4): the first 12 hex
+// ContractHash returns the output contract's hash: the first 12 hex
 // digits of the SHA-256 of the schema's canonical JSON.
 func (f *Fn[In, Out]) ContractHash() string { return f.hash }
 

@@ -59,7 +59,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: flowID, StepID: "draft", Result: map[string]any{"text": "v1"}}); err != nil {
 		t.Fatal(err)
 	}
-	refused(rt.Resolve(ctx, review.ID(flowID, "review", 0), nil, "ann", "looks good"))
+	refused(rt.Resolve(ctx, Resolution{ReviewID: review.ID(flowID, "review", 0), Reviewer: "ann", Rationale: "looks good"}))
 	st, err := svc.Query().Get(ctx, flowID)
 	if err != nil || st.Status != state.StatusAwaitingGate || len(st.Records) != 1 {
 		t.Fatalf("after the refused Resolve: %s, %d records, %v", st.Status, len(st.Records), err)
@@ -68,7 +68,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 	// A library review in the store.
 	ch := await(ctx, Review[string]{Question: "Ship?", Options: []string{"yes", "no"}, Approver: "human"})
 	p := sink.next(t)
-	refused(rt.Resolve(ctx, p.ReviewID, json.RawMessage(`"yes"`), "ann", "fine"))
+	refused(rt.Resolve(ctx, Resolution{ReviewID: p.ReviewID, Value: json.RawMessage(`"yes"`), Reviewer: "ann", Rationale: "fine"}))
 	fid, step, _ := splitReviewID(p.ReviewID)
 	r, err := engine.NewLibrary(svc).Review(ctx, fid, step)
 	if err != nil || r.Status != state.ReviewOpen || r.Decision != nil {
@@ -95,7 +95,7 @@ func TestResolveRefusesHumanGates(t *testing.T) {
 	mctx, cancel := context.WithCancel(WithRuntime(context.Background(), mem))
 	mch := await(mctx, Review[string]{Question: "Ship?", Approver: "human"})
 	mp := msink.next(t)
-	refused(mem.Resolve(mctx, mp.ReviewID, json.RawMessage(`"yes"`), "ann", ""))
+	refused(mem.Resolve(mctx, Resolution{ReviewID: mp.ReviewID, Value: json.RawMessage(`"yes"`), Reviewer: "ann"}))
 	select {
 	case a := <-mch:
 		t.Fatalf("the refused Resolve decided the review: %+v, %v", a.d, a.err)

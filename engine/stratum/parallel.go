@@ -52,7 +52,7 @@ func launch[T any](ctx context.Context, branches []Branch[T]) (<-chan outcome[T]
 }
 
 // All runs the branches concurrently and returns their values in input
-// order (§5.1). The first error cancels the others; All waits for them
+// order. The first error cancels the others; All waits for them
 // and returns that error as a *BranchError naming the branch.
 func All[T any](ctx context.Context, branches ...Branch[T]) ([]T, error) {
 	ch, cancel, wait := launch(ctx, branches)
@@ -75,7 +75,7 @@ func All[T any](ctx context.Context, branches ...Branch[T]) ([]T, error) {
 }
 
 // Any returns the first branch to succeed, cancels the others and waits
-// for them (§5.1). When every branch fails it returns their errors joined
+// for them. When every branch fails it returns their errors joined
 // (each a *BranchError).
 func Any[T any](ctx context.Context, branches ...Branch[T]) (T, error) {
 	vs, err := firstN(ctx, 1, branches)
@@ -127,7 +127,7 @@ func firstN[T any](ctx context.Context, n int, branches []Branch[T]) ([]T, error
 }
 
 // Settle runs every branch to its end and returns each outcome in input
-// order (seed 000 §5.1, require=0); nothing is cancelled.
+// order (no branch is required to succeed); nothing is cancelled.
 func Settle[T any](ctx context.Context, branches ...Branch[T]) []Result[T] {
 	ch, cancel, wait := launch(ctx, branches)
 	defer cancel()
@@ -141,7 +141,7 @@ func Settle[T any](ctx context.Context, branches ...Branch[T]) []Result[T] {
 }
 
 // Race returns the first branch to succeed, cancels the losers and waits
-// for them to return before it does (§5.4). When every branch fails it
+// for them to return before it does. When every branch fails it
 // returns the last error (as a *BranchError).
 func Race[T any](ctx context.Context, branches ...Branch[T]) (T, error) {
 	vs, err := firstN(ctx, 1, branches)
@@ -158,7 +158,7 @@ func Race[T any](ctx context.Context, branches ...Branch[T]) (T, error) {
 	return vs[0], nil
 }
 
-// AllValid is All followed by seed 000 §5.1's validate: when every branch
+// AllValid is All followed by validate over the values: when every branch
 // succeeded and validate rejects the values, the error is
 // ErrParallelValidation.
 func AllValid[T any](ctx context.Context, validate func([]T) bool, branches ...Branch[T]) ([]T, error) {

@@ -9,7 +9,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// Probabilistic holds the samples of a Probable call (§1.6): one in
+// Probabilistic holds the samples of a Probable call: one in
 // production, Options.SampleN in test mode.
 type Probabilistic[T any] struct {
 	samples []T
@@ -80,7 +80,7 @@ func agreementKey(v any, field string) string {
 	return string(b)
 }
 
-// Probable calls the function for a Probabilistic answer (§1.6): one
+// Probable calls the function for a Probabilistic answer: one
 // sample, or Options.SampleN samples in test mode, drawn one after the
 // other (each a full call with its retries, charged to one envelope and
 // one trace record).

@@ -9,7 +9,7 @@ import (
 	"github.com/stratum-go/stratum/engine/internal/infer"
 )
 
-// quorum runs Quorum infer loops concurrently on one envelope (§5.2),
+// quorum runs Quorum infer loops concurrently on one envelope,
 // each with its own retries; failed ones are dropped. Answers agree when
 // their AgreeOn fields are equal as canonical JSON; the largest group
 // (the earliest started on a tie) wins if it has Threshold answers: its

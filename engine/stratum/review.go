@@ -19,7 +19,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// Review asks a human for a value of type T (seed 000 §6.1).
+// Review asks a human for a value of type T.
 type Review[T any] struct {
 	// Question is what the reviewer is asked.
 	Question string
@@ -44,8 +44,8 @@ type Review[T any] struct {
 	// `stratum gate` on a terminal after a typed confirmation, or on the
 	// console sink likewise — never an agent over MCP, a Go program
 	// (Runtime.Resolve, a ReviewSink) or a deadline (OnTimeout is
-	// refused). "" or "any": any of these may decide.
-	Approver string
+	// refused). "" or "any" (review.AnyApprover): any of these may decide.
+	Approver review.Approver
 }
 
 // HumanDecision is a review's decision.
@@ -153,14 +153,14 @@ func reviewRequest[T any](r Review[T]) (engine.ReviewRequest, error) {
 	if r.Timeout < 0 {
 		return engine.ReviewRequest{}, fmt.Errorf("%w: AwaitHuman: negative timeout %s", ErrStratum, r.Timeout)
 	}
-	if r.Approver != "" && r.Approver != string(review.AnyApprover) && r.Approver != string(review.HumanApprover) {
+	if r.Approver != "" && r.Approver != review.AnyApprover && r.Approver != review.HumanApprover {
 		return engine.ReviewRequest{}, fmt.Errorf("%w: AwaitHuman: approver must be \"any\" or \"human\", got %q", ErrStratum, r.Approver)
 	}
 	schema, err := SchemaFor[T]()
 	if err != nil {
 		return engine.ReviewRequest{}, fmt.Errorf("stratum: AwaitHuman: %w", err)
 	}
-	req := engine.ReviewRequest{Question: r.Question, Trigger: r.Trigger, Schema: schema, Approver: r.Approver, Timeout: r.Timeout}
+	req := engine.ReviewRequest{Question: r.Question, Trigger: r.Trigger, Schema: schema, Approver: string(r.Approver), Timeout: r.Timeout}
 	if r.Artifacts != nil {
 		req.Artifacts, _ = jsonValue(r.Artifacts).(map[string]any)
 	}
@@ -475,21 +475,34 @@ func (h *reviewHub) withdraw(m *memReview, now time.Time, reason string) {
 	}
 }
 
-// Resolve decides a review in-process with a value (JSON, checked as any
-// decision is: one of the options, or a value of the review's type), for a
-// program that asks its reviewers itself (a sink's web form, a chat bot).
-// reviewer "" is the current user. With a Store the decision is recorded in
-// the store (channel "program"), first decision wins; an error matching
-// review.ErrAlreadyDecided means someone decided first.
+// Resolution is a decision a program makes on a review itself (Resolve):
+// the review approved with a value.
+type Resolution struct {
+	// ReviewID is the review decided (PendingReview.ReviewID).
+	ReviewID string
+	// Value is the decided value as JSON, checked as any decision is: one
+	// of the review's options, or a value of the review's type.
+	Value json.RawMessage
+	// Reviewer names who decided ("": the current user).
+	Reviewer string
+	// Rationale says why (optional).
+	Rationale string
+}
+
+// Resolve decides a review in-process, for a program that asks its
+// reviewers itself (a sink's web form, a chat bot). With a Store the
+// decision is recorded in the store (channel "program"), first decision
+// wins; an error matching review.ErrAlreadyDecided means someone decided
+// first.
 //
 // A review with Approver "human" is refused, and nothing is recorded: a
 // program cannot show that a person decided (an agent can write and run
 // one). The error matches review.ErrNotAllowed (error_type
 // gate_requires_human, as over MCP); such a review is decided in `stratum
 // tui`, with `stratum gate` on a terminal, or on the console sink.
-func (rt *Runtime) Resolve(ctx context.Context, reviewID string, value json.RawMessage, reviewer, rationale string) error {
-	return rt.decide(ctx, reviewID, review.Decision{Outcome: review.Approve, Value: value,
-		Reviewer: reviewer, Rationale: rationale, Channel: ChannelProgram})
+func (rt *Runtime) Resolve(ctx context.Context, r Resolution) error {
+	return rt.decide(ctx, r.ReviewID, review.Decision{Outcome: review.Approve, Value: r.Value,
+		Reviewer: r.Reviewer, Rationale: r.Rationale, Channel: ChannelProgram})
 }
 
 // decide records d on the review reviewID (in the store, or in memory).

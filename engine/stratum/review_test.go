@@ -289,7 +289,7 @@ func TestHumanReviewAndReviewsOpenAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]string{}
 	flow := NewFlow("pair", Budget{}, func(ctx context.Context, _ struct{}) ([]string, error) {
-		ask := func(q, approver string) Branch[string] {
+		ask := func(q string, approver review.Approver) Branch[string] {
 			return func(ctx context.Context) (string, error) {
 				d, err := AwaitHuman(ctx, Review[string]{Question: q, Approver: approver})
 				mu.Lock()
@@ -325,7 +325,7 @@ func TestHumanReviewAndReviewsOpenAtOnce(t *testing.T) {
 	}
 	// A program cannot decide it either; a person does (what `stratum
 	// gate` records after the typed confirmation).
-	if err := rt.Resolve(context.Background(), human.ReviewID, json.RawMessage(`"ok"`), "bob", ""); !errors.Is(err, review.ErrNotAllowed) {
+	if err := rt.Resolve(context.Background(), Resolution{ReviewID: human.ReviewID, Value: json.RawMessage(`"ok"`), Reviewer: "bob"}); !errors.Is(err, review.ErrNotAllowed) {
 		t.Fatalf("a program decided a human review: %v", err)
 	}
 	_, err = review.NewService[engine.Outcome](svc).Decide(context.Background(), review.Decision{FlowID: fa, StepID: step,
@@ -337,7 +337,7 @@ func TestHumanReviewAndReviewsOpenAtOnce(t *testing.T) {
 	if human.ReviewID == b.ReviewID {
 		other = a
 	}
-	if err := rt.Resolve(context.Background(), other.ReviewID, json.RawMessage(`"ok"`), "bob", ""); err != nil {
+	if err := rt.Resolve(context.Background(), Resolution{ReviewID: other.ReviewID, Value: json.RawMessage(`"ok"`), Reviewer: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -404,13 +404,13 @@ func TestAwaitHumanWithoutStore(t *testing.T) {
 	}
 	ch := await(ctx, Review[choice]{Question: "Pick"})
 	p := sink.next(t)
-	if err := rt.Resolve(ctx, p.ReviewID, json.RawMessage(`{"n": 7}`), "ann", ""); err == nil || !strings.Contains(err.Error(), "stays open") {
+	if err := rt.Resolve(ctx, Resolution{ReviewID: p.ReviewID, Value: json.RawMessage(`{"n": 7}`), Reviewer: "ann"}); err == nil || !strings.Contains(err.Error(), "stays open") {
 		t.Errorf("out of range value: %v", err)
 	}
-	if err := rt.Resolve(ctx, p.ReviewID, json.RawMessage(`{"n": 2}`), "ann", "fine"); err != nil {
+	if err := rt.Resolve(ctx, Resolution{ReviewID: p.ReviewID, Value: json.RawMessage(`{"n": 2}`), Reviewer: "ann", Rationale: "fine"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Resolve(ctx, p.ReviewID, json.RawMessage(`{"n": 3}`), "bob", ""); err == nil {
+	if err := rt.Resolve(ctx, Resolution{ReviewID: p.ReviewID, Value: json.RawMessage(`{"n": 3}`), Reviewer: "bob"}); err == nil {
 		t.Error("a second decision was accepted")
 	}
 	if a := result(t, ch); a.err != nil || a.d.Value.N != 2 || a.d.Reviewer != "ann" {

@@ -39,11 +39,11 @@ type Options struct {
 	// --record`).
 	Record string
 	// TestMode samples SampleN times where a Spec asks for Stable, and
-	// makes Probable draw SampleN samples (§11).
+	// makes Probable draw SampleN samples.
 	TestMode bool
 	// SampleN is the number of samples in test mode (default 5).
 	SampleN int
-	// Sinks are told about every review that opens (§6.2), after it is
+	// Sinks are told about every review that opens, after it is
 	// persisted.
 	Sinks []ReviewSink
 
@@ -63,7 +63,7 @@ type Options struct {
 	// files.
 	Models map[string]Model
 	// HTTPClient sends the built-in providers' requests (nil: a client
-	// keeping MaxIdleConnsPerHost idle connections per provider). Record
+	// keeping 64 idle connections per provider). Record
 	// and replay wrap its transport.
 	HTTPClient *http.Client
 }
@@ -171,7 +171,7 @@ func New(opts Options) (*Runtime, error) {
 }
 
 // transport is the HTTP transport of a Runtime's requests: the default
-// one, keeping up to MaxIdleConnsPerHost idle connections per provider
+// one, keeping up to maxIdleConnsPerHost idle connections per provider
 // instead of 2, so the concurrent calls of All or a quorum reuse their
 // connections instead of opening new ones (TLS handshakes included).
 func transport() http.RoundTripper {
@@ -180,30 +180,32 @@ func transport() http.RoundTripper {
 		return http.DefaultTransport // replaced by the program: keep its choice
 	}
 	t := d.Clone()
-	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	return t
 }
 
-// MaxIdleConnsPerHost is the idle connections a Runtime keeps per provider.
-const MaxIdleConnsPerHost = 64
+// maxIdleConnsPerHost is the idle connections a Runtime keeps per
+// provider. Unexported: a program that wants another pool passes its own
+// Options.HTTPClient.
+const maxIdleConnsPerHost = 64
 
 // Close flushes the OTLP exporter and the recording. The Runtime must not
 // be used afterwards.
-func (r *Runtime) Close(ctx context.Context) error {
+func (rt *Runtime) Close(ctx context.Context) error {
 	var errs []error
-	if r.exporter != nil {
-		errs = append(errs, r.exporter.Shutdown(ctx))
+	if rt.exporter != nil {
+		errs = append(errs, rt.exporter.Shutdown(ctx))
 	}
-	errs = append(errs, r.exec.Close())
+	errs = append(errs, rt.exec.Close())
 	return errors.Join(errs...)
 }
 
-// Trace returns a copy of the trace records of every Call made through r so
+// Trace returns a copy of the trace records of every Call made through rt so
 // far, in the order the calls ended.
-func (r *Runtime) Trace() []CallTrace {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]CallTrace(nil), r.trace...)
+func (rt *Runtime) Trace() []CallTrace {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]CallTrace(nil), rt.trace...)
 }
 
 type runtimeKey struct{}
@@ -278,6 +280,6 @@ func flowFrom(ctx context.Context) *flowRun {
 }
 
 // warnf writes a warning of the runtime.
-func (r *Runtime) warnf(format string, args ...any) {
-	fmt.Fprintf(r.opts.Stderr, "stratum: warning: "+format+"\n", args...)
+func (rt *Runtime) warnf(format string, args ...any) {
+	fmt.Fprintf(rt.opts.Stderr, "stratum: warning: "+format+"\n", args...)
 }

@@ -45,11 +45,11 @@ type flowWriter struct {
 
 // attachStore is called by New when Options.Store is set: flows, calls and
 // reviews go to the store.
-func (r *Runtime) attachStore(st engine.Store) error {
-	svc := &engine.Service{Store: st, Now: func() time.Time { return r.opts.Now().UTC() }}
-	rec := &storeRecorder{svc: svc, lib: engine.NewLibrary(svc), now: r.opts.Now, flows: map[string]*flowWriter{}}
-	r.recorder = rec
-	r.reviews.store = rec
+func (rt *Runtime) attachStore(st engine.Store) error {
+	svc := &engine.Service{Store: st, Now: func() time.Time { return rt.opts.Now().UTC() }}
+	rec := &storeRecorder{svc: svc, lib: engine.NewLibrary(svc), now: rt.opts.Now, flows: map[string]*flowWriter{}}
+	rt.recorder = rec
+	rt.reviews.store = rec
 	return nil
 }
 
@@ -137,7 +137,7 @@ func (s *storeRecorder) finishFlow(ctx context.Context, flowID string, output an
 }
 
 // libraryCall is a Call's trace record as the engine records it: a step
-// record, the spend, a trace record (seed 000 §8.1) and a trace event.
+// record, the spend, a trace record and a trace event.
 func libraryCall(rec CallTrace) engine.LibraryCall {
 	tokens := rec.InputTokens + rec.OutputTokens
 	var reasons []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/internal/contract"
 	"github.com/stratum-go/stratum/engine/internal/llm"
+	"github.com/stratum-go/stratum/review"
 )
 
 // A Tool is a Go function a model may call during a Call (Spec.Tools).
@@ -23,8 +24,9 @@ type Tool interface {
 type ToolOption func(*toolConfig)
 
 type toolConfig struct {
-	question, approver string
-	approval           bool
+	question string
+	approver review.Approver
+	approval bool
 }
 
 // RequireApproval makes each call of the tool a review first: the question,
@@ -34,7 +36,7 @@ type toolConfig struct {
 // tool's error with the reviewer's rationale. approver "human" lets only a
 // person decide, under the same rules as AwaitHuman's; "" or "any" lets
 // anyone.
-func RequireApproval(question string, approver string) ToolOption {
+func RequireApproval(question string, approver review.Approver) ToolOption {
 	return func(c *toolConfig) { c.approval, c.question, c.approver = true, question, approver }
 }
 

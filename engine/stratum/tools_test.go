@@ -301,7 +301,7 @@ func TestToolHumanApprovalRefusedToPrograms(t *testing.T) {
 		ch <- err
 	}()
 	p := sink.next(t)
-	if err := rt.Resolve(ctx, p.ReviewID, json.RawMessage(`"run deploy"`), "bot", "sure"); !errors.Is(err, review.ErrNotAllowed) {
+	if err := rt.Resolve(ctx, Resolution{ReviewID: p.ReviewID, Value: json.RawMessage(`"run deploy"`), Reviewer: "bot", Rationale: "sure"}); !errors.Is(err, review.ErrNotAllowed) {
 		t.Fatalf("Resolve = %v", err)
 	}
 	fid, step, _ := splitReviewID(p.ReviewID)

@@ -2,7 +2,7 @@ package stratum
 
 import "time"
 
-// CallTrace is the trace record of one Call (§8.1), failed calls too. With
+// CallTrace is the trace record of one Call, failed calls too. With
 // a Store it is persisted as a trace entry of the call's flow; it is always
 // kept by the Runtime (Runtime.Trace) and handed to Options.OnCall.
 type CallTrace struct {
@@ -20,7 +20,7 @@ type CallTrace struct {
 	OpaqueInputs []string `json:"opaque_inputs,omitempty"`
 	// Output is the accepted output (nil when the call failed).
 	Output any `json:"output"`
-	// ContractHash is the output contract's hash (§1.4).
+	// ContractHash is the output contract's hash.
 	ContractHash string `json:"contract_hash"`
 	// PromptHash is the compiled-prompt hash of the last attempt.
 	PromptHash string `json:"compiled_prompt_hash,omitempty"`
@@ -38,7 +38,7 @@ type CallTrace struct {
 	// InputTokens and OutputTokens are summed over every attempt.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
-	// CacheHit says the output came from the cache (§8.3).
+	// CacheHit says the output came from the cache.
 	CacheHit bool `json:"cache_hit"`
 	// Error is the call's error text ("" when it succeeded).
 	Error string `json:"error,omitempty"`

@@ -38,6 +38,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/stratum"
 	"github.com/stratum-go/stratum/engine/stratum/examples/internal/demo"
+	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/store/backend"
 )
 
@@ -75,7 +76,7 @@ var hold = Verdict{Action: "hold", Note: "nobody answered in time"}
 // announce drafts the announcement and asks approver ("human": only a
 // person; "any": a program too) what to do with it. The time waiting for
 // the answer is not charged to the flow's budget.
-func announce(approver string) *stratum.Flow[Release, Verdict] {
+func announce(approver review.Approver) *stratum.Flow[Release, Verdict] {
 	return stratum.NewFlow("announce_release", stratum.Budget{Time: time.Minute},
 		func(ctx context.Context, r Release) (Verdict, error) {
 			a, err := draft.Call(ctx, r)
@@ -108,7 +109,7 @@ func announce(approver string) *stratum.Flow[Release, Verdict] {
 
 var release = Release{Version: "1.4.0", Changes: []string{"typed human reviews", "reviews in the TUI"}}
 
-func run(ctx context.Context, w io.Writer, approver string) error {
+func run(ctx context.Context, w io.Writer, approver review.Approver) error {
 	v, err := announce(approver).Run(ctx, release)
 	var rejected *stratum.ReviewRejectedError
 	if errors.As(err, &rejected) {
@@ -144,7 +145,7 @@ func (a *autoReviewer) Emit(ctx context.Context, p stratum.PendingReview) error 
 	}
 	value := json.RawMessage(p.Options[a.option-1])
 	// Resolve records the decision; AwaitHuman, waiting, returns it.
-	go a.rt.Resolve(context.WithoutCancel(ctx), p.ReviewID, value, "auto-reviewer", "picked by --decide")
+	go a.rt.Resolve(context.WithoutCancel(ctx), stratum.Resolution{ReviewID: p.ReviewID, Value: value, Reviewer: "auto-reviewer", Rationale: "picked by --decide"})
 	return nil
 }
 
@@ -155,10 +156,10 @@ func main() {
 	flag.Parse()
 	var opts stratum.Options
 	auto := &autoReviewer{option: *decide, w: os.Stdout}
-	approver := "human" // a person decides
+	approver := review.HumanApprover // a person decides
 	if *decide != 0 {
 		opts.Sinks = []stratum.ReviewSink{auto}
-		approver = "any" // so may a program: the auto-reviewer
+		approver = review.AnyApprover // so may a program: the auto-reviewer
 	}
 	if *useStore {
 		st, err := backend.OpenDefault(context.Background())

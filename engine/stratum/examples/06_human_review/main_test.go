@@ -69,7 +69,7 @@ func TestHumanApproverRefusesTheAutoReviewer(t *testing.T) {
 	refused := make(chan error, 1)
 	var r *stratum.Runtime
 	sink := sinkFunc(func(ctx context.Context, p stratum.PendingReview) error {
-		refused <- r.Resolve(ctx, p.ReviewID, p.Options[0], "auto-reviewer", "")
+		refused <- r.Resolve(ctx, stratum.Resolution{ReviewID: p.ReviewID, Value: p.Options[0], Reviewer: "auto-reviewer"})
 		return nil
 	})
 	r, done, err := demo.RuntimeWith(recording, false, stratum.Options{Sinks: []stratum.ReviewSink{sink}})
