@@ -223,8 +223,8 @@ func dispatchStep(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 			Ensure:           ensureSources(step),
 			RetriesRemaining: retriesRemaining(st, step),
 		}
-		if step.PreMergeVerify != nil {
-			d.PreMergeVerify = step.PreMergeVerify
+		if cmds := ResolvePreMergeVerify(st, step); len(cmds) > 0 {
+			d.PreMergeVerify = cmds
 		}
 		if step.Kind == specs.KindPipeline {
 			d.Pipeline, d.Stages = true, stages

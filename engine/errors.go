@@ -90,13 +90,15 @@ type Error struct {
 	StepMode   string   // retries_exhausted
 	Agent      string   // retries_exhausted ("" = null)
 	Violations []string // retries_exhausted
-	Round      int      // stale_round, max_rounds_exceeded: the gate's current round
-	Owner      string   // flow_owned: the live lease's id
-	Problems   []string // invalid_input
-	Available  []string // checkpoint_not_found: the flow's checkpoint labels
-	GateFlowID string   // human_gate_pending: the flow waiting at the human gate
-	GateStepID string   // human_gate_pending: the gate's step
-	Candidates []string // ambiguous_flow_id: every flow id the prefix matches
+	// BouncedTasks: retries_exhausted of a fan-out step (nil: not one).
+	BouncedTasks []any
+	Round        int      // stale_round, max_rounds_exceeded: the gate's current round
+	Owner        string   // flow_owned: the live lease's id
+	Problems     []string // invalid_input
+	Available    []string // checkpoint_not_found: the flow's checkpoint labels
+	GateFlowID   string   // human_gate_pending: the flow waiting at the human gate
+	GateStepID   string   // human_gate_pending: the gate's step
+	Candidates   []string // ambiguous_flow_id: every flow id the prefix matches
 	// Spec errors (Type is the first diagnostic's ir_* error type).
 	Path        string
 	Suggestion  string

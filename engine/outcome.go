@@ -50,6 +50,10 @@ type Notes struct {
 	RevertedTo string
 	// Reason says why a flow was killed outside a decision ("timeout").
 	Reason string
+	// BouncedTasks are set on the failure answers of a fan-out step's
+	// report: the tasks bounced before merge (a failed pre_merge_verify
+	// gate, a merge conflict), as the original's records.
+	BouncedTasks []any
 }
 
 // Annotations returns the notes (every outcome kind embeds Notes).
@@ -69,6 +73,9 @@ func (n *Notes) apply(r Response) Response {
 	}
 	if n.Reason != "" {
 		r["reason"] = n.Reason
+	}
+	if n.BouncedTasks != nil && (n.Failure != "" || n.RoutedFrom != "") {
+		r["bounced_tasks"] = n.BouncedTasks
 	}
 	return r
 }

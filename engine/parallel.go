@@ -39,6 +39,8 @@ func parallelDoneDetailed(st *state.FlowState, env transitionEnv, r ParallelRepo
 	}
 	tasks, certNotes := checkTaskCertificates(step, tasks)
 	ms := mergeStatusString(r.MergeStatus)
+	bounced := bouncedTasks(st, step, r.MergeStatus)
+	certNotes = append(certNotes, bounceViolations(bounced)...)
 	var agg map[string]any
 	var requireViolation string
 	if step.Kind == specs.KindPipeline {
@@ -66,12 +68,148 @@ func parallelDoneDetailed(st *state.FlowState, env transitionEnv, r ParallelRepo
 		violations = append(violations, r.Details...)
 	}
 	agg["outcome"] = outcome
-	if m, ok := r.MergeStatus.(map[string]any); ok {
-		if b, ok := m["bounced_tasks"]; ok {
-			agg["bounced_tasks"] = b
+	if len(bounced) > 0 {
+		agg["bounced_tasks"] = bounced
+	}
+	keepConflictBounces(st, step, r.MergeStatus)
+	res, err := processResult(st, env, step, agg, "", func(any) []string { return violations }, certNotes)
+	if n := NotesOf(res.Outcome); n != nil && (n.Failure != "" || n.RoutedFrom != "") {
+		n.BouncedTasks = bounced
+	}
+	if e := res.Err; e != nil && e.Type == ErrTypeRetriesExhausted {
+		e.BouncedTasks = bounced
+	}
+	return res, err
+}
+
+// bouncedTasks are the fan-out's tasks bounced before merge, as the
+// original unifies them: the gate_bounce of each task of the current
+// dispatch that failed its pre_merge_verify gate, then the bounced_tasks
+// of a {status, bounced_tasks} merge_status (a consumer's merge
+// conflicts). Never nil.
+func bouncedTasks(st *state.FlowState, step *specs.Step, mergeStatus any) []any {
+	out := []any{}
+	tasks := st.TasksOf(step.ID)
+	for _, id := range sortedKeys(tasks) {
+		if t := tasks[id]; t.GateBounce != nil && t.State == state.TaskFailed {
+			out = append(out, t.GateBounce)
 		}
 	}
-	return processResult(st, env, step, agg, "", func(any) []string { return violations }, certNotes)
+	if m, ok := mergeStatus.(map[string]any); ok {
+		if l, ok := m["bounced_tasks"].([]any); ok {
+			out = append(out, l...)
+		}
+	}
+	return out
+}
+
+// keepConflictBounces records a consumer's merge-conflict bounces
+// ({status, bounced_tasks}) on the tasks of the current dispatch they
+// name, as the original's advance does, so a run of the step's next
+// attempt tells each task why it bounced.
+func keepConflictBounces(st *state.FlowState, step *specs.Step, mergeStatus any) {
+	m, ok := mergeStatus.(map[string]any)
+	if !ok {
+		return
+	}
+	l, _ := m["bounced_tasks"].([]any)
+	key := st.DispatchKey(step.ID)
+	for _, b := range l {
+		bm, _ := b.(map[string]any)
+		id, _ := bm["task_id"].(string)
+		rec, _ := st.ParallelTasks[id].(map[string]any)
+		if rec == nil || rec["step_id"] != step.ID || rec["dispatch"] != key {
+			continue
+		}
+		rec["gate_bounce"] = bm
+	}
+}
+
+// PriorBounces are the bounce records left on stepID's tasks by an
+// earlier dispatch (the attempt before): task id → record, for the next
+// run of each task to be told why its last attempt was not merged.
+func PriorBounces(st *state.FlowState, stepID string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	key := st.DispatchKey(stepID)
+	for id, raw := range st.ParallelTasks {
+		rec, _ := raw.(map[string]any)
+		if rec == nil || rec["step_id"] != stepID || rec["dispatch"] == key {
+			continue
+		}
+		if b, ok := rec["gate_bounce"].(map[string]any); ok {
+			out[id] = b
+		}
+	}
+	return out
+}
+
+// ResolvePreMergeVerify is a fan-out step's pre_merge_verify as the
+// commands to run (the original's resolve_pre_merge_verify): a list of
+// strings as written, a "$…" reference resolved against the flow (a
+// reference that does not resolve is no gate), any other string one
+// command; empty commands are dropped.
+func ResolvePreMergeVerify(st *state.FlowState, step *specs.Step) []string {
+	v := step.PreMergeVerify
+	if s, ok := v.(string); ok {
+		if !strings.HasPrefix(s, "$") {
+			v = []any{s}
+		} else if r, err := resolveValue(st, s); err == nil {
+			v = r
+		} else {
+			return nil
+		}
+	}
+	var out []string
+	switch l := v.(type) {
+	case []any:
+		for _, c := range l {
+			if s, ok := c.(string); ok && strings.TrimSpace(s) != "" {
+				out = append(out, s)
+			}
+		}
+	case []string:
+		for _, s := range l {
+			if strings.TrimSpace(s) != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// bounceViolations are the violation texts of bounce records (the
+// original's).
+func bounceViolations(bounced []any) []string {
+	var out []string
+	for _, b := range bounced {
+		m, _ := b.(map[string]any)
+		if m == nil {
+			continue
+		}
+		id, _ := m["task_id"].(string)
+		if id == "" {
+			id = "?"
+		}
+		switch m["reason"] {
+		case "gate_failed":
+			code := "None"
+			if c, ok := m["exit_code"]; ok && c != nil {
+				code = fmt.Sprint(c)
+			}
+			out = append(out, fmt.Sprintf("task '%s' failed pre-merge gate `%v` (exit %s) — diff NOT merged", id, m["command"], code))
+		case "merge_conflict":
+			files := "(unknown files)"
+			if fs, ok := m["files"].([]any); ok && len(fs) > 0 {
+				parts := make([]string, len(fs))
+				for i, f := range fs {
+					parts[i] = fmt.Sprint(f)
+				}
+				files = strings.Join(parts, ", ")
+			}
+			out = append(out, fmt.Sprintf("task '%s' merge conflict on %s", id, files))
+		}
+	}
+	return out
 }
 
 // ParallelAggregate is the result a fan-out step's tasks make (without

@@ -52,6 +52,9 @@ func (e *Error) wire() Response {
 		r["step_mode"] = e.StepMode
 		r["agent"] = nullable(e.Agent)
 		r["violations"] = e.Violations
+		if e.BouncedTasks != nil {
+			r["bounced_tasks"] = e.BouncedTasks
+		}
 	case ErrTypeOutputContract:
 		r["flow_id"] = e.FlowID
 		r["violations"] = e.Violations

@@ -135,3 +135,13 @@ func TestGuardVerifiedPredicate(t *testing.T) {
 		t.Errorf("predicates: %v", ps)
 	}
 }
+
+// A tool of the original this stratum does not carry answers not_supported
+// naming the alternative.
+func TestUnsupportedTools(t *testing.T) {
+	s := start(t)
+	out := s.ok("stratum_distill", map[string]any{"window_days": 30}, map[string]any{"status": "error", "error_type": "not_supported"})
+	if msg, _ := out["message"].(string); !strings.Contains(msg, "stratum_validate") || !strings.Contains(msg, "/stratum-onboard") {
+		t.Errorf("message names no alternative: %q", msg)
+	}
+}

@@ -65,7 +65,7 @@ type parallelArgs struct {
 type parallelAdvanceArgs struct {
 	FlowID      string `json:"flow_id" jsonschema:"the flow id from stratum_plan"`
 	StepID      string `json:"step_id" jsonschema:"the parallel_dispatch step"`
-	MergeStatus string `json:"merge_status" jsonschema:"clean or conflict: the outcome of your merge of the task results"`
+	MergeStatus any    `json:"merge_status" jsonschema:"clean or conflict, or {status: clean|conflict, bounced_tasks: [{task_id, reason: merge_conflict, files}]}: the outcome of your merge of the task results"`
 }
 
 func (s *server) registerParallelTools(srv *mcp.Server) {
@@ -177,6 +177,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	fo := &run.FanOut{
 		Service: s.svc, Executor: ex, Kind: kind, FlowID: st.FlowID, Spec: sp, Flow: flow, Step: cur,
 		Tasks: tasks, Inputs: inputs, Attempt: st.Attempts[cur.ID] + 1, Dir: dir, Prior: prior, Log: s.opts.Log,
+		PreMergeVerify: engine.ResolvePreMergeVerify(st, cur), Bounces: engine.PriorBounces(st, cur.ID),
 	}
 	if cur.Kind == specs.KindPipeline && kind != "agent" && cur.Run == nil {
 		if cfg, err := config.Load(dir); err == nil {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -124,7 +125,11 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 	case step.DeferAdvance:
 		resp["outcome"] = map[string]any{"status": "awaiting_consumer_advance", "aggregate": agg}
 	default:
-		out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details, Executed: true}))
+		var report any = mergeStatus
+		if fr != nil && fr.res != nil && !fr.res.Interrupted {
+			report = fr.res.MergeReport() // with the tasks its merge bounced
+		}
+		out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: report, Details: details, Executed: true}))
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +139,32 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 		s.fanMu.Unlock()
 	}
 	return resp, nil
+}
+
+// validMergeStatus: "clean", "conflict", or {status: one of them,
+// bounced_tasks: a list} (the original's two forms).
+func validMergeStatus(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == "clean" || x == "conflict"
+	case map[string]any:
+		st, _ := x["status"].(string)
+		if b, ok := x["bounced_tasks"]; ok && b != nil {
+			if _, ok := b.([]any); !ok {
+				return false
+			}
+		}
+		return st == "clean" || st == "conflict"
+	}
+	return false
+}
+
+func showJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in parallelAdvanceArgs) (engine.Response, error) {
@@ -149,8 +180,8 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 		return perr("wrong_step_type", "Step '%s' is not a parallel_dispatch step", in.StepID), nil
 	case !step.DeferAdvance:
 		return perr("advance_not_deferred", "Step '%s' does not have defer_advance: true. Auto-advance fires from stratum_parallel_poll; this tool is a no-op.", in.StepID), nil
-	case in.MergeStatus != "clean" && in.MergeStatus != "conflict":
-		return perr("invalid_merge_status", "merge_status must be 'clean' or 'conflict', got '%s'", in.MergeStatus), nil
+	case !validMergeStatus(in.MergeStatus):
+		return perr("invalid_merge_status", "merge_status must be 'clean' | 'conflict' or {status: 'clean'|'conflict', bounced_tasks?}, got %s", showJSON(in.MergeStatus)), nil
 	}
 	if cur := currentStep(st, flow); cur == nil || cur.ID != in.StepID {
 		return engine.Response{"status": "already_advanced", "step_id": in.StepID}, nil
@@ -188,8 +219,17 @@ func (s *server) parallelAdvance(ctx context.Context, _ *mcp.CallToolRequest, in
 	}
 	mergeStatus := in.MergeStatus
 	ms, details := mergeOutcome(fr, st, step, tasks)
-	if ms == "conflict" {
-		mergeStatus = "conflict"
+	if ms == "conflict" { // the server's own merge conflicted: that stands
+		if m, ok := mergeStatus.(map[string]any); ok {
+			c := make(map[string]any, len(m))
+			for k, v := range m {
+				c[k] = v
+			}
+			c["status"] = "conflict"
+			mergeStatus = c
+		} else {
+			mergeStatus = "conflict"
+		}
 	}
 	out, err := answer(s.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: results, MergeStatus: mergeStatus, Details: details, Executed: true}))
 	if err == nil {

@@ -146,10 +146,15 @@ func testParallelDeferAdvance(t *testing.T) {
 	if p["outcome"].(map[string]any)["status"] != "awaiting_consumer_advance" {
 		t.Fatalf("outcome: %v", p["outcome"])
 	}
-	// A consumer-reported conflict fails the attempt: the step is dispatched again.
-	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": "conflict"},
-		map[string]any{"status": "ensure_failed", "step_id": "run", "violations": []any{"merge conflict: merge_status='conflict'"}})
+	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": map[string]any{"status": "maybe"}}, map[string]any{"error": "invalid_merge_status"})
+	// A consumer-reported conflict (the original's dict form, with the
+	// tasks it bounced) fails the attempt: the step is dispatched again,
+	// the violations name the bounced task, the records come back.
+	bounce := map[string]any{"task_id": "t1", "reason": "merge_conflict", "files": []any{"t1.txt"}}
+	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": map[string]any{"status": "conflict", "bounced_tasks": []any{bounce}}},
+		map[string]any{"status": "ensure_failed", "step_id": "run", "bounced_tasks": []any{bounce},
+			"violations": []any{"merge conflict: merge_status='conflict'", "task 't1' merge conflict on t1.txt"}})
 	s.ok("stratum_parallel_start", map[string]any{"flow_id": id, "step_id": "run"}, map[string]any{"status": "started"})
 	s.pollUntil(id, "run")
-	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": "clean"}, map[string]any{"status": "complete"})
+	s.ok("stratum_parallel_advance", map[string]any{"flow_id": id, "step_id": "run", "merge_status": map[string]any{"status": "clean"}}, map[string]any{"status": "complete"})
 }

@@ -49,10 +49,16 @@ type FanOut struct {
 	// AgentExecutor runs the tasks of a pipeline stage that names its
 	// own agent (nil: the step's executor runs them).
 	AgentExecutor engine.Executor
-	FlowID        string
-	Spec          *specs.Spec
-	Flow          *specs.Flow
-	Step          *specs.Step
+	// PreMergeVerify are the step's pre-merge gate commands
+	// (engine.ResolvePreMergeVerify), run in each task's worktree before
+	// its work is committed; Bounces are the bounce records the tasks'
+	// previous attempt left (engine.PriorBounces), told to their prompts.
+	PreMergeVerify []string
+	Bounces        map[string]map[string]any
+	FlowID         string
+	Spec           *specs.Spec
+	Flow           *specs.Flow
+	Step           *specs.Step
 	// Tasks are the parsed source; Inputs the step's resolved inputs.
 	Tasks  []fanout.Task
 	Inputs map[string]any
@@ -107,15 +113,26 @@ type FanOutResult struct {
 	// Tasks in source order.
 	Tasks []state.ParallelTask
 	// MergeStatus is "clean" or "conflict"; Details explain failures (a
-	// conflict, a file owned twice, why tasks failed).
+	// conflict, a file owned twice, why tasks failed); Bounced are the
+	// merge_conflict bounce records of the tasks a conflict refused.
 	MergeStatus string
 	Details     []string
+	Bounced     []any
 	// Budget is set when the budget ran out: running tasks were cancelled
 	// and the step is not reported.
 	Budget string
 	// Interrupted: the context was cancelled (Ctrl-C); running tasks were
 	// killed, nothing reported, the flow stays resumable.
 	Interrupted bool
+}
+
+// MergeReport is the merge status as stratum_parallel_done takes it: the
+// status, or {status, bounced_tasks} when a conflict bounced tasks.
+func (r *FanOutResult) MergeReport() any {
+	if len(r.Bounced) == 0 {
+		return r.MergeStatus
+	}
+	return map[string]any{"status": r.MergeStatus, "bounced_tasks": r.Bounced}
 }
 
 // TaskResults are the tasks as stratum_parallel_done task results.
@@ -328,6 +345,11 @@ func (f *FanOut) taskRequest(t fanout.Task, dir, wt string, view engine.BudgetVi
 	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
 	if t.Stage != nil {
 		step.Intent = start.prompt
+	}
+	if b := f.Bounces[t.ID]; b != nil {
+		step.Intent += "\n\n" + bouncePrompt(b)
+	}
+	if t.Stage != nil {
 		if a := t.Stage.Spec.Agent; a != "" {
 			step.Agent = a
 		}
@@ -519,6 +541,14 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 	}
 	if t.Stage != nil && t.Stage.Role == "split" {
 		if v := splitViolation(t, out.Output); v != "" {
+			endSpan(state.TaskFailed, v)
+			return finish(state.TaskFailed, out.Output, []string{v})
+		}
+	}
+	if worktree && len(f.PreMergeVerify) > 0 {
+		if b := f.runGate(ctx, t, wt, time.Duration(req.Step.TaskTimeout)*time.Second); b != nil {
+			pt.GateBounce = b
+			v := bounceViolation(b)
 			endSpan(state.TaskFailed, v)
 			return finish(state.TaskFailed, out.Output, []string{v})
 		}

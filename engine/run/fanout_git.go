@@ -146,6 +146,7 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 			if o, ok := owner[file]; ok && chain(o) != chain(t.TaskID) {
 				res.MergeStatus = "conflict"
 				res.Details = append(res.Details, fmt.Sprintf("no_file_conflicts: tasks '%s' and '%s' both changed %s; nothing was merged", o, t.TaskID, file))
+				res.Bounced = append(res.Bounced, map[string]any{"reason": "merge_conflict", "task_id": t.TaskID, "files": []any{file}})
 				continue
 			}
 			owner[file] = t.TaskID
@@ -179,6 +180,11 @@ func (f *FanOut) merge(ctx context.Context, res *FanOutResult) {
 				where = clip(err.Error(), 300)
 			}
 			res.Details = append(res.Details, fmt.Sprintf("merge conflict: task '%s' (branch %s) conflicts in %s; nothing was merged", t.TaskID, t.Branch, where))
+			conflicted := []any{}
+			for _, f := range lines(files) {
+				conflicted = append(conflicted, f)
+			}
+			res.Bounced = append(res.Bounced, map[string]any{"reason": "merge_conflict", "task_id": t.TaskID, "files": conflicted})
 			return
 		}
 	}

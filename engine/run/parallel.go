@@ -112,6 +112,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	if step.Kind == specs.KindPipeline && kind != execAgent {
 		fo.AgentExecutor = r.opts.Agent
 	}
+	fo.PreMergeVerify, fo.Bounces = engine.ResolvePreMergeVerify(st, step), engine.PriorBounces(st, step.ID)
 	start := time.Now()
 	res, err := fo.Run(r.traceStep(ctx, fc, step.ID, attempt))
 	calls.Wait()
@@ -135,7 +136,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	if res.Budget != "" {
 		return r.exhaust(ctx, fc, step, res.Budget)
 	}
-	next, err := answered(r.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: fc.id, StepID: step.ID, TaskResults: res.TaskResults(), MergeStatus: res.MergeStatus, Details: res.Details, Executed: true, ReportOptions: r.report()}))
+	next, err := answered(r.svc.ParallelDone(ctx, engine.ParallelReport{FlowID: fc.id, StepID: step.ID, TaskResults: res.TaskResults(), MergeStatus: res.MergeReport(), Details: res.Details, Executed: true, ReportOptions: r.report()}))
 	if err != nil {
 		return turn{}, err
 	}

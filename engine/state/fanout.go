@@ -60,6 +60,10 @@ type ParallelTask struct {
 	Files []string `json:"files,omitempty"`
 	// Violations say why the task failed, one per problem.
 	Violations []string `json:"violations,omitempty"`
+	// GateBounce is the original's gate_bounce: the record of the task's
+	// pre_merge_verify gate failing ({reason: "gate_failed", command,
+	// exit_code, files, excerpt, task_id}); the task's next run is told.
+	GateBounce map[string]any `json:"gate_bounce,omitempty"`
 }
 
 // DurationMS is how long the task ran (0 while it has not started).
