@@ -223,7 +223,8 @@ type Tx interface {
 	// CacheGet / CachePut are the persistent result cache (cache: global).
 	CacheGet(key string) ([]byte, bool, error)
 	CachePut(key string, value []byte) error
-	// Guard records (engine/guard), by a resource's key (a hex digest):
+	// Keyed records — engine/guard's resources and engine/goal's goals —
+	// by key (a digest; no NUL or slash):
 	// GuardGet returns the registration (ok false: none) and GuardPut
 	// creates or replaces it; GuardEntries returns the resource's ledger,
 	// its entries in order; GuardAppend adds entry number seq (0-based),

@@ -54,7 +54,9 @@
 // send a prompt to an agent CLI through run.RunAgentCall.
 //
 // Guarded transitions (guard.go) are the five stratum_guard_* tools over
-// engine/guard, on the server's store.
+// engine/guard, goals (goal.go) the four stratum_goal* tools over
+// engine/goal, both on the server's store; unsupported.go lists the
+// original's tools this stratum does not carry (not_supported).
 //
 // Install sets a project up for agents: the server in .mcp.json (and, on
 // request, Codex's config.toml), the execution-model block between markers

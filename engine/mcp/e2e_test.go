@@ -90,6 +90,8 @@ type server struct {
 	store  string // STRATUM_STORE ("": the bbolt file in home)
 	sess   *mcp.ClientSession
 	stderr *syncBuffer
+	// token, when set, goes with every call as its progress token.
+	token string
 }
 
 func startIn(t testing.TB, home string, extra ...string) *server {
@@ -120,7 +122,11 @@ func (s *server) call(name string, args map[string]any) (map[string]any, bool) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if s.token != "" {
+		params.SetProgressToken(s.token)
+	}
+	res, err := s.sess.CallTool(ctx, params)
 	if err != nil {
 		s.t.Fatalf("%s: %v\nstderr:\n%s", name, err, s.stderr.String())
 	}
@@ -268,7 +274,7 @@ func testToolsList(t *testing.T) {
 		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance",
 		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run", "stratum_judge",
 		"stratum_guard_register", "stratum_guard_transition", "stratum_guard_override", "stratum_guard_migrate", "stratum_guard_history",
-		"stratum_distill"}
+		"stratum_goal", "stratum_goal_status", "stratum_goal_decide", "stratum_goal_archive", "stratum_distill"}
 	tools := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {
 		tools[tl.Name] = tl

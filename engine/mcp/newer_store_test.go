@@ -53,10 +53,12 @@ func TestStoreMigratedUnderServer(t *testing.T) {
 		"resource_id": "r", "graph": map[string]any{"a": []any{"b"}}, "edge_predicates": map[string]any{}, "initial": "a",
 		"from_state": "a", "to_state": "b", "override_token": "t", "new_graph": map[string]any{"a": []any{"b"}},
 		"new_edge_predicates": map[string]any{},
+		"goal_id":             "g", "mode": "advisory", "decision": "confirm",
 	}
 	noStore := map[string]bool{"stratum_validate": true, "stratum_compile_speckit": true,
 		"stratum_draft_pipeline": true, "stratum_list_workflows": true, "stratum_cancel_agent_run": true, "stratum_distill": true,
-		"stratum_guard_override": true, "stratum_guard_migrate": true} // refused before the store: no token in the server's env
+		"stratum_guard_override": true, "stratum_guard_migrate": true, // refused before the store: no token in the server's env
+		"stratum_goal": true} // refused before the store: no predicates
 	for _, tool := range res.Tools {
 		args := map[string]any{}
 		schema, _ := tool.InputSchema.(map[string]any)

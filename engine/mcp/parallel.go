@@ -47,6 +47,9 @@ type fanRun struct {
 	done chan struct{}
 	res  *run.FanOutResult
 	err  error
+	// events are the fan-out's progress events, waiting for a poll
+	// (progress.go).
+	events progressQueue
 }
 
 // fanLeaseTTL is how long a server's hold on a fan-out lives without being
@@ -199,6 +202,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		return nil, err
 	}
 	fr := &fanRun{done: make(chan struct{})}
+	fo.OnTask = fr.events.onTask(st.FlowID, cur.ID)
 	s.fanMu.Lock()
 	s.fans[key] = fr
 	s.fanMu.Unlock()

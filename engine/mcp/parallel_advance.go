@@ -61,7 +61,7 @@ func (s *server) settleIfOrphaned(ctx context.Context, st *state.FlowState, step
 	return st, tasks, nil
 }
 
-func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in parallelArgs) (engine.Response, error) {
+func (s *server) parallelPoll(ctx context.Context, req *mcp.CallToolRequest, in parallelArgs) (engine.Response, error) {
 	if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
 		return nil, err
 	}
@@ -70,6 +70,7 @@ func (s *server) parallelPoll(ctx context.Context, _ *mcp.CallToolRequest, in pa
 		return resp, err
 	}
 	fr := s.fanRun(in.FlowID, in.StepID)
+	s.sendProgress(ctx, req, fr)
 	finished := fr == nil
 	if fr != nil {
 		select {

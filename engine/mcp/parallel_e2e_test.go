@@ -16,6 +16,12 @@ import (
 // git repository (a spec given as text runs its commands there).
 func startInRepo(t *testing.T) (*server, string) {
 	t.Helper()
+	return startInRepoWith(t, nil)
+}
+
+// startInRepoWith is startInRepo with the client's options.
+func startInRepoWith(t *testing.T, opts *mcp.ClientOptions) (*server, string) {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -36,7 +42,7 @@ func startInRepo(t *testing.T) (*server, string) {
 	cmd.Env = environ(home, storeURL)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, opts)
 	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())

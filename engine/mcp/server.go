@@ -115,6 +115,7 @@ func newServer(svc *engine.Service, opts Options) (*mcp.Server, *server) {
 	s.registerBgTools(srv)
 	s.registerAgentTools(srv)
 	s.registerGuardTools(srv)
+	s.registerGoalTools(srv)
 	s.registerUnsupportedTools(srv)
 	return srv, s
 }

@@ -1,0 +1,88 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const pipelineSpec = `version: "0.3"
+flows:
+  main:
+    input: {items: {type: array}}
+    steps:
+      - id: pipe
+        type: pipeline
+        source: "$.input.items"
+        isolation: none
+        max_concurrent: 4
+        stages:
+          - {intent_template: "a:{item}"}
+          - {intent_template: "b:{prev}", when: "item != 'skip'"}
+        run: |
+          p=$(sed -n 's/.*"prompt":"\([^"]*\)".*/\1/p')
+          printf '"%s"\n' "$p"
+`
+
+// A pipeline over MCP: its dispatch lists the compiled task graph, the
+// server runs it (stratum_parallel_start), a poll carrying a progress token
+// gets each task's events as the original's stream envelopes, and the step's
+// result counts items.
+func TestPipelineServerDispatchedProgress(t *testing.T) { onBoth(t, testPipelineServerDispatchedProgress) }
+
+func testPipelineServerDispatchedProgress(t *testing.T) {
+	var mu sync.Mutex
+	var msgs []string
+	s, _ := startInRepoWith(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		msgs = append(msgs, req.Params.Message)
+		mu.Unlock()
+	}})
+	r := s.ok("stratum_plan", map[string]any{"spec": pipelineSpec, "flow": "main", "inputs": map[string]any{"items": []any{"x", "skip"}}},
+		map[string]any{"status": "parallel_dispatch", "step_mode": "parallel_dispatch", "pipeline": true})
+	id := r["flow_id"].(string)
+	if n := len(r["tasks"].([]any)); n != 4 {
+		t.Fatalf("%d tasks in the dispatch", n)
+	}
+	s.ok("stratum_parallel_start", map[string]any{"flow_id": id, "step_id": "pipe"},
+		map[string]any{"status": "started", "task_count": float64(4), "tasks": []any{"pipe::item0::stage0", "pipe::item0::stage1", "pipe::item1::stage0", "pipe::item1::stage1"}})
+	s.token = "tok-1"
+	p := s.pollUntil(id, "pipe")
+	out := p["outcome"].(map[string]any)
+	if out["status"] != "complete" {
+		t.Fatalf("outcome: %v", out)
+	}
+	items := out["output"].(map[string]any)["items"].([]any)
+	if a, b := items[0].(map[string]any), items[1].(map[string]any); a["result"] != "b:a:x" || b["result"] != "a:skip" || b["status"] != "complete" {
+		t.Fatalf("items: %v", items)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	kinds := map[string]bool{}
+	for _, m := range msgs {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(m), &ev); err != nil {
+			t.Fatalf("progress message is not JSON: %q", m)
+		}
+		if ev["schema_version"] != "0.2.7" || ev["flow_id"] != id || ev["step_id"] != "pipe" || ev["reply_required"] != false {
+			t.Errorf("envelope: %v", ev)
+		}
+		tid, _ := ev["task_id"].(string)
+		kinds[tid+" "+ev["kind"].(string)+" "+stateOf(ev)] = true
+	}
+	for _, want := range []string{"pipe::item0::stage1 agent_started ", "pipe::item0::stage1 task_state complete", "pipe::item1::stage1 task_state skipped"} {
+		if !kinds[want] {
+			t.Errorf("no progress event %q in %s", want, strings.Join(msgs, "\n"))
+		}
+	}
+}
+
+func stateOf(ev map[string]any) string {
+	m, _ := ev["metadata"].(map[string]any)
+	s, _ := m["state"].(string)
+	return s
+}
