@@ -283,8 +283,12 @@
 // generically list it with Event.DataFields.
 // A gate_resolved event carries the whole decision (outcome, rationale,
 // reviewer, resolved_by, channel, round, a revise's revise_target;
-// max_rounds_exceeded when the gate waits on): a waiter reads it with
-// Event.GateDecision instead of reading the flow.
+// max_rounds_exceeded when the gate waits on): every waiter of a gate (the
+// runner, MCP's stratum_wait_gate) reads its event batches with GateNews,
+// which returns that decision (Event.GateDecision), and reads the flow only
+// when the events do not tell. A Go program waiting on its review
+// (engine/stratum) wakes on the review's gate_resolved alone and reads the
+// flow once, for the decided value the event does not carry.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
 // frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB

@@ -202,6 +202,34 @@ func (e Event) GateDecision() (d review.Decision, ok bool) {
 	}, true
 }
 
+// GateNews reads a batch of events for a waiter at the gate stepID of
+// flowID in round: the decision the gate_resolved event of that step and
+// round carries (decided: no read of the flow is needed), or whether
+// something else happened to the flow that only reading it can tell
+// (reread: a revert, a kill, a decision of an older log without its
+// fields). A revise refused by max_rounds is neither: the gate waits on in
+// its round. Every waiter of a gate decision (the runner, MCP's
+// stratum_wait_gate) reads its batches with GateNews, so a decision is read
+// from the event that announces it and the flow only when events do not
+// tell.
+func GateNews(batch []Event, flowID, stepID string, round int) (d review.Decision, decided, reread bool) {
+	for _, e := range batch {
+		if e.FlowID != flowID {
+			continue
+		}
+		if e.Type == EventGateResolved && e.StepID == stepID {
+			if x := &e.Data; x.MaxRoundsExceeded && x.Round == round {
+				continue
+			}
+			if d, ok := e.GateDecision(); ok && *d.Round == round {
+				return d, true, false
+			}
+		}
+		reread = true
+	}
+	return review.Decision{}, false, reread
+}
+
 // closeGate drops the pending gate of step.
 func closeGate(st *state.FlowState, step *specs.Step) {
 	delete(st.DispatchedAt, step.ID)

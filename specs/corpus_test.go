@@ -92,6 +92,7 @@ var codeClass = map[string]ErrorType{
 
 	// Warnings (severity warning; errors under validate --strict).
 	"routing-target-runs": SemanticError, "unchecked-keyword": SemanticError,
+	"isolation-branch": SemanticError,
 }
 
 // parseTimeout bounds one Parse call in these tests. It is a hang detector,

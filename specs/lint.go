@@ -20,6 +20,11 @@ const (
 	// that is never checked (it applies to another type, or it is an
 	// annotation such as format).
 	CodeUncheckedKeyword = "unchecked-keyword"
+	// CodeIsolationBranch: a fan-out step with isolation: branch, which the
+	// original accepts but whose tasks stratum does not run (stratum run
+	// and stratum_parallel_start refuse it before anything runs; an agent
+	// running the tasks itself over MCP may honour it).
+	CodeIsolationBranch = "isolation-branch"
 )
 
 // lint adds the warnings of a spec that has no error: the checks that need
@@ -31,6 +36,7 @@ func (c *checker) lint(b *build) {
 	for _, name := range b.spec.FlowNames {
 		if fs := b.flows[name]; fs != nil {
 			c.lintRoutingTargets(fs)
+			c.lintIsolationBranch(fs)
 		}
 	}
 	for _, name := range b.spec.ContractNames {
@@ -105,6 +111,18 @@ func (c *checker) lintRoutingTargets(fs *flowSrc) {
 			fmt.Sprintf("step '%s' is %s, but it also runs when every step succeeds: the flow reaches it in dependency order",
 				s.ID, strings.Join(why, " and ")),
 			"Add a skip_if that is true on the success path, or end the success path before it (a gate's on_approve: ~, or next: past it).")
+	}
+}
+
+// lintIsolationBranch warns about fan-out steps with isolation: branch:
+// valid as in the original, but stratum does not run their tasks.
+func (c *checker) lintIsolationBranch(fs *flowSrc) {
+	for _, ss := range fs.steps {
+		if s := ss.s; s.FansOut() && s.Isolation == "branch" && ss.m != nil {
+			c.warn(CodeIsolationBranch, ss.m.valNode("isolation"), ss.spath(fs.f.Name)+".isolation",
+				fmt.Sprintf("step '%s' has isolation: branch, which stratum does not run: `stratum run` and stratum_parallel_start refuse it before any task starts (concurrent tasks cannot share one checkout on different branches); an agent running the tasks itself over MCP sees it in the dispatch", s.ID),
+				"Use isolation: worktree (a branch and a worktree per task, merged in task order) or isolation: none.")
+		}
 	}
 }
 

@@ -15,8 +15,8 @@ func TestGoalOverMCP(t *testing.T) {
 	verifier := filepath.Join(home, "verifier.sh")
 	answer := `{"predicate_id": "tests", "verdict": "met", "confidence": 9, "reason": "the worker ran them", "evidence": [{"source": "artifacts/worker_output.txt:1", "quote": "12 passed"}]}`
 	for p, text := range map[string]string{
-		worker:   "#!/bin/sh\ncat > /dev/null\necho 'ran the tests: 12 passed'\n",
-		verifier: "#!/bin/sh\ncat > /dev/null\necho '" + answer + "'\n",
+		worker:                             "#!/bin/sh\ncat > /dev/null\necho 'ran the tests: 12 passed'\n",
+		verifier:                           "#!/bin/sh\ncat > /dev/null\necho '" + answer + "'\n",
 		filepath.Join(home, "config.yaml"): "agents:\n  claude: [sh, " + worker + "]\n  judge: [sh, " + verifier + "]\n",
 	} {
 		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {

@@ -32,7 +32,9 @@ flows:
 // server runs it (stratum_parallel_start), a poll carrying a progress token
 // gets each task's events as the original's stream envelopes, and the step's
 // result counts items.
-func TestPipelineServerDispatchedProgress(t *testing.T) { onBoth(t, testPipelineServerDispatchedProgress) }
+func TestPipelineServerDispatchedProgress(t *testing.T) {
+	onBoth(t, testPipelineServerDispatchedProgress)
+}
 
 func testPipelineServerDispatchedProgress(t *testing.T) {
 	var mu sync.Mutex

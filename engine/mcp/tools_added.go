@@ -59,8 +59,11 @@ Returns {flows: [{flow_id, flow_name, status, current_step_id, step_number, tota
 
 // waitGate is stratum_wait_gate. It follows the store's events
 // (Service.Watch: this process's commits at once, other processes' as the
-// store sees them) and re-reads the flow when one is about it, until the
-// gate it found is no longer the one waiting; then it answers Resume. A
+// store sees them) and reads them as every gate waiter does
+// (engine.GateNews): the gate_resolved event of the gate's step and round
+// ends the wait without a read of the flow; the flow is read again only
+// when an event about it does not tell (a revert, a kill, an older log's
+// decision) or after the deadline's timer. Then it answers Resume. The
 // timer at the gate's deadline applies it (CheckTimeouts), in case no
 // sweeper runs; another bounds the wait.
 func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGateArgs) (engine.Response, error) {
@@ -139,7 +142,11 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 			if !ok {
 				return nil, ctx.Err()
 			}
-			if !mentions(batch, in.FlowID) {
+			_, decided, reread := engine.GateNews(batch, in.FlowID, gate.StepID, gate.Round)
+			if decided {
+				return done(time.Since(start), false)
+			}
+			if !reread {
 				continue
 			}
 		}
@@ -154,14 +161,4 @@ func (s *server) waitGate(ctx context.Context, _ *mcp.CallToolRequest, in waitGa
 			return done(time.Since(start), false)
 		}
 	}
-}
-
-// mentions reports whether any of evs is about flowID.
-func mentions(evs []engine.Event, flowID string) bool {
-	for _, e := range evs {
-		if e.FlowID == flowID {
-			return true
-		}
-	}
-	return false
 }

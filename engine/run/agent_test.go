@@ -126,3 +126,49 @@ flows:
 		t.Fatal("feedback section without feedback")
 	}
 }
+
+// An agent's answer is checked against the step's output contract by the
+// checker every driver uses: one that does not fit (a string for an
+// integer) is a failed attempt, retried with exactly that violation in the
+// next prompt.
+func TestAgentAnswerCheckedAgainstContract(t *testing.T) {
+	e := newEnv(t)
+	home := os.Getenv("STRATUM_HOME")
+	cfg := `agents:
+  fake:
+    shell: "cat > prompt.$(ls prompt.* 2>/dev/null | wc -l | tr -d ' ').md; if [ -e prompt.1.md ]; then echo '{\"files\": 2}'; else echo '{\"files\": \"two\"}'; fi"
+`
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := e.spec(`version: "0.2"
+contracts:
+  Out:
+    files: {type: integer}
+flows:
+  main:
+    input: {}
+    steps:
+      - id: impl
+        agent: fake
+        intent: "Implement the task"
+        output_contract: Out
+        retries: 2
+`)
+	loaded, err := config.Load(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.start(sp, "main", map[string]any{}, func(o *Options) {
+		o.Agent = &AgentExecutor{Agents: Agents(loaded.Agents)}
+	})
+	wantStatus(t, o, EndComplete, 0)
+	if o.Steps[0].Attempts != 2 {
+		t.Fatalf("impl %+v, want 2 attempts", o.Steps[0])
+	}
+	second, _ := os.ReadFile(filepath.Join(e.dir, "prompt.1.md"))
+	const v = `output contract 'Out' violation: at '/files': must be of type integer but found string "two"`
+	if !strings.Contains(string(second), "Previous attempt failed:\n  - "+v) {
+		t.Errorf("the retry's prompt lacks the violation:\n%s", second)
+	}
+}

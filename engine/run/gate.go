@@ -231,7 +231,7 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 				if !ok {
 					return review.Decision{}, &interruptedError{}
 				}
-				d, decided, reread := gateNews(batch, pr)
+				d, decided, reread := engine.GateNews(batch, pr.FlowID, pr.StepID, pr.Round)
 				if decided {
 					return d, review.ErrDecidedElsewhere
 				}
@@ -241,29 +241,6 @@ func (r *Runner) waitGate(ctx context.Context, fc *flowCtx, pr review.PendingRev
 			}
 		}
 	}
-}
-
-// gateNews reads a batch of events for the gate pr waits at: the decision
-// the gate_resolved event of its step and round carries (decided), or
-// whether something else happened to the flow that only reading it can
-// tell (reread). A revise refused by max_rounds is neither: the gate
-// waits on in its round.
-func gateNews(batch []engine.Event, pr review.PendingReview) (d review.Decision, decided, reread bool) {
-	for _, e := range batch {
-		if e.FlowID != pr.FlowID {
-			continue
-		}
-		if e.Type == engine.EventGateResolved && e.StepID == pr.StepID {
-			if x := &e.Data; x.MaxRoundsExceeded && x.Round == pr.Round {
-				continue
-			}
-			if d, ok := e.GateDecision(); ok && *d.Round == pr.Round {
-				return d, true, false
-			}
-		}
-		reread = true
-	}
-	return review.Decision{}, false, reread
 }
 
 // recordedDecision is the decision recorded on the gate of pr (its last

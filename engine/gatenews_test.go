@@ -1,0 +1,43 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/review"
+)
+
+// TestGateNews: a waiter at gate "review" of flow f1 in round 1 reads the
+// decision from its gate_resolved event, rereads the flow only when an
+// event about it does not tell, and ignores the rest.
+func TestGateNews(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	resolved := func(flow, step string, round int, d engine.EventData) engine.Event {
+		d.Round = round
+		return engine.Event{Type: engine.EventGateResolved, FlowID: flow, StepID: step, Time: at, Data: d}
+	}
+	decision := engine.EventData{Outcome: "approve", Channel: "tui", ResolvedBy: "human", Reviewer: "ann", Rationale: "ok"}
+	for _, c := range []struct {
+		name            string
+		batch           []engine.Event
+		decided, reread bool
+	}{
+		{"the gate's decision", []engine.Event{resolved("f1", "review", 1, decision)}, true, false},
+		{"another flow", []engine.Event{resolved("f2", "review", 1, decision)}, false, false},
+		{"a revise refused by max_rounds", []engine.Event{resolved("f1", "review", 1, engine.EventData{Outcome: "revise", Channel: "tui", MaxRoundsExceeded: true})}, false, false},
+		{"another round's decision", []engine.Event{resolved("f1", "review", 0, decision)}, false, true},
+		{"an older log's decision without its fields", []engine.Event{resolved("f1", "review", 1, engine.EventData{})}, false, true},
+		{"a checkpoint of the flow", []engine.Event{{Type: engine.EventCheckpoint, FlowID: "f1"}}, false, true},
+		{"reread, then the decision", []engine.Event{{Type: engine.EventCheckpoint, FlowID: "f1"}, resolved("f1", "review", 1, decision)}, true, false},
+		{"nothing", nil, false, false},
+	} {
+		d, decided, reread := engine.GateNews(c.batch, "f1", "review", 1)
+		if decided != c.decided || reread != c.reread {
+			t.Errorf("%s: decided %v reread %v, want %v %v", c.name, decided, reread, c.decided, c.reread)
+		}
+		if decided && (d.Outcome != review.Approve || d.Reviewer != "ann" || d.Channel != review.Channel("tui") || *d.Round != 1 || !d.DecidedAt.Equal(at)) {
+			t.Errorf("%s: decision %+v", c.name, d)
+		}
+	}
+}
