@@ -38,6 +38,7 @@ import (
 	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/specs/watch"
 	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/tui"
 )
 
@@ -1098,7 +1099,35 @@ func (a *app) storeCommand() *cobra.Command {
 		Long:  backend.StoreHelp,
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(a.storeInfoCommand(), a.storeCopyCommand(), a.storeCheckCommand())
+	cmd.AddCommand(a.storeInfoCommand(), a.storeCopyCommand(), a.storeCheckCommand(), a.storeCompactCommand())
+	return cmd
+}
+
+func (a *app) storeCompactCommand() *cobra.Command {
+	var jsonOut, defrag bool
+	var keep int64
+	cmd := &cobra.Command{
+		Use:     "compact [--keep N] [--defrag]",
+		Short:   "Compact the etcd cluster's history; with --defrag return the space and disarm NOSPACE",
+		Long:    backend.CompactHelp,
+		Example: backend.CompactExamples,
+		Args:    cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
+			if keep < 0 {
+				return usageErr("store compact: --keep %d: a number of revisions, 0 or more", keep)
+			}
+			r, err := backend.Compact(ctx, st, etcdstore.CompactOptions{Keep: keep, Defrag: defrag})
+			if errors.Is(err, backend.ErrNotEtcd) {
+				return usageErr("store compact: %v", err)
+			} else if err != nil {
+				return failErr(err)
+			}
+			return a.writeReport(jsonOut, r)
+		}),
+	}
+	cmd.Flags().Int64Var(&keep, "keep", 0, "how many of the latest revisions to keep (default 1000)")
+	cmd.Flags().BoolVar(&defrag, "defrag", false, "defragment each member after compacting (one at a time), then disarm a NOSPACE alarm")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
 }
 

@@ -152,4 +152,16 @@ func TestTwoMachines(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), `"backend": "etcd"`) || !strings.Contains(string(out), `"flows": 1`) {
 		t.Fatalf("store info: %v\n%s", err, out)
 	}
+	// The operator's compaction: the history, then each member defragmented.
+	compact := exec.Command(bin, "store", "compact", "--keep", "1", "--defrag")
+	compact.Env = env(homeA)
+	if out, err := compact.CombinedOutput(); err != nil || !strings.Contains(string(out), "compacted:      history up to revision") ||
+		!strings.Contains(string(out), "defragmented:   every member") || strings.Count(string(out), "database:") != 3 {
+		t.Fatalf("store compact: %v\n%s", err, out)
+	}
+	info = exec.Command(bin, "store", "info")
+	info.Env = env(homeA)
+	if out, err := info.CombinedOutput(); err != nil || !strings.Contains(string(out), "in use, quota 2.0 GiB") {
+		t.Fatalf("store info: %v\n%s", err, out)
+	}
 }

@@ -31,6 +31,8 @@ type callState struct {
 	rec   CallTrace
 	cost  float64
 	known bool
+
+	stream *streamHook // Stream's, nil for Call
 }
 
 // begin starts a Call of function fn with its own budget b.
@@ -158,6 +160,11 @@ func decodeExact(b []byte) (any, error) {
 // *ConvergenceError, *StabilityError, ctx's error, or a configuration
 // error (no model, no key, replay miss) matching ErrStratum.
 func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
+	return f.callWith(ctx, in, nil)
+}
+
+// callWith is Call, streamed through hook when it is set.
+func (f *Fn[In, Out]) callWith(ctx context.Context, in In, hook *streamHook) (Out, error) {
 	var zero Out
 	if f == nil {
 		return zero, fmt.Errorf("%w: Call on a nil *Fn (define it with NewInfer)", ErrStratum)
@@ -166,6 +173,7 @@ func (f *Fn[In, Out]) Call(ctx context.Context, in In) (Out, error) {
 	if err != nil {
 		return zero, err
 	}
+	c.stream = hook
 	out, err := f.call(ctx, c, in)
 	if err != nil {
 		c.finish(ctx, nil, err)
@@ -299,6 +307,9 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 			c.env.charge(a.CostUSD, u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens+u.ReasoningTokens)
 		},
 		Exporter: c.rt.exporter,
+	}
+	if c.stream != nil {
+		req.OnDelta, req.OnFailed = c.stream.delta, c.stream.failed
 	}
 	res, err := c.rt.exec.Loop(ctx, req)
 	c.add(res)

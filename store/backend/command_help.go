@@ -1,8 +1,8 @@
 package backend
 
 // The help of `stratum store` and of the subcommands this package is the
-// body of (cobra's Long and Example): info (Describe), check (Check) and
-// copy (CopyStores); and of `stratum gc`, the store's garbage.
+// body of (cobra's Long and Example): info (Describe), check (Check),
+// copy (CopyStores) and compact (Compact); and of `stratum gc`, the store's garbage.
 
 // StoreHelp is the long help of `stratum store`.
 const StoreHelp = `The store holds every flow, the event log and the result cache: the bbolt file
@@ -21,11 +21,27 @@ const CheckExamples = "  stratum store check\n  stratum store check --json"
 // InfoHelp is the long help of `stratum store info`.
 const InfoHelp = `Info opens the store the settings select (STRATUM_STORE, store: in config.yaml, else
 $STRATUM_HOME/stratum.db) and prints the backend, its path or endpoints and prefix, the schema
-version, and how many flows (by status), pending gates, events and cache entries it holds.
-Credentials are never printed.`
+version, and how many flows (by status), pending gates, events and cache entries it holds; for
+etcd, each member's database (file size, in use, quota), the alarms raised (NOSPACE: writes are
+refused) and, when a file holds much free space, the advice to run stratum store compact
+--defrag. Credentials are never printed.`
 
 // InfoExamples are the examples of `stratum store info`'s help.
 const InfoExamples = "  stratum store info\n  STRATUM_STORE=etcd://127.0.0.1:2379/team stratum store info --json"
+
+// CompactHelp is the long help of `stratum store compact`.
+const CompactHelp = `Compact (etcd only) compacts the cluster's history up to the current revision minus --keep
+(default 1000): etcd keeps every version of every key until it compacts, and stratum needs none
+but the last few (its transactions' snapshots). Compaction is the cluster's, not the prefix's:
+it drops the old revisions of every program sharing the cluster. It frees pages inside each
+member's database file without shrinking it; --defrag then defragments the members one at a
+time (each blocks its clients while it runs, seconds for a few hundred MiB) and, when every
+member is below 90 % of its quota, disarms the NOSPACE alarm etcd raised when a member reached
+it (until then the cluster refuses every write). Prints the database of each member after it.
+Exit status: 0 done, 1 failed, 2 usage (a bbolt file: it reuses the pages gc frees).`
+
+// CompactExamples are the examples of `stratum store compact`'s help.
+const CompactExamples = "  stratum store compact\n  stratum store compact --defrag\n  stratum store compact --keep 100000 --json"
 
 // CopyHelp is the long help of `stratum store copy`.
 const CopyHelp = `Copy copies every flow (with its summary, times and version), the event log (in order;

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/stratum-go/stratum/store/etcdstore"
 )
 
 // Info is what `stratum store info` prints: the backend, where it is, its
@@ -18,6 +20,9 @@ type Info struct {
 	Prefix    string   `json:"prefix,omitempty"`
 	Schema    int      `json:"schema_version"`
 	Counts
+	// Space is the etcd cluster's database size, quota and alarms (nil:
+	// a bbolt file).
+	Space *etcdstore.Space `json:"space,omitempty"`
 }
 
 // Describe reads the Info of an opened store.
@@ -32,8 +37,17 @@ func Describe(ctx context.Context, st *Opened) (Info, error) {
 	if info.Schema, err = st.SchemaVersion(ctx); err != nil {
 		return info, err
 	}
-	info.Counts, err = st.Count(ctx)
-	return info, err
+	if info.Counts, err = st.Count(ctx); err != nil {
+		return info, err
+	}
+	if e, ok := st.Store.(*etcdstore.Store); ok {
+		sp, err := e.Space(ctx)
+		if err != nil {
+			return info, err
+		}
+		info.Space = &sp
+	}
+	return info, nil
 }
 
 // WriteText prints the info for a person, one aligned line per field.
@@ -51,6 +65,9 @@ func (info Info) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\npending gates:  %d\nevents:         %d (last sequence %d)\ncache entries:  %d\n",
 		info.Gates, info.Events, info.LastSeq, info.Cache)
+	if info.Space != nil {
+		writeSpace(&b, *info.Space)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

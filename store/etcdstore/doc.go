@@ -167,21 +167,33 @@
 //
 // # Watching
 //
-// Watch is an etcd watch on the puts of p/, so any process on any machine
-// that appends wakes every watcher within one network round trip. The watch
-// is only a wake-up: what is delivered is read from the log (e/ and p/, at
-// one snapshot) after the last event delivered, so nothing is skipped or
-// repeated, a slow consumer loses nothing, and a watch cancelled by
-// compaction (or by a member that lost the leader: the watch requires one)
-// is simply restarted after a fresh read. A cursor is a sequence number,
-// read against the keys of the log, never against etcd's history: the
-// events are kept in keys, not in old revisions, so etcd's compaction
-// cannot make a cursor miss an event (no cursor is "too old"; only a
-// deleted flow's events are gone, as the port says). The etcd watch is
-// started at the revision of the read that preceded it; one below the
-// compacted revision is cancelled by etcd and restarted the same way
-// (TestWatchCompacted).
-// A slow poll (watchPoll) covers a watch stream that stalls silently.
+// Watch follows the Store's feed (feed.go): one etcd watch per Store,
+// started by its first Watch and kept until Close, on the puts of p/ (every
+// append, in any process on any machine), meta/last_append and meta/gen.
+// The feed keeps the events it saw in memory (the last 4096 to 8192), so a
+// watcher woken by a commit reads nothing from etcd: what it delivers comes
+// in order from the feed, and nothing is skipped or repeated. What the feed
+// does not hold — a cursor from before the feed started, a flow deleted
+// since (a put of meta/gen: the feed starts again after it, as it cannot
+// tell which events went) — is read from the log (e/ and p/, at one
+// snapshot), and so is the first read of a watcher whose cursor lies
+// behind. A read of the recent log in a View (Events, as the engine reads
+// a gap between its own publications) is answered from the feed too, when
+// it runs: the snapshot is pinned by reading meta/gen and meta/last_append
+// (the revision of the last appending commit, which the feed must have
+// reached; it waits up to 100 ms for it), else the log is read. No watcher
+// and no read of the recent log ranges over p/, whose range costs etcd a
+// step for every pending event moved since the cluster last compacted:
+// with a few processes appending, that made a transition's cost grow with
+// the history (TestTransitionCost, BenchmarkHistory). A cursor is a
+// sequence number, read against the keys of the log, never against etcd's
+// history: compaction cannot make a cursor miss an event (no cursor is
+// "too old"; only a deleted flow's events are gone, as the port says). A
+// feed watch cancelled by compaction or by a member that lost the leader
+// (the watch requires one) starts again where it was, or, when that
+// revision was compacted, from the current one with nothing held, and its
+// watchers read the log (TestWatchCompacted). A slow poll (watchPoll)
+// covers a watch stream that stalls silently.
 //
 // A Service publishes its own commits to its watchers in-process and reads
 // the log only when a publication does not follow the last event a

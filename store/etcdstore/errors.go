@@ -46,6 +46,8 @@ func (s *Store) wrap(op string, err error) error {
 		return err
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return &Error{Store: s.String(), Msg: op + ": the snapshot this read needed was compacted meanwhile; retry", Err: err}
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		return &Error{Store: s.String(), Msg: op + ": " + noSpaceMsg, Err: errors.Join(ErrNoSpace, err)}
 	case errors.Is(err, rpctypes.ErrTooManyOps), errors.Is(err, rpctypes.ErrRequestTooLarge):
 		return &Error{Store: s.String(), Msg: op + ": the transaction is larger than the cluster accepts (" + rpctypes.ErrorDesc(err) + "); raise --max-txn-ops / --max-request-bytes on the members", Err: err}
 	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken),

@@ -221,9 +221,20 @@ func decodeEvent(k kv) (engine.Event, error) {
 	return e, nil
 }
 
-// Events merges the indexed log e/ (from after, at most limit) with the
-// pending events, all read at the snapshot revision.
+// Events is read from the Store's feed when it holds them (feed.go: a
+// Watch runs in this process), else from the log (logEvents).
 func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
+	if evs, ok, err := t.eventsFromFeed(after, limit); err != nil || ok {
+		return evs, err
+	}
+	return t.logEvents(after, limit)
+}
+
+// logEvents merges the indexed log e/ (from after, at most limit) with the
+// pending events, all read at the snapshot revision. Its range over p/
+// steps, in etcd, over every pending event moved since the cluster last
+// compacted.
+func (t *tx) logEvents(after uint64, limit int) ([]engine.Event, error) {
 	dead, err := t.tombstones()
 	if err != nil {
 		return nil, err

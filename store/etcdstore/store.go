@@ -97,6 +97,12 @@ type Store struct {
 	prevs    map[int64]uint64
 	prevRing []int64
 	prevNext int
+
+	// feed is the tail of the event log one etcd watch delivers (feed.go);
+	// closing ends when the Store is closed (stopClosing).
+	feed        feed
+	closing     context.Context
+	stopClosing context.CancelFunc
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -140,7 +146,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, s.wrap("connect", err)
 	}
 	s.cli = cli
+	s.closing, s.stopClosing = context.WithCancel(context.Background())
 	if err := s.init(ctx); err != nil {
+		s.stopClosing()
 		cli.Close()
 		return nil, err
 	}
@@ -148,7 +156,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 // Close releases the connection.
-func (s *Store) Close() error { return s.cli.Close() }
+func (s *Store) Close() error {
+	s.stopClosing()
+	return s.cli.Close()
+}
 
 // Endpoints are the cluster's endpoints as given.
 func (s *Store) Endpoints() []string { return append([]string(nil), s.eps...) }
@@ -200,17 +211,27 @@ func (s *Store) init(ctx context.Context) error {
 	defer cancel()
 	fk, vk := s.key("meta/format"), s.key("meta/schema_version")
 	oldFk := s.pfx + "meta/format"
-	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0), clientv3.Compare(clientv3.Version(oldFk), "=", 0)).
-		Then(clientv3.OpPut(fk, format),
-			clientv3.OpPut(vk, strconv.Itoa(SchemaVersion)),
-			clientv3.OpPut(s.key("meta/seq"), "0"),
-			clientv3.OpPut(s.key("meta/created_at"), s.now().UTC().Format(time.RFC3339))).
-		Else(clientv3.OpGet(fk), clientv3.OpGet(vk), clientv3.OpGet(oldFk)).Commit()
+	// A prefix already set up is read without writing (a cluster out of
+	// space refuses any transaction that may write: the commands that
+	// free space must still open it).
+	get := []clientv3.Op{clientv3.OpGet(fk), clientv3.OpGet(vk), clientv3.OpGet(oldFk)}
+	resp, err := s.cli.Txn(c).Then(get...).Commit()
 	if err != nil {
 		return s.wrap("open", err)
 	}
-	if resp.Succeeded {
-		return nil
+	if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+		resp, err = s.cli.Txn(c).If(clientv3.Compare(clientv3.Version(fk), "=", 0), clientv3.Compare(clientv3.Version(oldFk), "=", 0)).
+			Then(clientv3.OpPut(fk, format),
+				clientv3.OpPut(vk, strconv.Itoa(SchemaVersion)),
+				clientv3.OpPut(s.key("meta/seq"), "0"),
+				clientv3.OpPut(s.key("meta/created_at"), s.now().UTC().Format(time.RFC3339))).
+			Else(get...).Commit()
+		if err != nil {
+			return s.wrap("open", err)
+		}
+		if resp.Succeeded {
+			return nil
+		}
 	}
 	value := func(i int) (string, bool) {
 		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {

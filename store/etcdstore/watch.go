@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/stratum-go/stratum/engine"
 )
 
@@ -20,81 +18,67 @@ const watchPoll = 5 * time.Second
 const watchRetry = 500 * time.Millisecond
 
 // Watch delivers the committed events after the sequence number after, in
-// order, until ctx ends. It is woken by an etcd watch on the puts of p/
-// (every append in any process on any machine) and reads the log from the last
-// event it delivered, so nothing is skipped or repeated and a slow consumer
-// loses nothing. A watch cancelled by the cluster (compaction, no leader)
-// is re-established after a fresh read.
+// order, until ctx ends. It follows the Store's feed (feed.go: one etcd
+// watch on the appends of every process on any machine, its events kept in
+// memory), so a wake-up reads nothing from etcd; it reads the log (e/ and
+// p/, at one snapshot) only for what the feed does not hold: events from
+// before it started (a cursor further back, at the first read) or a flow
+// deleted since. Nothing is skipped or repeated, and a slow consumer loses
+// nothing.
 func (s *Store) Watch(ctx context.Context, after uint64) (<-chan []engine.Event, error) {
 	return s.watch(ctx, after, 0)
 }
 
-// watch is Watch whose first etcd watch starts at revision from when it is
-// not zero (the tests start it below a compaction).
+// watch is Watch whose feed, when it is not running yet, starts at
+// revision from when it is not zero (the tests start it below a
+// compaction).
 func (s *Store) watch(ctx context.Context, after uint64, from int64) (<-chan []engine.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s.feedStart(from)
 	out := make(chan []engine.Event)
 	go func() {
 		defer close(out)
-		var sub *subscription
-		defer func() { sub.stop() }()
+		// cursor: no event up to it is left to deliver (after, or the end
+		// of a snapshot read that found nothing more).
+		cursor := after
 		for {
-			// Read what follows `after` at some revision rev, then watch from
-			// rev+1: nothing committed in between is missed.
-			var evs []engine.Event
-			var rev int64
-			s.watchReads.Add(1)
-			err := s.View(ctx, func(etx engine.Tx) error {
-				t := etx.(*tx)
-				var err error
-				evs, err = t.Events(after, watchBatch)
-				rev = t.rev
-				return err
-			})
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				select {
-				case <-time.After(watchRetry):
-					continue
-				case <-ctx.Done():
+			wake := s.feed.wake()
+			evs, ok := s.feed.since(ctx, cursor, 0, watchBatch, 0)
+			if !ok {
+				var rev int64
+				s.watchReads.Add(1)
+				err := s.View(ctx, func(etx engine.Tx) error {
+					t := etx.(*tx)
+					var err error
+					evs, err = t.logEvents(cursor, watchBatch)
+					rev = t.rev
+					return err
+				})
+				if ctx.Err() != nil {
 					return
+				}
+				if err != nil {
+					sleepCtx(ctx, watchRetry)
+					continue
+				}
+				if len(evs) < watchBatch && rev > 0 {
+					cursor = max(cursor, seqOf(rev, 1<<seqShift-1))
 				}
 			}
 			if len(evs) > 0 {
 				select {
 				case out <- evs:
 					after = evs[len(evs)-1].Seq
+					cursor = max(cursor, after)
 				case <-ctx.Done():
 					return
 				}
 				continue
 			}
-			if sub == nil {
-				if from == 0 {
-					from = rev + 1
-				}
-				sub = s.subscribe(ctx, from)
-				from = 0
-			}
 			select {
-			case resp, ok := <-sub.ch:
-				if !ok || resp.Canceled || resp.Err() != nil {
-					// Compacted, no leader, or closed: start over from a
-					// fresh read.
-					sub.stop()
-					sub = nil
-					if !ok || resp.Err() != nil {
-						select {
-						case <-time.After(watchRetry / 5):
-						case <-ctx.Done():
-							return
-						}
-					}
-				}
+			case <-wake:
 			case <-time.After(watchPoll):
 			case <-ctx.Done():
 				return
@@ -102,24 +86,4 @@ func (s *Store) watch(ctx context.Context, after uint64, from int64) (<-chan []e
 		}
 	}()
 	return out, nil
-}
-
-// subscription is one etcd watch on the pending events p/ (every append).
-type subscription struct {
-	ch     clientv3.WatchChan
-	cancel context.CancelFunc
-}
-
-// subscribe watches the puts of p/ from revision rev; the watch requires a
-// leader, so a member cut off from the quorum cancels it instead of
-// staying silent.
-func (s *Store) subscribe(ctx context.Context, rev int64) *subscription {
-	c, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	return &subscription{ch: s.cli.Watch(c, s.key("p/"), clientv3.WithPrefix(), clientv3.WithFilterDelete(), clientv3.WithRev(rev)), cancel: cancel}
-}
-
-func (w *subscription) stop() {
-	if w != nil {
-		w.cancel()
-	}
 }

@@ -70,4 +70,11 @@
 //
 // Crossing handles and processes (a Watch woken by another process's
 // commits) is the backend's own test: package store has them.
+//
+// RunTransitionCost is not part of Run: it measures what transitions cost a
+// backend as its history grows (stratum_plan and stratum_step_done through
+// engine.Service on several handles of one store, each with a watcher), by
+// the backend's own counters (a Meter), and fails when a transition costs
+// more operations or bytes than given, or more at the end than at the
+// start. The etcd store runs it on one and three members.
 package storetest

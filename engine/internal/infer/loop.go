@@ -33,6 +33,11 @@ type LoopRequest struct {
 	// Exporter starts the infer span as a root when ctx carries no span
 	// (nil: no span then).
 	Exporter *otlp.Exporter
+	// OnDelta, when set, streams each attempt's answer: it is called with
+	// the attempt (from 1) and each piece of its text as it arrives.
+	OnDelta func(attempt int, text string) error
+	// OnFailed, when set, is told each failed attempt's violations.
+	OnFailed func(attempt int, violations []string)
 }
 
 // LoopResult is what a loop did. It is returned with the error too.
@@ -99,6 +104,10 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 	for attempt := 1; attempt <= req.Retries+1; attempt++ {
 		a := req.AttemptRequest
 		a.Attempt, a.RetryEvent = attempt, false
+		if req.OnDelta != nil {
+			n := attempt
+			a.OnDelta = func(text string) error { return req.OnDelta(n, text) }
+		}
 		a.Parts.Violations = previous
 		if req.Budget != nil {
 			a.Budget = req.Budget()
@@ -144,6 +153,9 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 			return res, err
 		}
 		res.Violations = append(res.Violations, previous)
+		if req.OnFailed != nil {
+			req.OnFailed(attempt, previous)
+		}
 	}
 	return res, &ExhaustedError{Parse: parse, Violations: res.Violations}
 }

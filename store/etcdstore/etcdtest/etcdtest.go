@@ -5,11 +5,14 @@
 package etcdtest
 
 import (
+	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +53,9 @@ type Options struct {
 	AuthTokenTTL uint
 	// MaxTxnOps is the members' --max-txn-ops (0: etcd's default, 128).
 	MaxTxnOps uint
+	// QuotaBackendBytes is the members' --quota-backend-bytes (0: etcd's
+	// default, 2 GiB).
+	QuotaBackendBytes int64
 }
 
 // freePort returns a loopback port nobody listens on right now.
@@ -165,6 +171,9 @@ func launch(dir string, ownDir bool, o Options) (*Cluster, error) {
 		if o.MaxTxnOps > 0 {
 			cfg.MaxTxnOps = o.MaxTxnOps
 		}
+		if o.QuotaBackendBytes > 0 {
+			cfg.QuotaBackendBytes = o.QuotaBackendBytes
+		}
 		if o.AuthTokenTTL > 0 {
 			cfg.AuthTokenTTL = o.AuthTokenTTL
 		}
@@ -246,4 +255,40 @@ func (c *Cluster) URL(prefix string) string {
 		hosts[i] = strings.TrimPrefix(strings.TrimPrefix(e, "http://"), "https://")
 	}
 	return "etcd://" + strings.Join(hosts, ",") + "/" + prefix
+}
+
+// Members is the number of members the cluster was started with.
+func (c *Cluster) Members() int { return len(c.names) }
+
+// Metric reads the named metrics of the member at endpoint i from its
+// /metrics (the Prometheus text format); a metric absent is 0. The members
+// of one process share their counters (etcd registers them once per
+// process), so a counter is the sum over the members of this cluster, and
+// of any other started in the same process.
+func (c *Cluster) Metric(i int, names ...string) (map[string]float64, error) {
+	cli := http.Client{Timeout: 10 * time.Second}
+	resp, err := cli.Get(c.Endpoints[i] + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := make(map[string]float64, len(names))
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n], out[n] = true, 0
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !want[name] {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric %s: %q: %v", name, val, err)
+		}
+		out[name] = v
+	}
+	return out, sc.Err()
 }

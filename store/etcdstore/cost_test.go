@@ -1,0 +1,110 @@
+package etcdstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/etcdstore"
+	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/storetest"
+)
+
+// etcdMeter reads the members' operation counters from /metrics. The
+// members of an in-process cluster share their counters, and a write is
+// applied by every member, so they are divided by the number of members:
+// the cost to the average member (exact for one member).
+func etcdMeter(c *etcdtest.Cluster) storetest.Meter {
+	return func(t testing.TB) storetest.Cost {
+		t.Helper()
+		m, err := c.Metric(0, "etcd_mvcc_put_total", "etcd_mvcc_delete_total", "etcd_mvcc_range_total",
+			"etcd_mvcc_txn_total", "etcd_debugging_mvcc_total_put_size_in_bytes", "etcd_mvcc_db_total_size_in_use_in_bytes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := float64(c.Members())
+		return storetest.Cost{
+			Puts: m["etcd_mvcc_put_total"] / n, Deletes: m["etcd_mvcc_delete_total"] / n,
+			Ranges: m["etcd_mvcc_range_total"] / n, Txns: m["etcd_mvcc_txn_total"] / n,
+			PutBytes: m["etcd_debugging_mvcc_total_put_size_in_bytes"] / n,
+			DBBytes:  m["etcd_mvcc_db_total_size_in_use_in_bytes"],
+		}
+	}
+}
+
+// handles opens the prefix n times, as n processes would.
+func handles(t *testing.T, c *etcdtest.Cluster, prefix string, n int) []engine.Store {
+	t.Helper()
+	out := make([]engine.Store, n)
+	for i := range out {
+		s, err := etcdstore.Open(context.Background(), etcdstore.Options{Endpoints: c.Endpoints, Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out[i] = s
+	}
+	return out
+}
+
+// TestTransitionCost writes 5,000 transitions through four handles, each
+// with a watcher, on one and on three members, and checks from the
+// members' own counters that a transition costs a bounded number of etcd
+// operations and bytes, the same at the end as at the start (-short: skipped).
+func TestTransitionCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5,000 transitions per cluster (-short)")
+	}
+	for _, members := range []int{1, 3} {
+		t.Run(fmt.Sprintf("members=%d", members), func(t *testing.T) {
+			c := etcdtest.Start(t, members)
+			storetest.RunTransitionCost(t, handles(t, c, "cost", 4), etcdMeter(c), storetest.CostOptions{Transitions: costN})
+		})
+	}
+}
+
+// costN is how many transitions TestTransitionCost writes (STRATUM_COST_N
+// overrides it, to look further).
+var costN = func() int {
+	if n, err := strconv.Atoi(os.Getenv("STRATUM_COST_N")); err == nil && n > 0 {
+		return n
+	}
+	return 5000
+}()
+
+// BenchmarkHistory writes 100,000 transitions (STRATUM_COST_N overrides)
+// on one member that fsyncs, through four handles each with a watcher, and
+// reports the rate of the first and of the last 10 % (a cost that grows
+// with history shows as a fall), the etcd operations and bytes put per
+// transition over the last 10 %, and the database's size in use at the end.
+// b.N is ignored: one run is the measurement.
+//
+//	go test ./store/etcdstore -run '^$' -bench History -benchtime 1x -timeout 60m
+func BenchmarkHistory(b *testing.B) {
+	n := 100000
+	if v, err := strconv.Atoi(os.Getenv("STRATUM_COST_N")); err == nil && v > 0 {
+		n = v
+	}
+	c := etcdtest.StartFsync(b, 1)
+	hs := make([]engine.Store, 4)
+	for i := range hs {
+		s, err := etcdstore.Open(context.Background(), etcdstore.Options{Endpoints: c.Endpoints, Prefix: "history"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		hs[i] = s
+	}
+	b.ResetTimer()
+	ws := storetest.RunTransitionCost(b, hs, etcdMeter(c), storetest.CostOptions{Transitions: n, Window: n / 10})
+	b.StopTimer()
+	first, last := ws[0], ws[len(ws)-1]
+	b.ReportMetric(first.Rate, "first10%-transitions/s")
+	b.ReportMetric(last.Rate, "last10%-transitions/s")
+	b.ReportMetric(last.Ops(), "ops/transition")
+	b.ReportMetric(last.PutBytes, "put-B/transition")
+	b.ReportMetric(last.Size/(1<<20), "db-MiB")
+}
