@@ -58,6 +58,24 @@ func (ls Leases) Release(ctx context.Context, flowID, leaseID string) error {
 	return err
 }
 
+// HandBack is Release that also gives the flow back to agents (driver
+// "agent"): a run that drove the flow for an agent (the MCP server's
+// background runs) ends, and the flow is not a runner's stalled flow.
+func (ls Leases) HandBack(ctx context.Context, flowID, leaseID string) error {
+	_, err := ls.s.optimistic(ctx, "hand-back of flow "+flowID, func(sn *snapshot, now time.Time) (computed, error) {
+		st, err := sn.Get(flowID)
+		if err != nil {
+			return computed{}, err
+		}
+		if st.Owner == nil || st.Owner.ID != leaseID {
+			return computed{res: transitionResult{Unchanged: true}}, nil
+		}
+		st.Owner, st.Driver = nil, state.DriverAgent
+		return computed{st: st}, nil
+	})
+	return err
+}
+
 // Leases are the runner leases of a Service's flows: the lease on a whole
 // flow a runner holds while it drives the flow (Claim, TakeOver, Release),
 // and the lease on one fan-out step's run (ClaimParallelRun,

@@ -338,13 +338,46 @@ func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, map[str
 // commit writes a computed transition in one Store.Update if every flow
 // the snapshot read is unchanged and every flow it creates is still new
 // (errStale otherwise), then publishes its events. Stamps and summaries are
-// computed before the transaction; inside it there are only the version
-// checks and the writes.
+// computed before the transaction (stampWrites); inside it there are only
+// the version checks and the writes (applyCommit).
 func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome, error) {
 	res := c.res
+	writes, written, nPut := s.stampWrites(sn, c)
+	var internal bool
+	err := s.Store.Update(ctx, func(tx Tx) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				internal = true
+				err = errNoWrite
+			}
+		}()
+		return applyCommit(tx, sn, &res, writes, written, nPut)
+	})
+	if internal {
+		return nil, internalError()
+	}
+	if err != nil {
+		return nil, err
+	}
+	states := make([]*state.FlowState, len(writes))
+	for i, w := range writes {
+		states[i] = w.st
+	}
+	s.own.put(states, res.Delete)
+	s.events.publish(res.Events) // stamped with their sequence numbers by Append
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res.Outcome, nil
+}
+
+// stampWrites stamps the flows a transition writes (its other flows, Put,
+// then its flow), once per flow, expecting the version the snapshot read,
+// with their summaries. written indexes writes by flow id; the first nPut
+// are Put's.
+func (s *Service) stampWrites(sn *snapshot, c computed) (writes []write, written map[string]int, nPut int) {
 	now := s.now()
-	var writes []write
-	written := map[string]int{} // index in writes
+	written = map[string]int{}
 	add := func(st *state.FlowState) {
 		// Stamped once per flow and transaction, expecting the version read.
 		expect := st.Version
@@ -364,80 +397,60 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 		written[st.FlowID] = len(writes)
 		writes = append(writes, write{st: st, sum: s.summary(st, c.sp), expect: expect})
 	}
-	for _, p := range res.Put {
+	for _, p := range c.res.Put {
 		add(p)
 	}
-	nPut := len(writes)
+	nPut = len(writes)
 	if c.st != nil {
 		add(c.st)
 	}
-	var internal bool
-	err := s.Store.Update(ctx, func(tx Tx) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				internal = true
-				err = errNoWrite
-			}
-		}()
-		// Flows read and not written: re-read. (Those written are checked
-		// by their conditional Put, below, without decoding them again.)
-		for id, v := range sn.read {
-			if _, ok := written[id]; ok {
-				continue
-			}
-			if ok, err := hasVersion(tx, id, v); err != nil || !ok {
-				if err == nil {
-					err = errStale
-				}
-				return err
-			}
+	return writes, written, nPut
+}
+
+// applyCommit is commit's write transaction: the flows read and not
+// written re-checked (those written are checked by their conditional Put
+// without decoding them again), then the writes as the transition left
+// them — other flows, deletions, the flow — its events and cache entries.
+func applyCommit(tx Tx, sn *snapshot, res *transitionResult, writes []write, written map[string]int, nPut int) error {
+	for id, v := range sn.read {
+		if _, ok := written[id]; ok {
+			continue
 		}
-		put := func(ws []write) error {
-			for _, w := range ws {
-				if err := w.put(tx); err != nil {
-					return err
-				}
+		if ok, err := hasVersion(tx, id, v); err != nil || !ok {
+			if err == nil {
+				err = errStale
 			}
-			return nil
-		}
-		// As the transition left them: other flows, deletions, the flow.
-		if err := put(writes[:nPut]); err != nil {
 			return err
 		}
-		for _, id := range res.Delete {
-			if err := tx.Delete(id); err != nil {
-				return err
-			}
-		}
-		if err := put(writes[nPut:]); err != nil {
-			return err
-		}
-		if len(res.Events) > 0 {
-			if err := tx.Append(res.Events...); err != nil {
-				return err
-			}
-		}
-		for _, c := range res.Cache {
-			if err := tx.CachePut(c.Key, c.Value); err != nil {
+	}
+	put := func(ws []write) error {
+		for _, w := range ws {
+			if err := w.put(tx); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-	if internal {
-		return nil, internalError()
 	}
-	if err != nil {
-		return nil, err
+	if err := put(writes[:nPut]); err != nil {
+		return err
 	}
-	states := make([]*state.FlowState, len(writes))
-	for i, w := range writes {
-		states[i] = w.st
+	for _, id := range res.Delete {
+		if err := tx.Delete(id); err != nil {
+			return err
+		}
 	}
-	s.own.put(states, res.Delete)
-	s.events.publish(res.Events) // stamped with their sequence numbers by Append
-	if res.Err != nil {
-		return nil, res.Err
+	if err := put(writes[nPut:]); err != nil {
+		return err
 	}
-	return res.Outcome, nil
+	if len(res.Events) > 0 {
+		if err := tx.Append(res.Events...); err != nil {
+			return err
+		}
+	}
+	for _, c := range res.Cache {
+		if err := tx.CachePut(c.Key, c.Value); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -86,6 +86,35 @@ func (b *contractBuilder) checkBounds() {
 		}
 	}
 
+	b.markTooDeep(refs, depth, deepest)
+	b.markTooLarge(nodes)
+}
+
+// valueNodes counts the nodes of a keyword value (maps and lists element by
+// element), stopping at MaxContractNodes.
+func valueNodes(v any, n int) int {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			if n > MaxContractNodes {
+				return n
+			}
+			n = valueNodes(e, n+1)
+		}
+	case []any:
+		for _, e := range x {
+			if n > MaxContractNodes {
+				return n
+			}
+			n = valueNodes(e, n+1)
+		}
+	}
+	return n
+}
+
+// markTooDeep marks every contract whose containment chain is deeper than
+// MaxContractDepth bad, and reports the outermost of each chain once.
+func (b *contractBuilder) markTooDeep(refs map[string][]string, depth map[string]int, deepest map[string]string) {
 	tooDeep := map[string]bool{}
 	for _, name := range b.order {
 		if depth[name] > MaxContractDepth {
@@ -114,7 +143,11 @@ func (b *contractBuilder) checkBounds() {
 			fmt.Sprintf("contract '%s' contains contracts %d deep (%s → …); the limit is %d", name, depth[name], strings.Join(chain, " → "), MaxContractDepth),
 			"flatten the nesting, or use type: object for a deep field")
 	}
+}
 
+// markTooLarge marks the first contract past the node budget, counted in
+// declaration order, and every one declared after it bad, and reports it.
+func (b *contractBuilder) markTooLarge(nodes map[string]int) {
 	total := 0
 	for i, name := range b.order {
 		if b.bad[name] {
@@ -136,26 +169,4 @@ func (b *contractBuilder) checkBounds() {
 			"contain a contract in fewer places, or use type: object for large nested fields")
 		return
 	}
-}
-
-// valueNodes counts the nodes of a keyword value (maps and lists element by
-// element), stopping at MaxContractNodes.
-func valueNodes(v any, n int) int {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, e := range x {
-			if n > MaxContractNodes {
-				return n
-			}
-			n = valueNodes(e, n+1)
-		}
-	case []any:
-		for _, e := range x {
-			if n > MaxContractNodes {
-				return n
-			}
-			n = valueNodes(e, n+1)
-		}
-	}
-	return n
 }

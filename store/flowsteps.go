@@ -278,31 +278,9 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 	if st.Attempts != nil {
 		flags |= stepsAttemptsSet
 	}
-	prev := t.knownSteps(st.FlowID)
-	var stored stepsMeta
-	raw := b.Get(stepsMetaKey(st.FlowID))
-	if raw != nil {
-		m, err := decodeStepsMeta(raw)
-		if err == nil && (prev == nil || m.tag != prev.tag) {
-			// Not the ones this Store knows (another writer's, or out of
-			// its cache): read, so that only the changes are written.
-			prev, err = t.decodeSteps(b, st.FlowID, m)
-		}
-		if err == nil {
-			stored = m
-		} else {
-			prev = nil // damaged: all rewritten
-		}
-	} else {
-		prev = nil
-	}
-	if prev == nil {
-		if raw != nil {
-			if err := deleteSteps(b, st.FlowID); err != nil {
-				return err
-			}
-		}
-		prev = &cachedSteps{}
+	prev, stored, err := t.storedSteps(b, st.FlowID)
+	if err != nil {
+		return err
 	}
 	// next starts as a copy of prev (a bulk copy of each map, cheaper than
 	// inserting every entry again), and takes the changes.
@@ -378,6 +356,39 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 	l.steps = next
 	t.note(st.FlowID, l)
 	return nil
+}
+
+// storedSteps is what writeSteps compares with: the step entries this
+// Store knows when the stored tag is theirs, else those read from the
+// file, with the stored meta; when the stored ones are damaged they are
+// removed and prev is empty (all rewritten).
+func (t *tx) storedSteps(b *bolt.Bucket, flowID string) (prev *cachedSteps, stored stepsMeta, err error) {
+	prev = t.knownSteps(flowID)
+	raw := b.Get(stepsMetaKey(flowID))
+	if raw != nil {
+		m, err := decodeStepsMeta(raw)
+		if err == nil && (prev == nil || m.tag != prev.tag) {
+			// Not the ones this Store knows (another writer's, or out of
+			// its cache): read, so that only the changes are written.
+			prev, err = t.decodeSteps(b, flowID, m)
+		}
+		if err == nil {
+			stored = m
+		} else {
+			prev = nil // damaged: all rewritten
+		}
+	} else {
+		prev = nil
+	}
+	if prev == nil {
+		if raw != nil {
+			if err := deleteSteps(b, flowID); err != nil {
+				return nil, stepsMeta{}, err
+			}
+		}
+		prev = &cachedSteps{}
+	}
+	return prev, stored, nil
 }
 
 // sameJSONValue reports whether v (a value the engine holds) is the

@@ -67,44 +67,8 @@ func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 		b[string(name)] = bk
 	}
 	flows, sums := b[string(bucketFlows)], b[string(bucketSummaries)]
-	found := map[string]*Quarantined{}
-	note := func(id []byte, record string, err error) {
-		q := found[string(id)]
-		if q == nil {
-			q = &Quarantined{FlowID: string(id), Reason: fmt.Sprintf("cannot decode its %s: %v", record, err)}
-			found[string(id)] = q
-		}
-	}
-	if err := flows.ForEach(func(k, v []byte) error {
-		var st state.FlowState
-		err := unmarshalJSON(bytes.Clone(v), &st)
-		if err == nil && st.FlowID != string(k) {
-			err = fmt.Errorf("it names flow %q", st.FlowID)
-		}
-		if err == nil && isSpecRef(st.RawSpec) {
-			_, err = parseSpecRef(st.RawSpec)
-		}
-		if err == nil {
-			// Its records and trace (flowlog.go) are part of the state.
-			err = t.readLog(&st)
-		}
-		if err == nil {
-			// So are its step outputs and attempts (flowsteps.go).
-			err = t.readSteps(&st)
-		}
-		if err != nil {
-			note(k, "state", err)
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := sums.ForEach(func(k, v []byte) error {
-		if _, err := decodeSummary(v); err != nil {
-			note(k, "summary", err)
-		}
-		return nil
-	}); err != nil {
+	found, err := t.findDamaged(flows, sums)
+	if err != nil {
 		return nil, err
 	}
 	if len(found) == 0 {
@@ -169,6 +133,52 @@ func (t *tx) quarantineDamaged() ([]Quarantined, error) {
 	}
 	t.wrote = true
 	return out, t.recountSpecs(flows, b[string(bucketSpecs)])
+}
+
+// findDamaged is every flow whose state (with its records, trace, step
+// outputs and attempts) or summary does not decode, with why.
+func (t *tx) findDamaged(flows, sums *bolt.Bucket) (map[string]*Quarantined, error) {
+	found := map[string]*Quarantined{}
+	note := func(id []byte, record string, err error) {
+		q := found[string(id)]
+		if q == nil {
+			q = &Quarantined{FlowID: string(id), Reason: fmt.Sprintf("cannot decode its %s: %v", record, err)}
+			found[string(id)] = q
+		}
+	}
+	if err := flows.ForEach(func(k, v []byte) error {
+		var st state.FlowState
+		err := unmarshalJSON(bytes.Clone(v), &st)
+		if err == nil && st.FlowID != string(k) {
+			err = fmt.Errorf("it names flow %q", st.FlowID)
+		}
+		if err == nil && isSpecRef(st.RawSpec) {
+			_, err = parseSpecRef(st.RawSpec)
+		}
+		if err == nil {
+			// Its records and trace (flowlog.go) are part of the state.
+			err = t.readLog(&st)
+		}
+		if err == nil {
+			// So are its step outputs and attempts (flowsteps.go).
+			err = t.readSteps(&st)
+		}
+		if err != nil {
+			note(k, "state", err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := sums.ForEach(func(k, v []byte) error {
+		if _, err := decodeSummary(v); err != nil {
+			note(k, "summary", err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return found, nil
 }
 
 // deleteIndexEntries deletes the keys of idx whose flow id (idOf) is in ids.

@@ -272,26 +272,8 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 			err = fmt.Errorf("store %s: close: %w", s.path, cerr)
 		}
 	}()
-	if err := s.guard(func() error {
-		var berr error
-		btx, berr = h.db.Begin(writable)
-		return berr
-	}); err != nil {
-		btx = nil
-		return s.mapErr("begin transaction", err)
-	}
-	if err := s.checkSize(h, btx); err != nil {
-		return err
-	}
-	if writable {
-		if err := s.verifyBeforeWrite(h, btx); err != nil {
-			return err
-		}
-	}
-	if s.ready.Load() {
-		if err := s.checkVersion(btx); err != nil {
-			return err
-		}
+	if btx, err = s.begin(h, writable); err != nil {
+		return err // a transaction begun is rolled back by the deferred func
 	}
 	keepable = true
 	if err := fn(btx); err != nil {
@@ -314,6 +296,36 @@ func (s *Store) run(ctx context.Context, mode txMode, fn func(*bolt.Tx) error) (
 	}
 	s.markCommitted(h, txid)
 	return nil
+}
+
+// begin begins a transaction on h and checks the file before fn runs:
+// its size, before a write that it is the file this process verified, and
+// once the store is ready its schema version. A transaction that began is
+// returned with a failed check's error (the caller rolls it back); nil
+// when it did not begin.
+func (s *Store) begin(h *handle, writable bool) (*bolt.Tx, error) {
+	var btx *bolt.Tx
+	if err := s.guard(func() error {
+		var berr error
+		btx, berr = h.db.Begin(writable)
+		return berr
+	}); err != nil {
+		return nil, s.mapErr("begin transaction", err)
+	}
+	if err := s.checkSize(h, btx); err != nil {
+		return btx, err
+	}
+	if writable {
+		if err := s.verifyBeforeWrite(h, btx); err != nil {
+			return btx, err
+		}
+	}
+	if s.ready.Load() {
+		if err := s.checkVersion(btx); err != nil {
+			return btx, err
+		}
+	}
+	return btx, nil
 }
 
 // mapErr turns bbolt and OS errors into the store's own.

@@ -203,9 +203,12 @@ var flowColumnsAll = []flowColumn{
 	{title: "AGE", width: 4, drop: 4, cell: func(_ *common, f *state.FlowSummary, now time.Time, w int) string {
 		return padRight(age(now.Sub(f.CreatedAt)), w)
 	}},
-	{title: "DRIVER", width: 7, drop: 2, cell: func(_ *common, f *state.FlowSummary, _ time.Time, w int) string {
+	{title: "DRIVER", width: 7, drop: 2, cell: func(_ *common, f *state.FlowSummary, now time.Time, w int) string {
 		driver := f.Driver
-		if driver == "" {
+		switch {
+		case f.Owner != nil && strings.HasPrefix(f.Owner.ID, "bg-") && f.Owner.ExpiresAt.After(now):
+			driver = "bg" // the MCP server's background run
+		case driver == "":
 			driver = "-"
 		}
 		return padRight(driver, w)

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,11 +65,22 @@ func (p *tracePane) lines(c *common) []traceLine {
 	r := newTraceRound(c)
 	out := make([]traceLine, 0, len(c.detailEvents))
 	taskRow := map[string]int{} // a fan-out task's row: its latest state
+	items := map[string]*itemRow{}
 	for i := range c.detailEvents {
 		ev := &c.detailEvents[i]
 		if ev.Type == engine.EventParallelTask {
 			tl := taskLine(c, ev)
 			key := ev.StepID + "\x00" + ev.Data.TaskID
+			if item, stage, ok := pipelineTask(ev.StepID, ev.Data.TaskID); ok {
+				key = ev.StepID + "\x00item" + strconv.Itoa(item)
+				r := items[key]
+				if r == nil {
+					r = &itemRow{}
+					items[key] = r
+				}
+				r.add(stage, ev.Data)
+				tl = r.line(c, ev, ev.StepID, item)
+			}
 			if i, ok := taskRow[key]; ok {
 				out[i] = tl
 				continue

@@ -192,7 +192,7 @@ func (s *server) bgFlow(ctx context.Context, flowID string) (*state.FlowState, s
 // claude agent CLI, gates left open (paused_gate).
 func (s *server) bgRunner(st *state.FlowState) (*run.Runner, func()) {
 	opts := run.Options{Service: s.svc, Gates: review.Policy{OnGate: review.OnGateExit}, LeaseTTL: bgLeaseTTL,
-		LeasePrefix: bgLeasePrefix, Log: io.Discard, KeepLeaseOnStop: s.bgStopping}
+		LeasePrefix: bgLeasePrefix, Log: io.Discard, KeepLeaseOnStop: s.bgStopping, HandBack: true}
 	closeX := func() {}
 	cfg, err := config.Load(run.ProjectDir(st.SpecFile))
 	if err != nil {

@@ -173,6 +173,10 @@ func testBgRunPausesAtGate(t *testing.T) {
 	s.ok("stratum_flow_run_bg", map[string]any{"flow_id": id}, map[string]any{"status": "bg_started"})
 	p := s.bgPollUntil(id, "paused_gate")
 	expect(t, "poll", p, map[string]any{"current_step": "g", "paused_reason": "gate:g", "steps_completed": 1, "terminal_status": nil})
+	// The flow is back with the agent: not a runner's stalled flow.
+	if f := s.flowSummary(id); f["driver"] != "agent" || f["owner"] != nil {
+		t.Errorf("after the pause: %v", f)
+	}
 	s.ok("stratum_gate_resolve", map[string]any{"flow_id": id, "step_id": "g", "outcome": "approve", "rationale": "fine", "resolved_by": "agent"},
 		map[string]any{"status": "execute_step", "step_id": "b"})
 	s.ok("stratum_flow_bg_poll", map[string]any{"flow_id": id}, map[string]any{"status": "idle", "current_step": "b"})
@@ -267,4 +271,17 @@ func testBgRunSurvivesKill(t *testing.T) {
 	if !strings.Contains(second.stderr.String(), "adopted a background run") {
 		t.Errorf("the second server did not say it adopted the run:\n%s", second.stderr.String())
 	}
+}
+
+// flowSummary is the flow's summary in stratum_list_flows.
+func (s *server) flowSummary(id string) map[string]any {
+	s.t.Helper()
+	out := s.ok("stratum_list_flows", map[string]any{}, nil)
+	for _, f := range out["flows"].([]any) {
+		if m := f.(map[string]any); m["flow_id"] == id {
+			return m
+		}
+	}
+	s.t.Fatalf("flow %s not listed", id)
+	return nil
 }

@@ -97,6 +97,10 @@ type Options struct {
 	// (the MCP server's background runs when the server stops). Nil:
 	// released.
 	KeepLeaseOnStop func() bool
+	// HandBack gives the flows back to agents when the run ends (driver
+	// "agent", engine.Leases.HandBack) instead of leaving them a runner's:
+	// the MCP server's background runs drive flows for an agent.
+	HandBack bool
 	// WorktreeRoot is where fan-out tasks get their git worktrees (default
 	// $STRATUM_HOME/worktrees); KeepWorktrees leaves them (and their
 	// branches) in place, their paths printed to Log.

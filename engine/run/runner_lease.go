@@ -90,7 +90,11 @@ func (r *Runner) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, id := range ids {
-		_ = r.svc.Leases().Release(ctx, id, r.holder.ID())
+		if r.opts.HandBack {
+			_ = r.svc.Leases().HandBack(ctx, id, r.holder.ID())
+		} else {
+			_ = r.svc.Leases().Release(ctx, id, r.holder.ID())
+		}
 	}
 }
 

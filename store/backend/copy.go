@@ -105,20 +105,8 @@ const eventsPerTx = 50
 func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 	var n Counts
 	if !force {
-		var nonEmpty bool
-		if err := dst.View(ctx, func(tx engine.Tx) error {
-			sums, err := tx.List(engine.ListFilter{Limit: 1})
-			if err != nil {
-				return err
-			}
-			last, err := tx.LastSeq()
-			nonEmpty = len(sums) > 0 || last > 0
-			return err
-		}); err != nil {
+		if err := refuseNonEmpty(ctx, dst); err != nil {
 			return n, err
-		}
-		if nonEmpty {
-			return n, fmt.Errorf("%w (%s); pass --force to replace the flows it shares with the source", ErrNotEmpty, dst.Name())
 		}
 	}
 	var sums []state.FlowSummary
@@ -192,6 +180,35 @@ func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 		}
 		n.Events += len(batch)
 	}
+	cached, err := copyCache(ctx, src, dst)
+	n.Cache = cached
+	return n, err
+}
+
+// refuseNonEmpty is ErrNotEmpty when dst holds a flow or an event.
+func refuseNonEmpty(ctx context.Context, dst *Opened) error {
+	var nonEmpty bool
+	if err := dst.View(ctx, func(tx engine.Tx) error {
+		sums, err := tx.List(engine.ListFilter{Limit: 1})
+		if err != nil {
+			return err
+		}
+		last, err := tx.LastSeq()
+		nonEmpty = len(sums) > 0 || last > 0
+		return err
+	}); err != nil {
+		return err
+	}
+	if nonEmpty {
+		return fmt.Errorf("%w (%s); pass --force to replace the flows it shares with the source", ErrNotEmpty, dst.Name())
+	}
+	return nil
+}
+
+// copyCache copies every result-cache entry of src into dst, one
+// transaction each, and returns how many.
+func copyCache(ctx context.Context, src, dst *Opened) (int, error) {
+	n := 0
 	keys, err := src.cacheKeys(ctx)
 	if err != nil {
 		return n, err
@@ -212,7 +229,7 @@ func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 		if err := dst.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(k, v) }); err != nil {
 			return n, err
 		}
-		n.Cache++
+		n++
 	}
 	return n, nil
 }

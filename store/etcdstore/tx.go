@@ -263,25 +263,8 @@ func (t *tx) commit() (bool, error) {
 				t.s.leaseMu.Unlock()
 			}
 		}()
-		for flowID, in := range t.owners {
-			h := t.s.leases[in.lid]
-			if h == nil && in.cur != 0 {
-				// Another process holds this runner's etcd lease (the
-				// runner's own): the key stays attached to it, and the
-				// compare on it fails if it expired meanwhile.
-				continue
-			}
-			id, err := t.s.ensureLease(t.ctx, in.lid, in.expires)
-			if err != nil {
-				return false, err
-			}
-			if id != in.cur {
-				if t.leased == nil {
-					t.leased = map[string]clientv3.LeaseID{}
-				}
-				t.leased[in.key] = id
-				t.put(in.key, []byte(flowID))
-			}
+		if err := t.leaseOwners(); err != nil {
+			return false, err
 		}
 		if len(t.leased) == 0 && len(t.dropped) == 0 {
 			t.s.leaseMu.Unlock()
@@ -347,6 +330,33 @@ func (t *tx) commit() (bool, error) {
 		}
 	}
 	return resp.Succeeded, nil
+}
+
+// leaseOwners makes sure of the etcd lease of each owner the commit puts
+// (granted or kept alive), under leaseMu, and re-puts an owner's lease key
+// on a lease that changed (leased).
+func (t *tx) leaseOwners() error {
+	for flowID, in := range t.owners {
+		h := t.s.leases[in.lid]
+		if h == nil && in.cur != 0 {
+			// Another process holds this runner's etcd lease (the
+			// runner's own): the key stays attached to it, and the
+			// compare on it fails if it expired meanwhile.
+			continue
+		}
+		id, err := t.s.ensureLease(t.ctx, in.lid, in.expires)
+		if err != nil {
+			return err
+		}
+		if id != in.cur {
+			if t.leased == nil {
+				t.leased = map[string]clientv3.LeaseID{}
+			}
+			t.leased[in.key] = id
+			t.put(in.key, []byte(flowID))
+		}
+	}
+	return nil
 }
 
 // request is the etcd transaction of the commit: the compares of what was
