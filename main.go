@@ -454,10 +454,10 @@ formatting stay as written. There is no migration from 0.1.
 Exit status: 0 written, already at the target, or a dry run; 1 the spec does not
 validate, or a file cannot be read or written; 2 you declined (or a usage error);
 3 an unknown version, or no migration from the spec's version to the target.`,
-		Example: `  stratum migrate review.stratum.yaml
-  stratum migrate review.stratum.yaml --yes --backup
-  stratum migrate review.stratum.yaml --dry-run
-  stratum migrate review.stratum.yaml --json --yes`,
+		Example: `  stratum migrate specs/examples/review.stratum.yaml
+  stratum migrate specs/examples/review.stratum.yaml --yes --backup
+  stratum migrate specs/examples/review.stratum.yaml --dry-run
+  stratum migrate specs/examples/review.stratum.yaml --json --yes`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return a.migrate(args[0], migrateOpts{to: to, output: output, yes: yes, dryRun: dryRun, force: force, backup: backup, json: jsn})
