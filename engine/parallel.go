@@ -225,6 +225,47 @@ func ParallelAggregate(st *state.FlowState, step *specs.Step, results []any, mer
 	return agg, v == "", nil
 }
 
+// stageCerts reports whether a pipeline stage has its own
+// task_reasoning_template.
+func stageCerts(step *specs.Step) bool {
+	for _, st := range step.Stages {
+		if st.TaskReasoningTemplate != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// taskCert is the certificate template task id is checked against (nil:
+// none). A parallel_dispatch's tasks: the step's, on claude steps only (as
+// the original's parallel_done). A pipeline's (the original's
+// effective_pipeline_task_cert): its stage's template, whatever the agent;
+// else the step's, when the stage's agent (or the step's) is claude.
+func taskCert(step *specs.Step, id string) any {
+	if step.Kind != specs.KindPipeline {
+		if a := step.Agent; a != "" && !strings.HasPrefix(a, "claude") {
+			return nil
+		}
+		return step.TaskReasoningTemplate
+	}
+	_, j, _, ok := fanout.ParsePipelineTaskID(step.ID, id)
+	if !ok || j >= len(step.Stages) {
+		return nil
+	}
+	st := step.Stages[j]
+	if st.TaskReasoningTemplate != nil {
+		return st.TaskReasoningTemplate
+	}
+	agent := st.Agent
+	if agent == "" {
+		agent = step.Agent
+	}
+	if agent != "" && !strings.HasPrefix(agent, "claude") {
+		return nil
+	}
+	return step.TaskReasoningTemplate
+}
+
 // parallelAggregate is a parallel_dispatch step's result from its tasks'
 // results ({tasks, merge_status, completed, failed}; a task is complete
 // only when its status is "complete") and the require's failure text (""
@@ -248,20 +289,14 @@ func parallelAggregate(step *specs.Step, tasks []any, ms string) (map[string]any
 	return agg, fmt.Sprintf("require='%s' not satisfied: %d completed, %d failed", require, len(completed), len(failed))
 }
 
-// checkTaskCertificates validates the task_reasoning_template of a claude
+// checkTaskCertificates validates the task_reasoning_template of a
 // parallel step against every complete task's result, as the original: a
 // task that fails is flipped to status "failed" with error "cert validation:
 // …" and cert_violations (on a copy; the caller's maps are not modified), and
-// a note "task '<id>' cert: …" is returned for the failure violations.
+// a note "task '<id>' cert: …" is returned for the failure violations. The
+// template of a task is taskCert's.
 func checkTaskCertificates(step *specs.Step, tasks []any) ([]any, []string) {
-	if step.TaskReasoningTemplate == nil {
-		return tasks, nil
-	}
-	if a := step.Agent; a != "" && !strings.HasPrefix(a, "claude") {
-		return tasks, nil
-	}
-	t, ok := parseCertTemplate(step.TaskReasoningTemplate)
-	if !ok {
+	if step.TaskReasoningTemplate == nil && !stageCerts(step) {
 		return tasks, nil
 	}
 	out := make([]any, len(tasks))
@@ -270,6 +305,11 @@ func checkTaskCertificates(step *specs.Step, tasks []any) ([]any, []string) {
 		out[i] = task
 		m, ok := task.(map[string]any)
 		if !ok || m["status"] != "complete" {
+			continue
+		}
+		id, _ := m["task_id"].(string)
+		t, ok := parseCertTemplate(taskCert(step, id))
+		if !ok {
 			continue
 		}
 		res := m["result"]
@@ -289,7 +329,6 @@ func checkTaskCertificates(step *specs.Step, tasks []any) ([]any, []string) {
 		c["error"] = "cert validation: " + joined
 		c["cert_violations"] = vs
 		out[i] = c
-		id, _ := m["task_id"].(string)
 		if id == "" {
 			id = "?"
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -117,4 +118,37 @@ flows:
 		return parallelDone(st, env, "pipe", nil, "clean")
 	})
 	expect(t, r, map[string]any{"status": "error", "error_type": "fanout_server_dispatched_only"})
+}
+
+// A pipeline's certificates, as the original's effective_pipeline_task_cert:
+// a stage's own task_reasoning_template is checked whatever its agent; the
+// step's only on claude stages.
+func TestPipelineStageCertificates(t *testing.T) {
+	src := `version: "0.3"
+flows:
+  main:
+    input: {files: {type: array}}
+    steps:
+      - id: pipe
+        type: pipeline
+        source: "$.input.files"
+        isolation: none
+        task_reasoning_template: {}
+        stages:
+          - {agent: codex, intent_template: "clean {item}", task_reasoning_template: {}}
+          - {agent: codex, intent_template: "verify {prev}"}
+          - {agent: claude, intent_template: "fix {prev}"}
+`
+	f, _ := plan(t, src, "main", map[string]any{"files": []any{"a.py"}})
+	res := []any{}
+	for j := 0; j < 3; j++ {
+		res = append(res, map[string]any{"task_id": fmt.Sprintf("pipe::item0::stage%d", j), "status": "complete", "result": map[string]any{}})
+	}
+	r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+		return parallelDone(st, env, "pipe", res, "clean")
+	})
+	vs := fmt.Sprint(r["violations"])
+	if r["status"] != "ensure_failed" || !strings.Contains(vs, "task 'pipe::item0::stage0' cert:") || !strings.Contains(vs, "task 'pipe::item0::stage2' cert:") || strings.Contains(vs, "stage1' cert") {
+		t.Fatalf("%v: %s", r["status"], vs)
+	}
 }

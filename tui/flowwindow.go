@@ -354,6 +354,14 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 		// Flows counted but not read: the rows after the window.
 		w.n = max(w.n, w.counts.total)
 	}
+	w.takeRows(kept, cursorPage)
+	return w, nil
+}
+
+// takeRows sets the window's rows from the kept pages: the pages around
+// the kept flow (else around the cursor's page), as far as they were read
+// in a row.
+func (w *flowWindow) takeRows(kept map[int][]state.FlowSummary, cursorPage int) {
 	center := cursorPage
 	if w.at >= 0 {
 		center = w.at / windowPage
@@ -367,7 +375,6 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 		}
 		w.rows = append(w.rows, rows...)
 	}
-	return w, nil
 }
 
 // readPages reads pages window pages of the flows matching filter from

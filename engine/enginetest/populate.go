@@ -70,50 +70,9 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 	if opt.Batch <= 0 {
 		opt.Batch = 5000
 	}
-	svc := &engine.Service{Store: st}
-	output := func(i int) map[string]any {
-		return map[string]any{"summary": fmt.Sprintf("Part %d reads well; two nits about naming and one missing test for the error path.", i),
-			"score": 0.8, "notes": strings.Repeat("Checked the diff line by line. ", 4)}
-	}
-	template := func(steps int) (*state.FlowState, error) {
-		out, err := svc.Plan(ctx, PopulateSpec, "review_pr", map[string]any{"pr": "https://example.com/pr/1234"}, engine.PlanOptions{SpecFile: "review.stratum.yaml"})
-		if err != nil {
-			return nil, err
-		}
-		id := engine.FlowIDOf(out)
-		for i := 0; i < steps; i++ {
-			if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: fmt.Sprintf("s%d", i), Result: output(i)}); err != nil {
-				return nil, err
-			}
-		}
-		return svc.Query().Get(ctx, id)
-	}
-	running, err := template(5)
+	running, waiting, complete, err := populateTemplates(ctx, &engine.Service{Store: st}, opt.RunningEvery > 0)
 	if err != nil {
 		return err
-	}
-	waiting, err := template(10)
-	if err != nil {
-		return err
-	}
-	if waiting.Status != state.StatusAwaitingGate {
-		return fmt.Errorf("enginetest.Populate: the gate template is %s, want awaiting_gate", waiting.Status)
-	}
-	var complete *state.FlowState
-	if opt.RunningEvery > 0 {
-		if complete, err = template(10); err != nil {
-			return err
-		}
-		if _, err := svc.GateResolve(ctx, complete.FlowID, review.Decision{StepID: "ship", Outcome: review.Approve,
-			ResolvedBy: review.Human, Channel: review.ChannelTUI, Rationale: "ship it"}); err != nil {
-			return err
-		}
-		if complete, err = svc.Query().Get(ctx, complete.FlowID); err != nil {
-			return err
-		}
-		if complete.Status != state.StatusComplete {
-			return fmt.Errorf("enginetest.Populate: the complete template is %s", complete.Status)
-		}
 	}
 	sp, ds := specs.Parse("review.stratum.yaml", []byte(PopulateSpec))
 	if sp == nil || ds.HasErrors() {
@@ -167,4 +126,52 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 		}
 	}
 	return nil
+}
+
+// populateTemplates drives Populate's template flows through svc: one
+// running at its sixth step, one waiting at its gate after ten steps and,
+// withComplete, one approved there.
+func populateTemplates(ctx context.Context, svc *engine.Service, withComplete bool) (running, waiting, complete *state.FlowState, err error) {
+	output := func(i int) map[string]any {
+		return map[string]any{"summary": fmt.Sprintf("Part %d reads well; two nits about naming and one missing test for the error path.", i),
+			"score": 0.8, "notes": strings.Repeat("Checked the diff line by line. ", 4)}
+	}
+	template := func(steps int) (*state.FlowState, error) {
+		out, err := svc.Plan(ctx, PopulateSpec, "review_pr", map[string]any{"pr": "https://example.com/pr/1234"}, engine.PlanOptions{SpecFile: "review.stratum.yaml"})
+		if err != nil {
+			return nil, err
+		}
+		id := engine.FlowIDOf(out)
+		for i := 0; i < steps; i++ {
+			if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: fmt.Sprintf("s%d", i), Result: output(i)}); err != nil {
+				return nil, err
+			}
+		}
+		return svc.Query().Get(ctx, id)
+	}
+	if running, err = template(5); err != nil {
+		return nil, nil, nil, err
+	}
+	if waiting, err = template(10); err != nil {
+		return nil, nil, nil, err
+	}
+	if waiting.Status != state.StatusAwaitingGate {
+		return nil, nil, nil, fmt.Errorf("enginetest.Populate: the gate template is %s, want awaiting_gate", waiting.Status)
+	}
+	if withComplete {
+		if complete, err = template(10); err != nil {
+			return nil, nil, nil, err
+		}
+		if _, err := svc.GateResolve(ctx, complete.FlowID, review.Decision{StepID: "ship", Outcome: review.Approve,
+			ResolvedBy: review.Human, Channel: review.ChannelTUI, Rationale: "ship it"}); err != nil {
+			return nil, nil, nil, err
+		}
+		if complete, err = svc.Query().Get(ctx, complete.FlowID); err != nil {
+			return nil, nil, nil, err
+		}
+		if complete.Status != state.StatusComplete {
+			return nil, nil, nil, fmt.Errorf("enginetest.Populate: the complete template is %s", complete.Status)
+		}
+	}
+	return running, waiting, complete, nil
 }

@@ -330,10 +330,8 @@ func (f *FanOut) itemVerdicts() []fanout.ItemVerdict {
 // itemOf names the item a pipeline task belongs to (its chain: the files
 // one item's stages change one after the other are no conflict).
 func (f *FanOut) itemOf(id string) string {
-	for _, t := range f.Tasks {
-		if t.ID == id && t.Stage != nil {
-			return "item" + strconv.Itoa(t.Stage.Item)
-		}
+	if i, _, _, ok := fanout.ParsePipelineTaskID(f.Step.ID, id); ok {
+		return "item" + strconv.Itoa(i)
 	}
 	return id
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/infer"
+	"github.com/stratum-go/stratum/engine/internal/llm"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -33,6 +34,7 @@ type callState struct {
 	known bool
 
 	stream *streamHook // Stream's, nil for Call
+	media  []llm.Media // the input's media parts
 }
 
 // begin starts a Call of function fn with its own budget b.
@@ -193,7 +195,10 @@ func (f *Fn[In, Out]) call(ctx context.Context, c *callState, in In) (Out, error
 	if err != nil {
 		return zero, err
 	}
-	c.rec.Inputs, c.rec.ContractHash = raw, f.hash
+	c.rec.Inputs, c.rec.ContractHash = f.traceInputs(raw), f.hash
+	if c.media, err = f.mediaOf(in); err != nil {
+		return zero, err
+	}
 	for _, b := range binds {
 		if b.Opaque {
 			c.rec.OpaqueInputs = append(c.rec.OpaqueInputs, b.Name)
@@ -288,12 +293,13 @@ func (f *Fn[In, Out]) judge(out Out) (done bool, feedback string, err error) {
 func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Binding, tail []string) (Out, error) {
 	var got, zero Out
 	inputs, _ := c.rec.Inputs.(map[string]any)
+	media := c.media
 	req := infer.LoopRequest{
 		AttemptRequest: infer.AttemptRequest{
 			Function: f.name, Models: []string{f.spec.Model},
 			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail, Examples: f.examples},
 			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
-			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID, Tools: f.toolLoop(c),
+			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID, Tools: f.toolLoop(c), Media: media,
 		},
 		Retries: f.retries,
 		Check: func(v any) ([]string, bool) {

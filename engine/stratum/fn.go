@@ -161,6 +161,7 @@ type Fn[In, Out any] struct {
 	confField string // "confidence" when Out has such a number field
 	examples  []infer.Example
 	tools     *toolSet
+	media     []mediaField // input fields sent as media parts
 }
 
 // NewInfer defines a typed LLM function. It computes the output schema and
@@ -208,6 +209,7 @@ func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 		return nil, err
 	}
 	f.order, f.opaque = inputShape(reflect.TypeFor[In]())
+	f.media = mediaFields(reflect.TypeFor[In]())
 	var opaque []infer.Binding
 	for _, n := range slices.Sorted(maps.Keys(f.opaque)) {
 		opaque = append(opaque, infer.Binding{Name: n, Opaque: true})
@@ -395,7 +397,7 @@ func (f *Fn[In, Out]) bindings(in In) ([]infer.Binding, map[string]any, error) {
 	sort.Strings(rest)
 	var out []infer.Binding
 	for _, k := range append(order, rest...) {
-		if val, ok := m[k]; ok {
+		if val, ok := m[k]; ok && !f.isMedia(k) {
 			out = append(out, infer.Binding{Name: k, Value: val, Opaque: f.opaque[k]})
 		}
 	}

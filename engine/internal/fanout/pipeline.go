@@ -3,6 +3,7 @@ package fanout
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/stratum-go/stratum/specs"
 )
@@ -264,4 +265,32 @@ func PipelineRequireSatisfied(require string, vs []ItemVerdict) bool {
 		return len(vs) > 0 && complete == len(vs)
 	}
 	return complete >= n
+}
+
+// ParsePipelineTaskID reads a task id of pipeline step `step`: its item,
+// stage and lane (-1 outside a lane); ok is false for any other id.
+func ParsePipelineTaskID(step, id string) (item, stage, lane int, ok bool) {
+	rest, found := strings.CutPrefix(id, step+"::item")
+	if !found {
+		return 0, 0, 0, false
+	}
+	parts := strings.Split(rest, "::")
+	if len(parts) < 2 || len(parts) > 3 || !strings.HasPrefix(parts[1], "stage") {
+		return 0, 0, 0, false
+	}
+	var err error
+	if item, err = strconv.Atoi(parts[0]); err != nil || item < 0 {
+		return 0, 0, 0, false
+	}
+	if stage, err = strconv.Atoi(strings.TrimPrefix(parts[1], "stage")); err != nil || stage < 0 {
+		return 0, 0, 0, false
+	}
+	lane = -1
+	if len(parts) == 3 {
+		l, found := strings.CutPrefix(parts[2], "lane")
+		if lane, err = strconv.Atoi(l); !found || err != nil || lane < 0 {
+			return 0, 0, 0, false
+		}
+	}
+	return item, stage, lane, true
 }

@@ -154,40 +154,48 @@ func (p *projector) node(s map[string]any) map[string]any {
 		return out
 	}
 	if isObject(out) {
-		props, _ := out["properties"].(map[string]any)
-		if len(props) == 0 {
-			p.strict = false // free-form object
-			return out
-		}
-		required := map[string]bool{}
-		if r, ok := s["required"].([]any); ok {
-			for _, n := range r {
-				if ns, ok := n.(string); ok {
-					required[ns] = true
-				}
-			}
-		} else if r, ok := s["required"].([]string); ok {
-			for _, n := range r {
-				required[n] = true
-			}
-		}
-		names := slices.Sorted(maps.Keys(props))
-		req := make([]any, 0, len(names))
-		for _, n := range names {
-			req = append(req, n)
-			if !required[n] {
-				if sm, ok := props[n].(map[string]any); ok {
-					props[n] = nullable(sm)
-				}
-			}
-		}
-		out["required"] = req
-		if ap, ok := out["additionalProperties"]; ok && ap != false {
-			p.strict = false
-		}
-		out["additionalProperties"] = false
+		p.closeObject(s, out)
 	}
 	return out
+}
+
+// closeObject makes the projected object out strict as OpenAI's
+// structured outputs want it: every property required (those s does not
+// require made nullable) and no additional properties. A free-form object
+// or one that allowed additional properties makes the schema not strict.
+func (p *projector) closeObject(s, out map[string]any) {
+	props, _ := out["properties"].(map[string]any)
+	if len(props) == 0 {
+		p.strict = false // free-form object
+		return
+	}
+	required := map[string]bool{}
+	if r, ok := s["required"].([]any); ok {
+		for _, n := range r {
+			if ns, ok := n.(string); ok {
+				required[ns] = true
+			}
+		}
+	} else if r, ok := s["required"].([]string); ok {
+		for _, n := range r {
+			required[n] = true
+		}
+	}
+	names := slices.Sorted(maps.Keys(props))
+	req := make([]any, 0, len(names))
+	for _, n := range names {
+		req = append(req, n)
+		if !required[n] {
+			if sm, ok := props[n].(map[string]any); ok {
+				props[n] = nullable(sm)
+			}
+		}
+	}
+	out["required"] = req
+	if ap, ok := out["additionalProperties"]; ok && ap != false {
+		p.strict = false
+	}
+	out["additionalProperties"] = false
 }
 
 func isObject(s map[string]any) bool {
