@@ -7,14 +7,41 @@
 // # Runtime
 //
 // A Runtime (New) holds what calls share: the model router, reading the
-// environment exactly as `stratum run` does (STRATUM_MODEL,
-// <PROVIDER>_API_KEY, <PROVIDER>_BASE_URL; Options.Model wins over
-// STRATUM_MODEL), the record or replay transport (Options.Record,
+// environment and the config files exactly as `stratum run` does
+// (STRATUM_MODEL, <PROVIDER>_API_KEY, <PROVIDER>_BASE_URL over
+// $STRATUM_HOME/config.yaml and ./.stratum/config.yaml; Options.Model wins
+// over STRATUM_MODEL), the record or replay transport (Options.Record,
 // Options.Replay: the same file format as `stratum run --record/--replay`),
 // the OTLP exporter (OTEL_EXPORTER_OTLP_ENDPOINT), the global cache and the
 // trace. WithRuntime attaches it to a context; without one, calls use a
 // default Runtime built from the environment on first use. Close flushes
 // the spans and the record file.
+//
+// # Models
+//
+// A Model answers one request (Generate). The built-in providers are
+// Models: NewProvider builds one from values alone (OpenAI-compatible
+// servers, Anthropic, Gemini over its REST API, Ollama, …), and
+// Options.Models routes model names to any Model — a provider of the
+// program's own, a test double. Record and replay, pricing, budgets and
+// traces apply to every Model alike; a Model's error fails the attempt as
+// a *ProviderError, never as a parse failure.
+//
+// # Tools, streaming, media
+//
+// Spec.Tools (NewTool) lets the model call typed Go functions before it
+// answers: the calls of one turn run concurrently, each call's arguments
+// are checked against the tool's schema (a misfit goes back to the model
+// as the tool's error), every turn is charged and every call traced
+// (CallTrace.ToolCalls), more than MaxToolRounds rounds is a
+// *ToolLoopError, and RequireApproval makes each call a review first
+// (approver "human": only a person decides). Fn.Stream yields each
+// attempt's deltas over server-sent events, a Retry element per failed
+// attempt and a Final element with the checked value. An input field of
+// type Media or []Media is sent as an image, audio or document part,
+// never in the prompt text; a provider that cannot take it is refused
+// before any request. Spec.MaxTokens caps the answer; Spec.Examples are
+// few-shot pairs placed after the context.
 //
 // # Typed LLM functions
 //
