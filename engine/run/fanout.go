@@ -496,20 +496,9 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 		return taskDone{id: t.ID, task: &pt}
 	}
 	if worktree {
-		wt, branch = f.names(t.ID)
-		// A run that died may have left this task's worktree and branch.
-		f.removeWorktree(ctx, wt, branch, true)
-		if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
-			return finish(state.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
-		}
-		base := "HEAD"
-		if start.base != "" { // a pipeline stage goes on from its predecessor's work
-			base = start.base
-		}
-		f.wtMu.Lock()
-		_, err := git(ctx, f.root, "worktree", "add", "-b", branch, wt, base)
-		f.wtMu.Unlock()
-		if err != nil {
+		var err error
+		// wt and branch are set on failure too: finish cleans them up.
+		if wt, branch, err = f.addWorktree(ctx, t.ID, start.base); err != nil {
 			return finish(state.TaskFailed, nil, []string{"worktree setup failed: " + err.Error()})
 		}
 		pt.WorktreePath = &wt
@@ -572,4 +561,23 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 	}
 	endSpan(state.TaskComplete, "")
 	return finish(state.TaskComplete, out.Output, nil)
+}
+
+// addWorktree creates task id's worktree and branch from base ("" is
+// HEAD; a pipeline stage goes on from its predecessor's work), after
+// removing what a run that died may have left of them. wt and branch are
+// returned on failure too, for the cleanup.
+func (f *FanOut) addWorktree(ctx context.Context, id, base string) (wt, branch string, err error) {
+	wt, branch = f.names(id)
+	f.removeWorktree(ctx, wt, branch, true)
+	if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
+		return wt, branch, err
+	}
+	if base == "" {
+		base = "HEAD"
+	}
+	f.wtMu.Lock()
+	_, err = git(ctx, f.root, "worktree", "add", "-b", branch, wt, base)
+	f.wtMu.Unlock()
+	return wt, branch, err
 }

@@ -94,17 +94,9 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			if f.state[next].State != state.TaskPending {
 				continue
 			}
-			var start stageStart
-			if b.pipe != nil {
-				if start = f.startStage(b, f.Tasks[b.index[next]]); start.settle != nil {
-					b.set(next, *start.settle)
-					batch := []state.ParallelTask{*start.settle}
-					if start.settle.State != state.TaskSkipped {
-						batch = append(batch, b.cascade(next)...)
-					}
-					f.recordLater(context.WithoutCancel(ctx), batch...)
-					continue
-				}
+			start, settled := f.beginStage(ctx, b, next)
+			if settled {
+				continue
 			}
 			view, reason, err := f.budget(ctx)
 			if err != nil {
@@ -118,12 +110,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 				stop(errBudgetStop)
 				break
 			}
-			pt := *f.state[next]
-			pt.State = state.TaskRunning
-			pt.Runs++
-			pt.StartedAt = fanout.UnixSeconds(time.Now())
-			pt.FinishedAt, pt.Error, pt.Violations, pt.Result = nil, nil, nil, nil
-			b.set(next, pt)
+			pt := f.markRunning(b, next)
 			tctx, cancel := context.WithCancelCause(runCtx)
 			cancels[next] = cancel
 			running++
@@ -141,13 +128,7 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 			delete(cancels, d.id)
 		}
 		if d.task != nil {
-			if b.pipe != nil && d.task.State == state.TaskComplete {
-				f.exitWhen(b, f.Tasks[b.index[d.id]], d.task.Result) // before its dependents start
-			}
-			b.set(d.id, *d.task)
-			if d.task.State != state.TaskComplete && !stopping && ctx.Err() == nil {
-				f.recordLater(context.WithoutCancel(ctx), b.cascade(d.id)...)
-			}
+			f.settleTask(ctx, b, d, stopping)
 		}
 		if d.budget != "" && res.Budget == "" {
 			res.Budget = d.budget
@@ -164,6 +145,51 @@ func (f *FanOut) schedule(ctx context.Context, res *FanOutResult) error {
 		return nil
 	}
 	return storeErr
+}
+
+// beginStage starts a pipeline stage's task id (nothing for a task that
+// is not a stage): settled when the stage settles without running (its
+// item exited earlier, or was skipped), its record and cascade queued.
+func (f *FanOut) beginStage(ctx context.Context, b *taskBook, id string) (start stageStart, settled bool) {
+	if b.pipe == nil {
+		return start, false
+	}
+	if start = f.startStage(b, f.Tasks[b.index[id]]); start.settle == nil {
+		return start, false
+	}
+	b.set(id, *start.settle)
+	batch := []state.ParallelTask{*start.settle}
+	if start.settle.State != state.TaskSkipped {
+		batch = append(batch, b.cascade(id)...)
+	}
+	f.recordLater(context.WithoutCancel(ctx), batch...)
+	return start, true
+}
+
+// markRunning marks task id running (one more run, started now, the last
+// run's end cleared) and returns its state.
+func (f *FanOut) markRunning(b *taskBook, id string) state.ParallelTask {
+	pt := *f.state[id]
+	pt.State = state.TaskRunning
+	pt.Runs++
+	pt.StartedAt = fanout.UnixSeconds(time.Now())
+	pt.FinishedAt, pt.Error, pt.Violations, pt.Result = nil, nil, nil, nil
+	b.set(id, pt)
+	return pt
+}
+
+// settleTask books a task's end: a completed stage's exit condition first
+// (before its dependents start), then its state, and for a task that did
+// not complete the cascade to its dependents unless the fan-out is
+// stopping.
+func (f *FanOut) settleTask(ctx context.Context, b *taskBook, d taskDone, stopping bool) {
+	if b.pipe != nil && d.task.State == state.TaskComplete {
+		f.exitWhen(b, f.Tasks[b.index[d.id]], d.task.Result)
+	}
+	b.set(d.id, *d.task)
+	if d.task.State != state.TaskComplete && !stopping && ctx.Err() == nil {
+		f.recordLater(context.WithoutCancel(ctx), b.cascade(d.id)...)
+	}
 }
 
 // requireUnsatisfiable reports whether the step's require can no longer

@@ -37,26 +37,9 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 		return turn{}, err
 	}
 	resume := "; " + r.resumable(fc)
-	source := d.Tasks
-	if step.Kind == specs.KindPipeline {
-		if source, err = engine.ResolveSource(st, step); err != nil {
-			return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its source %s does not resolve: %v%s", step.ID, step.Source, err, resume)})
-		}
-	}
-	tasks, perr := StepTasks(step, source)
-	if perr != nil && step.Kind == specs.KindPipeline {
-		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
-			"step '%s': source %s resolved to something that is not a list of items: %v; point source at a list (each item runs through the stages)%s",
-			step.ID, step.Source, perr, resume)})
-	}
-	if perr != nil {
-		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf(
-			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks%s",
-			step.ID, step.Source, perr, resume)})
-	}
-	inputs, err := engine.ResolveStepInputs(st, step)
-	if err != nil {
-		return stop(&endState{status: EndError, out: d, message: fmt.Sprintf("step '%s': its inputs do not resolve: %v%s", step.ID, err, resume)})
+	tasks, inputs, msg := parallelWork(st, step, d.Tasks)
+	if msg != "" {
+		return stop(&endState{status: EndError, out: d, message: msg + resume})
 	}
 	attempt := st.Attempts[step.ID] + 1
 	r.beginCall(fc, step.ID, attempt)
@@ -86,27 +69,7 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 			defer budgetMu.Unlock()
 			return r.budgetView(ctx, fc, step, kind)
 		},
-		OnCall: func(ctx context.Context, c engine.CallRecord) {
-			budgetMu.Lock()
-			fc.call.usd += deref(c.CostUSD)
-			fc.call.tokens += c.Tokens
-			if c.CostUSD != nil {
-				rep.CostUSD += *c.CostUSD
-				rep.CostKnown = true
-			}
-			budgetMu.Unlock()
-			// Queued before the task's end is (the writer keeps the
-			// order), written behind the work. A refusal (the lease was
-			// lost) books nothing; the run notices it at its next report.
-			booked := w.RecordCallLater(ctx, c)
-			calls.Add(1)
-			go func() {
-				defer calls.Done()
-				if err := <-booked; err == nil || engine.AsError(err) != nil {
-					_ = r.recordAncestors(ctx, fc, c)
-				}
-			}()
-		},
+		OnCall: r.fanOutCall(fc, rep, w, &budgetMu, &calls),
 		OnTask: r.taskProgress(fc, step, attempt),
 	}
 	if step.Kind == specs.KindPipeline && kind != execAgent {
@@ -142,6 +105,63 @@ func (r *Runner) parallel(ctx context.Context, fc *flowCtx, d *engine.ParallelDi
 	}
 	r.noteStepResult(fc, step, next, nil)
 	return next, nil
+}
+
+// fanOutCall is a fan-out's OnCall: the call's spend counted in the
+// run's report and the flow's current call (under budgetMu), its record
+// queued on the flow's writer w before the task's end (the writer keeps
+// the order) and booked to the ancestors once written (calls counts those
+// in flight).
+func (r *Runner) fanOutCall(fc *flowCtx, rep *StepReport, w *engine.FlowWriter, budgetMu *sync.Mutex, calls *sync.WaitGroup) func(context.Context, engine.CallRecord) {
+	return func(ctx context.Context, c engine.CallRecord) {
+		budgetMu.Lock()
+		fc.call.usd += deref(c.CostUSD)
+		fc.call.tokens += c.Tokens
+		if c.CostUSD != nil {
+			rep.CostUSD += *c.CostUSD
+			rep.CostKnown = true
+		}
+		budgetMu.Unlock()
+		// Queued before the task's end is (the writer keeps the
+		// order), written behind the work. A refusal (the lease was
+		// lost) books nothing; the run notices it at its next report.
+		booked := w.RecordCallLater(ctx, c)
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			if err := <-booked; err == nil || engine.AsError(err) != nil {
+				_ = r.recordAncestors(ctx, fc, c)
+			}
+		}()
+	}
+}
+
+// parallelWork is what a parallel step runs: its tasks (a pipeline's
+// items from its source, else the task list dispatched) and its resolved
+// inputs; msg says why there is none, and what to do.
+func parallelWork(st *state.FlowState, step *specs.Step, dispatched any) (tasks []fanout.Task, inputs map[string]any, msg string) {
+	source := dispatched
+	var err error
+	if step.Kind == specs.KindPipeline {
+		if source, err = engine.ResolveSource(st, step); err != nil {
+			return nil, nil, fmt.Sprintf("step '%s': its source %s does not resolve: %v", step.ID, step.Source, err)
+		}
+	}
+	tasks, err = StepTasks(step, source)
+	if err != nil && step.Kind == specs.KindPipeline {
+		return nil, nil, fmt.Sprintf(
+			"step '%s': source %s resolved to something that is not a list of items: %v; point source at a list (each item runs through the stages)",
+			step.ID, step.Source, err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Sprintf(
+			"step '%s': source %s resolved to something that is not a task list: %v; make the step that produces it return {\"tasks\": [{\"id\", \"description\", \"files_owned\", \"depends_on\"}, …]} and point source at its tasks",
+			step.ID, step.Source, err)
+	}
+	if inputs, err = engine.ResolveStepInputs(st, step); err != nil {
+		return nil, nil, fmt.Sprintf("step '%s': its inputs do not resolve: %v", step.ID, err)
+	}
+	return tasks, inputs, ""
 }
 
 // taskGraphError checks a decompose step's result before anything is

@@ -162,20 +162,24 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 		}
 		return r.attemptFailed(ctx, fc, step, execErr, &call)
 	}
+	return r.reportResult(ctx, fc, step, cacheKey, out, call)
+}
+
+// reportResult reports an attempt's result with its call to the engine
+// (StepDone); a fresh result is cached when the step accepts it — in the
+// same commit when the global cache takes the entry there (StepReport.Cache),
+// else after it.
+func (r *Runner) reportResult(ctx context.Context, fc *flowCtx, step *specs.Step, cacheKey string, out engine.StepOutcome, call engine.CallRecord) (turn, error) {
 	fresh := cacheKey != "" && !out.CacheHit
-	var (
-		cached   []byte
-		inCommit bool // the global cache's entry is written with the step's state, if accepted
-		next     turn
-	)
+	rep := engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, ReportOptions: r.report()}
+	inCommit := false // the global cache's entry is written with the step's state, if accepted
 	if fresh {
-		cached, inCommit = r.globalCacheValue(cacheKey, out.Output)
+		var cached []byte
+		if cached, inCommit = r.globalCacheValue(cacheKey, out.Output); inCommit {
+			rep.Cache = &engine.CacheEntry{Key: cacheKey, Value: cached}
+		}
 	}
-	if inCommit {
-		next, err = answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, Cache: &engine.CacheEntry{Key: cacheKey, Value: cached}, ReportOptions: r.report()}))
-	} else {
-		next, err = answered(r.svc.StepDone(ctx, engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, ReportOptions: r.report()}))
-	}
+	next, err := answered(r.svc.StepDone(ctx, rep))
 	if err != nil {
 		return turn{}, err
 	}
