@@ -235,6 +235,8 @@ type Tx interface {
 	GuardPut(key string, reg []byte) error
 	GuardEntries(key string) ([][]byte, error)
 	GuardAppend(key string, seq int, entry []byte) error
+	// GuardKeys returns the keys that have a registration, in key order.
+	GuardKeys() ([]string, error)
 }
 
 // ListFilter selects flows for Tx.List. Zero values select everything.

@@ -25,6 +25,11 @@ type StepReport struct {
 	// is accepted (the step recorded done), so a cached step costs one
 	// durable commit, not two.
 	Cache *CacheEntry
+	// Usage, when set, is what an agent reports it spent on the attempt:
+	// charged to the flow's budget ledger once the report is taken (also
+	// when the result fails its checks), and the flow ends
+	// budget_exhausted when that spends its budget.
+	Usage *Usage
 	// ReportOptions carries the caller's lease and channel.
 	ReportOptions
 }
@@ -84,7 +89,10 @@ func (s *Service) StepDone(ctx context.Context, r StepReport) (Outcome, error) {
 		if err == nil && r.Cache != nil && stepAccepted(res, r.StepID) {
 			res.Cache = append(res.Cache, *r.Cache)
 		}
-		return res, err
+		if err != nil {
+			return res, err
+		}
+		return chargeUsage(st, env, r.StepID, r.Usage, res)
 	})
 }
 

@@ -121,3 +121,21 @@ func beU64(b []byte) uint64 {
 	}
 	return v
 }
+
+// GuardKeys returns the keys with a registration, in key order.
+func (t *tx) GuardKeys() ([]string, error) {
+	var out []string
+	err := t.do(false, func() error {
+		b := t.btx.Bucket(bucketGuards)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			if i := bytes.IndexByte(k, 0); i > 0 && len(k) == i+2 && k[i+1] == 'r' {
+				out = append(out, string(k[:i]))
+			}
+			return nil
+		})
+	})
+	return out, err
+}

@@ -417,3 +417,12 @@ func (t *tx) GuardAppend(key string, seq int, entry []byte) error {
 	t.d.ledger[key] = append(slices.Clone(cur), append([]byte(nil), entry...))
 	return nil
 }
+
+func (t *tx) GuardKeys() ([]string, error) {
+	keys := make([]string, 0, len(t.d.guards))
+	for k := range t.d.guards {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys, nil
+}

@@ -381,3 +381,25 @@ func TestVerifiedPredicates(t *testing.T) {
 		}
 	}
 }
+
+// Verify (store check) names every damaged resource and its first broken
+// link, and nothing for a sound store.
+func TestVerify(t *testing.T) {
+	s, root := newService(t, env{})
+	register(t, s, root, nil, nil)
+	for _, to := range []string{"build", "design"} {
+		from := map[string]string{"build": "design", "design": "build"}[to]
+		call(t, s.Transition, TransitionRequest{ResourceID: "compose:FEAT-1", FromState: from, ToState: to})
+	}
+	if p, err := Verify(context.Background(), s.Store); err != nil || len(p) != 0 {
+		t.Fatalf("sound store: %v %v", p, err)
+	}
+	tampered := tamperStore{Store: s.Store, entries: func(es [][]byte) [][]byte {
+		es[1] = []byte(strings.Replace(string(es[1]), `"design"`, `"review"`, 1))
+		return es
+	}}
+	p, err := Verify(context.Background(), tampered)
+	if err != nil || len(p) != 1 || !strings.Contains(p[0], `guard "compose:FEAT-1": ledger chain broken at entry 1`) {
+		t.Errorf("tampered: %v %v", p, err)
+	}
+}

@@ -1,9 +1,12 @@
 package guard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 )
@@ -146,4 +149,47 @@ func sortStrings(s []string) { sort.Strings(s) }
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// Verify checks every guarded resource of the store: its ledger's chain
+// and its policy's checksum (`stratum store check`). It returns one line
+// per damaged resource, naming the first broken link.
+func Verify(ctx context.Context, st engine.Store) ([]string, error) {
+	var problems []string
+	err := st.View(ctx, func(tx engine.Tx) error {
+		problems = nil
+		keys, err := tx.GuardKeys()
+		if err != nil {
+			return err
+		}
+		for _, key := range keys {
+			if strings.HasPrefix(key, "g") { // a goal (engine/goal), not a guard
+				continue
+			}
+			raw, _, err := tx.GuardGet(key)
+			if err != nil {
+				return err
+			}
+			var reg Registry
+			if err := json.Unmarshal(raw, &reg); err != nil {
+				problems = append(problems, fmt.Sprintf("guard %s: the registration is not readable: %v", key, err))
+				continue
+			}
+			r, err := load(tx, reg.ResourceID)
+			var ce *CorruptError
+			switch {
+			case errors.As(err, &ce):
+				problems = append(problems, fmt.Sprintf("guard %q: %s", reg.ResourceID, ce.message()))
+				continue
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("guard %q: %v", reg.ResourceID, err))
+				continue
+			}
+			if sum, err := Checksum(r.reg.Graph, r.reg.EdgePredicates, r.reg.Terminal, r.reg.Stakes); err != nil || sum != r.reg.Checksum {
+				problems = append(problems, fmt.Sprintf("guard %q: its policy does not match its checksum", reg.ResourceID))
+			}
+		}
+		return nil
+	})
+	return problems, err
 }

@@ -401,7 +401,17 @@ func mergeOutcome(fr *fanRun, st *state.FlowState, step *specs.Step, tasks []sta
 			details = append(details, *t.Error)
 		}
 	}
-	if len(branches) == 0 || !fanout.RequireSatisfied(step.Require, complete, len(tasks)-complete) {
+	requireOK := fanout.RequireSatisfied(step.Require, complete, len(tasks)-complete)
+	if step.Kind == specs.KindPipeline { // a pipeline's require counts items
+		results := make([]any, len(tasks))
+		for i, t := range tasks {
+			results[i] = t.TaskResult()
+		}
+		if _, ok, err := engine.ParallelAggregate(st, step, results, "clean"); err == nil {
+			requireOK = ok
+		}
+	}
+	if len(branches) == 0 || !requireOK {
 		return "clean", details
 	}
 	return "conflict", append(details, fmt.Sprintf("the server running the fan-out of step '%s' stopped before merging the task branches (%s); nothing was merged", step.ID, strings.Join(branches, ", ")))

@@ -108,12 +108,16 @@ flows:
 // not met, nothing was merged, and the step is dispatched again.
 func TestParallelServerKilledMidFanOut(t *testing.T) {
 	repo, home := fanRepo(t), t.TempDir()
-	release := filepath.Join(t.TempDir(), "release")
-	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) }) // ends the orphaned t2
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	// The orphaned t2 ends when release appears or its directory is gone
+	// (the test's cleanup removes it right after writing release, possibly
+	// before t2's next look): no shell outlives the test.
+	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) })
 	s1, cmd1 := serveIn(t, repo, home)
-	spec := restartSpec(fmt.Sprintf(`          [ "$STRATUM_TASK_ID" = t2 ] && while [ ! -f %q ]; do sleep 0.05; done
+	spec := restartSpec(fmt.Sprintf(`          [ "$STRATUM_TASK_ID" = t2 ] && while [ ! -f %q ] && [ -d %q ]; do sleep 0.05; done
           echo "$STRATUM_TASK_ID" > "$STRATUM_TASK_ID.txt"
-          echo '{}'`, release))
+          echo '{}'`, release, dir))
 	r := s1.ok("stratum_plan", map[string]any{"spec": spec, "flow": "main", "inputs": map[string]any{}}, map[string]any{"step_id": "split"})
 	id := r["flow_id"].(string)
 	s1.ok("stratum_step_done", map[string]any{"flow_id": id, "step_id": "split", "result": map[string]any{"tasks": []any{map[string]any{"id": "t1"}, map[string]any{"id": "t2"}}}},

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/run"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
@@ -40,6 +44,7 @@ type stepDoneArgs struct {
 	FlowID string `json:"flow_id" jsonschema:"the flow_id returned by stratum_plan"`
 	StepID string `json:"step_id" jsonschema:"the step_id of the dispatch being reported"`
 	Result any    `json:"result" jsonschema:"the step's output: a JSON object with the dispatch's output_fields"`
+	Usage  any    `json:"usage,omitempty" jsonschema:"what the attempt spent, charged to the flow's budget: {input_tokens, output_tokens, model} (priced from stratum's table) or {tokens, dollars}"`
 }
 
 type parallelDoneArgs struct {
@@ -149,6 +154,8 @@ Returns the same shapes as stratum_plan (execute_step, await_gate, execute_flow,
 - ensure_failed | schema_failed | guardrail_blocked: the same step again with violations: [str] and retries_remaining decremented; fix exactly those and report again.
 - a recovery step's dispatch with routed_from and violations (on_fail routing).
 - complete: {status:"complete", flow_id, output, trace, total_duration_ms}.
+- budget_exhausted: {status, flow_id, step_id, reason} when the usage you report spends the flow's budget.
+Optional usage charges the flow's run budget for this attempt (every outcome): {input_tokens, output_tokens, model} priced from stratum's table, or pre-priced {tokens, dollars}; an agent step also counts one agent dispatch. Ignored on flows without a budget.
 Errors: retries_exhausted (with violations), wrong/unknown step (execution_error), gate_step_requires_gate_resolve, flow_not_found, flow_owned (an in-process runner owns the flow: agents may not report into it).`},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in stepDoneArgs) (engine.Response, error) {
 			if err := required("flow_id", in.FlowID, "step_id", in.StepID); err != nil {
@@ -157,7 +164,11 @@ Errors: retries_exhausted (with violations), wrong/unknown step (execution_error
 			if resp, err := s.resolveFlowID(ctx, &in.FlowID); resp != nil || err != nil {
 				return resp, err
 			}
-			return answer(svc.StepDone(ctx, engine.StepReport{FlowID: in.FlowID, StepID: in.StepID, Result: in.Result}))
+			usage, err := usageArg(in.Usage)
+			if err != nil {
+				return nil, err
+			}
+			return answer(svc.StepDone(ctx, engine.StepReport{FlowID: in.FlowID, StepID: in.StepID, Result: in.Result, Usage: usage}))
 		})
 
 	addTool(srv, s, &mcp.Tool{Name: "stratum_parallel_done", Description: `Report the results of a parallel_dispatch step: task_results is [{task_id, result, status ("complete" | "failed")}], merge_status "clean" or "conflict" (or {status, bounced_tasks}).
@@ -519,4 +530,55 @@ func clientName(req *mcp.CallToolRequest) string {
 		return "mcp"
 	}
 	return "mcp:" + p.ClientInfo.Name
+}
+
+// usageArg reads stratum_step_done's usage as the original does: pre-priced
+// {tokens, dollars} when either is there, else {input_tokens,
+// output_tokens, model} priced from the table. A value that is not a
+// non-negative finite number counts 0, so bad usage can neither fail an
+// accepted report nor credit the ledger back.
+func usageArg(v any) (*engine.Usage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badArgs("usage must be a JSON object, got %s", jsonKind(v))
+	}
+	if m["tokens"] != nil || m["dollars"] != nil {
+		usd := nonNegFloat(m["dollars"])
+		return &engine.Usage{Tokens: nonNegInt(m["tokens"]), USD: &usd}, nil
+	}
+	in, out := nonNegInt(m["input_tokens"]), nonNegInt(m["output_tokens"])
+	model, _ := m["model"].(string)
+	u := &engine.Usage{Tokens: in + out, USD: run.UsageCost(model, in, out)}
+	if u.USD == nil && u.Tokens == 0 {
+		zero := 0.0
+		u.USD = &zero
+	}
+	return u, nil
+}
+
+func nonNegFloat(v any) float64 {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case json.Number:
+		f, _ = x.Float64()
+	case string:
+		f, _ = strconv.ParseFloat(strings.TrimSpace(x), 64)
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0
+	}
+	return f
+}
+
+func nonNegInt(v any) int64 {
+	f := nonNegFloat(v)
+	if f >= math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return int64(f)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/stratum-go/stratum/engine/guard"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -22,6 +23,9 @@ type CheckReport struct {
 	// when the pages are sound.
 	Pages   []string `json:"pages"`
 	Indexes []string `json:"indexes"`
+	// Guards are the guarded resources whose ledger chain is broken or
+	// whose policy does not match its checksum (engine/guard.Verify).
+	Guards []string `json:"guards"`
 }
 
 // Check runs the whole consistency check of the bbolt file (store.Store's
@@ -35,7 +39,16 @@ func Check(ctx context.Context, o *Opened) (*CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &CheckReport{Store: o.Name(), OK: len(pages)+len(indexes) == 0, Pages: messages(pages), Indexes: messages(indexes)}
+	r := &CheckReport{Store: o.Name(), OK: len(pages)+len(indexes) == 0, Pages: messages(pages), Indexes: messages(indexes), Guards: []string{}}
+	if len(pages) == 0 {
+		g, err := guard.Verify(ctx, o.Store)
+		if err != nil {
+			return nil, err
+		}
+		if len(g) > 0 {
+			r.Guards, r.OK = g, false
+		}
+	}
 	return r, nil
 }
 
@@ -59,6 +72,12 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 	}
 	for _, p := range r.Indexes {
 		fmt.Fprintf(w, "record: %s\n", p)
+	}
+	for _, p := range r.Guards {
+		fmt.Fprintf(w, "guard: %s\n", p)
+	}
+	if len(r.Guards) > 0 {
+		fmt.Fprintln(w, "a guard's ledger is append-only and hash-chained: an entry that does not hash or link was changed outside stratum; `stratum guard history` names the first broken link")
 	}
 	if len(r.Pages) > 0 {
 		_, err := fmt.Fprintln(w, "the pages are damaged: move the file aside (or restore a backup) and stratum will create a new store")

@@ -85,3 +85,19 @@ func (t *tx) GuardAppend(key string, seq int, entry []byte) error {
 	t.put(k, append([]byte{}, entry...))
 	return nil
 }
+
+// GuardKeys returns the keys with a registration, in key order.
+func (t *tx) GuardKeys() ([]string, error) {
+	p := t.s.key("gd/")
+	kvs, err := t.scan(p, prefixEnd(p), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range kvs {
+		if rest, ok := strings.CutSuffix(strings.TrimPrefix(k.key, p), "/r"); ok && !strings.Contains(rest, "/") {
+			out = append(out, rest)
+		}
+	}
+	return out, nil
+}

@@ -83,6 +83,9 @@ func testGuards(t *testing.T, s engine.Store) {
 		if _, ok, _ := tx.GuardGet(b); ok {
 			t.Error("a registration for a resource that has none")
 		}
+		if keys, err := tx.GuardKeys(); err != nil || fmt.Sprint(keys) != "["+a+"]" {
+			t.Errorf("GuardKeys: %v %v (want the registered one only)", keys, err)
+		}
 		return nil
 	})
 }

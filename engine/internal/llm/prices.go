@@ -162,3 +162,28 @@ func (t *PriceTable) Cost(p ProviderInfo, model string, u Usage, reported *float
 	c := price.Cost(u)
 	return &c
 }
+
+// LookupModel finds a model named without its provider (as an agent CLI
+// reports it: "claude-sonnet-4-6", "gpt-5.4/high"): "provider/model" is
+// looked up under that provider; otherwise the first provider whose table
+// knows the name, then the name before a "/" (an effort suffix), wins.
+func (t *PriceTable) LookupModel(model string) (ModelPrice, bool) {
+	if p, m, ok := strings.Cut(model, "/"); ok {
+		if price, ok := t.Lookup(p, m); ok {
+			return price, true
+		}
+	}
+	for _, name := range []string{model, strings.SplitN(model, "/", 2)[0]} {
+		if name == "" || t == nil {
+			continue
+		}
+		for _, p := range t.Providers {
+			for _, m := range p.Models {
+				if m.Match.Matches(name) {
+					return m.Prices, true
+				}
+			}
+		}
+	}
+	return ModelPrice{}, false
+}
