@@ -261,7 +261,7 @@ func dispatchStep(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 		d.Model = step.Model
 	case specs.KindJudge:
 		d.Judge = step.Judge
-		d.Inputs, d.OutputFields = nil, nil
+		d.OutputFields = nil
 	default: // decompose
 		d.Intent = stepIntent(step)
 	}

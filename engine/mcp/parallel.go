@@ -140,23 +140,10 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		return engine.Response{"error": "branch-mode isolation is not yet supported in server-side parallel dispatch. Use 'worktree' or 'none'."}, nil
 	}
 	key := fanKey{in.FlowID, in.StepID}
-	s.fanMu.Lock()
-	_, running := s.fans[key]
-	s.fanMu.Unlock()
+	if refused := s.refuseFanStart(st, key); refused != nil {
+		return refused, nil
+	}
 	prior := st.TasksOf(in.StepID)
-	started := running || st.ParallelRunOf(in.StepID) != nil
-	for _, t := range prior {
-		if t.State != state.TaskPending {
-			started = true
-		}
-	}
-	if started {
-		return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", in.StepID), nil
-	}
-	if st.LeaseLive(time.Now()) {
-		return engine.Response{"status": "error", "error_type": "flow_owned", "flow_id": st.FlowID,
-			"message": fmt.Sprintf("Flow '%s' is driven by an in-process runner (lease '%s'); it runs its fan-out itself", st.FlowID, st.Owner.ID)}, nil
-	}
 	source, err := engine.ResolveSource(st, cur)
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve tasks for step '%s': %v", in.StepID, err), nil
@@ -197,19 +184,7 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	s.fanMu.Unlock()
 	s.fanWG.Add(1)
 	go s.runFan(fr, fo, holder, st.FlowID, cur.ID)
-	// Wait until every task is recorded (pending), so a poll right after
-	// start sees them.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if st2, err := s.svc.Query().Get(ctx, st.FlowID); err == nil && len(st2.TasksOf(cur.ID)) >= len(tasks) {
-			break
-		}
-		select {
-		case <-fr.done:
-			deadline = time.Now()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	s.awaitTasksRecorded(ctx, fr, st.FlowID, cur.ID, len(tasks))
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
 		ids[i] = t.ID
@@ -237,6 +212,46 @@ func (s *server) newFanOut(st *state.FlowState, sp *specs.Spec, flow *specs.Flow
 		}
 	}
 	return fo, nil
+}
+
+// refuseFanStart is parallel_start's refusal of a fan-out that already
+// started (here, by another server, or with tasks past pending) or whose
+// flow a runner drives; nil when it may start.
+func (s *server) refuseFanStart(st *state.FlowState, key fanKey) engine.Response {
+	s.fanMu.Lock()
+	_, running := s.fans[key]
+	s.fanMu.Unlock()
+	started := running || st.ParallelRunOf(key.step) != nil
+	for _, t := range st.TasksOf(key.step) {
+		if t.State != state.TaskPending {
+			started = true
+		}
+	}
+	if started {
+		return perr("already_started", "Step '%s' already dispatched; use stratum_parallel_poll.", key.step)
+	}
+	if st.LeaseLive(time.Now()) {
+		return engine.Response{"status": "error", "error_type": "flow_owned", "flow_id": st.FlowID,
+			"message": fmt.Sprintf("Flow '%s' is driven by an in-process runner (lease '%s'); it runs its fan-out itself", st.FlowID, st.Owner.ID)}
+	}
+	return nil
+}
+
+// awaitTasksRecorded waits (up to 5 s, or the fan-out's end) until the n
+// tasks of stepID are recorded (pending), so a poll right after start sees
+// them.
+func (s *server) awaitTasksRecorded(ctx context.Context, fr *fanRun, flowID, stepID string, n int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := s.svc.Query().Get(ctx, flowID); err == nil && len(st.TasksOf(stepID)) >= n {
+			return
+		}
+		select {
+		case <-fr.done:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // runFan runs a server-dispatched fan-out (parallelStart) to its end under

@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -116,4 +118,95 @@ func GuardJudge() *guard.Judge {
 		}
 		return JudgeVerifier(ws)
 	}}
+}
+
+// JudgeExecutor runs judge steps in-process (`stratum run`): the step's
+// resolved inputs are its evidence — each one an artifact (a string as
+// it is, anything else as JSON), except an input named modified_files (a
+// list of paths relative to the spec's directory), the modified files —,
+// the judge decides them (engine/JUDGE.md), Record records the turn in
+// the flow, and the JudgeResult is the step's result, checked by its
+// ensure like any result.
+type JudgeExecutor struct {
+	// Verifier answers tiers 2 and 3 (nil: an AgentVerifier over
+	// DefaultJudgeAgents).
+	Verifier judge.Verifier
+	// Root is where turns are staged ("": JudgeRoot()).
+	Root string
+	// Record records a turn in the flow (nil: not recorded).
+	Record func(ctx context.Context, t engine.JudgeTurn) error
+}
+
+// Execute runs one judge turn.
+func (j *JudgeExecutor) Execute(ctx context.Context, req engine.StepRequest) (engine.StepOutcome, error) {
+	step := req.Step
+	if step == nil || step.Judge == nil {
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: engine.AttemptConfig, Violations: []string{"not a judge step"}}
+	}
+	root := j.Root
+	if root == "" {
+		r, err := JudgeRoot()
+		if err != nil {
+			return engine.StepOutcome{}, err
+		}
+		root = r
+	}
+	v := j.Verifier
+	if v == nil {
+		v = &AgentVerifier{}
+	}
+	arts, modified := judgeEvidence(req.Inputs)
+	res, err := judge.Run(ctx, judge.Request{
+		FlowID: req.FlowID, StepID: step.ID, Predicates: step.Judge.Predicates, Stakes: step.Judge.Stakes,
+		Budget: step.Judge.Budget, Artifacts: arts, Modified: modified, Workspace: req.Dir, Root: root, Verifier: v,
+	})
+	var je *judge.Error
+	if errors.As(err, &je) {
+		kind := engine.AttemptContract
+		if je.Type == judge.ErrVerifier || je.Type == judge.ErrStaging {
+			kind = engine.AttemptConfig
+		}
+		return engine.StepOutcome{}, &engine.AttemptError{Kind: kind, Violations: append([]string{je.Type + ": " + je.Message}, je.Violations...)}
+	}
+	if err != nil {
+		return engine.StepOutcome{}, err
+	}
+	if j.Record != nil {
+		if err := j.Record(ctx, engine.JudgeTurn{FlowID: req.FlowID, StepID: step.ID, History: res.Entries(), Outcome: res.Outcome()}); err != nil {
+			return engine.StepOutcome{}, err
+		}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return engine.StepOutcome{}, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return engine.StepOutcome{}, err
+	}
+	return engine.StepOutcome{Output: out}, nil
+}
+
+// judgeEvidence splits a judge step's inputs into artifacts and modified
+// files.
+func judgeEvidence(inputs map[string]any) (map[string]string, []string) {
+	arts := map[string]string{}
+	var modified []string
+	for k, v := range inputs {
+		if list, ok := v.([]any); ok && k == "modified_files" {
+			for _, p := range list {
+				if s, ok := p.(string); ok {
+					modified = append(modified, s)
+				}
+			}
+			continue
+		}
+		if s, ok := v.(string); ok {
+			arts[k] = s
+			continue
+		}
+		b, _ := json.Marshal(v)
+		arts[k] = string(b)
+	}
+	return arts, modified
 }

@@ -71,6 +71,9 @@ type Options struct {
 	// Agent runs inline steps with `agent:` (default: an AgentExecutor over
 	// DefaultAgents).
 	Agent engine.Executor
+	// Judge runs judge steps (default: a JudgeExecutor whose verifier is
+	// an AgentVerifier over Agent's agents, recording each turn).
+	Judge engine.Executor
 	// Gates decides how gates are resolved: --approve, --on-gate (its
 	// Reviewer, recorded with every decision of the run, defaults to
 	// review.CurrentUser).

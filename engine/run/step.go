@@ -17,6 +17,7 @@ const (
 	execCommand executorKind = iota
 	execInfer
 	execAgent
+	execJudge
 	execUnsupported
 )
 
@@ -35,6 +36,8 @@ func kindOf(step *specs.Step) executorKind {
 			return execAgent
 		}
 		return execInfer
+	case specs.KindJudge:
+		return execJudge
 	}
 	return execUnsupported
 }
@@ -58,8 +61,28 @@ func (r *Runner) executor(k executorKind) engine.Executor {
 		return r.opts.Agent
 	case execInfer:
 		return r.opts.Infer
+	case execJudge:
+		return r.judgeExecutor()
 	}
 	return nil
+}
+
+// judgeExecutor runs judge steps with the agents the runner's agent
+// executor has (so a configured "judge" agent is the verifier), recording
+// each turn under the runner's lease.
+func (r *Runner) judgeExecutor() engine.Executor {
+	if r.opts.Judge != nil {
+		return r.opts.Judge
+	}
+	v := &AgentVerifier{}
+	if ae, ok := r.opts.Agent.(*AgentExecutor); ok {
+		v.Agents = ae.Agents
+	}
+	return &JudgeExecutor{Verifier: v, Record: func(ctx context.Context, t engine.JudgeTurn) error {
+		t.ReportOptions = r.report()
+		_, err := r.svc.RecordJudge(ctx, t)
+		return err
+	}}
 }
 
 // beginCall notes attempt of step (in the flow's round) as the one under
@@ -368,6 +391,8 @@ func executorName(k executorKind) string {
 		return "infer"
 	case execAgent:
 		return "agent"
+	case execJudge:
+		return "judge"
 	}
 	return "unsupported"
 }

@@ -61,7 +61,9 @@ func TestTransitionCost(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		t.Run(fmt.Sprintf("members=%d", members), func(t *testing.T) {
 			c := etcdtest.Start(t, members)
+			m0 := etcdstore.FeedMisses()
 			storetest.RunTransitionCost(t, handles(t, c, "cost", 4), etcdMeter(c), storetest.CostOptions{Transitions: costN})
+			t.Logf("reads of the recent log the feed did not answer: %d", etcdstore.FeedMisses()-m0)
 		})
 	}
 }
@@ -79,7 +81,8 @@ var costN = func() int {
 // on one member that fsyncs, through four handles each with a watcher, and
 // reports the rate of the first and of the last 10 % (a cost that grows
 // with history shows as a fall), the etcd operations and bytes put per
-// transition over the last 10 %, and the database's size in use at the end.
+// transition over the last 10 %, the database's size in use at the end,
+// and its file's size before and after stratum store compact --defrag.
 // b.N is ignored: one run is the measurement.
 //
 //	go test ./store/etcdstore -run '^$' -bench History -benchtime 1x -timeout 60m
@@ -106,5 +109,13 @@ func BenchmarkHistory(b *testing.B) {
 	b.ReportMetric(last.Rate, "last10%-transitions/s")
 	b.ReportMetric(last.Ops(), "ops/transition")
 	b.ReportMetric(last.PutBytes, "put-B/transition")
-	b.ReportMetric(last.Size/(1<<20), "db-MiB")
+	b.ReportMetric(last.Size/(1<<20), "db-in-use-MiB")
+	// What stratum store compact --defrag returns.
+	e := hs[0].(*etcdstore.Store)
+	res, err := e.Compact(context.Background(), etcdstore.CompactOptions{Defrag: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(res.Before.Largest().Size)/(1<<20), "db-file-MiB")
+	b.ReportMetric(float64(res.After.Largest().Size)/(1<<20), "db-file-compacted-MiB")
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -39,6 +40,10 @@ const feedKeep = 4096
 // feedWait bounds how long a read waits for the feed to reach its snapshot
 // (it normally has: the watch delivers a commit as it applies).
 const feedWait = 100 * time.Millisecond
+
+// feedMisses counts the reads of the recent log the feed could not answer
+// (tests: how often the log was read instead).
+var feedMisses atomic.Int64
 
 type feed struct {
 	mu sync.Mutex
@@ -263,5 +268,8 @@ func (t *tx) eventsFromFeed(after uint64, limit int) ([]engine.Event, bool, erro
 		return nil, false, nil
 	}
 	evs, ok := f.since(t.ctx, after, last, limit, feedWait)
+	if !ok {
+		feedMisses.Add(1)
+	}
 	return evs, ok, nil
 }
