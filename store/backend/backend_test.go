@@ -133,6 +133,17 @@ func TestCopy(t *testing.T) {
 	if err := src.Update(ctx, func(tx engine.Tx) error { return tx.CachePut("k", []byte("v")) }); err != nil {
 		t.Fatal(err)
 	}
+	if err := src.Update(ctx, func(tx engine.Tx) error {
+		if err := tx.GuardPut("abc123", []byte(`{"reg":1}`)); err != nil {
+			return err
+		}
+		if err := tx.GuardAppend("abc123", 0, []byte("e0")); err != nil {
+			return err
+		}
+		return tx.GuardAppend("abc123", 1, []byte("e1"))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	want := snapshot(t, src)
 
 	mid := openAt(c.URL("copy"))
@@ -159,7 +170,7 @@ func TestCopy(t *testing.T) {
 		t.Fatalf("copy back to bbolt differs:\n got  %s\n want %s", got, want)
 	}
 	n, err := back.Count(ctx)
-	if err != nil || n.Flows != 3 || n.Gates != 1 || n.Events != 6 || n.Cache != 1 {
+	if err != nil || n.Flows != 3 || n.Gates != 1 || n.Events != 6 || n.Cache != 1 || n.Records != 1 {
 		t.Fatalf("Count = %+v, %v", n, err)
 	}
 	// A mistyped etcd prefix is an empty source: refused, nothing copied.
@@ -205,6 +216,18 @@ func snapshot(t *testing.T, o *backend.Opened) string {
 		b.WriteString(" cache:" + string(v))
 		if !ok {
 			b.WriteString("(missing)")
+		}
+		if err != nil {
+			return err
+		}
+		keys, err := tx.GuardKeys()
+		for _, k := range keys {
+			reg, _, _ := tx.GuardGet(k)
+			es, _ := tx.GuardEntries(k)
+			b.WriteString(" record:" + k + "=" + string(reg))
+			for _, e := range es {
+				b.WriteString("," + string(e))
+			}
 		}
 		return err
 	}); err != nil {

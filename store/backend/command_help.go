@@ -21,7 +21,7 @@ const CheckExamples = "  stratum store check\n  stratum store check --json"
 // InfoHelp is the long help of `stratum store info`.
 const InfoHelp = `Info opens the store the settings select (STRATUM_STORE, store: in config.yaml, else
 $STRATUM_HOME/stratum.db) and prints the backend, its path or endpoints and prefix, the schema
-version, and how many flows (by status), pending gates, events and cache entries it holds; for
+version, and how many flows (by status), pending gates, events, cache entries and guard records it holds; for
 etcd, each member's database (file size, in use, quota), the alarms raised (NOSPACE: writes are
 refused) and, when a file holds much free space, the advice to run stratum store compact
 --defrag. Credentials are never printed.`

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ type Counts struct {
 	Events   int                      `json:"events"`
 	LastSeq  uint64                   `json:"last_seq"`
 	Cache    int                      `json:"cache_entries"`
+	// Records are the keyed records (guarded resources and goals).
+	Records int `json:"guard_records"`
 }
 
 // Count reads the counts of o.
@@ -47,7 +50,11 @@ func (o *Opened) Count(ctx context.Context) (Counts, error) {
 			return err
 		}
 		c.Events = len(evs)
-		c.LastSeq, err = tx.LastSeq()
+		if c.LastSeq, err = tx.LastSeq(); err != nil {
+			return err
+		}
+		keys, err := tx.GuardKeys()
+		c.Records = len(keys)
 		return err
 	})
 	if err != nil {
@@ -182,7 +189,66 @@ func Copy(ctx context.Context, src, dst *Opened, force bool) (Counts, error) {
 	}
 	cached, err := copyCache(ctx, src, dst)
 	n.Cache = cached
+	if err != nil {
+		return n, err
+	}
+	n.Records, err = copyRecords(ctx, src, dst)
 	return n, err
+}
+
+// copyRecords copies every keyed record (a guarded resource's or a goal's
+// registration and ledger) into dst, one transaction each: entries dst
+// already holds must be the source's first ones (a ledger only grows), the
+// rest are appended.
+func copyRecords(ctx context.Context, src, dst *Opened) (int, error) {
+	var keys []string
+	if err := src.View(ctx, func(tx engine.Tx) error {
+		var err error
+		keys, err = tx.GuardKeys()
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range keys {
+		var reg []byte
+		var entries [][]byte
+		if err := src.View(ctx, func(tx engine.Tx) error {
+			var err error
+			if reg, _, err = tx.GuardGet(k); err != nil {
+				return err
+			}
+			entries, err = tx.GuardEntries(k)
+			return err
+		}); err != nil {
+			return n, err
+		}
+		err := dst.Update(ctx, func(tx engine.Tx) error {
+			have, err := tx.GuardEntries(k)
+			if err != nil {
+				return err
+			}
+			if len(have) > len(entries) {
+				return fmt.Errorf("record %s: the destination's ledger is longer than the source's", k)
+			}
+			for i, e := range have {
+				if !bytes.Equal(e, entries[i]) {
+					return fmt.Errorf("record %s: entry %d differs in the destination; a ledger is append-only", k, i)
+				}
+			}
+			for i := len(have); i < len(entries); i++ {
+				if err := tx.GuardAppend(k, i, entries[i]); err != nil {
+					return err
+				}
+			}
+			return tx.GuardPut(k, reg)
+		})
+		if err != nil {
+			return n, fmt.Errorf("copying keyed records: %w", err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // refuseNonEmpty is ErrNotEmpty when dst holds a flow or an event.

@@ -14,6 +14,8 @@ type CopyResult struct {
 	Events       int    `json:"events"`
 	Flows        int    `json:"flows"`
 	From         string `json:"from"`
+	// GuardRecords are the keyed records copied (guarded resources, goals).
+	GuardRecords int    `json:"guard_records"`
 	To           string `json:"to"`
 }
 
@@ -56,5 +58,5 @@ func CopyStores(ctx context.Context, src, dst Location, s Settings, force bool) 
 	if err != nil {
 		return CopyResult{}, fmt.Errorf("%v (copied so far: %d flows, %d events, %d cache entries; run again with --force to finish)", err, n.Flows, n.Events, n.Cache)
 	}
-	return CopyResult{From: from.Name(), To: to.Name(), Flows: n.Flows, Events: n.Events, CacheEntries: n.Cache}, nil
+	return CopyResult{From: from.Name(), To: to.Name(), Flows: n.Flows, Events: n.Events, CacheEntries: n.Cache, GuardRecords: n.Records}, nil
 }

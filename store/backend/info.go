@@ -63,8 +63,8 @@ func (info Info) WriteText(w io.Writer) error {
 	for _, s := range slices.Sorted(maps.Keys(info.ByStatus)) {
 		fmt.Fprintf(&b, " · %s %d", s, info.ByStatus[s])
 	}
-	fmt.Fprintf(&b, "\npending gates:  %d\nevents:         %d (last sequence %d)\ncache entries:  %d\n",
-		info.Gates, info.Events, info.LastSeq, info.Cache)
+	fmt.Fprintf(&b, "\npending gates:  %d\nevents:         %d (last sequence %d)\ncache entries:  %d\nguard records:  %d\n",
+		info.Gates, info.Events, info.LastSeq, info.Cache, info.Records)
 	if info.Space != nil {
 		writeSpace(&b, *info.Space)
 	}
