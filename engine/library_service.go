@@ -38,6 +38,9 @@ type LibraryFlowOptions struct {
 	// Owner is the program's lease (renewed with Library.RenewLease); a flow
 	// whose lease expired shows as stalled.
 	Owner *state.Lease
+	// ParentFlowID is the enclosing library flow of a Flow.Run inside
+	// another ("" for none): the flow is stored as its child.
+	ParentFlowID string
 }
 
 // StartFlow creates a library flow (status running, driver library)
@@ -53,9 +56,12 @@ func (l *Library) StartFlow(ctx context.Context, opt LibraryFlowOptions) (string
 		st.Driver = state.DriverLibrary
 		st.Library = &state.LibraryState{}
 		st.Owner = state.ClonePtr(opt.Owner)
+		if opt.ParentFlowID != "" {
+			st.ParentFlowID = state.ClonePtr(&opt.ParentFlowID)
+		}
 		env := transitionEnv{Now: now}
 		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
-			FlowName: opt.Name, Driver: string(state.DriverLibrary),
+			FlowName: opt.Name, Driver: string(state.DriverLibrary), ParentFlowID: opt.ParentFlowID,
 		})}}}, nil
 	})
 	if err != nil {

@@ -80,7 +80,11 @@ func (s *storeRecorder) write(flowID string, fn func() error) error {
 
 func (s *storeRecorder) startFlow(ctx context.Context, name string, input any) (string, error) {
 	lease := s.freshLease("lib-" + engine.NewUUID())
-	id, err := s.lib.StartFlow(ctx, engine.LibraryFlowOptions{Name: name, Inputs: inputsOf(input), Owner: &lease})
+	opt := engine.LibraryFlowOptions{Name: name, Inputs: inputsOf(input), Owner: &lease}
+	if p := flowFrom(ctx); p != nil {
+		opt.ParentFlowID = p.id // a Flow.Run inside another is its child
+	}
+	id, err := s.lib.StartFlow(ctx, opt)
 	if err != nil {
 		return "", fmt.Errorf("stratum: start flow %s: %w", name, err)
 	}
