@@ -19,56 +19,8 @@ import (
 // interrupted one does, each stage's worktree goes on from its item's
 // previous stage, and both items' chains are merged.
 func TestPipelineKillResume(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
 	stratum := filepath.Join(binDir, "stratum")
-	repo, outside := t.TempDir(), t.TempDir()
-	home := filepath.Join(outside, "home")
-	counts := filepath.Join(outside, "counts")
-	gofile := filepath.Join(outside, "go")
-	if err := os.MkdirAll(counts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "STRATUM_HOME="+home, "COUNTS="+counts, "GO_FILE="+gofile, "NO_COLOR=1", "GITHUB_ACTIONS=")
-	gitc := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	spec := `version: "0.3"
-flows:
-  main:
-    input: {}
-    steps:
-      - id: pipe
-        type: pipeline
-        source: "$.input.items"
-        max_concurrent: 4
-        stages:
-          - {intent_template: "s0"}
-          - {intent_template: "s1"}
-          - {intent_template: "s2"}
-        run: |
-          echo run >> "$COUNTS/$STRATUM_TASK_ID"
-          item=${STRATUM_TASK_ID#pipe::}; item=${item%%::*}
-          case "$STRATUM_TASK_ID" in
-            pipe::item1::stage1) while [ ! -f "$GO_FILE" ]; do sleep 0.05; done ;;
-          esac
-          echo "${STRATUM_TASK_ID##*::}" >> "$item.txt"
-          echo '{}'
-`
-	spec = strings.Replace(spec, "    input: {}", "    input: {items: {type: array}}", 1)
-	if err := os.WriteFile(filepath.Join(repo, "pipe.stratum.yaml"), []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitc("init", "-q")
-	gitc("add", "-A")
-	gitc("commit", "-q", "-m", "spec")
-
+	repo, counts, gofile, env := pipelineRepo(t)
 	run := exec.Command(stratum, "run", "pipe.stratum.yaml", "--input", `items=["a","b"]`)
 	run.Dir, run.Env = repo, env
 	stderr, err := run.StderrPipe()
@@ -131,4 +83,62 @@ flows:
 			t.Errorf("%s.txt merged: %q %v\n%s", item, b, err, out)
 		}
 	}
+}
+
+// pipelineRepo is a git repository holding the pipeline spec of
+// TestPipelineKillResume: its tasks count their runs in counts, and item
+// 1's second stage waits for gofile.
+func pipelineRepo(t *testing.T) (repo, counts, gofile string, env []string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	repo = t.TempDir()
+	outside := t.TempDir()
+	home := filepath.Join(outside, "home")
+	counts = filepath.Join(outside, "counts")
+	gofile = filepath.Join(outside, "go")
+	if err := os.MkdirAll(counts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env = append(os.Environ(), "STRATUM_HOME="+home, "COUNTS="+counts, "GO_FILE="+gofile, "NO_COLOR=1", "GITHUB_ACTIONS=")
+	gitc := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	spec := `version: "0.3"
+flows:
+  main:
+    input: {}
+    steps:
+      - id: pipe
+        type: pipeline
+        source: "$.input.items"
+        max_concurrent: 4
+        stages:
+          - {intent_template: "s0"}
+          - {intent_template: "s1"}
+          - {intent_template: "s2"}
+        run: |
+          echo run >> "$COUNTS/$STRATUM_TASK_ID"
+          item=${STRATUM_TASK_ID#pipe::}; item=${item%%::*}
+          case "$STRATUM_TASK_ID" in
+            pipe::item1::stage1) while [ ! -f "$GO_FILE" ]; do sleep 0.05; done ;;
+          esac
+          echo "${STRATUM_TASK_ID##*::}" >> "$item.txt"
+          echo '{}'
+`
+	spec = strings.Replace(spec, "    input: {}", "    input: {items: {type: array}}", 1)
+	if err := os.WriteFile(filepath.Join(repo, "pipe.stratum.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitc("init", "-q")
+	gitc("add", "-A")
+	gitc("commit", "-q", "-m", "spec")
+
+	return repo, counts, gofile, env
 }

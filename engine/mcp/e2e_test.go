@@ -272,7 +272,7 @@ func testToolsList(t *testing.T) {
 		"stratum_iteration_report", "stratum_iteration_abort", "stratum_commit", "stratum_revert", "stratum_compile_speckit",
 		"stratum_draft_pipeline", "stratum_list_workflows", "stratum_wait_gate", "stratum_list_flows",
 		"stratum_parallel_start", "stratum_parallel_poll", "stratum_parallel_advance",
-		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run", "stratum_judge",
+		"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg", "stratum_agent_run", "stratum_cancel_agent_run", "stratum_judge", "stratum_decompose",
 		"stratum_guard_register", "stratum_guard_transition", "stratum_guard_override", "stratum_guard_migrate", "stratum_guard_history",
 		"stratum_goal", "stratum_goal_status", "stratum_goal_decide", "stratum_goal_archive", "stratum_distill"}
 	tools := map[string]*mcp.Tool{}
@@ -323,6 +323,7 @@ func testToolsList(t *testing.T) {
 		"stratum_parallel_poll":    {"flow_id", "step_id"},
 		"stratum_parallel_advance": {"flow_id", "step_id", "merge_status"},
 		"stratum_judge":            {"flow_id", "step_id", "predicates", "artifacts", "modified_files", "stakes", "budget"},
+		"stratum_decompose":        {"prompt", "work_context", "model"},
 	}
 	for n, ps := range params {
 		schema := canon(t, tools[n].InputSchema)

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/engine/internal/infer"
 	"github.com/stratum-go/stratum/engine/internal/judge"
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/specs"
@@ -32,6 +35,7 @@ Inputs: flow_id, step_id, predicates, stakes and budget exactly as the dispatch 
 Returns the JudgeResult {clean, summary, findings, meta, …, judge_version, met, stakes, predicates: [{id, type, statement, verdict (met | not_met | ambiguous), confidence, applied_gate, evidence: [{source, quote, tier}], tier_history, t3}], tier_disagreements, budget_consumed, judge_kernel_meta}; the turn is recorded in the flow (audit: judge_history, judge_outcome). Then report it with stratum_step_done (result: the JudgeResult).
 Errors {status:"error", error_type, message}: flow_not_found, step_mismatch, not_a_judge_step, predicates_mismatch, stakes_mismatch, budget_mismatch, BudgetExceededError (max_turns, max_wall_clock_s, max_dollars), CitationFormatError and VerifierAnswerError (a verifier's answer broke its contract), VerifierError, StagingError.`},
 		s.judge)
+	s.registerDecompose(srv)
 }
 
 func judgeError(typ, msg string) engine.Response {
@@ -155,4 +159,43 @@ func sameJSON(a, b any) bool {
 		return out
 	}
 	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+type decomposeArgs struct {
+	Prompt      string `json:"prompt" jsonschema:"the task, in prose"`
+	WorkContext string `json:"work_context,omitempty" jsonschema:"extra context: what was done so far"`
+	Model       string `json:"model,omitempty" jsonschema:"provider/model of the LLM to ask (default anthropic/claude-haiku-4-5)"`
+}
+
+// registerDecompose adds stratum_decompose.
+func (s *server) registerDecompose(srv *mcp.Server) {
+	addTool(srv, s, &mcp.Tool{Name: "stratum_decompose", Annotations: readOnly(), Description: `Draft acceptance predicates for a task: one LLM call turns the prose into 1-6 predicates in the judge's taxonomy (deterministic | verified | judged), for you to show, edit, and put in a judge step. No flow, nothing stored.
+Inputs: prompt (the task), work_context (optional), model (provider/model, default anthropic/claude-haiku-4-5; keys and base URLs as for stratum run).
+Returns {predicates: [{id, type, statement, applied_gate: 7}], applied: bool, reason: str, model: str}. Fail-open: on any LLM or parse failure applied is false, predicates empty and reason "decompose_error:KIND" — never a fabricated predicate; do not use an empty draft.`},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in decomposeArgs) (engine.Response, error) {
+			if err := required("prompt", in.Prompt); err != nil {
+				return nil, err
+			}
+			model := in.Model
+			if model == "" {
+				model = judge.DefaultDecomposeModel
+			}
+			cfg, err := config.Load(".")
+			if err != nil {
+				return nil, err
+			}
+			setup := infer.Setup{DefaultModel: cfg.DefaultModel, BaseURLs: cfg.BaseURLs, CallTimeout: cfg.LLMTimeout}
+			d := judge.Decompose(ctx, func(ctx context.Context, prompt string) (string, error) {
+				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				text, _, err := setup.Complete(ctx, model, prompt, 512)
+				return text, err
+			}, in.Prompt, in.WorkContext, model)
+			b, err := json.Marshal(d)
+			if err != nil {
+				return nil, err
+			}
+			var out engine.Response
+			return out, json.Unmarshal(b, &out)
+		})
 }

@@ -104,3 +104,11 @@ func TestJudgeOverMCP(t *testing.T) {
 		t.Fatalf("audit %s", canon(t, audit))
 	}
 }
+
+// stratum_decompose fails open: a model it cannot reach gives no
+// predicates, applied false and the reason, never a made-up draft.
+func TestDecomposeFailsOpen(t *testing.T) {
+	s := start(t)
+	s.ok("stratum_decompose", map[string]any{"prompt": "Add a --json flag to stratum migrate", "model": "nosuchprovider/x"},
+		map[string]any{"predicates": []any{}, "applied": false, "reason": "decompose_error:CompletionError", "model": "nosuchprovider/x"})
+}

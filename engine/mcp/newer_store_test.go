@@ -55,7 +55,7 @@ func TestStoreMigratedUnderServer(t *testing.T) {
 		"new_edge_predicates": map[string]any{},
 		"goal_id":             "g", "mode": "advisory", "decision": "confirm",
 	}
-	noStore := map[string]bool{"stratum_validate": true, "stratum_compile_speckit": true,
+	noStore := map[string]bool{"stratum_validate": true, "stratum_decompose": true, "stratum_compile_speckit": true,
 		"stratum_draft_pipeline": true, "stratum_list_workflows": true, "stratum_cancel_agent_run": true, "stratum_distill": true,
 		"stratum_guard_override": true, "stratum_guard_migrate": true, // refused before the store: no token in the server's env
 		"stratum_goal": true} // refused before the store: no predicates

@@ -159,20 +159,9 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 	if err != nil {
 		return perr("source_resolution_failed", "Could not resolve the inputs of step '%s': %v", in.StepID, err), nil
 	}
-	ex, kind, err := s.taskExecutor(st, cur)
+	fo, err := s.newFanOut(st, sp, flow, cur, tasks, inputs, prior)
 	if err != nil {
 		return perr("executor_unavailable", "Step '%s': %v", in.StepID, err), nil
-	}
-	dir := run.ProjectDir(st.SpecFile)
-	fo := &run.FanOut{
-		Service: s.svc, Executor: ex, Kind: kind, FlowID: st.FlowID, Spec: sp, Flow: flow, Step: cur,
-		Tasks: tasks, Inputs: inputs, Attempt: st.Attempts[cur.ID] + 1, Dir: dir, Prior: prior, Log: s.opts.Log,
-		PreMergeVerify: engine.ResolvePreMergeVerify(st, cur), Bounces: engine.PriorBounces(st, cur.ID),
-	}
-	if cur.Kind == specs.KindPipeline && kind != "agent" && cur.Run == nil {
-		if cfg, err := config.Load(dir); err == nil {
-			fo.AgentExecutor = &run.AgentExecutor{Agents: run.Agents(cfg.Agents)}
-		}
 	}
 	if err := fo.Preflight(ctx); err != nil {
 		code := "worktree_unavailable"
@@ -201,6 +190,28 @@ func (s *server) parallelStart(ctx context.Context, _ *mcp.CallToolRequest, in p
 		ids[i] = t.ID
 	}
 	return engine.Response{"status": "started", "flow_id": st.FlowID, "step_id": cur.ID, "task_count": len(tasks), "tasks": ids}, nil
+}
+
+// newFanOut is the fan-out of step cur's tasks that parallelStart runs:
+// the step's executor (and for a pipeline the agent CLIs its stages
+// name), its pre-merge gate and the bounces of its previous attempt.
+func (s *server) newFanOut(st *state.FlowState, sp *specs.Spec, flow *specs.Flow, cur *specs.Step, tasks []fanout.Task, inputs map[string]any, prior map[string]state.ParallelTask) (*run.FanOut, error) {
+	ex, kind, err := s.taskExecutor(st, cur)
+	if err != nil {
+		return nil, err
+	}
+	dir := run.ProjectDir(st.SpecFile)
+	fo := &run.FanOut{
+		Service: s.svc, Executor: ex, Kind: kind, FlowID: st.FlowID, Spec: sp, Flow: flow, Step: cur,
+		Tasks: tasks, Inputs: inputs, Attempt: st.Attempts[cur.ID] + 1, Dir: dir, Prior: prior, Log: s.opts.Log,
+		PreMergeVerify: engine.ResolvePreMergeVerify(st, cur), Bounces: engine.PriorBounces(st, cur.ID),
+	}
+	if cur.Kind == specs.KindPipeline && kind != "agent" && cur.Run == nil {
+		if cfg, err := config.Load(dir); err == nil {
+			fo.AgentExecutor = &run.AgentExecutor{Agents: run.Agents(cfg.Agents)}
+		}
+	}
+	return fo, nil
 }
 
 // refuseFanStart is parallel_start's refusal of a fan-out that already

@@ -211,3 +211,26 @@ func (e *Executor) PriceOf(models ...string) (full string, priced bool) {
 	}
 	return full, priced
 }
+
+// Complete sends one prompt to model ("": the default model) with the
+// setup's keys and base URLs and answers the text and the provider/model
+// that answered (stratum_decompose's one call).
+func (s Setup) Complete(ctx context.Context, model, prompt string, maxTokens int) (string, string, error) {
+	cfg, err := s.routerConfig()
+	if err != nil {
+		return "", "", err
+	}
+	if s.Client != nil {
+		cfg.HTTPClient = s.Client
+	}
+	r := llm.NewRouter(cfg)
+	t, err := r.Resolve(r.Choose(model))
+	if err != nil {
+		return "", "", err
+	}
+	resp, err := t.Provider.Complete(ctx, llm.Request{Model: t.Model, Prompt: prompt, MaxTokens: maxTokens})
+	if err != nil {
+		return "", t.Full, err
+	}
+	return resp.Content, t.Full, nil
+}
