@@ -73,7 +73,8 @@ func TestBlockContent(t *testing.T) {
 	b := blockText()
 	checkToolRefs(t, b, toolNames(t))
 	for _, want := range []string{"stratum_wait_gate", "revise_feedback", "`gate`, `round`", "`rationale`", "`reviewer`", "`channel`",
-		"stratum tui", "stratum_validate", "stratum_plan", "stratum_step_done", "stratum_audit", "approver: human"} {
+		"stratum tui", "stratum_validate", "stratum_plan", "stratum_step_done", "stratum_audit", "approver: human",
+		"stratum_flow_run_bg", "paused_gate"} {
 		if !strings.Contains(b, want) {
 			t.Errorf("block lacks %q", want)
 		}

@@ -3,8 +3,11 @@ package stratum
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 )
@@ -94,4 +97,63 @@ func BenchmarkToolRoundOverhead(b *testing.B) {
 	b.ReportMetric(float64(median(plains).Nanoseconds())/1e3, "plain-call-µs")
 	b.ReportMetric(float64(median(raws).Nanoseconds())/1e3, "raw-µs/req")
 	b.ReportMetric(float64(median(rounds).Nanoseconds())/1e3, "round-µs")
+}
+
+// BenchmarkStreamDeltaLatency measures how long a streamed delta takes
+// from the fake server's flush to the caller's loop: 20 deltas of one
+// answer, 1 ms apart, over SSE on the loopback (delta-µs: the median;
+// goal ≤ 1 ms).
+func BenchmarkStreamDeltaLatency(b *testing.B) {
+	const n = 20
+	var mu sync.Mutex
+	var sent []time.Time
+	answer := `{"label":"positive","confidence":0.9}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		events := openAIEvents(answer, n)
+		for i, e := range events {
+			if i < n {
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				sent = append(sent, time.Now())
+				mu.Unlock()
+			}
+			fmt.Fprintf(w, "data: %s\n\n", e)
+			fl.Flush()
+		}
+	}))
+	b.Cleanup(srv.Close)
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "k", "STRATUM_MODEL": "openai/gpt-4o-mini"}
+	rt, err := New(Options{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close(context.Background()) })
+	ctx := WithRuntime(context.Background(), rt)
+	f := MustInfer("classify", Spec[textIn, sentiment]{Intent: "Classify the sentiment"})
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		mu.Lock()
+		sent = sent[:0]
+		mu.Unlock()
+		var got []time.Time
+		for p, err := range f.Stream(ctx, textIn{Text: "x"}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if p.Delta != "" {
+				got = append(got, time.Now())
+			}
+		}
+		mu.Lock()
+		for i := range min(len(got), len(sent)) {
+			lat = append(lat, got[i].Sub(sent[i]))
+		}
+		mu.Unlock()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(median(lat).Nanoseconds())/1e3, "delta-µs")
 }

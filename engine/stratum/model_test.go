@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -275,7 +276,8 @@ func TestGeminiFromEnvironment(t *testing.T) {
 	if err != nil || got.Label != "negative" {
 		t.Fatalf("got %+v, %v", got, err)
 	}
-	if tr := rt.Trace()[0]; tr.Model != "gemini/gemini-2.5-flash" || tr.InputTokens != 12 || tr.OutputTokens != 7 {
+	if tr := rt.Trace()[0]; tr.Model != "gemini/gemini-2.5-flash" || tr.InputTokens != 12 || tr.OutputTokens != 7 ||
+		tr.CostUSD == nil || math.Abs(*tr.CostUSD-(12*0.3+7*2.5)/1e6) > 1e-12 {
 		t.Fatalf("trace %+v", tr)
 	}
 }
