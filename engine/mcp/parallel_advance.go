@@ -70,7 +70,6 @@ func (s *server) parallelPoll(ctx context.Context, req *mcp.CallToolRequest, in 
 		return resp, err
 	}
 	fr := s.fanRun(in.FlowID, in.StepID)
-	s.sendProgress(ctx, req, fr)
 	finished := fr == nil
 	if fr != nil {
 		select {
@@ -79,6 +78,9 @@ func (s *server) parallelPoll(ctx context.Context, req *mcp.CallToolRequest, in 
 		default:
 		}
 	}
+	// Sent after the look at done: a poll that reports the fan-out
+	// finished has sent every event queued before it finished.
+	s.sendProgress(ctx, req, fr)
 	tasks, ok := stepTasks(st, step)
 	if !ok {
 		return engine.Response{"error": fmt.Sprintf("step '%s' not dispatched yet; call stratum_parallel_start first", in.StepID)}, nil
