@@ -138,7 +138,7 @@ func TestParallelServerKilledMidFanOut(t *testing.T) {
 	if err := cmd1.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd1.Wait()
+	_, _ = cmd1.Process.Wait() // not cmd1.Wait: the client transport calls that when its pipe closes, and two Waits of one Cmd can hang
 
 	s2, _ := serveIn(t, repo, home)
 	p := s2.ok("stratum_parallel_poll", map[string]any{"flow_id": id, "step_id": "run"}, map[string]any{"outcome": nil})
@@ -206,7 +206,7 @@ func TestParallelMergeOutcomeSurvivesRestart(t *testing.T) {
 	if err := cmd1.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd1.Wait()
+	_, _ = cmd1.Process.Wait() // not cmd1.Wait: the client transport calls that when its pipe closes, and two Waits of one Cmd can hang
 
 	s2, _ := serveIn(t, repo, home)
 	p := s2.ok("stratum_parallel_poll", map[string]any{"flow_id": id, "step_id": "run"},
