@@ -107,7 +107,10 @@ func (a Approver) CheckChannel(c Channel, what string) error {
 // channelRefused is CheckChannel's error: its text is the whole message.
 type channelRefused string
 
-func (e channelRefused) Error() string        { return string(e) }
+// Error returns the refusal's whole message.
+func (e channelRefused) Error() string { return string(e) }
+
+// Is makes a refusal match ErrNotAllowed.
 func (e channelRefused) Is(target error) bool { return target == ErrNotAllowed }
 
 // Errors of the gate protocol.

@@ -191,6 +191,8 @@ type modelProvider struct {
 	m    Model
 }
 
+// Complete sends one request of the inference loop to the Model and turns
+// its answer back into the loop's response.
 func (p modelProvider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	mreq := &ModelRequest{Model: req.Model, Schema: req.Schema, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
 	if req.System != "" {
