@@ -39,6 +39,11 @@ type Service struct {
 	Verifier func(dir string) (judge.Verifier, error)
 	// JudgeRoot is where the judge stages turns.
 	JudgeRoot string
+	// Modified lists the files a worker turn changed in its directory,
+	// relative to it, for the judge to stage under modified/ (nil: none
+	// are collected). `stratum mcp` reads them from git, as the original
+	// does.
+	Modified func(ctx context.Context, dir string) []string
 }
 
 func (s *Service) now() time.Time {

@@ -3,6 +3,8 @@ package goal
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -173,4 +175,48 @@ func TestGoalErrors(t *testing.T) {
 	st, _ := f.s.Status(context.Background(), IDRequest{GoalID: "g1"})
 	expect(t, "status after archive", st, map[string]any{"error_type": "GoalNotFoundError"})
 	expect(t, "reuse", f.run(t, Request{Mode: "advisory"}), map[string]any{"error_type": "GoalArchivedError"})
+}
+
+// stagingVerifier records whether each question's staged turn holds the
+// worker's modified file.
+type stagingVerifier struct {
+	verifier
+	seen []string
+}
+
+func (v *stagingVerifier) Verify(ctx context.Context, req judge.VerifyRequest) (judge.Answer, error) {
+	b, err := os.ReadFile(filepath.Join(req.Dir, "modified", "a.txt"))
+	v.mu.Lock()
+	if err == nil {
+		v.seen = append(v.seen, string(b))
+	} else {
+		v.seen = append(v.seen, "missing")
+	}
+	v.mu.Unlock()
+	return v.verifier.Verify(ctx, req)
+}
+
+// A worker turn's modified files (Service.Modified, read in worker.cwd)
+// are staged for the judge under modified/.
+func TestTurnStagesModifiedFiles(t *testing.T) {
+	f := newFixture(t, "met")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("changed by the worker"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sv := &stagingVerifier{verifier: verifier{verdicts: []string{"met"}}}
+	f.s.Verifier = func(string) (judge.Verifier, error) { return sv, nil }
+	var asked []string
+	f.s.Modified = func(_ context.Context, d string) []string {
+		asked = append(asked, d)
+		return []string{"a.txt"}
+	}
+	r := f.run(t, Request{Mode: "autonomous", Autonomy: map[string]bool{"verified": true}, Worker: map[string]any{"cwd": dir}})
+	expect(t, "bound", r, map[string]any{"status": "met", "turns_run": 1})
+	if len(asked) != 1 || asked[0] != dir {
+		t.Errorf("Modified asked for %v, want once for %s", asked, dir)
+	}
+	if len(sv.seen) == 0 || sv.seen[0] != "changed by the worker" {
+		t.Errorf("the verifier's staged turn held modified/a.txt as %v", sv.seen)
+	}
 }

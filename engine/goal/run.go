@@ -144,7 +144,11 @@ func (s *Service) turn(ctx context.Context, st *State, turns []Turn, preds []*sp
 		}
 		return nil, nil, nil
 	}
-	jr, err := s.judge(ctx, st, preds, map[string]string{"worker_output": text}, nil)
+	var modified []string
+	if s.Modified != nil && st.Dir != "" {
+		modified = s.Modified(ctx, st.Dir)
+	}
+	jr, err := s.judge(ctx, st, preds, map[string]string{"worker_output": text}, modified)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()

@@ -17,7 +17,7 @@ import (
 // judge is the judge of judge steps with the configured verifier agents.
 
 func (s *server) goals() *goal.Service {
-	g := &goal.Service{Store: s.svc.Store, Now: s.svc.Now,
+	g := &goal.Service{Store: s.svc.Store, Now: s.svc.Now, Modified: run.ModifiedFiles,
 		Verifier: func(dir string) (judge.Verifier, error) {
 			if dir == "" {
 				dir = "."

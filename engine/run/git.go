@@ -36,6 +36,24 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(out.String()), nil
 }
 
+// ModifiedFiles lists the tracked files changed in dir's work tree
+// (`git diff --name-only`), as the original's goal loop collects a worker
+// turn's files — here relative to dir and only those under it
+// (--relative), so the judge reads them where it stages them from. None
+// when dir is empty, not in a repository, or git takes over 5 s.
+func ModifiedFiles(ctx context.Context, dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := git(ctx, dir, "diff", "--name-only", "--relative")
+	if err != nil {
+		return nil
+	}
+	return lines(out)
+}
+
 // lines splits git output into non-empty lines.
 func lines(s string) []string {
 	var out []string
