@@ -274,7 +274,8 @@ func parseAgentJSON(text string) (any, bool) {
 }
 
 // progressLines sends each output line as a progress notification (the
-// original's stream envelope) when the call carries a progress token.
+// original's stream envelope, as a fan-out's events: envelope) when the
+// call carries a progress token.
 func (s *server) progressLines(ctx context.Context, req *mcp.CallToolRequest, id string) func(string) {
 	if req == nil || req.Session == nil || req.Params == nil {
 		return nil
@@ -283,12 +284,10 @@ func (s *server) progressLines(ctx context.Context, req *mcp.CallToolRequest, id
 	if tok == nil {
 		return nil
 	}
-	var seq int
+	seq := -1
 	return func(line string) {
 		seq++
-		env, _ := json.Marshal(map[string]any{"flow_id": id, "step_id": agentRunStep, "task_id": nil, "seq": seq,
-			"ts": time.Now().UTC().Format(time.RFC3339Nano), "kind": "agent_relay",
-			"metadata": map[string]any{"role": "assistant", "text": line}})
+		env := envelope(id, agentRunStep, "", seq, "agent_relay", map[string]any{"role": "assistant", "text": line})
 		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(seq), Message: string(env)}); err != nil && ctx.Err() == nil {
 			s.log.Warn("agent run: progress notification", "error", err.Error())
 		}

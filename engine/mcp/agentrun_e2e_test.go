@@ -127,7 +127,8 @@ func TestAgentRunProgress(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(msgs) != 5 || !strings.Contains(msgs[0], `"text":"thinking about it"`) || !strings.Contains(msgs[0], `"step_id":"_agent_run"`) ||
-		!strings.Contains(msgs[0], `"flow_id":"p-1"`) || !strings.Contains(msgs[0], `"kind":"agent_relay"`) {
+		!strings.Contains(msgs[0], `"flow_id":"p-1"`) || !strings.Contains(msgs[0], `"kind":"agent_relay"`) ||
+		!strings.Contains(msgs[0], `"schema_version":"0.2.7"`) || !strings.Contains(msgs[0], `"seq":0`) {
 		t.Errorf("progress messages: %q", msgs)
 	}
 }
