@@ -51,11 +51,11 @@ type tx struct {
 	// writes are buffered: a nil value deletes.
 	writes  map[string][]byte
 	deleted map[string]bool
-	gen     bool     // a flow was deleted: bump meta/gen
+	gen     bool // a flow was deleted: bump meta/gen
 	// prior is what Put and Delete need of each flow this transaction
 	// read or wrote (noteFlow), by flow id.
 	prior map[string]priorFlow
-	purge   []string // flows tombstoned by this transaction
+	purge []string // flows tombstoned by this transaction
 	// leaseOf is the etcd lease of each key read that has one.
 	leaseOf map[string]clientv3.LeaseID
 	// leaseKeys are every lease key at the snapshot, with their etcd
