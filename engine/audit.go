@@ -20,7 +20,9 @@ const auditInProgress = "in_progress"
 // result cache) and budget_state (auditBudget), plus ours: created_at,
 // updated_at, flow_status (st.Status), while the
 // flow waits at a gate, gate (the pending gate with its deadline), and, once
-// a judge step's judge ran, judge_history and judge_outcome (by step id).
+// a judge step's judge ran, judge_history and judge_outcome (by step id),
+// and for a flow a Go program drives, calls: its trace entries (inputs,
+// retries with their violations, tool calls, streamed), in order.
 //
 // status is the terminal status when one is set (a kill routed to a cleanup
 // step reports "killed"), else derived from st.Status: "complete", "killed",
@@ -76,6 +78,12 @@ func auditFlow(st *state.FlowState, env transitionEnv) *AuditReport {
 	a.Judge = st.Judge
 	a.CacheHits = cacheHits(trace)
 	a.BudgetState = auditBudget(env.Flow, st.BudgetState)
+	if st.IsLibrary() {
+		a.Calls = st.Trace
+		if a.Calls == nil {
+			a.Calls = []json.RawMessage{}
+		}
+	}
 	if st.Status == state.StatusAwaitingGate && st.Gate != nil {
 		g := *st.Gate
 		a.Gate = &g

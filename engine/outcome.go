@@ -438,6 +438,10 @@ type AuditReport struct {
 	// BudgetState is the flow's run budget and what it consumed, in the
 	// original's shape; nil when the flow has no budget axis.
 	BudgetState *AuditBudget
+	// Calls are a Go program's calls (a library flow's trace entries:
+	// inputs, retries with their violations, tool calls), in order; nil
+	// for other flows.
+	Calls []json.RawMessage
 }
 
 // AuditBudget is an audit's budget_state, the original's ledger shape:

@@ -38,6 +38,12 @@ func (a *AuditReport) appendWire(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"cache_hits":`...)
 	b = strconv.AppendInt(b, int64(a.CacheHits), 10)
+	if a.Calls != nil {
+		b = append(b, `,"calls":`...)
+		if b, err = appendMarshal(b, a.Calls, false, ""); err != nil {
+			return nil, err
+		}
+	}
 	b = append(b, `,"child_audits":`...)
 	if b, err = appendMarshal(b, a.ChildAudits, len(a.ChildAudits) == 0 && a.ChildAudits != nil, "{}"); err != nil {
 		return nil, err
