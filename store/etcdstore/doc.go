@@ -66,10 +66,6 @@
 //	e/<seq:16>           events (the indexed log, in sequence order; seq:
 //	                     the first one's)
 //	x/<id>‖NUL‖<seq:16>  events (a flow's indexed events)
-//
-// "events" is what one commit appended to one flow one after the other:
-// one engine.Event JSON, or several as a JSON array (schema 5; before it,
-// each event had keys of its own, which read the same).
 //	d/<id>               tombstone of a deleted flow with many events
 //	k/<cache key>        raw cached bytes
 //	gd/<key>/r           a guarded resource's registration (engine/guard)
@@ -77,6 +73,9 @@
 //	leases/<lease id>‖NUL‖<id>  flow id, attached to the etcd lease of the
 //	                     runner lease that owns the flow (see Runner leases)
 //
+// "events" is what one commit appended to one flow one after the other:
+// one engine.Event JSON, or several as a JSON array (schema 5; before it,
+// each event had keys of its own, which read the same).
 // <seq:16>, <created:16> and <token:24> are lower-case hex digits (created: Unix
 // nanoseconds with the sign bit flipped), so keys sort numerically.
 // Count is a count-only range over c/ or t/<status> (no key is sent
