@@ -208,7 +208,7 @@
 // Options.Store.
 //
 // Runnable programs for the classic Stratum examples (sentiment, migrate,
-// parallel, refine, debate, human review) are under examples/; each
-// runs from an embedded recording, or against a real provider with
-// --live.
+// parallel, refine, debate, human review) and for tools with approval,
+// streaming and images are under examples/; each runs from an embedded
+// recording, or against a real provider with --live.
 package stratum
