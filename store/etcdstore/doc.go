@@ -2,7 +2,8 @@
 // etcd cluster (go.etcd.io/etcd/client/v3), so processes on many machines
 // share flows, gates and the event log. It passes store/storetest like the
 // bbolt store; it may import engine, and nothing imports it except
-// store/backend, main and tests.
+// store/team (which registers it with store/shared), store/backend, main
+// and tests.
 //
 // # Transactions
 //
