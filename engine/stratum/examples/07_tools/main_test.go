@@ -15,7 +15,7 @@ import (
 	"github.com/stratum-go/stratum/engine/stratum"
 	"github.com/stratum-go/stratum/engine/stratum/examples/internal/demo"
 	"github.com/stratum-go/stratum/review"
-	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 var record = flag.Bool("record", false, "re-record recording.replay against a scripted local server")
@@ -82,11 +82,11 @@ func TestOffline(t *testing.T) {
 func TestStoredRefundDecidedByAPerson(t *testing.T) {
 	t.Setenv("STRATUM_HOME", t.TempDir())
 	t.Chdir(t.TempDir())
-	st, err := backend.OpenDefault(context.Background())
+	st, err := shared.OpenDefault(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.(io.Closer).Close()
+	defer st.Close()
 	pending := make(chan stratum.PendingReview, 1)
 	sink := sinkFunc(func(_ context.Context, p stratum.PendingReview) error { pending <- p; return nil })
 	rt, done, err := demo.RuntimeWith(recording, false, stratum.Options{Store: st, Sinks: []stratum.ReviewSink{sink}})
