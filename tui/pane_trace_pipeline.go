@@ -36,12 +36,12 @@ func pipelineTask(stepID, taskID string) (item, stage int, ok bool) {
 // latest event of its furthest stage.
 type itemRow struct {
 	states []string
-	last   engine.EventData
+	last   engine.ParallelTask
 	stage  int
 }
 
 // add folds a task event of the item's stage in.
-func (r *itemRow) add(stage int, d engine.EventData) {
+func (r *itemRow) add(stage int, d engine.ParallelTask) {
 	for len(r.states) <= stage {
 		r.states = append(r.states, "")
 	}
