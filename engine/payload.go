@@ -31,9 +31,9 @@ import (
 type Payload interface {
 	// Kind is the event type that carries this payload.
 	Kind() EventType
-	// appendData writes the payload's keys to w, in key order; always
-	// marks the keys written even when zero.
-	appendData(w *dataWriter)
+	// appendData writes the payload's keys to w, in key order, and
+	// returns w (a value, so writing allocates nothing).
+	appendData(w dataWriter) dataWriter
 }
 
 // FlowCreated is the payload of flow_created: a flow planned from a spec,
@@ -264,37 +264,49 @@ func (ParallelTask) Kind() EventType { return EventParallelTask }
 // written even when zero: the keys its transition always sets (the log has
 // always held them so); any other is written when set.
 
-func (p FlowCreated) appendData(w *dataWriter) {
+func (p FlowCreated) appendData(w dataWriter) dataWriter {
 	child := p.ParentFlowID != ""
 	w.str("driver", p.Driver, !child)
 	w.str("flow_name", p.FlowName, true)
 	w.str("parent_flow_id", p.ParentFlowID, child)
 	w.str("parent_step_id", p.ParentStepID, child)
 	w.str("spec_file", p.SpecFile, !child)
+	return w
 }
 
-func (p StepDispatched) appendData(w *dataWriter) { w.str("step_mode", p.StepMode, true) }
+func (p StepDispatched) appendData(w dataWriter) dataWriter {
+	w.str("step_mode", p.StepMode, true)
+	return w
+}
 
-func (p StepDone) appendData(w *dataWriter) { w.int("attempts", int64(p.Attempts), true) }
+func (p StepDone) appendData(w dataWriter) dataWriter {
+	w.int("attempts", int64(p.Attempts), true)
+	return w
+}
 
-func (p StepFailed) appendData(w *dataWriter) {
+func (p StepFailed) appendData(w dataWriter) dataWriter {
 	w.int("attempt", int64(p.Attempt), true)
 	w.bool("exhausted", p.Exhausted, true)
 	w.str("status", p.Status, true)
 	w.list("violations", p.Violations, true)
+	return w
 }
 
-func (p StepSkipped) appendData(w *dataWriter) { w.str("reason", p.Reason, true) }
+func (p StepSkipped) appendData(w dataWriter) dataWriter {
+	w.str("reason", p.Reason, true)
+	return w
+}
 
-func (p GateOpened) appendData(w *dataWriter) {
+func (p GateOpened) appendData(w dataWriter) dataWriter {
 	w.str("approver", p.Approver, true)
 	w.deadline("deadline", p.Deadline)
 	w.str("policy", p.Policy, false)
 	w.str("policy_failed", p.PolicyFailed, false)
 	w.int("round", int64(p.Round), true)
+	return w
 }
 
-func (p GateResolved) appendData(w *dataWriter) {
+func (p GateResolved) appendData(w dataWriter) dataWriter {
 	// A gate's own policy writes no resolver; a revise that sends the flow
 	// back writes its target.
 	byPolicy := p.Policy != ""
@@ -308,16 +320,18 @@ func (p GateResolved) appendData(w *dataWriter) {
 	w.str("reviewer", p.Reviewer, !byPolicy)
 	w.str("revise_target", p.ReviseTarget, revised)
 	w.int("round", int64(p.Round), true)
+	return w
 }
 
-func (p Checkpoint) appendData(w *dataWriter) {
+func (p Checkpoint) appendData(w dataWriter) dataWriter {
 	w.str("action", p.Action, true)
 	w.str("channel", p.Channel, false)
 	w.str("label", p.Label, true)
 	w.int("step_number", int64(p.StepNumber), true)
+	return w
 }
 
-func (p IterationReport) appendData(w *dataWriter) {
+func (p IterationReport) appendData(w dataWriter) dataWriter {
 	start, report, abort := p.Action == "start", p.Action == "report", p.Action == "abort"
 	w.str("action", p.Action, start || report || abort)
 	w.intPtr("dry_streak", p.DryStreak)
@@ -328,17 +342,19 @@ func (p IterationReport) appendData(w *dataWriter) {
 	w.str("outcome", p.Outcome, report)
 	w.str("reason", p.Reason, abort)
 	w.float("score", p.Score)
+	return w
 }
 
-func (p FlowFinished) appendData(w *dataWriter) {
+func (p FlowFinished) appendData(w dataWriter) dataWriter {
 	w.str("channel", p.Channel, false)
 	w.str("rationale", p.Rationale, false)
 	w.str("reason", p.Reason, false)
 	w.str("reviewer", p.Reviewer, false)
 	w.str("status", p.Status, true)
+	return w
 }
 
-func (p Trace) appendData(w *dataWriter) {
+func (p Trace) appendData(w dataWriter) dataWriter {
 	failed := p.ErrorKind != ""
 	w.int("attempt", int64(p.Attempt), true)
 	w.bool("cache_hit", p.CacheHit, false)
@@ -351,9 +367,10 @@ func (p Trace) appendData(w *dataWriter) {
 	w.int("tokens", p.Tokens, false)
 	w.trace("trace", p.Trace)
 	w.list("violations", p.Violations, failed)
+	return w
 }
 
-func (p ParallelTask) appendData(w *dataWriter) {
+func (p ParallelTask) appendData(w dataWriter) dataWriter {
 	w.str("branch", p.Branch, false)
 	w.int("duration_ms", p.DurationMS, true)
 	w.str("error", p.Error, false)
@@ -362,4 +379,5 @@ func (p ParallelTask) appendData(w *dataWriter) {
 	w.str("task_id", p.TaskID, true)
 	w.list("violations", p.Violations, false)
 	w.str("worktree", p.Worktree, false)
+	return w
 }

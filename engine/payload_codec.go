@@ -58,8 +58,9 @@ func (p unknownPayload) Kind() EventType { return p.kind }
 
 // appendData is never called: AppendJSON and DataFields write the object
 // as it was read.
-func (p unknownPayload) appendData(w *dataWriter) {
+func (p unknownPayload) appendData(w dataWriter) dataWriter {
 	w.err = fmt.Errorf("event kind %q: no encoder", p.kind)
+	return w
 }
 
 // UnmarshalJSON reads an event as the log stores it: its data is decoded
@@ -74,8 +75,13 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		StepID string          `json:"step_id"`
 		Data   json.RawMessage `json:"data"`
 	}
-	if err := sjson.Unmarshal(b, &env); err != nil {
+	// The data is decoded from b itself, once its kind is known.
+	rest, err := sjson.Parse(b, &env, sjson.DontCopyRawMessage)
+	if err != nil {
 		return err
+	}
+	if rest = bytes.TrimSpace(rest); len(rest) > 0 {
+		return fmt.Errorf("invalid character %q after the event", rest[0])
 	}
 	p, err := decodePayload(env.Type, env.Data)
 	if err != nil {
@@ -133,8 +139,7 @@ func (e *Event) AppendJSON(b []byte) ([]byte, error) {
 		b = append(append(b, `,"data":`...), p.data...)
 	default:
 		mark := len(b)
-		w := dataWriter{b: append(b, `,"data":{`...)}
-		p.appendData(&w)
+		w := p.appendData(dataWriter{b: append(b, `,"data":{`...)})
 		if w.err != nil {
 			return nil, w.err
 		}
@@ -164,8 +169,7 @@ func (e Event) DataFields() ([]DataField, error) {
 	case unknownPayload:
 		return objectFields(p.data)
 	default:
-		w := dataWriter{listing: true}
-		p.appendData(&w)
+		w := p.appendData(dataWriter{listing: true})
 		if w.err != nil {
 			return nil, w.err
 		}
