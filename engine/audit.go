@@ -17,7 +17,9 @@ const auditInProgress = "in_progress"
 //
 // plus ours: created_at, updated_at, flow_status (st.Status), while the
 // flow waits at a gate, gate (the pending gate with its deadline), and, once
-// a judge step's judge ran, judge_history and judge_outcome (by step id).
+// a judge step's judge ran, judge_history and judge_outcome (by step id),
+// and for a flow a Go program drives, calls: its trace entries (inputs,
+// retries with their violations, tool calls, streamed), in order.
 //
 // status is the terminal status when one is set (a kill routed to a cleanup
 // step reports "killed"), else derived from st.Status: "complete", "killed",
@@ -71,6 +73,12 @@ func auditFlow(st *state.FlowState, env transitionEnv) *AuditReport {
 		FlowStatus:         st.Status,
 	}
 	a.Judge = st.Judge
+	if st.IsLibrary() {
+		a.Calls = st.Trace
+		if a.Calls == nil {
+			a.Calls = []json.RawMessage{}
+		}
+	}
 	if st.Status == state.StatusAwaitingGate && st.Gate != nil {
 		g := *st.Gate
 		a.Gate = &g

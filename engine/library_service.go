@@ -108,6 +108,9 @@ func (l *Library) RecordCall(ctx context.Context, flowID string, c LibraryCall) 
 		rec.StepMode = modeFunction
 		st.Records = append(st.Records, rec)
 		st.CurrentIdx = st.Library.Calls
+		if c.Trace != nil {
+			c.Trace.StepID = stepID // the audit's calls name their trace entry
+		}
 		cr := CallRecord{StepID: stepID, Attempt: c.Attempts, DurationMS: c.DurationMS,
 			Tokens: c.Tokens, CostUSD: c.CostUSD, Trace: c.Trace, Executor: "infer", CacheHit: c.CacheHit}
 		if msg, _ := c.Data["error"].(string); msg != "" {

@@ -433,6 +433,10 @@ type AuditReport struct {
 	Gate *state.PendingGate
 	// Judge is judge_history and judge_outcome, when a judge ran.
 	Judge *state.JudgeProgress
+	// Calls are a Go program's calls (a library flow's trace entries:
+	// inputs, retries with their violations, tool calls), in order; nil
+	// for other flows.
+	Calls []json.RawMessage
 }
 
 // AuditRound is one archived round of an audit: its step records.

@@ -273,8 +273,9 @@ var premiseCitation = regexp.MustCompile(`\[P\d+\]`)
 
 // certificateViolations validates a result's reasoning certificate (the
 // original's validate_certificate): every section heading "## <label>" must
-// appear in result.artifact; with require_citations, the conclusion (the last
-// section onward) must cite a premise [P<n>].
+// appear in result.artifact (or, without one, result.reasoning); with
+// require_citations, the conclusion (the last section onward) must cite a
+// premise [P<n>].
 func certificateViolations(step *specs.Step, result any) []string {
 	t, ok := stepCertTemplate(step)
 	if !ok {
@@ -287,6 +288,9 @@ func (t certTemplate) violations(result any) []string {
 	artifact := ""
 	if m, ok := result.(map[string]any); ok {
 		artifact, _ = m["artifact"].(string)
+		if artifact == "" {
+			artifact, _ = m["reasoning"].(string)
+		}
 	}
 	var vs []string
 	for _, s := range t.sections {

@@ -326,6 +326,9 @@ func (a *AuditReport) wire() Response {
 	if a.Gate != nil {
 		r["gate"] = a.Gate
 	}
+	if a.Calls != nil {
+		r["calls"] = a.Calls
+	}
 	if a.Judge != nil {
 		r["judge_history"] = a.Judge.History
 		r["judge_outcome"] = a.Judge.Outcome

@@ -32,6 +32,12 @@ func (a *AuditReport) appendWire(b []byte) ([]byte, error) {
 	if b, err = appendMarshal(b, a.ArchivedIterations, len(a.ArchivedIterations) == 0 && a.ArchivedIterations != nil, "[]"); err != nil {
 		return nil, err
 	}
+	if a.Calls != nil {
+		b = append(b, `,"calls":`...)
+		if b, err = appendMarshal(b, a.Calls, false, ""); err != nil {
+			return nil, err
+		}
+	}
 	b = append(b, `,"child_audits":`...)
 	if b, err = appendMarshal(b, a.ChildAudits, len(a.ChildAudits) == 0 && a.ChildAudits != nil, "{}"); err != nil {
 		return nil, err

@@ -78,6 +78,12 @@ func TestAuditWireJSONBytes(t *testing.T) {
 		case 1:
 			a.ChildAudits = map[string][]json.RawMessage{pick(): {json.RawMessage(`{"a": "<x>",  "b":[1, 2]}`)}}
 		}
+		switch rng.IntN(3) {
+		case 0:
+			a.Calls = []json.RawMessage{}
+		case 1:
+			a.Calls = []json.RawMessage{json.RawMessage(`{"function": "f",  "inputs":{"t":"<x>"}}`), json.RawMessage(`{"step_id":"f#2"}`)}
+		}
 		if rng.IntN(2) == 0 {
 			dl := at.Add(time.Minute)
 			a.Gate = &state.PendingGate{StepID: pick(), Round: 1, DispatchedAt: at, Deadline: &dl, OnTimeout: pick()}

@@ -1,5 +1,7 @@
 package specs
 
+import "io/fs"
+
 // ExprKind says where an expression appears; it decides which names are in scope.
 type ExprKind string
 
@@ -54,6 +56,11 @@ type EvalEnv struct {
 	// Root confines file_exists / file_contains: relative paths are resolved
 	// against it and paths that escape it are false. "" = the current directory.
 	Root string
+	// FS, when not nil, replaces Root: the file functions read the files
+	// of FS (paths cleaned and slash-separated; an absolute path, or one
+	// that leaves FS's top, is false). FS must keep its names inside
+	// itself (os.Root's FS does; os.DirFS follows symlinks out).
+	FS fs.FS
 }
 
 // ExprError is a compile or run-time problem of an expression. Error returns

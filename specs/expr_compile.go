@@ -123,9 +123,10 @@ func wrapFunc(name string, fn func(*py.Work, []any) (any, error)) func(params ..
 //     values, items);
 //   - functions len, str, int, float, bool, any, all, min, max,
 //     file_exists, file_contains (10 MB cap; paths confined to
-//     EvalEnv.Root, symlinks included) and no_file_conflicts. Nothing else
-//     can be called; expr's own builtins, closures, let, ';' and the
-//     operators .., matches, contains, startsWith and endsWith are refused.
+//     EvalEnv.Root, symlinks included, or to EvalEnv.FS) and
+//     no_file_conflicts. Nothing else can be called; expr's own builtins,
+//     closures, let, ';' and the operators .., matches, contains,
+//     startsWith and endsWith are refused.
 //
 // Names in scope depend on kind: `result` (ensure, score_expr, accumulate),
 // `result` plus the iteration locals (exit_criterion), `item`
@@ -332,6 +333,9 @@ func (e *Expr) EvalBoolContext(ctx context.Context, env EvalEnv) (bool, error) {
 func evalVars(ctx context.Context, kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
 	vars := make(map[string]any, 4+len(c.rw.refs))
 	vars[varRoot] = env.Root
+	if env.FS != nil {
+		vars[varRoot] = py.FSRoot{FS: env.FS}
+	}
 	vars[varWork] = py.NewWork(ctx)
 	put := func(name string, v any) *ExprError {
 		n, err := py.Normalize(v)

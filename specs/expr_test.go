@@ -644,54 +644,66 @@ func TestExprFileBuiltins(t *testing.T) {
 		_ = os.Symlink("a.txt", filepath.Join(root, "alias.txt"))
 	}
 
+	// The same table runs with the root as a directory (EvalEnv.Root) and
+	// as an fs.FS (EvalEnv.FS, os.Root's, which confines symlinks too);
+	// absolute names only an FS cannot answer (absFalse: false there).
 	tests := []struct {
-		src     string
-		want    bool
-		symlink bool
+		src      string
+		want     bool
+		symlink  bool
+		absFalse bool
 	}{
-		{"file_exists('a.txt')", true, false},
-		{"file_exists('./sub/../a.txt')", true, false},
-		{"file_exists('sub/b.txt')", true, false},
-		{"file_exists('sub')", false, false},
-		{"file_exists('nope.txt')", false, false},
-		{"file_exists('')", false, false},
-		{"file_exists('../outside/secret.txt')", false, false},
-		{"file_exists('sub/../../outside/secret.txt')", false, false},
-		{"file_exists(" + quoteExprString(filepath.Join(outside, "secret.txt")) + ")", false, false},
-		{"file_exists(" + quoteExprString(filepath.Join(root, "a.txt")) + ")", true, false},
-		{"file_contains('a.txt', 'world')", true, false},
-		{"file_contains('a.txt', 'mars')", false, false},
-		{"file_contains('sub/b.txt', 'needle')", true, false},
-		{"file_contains('sub/b.txt', '\uFFFD')", true, false},
-		{"file_contains('nope.txt', 'x')", false, false},
-		{"file_contains('sub', 'x')", false, false},
-		{"file_contains('../outside/secret.txt', 'secret')", false, false},
-		{"file_exists('big.txt')", true, false},
-		{"file_contains('big.txt', 'needle')", false, false},
-		{"file_contains('exact.txt', 'needle')", true, false},
-		{"file_exists('escape.txt')", false, true},
-		{"file_contains('escape.txt', 'secret')", false, true},
-		{"file_exists('outdir/secret.txt')", false, true},
-		{"file_exists('alias.txt')", true, true},
-		{"file_contains('alias.txt', 'hello')", true, true},
+		{"file_exists('a.txt')", true, false, false},
+		{"file_exists('./sub/../a.txt')", true, false, false},
+		{"file_exists('sub/b.txt')", true, false, false},
+		{"file_exists('sub')", false, false, false},
+		{"file_exists('nope.txt')", false, false, false},
+		{"file_exists('')", false, false, false},
+		{"file_exists('../outside/secret.txt')", false, false, false},
+		{"file_exists('sub/../../outside/secret.txt')", false, false, false},
+		{"file_exists(" + quoteExprString(filepath.Join(outside, "secret.txt")) + ")", false, false, false},
+		{"file_exists(" + quoteExprString(filepath.Join(root, "a.txt")) + ")", true, false, true},
+		{"file_contains('a.txt', 'world')", true, false, false},
+		{"file_contains('a.txt', 'mars')", false, false, false},
+		{"file_contains('sub/b.txt', 'needle')", true, false, false},
+		{"file_contains('sub/b.txt', '\uFFFD')", true, false, false},
+		{"file_contains('nope.txt', 'x')", false, false, false},
+		{"file_contains('sub', 'x')", false, false, false},
+		{"file_contains('../outside/secret.txt', 'secret')", false, false, false},
+		{"file_exists('big.txt')", true, false, false},
+		{"file_contains('big.txt', 'needle')", false, false, false},
+		{"file_contains('exact.txt', 'needle')", true, false, false},
+		{"file_exists('escape.txt')", false, true, false},
+		{"file_contains('escape.txt', 'secret')", false, true, false},
+		{"file_exists('outdir/secret.txt')", false, true, false},
+		{"file_exists('alias.txt')", true, true, false},
+		{"file_contains('alias.txt', 'hello')", true, true, false},
 	}
+	osRoot, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer osRoot.Close()
 	for _, tt := range tests {
 		if tt.symlink && !symlinks {
 			continue
 		}
 		e := mustCompile(t, ExprEnsure, tt.src)
-		got, err := e.EvalBool(EvalEnv{Root: root})
-		if err != nil {
-			t.Errorf("%s: %v", tt.src, err)
-			continue
-		}
-		if got != tt.want {
-			t.Errorf("%s = %v, want %v", tt.src, got, tt.want)
+		for _, env := range []EvalEnv{{Root: root}, {Root: outside, FS: osRoot.FS()}} {
+			want := tt.want && !(env.FS != nil && tt.absFalse)
+			got, err := e.EvalBool(env)
+			if err != nil {
+				t.Errorf("%s (fs %t): %v", tt.src, env.FS != nil, err)
+				continue
+			}
+			if got != want {
+				t.Errorf("%s (fs %t) = %v, want %v", tt.src, env.FS != nil, got, want)
+			}
 		}
 	}
 
 	// Type errors read like Python's.
-	_, err := mustCompile(t, ExprEnsure, "file_exists(None)").Eval(EvalEnv{Root: root})
+	_, err = mustCompile(t, ExprEnsure, "file_exists(None)").Eval(EvalEnv{Root: root})
 	if err == nil || err.Error() != "file_exists() argument must be str, not NoneType" {
 		t.Fatalf("got %v", err)
 	}

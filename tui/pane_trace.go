@@ -183,7 +183,7 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		detail = strings.Join(d.Violations, "\n")
 		tl.style = c.st.Failed.Render
 	case engine.EventTrace:
-		text, detail = r.call(ev)
+		text, detail = r.call(ev, tl)
 	case engine.EventGateOpened:
 		d, _ := ev.Data.(engine.GateOpened)
 		text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
@@ -221,9 +221,18 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 }
 
 // call is a runner call's row: attempt, duration, tokens, cost; the trace
-// record (function, model, output) when the runner kept one.
-func (r *traceRound) call(ev *engine.Event) (text, detail string) {
+// record (function, model, output) when the runner kept one. A Go
+// program's Call is libraryCallRow's.
+func (r *traceRound) call(ev *engine.Event, tl *traceLine) (text, detail string) {
 	d, _ := ev.Data.(engine.Trace)
+	if r.c.detail.IsLibrary() {
+		// A Go program's Call: one entry with all its attempts.
+		text, detail, failed := libraryCallRow(ev.StepID, &d)
+		if failed {
+			tl.style = r.c.st.Failed.Render
+		}
+		return text, detail
+	}
 	text = "· " + ev.StepID + " call"
 	if d.Trace != nil && d.Trace.Function != "" {
 		text = "· " + ev.StepID + " " + d.Trace.Function
@@ -231,12 +240,7 @@ func (r *traceRound) call(ev *engine.Event) (text, detail string) {
 	if d.Trace != nil && d.Trace.Model != "" {
 		text += " [" + d.Trace.Model + "]"
 	}
-	if r.c.detail.IsLibrary() {
-		// A Go program's Call: one entry with all its attempts.
-		text += fmt.Sprintf(" %d attempt%s", d.Attempt, plural(d.Attempt))
-	} else {
-		text += fmt.Sprintf(" attempt %d", r.attempts[ev.StepID]+1)
-	}
+	text += fmt.Sprintf(" attempt %d", r.attempts[ev.StepID]+1)
 	text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
 	r.callMS[ev.StepID] += d.DurationMS
 	if d.Tokens > 0 {

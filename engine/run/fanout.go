@@ -344,7 +344,7 @@ func (f *FanOut) taskRequest(t fanout.Task, dir, wt string, view engine.BudgetVi
 	step := *f.Step
 	step.Intent = fanout.Prompt(f.Step.IntentTemplate, t.Raw)
 	if t.Stage != nil {
-		step.Intent = start.prompt
+		step.Intent = engine.TaskIntent(f.Step, t.ID, start.prompt)
 	}
 	if b := f.Bounces[t.ID]; b != nil {
 		step.Intent += "\n\n" + bouncePrompt(b)
@@ -528,11 +528,9 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 		d.budget = budget
 		return d
 	}
-	if t.Stage != nil && t.Stage.Role == "split" {
-		if v := splitViolation(t, out.Output); v != "" {
-			endSpan(state.TaskFailed, v)
-			return finish(state.TaskFailed, out.Output, []string{v})
-		}
+	if v := f.outputViolation(t, &pt, out.Output); v != "" {
+		endSpan(state.TaskFailed, v)
+		return finish(state.TaskFailed, out.Output, []string{v})
 	}
 	if worktree && len(f.PreMergeVerify) > 0 {
 		if b := f.runGate(ctx, t, wt, time.Duration(req.Step.TaskTimeout)*time.Second); b != nil {
@@ -561,6 +559,20 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 	}
 	endSpan(state.TaskComplete, "")
 	return finish(state.TaskComplete, out.Output, nil)
+}
+
+// outputViolation is why task t fails on its result alone ("": it does
+// not): its reasoning certificate (the sections missing, kept in pt's
+// cert_violations), or the list a pipeline's fanout stage returned.
+func (f *FanOut) outputViolation(t fanout.Task, pt *state.ParallelTask, result any) string {
+	if vs := engine.TaskCertificateViolations(f.Step, t.ID, result); len(vs) > 0 {
+		pt.CertViolations = vs
+		return fmt.Sprintf("task '%s' cert: %s", t.ID, strings.Join(vs, "; "))
+	}
+	if t.Stage != nil && t.Stage.Role == "split" {
+		return splitViolation(t, result)
+	}
+	return ""
 }
 
 // addWorktree creates task id's worktree and branch from base ("" is

@@ -216,3 +216,75 @@ esac`
 		})
 	}
 }
+
+// A stage task's prompt carries its certificate's instructions (the
+// stage's own whatever its agent, the step's on claude stages only) and
+// its result is checked when it ends: an item whose stage misses a
+// section fails there, its later stages never run, its siblings go on.
+func TestPipelineStageCertificateInstructions(t *testing.T) {
+	cmd := `in=$(cat)
+printf '%s' "$in" > "$PROMPTS/$STRATUM_TASK_ID"
+case "$in" in
+  *a:bad*) printf '{"artifact": "nothing"}\n' ;;
+  *) printf '{"artifact": "## Stage0 ## Step"}\n' ;;
+esac`
+	step := "        require: any\n        task_reasoning_template: {sections: [{id: s, label: Step, description: from the step}]}\n"
+	stages := `          - {intent_template: "a:{item}", task_reasoning_template: {sections: [{id: s0, label: Stage0, description: the first}]}}
+          - {agent: codex, intent_template: "b:{item}"}
+          - {intent_template: "c:{item}"}
+`
+	e := newEnv(t)
+	dir := t.TempDir()
+	t.Setenv("PROMPTS", dir)
+	sp := e.spec(pipeSpec(step, stages, cmd))
+	o := e.start(sp, "main", map[string]any{"items": []any{"ok", "bad"}})
+	wantStatus(t, o, EndComplete, 0)
+	prompt := func(id string) (string, bool) {
+		raw, err := os.ReadFile(filepath.Join(dir, id))
+		if err != nil {
+			return "", false
+		}
+		var in struct{ Prompt string }
+		if err := json.Unmarshal(raw, &in); err != nil {
+			t.Fatalf("%s: %v: %s", id, err, raw)
+		}
+		return in.Prompt, true
+	}
+	const must = "You MUST structure your response with these sections:"
+	for _, c := range []struct {
+		id, start string
+		has, not  []string
+	}{
+		{"pipe::item0::stage0", "a:ok", []string{must, "\n## Stage0\nthe first\n"}, []string{"## Step"}},
+		{"pipe::item0::stage1", "b:ok", nil, []string{must}},
+		{"pipe::item0::stage2", "c:ok", []string{must, "\n## Step\nfrom the step\n"}, []string{"## Stage0"}},
+	} {
+		p, ok := prompt(c.id)
+		if !ok || !strings.HasPrefix(p, c.start) {
+			t.Errorf("%s: prompt %q, want it to start with %q", c.id, p, c.start)
+		}
+		for _, s := range c.has {
+			if !strings.Contains(p, s) {
+				t.Errorf("%s: prompt %q lacks %q", c.id, p, s)
+			}
+		}
+		for _, s := range c.not {
+			if strings.Contains(p, s) {
+				t.Errorf("%s: prompt %q has %q", c.id, p, s)
+			}
+		}
+	}
+	tasks := e.state(o.FlowID).LastTasksOf("pipe")
+	bad := tasks["pipe::item1::stage0"]
+	if bad.State != state.TaskFailed || strings.Join(bad.CertViolations, "; ") != "certificate missing section: Stage0" {
+		t.Errorf("the item missing its certificate: %s %v", bad.State, bad.CertViolations)
+	}
+	for _, id := range []string{"pipe::item1::stage1", "pipe::item1::stage2"} {
+		if _, ran := prompt(id); ran || tasks[id].State == state.TaskComplete {
+			t.Errorf("%s ran after its item's certificate failed (%s)", id, tasks[id].State)
+		}
+	}
+	if got := tasks["pipe::item0::stage2"].State; got != state.TaskComplete {
+		t.Errorf("sibling's last stage: %s, want complete", got)
+	}
+}

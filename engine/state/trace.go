@@ -1,5 +1,7 @@
 package state
 
+import "encoding/json"
+
 // TraceRecord is one call's trace (seed 000 §8.1, plus provider, usage,
 // step_id and attempt). It is stored as JSON in FlowState.Trace and in
 // EventTrace events.
@@ -23,6 +25,42 @@ type TraceRecord struct {
 	Attempt            int            `json:"attempt,omitempty"`
 	Usage              *Usage         `json:"usage,omitempty"`
 	Repaired           bool           `json:"repaired,omitempty"` // JSON extracted from fences/prose
+
+	// What a Go program's Call adds (ours): InputsTruncated says Inputs
+	// were cut to bound the record (each cut is marked in place);
+	// Retries are the failed attempts with their violations, why each
+	// was retried; ToolCalls the tool calls the model made; Streamed says
+	// the attempts were streamed (Fn.Stream).
+	InputsTruncated bool             `json:"inputs_truncated,omitempty"`
+	Retries         []AttemptFailure `json:"retries,omitempty"`
+	ToolCalls       []ToolCallRecord `json:"tool_calls,omitempty"`
+	Streamed        bool             `json:"streamed,omitempty"`
+}
+
+// AttemptFailure is one failed attempt of a call: its number (from 1,
+// counted over the whole call) and the violations fed back to the next.
+type AttemptFailure struct {
+	Attempt    int      `json:"attempt"`
+	Violations []string `json:"violations"`
+}
+
+// ToolCallRecord is one tool call a model made during a call: the
+// attempt and round (from 1) it was made in, the tool's name, the
+// arguments the model sent and the tool's result (JSON; cut to bound the
+// record when large, Truncated then set) or the error the model was told
+// instead, how long the tool ran and, for a tool that needs approval, the
+// review that decided it.
+type ToolCallRecord struct {
+	Attempt    int             `json:"attempt"`
+	Round      int             `json:"round"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	DurationMS int64           `json:"duration_ms"`
+	ReviewID   string          `json:"review_id,omitempty"`
+	Truncated  bool            `json:"truncated,omitempty"`
 }
 
 // Usage is token usage normalised into disjoint buckets: InputTokens excludes

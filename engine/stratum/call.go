@@ -58,6 +58,11 @@ func begin(ctx context.Context, fn string, b Budget) (*callState, error) {
 func (c *callState) add(r infer.LoopResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A loop's failed attempts are its first ones (all of them when it
+	// was exhausted), numbered here over the whole call.
+	for i := range r.Violations {
+		c.rec.failedAt = append(c.rec.failedAt, c.rec.Attempts+i+1)
+	}
 	c.rec.Attempts += r.Attempts
 	c.rec.Violations = append(c.rec.Violations, r.Violations...)
 	c.rec.InputTokens += r.Usage.InputTokens + r.Usage.CacheReadTokens + r.Usage.CacheWriteTokens
@@ -81,6 +86,7 @@ func (c *callState) finish(ctx context.Context, output any, err error) {
 	rec := c.rec
 	c.mu.Unlock()
 	rec.Duration = c.rt.opts.Now().Sub(c.start)
+	rec.Streamed = c.stream != nil && rec.Attempts > 0
 	if c.known {
 		cost := c.cost
 		rec.CostUSD = &cost

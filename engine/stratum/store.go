@@ -166,15 +166,13 @@ func libraryCall(rec CallTrace) engine.LibraryCall {
 		id := rec.FlowID
 		tr.FlowID = &id
 	}
+	callDetail(tr, &rec)
 	data := map[string]any{}
 	if rec.Error != "" {
 		data["error"] = rec.Error
 	}
 	if rec.CacheHit {
 		data["cache_hit"] = true
-	}
-	if len(rec.ToolCalls) > 0 {
-		data["tool_calls"] = jsonValue(rec.ToolCalls)
 	}
 	return engine.LibraryCall{Function: rec.Function, Attempts: rec.Attempts, DurationMS: rec.Duration.Milliseconds(),
 		Tokens: tokens, CostUSD: rec.CostUSD, CacheHit: rec.CacheHit, Trace: tr, Data: data}

@@ -52,6 +52,9 @@ func (f *Fn[In, Out]) runRound(ctx context.Context, c *callState, r infer.ToolRo
 	}
 	wg.Wait()
 	c.mu.Lock()
+	for i := range traces {
+		traces[i].Attempt += c.rec.Attempts // the attempts of the call's earlier loops
+	}
 	c.rec.ToolCalls = append(c.rec.ToolCalls, traces...)
 	c.mu.Unlock()
 	for _, err := range errs {

@@ -121,7 +121,8 @@ func NewTool[In, Out any](name, description string, f func(context.Context, In) 
 
 // ToolCallTrace is one tool call of a Call, as traced.
 type ToolCallTrace struct {
-	// Attempt and Round count from 1.
+	// Attempt (over the whole call, as CallTrace.Attempts counts) and
+	// Round (within the attempt) count from 1.
 	Attempt int    `json:"attempt"`
 	Round   int    `json:"round"`
 	ID      string `json:"id"`

@@ -45,4 +45,12 @@ type CallTrace struct {
 	// ToolCalls are the tool calls the model made, in the order their
 	// rounds ended (Spec.Tools).
 	ToolCalls []ToolCallTrace `json:"tool_calls,omitempty"`
+	// Streamed says the call was made by Fn.Stream and its attempts
+	// streamed (false for a cache hit).
+	Streamed bool `json:"streamed,omitempty"`
+
+	// failedAt numbers the failed attempts of Violations (from 1, over
+	// the whole call: a refine loop's or a quorum's loops follow each
+	// other).
+	failedAt []int
 }

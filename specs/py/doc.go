@@ -43,7 +43,8 @@
 // elements), nested values at 200 levels, and file_contains reads files of
 // at most MaxFileBytes (10 MB). The file functions are confined to a root
 // directory: paths that leave it, lexically or through a symlink, are
-// false.
+// false; or to an fs.FS (FSRoot), such as a staged judge turn read from
+// its archive.
 //
 // # Python repr
 //

@@ -2,7 +2,9 @@ package py
 
 import (
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -12,12 +14,27 @@ import (
 // a larger file contains nothing.
 const MaxFileBytes = 10 << 20
 
+// FSRoot is a root of the file functions that is not a directory: their
+// paths name files of FS (cleaned, slash-separated; a path that is empty,
+// absolute or leaves FS's top is false). FS is trusted to keep its names
+// inside itself: symlinks are FS's business (os.DirFS follows them out,
+// os.Root.FS does not).
+type FSRoot struct{ FS fs.FS }
+
 // fileExists is file_exists(path): a regular file inside the root.
 // Arguments: path, root.
 func fileExists(w *Work, a []any) (any, error) {
 	p, err := pathArg("file_exists", a[0])
 	if err != nil {
 		return nil, err
+	}
+	if r, ok := a[1].(FSRoot); ok {
+		name, ok := fsName(p)
+		if !ok || r.FS == nil {
+			return false, nil
+		}
+		st, err := fs.Stat(r.FS, name)
+		return err == nil && st.Mode().IsRegular(), nil
 	}
 	root, _ := a[1].(string)
 	real, ok := confinedPath(p, root)
@@ -40,8 +57,7 @@ func fileContains(w *Work, a []any) (any, error) {
 	if !ok {
 		return nil, Errorf("file_contains() argument 2 must be str, not %s", typeName(a[1]))
 	}
-	root, _ := a[2].(string)
-	f := openConfined(p, root)
+	f := openConfined(p, a[2])
 	if f == nil {
 		return false, nil
 	}
@@ -125,10 +141,27 @@ func within(root, p string) bool {
 	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
 }
 
-// openConfined returns p opened if it is a regular file inside the root, or
-// nil.
-func openConfined(p, root string) *os.File {
-	real, ok := confinedPath(p, root)
+// fsName is p as a name of an FSRoot: cleaned and slash-separated;
+// ok=false when p is empty, absolute or leaves the root.
+func fsName(p string) (string, bool) {
+	if p == "" || strings.ContainsRune(p, 0) || filepath.IsAbs(p) || path.IsAbs(filepath.ToSlash(p)) {
+		return "", false
+	}
+	name := path.Clean(filepath.ToSlash(p))
+	if name == ".." || strings.HasPrefix(name, "../") || !fs.ValidPath(name) {
+		return "", false
+	}
+	return name, true
+}
+
+// openConfined returns p opened if it is a regular file inside root (a
+// directory, "" = the working directory, or an FSRoot), or nil.
+func openConfined(p string, root any) fs.File {
+	if r, ok := root.(FSRoot); ok {
+		return openFS(p, r.FS)
+	}
+	dir, _ := root.(string)
+	real, ok := confinedPath(p, dir)
 	if !ok {
 		return nil
 	}
@@ -142,6 +175,23 @@ func openConfined(p, root string) *os.File {
 	}
 	st, err = f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// openFS is openConfined for an FSRoot.
+func openFS(p string, fsys fs.FS) fs.File {
+	name, ok := fsName(p)
+	if !ok || fsys == nil {
+		return nil
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		return nil
 	}

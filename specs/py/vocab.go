@@ -46,7 +46,7 @@ type vocabEntry struct {
 // confined to the root like file_exists'. Arguments: the written ones, then
 // the root.
 func vocabularyCompliance(w *Work, a []any) (any, error) {
-	root, _ := a[len(a)-1].(string)
+	root := a[len(a)-1]
 	a = a[:len(a)-1]
 	p, err := pathArg("vocabulary_compliance", a[0])
 	if err != nil {
@@ -88,7 +88,7 @@ func vocabularyCompliance(w *Work, a []any) (any, error) {
 
 // loadVocabulary reads and checks a vocabulary file as the original does;
 // a problem with it is one violation ("vocabulary.yaml schema error: …").
-func loadVocabulary(w *Work, p, root string) ([]vocabEntry, error) {
+func loadVocabulary(w *Work, p string, root any) ([]vocabEntry, error) {
 	f := openConfined(p, root)
 	if f == nil {
 		return nil, nil
@@ -200,7 +200,7 @@ func crossCheckVocabulary(vocab []vocabEntry) error {
 // scanVocabulary reports the uses of rejected aliases in one file, line by
 // line, in the vocabulary's order. A missing file, or one larger than
 // MaxFileBytes, has none.
-func scanVocabulary(w *Work, p, root string, vocab []vocabEntry) ([]string, error) {
+func scanVocabulary(w *Work, p string, root any, vocab []vocabEntry) ([]string, error) {
 	f := openConfined(p, root)
 	if f == nil {
 		return nil, nil

@@ -22,15 +22,17 @@
 // half applied: an etcd transaction is atomic, and fn's writes are only
 // sent in it.
 //
-// Put is the port's conditional put (engine.Tx): it reads the flow's
-// summary key s/<id>, compares the version stored there with the one the
-// writer expects (engine.NotStored: no such key) and, when they differ,
-// returns an *engine.VersionError (errors.Is engine.ErrConflict) without
-// buffering anything. Because the key was read, the commit compares its
-// mod revision: a writer that changes the flow after the snapshot makes
-// the commit fail and fn run again on a new snapshot, where Put sees the
-// new version and refuses. The comparison and the write are therefore one
-// atomic step. The stamps (UpdatedAt, CreatedAt, Version) are the
+// Put is the port's conditional put (engine.Tx): it compares the version
+// stored with the one the writer expects (engine.NotStored: no such flow)
+// and, when they differ, returns an *engine.VersionError (errors.Is
+// engine.ErrConflict) without buffering anything. The stored version is
+// the one of the state the transaction read (Get of f/<id>, as the engine
+// reads a flow before it writes it), else it reads the flow's summary key
+// s/<id>; f/ and s/ are only ever written together. Because the key was
+// read, the commit compares its mod revision: a writer that changes the
+// flow after the snapshot makes the commit fail and fn run again on a new
+// snapshot, where Put sees the new version and refuses. The comparison and
+// the write are therefore one atomic step. The stamps (UpdatedAt, CreatedAt, Version) are the
 // writer's (state.FlowState.Stamp); the store stores them as given.
 //
 // # Keys
@@ -44,7 +46,7 @@
 // what follows; flow ids may not contain NUL):
 //
 //	meta/format          "stratum-etcd"
-//	meta/schema_version  "4" (SchemaVersion)
+//	meta/schema_version  "5" (SchemaVersion)
 //	meta/created_at      RFC 3339
 //	meta/seq             high-water mark: at least every sequence number of
 //	                     a deleted event (decimal; schema 2: the last one
@@ -55,8 +57,8 @@
 //	                     commit's (schema 4; see Watching)
 //	f/<id>               state.FlowState JSON
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
-//	c/<created:16>‖NUL‖<id>                  summary   newest-first listing
-//	t/<status>‖NUL‖<created:16>‖NUL‖<id>     summary   List(Status)
+//	c/<created:16>‖NUL‖<id>                  (empty)   newest-first listing
+//	t/<status>‖NUL‖<created:16>‖NUL‖<id>     (empty)   List(Status)
 //	g/<id>               summary   status awaiting_gate with a Gate
 //	p/<id>‖NUL‖<token:24><pos:4>  engine.Event JSON, pending: appended,
 //	                     not yet indexed; its sequence number is its mod
@@ -74,6 +76,12 @@
 // nanoseconds with the sign bit flipped), so keys sort numerically.
 // Count is a count-only range over c/ or t/<status> (no key is sent
 // back); there is no counter key, which every writer would contend on.
+// The entries of c/ and t/ name a flow and hold nothing (schema 4's held a
+// copy of the summary, no longer read): List reads the entries, then the
+// summaries from s/ at the same snapshot, in one request per 100 flows. So
+// a transition writes f/ and s/, and an index entry only when its key
+// changes (the status does, or the flow is new); g/ holds the summary, as
+// PendingGates reads only it.
 //
 // # Schema 1 and its migration
 //
@@ -232,7 +240,7 @@
 // of the machine that looks:
 //
 //   - A Put of a state whose Owner is live (ExpiresAt after the store's
-//     clock) marks the flow's records (f/, s/ and the index copies begin
+//     clock) marks the flow's records (f/, s/ and the copy in g/ begin
 //     with {"etcdstore_lease":"<lease id>", …}) and makes sure, in the same
 //     etcd transaction, that the key leases/<lease id>‖NUL‖<flow id> exists,
 //     attached to an etcd lease. The Store that grants it (TTL: the

@@ -25,7 +25,7 @@ const minLeaseTTL = 5
 var ExpiredAt = time.Unix(0, 0).UTC()
 
 // markerField is the JSON member the store puts first in the records of a
-// flow (f/, s/ and the index copies) whose owner is backed by an etcd lease:
+// flow (f/, s/ and the copy in g/) whose owner is backed by an etcd lease:
 // its value is the runner lease id. Decoders of state.FlowState and
 // state.FlowSummary ignore it, so an older stratum reads the records as
 // before (and drops the mark when it rewrites them: that owner is then

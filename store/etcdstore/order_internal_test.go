@@ -73,7 +73,7 @@ func TestFollows(t *testing.T) {
 	}
 }
 
-// TestSchema3Upgrade: a prefix of schema 3 becomes schema 4 at Open
+// TestSchema3Upgrade: a prefix of schema 3 becomes the current schema at Open
 // without moving a key (meta/last_append comes with the next append).
 func TestSchema3Upgrade(t *testing.T) {
 	c := etcdtest.Start(t, 1)
@@ -94,7 +94,7 @@ func TestSchema3Upgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersionOf(ctx); err != nil || v != 4 {
-		t.Fatalf("schema after Open: %d %v, want 4", v, err)
+	if v, err := s.SchemaVersionOf(ctx); err != nil || v != SchemaVersion {
+		t.Fatalf("schema after Open: %d %v, want %d", v, err, SchemaVersion)
 	}
 }

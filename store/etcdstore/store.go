@@ -18,14 +18,16 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// SchemaVersion is the layout of the keys (see the package comment): 4
-// has every appending commit record itself in meta/last_append (so the
-// order of appends is known without comparing a shared key); 3 numbers
-// events by the etcd revision of their commit (no shared counter); 2 puts
-// every key below <prefix>/NUL, so no prefix's keys lie in another's
-// ranges; 1 put them below <prefix>/ (migrated at Open, migrate.go; 2 and
-// 3 become 4 at Open without moving a key).
-const SchemaVersion = 4
+// SchemaVersion is the layout of the keys (see the package comment): 5
+// keeps no summary in the entries of c/ and t/ (a listing reads s/), so a
+// transition that keeps its status writes no index entry; 4 has every
+// appending commit record itself in meta/last_append (so the order of
+// appends is known without comparing a shared key); 3 numbers events by
+// the etcd revision of their commit (no shared counter); 2 puts every key
+// below <prefix>/NUL, so no prefix's keys lie in another's ranges; 1 put
+// them below <prefix>/ (migrated at Open, migrate.go; 2, 3 and 4 become
+// 5 at Open without moving a key).
+const SchemaVersion = 5
 
 // format marks a prefix as ours.
 const format = "stratum-etcd"
@@ -260,13 +262,16 @@ func (s *Store) init(ctx context.Context) error {
 	if n > SchemaVersion {
 		return &Error{Store: s.String(), Msg: fmt.Sprintf("written by a newer stratum (schema %d, this one knows %d); upgrade stratum", n, SchemaVersion)}
 	}
-	if n == 2 || n == 3 {
+	if n >= 2 && n < SchemaVersion {
 		// Schema 2 → 3 changes no key: the events already in e/ and x/
 		// keep their sequence numbers, all below the revision-based ones,
 		// and meta/seq becomes the high-water mark. 3 → 4 adds
-		// meta/last_append, written by the next append. Only the version
-		// moves, so an older stratum refuses the prefix from now on (one
-		// of schema 3 would append without recording it).
+		// meta/last_append, written by the next append. 4 → 5: the
+		// summaries that index entries of schema 4 hold are no longer
+		// read (a listing reads s/) and go when the entry does. Only the
+		// version moves, so an older stratum refuses the prefix from now
+		// on (one of schema 3 would append without recording it, one of
+		// schema 4 would read the empty entries as summaries).
 		if _, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Value(vk), "=", v)).
 			Then(clientv3.OpPut(vk, strconv.Itoa(SchemaVersion))).Commit(); err != nil {
 			return s.wrap("open", err)

@@ -51,8 +51,11 @@ type tx struct {
 	// writes are buffered: a nil value deletes.
 	writes  map[string][]byte
 	deleted map[string]bool
-	gen     bool     // a flow was deleted: bump meta/gen
-	purge   []string // flows tombstoned by this transaction
+	gen     bool // a flow was deleted: bump meta/gen
+	// prior is what Put and Delete need of each flow this transaction
+	// read or wrote (noteFlow), by flow id.
+	prior map[string]priorFlow
+	purge []string // flows tombstoned by this transaction
 	// leaseOf is the etcd lease of each key read that has one.
 	leaseOf map[string]clientv3.LeaseID
 	// leaseKeys are every lease key at the snapshot, with their etcd
@@ -147,6 +150,76 @@ func (t *tx) get(key string) ([]byte, bool, error) {
 		t.leaseOf[key] = clientv3.LeaseID(id)
 	}
 	return r.Kvs[0].Value, true, nil
+}
+
+// getManyBatch is how many keys getMany reads in one etcd request (etcd
+// accepts 128 operations per transaction by default).
+const getManyBatch = 100
+
+// getMany reads keys (the transaction's own writes first) at the
+// snapshot, in as few requests as etcd accepts; an absent key's value is
+// nil. Inside an Update the commit compares each key read, as get does.
+func (t *tx) getMany(keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	var need []int
+	for i, k := range keys {
+		if v, ok := t.writes[k]; ok {
+			out[i] = v
+		} else if !t.deleted[k] {
+			need = append(need, i)
+		}
+	}
+	if len(need) > 0 && t.rev == 0 {
+		v, _, err := t.get(keys[need[0]]) // pins the snapshot
+		if err != nil {
+			return nil, err
+		}
+		out[need[0]], need = v, need[1:]
+	}
+	for len(need) > 0 {
+		batch := need[:min(len(need), getManyBatch)]
+		need = need[len(batch):]
+		resp, err := t.readMany(keys, batch)
+		if err != nil {
+			return nil, t.fail(err)
+		}
+		for j, r := range resp.Responses {
+			k := keys[batch[j]]
+			kvs := r.GetResponseRange().Kvs
+			mod := int64(0)
+			if len(kvs) == 1 {
+				out[batch[j]], mod = kvs[0].Value, kvs[0].ModRevision
+				if id := kvs[0].Lease; id != 0 {
+					if t.leaseOf == nil {
+						t.leaseOf = map[string]clientv3.LeaseID{}
+					}
+					t.leaseOf[k] = clientv3.LeaseID(id)
+				}
+			}
+			if _, seen := t.reads[k]; !seen {
+				t.reads[k] = mod
+			}
+		}
+	}
+	return out, nil
+}
+
+// readMany gets keys[i] for each i of which at the snapshot revision, in
+// one etcd transaction: served by the member asked (serializable), or,
+// when it has not applied the snapshot yet, linearizably (as read).
+func (t *tx) readMany(keys []string, which []int) (*clientv3.TxnResponse, error) {
+	ops := make([]clientv3.Op, len(which))
+	for j, i := range which {
+		ops[j] = clientv3.OpGet(keys[i], clientv3.WithRev(t.rev), clientv3.WithSerializable())
+	}
+	resp, err := t.s.cli.Txn(t.ctx).Then(ops...).Commit()
+	if errors.Is(err, rpctypes.ErrFutureRev) {
+		for j, i := range which {
+			ops[j] = clientv3.OpGet(keys[i], clientv3.WithRev(t.rev))
+		}
+		resp, err = t.s.cli.Txn(t.ctx).Then(ops...).Commit()
+	}
+	return resp, err
 }
 
 // overlaps reports whether this transaction wrote or deleted a key in

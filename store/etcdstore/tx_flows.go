@@ -45,10 +45,55 @@ func (t *tx) Get(flowID string) (*state.FlowState, error) {
 	if err := sjson.Unmarshal(bytes.Clone(v), st); err != nil {
 		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its state: %w", t.s, err)}
 	}
+	t.noteFlow(st, marker(v))
 	if err := t.judge(flowID, marker(v), st.Owner); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// priorFlow is what Put and Delete need of the flow they replace: whether
+// it is stored, its version, the runner lease its records are marked with
+// (lid) and what names its index keys.
+type priorFlow struct {
+	exists  bool
+	version int64
+	lid     string
+	status  state.FlowStatus
+	created time.Time
+	gated   bool // its summary is in g/ (awaiting a gate)
+}
+
+// noteFlow remembers what Put and Delete need of a flow this transaction
+// read (Get) or wrote, so they need not read its summary s/<id>: f/<id>
+// and s/<id> are only ever written together, and the commit compares
+// f/<id>, which Get read.
+// A flow awaiting a gate counts as gated (its g/ entry deleted when it
+// moves on, whether or not it had one).
+func (t *tx) noteFlow(st *state.FlowState, lid string) {
+	t.setPrior(st.FlowID, priorFlow{exists: true, version: st.Version, lid: lid, status: st.Status,
+		created: st.CreatedAt, gated: st.Status == state.StatusAwaitingGate})
+}
+
+func (t *tx) setPrior(flowID string, p priorFlow) {
+	if t.prior == nil {
+		t.prior = map[string]priorFlow{}
+	}
+	t.prior[flowID] = p
+}
+
+// priorOf is the stored flow Put or Delete replaces: what Get or an
+// earlier write of this transaction noted, else read from its summary.
+func (t *tx) priorOf(flowID string) (priorFlow, error) {
+	if p, ok := t.prior[flowID]; ok {
+		return p, nil
+	}
+	sum, lid, err := t.summaryRec(flowID)
+	if err != nil || sum == nil {
+		return priorFlow{}, err
+	}
+	return priorFlow{exists: true, version: sum.Version, lid: lid, status: sum.Status, created: sum.CreatedAt,
+		gated: sum.Status == state.StatusAwaitingGate}, nil
 }
 
 // summary returns a flow's summary as stored (its owner not judged).
@@ -80,12 +125,14 @@ func createdKey(sum *state.FlowSummary) string {
 	return hex16(uint64(sum.CreatedAt.UnixNano()) ^ (1 << 63))
 }
 
-func (t *tx) indexKeys(sum *state.FlowSummary) (created, status, gate string) {
-	c := createdKey(sum)
-	created = t.s.key("c/", c, "\x00", sum.FlowID)
-	status = t.s.key("t/", string(sum.Status), "\x00", c, "\x00", sum.FlowID)
-	if sum.Status == state.StatusAwaitingGate && sum.Gate != nil {
-		gate = t.s.key("g/", sum.FlowID)
+// indexKeys are the index keys of a flow: its entry in the newest-first
+// listing, in its status's, and in the pending gates (gated; else "").
+func (t *tx) indexKeys(flowID string, p priorFlow) (created, status, gate string) {
+	c := createdKey(&state.FlowSummary{CreatedAt: p.created})
+	created = t.s.key("c/", c, "\x00", flowID)
+	status = t.s.key("t/", string(p.status), "\x00", c, "\x00", flowID)
+	if p.gated {
+		gate = t.s.key("g/", flowID)
 	}
 	return
 }
@@ -119,13 +166,13 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 		return fmt.Errorf("etcd store: flow %q put at version %d over version %d: a write moves the version on (state.FlowState.Stamp)",
 			st.FlowID, st.Version, expect)
 	}
-	old, oldLID, err := t.summaryRec(st.FlowID)
+	old, err := t.priorOf(st.FlowID)
 	if err != nil {
 		return err
 	}
 	at := engine.NotStored
-	if old != nil {
-		at = old.Version
+	if old.exists {
+		at = old.version
 	}
 	if at != expect {
 		return &engine.VersionError{FlowID: st.FlowID, Expected: expect, Stored: at}
@@ -156,41 +203,63 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	if err != nil {
 		return fmt.Errorf("etcd store: encode summary of flow %s: %w", st.FlowID, err)
 	}
-	if err := t.setOwner(st.FlowID, oldLID, lid, st.Owner); err != nil {
+	if err := t.setOwner(st.FlowID, old.lid, lid, st.Owner); err != nil {
 		return err
-	}
-	if old != nil {
-		c, s, g := t.indexKeys(old)
-		t.del(c)
-		t.del(s)
-		if g != "" {
-			t.del(g)
-		}
 	}
 	t.put(t.s.key("f/", st.FlowID), data)
 	t.put(t.s.key("s/", st.FlowID), sumData)
-	c, s, g := t.indexKeys(&sum)
-	t.put(c, sumData)
-	t.put(s, sumData)
-	if g != "" {
-		t.put(g, sumData)
-	}
+	now := priorFlow{exists: true, version: st.Version, lid: lid, status: st.Status, created: st.CreatedAt,
+		gated: sum.Status == state.StatusAwaitingGate && sum.Gate != nil}
+	t.reindex(st.FlowID, old, now, sumData)
+	t.setPrior(st.FlowID, now)
 	return nil
+}
+
+// reindex moves a flow's index entries from what old named to what now
+// names. The entries of c/ and t/ hold nothing (a listing reads the
+// summaries from s/), so an entry whose key is unchanged is not written
+// again: a transition that keeps the status writes none. g/ holds the
+// summary (PendingGates reads only it), rewritten with every write while
+// the flow awaits a gate.
+func (t *tx) reindex(flowID string, old, now priorFlow, sumData []byte) {
+	var oc, os, og string
+	if old.exists {
+		oc, os, og = t.indexKeys(flowID, old)
+	}
+	nc, ns, ng := t.indexKeys(flowID, now)
+	if oc != nc {
+		if oc != "" {
+			t.del(oc)
+		}
+		t.put(nc, []byte{})
+	}
+	if os != ns {
+		if os != "" {
+			t.del(os)
+		}
+		t.put(ns, []byte{})
+	}
+	if og != "" && ng == "" {
+		t.del(og)
+	}
+	if ng != "" {
+		t.put(ng, sumData)
+	}
 }
 
 func (t *tx) Delete(flowID string) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	old, oldLID, err := t.summaryRec(flowID)
+	old, err := t.priorOf(flowID)
 	if err != nil {
 		return err
 	}
-	if err := t.setOwner(flowID, oldLID, "", nil); err != nil {
+	if err := t.setOwner(flowID, old.lid, "", nil); err != nil {
 		return err
 	}
-	if old != nil {
-		c, s, g := t.indexKeys(old)
+	if old.exists {
+		c, s, g := t.indexKeys(flowID, old)
 		t.del(c)
 		t.del(s)
 		if g != "" {
@@ -199,6 +268,7 @@ func (t *tx) Delete(flowID string) error {
 	}
 	t.del(t.s.key("f/", flowID))
 	t.del(t.s.key("s/", flowID))
+	t.setPrior(flowID, priorFlow{})
 	t.gen = true
 	xp := t.s.key("x/", flowID, "\x00")
 	evs, err := t.scan(xp, prefixEnd(xp), inlineEvents+1, false)
@@ -252,7 +322,7 @@ func (t *tx) Delete(flowID string) error {
 	return t.raiseHighWater(last)
 }
 
-// decodeSummaries decodes the summaries stored in index entries, their
+// decodeSummaries decodes the summaries read from s/ or g/, their
 // owners judged by etcd (see judge). One that does not decode is left out
 // and reported as an *engine.DamagedError naming the flow (the id ends every
 // index key, after its last NUL or its prefix p), joined with the others
@@ -298,13 +368,30 @@ func (t *tx) listingRange(f engine.ListFilter) (p, end string) {
 	return p, end
 }
 
+// The entries name the flows; their summaries are read from s/ at the
+// same snapshot (an entry of schema 4 holds a copy, which is not read: it
+// is not rewritten while the entry's key stays).
 func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	p, end := t.listingRange(f)
 	kvs, err := t.scan(p, end, max(f.Limit, 0), true)
 	if err != nil {
 		return nil, err
 	}
-	return t.decodeSummaries(p, kvs)
+	keys := make([]string, len(kvs))
+	for i, k := range kvs {
+		keys[i] = t.s.key("s/", k.key[strings.LastIndexByte(k.key, 0)+1:])
+	}
+	vals, err := t.getMany(keys)
+	if err != nil {
+		return nil, err
+	}
+	sums := make([]kv, 0, len(keys))
+	for i, v := range vals {
+		if v != nil {
+			sums = append(sums, kv{key: keys[i], val: v})
+		}
+	}
+	return t.decodeSummaries(t.s.key("s/"), sums)
 }
 
 // Count counts the index keys List(f) would read: a count-only range,

@@ -225,6 +225,7 @@ func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResu
 	}
 	schema, wrapped := llm.ObjectRoot(req.Output.Schema)
 	lreq := e.request(target, req, prompt, schema)
+	lreq.SchemaKey = schemaKey(req.Output, wrapped)
 	violations := req.Parts.Violations
 	if violations == nil {
 		violations = []string{}
@@ -261,6 +262,19 @@ func (e *Executor) Attempt(ctx context.Context, req AttemptRequest) (AttemptResu
 	trace.Repaired = repaired
 	span.Set(otlp.AttrRepaired, repaired)
 	return finish(nil)
+}
+
+// schemaKey names the schema a request sends (out's, wrapped in an
+// object when wrapped): its contract hash, a hash of its content; "" when
+// out has none.
+func schemaKey(out Output, wrapped bool) string {
+	switch {
+	case out.Schema == nil || out.Hash == "" || out.Hash == "none":
+		return ""
+	case wrapped:
+		return out.Hash + "/wrapped"
+	}
+	return out.Hash
 }
 
 // budgetLeft refuses a call whose envelope is spent (no attempt is used).

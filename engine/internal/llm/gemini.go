@@ -49,7 +49,7 @@ func (c *Gemini) Body(req Request) (map[string]any, error) {
 			return nil, err
 		}
 		for _, p := range user {
-			parts = append(parts, map[string]any{"text": p.(map[string]any)["text"]})
+			parts = append(parts, map[string]any{"text": p.(textPart).Text})
 		}
 		for i := range req.Media {
 			parts = append(parts, geminiMedia(&req.Media[i]))

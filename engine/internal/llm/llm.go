@@ -32,6 +32,11 @@ type Request struct {
 	// SchemaName names the schema for providers that want a name (default
 	// "output").
 	SchemaName string
+	// SchemaKey, when set, names Schema's content (its contract hash, the
+	// same for the same schema): a provider then projects and encodes
+	// Schema once per key and reuses the encoding for every request that
+	// carries it. Empty: encoded anew for each request.
+	SchemaKey string
 	// MaxTokens caps the output tokens (0 = the client's default).
 	MaxTokens   int
 	Temperature *float64

@@ -1,0 +1,72 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// A request body encodes as the maps it stands for (sorted keys, no HTML
+// escaping), so the structs of the hot path and the cached schema
+// encodings leave the bytes on the wire, and the recordings keyed on them,
+// unchanged; a cached projection gives the same body as a fresh one.
+func TestBodyEncodesAsMaps(t *testing.T) {
+	temp := 0.7
+	free := map[string]any{"type": "object", "properties": map[string]any{"meta": map[string]any{"type": "object"}}}
+	wrapped, _ := ObjectRoot(map[string]any{"type": "array", "items": map[string]any{"type": "string"}})
+	call := ToolCall{ID: "call_1", Name: "weather", Args: json.RawMessage(`{"city":"Oslo"}`)}
+	reqs := map[string]Request{
+		"plain":      {Model: "gpt-4o-mini", System: "sys <b>", Prompt: "Classify & <tell>", Schema: sentiment, SchemaName: "output", MaxTokens: 99},
+		"no system":  {Model: "m", Prompt: "p", Schema: sentiment, Temperature: &temp},
+		"not strict": {Model: "m", Prompt: "p", Schema: free},
+		"wrapped":    {Model: "m", Prompt: "p", Schema: wrapped},
+		"no schema":  {Model: "m", Prompt: "p"},
+		"attachment": {Model: "m", Prompt: "p", Schema: sentiment, Attachment: map[string]any{"doc": "secret <b>"}},
+		"media": {Model: "m", Prompt: "p", Schema: sentiment,
+			Media: []Media{{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}},
+		"tools": {Model: "m", Prompt: "p", Schema: sentiment,
+			Tools: []ToolDef{{Name: "weather", Description: "w", Schema: map[string]any{"type": "object"}}},
+			Messages: []Message{
+				{Role: RoleAssistant, Parts: []Part{{ToolCall: &call}}},
+				{Role: RoleTool, Parts: []Part{{ToolResult: &ToolResult{ID: "call_1", Name: "weather", Content: json.RawMessage(`{"temp":-3}`)}}}},
+			}},
+	}
+	clients := map[string]func(Request) (map[string]any, error){
+		"openai":    (&OpenAI{Name: "openai", Extra: map[string]any{"provider": map[string]any{"require_parameters": true}}}).Body,
+		"nostrict":  (&OpenAI{Name: "vllm", NoStrict: true, MaxTokensField: "max_completion_tokens"}).Body,
+		"anthropic": (&Anthropic{}).Body,
+		"gemini":    (&Gemini{}).Body,
+	}
+	for cname, body := range clients {
+		for name, req := range reqs {
+			encode := func(key string) []byte {
+				r := req
+				r.SchemaKey = key
+				b, err := body(r)
+				if err != nil {
+					t.Fatalf("%s %s: %v", cname, name, err)
+				}
+				enc, err := marshal(b)
+				if err != nil {
+					t.Fatalf("%s %s: %v", cname, name, err)
+				}
+				return enc
+			}
+			fresh := encode("")
+			key := "test-" + name
+			if first, cached := encode(key), encode(key); !bytes.Equal(first, fresh) || !bytes.Equal(cached, fresh) {
+				t.Errorf("%s %s: a cached schema changes the body\nfresh  %s\nfirst  %s\ncached %s", cname, name, fresh, first, cached)
+			}
+			dec := json.NewDecoder(bytes.NewReader(fresh))
+			dec.UseNumber()
+			var asMaps any
+			if err := dec.Decode(&asMaps); err != nil {
+				t.Fatalf("%s %s: %v", cname, name, err)
+			}
+			again, _ := marshal(asMaps)
+			if !bytes.Equal(again, fresh) {
+				t.Errorf("%s %s: the body does not encode as its maps\nbody %s\nmaps %s", cname, name, fresh, again)
+			}
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package etcdstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
+	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+)
+
+// putFlow writes a flow at status st (a transition of the flow when it is
+// stored, reading it first as the engine does).
+func putFlow(t *testing.T, s *Store, id string, status state.FlowStatus) {
+	t.Helper()
+	if err := s.Update(context.Background(), func(tx engine.Tx) error {
+		st, err := tx.Get(id)
+		if err != nil {
+			st = &state.FlowState{FlowID: id, FlowName: "main"}
+		}
+		st.Status = status
+		expect := st.Stamp(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(len(id)) * time.Second))
+		return tx.Put(st, engine.Summarize(st, nil), expect)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listIDs lists the flows (of status, or all) as "id:status", newest first.
+func listIDs(t *testing.T, s *Store, status state.FlowStatus) string {
+	t.Helper()
+	var out []string
+	if err := s.View(context.Background(), func(tx engine.Tx) error {
+		sums, err := tx.List(engine.ListFilter{Status: status})
+		for _, sum := range sums {
+			out = append(out, sum.FlowID+":"+string(sum.Status))
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestSchema4IndexCopies: a prefix of schema 4, whose index entries c/ and
+// t/ hold copies of the summaries, opens as schema 5 without moving a
+// key; its listings read the summaries from s/ (a copy left in an entry
+// whose key did not change is stale and not read), and a transition
+// writes no index entry unless the status changes.
+func TestSchema4IndexCopies(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/four/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "bb", "ccc"} {
+		putFlow(t, s, id, state.StatusRunning)
+	}
+	s.Close()
+	// As schema 4 wrote them: each index entry holds the summary.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	root := keyRoot("/four/")
+	for _, p := range []string{"c/", "t/"} {
+		r, err := cli.Get(ctx, root+p, clientv3.WithPrefix())
+		if err != nil || len(r.Kvs) != 3 {
+			t.Fatalf("%s: %v %v", p, r, err)
+		}
+		for _, k := range r.Kvs {
+			if len(k.Value) != 0 {
+				t.Fatalf("schema 5 entry %q holds %q, want nothing", k.Key, k.Value)
+			}
+			id := string(k.Key[strings.LastIndexByte(string(k.Key), 0)+1:])
+			sum, err := cli.Get(ctx, root+"s/"+id)
+			if err != nil || len(sum.Kvs) != 1 {
+				t.Fatal(err)
+			}
+			if _, err := cli.Put(ctx, string(k.Key), string(sum.Kvs[0].Value)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := cli.Put(ctx, root+"meta/schema_version", "4"); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/four/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersionOf(ctx); err != nil || v != SchemaVersion {
+		t.Fatalf("schema after Open: %d %v, want %d", v, err, SchemaVersion)
+	}
+	if got, want := listIDs(t, s, ""), "ccc:running bb:running a:running"; got != want {
+		t.Fatalf("listing after the upgrade: %q, want %q", got, want)
+	}
+	// bb moves on (its c/ entry keeps its stale copy), a stays running
+	// but is written again.
+	putFlow(t, s, "bb", state.StatusComplete)
+	before, err := cli.Get(ctx, root, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFlow(t, s, "a", state.StatusRunning)
+	for _, tc := range []struct {
+		status state.FlowStatus
+		want   string
+	}{
+		{"", "ccc:running bb:complete a:running"},
+		{state.StatusRunning, "ccc:running a:running"},
+		{state.StatusComplete, "bb:complete"},
+	} {
+		if got := listIDs(t, s, tc.status); got != tc.want {
+			t.Errorf("List(%q) = %q, want %q", tc.status, got, tc.want)
+		}
+	}
+	// The transition of a that kept its status put only f/ and s/.
+	r, err := cli.Get(ctx, root, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMinModRev(before.Header.Revision+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var put []string
+	for _, k := range r.Kvs {
+		put = append(put, strings.TrimPrefix(string(k.Key), root))
+	}
+	if got := strings.Join(put, " "); got != "f/a s/a" {
+		t.Errorf("a transition that keeps the status wrote %q, want f/a s/a", got)
+	}
+}
