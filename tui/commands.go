@@ -49,18 +49,19 @@ func (m *Model) flowPagesCmd(gen int, filter string, first int, after state.List
 	}
 }
 
-// detailCmd reads the detail flow: its state, its events, its stored
-// summary (the one-row page at its place in the listing, which the
-// window may not hold) and the root of its line of parents (what `run
-// --resume` continues).
+// detailCmd reads the detail flow: its state (with its stored spec's
+// pipeline stages), its events, its stored summary (the one-row page at
+// its place in the listing, which the window may not hold) and the root
+// of its line of parents (what `run --resume` continues).
 func (m *Model) detailCmd(flowID string) tea.Cmd {
 	src := m.opt.Source
 	return func() tea.Msg {
 		ctx := context.Background()
-		st, err := src.Get(ctx, flowID)
+		fs, err := src.FlowWithSpec(ctx, flowID)
 		if err != nil {
 			return detailMsg{flowID: flowID, err: err}
 		}
+		st := fs.State
 		evs, err := src.FlowEvents(ctx, flowID)
 		if err != nil {
 			return detailMsg{flowID: flowID, err: err}
@@ -69,7 +70,7 @@ func (m *Model) detailCmd(flowID string) tea.Cmd {
 		if st.ParentFlowID != nil {
 			parent = *st.ParentFlowID
 		}
-		msg := detailMsg{flowID: flowID, state: st, events: evs, root: rootOf(ctx, src, flowID, parent)}
+		msg := detailMsg{flowID: flowID, state: st, events: evs, root: rootOf(ctx, src, flowID, parent), stages: pipelineStages(fs.Flow)}
 		// Just past the flow in the listing order: the next row is its own.
 		at := state.ListCursor{CreatedAt: st.CreatedAt, FlowID: st.FlowID + "\x00"}
 		if sums, err := src.ListFlows(ctx, engine.ListFilter{After: at, Limit: 1}); err == nil && len(sums) == 1 && sums[0].FlowID == flowID {

@@ -107,6 +107,7 @@ type (
 		events []engine.Event
 		sum    *state.FlowSummary
 		root   string
+		stages map[string]int // pipelineStages
 		err    error
 	}
 	eventsMsg    []engine.Event
@@ -429,6 +430,7 @@ func (m *Model) handleDetail(msg detailMsg) tea.Cmd {
 	}
 	m.loadSucceeded()
 	m.detail, m.detailEvents, m.detailSum, m.detailRoot = msg.state, msg.events, msg.sum, msg.root
+	m.detailStages = msg.stages
 	m.refreshPanes()
 	return nil
 }

@@ -235,6 +235,9 @@ type common struct {
 	// hold them).
 	detailSum  *state.FlowSummary
 	detailRoot string
+	// detailStages are the detail flow's pipeline steps' stage counts,
+	// from its stored spec (pipelineStages).
+	detailStages map[string]int
 	// inflight marks the flows whose step is under way, from the store's
 	// events (inflight.go); inflightSeen the flows an event spoke for.
 	inflight     map[string]inflightStep

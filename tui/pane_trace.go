@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,23 +64,19 @@ func (p *tracePane) lines(c *common) []traceLine {
 	r := newTraceRound(c)
 	out := make([]traceLine, 0, len(c.detailEvents))
 	taskRow := map[string]int{} // a fan-out task's row: its latest state
-	items := map[string]*itemRow{}
+	var grid pipelineGrid       // a pipeline item's row, rendered at the end
 	for i := range c.detailEvents {
 		ev := &c.detailEvents[i]
 		if ev.Type == engine.EventParallelTask {
 			task, _ := ev.Data.(engine.ParallelTask)
+			if item, stage, ok := pipelineTask(ev.StepID, task.TaskID); ok {
+				if grid.add(ev, item, stage, len(out)) {
+					out = append(out, traceLine{})
+				}
+				continue
+			}
 			tl := taskLine(c, ev, &task)
 			key := ev.StepID + "\x00" + task.TaskID
-			if item, stage, ok := pipelineTask(ev.StepID, task.TaskID); ok {
-				key = ev.StepID + "\x00item" + strconv.Itoa(item)
-				r := items[key]
-				if r == nil {
-					r = &itemRow{}
-					items[key] = r
-				}
-				r.add(stage, task)
-				tl = r.line(c, ev, ev.StepID, item)
-			}
 			if i, ok := taskRow[key]; ok {
 				out[i] = tl
 				continue
@@ -95,6 +90,9 @@ func (p *tracePane) lines(c *common) []traceLine {
 		}
 		tl := traceLine{seq: ev.Seq}
 		text, detail := r.describe(ev, &tl)
+		if ev.Type == engine.EventTrace && grid.call(ev, detail) {
+			continue // a pipeline task's call: its item's row tells it
+		}
 		tl.text = ev.Time.UTC().Format("15:04:05") + " " + clean(strings.TrimRight(text, " "))
 		tl.detail = clean(detail)
 		if !matches(p.filter, tl.text) {
@@ -102,7 +100,7 @@ func (p *tracePane) lines(c *common) []traceLine {
 		}
 		out = append(out, tl)
 	}
-	return out
+	return grid.render(c, out, p.filter)
 }
 
 // taskLine is a fan-out task's row, styled by its state.
@@ -242,7 +240,11 @@ func (r *traceRound) call(ev *engine.Event, tl *traceLine) (text, detail string)
 	}
 	text += fmt.Sprintf(" attempt %d", r.attempts[ev.StepID]+1)
 	text += " " + (time.Duration(d.DurationMS) * time.Millisecond).String()
-	r.callMS[ev.StepID] += d.DurationMS
+	if d.TaskID == "" {
+		// A fan-out's tasks call side by side: their calls' time summed
+		// is not the step's (took counts its dispatch to its end).
+		r.callMS[ev.StepID] += d.DurationMS
+	}
 	if d.Tokens > 0 {
 		text += fmt.Sprintf(" %d tokens", d.Tokens)
 	}
