@@ -59,8 +59,12 @@ type StepDispatched struct {
 
 // StepDone is the payload of step_done.
 type StepDone struct {
-	// Attempts is the attempt the step succeeded at.
+	// Attempts is the attempt the step succeeded at (0 when the result
+	// came from the result cache).
 	Attempts int `json:"attempts,omitempty"`
+	// CacheHit is true when the step's result came from the result cache
+	// and it was not dispatched.
+	CacheHit bool `json:"cache_hit,omitempty"`
 }
 
 // StepFailed is the payload of step_failed: a failed attempt.
@@ -281,6 +285,7 @@ func (p StepDispatched) appendData(w dataWriter) dataWriter {
 
 func (p StepDone) appendData(w dataWriter) dataWriter {
 	w.int("attempts", int64(p.Attempts), true)
+	w.bool("cache_hit", p.CacheHit, false)
 	return w
 }
 
