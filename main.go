@@ -41,6 +41,7 @@ import (
 	"github.com/stratum-go/stratum/specs/watch"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore"
+	"github.com/stratum-go/stratum/store/shared"
 	"github.com/stratum-go/stratum/tui"
 )
 
@@ -185,7 +186,7 @@ func writeJSON(w io.Writer, v any) error {
 // ---- the store and the engine service ----
 
 // openService opens the shared store ($STRATUM_HOME/stratum.db, or what
-// STRATUM_STORE / store: select: store/backend) and returns the engine
+// STRATUM_STORE / store: select: store/shared) and returns the engine
 // service over it. Every command that opens the store first
 // applies the gate deadlines that have passed (persisted
 // deadlines are enforced by whichever stratum process runs), so no command
@@ -225,15 +226,15 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 var projectConfig = sync.OnceValues(func() (config.Config, error) { return config.Load(".") })
 
 // storeSettings are the store settings: STRATUM_STORE and STRATUM_ETCD_*
-// over store:/store_timeout:/etcd: of the config files (store/backend).
-func storeSettings() (backend.Settings, error) {
+// over store:/store_timeout:/etcd: of the config files (store/shared).
+func storeSettings() (shared.Settings, error) {
 	cfg, err := projectConfig()
 	if err != nil {
-		return backend.Settings{}, usageErr("%v", err)
+		return shared.Settings{}, usageErr("%v", err)
 	}
-	s, err := backend.DefaultSettings(cfg)
-	var se *backend.SettingsError
-	if errors.As(err, &se) && se.Stage == backend.StageHome {
+	s, err := shared.DefaultSettings(cfg)
+	var se *shared.SettingsError
+	if errors.As(err, &se) && se.Stage == shared.StageHome {
 		return s, failErr(err)
 	}
 	if err != nil {

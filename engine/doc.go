@@ -234,10 +234,12 @@
 // machine), store/etcdstore over an etcd cluster (team mode: many
 // machines; each Update is one etcd transaction compared on the revisions
 // it read, Watch an etcd watch), and enginetest in memory. store/storetest
-// is the contract all three pass; store/backend picks bbolt or etcd from
-// STRATUM_STORE / store: for main.go, so nothing else — the engine, its
-// front ends, the TUI — knows which backend it is on. A new backend is one
-// package that passes storetest plus a case in store/backend.
+// is the contract all three pass; store/shared picks bbolt or etcd from
+// STRATUM_STORE / store: for main.go and Go programs, so nothing else —
+// the engine, its front ends, the TUI — knows which backend it is on (the
+// etcd opener is registered by store/team, so a program on bbolt links no
+// etcd). A new backend is one package that passes storetest plus a case
+// in store/shared (or a registered opener, as store/team's).
 //
 // The runner lease is flow state (FlowState.Owner, checked and renewed in
 // the same transaction as the flow it guards), not a store operation, so

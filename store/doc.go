@@ -4,13 +4,15 @@
 // process on the machine (the TUI, `stratum mcp`, `stratum gate`, `stratum
 // run`). It implements engine.Store — transactions, the event log, Watch and
 // GC — and passes store/storetest; it may import engine, specs and review,
-// and nothing imports it except main, store/backend and tests.
+// and nothing imports it except main, store/shared, store/backend and
+// tests.
 //
 // This is one of two backends of the same port: store/etcdstore keeps the
 // same flows, log and cache in an etcd cluster shared by many machines
-// (team mode), and store/backend opens one or the other from STRATUM_STORE
-// or the config's store: (a path, or etcd://HOST:PORT[,…]/PREFIX), and
-// copies between them (stratum store copy). What follows is the bbolt file.
+// (team mode); store/shared opens one or the other from STRATUM_STORE or
+// the config's store: (a path, or etcd://HOST:PORT[,…]/PREFIX; etcd only
+// with store/team linked in), and store/backend copies between them
+// (stratum store copy). What follows is the bbolt file.
 //
 // # Sharing the file
 //

@@ -45,7 +45,7 @@ type Config struct {
 	LLMTimeout time.Duration
 	// Store selects the store (store:): a bbolt file path, or
 	// etcd://HOST:PORT[,HOST:PORT…]/PREFIX. Empty: the default file.
-	// STRATUM_STORE overrides it (store/backend applies the environment).
+	// STRATUM_STORE overrides it (store/shared applies the environment).
 	Store string
 	// StoreTimeout bounds each call to the store (store_timeout; 0: the
 	// backend's default).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // TestLibraryScripts runs testdata/script/library: `stratum gate` on the
@@ -56,7 +57,7 @@ func libreview(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: libreview [-stalled=AGO] QUESTION [OPTIONS_JSON [APPROVER]]")
 	}
 	ctx := context.Background()
-	st, err := backend.Open(ctx, backend.Settings{Home: ts.Getenv("STRATUM_HOME"), Store: ts.Getenv("STRATUM_STORE")})
+	st, err := backend.Open(ctx, shared.Settings{Home: ts.Getenv("STRATUM_HOME"), Store: ts.Getenv("STRATUM_STORE")})
 	ts.Check(err)
 	defer st.Close()
 	svc := &engine.Service{Store: st}

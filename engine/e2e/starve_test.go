@@ -20,6 +20,7 @@ import (
 	"github.com/stratum-go/stratum/engine/stratum"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // TestDecisionNotStarvedOnEtcd: on a 3-member etcd cluster a Go program's
@@ -60,7 +61,7 @@ func TestDecisionNotStarvedOnEtcd(t *testing.T) {
 		home := t.TempDir()
 		storeURL := cluster.URL(fmt.Sprintf("starve-%d", trial))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		st, err := backend.Open(ctx, backend.Settings{Home: home, Store: storeURL})
+		st, err := backend.Open(ctx, shared.Settings{Home: home, Store: storeURL})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // pki is a throw-away certificate authority and the certificates of one
@@ -237,7 +238,7 @@ func TestTeamModeTLSAndAuth(t *testing.T) {
 	// unused for the TTL and is renewed with the password without the
 	// caller noticing; once the password was changed, the renewal fails
 	// with the authentication error, within the timeout.
-	settings, err := backend.FromEnv(home, config.Config{}, func(k string) string { return good[k] })
+	settings, err := shared.FromEnv(home, config.Config{}, func(k string) string { return good[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // The end-to-end tests run twice: on the default bbolt file in a temporary
@@ -63,9 +64,9 @@ func environ(home, storeURL string) []string {
 // openStore opens the server's store in the test process, whichever the
 // backend (as another stratum process would); it is closed when the test
 // ends.
-func (s *server) openStore() backend.Store {
+func (s *server) openStore() shared.Store {
 	s.t.Helper()
-	st, err := backend.Open(context.Background(), backend.Settings{Store: s.store, Home: s.home})
+	st, err := backend.Open(context.Background(), shared.Settings{Store: s.store, Home: s.home})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/store"
-	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // bin is the stratum binary built by TestMain.
@@ -765,7 +765,7 @@ func testInternalError(t *testing.T) {
 		}
 	} else {
 		// etcd: the flow's record under the prefix becomes undecodable.
-		loc, err := backend.Parse(s.store)
+		loc, err := shared.Parse(s.store)
 		if err != nil {
 			t.Fatal(err)
 		}

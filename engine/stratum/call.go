@@ -428,8 +428,8 @@ func (f *Fn[In, Out]) cacheFor(c *callState, raw map[string]any) *callCache {
 		return &callCache{rt: c.rt, mem: c.flow.session, key: key}
 	}
 	key = "stratum-lib\x00" + key + "\x00" + f.hash
-	if c.rt.opts.Store != nil {
-		return &callCache{rt: c.rt, store: c.rt.opts.Store, key: key}
+	if c.rt.store != nil {
+		return &callCache{rt: c.rt, store: c.rt.store, key: key}
 	}
 	c.rt.warnOnce.Do(func() {
 		c.rt.warnf("cache global without a Store: results are cached in memory for this process only (Options.Store persists them)")

@@ -202,10 +202,13 @@
 // the program's lease (30 s, renewed every 10 s) marks its flows stalled
 // once it died; they are never resumed.
 //
-// The package never imports the store, tui, bbolt or etcd packages
-// : a program that wants its flows in `stratum tui` opens the
-// shared store with store/backend.OpenDefault and passes it as
-// Options.Store.
+// The package never imports the store, tui, bbolt or etcd packages: a
+// program that wants its flows in `stratum tui` opens the shared store
+// with OpenDefault of package github.com/stratum-go/stratum/store/shared
+// and passes it as Options.Store (a Store). That links the bbolt store and
+// no etcd client; team mode (an etcd:// store) is one more import:
+//
+//	import _ "github.com/stratum-go/stratum/store/team"
 //
 // Runnable programs for the classic Stratum examples (sentiment, migrate,
 // parallel, refine, debate, human review) are under examples/; each

@@ -26,8 +26,8 @@ import (
 type Options struct {
 	// Store persists flows, calls and reviews (nil: nothing persisted). A
 	// program that wants its flows in `stratum tui` opens the shared store
-	// with store/backend.OpenDefault and passes it here.
-	Store engine.Store
+	// with store/shared.OpenDefault and passes it here.
+	Store Store
 	// Model is the default "provider/model"; empty: STRATUM_MODEL.
 	Model string
 	// Getenv reads the environment (nil: os.Getenv).
@@ -75,6 +75,7 @@ type Options struct {
 // default Runtime built from the environment on first use.
 type Runtime struct {
 	opts     Options
+	store    engine.Store // Options.Store's engine side (nil: none)
 	exec     *infer.Executor
 	exporter *otlp.Exporter
 	recorder flowRecorder
@@ -161,11 +162,11 @@ func New(opts Options) (*Runtime, error) {
 		r.exporter = otlp.New(cfg)
 	}
 	if opts.Store != nil {
-		if a, ok := any(r).(interface{ attachStore(engine.Store) error }); ok {
-			if err := a.attachStore(opts.Store); err != nil {
-				return nil, fmt.Errorf("stratum: %w", err)
-			}
+		st, ok := opts.Store.(engine.Store)
+		if !ok {
+			return nil, fmt.Errorf("stratum: Options.Store: %T is not a store opened by store/shared (OpenDefault or Open)", opts.Store)
 		}
+		r.attachStore(st)
 	}
 	return r, nil
 }

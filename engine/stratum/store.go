@@ -17,6 +17,29 @@ import (
 // set, every Flow.Run is a flow of the store (driver "library"), every Call
 // a trace entry of it, every AwaitHuman a review in it (engine/library.go).
 
+// Store is where a Runtime persists its flows, calls and reviews: the
+// shared store that `stratum tui`, `stratum query` and `stratum gate` read.
+// Open it with OpenDefault of package
+// github.com/stratum-go/stratum/store/shared (the store a stratum command
+// started in the same directory would open: STRATUM_STORE, the config
+// files' store:, else $STRATUM_HOME/stratum.db) or with its Open, pass it
+// as Options.Store, and Close it when the program is done: the Runtime
+// does not. New accepts only the stores of stratum's own store packages
+// and refuses any other value with an error.
+//
+// The default store is a bbolt file, and a program that opens it links no
+// etcd client. Team mode (an etcd:// store shared by many machines) is one
+// more import in the program:
+//
+//	import _ "github.com/stratum-go/stratum/store/team"
+type Store interface {
+	// Name says which store it is: "bbolt PATH" or
+	// "etcd etcd://HOSTS/PREFIX".
+	Name() string
+	// Close releases the store (an etcd connection).
+	Close() error
+}
+
 // leaseTTL is how long a flow's lease lives without a heartbeat; the
 // program renews it every leaseTTL/3 while the flow runs, so a flow whose
 // program died shows as stalled within leaseTTL (as a runner's does).
@@ -45,12 +68,12 @@ type flowWriter struct {
 
 // attachStore is called by New when Options.Store is set: flows, calls and
 // reviews go to the store.
-func (rt *Runtime) attachStore(st engine.Store) error {
+func (rt *Runtime) attachStore(st engine.Store) {
+	rt.store = st
 	svc := &engine.Service{Store: st, Now: func() time.Time { return rt.opts.Now().UTC() }}
 	rec := &storeRecorder{svc: svc, lib: engine.NewLibrary(svc), now: rt.opts.Now, flows: map[string]*flowWriter{}}
 	rt.recorder = rec
 	rt.reviews.store = rec
-	return nil
 }
 
 var _ flowRecorder = (*storeRecorder)(nil)

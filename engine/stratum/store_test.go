@@ -2,6 +2,7 @@ package stratum
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,31 +10,31 @@ import (
 	"github.com/stratum-go/stratum/engine"
 
 	"github.com/stratum-go/stratum/engine/state"
-	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // countingStore counts the write transactions (durable commits) of a
 // store.
 type countingStore struct {
-	engine.Store
+	*shared.Opened
 	updates atomic.Int64
 }
 
 func (c *countingStore) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 	c.updates.Add(1)
-	return c.Store.Update(ctx, fn)
+	return c.Opened.Update(ctx, fn)
 }
 
 // openShared opens the store a stratum command would open (a bbolt file in
-// the test's STRATUM_HOME), as a program would with backend.OpenDefault.
+// the test's STRATUM_HOME), as a program would with shared.OpenDefault.
 func openShared(t *testing.T) *countingStore {
 	t.Helper()
-	st, err := backend.OpenDefault(context.Background())
+	st, err := shared.OpenDefault(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.(*backend.Opened).Close() })
-	return &countingStore{Store: st}
+	t.Cleanup(func() { st.Close() })
+	return &countingStore{Opened: st}
 }
 
 // Rule 15: 20 concurrent Calls in one stored flow never fail on a version
@@ -128,5 +129,20 @@ func TestStoredFlowLeaseMakesADeadProgramStalled(t *testing.T) {
 	sums, _ = svc.Query().List(ctx, engine.ListFilter{})
 	if sums[0].Status != state.StatusComplete || sums[0].Owner != nil || sums[0].Stalled(now.Add(time.Hour)) {
 		t.Errorf("finished flow %+v", sums[0])
+	}
+}
+
+// notAStore has the methods of Store but is no store stratum opened.
+type notAStore struct{}
+
+func (notAStore) Name() string { return "elsewhere" }
+func (notAStore) Close() error { return nil }
+
+// Options.Store takes the stores of store/shared; any other value is
+// refused by New with an error that says where a store comes from.
+func TestOptionsStoreRefusesOtherValues(t *testing.T) {
+	_, err := New(Options{Store: notAStore{}, Getenv: func(string) string { return "" }})
+	if err == nil || !strings.Contains(err.Error(), "store/shared") {
+		t.Fatalf("New with a Store that is not one: %v", err)
 	}
 }

@@ -2,193 +2,16 @@ package backend
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/store"
 	"github.com/stratum-go/stratum/store/etcdstore"
+	"github.com/stratum-go/stratum/store/shared"
+	_ "github.com/stratum-go/stratum/store/team" // the command opens etcd:// stores too
 )
 
-// Kinds of store.
-const (
-	KindBbolt = "bbolt"
-	KindEtcd  = "etcd"
-)
-
-// Location is a parsed store setting.
-type Location struct {
-	Kind      string   // KindBbolt or KindEtcd
-	Path      string   // bbolt: the file
-	Endpoints []string // etcd: HOST:PORT
-	Prefix    string   // etcd: the key prefix ("team-a")
-	TLS       bool     // etcds://
-}
-
-// String is the location without credentials: the path, or etcd://HOSTS/PREFIX.
-func (l Location) String() string {
-	if l.Kind == KindBbolt {
-		return l.Path
-	}
-	scheme := "etcd"
-	if l.TLS {
-		scheme = "etcds"
-	}
-	return scheme + "://" + strings.Join(l.Endpoints, ",") + "/" + l.Prefix
-}
-
-// Parse reads a store setting: etcd://HOST:PORT[,HOST:PORT…]/PREFIX (etcds://
-// for TLS with the system's CAs), else a bbolt file path.
-func Parse(s string) (Location, error) {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		if s == "" {
-			return Location{}, errors.New("empty store setting")
-		}
-		return Location{Kind: KindBbolt, Path: s}, nil
-	}
-	if scheme != "etcd" && scheme != "etcds" {
-		return Location{}, fmt.Errorf("store %q: unknown scheme %s:// (want a file path, etcd:// or etcds://)", redactURL(s), scheme)
-	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		// A query or a fragment (?password=…) would become part of the
-		// prefix, and with it of every key, error and header: refused like
-		// credentials, without echoing it.
-		return Location{}, fmt.Errorf("store %s: a query or fragment (%q…) does not belong in the URL; the prefix is the path, and credentials go in STRATUM_ETCD_USER and STRATUM_ETCD_PASSWORD (or etcd: user/password in config.yaml)", redactURL(scheme+"://"+rest[:i]), rest[i:i+1])
-	}
-	hosts, prefix, _ := strings.Cut(rest, "/")
-	if strings.Contains(hosts, "@") {
-		return Location{}, fmt.Errorf("store %s: credentials do not belong in the URL; set STRATUM_ETCD_USER and STRATUM_ETCD_PASSWORD (or etcd: user/password in config.yaml)", redactURL(s))
-	}
-	prefix = strings.Trim(prefix, "/")
-	if i := strings.IndexFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
-		return Location{}, fmt.Errorf("store %s://%s/…: the prefix has a control character (%q); use letters, digits and / - _ .", scheme, hosts, prefix[i:i+1])
-	}
-	if prefix == "" {
-		return Location{}, fmt.Errorf("store %s: a prefix is required (%s://HOST:PORT/PREFIX), so stratum never writes at the root of a shared cluster", s, scheme)
-	}
-	l := Location{Kind: KindEtcd, Prefix: prefix, TLS: scheme == "etcds"}
-	for _, h := range strings.Split(hosts, ",") {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			continue
-		}
-		host, port, err := net.SplitHostPort(h)
-		if err != nil || host == "" {
-			return Location{}, fmt.Errorf("store %s: endpoint %q: want HOST:PORT", s, h)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-			return Location{}, fmt.Errorf("store %s: endpoint %q: bad port", s, h)
-		}
-		l.Endpoints = append(l.Endpoints, h)
-	}
-	if len(l.Endpoints) == 0 {
-		return Location{}, fmt.Errorf("store %s: no endpoint (%s://HOST:PORT[,HOST:PORT…]/PREFIX)", s, scheme)
-	}
-	return l, nil
-}
-
-// redactURL drops anything between :// and @ (user:password).
-func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	if i := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); i >= 0 {
-		rest = "…@" + rest[i+1:]
-	}
-	return scheme + "://" + rest
-}
-
-// Settings are everything Open needs.
-type Settings struct {
-	// Store is the setting (empty: the default file in Home).
-	Store   string
-	Home    string
-	Timeout time.Duration
-	Etcd    config.Etcd
-	// Now is the store's clock (nil: time.Now): GC's cutoff and the time
-	// of events appended without one (the stamps of flows are the
-	// writer's).
-	Now func() time.Time
-}
-
-// FromEnv merges the environment (getenv, os.Getenv when nil) over cfg.
-func FromEnv(home string, cfg config.Config, getenv func(string) string) (Settings, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	s := Settings{Store: cfg.Store, Home: home, Timeout: cfg.StoreTimeout, Etcd: cfg.Etcd}
-	if v := getenv("STRATUM_STORE"); v != "" {
-		s.Store = v
-	}
-	if v := getenv("STRATUM_STORE_TIMEOUT"); v != "" {
-		d, err := config.ParseTimeout(v)
-		if err != nil {
-			return s, fmt.Errorf("STRATUM_STORE_TIMEOUT: %v", err)
-		}
-		s.Timeout = d
-	}
-	for _, e := range []struct {
-		name string
-		into *string
-	}{{"STRATUM_ETCD_CERT", &s.Etcd.CertFile}, {"STRATUM_ETCD_KEY", &s.Etcd.KeyFile}, {"STRATUM_ETCD_CA", &s.Etcd.CAFile},
-		{"STRATUM_ETCD_USER", &s.Etcd.User}, {"STRATUM_ETCD_PASSWORD", &s.Etcd.Password}} {
-		if v := getenv(e.name); v != "" {
-			*e.into = v
-		}
-	}
-	if v := getenv("STRATUM_ETCD_INSECURE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return s, fmt.Errorf("STRATUM_ETCD_INSECURE=%q: want 1/true or 0/false", v)
-		}
-		s.Etcd.Insecure = b
-	}
-	return s, nil
-}
-
-// Location returns the parsed store setting (the default file when unset).
-func (s Settings) Location() (Location, error) {
-	if s.Store == "" {
-		return Location{Kind: KindBbolt, Path: filepath.Join(s.Home, store.FileName)}, nil
-	}
-	return Parse(s.Store)
-}
-
-// Store is an open store of either kind.
-type Store interface {
-	engine.Store
-	// Close releases the connection (nothing for bbolt).
-	Close() error
-}
-
-// Opened is an open store and where it is.
-type Opened struct {
-	Store
-	Location Location
-}
-
-// Name is what a header shows: "bbolt PATH" or "etcd etcd://HOSTS/PREFIX".
-func (o *Opened) Name() string { return o.Location.Kind + " " + o.Location.String() }
-
-// MaxEventsPerWrite is engine.EventLimiter: the opened store's limit (0:
-// none).
-func (o *Opened) MaxEventsPerWrite() int {
-	if l, ok := o.Store.(engine.EventLimiter); ok {
-		return l.MaxEventsPerWrite()
-	}
-	return 0
-}
+// Opened is an open store of either kind, where it is, and what the
+// store commands read of it (Count, SchemaVersion).
+type Opened struct{ *shared.Opened }
 
 // SchemaVersion is the schema the store holds.
 func (o *Opened) SchemaVersion(ctx context.Context) (int, error) {
@@ -198,93 +21,21 @@ func (o *Opened) SchemaVersion(ctx context.Context) (int, error) {
 	return store.SchemaVersion, nil // Open migrated the file to it
 }
 
-type bboltStore struct{ *store.Store }
-
-func (bboltStore) Close() error { return nil }
-
-// Open opens the store the settings select.
-func Open(ctx context.Context, s Settings) (*Opened, error) {
-	loc, err := s.Location()
+// Open opens the store the settings select (shared.Open), team mode
+// included.
+func Open(ctx context.Context, s shared.Settings) (*Opened, error) {
+	o, err := shared.Open(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	return OpenAt(ctx, loc, s)
+	return &Opened{o}, nil
 }
 
 // OpenAt opens the store at loc with the credentials and timeout of s.
-func OpenAt(ctx context.Context, loc Location, s Settings) (*Opened, error) {
-	if loc.Kind == KindBbolt {
-		st, err := store.Open(loc.Path, store.Options{Now: s.Now})
-		if err != nil {
-			return nil, err
-		}
-		return &Opened{Store: bboltStore{st}, Location: loc}, nil
-	}
-	tlsCfg, err := tlsConfig(loc, s.Etcd)
+func OpenAt(ctx context.Context, loc shared.Location, s shared.Settings) (*Opened, error) {
+	o, err := shared.OpenAt(ctx, loc, s)
 	if err != nil {
 		return nil, err
 	}
-	if tlsCfg == nil && !s.Etcd.Insecure {
-		for _, ep := range loc.Endpoints {
-			if !loopback(ep) {
-				return nil, fmt.Errorf("etcd store %s: %s is not a loopback address and no TLS is configured; set STRATUM_ETCD_CA (and STRATUM_ETCD_CERT/STRATUM_ETCD_KEY for client certificates) or use etcds://, or set STRATUM_ETCD_INSECURE=1 to send flows and credentials in clear", loc, ep)
-			}
-		}
-	}
-	eps := make([]string, len(loc.Endpoints))
-	for i, ep := range loc.Endpoints {
-		if tlsCfg != nil {
-			eps[i] = "https://" + ep
-		} else {
-			eps[i] = "http://" + ep
-		}
-	}
-	st, err := etcdstore.Open(ctx, etcdstore.Options{Endpoints: eps, Prefix: "/" + loc.Prefix + "/", Timeout: s.Timeout,
-		TLS: tlsCfg, Username: s.Etcd.User, Password: s.Etcd.Password, Now: s.Now})
-	if err != nil {
-		return nil, err
-	}
-	return &Opened{Store: st, Location: loc}, nil
-}
-
-// loopback reports whether HOST:PORT names this machine.
-func loopback(ep string) bool {
-	host, _, err := net.SplitHostPort(ep)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func tlsConfig(loc Location, e config.Etcd) (*tls.Config, error) {
-	if !loc.TLS && e.CertFile == "" && e.KeyFile == "" && e.CAFile == "" {
-		return nil, nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if (e.CertFile == "") != (e.KeyFile == "") {
-		return nil, fmt.Errorf("etcd store %s: a client certificate needs both STRATUM_ETCD_CERT and STRATUM_ETCD_KEY (etcd: cert and key)", loc)
-	}
-	if e.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(e.CertFile, e.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("etcd store %s: client certificate %s: %v", loc, e.CertFile, err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	if e.CAFile != "" {
-		pem, err := os.ReadFile(e.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("etcd store %s: CA: %v", loc, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("etcd store %s: CA %s holds no PEM certificate", loc, e.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
+	return &Opened{o}, nil
 }

@@ -7,95 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stratum-go/stratum/engine"
 
-	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/shared"
 	"github.com/stratum-go/stratum/store/storetest"
 )
-
-func TestParse(t *testing.T) {
-	l, err := backend.Parse("etcd://10.0.0.1:2379,10.0.0.2:2379/team-a")
-	if err != nil || l.Kind != backend.KindEtcd || len(l.Endpoints) != 2 || l.Prefix != "team-a" {
-		t.Fatalf("Parse = %+v, %v", l, err)
-	}
-	if l, err := backend.Parse("/tmp/x.db"); err != nil || l.Kind != backend.KindBbolt || l.Path != "/tmp/x.db" {
-		t.Fatalf("Parse(path) = %+v, %v", l, err)
-	}
-	for in, want := range map[string]string{
-		"etcd://h:1":                 "a prefix is required",
-		"etcd://h:1/":                "a prefix is required",
-		"etcd://h/x":                 "want HOST:PORT",
-		"etcd:///x":                  "no endpoint",
-		"redis://h:1/x":              "unknown scheme",
-		"etcd://bob:s3cret@h:2379/x": "credentials do not belong",
-		"etcd://h:99999/x":           "bad port",
-		// A query or fragment became part of the prefix, echoed in
-		// store info, the TUI header, errors and every key (issue 23).
-		"etcd://h:2379/team?password=s3cret":    "a query or fragment",
-		"etcd://h:2379/team#s3cret":             "a query or fragment",
-		"etcd://h:2379?password=s3cret":         "a query or fragment",
-		"etcds://h:2379/team/?user=a&pw=s3cret": "a query or fragment",
-		"etcd://h:2379/te\x00am":                "control character",
-		"etcd://h:2379/te\nam":                  "control character",
-	} {
-		_, err := backend.Parse(in)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Parse(%q) = %v, want %q", in, err, want)
-		}
-		if err != nil && strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("Parse(%q) leaks the password: %v", in, err)
-		}
-	}
-}
-
-func TestSettingsPrecedence(t *testing.T) {
-	cfg := config.Config{Store: "etcd://127.0.0.1:2379/from-config", StoreTimeout: 7 * time.Second, Etcd: config.Etcd{User: "cfg-user", Password: "cfg-pass"}}
-	env := map[string]string{"STRATUM_STORE": "etcd://127.0.0.1:2379/from-env", "STRATUM_ETCD_PASSWORD": "env-pass"}
-	s, err := backend.FromEnv("/home/x", cfg, func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Store != env["STRATUM_STORE"] || s.Timeout != 7*time.Second || s.Etcd.User != "cfg-user" || s.Etcd.Password != "env-pass" {
-		t.Fatalf("settings = %+v", s)
-	}
-	s, _ = backend.FromEnv("/home/x", config.Config{}, func(string) string { return "" })
-	if l, _ := s.Location(); l.Kind != backend.KindBbolt || l.Path != filepath.Join("/home/x", "stratum.db") {
-		t.Fatalf("default location = %+v", l)
-	}
-	if _, err := backend.FromEnv("/h", config.Config{}, func(k string) string {
-		return map[string]string{"STRATUM_STORE_TIMEOUT": "soon"}[k]
-	}); err == nil {
-		t.Fatal("a bad STRATUM_STORE_TIMEOUT was accepted")
-	}
-}
-
-func TestInsecureRefused(t *testing.T) {
-	s := backend.Settings{Store: "etcd://192.0.2.1:2379/team", Etcd: config.Etcd{Password: "s3cret"}}
-	_, err := backend.Open(context.Background(), s)
-	if err == nil || !strings.Contains(err.Error(), "not a loopback address") || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("Open of a remote endpoint without TLS: %v", err)
-	}
-}
-
-// TestUnreachable: a cluster nobody answers for fails within the timeout
-// with one line naming the endpoint and what to do.
-func TestUnreachable(t *testing.T) {
-	s := backend.Settings{Store: "etcd://127.0.0.1:9/team", Timeout: time.Second, Etcd: config.Etcd{User: "u", Password: "s3cret"}}
-	t0 := time.Now()
-	_, err := backend.Open(context.Background(), s)
-	if d := time.Since(t0); d > 3*time.Second {
-		t.Errorf("Open took %v with a 1s timeout", d)
-	}
-	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:9") || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("Open of an unreachable cluster: %v", err)
-	}
-	t.Log(err)
-}
 
 // TestCopy: bbolt → etcd → bbolt keeps flows (times, versions, summaries),
 // the log in order and the cache; a non-empty destination is refused
@@ -106,7 +26,7 @@ func TestCopy(t *testing.T) {
 	dir := t.TempDir()
 	openAt := func(loc string) *backend.Opened {
 		t.Helper()
-		o, err := backend.Open(ctx, backend.Settings{Home: dir, Store: loc})
+		o, err := backend.Open(ctx, shared.Settings{Home: dir, Store: loc})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/shared"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -36,21 +37,21 @@ func BenchmarkTransitions(b *testing.B) {
 	dir := b.TempDir()
 	stores := map[string]func(b *testing.B) *backend.Opened{
 		"bbolt": func(b *testing.B) *backend.Opened {
-			o, err := backend.Open(context.Background(), backend.Settings{Home: dir, Store: filepath.Join(dir, "bench.db")})
+			o, err := backend.Open(context.Background(), shared.Settings{Home: dir, Store: filepath.Join(dir, "bench.db")})
 			if err != nil {
 				b.Fatal(err)
 			}
 			return o
 		},
 		"etcd1": func(b *testing.B) *backend.Opened {
-			o, err := backend.Open(context.Background(), backend.Settings{Store: c1.URL("bench")})
+			o, err := backend.Open(context.Background(), shared.Settings{Store: c1.URL("bench")})
 			if err != nil {
 				b.Fatal(err)
 			}
 			return o
 		},
 		"etcd3": func(b *testing.B) *backend.Opened {
-			o, err := backend.Open(context.Background(), backend.Settings{Store: c.URL("bench")})
+			o, err := backend.Open(context.Background(), shared.Settings{Store: c.URL("bench")})
 			if err != nil {
 				b.Fatal(err)
 			}

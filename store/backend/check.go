@@ -8,6 +8,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/guard"
 	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // ErrNotBbolt: a command that works on the bbolt file only (store check,
@@ -31,7 +32,7 @@ type CheckReport struct {
 // Check runs the whole consistency check of the bbolt file (store.Store's
 // Problems). err is a file that cannot be read at all (its *FileError).
 func Check(ctx context.Context, o *Opened) (*CheckReport, error) {
-	b, ok := o.Store.(bboltStore)
+	b, ok := o.Store.(shared.Bbolt)
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", o.Name(), ErrNotBbolt)
 	}
@@ -91,7 +92,7 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 // bbolt file's quarantine bucket (store.Store.QuarantineDamaged); none is
 // an empty list, not nil.
 func QuarantineDamaged(ctx context.Context, o *Opened) ([]store.Quarantined, error) {
-	b, ok := o.Store.(bboltStore)
+	b, ok := o.Store.(shared.Bbolt)
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", o.Name(), ErrNotBbolt)
 	}

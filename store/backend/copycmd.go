@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // CopyResult is what `stratum store copy` prints: the two stores' names and
@@ -22,11 +24,11 @@ type CopyResult struct {
 // CopyLocations parses the two stores of `stratum store copy` (--from and
 // --to, Parse). Every error is a usage problem: a store that does not
 // parse, or both naming the same store.
-func CopyLocations(from, to string) (src, dst Location, err error) {
-	if src, err = Parse(from); err != nil {
+func CopyLocations(from, to string) (src, dst shared.Location, err error) {
+	if src, err = shared.Parse(from); err != nil {
 		return src, dst, fmt.Errorf("--from: %w", err)
 	}
-	if dst, err = Parse(to); err != nil {
+	if dst, err = shared.Parse(to); err != nil {
 		return src, dst, fmt.Errorf("--to: %w", err)
 	}
 	if src.String() == dst.String() {
@@ -40,7 +42,7 @@ func CopyLocations(from, to string) (src, dst Location, err error) {
 // has) and copies src into dst (Copy). A destination that is not
 // empty without force is ErrNotEmpty; any other failure says how much was
 // copied so far and that running again with force finishes the copy.
-func CopyStores(ctx context.Context, src, dst Location, s Settings, force bool) (CopyResult, error) {
+func CopyStores(ctx context.Context, src, dst shared.Location, s shared.Settings, force bool) (CopyResult, error) {
 	from, err := OpenAt(ctx, src, s)
 	if err != nil {
 		return CopyResult{}, err

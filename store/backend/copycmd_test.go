@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 func TestCopyLocations(t *testing.T) {
 	src, dst, err := backend.CopyLocations("/tmp/a.db", "etcd://127.0.0.1:2379/team")
-	if err != nil || src.Kind != backend.KindBbolt || src.Path != "/tmp/a.db" || dst.Kind != backend.KindEtcd || dst.Prefix != "team" {
+	if err != nil || src.Kind != shared.KindBbolt || src.Path != "/tmp/a.db" || dst.Kind != shared.KindEtcd || dst.Prefix != "team" {
 		t.Fatalf("CopyLocations = %+v, %+v, %v", src, dst, err)
 	}
 	for _, tc := range []struct{ from, to, want string }{

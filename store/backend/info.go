@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/store/etcdstore"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // Info is what `stratum store info` prints: the backend, where it is, its
@@ -28,7 +29,7 @@ type Info struct {
 // Describe reads the Info of an opened store.
 func Describe(ctx context.Context, st *Opened) (Info, error) {
 	info := Info{Backend: st.Location.Kind}
-	if st.Location.Kind == KindBbolt {
+	if st.Location.Kind == shared.KindBbolt {
 		info.Path = st.Location.Path
 	} else {
 		info.Endpoints, info.Prefix = st.Location.Endpoints, st.Location.Prefix

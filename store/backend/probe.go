@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // ProbeResult is what `stratum doctor` learns of the store the settings
@@ -33,7 +34,7 @@ type ProbeResult struct {
 // bbolt starts a write transaction that writes nothing: the file opened
 // read-write under the write lock (and checked page by page when no stratum
 // commit left it as it is), then rolled back.
-func Probe(ctx context.Context, s Settings) ProbeResult {
+func Probe(ctx context.Context, s shared.Settings) ProbeResult {
 	var r ProbeResult
 	if loc, err := s.Location(); err == nil {
 		r.Name = loc.Kind + " " + loc.String()
@@ -51,7 +52,7 @@ func Probe(ctx context.Context, s Settings) ProbeResult {
 		return r
 	}
 	r.Schema, r.Flows = info.Schema, info.Flows
-	if o.Location.Kind == KindBbolt {
+	if o.Location.Kind == shared.KindBbolt {
 		r.WriteProbed = true
 		r.Write = o.Update(ctx, func(engine.Tx) error { return nil })
 		if errors.Is(r.Write, context.Canceled) {

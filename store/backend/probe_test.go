@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // Probe: a store that opens and takes a write transaction; a read-only
@@ -15,7 +16,7 @@ import (
 // a store does not open.
 func TestProbe(t *testing.T) {
 	home := t.TempDir()
-	s := Settings{Home: home}
+	s := shared.Settings{Home: home}
 	r := Probe(context.Background(), s)
 	if r.Open != nil || r.Read != nil || r.Write != nil || !r.WriteProbed || r.Schema != store.SchemaVersion {
 		t.Fatalf("a fresh store: %+v", r)
@@ -24,7 +25,7 @@ func TestProbe(t *testing.T) {
 	if err := os.WriteFile(other, []byte(strings.Repeat("not a store\n", 500)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := Probe(context.Background(), Settings{Store: other}); r.Open == nil {
+	if r := Probe(context.Background(), shared.Settings{Store: other}); r.Open == nil {
 		t.Fatalf("a file that is not a store opened: %+v", r)
 	}
 	if os.Getuid() == 0 {

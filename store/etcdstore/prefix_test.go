@@ -10,6 +10,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
+	"github.com/stratum-go/stratum/store/shared"
 	"github.com/stratum-go/stratum/store/storetest"
 )
 
@@ -23,11 +24,11 @@ func TestNestedPrefixesIsolated(t *testing.T) {
 	ctx := context.Background()
 	open := func(prefix string) *backend.Opened {
 		t.Helper()
-		loc, err := backend.Parse(c.URL(prefix))
+		loc, err := shared.Parse(c.URL(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := backend.OpenAt(ctx, loc, backend.Settings{})
+		o, err := backend.OpenAt(ctx, loc, shared.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -333,6 +333,9 @@ func (e *Executor) request(target llm.Target, req AttemptRequest, prompt Prompt,
 // chatSpan opens the "chat MODEL" span of one attempt under ctx's span.
 func chatSpan(ctx context.Context, target llm.Target, maxTokens int, req AttemptRequest, promptHash string) *otlp.Span {
 	span := otlp.SpanFromContext(ctx).Child("chat "+target.Model, otlp.KindClient)
+	if span == nil {
+		return nil // no exporter: nothing to describe (and nothing to allocate)
+	}
 	span.Set(otlp.AttrOperationName, "chat")
 	span.Set(otlp.AttrProviderName, target.Info.Name)
 	span.Set(otlp.AttrRequestModel, target.Model)
@@ -375,6 +378,8 @@ func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Targe
 	if resp != nil {
 		usage = resp.Usage
 		reported = resp.ProviderCostUSD
+	}
+	if resp != nil && span != nil {
 		span.Set(otlp.AttrResponseModel, resp.Model)
 		span.Set(otlp.AttrResponseID, resp.ID)
 		if resp.FinishReason != "" {
@@ -411,6 +416,16 @@ func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Targe
 	eu := res.Usage
 	res.Trace.Usage = &eu
 	res.Trace.CostUSD = res.CostUSD
+	usageAttrs(span, usage, res.CostUSD)
+	return turn, cost
+}
+
+// usageAttrs sets the span's usage and cost attributes (nothing without a
+// span: the values are not even boxed).
+func usageAttrs(span *otlp.Span, usage llm.Usage, cost *float64) {
+	if span == nil {
+		return
+	}
 	span.Set(otlp.AttrInputTokens, usage.InputInclusive())
 	span.Set(otlp.AttrOutputTokens, usage.OutputInclusive())
 	if usage.CacheRead > 0 {
@@ -422,8 +437,7 @@ func (e *Executor) account(res *AttemptResult, span *otlp.Span, target llm.Targe
 	if usage.Reasoning > 0 {
 		span.Set(otlp.AttrReasoningTokens, usage.Reasoning)
 	}
-	span.Set(otlp.AttrCostUSD, res.CostUSD)
-	return turn, cost
+	span.Set(otlp.AttrCostUSD, cost)
 }
 
 func addLLMUsage(a, b llm.Usage) llm.Usage {

@@ -109,8 +109,16 @@ func send(ctx context.Context, client *http.Client, provider, url string, header
 	}
 	// A provider may echo the key it was sent (`Incorrect API key provided:
 	// sk-…`): mask it in every message made from its answers.
-	red := redact.New(credentials(headers)...)
-	errorMessage := func(b []byte) string { return red.String(errorMessage(b)) }
+	// The redactor is made on the first error (a request that succeeds
+	// at once needs none).
+	var red *redact.Redactor
+	mask := func(s string) string {
+		if red == nil {
+			red = redact.New(credentials(headers)...)
+		}
+		return red.String(s)
+	}
+	errorMessage := func(b []byte) string { return mask(errorMessage(b)) }
 	var last string
 	lastStatus := 0
 	for try := 1; ; try++ {
@@ -141,7 +149,7 @@ func send(ctx context.Context, client *http.Client, provider, url string, header
 				big.Provider = provider
 				return nil, try, big
 			}
-			last, lastStatus = red.String(err.Error()), 0
+			last, lastStatus = mask(err.Error()), 0
 			if down = unreachable(provider, url, err); down != nil {
 				down.Tries, down.Err = try, errors.New(last)
 				if down.Permanent || try >= pol.UnreachableTries {

@@ -39,7 +39,7 @@ import (
 	"github.com/stratum-go/stratum/engine/stratum"
 	"github.com/stratum-go/stratum/engine/stratum/examples/internal/demo"
 	"github.com/stratum-go/stratum/review"
-	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 //go:embed recording.replay
@@ -162,12 +162,12 @@ func main() {
 		approver = review.AnyApprover // so may a program: the auto-reviewer
 	}
 	if *useStore {
-		st, err := backend.OpenDefault(context.Background())
+		st, err := shared.OpenDefault(context.Background())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		defer st.(io.Closer).Close()
+		defer st.Close()
 		opts.Store = st
 		fmt.Fprintln(os.Stderr, "the review waits in the shared store: decide it in `stratum tui` or with `stratum gate`")
 	}

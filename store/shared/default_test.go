@@ -1,12 +1,13 @@
-package backend_test
+package shared_test
 
 import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/stratum-go/stratum/store/backend"
+	"github.com/stratum-go/stratum/store/shared"
 )
 
 // OpenDefault opens the store a command would: $STRATUM_HOME/stratum.db,
@@ -19,12 +20,14 @@ func TestOpenDefaultSelectsAsTheCLI(t *testing.T) {
 	t.Chdir(project)
 	where := func() string {
 		t.Helper()
-		st, err := backend.OpenDefault(context.Background())
+		o, err := shared.OpenDefault(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := st.(*backend.Opened)
 		defer o.Close()
+		if o.Name() != "bbolt "+o.Location.Path {
+			t.Errorf("Name = %q", o.Name())
+		}
 		return o.Location.Path
 	}
 	if got, want := where(), filepath.Join(home, "stratum.db"); got != want {
@@ -46,7 +49,21 @@ func TestOpenDefaultSelectsAsTheCLI(t *testing.T) {
 		t.Errorf("STRATUM_STORE: %s, want %s", got, envPath)
 	}
 	t.Setenv("STRATUM_STORE_TIMEOUT", "soon")
-	if _, err := backend.OpenDefault(context.Background()); err == nil {
+	if _, err := shared.OpenDefault(context.Background()); err == nil {
 		t.Error("a bad STRATUM_STORE_TIMEOUT was accepted")
+	}
+}
+
+// Without store/team linked in (this test binary does not import it), an
+// etcd:// store is refused at once, naming the import that enables it,
+// before any connection is tried.
+func TestEtcdNeedsTeamMode(t *testing.T) {
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	t.Setenv("STRATUM_STORE", "etcd://127.0.0.1:9/team")
+	_, err := shared.OpenDefault(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `import _ "github.com/stratum-go/stratum/store/team"`) ||
+		!strings.Contains(err.Error(), "etcd://127.0.0.1:9/team") {
+		t.Fatalf("OpenDefault of an etcd store without team mode: %v", err)
 	}
 }

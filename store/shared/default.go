@@ -1,9 +1,8 @@
-package backend
+package shared
 
 import (
 	"context"
 
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
 )
 
@@ -48,13 +47,15 @@ func DefaultSettings(cfg config.Config) (Settings, error) {
 }
 
 // OpenDefault opens exactly the store a stratum command started in the
-// same directory with the same environment would open (STRATUM_STORE, the
-// config files' store:, else $STRATUM_HOME/stratum.db): a Go program that
-// passes it to the library (stratum.Options.Store) has its flows and
-// reviews in `stratum tui`, `stratum query` and `stratum gate`. The store
-// returned also has a Close method (io.Closer), which releases an etcd
-// connection; call it when the program is done.
-func OpenDefault(ctx context.Context) (engine.Store, error) {
+// same directory with the same environment would open: STRATUM_STORE, else
+// the config files' store:, else $STRATUM_HOME/stratum.db. A Go program
+// that passes it to the library (stratum.Options.Store) has its flows and
+// reviews in `stratum tui`, `stratum query` and `stratum gate`. Close it
+// when the program is done.
+//
+// An etcd:// setting needs team mode linked into the program (a blank
+// import of store/team); without it OpenDefault says so.
+func OpenDefault(ctx context.Context) (*Opened, error) {
 	cfg, err := config.Load(".")
 	if err != nil {
 		return nil, err
@@ -63,9 +64,5 @@ func OpenDefault(ctx context.Context) (engine.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := Open(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	return o, nil
+	return Open(ctx, s)
 }
