@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/engine/internal/judge"
 )
 
 const judgeSpec = `version: "0.3"
@@ -91,8 +93,8 @@ func TestJudgeOverMCP(t *testing.T) {
 	if ev := second["evidence"].([]any); len(ev) != 1 || ev[0].(map[string]any)["source"] != "artifacts/pytest.txt:1" {
 		t.Fatalf("evidence %s", canon(t, ev))
 	}
-	staged := filepath.Join(home, "judge", flowID, "verify", "turn-1", "artifacts", "pytest.txt")
-	if b, err := os.ReadFile(staged); err != nil || string(b) != "collected 12\n12 passed\n" {
+	staged := filepath.Join(home, "judge", flowID, "verify", "turn-1")
+	if b, err := judge.ReadStaged(staged, "artifacts/pytest.txt"); err != nil || string(b) != "collected 12\n12 passed\n" {
 		t.Fatalf("staged evidence %q %v", b, err)
 	}
 	// The verdict is the step's result; its ensure decides.

@@ -61,11 +61,12 @@
 //	c/<created:16>‖NUL‖<id>                  (empty)   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     (empty)   List(Status)
 //	g/<id>               summary   status awaiting_gate with a Gate
-//	p/<id>‖NUL‖<token:24><pos:4>  engine.Event JSON, pending: appended,
-//	                     not yet indexed; its sequence number is its mod
-//	                     revision<<16 | pos
-//	e/<seq:16>           engine.Event JSON (the indexed log, in sequence order)
-//	x/<id>‖NUL‖<seq:16>  engine.Event JSON (a flow's indexed events)
+//	p/<id>‖NUL‖<token:24><pos:4>  events, pending: appended, not yet
+//	                     indexed; the first one's sequence number is the
+//	                     key's mod revision<<16 | pos, the others follow
+//	e/<seq:16>           events (the indexed log, in sequence order; seq:
+//	                     the first one's)
+//	x/<id>‖NUL‖<seq:16>  events (a flow's indexed events)
 //	d/<id>               tombstone of a deleted flow with many events
 //	k/<cache key>        raw cached bytes
 //	gd/<key>/r           a guarded resource's registration (engine/guard)
@@ -73,6 +74,9 @@
 //	leases/<lease id>‖NUL‖<id>  flow id, attached to the etcd lease of the
 //	                     runner lease that owns the flow (see Runner leases)
 //
+// "events" is what one commit appended to one flow one after the other:
+// one engine.Event JSON, or several as a JSON array (schema 5; before it,
+// each event had keys of its own, which read the same).
 // <seq:16>, <created:16> and <token:24> are lower-case hex digits (created: Unix
 // nanoseconds with the sign bit flipped), so keys sort numerically.
 // Count is a count-only range over c/ or t/<status> (no key is sent
@@ -109,10 +113,11 @@
 // schema 2 compared meta/seq in every one, so writers of different flows
 // conflicted and retried; meta/last_append, which every append replaces,
 // is compared by none): a transaction conflicts only on the keys it read,
-// in practice the flows it touches. Append writes each event to its own key
-// p/<id>‖NUL‖<token><pos>, which no writer reads: the token is unique to
-// the transaction attempt (a random 64-bit id of the Store and a counter),
-// pos is the event's position among the transaction's appends. An event's
+// in practice the flows it touches. Append writes the events of a flow to a key
+// p/<id>‖NUL‖<token><pos>, which no writer reads (the events it appends to
+// one flow one after the other share it): the token is unique to the
+// transaction attempt (a random 64-bit id of the Store and a counter), pos
+// is the first event's position among the transaction's appends. An event's
 // sequence number is the etcd revision R of the commit that wrote it,
 // shifted: R<<16 | pos (so at most 65536 events per transaction; etcd's
 // limit of 128 operations comes first). Revisions grow with every commit
@@ -124,9 +129,9 @@
 // After a commit that appended, an indexer (one goroutine per Store while
 // there is work) waits 10 ms (indexDelay: the commits of that time share
 // one indexing transaction) and moves the events this Store appended into
-// the log, up to 40 per etcd transaction: each leaves p/ and lands in
-// e/<seq:16> and x/<id>‖NUL‖<seq:16>, its JSON stamped with its sequence
-// number, in one transaction that commits only if every key it moves is
+// the log, up to 40 keys per etcd transaction: each leaves p/ and lands
+// in e/<seq:16> and x/<id>‖NUL‖<seq:16>, its JSON stamped with the
+// sequence numbers, in one transaction that commits only if every key it moves is
 // still there unchanged (else it moves those still there: a Delete or
 // another process's indexer came first). It knows their keys and
 // revisions from the commit and reads no range of p/: etcd keeps a

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -25,9 +26,10 @@ const seqShift = 16
 // at etcd revision rev.
 func seqOf(rev int64, idx uint64) uint64 { return uint64(rev)<<seqShift | idx }
 
-// pendingKey names an appended event until the indexer moves it to e/ and
-// x/: p/<flow id>‖NUL‖<token:24>‖<position:4>. The token is unique to the
-// attempt (see Store.token), so no two writers share a key.
+// pendingKey names the events a transaction appends to one flow, one after
+// the other, until the indexer moves them to e/ and x/: p/<flow id>‖NUL‖
+// <token:24>‖<position:4>, the position of the first. The token is unique
+// to the attempt (see Store.token), so no two writers share a key.
 func (t *tx) pendingKey(flowID string, idx uint64) string {
 	if t.token == "" {
 		t.token = t.s.newToken()
@@ -35,22 +37,78 @@ func (t *tx) pendingKey(flowID string, idx uint64) string {
 	return t.s.key("p/", flowID, "\x00", t.token, fmt.Sprintf("%04x", idx))
 }
 
-// pendingEvent decodes a key of p/ read from etcd: its event, stamped with
-// the sequence number its commit revision and position give.
-func pendingEvent(k kv) (engine.Event, error) {
+// A key of the log (p/, e/, x/) holds the events one commit appended to one
+// flow one after the other: one event's JSON, or several as a JSON array
+// (schema 5; before, one event per key). Their sequence numbers are
+// consecutive: the first's is the key's (p/: its mod revision and the
+// position at its end; e/ and x/: the stamp in the JSON, as the key's).
+
+// appendBatch adds the event JSON b to the value v of a log key.
+func appendBatch(v, b []byte) []byte {
+	var out []byte
+	if len(v) > 0 && v[0] == '[' {
+		out = append(append(v[:len(v)-1:len(v)-1], ','), b...)
+	} else {
+		out = append(append(append([]byte{'['}, v...), ','), b...)
+	}
+	return append(out, ']')
+}
+
+// encodeBatch is the value of a log key holding evs (stamped).
+func encodeBatch(evs []engine.Event) ([]byte, error) {
+	var out []byte
+	for i := range evs {
+		b, err := evs[i].AppendJSON(make([]byte, 0, 512))
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			out = b
+		} else {
+			out = appendBatch(out, b)
+		}
+	}
+	return out, nil
+}
+
+// decodeEvents decodes the events a key of the log holds.
+func decodeEvents(k kv) ([]engine.Event, error) {
+	v := bytes.TrimSpace(k.val)
+	if len(v) > 0 && v[0] == '[' {
+		var evs []engine.Event
+		if err := sjson.Unmarshal(bytes.Clone(v), &evs); err != nil || len(evs) == 0 {
+			if err == nil {
+				err = errors.New("no event")
+			}
+			return nil, fmt.Errorf("etcd store: cannot decode the events at %q: %w", k.key, err)
+		}
+		return evs, nil
+	}
 	e, err := decodeEvent(k)
 	if err != nil {
-		return e, err
+		return nil, err
+	}
+	return []engine.Event{e}, nil
+}
+
+// pendingEvents decodes a key of p/ read from etcd: its events, stamped
+// with the sequence numbers its commit revision and position give.
+func pendingEvents(k kv) ([]engine.Event, error) {
+	evs, err := decodeEvents(k)
+	if err != nil {
+		return nil, err
 	}
 	if len(k.key) < 4 {
-		return e, fmt.Errorf("etcd store: malformed pending event key %q", k.key)
+		return nil, fmt.Errorf("etcd store: malformed pending event key %q", k.key)
 	}
 	idx, err := strconv.ParseUint(k.key[len(k.key)-4:], 16, 16)
-	if err != nil {
-		return e, fmt.Errorf("etcd store: malformed pending event key %q", k.key)
+	if err != nil || idx+uint64(len(evs)) > 1<<seqShift {
+		return nil, fmt.Errorf("etcd store: malformed pending event key %q", k.key)
 	}
-	e.Seq = seqOf(k.mod, idx)
-	return e, nil
+	for i := range evs {
+		evs[i].Seq = seqOf(k.mod, idx+uint64(i))
+	}
+	return evs, nil
 }
 
 // pending reads the events of p/ (below prefix p) committed at the
@@ -66,11 +124,11 @@ func (t *tx) pending(p string) ([]engine.Event, error) {
 		if k.mod == 0 {
 			continue
 		}
-		e, err := pendingEvent(k)
+		evs, err := pendingEvents(k)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		out = append(out, evs...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
@@ -164,8 +222,15 @@ func (t *tx) Append(events ...engine.Event) error {
 		if err != nil {
 			return fmt.Errorf("etcd store: encode event: %w", err)
 		}
-		k := t.pendingKey(e.FlowID, t.appended)
-		t.put(k, b)
+		// The events of one flow appended one after the other share a key.
+		k := t.batchKey
+		if prev, ok := t.writes[k]; ok && len(t.stamps) > 0 && t.stamps[len(t.stamps)-1].FlowID == e.FlowID {
+			t.put(k, appendBatch(prev, b))
+		} else {
+			k = t.pendingKey(e.FlowID, t.appended)
+			t.batchKey = k
+			t.put(k, b)
+		}
 		t.stamps = append(t.stamps, e)
 		t.pkeys = append(t.pkeys, k)
 		t.appended++
@@ -182,18 +247,25 @@ func (t *tx) stamp(rev int64) {
 	}
 }
 
-// pendingRecs are the events a committed transaction left in p/, for this
-// Store's indexer. One that does not encode (it did at Append) is left to
-// the scan of p/ that every Open and GC makes.
+// pendingRecs are the keys a committed transaction left in p/, for this
+// Store's indexer. One whose events do not encode (they did at Append) is
+// left to the scan of p/ that every Open and GC makes.
 func (t *tx) pendingRecs() []pendingRec {
-	out := make([]pendingRec, 0, len(t.stamps))
+	var out []pendingRec
 	now := time.Now()
-	for i, e := range t.stamps {
-		b, err := e.AppendJSON(make([]byte, 0, 512))
-		if err != nil {
-			continue
+	for i := 0; i < len(t.stamps); {
+		j := i + 1
+		for j < len(t.stamps) && t.pkeys[j] == t.pkeys[i] {
+			j++
 		}
-		out = append(out, pendingRec{key: t.pkeys[i], mod: t.commitRev, seq: e.Seq, flowID: e.FlowID, json: b, at: now})
+		evs := make([]engine.Event, 0, j-i)
+		for _, e := range t.stamps[i:j] {
+			evs = append(evs, *e)
+		}
+		if b, err := encodeBatch(evs); err == nil {
+			out = append(out, pendingRec{key: t.pkeys[i], mod: t.commitRev, seq: evs[0].Seq, flowID: evs[0].FlowID, json: b, at: now})
+		}
+		i = j
 	}
 	return out
 }
@@ -246,28 +318,32 @@ func (t *tx) logEvents(after uint64, limit int) ([]engine.Event, error) {
 	p := t.s.key("e/")
 	end := prefixEnd(p)
 	var out []engine.Event
-	from := after
+	// A key holds the events of one commit from its key's number on:
+	// the first that may hold one after `after` is its commit's first.
+	from := p + hex16(after&^(1<<seqShift-1))
 	for {
 		batch := 0
 		if limit > 0 {
 			batch = limit - len(out)
 		}
-		kvs, err := t.scan(p+hex16(from+1), end, batch, false)
+		kvs, err := t.scan(from, end, batch, false)
 		if err != nil {
 			return nil, err
 		}
 		for _, k := range kvs {
-			e, err := decodeEvent(k)
+			evs, err := decodeEvents(k)
 			if err != nil {
 				return nil, err
 			}
-			from = e.Seq
-			if d, ok := dead[e.FlowID]; ok && e.Seq <= d {
-				continue
+			from = k.key + "\x00"
+			for _, e := range evs {
+				if d, ok := dead[e.FlowID]; e.Seq <= after || (ok && e.Seq <= d) {
+					continue
+				}
+				out = append(out, e)
 			}
-			out = append(out, e)
 		}
-		if batch == 0 || len(kvs) < batch || len(out) >= limit || from == ^uint64(0) {
+		if batch == 0 || len(kvs) < batch || len(out) >= limit {
 			break
 		}
 	}
@@ -301,12 +377,14 @@ func (t *tx) FlowEvents(flowID string) ([]engine.Event, error) {
 	}
 	out := make([]engine.Event, 0, len(kvs)+len(pend))
 	for _, k := range kvs {
-		e, err := decodeEvent(k)
+		evs, err := decodeEvents(k)
 		if err != nil {
 			return nil, err
 		}
-		if e.Seq > hide {
-			out = append(out, e)
+		for _, e := range evs {
+			if e.Seq > hide {
+				out = append(out, e)
+			}
 		}
 	}
 	for _, e := range pend {
@@ -343,7 +421,7 @@ func (s *Store) purgeFlow(ctx context.Context, flowID string) error {
 	for i := 0; i < len(pr.Kvs); i += inlineEvents {
 		ops := []clientv3.Op{}
 		for _, k := range pr.Kvs[i:min(i+inlineEvents, len(pr.Kvs))] {
-			if e, err := pendingEvent(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision}); err != nil || e.Seq <= upTo {
+			if evs, err := pendingEvents(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision}); err != nil || evs[0].Seq <= upTo {
 				ops = append(ops, clientv3.OpDelete(string(k.Key)))
 			}
 		}

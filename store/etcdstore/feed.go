@@ -148,11 +148,11 @@ func (s *Store) feedApply(resp clientv3.WatchResponse) {
 		case k == gen:
 			deleted = max(deleted, ev.Kv.ModRevision)
 		case len(k) > len(pend) && k[:len(pend)] == pend:
-			e, err := pendingEvent(kv{key: k, val: ev.Kv.Value, mod: ev.Kv.ModRevision})
+			evs, err := pendingEvents(kv{key: k, val: ev.Kv.Value, mod: ev.Kv.ModRevision})
 			if err != nil {
 				continue // a damaged key: reads of the log report it
 			}
-			add = append(add, e)
+			add = append(add, evs...)
 		}
 	}
 	f := &s.feed

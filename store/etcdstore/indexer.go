@@ -241,15 +241,15 @@ func (s *Store) indexPending(ctx context.Context) error {
 		}
 		recs := make([]pendingRec, 0, len(r.Kvs))
 		for _, k := range r.Kvs {
-			e, err := pendingEvent(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision})
+			evs, err := pendingEvents(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision})
 			var b []byte
 			if err == nil {
-				b, err = e.AppendJSON(make([]byte, 0, len(k.Value)+24))
+				b, err = encodeBatch(evs)
 			}
 			if err != nil {
 				return err // a damaged key stays where it is (reads report it)
 			}
-			recs = append(recs, pendingRec{key: string(k.Key), mod: k.ModRevision, seq: e.Seq, flowID: e.FlowID, json: b})
+			recs = append(recs, pendingRec{key: string(k.Key), mod: k.ModRevision, seq: evs[0].Seq, flowID: evs[0].FlowID, json: b})
 		}
 		ok, err := s.moveEvents(ctx, recs)
 		if err != nil {

@@ -136,3 +136,93 @@ func TestSchema4IndexCopies(t *testing.T) {
 		t.Errorf("a transition that keeps the status wrote %q, want f/a s/a", got)
 	}
 }
+
+// TestBatchedEvents: the events a commit appends to one flow one after the
+// other share a key of the log (p/, then e/ and x/), and every read finds
+// each of them with its own number, from any cursor, pending or indexed.
+func TestBatchedEvents(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/batched/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	x := newTx(s, ctx, true)
+	evs := []engine.Event{{FlowID: "a", Type: engine.EventStepDone, StepID: "a1"}, {FlowID: "a", Type: engine.EventStepDone, StepID: "a2"},
+		{FlowID: "b", Type: engine.EventStepDone, StepID: "b1"}}
+	if err := x.Append(evs[:1]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Append(evs[1:]...); err != nil {
+		t.Fatal(err)
+	}
+	a3 := []engine.Event{{FlowID: "a", Type: engine.EventStepDone, StepID: "a3"}}
+	if err := x.Append(a3...); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := x.commit(); err != nil || !ok {
+		t.Fatalf("commit: %v %v", ok, err)
+	}
+	evs = append(evs, a3[0])
+	count := func(p string) int64 {
+		t.Helper()
+		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Count
+	}
+	steps := func(evs []engine.Event) string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.StepID)
+		}
+		return strings.Join(out, " ")
+	}
+	for i := range evs {
+		if i > 0 && evs[i].Seq != evs[i-1].Seq+1 {
+			t.Fatalf("numbers %v: not consecutive", evs)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, tc := range []struct {
+			after uint64
+			limit int
+			want  string
+		}{
+			{0, 0, "a1 a2 b1 a3"},
+			{evs[0].Seq, 2, "a2 b1"},
+			{evs[0].Seq, 1, "a2"},
+			{evs[1].Seq, 0, "b1 a3"},
+			{evs[3].Seq, 0, ""},
+		} {
+			var got []engine.Event
+			if err := s.View(ctx, func(etx engine.Tx) (err error) { got, err = etx.(*tx).logEvents(tc.after, tc.limit); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if steps(got) != tc.want {
+				t.Errorf("%s: Events(%d, %d) = %q, want %q", when, tc.after, tc.limit, steps(got), tc.want)
+			}
+		}
+		var a []engine.Event
+		if err := s.View(ctx, func(tx engine.Tx) (err error) { a, err = tx.FlowEvents("a"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if steps(a) != "a1 a2 a3" || a[2].Seq != evs[3].Seq {
+			t.Errorf("%s: FlowEvents(a) = %v", when, a)
+		}
+	}
+	if n := count("p/"); n != 3 {
+		t.Fatalf("%d pending keys, want 3 (a1 a2, b1, a3)", n)
+	}
+	check("pending")
+	if err := s.indexPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, e, x := count("p/"), count("e/"), count("x/"); p != 0 || e != 3 || x != 3 {
+		t.Fatalf("after indexing: p/ %d, e/ %d, x/ %d; want 0, 3, 3", p, e, x)
+	}
+	check("indexed")
+}

@@ -32,7 +32,9 @@ func TestDeleteManyEvents(t *testing.T) {
 	defer s.Close()
 
 	// Flows big (300 events), dead (120) and small (10), interleaved with
-	// keep's, 50 per transaction (2 keys each: under etcd's 128 operations).
+	// keep's one by one (so each event is a key of its own while another
+	// flow's follows it), 52 per transaction (2 keys each: under etcd's
+	// 128 operations).
 	counts := map[string]int{"big": 300, "dead": 120, "small": 10, "keep": 200}
 	for _, id := range []string{"big", "dead", "small", "keep"} {
 		if err := s.Update(ctx, func(tx engine.Tx) error { return storetest.Put(tx, storetest.NewState(id, state.StatusRunning)) }); err != nil {
@@ -42,10 +44,12 @@ func TestDeleteManyEvents(t *testing.T) {
 	left := maps(counts)
 	for n := 0; ; n++ {
 		var batch []engine.Event
-		for _, id := range []string{"big", "keep", "dead", "small"} {
-			for i := 0; i < 13 && left[id] > 0; i++ {
-				left[id]--
-				batch = append(batch, engine.Event{FlowID: id, Type: engine.EventStepDone, StepID: fmt.Sprintf("s%d", left[id])})
+		for range 13 {
+			for _, id := range []string{"big", "keep", "dead", "small"} {
+				if left[id] > 0 {
+					left[id]--
+					batch = append(batch, engine.Event{FlowID: id, Type: engine.EventStepDone, StepID: fmt.Sprintf("s%d", left[id])})
+				}
 			}
 		}
 		if len(batch) == 0 {
@@ -63,11 +67,29 @@ func TestDeleteManyEvents(t *testing.T) {
 		}
 		return int(r.Count)
 	}
+	// events counts the events held under p (a key holds those one
+	// commit appended to one flow one after the other).
+	events := func(p string) int {
+		t.Helper()
+		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, k := range r.Kvs {
+			evs, err := decodeEvents(kv{key: string(k.Key), val: k.Value})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(evs)
+		}
+		return n
+	}
 	total := 300 + 120 + 10 + 200
 	if err := s.indexPending(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := keys("e/"); got != total {
+	if got := events("e/"); got != total {
 		t.Fatalf("%d events in the log, want %d", got, total)
 	}
 	last := lastSeq(t, s)
@@ -87,7 +109,7 @@ func TestDeleteManyEvents(t *testing.T) {
 			t.Errorf("%d keys left under %q after the deletion", n, p)
 		}
 	}
-	if got, want := keys("e/"), 120+200; got != want {
+	if got, want := events("e/"), 120+200; got != want {
 		t.Errorf("%d events in the log after deleting big and small, want %d", got, want)
 	}
 	checkLog(t, s, map[string]int{"dead": 120, "keep": 200})
@@ -104,8 +126,8 @@ func TestDeleteManyEvents(t *testing.T) {
 	if ok, err := tx.commit(); err != nil || !ok {
 		t.Fatalf("commit: %v %v", ok, err)
 	}
-	if len(tx.purge) != 1 || keys("d/") != 1 || keys("x/dead\x00") != 120 {
-		t.Fatalf("want a tombstone and 120 events left to purge: purge %v, d/ %d, x/dead %d", tx.purge, keys("d/"), keys("x/dead\x00"))
+	if len(tx.purge) != 1 || keys("d/") != 1 || events("x/dead\x00") != 120 {
+		t.Fatalf("want a tombstone and 120 events left to purge: purge %v, d/ %d, x/dead %d", tx.purge, keys("d/"), events("x/dead\x00"))
 	}
 	// Its events are hidden at once; a flow re-created under the same id
 	// has only its new events.
@@ -130,10 +152,10 @@ func TestDeleteManyEvents(t *testing.T) {
 	if got := keys("d/"); got != 0 {
 		t.Errorf("%d tombstones after GC", got)
 	}
-	if got := keys("x/dead\x00"); got != 2 {
+	if got := events("x/dead\x00"); got != 2 {
 		t.Errorf("%d events of the re-created flow dead after GC, want its 2", got)
 	}
-	if got, want := keys("e/"), 200+2; got != want {
+	if got, want := events("e/"), 200+2; got != want {
 		t.Errorf("%d events in the log after GC, want %d", got, want)
 	}
 	checkLog(t, s, map[string]int{"keep": 200, "dead": 2})

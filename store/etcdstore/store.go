@@ -20,7 +20,8 @@ import (
 
 // SchemaVersion is the layout of the keys (see the package comment): 5
 // keeps no summary in the entries of c/ and t/ (a listing reads s/), so a
-// transition that keeps its status writes no index entry; 4 has every
+// transition that keeps its status writes no index entry, and writes the
+// events a commit appends to one flow in one key of the log; 4 has every
 // appending commit record itself in meta/last_append (so the order of
 // appends is known without comparing a shared key); 3 numbers events by
 // the etcd revision of their commit (no shared counter); 2 puts every key

@@ -20,10 +20,10 @@ const stateRecordVersion = 1
 // maxFlowIDLen bounds flow ids (as the bbolt store does).
 const maxFlowIDLen = 512
 
-// inlineEvents is how many events of a flow Delete removes in its own
-// transaction (two operations each; etcd's default limit is 128 per
-// transaction); a flow with more leaves a tombstone and is purged in
-// batches after the commit.
+// inlineEvents is how many keys of a flow's events (each holds the events
+// one commit appended to it) Delete removes in its own transaction (two
+// operations each; etcd's default limit is 128 per transaction); a flow
+// with more leaves a tombstone and is purged in batches after the commit.
 const inlineEvents = 40
 
 // ErrReadOnlyTx is returned by writes inside View.
@@ -76,6 +76,7 @@ type tx struct {
 	// when the commit succeeds), pkeys their keys, appended how many; rev
 	// is set to the commit's revision when it succeeds.
 	token     string
+	batchKey  string // the key of the last events appended (Append)
 	stamps    []*engine.Event
 	pkeys     []string
 	appended  uint64

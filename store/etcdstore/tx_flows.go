@@ -288,16 +288,16 @@ func (t *tx) Delete(flowID string) error {
 		if k.mod == 0 {
 			continue // appended by this transaction
 		}
-		if e, err := pendingEvent(k); err == nil {
-			last = max(last, e.Seq)
+		if evs, err := pendingEvents(k); err == nil {
+			last = max(last, evs[len(evs)-1].Seq)
 		}
 	}
 	if len(evs)+len(pend) <= inlineEvents {
 		for _, k := range evs {
 			t.del(k.key)
 			t.del(t.s.key("e/", strings.TrimPrefix(k.key, xp)))
-			if n, err := strconv.ParseUint(strings.TrimPrefix(k.key, xp), 16, 64); err == nil {
-				last = max(last, n)
+			if es, err := decodeEvents(k); err == nil {
+				last = max(last, es[len(es)-1].Seq)
 			}
 		}
 		for _, k := range pend {
@@ -310,8 +310,8 @@ func (t *tx) Delete(flowID string) error {
 		return err
 	}
 	if len(lastX) == 1 {
-		if n, err := strconv.ParseUint(strings.TrimPrefix(lastX[0].key, xp), 16, 64); err == nil {
-			last = max(last, n)
+		if es, err := decodeEvents(lastX[0]); err == nil {
+			last = max(last, es[len(es)-1].Seq)
 		}
 	}
 	// The tombstone hides every event of the flow committed up to the

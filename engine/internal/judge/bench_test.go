@@ -12,9 +12,12 @@ import (
 	"github.com/stratum-go/stratum/specs"
 )
 
-// BenchmarkTier1 is one judge turn of 1,000 deterministic predicates over
-// 10,000 staged files (5,000 artifacts and 5,000 modified files): staging
-// with its manifest, then tier 1. The bar is under 1 s on 2 cores.
+// BenchmarkTier1 is one judge turn as stratum_judge answers it: 1,000
+// deterministic predicates (each reads one artifact and looks for one
+// modified file) over 10,000 staged files (5,000 artifacts and 5,000
+// modified files read from a workspace): staging with its manifest, then
+// tier 1. The bar is under 1 s on 2 cores. tier1-ms/op is the part
+// after staging (the JudgeResult's wall_clock_s).
 func BenchmarkTier1(b *testing.B) {
 	ws := b.TempDir()
 	arts := map[string]string{}
@@ -42,12 +45,15 @@ func BenchmarkTier1(b *testing.B) {
 	}
 	ps := sp.Flows["f"].Steps[0].Judge.Predicates
 	root := b.TempDir()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		r, err := Run(context.Background(), Request{FlowID: "f", StepID: fmt.Sprintf("s%d", i), Predicates: ps, Stakes: "cheap",
+	tier1 := 0.0
+	n := 0
+	for ; b.Loop(); n++ {
+		r, err := Run(context.Background(), Request{FlowID: "f", StepID: fmt.Sprintf("s%d", n), Predicates: ps, Stakes: "cheap",
 			Artifacts: arts, Modified: mod, Workspace: ws, Root: root, Now: time.Now})
 		if err != nil || !r.Met {
 			b.Fatalf("%v %v", err, r != nil && r.Met)
 		}
+		tier1 += r.Consumed.WallClockS
 	}
+	b.ReportMetric(tier1*1000/float64(n), "tier1-ms/op")
 }

@@ -3,9 +3,15 @@
 // claims (artifacts as text, the files it modified), it stages that evidence
 // in a per-turn tree and decides each predicate.
 //
+// The tree is the original's (artifacts/NAME.txt, modified/PATH,
+// manifest.json), written as one uncompressed archive, turn-N/turn.zip:
+// creating one file per piece of evidence was what a turn cost (10,000
+// files took seconds on a loaded 2-vCPU machine; see BenchmarkTier1).
+// Tier 1 reads the archive as an fs.FS; a verifier gets it extracted.
+//
 //   - Tier 1 decides deterministic predicates: their statements are
-//     expressions of kind specs.ExprPredicate, run with the staged turn as
-//     the root of file_exists and file_contains.
+//     expressions of kind specs.ExprPredicate, run with the staged tree as
+//     the root of file_exists and file_contains (specs.EvalEnv.FS).
 //   - Tier 2 asks a Verifier (an LLM or an agent CLI without write tools,
 //     working in a read-only copy of the staged turn) for a verdict with
 //     evidence. Its answer is checked against the verdict contract (the

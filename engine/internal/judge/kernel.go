@@ -53,6 +53,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer turn.Close()
 	started := now()
 	k := &kernel{req: req, turn: turn, stakes: stakes}
 	for _, p := range req.Predicates {
@@ -148,7 +149,7 @@ func (k *kernel) tier1(ctx context.Context, p *specs.Predicate) (TierRecord, err
 	if p.Expr == nil {
 		return TierRecord{}, errorf(ErrPredicatePath, "predicate '%s' has no compiled statement", p.ID)
 	}
-	ok, err := p.Expr.EvalBoolContext(ctx, specs.EvalEnv{Root: k.turn.Dir})
+	ok, err := p.Expr.EvalBoolContext(ctx, specs.EvalEnv{FS: k.turn.tree})
 	if err != nil {
 		if ctx.Err() != nil {
 			return TierRecord{}, ctx.Err()
@@ -173,7 +174,7 @@ func (k *kernel) ask(ctx context.Context, tier string, p *specs.Predicate) (Tier
 	if v == nil {
 		return TierRecord{}, nil, errorf(ErrVerifier, "predicate '%s' is %s: it needs a verifier, and none is configured", p.ID, p.Type)
 	}
-	dir, err := readOnlyCopy(k.turn.Dir)
+	dir, err := readOnlyCopy(k.turn.Dir, k.turn.tree)
 	if err != nil {
 		return TierRecord{}, nil, errorf(ErrStaging, "copying the staged turn for the verifier: %v", err)
 	}
@@ -193,11 +194,11 @@ func (k *kernel) ask(ctx context.Context, tier string, p *specs.Predicate) (Tier
 	if tier == TierT2 && ans.Agent != "" {
 		k.agent = ans.Agent
 	}
-	if path := tampered(k.turn.Dir, dir); path != "" {
+	if path := tampered(k.turn.tree, dir); path != "" {
 		return TierRecord{Tier: tier, Verdict: Ambiguous, Confidence: intp(0),
 			Reason: "the verifier changed its read-only copy of the evidence (" + path + "): its verdict is discarded"}, nil, nil
 	}
-	vd, err := parseVerdict(ans.Text, k.turn.Dir, tier)
+	vd, err := parseVerdict(ans.Text, k.turn.tree, tier)
 	if err != nil {
 		return TierRecord{}, nil, err
 	}

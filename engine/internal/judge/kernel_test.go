@@ -158,11 +158,14 @@ func TestAdversaryCannotWrite(t *testing.T) {
 		t.Fatalf("%s", show(r))
 	}
 	staged := filepath.Join(req.Root, "flow-1", "verify", "turn-1")
-	if b, _ := os.ReadFile(filepath.Join(staged, "artifacts", "report.txt")); string(b) != "collected 12\n12 passed\n" {
+	if b, _ := ReadStaged(staged, "artifacts/report.txt"); string(b) != "collected 12\n12 passed\n" {
 		t.Fatalf("the staged evidence changed: %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(staged, "planted.txt")); err == nil {
+	if _, err := ReadStaged(staged, "planted.txt"); err == nil {
 		t.Fatal("the adversary planted a file in the staged turn")
+	}
+	if ents, _ := os.ReadDir(staged); len(ents) != 1 || ents[0].Name() != treeArchive {
+		t.Fatalf("the turn directory holds %v, want only %s", ents, treeArchive)
 	}
 	ents, _ := os.ReadDir(filepath.Join(req.Root, "flow-1", "verify"))
 	if len(ents) != 1 {

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -34,22 +33,33 @@ type ManifestEntry struct {
 	Missing     bool    `json:"missing,omitempty"`
 }
 
-// Turn is one staged turn: Dir holds artifacts/NAME.txt, modified/PATH and
-// manifest.json.
+// Turn is one staged turn: Dir holds turn.zip, the staged tree
+// (artifacts/NAME.txt, modified/PATH and manifest.json; ReadStaged reads
+// it). A Turn from Stage has its tree open until Close.
 type Turn struct {
 	N        int
 	Dir      string
 	Manifest []ManifestEntry
+	tree     *tree
+}
+
+// Close closes the turn's staged tree.
+func (t *Turn) Close() error {
+	if t.tree == nil {
+		return nil
+	}
+	return t.tree.Close()
 }
 
 // maxStagedFile bounds one staged file (a modified file larger is refused).
 const maxStagedFile = 64 << 20
 
 // Stage writes one turn's evidence under root/FLOW/STEP/turn-N, N the
-// first free number from turn on (a directory is never overwritten).
-// Artifact names are single path segments; modified files are paths
-// relative to workspace, copied from it (a path that leaves the workspace,
-// also through a symlink, is refused).
+// first free number from turn on (a directory is never overwritten), as
+// one archive (turn.zip) of the original's staging tree. Artifact names
+// are single path segments; modified files are paths relative to
+// workspace, copied from it (a path that leaves the workspace, also
+// through a symlink, is refused). The caller closes the Turn.
 func Stage(root, flowID, stepID string, turn int, artifacts map[string]string, modified []string, workspace string, now func() time.Time) (*Turn, error) {
 	if err := checkSegment("flow_id", flowID); err != nil {
 		return nil, err
@@ -97,140 +107,127 @@ func Stage(root, flowID, stepID string, turn int, artifacts map[string]string, m
 }
 
 func (t *Turn) write(artifacts map[string]string, modified []string, workspace string, now func() time.Time) error {
-	for _, b := range []string{bucketArtifacts, bucketModified} {
-		if err := os.Mkdir(filepath.Join(t.Dir, b), 0o755); err != nil {
-			return errorf(ErrStaging, "staging: %v", err)
-		}
-	}
-	ms := now().UnixMilli()
-	names := sortedKeys(artifacts)
+	at := now()
 	realWS, err := filepath.EvalSymlinks(workspace)
 	if err != nil && len(modified) > 0 {
 		return errorf(ErrStaging, "staging: workspace %s: %v", workspace, err)
 	}
-	// Creating files is what staging costs (a file system spends about a
-	// millisecond on each under load): the files are written by a few
-	// workers at once, and the manifest keeps the order (artifacts by
-	// name, then the modified files as given).
-	t.Manifest = make([]ManifestEntry, len(names)+len(modified))
-	dirs := &dirSet{made: map[string]bool{filepath.Join(t.Dir, bucketModified): true}}
-	err = parallel(len(t.Manifest), func(i int) error {
-		if i < len(names) {
-			data := []byte(artifacts[names[i]])
-			if err := os.WriteFile(filepath.Join(t.Dir, bucketArtifacts, names[i]+".txt"), data, 0o644); err != nil {
-				return errorf(ErrStaging, "staging: %v", err)
-			}
-			t.Manifest[i] = entry(bucketArtifacts, names[i]+".txt", data, ms)
-			return nil
-		}
-		e, err := t.copyModified(realWS, modified[i-len(names)], ms, dirs)
-		t.Manifest[i] = e
-		return err
-	})
+	w, err := newTreeWriter(filepath.Join(t.Dir, treeArchive), at)
 	if err != nil {
-		return err
-	}
-	data, _ := json.MarshalIndent(t.Manifest, "", "  ")
-	if err := os.WriteFile(filepath.Join(t.Dir, "manifest.json"), data, 0o644); err != nil {
 		return errorf(ErrStaging, "staging: %v", err)
 	}
-	return nil
-}
-
-// stagingWorkers write a turn's files at once.
-const stagingWorkers = 8
-
-// parallel runs f(0..n-1) on stagingWorkers goroutines and returns the
-// first error (the others stop taking work).
-func parallel(n int, f func(int) error) error {
-	var (
-		mu    sync.Mutex
-		next  int
-		first error
-		wg    sync.WaitGroup
-	)
-	for range min(stagingWorkers, n) {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil
-				mu.Unlock()
-				if stop || i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
-}
-
-// dirSet creates the directories of the modified bucket once each.
-type dirSet struct {
-	mu   sync.Mutex
-	made map[string]bool
-}
-
-func (d *dirSet) ensure(dir string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.made[dir] {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := t.fill(w, artifacts, modified, realWS, at.UnixMilli()); err != nil {
+		w.abort()
 		return err
 	}
-	d.made[dir] = true
+	if err := w.close(); err != nil {
+		return errorf(ErrStaging, "staging: %v", err)
+	}
+	tr, err := openTree(t.Dir)
+	if err != nil {
+		return errorf(ErrStaging, "staging: reading the staged tree back: %v", err)
+	}
+	t.tree = tr
 	return nil
 }
 
-// copyModified snapshots one modified file; a file that is not there is
-// recorded as missing.
-func (t *Turn) copyModified(ws, rel string, ms int64, dirs *dirSet) (ManifestEntry, error) {
+// fill stages the evidence into w and records the manifest: artifacts by
+// name, then the modified files as given (a path given twice is one
+// file, listed twice), then manifest.json itself.
+func (t *Turn) fill(w *treeWriter, artifacts map[string]string, modified []string, ws string, ms int64) error {
+	names := sortedKeys(artifacts)
+	t.Manifest = make([]ManifestEntry, 0, len(names)+len(modified))
+	for _, name := range names {
+		data := []byte(artifacts[name])
+		if err := w.file(bucketArtifacts+"/"+name+".txt", data); err != nil {
+			return err
+		}
+		t.Manifest = append(t.Manifest, entry(bucketArtifacts, name+".txt", data, ms))
+	}
+	staged := map[string]ManifestEntry{}
+	r := &wsReader{ws: ws, realDirs: map[string]bool{}}
+	for _, rel := range modified {
+		name := path.Join(bucketModified, filepath.ToSlash(filepath.Clean(filepath.FromSlash(rel))))
+		if e, ok := staged[name]; ok {
+			e.Path = rel
+			t.Manifest = append(t.Manifest, e)
+			continue
+		}
+		e, data, err := r.read(rel, ms)
+		if err != nil {
+			return err
+		}
+		if !e.Missing {
+			if err := w.file(name, data); err != nil {
+				return err
+			}
+			staged[name] = e
+		}
+		t.Manifest = append(t.Manifest, e)
+	}
+	data, _ := json.MarshalIndent(t.Manifest, "", "  ")
+	return w.file(manifestName, data)
+}
+
+// wsReader reads modified files inside the workspace (ws, symlink-free).
+// It remembers the directories it found to be real ones (no symlink), so a
+// turn of many files in few directories looks at each directory once; a
+// path through a symlink is resolved in full (filepath.EvalSymlinks) and
+// must stay inside the workspace.
+type wsReader struct {
+	ws       string
+	realDirs map[string]bool
+}
+
+// resolve returns the symlink-free path of rel (clean, no '..').
+func (r *wsReader) resolve(rel string) (string, error) {
+	full := filepath.Join(r.ws, rel)
+	for dir := filepath.Dir(rel); dir != "." && !r.realDirs[dir]; dir = filepath.Dir(dir) {
+		if st, err := os.Lstat(filepath.Join(r.ws, dir)); err != nil || !st.IsDir() {
+			return filepath.EvalSymlinks(full)
+		}
+		r.realDirs[dir] = true
+	}
+	if st, err := os.Lstat(full); err != nil || st.Mode()&fs.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(full)
+	}
+	return full, nil
+}
+
+// read reads one modified file for its snapshot; a file that is not there
+// (or not a regular file) is recorded as missing.
+func (r *wsReader) read(rel string, ms int64) (ManifestEntry, []byte, error) {
 	missing := ManifestEntry{Bucket: bucketModified, Path: rel, WrittenAtMS: ms, Missing: true}
-	src, err := filepath.EvalSymlinks(filepath.Join(ws, filepath.FromSlash(rel)))
+	src, err := r.resolve(filepath.Clean(filepath.FromSlash(rel)))
 	if errors.Is(err, fs.ErrNotExist) {
-		return missing, nil
+		return missing, nil, nil
 	}
 	if err != nil {
-		return ManifestEntry{}, errorf(ErrStaging, "staging: %s: %v", rel, err)
+		return ManifestEntry{}, nil, errorf(ErrStaging, "staging: %s: %v", rel, err)
 	}
-	if r, err := filepath.Rel(ws, src); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		return ManifestEntry{}, errorf(ErrStaging, "modified path escapes the workspace: %q", rel)
+	if rp, err := filepath.Rel(r.ws, src); err != nil || rp == ".." || strings.HasPrefix(rp, ".."+string(filepath.Separator)) {
+		return ManifestEntry{}, nil, errorf(ErrStaging, "modified path escapes the workspace: %q", rel)
 	}
 	f, err := os.Open(src)
 	if err != nil {
-		return missing, nil
+		return missing, nil, nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
-		return missing, nil
+		return missing, nil, nil
 	}
 	if st.Size() > maxStagedFile {
-		return ManifestEntry{}, errorf(ErrStaging, "modified file %q is larger than %d MB", rel, maxStagedFile>>20)
+		return ManifestEntry{}, nil, errorf(ErrStaging, "modified file %q is larger than %d MB", rel, maxStagedFile>>20)
 	}
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, maxStagedFile+1))
 	if err != nil {
-		return ManifestEntry{}, errorf(ErrStaging, "staging: %s: %v", rel, err)
+		return ManifestEntry{}, nil, errorf(ErrStaging, "staging: %s: %v", rel, err)
 	}
-	dst := filepath.Join(t.Dir, bucketModified, filepath.FromSlash(rel))
-	if err := dirs.ensure(filepath.Dir(dst)); err != nil {
-		return ManifestEntry{}, errorf(ErrStaging, "staging: %v", err)
+	if len(data) > maxStagedFile {
+		return ManifestEntry{}, nil, errorf(ErrStaging, "modified file %q is larger than %d MB", rel, maxStagedFile>>20)
 	}
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		return ManifestEntry{}, errorf(ErrStaging, "staging: %v", err)
-	}
-	return entry(bucketModified, rel, data, ms), nil
+	return entry(bucketModified, rel, data, ms), data, nil
 }
 
 func entry(bucket, p string, data []byte, ms int64) ManifestEntry {

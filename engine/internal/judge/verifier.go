@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine/internal/contract"
@@ -142,8 +144,8 @@ func prompt(tier string, p *specs.Predicate) string {
 
 // parseVerdict reads a verifier's answer: a JSON object (a ``` fence and
 // prose around the outermost {…} are allowed) that fits the verdict
-// contract, whose citations name staged files of turnDir.
-func parseVerdict(text, turnDir, tier string) (*verdict, error) {
+// contract, whose citations name staged files.
+func parseVerdict(text string, staged *tree, tier string) (*verdict, error) {
 	raw := strings.TrimSpace(text)
 	if strings.HasPrefix(raw, "```") {
 		lines := strings.Split(raw, "\n")
@@ -175,7 +177,7 @@ func parseVerdict(text, turnDir, tier string) (*verdict, error) {
 		if out.Evidence[i].Tier == "" {
 			out.Evidence[i].Tier = tier
 		}
-		if err := checkCitation(out.Evidence[i].Source, turnDir); err != nil {
+		if err := checkCitation(out.Evidence[i].Source, staged); err != nil {
 			return nil, err
 		}
 	}
@@ -184,48 +186,30 @@ func parseVerdict(text, turnDir, tier string) (*verdict, error) {
 
 // checkCitation: the canonical shape, inside its bucket, naming a staged
 // file.
-func checkCitation(src, turnDir string) error {
+func checkCitation(src string, staged *tree) error {
 	if !citationRe.MatchString(src) {
 		return errorf(ErrCitation, "bad citation format: %q", src)
 	}
 	p := src[:strings.LastIndex(src, ":")]
 	bucket, _, _ := strings.Cut(p, "/")
-	full := filepath.Clean(filepath.Join(turnDir, filepath.FromSlash(p)))
-	broot := filepath.Join(turnDir, bucket)
-	if r, err := filepath.Rel(broot, full); err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+	full := path.Clean(p)
+	if !strings.HasPrefix(full, bucket+"/") {
 		return errorf(ErrCitation, "citation escapes staging bucket: %q", src)
 	}
-	if st, err := os.Stat(full); err != nil || !st.Mode().IsRegular() {
+	if !staged.isFile(full) {
 		return errorf(ErrCitation, "citation path missing in staging tree: %q", src)
 	}
 	return nil
 }
 
-// readOnlyCopy copies the staged turn into a fresh directory beside it,
-// with read-only permissions, for one verifier question.
-func readOnlyCopy(turnDir string) (string, error) {
+// readOnlyCopy extracts the staged tree into a fresh directory beside the
+// turn, with read-only permissions, for one verifier question.
+func readOnlyCopy(turnDir string, staged *tree) (string, error) {
 	dst, err := os.MkdirTemp(filepath.Dir(turnDir), ".verify-")
 	if err != nil {
 		return "", err
 	}
-	err = filepath.WalkDir(turnDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(turnDir, p)
-		to := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
-		case d.Type().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, data, 0o444)
-		}
-		return nil
-	})
+	err = extract(staged, dst)
 	if err == nil {
 		err = chmodDirs(dst, 0o555)
 	}
@@ -234,6 +218,30 @@ func readOnlyCopy(turnDir string) (string, error) {
 		return "", err
 	}
 	return dst, nil
+}
+
+// extract writes the tree's directories and files under dst.
+func extract(staged *tree, dst string) error {
+	dirs := make([]string, 0, len(staged.dirs))
+	for d := range staged.dirs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(dst, filepath.FromSlash(d)), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, name := range staged.names {
+		data, err := staged.readFile(name)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.FromSlash(name)), data, 0o444); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func chmodDirs(root string, mode fs.FileMode) error {
@@ -253,9 +261,9 @@ func removeCopy(dir string) {
 	_ = os.RemoveAll(dir)
 }
 
-// tampered returns the first path where copy differs from the staged turn
+// tampered returns the first path where copy differs from the staged tree
 // (a file changed, added or removed), "" when identical.
-func tampered(turnDir, copyDir string) string {
+func tampered(staged *tree, copyDir string) string {
 	seen := map[string]bool{}
 	diff := ""
 	_ = filepath.WalkDir(copyDir, func(p string, d fs.DirEntry, err error) error {
@@ -263,36 +271,36 @@ func tampered(turnDir, copyDir string) string {
 			return err
 		}
 		rel, _ := filepath.Rel(copyDir, p)
+		rel = filepath.ToSlash(rel)
 		seen[rel] = true
-		orig := filepath.Join(turnDir, rel)
-		st, err := os.Lstat(orig)
 		switch {
-		case err != nil:
-			diff = rel
-		case d.IsDir() != st.IsDir():
-			diff = rel
-		case d.Type().IsRegular():
+		case d.IsDir():
+			if !staged.dirs[rel] {
+				diff = rel
+			}
+		case d.Type().IsRegular() && staged.isFile(rel):
 			a, _ := os.ReadFile(p)
-			b, _ := os.ReadFile(orig)
+			b, _ := staged.readFile(rel)
 			if !bytes.Equal(a, b) {
 				diff = rel
 			}
-		case !d.IsDir():
-			diff = rel // a symlink or device it made
+		default:
+			diff = rel // a file it added, or a symlink or device it made
 		}
 		return nil
 	})
 	if diff != "" {
 		return diff
 	}
-	_ = filepath.WalkDir(turnDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || diff != "" {
-			return err
+	for _, name := range staged.names {
+		if !seen[name] {
+			return name
 		}
-		if rel, _ := filepath.Rel(turnDir, p); !seen[rel] {
-			diff = rel
+	}
+	for d := range staged.dirs {
+		if !seen[d] && (diff == "" || d < diff) {
+			diff = d
 		}
-		return nil
-	})
+	}
 	return diff
 }
