@@ -259,7 +259,11 @@ func manifestJSON(es []ManifestEntry) []byte {
 	if len(es) == 0 {
 		return []byte("[]")
 	}
-	b := make([]byte, 0, len(es)*200)
+	size := 2
+	for _, e := range es { // a row's keys, punctuation and numbers take under 170 bytes
+		size += 170 + len(e.Bucket) + len(e.Path) + sha256.Size*2
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '[')
 	for i, e := range es {
 		if i > 0 {
