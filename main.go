@@ -215,7 +215,18 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	}
 	report := func(d *engine.DamagedError) { fmt.Fprintln(diag, "stratum: warning:", d) }
 	// The commands its refusals advise name this stratum as it was invoked.
-	return &engine.Service{Root: ".", Store: st, OnDamaged: report, Invocation: runner.InvokedNow().Invocation()}, st, nil
+	return &engine.Service{Root: ".", Store: st, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
+		NoResultCache: resultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
+}
+
+// resultCacheDisabled reads the original's kill switch of the result cache
+// of agent-driven flows: any value but "", 0, false or no (any case).
+func resultCacheDisabled(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
 }
 
 // projectConfig is the configuration of the working directory

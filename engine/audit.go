@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/stratum-go/stratum/engine/state"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // auditInProgress is the audit status of a flow that has not ended.
@@ -15,7 +16,9 @@ const auditInProgress = "in_progress"
 //	 rounds: [{round, steps}], iterations, archived_iterations, child_audits,
 //	 total_duration_ms}
 //
-// plus ours: created_at, updated_at, flow_status (st.Status), while the
+// with the original's later cache_hits (the trace's steps answered from the
+// result cache) and budget_state (auditBudget), plus ours: created_at,
+// updated_at, flow_status (st.Status), while the
 // flow waits at a gate, gate (the pending gate with its deadline), and, once
 // a judge step's judge ran, judge_history and judge_outcome (by step id),
 // and for a flow a Go program drives, calls: its trace entries (inputs,
@@ -73,6 +76,8 @@ func auditFlow(st *state.FlowState, env transitionEnv) *AuditReport {
 		FlowStatus:         st.Status,
 	}
 	a.Judge = st.Judge
+	a.CacheHits = cacheHits(trace)
+	a.BudgetState = auditBudget(env.Flow, st.BudgetState)
 	if st.IsLibrary() {
 		a.Calls = st.Trace
 		if a.Calls == nil {
@@ -138,6 +143,41 @@ func stripIterationResults(m map[string][]state.IterationEntry) map[string][]sta
 			cp[i] = e
 		}
 		out[step] = cp
+	}
+	return out
+}
+
+// auditBudget is the audit's budget_state: nil unless the flow's budget
+// caps an axis the ledger enforces (ms, usd, max_agent_dispatches,
+// max_tokens), as the original's init_budget_state; consumed is read from
+// the one ledger every driver charges (time as seconds, dollars rounded
+// like spent_usd).
+func auditBudget(f *specs.Flow, led *state.BudgetState) *AuditBudget {
+	if f == nil || f.Budget == nil {
+		return nil
+	}
+	b := *f.Budget // a copy: the caps point into it, not into the parsed spec
+	var caps AuditBudgetCaps
+	if b.MS > 0 {
+		caps.MS = &b.MS
+	}
+	if b.USD != nil {
+		usd := *b.USD
+		caps.USD = &usd
+	}
+	if b.MaxAgentDispatches > 0 {
+		caps.MaxAgentDispatches = &b.MaxAgentDispatches
+	}
+	if b.Tokens > 0 {
+		caps.MaxTokens = &b.Tokens
+	}
+	if caps == (AuditBudgetCaps{}) {
+		return nil
+	}
+	out := &AuditBudget{Caps: caps}
+	if led != nil {
+		out.Consumed = AuditBudgetConsumed{WallS: float64(led.SpentMS) / 1000, Dispatches: led.AgentDispatch,
+			Tokens: led.SpentTokens, Dollars: state.RoundUSD(led.SpentUSD)}
 	}
 	return out
 }

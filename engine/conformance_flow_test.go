@@ -360,17 +360,19 @@ func TestConformanceParallelErrors(t *testing.T) {
 	expect(t, r, map[string]any{"error_type": "flow_complete", "message": "Flow is already complete"})
 }
 
-// §2.17: the audit snapshot's keys (the original's plus ours: created_at,
-// updated_at, flow_status, and gate while one is pending), rounds always
+// §2.17: the audit snapshot's keys (the original's — with its later
+// cache_hits and budget_state — plus ours: created_at, updated_at,
+// flow_status, and gate while one is pending), rounds always
 // present, iteration results stripped; README, "Deliberate differences": a completed flow is kept
 // and can be audited and resumed.
 func TestConformanceAudit(t *testing.T) {
 	f, _ := plan(t, specConfGate, "main", nil)
 	keysAudit := []string{"flow_id", "flow_name", "status", "steps_completed", "total_steps", "trace", "round", "rounds",
-		"iterations", "archived_iterations", "child_audits", "total_duration_ms", "created_at", "updated_at", "flow_status"}
+		"iterations", "archived_iterations", "child_audits", "total_duration_ms", "created_at", "updated_at", "flow_status",
+		"cache_hits", "budget_state"}
 	a := wire(t, auditFlow(f.st, f.env))
 	keysExactly(t, a, keysAudit...)
-	expect(t, a, map[string]any{"status": "in_progress", "steps_completed": 0, "total_steps": 2, "rounds": []any{},
+	expect(t, a, map[string]any{"cache_hits": 0, "budget_state": nil, "status": "in_progress", "steps_completed": 0, "total_steps": 2, "rounds": []any{},
 		"iterations": map[string]any{}, "archived_iterations": []any{}, "child_audits": map[string]any{}, "round": 0})
 	f.stepDone("work", map[string]any{})
 	a = wire(t, auditFlow(f.st, f.env))

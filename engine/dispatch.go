@@ -28,7 +28,8 @@ const (
 // currentDispatch computes what the flow does now: applies skip_if at the
 // cursor (writing SkipRecords, advancing, repeatedly), the policy loop
 // (auto-resolving flag/skip gates with PolicyRecords, with the visited-set
-// cycle guard), creates child flows for flow: steps, and returns the dispatch
+// cycle guard), answers cacheable steps of an agent-driven flow from the
+// result cache (resultcache.go), creates child flows for flow: steps, and returns the dispatch
 // of the current step, or the completion/killed payload when the cursor is
 // past the end. It updates st.Status / st.Gate / st.DispatchedAt.
 //
@@ -71,6 +72,9 @@ func currentDispatch(st *state.FlowState, env transitionEnv) (transitionResult, 
 				break
 			}
 			autoApprove(st, env, step, step.Policy, "policy: "+step.Policy+" — auto-approved", &res)
+			continue
+		}
+		if answeredFromCache(st, env, step, &res) {
 			continue
 		}
 		break

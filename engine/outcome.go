@@ -433,10 +433,39 @@ type AuditReport struct {
 	Gate *state.PendingGate
 	// Judge is judge_history and judge_outcome, when a judge ran.
 	Judge *state.JudgeProgress
+	// CacheHits counts the trace's steps answered from the result cache.
+	CacheHits int
+	// BudgetState is the flow's run budget and what it consumed, in the
+	// original's shape; nil when the flow has no budget axis.
+	BudgetState *AuditBudget
 	// Calls are a Go program's calls (a library flow's trace entries:
 	// inputs, retries with their violations, tool calls), in order; nil
 	// for other flows.
 	Calls []json.RawMessage
+}
+
+// AuditBudget is an audit's budget_state, the original's ledger shape:
+// the flow budget's caps (null where unset) and what the flow consumed.
+type AuditBudget struct {
+	Caps     AuditBudgetCaps     `json:"caps"`
+	Consumed AuditBudgetConsumed `json:"consumed"`
+}
+
+// AuditBudgetCaps are a flow budget's axes (nil: not capped).
+type AuditBudgetCaps struct {
+	MS                 *int64   `json:"ms"`
+	USD                *float64 `json:"usd"`
+	MaxAgentDispatches *int     `json:"max_agent_dispatches"`
+	MaxTokens          *int64   `json:"max_tokens"`
+}
+
+// AuditBudgetConsumed is what a flow consumed of its budget: time in
+// seconds, agent dispatches, tokens and dollars.
+type AuditBudgetConsumed struct {
+	WallS      float64 `json:"wall_s"`
+	Dispatches int     `json:"dispatches"`
+	Tokens     int64   `json:"tokens"`
+	Dollars    float64 `json:"dollars"`
 }
 
 // AuditRound is one archived round of an audit: its step records.

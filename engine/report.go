@@ -25,6 +25,11 @@ type StepReport struct {
 	// is accepted (the step recorded done), so a cached step costs one
 	// durable commit, not two.
 	Cache *CacheEntry
+	// FromCache, when set, says Result was served from the result cache
+	// under this key (`stratum run`'s session or global cache): the step's
+	// record carries cache_hit and cache_key, like a step the engine
+	// answered from the cache for an agent.
+	FromCache string
 	// Usage, when set, is what an agent reports it spent on the attempt:
 	// charged to the flow's budget ledger once the report is taken (also
 	// when the result fails its checks), and the flow ends
@@ -86,8 +91,13 @@ type ParallelReport struct {
 func (s *Service) StepDone(ctx context.Context, r StepReport) (Outcome, error) {
 	return s.transition(ctx, r.FlowID, &r.ReportOptions, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
 		res, err := withCall(st, env, r.Call, func() (transitionResult, error) { return stepDone(st, env, r.StepID, r.Result) })
-		if err == nil && r.Cache != nil && stepAccepted(res, r.StepID) {
-			res.Cache = append(res.Cache, *r.Cache)
+		if err == nil && stepAccepted(res, r.StepID) {
+			if r.Cache != nil {
+				res.Cache = append(res.Cache, *r.Cache)
+			}
+			if r.FromCache != "" {
+				markCacheHit(st, r.StepID, r.FromCache)
+			}
 		}
 		if err != nil {
 			return res, err

@@ -36,6 +36,11 @@ type Service struct {
 	// binary's path, "go run ." — for the commands its refusals advise
 	// (`… gate approve`, `… kill`, `… tui`); "stratum" when empty.
 	Invocation string
+	// NoResultCache turns off the result cache of agent-driven flows
+	// (engine/resultcache.go): their cacheable steps are always dispatched
+	// and nothing is cached (the original's STRATUM_DISABLE_RESULT_CACHE).
+	// `stratum run`'s own --cache is not affected.
+	NoResultCache bool
 
 	mu    sync.Mutex
 	specs map[[32]byte]parsedSpec
@@ -212,7 +217,17 @@ func (s *Service) env(ctx context.Context, st *state.FlowState, sn childLoader, 
 	if flow == nil {
 		return transitionEnv{}, execErrorf("Flow '%s' not found in spec", st.FlowName)
 	}
-	return transitionEnv{Ctx: ctx, Spec: sp, Flow: flow, Now: now, NewID: s.newID, Root: s.Root, Children: sn, Cmd: s.invocation()}, nil
+	return transitionEnv{Ctx: ctx, Spec: sp, Flow: flow, Now: now, NewID: s.newID, Root: s.Root, Children: sn, Cmd: s.invocation(), Cache: s.resultCache(sn)}, nil
+}
+
+// resultCache is the result cache transitions read through sn (engine/resultcache.go),
+// nil when NoResultCache is set or sn cannot read it.
+func (s *Service) resultCache(sn childLoader) cacheReader {
+	if s.NoResultCache {
+		return nil
+	}
+	c, _ := sn.(cacheReader)
+	return c
 }
 
 // leaseRefusal answers flow_owned when a live runner lease owns the flow and
@@ -287,7 +302,7 @@ func (s *Service) Plan(ctx context.Context, specText, flowName string, inputs ma
 		inputs = map[string]any{}
 	}
 	return s.optimistic(ctx, "plan of flow "+flowName, func(sn *snapshot, now time.Time) (computed, error) {
-		env := transitionEnv{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn, Cmd: s.invocation()}
+		env := transitionEnv{Ctx: ctx, Spec: sp, Now: now, NewID: s.newID, Root: s.Root, Children: sn, Cmd: s.invocation(), Cache: s.resultCache(sn)}
 		st, res, err := planFlow(env, flowName, inputs, opt)
 		if st == nil && err == nil {
 			res.Unchanged = true

@@ -127,6 +127,9 @@ func processResult(st *state.FlowState, env transitionEnv, step *specs.Step, res
 	}
 
 	var res transitionResult
+	if e := cacheEntryFor(st, env, step, result); e != nil {
+		res.Cache = append(res.Cache, *e)
+	}
 	out := mergeAccumulated(st, step, result)
 	st.StepOutputs[step.ID] = out
 	st.Records = append(st.Records, stepRecord(st, env, step, attempts, childID))
@@ -221,6 +224,7 @@ func mergeResults(a, b transitionResult) transitionResult {
 	a.Events = append(a.Events, b.Events...)
 	a.Put = append(a.Put, b.Put...)
 	a.Delete = append(a.Delete, b.Delete...)
+	a.Cache = append(a.Cache, b.Cache...)
 	a.Outcome, a.Err = b.Outcome, b.Err
 	return a
 }

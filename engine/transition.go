@@ -30,6 +30,10 @@ type transitionEnv struct {
 	// Cmd is how the commands a refusal advises start (the Service's
 	// Invocation; "stratum" when empty).
 	Cmd string
+	// Cache reads the result cache an agent-driven flow's cacheable steps
+	// are answered from (resultcache.go); nil: none (pure tests, or the
+	// Service's NoResultCache).
+	Cache cacheReader
 }
 
 // cmd is how a command a refusal advises starts: env.Cmd, else "stratum".

@@ -322,6 +322,8 @@ func (a *AuditReport) wire() Response {
 		"created_at":          a.CreatedAt,
 		"updated_at":          a.UpdatedAt,
 		"flow_status":         string(a.FlowStatus),
+		"cache_hits":          a.CacheHits,
+		"budget_state":        a.BudgetState,
 	}
 	if a.Gate != nil {
 		r["gate"] = a.Gate

@@ -32,6 +32,12 @@ func (a *AuditReport) appendWire(b []byte) ([]byte, error) {
 	if b, err = appendMarshal(b, a.ArchivedIterations, len(a.ArchivedIterations) == 0 && a.ArchivedIterations != nil, "[]"); err != nil {
 		return nil, err
 	}
+	b = append(b, `,"budget_state":`...)
+	if b, err = appendMarshal(b, a.BudgetState, a.BudgetState == nil, "null"); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"cache_hits":`...)
+	b = strconv.AppendInt(b, int64(a.CacheHits), 10)
 	if a.Calls != nil {
 		b = append(b, `,"calls":`...)
 		if b, err = appendMarshal(b, a.Calls, false, ""); err != nil {

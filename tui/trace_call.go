@@ -89,7 +89,12 @@ func libraryCallDetail(d *engine.EventData, failed bool) string {
 func toolCallLine(tc *state.ToolCallRecord) string {
 	s := fmt.Sprintf("tool %s (attempt %d, round %d) %s", tc.Name, tc.Attempt, tc.Round, (time.Duration(tc.DurationMS) * time.Millisecond).String())
 	if tc.ReviewID != "" {
-		s += " · approval " + tc.ReviewID
+		// FLOW/review-N/ROUND: the flow is the one shown.
+		id := tc.ReviewID
+		if parts := strings.Split(id, "/"); len(parts) == 3 {
+			id = parts[1]
+		}
+		s += " · approval " + id
 	}
 	s += " " + string(orRaw(tc.Args, "{}"))
 	if tc.Error != "" {

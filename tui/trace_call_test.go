@@ -44,7 +44,7 @@ func libraryCallsFixture(t *testing.T) Source {
 		Retries: []state.AttemptFailure{{Attempt: 1, Violations: []string{"the answer is not JSON: invalid character 'h' looking for beginning of value"}}},
 		ToolCalls: []state.ToolCallRecord{
 			{Attempt: 1, Round: 1, ID: "call_a", Name: "weather", Args: json.RawMessage(`{"city":"Oslo"}`), Result: json.RawMessage(`{"city":"Oslo","temp_c":-3}`), DurationMS: 2},
-			{Attempt: 2, Round: 1, ID: "call_b", Name: "clear_cache", Args: json.RawMessage(`{"path":"/tmp/weather"}`), Error: "rejected: not now", DurationMS: 4100, ReviewID: "review-1"},
+			{Attempt: 2, Round: 1, ID: "call_b", Name: "clear_cache", Args: json.RawMessage(`{"path":"/tmp/weather"}`), Error: "rejected: not now", DurationMS: 4100, ReviewID: "0000000c-0000-4000-8000-000000000000/review-1/0"},
 		},
 		Output: map[string]any{"summary": "cold in Oslo"}}
 	if err := lib.RecordCall(ctx, id, engine.LibraryCall{Function: "forecast", Attempts: 2, DurationMS: 5300, Tokens: 420, CostUSD: &cost, Trace: forecast}); err != nil {

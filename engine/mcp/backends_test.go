@@ -64,7 +64,7 @@ func environ(home, storeURL string) []string {
 // openStore opens the server's store in the test process, whichever the
 // backend (as another stratum process would); it is closed when the test
 // ends.
-func (s *server) openStore() shared.Store {
+func (s *server) openStore() *backend.Opened {
 	s.t.Helper()
 	st, err := backend.Open(context.Background(), shared.Settings{Store: s.store, Home: s.home})
 	if err != nil {

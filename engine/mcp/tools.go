@@ -187,7 +187,7 @@ Returns like stratum_step_done: the next dispatch, ensure_failed with violations
 			return answer(svc.ParallelDone(ctx, engine.ParallelReport{FlowID: in.FlowID, StepID: in.StepID, TaskResults: tasks, MergeStatus: in.MergeStatus}))
 		})
 
-	addJSONTool(srv, s, &mcp.Tool{Name: "stratum_audit", Annotations: readOnly(), Description: `Return the audit snapshot of a flow (running or finished; finished flows are kept): flow_id, flow_name, status, steps_completed, total_steps, trace (step, gate and skip records with attempts, duration_ms, round), round, rounds, iterations, archived_iterations, child_audits, total_duration_ms. Unknown id: flow_not_found.`},
+	addJSONTool(srv, s, &mcp.Tool{Name: "stratum_audit", Annotations: readOnly(), Description: `Return the audit snapshot of a flow (running or finished; finished flows are kept): flow_id, flow_name, status, steps_completed, total_steps, trace (step, gate and skip records with attempts, duration_ms, round; cache_hit and cache_key on a step answered from the result cache), cache_hits, budget_state ({caps, consumed} of the flow's budget, or null), round, rounds, iterations, archived_iterations, child_audits, total_duration_ms. Unknown id: flow_not_found.`},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in flowArgs) (json.RawMessage, error) {
 			if err := required("flow_id", in.FlowID); err != nil {
 				return nil, err

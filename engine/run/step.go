@@ -195,6 +195,9 @@ func (r *Runner) runStep(ctx context.Context, fc *flowCtx, d *engine.StepDispatc
 func (r *Runner) reportResult(ctx context.Context, fc *flowCtx, step *specs.Step, cacheKey string, out engine.StepOutcome, call engine.CallRecord) (turn, error) {
 	fresh := cacheKey != "" && !out.CacheHit
 	rep := engine.StepReport{FlowID: fc.id, StepID: step.ID, Result: out.Output, Call: &call, ReportOptions: r.report()}
+	if out.CacheHit {
+		rep.FromCache = cacheKey
+	}
 	inCommit := false // the global cache's entry is written with the step's state, if accepted
 	if fresh {
 		var cached []byte

@@ -2,8 +2,6 @@ package run
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,32 +119,15 @@ func (r *Runner) budgetView(ctx context.Context, fc *flowCtx, step *specs.Step, 
 }
 
 // cacheKey is the cache key of a cacheable step ("" when the step is not
-// cached): sha256 over the function (or step), the command, the inputs and
-// the contract hash; session keys also carry the flow id.
+// cached, the runner's cache is off, or the step runs an agent): the
+// engine's one key rule (engine.CacheKey, the key an agent-driven flow's
+// steps are cached under too); session keys also carry the root flow's id.
 func (r *Runner) cacheKey(fc *flowCtx, step *specs.Step, kind executorKind, inputs map[string]any) string {
-	cached := step.Cache || (step.Fn != nil && step.Fn.Cache)
-	if !cached || r.opts.Cache == CacheNone || kind == execAgent {
+	if r.opts.Cache == CacheNone || kind == execAgent {
 		return ""
 	}
-	contract := ""
-	if c := fc.spec.Contracts[step.OutputContract]; c != nil {
-		contract = c.Hash
-	}
-	name := step.Function
-	if name == "" {
-		name = "step:" + step.ID
-	}
-	var cmd any
-	if c := commandOf(step); c != nil {
-		cmd = map[string]any{"shell": c.Shell, "argv": c.Argv, "dir": c.Dir, "env": c.Env}
-	}
-	b, err := json.Marshal(map[string]any{"name": name, "inputs": inputs, "contract": contract, "command": cmd, "intent": step.Intent, "model": step.Model})
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	key := "stratum-cache-v1:" + hex.EncodeToString(sum[:])
-	if r.opts.Cache == CacheSession {
+	key := engine.CacheKey(fc.spec, step, inputs)
+	if key != "" && r.opts.Cache == CacheSession {
 		key = rootID(fc) + "/" + key
 	}
 	return key

@@ -211,7 +211,7 @@
 //	import _ "github.com/stratum-go/stratum/store/team"
 //
 // Runnable programs for the classic Stratum examples (sentiment, migrate,
-// parallel, refine, debate, human review) are under examples/; each
-// runs from an embedded recording, or against a real provider with
-// --live.
+// parallel, refine, debate, human review) and for tools with approval,
+// streaming and images are under examples/; each runs from an embedded
+// recording, or against a real provider with --live.
 package stratum

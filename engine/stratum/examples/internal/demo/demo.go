@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/engine/stratum"
 )
@@ -57,10 +58,21 @@ func RuntimeWith(recording []byte, live bool, base stratum.Options) (*stratum.Ru
 }
 
 // Answer scripts a recording: prompts containing Match are answered with
-// Answers in order (the last one repeats).
+// Answers in order (the last one repeats). With Calls, the model first
+// calls tools: the conversation's turn i (i tool turns so far) is
+// answered with the tool calls Calls[i], and once they are used up with
+// Answers. A streamed request (Fn.Stream) is answered over server-sent
+// events, the answer in pieces of a few characters.
 type Answer struct {
 	Match   string
 	Answers []string
+	Calls   [][]ToolCall
+}
+
+// ToolCall is a scripted tool call: the tool's name and its arguments
+// (JSON).
+type ToolCall struct {
+	Name, Args string
 }
 
 // Recorder returns a Runtime that records every exchange to path, over a
@@ -80,18 +92,33 @@ func RecorderWith(path string, script []Answer, base stratum.Options) (*stratum.
 		b, _ := io.ReadAll(r.Body)
 		json.Unmarshal(b, &body)
 		prompt := fmt.Sprint(body["messages"])
+		turn := toolTurns(body)
 		content := `{}`
+		var calls []ToolCall
 		mu.Lock()
 		for i, a := range script {
 			if strings.Contains(prompt, a.Match) {
+				if turn < len(a.Calls) {
+					calls = a.Calls[turn]
+					break
+				}
 				content = a.Answers[min(used[i], len(a.Answers)-1)]
 				used[i]++
 				break
 			}
 		}
 		mu.Unlock()
+		if body["stream"] == true {
+			writeStream(w, content)
+			return
+		}
+		msg := map[string]any{"content": content}
+		finish := "stop"
+		if calls != nil {
+			msg, finish = map[string]any{"content": nil, "tool_calls": toolCalls(turn, calls)}, "tool_calls"
+		}
 		resp, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "model": "gpt-4o-mini-2024-07-18",
-			"choices": []any{map[string]any{"finish_reason": "stop", "message": map[string]any{"content": content}}},
+			"choices": []any{map[string]any{"finish_reason": finish, "message": msg}},
 			"usage":   map[string]any{"prompt_tokens": 150, "completion_tokens": 25}})
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(resp)
@@ -104,4 +131,49 @@ func RecorderWith(path string, script []Answer, base stratum.Options) (*stratum.
 		return nil, nil, err
 	}
 	return rt, func() { rt.Close(context.Background()); srv.Close() }, nil
+}
+
+// toolTurns counts the tool turns of a request's conversation: the
+// assistant messages (each made tool calls).
+func toolTurns(body map[string]any) int {
+	msgs, _ := body["messages"].([]any)
+	n := 0
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
+// toolCalls is the OpenAI form of a turn's scripted tool calls.
+func toolCalls(turn int, calls []ToolCall) []any {
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		out[i] = map[string]any{"id": fmt.Sprintf("call_%d_%d", turn+1, i+1), "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": c.Args}}
+	}
+	return out
+}
+
+// writeStream answers a streamed request: the content in pieces of 8
+// bytes as OpenAI's chunks, then the finish, the usage and [DONE].
+func writeStream(w http.ResponseWriter, content string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	for len(content) > 0 {
+		n := min(8, len(content))
+		for n < len(content) && !utf8.RuneStart(content[n]) {
+			n++
+		}
+		send(map[string]any{"id": "chatcmpl-1", "model": "gpt-4o-mini-2024-07-18",
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": content[:n]}}}})
+		content = content[n:]
+	}
+	send(map[string]any{"id": "chatcmpl-1", "choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
+	send(map[string]any{"id": "chatcmpl-1", "choices": []any{}, "usage": map[string]any{"prompt_tokens": 150, "completion_tokens": 25}})
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
