@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,6 +226,16 @@ func TestStagingRefusesEscapes(t *testing.T) {
 	}
 	if _, err := Stage(t.TempDir(), "f", "s", 1, nil, []string{"link"}, ws, time.Now); !isType(err, ErrStaging) {
 		t.Errorf("symlink out of the workspace: %v", err)
+	}
+	// Among many files read ahead, the one that escapes stops the turn.
+	var many []string
+	for i := range 300 {
+		many = append(many, fmt.Sprintf("d%d/f%d.go", i%7, i))
+		mustWrite(t, filepath.Join(ws, many[i]), "package d\n")
+	}
+	many[150] = "link"
+	if _, err := Stage(t.TempDir(), "f", "s", 1, nil, many, ws, time.Now); !isType(err, ErrStaging) || !strings.Contains(err.Error(), `"link"`) {
+		t.Errorf("symlink out of the workspace among 300 files: %v", err)
 	}
 }
 
