@@ -222,6 +222,15 @@
 // iteration protocol …) refuses a library flow with error_type
 // library_flow, and `stratum run --resume` refuses it too.
 //
+// # The result cache
+//
+// CacheKey is the one key rule of the result cache (cachekey.go): the
+// runner's session and global caches and the engine's own for flows an
+// agent drives. For those, currentDispatch answers a cacheable step from
+// the store's cache, through the transition's snapshot, instead of
+// dispatching it, and an accepted result is cached in the commit that
+// records it (resultcache.go; Service.NoResultCache turns it off).
+//
 // # The store port
 //
 // Store (ports.go) is everything the engine, main.go and the TUI need from

@@ -52,7 +52,8 @@ func currentStep(st *state.FlowState, env transitionEnv) *specs.Step {
 func pastEnd(st *state.FlowState, env transitionEnv) bool { return st.CurrentIdx >= totalSteps(env) }
 
 // clearFrom clears step outputs, attempts, iteration state (outcome, best,
-// accumulator, history, the active loop) and dispatch times of every step
+// accumulator, history, the active loop), judge_history and judge_outcome
+// (the original's STRAT-JUDGE clear) and dispatch times of every step
 // from ordered index idx onward, except the step `except` ("" = none), and
 // drops the active child flow pointer when it belongs to a cleared step
 // (upstream-behavior §2.8; the original's _clear_from pops the iteration
@@ -76,6 +77,10 @@ func clearFrom(st *state.FlowState, env transitionEnv, idx int, except string) {
 		delete(st.IterationAccumulator, s.ID)
 		delete(st.Iterations, s.ID)
 		delete(st.DispatchedAt, s.ID)
+		if st.Judge != nil {
+			delete(st.Judge.History, s.ID)
+			delete(st.Judge.Outcome, s.ID)
+		}
 		if st.ActiveIteration != nil && st.ActiveIteration.StepID == s.ID {
 			st.ActiveIteration = nil
 		}

@@ -335,9 +335,39 @@ func (c *checker) buildStepV03(m *mapping, s *Step, ipath string) {
 	}
 	s.CaptureDiff, _ = c.boolean(m, "capture_diff", ipath)
 	s.DeferAdvance, _ = c.boolean(m, "defer_advance", ipath)
-	if e, ok := m.get("pre_merge_verify"); ok {
-		s.PreMergeVerify = toAny(e.val)
+	s.PreMergeVerify = c.preMergeVerify(m, ipath)
+}
+
+// preMergeVerify reads a step's pre_merge_verify as the original's schema
+// takes it (oneOf: a list of non-empty command strings, or a string — one
+// command or a $ reference); nil when absent or wrong.
+func (c *checker) preMergeVerify(m *mapping, ipath string) any {
+	const k = "pre_merge_verify"
+	e, ok := m.get(k)
+	if !ok {
+		return nil
 	}
+	n := resolve(e.val)
+	if isStr(n) {
+		return n.Value
+	}
+	if n == nil || n.Kind != yaml.SequenceNode {
+		m.bad[k] = true
+		c.add(CodeWrongType, e.val, joinPath(ipath, k), reprNode(e.val)+" is not valid under any of the given schemas",
+			"Give a list of commands, e.g. [\"go vet ./...\"], or a $ reference to one (\"$.input.gate\").")
+		return nil
+	}
+	if _, _, ok := c.strList(m, k, ipath, false); !ok {
+		return nil
+	}
+	for i, it := range n.Content {
+		if resolve(it).Value == "" {
+			m.bad[k] = true
+			c.add(CodeEmptyValue, it, joinPath(ipath, k)+"."+strconv.Itoa(i), "'' should be non-empty", "Remove the empty command.")
+			return nil
+		}
+	}
+	return toAny(e.val)
 }
 
 // stepRequire reads a parallel_dispatch or pipeline step's require.

@@ -638,8 +638,17 @@ func testParallel(t *testing.T) {
 		map[string]any{"status": "parallel_dispatch", "step_id": "run", "tasks": tasks})
 	s.ok("stratum_parallel_done", map[string]any{"flow_id": id, "step_id": "split", "task_results": []any{}, "merge_status": "clean"},
 		map[string]any{"status": "error", "error_type": "step_mismatch"})
+	// The original's dict merge_status: a consumer's conflict with the
+	// tasks it bounced fails the attempt, the bounces listed and turned
+	// into violations; the step is dispatched again.
+	bounce := map[string]any{"task_id": "t1", "reason": "merge_conflict", "files": []any{"a.go", "b.go"}, "command": nil, "exit_code": nil, "excerpt": "patch failed"}
 	s.ok("stratum_parallel_done", map[string]any{"flow_id": id, "step_id": "run",
-		"task_results": []any{map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{}}}, "merge_status": "clean"},
+		"task_results": []any{map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{}}},
+		"merge_status": map[string]any{"status": "conflict", "bounced_tasks": []any{bounce}}},
+		map[string]any{"status": "ensure_failed", "step_id": "run", "step_mode": "parallel_dispatch", "bounced_tasks": []any{bounce},
+			"violations": []any{"merge conflict: merge_status='conflict'", "task 't1' merge conflict on a.go, b.go"}})
+	s.ok("stratum_parallel_done", map[string]any{"flow_id": id, "step_id": "run",
+		"task_results": []any{map[string]any{"task_id": "t1", "status": "complete", "result": map[string]any{}}}, "merge_status": map[string]any{"status": "clean"}},
 		map[string]any{"status": "complete"})
 }
 

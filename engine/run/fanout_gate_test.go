@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/state"
 )
 
@@ -56,5 +59,82 @@ func TestFanOutPreMergeGateBounceAndReprompt(t *testing.T) {
 	}
 	if a := st.LastTasksOf("fan")["a"]; a.State != state.TaskComplete || a.GateBounce != nil {
 		t.Errorf("task a after the retry: %+v", a)
+	}
+}
+
+// The gate runner, as the original's test_par_merge_queue.py checks
+// run_pre_merge_gate: all pass or none → no bounce; the first failing
+// command bounces with its exit code and output; a command not found
+// exits 127; the excerpt keeps the last 2 KiB; files lists the task's
+// new (untracked) files.
+func TestRunGate(t *testing.T) {
+	e := gitEnv(t)
+	e.commit()
+	if err := os.WriteFile(filepath.Join(e.dir, "foo.txt"), []byte("new work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := fanout.Task{ID: "t1"}
+	for _, c := range []struct {
+		name    string
+		cmds    []string
+		code    any // nil: no bounce
+		command string
+		excerpt string
+	}{
+		{"all-pass", []string{"git --version", "true"}, nil, "", ""},
+		{"none", nil, nil, "", ""},
+		{"first-failure", []string{"git --version", "sh -c 'echo boom >&2; exit 3'", "false"}, 3, "sh -c 'echo boom >&2; exit 3'", "boom"},
+		{"not-found", []string{"definitely_not_a_real_binary_xyz"}, 127, "definitely_not_a_real_binary_xyz", "not found"},
+		{"bounded", []string{"for i in $(seq 1 5000); do echo XXXXXXXXXX; done; exit 1"}, 1, "", "xxxxxxxxxx"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &FanOut{PreMergeVerify: c.cmds}
+			b := f.runGate(context.Background(), task, e.dir, 30*time.Second)
+			if c.code == nil {
+				if b != nil {
+					t.Fatalf("bounced: %v", b)
+				}
+				return
+			}
+			if b == nil {
+				t.Fatal("no bounce")
+			}
+			ex, _ := b["excerpt"].(string)
+			if b["reason"] != "gate_failed" || b["task_id"] != "t1" || b["exit_code"] != c.code || !strings.Contains(strings.ToLower(ex), c.excerpt) || len(ex) > 2048 {
+				t.Errorf("bounce %v", b)
+			}
+			if c.command != "" && b["command"] != c.command {
+				t.Errorf("command %v, want %q", b["command"], c.command)
+			}
+			if files, _ := b["files"].([]any); !slices.Contains(files, any("foo.txt")) {
+				t.Errorf("files %v lack the untracked foo.txt", b["files"])
+			}
+		})
+	}
+}
+
+// A bounced task's prompt section (the original's
+// _format_bounce_for_prompt): what bounced it, the files, the output.
+func TestBouncePrompt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		bounce map[string]any
+		want   []string
+	}{
+		{"gate-failed", map[string]any{"task_id": "t1", "reason": "gate_failed", "files": []any{"src/a.ts"}, "command": "pnpm build", "exit_code": 1, "excerpt": "TS2304"},
+			[]string{"rejected before merge", "`pnpm build` (exit 1)", "Files involved: src/a.ts", "TS2304"}},
+		{"merge-conflict", map[string]any{"task_id": "t2", "reason": "merge_conflict", "files": []any{"src/b.ts"}, "command": nil, "exit_code": nil, "excerpt": "patch failed"},
+			[]string{"CONFLICTED", "src/b.ts", "patch failed"}},
+		{"no-files", map[string]any{"task_id": "t3", "reason": "gate_failed", "command": "make"},
+			[]string{"`make` (exit ?)", "Files involved: (none reported)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := bouncePrompt(c.bounce)
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q lacks %q", got, w)
+				}
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/state"
 )
 
@@ -286,5 +287,69 @@ esac`
 	}
 	if got := tasks["pipe::item0::stage2"].State; got != state.TaskComplete {
 		t.Errorf("sibling's last stage: %s, want complete", got)
+	}
+}
+
+// A worktree pipeline run by fake agent CLIs, one per stage's agent (the
+// original's test_per_stage_agent_routing): each stage goes to its own
+// agent with its prompt ({prev} the previous stage's answer, the claude
+// stage's certificate instructions), each stage's worktree goes on from
+// its item's previous stage, and every item's chain is merged.
+func TestPipelineFakeAgentCLIs(t *testing.T) {
+	e := gitEnv(t)
+	bin, prompts := t.TempDir(), t.TempDir()
+	// A fake agent saves its prompt, writes its line into its item's file
+	// and answers with a JSON block (the claude one with the
+	// certificate's sections).
+	fake := func(name, answer string) {
+		script := `#!/bin/sh
+cat > "` + prompts + `/` + name + `-$STRATUM_TASK_ID"
+item=${STRATUM_TASK_ID#pipe::}; item=${item%%::*}
+echo "` + name + ` ${STRATUM_TASK_ID##*::}" >> "$item.txt"
+printf 'Done.\n` + "```json" + `\n%s\n` + "```" + `\n' '` + answer + `'
+`
+		if err := os.WriteFile(filepath.Join(bin, "fake-"+name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake("claude", `{"artifact": "## Premises [P1] ## Trace ## Conclusion [P1]", "summary": "cleaned"}`)
+	fake("codex", `{"verdict": "PASS"}`)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	sp := e.spec(`version: "0.3"
+flows:
+  main:
+    input: {items: {type: array}}
+    steps:
+      - id: pipe
+        type: pipeline
+        source: "$.input.items"
+        isolation: worktree
+        stages:
+          - {agent: claude, intent_template: "clean {item}", task_reasoning_template: {}}
+          - {agent: codex, intent_template: "verify {item}: {prev}"}
+`)
+	e.commit()
+	o := e.start(sp, "main", map[string]any{"items": []any{"a", "b"}}, func(o *Options) {
+		o.Agent = &AgentExecutor{Agents: map[string]config.Command{"claude": {Argv: []string{"fake-claude"}}, "codex": {Argv: []string{"fake-codex"}}}}
+	})
+	wantStatus(t, o, EndComplete, 0)
+	for i, item := range []string{"a", "b"} {
+		stage := func(agent string, j int) string {
+			b, err := os.ReadFile(filepath.Join(prompts, fmt.Sprintf("%s-pipe::item%d::stage%d", agent, i, j)))
+			if err != nil {
+				t.Errorf("item %s stage %d did not go to %s: %v", item, j, agent, err)
+			}
+			return string(b)
+		}
+		if p := stage("claude", 0); !strings.HasPrefix(p, "clean "+item) || !strings.Contains(p, "You MUST structure your response") {
+			t.Errorf("claude's prompt for %s: %q", item, p)
+		}
+		if p := stage("codex", 1); !strings.HasPrefix(p, "verify "+item+": ") || !strings.Contains(p, `"summary":"cleaned"`) {
+			t.Errorf("codex's prompt for %s ({prev}): %q", item, p)
+		}
+		b, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("item%d.txt", i)))
+		if err != nil || string(b) != "claude stage0\ncodex stage1\n" {
+			t.Errorf("item %s merged: %q %v", item, b, err)
+		}
 	}
 }

@@ -81,8 +81,11 @@ func (e *Executor) Loop(ctx context.Context, req LoopRequest) (LoopResult, error
 	var span *otlp.Span
 	if parent := otlp.SpanFromContext(ctx); parent != nil {
 		span = parent.Child("infer "+req.Function, otlp.KindInternal)
-	} else {
+	} else if req.Exporter != nil {
 		span = req.Exporter.StartSpan("infer "+req.Function, nil, otlp.KindInternal)
+	}
+	if span == nil {
+		return e.loop(ctx, span, req) // no exporter: no span to describe
 	}
 	span.Set(otlp.AttrFunction, req.Function)
 	span.Set(otlp.AttrFlowID, req.FlowID)
@@ -135,22 +138,16 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 		} else {
 			res.CostUSD = nil
 		}
-		var ae *engine.AttemptError
-		var pe *ProviderError
-		var tle *ToolLoopError
-		switch {
-		case errors.As(err, &pe), errors.As(err, &tle):
-			return res, err // the transport already retried: never a parse failure; a tool loop is not retried
-		case err == nil:
+		if err == nil {
 			previous, parse = req.Check(out.Value)
 			if len(previous) == 0 {
 				res.Value = out.Value
 				return res, nil
 			}
-		case errors.As(err, &ae) && ae.Kind != engine.AttemptConfig:
-			previous, parse = ae.Violations, true
-		default:
+		} else if previous, err = retryable(err); err != nil {
 			return res, err
+		} else {
+			parse = true
 		}
 		res.Violations = append(res.Violations, previous)
 		if req.OnFailed != nil {
@@ -158,6 +155,23 @@ func (e *Executor) loop(ctx context.Context, span *otlp.Span, req LoopRequest) (
 		}
 	}
 	return res, &ExhaustedError{Parse: parse, Violations: res.Violations}
+}
+
+// retryable returns the violations of an attempt's error that another
+// attempt may fix (a parse or contract failure), or the error itself when
+// none may: a provider's failure (the transport already retried it), a
+// tool loop, a configuration error, the budget, ctx's error.
+func retryable(err error) ([]string, error) {
+	var ae *engine.AttemptError
+	var pe *ProviderError
+	var tle *ToolLoopError
+	switch {
+	case errors.As(err, &pe), errors.As(err, &tle):
+		return nil, err
+	case errors.As(err, &ae) && ae.Kind != engine.AttemptConfig:
+		return ae.Violations, nil
+	}
+	return nil, err
 }
 
 func addUsage(a, b state.Usage) state.Usage {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // OpenAI is a client for OpenAI-compatible Chat Completions APIs (OpenAI,
@@ -30,6 +31,25 @@ type OpenAI struct {
 	Extra map[string]any
 	// Headers are sent with every request (before the key's).
 	Headers map[string]string
+
+	headersOnce sync.Once
+	headers     map[string]string // Headers and the key's, made once
+	endpoint    string            // BaseURL's /chat/completions, made with headers
+}
+
+// requestHeaders are the headers of every request: Headers, then the
+// key's Authorization. Made once, with the endpoint (a client is not
+// changed after its first request); the map is only read.
+func (c *OpenAI) requestHeaders() map[string]string {
+	c.headersOnce.Do(func() {
+		c.endpoint = strings.TrimRight(c.BaseURL, "/") + "/chat/completions"
+		c.headers = make(map[string]string, len(c.Headers)+1)
+		maps.Copy(c.headers, c.Headers)
+		if c.APIKey != "" {
+			c.headers["Authorization"] = "Bearer " + c.APIKey
+		}
+	})
+	return c.headers
 }
 
 // Body builds the request body (exported for tests and record/replay).
@@ -66,10 +86,8 @@ func (c *OpenAI) Body(req Request) (map[string]any, error) {
 		if name == "" {
 			name = "output"
 		}
-		body["response_format"] = map[string]any{
-			"type":        "json_schema",
-			"json_schema": openAIJSONSchema{Name: name, Schema: schema, Strict: strict && !c.NoStrict},
-		}
+		body["response_format"] = openAIResponseFormat{Type: "json_schema",
+			JSONSchema: &openAIJSONSchema{Name: name, Schema: schema, Strict: strict && !c.NoStrict}}
 	} else {
 		body["response_format"] = map[string]any{"type": "json_object"}
 	}
@@ -123,6 +141,13 @@ type textPart struct {
 	Type string `json:"type"`
 }
 
+// openAIResponseFormat is response_format: json_schema (with the schema),
+// then type.
+type openAIResponseFormat struct {
+	JSONSchema *openAIJSONSchema `json:"json_schema,omitempty"`
+	Type       string            `json:"type"`
+}
+
 // openAIJSONSchema is response_format.json_schema: the projected schema
 // already encoded.
 type openAIJSONSchema struct {
@@ -168,11 +193,7 @@ func (c *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	headers := map[string]string{}
-	maps.Copy(headers, c.Headers)
-	if c.APIKey != "" {
-		headers["Authorization"] = "Bearer " + c.APIKey
-	}
+	headers := c.requestHeaders()
 	if req.OnDelta != nil {
 		return c.stream(ctx, req, body, headers)
 	}
@@ -180,7 +201,7 @@ func (c *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	raw, tries, err := post(ctx, c.Client, c.Name, strings.TrimRight(c.BaseURL, "/")+"/chat/completions", headers, b, c.Retry)
+	raw, tries, err := post(ctx, c.Client, c.Name, c.endpoint, headers, b, c.Retry)
 	if err != nil {
 		return nil, err
 	}

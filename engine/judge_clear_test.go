@@ -1,0 +1,125 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/state"
+	"github.com/stratum-go/stratum/review"
+)
+
+// judgeClearSpec: a judge step (check) before another (verify) that routes
+// on_fail back to prep, and a gate whose revise goes back to check.
+const judgeClearSpec = `version: "0.3"
+functions:
+  review: {mode: gate}
+flows:
+  main:
+    input: {}
+    steps:
+      - {id: prep, intent: "prepare"}
+      - id: check
+        depends_on: [prep]
+        ensure: ["result.met == True"]
+        judge:
+          predicates:
+            - {id: p1, type: deterministic, statement: "file_exists('artifacts/a.txt')"}
+      - id: verify
+        depends_on: [check]
+        ensure: ["result.met == True"]
+        on_fail: prep
+        judge:
+          predicates:
+            - {id: p2, type: deterministic, statement: "file_exists('artifacts/b.txt')"}
+      - {id: gate, function: review, depends_on: [verify], on_approve: null, on_revise: check, on_kill: null}
+`
+
+// judge_history and judge_outcome of the steps a revise or an on_fail
+// route clears are cleared with their outputs, as the original's
+// _clear_from does; the step whose failure routes on_fail keeps its own.
+func TestJudgeHistoryClearedWithTheSteps(t *testing.T) {
+	svc, _, _ := newService()
+	ctx := context.Background()
+	out, err := svc.Plan(ctx, judgeClearSpec, "main", nil, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.(*engine.StepDispatch).FlowID
+	done := func(step string, result any) engine.Outcome {
+		t.Helper()
+		o, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: step, Result: result})
+		if err != nil {
+			t.Fatalf("step_done %s: %v", step, err)
+		}
+		return o
+	}
+	judged := func(step string, met bool) {
+		t.Helper()
+		v := "met"
+		if !met {
+			v = "not_met"
+		}
+		turn := engine.JudgeTurn{FlowID: id, StepID: step,
+			History: []state.JudgeEntry{{Turn: 1, PredicateID: "p", Tier: "t1", Verdict: v, Reason: "r"}},
+			Outcome: json.RawMessage(`{"met":` + map[bool]string{true: "true", false: "false"}[met] + `,"predicate_results":[]}`)}
+		if _, err := svc.RecordJudge(ctx, turn); err != nil {
+			t.Fatal(err)
+		}
+		done(step, map[string]any{"met": met})
+	}
+	judgeOf := func() (hist, outcome []string) {
+		t.Helper()
+		a, err := svc.Audit(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Judge != nil {
+			for k := range a.Judge.History {
+				hist = append(hist, k)
+			}
+			for k := range a.Judge.Outcome {
+				outcome = append(outcome, k)
+			}
+		}
+		return hist, outcome
+	}
+	want := func(what string, steps ...string) {
+		t.Helper()
+		hist, outcome := judgeOf()
+		if !sameSet(hist, steps) || !sameSet(outcome, steps) {
+			t.Fatalf("%s: judge_history of %v, judge_outcome of %v; want %v", what, hist, outcome, steps)
+		}
+	}
+
+	done("prep", map[string]any{})
+	judged("check", true)
+	judged("verify", false) // one attempt: on_fail routes to prep, clearing check (verify keeps its own)
+	want("after on_fail", "verify")
+	done("prep", map[string]any{})
+	judged("check", true)
+	judged("verify", true)
+	want("before the gate", "check", "verify")
+	if _, err := svc.GateResolve(ctx, id, review.Decision{StepID: "gate", Outcome: review.Revise, Rationale: "again",
+		ResolvedBy: review.Human, Channel: review.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	want("after revise to check")
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := map[string]bool{}
+	for _, x := range a {
+		in[x] = true
+	}
+	for _, x := range b {
+		if !in[x] {
+			return false
+		}
+	}
+	return true
+}
