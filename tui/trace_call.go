@@ -33,7 +33,7 @@ type callView struct {
 }
 
 // libraryCallRow is a Call's row, its detail and whether it failed.
-func libraryCallRow(stepID string, d *engine.EventData) (text, detail string, failed bool) {
+func libraryCallRow(stepID string, d *engine.Trace) (text, detail string, failed bool) {
 	c := callView{stepID: stepID, attempts: d.Attempt, durationMS: d.DurationMS, tokens: d.Tokens, costUSD: d.CostUSD,
 		failed: d.ErrorKind != "", failure: strings.Join(d.Violations, "; "), tr: d.Trace} // a failed Call's event says why in Violations
 	if c.tr == nil {
