@@ -69,6 +69,8 @@ type EventData struct {
 	FlowName string `json:"flow_name,omitempty"`
 	// Iteration is the iteration an iteration_report reported or aborted at.
 	Iteration int `json:"iteration,omitempty"`
+	// Judge is a judge_verdict event's verdict.
+	Judge *state.JudgeVerdict `json:"judge,omitempty"`
 	// Label is a checkpoint's label.
 	Label string `json:"label,omitempty"`
 	// MaxIterations is a started iteration loop's bound.
@@ -167,6 +169,7 @@ var dataFields = [...]dataField{
 	dataFlag("exit_criterion_met", func(d *EventData) *bool { return &d.ExitCriterionMet }),
 	dataStr("flow_name", func(d *EventData) *string { return &d.FlowName }),
 	dataNum("iteration", func(d *EventData) *int { return &d.Iteration }),
+	dataPtr("judge", func(d *EventData) **state.JudgeVerdict { return &d.Judge }, appendJSON[state.JudgeVerdict]),
 	dataStr("label", func(d *EventData) *string { return &d.Label }),
 	dataNum("max_iterations", func(d *EventData) *int { return &d.MaxIterations }),
 	dataFlag("max_rounds_exceeded", func(d *EventData) *bool { return &d.MaxRoundsExceeded }),
@@ -274,6 +277,7 @@ var (
 	keysTrace          = keysOf("attempt", "duration_ms")
 	keysTraceFailed    = keysOf("attempt", "duration_ms", "violations")
 	keysParallelTask   = keysOf("duration_ms", "runs", "state", "task_id")
+	keysJudgeVerdict   = keysOf("judge")
 )
 
 // writtenKeys is the one rule of which keys an event of type t with data d
@@ -323,6 +327,8 @@ func writtenKeys(t EventType, d *EventData) keyMask {
 		return keysTrace
 	case EventParallelTask:
 		return keysParallelTask
+	case EventJudgeVerdict:
+		return keysJudgeVerdict
 	}
 	return 0
 }
@@ -466,6 +472,15 @@ func appendFloat(b []byte, p *float64) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// appendJSON appends v as json.Marshal writes it.
+func appendJSON[T any](b []byte, v *T) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, raw...), nil
 }
 
 func appendTrace(b []byte, t *state.TraceRecord) ([]byte, error) {

@@ -302,6 +302,10 @@ const (
 	// state (ours; fanout.go). Its data (EventData): TaskID, State, Runs,
 	// DurationMS, Worktree, Branch, Error, Violations.
 	EventParallelTask EventType = "parallel_task"
+	// EventJudgeVerdict is a judge turn recorded on a judge step
+	// (Service.RecordJudge; ours). Its data (EventData): Judge, the
+	// turn's verdict with each predicate's evidence.
+	EventJudgeVerdict EventType = "judge_verdict"
 )
 
 // Event is one entry of the append-only event log. Seq is assigned by the
