@@ -39,7 +39,7 @@ func commitCheckpoint(st *state.FlowState, env transitionEnv, label string) (tra
 		CurrentStepID: current,
 		Checkpoints:   checkpointLabels(st),
 	}
-	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, StepID: current, Data: EventData{
+	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, StepID: current, Data: Checkpoint{
 		Action:     "commit",
 		Label:      label,
 		StepNumber: st.CurrentIdx + 1,
@@ -109,7 +109,7 @@ func revertCheckpoint(st *state.FlowState, env transitionEnv, label string, ch r
 		n.RevertedTo = label
 	}
 	res.Unchanged = false
-	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: EventData{
+	ev := Event{Time: env.Now, FlowID: st.FlowID, Type: EventCheckpoint, Data: Checkpoint{
 		Action:     "revert",
 		Label:      label,
 		StepNumber: st.CurrentIdx + 1,

@@ -52,7 +52,7 @@ func TestCommit(t *testing.T) {
 	if cp == nil || cp.Label != "first" || cp.CurrentIdx != 2 || !cp.CreatedAt.Equal(extNow) {
 		t.Fatalf("checkpoint %+v", cp)
 	}
-	if len(res.Events) != 1 || res.Events[0].Type != EventCheckpoint || res.Events[0].Data.Label != "first" {
+	if len(res.Events) != 1 || res.Events[0].Type != EventCheckpoint || res.Events[0].Data.(Checkpoint).Label != "first" {
 		t.Fatalf("events %+v", res.Events)
 	}
 
@@ -192,7 +192,7 @@ func TestRevertRestores(t *testing.T) {
 	if res.Unchanged {
 		t.Fatalf("revert must be persisted")
 	}
-	if len(res.Events) == 0 || res.Events[0].Type != EventCheckpoint || res.Events[0].Data.Action != "revert" {
+	if len(res.Events) == 0 || res.Events[0].Type != EventCheckpoint || res.Events[0].Data.(Checkpoint).Action != "revert" {
 		t.Fatalf("events %+v", res.Events)
 	}
 	if st.CurrentIdx != 2 || st.Round != 1 || st.Attempts["b"] != 0 || len(st.Records) != 1 ||

@@ -63,7 +63,7 @@ func dispatchChild(st *state.FlowState, env transitionEnv, step *specs.Step, res
 		child.SpecFile = st.SpecFile
 		child.Driver = st.Driver
 		st.ActiveChildFlowID = strPtr(child.FlowID)
-		res.Events = append(res.Events, event(child, env, EventFlowCreated, "", EventData{
+		res.Events = append(res.Events, event(child, env, "", FlowCreated{
 			FlowName: child.FlowName, ParentFlowID: st.FlowID, ParentStepID: step.ID,
 		}))
 	}
@@ -123,7 +123,7 @@ func snapshotChildAudit(st *state.FlowState, env transitionEnv, stepID string, r
 		child.TerminalStatus = strPtr(string(state.StatusKilled))
 		child.Gate = nil
 		res.Put = append(res.Put, child)
-		res.Events = append(res.Events, event(child, env, EventFlowFinished, "", EventData{
+		res.Events = append(res.Events, event(child, env, "", FlowFinished{
 			Status: string(state.StatusKilled), Reason: "abandoned: parent step '" + stepID + "' reported",
 		}))
 	}

@@ -49,10 +49,11 @@ func (s *Service) EnforceDeadlines(ctx context.Context, retry time.Duration, rep
 			// Only an opened gate can bring a deadline forward; a gate
 			// decided or killed at most makes the timer fire for nothing.
 			for _, ev := range batch {
-				if ev.Type != EventGateOpened {
+				opened, ok := ev.Data.(GateOpened)
+				if !ok {
 					continue
 				}
-				if d := ev.Data.Deadline; d != nil && (next == nil || d.Before(*next)) {
+				if d := opened.Deadline; d != nil && (next == nil || d.Before(*next)) {
 					next = d
 					arm(*d)
 				}

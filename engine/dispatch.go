@@ -113,8 +113,10 @@ func humanOnly(step *specs.Step) bool {
 func notePolicyFallback(res *transitionResult, stepID, policy string) {
 	for i := len(res.Events) - 1; i >= 0; i-- {
 		if ev := &res.Events[i]; ev.Type == EventGateOpened && ev.StepID == stepID {
-			ev.Data.Policy = policy
-			ev.Data.PolicyFailed = "approver: human"
+			if p, ok := ev.Data.(GateOpened); ok {
+				p.Policy, p.PolicyFailed = policy, "approver: human"
+				ev.Data = p
+			}
 			return
 		}
 	}
@@ -141,7 +143,7 @@ func skipCurrent(st *state.FlowState, env transitionEnv, step *specs.Step, reaso
 	if step.Kind == specs.KindFlow {
 		st.ActiveChildFlowID = nil
 	}
-	res.Events = append(res.Events, event(st, env, EventStepSkipped, step.ID, EventData{Reason: reason}))
+	res.Events = append(res.Events, event(st, env, step.ID, StepSkipped{Reason: reason}))
 	advanceLinear(st, env)
 }
 
@@ -157,7 +159,7 @@ func autoApprove(st *state.FlowState, env transitionEnv, step *specs.Step, polic
 	if st.Gate != nil && st.Gate.StepID == step.ID {
 		st.Gate = nil
 	}
-	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, EventData{
+	res.Events = append(res.Events, event(st, env, step.ID, GateResolved{
 		Outcome: string(review.Approve), Channel: "policy", Policy: policy, Rationale: rationale, Round: st.Round,
 	}))
 	jumpOrEnd(st, env, step.OnApprove)
@@ -192,7 +194,7 @@ func stampDispatch(st *state.FlowState, env transitionEnv, stepID string) bool {
 func dispatchStep(st *state.FlowState, env transitionEnv, step *specs.Step, res *transitionResult) (Outcome, error) {
 	idx := st.CurrentIdx
 	if stampDispatch(st, env, step.ID) {
-		res.Events = append(res.Events, event(st, env, EventStepDispatched, step.ID, EventData{StepMode: step.StepMode()}))
+		res.Events = append(res.Events, event(st, env, step.ID, StepDispatched{StepMode: step.StepMode()}))
 	}
 	if step.IsGate() {
 		return dispatchGate(st, env, step, res), nil
@@ -315,12 +317,12 @@ func dispatchGate(st *state.FlowState, env transitionEnv, step *specs.Step, res 
 			g.Approver = orStr(step.Fn.Approver, "any")
 		}
 		st.Gate = g
-		data := EventData{Round: st.Round, Approver: g.Approver}
+		data := GateOpened{Round: st.Round, Approver: g.Approver}
 		if g.Deadline != nil {
 			dl := g.Deadline.UTC()
 			data.Deadline = &dl
 		}
-		res.Events = append(res.Events, event(st, env, EventGateOpened, step.ID, data))
+		res.Events = append(res.Events, event(st, env, step.ID, data))
 	}
 	d := &GateDispatch{
 		FlowID:     st.FlowID,
@@ -354,7 +356,7 @@ func finish(st *state.FlowState, env transitionEnv, res *transitionResult) *Comp
 	}
 	if st.Status != status {
 		st.Status = status
-		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(status)}))
+		res.Events = append(res.Events, event(st, env, "", FlowFinished{Status: string(status)}))
 	}
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
@@ -379,7 +381,7 @@ func outputContractFailure(st *state.FlowState, env transitionEnv, res *transiti
 	st.Status = state.StatusFailed
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(state.StatusFailed)}))
+	res.Events = append(res.Events, event(st, env, "", FlowFinished{Status: string(state.StatusFailed)}))
 	e := refusal(ErrTypeOutputContract, "Flow '%s' output does not fit its output contract '%s'", env.Flow.Name, c.Name())
 	e.FlowID, e.Violations = st.FlowID, vs
 	return e

@@ -283,15 +283,19 @@
 // delivers that was already delivered is skipped. A slow consumer holds
 // only its own Watch back, never a transition.
 //
-// An event's Data is one typed struct, EventData (eventdata.go): the
-// transitions fill its fields and front ends read them, the same for an
-// event fresh from the broker and one read back from the log. JSON is its
-// form in the log only: Event.MarshalJSON writes the keys the log has
-// always held (the json tags), and which of them an event writes is one
-// rule of its type (writtenKeys: a type's own keys always, any other when
-// set), so the stores keep writing the bytes they wrote when Data was a
-// map (testdata/events pins them). Front ends that show the data
-// generically list it with Event.DataFields.
+// An event's Data is the payload of its kind, one struct type per kind
+// (Payload, payload.go: StepFailed for step_failed, GateResolved for
+// gate_resolved, …): a transition emits one (event(st, env, stepID,
+// payload), the type follows from the payload) and front ends switch on
+// its concrete type, the same for an event fresh from the broker and one
+// read back from the log. JSON is its form in the log only:
+// Event.MarshalJSON writes the keys the log has always held (the payload's
+// json tags), and which of them an event writes is its payload's rule
+// (appendData: the keys its transition always sets, any other when set),
+// so the stores keep writing the bytes they wrote when Data was a map
+// (testdata/events pins them); Event.UnmarshalJSON decodes the data into
+// the payload type of its kind. Front ends that show the data generically
+// list it with Event.DataFields.
 // A gate_resolved event carries the whole decision (outcome, rationale,
 // reviewer, resolved_by, channel, round, a revise's revise_target;
 // max_rounds_exceeded when the gate waits on): every waiter of a gate (the

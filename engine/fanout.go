@@ -57,7 +57,7 @@ func recordParallelTasks(st *state.FlowState, env transitionEnv, tasks []state.P
 			return refused(refusal(ErrTypeInvalidInput, "task '%s': %v", t.TaskID, err)), nil
 		}
 		st.ParallelTasks[t.TaskID] = m
-		data := EventData{TaskID: t.TaskID, State: t.State, Runs: t.Runs, DurationMS: t.DurationMS(env.Now), Branch: t.Branch}
+		data := ParallelTask{TaskID: t.TaskID, State: t.State, Runs: t.Runs, DurationMS: t.DurationMS(env.Now), Branch: t.Branch}
 		if t.WorktreePath != nil {
 			data.Worktree = *t.WorktreePath
 		}
@@ -67,7 +67,7 @@ func recordParallelTasks(st *state.FlowState, env transitionEnv, tasks []state.P
 		if len(t.Violations) > 0 {
 			data.Violations = append([]string(nil), t.Violations...)
 		}
-		events = append(events, event(st, env, EventParallelTask, step.ID, data))
+		events = append(events, event(st, env, step.ID, data))
 	}
 	return transitionResult{Events: events}, nil
 }

@@ -159,9 +159,9 @@ func advanceLinear(st *state.FlowState, env transitionEnv) {
 	st.CurrentIdx++
 }
 
-// event builds an event of this flow at env.Now.
-func event(st *state.FlowState, env transitionEnv, typ EventType, stepID string, data EventData) Event {
-	return Event{Time: env.Now, FlowID: st.FlowID, Type: typ, StepID: stepID, Data: data}
+// event builds an event of this flow at env.Now, of the payload's kind.
+func event(st *state.FlowState, env transitionEnv, stepID string, p Payload) Event {
+	return Event{Time: env.Now, FlowID: st.FlowID, Type: p.Kind(), StepID: stepID, Data: p}
 }
 
 // newRecord starts a record of the current round.

@@ -122,26 +122,31 @@ func resolveGate(st *state.FlowState, env transitionEnv, step *specs.Step, d rev
 	st.Records = append(st.Records, rec)
 	// The event carries the decision, so whoever waits at the gate acts on
 	// it without reading the flow (GateDecision).
-	res.Events = append(res.Events, event(st, env, EventGateResolved, step.ID, EventData{
+	resolved := GateResolved{
 		Outcome: string(d.Outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
 		Reviewer: d.Reviewer, Rationale: d.Rationale, Round: st.Round,
-	}))
-	resolved := len(res.Events) - 1
+	}
+	tooMany := d.Outcome == review.Revise && env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds
+	switch {
+	case tooMany:
+		resolved.MaxRoundsExceeded = true
+	case d.Outcome == review.Revise:
+		resolved.ReviseTarget = step.OnRevise
+	}
+	res.Events = append(res.Events, event(st, env, step.ID, resolved))
 
 	switch d.Outcome {
 	case review.Approve:
 		closeGate(st, step)
 		jumpOrEnd(st, env, step.OnApprove)
 	case review.Revise:
-		if env.Flow != nil && env.Flow.MaxRounds > 0 && st.Round >= env.Flow.MaxRounds {
+		if tooMany {
 			// The GateRecord stays in the active trace; the gate remains current.
-			res.Events[resolved].Data.MaxRoundsExceeded = true
 			e := refusal(ErrTypeMaxRoundsExceeded, "Maximum rounds (%d) exceeded", env.Flow.MaxRounds)
 			e.Round = st.Round
 			res.Err = e
 			return res, nil
 		}
-		res.Events[resolved].Data.ReviseTarget = step.OnRevise
 		closeGate(st, step)
 		st.Rounds = append(st.Rounds, copyRecords(st.Records))
 		st.ArchivedIterations = append(st.ArchivedIterations, st.Iterations)
@@ -161,7 +166,7 @@ func resolveGate(st *state.FlowState, env transitionEnv, step *specs.Step, d rev
 			st.CurrentIdx = totalSteps(env)
 			st.Status = state.StatusKilled
 			st.ActiveChildFlowID = nil
-			res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(state.StatusKilled)}))
+			res.Events = append(res.Events, event(st, env, step.ID, FlowFinished{Status: string(state.StatusKilled)}))
 			res.Outcome = killedPayload(st, env)
 			return res, nil
 		}
@@ -181,16 +186,16 @@ func resolveGate(st *state.FlowState, env transitionEnv, step *specs.Step, d rev
 
 // GateDecision is the decision a gate_resolved event carries (outcome,
 // rationale, reviewer, resolved_by, channel, round; DecidedAt is the
-// event's time; a revise's target step is Data.ReviseTarget). ok is
+// event's time; a revise's target step is GateResolved.ReviseTarget). ok is
 // false for another event, for a decision that left the gate waiting (a
 // revise refused by max_rounds: the gate stays in its round), and for an
 // event that does not carry the decision (an older log's): a reader that
 // needs it then reads the flow.
 func (e Event) GateDecision() (d review.Decision, ok bool) {
-	if e.Type != EventGateResolved {
+	x, isResolved := e.Data.(GateResolved)
+	if !isResolved || e.Type != EventGateResolved {
 		return review.Decision{}, false
 	}
-	x := &e.Data
 	if x.Outcome == "" || x.Channel == "" || x.MaxRoundsExceeded {
 		return review.Decision{}, false
 	}
@@ -218,7 +223,7 @@ func GateNews(batch []Event, flowID, stepID string, round int) (d review.Decisio
 			continue
 		}
 		if e.Type == EventGateResolved && e.StepID == stepID {
-			if x := &e.Data; x.MaxRoundsExceeded && x.Round == round {
+			if x, ok := e.Data.(GateResolved); ok && x.MaxRoundsExceeded && x.Round == round {
 				continue
 			}
 			if d, ok := e.GateDecision(); ok && *d.Round == round {

@@ -80,18 +80,18 @@ flows:
 		}
 		for _, ev := range []Event{e, logged} {
 			d, ok := ev.GateDecision()
-			target := ev.Data.ReviseTarget
+			target := ev.Data.(GateResolved).ReviseTarget
 			if ok != wants[i].ok || target != wants[i].target || (ok && !reflect.DeepEqual(d, wants[i].d)) {
 				t.Fatalf("event %d %v: GateDecision = %+v %q %v, want %+v %q %v", i, ev.Data, d, target, ok, wants[i].d, wants[i].target, wants[i].ok)
 			}
 		}
 	}
-	if x := got[1].Data; !x.MaxRoundsExceeded || x.Round != 1 || x.Outcome != "revise" || x.Rationale != "again" {
+	if x := got[1].Data.(GateResolved); !x.MaxRoundsExceeded || x.Round != 1 || x.Outcome != "revise" || x.Rationale != "again" {
 		t.Fatalf("the refused revise's event: %+v", x)
 	}
 
 	// An event that does not carry the decision (an older log's) is not one.
-	old := Event{Type: EventGateResolved, FlowID: "f", StepID: "review", Data: EventData{Round: 0}}
+	old := Event{Type: EventGateResolved, FlowID: "f", StepID: "review", Data: GateResolved{Round: 0}}
 	if _, ok := old.GateDecision(); ok {
 		t.Fatal("an event without the decision was read as one")
 	}

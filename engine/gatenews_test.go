@@ -13,11 +13,11 @@ import (
 // event about it does not tell, and ignores the rest.
 func TestGateNews(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	resolved := func(flow, step string, round int, d engine.EventData) engine.Event {
+	resolved := func(flow, step string, round int, d engine.GateResolved) engine.Event {
 		d.Round = round
 		return engine.Event{Type: engine.EventGateResolved, FlowID: flow, StepID: step, Time: at, Data: d}
 	}
-	decision := engine.EventData{Outcome: "approve", Channel: "tui", ResolvedBy: "human", Reviewer: "ann", Rationale: "ok"}
+	decision := engine.GateResolved{Outcome: "approve", Channel: "tui", ResolvedBy: "human", Reviewer: "ann", Rationale: "ok"}
 	for _, c := range []struct {
 		name            string
 		batch           []engine.Event
@@ -25,9 +25,9 @@ func TestGateNews(t *testing.T) {
 	}{
 		{"the gate's decision", []engine.Event{resolved("f1", "review", 1, decision)}, true, false},
 		{"another flow", []engine.Event{resolved("f2", "review", 1, decision)}, false, false},
-		{"a revise refused by max_rounds", []engine.Event{resolved("f1", "review", 1, engine.EventData{Outcome: "revise", Channel: "tui", MaxRoundsExceeded: true})}, false, false},
+		{"a revise refused by max_rounds", []engine.Event{resolved("f1", "review", 1, engine.GateResolved{Outcome: "revise", Channel: "tui", MaxRoundsExceeded: true})}, false, false},
 		{"another round's decision", []engine.Event{resolved("f1", "review", 0, decision)}, false, true},
-		{"an older log's decision without its fields", []engine.Event{resolved("f1", "review", 1, engine.EventData{})}, false, true},
+		{"an older log's decision without its fields", []engine.Event{resolved("f1", "review", 1, engine.GateResolved{})}, false, true},
 		{"a checkpoint of the flow", []engine.Event{{Type: engine.EventCheckpoint, FlowID: "f1"}}, false, true},
 		{"reread, then the decision", []engine.Event{{Type: engine.EventCheckpoint, FlowID: "f1"}, resolved("f1", "review", 1, decision)}, true, false},
 		{"nothing", nil, false, false},

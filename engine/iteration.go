@@ -74,7 +74,7 @@ func iterationStart(st *state.FlowState, env transitionEnv, stepID string) (tran
 	out := &iterationStarted{FlowID: st.FlowID, StepID: stepID, MaxIterations: step.MaxIterations, ExitCriterion: exitCriterion}
 	return transitionResult{
 		Outcome: out,
-		Events: []Event{iterationEvent(st, env, stepID, EventData{
+		Events: []Event{iterationEvent(st, env, stepID, IterationReport{
 			Action:        "start",
 			MaxIterations: step.MaxIterations,
 		})},
@@ -308,7 +308,7 @@ func iterReported(st *state.FlowState, step *specs.Step, maxIter int, entry stat
 
 // iterReportEvent is the iteration_report event of a report.
 func iterReportEvent(st *state.FlowState, env transitionEnv, stepID string, entry state.IterationEntry) Event {
-	data := EventData{
+	data := IterationReport{
 		Action:           "report",
 		Iteration:        entry.Iteration,
 		Outcome:          entry.Outcome,
@@ -366,7 +366,7 @@ func iterationAbort(st *state.FlowState, env transitionEnv, stepID, reason strin
 			}
 		}
 	}
-	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, EventData{
+	return transitionResult{Outcome: out, Events: []Event{iterationEvent(st, env, stepID, IterationReport{
 		Action:    "abort",
 		Iteration: count,
 		Reason:    reason,
@@ -456,6 +456,6 @@ func iterationError(msg string) transitionResult {
 	return refused(execErrorf("%s", msg))
 }
 
-func iterationEvent(st *state.FlowState, env transitionEnv, stepID string, data EventData) Event {
-	return Event{Time: env.Now, FlowID: st.FlowID, Type: EventIterationReport, StepID: stepID, Data: data}
+func iterationEvent(st *state.FlowState, env transitionEnv, stepID string, data IterationReport) Event {
+	return event(st, env, stepID, data)
 }

@@ -294,7 +294,7 @@ func TestIterationOutcomes(t *testing.T) {
 				if _, leak := resp["accumulated"]; leak {
 					t.Fatalf("non-accumulating step leaks accumulated: %v", resp)
 				}
-				if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].Data.Outcome != r.outcome {
+				if len(res.Events) != 1 || res.Events[0].Type != EventIterationReport || res.Events[0].Data.(IterationReport).Outcome != r.outcome {
 					t.Fatalf("events: %+v", res.Events)
 				}
 			}
@@ -376,7 +376,7 @@ func TestIterationAbortBreaksStagnation(t *testing.T) {
 	if st.IterationOutcome["loop"] != outcomeExitAbort || st.ActiveIteration != nil {
 		t.Fatalf("abort must record exit_abort and end the loop")
 	}
-	if len(res.Events) != 1 || res.Events[0].Data.Action != "abort" {
+	if len(res.Events) != 1 || res.Events[0].Data.(IterationReport).Action != "abort" {
 		t.Fatalf("events %+v", res.Events)
 	}
 	consumeIterationOutcome(st, "loop")
@@ -743,10 +743,10 @@ func TestIterationReportEvent(t *testing.T) {
 		{"findings": []any{map[string]any{"id": "a"}}},
 		{"findings": []any{}},
 	}
-	want := []EventData{
-		{Action: "report", Iteration: 1, Outcome: outcomeContinue, NewCount: ptrTo(2), DryStreak: ptrTo(0)},
-		{Action: "report", Iteration: 2, Outcome: outcomeContinue, NewCount: ptrTo(0), DryStreak: ptrTo(1)},
-		{Action: "report", Iteration: 3, Outcome: outcomeExitSuccess, ExitCriterionMet: true, NewCount: ptrTo(0), DryStreak: ptrTo(2)},
+	want := []Payload{
+		IterationReport{Action: "report", Iteration: 1, Outcome: outcomeContinue, NewCount: ptrTo(2), DryStreak: ptrTo(0)},
+		IterationReport{Action: "report", Iteration: 2, Outcome: outcomeContinue, NewCount: ptrTo(0), DryStreak: ptrTo(1)},
+		IterationReport{Action: "report", Iteration: 3, Outcome: outcomeExitSuccess, ExitCriterionMet: true, NewCount: ptrTo(0), DryStreak: ptrTo(2)},
 	}
 	for i, r := range results {
 		res, err := iterationReport(st, env, "hunt", r)

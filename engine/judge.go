@@ -65,7 +65,7 @@ func (s *Service) RecordJudge(ctx context.Context, t JudgeTurn) (Outcome, error)
 		st.Judge = j
 		res := transitionResult{Outcome: &JudgeRecorded{FlowID: st.FlowID, StepID: t.StepID}}
 		if t.Verdict != nil {
-			res.Events = append(res.Events, event(st, env, EventJudgeVerdict, t.StepID, EventData{Judge: t.Verdict}))
+			res.Events = append(res.Events, event(st, env, t.StepID, JudgeVerdict{Judge: t.Verdict}))
 		}
 		return res, nil
 	})

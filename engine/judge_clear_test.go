@@ -154,7 +154,8 @@ func TestRecordJudgeEmitsVerdict(t *testing.T) {
 	}
 	want, _ := json.Marshal(v)
 	for _, ev := range []engine.Event{last, back} {
-		got, _ := json.Marshal(ev.Data.Judge)
+		p, _ := ev.Data.(engine.JudgeVerdict)
+		got, _ := json.Marshal(p.Judge)
 		if ev.Type != engine.EventJudgeVerdict || ev.StepID != "check" || string(got) != string(want) {
 			t.Fatalf("last event %s, want a judge_verdict of check carrying %s", b, want)
 		}

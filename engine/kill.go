@@ -167,7 +167,7 @@ func endByHand(f *state.FlowState, env transitionEnv, e state.Ending) transition
 	f.Gate = nil
 	f.Owner = nil
 	f.Ended = state.ClonePtr(&e)
-	res.Events = append(res.Events, event(f, env, EventFlowFinished, "", EventData{
+	res.Events = append(res.Events, event(f, env, "", FlowFinished{
 		Status: string(state.StatusKilled), Reviewer: e.By, Rationale: e.Reason, Channel: e.Channel,
 	}))
 	return res

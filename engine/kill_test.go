@@ -94,8 +94,8 @@ func TestKill(t *testing.T) {
 		}
 		evs, _ := svc.Query().FlowEvents(ctx, id)
 		last := evs[len(evs)-1]
-		if last.Type != engine.EventFlowFinished || last.Data.Status != "killed" || last.Data.Reviewer != "ann" ||
-			last.Data.Rationale != cli.Reason || last.Data.Channel != "cli" {
+		if d, _ := last.Data.(engine.FlowFinished); last.Type != engine.EventFlowFinished || d.Status != "killed" || d.Reviewer != "ann" ||
+			d.Rationale != cli.Reason || d.Channel != "cli" {
 			t.Fatalf("last event %+v", last)
 		}
 		if _, err := svc.Kill(ctx, id, cli); errType(err) != engine.ErrTypeFlowComplete {

@@ -159,11 +159,11 @@ func closeLibraryReview(st *state.FlowState, env transitionEnv, r *state.Library
 	syncLibraryGate(st)
 	// The decided value and the review's status are in the state
 	// (LibraryReview); the event carries the decision's typed fields.
-	data := EventData{Outcome: string(outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
+	data := GateResolved{Outcome: string(outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
 		Reviewer: d.Reviewer, Rationale: d.Rationale}
 	return transitionResult{
 		Outcome: &ReviewClosed{FlowID: st.FlowID, Review: r.Clone()},
-		Events:  []Event{event(st, env, EventGateResolved, r.ID, data)},
+		Events:  []Event{event(st, env, r.ID, data)},
 	}
 }
 

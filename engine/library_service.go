@@ -60,7 +60,7 @@ func (l *Library) StartFlow(ctx context.Context, opt LibraryFlowOptions) (string
 			st.ParentFlowID = state.ClonePtr(&opt.ParentFlowID)
 		}
 		env := transitionEnv{Now: now}
-		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
+		return computed{st: st, res: transitionResult{Events: []Event{event(st, env, "", FlowCreated{
 			FlowName: opt.Name, Driver: string(state.DriverLibrary), ParentFlowID: opt.ParentFlowID,
 		})}}}, nil
 	})
@@ -147,7 +147,7 @@ func (l *Library) FinishFlow(ctx context.Context, flowID string, output any, fai
 		st.Status = status
 		st.Gate = nil
 		st.Owner = nil
-		res.Events = append(res.Events, event(st, env, EventFlowFinished, "", EventData{Status: string(status)}))
+		res.Events = append(res.Events, event(st, env, "", FlowFinished{Status: string(status)}))
 		return res, nil
 	})
 	return err
@@ -198,8 +198,8 @@ func (l *Library) OpenReview(ctx context.Context, flowID string, req ReviewReque
 		syncLibraryGate(st)
 		opened = r.Clone()
 		// The question, trigger and options are in the state (LibraryReview).
-		data := EventData{Approver: string(r.Approver), Deadline: state.ClonePtr(r.Deadline)}
-		return transitionResult{Events: []Event{event(st, env, EventGateOpened, r.ID, data)}}, nil
+		data := GateOpened{Approver: string(r.Approver), Deadline: state.ClonePtr(r.Deadline)}
+		return transitionResult{Events: []Event{event(st, env, r.ID, data)}}, nil
 	})
 	if err != nil {
 		return nil, err

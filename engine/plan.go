@@ -68,7 +68,7 @@ func planFlow(env transitionEnv, flowName string, inputs map[string]any, opt Pla
 		l := *opt.Owner
 		st.Owner = &l
 	}
-	res := transitionResult{Events: []Event{event(st, env, EventFlowCreated, "", EventData{
+	res := transitionResult{Events: []Event{event(st, env, "", FlowCreated{
 		FlowName: flowName, Driver: st.Driver, SpecFile: st.SpecFile,
 	})}}
 	nr, err := currentDispatch(st, env)

@@ -53,13 +53,13 @@ func TestPolicyFallback(t *testing.T) {
 			if got["status"] != tt.wantStatus {
 				t.Fatalf("status %v, want %s: %s", got["status"], tt.wantStatus, show(got))
 			}
-			var opened, resolved *EventData
+			var opened *GateOpened
+			var resolved *GateResolved
 			for _, ev := range f.events {
-				d := ev.Data
-				switch ev.Type {
-				case EventGateOpened:
+				switch d := ev.Data.(type) {
+				case GateOpened:
 					opened = &d
-				case EventGateResolved:
+				case GateResolved:
 					resolved = &d
 				}
 			}

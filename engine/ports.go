@@ -299,11 +299,10 @@ const (
 	EventFlowFinished    EventType = "flow_finished"
 	EventTrace           EventType = "trace" // an in-process trace record (attempt, cost)
 	// EventParallelTask is a task of a parallel_dispatch step changing
-	// state (ours; fanout.go). Its data (EventData): TaskID, State, Runs,
-	// DurationMS, Worktree, Branch, Error, Violations.
+	// state (ours; fanout.go). Its payload is ParallelTask.
 	EventParallelTask EventType = "parallel_task"
 	// EventJudgeVerdict is a judge turn recorded on a judge step
-	// (Service.RecordJudge; ours). Its data (EventData): Judge, the
+	// (Service.RecordJudge; ours). Its payload is JudgeVerdict: the
 	// turn's verdict with each predicate's evidence.
 	EventJudgeVerdict EventType = "judge_verdict"
 )
@@ -316,5 +315,5 @@ type Event struct {
 	FlowID string    `json:"flow_id"`
 	Type   EventType `json:"type"`
 	StepID string    `json:"step_id,omitempty"`
-	Data   EventData `json:"data,omitzero"` // written with the keys its type writes (Event.MarshalJSON)
+	Data   Payload   `json:"data,omitempty"` // nil, or the payload of Type (payload.go)
 }

@@ -82,7 +82,7 @@ func answeredFromCache(st *state.FlowState, env transitionEnv, step *specs.Step,
 	rec := stepRecord(st, env, step, 0, "")
 	rec.CacheHit, rec.CacheKey = true, key
 	st.Records = append(st.Records, rec)
-	res.Events = append(res.Events, event(st, env, EventStepDone, step.ID, EventData{CacheHit: true}))
+	res.Events = append(res.Events, event(st, env, step.ID, StepDone{CacheHit: true}))
 	advanceLinear(st, env)
 	return true
 }

@@ -51,3 +51,47 @@ func TestServiceStaysTheStateMachine(t *testing.T) {
 		}
 	}
 }
+
+// maxStructFields bounds the fields of an exported struct of package
+// engine: a struct past it holds more than one thing (an event's data is
+// one payload type per kind, a transition's input one request struct).
+const maxStructFields = 20
+
+// TestNoExportedStructOverMaxFields keeps every exported struct type of
+// package engine within maxStructFields fields (an embedded field counts
+// one).
+func TestNoExportedStructOverMaxFields(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	structs := 0
+	for _, f := range pkgs["engine"].Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok || !ts.Name.IsExported() {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			structs++
+			fields := 0
+			for _, fl := range st.Fields.List {
+				fields += max(1, len(fl.Names))
+			}
+			if fields > maxStructFields {
+				t.Errorf("%s: %s has %d fields, at most %d: split it by what its fields are for",
+					fset.Position(ts.Pos()), ts.Name.Name, fields, maxStructFields)
+			}
+			return true
+		})
+	}
+	if structs == 0 {
+		t.Fatal("no exported struct found")
+	}
+}

@@ -135,7 +135,7 @@ func processResult(st *state.FlowState, env transitionEnv, step *specs.Step, res
 	st.Records = append(st.Records, stepRecord(st, env, step, attempts, childID))
 	delete(st.DispatchedAt, step.ID)
 	consumeIterationOutcome(st, step.ID)
-	res.Events = append(res.Events, event(st, env, EventStepDone, step.ID, EventData{Attempts: attempts}))
+	res.Events = append(res.Events, event(st, env, step.ID, StepDone{Attempts: attempts}))
 	switch {
 	case killedMode(st):
 		st.CurrentIdx = totalSteps(env)
@@ -158,7 +158,7 @@ func processResult(st *state.FlowState, env transitionEnv, step *specs.Step, res
 func failAttempt(st *state.FlowState, env transitionEnv, step *specs.Step, result any, childID string, attempts int, status CheckFailure, violations []string) (transitionResult, error) {
 	var res transitionResult
 	exhausted := attempts >= maxRetries(step)
-	res.Events = append(res.Events, event(st, env, EventStepFailed, step.ID, EventData{
+	res.Events = append(res.Events, event(st, env, step.ID, StepFailed{
 		Status: string(status), Violations: violations, Attempt: attempts, Exhausted: exhausted,
 	}))
 	if !exhausted {
@@ -195,7 +195,7 @@ func failAttempt(st *state.FlowState, env transitionEnv, step *specs.Step, resul
 	st.Status = state.StatusFailed
 	st.Gate = nil
 	st.ActiveChildFlowID = nil
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, step.ID, EventData{Status: string(state.StatusFailed)}))
+	res.Events = append(res.Events, event(st, env, step.ID, FlowFinished{Status: string(state.StatusFailed)}))
 	e := refusal(ErrTypeRetriesExhausted, "Step '%s' exhausted all retries", step.ID)
 	e.FlowID, e.StepID, e.StepMode, e.Agent, e.Violations = st.FlowID, step.ID, step.StepMode(), step.Agent, violations
 	res.Err = e

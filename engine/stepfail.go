@@ -61,7 +61,7 @@ func exhaustBudget(st *state.FlowState, env transitionEnv, reason string) (trans
 	st.Gate = nil
 	st.ActiveIteration = nil
 	var res transitionResult
-	res.Events = append(res.Events, event(st, env, EventFlowFinished, stepID, EventData{
+	res.Events = append(res.Events, event(st, env, stepID, FlowFinished{
 		Status: string(state.StatusBudgetExhausted), Reason: reason,
 	}))
 	res.Outcome = &BudgetExhausted{FlowID: st.FlowID, StepID: stepID, Reason: reason}
@@ -107,7 +107,7 @@ func recordCall(st *state.FlowState, env transitionEnv, c CallRecord) (transitio
 	if c.Agent {
 		b.AgentDispatch++
 	}
-	data := EventData{Attempt: c.Attempt, DurationMS: c.DurationMS, Tokens: c.Tokens,
+	data := Trace{Attempt: c.Attempt, DurationMS: c.DurationMS, Tokens: c.Tokens,
 		Executor: c.Executor, CacheHit: c.CacheHit, ErrorKind: c.ErrorKind, Violations: c.Violations,
 		TaskID: c.TaskID, ChildFlowID: c.ChildFlowID}
 	if c.CostUSD != nil {
@@ -125,7 +125,7 @@ func recordCall(st *state.FlowState, env transitionEnv, c CallRecord) (transitio
 	}
 	return transitionResult{
 		Outcome: &callRecorded{FlowID: st.FlowID, Budget: *b},
-		Events:  []Event{event(st, env, EventTrace, c.StepID, data)},
+		Events:  []Event{event(st, env, c.StepID, data)},
 	}, nil
 }
 

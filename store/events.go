@@ -158,7 +158,7 @@ func (t *tx) decodeEvent(k, v []byte) (engine.Event, error) {
 	if len(k) != 8 {
 		return ev, corruptError(t.s.path, fmt.Sprintf("bad event key %x", k), nil)
 	}
-	if err := unmarshalJSON(bytes.Clone(v), &ev); err != nil {
+	if err := ev.UnmarshalJSON(bytes.Clone(v)); err != nil {
 		return ev, corruptError(t.s.path, fmt.Sprintf("cannot decode event %d", binary.BigEndian.Uint64(k)), err)
 	}
 	return ev, nil

@@ -101,7 +101,7 @@ func runHelper(mode string) error {
 					return err
 				}
 				return tx.Append(engine.Event{FlowID: id, Type: engine.EventGateResolved,
-					Data: engine.EventData{Runs: worker}})
+					Data: engine.GateResolved{Outcome: "approve", Round: worker}})
 			}); err != nil {
 				return err
 			}
@@ -140,8 +140,8 @@ func step(tx engine.Tx, flow string, worker, i int) (int, error) {
 	if err := storetest.Put(tx, st); err != nil {
 		return 0, err
 	}
-	return st.Attempts["n"], tx.Append(engine.Event{FlowID: flow, Type: engine.EventStepDone, StepID: "s5",
-		Data: engine.EventData{Runs: worker, Iteration: i, Attempts: st.Attempts["n"]}}) // worker, i, counter
+	return st.Attempts["n"], tx.Append(engine.Event{FlowID: flow, Type: engine.EventTrace, StepID: "s5",
+		Data: workerCall(worker, i, st.Attempts["n"])})
 }
 
 // svcOf is the engine service over s, for its event-log reads.
@@ -156,4 +156,17 @@ func parseLines(out, prefix string) []string {
 		}
 	}
 	return vals
+}
+
+// workerCall is the event a helper process's transition appends: a call
+// whose fields carry the worker, its i-th transition and the flow's
+// counter (workerOf reads them back).
+func workerCall(worker, i, counter int) engine.Trace {
+	return engine.Trace{DurationMS: int64(worker), Tokens: int64(i), Attempt: counter}
+}
+
+// workerOf reads an event workerCall made.
+func workerOf(ev engine.Event) (worker, i, counter int) {
+	d, _ := ev.Data.(engine.Trace)
+	return int(d.DurationMS), int(d.Tokens), d.Attempt
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -124,12 +125,11 @@ func checkEventOrder(t *testing.T, s *Store, procs, each int) {
 		if k > 0 && ev.Seq <= evs[k-1].Seq {
 			t.Fatalf("seq %d after %d", ev.Seq, evs[k-1].Seq)
 		}
-		w, i := ev.Data.Runs, ev.Data.Iteration
+		w, i, c := workerOf(ev)
 		if i != nextI[w] {
 			t.Fatalf("worker %d: event i=%d at seq %d, want i=%d", w, i, ev.Seq, nextI[w])
 		}
 		nextI[w]++
-		c := ev.Data.Attempts
 		if c != lastCounter[ev.FlowID]+1 {
 			t.Fatalf("flow %s: counter %v at seq %d after %v", ev.FlowID, c, ev.Seq, lastCounter[ev.FlowID])
 		}
@@ -381,7 +381,7 @@ func TestWatchAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, ev := range r.evs {
-		if ev.Seq != logged[i].Seq || ev.FlowID != logged[i].FlowID || ev.Data.Iteration != logged[i].Data.Iteration {
+		if ev.Seq != logged[i].Seq || ev.FlowID != logged[i].FlowID || !reflect.DeepEqual(ev.Data, logged[i].Data) {
 			t.Fatalf("delivered event %d is seq %d (%s), the log has seq %d (%s)", i, ev.Seq, ev.FlowID, logged[i].Seq, logged[i].FlowID)
 		}
 	}

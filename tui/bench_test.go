@@ -117,7 +117,7 @@ func buildBenchStore(path string) (Source, error) {
 				evs := make([]engine.Event, n)
 				for j := range evs {
 					evs[j] = engine.Event{FlowID: cp.FlowID, Type: engine.EventStepFailed, StepID: "build",
-						Data: engine.EventData{Attempt: j + 1, Violations: []string{"ensure 'result.ok == True' failed"}}}
+						Data: engine.StepFailed{Attempt: j + 1, Violations: []string{"ensure 'result.ok == True' failed"}}}
 				}
 				if err := tx.Append(evs...); err != nil {
 					return err

@@ -115,12 +115,13 @@ func gateViolations(evs []engine.Event, r review.PendingReview) []violation {
 			// A decision (of any gate) ends what led to the next one.
 			out, attempts = nil, map[string]int{}
 		case engine.EventGateOpened:
-			if ev.StepID == r.StepID && ev.Data.Round == r.Round {
+			if d, _ := ev.Data.(engine.GateOpened); ev.StepID == r.StepID && d.Round == r.Round {
 				return out
 			}
 		case engine.EventStepFailed:
 			attempts[ev.StepID]++
-			out = append(out, violation{stepID: ev.StepID, attempt: attempts[ev.StepID], text: strings.Join(ev.Data.Violations, "; ")})
+			d, _ := ev.Data.(engine.StepFailed)
+			out = append(out, violation{stepID: ev.StepID, attempt: attempts[ev.StepID], text: strings.Join(d.Violations, "; ")})
 		case engine.EventStepDone:
 			attempts[ev.StepID]++
 			for i := range out {

@@ -68,14 +68,15 @@ func (p *tracePane) lines(c *common) []traceLine {
 	for i := range c.detailEvents {
 		ev := &c.detailEvents[i]
 		if ev.Type == engine.EventParallelTask {
-			if item, stage, ok := pipelineTask(ev.StepID, ev.Data.TaskID); ok {
+			task, _ := ev.Data.(engine.ParallelTask)
+			if item, stage, ok := pipelineTask(ev.StepID, task.TaskID); ok {
 				if grid.add(ev, item, stage, len(out)) {
 					out = append(out, traceLine{})
 				}
 				continue
 			}
-			tl := taskLine(c, ev)
-			key := ev.StepID + "\x00" + ev.Data.TaskID
+			tl := taskLine(c, ev, &task)
+			key := ev.StepID + "\x00" + task.TaskID
 			if i, ok := taskRow[key]; ok {
 				out[i] = tl
 				continue
@@ -103,10 +104,10 @@ func (p *tracePane) lines(c *common) []traceLine {
 }
 
 // taskLine is a fan-out task's row, styled by its state.
-func taskLine(c *common, ev *engine.Event) traceLine {
+func taskLine(c *common, ev *engine.Event, task *engine.ParallelTask) traceLine {
 	tl := traceLine{seq: ev.Seq}
-	text, detail := taskText(ev.StepID, &ev.Data)
-	switch ev.Data.State {
+	text, detail := taskText(ev.StepID, task)
+	switch task.State {
 	case state.TaskComplete:
 		tl.style = c.st.OK.Render
 	case state.TaskFailed, state.TaskCancelled:
@@ -154,9 +155,10 @@ func (r *traceRound) took(ev *engine.Event) string {
 // describe is the text and detail of one event's row; it sets the row's
 // style and advances the round's counts.
 func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail string) {
-	c, st, d := r.c, r.c.detail, &ev.Data
+	c, st := r.c, r.c.detail
 	switch ev.Type {
 	case engine.EventStepDispatched:
+		d, _ := ev.Data.(engine.StepDispatched)
 		r.started[ev.StepID] = ev.Time
 		text = "→ " + ev.StepID + " dispatched"
 		if d.StepMode != "" {
@@ -164,7 +166,7 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		}
 	case engine.EventStepDone:
 		text = fmt.Sprintf("✓ %s done (attempt %d)", ev.StepID, r.attempts[ev.StepID]+1) + r.took(ev)
-		if d.CacheHit {
+		if d, _ := ev.Data.(engine.StepDone); d.CacheHit {
 			text = "✓ " + ev.StepID + " done (from the result cache)"
 		}
 		delete(r.attempts, ev.StepID)
@@ -172,6 +174,7 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		detail = jsonText(st.StepOutputs[ev.StepID])
 		tl.style = c.st.OK.Render
 	case engine.EventStepFailed:
+		d, _ := ev.Data.(engine.StepFailed)
 		r.attempts[ev.StepID]++
 		text = fmt.Sprintf("✗ %s attempt %d %s", ev.StepID, r.attempts[ev.StepID], strings.ReplaceAll(d.Status, "_", " ")) + r.took(ev) + ": " + strings.Join(d.Violations, "; ")
 		r.started[ev.StepID] = ev.Time // the next attempt starts now
@@ -183,6 +186,7 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 	case engine.EventTrace:
 		text, detail = r.call(ev, tl)
 	case engine.EventJudgeVerdict:
+		d, _ := ev.Data.(engine.JudgeVerdict)
 		var failed bool
 		text, detail, failed = judgeRow(ev.StepID, d.Judge)
 		tl.style = c.st.OK.Render
@@ -190,6 +194,7 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 			tl.style = c.st.Failed.Render
 		}
 	case engine.EventGateOpened:
+		d, _ := ev.Data.(engine.GateOpened)
 		text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)
 		if r.round > 0 {
 			text += fmt.Sprintf(" (round %d)", r.round)
@@ -199,6 +204,7 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		}
 		tl.style = c.st.Waiting.Render
 	case engine.EventGateResolved:
+		d, _ := ev.Data.(engine.GateResolved)
 		text = fmt.Sprintf("⚑ gate %s %s", ev.StepID, d.Outcome)
 		if d.Reviewer != "" {
 			text += " by " + d.Reviewer
@@ -227,10 +233,10 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 // record (function, model, output) when the runner kept one. A Go
 // program's Call is libraryCallRow's.
 func (r *traceRound) call(ev *engine.Event, tl *traceLine) (text, detail string) {
-	d := &ev.Data
+	d, _ := ev.Data.(engine.Trace)
 	if r.c.detail.IsLibrary() {
 		// A Go program's Call: one entry with all its attempts.
-		text, detail, failed := libraryCallRow(ev.StepID, d)
+		text, detail, failed := libraryCallRow(ev.StepID, &d)
 		if failed {
 			tl.style = r.c.st.Failed.Render
 		}
@@ -387,7 +393,7 @@ func (p *tracePane) View(c *common) []string {
 
 // taskText is the row of a fan-out task: state, run, duration, worktree
 // or branch; its detail is why it failed.
-func taskText(stepID string, d *engine.EventData) (string, string) {
+func taskText(stepID string, d *engine.ParallelTask) (string, string) {
 	text := fmt.Sprintf("⇉ %s task %s %s", stepID, d.TaskID, d.State)
 	if d.Runs > 0 {
 		text += fmt.Sprintf(" (run %d)", d.Runs)

@@ -59,7 +59,7 @@ func pipelineStages(flow *specs.Flow) map[string]int {
 // in: the worst state shows), and the output of its latest call.
 type stageEvent struct {
 	state  string
-	data   engine.EventData
+	data   engine.ParallelTask
 	at     time.Time
 	output string
 }
@@ -80,8 +80,9 @@ func (r *itemRow) add(stage int, ev *engine.Event) {
 		r.stages = append(r.stages, stageEvent{})
 	}
 	cur := r.stages[stage]
-	if cur.state == "" || stateRank(ev.Data.State) >= stateRank(cur.state) || !state.TaskTerminal(cur.state) {
-		r.stages[stage] = stageEvent{state: ev.Data.State, data: ev.Data, at: ev.Time, output: cur.output}
+	task, _ := ev.Data.(engine.ParallelTask)
+	if cur.state == "" || stateRank(task.State) >= stateRank(cur.state) || !state.TaskTerminal(cur.state) {
+		r.stages[stage] = stageEvent{state: task.State, data: task, at: ev.Time, output: cur.output}
 	}
 }
 
@@ -224,7 +225,8 @@ func (g *pipelineGrid) add(ev *engine.Event, item, stage, next int) (created boo
 // shows when the stage did not fail), and call reports that the call
 // needs no row of its own.
 func (g *pipelineGrid) call(ev *engine.Event, output string) bool {
-	item, stage, ok := pipelineTask(ev.StepID, ev.Data.TaskID)
+	call, _ := ev.Data.(engine.Trace)
+	item, stage, ok := pipelineTask(ev.StepID, call.TaskID)
 	if !ok {
 		return false
 	}

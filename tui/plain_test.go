@@ -25,10 +25,10 @@ func TestPlainEventLine(t *testing.T) {
 		{engine.Event{Seq: 1, Time: base, FlowID: "f1", Type: engine.EventFlowCreated}, "deploy",
 			"2026-11-22T05:00:00Z flow_created flow=f1 name=deploy"},
 		{engine.Event{Time: base, FlowID: "f1", Type: engine.EventStepFailed, StepID: "build",
-			Data: engine.EventData{Attempt: 1, Violations: []string{"ensure 'x' failed"}}}, "",
+			Data: engine.StepFailed{Attempt: 1, Violations: []string{"ensure 'x' failed"}}}, "",
 			`2026-11-22T05:00:00Z step_failed flow=f1 step=build attempt=1 exhausted=false violations="[\"ensure 'x' failed\"]"`},
 		{engine.Event{Time: base, FlowID: "f1", Type: engine.EventGateResolved, StepID: "review",
-			Data: engine.EventData{Outcome: "approve", Rationale: "ship it", ResolvedBy: "human", Channel: "tui"}}, "d",
+			Data: engine.GateResolved{Outcome: "approve", Rationale: "ship it", ResolvedBy: "human", Channel: "tui"}}, "d",
 			`2026-11-22T05:00:00Z gate_resolved flow=f1 name=d step=review channel=tui outcome=approve rationale="ship it" resolved_by=human round=0`},
 	}
 	for _, tt := range tests {
@@ -105,9 +105,11 @@ func TestPlainEventLineEscapesControl(t *testing.T) {
 	evil := "\x1b]0;pwned\x07\x1b[2J\x00\u009b\x7f"
 	evs := []engine.Event{
 		{Time: base, FlowID: "f1", Type: engine.EventStepFailed, StepID: "build" + evil,
-			Data: engine.EventData{Violations: []string{"stderr: " + evil}, Error: evil}},
+			Data: engine.StepFailed{Violations: []string{"stderr: " + evil}, Status: evil}},
 		{Time: base, FlowID: "f1", Type: engine.EventGateResolved, StepID: "review",
-			Data: engine.EventData{Rationale: "ok " + evil, Reviewer: evil, Reason: evil}},
+			Data: engine.GateResolved{Rationale: "ok " + evil, Reviewer: evil}},
+		{Time: base, FlowID: "f1", Type: engine.EventFlowFinished, Data: engine.FlowFinished{Reason: evil}},
+		{Time: base, FlowID: "f1", Type: engine.EventParallelTask, StepID: "fan", Data: engine.ParallelTask{Error: evil}},
 	}
 	for _, ev := range evs {
 		line := PlainEventLine(ev, "deploy"+evil)
@@ -200,9 +202,11 @@ func TestPlainQuotesEveryValue(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	for _, ev := range evs {
-		ev.Data.Rationale = "ok\nflow=FAKE"
 		lines = append(lines, PlainEventLine(ev, forged))
 	}
+	// A decision whose rationale would forge a field.
+	lines = append(lines, PlainEventLine(engine.Event{Time: evs[0].Time, FlowID: id, Type: engine.EventGateResolved, StepID: "review",
+		Data: engine.GateResolved{Outcome: "approve", Rationale: "ok\nflow=FAKE"}}, forged))
 	lines = append(lines, plainSpecLines(watch.Update{Path: "a b=c.stratum.yaml", Diags: specs.Diagnostics{{Line: 1, Column: 2,
 		Severity: specs.SeverityError, Code: "bad-ref", Message: "step 'x flow=FAKE' is unknown"}}})...)
 	named := 0

@@ -374,12 +374,12 @@ func TestTraceRounds(t *testing.T) {
 	m.detail = &state.FlowState{FlowID: "f", FlowName: "x", Status: "running"}
 	m.detailEvents = []engine.Event{
 		{Seq: 1, Time: at(0), Type: engine.EventStepDispatched, StepID: "build"},
-		{Seq: 2, Time: at(2), Type: engine.EventStepDone, StepID: "build", Data: engine.EventData{Attempts: 1}},
+		{Seq: 2, Time: at(2), Type: engine.EventStepDone, StepID: "build", Data: engine.StepDone{Attempts: 1}},
 		{Seq: 3, Time: at(2), Type: engine.EventGateOpened, StepID: "review"},
-		{Seq: 4, Time: at(3600), Type: engine.EventGateResolved, StepID: "review", Data: engine.EventData{Outcome: "revise", Rationale: "more"}},
+		{Seq: 4, Time: at(3600), Type: engine.EventGateResolved, StepID: "review", Data: engine.GateResolved{Outcome: "revise", Rationale: "more"}},
 		{Seq: 5, Time: at(3600), Type: engine.EventStepDispatched, StepID: "build"},
-		{Seq: 6, Time: at(3605), Type: engine.EventStepFailed, StepID: "build", Data: engine.EventData{Attempt: 2, Status: "ensure_failed", Violations: []string{"v"}}},
-		{Seq: 7, Time: at(3608), Type: engine.EventStepDone, StepID: "build", Data: engine.EventData{Attempts: 3}},
+		{Seq: 6, Time: at(3605), Type: engine.EventStepFailed, StepID: "build", Data: engine.StepFailed{Attempt: 2, Status: "ensure_failed", Violations: []string{"v"}}},
+		{Seq: 7, Time: at(3608), Type: engine.EventStepDone, StepID: "build", Data: engine.StepDone{Attempts: 3}},
 	}
 	trace, i := paneOf[*tracePane](t, m)
 	m.focus = i

@@ -22,7 +22,7 @@ import (
 // tool calls, streamed, failed, duration, tokens, cost, model: what tells
 // one call from another first, so that it stays on an 80-column screen —
 // its detail, and whether the call failed.
-func libraryCallRow(stepID string, d *engine.EventData) (text, detail string, failed bool) {
+func libraryCallRow(stepID string, d *engine.Trace) (text, detail string, failed bool) {
 	failed = d.ErrorKind != "" // a failed Call's event says why in Violations
 	tr := d.Trace
 	if tr == nil {
@@ -57,7 +57,7 @@ func libraryCallRow(stepID string, d *engine.EventData) (text, detail string, fa
 }
 
 // libraryCallDetail is the expanded entry of a Call.
-func libraryCallDetail(d *engine.EventData, failed bool) string {
+func libraryCallDetail(d *engine.Trace, failed bool) string {
 	tr := d.Trace
 	var lines []string
 	if tr != nil && tr.Inputs != nil {

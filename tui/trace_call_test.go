@@ -95,19 +95,19 @@ func TestGoldenLibraryCallTrace(t *testing.T) {
 func TestLibraryCallRow(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		d      engine.EventData
+		d      engine.Trace
 		text   string
 		failed bool
 		detail []string
 	}{
-		{"plain call", engine.EventData{Attempt: 1, DurationMS: 1500, Tokens: 10, Trace: &state.TraceRecord{Model: "m/x", Inputs: map[string]any{"a": 1}, Output: "x"}},
+		{"plain call", engine.Trace{Attempt: 1, DurationMS: 1500, Tokens: 10, Trace: &state.TraceRecord{Model: "m/x", Inputs: map[string]any{"a": 1}, Output: "x"}},
 			"· f#1 1 attempt · 1.5s 10 tokens [m/x]", false, []string{`inputs: {"a":1}`, "output:"}},
-		{"one retry, two tool calls, streamed", engine.EventData{Attempt: 2, Trace: &state.TraceRecord{Streamed: true,
+		{"one retry, two tool calls, streamed", engine.Trace{Attempt: 2, Trace: &state.TraceRecord{Streamed: true,
 			Retries:   []state.AttemptFailure{{Attempt: 1, Violations: []string{"a", "b"}}},
 			ToolCalls: []state.ToolCallRecord{{Name: "t", Truncated: true}, {Name: "u", Error: "boom"}}}},
 			"· f#1 2 attempts (1 failed) · 2 tool calls · streamed · 0s", false,
 			[]string{"attempt 1 retried: a; b", "tool t (attempt 0, round 0) 0s {} → null (cut to fit the store)", "tool u (attempt 0, round 0) 0s {} ✗ boom"}},
-		{"failed without a trace record", engine.EventData{Attempt: 3, ErrorKind: "library", Violations: []string{"no runtime"}},
+		{"failed without a trace record", engine.Trace{Attempt: 3, ErrorKind: "library", Violations: []string{"no runtime"}},
 			"· f#1 failed after 3 attempts · 0s", true, []string{"failed: no runtime"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

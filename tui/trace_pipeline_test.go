@@ -130,7 +130,7 @@ func TestGoldenPipelineTrace(t *testing.T) {
 func TestPipelineItemRow(t *testing.T) {
 	c := &common{st: DefaultStyles(NewRenderer(os.Stdout, false)), now: func() time.Time { return base.Add(3 * time.Second) }}
 	ev := func(task, st string, ms int64) *engine.Event {
-		return &engine.Event{Seq: 1, Time: base, StepID: "p", Data: engine.EventData{TaskID: task, State: st, DurationMS: ms}}
+		return &engine.Event{Seq: 1, Time: base, StepID: "p", Type: engine.EventParallelTask, Data: engine.ParallelTask{TaskID: task, State: st, DurationMS: ms}}
 	}
 	for _, c2 := range []struct {
 		name   string
@@ -154,9 +154,9 @@ func TestPipelineItemRow(t *testing.T) {
 		t.Run(c2.name, func(t *testing.T) {
 			r := &itemRow{stepID: "p", item: 7}
 			for _, e := range c2.events {
-				_, stage, ok := pipelineTask("p", e.Data.TaskID)
+				_, stage, ok := pipelineTask("p", e.Data.(engine.ParallelTask).TaskID)
 				if !ok {
-					t.Fatalf("%s: not a pipeline task", e.Data.TaskID)
+					t.Fatalf("%s: not a pipeline task", e.Data.(engine.ParallelTask).TaskID)
 				}
 				r.add(stage, e)
 			}
@@ -175,11 +175,11 @@ func TestPipelineCallsFold(t *testing.T) {
 	c := &common{st: DefaultStyles(NewRenderer(os.Stdout, false)), now: func() time.Time { return base }, detail: &state.FlowState{FlowID: "f"}}
 	c.detailStages = map[string]int{"p": 2}
 	task := func(seq uint64, id, st string) engine.Event {
-		return engine.Event{Seq: seq, Time: base, Type: engine.EventParallelTask, StepID: "p", Data: engine.EventData{TaskID: id, State: st}}
+		return engine.Event{Seq: seq, Time: base, Type: engine.EventParallelTask, StepID: "p", Data: engine.ParallelTask{TaskID: id, State: st}}
 	}
 	call := func(seq uint64, step, id, out string) engine.Event {
 		return engine.Event{Seq: seq, Time: base, Type: engine.EventTrace, StepID: step,
-			Data: engine.EventData{TaskID: id, DurationMS: 5, Trace: &state.TraceRecord{Output: out}}}
+			Data: engine.Trace{TaskID: id, DurationMS: 5, Trace: &state.TraceRecord{Output: out}}}
 	}
 	c.detailEvents = []engine.Event{
 		task(1, "p::item0::stage0", state.TaskPending), task(2, "p::item0::stage1", state.TaskPending),

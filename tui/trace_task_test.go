@@ -8,10 +8,10 @@ import (
 )
 
 func TestTaskRowText(t *testing.T) {
-	ev := engine.Event{Type: engine.EventParallelTask, StepID: "fan", Data: engine.EventData{
+	task := engine.ParallelTask{
 		TaskID: "b", State: "failed", Runs: 2, DurationMS: 1500, Branch: "stratum/1234/fan/b",
-		Violations: []string{"task 'b': command exited with status 1"}}}
-	text, detail := taskText(ev.StepID, &ev.Data)
+		Violations: []string{"task 'b': command exited with status 1"}}
+	text, detail := taskText("fan", &task)
 	if want := "⇉ fan task b failed (run 2) 1.5s stratum/1234/fan/b"; text != want {
 		t.Fatalf("row %q, want %q", text, want)
 	}
@@ -23,7 +23,8 @@ func TestTaskRowText(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"type":"parallel_task","data":{"task_id":"b","state":"running","runs":1,"worktree":"/w/b"}}`), &stored); err != nil {
 		t.Fatal(err)
 	}
-	if text, _ := taskText("fan", &stored.Data); text != "⇉ fan task b running (run 1) /w/b" {
+	got, _ := stored.Data.(engine.ParallelTask)
+	if text, _ := taskText("fan", &got); text != "⇉ fan task b running (run 1) /w/b" {
 		t.Fatal(text)
 	}
 }

@@ -21,14 +21,14 @@ func TestTraceLines(t *testing.T) {
 			Records:     []state.Record{{Type: state.RecordStep, StepID: "build", DurationMS: 1500}}},
 		BudgetState: &state.BudgetState{SpentUSD: 0.0123, SpentTokens: 900}}
 	m.detailEvents = []engine.Event{
-		{Seq: 1, Time: base, Type: engine.EventTrace, StepID: "build", Data: engine.EventData{
+		{Seq: 1, Time: base, Type: engine.EventTrace, StepID: "build", Data: engine.Trace{
 			Attempt: 1, DurationMS: 1200, Tokens: 900, CostUSD: ptrTo(0.0123),
 			Trace: &state.TraceRecord{Function: "builder", Model: "m-1", Output: map[string]any{"ok": false}}}},
-		{Seq: 2, Time: base, Type: engine.EventStepFailed, StepID: "build", Data: engine.EventData{
+		{Seq: 2, Time: base, Type: engine.EventStepFailed, StepID: "build", Data: engine.StepFailed{
 			Attempt: 1, Status: "ensure_failed", Violations: []string{"ensure 'result.ok' failed"}}},
-		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventTrace, StepID: "build", Data: engine.EventData{
+		{Seq: 3, Time: base.Add(time.Second), Type: engine.EventTrace, StepID: "build", Data: engine.Trace{
 			Attempt: 2, DurationMS: 3, CostUSD: ptrTo(0.0)}},
-		{Seq: 4, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: engine.EventData{Attempts: 2}},
+		{Seq: 4, Time: base.Add(time.Second), Type: engine.EventStepDone, StepID: "build", Data: engine.StepDone{Attempts: 2}},
 	}
 	trace, i := paneOf[*tracePane](t, m)
 	m.focus = i

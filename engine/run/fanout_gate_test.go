@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/fanout"
 	"github.com/stratum-go/stratum/engine/state"
 )
@@ -50,7 +51,16 @@ func TestFanOutPreMergeGateBounceAndReprompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range evs {
-		if strings.Contains(strings.Join(ev.Data.Violations, "\n"), "task 'a' failed pre-merge gate `test ! -e a.txt || grep -q fixed a.txt` (exit 1) — diff NOT merged") {
+		var violations []string
+		switch d := ev.Data.(type) {
+		case engine.StepFailed:
+			violations = d.Violations
+		case engine.Trace:
+			violations = d.Violations
+		case engine.ParallelTask:
+			violations = d.Violations
+		}
+		if strings.Contains(strings.Join(violations, "\n"), "task 'a' failed pre-merge gate `test ! -e a.txt || grep -q fixed a.txt` (exit 1) — diff NOT merged") {
 			saw = true
 		}
 	}

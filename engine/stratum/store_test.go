@@ -79,7 +79,7 @@ func TestConcurrentCallsInOneStoredFlow(t *testing.T) {
 	for _, e := range evs {
 		if e.Type == engine.EventTrace {
 			calls++
-			if d := e.Data; d.Trace == nil || d.Trace.Function != "classify" || d.Tokens != 110 {
+			if d, _ := e.Data.(engine.Trace); d.Trace == nil || d.Trace.Function != "classify" || d.Tokens != 110 {
 				t.Errorf("trace event %+v", d)
 			}
 		}

@@ -34,8 +34,8 @@ func storedCall(t *testing.T, st engine.Store, id string) (state.TraceRecord, *e
 	}
 	var evTrace *state.TraceRecord
 	for _, e := range evs {
-		if e.Type == engine.EventTrace {
-			evTrace = e.Data.Trace
+		if d, ok := e.Data.(engine.Trace); ok {
+			evTrace = d.Trace
 		}
 	}
 	if evTrace == nil {

@@ -287,7 +287,7 @@ func (t *tx) tombstones() (map[string]uint64, error) {
 
 func decodeEvent(k kv) (engine.Event, error) {
 	var e engine.Event
-	if err := sjson.Unmarshal(bytes.Clone(k.val), &e); err != nil {
+	if err := e.UnmarshalJSON(bytes.Clone(k.val)); err != nil {
 		return e, fmt.Errorf("etcd store: cannot decode the event at %q: %w", k.key, err)
 	}
 	return e, nil

@@ -51,7 +51,7 @@ func testAppend(t *testing.T, s engine.Store) {
 		}
 		return tx.Append(
 			engine.Event{FlowID: "f1", Type: engine.EventFlowCreated},
-			engine.Event{FlowID: "f1", Type: engine.EventStepDispatched, StepID: "s1", Data: engine.EventData{Attempt: 1}},
+			engine.Event{FlowID: "f1", Type: engine.EventStepDispatched, StepID: "s1", Data: engine.StepDispatched{StepMode: "infer"}},
 		)
 	})
 	if err != nil {
@@ -73,7 +73,7 @@ func testEventLog(t *testing.T, s engine.Store) {
 	}
 	appendEv(engine.Event{FlowID: "a", Type: engine.EventFlowCreated, Time: at},
 		engine.Event{FlowID: "b", Type: engine.EventFlowCreated})
-	appendEv(engine.Event{FlowID: "a", Type: engine.EventStepDone, StepID: "s1", Data: engine.EventData{Label: "v"}})
+	appendEv(engine.Event{FlowID: "a", Type: engine.EventStepDone, StepID: "s1", Data: engine.StepDone{Attempts: 7}})
 	appendEv(engine.Event{FlowID: "b", Type: engine.EventFlowFinished})
 
 	all, err := log.Events(ctx, 0, 0)
@@ -91,7 +91,7 @@ func testEventLog(t *testing.T, s engine.Store) {
 	if !all[0].Time.Equal(at) || all[0].Type != engine.EventFlowCreated || all[0].FlowID != "a" {
 		t.Fatalf("first event = %+v", all[0])
 	}
-	if all[2].StepID != "s1" || all[2].Data.Label != "v" {
+	if d, _ := all[2].Data.(engine.StepDone); all[2].StepID != "s1" || d.Attempts != 7 {
 		t.Fatalf("third event lost fields: %+v", all[2])
 	}
 	last, err := log.LastSeq(ctx)
@@ -222,7 +222,7 @@ func sameAsLog(t *testing.T, s engine.Store, after uint64, got []engine.Event) {
 
 func testWatchFromAfter(t *testing.T, s engine.Store) {
 	first := commit(t, s, engine.Event{FlowID: "a", Type: engine.EventFlowCreated})
-	commit(t, s, engine.Event{FlowID: "a", Type: engine.EventStepDone, StepID: "s1", Data: engine.EventData{Label: "v"}},
+	commit(t, s, engine.Event{FlowID: "a", Type: engine.EventStepDone, StepID: "s1", Data: engine.StepDone{Attempts: 7}},
 		engine.Event{FlowID: "b", Type: engine.EventFlowCreated})
 	after := first[0].Seq
 	w := watch(t, s, after)
@@ -268,7 +268,7 @@ func testWatchSlowConsumer(t *testing.T, s engine.Store) {
 	for i := 0; i < txs; i++ {
 		evs := make([]engine.Event, each)
 		for j := range evs {
-			evs[j] = engine.Event{FlowID: fmt.Sprintf("f%d", i%7), Type: engine.EventStepDone, Data: engine.EventData{Attempts: i, Iteration: j}}
+			evs[j] = engine.Event{FlowID: fmt.Sprintf("f%d", i%7), Type: engine.EventStepDone, Data: engine.StepDone{Attempts: i*each + j}}
 		}
 		commit(t, s, evs...)
 	}

@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"math"
 	"os"
 	"reflect"
@@ -43,10 +47,10 @@ flows:
         on_kill: ~
 `
 
-// TestEventDataRoundTrip checks that the data the transitions write comes
-// back the same from its JSON form (what an event read back from the log
-// holds), and holds what the transitions wrote.
-func TestEventDataRoundTrip(t *testing.T) {
+// TestPayloadRoundTrip checks that the payloads the transitions write come
+// back the same from their JSON form (what an event read back from the log
+// holds), and hold what the transitions wrote.
+func TestPayloadRoundTrip(t *testing.T) {
 	f, _ := plan(t, detailFlow, "main", nil)
 	f.stepDone("s1", map[string]any{"n": 0})
 	cost := 0.25
@@ -58,7 +62,7 @@ func TestEventDataRoundTrip(t *testing.T) {
 	f.stepDone("s1", map[string]any{"n": 3})
 	f.resolve("gate", review.Revise)
 
-	byType := map[EventType]EventData{}
+	byType := map[EventType]Payload{}
 	for _, ev := range f.events {
 		b, err := json.Marshal(ev)
 		if err != nil {
@@ -76,27 +80,27 @@ func TestEventDataRoundTrip(t *testing.T) {
 		}
 	}
 
-	failed := byType[EventStepFailed]
+	failed, _ := byType[EventStepFailed].(StepFailed)
 	if failed.Attempt != 1 || failed.Status != "ensure_failed" || len(failed.Violations) != 1 || failed.Exhausted {
 		t.Errorf("step_failed data: %+v", failed)
 	}
-	if done := byType[EventStepDone]; done.Attempts != 2 {
+	if done, _ := byType[EventStepDone].(StepDone); done.Attempts != 2 {
 		t.Errorf("step_done data: %+v", done)
 	}
-	call := byType[EventTrace]
+	call, _ := byType[EventTrace].(Trace)
 	if call.Attempt != 2 || call.DurationMS != 1500 || call.Tokens != 42 || call.CostUSD == nil || *call.CostUSD != 0.25 ||
 		call.Executor != "infer" || call.Trace == nil || call.Trace.Model != "openai/gpt-4o-mini" || call.Trace.Function != "s1" {
 		t.Errorf("trace data: %+v (trace %+v)", call, call.Trace)
 	}
-	opened := byType[EventGateOpened]
+	opened, _ := byType[EventGateOpened].(GateOpened)
 	if opened.Round != 0 || opened.Approver != "any" || opened.Deadline == nil || !opened.Deadline.Equal(t0.Add(60e9)) {
 		t.Errorf("gate_opened data: %+v", opened)
 	}
-	res := byType[EventGateResolved]
+	res, _ := byType[EventGateResolved].(GateResolved)
 	if res.Outcome != "revise" || res.Reviewer != "ann" || res.Channel != "tui" || res.Rationale != "because" || res.ResolvedBy != "human" {
 		t.Errorf("gate_resolved data: %+v", res)
 	}
-	if created := byType[EventFlowCreated]; created.FlowName != "main" {
+	if created, _ := byType[EventFlowCreated].(FlowCreated); created.FlowName != "main" {
 		t.Errorf("flow_created data: %+v", created)
 	}
 }
@@ -160,16 +164,16 @@ func TestStoredEventsDecodeAndReencode(t *testing.T) {
 		for name, want := range reading.Detail {
 			if name == "Call" {
 				var call any
-				if ev.Data.Trace != nil {
-					call = map[string]any{"function": ev.Data.Trace.Function, "model": ev.Data.Trace.Model, "output": ev.Data.Trace.Output}
+				if tr, _ := ev.Data.(Trace); tr.Trace != nil {
+					call = map[string]any{"function": tr.Trace.Function, "model": tr.Trace.Model, "output": tr.Trace.Output}
 				}
 				sameJSON(t, i+1, name, want, call)
 				continue
 			}
-			sameJSON(t, i+1, name, want, fieldByName(t, &ev.Data, name))
+			sameField(t, i+1, ev.Data, name, want)
 		}
 		for name, want := range reading.Task {
-			sameJSON(t, i+1, name, want, fieldByName(t, &ev.Data, name))
+			sameField(t, i+1, ev.Data, name, want)
 		}
 	}
 	for _, k := range []EventType{EventFlowCreated, EventStepDispatched, EventStepDone, EventStepFailed, EventStepSkipped,
@@ -180,15 +184,27 @@ func TestStoredEventsDecodeAndReencode(t *testing.T) {
 	}
 }
 
-// fieldByName is the EventData field of that Go name (the map-based
-// build's EventDetail and TaskEventDetail used the same names).
-func fieldByName(t *testing.T, d *EventData, name string) any {
+// sameField compares the payload's field of that Go name (the map-based
+// build's EventDetail and TaskEventDetail used the same names) with the
+// map-based build's reading; a payload without that field (its kind never
+// carries the key) must have read zero.
+func sameField(t *testing.T, line int, p Payload, name string, want json.RawMessage) {
 	t.Helper()
-	v := reflect.ValueOf(d).Elem().FieldByName(name)
-	if !v.IsValid() {
-		t.Fatalf("EventData has no field %s", name)
+	var v reflect.Value
+	if p != nil {
+		v = reflect.ValueOf(p).FieldByName(name)
 	}
-	return v.Interface()
+	if v.IsValid() {
+		sameJSON(t, line, name, want, v.Interface())
+		return
+	}
+	var w any
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if w != nil && !reflect.ValueOf(w).IsZero() && !(reflect.ValueOf(w).Kind() == reflect.Slice && reflect.ValueOf(w).Len() == 0) {
+		t.Errorf("line %d: %T has no field %s, the map-based build read %s", line, p, name, want)
+	}
 }
 
 func sameJSON(t *testing.T, line int, name string, want json.RawMessage, got any) {
@@ -211,44 +227,104 @@ func sameJSON(t *testing.T, line int, name string, want json.RawMessage, got any
 	}
 }
 
-// TestDataFieldsMatchStruct keeps the field table in step with EventData:
-// one entry per field, in declaration order, named by its json tag, in key
-// order; each says zero only for the zero value and writes the value as
-// encoding/json does.
-func TestDataFieldsMatchStruct(t *testing.T) {
-	typ := reflect.TypeFor[EventData]()
-	if typ.NumField() != len(dataFields) || typ.NumField() > 64 {
-		t.Fatalf("EventData has %d fields, the table %d (a keyMask holds 64)", typ.NumField(), len(dataFields))
-	}
-	var full EventData
-	fv := reflect.ValueOf(&full).Elem()
-	for i := range typ.NumField() {
-		tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
-		if dataFields[i].key != tag {
-			t.Fatalf("field %d: %s is %q in the table, tagged %q", i, typ.Field(i).Name, dataFields[i].key, tag)
-		}
-		if i > 0 && dataFields[i-1].key >= tag {
-			t.Errorf("key %q is out of order", tag)
-		}
-		fv.Field(i).Set(sample(t, typ.Field(i).Type))
-	}
-	var zero EventData
-	for i := range dataFields {
-		f := &dataFields[i]
-		if !f.zero(&zero) || f.zero(&full) {
-			t.Errorf("%s: zero(zero) = %v, zero(set) = %v", f.key, f.zero(&zero), f.zero(&full))
-		}
-		got, err := f.append(nil, &full)
+// TestPayloadsEncodeTheirTags: every payload writes exactly its json tags
+// as keys, in the order its fields are declared, which is key order; each
+// key is written when its field is set (the payload is then not zero) and
+// its value as encoding/json writes it; a zero payload writes nothing.
+func TestPayloadsEncodeTheirTags(t *testing.T) {
+	for kind, decode := range payloadDecoders {
+		zero, err := decode([]byte("{}"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := json.Marshal(fv.Field(i).Interface())
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: written %s, encoding/json writes %s", f.key, got, want)
+		if zero.Kind() != kind {
+			t.Errorf("the decoder of %s makes a %T of kind %s", kind, zero, zero.Kind())
+		}
+		typ := reflect.TypeOf(zero)
+		full := reflect.New(typ).Elem()
+		var tags []string
+		for i := range typ.NumField() {
+			tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if i > 0 && tags[i-1] >= tag {
+				t.Errorf("%s: key %q is out of order", typ.Name(), tag)
+			}
+			tags = append(tags, tag)
+			full.Field(i).Set(sample(t, typ.Field(i).Type))
+
+			one := reflect.New(typ).Elem()
+			one.Field(i).Set(sample(t, typ.Field(i).Type))
+			fields, err := (Event{Type: kind, Data: one.Interface().(Payload)}).DataFields()
+			if err != nil || !hasKey(fields, tag) {
+				t.Errorf("%s: %s alone set: keys %v (%v)", typ.Name(), tag, fields, err)
+			}
+		}
+		if typ.NumField() > 20 {
+			t.Errorf("%s has %d fields", typ.Name(), typ.NumField())
+		}
+		if f, err := (Event{Type: kind, Data: zero}).DataFields(); f != nil || err != nil {
+			t.Errorf("%s: zero payload lists %v (%v)", typ.Name(), f, err)
+		}
+		fields, err := (Event{Type: kind, Data: full.Interface().(Payload)}).DataFields()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fields) != len(tags) {
+			t.Fatalf("%s: writes %v, its tags are %v", typ.Name(), fields, tags)
+		}
+		for i, f := range fields {
+			want, _ := json.Marshal(full.Field(i).Interface())
+			if f.Key != tags[i] || !bytes.Equal(f.JSON, want) {
+				t.Errorf("%s: key %d written %s %s, encoding/json writes %s %s", typ.Name(), i, f.Key, f.JSON, tags[i], want)
+			}
 		}
 	}
-	if !zero.IsZero() || full.IsZero() {
-		t.Error("IsZero")
+}
+
+func hasKey(fields []DataField, key string) bool {
+	for _, f := range fields {
+		if f.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEveryPayloadIsDecoded: every type of package engine with a Kind
+// method (a Payload) is decoded by its kind, so an event kind added
+// without its decoder fails here, not when its events are read back.
+func TestEveryPayloadIsDecoded(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, f := range pkgs["engine"].Files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || fn.Name.Name != "Kind" {
+				continue
+			}
+			if id, ok := fn.Recv.List[0].Type.(*ast.Ident); ok && id.Name != "unknownPayload" {
+				declared[id.Name] = true
+			}
+		}
+	}
+	decoded := map[string]bool{}
+	for _, decode := range payloadDecoders {
+		p, err := decode([]byte("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded[reflect.TypeOf(p).Name()] = true
+	}
+	for name := range declared {
+		if !decoded[name] {
+			t.Errorf("payload %s has no decoder in payloadDecoders", name)
+		}
+	}
+	if len(declared) != len(decoded) {
+		t.Errorf("%d payload types declared, %d decoded", len(declared), len(decoded))
 	}
 }
 
@@ -309,25 +385,48 @@ func FuzzAppendFloat(f *testing.F) {
 	})
 }
 
-// TestEventDataBadInput: no data, no "data"; data of the wrong type is an
-// error, not a panic; a number that JSON cannot hold is an error.
-func TestEventDataBadInput(t *testing.T) {
+// TestPayloadBadInput: no data, no "data"; data of the wrong type is an
+// error, not a panic; a number that JSON cannot hold is an error; a
+// payload of another kind than the event's is not written.
+func TestPayloadBadInput(t *testing.T) {
 	b, err := json.Marshal(Event{Seq: 3, Time: t0, FlowID: "f", Type: EventStepDone})
 	if err != nil || string(b) != `{"seq":3,"time":"2026-03-04T10:00:00Z","flow_id":"f","type":"step_done"}` {
 		t.Errorf("bare event: %s, %v", b, err)
 	}
 	var ev Event
-	for _, bad := range []string{`{"data":{"attempt":"two"}}`, `{"data":{"violations":3}}`, `{"data":{"deadline":"soon"}}`, `{"data":[]}`} {
+	for _, bad := range []string{`{"type":"step_failed","data":{"attempt":"two"}}`, `{"type":"step_failed","data":{"violations":3}}`,
+		`{"type":"gate_opened","data":{"deadline":"soon"}}`, `{"data":[]}`, `{"type":"step_done","data":"x"}`, `{"type":"novel","data":3}`} {
 		if err := json.Unmarshal([]byte(bad), &ev); err == nil {
 			t.Errorf("%s decoded", bad)
 		}
 	}
 	nan := math.NaN()
-	if _, err := json.Marshal(Event{Type: EventTrace, Data: EventData{CostUSD: &nan}}); err == nil {
+	if _, err := json.Marshal(Event{Type: EventTrace, Data: Trace{CostUSD: &nan}}); err == nil {
 		t.Error("NaN cost encoded")
 	}
-	if _, err := (Event{Type: EventTrace, Data: EventData{Score: &nan}}).DataFields(); err == nil {
+	if _, err := (Event{Type: EventIterationReport, Data: IterationReport{Score: &nan}}).DataFields(); err == nil {
 		t.Error("NaN score listed")
+	}
+	if b, err := json.Marshal(Event{Type: EventStepDone, Data: StepFailed{Attempt: 1}}); err == nil {
+		t.Errorf("a step_failed payload on a step_done event encoded: %s", b)
+	}
+}
+
+// TestUnknownKindKept: an event kind this build does not know (a newer
+// build's) keeps its data as read, is written back the same and listed.
+func TestUnknownKindKept(t *testing.T) {
+	line := `{"seq":9,"time":"2026-03-04T10:00:00Z","flow_id":"f","type":"judge_verdict","step_id":"s","data":{"score":0.5,"verdict":"pass"}}`
+	var ev Event
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(ev)
+	if err != nil || string(b) != line {
+		t.Errorf("re-encoded %s (%v)", b, err)
+	}
+	fields, err := ev.DataFields()
+	if err != nil || len(fields) != 2 || fields[0].Key != "score" || string(fields[1].JSON) != `"pass"` {
+		t.Errorf("fields %v (%v)", fields, err)
 	}
 }
 
