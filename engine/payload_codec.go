@@ -322,6 +322,22 @@ func (w *dataWriter) deadline(k string, v *time.Time) {
 	w.done(k, s)
 }
 
+// raw writes a JSON value as encoding/json does (compacted); nil is not
+// written.
+func (w *dataWriter) raw(k string, v json.RawMessage) {
+	if w.skip(v == nil, false) {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.err = fmt.Errorf("event data %s: %w", k, err)
+		return
+	}
+	s := w.key(k)
+	w.b = append(w.b, b...)
+	w.done(k, s)
+}
+
 func (w *dataWriter) trace(k string, v *state.TraceRecord) {
 	if w.skip(v == nil, false) {
 		return

@@ -349,6 +349,8 @@ func sample(t *testing.T, typ reflect.Type) reflect.Value {
 		return reflect.ValueOf(&d)
 	case reflect.TypeFor[[]string]():
 		return reflect.ValueOf([]string{})
+	case reflect.TypeFor[json.RawMessage]():
+		return reflect.ValueOf(json.RawMessage(`{"b": [1, "<"], "a": null}`))
 	case reflect.TypeFor[*state.TraceRecord]():
 		return reflect.ValueOf(&state.TraceRecord{Function: "f<", Output: map[string]any{"b": 1, "a": "<"}})
 	}
