@@ -12,9 +12,9 @@ import (
 type Outcome string
 
 const (
-	Approve Outcome = "approve"
-	Revise  Outcome = "revise"
-	Kill    Outcome = "kill"
+	Approve Outcome = "approve" // the work stands; the flow goes on
+	Revise  Outcome = "revise"  // the work is sent back with the rationale as feedback
+	Kill    Outcome = "kill"    // the flow (or a tool call, a review) is refused
 )
 
 // Outcomes lists the valid outcomes, sorted (Python Stratum's error message lists them sorted).
@@ -27,9 +27,9 @@ func (o Outcome) Valid() bool { return o == Approve || o == Revise || o == Kill 
 type ResolvedBy string
 
 const (
-	Human  ResolvedBy = "human"
-	Agent  ResolvedBy = "agent"
-	System ResolvedBy = "system"
+	Human  ResolvedBy = "human"  // a person
+	Agent  ResolvedBy = "agent"  // a coding agent or a program
+	System ResolvedBy = "system" // stratum itself, such as a deadline passing
 )
 
 // Valid reports whether r is human, agent or system.
@@ -39,11 +39,11 @@ func (r ResolvedBy) Valid() bool { return r == Human || r == Agent || r == Syste
 type Channel string
 
 const (
-	ChannelTUI     Channel = "tui"
-	ChannelCLI     Channel = "cli"
-	ChannelMCP     Channel = "mcp"
-	ChannelPolicy  Channel = "policy"
-	ChannelTimeout Channel = "timeout"
+	ChannelTUI     Channel = "tui"     // stratum tui's Gates pane
+	ChannelCLI     Channel = "cli"     // stratum gate from a shell
+	ChannelMCP     Channel = "mcp"     // stratum_gate_resolve over MCP (an agent)
+	ChannelPolicy  Channel = "policy"  // a headless run's policy (--approve, --on-gate)
+	ChannelTimeout Channel = "timeout" // the review's deadline passed
 	ChannelConsole Channel = "console" // the console prompt of `stratum run`, or of a Go program
 	// ChannelProgram is a decision a Go program made itself
 	// (stratum.Runtime.Resolve, called by a review sink, a web form, a

@@ -161,7 +161,10 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		d, _ := ev.Data.(engine.StepDispatched)
 		r.started[ev.StepID] = ev.Time
 		text = "→ " + ev.StepID + " dispatched"
-		if d.StepMode != "" {
+		if n, ok := c.detailStages[ev.StepID]; ok {
+			// A pipeline dispatches as a parallel_dispatch (its task graph).
+			text += fmt.Sprintf(" (pipeline, %d stage%s)", n, plural(n))
+		} else if d.StepMode != "" {
 			text += " (" + d.StepMode + ")"
 		}
 	case engine.EventStepDone:

@@ -35,7 +35,7 @@ func TestLibraryScripts(t *testing.T) {
 			env.Setenv("STRATUM_BIN", filepath.Join(binDir, filepath.Base(stratumExe())))
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"libreview": libreview},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"libreview": libreview, "libnested": libnested},
 	})
 }
 

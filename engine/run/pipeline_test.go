@@ -353,3 +353,54 @@ flows:
 		}
 	}
 }
+
+// The merge queue on a worktree pipeline: pre_merge_verify runs in each
+// stage's worktree; a stage that fails it bounces (its item fails, nothing
+// of it merged), and the step's retry tells that stage why in its prompt.
+func TestPipelinePreMergeGate(t *testing.T) {
+	e := gitEnv(t)
+	sp := e.spec(`version: "0.3"
+flows:
+  main:
+    input: {items: {type: array}}
+    steps:
+      - id: pipe
+        type: pipeline
+        source: "$.input.items"
+        isolation: worktree
+        retries: 2
+        pre_merge_verify: ["! grep -rq draft --include='*.txt' ."]
+        stages:
+          - {intent_template: "start {item}"}
+          - {intent_template: "finish {item}"}
+        run: |
+          in=$(cat)
+          item=${STRATUM_TASK_ID#pipe::}; item=${item%%::*}
+          case "$STRATUM_TASK_ID:$in" in
+            *::stage0:*) echo s0 >> "$item.txt" ;;
+            pipe::item1::stage1:*"rejected before merge"*) echo fixed >> "$item.txt"; printf '%s' "$in" > ../bounced.prompt ;;
+            pipe::item1::stage1:*) echo draft >> "$item.txt" ;;
+            *) echo done >> "$item.txt" ;;
+          esac
+          echo '{}'
+`)
+	e.commit()
+	wtRoot := t.TempDir()
+	o := e.start(sp, "main", map[string]any{"items": []any{"a", "b"}}, func(o *Options) { o.WorktreeRoot = wtRoot })
+	wantStatus(t, o, EndComplete, 0)
+	for item, want := range map[string]string{"item0": "s0\ndone\n", "item1": "s0\nfixed\n"} {
+		if b, err := os.ReadFile(filepath.Join(e.dir, item+".txt")); err != nil || string(b) != want {
+			t.Errorf("%s.txt merged: %q %v, want %q", item, b, err, want)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(wtRoot, o.FlowID, "pipe", "bounced.prompt"))
+	if len(matches) != 1 {
+		t.Fatal("the bounced stage's retry did not run with its bounce")
+	}
+	raw, _ := os.ReadFile(matches[0])
+	var in struct{ Prompt string }
+	if err := json.Unmarshal(raw, &in); err != nil || !strings.HasPrefix(in.Prompt, "finish b\n\n## Previous attempt was rejected before merge") ||
+		!strings.Contains(in.Prompt, "FAILED the pre-merge gate `! grep -rq draft --include='*.txt' .` (exit 1)") || !strings.Contains(in.Prompt, "Files involved: item1.txt") {
+		t.Errorf("the retried stage's prompt: %q (%v)", in.Prompt, err)
+	}
+}

@@ -1,7 +1,6 @@
 package stratum
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,18 +147,7 @@ func plainJSON(v any) any {
 
 // decodeExact decodes JSON with its numbers as json.Number, the digits as
 // written.
-func decodeExact(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("invalid JSON: data after the value")
-	}
-	return v, nil
-}
+func decodeExact(b []byte) (any, error) { return infer.DecodeExact(b) }
 
 // Call runs the function on in: the preconditions, the cache, then
 // the infer loop (or the quorum, the refine loop, or test-mode sampling),

@@ -56,7 +56,8 @@
 //	meta/last_append     how many events the last appending commit
 //	                     appended (decimal); its mod revision is that
 //	                     commit's (schema 4; see Watching)
-//	f/<id>               state.FlowState JSON
+//	f/<id>               state.FlowState JSON, deflated from 1 KiB on
+//	                     (pack.go; schema 5)
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
 //	c/<created:16>‖NUL‖<id>                  (empty)   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     (empty)   List(Status)

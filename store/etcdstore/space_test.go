@@ -2,8 +2,10 @@ package etcdstore_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -29,7 +31,10 @@ func TestNoSpace(t *testing.T) {
 	}
 	defer s.Close()
 	st := storetest.NewState("f", state.StatusRunning)
-	st.Inputs["doc"] = strings.Repeat("x", 64<<10)
+	// 64 KiB that do not deflate (the store packs states).
+	noise := make([]byte, 48<<10)
+	_, _ = rand.NewChaCha8([32]byte{}).Read(noise)
+	st.Inputs["doc"] = base64.StdEncoding.EncodeToString(noise)
 	var full error
 	writes := 0
 	for i := 0; i < 1000 && full == nil; i++ {

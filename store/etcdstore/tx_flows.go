@@ -42,7 +42,14 @@ func (t *tx) Get(flowID string) (*state.FlowState, error) {
 		return nil, fmt.Errorf("flow %q: %w", flowID, engine.ErrNotFound)
 	}
 	st := new(state.FlowState)
-	if err := sjson.Unmarshal(bytes.Clone(v), st); err != nil {
+	if j, err := unpackState(v); err != nil {
+		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot read its state: %w", t.s, err)}
+	} else if len(j) > 0 && len(v) > 0 && &j[0] == &v[0] {
+		v = bytes.Clone(j) // the decoder may keep parts of its input
+	} else {
+		v = j
+	}
+	if err := sjson.Unmarshal(v, st); err != nil {
 		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its state: %w", t.s, err)}
 	}
 	t.noteFlow(st, marker(v))
@@ -206,7 +213,7 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	if err := t.setOwner(st.FlowID, old.lid, lid, st.Owner); err != nil {
 		return err
 	}
-	t.put(t.s.key("f/", st.FlowID), data)
+	t.put(t.s.key("f/", st.FlowID), packState(data))
 	t.put(t.s.key("s/", st.FlowID), sumData)
 	now := priorFlow{exists: true, version: st.Version, lid: lid, status: st.Status, created: st.CreatedAt,
 		gated: sum.Status == state.StatusAwaitingGate && sum.Gate != nil}

@@ -24,6 +24,7 @@ type SettingsError struct {
 	Err   error
 }
 
+// Error is the cause's message.
 func (e *SettingsError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the cause.
