@@ -189,9 +189,12 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 		st.SchemaVersion = stateRecordVersion
 	}
 	// A live owner is backed by an etcd lease: the records are marked with
-	// its id, and its lease key is written at commit (see lease.go).
+	// its id, and its lease key is written at commit (see lease.go). A
+	// finished flow accepts no reports, so nothing needs its owner alive:
+	// the flow's lease key goes with the end transition, and the etcd
+	// lease with it once it backs nothing else (trimmed at the end).
 	var lid string
-	if backable(st.Owner, st.UpdatedAt) {
+	if backable(st.Owner, st.UpdatedAt) && !st.Status.Finished() {
 		lid = st.Owner.ID
 	}
 	data, err := sjson.Marshal(st)
