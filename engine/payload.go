@@ -228,6 +228,13 @@ type ParallelTask struct {
 	Worktree string `json:"worktree,omitempty"`
 }
 
+// JudgeVerdict is the payload of judge_verdict: a judge turn recorded on
+// a judge step.
+type JudgeVerdict struct {
+	// Judge is the turn's verdict with each predicate's evidence.
+	Judge *state.JudgeVerdict `json:"judge,omitempty"`
+}
+
 // Kind is flow_created.
 func (FlowCreated) Kind() EventType { return EventFlowCreated }
 
@@ -263,6 +270,9 @@ func (Trace) Kind() EventType { return EventTrace }
 
 // Kind is parallel_task.
 func (ParallelTask) Kind() EventType { return EventParallelTask }
+
+// Kind is judge_verdict.
+func (JudgeVerdict) Kind() EventType { return EventJudgeVerdict }
 
 // The keys each payload writes, in key order. A key marked always is
 // written even when zero: the keys its transition always sets (the log has
@@ -384,5 +394,10 @@ func (p ParallelTask) appendData(w dataWriter) dataWriter {
 	w.str("task_id", p.TaskID, true)
 	w.list("violations", p.Violations, false)
 	w.str("worktree", p.Worktree, false)
+	return w
+}
+
+func (p JudgeVerdict) appendData(w dataWriter) dataWriter {
+	w.value("judge", p.Judge, p.Judge == nil)
 	return w
 }
