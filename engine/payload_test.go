@@ -349,6 +349,8 @@ func sample(t *testing.T, typ reflect.Type) reflect.Value {
 		return reflect.ValueOf(&d)
 	case reflect.TypeFor[[]string]():
 		return reflect.ValueOf([]string{})
+	case reflect.TypeFor[json.RawMessage]():
+		return reflect.ValueOf(json.RawMessage(`{"b": [1, "<"], "a": null}`))
 	case reflect.TypeFor[*state.JudgeVerdict]():
 		return reflect.ValueOf(&state.JudgeVerdict{Turn: 2, Predicates: []state.PredicateVerdict{{ID: "p<", Verdict: "met",
 			Evidence: []state.JudgeEvidence{{Source: "artifacts/a.txt:1", Quote: "é&", Tier: "T2"}}}}})
