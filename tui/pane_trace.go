@@ -88,6 +88,9 @@ func (p *tracePane) lines(c *common) []traceLine {
 			out = append(out, tl)
 			continue
 		}
+		if ev.Type == engine.EventStepDispatched {
+			grid.dispatched(ev.StepID)
+		}
 		tl := traceLine{seq: ev.Seq}
 		text, detail := r.describe(ev, &tl)
 		if ev.Type == engine.EventTrace && grid.call(ev, detail) {
