@@ -67,15 +67,15 @@ func judgeTraceFixture(t *testing.T) Source {
 		}
 	}
 	turn("verify", &state.JudgeVerdict{Turn: 1, Met: true, Stakes: "default", Predicates: []state.PredicateVerdict{
-		{ID: "out", Type: "deterministic", Statement: "file_exists('artifacts/out.txt')", Verdict: "met", Confidence: 100, Reason: "expression is true"},
-		{ID: "tests", Type: "verified", Statement: "the tests pass", Verdict: "met", Confidence: 92, Reason: "the test log ends with ok",
+		{ID: "out", Type: "deterministic", Statement: "file_exists('artifacts/out.txt')", Verdict: "met", Confidence: 10, Reason: "deterministic check"},
+		{ID: "tests", Type: "verified", Statement: "the tests pass", Verdict: "met", Confidence: 9, Reason: "the test log ends with ok",
 			Evidence: []state.JudgeEvidence{{Source: "artifacts/test.log:41", Quote: "ok  github.com/acme/cli 0.8s", Tier: "T2"}}},
 	}})
 	turn("review", &state.JudgeVerdict{Turn: 1, Stakes: "default", Predicates: []state.PredicateVerdict{
-		{ID: "msg", Type: "judged", Statement: "the error message says what to do", Verdict: "not_met", Confidence: 85,
+		{ID: "msg", Type: "judged", Statement: "the error message says what to do", Verdict: "not_met", Confidence: 8,
 			Reason:   "the message names the flag but not its values",
 			Evidence: []state.JudgeEvidence{{Source: "modified/cmd/root.go:88", Quote: `return errors.New("bad --mode")`, Tier: "T2"}}},
-		{ID: "docs", Type: "judged", Statement: "the README documents the flag", Verdict: "ambiguous", Confidence: 40, Reason: "no README was staged"},
+		{ID: "docs", Type: "judged", Statement: "the README documents the flag", Verdict: "ambiguous", Confidence: 4, Reason: "no README was staged"},
 	}})
 	return ServiceSource(svc)
 }
