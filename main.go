@@ -677,20 +677,30 @@ func (a *app) resumeCommand() *cobra.Command {
 }
 
 func (a *app) auditCommand() *cobra.Command {
-	return &cobra.Command{
+	var text bool
+	cmd := &cobra.Command{
 		Use:   "audit FLOW",
 		Short: "Print the audit snapshot of one flow execution",
 		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
-original's stratum_audit). Completed flows are kept in the store, so audits work after the
-fact until "stratum gc" prunes them.`,
-		Example: `  stratum audit 3f2a1c | jq '.trace'`,
-		Args:    cobra.ExactArgs(1),
+original's stratum_audit); for a flow a Go program drives, its calls too. --text prints it for
+a person: the records in order and each call with its inputs, retries, tool calls and output.
+Completed flows are kept in the store, so audits work after the fact until "stratum gc"
+prunes them.`,
+		Example: `  stratum audit 3f2a1c | jq '.trace'
+  stratum audit 3f2a1c --text`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
-				return a.answerExit(svc.Audit(cmd.Context(), id))
+				out, err := svc.Audit(cmd.Context(), id)
+				if !text || err != nil {
+					return a.answerExit(out, err)
+				}
+				return tui.WriteAuditText(a.stdout, out)
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&text, "text", false, "print the audit for a person instead of JSON")
+	return cmd
 }
 
 // ---- query, gate, gc ----

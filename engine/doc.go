@@ -301,9 +301,11 @@
 // max_rounds_exceeded when the gate waits on): every waiter of a gate (the
 // runner, MCP's stratum_wait_gate) reads its event batches with GateNews,
 // which returns that decision (Event.GateDecision), and reads the flow only
-// when the events do not tell. A Go program waiting on its review
-// (engine/stratum) wakes on the review's gate_resolved alone and reads the
-// flow once, for the decided value the event does not carry.
+// when the events do not tell. A Go program's review is decided the same
+// way: its gate_resolved carries the review's status, value and option
+// too, and the program waiting on it (engine/stratum) reads its batches
+// with ReviewNews, reading the flow only when its flow finished without
+// the review's event, for an older build's event, or past its deadline.
 //
 // JSON from outside (a step result or inputs given to the CLI, an MCP
 // frame) is held to one rule, engine/internal/jsonlimit: at most 16 MiB

@@ -17,6 +17,9 @@ type JudgeTurn struct {
 	History []state.JudgeEntry
 	// Outcome is {met, predicate_results} of the turn (JSON).
 	Outcome json.RawMessage
+	// Verdict, when set, is the turn's verdict with its evidence, for the
+	// trace: a judge_verdict event.
+	Verdict *state.JudgeVerdict
 	ReportOptions
 }
 
@@ -34,7 +37,8 @@ func (j *JudgeRecorded) wire() Response {
 
 // RecordJudge records a judge turn of the flow's current step, which must
 // be a judge step (else step_mismatch): its entries join judge_history and
-// its outcome replaces the step's judge_outcome. The audit shows both. A
+// its outcome replaces the step's judge_outcome. The audit shows both; the
+// turn's Verdict, when given, is a judge_verdict event (the TUI's trace). A
 // runner's lease refuses anyone but its holder (flow_owned).
 func (s *Service) RecordJudge(ctx context.Context, t JudgeTurn) (Outcome, error) {
 	return s.transition(ctx, t.FlowID, &t.ReportOptions, func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
@@ -59,6 +63,10 @@ func (s *Service) RecordJudge(ctx context.Context, t JudgeTurn) (Outcome, error)
 		j.History[t.StepID] = append(j.History[t.StepID], t.History...)
 		j.Outcome[t.StepID] = append(json.RawMessage(nil), t.Outcome...)
 		st.Judge = j
-		return transitionResult{Outcome: &JudgeRecorded{FlowID: st.FlowID, StepID: t.StepID}}, nil
+		res := transitionResult{Outcome: &JudgeRecorded{FlowID: st.FlowID, StepID: t.StepID}}
+		if t.Verdict != nil {
+			res.Events = append(res.Events, event(st, env, t.StepID, JudgeVerdict{Judge: t.Verdict}))
+		}
+		return res, nil
 	})
 }

@@ -123,3 +123,41 @@ func sameSet(a, b []string) bool {
 	}
 	return true
 }
+
+// A judge turn recorded with its verdict is a judge_verdict event carrying
+// it (the TUI's Trace pane reads it); the stored event reads back the same.
+func TestRecordJudgeEmitsVerdict(t *testing.T) {
+	svc, st, _ := newService()
+	ctx := context.Background()
+	out, err := svc.Plan(ctx, judgeClearSpec, "main", nil, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.(*engine.StepDispatch).FlowID
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "prep", Result: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	v := &state.JudgeVerdict{Turn: 1, Predicates: []state.PredicateVerdict{{ID: "p1", Verdict: "not_met", Confidence: 70, Reason: "missing",
+		Evidence: []state.JudgeEvidence{{Source: "artifacts/a.txt:3", Quote: "nothing here", Tier: "T2"}}}}}
+	if _, err := svc.RecordJudge(ctx, engine.JudgeTurn{FlowID: id, StepID: "check", Outcome: json.RawMessage(`{}`), Verdict: v}); err != nil {
+		t.Fatal(err)
+	}
+	var evs []engine.Event
+	if err := st.View(ctx, func(tx engine.Tx) (err error) { evs, err = tx.FlowEvents(id); return err }); err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	b, _ := json.Marshal(last)
+	var back engine.Event
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(v)
+	for _, ev := range []engine.Event{last, back} {
+		p, _ := ev.Data.(engine.JudgeVerdict)
+		got, _ := json.Marshal(p.Judge)
+		if ev.Type != engine.EventJudgeVerdict || ev.StepID != "check" || string(got) != string(want) {
+			t.Fatalf("last event %s, want a judge_verdict of check carrying %s", b, want)
+		}
+	}
+}

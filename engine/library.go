@@ -157,14 +157,45 @@ func closeLibraryReview(st *state.FlowState, env transitionEnv, r *state.Library
 	rec.DurationMS = durationMS(r.OpenedAt, env.Now)
 	st.Records = append(st.Records, rec)
 	syncLibraryGate(st)
-	// The decided value and the review's status are in the state
-	// (LibraryReview); the event carries the decision's typed fields.
+	// The event carries the whole decision, the value and the review's
+	// status included, so the program waiting on it need not read the
+	// flow (ReviewNews).
 	data := GateResolved{Outcome: string(outcome), ResolvedBy: string(d.ResolvedBy), Channel: string(d.Channel),
-		Reviewer: d.Reviewer, Rationale: d.Rationale}
+		Reviewer: d.Reviewer, Rationale: d.Rationale, ReviewStatus: string(r.Status), Option: d.Option, Value: state.CloneRaw(d.Value)}
 	return transitionResult{
 		Outcome: &ReviewClosed{FlowID: st.FlowID, Review: r.Clone()},
 		Events:  []Event{event(st, env, r.ID, data)},
 	}
+}
+
+// ReviewNews reads a batch of events for a Go program waiting on its
+// review reviewID of flow flowID, as GateNews does for a spec's gate: the
+// review's status and decision as the review's gate_resolved event
+// carries them (d non-nil: no read of the flow is needed; DecidedAt is the
+// event's time), or whether something happened that only reading the
+// flow can tell (reread: the flow finished, or an older build logged the
+// decision without its status and value). Other events are neither.
+func ReviewNews(batch []Event, flowID, reviewID string) (status state.ReviewStatus, d *state.ReviewDecision, reread bool) {
+	for _, e := range batch {
+		if e.FlowID != flowID {
+			continue
+		}
+		switch p := e.Data.(type) {
+		case GateResolved:
+			if e.StepID != reviewID {
+				continue
+			}
+			if p.ReviewStatus == "" {
+				reread = true
+				continue
+			}
+			return state.ReviewStatus(p.ReviewStatus), &state.ReviewDecision{Value: state.CloneRaw(p.Value), Option: p.Option,
+				Reviewer: p.Reviewer, Rationale: p.Rationale, ResolvedBy: p.ResolvedBy, Channel: p.Channel, DecidedAt: e.Time}, false
+		case FlowFinished:
+			reread = true
+		}
+	}
+	return "", nil, reread
 }
 
 // leaseEnd is " at TIME" when st had a lease, for messages.

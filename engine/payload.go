@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/stratum-go/stratum/engine/state"
@@ -101,14 +102,19 @@ type GateOpened struct {
 }
 
 // GateResolved is the payload of gate_resolved: the whole decision, so a
-// waiter acts on it without reading the flow (Event.GateDecision).
+// waiter acts on it without reading the flow (Event.GateDecision; a Go
+// program's review: ReviewNews).
 type GateResolved struct {
 	// Channel is how the gate was resolved (tui, mcp, policy…).
 	Channel string `json:"channel,omitempty"`
 	// MaxRoundsExceeded is true on a revise that max_rounds refused (the
 	// gate waits on in its round).
 	MaxRoundsExceeded bool `json:"max_rounds_exceeded,omitempty"`
-	// Outcome is the decision (approve, revise, kill).
+	// Option is the option (1-based) a Go program's review was approved
+	// with, when one was picked.
+	Option int `json:"option,omitempty"`
+	// Outcome is the decision (approve, revise, kill; withdrawn for a Go
+	// program's review nobody decided).
 	Outcome string `json:"outcome,omitempty"`
 	// Policy is the gate's own policy when it resolved the gate.
 	Policy string `json:"policy,omitempty"`
@@ -116,12 +122,19 @@ type GateResolved struct {
 	Rationale string `json:"rationale,omitempty"`
 	// ResolvedBy is who resolved the gate (human, agent, system).
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// ReviewStatus is how a Go program's review was closed (approved,
+	// rejected, timed_out, withdrawn); "" on a spec's gate, and on a
+	// review's decision an older build logged.
+	ReviewStatus string `json:"review_status,omitempty"`
 	// Reviewer names the person who resolved the gate, when known.
 	Reviewer string `json:"reviewer,omitempty"`
 	// ReviseTarget is the step a revise sends the flow back to.
 	ReviseTarget string `json:"revise_target,omitempty"`
 	// Round is the round the gate was resolved in.
 	Round int `json:"round,omitempty"`
+	// Value is the value a Go program's review was decided with (JSON;
+	// nil when none was: a rejection, a timeout without OnTimeout).
+	Value json.RawMessage `json:"value,omitempty"`
 }
 
 // Checkpoint is the payload of checkpoint: a commit or a revert.
@@ -228,6 +241,13 @@ type ParallelTask struct {
 	Worktree string `json:"worktree,omitempty"`
 }
 
+// JudgeVerdict is the payload of judge_verdict: a judge turn recorded on
+// a judge step.
+type JudgeVerdict struct {
+	// Judge is the turn's verdict with each predicate's evidence.
+	Judge *state.JudgeVerdict `json:"judge,omitempty"`
+}
+
 // Kind is flow_created.
 func (FlowCreated) Kind() EventType { return EventFlowCreated }
 
@@ -263,6 +283,9 @@ func (Trace) Kind() EventType { return EventTrace }
 
 // Kind is parallel_task.
 func (ParallelTask) Kind() EventType { return EventParallelTask }
+
+// Kind is judge_verdict.
+func (JudgeVerdict) Kind() EventType { return EventJudgeVerdict }
 
 // The keys each payload writes, in key order. A key marked always is
 // written even when zero: the keys its transition always sets (the log has
@@ -318,13 +341,16 @@ func (p GateResolved) appendData(w dataWriter) dataWriter {
 	revised := !byPolicy && p.Outcome == "revise" && !p.MaxRoundsExceeded
 	w.str("channel", p.Channel, true)
 	w.bool("max_rounds_exceeded", p.MaxRoundsExceeded, false)
+	w.int("option", int64(p.Option), false)
 	w.str("outcome", p.Outcome, true)
 	w.str("policy", p.Policy, byPolicy)
 	w.str("rationale", p.Rationale, true)
 	w.str("resolved_by", p.ResolvedBy, !byPolicy)
+	w.str("review_status", p.ReviewStatus, false)
 	w.str("reviewer", p.Reviewer, !byPolicy)
 	w.str("revise_target", p.ReviseTarget, revised)
 	w.int("round", int64(p.Round), true)
+	w.value("value", p.Value, p.Value == nil)
 	return w
 }
 
@@ -384,5 +410,10 @@ func (p ParallelTask) appendData(w dataWriter) dataWriter {
 	w.str("task_id", p.TaskID, true)
 	w.list("violations", p.Violations, false)
 	w.str("worktree", p.Worktree, false)
+	return w
+}
+
+func (p JudgeVerdict) appendData(w dataWriter) dataWriter {
+	w.value("judge", p.Judge, p.Judge == nil)
 	return w
 }

@@ -37,6 +37,7 @@ var payloadDecoders = map[EventType]func(data []byte) (Payload, error){
 	EventFlowFinished:    decodeAs[FlowFinished],
 	EventTrace:           decodeAs[Trace],
 	EventParallelTask:    decodeAs[ParallelTask],
+	EventJudgeVerdict:    decodeAs[JudgeVerdict],
 }
 
 func decodeAs[T Payload](data []byte) (Payload, error) {
@@ -281,7 +282,7 @@ func (w *dataWriter) list(k string, v []string, always bool) {
 	w.done(k, s)
 }
 
-// intPtr, float, deadline and trace are written when set.
+// intPtr, float, deadline, trace and value are written when set.
 
 func (w *dataWriter) intPtr(k string, v *int) {
 	if w.skip(v == nil, false) {
@@ -322,8 +323,11 @@ func (w *dataWriter) deadline(k string, v *time.Time) {
 	w.done(k, s)
 }
 
-func (w *dataWriter) trace(k string, v *state.TraceRecord) {
-	if w.skip(v == nil, false) {
+func (w *dataWriter) trace(k string, v *state.TraceRecord) { w.value(k, v, v == nil) }
+
+// value writes v as encoding/json does, when it is set (not zero).
+func (w *dataWriter) value(k string, v any, zero bool) {
+	if w.skip(zero, false) {
 		return
 	}
 	raw, err := json.Marshal(v)

@@ -349,6 +349,11 @@ func sample(t *testing.T, typ reflect.Type) reflect.Value {
 		return reflect.ValueOf(&d)
 	case reflect.TypeFor[[]string]():
 		return reflect.ValueOf([]string{})
+	case reflect.TypeFor[json.RawMessage]():
+		return reflect.ValueOf(json.RawMessage(`{"b": [1, "<"], "a": null}`))
+	case reflect.TypeFor[*state.JudgeVerdict]():
+		return reflect.ValueOf(&state.JudgeVerdict{Turn: 2, Predicates: []state.PredicateVerdict{{ID: "p<", Verdict: "met",
+			Evidence: []state.JudgeEvidence{{Source: "artifacts/a.txt:1", Quote: "é&", Tier: "T2"}}}}})
 	case reflect.TypeFor[*state.TraceRecord]():
 		return reflect.ValueOf(&state.TraceRecord{Function: "f<", Output: map[string]any{"b": 1, "a": "<"}})
 	}
@@ -412,7 +417,7 @@ func TestPayloadBadInput(t *testing.T) {
 // TestUnknownKindKept: an event kind this build does not know (a newer
 // build's) keeps its data as read, is written back the same and listed.
 func TestUnknownKindKept(t *testing.T) {
-	line := `{"seq":9,"time":"2026-03-04T10:00:00Z","flow_id":"f","type":"judge_verdict","step_id":"s","data":{"score":0.5,"verdict":"pass"}}`
+	line := `{"seq":9,"time":"2026-03-04T10:00:00Z","flow_id":"f","type":"novel_kind","step_id":"s","data":{"score":0.5,"verdict":"pass"}}`
 	var ev Event
 	if err := json.Unmarshal([]byte(line), &ev); err != nil {
 		t.Fatal(err)

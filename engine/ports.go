@@ -301,6 +301,10 @@ const (
 	// EventParallelTask is a task of a parallel_dispatch step changing
 	// state (ours; fanout.go). Its payload is ParallelTask.
 	EventParallelTask EventType = "parallel_task"
+	// EventJudgeVerdict is a judge turn recorded on a judge step
+	// (Service.RecordJudge; ours). Its payload is JudgeVerdict: the
+	// turn's verdict with each predicate's evidence.
+	EventJudgeVerdict EventType = "judge_verdict"
 )
 
 // Event is one entry of the append-only event log. Seq is assigned by the

@@ -88,6 +88,9 @@ func (p *tracePane) lines(c *common) []traceLine {
 			out = append(out, tl)
 			continue
 		}
+		if ev.Type == engine.EventStepDispatched {
+			grid.dispatched(ev.StepID)
+		}
 		tl := traceLine{seq: ev.Seq}
 		text, detail := r.describe(ev, &tl)
 		if ev.Type == engine.EventTrace && grid.call(ev, detail) {
@@ -169,6 +172,9 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		}
 	case engine.EventStepDone:
 		text = fmt.Sprintf("✓ %s done (attempt %d)", ev.StepID, r.attempts[ev.StepID]+1) + r.took(ev)
+		if d, _ := ev.Data.(engine.StepDone); d.CacheHit {
+			text = "✓ " + ev.StepID + " done (from the result cache)"
+		}
 		delete(r.attempts, ev.StepID)
 		delete(r.started, ev.StepID)
 		detail = jsonText(st.StepOutputs[ev.StepID])
@@ -185,6 +191,14 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		tl.style = c.st.Failed.Render
 	case engine.EventTrace:
 		text, detail = r.call(ev, tl)
+	case engine.EventJudgeVerdict:
+		d, _ := ev.Data.(engine.JudgeVerdict)
+		var failed bool
+		text, detail, failed = judgeRow(ev.StepID, d.Judge)
+		tl.style = c.st.OK.Render
+		if failed {
+			tl.style = c.st.Failed.Render
+		}
 	case engine.EventGateOpened:
 		d, _ := ev.Data.(engine.GateOpened)
 		text = fmt.Sprintf("⏸ gate %s opened", ev.StepID)

@@ -196,18 +196,36 @@ func stageDuration(c *common, se stageEvent) time.Duration {
 
 // pipelineGrid collects the item rows of the trace's pipeline steps.
 type pipelineGrid struct {
-	rows  map[string]*itemRow // by step and item
+	rows  map[string]*itemRow // by step, dispatch and item
 	order []*itemRow
 	width map[string]int // the digits of each step's largest item number
+	// dispatches counts each step's dispatches so far: a step dispatched
+	// again (its retry, a new round) runs its tasks anew, in new rows.
+	dispatches map[string]int
+}
+
+func (g *pipelineGrid) init() {
+	if g.rows == nil {
+		g.rows, g.width, g.dispatches = map[string]*itemRow{}, map[string]int{}, map[string]int{}
+	}
+}
+
+// dispatched notes a dispatch of step stepID.
+func (g *pipelineGrid) dispatched(stepID string) {
+	g.init()
+	g.dispatches[stepID]++
+}
+
+// key is the row key of an item of step stepID in its current dispatch.
+func (g *pipelineGrid) key(stepID string, item int) string {
+	return stepID + "\x00" + strconv.Itoa(g.dispatches[stepID]) + "\x00" + strconv.Itoa(item)
 }
 
 // add folds a pipeline task's event in; a new item takes row next (the
 // trace's next line) and add reports that it did.
 func (g *pipelineGrid) add(ev *engine.Event, item, stage, next int) (created bool) {
-	if g.rows == nil {
-		g.rows, g.width = map[string]*itemRow{}, map[string]int{}
-	}
-	key := ev.StepID + "\x00" + strconv.Itoa(item)
+	g.init()
+	key := g.key(ev.StepID, item)
 	r := g.rows[key]
 	if r == nil {
 		r = &itemRow{stepID: ev.StepID, item: item, row: next, seq: ev.Seq}
@@ -230,7 +248,7 @@ func (g *pipelineGrid) call(ev *engine.Event, output string) bool {
 	if !ok {
 		return false
 	}
-	r := g.rows[ev.StepID+"\x00"+strconv.Itoa(item)]
+	r := g.rows[g.key(ev.StepID, item)]
 	if r == nil {
 		return false
 	}

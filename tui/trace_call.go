@@ -8,31 +8,60 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/state"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // The Trace pane's entry for a Go program's Call (a library flow's trace
-// event): the row says how many attempts were retried and how many tool
+// event), and the same in the text audit (audit_text.go): the row says how many attempts were retried and how many tool
 // calls were made, and whether the call streamed or failed; the expanded
 // entry shows the inputs (and that they were cut to fit the store), each
 // failed attempt with the violations it was retried for, each tool call
 // with its arguments and its result or error, the error the call ended
 // with, and the output.
 
-// libraryCallRow is a Call's row — step id, attempts (how many failed),
-// tool calls, streamed, failed, duration, tokens, cost, model: what tells
-// one call from another first, so that it stays on an 80-column screen —
-// its detail, and whether the call failed.
+// callView is what a Call's row and detail are made of: from its trace
+// event in the Trace pane, from its trace entry in the text audit.
+type callView struct {
+	stepID     string
+	attempts   int
+	durationMS int64
+	tokens     int64
+	costUSD    *float64
+	failed     bool
+	failure    string // why it failed, when it says
+	tr         *state.TraceRecord
+}
+
+// libraryCallRow is a Call's row, its detail and whether it failed.
 func libraryCallRow(stepID string, d *engine.Trace) (text, detail string, failed bool) {
-	failed = d.ErrorKind != "" // a failed Call's event says why in Violations
-	tr := d.Trace
-	if tr == nil {
-		tr = &state.TraceRecord{}
+	c := callView{stepID: stepID, attempts: d.Attempt, durationMS: d.DurationMS, tokens: d.Tokens, costUSD: d.CostUSD,
+		failed: d.ErrorKind != "", failure: strings.Join(d.Violations, "; "), tr: d.Trace} // a failed Call's event says why in Violations
+	if c.tr == nil {
+		c.tr = &state.TraceRecord{}
 	}
-	text = "· " + stepID
-	if failed {
-		text += fmt.Sprintf(" failed after %d attempt%s", d.Attempt, plural(d.Attempt))
+	return c.row(), strings.Join(c.detail(), "\n"), c.failed
+}
+
+// callOfRecord is the view of a Call's trace entry (an audit's calls).
+func callOfRecord(tr *state.TraceRecord) callView {
+	c := callView{stepID: tr.StepID, attempts: tr.Attempts, durationMS: tr.DurationMS, costUSD: tr.CostUSD,
+		failed: tr.Error != "", failure: tr.Error, tr: tr}
+	if tr.Usage != nil {
+		c.tokens = tr.Usage.Total()
+	}
+	return c
+}
+
+// row is the Call's row — step id, attempts (how many failed), tool
+// calls, streamed, failed, duration, tokens, cost, model: what tells one
+// call from another first, so that it stays on an 80-column screen.
+func (c callView) row() string {
+	tr := c.tr
+	text := "· " + c.stepID
+	if c.failed {
+		text += fmt.Sprintf(" failed after %d attempt%s", c.attempts, plural(c.attempts))
 	} else {
-		text += fmt.Sprintf(" %d attempt%s", d.Attempt, plural(d.Attempt))
+		text += fmt.Sprintf(" %d attempt%s", c.attempts, plural(c.attempts))
 		if n := len(tr.Retries); n > 0 {
 			text += fmt.Sprintf(" (%d failed)", n)
 		}
@@ -43,45 +72,46 @@ func libraryCallRow(stepID string, d *engine.Trace) (text, detail string, failed
 	if tr.Streamed {
 		text += " · streamed"
 	}
-	text += " · " + (time.Duration(d.DurationMS) * time.Millisecond).String()
-	if d.Tokens > 0 {
-		text += fmt.Sprintf(" %d tokens", d.Tokens)
+	text += " · " + (time.Duration(c.durationMS) * time.Millisecond).String()
+	if c.tokens > 0 {
+		text += fmt.Sprintf(" %d tokens", c.tokens)
 	}
-	if d.CostUSD != nil && *d.CostUSD > 0 {
-		text += fmt.Sprintf(" $%.4f", *d.CostUSD)
+	if c.costUSD != nil && *c.costUSD > 0 {
+		text += fmt.Sprintf(" $%.4f", *c.costUSD)
 	}
 	if tr.Model != "" {
 		text += " [" + tr.Model + "]"
 	}
-	return text, libraryCallDetail(d, failed), failed
+	return text
 }
 
-// libraryCallDetail is the expanded entry of a Call.
-func libraryCallDetail(d *engine.Trace, failed bool) string {
-	tr := d.Trace
+// detail is the Call's expanded entry: inputs, retries, tool calls, the
+// failure, the output.
+func (c callView) detail() []string {
+	tr := c.tr
 	var lines []string
-	if tr != nil && tr.Inputs != nil {
+	if tr.Inputs != nil {
 		head := "inputs: "
 		if tr.InputsTruncated {
 			head = "inputs (cut to fit the store): "
 		}
 		lines = append(lines, head+compactJSON(tr.Inputs))
 	}
-	if tr != nil {
-		for _, r := range tr.Retries {
-			lines = append(lines, fmt.Sprintf("attempt %d retried: %s", r.Attempt, strings.Join(r.Violations, "; ")))
-		}
-		for i := range tr.ToolCalls {
-			lines = append(lines, toolCallLine(&tr.ToolCalls[i]))
-		}
+	// One line each: a newline in a violation, a tool's error or the
+	// failure is escaped (only the output spans lines).
+	for _, r := range tr.Retries {
+		lines = append(lines, specs.EscapeControl(fmt.Sprintf("attempt %d retried: %s", r.Attempt, strings.Join(r.Violations, "; "))))
 	}
-	if failed && len(d.Violations) > 0 {
-		lines = append(lines, "failed: "+strings.Join(d.Violations, "; "))
+	for i := range tr.ToolCalls {
+		lines = append(lines, specs.EscapeControl(toolCallLine(&tr.ToolCalls[i])))
 	}
-	if tr != nil && tr.Output != nil {
+	if c.failed && c.failure != "" {
+		lines = append(lines, specs.EscapeControl("failed: "+c.failure))
+	}
+	if tr.Output != nil {
 		lines = append(lines, "output:", jsonText(tr.Output))
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 // toolCallLine is one tool call: name, where it was made, how long it

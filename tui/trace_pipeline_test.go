@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +211,32 @@ func TestPipelineCallsFold(t *testing.T) {
 	}
 	if !strings.Contains(lines[1].text, "other call") {
 		t.Errorf("the other step's call: %q", lines[1].text)
+	}
+}
+
+// A pipeline step dispatched again (its retry) runs its tasks anew: their
+// records make new rows after the new dispatch, so the first attempt's
+// failure stays where it was and the retry's progress shows.
+func TestPipelineRetryRows(t *testing.T) {
+	c := &common{st: DefaultStyles(NewRenderer(os.Stdout, false)), now: func() time.Time { return base }, detail: &state.FlowState{FlowID: "f"}}
+	c.detailStages = map[string]int{"p": 1}
+	task := func(seq uint64, st string) engine.Event {
+		return engine.Event{Seq: seq, Time: base, Type: engine.EventParallelTask, StepID: "p", Data: engine.ParallelTask{TaskID: "p::item0::stage0", State: st}}
+	}
+	dispatched := func(seq uint64) engine.Event {
+		return engine.Event{Seq: seq, Time: base, Type: engine.EventStepDispatched, StepID: "p", Data: engine.StepDispatched{StepMode: "parallel_dispatch"}}
+	}
+	c.detailEvents = []engine.Event{
+		dispatched(1), task(2, state.TaskPending), task(3, state.TaskFailed),
+		dispatched(4), task(5, state.TaskPending), task(6, state.TaskRunning), task(7, state.TaskComplete),
+	}
+	p := &tracePane{expanded: map[uint64]bool{}}
+	var got []string
+	for _, l := range p.lines(c) {
+		got = append(got, strings.TrimPrefix(l.text, "05:00:00 "))
+	}
+	want := []string{"→ p dispatched (pipeline, 1 stage)", "⇶ p item 0 ✗ stage 1/1 failed", "→ p dispatched (pipeline, 1 stage)", "⇶ p item 0 ✓ stage 1/1 complete"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -35,7 +35,7 @@ func TestLibraryScripts(t *testing.T) {
 			env.Setenv("STRATUM_BIN", filepath.Join(binDir, filepath.Base(stratumExe())))
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"libreview": libreview, "libnested": libnested},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"libreview": libreview, "libnested": libnested, "libcall": libcall},
 	})
 }
 
@@ -75,5 +75,30 @@ func libreview(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	_, err = engine.NewLibrary(svc).OpenReview(ctx, id, req)
 	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs("fid"), []byte(id), 0o644))
+}
+
+// libcall FILE records a Call in a new library flow of the script's
+// store, its trace entry read from FILE (JSON, as engine/stratum stores
+// it), and writes the flow id to the file fid.
+func libcall(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: libcall FILE")
+	}
+	var tr state.TraceRecord
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &tr))
+	ctx := context.Background()
+	st, err := backend.Open(ctx, shared.Settings{Home: ts.Getenv("STRATUM_HOME"), Store: ts.Getenv("STRATUM_STORE")})
+	ts.Check(err)
+	defer st.Close()
+	svc := &engine.Service{Store: st}
+	lease := state.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: time.Now().Add(time.Hour)}
+	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
+	ts.Check(err)
+	c := engine.LibraryCall{Function: tr.Function, Attempts: tr.Attempts, DurationMS: tr.DurationMS, CostUSD: tr.CostUSD, Trace: &tr}
+	if tr.Error != "" {
+		c.Data = map[string]any{"error": tr.Error}
+	}
+	ts.Check(engine.NewLibrary(svc).RecordCall(ctx, id, c))
 	ts.Check(os.WriteFile(ts.MkAbs("fid"), []byte(id), 0o644))
 }

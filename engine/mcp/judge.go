@@ -91,7 +91,7 @@ func (s *server) judge(ctx context.Context, _ *mcp.CallToolRequest, in judgeArgs
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.svc.RecordJudge(ctx, engine.JudgeTurn{FlowID: in.FlowID, StepID: in.StepID, History: res.Entries(), Outcome: res.Outcome()}); err != nil {
+	if _, err := s.svc.RecordJudge(ctx, engine.JudgeTurn{FlowID: in.FlowID, StepID: in.StepID, History: res.Entries(), Outcome: res.Outcome(), Verdict: res.Verdict()}); err != nil {
 		return answer(nil, err)
 	}
 	b, err := json.Marshal(res)

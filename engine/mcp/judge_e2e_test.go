@@ -1,12 +1,15 @@
 package mcp_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/judge"
+	"github.com/stratum-go/stratum/engine/state"
 )
 
 const judgeSpec = `version: "0.3"
@@ -92,6 +95,22 @@ func TestJudgeOverMCP(t *testing.T) {
 	}
 	if ev := second["evidence"].([]any); len(ev) != 1 || ev[0].(map[string]any)["source"] != "artifacts/pytest.txt:1" {
 		t.Fatalf("evidence %s", canon(t, ev))
+	}
+	// The turn is a judge_verdict event with the verdict and its evidence
+	// (the TUI's Trace pane shows it).
+	var evs []engine.Event
+	if err := s.openStore().View(context.Background(), func(tx engine.Tx) (err error) { evs, err = tx.FlowEvents(flowID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var verdict *state.JudgeVerdict
+	for _, ev := range evs {
+		if p, ok := ev.Data.(engine.JudgeVerdict); ok && ev.StepID == "verify" {
+			verdict = p.Judge
+		}
+	}
+	if verdict == nil || verdict.Met || len(verdict.Predicates) != 2 || verdict.Predicates[1].Verdict != "ambiguous" ||
+		len(verdict.Predicates[1].Evidence) != 1 || verdict.Predicates[1].Evidence[0].Source != "artifacts/pytest.txt:1" {
+		t.Fatalf("judge_verdict event %+v", verdict)
 	}
 	staged := filepath.Join(home, "judge", flowID, "verify", "turn-1")
 	if b, err := judge.ReadStaged(staged, "artifacts/pytest.txt"); err != nil || string(b) != "collected 12\n12 passed\n" {

@@ -410,8 +410,9 @@ func (f *FanOut) reportCall(ctx context.Context, id, kind string, elapsed time.D
 // taskFailure is how task id settles after the executor's error: cancelled
 // when the budget ran out (budget then says why the fan-out stops) or the
 // task was cancelled (why, from the cancel's cause), else failed with the
-// attempt's violations. spanMsg is the status message of the task's span.
-func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.BudgetView, execErr error) (taskState, spanMsg string, violations []string, budget string) {
+// attempt's violations (a timeout names the task's task_timeout, its
+// stage's in a pipeline). spanMsg is the status message of the task's span.
+func (f *FanOut) taskFailure(tctx context.Context, id string, timeout int, view engine.BudgetView, execErr error) (taskState, spanMsg string, violations []string, budget string) {
 	if deadlineSpent(view, execErr) || errors.Is(execErr, engine.ErrBudgetExhausted) {
 		return state.TaskCancelled, "budget exhausted", []string{fmt.Sprintf("task '%s' stopped: the budget ran out", id)},
 			fmt.Sprintf("step '%s' ran out of its budget during task '%s'", f.Step.ID, id)
@@ -432,8 +433,8 @@ func (f *FanOut) taskFailure(tctx context.Context, id string, view engine.Budget
 	vs := []string{execErr.Error()}
 	if errors.As(execErr, &ae) && len(ae.Violations) > 0 {
 		vs = append([]string(nil), ae.Violations...)
-		if ae.Kind == engine.AttemptTimeout && f.Step.TaskTimeout > 0 {
-			vs = []string{fmt.Sprintf("timeout after %ds (task_timeout)", f.Step.TaskTimeout)}
+		if ae.Kind == engine.AttemptTimeout && timeout > 0 {
+			vs = []string{fmt.Sprintf("timeout after %ds (task_timeout)", timeout)}
 		}
 	}
 	for i, v := range vs {
@@ -522,7 +523,7 @@ func (f *FanOut) runTask(ctx, tctx context.Context, t fanout.Task, pt state.Para
 		}
 	}
 	if execErr != nil {
-		taskState, spanMsg, vs, budget := f.taskFailure(tctx, t.ID, view, execErr)
+		taskState, spanMsg, vs, budget := f.taskFailure(tctx, t.ID, req.Step.TaskTimeout, view, execErr)
 		endSpan(taskState, spanMsg)
 		d := finish(taskState, nil, vs)
 		d.budget = budget

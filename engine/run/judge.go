@@ -172,7 +172,7 @@ func (j *JudgeExecutor) Execute(ctx context.Context, req engine.StepRequest) (en
 		return engine.StepOutcome{}, err
 	}
 	if j.Record != nil {
-		if err := j.Record(ctx, engine.JudgeTurn{FlowID: req.FlowID, StepID: step.ID, History: res.Entries(), Outcome: res.Outcome()}); err != nil {
+		if err := j.Record(ctx, engine.JudgeTurn{FlowID: req.FlowID, StepID: step.ID, History: res.Entries(), Outcome: res.Outcome(), Verdict: res.Verdict()}); err != nil {
 			return engine.StepOutcome{}, err
 		}
 	}

@@ -404,3 +404,28 @@ flows:
 		t.Errorf("the retried stage's prompt: %q (%v)", in.Prompt, err)
 	}
 }
+
+// A stage's task_timeout bounds that stage's tasks (the original's
+// test_per_stage_timeout_fires): the slow item's stage fails with the
+// stage's timeout, its sibling goes through both stages.
+func TestPipelineStageTimeout(t *testing.T) {
+	e := newEnv(t)
+	cmd := `in=$(cat)
+case "$in" in *'"prompt":"a:slow"'*) sleep 5;; esac
+printf '"ok"\n'`
+	sp := e.spec(pipeSpec("        require: any\n        task_timeout: 60\n", `          - {intent_template: "a:{item}", task_timeout: 1}
+          - {intent_template: "b:{prev}"}
+`, cmd))
+	o := e.start(sp, "main", map[string]any{"items": []any{"slow", "quick"}})
+	wantStatus(t, o, EndComplete, 0)
+	tasks := e.state(o.FlowID).LastTasksOf("pipe")
+	slow := tasks["pipe::item0::stage0"]
+	if slow.State != state.TaskFailed || slow.Error == nil || !strings.Contains(*slow.Error, "timeout after 1s (task_timeout)") {
+		t.Errorf("the slow stage: %s %v", slow.State, slow.Violations)
+	}
+	for _, id := range []string{"pipe::item1::stage0", "pipe::item1::stage1"} {
+		if got := tasks[id].State; got != state.TaskComplete {
+			t.Errorf("%s: %s, want complete", id, got)
+		}
+	}
+}

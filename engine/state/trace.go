@@ -30,7 +30,9 @@ type TraceRecord struct {
 	// were cut to bound the record (each cut is marked in place);
 	// Retries are the failed attempts with their violations, why each
 	// was retried; ToolCalls the tool calls the model made; Streamed says
-	// the attempts were streamed (Fn.Stream).
+	// the attempts were streamed (Fn.Stream); Error is why the call
+	// failed ("" when it succeeded).
+	Error           string           `json:"error,omitempty"`
 	InputsTruncated bool             `json:"inputs_truncated,omitempty"`
 	Retries         []AttemptFailure `json:"retries,omitempty"`
 	ToolCalls       []ToolCallRecord `json:"tool_calls,omitempty"`

@@ -266,7 +266,10 @@ func (rt *Runtime) awaitStored(ctx context.Context, s *storeRecorder, req engine
 
 // wait follows the store's events (this process's at once, other
 // processes' through the store's Watch) until the review is closed, with a
-// timer for its deadline; when ctx ends first the review is withdrawn.
+// timer for its deadline; when ctx ends first the review is withdrawn. The
+// closed review is read from its gate_resolved event (engine.ReviewNews);
+// the flow is read only when the events do not tell (its flow finished,
+// an older build's event) and when the deadline passes.
 func (s *storeRecorder) wait(ctx context.Context, flowID string, r *state.LibraryReview, after uint64, now func() time.Time) (*state.LibraryReview, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -294,7 +297,13 @@ func (s *storeRecorder) wait(ctx context.Context, flowID string, r *state.Librar
 				events = nil // ctx ended: the next round withdraws
 				continue
 			}
-			if !mentionsReview(batch, flowID, r.ID) {
+			status, d, reread := engine.ReviewNews(batch, flowID, r.ID)
+			if d != nil {
+				closed := r.Clone()
+				closed.Status, closed.Decision = status, d
+				return closed, nil
+			}
+			if !reread {
 				continue
 			}
 			if got, done, err := read(); err != nil || done {
@@ -324,20 +333,6 @@ func (s *storeRecorder) wait(ctx context.Context, flowID string, r *state.Librar
 			return nil, errors.Join(ctx.Err(), werr)
 		}
 	}
-}
-
-// mentionsReview reports whether a batch closes the review (or ends its
-// flow).
-func mentionsReview(evs []engine.Event, flowID, stepID string) bool {
-	for _, e := range evs {
-		if e.FlowID != flowID {
-			continue
-		}
-		if e.Type == engine.EventFlowFinished || e.Type == engine.EventGateResolved && e.StepID == stepID {
-			return true
-		}
-	}
-	return false
 }
 
 func pendingOf(reviewID string, r *state.LibraryReview) PendingReview {

@@ -180,6 +180,43 @@ func TestAwaitHumanDecidedWithStratumGate(t *testing.T) {
 	}
 }
 
+// A program waiting on its review takes the decision, value included,
+// from the review's gate_resolved event: once decided (by another
+// Service, as another process would), it reads no flow until AwaitHuman
+// returns.
+func TestAwaitHumanTakesTheDecisionFromItsEvent(t *testing.T) {
+	sink := newChanSink()
+	_, ctx, svc, _ := storeRuntime(t, sink)
+	counting := svc.Store.(*countingStore)
+	readsAtReturn := make(chan int64, 1)
+	flow := NewFlow("ship", Budget{}, func(ctx context.Context, _ struct{}) (HumanDecision[string], error) {
+		d, err := AwaitHuman(ctx, Review[string]{Question: "Ship?"})
+		readsAtReturn <- counting.flowReads.Load()
+		return d, err
+	})
+	done := make(chan awaited[string], 1)
+	go func() {
+		d, err := flow.Run(ctx, struct{}{})
+		done <- awaited[string]{d, err, time.Now()}
+	}()
+	p := sink.next(t)
+	flowID, step, _ := splitReviewID(p.ReviewID)
+	other := &engine.Service{Store: counting.Opened}
+	before := counting.flowReads.Load()
+	_, err := other.GateResolve(context.Background(), flowID, review.Decision{StepID: step, Outcome: review.Approve,
+		Value: json.RawMessage(`"yes"`), Reviewer: "ann", Rationale: "lgtm", ResolvedBy: review.Human, Channel: review.ChannelCLI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := result(t, done)
+	if a.err != nil || a.d.Value != "yes" || a.d.Reviewer != "ann" || a.d.Rationale != "lgtm" || a.d.Channel != "cli" || a.d.DecidedAt.IsZero() {
+		t.Fatalf("AwaitHuman = %+v, %v", a.d, a.err)
+	}
+	if n := <-readsAtReturn - before; n != 0 {
+		t.Errorf("the waiter read %d flows after the decision; its event carries it", n)
+	}
+}
+
 // `stratum gate approve --value` decides a review without options with a
 // value checked against T's schema.
 func TestAwaitHumanValueFromStratumGate(t *testing.T) {

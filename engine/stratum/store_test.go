@@ -17,12 +17,28 @@ import (
 // store.
 type countingStore struct {
 	*shared.Opened
-	updates atomic.Int64
+	updates   atomic.Int64
+	flowReads atomic.Int64 // flows read in read-only transactions
 }
 
 func (c *countingStore) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
 	c.updates.Add(1)
 	return c.Opened.Update(ctx, fn)
+}
+
+func (c *countingStore) View(ctx context.Context, fn func(tx engine.Tx) error) error {
+	return c.Opened.View(ctx, func(tx engine.Tx) error { return fn(countingTx{Tx: tx, c: c}) })
+}
+
+// countingTx counts the flows a read-only transaction reads.
+type countingTx struct {
+	engine.Tx
+	c *countingStore
+}
+
+func (t countingTx) Get(flowID string) (*state.FlowState, error) {
+	t.c.flowReads.Add(1)
+	return t.Tx.Get(flowID)
 }
 
 // openShared opens the store a stratum command would open (a bbolt file in

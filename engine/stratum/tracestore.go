@@ -45,6 +45,7 @@ func callDetail(tr *state.TraceRecord, rec *CallTrace) {
 		tr.ToolCalls = append(tr.ToolCalls, r)
 	}
 	tr.Streamed = rec.Streamed
+	tr.Error, _ = cutString(rec.Error, storedToolMax)
 }
 
 // boundedInputs is a cut inputs value as the record's object.

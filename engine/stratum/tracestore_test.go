@@ -207,3 +207,30 @@ func TestBoundValue(t *testing.T) {
 		}
 	}
 }
+
+// Item 7: a stored Call that failed says why (error) with each failed
+// attempt numbered, so the audit tells why it was retried and why it
+// gave up.
+func TestStoredFailedCallSaysWhy(t *testing.T) {
+	t.Setenv("STRATUM_HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	st := openShared(t)
+	srv := newCapture(t, "application/json", func(int, map[string]any) string { return openAIText(`no JSON here`) })
+	_, ctx := openAIRuntime(t, srv, Options{Store: st})
+	fn := MustInfer("forecast", Spec[cityIn, forecast]{Intent: "Say the weather", Retries: 1})
+	var id string
+	flow := NewFlow("weather", Budget{}, func(ctx context.Context, in cityIn) (forecast, error) {
+		id = FlowID(ctx)
+		return fn.Call(ctx, in)
+	})
+	if _, err := flow.Run(ctx, cityIn{City: "Oslo"}); err == nil {
+		t.Fatal("the call did not fail")
+	}
+	tr, _, wire := storedCall(t, st, id)
+	if tr.Error == "" || len(tr.Retries) != 2 || tr.Retries[0].Attempt != 1 || tr.Retries[1].Attempt != 2 {
+		t.Errorf("error %q, retries %+v", tr.Error, tr.Retries)
+	}
+	if !strings.Contains(string(wire), `"error":"stratum: forecast`) {
+		t.Errorf("the audit does not say why the call failed: %s", wire)
+	}
+}

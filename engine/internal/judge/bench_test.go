@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,4 +57,23 @@ func BenchmarkTier1(b *testing.B) {
 		tier1 += r.Consumed.WallClockS
 	}
 	b.ReportMetric(tier1*1000/float64(n), "tier1-ms/op")
+}
+
+// BenchmarkManifestJSON writes a 10,000-row manifest (BenchmarkTier1's)
+// the way staging does and with encoding/json, whose bytes it matches.
+func BenchmarkManifestJSON(b *testing.B) {
+	es := make([]ManifestEntry, 10000)
+	for i := range es {
+		es[i] = entry(bucketModified, fmt.Sprintf("src/d%d/f%d.go", i%50, i), []byte(fmt.Sprint(i)), 1_800_000_000_000)
+	}
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			_ = manifestJSON(es)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = json.MarshalIndent(es, "", "  ")
+		}
+	})
 }

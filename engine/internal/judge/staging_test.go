@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -170,3 +171,45 @@ func mustWrite(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// The manifest is written by hand for speed; it must be byte for byte what
+// encoding/json writes (the original's json.dumps(manifest, indent=2)
+// shape), whatever the paths hold.
+func TestManifestJSON(t *testing.T) {
+	sum := "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	var es []ManifestEntry
+	for _, p := range []string{"out.txt", "src/a.go", `odd\name "quoted".go`, "<a&b>.txt", "é ü 日本.go", "tab\tnl\n\x01.go", "bad\xff.go", "line\u2028sep.go", ""} {
+		es = append(es, ManifestEntry{Bucket: bucketModified, Path: p, SHA256: &sum, ByteSize: 12, WrittenAtMS: 1_800_000_000_123})
+		es = append(es, ManifestEntry{Bucket: bucketModified, Path: p, WrittenAtMS: -1, Missing: true})
+	}
+	for _, c := range [][]ManifestEntry{{}, es[:1], es[1:2], es} {
+		want, err := json.MarshalIndent(c, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := manifestJSON(c); string(got) != string(want) {
+			t.Errorf("manifestJSON\n%s\nwant\n%s", got, want)
+		}
+	}
+}
+
+// readAll reads what io.ReadAll reads, and stops one byte past the cap.
+func TestReadAll(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		size int64 // what stat said
+	}{{"", 0}, {"abc", 3}, {"grown since stat", 4}, {"shrunk", 100}, {strings.Repeat("x", 5000), 5000}} {
+		got, err := readAll(strings.NewReader(c.text), c.size)
+		if err != nil || string(got) != c.text {
+			t.Errorf("%.20q (size %d) = %.20q, %v", c.text, c.size, got, err)
+		}
+	}
+	big := io.LimitReader(zeros{}, maxStagedFile+10)
+	if got, err := readAll(big, 10); err != nil || len(got) != maxStagedFile+1 {
+		t.Errorf("past the cap: %d bytes, %v", len(got), err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

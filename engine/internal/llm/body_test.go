@@ -9,7 +9,8 @@ import (
 // A request body encodes as the maps it stands for (sorted keys, no HTML
 // escaping), so the structs of the hot path and the cached schema
 // encodings leave the bytes on the wire, and the recordings keyed on them,
-// unchanged; a cached projection gives the same body as a fresh one.
+// unchanged; a cached projection gives the same body as a fresh one; the
+// OpenAI body sent (a struct when nothing is merged into it) is Body's.
 func TestBodyEncodesAsMaps(t *testing.T) {
 	temp := 0.7
 	free := map[string]any{"type": "object", "properties": map[string]any{"meta": map[string]any{"type": "object"}}}
@@ -36,6 +37,27 @@ func TestBodyEncodesAsMaps(t *testing.T) {
 		"nostrict":  (&OpenAI{Name: "vllm", NoStrict: true, MaxTokensField: "max_completion_tokens"}).Body,
 		"anthropic": (&Anthropic{}).Body,
 		"gemini":    (&Gemini{}).Body,
+	}
+	openai := []*OpenAI{
+		{Name: "openai", MaxTokensField: "max_completion_tokens"},
+		{Name: "groq"},
+		{Name: "vllm", NoStrict: true, MaxTokensField: "max_output"},
+		{Name: "openrouter", Extra: map[string]any{"provider": map[string]any{"require_parameters": true}}},
+	}
+	for _, c := range openai {
+		for name, req := range reqs {
+			for _, r := range []Request{req, {Model: "gpt-4o-mini", Prompt: "p", Extra: map[string]any{"seed": 1}}} {
+				body, err := c.Body(r)
+				if err != nil {
+					t.Fatalf("%s %s: %v", c.Name, name, err)
+				}
+				want, _ := marshal(body)
+				got, err := c.encodeBody(r)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s %s: the wire body differs from Body's (%v)\nwire %s\nBody %s", c.Name, name, err, got, want)
+				}
+			}
+		}
 	}
 	for cname, body := range clients {
 		for name, req := range reqs {

@@ -52,15 +52,71 @@ func (c *OpenAI) requestHeaders() map[string]string {
 	return c.headers
 }
 
-// Body builds the request body (exported for tests and record/replay).
+// Body builds the request body (exported for tests and record/replay):
+// chatBody's fields, the client's and the request's Extra merged in.
 func (c *OpenAI) Body(req Request) (map[string]any, error) {
-	system := req.System
+	b, err := c.chatBody(req)
+	if err != nil {
+		return nil, err
+	}
+	return c.bodyMap(b, req), nil
+}
+
+// bodyMap is b as a map, Extra merged in.
+func (c *OpenAI) bodyMap(b *chatBody, req Request) map[string]any {
+	body := map[string]any{"model": b.Model, "messages": b.Messages, "response_format": b.ResponseFormat}
+	if b.Tools != nil {
+		body["tools"] = b.Tools
+	}
+	if b.outputCap > 0 {
+		body[c.maxTokensField()] = b.outputCap
+	}
+	if b.Temperature != nil {
+		body["temperature"] = *b.Temperature
+	}
+	maps.Copy(body, c.Extra)
+	maps.Copy(body, req.Extra)
+	return body
+}
+
+// encodeBody is the request body's JSON: the struct itself when nothing
+// is merged into it, else Body's map; the same bytes either way
+// (TestBodyEncodesAsMaps).
+func (c *OpenAI) encodeBody(req Request) ([]byte, error) {
+	b, err := c.chatBody(req)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	if len(c.Extra) > 0 || len(req.Extra) > 0 || (b.outputCap > 0 && b.MaxTokens == 0 && b.MaxCompletionTokens == 0) {
+		out, err = marshal(c.bodyMap(b, req))
+	} else {
+		out, err = marshal(b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	return out, nil
+}
+
+func (c *OpenAI) maxTokensField() string {
+	if c.MaxTokensField == "" {
+		return "max_tokens"
+	}
+	return c.MaxTokensField
+}
+
+// chatBody builds the body's fields: the messages (system, the user turn
+// with its media, then req.Messages), tools, response_format (the
+// schema's strict projection, encoded once per SchemaKey), the output cap
+// and the temperature.
+func (c *OpenAI) chatBody(req Request) (*chatBody, error) {
 	if err := CheckMedia(c.Name, DialectOpenAI, allMedia(req)); err != nil {
 		return nil, err
 	}
 	msgs := make([]any, 0, 2+len(req.Messages))
-	if system != "" {
-		msgs = append(msgs, chatMessage{Role: "system", Content: system})
+	if req.System != "" {
+		msgs = append(msgs, chatMessage{Role: "system", Content: req.System})
 	}
 	if req.userTurn() {
 		user, err := userParts(req)
@@ -73,9 +129,9 @@ func (c *OpenAI) Body(req Request) (map[string]any, error) {
 		msgs = append(msgs, chatMessage{Role: "user", Content: user})
 	}
 	msgs = append(msgs, openAIMessages(req.Messages)...)
-	body := map[string]any{"model": req.Model, "messages": msgs}
+	b := &chatBody{Model: req.Model, Messages: msgs, Temperature: req.Temperature}
 	if len(req.Tools) > 0 {
-		body["tools"] = openAITools(req.Tools)
+		b.Tools = openAITools(req.Tools)
 	}
 	if req.Schema != nil {
 		schema, strict, err := projected(DialectOpenAI, req.SchemaKey, req.Schema, StrictSchema)
@@ -86,24 +142,21 @@ func (c *OpenAI) Body(req Request) (map[string]any, error) {
 		if name == "" {
 			name = "output"
 		}
-		body["response_format"] = openAIResponseFormat{Type: "json_schema",
+		b.ResponseFormat = openAIResponseFormat{Type: "json_schema",
 			JSONSchema: &openAIJSONSchema{Name: name, Schema: schema, Strict: strict && !c.NoStrict}}
 	} else {
-		body["response_format"] = map[string]any{"type": "json_object"}
+		b.ResponseFormat = openAIResponseFormat{Type: "json_object"}
 	}
 	if n := RequestMaxTokens(req.Model, req.MaxTokens, false); n > 0 {
-		f := c.MaxTokensField
-		if f == "" {
-			f = "max_tokens"
+		b.outputCap = n
+		switch c.maxTokensField() {
+		case "max_tokens":
+			b.MaxTokens = n
+		case "max_completion_tokens":
+			b.MaxCompletionTokens = n
 		}
-		body[f] = n
 	}
-	if req.Temperature != nil {
-		body["temperature"] = *req.Temperature
-	}
-	maps.Copy(body, c.Extra)
-	maps.Copy(body, req.Extra)
-	return body, nil
+	return b, nil
 }
 
 // userParts is the user turn: the instruction text, then the attachment as
@@ -139,6 +192,21 @@ type chatMessage struct {
 type textPart struct {
 	Text string `json:"text"`
 	Type string `json:"type"`
+}
+
+// chatBody is a Chat Completions body (Extra aside). outputCap is the
+// output cap, sent in the field MaxTokensField names: MaxTokens or
+// MaxCompletionTokens, or (another name) only through Body's map.
+type chatBody struct {
+	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int      `json:"max_tokens,omitempty"`
+	Messages            []any    `json:"messages"`
+	Model               string   `json:"model"`
+	ResponseFormat      any      `json:"response_format"`
+	Temperature         *float64 `json:"temperature,omitempty"`
+	Tools               []any    `json:"tools,omitempty"`
+
+	outputCap int
 }
 
 // openAIResponseFormat is response_format: json_schema (with the schema),
@@ -189,17 +257,17 @@ type openAIResponse struct {
 
 // Complete sends one chat completion (transport retries inside).
 func (c *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
-	body, err := c.Body(req)
-	if err != nil {
-		return nil, err
-	}
 	headers := c.requestHeaders()
 	if req.OnDelta != nil {
+		body, err := c.Body(req)
+		if err != nil {
+			return nil, err
+		}
 		return c.stream(ctx, req, body, headers)
 	}
-	b, err := marshal(body)
+	b, err := c.encodeBody(req)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the request: %w", err)
+		return nil, err
 	}
 	raw, tries, err := post(ctx, c.Client, c.Name, c.endpoint, headers, b, c.Retry)
 	if err != nil {
