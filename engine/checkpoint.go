@@ -187,23 +187,26 @@ func checkpointLabels(st *state.FlowState) []string {
 	return out
 }
 
-// snapshotCheckpoint deep-copies the progress of st (Clone).
+// snapshotCheckpoint deep-copies the progress of st (Clone), and its
+// judge_history and judge_outcome, as the original's checkpoint.
 func snapshotCheckpoint(st *state.FlowState, label string, env transitionEnv) *state.Checkpoint {
 	return &state.Checkpoint{
 		Label:         label,
 		StepProgress:  st.StepProgress.Clone(),
 		RoundProgress: st.RoundProgress.Clone(),
 		ChildProgress: st.ChildProgress.Clone(),
+		Judge:         st.Judge.Clone(),
 		CreatedAt:     env.Now,
 	}
 }
 
-// restoreCheckpoint copies the checkpoint's progress back into st (deep
-// copies, so the checkpoint can be reverted to again), a null collection
-// as an empty one.
+// restoreCheckpoint copies the checkpoint's progress (and judge
+// progress) back into st (deep copies, so the checkpoint can be reverted
+// to again), a null collection as an empty one.
 func restoreCheckpoint(st *state.FlowState, cp *state.Checkpoint) {
 	st.StepProgress = cp.StepProgress.Clone()
 	st.RoundProgress = cp.RoundProgress.Clone()
 	st.ChildProgress = cp.ChildProgress.Clone()
+	st.Judge = cp.Judge.Clone()
 	ensureMaps(st)
 }

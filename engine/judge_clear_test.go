@@ -161,3 +161,59 @@ func TestRecordJudgeEmitsVerdict(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint saves judge_history and judge_outcome and a revert restores
+// them, as the original's commit/revert.
+func TestCheckpointKeepsJudgeProgress(t *testing.T) {
+	svc, _, _ := newService()
+	ctx := context.Background()
+	out, err := svc.Plan(ctx, judgeClearSpec, "main", nil, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.(*engine.StepDispatch).FlowID
+	opt := engine.ReportOptions{Channel: review.ChannelMCP}
+	judged := func(step string) {
+		t.Helper()
+		if _, err := svc.RecordJudge(ctx, engine.JudgeTurn{FlowID: id, StepID: step, Outcome: json.RawMessage(`{"met":true}`),
+			History: []state.JudgeEntry{{Turn: 1, PredicateID: "p", Tier: "T1", Verdict: "met"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: step, Result: map[string]any{"met": true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := func() []string {
+		t.Helper()
+		a, err := svc.Audit(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		if a.Judge != nil {
+			for k := range a.Judge.History {
+				if _, ok := a.Judge.Outcome[k]; ok {
+					out = append(out, k)
+				}
+			}
+		}
+		return out
+	}
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "prep", Result: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	judged("check")
+	if _, err := svc.Commit(ctx, id, "after-check", opt); err != nil {
+		t.Fatal(err)
+	}
+	judged("verify")
+	if got := steps(); !sameSet(got, []string{"check", "verify"}) {
+		t.Fatalf("before the revert: %v", got)
+	}
+	if _, err := svc.Revert(ctx, id, "after-check", opt); err != nil {
+		t.Fatal(err)
+	}
+	if got := steps(); !sameSet(got, []string{"check"}) {
+		t.Fatalf("after the revert: judge progress of %v, want [check]", got)
+	}
+}

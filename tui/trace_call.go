@@ -91,11 +91,18 @@ func (c callView) detail() []string {
 	tr := c.tr
 	var lines []string
 	if tr.Inputs != nil {
-		head := "inputs: "
-		if tr.InputsTruncated {
-			head = "inputs (cut to fit the store): "
+		var notes []string
+		if len(tr.OpaqueInputs) > 0 {
+			notes = append(notes, "not in the prompt: "+strings.Join(tr.OpaqueInputs, ", "))
 		}
-		lines = append(lines, head+compactJSON(tr.Inputs))
+		if tr.InputsTruncated {
+			notes = append(notes, "cut to fit the store")
+		}
+		head := "inputs: "
+		if len(notes) > 0 {
+			head = "inputs (" + strings.Join(notes, "; ") + "): "
+		}
+		lines = append(lines, specs.EscapeControl(head+compactJSON(tr.Inputs)))
 	}
 	// One line each: a newline in a violation, a tool's error or the
 	// failure is escaped (only the output spans lines).

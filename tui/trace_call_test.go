@@ -107,6 +107,8 @@ func TestLibraryCallRow(t *testing.T) {
 			ToolCalls: []state.ToolCallRecord{{Name: "t", Truncated: true}, {Name: "u", Error: "boom"}}}},
 			"· f#1 2 attempts (1 failed) · 2 tool calls · streamed · 0s", false,
 			[]string{"attempt 1 retried: a; b", "tool t (attempt 0, round 0) 0s {} → null (cut to fit the store)", "tool u (attempt 0, round 0) 0s {} ✗ boom"}},
+		{"opaque and cut inputs", engine.Trace{Attempt: 1, Trace: &state.TraceRecord{Inputs: map[string]any{"doc": "…"}, OpaqueInputs: []string{"doc"}, InputsTruncated: true}},
+			"· f#1 1 attempt · 0s", false, []string{`inputs (not in the prompt: doc; cut to fit the store): {"doc":"…"}`}},
 		{"failed without a trace record", engine.Trace{Attempt: 3, ErrorKind: "library", Violations: []string{"no runtime"}},
 			"· f#1 failed after 3 attempts · 0s", true, []string{"failed: no runtime"}},
 	} {

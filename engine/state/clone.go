@@ -87,6 +87,7 @@ func (cp *Checkpoint) clone() *Checkpoint {
 	c.StepProgress = cp.StepProgress.Clone()
 	c.RoundProgress = cp.RoundProgress.Clone()
 	c.ChildProgress = cp.ChildProgress.Clone()
+	c.Judge = cp.Judge.Clone()
 	return &c
 }
 

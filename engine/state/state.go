@@ -199,7 +199,10 @@ type Checkpoint struct {
 	StepProgress
 	RoundProgress
 	ChildProgress
-	CreatedAt time.Time `json:"created_at"`
+	// Judge is the flow's judge_history and judge_outcome when it was
+	// taken (the original's checkpoint saves both; nil when no judge ran).
+	Judge     *JudgeProgress `json:"judge,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
 }
 
 // ActiveIteration is the iteration loop in progress (at most one per flow).

@@ -20,6 +20,10 @@ const storedStateBe2c848 = "testdata/flowstate-be2c848.json"
 // Ended (a flow ended by hand: stratum kill) and Judge (judge steps).
 var addedSinceBe2c848 = []string{"state.Library", "state.Ended", "state.Judge"}
 
+// checkpointAddedSinceBe2c848 are the checkpoint's: Judge (a judge step's
+// progress when it was taken).
+var checkpointAddedSinceBe2c848 = []string{"checkpoint.Judge"}
+
 // A stored state and its checkpoints written by be2c848 decode the same
 // into today's types: every key has its field (none unknown, none left
 // zero) and encoding the decoded state gives back the same keys and values.
@@ -41,7 +45,7 @@ func TestStoredStateOfBe2c848Decodes(t *testing.T) {
 	if cp == nil {
 		t.Fatal("the stored state's checkpoint is gone")
 	}
-	if zero := zeroFieldsOf(reflect.ValueOf(*cp), "checkpoint"); len(zero) > 0 {
+	if zero := zeroFieldsOf(reflect.ValueOf(*cp), "checkpoint"); len(zero) > 0 && !slices.Equal(zero, checkpointAddedSinceBe2c848) {
 		t.Errorf("fields the stored checkpoint set decoded as zero: %v", zero)
 	}
 	again, err := json.Marshal(&st)

@@ -145,7 +145,12 @@
 // prompt hashes, flow id. Runtime.Trace returns the last 10,000 of
 // them; Options.OnCall receives each as it ends; with a Store, each Call
 // made inside a Flow.Run is a trace entry of that flow (a Call outside any
-// flow is kept by the Runtime only, never persisted). With OTLP configured, spans nest flow NAME →
+// flow is kept by the Runtime only, never persisted): its inputs (cut to
+// 16 KiB of JSON, and marked so), each failed attempt with its
+// violations, its tool calls (arguments and results cut to 4 KiB),
+// whether it streamed and why it failed — shown in the Trace pane of
+// `stratum tui` and under calls in `stratum audit` and stratum_audit.
+// With OTLP configured, spans nest flow NAME →
 // infer NAME → chat MODEL, with a "retry" event on the infer span per
 // retry.
 //
