@@ -151,7 +151,7 @@ func (r *itemRow) line(c *common, stages, width int) traceLine {
 	if cur < len(r.stages) && r.stages[cur].state != "" {
 		se = r.stages[cur]
 	}
-	text := fmt.Sprintf("⇶ %s item %*d %s stage %d/%d %s", r.stepID, width, r.item, marks.String(), cur+1, n, se.state)
+	text := fmt.Sprintf("⇶ %s item %-*d %s stage %d/%d %s", r.stepID, width, r.item, marks.String(), cur+1, n, se.state)
 	if d := stageDuration(c, se); d > 0 {
 		text += " " + d.String()
 	}

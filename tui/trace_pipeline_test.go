@@ -113,7 +113,7 @@ func TestGoldenPipelineTrace(t *testing.T) {
 				m := newModel(t, src, size[0], size[1])
 				press(m, "2")
 				if view.name == "trace_pipeline_failed" {
-					selectRow(t, m, "pipe item   4 ")
+					selectRow(t, m, "pipe item 4   ")
 				}
 				press(m, view.keys...)
 				frame := m.View()
@@ -140,17 +140,17 @@ func TestPipelineItemRow(t *testing.T) {
 		want   string
 	}{
 		{"spec-columns", 4, []*engine.Event{ev("p::item7::stage0", state.TaskComplete, 20)},
-			"⇶ p item   7 ✓··· stage 1/4 complete 20ms"},
+			"⇶ p item 7   ✓··· stage 1/4 complete 20ms"},
 		{"pending-not-started", 3, []*engine.Event{ev("p::item7::stage0", state.TaskPending, 0), ev("p::item7::stage1", state.TaskPending, 0), ev("p::item7::stage2", state.TaskPending, 0)},
-			"⇶ p item   7 ··· stage 1/3 pending"},
+			"⇶ p item 7   ··· stage 1/3 pending"},
 		{"running-counts-to-now", 3, []*engine.Event{ev("p::item7::stage0", state.TaskComplete, 20), ev("p::item7::stage1", state.TaskRunning, 500), ev("p::item7::stage2", state.TaskPending, 0)},
-			"⇶ p item   7 ✓▶· stage 2/3 running 3.5s"},
+			"⇶ p item 7   ✓▶· stage 2/3 running 3.5s"},
 		{"failed-first", 3, []*engine.Event{ev("p::item7::stage0", state.TaskFailed, 20), ev("p::item7::stage1", state.TaskCancelled, 0), ev("p::item7::stage2", state.TaskCancelled, 0)},
-			"⇶ p item   7 ✗✗✗ stage 1/3 failed 20ms"},
+			"⇶ p item 7   ✗✗✗ stage 1/3 failed 20ms"},
 		{"lanes-fold", 3, []*engine.Event{ev("p::item7::stage0", state.TaskComplete, 20), ev("p::item7::stage1::lane0", state.TaskFailed, 30), ev("p::item7::stage1::lane1", state.TaskComplete, 40)},
-			"⇶ p item   7 ✓✗· stage 2/3 failed 30ms"},
+			"⇶ p item 7   ✓✗· stage 2/3 failed 30ms"},
 		{"no-spec", 0, []*engine.Event{ev("p::item7::stage0", state.TaskComplete, 20), ev("p::item7::stage1", state.TaskSkipped, 0)},
-			"⇶ p item   7 ✓↷ stage 2/2 skipped"},
+			"⇶ p item 7   ✓↷ stage 2/2 skipped"},
 	} {
 		t.Run(c2.name, func(t *testing.T) {
 			r := &itemRow{stepID: "p", item: 7}
@@ -238,5 +238,10 @@ func TestPipelineRetryRows(t *testing.T) {
 	want := []string{"→ p dispatched (pipeline, 1 stage)", "⇶ p item 0 ✗ stage 1/1 failed", "→ p dispatched (pipeline, 1 stage)", "⇶ p item 0 ✓ stage 1/1 complete"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The filter finds an item by its number as written ("item 0 ").
+	p.filter = "item 0 "
+	if n := len(p.lines(c)); n != 2 {
+		t.Fatalf("filter %q: %d rows, want the item's two", p.filter, n)
 	}
 }

@@ -291,7 +291,7 @@ func (f *Fn[In, Out]) once(ctx context.Context, c *callState, binds []infer.Bind
 	media := c.media
 	req := infer.LoopRequest{
 		AttemptRequest: infer.AttemptRequest{
-			Function: f.name, Models: []string{f.spec.Model},
+			Function: f.name, Models: f.models,
 			Parts:  infer.PromptParts{Intent: f.spec.Intent, Context: f.spec.Context, Inputs: binds, Tail: tail, Examples: f.examples},
 			Output: infer.Output{Schema: f.schema, Hash: f.hash, ExactNumbers: true}, Inputs: inputs,
 			Temperature: f.spec.Temperature, MaxTokens: f.spec.MaxTokens, FlowID: c.rec.FlowID, Tools: f.toolLoop(c), Media: media,

@@ -155,6 +155,7 @@ type Fn[In, Out any] struct {
 	schema    map[string]any
 	contract  *contract.Checker // the one check of an answer every driver uses
 	hash      string
+	models    []string        // the infer loop's: the Spec's model (read only)
 	opaque    map[string]bool // input JSON names tagged opaque
 	order     []string        // input JSON names in declaration order (structs)
 	retries   int
@@ -190,7 +191,7 @@ func NewInfer[In, Out any](name string, s Spec[In, Out]) (*Fn[In, Out], error) {
 	if _, err := SchemaFor[In](); err != nil {
 		return nil, fail("input: %v", err.(*CompileError).Message)
 	}
-	f := &Fn[In, Out]{name: name, spec: s, schema: schema, retries: s.Retries}
+	f := &Fn[In, Out]{name: name, spec: s, schema: schema, retries: s.Retries, models: []string{s.Model}}
 	switch {
 	case s.Retries == 0:
 		f.retries = DefaultRetries

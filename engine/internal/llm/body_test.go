@@ -92,3 +92,23 @@ func TestBodyEncodesAsMaps(t *testing.T) {
 		}
 	}
 }
+
+// A target's full name is provider/model as resolved, whatever the case or
+// alias written; the base URL variable is the provider's.
+func TestFullNameAndBaseURLEnv(t *testing.T) {
+	for _, c := range []struct{ model, prov, name, want string }{
+		{"openai/gpt-4o-mini", "openai", "gpt-4o-mini", "openai/gpt-4o-mini"},
+		{"OpenAI/gpt-4o-mini", "openai", "gpt-4o-mini", "openai/gpt-4o-mini"},
+		{"llama.cpp/qwen", "llamacpp", "qwen", "llamacpp/qwen"},
+		{"openrouter/anthropic/claude", "openrouter", "anthropic/claude", "openrouter/anthropic/claude"},
+	} {
+		if got := fullName(c.model, c.prov, c.name); got != c.want {
+			t.Errorf("fullName(%q) = %q, want %q", c.model, got, c.want)
+		}
+	}
+	for prov, want := range map[string]string{"openai": "OPENAI_BASE_URL", "llamacpp": "LLAMACPP_BASE_URL", "my-gw": "MY_GW_BASE_URL"} {
+		if got := baseURLEnv(prov); got != want {
+			t.Errorf("baseURLEnv(%q) = %q, want %q", prov, got, want)
+		}
+	}
+}

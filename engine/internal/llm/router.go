@@ -52,6 +52,32 @@ var KnownProviders = map[string]ProviderInfo{
 	"llamacpp":   {Name: "llamacpp", Dialect: DialectOpenAI, BaseURL: "http://localhost:8080/v1", KeyEnv: "LLAMACPP_API_KEY", KeyOptional: true, Local: true},
 }
 
+// knownBaseURLEnvs are the built-in providers' <PROVIDER>_BASE_URL
+// variables, named once.
+var knownBaseURLEnvs = func() map[string]string {
+	m := make(map[string]string, len(KnownProviders))
+	for p := range KnownProviders {
+		m[p] = EnvName(p) + "_BASE_URL"
+	}
+	return m
+}()
+
+// baseURLEnv is the variable that overrides provider's base URL.
+func baseURLEnv(provider string) string {
+	if v, ok := knownBaseURLEnvs[provider]; ok {
+		return v
+	}
+	return EnvName(provider) + "_BASE_URL"
+}
+
+// fullName is "prov/name": model itself when it is written so already.
+func fullName(model, prov, name string) string {
+	if len(model) == len(prov)+1+len(name) && model[:len(prov)] == prov && model[len(prov)+1:] == name {
+		return model
+	}
+	return prov + "/" + name
+}
+
 // EnvName is a provider's environment variable prefix: upper-cased, every
 // character other than A-Z and 0-9 replaced by "_" ("llama.cpp" →
 // "LLAMA_CPP").
@@ -175,7 +201,7 @@ func (r *Router) provider(model string) (info ProviderInfo, prov, name string, e
 	}
 	info, known := KnownProviders[prov]
 	base := r.cfg.BaseURLs[prov]
-	if v := r.cfg.Getenv(EnvName(prov) + "_BASE_URL"); v != "" {
+	if v := r.cfg.Getenv(baseURLEnv(prov)); v != "" {
 		base = v
 	} else if h := r.cfg.Getenv("OLLAMA_HOST"); prov == "ollama" && base == "" && h != "" {
 		// Ollama's own variable: host[:port] or a URL, without /v1.
@@ -231,7 +257,7 @@ func (r *Router) Resolve(model string) (Target, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.got[prov]; ok {
-		return Target{Provider: p, Info: info, Model: name, Full: prov + "/" + name}, nil
+		return Target{Provider: p, Info: info, Model: name, Full: fullName(model, prov, name)}, nil
 	}
 	key := ""
 	if info.KeyEnv != "" {
