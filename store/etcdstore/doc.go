@@ -262,9 +262,10 @@
 //     There is one key per flow on one etcd lease per runner lease, because
 //     a runner holds its flow and its child flows with one lease id and
 //     releases them one at a time.
-//   - A Put that clears the owner (Release), replaces it (Claim, TakeOver)
-//     or writes one already expired, and a Delete, delete the flow's key in
-//     the same transaction; when the runner lease then owns no flow, the
+//   - A Put that clears the owner (Release), replaces it (Claim, TakeOver),
+//     writes one already expired or ends the flow (a finished flow accepts
+//     no reports: its owner stays in the state, unbacked and unmarked),
+//     and a Delete, delete the flow's key in the same transaction; when the runner lease then owns no flow, the
 //     Store that keeps its etcd lease revokes it at once.
 //   - A read of a marked owner (Get; FlowSummary.Owner in the summaries of
 //     List and PendingGates) looks at its key at the transaction's snapshot

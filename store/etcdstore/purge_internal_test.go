@@ -67,29 +67,11 @@ func TestDeleteManyEvents(t *testing.T) {
 		}
 		return int(r.Count)
 	}
-	// events counts the events held under p (a key holds those one
-	// commit appended to one flow one after the other).
-	events := func(p string) int {
-		t.Helper()
-		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix())
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, k := range r.Kvs {
-			evs, err := decodeEvents(kv{key: string(k.Key), val: k.Value})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += len(evs)
-		}
-		return n
-	}
 	total := 300 + 120 + 10 + 200
 	if err := s.indexPending(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := events("e/"); got != total {
+	if got := countEvents(t, s, "e/"); got != total {
 		t.Fatalf("%d events in the log, want %d", got, total)
 	}
 	last := lastSeq(t, s)
@@ -109,7 +91,7 @@ func TestDeleteManyEvents(t *testing.T) {
 			t.Errorf("%d keys left under %q after the deletion", n, p)
 		}
 	}
-	if got, want := events("e/"), 120+200; got != want {
+	if got, want := countEvents(t, s, "e/"), 120+200; got != want {
 		t.Errorf("%d events in the log after deleting big and small, want %d", got, want)
 	}
 	checkLog(t, s, map[string]int{"dead": 120, "keep": 200})
@@ -126,8 +108,8 @@ func TestDeleteManyEvents(t *testing.T) {
 	if ok, err := tx.commit(); err != nil || !ok {
 		t.Fatalf("commit: %v %v", ok, err)
 	}
-	if len(tx.purge) != 1 || keys("d/") != 1 || events("x/dead\x00") != 120 {
-		t.Fatalf("want a tombstone and 120 events left to purge: purge %v, d/ %d, x/dead %d", tx.purge, keys("d/"), events("x/dead\x00"))
+	if len(tx.purge) != 1 || keys("d/") != 1 || countEvents(t, s, "x/dead\x00") != 120 {
+		t.Fatalf("want a tombstone and 120 events left to purge: purge %v, d/ %d, x/dead %d", tx.purge, keys("d/"), countEvents(t, s, "x/dead\x00"))
 	}
 	// Its events are hidden at once; a flow re-created under the same id
 	// has only its new events.
@@ -152,10 +134,10 @@ func TestDeleteManyEvents(t *testing.T) {
 	if got := keys("d/"); got != 0 {
 		t.Errorf("%d tombstones after GC", got)
 	}
-	if got := events("x/dead\x00"); got != 2 {
+	if got := countEvents(t, s, "x/dead\x00"); got != 2 {
 		t.Errorf("%d events of the re-created flow dead after GC, want its 2", got)
 	}
-	if got, want := events("e/"), 200+2; got != want {
+	if got, want := countEvents(t, s, "e/"), 200+2; got != want {
 		t.Errorf("%d events in the log after GC, want %d", got, want)
 	}
 	checkLog(t, s, map[string]int{"keep": 200, "dead": 2})
@@ -229,4 +211,23 @@ func checkLog(t *testing.T, s *Store, want map[string]int) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// countEvents counts the events held under p (a key holds those one
+// commit appended to one flow one after the other).
+func countEvents(t *testing.T, s *Store, p string) int {
+	t.Helper()
+	r, err := s.cli.Get(context.Background(), s.key(p), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, k := range r.Kvs {
+		evs, err := decodeEvents(kv{key: string(k.Key), val: k.Value})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(evs)
+	}
+	return n
 }

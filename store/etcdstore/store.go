@@ -173,11 +173,13 @@ func (s *Store) Prefix() string { return s.pfx }
 // String names the store as a URL without credentials: etcd://a:2379,b:2379/prefix.
 func (s *Store) String() string { return describe(s.eps, s.pfx) }
 
-// MaxEventsPerWrite is engine.EventLimiter: every event is one key of its
-// commit's transaction (moved into the ordered log later, by a commit that
-// carries the move only when it fits: indexer.go), and a member accepts 128
-// operations per transaction unless started with a larger --max-txn-ops;
-// 50 events leave room for the flow's own keys and the index entries.
+// MaxEventsPerWrite is engine.EventLimiter: the events a commit appends
+// to one flow one after the other share a key, but events of different
+// flows, interleaved, take one key each (moved into the ordered log
+// later, by a commit that carries the move only when it fits: indexer.go),
+// and a member accepts 128 operations per transaction unless started with
+// a larger --max-txn-ops; 50 events leave room for the flow's own keys and
+// the index entries whatever their flows.
 func (s *Store) MaxEventsPerWrite() int { return 50 }
 
 var _ engine.EventLimiter = (*Store)(nil)
