@@ -208,6 +208,7 @@ func (r *traceRound) describe(ev *engine.Event, tl *traceLine) (text, detail str
 		if d.PolicyFailed != "" {
 			text += fmt.Sprintf(" (policy %s cannot approve it: %s)", d.Policy, d.PolicyFailed)
 		}
+		text += libraryReviewNote(st, ev.StepID)
 		tl.style = c.st.Waiting.Render
 	case engine.EventGateResolved:
 		d, _ := ev.Data.(engine.GateResolved)

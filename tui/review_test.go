@@ -75,7 +75,7 @@ func TestLibraryReviewInGatesPane(t *testing.T) {
 	// attempts, duration, tokens and cost, then the reviews opening.
 	press(m, "2")
 	trace := m.View()
-	for _, want := range []string{"· plan#1 2 attempts · 1.2s 840 tokens $0.0021 [openai/gpt-4o-mini]", "⏸ gate review-1 opened", "⏸ gate review-2 opened"} {
+	for _, want := range []string{"· plan#1 2 attempts · 1.2s 840 tokens $0.0021 [openai/gpt-4o-mini]", "⏸ gate review-1 opened: Which rollout plan?", "⏸ gate review-2 opened: Ship it?"} {
 		if !strings.Contains(trace, want) {
 			t.Errorf("the Trace pane lacks %q:\n%s", want, trace)
 		}

@@ -160,3 +160,21 @@ func compactJSON(v any) string {
 	}
 	return string(b)
 }
+
+// libraryReviewNote is what a Go program's review adds to its gate row:
+// its question and, for a tool call's approval, the tool ("" for any
+// other gate).
+func libraryReviewNote(st *state.FlowState, reviewID string) string {
+	if !st.IsLibrary() {
+		return ""
+	}
+	r := st.Library.Review(reviewID)
+	if r == nil || r.Question == "" {
+		return ""
+	}
+	note := ": " + r.Question
+	if tool, ok := r.Artifacts["tool"].(string); ok && r.Trigger == "tool_call" {
+		note += " (tool " + tool + ")"
+	}
+	return note
+}

@@ -125,3 +125,26 @@ func TestLibraryCallRow(t *testing.T) {
 		})
 	}
 }
+
+// A Go program's review adds its question to its gate row, and the tool
+// of a tool call's approval; other flows' gates add nothing.
+func TestLibraryReviewNote(t *testing.T) {
+	lib := &state.FlowState{Library: &state.LibraryState{Reviews: []*state.LibraryReview{
+		{ID: "review-1", Question: "Refund this order?", Trigger: "tool_call", Artifacts: map[string]any{"tool": "issue_refund"}},
+		{ID: "review-2", Question: "Ship it?"},
+	}}}
+	for _, c := range []struct {
+		st   *state.FlowState
+		id   string
+		want string
+	}{
+		{lib, "review-1", ": Refund this order? (tool issue_refund)"},
+		{lib, "review-2", ": Ship it?"},
+		{lib, "review-9", ""},
+		{&state.FlowState{}, "review-1", ""},
+	} {
+		if got := libraryReviewNote(c.st, c.id); got != c.want {
+			t.Errorf("%s: %q, want %q", c.id, got, c.want)
+		}
+	}
+}
