@@ -103,6 +103,9 @@ type flowWindow struct {
 	// rows are the matching flows from index start (a page boundary).
 	start int
 	rows  []state.FlowSummary
+	// prefix is the tree glyphs of each child flow in rows, by id
+	// (flowWindow.nest orders rows as trees).
+	prefix map[string]string
 	// at is the index of the flow the pass was asked to find (-1: absent).
 	at int
 	// gen numbers the passes: pages read with another pass's marks are
@@ -355,6 +358,7 @@ func flowPass(ctx context.Context, src Source, q passQuery) (flowWindow, error) 
 		w.n = max(w.n, w.counts.total)
 	}
 	w.takeRows(kept, cursorPage)
+	w.nest()
 	return w, nil
 }
 
@@ -456,6 +460,7 @@ func (m *Model) handleFlowPages(msg flowPagesMsg) tea.Cmd {
 	}
 	if msg.gen == m.flows.gen {
 		m.flows.start, m.flows.rows = msg.start, msg.rows
+		m.flows.nest()
 		// The marks of the pages it met after the first: the new ones.
 		for k, mark := range msg.marks {
 			if msg.first+1+k == len(m.flows.marks) {

@@ -181,8 +181,12 @@ var flowColumnsAll = []flowColumn{
 		}
 		return c.st.flowStatus(f, now).Render(padRight(truncate(text, w), w))
 	}},
-	{title: "FLOW", width: 24, cell: func(_ *common, f *state.FlowSummary, _ time.Time, w int) string {
-		return padRight(truncate(clean(f.FlowName), w), w)
+	{title: "FLOW", width: 24, cell: func(c *common, f *state.FlowSummary, _ time.Time, w int) string {
+		name := clean(f.FlowName)
+		if c != nil && c.flows.prefix[f.FlowID] != "" {
+			name = c.st.Muted.Render(c.flows.prefix[f.FlowID]) + name // a child flow under its parent (flowtree.go)
+		}
+		return padRight(truncate(name, w), w)
 	}},
 	{title: "STEP", width: 14, cell: func(_ *common, f *state.FlowSummary, _ time.Time, w int) string {
 		return padRight(truncate(clean(f.CurrentStep), w), w)

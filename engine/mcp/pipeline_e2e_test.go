@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -87,4 +88,58 @@ func stateOf(ev map[string]any) string {
 	m, _ := ev["metadata"].(map[string]any)
 	s, _ := m["state"].(string)
 	return s
+}
+
+const certPipelineSpec = `version: "0.3"
+flows:
+  main:
+    input: {items: {type: array}}
+    steps:
+      - id: pipe
+        type: pipeline
+        source: "$.input.items"
+        isolation: none
+        require: any
+        stages:
+          - {intent_template: "a:{item}", task_reasoning_template: {}}
+          - {intent_template: "b:{item}"}
+        run: |
+          in=$(cat)
+          case "$in" in
+            *a:bad*) echo '{"artifact": "none"}' ;;
+            *"You MUST structure your response"*) echo '{"artifact": "## Premises [P1] ## Trace ## Conclusion [P1]"}' ;;
+            *) echo '{"artifact": "not instructed"}' ;;
+          esac
+`
+
+// A server-run pipeline over MCP tells a stage its certificate's sections
+// (the task answers them only when instructed) and checks the task when
+// it ends: the poll shows the failing task's cert_violations, its item's
+// next stage never runs, the sibling item completes.
+func TestPipelineServerCertificates(t *testing.T) { onBoth(t, testPipelineServerCertificates) }
+
+func testPipelineServerCertificates(t *testing.T) {
+	s, _ := startInRepo(t)
+	r := s.ok("stratum_plan", map[string]any{"spec": certPipelineSpec, "flow": "main", "inputs": map[string]any{"items": []any{"ok", "bad"}}},
+		map[string]any{"status": "parallel_dispatch", "pipeline": true})
+	id := r["flow_id"].(string)
+	s.ok("stratum_parallel_start", map[string]any{"flow_id": id, "step_id": "pipe"}, map[string]any{"status": "started"})
+	p := s.pollUntil(id, "pipe")
+	if out := p["outcome"].(map[string]any); out["status"] != "complete" {
+		t.Fatalf("outcome: %v", out)
+	}
+	tasks := p["tasks"].(map[string]any)
+	bad := tasks["pipe::item1::stage0"].(map[string]any)
+	want := []any{"certificate missing section: Premises", "certificate missing section: Trace", "certificate missing section: Conclusion"}
+	if bad["state"] != "failed" || fmt.Sprint(bad["cert_violations"]) != fmt.Sprint(want) {
+		t.Errorf("the uncertified task: %v", bad)
+	}
+	if st := tasks["pipe::item1::stage1"].(map[string]any)["state"]; st != "cancelled" {
+		t.Errorf("its item's next stage: %v, want cancelled", st)
+	}
+	for _, id := range []string{"pipe::item0::stage0", "pipe::item0::stage1"} {
+		if st := tasks[id].(map[string]any)["state"]; st != "complete" {
+			t.Errorf("%s: %v, want complete", id, st)
+		}
+	}
 }
