@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	sjson "github.com/segmentio/encoding/json"
@@ -68,16 +69,11 @@ func (p unknownPayload) appendData(w dataWriter) dataWriter {
 // into the payload type of its kind (unknown kinds keep their data as
 // read). Data that does not fit its kind's payload is an error.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	var env struct {
-		Seq    uint64          `json:"seq"`
-		Time   time.Time       `json:"time"`
-		FlowID string          `json:"flow_id"`
-		Type   EventType       `json:"type"`
-		StepID string          `json:"step_id"`
-		Data   json.RawMessage `json:"data"`
-	}
+	env := envelopes.Get().(*envelope)
+	defer envelopes.Put(env)
+	*env = envelope{}
 	// The data is decoded from b itself, once its kind is known.
-	rest, err := sjson.Parse(b, &env, sjson.DontCopyRawMessage)
+	rest, err := sjson.Parse(b, env, sjson.DontCopyRawMessage)
 	if err != nil {
 		return err
 	}
@@ -89,8 +85,22 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("event %d (%s) data: %w", env.Seq, env.Type, err)
 	}
 	*e = Event{Seq: env.Seq, Time: env.Time, FlowID: env.FlowID, Type: env.Type, StepID: env.StepID, Data: p}
+	env.Data = nil // b is the caller's
 	return nil
 }
+
+// envelope is an event's JSON form with its data undecoded; envelopes
+// reuses them (a decode would otherwise allocate one per event).
+type envelope struct {
+	Seq    uint64          `json:"seq"`
+	Time   time.Time       `json:"time"`
+	FlowID string          `json:"flow_id"`
+	Type   EventType       `json:"type"`
+	StepID string          `json:"step_id"`
+	Data   json.RawMessage `json:"data"`
+}
+
+var envelopes = sync.Pool{New: func() any { return new(envelope) }}
 
 func decodePayload(t EventType, data json.RawMessage) (Payload, error) {
 	data = bytes.TrimSpace(data)
