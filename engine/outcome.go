@@ -300,11 +300,21 @@ type Stopped struct {
 // WireStatus implements Outcome.
 func (s *Stopped) WireStatus() string { return string(s.Status) }
 
-// BudgetExhausted is the answer of Service.ExhaustBudget.
+// BudgetExhausted is the answer of Service.ExhaustBudget and of a report
+// that spends the flow's budget: the original's terminal payload (output,
+// trace, total_duration_ms, budget_state) with ours (step_id, reason).
 type BudgetExhausted struct {
 	FlowID string
 	StepID string // the current step ("" = null)
 	Reason string
+	// Output is the output of the last step with one (as a completion's).
+	Output any
+	// Trace is the current round's records.
+	Trace           []state.Record
+	TotalDurationMS int64
+	// BudgetState is the flow's budget and what it consumed (nil: the
+	// flow has no budget axis, as when a step's own budget ran out).
+	BudgetState *AuditBudget
 }
 
 // WireStatus implements Outcome.

@@ -64,7 +64,8 @@ func exhaustBudget(st *state.FlowState, env transitionEnv, reason string) (trans
 	res.Events = append(res.Events, event(st, env, stepID, FlowFinished{
 		Status: string(state.StatusBudgetExhausted), Reason: reason,
 	}))
-	res.Outcome = &BudgetExhausted{FlowID: st.FlowID, StepID: stepID, Reason: reason}
+	res.Outcome = &BudgetExhausted{FlowID: st.FlowID, StepID: stepID, Reason: reason, Output: flowOutput(st, env),
+		Trace: copyRecords(st.Records), TotalDurationMS: durationMS(st.FlowStart, env.Now), BudgetState: auditBudget(env.Flow, st.BudgetState)}
 	return res, nil
 }
 

@@ -206,7 +206,8 @@ func (s *Stopped) wire() Response {
 }
 
 func (b *BudgetExhausted) wire() Response {
-	return Response{"status": string(state.StatusBudgetExhausted), "flow_id": b.FlowID, "step_id": nullable(b.StepID), "reason": b.Reason}
+	return Response{"status": string(state.StatusBudgetExhausted), "flow_id": b.FlowID, "step_id": nullable(b.StepID), "reason": b.Reason,
+		"output": b.Output, "trace": b.Trace, "total_duration_ms": b.TotalDurationMS, "budget_state": b.BudgetState}
 }
 
 func (c *callRecorded) wire() Response {

@@ -150,3 +150,21 @@ func TestWindowNestsPerPage(t *testing.T) {
 		t.Errorf("page 0 starts %s, %s (glyphs %q), want f1, then f0 under it", w.rows[0].FlowID, w.rows[1].FlowID, w.prefix["f0"])
 	}
 }
+
+// BenchmarkWindowNest is the nesting a pass adds: a full window (three
+// pages) where every other flow is the child of the next.
+func BenchmarkWindowNest(b *testing.B) {
+	rows := make([]state.FlowSummary, 3*windowPage)
+	for i := range rows {
+		rows[i].FlowID = fmt.Sprint("f", i)
+		if i%2 == 0 {
+			rows[i].ParentFlowID = fmt.Sprint("f", i+1)
+		}
+	}
+	w := flowWindow{rows: make([]state.FlowSummary, len(rows))}
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(w.rows, rows)
+		w.nest()
+	}
+}

@@ -47,6 +47,11 @@ func TestBudgetOverMCP(t *testing.T) {
 				out = s.ok("stratum_step_done", map[string]any{"flow_id": flowID, "step_id": id, "result": map[string]any{"ok": true}, "usage": tt.usage[i]}, nil)
 				if id == tt.exhaustedAt {
 					expect(t, "step_done "+id, out, map[string]any{"status": "budget_exhausted", "flow_id": flowID, "step_id": nextOf(id)})
+					// The original's terminal payload: output, trace, total_duration_ms, budget_state.
+					if bs, _ := out["budget_state"].(map[string]any); bs == nil || bs["caps"] == nil || bs["consumed"] == nil ||
+						out["output"] == nil || len(out["trace"].([]any)) == 0 || out["total_duration_ms"] == nil {
+						t.Fatalf("budget_exhausted payload %s", canon(t, out))
+					}
 					if !strings.Contains(out["reason"].(string), tt.reason) {
 						t.Fatalf("reason %q, want %q", out["reason"], tt.reason)
 					}

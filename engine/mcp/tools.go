@@ -154,7 +154,7 @@ Returns the same shapes as stratum_plan (execute_step, await_gate, execute_flow,
 - ensure_failed | schema_failed | guardrail_blocked: the same step again with violations: [str] and retries_remaining decremented; fix exactly those and report again.
 - a recovery step's dispatch with routed_from and violations (on_fail routing).
 - complete: {status:"complete", flow_id, output, trace, total_duration_ms}.
-- budget_exhausted: {status, flow_id, step_id, reason} when the usage you report spends the flow's budget.
+- budget_exhausted: {status, flow_id, step_id, reason, output, trace, total_duration_ms, budget_state} when the usage you report spends the flow's budget.
 Optional usage charges the flow's run budget for this attempt (every outcome): {input_tokens, output_tokens, model} priced from stratum's table, or pre-priced {tokens, dollars}; an agent step also counts one agent dispatch. Ignored on flows without a budget.
 Errors: retries_exhausted (with violations), wrong/unknown step (execution_error), gate_step_requires_gate_resolve, flow_not_found, flow_owned (an in-process runner owns the flow: agents may not report into it).`},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in stepDoneArgs) (engine.Response, error) {

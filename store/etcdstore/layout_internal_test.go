@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -225,4 +226,52 @@ func TestBatchedEvents(t *testing.T) {
 		t.Fatalf("after indexing: p/ %d, e/ %d, x/ %d; want 0, 3, 3", p, e, x)
 	}
 	check("indexed")
+}
+
+// TestListInsideUpdate: a listing inside an Update compares what it read —
+// each summary when it read a few, the range of s/ when it read more than
+// etcd accepts compares of (so the commit is not refused for its size) —
+// and a write of a listed flow after the snapshot fails the commit.
+func TestListInsideUpdate(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/listing/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, n := range []int{3, 200} {
+		for i := range n {
+			id := fmt.Sprintf("n%d-%03d", n, i)
+			if err := s.Update(ctx, func(tx engine.Tx) error {
+				st := &state.FlowState{FlowID: id, FlowName: "main", Status: state.StatusRunning}
+				return tx.Put(st, engine.Summarize(st, nil), st.Stamp(time.Now()))
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x := newTx(s, ctx, true)
+		sums, err := x.List(engine.ListFilter{})
+		if err != nil || len(sums) < n {
+			t.Fatalf("List of %d flows in an Update: %d, %v", n, len(sums), err)
+		}
+		if err := x.CachePut("k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := x.commit(); err != nil || !ok {
+			t.Fatalf("commit after listing %d flows: %v %v", len(sums), ok, err)
+		}
+		// The same, with a listed flow written after the snapshot.
+		x = newTx(s, ctx, true)
+		if _, err := x.List(engine.ListFilter{}); err != nil {
+			t.Fatal(err)
+		}
+		putFlow(t, s, fmt.Sprintf("n%d-%03d", n, 0), state.StatusComplete)
+		if err := x.CachePut("k", []byte("w")); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := x.commit(); err != nil || ok {
+			t.Fatalf("commit after a listed flow changed (%d listed): %v %v, want a conflict", len(sums), ok, err)
+		}
+	}
 }

@@ -159,8 +159,13 @@ const getManyBatch = 100
 
 // getMany reads keys (the transaction's own writes first) at the
 // snapshot, in as few requests as etcd accepts; an absent key's value is
-// nil. Inside an Update the commit compares each key read, as get does.
-func (t *tx) getMany(keys []string) ([][]byte, error) {
+// nil. Inside an Update the commit compares each key read, as get does,
+// unless cover is set: the caller has the commit compare a range that
+// holds them all (etcd refuses more than 128 compares).
+func (t *tx) getMany(keys []string, cover *krange) ([][]byte, error) {
+	if cover != nil && t.write {
+		t.ranges = append(t.ranges, *cover)
+	}
 	out := make([][]byte, len(keys))
 	var need []int
 	for i, k := range keys {
@@ -197,7 +202,7 @@ func (t *tx) getMany(keys []string) ([][]byte, error) {
 					t.leaseOf[k] = clientv3.LeaseID(id)
 				}
 			}
-			if _, seen := t.reads[k]; !seen {
+			if _, seen := t.reads[k]; !seen && cover == nil {
 				t.reads[k] = mod
 			}
 		}

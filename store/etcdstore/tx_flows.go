@@ -378,6 +378,10 @@ func (t *tx) listingRange(f engine.ListFilter) (p, end string) {
 	return p, end
 }
 
+// listCompares is how many summaries a listing inside an Update has the
+// commit compare one by one (beyond, the range of s/).
+const listCompares = 32
+
 // The entries name the flows; their summaries are read from s/ at the
 // same snapshot (an entry of schema 4 holds a copy, which is not read: it
 // is not rewritten while the entry's key stays).
@@ -391,7 +395,15 @@ func (t *tx) List(f engine.ListFilter) ([]state.FlowSummary, error) {
 	for i, k := range kvs {
 		keys[i] = t.s.key("s/", k.key[strings.LastIndexByte(k.key, 0)+1:])
 	}
-	vals, err := t.getMany(keys)
+	// Inside an Update, a long listing has the commit compare the range
+	// of s/ (any flow written since the snapshot fails it) rather than
+	// each summary.
+	var cover *krange
+	if len(keys) > listCompares {
+		sp := t.s.key("s/")
+		cover = &krange{sp, prefixEnd(sp)}
+	}
+	vals, err := t.getMany(keys, cover)
 	if err != nil {
 		return nil, err
 	}

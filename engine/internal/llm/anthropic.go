@@ -61,14 +61,18 @@ func (c *Anthropic) Body(req Request) (map[string]any, error) {
 	if req.System != "" {
 		body["system"] = req.System
 	}
-	schema := req.Schema
+	schema, key := req.Schema, req.SchemaKey
 	if schema == nil {
-		schema = map[string]any{"type": "object"}
+		schema, key = map[string]any{"type": "object"}, ""
+	}
+	trimmed, _, err := projected(DialectAnthropic, key, schema, func(s map[string]any) (map[string]any, bool) { return TrimmedSchema(s), true })
+	if err != nil {
+		return nil, fmt.Errorf("encoding the output schema: %w", err)
 	}
 	body["tools"] = append(anthropicTools(req.Tools), map[string]any{
 		"name":         OutputTool,
 		"description":  "Return the result. Call this tool exactly once with the complete answer.",
-		"input_schema": TrimmedSchema(schema),
+		"input_schema": trimmed,
 	})
 	body["tool_choice"] = map[string]any{"type": "tool", "name": OutputTool}
 	if len(req.Tools) > 0 {

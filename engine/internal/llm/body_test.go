@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -109,6 +110,29 @@ func TestFullNameAndBaseURLEnv(t *testing.T) {
 	for prov, want := range map[string]string{"openai": "OPENAI_BASE_URL", "llamacpp": "LLAMACPP_BASE_URL", "my-gw": "MY_GW_BASE_URL"} {
 		if got := baseURLEnv(prov); got != want {
 			t.Errorf("baseURLEnv(%q) = %q, want %q", prov, got, want)
+		}
+	}
+}
+
+// An OpenAI answer decodes as encoding/json decodes it, error text included.
+func TestDecodeResponseAsEncodingJSON(t *testing.T) {
+	for _, b := range []string{
+		`{"id":"c1","model":"m","choices":[{"finish_reason":"stop","message":{"content":"{\"a\":1}"}}],"usage":{"prompt_tokens":100,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":40},"completion_tokens_details":{"reasoning_tokens":5},"cost":0.0012}}`,
+		`{"choices":[{"finish_reason":"tool_calls","message":{"content":null,"tool_calls":[{"id":"t1","function":{"name":"w","arguments":"{\"city\":\"Oslo\"}"}}]}}]}`,
+		`{"choices":[{"message":{"refusal":"no","content":""}}],"usage":null}`,
+		`{"ID":"case","Choices":[],"extra":{"deep":[1,2,{"x":null}]}}`,
+		`{"choices":[{"message":{"content":"\u00e9\ud83d\ude00 \ud800"}}]}`,
+		`{"usage":{"prompt_tokens":1.5}}`, `{"usage":{"prompt_tokens":"7"}}`, `{"choices":{}}`, `{"id":1}`,
+		`{"id":"a"} trailing`, `not json`, ``, `{"id":"a",}`, `[]`, `null`,
+	} {
+		var got, want openAIResponse
+		gotErr := decodeResponse([]byte(b), &got)
+		wantErr := json.Unmarshal([]byte(b), &want)
+		switch {
+		case (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()):
+			t.Errorf("%.60s: error %v, encoding/json %v", b, gotErr, wantErr)
+		case !reflect.DeepEqual(got, want):
+			t.Errorf("%.60s:\n got  %+v\n want %+v", b, got, want)
 		}
 	}
 }

@@ -62,9 +62,13 @@ func (c *Gemini) Body(req Request) (map[string]any, error) {
 		body["systemInstruction"] = map[string]any{"parts": []any{map[string]any{"text": req.System}}}
 	}
 	gen := map[string]any{}
-	schema := req.Schema
-	if schema == nil {
-		schema = map[string]any{"type": "object"}
+	raw, key := req.Schema, req.SchemaKey
+	if raw == nil {
+		raw, key = map[string]any{"type": "object"}, ""
+	}
+	schema, _, err := projected(DialectGemini, key, raw, func(s map[string]any) (map[string]any, bool) { return s, true })
+	if err != nil {
+		return nil, fmt.Errorf("encoding the output schema: %w", err)
 	}
 	if len(req.Tools) > 0 {
 		decls := make([]any, 0, len(req.Tools)+1)

@@ -282,7 +282,7 @@ func (c *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 
 func (c *OpenAI) parse(raw []byte, tools bool) (*Response, error) {
 	var r openAIResponse
-	if err := json.Unmarshal(raw, &r); err != nil {
+	if err := decodeResponse(raw, &r); err != nil {
 		return nil, &TransportError{Provider: c.Name, Tries: 1, Last: "malformed response body: " + err.Error()}
 	}
 	out := &Response{ID: r.ID, Model: r.Model}
