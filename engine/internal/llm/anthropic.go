@@ -142,7 +142,7 @@ func (c *Anthropic) Complete(ctx context.Context, req Request) (*Response, error
 
 func (c *Anthropic) parse(raw []byte) (*Response, error) {
 	var r anthropicResponse
-	if err := json.Unmarshal(raw, &r); err != nil {
+	if err := decodeResponse(raw, &r); err != nil {
 		return nil, &TransportError{Provider: c.name(), Tries: 1, Last: "malformed response body: " + err.Error()}
 	}
 	out := &Response{ID: r.ID, Model: r.Model, FinishReason: r.StopReason, Usage: Usage{

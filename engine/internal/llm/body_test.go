@@ -136,3 +136,33 @@ func TestDecodeResponseAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// Anthropic's and Gemini's answers decode as encoding/json decodes them.
+func TestDecodeDialectResponsesAsEncodingJSON(t *testing.T) {
+	anthropic := []string{
+		`{"id":"m1","model":"claude","stop_reason":"tool_use","content":[{"type":"text","text":"hm"},{"type":"tool_use","id":"t1","name":"output","input":{"a":[1,{"b":null}]}}],"usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":3,"cache_creation_input_tokens":2}}`,
+		`{"content":[{"type":"tool_use","input":"not an object"}]}`, "{\"content\":[{\"type\":\"tool_use\",\"input\": { \"a\" :\n [ 1 , 2 ] } }]}", `{"usage":{"input_tokens":"x"}}`, `{"content":{}}`, `{} x`, `nope`,
+	}
+	gemini := []string{
+		`{"responseId":"r","modelVersion":"gemini-2.5","candidates":[{"finishReason":"STOP","content":{"parts":[{"text":"{\"a\":1}"},{"functionCall":{"id":"c","name":"output","args":{"a":1}}}]}}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":4,"thoughtsTokenCount":2,"cachedContentTokenCount":1}}`,
+		`{"candidates":[{"content":{"parts":[{"text":1}]}}]}`, `{"promptFeedback":{"blockReason":"SAFETY"}}`, `{"candidates":null}`, `[1]`, ``,
+	}
+	for _, b := range anthropic {
+		var got, want anthropicResponse
+		compareResponse(t, b, decodeResponse([]byte(b), &got), json.Unmarshal([]byte(b), &want), got, want)
+	}
+	for _, b := range gemini {
+		var got, want geminiResponse
+		compareResponse(t, b, decodeResponse([]byte(b), &got), json.Unmarshal([]byte(b), &want), got, want)
+	}
+}
+
+func compareResponse(t *testing.T, doc string, gotErr, wantErr error, got, want any) {
+	t.Helper()
+	switch {
+	case (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()):
+		t.Errorf("%.60s: error %v, encoding/json %v", doc, gotErr, wantErr)
+	case !reflect.DeepEqual(got, want):
+		t.Errorf("%.60s:\n got  %+v\n want %+v", doc, got, want)
+	}
+}

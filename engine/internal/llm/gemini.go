@@ -180,7 +180,7 @@ func (c *Gemini) Complete(ctx context.Context, req Request) (*Response, error) {
 		return nil, err
 	}
 	var r geminiResponse
-	if err := json.Unmarshal(raw, &r); err != nil {
+	if err := decodeResponse(raw, &r); err != nil {
 		return nil, &TransportError{Provider: c.name(), Tries: 1, Last: "malformed response body: " + err.Error()}
 	}
 	acc := &geminiAnswer{}

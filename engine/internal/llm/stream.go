@@ -78,7 +78,8 @@ func ignoreEOF(err error) error {
 // --- OpenAI-compatible ---
 
 // openAIStream sends body with "stream": true and rebuilds the whole
-// answer from its chunks, passing the content deltas to req.OnDelta.
+// answer from its chunks, passing the content deltas to req.OnDelta;
+// headers are requestHeaders' (which made c.endpoint).
 func (c *OpenAI) stream(ctx context.Context, req Request, body map[string]any, headers map[string]string) (*Response, error) {
 	body["stream"] = true
 	body["stream_options"] = map[string]any{"include_usage": true}
@@ -87,7 +88,7 @@ func (c *OpenAI) stream(ctx context.Context, req Request, body map[string]any, h
 		return nil, err
 	}
 	acc := openAIStreamState{calls: map[int]*openAIStreamCall{}}
-	_, tries, err := send(ctx, c.Client, c.Name, strings.TrimRight(c.BaseURL, "/")+"/chat/completions", headers, b, c.Retry,
+	_, tries, err := send(ctx, c.Client, c.Name, c.endpoint, headers, b, c.Retry,
 		func(r io.Reader) error { return readSSE(r, func(d []byte) error { return acc.add(d, req.OnDelta) }) })
 	if err != nil {
 		return nil, err
