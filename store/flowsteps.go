@@ -293,7 +293,7 @@ func (t *tx) writeSteps(st *state.FlowState) error {
 	}
 	changed := prev.tag == 0 || stored.flags != flags
 	for step, v := range st.StepOutputs {
-		if old, ok := prev.outputs[step]; ok && sameJSONValue(v, old) {
+		if old, ok := prev.outputs[step]; ok && state.EqualJSON(v, old) {
 			continue
 		}
 		enc, err := marshalJSON(v)
@@ -389,47 +389,4 @@ func (t *tx) storedSteps(b *bolt.Bucket, flowID string) (prev *cachedSteps, stor
 		prev = &cachedSteps{}
 	}
 	return prev, stored, nil
-}
-
-// sameJSONValue reports whether v (a value the engine holds) is the
-// decoded JSON value old: only JSON's own types (what Get decodes) compare;
-// anything else is seen as changed and written again: slower, never wrong.
-func sameJSONValue(v, old any) bool {
-	switch v := v.(type) {
-	case nil:
-		return old == nil
-	case bool:
-		o, ok := old.(bool)
-		return ok && o == v
-	case float64:
-		o, ok := old.(float64)
-		return ok && o == v
-	case string:
-		o, ok := old.(string)
-		return ok && o == v
-	case map[string]any:
-		o, ok := old.(map[string]any)
-		if !ok || len(o) != len(v) || v == nil {
-			return false
-		}
-		for k, x := range v {
-			y, ok := o[k]
-			if !ok || !sameJSONValue(x, y) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		o, ok := old.([]any)
-		if !ok || len(o) != len(v) || v == nil {
-			return false
-		}
-		for i := range v {
-			if !sameJSONValue(v[i], o[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }

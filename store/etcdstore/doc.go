@@ -47,7 +47,7 @@
 // what follows; flow ids may not contain NUL):
 //
 //	meta/format          "stratum-etcd"
-//	meta/schema_version  "5" (SchemaVersion)
+//	meta/schema_version  "6" (SchemaVersion)
 //	meta/created_at      RFC 3339
 //	meta/seq             high-water mark: at least every sequence number of
 //	                     a deleted event (decimal; schema 2: the last one
@@ -59,6 +59,9 @@
 //	f/<id>               state.FlowState JSON, deflated from 1 KiB on
 //	                     (pack.go; schema 5)
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
+//	r/<id>‖NUL‖<task id> one task record of the flow (parallel_tasks), JSON,
+//	                     when it has more than 16 (schema 6; tasks.go);
+//	                     f/ and s/ then count them ("etcdstore_tasks")
 //	c/<created:16>‖NUL‖<id>                  (empty)   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     (empty)   List(Status)
 //	g/<id>               summary   status awaiting_gate with a Gate

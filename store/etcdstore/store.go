@@ -18,7 +18,9 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// SchemaVersion is the layout of the keys (see the package comment): 5
+// SchemaVersion is the layout of the keys (see the package comment): 6
+// keeps the task records of a flow that has more than a few one key per
+// task (r/, tasks.go), so a transition writes the records that changed; 5
 // keeps no summary in the entries of c/ and t/ (a listing reads s/), so a
 // transition that keeps its status writes no index entry, and writes the
 // events a commit appends to one flow in one key of the log; 4 has every
@@ -26,9 +28,9 @@ import (
 // appends is known without comparing a shared key); 3 numbers events by
 // the etcd revision of their commit (no shared counter); 2 puts every key
 // below <prefix>/NUL, so no prefix's keys lie in another's ranges; 1 put
-// them below <prefix>/ (migrated at Open, migrate.go; 2, 3 and 4 become
-// 5 at Open without moving a key).
-const SchemaVersion = 5
+// them below <prefix>/ (migrated at Open, migrate.go; 2, 3, 4 and 5
+// become 6 at Open without moving a key).
+const SchemaVersion = 6
 
 // format marks a prefix as ours.
 const format = "stratum-etcd"
@@ -68,6 +70,8 @@ type Store struct {
 	tls     bool
 
 	purging sync.Mutex
+	// tasks are the task records this Store last read or wrote (tasks.go).
+	tasks taskCache
 	// leaseMu guards leases and serialises the commits that write lease
 	// keys with the revocations that follow releases (lease.go).
 	leaseMu sync.Mutex

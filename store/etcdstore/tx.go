@@ -56,6 +56,11 @@ type tx struct {
 	// read or wrote (noteFlow), by flow id.
 	prior map[string]priorFlow
 	purge []string // flows tombstoned by this transaction
+	// tasks are the task records of each flow this transaction read or
+	// wrote (nil: kept in its state; tasks.go); tasksDropped the flows
+	// whose task keys it deletes with one range deletion.
+	tasks        map[string]*taskSet
+	tasksDropped map[string]bool
 	// leaseOf is the etcd lease of each key read that has one.
 	leaseOf map[string]clientv3.LeaseID
 	// leaseKeys are every lease key at the snapshot, with their etcd
@@ -404,6 +409,7 @@ func (t *tx) commit() (bool, error) {
 		t.dropped = nil
 	} else {
 		t.stamp(resp.Header.Revision)
+		t.cacheTasks(resp.Header.Revision)
 		if t.appended > 0 {
 			t.s.notePrev(resp.Header.Revision, resp.Responses[0].GetResponseRange())
 		}
@@ -467,6 +473,7 @@ func (t *tx) request() ([]clientv3.Cmp, []clientv3.Op) {
 	for k := range t.deleted {
 		ops = append(ops, clientv3.OpDelete(k))
 	}
+	ops = append(ops, t.taskOps()...)
 	if t.appended > 0 {
 		// The previous appending commit (its revision and count), read
 		// and replaced in the commit itself: compared by no one, so it

@@ -34,7 +34,9 @@ func validFlowID(id string) error {
 }
 
 func (t *tx) Get(flowID string) (*state.FlowState, error) {
-	v, ok, err := t.get(t.s.key("f/", flowID))
+	fk := t.s.key("f/", flowID)
+	_, own := t.writes[fk]
+	v, ok, err := t.get(fk)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +54,17 @@ func (t *tx) Get(flowID string) (*state.FlowState, error) {
 	if err := sjson.Unmarshal(v, st); err != nil {
 		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its state: %w", t.s, err)}
 	}
-	t.noteFlow(st, marker(v))
+	var rev int64 // the mod revision of the f/ read (0: written by this transaction)
+	if !own {
+		rev = t.reads[fk]
+	}
+	n := tasksOf(v)
+	if n > 0 {
+		if err := t.readTasks(st, n, rev); err != nil {
+			return nil, err
+		}
+	}
+	t.noteFlow(st, marker(v), n, rev)
 	if err := t.judge(flowID, marker(v), st.Owner); err != nil {
 		return nil, err
 	}
@@ -69,6 +81,11 @@ type priorFlow struct {
 	status  state.FlowStatus
 	created time.Time
 	gated   bool // its summary is in g/ (awaiting a gate)
+	// tasks counts its task keys (0: records in its state; tasks.go);
+	// rev is the mod revision of its f/ and s/ as read (0: written by
+	// this transaction).
+	tasks int
+	rev   int64
 }
 
 // noteFlow remembers what Put and Delete need of a flow this transaction
@@ -77,9 +94,9 @@ type priorFlow struct {
 // f/<id>, which Get read.
 // A flow awaiting a gate counts as gated (its g/ entry deleted when it
 // moves on, whether or not it had one).
-func (t *tx) noteFlow(st *state.FlowState, lid string) {
+func (t *tx) noteFlow(st *state.FlowState, lid string, tasks int, rev int64) {
 	t.setPrior(st.FlowID, priorFlow{exists: true, version: st.Version, lid: lid, status: st.Status,
-		created: st.CreatedAt, gated: st.Status == state.StatusAwaitingGate})
+		created: st.CreatedAt, gated: st.Status == state.StatusAwaitingGate, tasks: tasks, rev: rev})
 }
 
 func (t *tx) setPrior(flowID string, p priorFlow) {
@@ -95,12 +112,22 @@ func (t *tx) priorOf(flowID string) (priorFlow, error) {
 	if p, ok := t.prior[flowID]; ok {
 		return p, nil
 	}
-	sum, lid, err := t.summaryRec(flowID)
-	if err != nil || sum == nil {
+	sk := t.s.key("s/", flowID)
+	_, own := t.writes[sk]
+	v, ok, err := t.get(sk)
+	if err != nil || !ok {
 		return priorFlow{}, err
 	}
-	return priorFlow{exists: true, version: sum.Version, lid: lid, status: sum.Status, created: sum.CreatedAt,
-		gated: sum.Status == state.StatusAwaitingGate}, nil
+	sum, err := t.decodeSummary(flowID, v)
+	if err != nil {
+		return priorFlow{}, err
+	}
+	var rev int64
+	if !own {
+		rev = t.reads[sk]
+	}
+	return priorFlow{exists: true, version: sum.Version, lid: marker(v), status: sum.Status, created: sum.CreatedAt,
+		gated: sum.Status == state.StatusAwaitingGate, tasks: tasksOf(v), rev: rev}, nil
 }
 
 // summary returns a flow's summary as stored (its owner not judged).
@@ -115,11 +142,20 @@ func (t *tx) summaryRec(flowID string) (*state.FlowSummary, string, error) {
 	if err != nil || !ok {
 		return nil, "", err
 	}
-	sum := new(state.FlowSummary)
-	if err := sjson.Unmarshal(bytes.Clone(v), sum); err != nil {
-		return nil, "", &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its summary: %w", t.s, err)}
+	sum, err := t.decodeSummary(flowID, v)
+	if err != nil {
+		return nil, "", err
 	}
 	return sum, marker(v), nil
+}
+
+// decodeSummary decodes a flow's summary record v.
+func (t *tx) decodeSummary(flowID string, v []byte) (*state.FlowSummary, error) {
+	sum := new(state.FlowSummary)
+	if err := sjson.Unmarshal(bytes.Clone(v), sum); err != nil {
+		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode its summary: %w", t.s, err)}
+	}
+	return sum, nil
 }
 
 func hex16(n uint64) string {
@@ -197,9 +233,20 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	if backable(st.Owner, st.UpdatedAt) && !st.Status.Finished() {
 		lid = st.Owner.ID
 	}
-	data, err := sjson.Marshal(st)
+	tasks, err := t.writeTasks(st, old)
+	if err != nil {
+		st.SchemaVersion = prevRecord
+		return err
+	}
+	stored := st
+	if tasks > 0 {
+		cp := *st // shallow: the records are in their own keys
+		cp.ParallelTasks = nil
+		stored = &cp
+	}
+	data, err := sjson.Marshal(stored)
 	if err == nil {
-		data, err = mark(data, lid)
+		data, err = mark(withTasks(data, tasks), lid)
 	}
 	if err != nil {
 		st.SchemaVersion = prevRecord
@@ -208,7 +255,7 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	sum.CreatedAt, sum.UpdatedAt, sum.Version = st.CreatedAt, st.UpdatedAt, st.Version
 	sumData, err := sjson.Marshal(&sum)
 	if err == nil {
-		sumData, err = mark(sumData, lid)
+		sumData, err = mark(withTasks(sumData, tasks), lid)
 	}
 	if err != nil {
 		return fmt.Errorf("etcd store: encode summary of flow %s: %w", st.FlowID, err)
@@ -219,7 +266,7 @@ func (t *tx) Put(st *state.FlowState, sum state.FlowSummary, expect int64) error
 	t.put(t.s.key("f/", st.FlowID), packState(data))
 	t.put(t.s.key("s/", st.FlowID), sumData)
 	now := priorFlow{exists: true, version: st.Version, lid: lid, status: st.Status, created: st.CreatedAt,
-		gated: sum.Status == state.StatusAwaitingGate && sum.Gate != nil}
+		gated: sum.Status == state.StatusAwaitingGate && sum.Gate != nil, tasks: tasks}
 	t.reindex(st.FlowID, old, now, sumData)
 	t.setPrior(st.FlowID, now)
 	return nil
@@ -278,6 +325,9 @@ func (t *tx) Delete(flowID string) error {
 	}
 	t.del(t.s.key("f/", flowID))
 	t.del(t.s.key("s/", flowID))
+	if old.tasks > 0 || t.tasks[flowID] != nil {
+		t.dropTasks(flowID)
+	}
 	t.setPrior(flowID, priorFlow{})
 	t.gen = true
 	xp := t.s.key("x/", flowID, "\x00")
