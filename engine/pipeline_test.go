@@ -152,3 +152,52 @@ flows:
 		t.Fatalf("%v: %s", r["status"], vs)
 	}
 }
+
+// The original's test_ensure_over_items_bracket_access: a pipeline step's
+// ensure counts the aggregated items by status with a list comprehension.
+func TestPipelineEnsureOverItems(t *testing.T) {
+	src := strings.Replace(replaceReq(specPipeline, "any"), "        stages:\n", `        ensure:
+          - "len([i for i in result.items if i['status'] == 'complete']) >= 2"
+          - "len([i for i in result.items if i['status'] == 'failed']) == 1"
+        stages:
+`, 1)
+	results := func(failed ...string) []any {
+		var out []any
+		for i := range 3 {
+			for j := range 2 {
+				id := fmt.Sprintf("pipe::item%d::stage%d", i, j)
+				status := "complete"
+				for _, f := range failed {
+					if strings.HasPrefix(id, f) {
+						status = "failed"
+					}
+				}
+				out = append(out, map[string]any{"task_id": id, "status": status, "result": id + "!"})
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		results []any
+		status  string
+		viol    []any
+	}{
+		{"one-failed", results("pipe::item2::stage1"), "complete", nil},
+		{"two-failed", results("pipe::item1::stage1", "pipe::item2::stage1"), "ensure_failed", []any{
+			"ensure 'len([i for i in result.items if i['status'] == 'complete']) >= 2' failed",
+			"ensure 'len([i for i in result.items if i['status'] == 'failed']) == 1' failed"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, _ := plan(t, src, "main", map[string]any{"files": []any{"a.py", "b.py", "c.py"}})
+			r := f.do(func(st *state.FlowState, env transitionEnv) (transitionResult, error) {
+				return parallelDone(st, env, "pipe", c.results, "clean")
+			})
+			if c.viol == nil {
+				expect(t, r, map[string]any{"status": c.status})
+				return
+			}
+			expect(t, r, map[string]any{"status": c.status, "violations": c.viol})
+		})
+	}
+}

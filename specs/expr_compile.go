@@ -124,7 +124,10 @@ func wrapFunc(name string, fn func(*py.Work, []any) (any, error)) func(params ..
 //   - functions len, str, int, float, bool, any, all, min, max,
 //     file_exists, file_contains (10 MB cap; paths confined to
 //     EvalEnv.Root, symlinks included, or to EvalEnv.FS) and
-//     no_file_conflicts. Nothing else can be called; expr's own builtins,
+//     no_file_conflicts;
+//   - list comprehensions [X for v in Y if C] (one for, at most one if)
+//     and generators as the only argument of a call (any(X for v in Y)),
+//     run as expr's map/filter. Nothing else can be called; expr's own builtins,
 //     closures, let, ';' and the operators .., matches, contains,
 //     startsWith and endsWith are refused.
 //
@@ -192,7 +195,8 @@ func compileExpr(kind ExprKind, src string) (c *compiledExpr, err error) {
 	prog, cerr := buildProgram(rw.out, exprConfig(
 		notFixer{rw: rw},
 		&chainer{rw: rw, chains: map[*ast.CallNode]int{}},
-		&pyPatcher{rw: rw}))
+		&pyPatcher{rw: rw},
+		&compBuilder{}))
 	if cerr != nil {
 		return nil, rw.fileError(cerr)
 	}

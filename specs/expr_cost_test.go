@@ -43,6 +43,8 @@ var costHostile = []string{
 	"result.csv.split(',').count('a') > 0",
 	"len(result.csv.split(',')) > 0",
 	"any(result.uni) and any(result.uni) and any(result.uni)",
+	"len([1 for c in result.uni]) > 0",
+	"any(c == '!' for c in result.csv)",
 	repeatAnd("str([result.m]) != ''", 100),
 	repeatAnd("result.uni[-1] != ''", 100),
 	repeatAnd("result.uni[1:] != ''", 100),

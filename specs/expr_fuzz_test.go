@@ -56,6 +56,11 @@ var exprFuzzSeeds = []string{
 	"0 < result.x < 1 == True", "not 0 < result.x < 3", "(1 < 2) < 3", "result.items[::2]", "result.items[:]",
 	strings.Repeat("1 if x else ", 200) + "1", strings.Repeat("a or ", 300) + "a",
 	strings.Repeat("not ", 500) + "1", strings.Repeat("len(", 50) + "1" + strings.Repeat(")", 50),
+	// Comprehensions and generators.
+	"len([i for i in result.items if i['status'] == 'complete']) >= 2", "[x for x in result]", "[[y for y in x] for x in result]",
+	"any(x > 1 for x in result)", "[x for x in x]", "[for x in y]", "[x for x in]", "[x for x in y for z in x]", "(x for x in [1] if x",
+	"[x if x else y for x in result if x]", "{x: 1 for x in result}", "[x for x.y in result]", "[result for result in result]",
+	"[x for x in 'abc' if x in [y for y in 'b']]", "max(x for x in result if x)", "[x for x in result.for]",
 	// Cost: operations whose work grows with the size of the data touched.
 	"[result.summary * 60000] * 1000000 != [result.summary * 60000] * 1000000",
 	"result.summary in [result.summary * 60000] * 1000000", "min([str(result)] * 1000000) != ''",

@@ -50,6 +50,7 @@ var helpers = map[string]func(w *py.Work, a []any) (any, error){
 	helperChain: func(w *py.Work, a []any) (any, error) {
 		return py.CompareChain(w, strings.Fields(a[0].(string)), a[1:])
 	},
+	helperIter: func(w *py.Work, a []any) (any, error) { return py.Iterate(w, a[0]) },
 	helperSlice: func(w *py.Work, a []any) (any, error) {
 		desc, _ := a[3].(string)
 		return py.Slice(w, a[0], a[1], a[2], desc)

@@ -17,6 +17,7 @@ import (
 //	# comment                 → dropped
 //	u'…' / r'…'               → '…' / `…`
 //	$.steps.s.output.f        → __ref0 (skip_if only)
+//	[X for v in Y if C]       → __comp(Y, v, X, C) (expr_comp.go)
 //
 // Generated names contain "__", which the source itself may never contain,
 // so they cannot collide with or be forged by user text.
@@ -176,9 +177,13 @@ func rewriteSource(kind ExprKind, src string) (*rewritten, *ExprError) {
 			sig = append(sig, t)
 		}
 	}
+	comps, cerr := findComprehensions(sig)
+	if cerr != nil {
+		return nil, cerr
+	}
 	rw := &rewritten{}
 	repl, skip := replacements(sig, rw)
-	e := &emitter{src: src, sig: sig, repl: repl, skip: skip, conds: findConditionals(sig),
+	e := &emitter{src: src, sig: sig, repl: repl, skip: skip, conds: findConditionals(sig), comps: comps,
 		origAt: make([]int, 0, len(src)+1), depth: make([]int32, 0, len(src)+1)}
 	e.emitRange(0, len(sig))
 	tail := 0
@@ -319,6 +324,7 @@ type emitter struct {
 	repl   map[int]string
 	skip   map[int]bool
 	conds  map[int]conditional
+	comps  map[int]comprehension
 	b      strings.Builder
 	origAt []int
 	depth  []int32
@@ -380,7 +386,7 @@ func (e *emitter) emitTok(i int) {
 }
 
 // emitRange writes tokens [lo, hi): Python's `X if C else Y` becomes
-// `((C) ? (X) : (Y))`.
+// `((C) ? (X) : (Y))`, a comprehension a __comp call (expr_comp.go).
 func (e *emitter) emitRange(lo, hi int) {
 	sig := e.sig
 	for i := lo; i < hi; {
@@ -396,6 +402,11 @@ func (e *emitter) emitRange(lo, hi int) {
 			i = c.end
 			continue
 		}
+		if c, ok := e.comps[i]; ok && c.close < hi {
+			e.emitComp(c)
+			i = c.close + 1
+			continue
+		}
 		e.emitTok(i)
 		i++
 	}
@@ -408,13 +419,16 @@ type conditional struct{ start, ifIdx, elseIdx, end int }
 // findConditionals finds Python conditional expressions, keyed by the
 // index of their first token. An `if` is a conditional when it follows an
 // operand (expr's own `if c {…}` starts an expression instead). X reaches
-// back and Y forward to the nearest unmatched bracket, ',', ':' or ';' (and X
-// stops after an `else`, so `a if b else c if d else e` nests to the right).
+// back and Y forward to the nearest unmatched bracket, ',', ':', ';' or a
+// comprehension's `for` (and X stops after an `else`, so
+// `a if b else c if d else e` nests to the right).
 func findConditionals(sig []token) map[int]conditional {
 	conds := map[int]conditional{}
 	isOpen := func(t token) bool { return t.kind == tkPunct && (t.text == "(" || t.text == "[" || t.text == "{") }
 	isClose := func(t token) bool { return t.kind == tkPunct && (t.text == ")" || t.text == "]" || t.text == "}") }
-	isSep := func(t token) bool { return t.kind == tkPunct && (t.text == "," || t.text == ":" || t.text == ";") }
+	isSep := func(t token) bool {
+		return t.kind == tkPunct && (t.text == "," || t.text == ":" || t.text == ";") || isWord(t, "for")
+	}
 	isKw := func(t token, w string) bool { return t.kind == tkKeyword && t.text == w }
 	for i, t := range sig {
 		if !isKw(t, "if") || i == 0 {

@@ -318,3 +318,17 @@ func iterate(w *Work, v any) ([]any, error) {
 	}
 	return nil, Errorf("'%s' object is not iterable", typeName(v))
 }
+
+// Iterate returns the elements a comprehension iterates over (as iterate)
+// and pays for visiting each of them and for the list the comprehension
+// builds from them.
+func Iterate(w *Work, v any) ([]any, error) {
+	xs, err := iterate(w, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.spendElems(2 * len(xs)); err != nil {
+		return nil, err
+	}
+	return xs, nil
+}
