@@ -230,6 +230,9 @@
 // the store's cache, through the transition's snapshot, instead of
 // dispatching it, and an accepted result is cached in the commit that
 // records it (resultcache.go; Service.NoResultCache turns it off).
+// Every driver reads and writes the store's cache through ResultCache
+// (cachebound.go), the one bound: an entry older than 30 days is a miss and
+// writing past 2,000 entries removes the oldest written, whatever the store.
 //
 // # The store port
 //

@@ -220,9 +220,13 @@ type Tx interface {
 	// LastSeq returns the last sequence number ever assigned (0 for an empty
 	// log); deleting events never lowers it.
 	LastSeq() (uint64, error)
-	// CacheGet / CachePut are the persistent result cache (cache: global).
+	// CacheGet / CachePut / CacheDelete are the persistent result cache
+	// (cache: global): opaque values by key. Deleting a missing key is no
+	// error. The engine bounds the cache (CacheRead, CacheWrite); a store
+	// keeps what it is given.
 	CacheGet(key string) ([]byte, bool, error)
 	CachePut(key string, value []byte) error
+	CacheDelete(key string) error
 	// Keyed records — engine/guard's resources and engine/goal's goals —
 	// by key (a digest; no NUL or slash):
 	// GuardGet returns the registration (ok false: none) and GuardPut

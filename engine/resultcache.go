@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
@@ -24,18 +25,18 @@ import (
 // cacheReader reads the result cache (the Service's snapshot: one short
 // View per read). Any read error is a miss: the cache is best-effort.
 type cacheReader interface {
-	CacheGet(key string) ([]byte, bool)
+	CacheGet(key string, now time.Time) ([]byte, bool)
 }
 
-// CacheGet reads a result-cache entry in its own View; an error is a miss
-// (the cache never decides a transition's fate).
-func (sn *snapshot) CacheGet(key string) ([]byte, bool) {
+// CacheGet reads a result-cache entry at now (ResultCache.Read) in its own
+// View; an error is a miss (the cache never decides a transition's fate).
+func (sn *snapshot) CacheGet(key string, now time.Time) ([]byte, bool) {
 	var (
 		raw []byte
 		ok  bool
 	)
 	err := sn.store.View(sn.ctx, func(tx Tx) (err error) {
-		raw, ok, err = tx.CacheGet(key)
+		raw, ok, err = ResultCache.Read(tx, key, now)
 		return err
 	})
 	return raw, err == nil && ok
@@ -67,7 +68,7 @@ func answeredFromCache(st *state.FlowState, env transitionEnv, step *specs.Step,
 	if key == "" {
 		return false
 	}
-	raw, ok := env.Cache.CacheGet(key)
+	raw, ok := env.Cache.CacheGet(key, env.Now)
 	if !ok {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/state"
@@ -55,9 +56,13 @@ func TestResultCacheOfAgentFlows(t *testing.T) {
 		x      string // the second plan's input (the cache holds x = "1")
 		poison string // written over the entry of x = "1" before the second plan
 		opts   engine.PlanOptions
-		off    bool // NoResultCache
+		off    bool          // NoResultCache
+		later  time.Duration // the clock's move before the second plan
 		hit    bool
 	}{
+		{name: "entry 30 days old hits", x: "1", later: engine.DefaultCacheMaxAge, hit: true},
+		{name: "entry older than 30 days misses", x: "1", later: engine.DefaultCacheMaxAge + time.Second},
+		{name: "entry written without a time hits", x: "1", poison: `{"n": 5}`, later: 1000 * engine.DefaultCacheMaxAge, hit: true},
 		{name: "same input hits", x: "1", hit: true},
 		{name: "changed input misses", x: "2"},
 		{name: "entry failing the ensure misses", x: "1", poison: `{"n": 4}`},
@@ -66,7 +71,7 @@ func TestResultCacheOfAgentFlows(t *testing.T) {
 		{name: "cache turned off", x: "1", off: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc, st, _ := newService()
+			svc, st, clk := newService()
 			svc.NoResultCache = tc.off
 			ctx := context.Background()
 			fillCache(t, svc, "1")
@@ -85,6 +90,7 @@ func TestResultCacheOfAgentFlows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			clk.Add(tc.later)
 			out, err := svc.Plan(ctx, cachedSvcSpec, "main", map[string]any{"x": tc.x}, tc.opts)
 			d, ok := out.(*engine.StepDispatch)
 			if err != nil || !ok {

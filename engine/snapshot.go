@@ -343,6 +343,7 @@ func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, map[str
 func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome, error) {
 	res := c.res
 	writes, written, nPut := s.stampWrites(sn, c)
+	now := s.now()
 	var internal bool
 	err := s.Store.Update(ctx, func(tx Tx) (err error) {
 		defer func() {
@@ -351,7 +352,7 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 				err = errNoWrite
 			}
 		}()
-		return applyCommit(tx, sn, &res, writes, written, nPut)
+		return applyCommit(tx, sn, &res, writes, written, nPut, now)
 	})
 	if internal {
 		return nil, internalError()
@@ -410,8 +411,9 @@ func (s *Service) stampWrites(sn *snapshot, c computed) (writes []write, written
 // applyCommit is commit's write transaction: the flows read and not
 // written re-checked (those written are checked by their conditional Put
 // without decoding them again), then the writes as the transition left
-// them — other flows, deletions, the flow — its events and cache entries.
-func applyCommit(tx Tx, sn *snapshot, res *transitionResult, writes []write, written map[string]int, nPut int) error {
+// them — other flows, deletions, the flow — its events and cache entries
+// (written at now, ResultCache.Write).
+func applyCommit(tx Tx, sn *snapshot, res *transitionResult, writes []write, written map[string]int, nPut int, now time.Time) error {
 	for id, v := range sn.read {
 		if _, ok := written[id]; ok {
 			continue
@@ -448,7 +450,7 @@ func applyCommit(tx Tx, sn *snapshot, res *transitionResult, writes []write, wri
 		}
 	}
 	for _, c := range res.Cache {
-		if err := tx.CachePut(c.Key, c.Value); err != nil {
+		if err := ResultCache.Write(tx, c.Key, c.Value, now); err != nil {
 			return err
 		}
 	}

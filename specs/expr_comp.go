@@ -51,7 +51,12 @@ func isForTok(sig []token, i int) bool {
 func findComprehensions(sig []token) (map[int]comprehension, *ExprError) {
 	match, _ := brackets(sig)
 	comps := map[int]comprehension{}
-	for open, close := range match {
+	// In source order, so that the first problem is the one reported.
+	for open := range sig {
+		close, isOpen := match[open]
+		if !isOpen {
+			continue
+		}
 		if sig[open].text == "{" || sig[open].text != "[" && sig[open].text != "(" {
 			if sig[open].text == "{" {
 				for j := open + 1; j < close; j++ {

@@ -95,6 +95,8 @@ func TestExprComprehensionErrors(t *testing.T) {
 		{"any(1, x for x in result.items)", 5, "a comprehension's element must be one expression (a generator must be the only argument; a tuple element must be parenthesised)"},
 		{"{x: 1 for x in result.items}", 6, "dict and set comprehensions are not supported; use a list comprehension [x for x in …]"},
 		{"[y for x in result.items]", 1, "name 'y' is not defined"},
+		{"[x for x in [] for y in []] + [for z in []]", 15, "a comprehension may have only one 'for' clause"},
+		{"[z for z in [] if 1 if 2] + [x for x in [] for y in []]", 20, "a comprehension may have only one 'if' clause; join the conditions with 'and'"},
 		{"[x for x in result.items] and x", 30, "name 'x' is not defined"},
 		{"[x for x in y]", 12, "name 'y' is not defined"},
 		{"[x for x in result.items if map(x, 1)]", 28, "function 'map' is not allowed"},

@@ -506,6 +506,17 @@ func (t *tx) CachePut(key string, value []byte) error {
 	})
 }
 
+// CacheDelete removes key's entry; a missing key is no error.
+func (t *tx) CacheDelete(key string) error {
+	return t.do(true, func() error {
+		cache, err := t.bucket(bucketCache)
+		if err != nil {
+			return err
+		}
+		return cache.Delete([]byte(key))
+	})
+}
+
 // mapTxErr turns bbolt's argument errors into ErrInvalid; the store's and
 // the engine's own errors pass through.
 func mapTxErr(err error) error {

@@ -382,6 +382,14 @@ func (t *tx) CachePut(key string, value []byte) error {
 	return nil
 }
 
+func (t *tx) CacheDelete(key string) error {
+	if !t.write {
+		return errReadOnly
+	}
+	delete(t.d.cache, key)
+	return nil
+}
+
 func (t *tx) GuardGet(key string) ([]byte, bool, error) {
 	v, ok := t.d.guards[key]
 	if !ok {

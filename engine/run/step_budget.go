@@ -145,7 +145,7 @@ func (r *Runner) cacheGet(ctx context.Context, fc *flowCtx, key string) (any, bo
 	var ok bool
 	err := r.svc.Store.View(ctx, func(tx engine.Tx) error {
 		var err error
-		raw, ok, err = tx.CacheGet(key)
+		raw, ok, err = engine.ResultCache.Read(tx, key, r.now())
 		return err
 	})
 	if err != nil || !ok {
@@ -167,7 +167,8 @@ func (r *Runner) cachePut(ctx context.Context, fc *flowCtx, key string, v any) e
 	if !ok {
 		return nil
 	}
-	return r.svc.Store.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(key, raw) })
+	at := r.now()
+	return r.svc.Store.Update(ctx, func(tx engine.Tx) error { return engine.ResultCache.Write(tx, key, raw, at) })
 }
 
 // globalCacheValue is what v is stored as under key in the store's result

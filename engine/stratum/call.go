@@ -454,7 +454,7 @@ func cacheGet[In, Out any](ctx context.Context, cc *callCache, f *Fn[In, Out]) (
 	if cc.store != nil {
 		err := cc.store.View(ctx, func(tx engine.Tx) error {
 			var err error
-			b, ok, err = tx.CacheGet(cc.key)
+			b, ok, err = engine.ResultCache.Read(tx, cc.key, cc.rt.opts.Now())
 			return err
 		})
 		if err != nil {
@@ -483,7 +483,8 @@ func (cc *callCache) put(ctx context.Context, out any) {
 		return
 	}
 	if cc.store != nil {
-		err := cc.store.Update(context.WithoutCancel(ctx), func(tx engine.Tx) error { return tx.CachePut(cc.key, b) })
+		at := cc.rt.opts.Now()
+		err := cc.store.Update(context.WithoutCancel(ctx), func(tx engine.Tx) error { return engine.ResultCache.Write(tx, cc.key, b, at) })
 		if err != nil {
 			cc.rt.warnf("cache write: %v", err)
 		}

@@ -469,3 +469,11 @@ func (t *tx) CachePut(key string, value []byte) error {
 	t.put(t.s.key("k/", key), append([]byte{}, value...))
 	return nil
 }
+
+func (t *tx) CacheDelete(key string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	t.del(t.s.key("k/", key))
+	return nil
+}

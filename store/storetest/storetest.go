@@ -420,10 +420,11 @@ func testCanceledContext(t *testing.T, s engine.Store) {
 func testViewRejectsWrites(t *testing.T, s engine.Store) {
 	put(t, s, NewState("f1", state.StatusRunning))
 	writes := map[string]func(tx engine.Tx) error{
-		"Put":      func(tx engine.Tx) error { return Put(tx, NewState("f2", state.StatusRunning)) },
-		"Delete":   func(tx engine.Tx) error { return tx.Delete("f1") },
-		"Append":   func(tx engine.Tx) error { return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventTrace}) },
-		"CachePut": func(tx engine.Tx) error { return tx.CachePut("k", []byte("v")) },
+		"Put":         func(tx engine.Tx) error { return Put(tx, NewState("f2", state.StatusRunning)) },
+		"Delete":      func(tx engine.Tx) error { return tx.Delete("f1") },
+		"Append":      func(tx engine.Tx) error { return tx.Append(engine.Event{FlowID: "f1", Type: engine.EventTrace}) },
+		"CachePut":    func(tx engine.Tx) error { return tx.CachePut("k", []byte("v")) },
+		"CacheDelete": func(tx engine.Tx) error { return tx.CacheDelete("k") },
 	}
 	for name, w := range writes {
 		var werr error
@@ -531,6 +532,23 @@ func testCache(t *testing.T, s engine.Store) {
 	if !ok || len(v) != 0 {
 		t.Fatalf("empty value: %q, %v; want present and empty", v, ok)
 	}
+	if err := s.Update(ctx, func(tx engine.Tx) error {
+		if err := tx.CacheDelete("k"); err != nil {
+			return err
+		}
+		return tx.CacheDelete("never-written")
+	}); err != nil {
+		t.Fatalf("CacheDelete: %v", err)
+	}
+	read("k")
+	if ok {
+		t.Fatalf("CacheGet after CacheDelete = %q, %v; want a miss", v, ok)
+	}
+	read("empty")
+	if !ok {
+		t.Fatal("CacheDelete of one key removed another")
+	}
+	testCacheBound(t, s)
 }
 
 func testConcurrentUpdates(t *testing.T, s engine.Store) {

@@ -171,9 +171,13 @@ func TestOversizedAnswersConcurrently(t *testing.T) {
 // The retries that stop before the caller's deadline say so, with the
 // time left (a 15 s deadline was reported as "timed out after 5m0s").
 func TestRetriesStopBeforeTheDeadline(t *testing.T) {
+	// The first backoff (Base/2 to 3·Base/2 with jitter: at least 10 s) is
+	// always longer than what is left of the 5 s deadline, however slowly a
+	// loaded machine serves the first attempt (a tighter schedule failed
+	// under load with the context's own error, mid-request).
 	srv := newFake(t, reply(503, `{"error":"busy"}`))
-	c := &OpenAI{Name: "openai", BaseURL: srv.URL, Retry: Retry{Base: 200 * time.Millisecond}}
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	c := &OpenAI{Name: "openai", BaseURL: srv.URL, Retry: Retry{Base: 20 * time.Second, Max: time.Minute}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := c.Complete(ctx, Request{Model: "m", Prompt: "p"})
 	var te *TransportError

@@ -1,0 +1,41 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/engine/enginetest"
+)
+
+// TestResultCacheDefaultBound: every driver's bound is the original's
+// (30 days, 2,000 entries), and writing the 2,001st entry removes the
+// first written. (The contract suite, store/storetest, checks the bound
+// with small limits on every store.)
+func TestResultCacheDefaultBound(t *testing.T) {
+	if want := (engine.CacheBound{MaxAge: 30 * 24 * time.Hour, MaxEntries: 2000}); engine.ResultCache != want {
+		t.Fatalf("ResultCache = %+v, want %+v", engine.ResultCache, want)
+	}
+	st := enginetest.New()
+	ctx := context.Background()
+	t0 := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	for i := 0; i <= engine.DefaultCacheMaxEntries; i++ {
+		if err := st.Update(ctx, func(tx engine.Tx) error {
+			return engine.ResultCache.Write(tx, fmt.Sprintf("k%d", i), []byte("1"), t0.Add(time.Duration(i)*time.Second))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(time.Hour)
+	for key, want := range map[string]bool{"k0": false, "k1": true, "k2000": true} {
+		var ok bool
+		if err := st.View(ctx, func(tx engine.Tx) (err error) { _, ok, err = engine.ResultCache.Read(tx, key, now); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if ok != want {
+			t.Errorf("%s present: %v, want %v", key, ok, want)
+		}
+	}
+}
