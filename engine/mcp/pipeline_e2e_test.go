@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,10 +41,15 @@ func TestPipelineServerDispatchedProgress(t *testing.T) {
 func testPipelineServerDispatchedProgress(t *testing.T) {
 	var mu sync.Mutex
 	var msgs []string
+	arrived := make(chan struct{}, 1)
 	s, _ := startInRepoWith(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
 		msgs = append(msgs, req.Params.Message)
 		mu.Unlock()
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
 	}})
 	r := s.ok("stratum_plan", map[string]any{"spec": pipelineSpec, "flow": "main", "inputs": map[string]any{"items": []any{"x", "skip"}}},
 		map[string]any{"status": "parallel_dispatch", "step_mode": "parallel_dispatch", "pipeline": true})
@@ -63,25 +69,52 @@ func testPipelineServerDispatchedProgress(t *testing.T) {
 	if a, b := items[0].(map[string]any), items[1].(map[string]any); a["result"] != "b:a:x" || b["result"] != "a:skip" || b["status"] != "complete" {
 		t.Fatalf("items: %v", items)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	// The server writes a poll's notifications before its answer, but the
+	// SDK's client hands notifications to the handler in a goroutine of
+	// their own and returns the call when its answer is read: the last
+	// events can reach the handler just after the poll returned.
+	wants := []string{"pipe::item0::stage1 agent_started ", "pipe::item0::stage1 task_state complete", "pipe::item1::stage1 task_state skipped"}
+	deadline := time.After(10 * time.Second)
+	for {
+		mu.Lock()
+		kinds := progressKinds(t, id, msgs)
+		all := strings.Join(msgs, "\n")
+		mu.Unlock()
+		var missing []string
+		for _, want := range wants {
+			if !kinds[want] {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		t.Logf("after the poll's answer, waiting for %q", missing)
+		select {
+		case <-arrived:
+		case <-deadline:
+			t.Fatalf("no progress events %q in %s", missing, all)
+		}
+	}
+}
+
+// progressKinds checks the envelopes of a fan-out's progress messages and
+// returns them as "task_id kind state".
+func progressKinds(t *testing.T, flowID string, msgs []string) map[string]bool {
+	t.Helper()
 	kinds := map[string]bool{}
 	for _, m := range msgs {
 		var ev map[string]any
 		if err := json.Unmarshal([]byte(m), &ev); err != nil {
 			t.Fatalf("progress message is not JSON: %q", m)
 		}
-		if ev["schema_version"] != "0.2.7" || ev["flow_id"] != id || ev["step_id"] != "pipe" || ev["reply_required"] != false {
+		if ev["schema_version"] != "0.2.7" || ev["flow_id"] != flowID || ev["step_id"] != "pipe" || ev["reply_required"] != false {
 			t.Errorf("envelope: %v", ev)
 		}
 		tid, _ := ev["task_id"].(string)
 		kinds[tid+" "+ev["kind"].(string)+" "+stateOf(ev)] = true
 	}
-	for _, want := range []string{"pipe::item0::stage1 agent_started ", "pipe::item0::stage1 task_state complete", "pipe::item1::stage1 task_state skipped"} {
-		if !kinds[want] {
-			t.Errorf("no progress event %q in %s", want, strings.Join(msgs, "\n"))
-		}
-	}
+	return kinds
 }
 
 func stateOf(ev map[string]any) string {

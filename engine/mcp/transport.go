@@ -152,6 +152,11 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if in.err != nil {
 			<-c.slots
+			if c.isClosed() {
+				// The input failed because Close closed it: the
+				// connection's end, not the input's error.
+				return nil, io.EOF
+			}
 			return nil, c.drain(ctx, in.err)
 		}
 		if msg, ok := c.admit(in); ok {
@@ -311,11 +316,23 @@ func withID(data []byte, ours int64, id json.RawMessage) []byte {
 // Close implements mcp.Connection; it closes the input once.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
+		// closed first: a Read that gets the error of the input closed
+		// below finds the connection closed and reports io.EOF.
+		close(c.closed)
 		c.leanStop()
 		c.closeErr = c.guard.Close()
-		close(c.closed)
 	})
 	return c.closeErr
+}
+
+// isClosed reports whether Close was called.
+func (c *stdioConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // SessionID implements mcp.Connection: a stdio connection has none.

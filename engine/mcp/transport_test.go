@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,8 +60,67 @@ func TestStdioConnRead(t *testing.T) {
 	}
 }
 
-// TestStdioConnClose: Close unblocks a Read waiting for input, and later
-// Reads report the end.
+// TestStdioConnCloseRacingRead: a Read and a Close at the same moment, in
+// either order: the Read reports io.EOF, never the error of the input Close
+// closed (the Read could receive it before: io: read/write on closed pipe,
+// seen under load), and so does the next Read. The input's Close returns
+// only after its pending Read has failed, which widens the window.
+func TestStdioConnCloseRacingRead(t *testing.T) {
+	for i := range 100 {
+		in := newClosingReader()
+		tr := newStdioTransport(in, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		c, err := tr.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		read := func() { _, err := c.Read(context.Background()); done <- err }
+		if i%2 == 0 {
+			go read()
+			time.Sleep(time.Millisecond)
+			_ = c.Close()
+		} else {
+			_ = c.Close()
+			go read()
+		}
+		if err := <-done; !errors.Is(err, io.EOF) {
+			t.Fatalf("run %d: Read racing Close: %v", i, err)
+		}
+		if _, err := c.Read(context.Background()); !errors.Is(err, io.EOF) {
+			t.Fatalf("run %d: Read after Close: %v", i, err)
+		}
+	}
+}
+
+// closingReader is an input that never has data: Close fails its pending
+// Read (io.ErrClosedPipe) and returns once that Read has returned.
+type closingReader struct {
+	closing, returned chan struct{}
+	once              sync.Once
+}
+
+func newClosingReader() *closingReader {
+	return &closingReader{closing: make(chan struct{}), returned: make(chan struct{}, 1)}
+}
+
+func (r *closingReader) Read([]byte) (int, error) {
+	<-r.closing
+	r.returned <- struct{}{}
+	return 0, io.ErrClosedPipe
+}
+
+func (r *closingReader) Close() error {
+	r.once.Do(func() {
+		close(r.closing)
+		<-r.returned
+		time.Sleep(time.Millisecond)
+	})
+	return nil
+}
+
+// TestStdioConnClose: Close unblocks a Read waiting for input (when the
+// Read has not started yet under load, it finds the connection closed:
+// the same answer), and later Reads report the end.
 func TestStdioConnClose(t *testing.T) {
 	inR, inW := io.Pipe()
 	defer inW.Close()
