@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine/internal/fanout"
@@ -121,7 +122,11 @@ func keepConflictBounces(st *state.FlowState, step *specs.Step, mergeStatus any)
 		if rec == nil || rec["step_id"] != step.ID || rec["dispatch"] != key {
 			continue
 		}
+		// A new record, not the old one changed: states share records
+		// (state.FlowState.ShareWith).
+		rec = maps.Clone(rec)
 		rec["gate_bounce"] = bm
+		st.ParallelTasks[id] = rec
 	}
 }
 

@@ -26,8 +26,9 @@ func (st *FlowState) Fork() *FlowState { return st.ShareWith(st) }
 // ShareWith returns a copy of st whose maps and slices are its own, like
 // Clone, but which shares with base the recorded values st holds identically
 // (the very same value, not an equal one): a step's output (StepOutputs'
-// values), a record's strings (Records, by value, with their pointers) and a
-// trace entry (Trace). Anything else, and every recorded value base does not
+// values), a fan-out task's record (ParallelTasks' values), a record's
+// strings (Records, by value, with their pointers) and a trace entry
+// (Trace). Anything else, and every recorded value base does not
 // hold, is deep-copied, so a copy sharing with base costs what changed since
 // base, not what the flow holds. ShareWith(nil) is Clone. One exception to
 // "its slices are its own": when st's Records continue base's in the same
@@ -37,7 +38,8 @@ func (st *FlowState) Fork() *FlowState { return st.ShareWith(st) }
 //
 // The sharing rule (engine/doc.go, owncommits.go): nothing writes into a
 // recorded value in place. A transition replaces a step's output
-// (StepOutputs[id] = v, delete), appends or replaces records and trace
+// (StepOutputs[id] = v, delete) or a task's record (ParallelTasks[id] =
+// m), appends or replaces records and trace
 // entries, but never changes what an output, a record's pointer or a trace
 // entry holds; a caller of the engine never changes a value it got from a
 // state or an outcome. The Service's own-commit copies rely on it, and
@@ -62,7 +64,7 @@ func (st *FlowState) ShareWith(base *FlowState) *FlowState {
 	c.ParentFlowID = ClonePtr(st.ParentFlowID)
 	c.ParentStepID = ClonePtr(st.ParentStepID)
 	c.ChildProgress = st.ChildProgress.Clone()
-	c.ParallelTasks = CloneObject(st.ParallelTasks)
+	c.ParallelTasks = shareObject(st.ParallelTasks, base.ParallelTasks)
 	c.ParallelRuns = cloneParallelRuns(st.ParallelRuns)
 	c.DispatchedAt = maps.Clone(st.DispatchedAt)
 	if st.Gate != nil {
