@@ -342,8 +342,10 @@ func (s *Service) stillCurrent(ctx context.Context, sn *snapshot) (bool, map[str
 // the version checks and the writes (applyCommit).
 func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome, error) {
 	res := c.res
-	writes, written, nPut := s.stampWrites(sn, c)
-	now := s.now()
+	// The cache entries are written at the time the flows are stamped with
+	// (one read of the clock per commit: a fake clock that ticks per read
+	// gives the same stamps as before the cache kept times).
+	writes, written, nPut, now := s.stampWrites(sn, c)
 	var internal bool
 	err := s.Store.Update(ctx, func(tx Tx) (err error) {
 		defer func() {
@@ -374,10 +376,10 @@ func (s *Service) commit(ctx context.Context, sn *snapshot, c computed) (Outcome
 
 // stampWrites stamps the flows a transition writes (its other flows, Put,
 // then its flow), once per flow, expecting the version the snapshot read,
-// with their summaries. written indexes writes by flow id; the first nPut
-// are Put's.
-func (s *Service) stampWrites(sn *snapshot, c computed) (writes []write, written map[string]int, nPut int) {
-	now := s.now()
+// with their summaries, at now. written indexes writes by flow id; the
+// first nPut are Put's.
+func (s *Service) stampWrites(sn *snapshot, c computed) (writes []write, written map[string]int, nPut int, now time.Time) {
+	now = s.now()
 	written = map[string]int{}
 	add := func(st *state.FlowState) {
 		// Stamped once per flow and transaction, expecting the version read.
@@ -405,7 +407,7 @@ func (s *Service) stampWrites(sn *snapshot, c computed) (writes []write, written
 	if c.st != nil {
 		add(c.st)
 	}
-	return writes, written, nPut
+	return writes, written, nPut, now
 }
 
 // applyCommit is commit's write transaction: the flows read and not
