@@ -38,8 +38,9 @@ import (
 // unchanged without a compare, by engine.Tx Put's rule that a value handed
 // to Put is never written into; any other is compared with the decoded
 // one (state.EqualJSON). Records that Get returned are copies, never
-// trusted so. A transition of a flow with n records then costs a map copy
-// and a lookup per record, not a deep compare of each.
+// trusted so. A transition of a flow with n records then costs a lookup
+// per record, not a deep compare of each, and its cached set is made of
+// what changed over a shared base (taskSet), not a copy of all.
 //
 // A Put that would write or delete more than taskOpsMax task keys at once
 // (etcd takes 128 operations per transaction) stores the records in f/
@@ -120,9 +121,79 @@ func stringEnd(b []byte) int {
 }
 
 // taskSet is a flow's task records as stored in its task keys; never
-// changed once made.
+// changed once made. A transition's set is the previous one's base, shared,
+// with the changes since over it (over; a removed record: gone), so making
+// it costs what changed, not what the flow holds; once over holds
+// taskOverMax entries, a new base is made with them (a copy of the whole
+// every taskOverMax changed records).
 type taskSet struct {
-	recs map[string]taskEntry
+	base map[string]taskEntry
+	over map[string]taskEntry
+	n    int // records in the set
+}
+
+// taskOverMax bounds a task set's changes over its base.
+const taskOverMax = 64
+
+// get is the record of task k, if the set holds one.
+func (s *taskSet) get(k string) (taskEntry, bool) {
+	if e, ok := s.over[k]; ok {
+		return e, !e.gone
+	}
+	e, ok := s.base[k]
+	return e, ok
+}
+
+// lookup is get on a set that may be nil (no records).
+func (s *taskSet) lookup(k string) (taskEntry, bool) {
+	if s == nil {
+		return taskEntry{}, false
+	}
+	return s.get(k)
+}
+
+// each calls fn with every record of the set.
+func (s *taskSet) each(fn func(k string, e taskEntry)) {
+	for k, e := range s.base {
+		if _, ok := s.over[k]; !ok {
+			fn(k, e)
+		}
+	}
+	for k, e := range s.over {
+		if !e.gone {
+			fn(k, e)
+		}
+	}
+}
+
+// with is the set s with the records of chg in place of its own (gone:
+// removed); s may be nil (no records).
+func (s *taskSet) with(chg map[string]taskEntry) *taskSet {
+	if s == nil {
+		s = &taskSet{}
+	}
+	next := &taskSet{base: s.base, over: make(map[string]taskEntry, len(s.over)+len(chg)), n: s.n}
+	stdmaps.Copy(next.over, s.over)
+	for k, e := range chg {
+		_, had := s.get(k)
+		switch {
+		case e.gone && had:
+			next.n--
+		case !e.gone && !had:
+			next.n++
+		}
+		if _, inBase := s.base[k]; e.gone && !inBase {
+			delete(next.over, k)
+			continue
+		}
+		next.over[k] = e
+	}
+	if len(next.over) >= taskOverMax || next.base == nil {
+		base := make(map[string]taskEntry, next.n)
+		next.each(func(k string, e taskEntry) { base[k] = e })
+		next.base, next.over = base, nil
+	}
+	return next
 }
 
 // taskEntry is one task record: as a read decodes it, and the value a Put
@@ -131,8 +202,9 @@ type taskSet struct {
 // handed that very value again (state.SameValue: the same map) has the
 // record unchanged, without comparing it.
 type taskEntry struct {
-	dec any
-	put any
+	dec  any
+	put  any
+	gone bool // removed (in a set's changes over its base)
 }
 
 // taskCache holds, by flow id, the task records this Store last read or
@@ -196,16 +268,17 @@ func (t *tx) storedTasks(flowID string, n int, rev int64) (*taskSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &taskSet{recs: make(map[string]taskEntry, len(kvs))}
+	set := &taskSet{base: make(map[string]taskEntry, len(kvs))}
 	for _, k := range kvs {
 		var v any
 		if err := sjson.Unmarshal(bytes.Clone(k.val), &v); err != nil {
 			return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode task %q: %w", t.s, strings.TrimPrefix(k.key, p), err)}
 		}
-		set.recs[strings.TrimPrefix(k.key, p)] = taskEntry{dec: v}
+		set.base[strings.TrimPrefix(k.key, p)] = taskEntry{dec: v}
 	}
-	if len(set.recs) != n {
-		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: %d task records stored, its state counts %d", t.s, len(set.recs), n)}
+	set.n = len(set.base)
+	if set.n != n {
+		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: %d task records stored, its state counts %d", t.s, set.n, n)}
 	}
 	if rev != 0 {
 		t.s.tasks.put(flowID, rev, set)
@@ -228,10 +301,8 @@ func (t *tx) readTasks(st *state.FlowState, n int, rev int64) error {
 	if err != nil {
 		return err
 	}
-	st.ParallelTasks = make(map[string]any, len(set.recs)+1)
-	for k, v := range set.recs {
-		st.ParallelTasks[k] = state.CloneValue(v.dec)
-	}
+	st.ParallelTasks = make(map[string]any, set.n+1)
+	set.each(func(k string, e taskEntry) { st.ParallelTasks[k] = state.CloneValue(e.dec) })
 	return nil
 }
 
@@ -250,22 +321,18 @@ func (t *tx) writeTasks(st *state.FlowState, old priorFlow) (int, error) {
 	}
 	split := len(st.ParallelTasks) > tasksInline && !t.tasksDropped[id]
 	var puts map[string][]byte
-	var next *taskSet
+	chg := map[string]taskEntry{} // what changes in the cached set
+	matched := 0                  // records of st that prev holds
 	if split {
-		next = &taskSet{}
-		if prev != nil {
-			next.recs = stdmaps.Clone(prev.recs)
-		} else {
-			next.recs = make(map[string]taskEntry, len(st.ParallelTasks))
-		}
 		puts = map[string][]byte{}
 		for k, v := range st.ParallelTasks {
-			if o, ok := next.recs[k]; ok {
+			if o, ok := prev.lookup(k); ok {
+				matched++
 				if o.put != nil && state.SameValue(v, o.put) {
 					continue // handed over again: unchanged (Put's rule)
 				}
 				if state.EqualJSON(v, o.dec) {
-					next.recs[k] = taskEntry{dec: o.dec, put: v}
+					chg[k] = taskEntry{dec: o.dec, put: v}
 					continue
 				}
 			}
@@ -278,7 +345,7 @@ func (t *tx) writeTasks(st *state.FlowState, old priorFlow) (int, error) {
 				return 0, fmt.Errorf("etcd store: task %q of flow %s does not decode: %w", k, id, err)
 			}
 			puts[k] = enc
-			next.recs[k] = taskEntry{dec: dec, put: v}
+			chg[k] = taskEntry{dec: dec, put: v}
 			if len(puts) > taskOpsMax {
 				split = false
 				break
@@ -286,13 +353,13 @@ func (t *tx) writeTasks(st *state.FlowState, old priorFlow) (int, error) {
 		}
 	}
 	var gone []string
-	if split && prev != nil {
-		for k := range prev.recs {
+	if split && prev != nil && matched < prev.n {
+		prev.each(func(k string, _ taskEntry) {
 			if _, ok := st.ParallelTasks[k]; !ok {
 				gone = append(gone, k)
-				delete(next.recs, k)
+				chg[k] = taskEntry{gone: true}
 			}
-		}
+		})
 		split = len(puts)+len(gone) <= taskOpsMax
 	}
 	p := t.s.taskPrefix(id)
@@ -309,8 +376,9 @@ func (t *tx) writeTasks(st *state.FlowState, old priorFlow) (int, error) {
 	for _, k := range gone {
 		t.del(p + k)
 	}
+	next := prev.with(chg)
 	t.noteTasks(id, next)
-	return len(next.recs), nil
+	return next.n, nil
 }
 
 // dropTasks deletes every task key of the flow (one range deletion; the

@@ -3,6 +3,8 @@ package etcdstore
 import (
 	"context"
 	"fmt"
+	stdmaps "maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -430,5 +432,59 @@ func TestTaskHandedOver(t *testing.T) {
 	st.ParallelTasks["t12"].(map[string]any)["state"] = state.TaskComplete
 	if got := strings.Join(put(st), " "); got != "f/a s/a" {
 		t.Fatalf("a handed-over record compared, not trusted: wrote %q", got)
+	}
+}
+
+// TestTaskSetWith: a task set built change by change over shared bases
+// (taskSet.with: changes over a base, a new base every taskOverMax) holds
+// what a plain map given the same changes holds, and every earlier set
+// still holds what it held.
+func TestTaskSetWith(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	model := map[string]any{}
+	var set *taskSet
+	type seen struct {
+		set  *taskSet
+		want map[string]any
+	}
+	var kept []seen
+	for step := range 600 {
+		chg := map[string]taskEntry{}
+		for range 1 + rnd.IntN(4) {
+			k := fmt.Sprintf("t%03d", rnd.IntN(150))
+			if _, ok := model[k]; ok && rnd.IntN(3) == 0 {
+				delete(model, k)
+				chg[k] = taskEntry{gone: true}
+				continue
+			}
+			v := float64(step)
+			model[k] = v
+			chg[k] = taskEntry{dec: v}
+		}
+		set = set.with(chg)
+		if step%50 == 0 {
+			kept = append(kept, seen{set, stdmaps.Clone(model)})
+		}
+		checkSet(t, step, set, model)
+	}
+	for i, s := range kept {
+		checkSet(t, i*50, s.set, s.want)
+	}
+}
+
+func checkSet(t *testing.T, step int, set *taskSet, want map[string]any) {
+	t.Helper()
+	got := map[string]any{}
+	set.each(func(k string, e taskEntry) { got[k] = e.dec })
+	if !reflect.DeepEqual(got, want) || set.n != len(want) {
+		t.Fatalf("step %d: set holds %d records (n %d), want %d", step, len(got), set.n, len(want))
+	}
+	for k, v := range want {
+		if e, ok := set.get(k); !ok || e.dec != v {
+			t.Fatalf("step %d: get(%s) = %v %v, want %v", step, k, e.dec, ok, v)
+		}
+	}
+	if len(set.over) >= taskOverMax {
+		t.Fatalf("step %d: %d changes over the base", step, len(set.over))
 	}
 }
