@@ -111,11 +111,13 @@
 // unchanged, else computed again from a fresh read. The copies share the
 // recorded values (state.FlowState.Fork, ShareWith), so a transition
 // follows one rule: it never writes into a recorded value in place. It
-// replaces or deletes a step's output (StepOutputs[id] = v), appends a
-// record or sets a new slice of them, appends a trace entry; it never
-// changes what an output, a record already in Records (or what its
-// pointers point to) or a trace entry holds, and neither does a caller
-// with a value it got from an outcome. The engine's tests check it (and
+// replaces or deletes a step's output (StepOutputs[id] = v) or a fan-out
+// task's record (ParallelTasks[id] = v), appends a record or sets a new
+// slice of them, appends a trace entry; it never changes what an output,
+// a task record, a record already in Records (or what its pointers point
+// to) or a trace entry holds, and neither does a caller with a value it
+// got from an outcome. Stores rely on it too (Tx.Put: a value handed to
+// Put and handed again is unchanged). The engine's tests check it (and
 // any test built with -tags stratum_owncheck): a copy found changed fails.
 //
 // Decisions where the original is silent or where we differ (besides

@@ -176,6 +176,16 @@ type Tx interface {
 	// exactly as given. The listing and pending-gate indexes follow the
 	// stored summary (PendingGates: status awaiting_gate and Gate set).
 	//
+	// The recorded values st holds (a step's output, a fan-out task's
+	// record in ParallelTasks, a trace entry) are handed over: the caller
+	// never writes into one of them after Put, it replaces it (the
+	// engine's rule, engine/doc.go; checked by its tests and by the
+	// stratum_owncheck build). So a store may keep a value it was handed
+	// and, when a later Put hands it the very same value (the same map or
+	// array: state.SameValue), take it as unchanged without comparing
+	// (the etcd store does for task records). What Get returns is a copy
+	// the caller owns and may change.
+	//
 	// A version belongs to a stored record: a flow deleted and created
 	// again under the same id starts over at version 1, so a writer still
 	// holding a version of the deleted one may match the new one. The

@@ -116,7 +116,7 @@ func shareObject(m, base map[string]any) map[string]any {
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if b, ok := base[k]; ok && sameValue(v, b) {
+		if b, ok := base[k]; ok && SameValue(v, b) {
 			out[k] = v
 			continue
 		}
@@ -125,10 +125,10 @@ func shareObject(m, base map[string]any) map[string]any {
 	return out
 }
 
-// sameValue reports whether a and b are the very same JSON-like value: the
+// SameValue reports whether a and b are the very same JSON-like value: the
 // same scalar, or the same object or array (one map, one backing array).
 // Any other kind is not the same (it gets copied).
-func sameValue(a, b any) bool {
+func SameValue(a, b any) bool {
 	switch x := a.(type) {
 	case nil, string, bool, float64, int, int64, json.Number:
 		return a == b

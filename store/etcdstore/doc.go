@@ -61,7 +61,9 @@
 //	s/<id>               the flow's FlowSummary JSON, with the state's stamps
 //	r/<id>‖NUL‖<task id> one task record of the flow (parallel_tasks), JSON,
 //	                     when it has more than 16 (schema 6; tasks.go);
-//	                     f/ and s/ then count them ("etcdstore_tasks")
+//	                     f/ and s/ then count them ("etcdstore_tasks");
+//	                     a Put writes those whose record changed, one it
+//	                     was handed before taken as unchanged (Tx.Put)
 //	c/<created:16>‖NUL‖<id>                  (empty)   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     (empty)   List(Status)
 //	g/<id>               summary   status awaiting_gate with a Gate

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"bytes"
 	"fmt"
+	stdmaps "maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +30,16 @@ import (
 // and Put knows they are there without reading f/. A Put writes the task
 // keys whose record changed, deletes those that went, and rewrites f/ and
 // s/ (the commit compares f/ or s/, which a write of any task key
-// rewrites): one transition, one etcd transaction, as before. Records are
-// compared with the ones stored, which the Store keeps decoded by the mod
-// revision of f/ they belong to (taskCache); on a miss they are read.
+// rewrites): one transition, one etcd transaction, as before. The Store
+// keeps the records stored, by the mod revision of f/ they belong to
+// (taskCache; on a miss they are read), each decoded and with the value a
+// Put was last handed for it. A record Put is handed again (the very same
+// map: the engine shares the records a transition does not replace) is
+// unchanged without a compare, by engine.Tx Put's rule that a value handed
+// to Put is never written into; any other is compared with the decoded
+// one (state.EqualJSON). Records that Get returned are copies, never
+// trusted so. A transition of a flow with n records then costs a map copy
+// and a lookup per record, not a deep compare of each.
 //
 // A Put that would write or delete more than taskOpsMax task keys at once
 // (etcd takes 128 operations per transaction) stores the records in f/
@@ -111,10 +119,20 @@ func stringEnd(b []byte) int {
 	return -1
 }
 
-// taskSet is a flow's task records as stored in its task keys, decoded;
-// never changed once made.
+// taskSet is a flow's task records as stored in its task keys; never
+// changed once made.
 type taskSet struct {
-	recs map[string]any
+	recs map[string]taskEntry
+}
+
+// taskEntry is one task record: as a read decodes it, and the value a Put
+// was last handed for it (nil: none since it was read). A caller never
+// writes into a value it handed to Put (engine.Tx Put's rule), so a Put
+// handed that very value again (state.SameValue: the same map) has the
+// record unchanged, without comparing it.
+type taskEntry struct {
+	dec any
+	put any
 }
 
 // taskCache holds, by flow id, the task records this Store last read or
@@ -178,13 +196,13 @@ func (t *tx) storedTasks(flowID string, n int, rev int64) (*taskSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &taskSet{recs: make(map[string]any, len(kvs))}
+	set := &taskSet{recs: make(map[string]taskEntry, len(kvs))}
 	for _, k := range kvs {
 		var v any
 		if err := sjson.Unmarshal(bytes.Clone(k.val), &v); err != nil {
 			return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: cannot decode task %q: %w", t.s, strings.TrimPrefix(k.key, p), err)}
 		}
-		set.recs[strings.TrimPrefix(k.key, p)] = v
+		set.recs[strings.TrimPrefix(k.key, p)] = taskEntry{dec: v}
 	}
 	if len(set.recs) != n {
 		return nil, &engine.DamagedError{FlowID: flowID, Err: fmt.Errorf("etcd store %s: %d task records stored, its state counts %d", t.s, len(set.recs), n)}
@@ -212,7 +230,7 @@ func (t *tx) readTasks(st *state.FlowState, n int, rev int64) error {
 	}
 	st.ParallelTasks = make(map[string]any, len(set.recs)+1)
 	for k, v := range set.recs {
-		st.ParallelTasks[k] = state.CloneValue(v)
+		st.ParallelTasks[k] = state.CloneValue(v.dec)
 	}
 	return nil
 }
@@ -235,16 +253,19 @@ func (t *tx) writeTasks(st *state.FlowState, old priorFlow) (int, error) {
 	var next *taskSet
 	if split {
 		next = &taskSet{}
-		next.recs = make(map[string]any, len(st.ParallelTasks))
 		if prev != nil {
-			for k, v := range prev.recs {
-				next.recs[k] = v
-			}
+			next.recs = stdmaps.Clone(prev.recs)
+		} else {
+			next.recs = make(map[string]taskEntry, len(st.ParallelTasks))
 		}
 		puts = map[string][]byte{}
 		for k, v := range st.ParallelTasks {
-			if prev != nil {
-				if o, ok := prev.recs[k]; ok && state.EqualJSON(v, o) {
+			if o, ok := next.recs[k]; ok {
+				if o.put != nil && state.SameValue(v, o.put) {
+					continue // handed over again: unchanged (Put's rule)
+				}
+				if state.EqualJSON(v, o.dec) {
+					next.recs[k] = taskEntry{dec: o.dec, put: v}
 					continue
 				}
 			}
@@ -257,7 +278,7 @@ func (t *tx) writeTasks(st *state.FlowState, old priorFlow) (int, error) {
 				return 0, fmt.Errorf("etcd store: task %q of flow %s does not decode: %w", k, id, err)
 			}
 			puts[k] = enc
-			next.recs[k] = dec
+			next.recs[k] = taskEntry{dec: dec, put: v}
 			if len(puts) > taskOpsMax {
 				split = false
 				break

@@ -27,12 +27,7 @@ func taskRec(id, st string) map[string]any {
 // deleted.
 func changeTasks(t *testing.T, s *Store, cli *clientv3.Client, id string, fn func(map[string]any)) []string {
 	t.Helper()
-	ctx := context.Background()
-	before, err := cli.Get(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(ctx, func(tx engine.Tx) error {
+	return writtenBy(t, s, cli, func(tx engine.Tx) error {
 		st, err := tx.Get(id)
 		if err != nil {
 			st = &state.FlowState{FlowID: id, FlowName: "main", Status: state.StatusRunning}
@@ -43,7 +38,19 @@ func changeTasks(t *testing.T, s *Store, cli *clientv3.Client, id string, fn fun
 		fn(st.ParallelTasks)
 		expect := st.Stamp(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 		return tx.Put(st, engine.Summarize(st, nil), expect)
-	}); err != nil {
+	})
+}
+
+// writtenBy runs an Update of fn and returns the keys below the root it
+// wrote or deleted.
+func writtenBy(t *testing.T, s *Store, cli *clientv3.Client, fn func(engine.Tx) error) []string {
+	t.Helper()
+	ctx := context.Background()
+	before, err := cli.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, fn); err != nil {
 		t.Fatal(err)
 	}
 	// What changed since: the keys present now with a newer revision, and
@@ -346,5 +353,82 @@ func viewState(t *testing.T, s *Store, id string) *state.FlowState {
 func maps2(dst, src map[string]any) {
 	for k, v := range src {
 		dst[k] = state.CloneValue(v)
+	}
+}
+
+// TestTaskHandedOver: a state whose records the caller keeps across
+// transitions, as the engine does (Fork shares the records it does not
+// replace), has only its replaced records written, the others found
+// unchanged by identity (Put's rule: a value handed to Put is never
+// written into); an equal record in a new value writes nothing either; a
+// record read by Get is a copy the caller may change, so it is compared,
+// never trusted by identity.
+func TestTaskHandedOver(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/handed/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := &state.FlowState{FlowID: "a", FlowName: "main", Status: state.StatusRunning, ParallelTasks: map[string]any{}}
+	for i := range 40 {
+		id := fmt.Sprintf("t%02d", i)
+		st.ParallelTasks[id] = taskRec(id, state.TaskPending)
+	}
+	put := func(st *state.FlowState) []string {
+		t.Helper()
+		return writtenBy(t, s, cli, func(tx engine.Tx) error {
+			expect := st.Stamp(at)
+			return tx.Put(st, engine.Summarize(st, nil), expect)
+		})
+	}
+	put(st)
+	steps := []struct {
+		name   string
+		change func(m map[string]any)
+		want   string
+	}{
+		{"one record replaced", func(m map[string]any) { m["t03"] = taskRec("t03", state.TaskRunning) }, "f/a r/a\x00t03 s/a"},
+		{"none replaced", func(map[string]any) {}, "f/a s/a"},
+		{"an equal record in a new value", func(m map[string]any) { m["t05"] = taskRec("t05", state.TaskPending) }, "f/a s/a"},
+		{"two replaced, one removed", func(m map[string]any) {
+			m["t03"], m["t06"] = taskRec("t03", state.TaskComplete), taskRec("t06", state.TaskFailed)
+			delete(m, "t09")
+		}, "-r/a\x00t09 f/a r/a\x00t03 r/a\x00t06 s/a"},
+	}
+	for _, step := range steps {
+		st = st.Fork()
+		step.change(st.ParallelTasks)
+		if got := strings.Join(put(st), " "); got != step.want {
+			t.Errorf("%s: wrote %q, want %q", step.name, got, step.want)
+		}
+	}
+	want := st.Fork().ParallelTasks
+	if got := viewTasks(t, s, "a"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("records read back: %v, want %v", got, want)
+	}
+	// A record read by Get and changed in place is written.
+	got := changeTasks(t, s, cli, "a", func(m map[string]any) {
+		m["t11"].(map[string]any)["state"] = state.TaskComplete
+	})
+	if w := "f/a r/a\x00t11 s/a"; strings.Join(got, " ") != w {
+		t.Fatalf("a record read and changed in place: wrote %q, want %q", got, w)
+	}
+	// What the rule buys, and why it binds: a record handed to Put is
+	// trusted by identity, not compared (a caller breaking the rule by
+	// writing into it would see the change not stored).
+	st = st.Fork()
+	st.Version++ // the Get above stored one more version
+	put(st)
+	st.ParallelTasks["t12"].(map[string]any)["state"] = state.TaskComplete
+	if got := strings.Join(put(st), " "); got != "f/a s/a" {
+		t.Fatalf("a handed-over record compared, not trusted: wrote %q", got)
 	}
 }
