@@ -214,6 +214,8 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 		return nil, nil, err
 	}
 	report := func(d *engine.DamagedError) { fmt.Fprintln(diag, "stratum: warning:", d) }
+	// The result cache's bound, as the original's environment sets it.
+	engine.ResultCache = engine.ParseCacheBound(os.Getenv("STRATUM_CACHE_MAX_AGE_DAYS"), os.Getenv("STRATUM_CACHE_MAX_ENTRIES"))
 	// The commands its refusals advise name this stratum as it was invoked.
 	return &engine.Service{Root: ".", Store: st, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
 		NoResultCache: resultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil

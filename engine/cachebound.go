@@ -46,6 +46,22 @@ type CacheBound struct {
 // ResultCache is the bound every driver uses.
 var ResultCache = CacheBound{MaxAge: DefaultCacheMaxAge, MaxEntries: DefaultCacheMaxEntries}
 
+// ParseCacheBound is the bound the original's environment sets:
+// maxAgeDays (STRATUM_CACHE_MAX_AGE_DAYS) and maxEntries
+// (STRATUM_CACHE_MAX_ENTRIES) as whole numbers; an empty value, or one
+// that is not a positive whole number (at most 36,500 days), keeps the
+// default.
+func ParseCacheBound(maxAgeDays, maxEntries string) CacheBound {
+	b := CacheBound{MaxAge: DefaultCacheMaxAge, MaxEntries: DefaultCacheMaxEntries}
+	if d, err := strconv.Atoi(strings.TrimSpace(maxAgeDays)); err == nil && d > 0 && d <= 365*100 {
+		b.MaxAge = time.Duration(d) * 24 * time.Hour
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(maxEntries)); err == nil && n > 0 {
+		b.MaxEntries = n
+	}
+	return b
+}
+
 func (b CacheBound) limits() (time.Duration, int) {
 	age, n := b.MaxAge, b.MaxEntries
 	if age <= 0 {

@@ -39,3 +39,25 @@ func TestResultCacheDefaultBound(t *testing.T) {
 		}
 	}
 }
+
+// TestParseCacheBound: the original's STRATUM_CACHE_MAX_AGE_DAYS and
+// STRATUM_CACHE_MAX_ENTRIES set the bound; anything but a positive whole
+// number keeps the default.
+func TestParseCacheBound(t *testing.T) {
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		age, entries string
+		want         engine.CacheBound
+	}{
+		{"", "", engine.CacheBound{MaxAge: 30 * day, MaxEntries: 2000}},
+		{"7", "50", engine.CacheBound{MaxAge: 7 * day, MaxEntries: 50}},
+		{" 1 ", "1", engine.CacheBound{MaxAge: day, MaxEntries: 1}},
+		{"0", "-3", engine.CacheBound{MaxAge: 30 * day, MaxEntries: 2000}},
+		{"ten", "2.5", engine.CacheBound{MaxAge: 30 * day, MaxEntries: 2000}},
+		{"99999999999999", "", engine.CacheBound{MaxAge: 30 * day, MaxEntries: 2000}},
+	} {
+		if got := engine.ParseCacheBound(c.age, c.entries); got != c.want {
+			t.Errorf("ParseCacheBound(%q, %q) = %+v, want %+v", c.age, c.entries, got, c.want)
+		}
+	}
+}

@@ -234,7 +234,9 @@
 // records it (resultcache.go; Service.NoResultCache turns it off).
 // Every driver reads and writes the store's cache through ResultCache
 // (cachebound.go), the one bound: an entry older than 30 days is a miss and
-// writing past 2,000 entries removes the oldest written, whatever the store.
+// writing past 2,000 entries removes the oldest written, whatever the store
+// (the stratum command reads other limits from the original's
+// STRATUM_CACHE_MAX_AGE_DAYS and STRATUM_CACHE_MAX_ENTRIES: ParseCacheBound).
 //
 // # The store port
 //

@@ -83,3 +83,22 @@ func TestResultCacheOverMCP(t *testing.T) {
 	}
 	off.ok("stratum_audit", map[string]any{"flow_id": id}, map[string]any{"cache_hits": 0})
 }
+
+// STRATUM_CACHE_MAX_ENTRIES bounds the result cache as the original's does:
+// with one entry, caching x=2 removes x=1's entry, so x=1 is dispatched
+// again (with the default bound it would be answered from the cache).
+func TestResultCacheBoundFromEnvironment(t *testing.T) {
+	t.Setenv("STRATUM_CACHE_MAX_ENTRIES", "1")
+	s := start(t)
+	for _, x := range []string{"1", "2"} {
+		if _, first := s.cachedRun(x, 5); first != "a" {
+			t.Fatalf("x=%s: the first plan dispatched %s, want a", x, first)
+		}
+	}
+	if _, first := s.cachedRun("2", 5); first != "b" {
+		t.Fatalf("x=2 again dispatched %s, want b (the newest entry kept)", first)
+	}
+	if _, first := s.cachedRun("1", 5); first != "a" {
+		t.Fatalf("x=1 again dispatched %s, want a (its entry removed past STRATUM_CACHE_MAX_ENTRIES=1)", first)
+	}
+}
