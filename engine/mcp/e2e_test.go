@@ -96,11 +96,19 @@ type server struct {
 
 func startIn(t testing.TB, home string, extra ...string) *server {
 	t.Helper()
+	return startInDir(t, home, "", extra...)
+}
+
+// startInDir is startIn with the server's working directory (the project
+// directory of a spec given as text) set to dir ("" for the test's own).
+func startInDir(t testing.TB, home, dir string, extra ...string) *server {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	storeURL := storeFor(t)
 	cmd := exec.Command(bin, append([]string{"mcp"}, extra...)...)
 	cmd.Env = environ(home, storeURL)
+	cmd.Dir = dir
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)

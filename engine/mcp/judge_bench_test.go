@@ -2,15 +2,11 @@ package mcp_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine/internal/judge/judgetest"
 )
 
 // BenchmarkJudgeOverMCP is BenchmarkTier1 (engine/internal/judge) as an
@@ -23,31 +19,22 @@ import (
 // stratum_plan before it is not timed).
 func BenchmarkJudgeOverMCP(b *testing.B) {
 	ws := b.TempDir()
+	w := judgetest.Write(b, ws)
 	arts := map[string]any{}
-	var mod []any
-	for i := range 5000 {
-		arts[fmt.Sprintf("out%d", i)] = fmt.Sprintf("result %d: 12 passed\n", i)
-		rel := fmt.Sprintf("src/d%d/f%d.go", i%50, i)
-		if err := os.MkdirAll(filepath.Join(ws, filepath.Dir(rel)), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ws, rel), []byte("package d\n// line "+fmt.Sprint(i)+"\n"), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		mod = append(mod, rel)
+	for k, v := range w.Artifacts {
+		arts[k] = v
 	}
-	var spec strings.Builder
-	spec.WriteString("version: \"0.3\"\nflows:\n  f:\n    input: {}\n    steps:\n      - id: j\n        judge:\n          stakes: cheap\n          predicates:\n")
-	var preds []any
-	for i := range 1000 {
-		st := fmt.Sprintf(`file_contains('artifacts/out%d.txt', '12 passed') and file_exists('modified/src/d%d/f%d.go')`, i*5, (i*5)%50, i*5)
-		fmt.Fprintf(&spec, "            - {id: p%d, type: deterministic, statement: \"%s\"}\n", i, st)
-		preds = append(preds, map[string]any{"id": fmt.Sprintf("p%d", i), "type": "deterministic", "statement": st})
+	var mod, preds []any
+	for _, m := range w.Modified {
+		mod = append(mod, m)
+	}
+	for _, p := range w.Predicates {
+		preds = append(preds, map[string]any{"id": p.ID, "type": "deterministic", "statement": p.Statement})
 	}
 	s := startInDir(b, b.TempDir(), ws)
 	for b.Loop() {
 		b.StopTimer()
-		plan := s.ok("stratum_plan", map[string]any{"spec": spec.String(), "flow": "f"}, map[string]any{"step_mode": "judge"})
+		plan := s.ok("stratum_plan", map[string]any{"spec": w.Spec, "flow": "f"}, map[string]any{"step_mode": "judge"})
 		args := map[string]any{"flow_id": plan["flow_id"], "step_id": "j", "predicates": preds, "stakes": "cheap",
 			"artifacts": arts, "modified_files": mod}
 		b.StartTimer()
@@ -59,25 +46,4 @@ func BenchmarkJudgeOverMCP(b *testing.B) {
 			b.Fatalf("stratum_judge: %.500v", out)
 		}
 	}
-}
-
-// startInDir is startIn with the server's working directory (the project
-// directory of a spec given as text) set to dir.
-func startInDir(tb testing.TB, home, dir string) *server {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	storeURL := storeFor(tb)
-	cmd := exec.Command(bin, "mcp")
-	cmd.Env = environ(home, storeURL)
-	cmd.Dir = dir
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		tb.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
-	}
-	tb.Cleanup(func() { _ = sess.Close() })
-	return &server{t: tb, home: home, store: storeURL, sess: sess, stderr: stderr}
 }

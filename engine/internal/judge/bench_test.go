@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/engine/internal/judge/judgetest"
 	"github.com/stratum-go/stratum/specs"
 )
 
@@ -21,26 +19,8 @@ import (
 // after staging (the JudgeResult's wall_clock_s).
 func BenchmarkTier1(b *testing.B) {
 	ws := b.TempDir()
-	arts := map[string]string{}
-	var mod []string
-	for i := range 5000 {
-		arts[fmt.Sprintf("out%d", i)] = fmt.Sprintf("result %d: 12 passed\n", i)
-		rel := fmt.Sprintf("src/d%d/f%d.go", i%50, i)
-		if err := os.MkdirAll(filepath.Join(ws, filepath.Dir(rel)), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ws, rel), []byte("package d\n// line "+fmt.Sprint(i)+"\n"), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		mod = append(mod, rel)
-	}
-	var src strings.Builder
-	src.WriteString("version: \"0.3\"\nflows:\n  f:\n    input: {}\n    steps:\n      - id: j\n        judge:\n          stakes: cheap\n          predicates:\n")
-	for i := range 1000 {
-		st := fmt.Sprintf(`file_contains('artifacts/out%d.txt', '12 passed') and file_exists('modified/src/d%d/f%d.go')`, i*5, (i*5)%50, i*5)
-		fmt.Fprintf(&src, "            - {id: p%d, type: deterministic, statement: \"%s\"}\n", i, st)
-	}
-	sp, ds := specs.Parse("b.yaml", []byte(src.String()))
+	w := judgetest.Write(b, ws)
+	sp, ds := specs.Parse("b.yaml", []byte(w.Spec))
 	if sp == nil {
 		b.Fatal(ds.Error())
 	}
@@ -50,7 +30,7 @@ func BenchmarkTier1(b *testing.B) {
 	n := 0
 	for ; b.Loop(); n++ {
 		r, err := Run(context.Background(), Request{FlowID: "f", StepID: fmt.Sprintf("s%d", n), Predicates: ps, Stakes: "cheap",
-			Artifacts: arts, Modified: mod, Workspace: ws, Root: root, Now: time.Now})
+			Artifacts: w.Artifacts, Modified: w.Modified, Workspace: ws, Root: root, Now: time.Now})
 		if err != nil || !r.Met {
 			b.Fatalf("%v %v", err, r != nil && r.Met)
 		}
