@@ -107,23 +107,33 @@ func (r recordingSource) GateResolve(ctx context.Context, flowID string, d revie
 	return r.f.GateResolve(ctx, flowID, d)
 }
 
-func newFixture(t testing.TB) *fixture {
-	t.Helper()
+// tickingService is a Service over a memory store whose clock (the
+// store's too) moves on by step at every read from base, so a fixture's
+// times are the same at every run; newID names its flows.
+func tickingService(step time.Duration, newID func() string) (*engine.Service, *enginetest.Store) {
 	var mu sync.Mutex
 	tick := 0
 	clock := func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		tick++
-		return base.Add(time.Duration(tick) * time.Second)
+		return base.Add(time.Duration(tick) * step)
 	}
-	ids := 0
 	st := enginetest.New()
 	st.Now = clock
-	svc := &engine.Service{Store: st, Now: clock, NewID: func() string {
+	return &engine.Service{Store: st, Now: clock, NewID: newID}, st
+}
+
+// fixedID names every flow id.
+func fixedID(id string) func() string { return func() string { return id } }
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	ids := 0
+	svc, st := tickingService(time.Second, func() string {
 		ids++
 		return fmt.Sprintf("%08d-0000-4000-8000-000000000000", ids)
-	}}
+	})
 	f := &fixture{svc: svc, store: st}
 	f.src = ServiceSource(svc)
 	ctx := context.Background()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,17 +20,7 @@ import (
 // any value of its type.
 func libraryFixture(t *testing.T) (*engine.Service, string) {
 	t.Helper()
-	var mu sync.Mutex
-	tick := 0
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		tick++
-		return base.Add(time.Duration(tick) * time.Second)
-	}
-	st := enginetest.New()
-	st.Now = clock
-	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000000a-0000-4000-8000-000000000000" }}
+	svc, _ := tickingService(time.Second, fixedID("0000000a-0000-4000-8000-000000000000"))
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-1", ExpiresAt: base.Add(time.Hour)}
 	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "release", Inputs: map[string]any{"version": "1.4"}, Owner: &lease})

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
 
-	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
 )
 
@@ -20,17 +18,7 @@ import (
 // one streamed that failed after its retries.
 func libraryCallsFixture(t *testing.T) Source {
 	t.Helper()
-	var mu sync.Mutex
-	tick := 0
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		tick++
-		return base.Add(time.Duration(tick) * time.Second)
-	}
-	st := enginetest.New()
-	st.Now = clock
-	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000000c-0000-4000-8000-000000000000" }}
+	svc, _ := tickingService(time.Second, fixedID("0000000c-0000-4000-8000-000000000000"))
 	ctx := context.Background()
 	lib := engine.NewLibrary(svc)
 	lease := state.Lease{ID: "lib-1", ExpiresAt: base.Add(time.Hour)}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
 
-	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
 )
 
@@ -41,17 +39,7 @@ flows:
 // c running in its worktree, d pending.
 func fanoutFixture(t *testing.T) Source {
 	t.Helper()
-	var mu sync.Mutex
-	tick := 0
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		tick++
-		return base.Add(time.Duration(tick) * time.Second)
-	}
-	st := enginetest.New()
-	st.Now = clock
-	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000fa00-0000-4000-8000-000000000000" }}
+	svc, _ := tickingService(time.Second, fixedID("0000fa00-0000-4000-8000-000000000000"))
 	ctx := context.Background()
 	must := func(r engine.Outcome, err error) engine.Outcome {
 		t.Helper()

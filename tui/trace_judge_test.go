@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
 )
 
@@ -39,17 +37,7 @@ flows:
 // predicate not met with evidence, one ambiguous without any).
 func judgeTraceFixture(t *testing.T) Source {
 	t.Helper()
-	var mu sync.Mutex
-	tick := 0
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		tick++
-		return base.Add(time.Duration(tick) * time.Second)
-	}
-	st := enginetest.New()
-	st.Now = clock
-	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000000d-0000-4000-8000-000000000000" }}
+	svc, _ := tickingService(time.Second, fixedID("0000000d-0000-4000-8000-000000000000"))
 	ctx := context.Background()
 	out, err := svc.Plan(ctx, judgeTraceSpec, "ship", nil, engine.PlanOptions{SpecFile: "ship.stratum.yaml"})
 	if err != nil {

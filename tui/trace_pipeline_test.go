@@ -6,12 +6,10 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
 )
 
@@ -39,17 +37,7 @@ flows:
 // failed; items 290–299 not started.
 func pipelineFixture(t *testing.T) Source {
 	t.Helper()
-	var mu sync.Mutex
-	tick := 0
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		tick++
-		return base.Add(time.Duration(tick) * time.Millisecond)
-	}
-	st := enginetest.New()
-	st.Now = clock
-	svc := &engine.Service{Store: st, Now: clock, NewID: func() string { return "0000b1be-0000-4000-8000-000000000000" }}
+	svc, _ := tickingService(time.Millisecond, fixedID("0000b1be-0000-4000-8000-000000000000"))
 	ctx := context.Background()
 	items := make([]any, 300)
 	for i := range items {
