@@ -38,6 +38,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/specs/watch"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore"
@@ -366,7 +367,7 @@ func (a *app) validateCommand() *cobra.Command {
 			if err != nil {
 				return pathErr(err)
 			}
-			results, valid := specs.ValidateFiles(files, strict)
+			results, valid := specs.ValidateFiles(files, strict, exprlang.Compile)
 			if err := specs.WriteResults(a.stdout, format, results); err != nil {
 				return err
 			}
@@ -407,7 +408,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			list, err := specs.DiscoverWorkflows(dir)
+			list, err := specs.DiscoverWorkflows(dir, exprlang.Compile)
 			if err != nil {
 				return failErr(err)
 			}
@@ -425,7 +426,7 @@ func (a *app) compileCommand() *cobra.Command {
 		Example: specs.CompileExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := specs.CompileTasks(args[0], flowName)
+			c, err := specs.CompileTasks(args[0], flowName, exprlang.Compile)
 			var ce *specs.CompileError
 			if errors.As(err, &ce) {
 				return failErr(fmt.Errorf("%s: %s", ce.Type, ce.Message))
@@ -511,7 +512,7 @@ func (a *app) migrate(file string, o migrateOpts) error {
 	if err != nil {
 		return failErr(fmt.Errorf("cannot read: %s: %w", file, err))
 	}
-	m, err := specs.Migrate(file, src, o.to)
+	m, err := specs.Migrate(file, src, o.to, exprlang.Compile)
 	var ds specs.Diagnostics
 	switch {
 	case errors.Is(err, specs.ErrUnknownVersion), errors.Is(err, specs.ErrNoTransformPath):

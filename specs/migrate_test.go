@@ -8,7 +8,7 @@ import (
 
 func TestMigrate(t *testing.T) {
 	src := "# keep me\nversion: \"0.2\"\nflows:\n  m:\n    input: {}\n    steps:\n      - {id: a, intent: x}\n      - {id: b, intent: y}\n      - {id: c, intent: z}\n"
-	m, err := Migrate("f.yaml", []byte(src), "")
+	m, err := Migrate("f.yaml", []byte(src), "", testCompile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestMigrate(t *testing.T) {
 	if m.Diff != wantDiff {
 		t.Fatalf("diff\n%s\nwant\n%s", m.Diff, wantDiff)
 	}
-	if m, err := Migrate("f.yaml", m.Output, "0.3"); err != nil || len(m.Transforms) != 0 || m.Diff != "" {
+	if m, err := Migrate("f.yaml", m.Output, "0.3", testCompile); err != nil || len(m.Transforms) != 0 || m.Diff != "" {
 		t.Fatalf("at the target: %+v %v", m, err)
 	}
 	for _, c := range []struct {
@@ -31,12 +31,12 @@ func TestMigrate(t *testing.T) {
 		{strings.Replace(src, `"0.2"`, `"7"`, 1), "", ErrUnknownVersion},
 		{strings.Replace(src, `"0.2"`, `"0.3"`, 1), "0.2", ErrNoTransformPath},
 	} {
-		if _, err := Migrate("f.yaml", []byte(c.src), c.to); !errors.Is(err, c.want) {
+		if _, err := Migrate("f.yaml", []byte(c.src), c.to, testCompile); !errors.Is(err, c.want) {
 			t.Errorf("to %q: %v, want %v", c.to, err, c.want)
 		}
 	}
 	var ds Diagnostics
-	if _, err := Migrate("f.yaml", []byte("version: \"0.2\"\nflows: {m: {input: {}, steps: [{id: a}]}}\n"), ""); !errors.As(err, &ds) {
+	if _, err := Migrate("f.yaml", []byte("version: \"0.2\"\nflows: {m: {input: {}, steps: [{id: a}]}}\n"), "", testCompile); !errors.As(err, &ds) {
 		t.Errorf("invalid source: %v", err)
 	}
 }
