@@ -8,7 +8,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -182,6 +180,23 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// finish ends a command whose body lives in a package and answers with
+// (answer, exit status, error): the answer, when there is one, is printed
+// as JSON (writeJSON); status 0 is success, unless err is set: then the
+// answer could not be written, and err is passed on as is; any other
+// status ends the command with it and err's message (if any).
+func (a *app) finish(answer any, status int, err error) error {
+	if answer != nil {
+		if werr := writeJSON(a.stdout, answer); werr != nil && status == exitOK && err == nil {
+			return werr
+		}
+	}
+	if status == exitOK {
+		return err
+	}
+	return &exitError{code: status, err: err}
 }
 
 // ---- the store and the engine service ----
@@ -453,156 +468,25 @@ func (a *app) compileCommand() *cobra.Command {
 // ---- migrate ----
 
 func (a *app) migrateCommand() *cobra.Command {
-	var (
-		to, output                      string
-		yes, dryRun, force, backup, jsn bool
-	)
+	var o specs.MigrateOptions
 	cmd := &cobra.Command{
-		Use:   "migrate FILE",
-		Short: "Upgrade a spec's IR version, showing the diff and asking before writing",
-		Long: `migrate upgrades FILE to a newer IR version (default: the newest, "0.3") as the
-original's "stratum-mcp migrate" does: the spec must validate before and after, the
-change is shown as a unified diff, and the file is written (atomically) only once you
-answer y. Only the version line changes (0.3 is a superset of 0.2); comments and
-formatting stay as written. There is no migration from 0.1.
-
-Exit status: 0 written, already at the target, or a dry run; 1 the spec does not
-validate, or a file cannot be read or written; 2 you declined (or a usage error);
-3 an unknown version, or no migration from the spec's version to the target.`,
-		Example: `  stratum migrate specs/examples/review.stratum.yaml
-  stratum migrate specs/examples/review.stratum.yaml --yes --backup
-  stratum migrate specs/examples/review.stratum.yaml --dry-run
-  stratum migrate specs/examples/review.stratum.yaml --json --yes`,
-		Args: cobra.ExactArgs(1),
+		Use:     "migrate FILE",
+		Short:   "Upgrade a spec's IR version, showing the diff and asking before writing",
+		Long:    specs.MigrateHelp,
+		Example: specs.MigrateExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return a.migrate(args[0], migrateOpts{to: to, output: output, yes: yes, dryRun: dryRun, force: force, backup: backup, json: jsn})
+			return a.finish(specs.MigrateFile(args[0], o, exprlang.Compile, a.stdin, a.stdout))
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "target IR version (default: the newest)")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the diff and write nothing")
-	cmd.Flags().StringVar(&output, "output", "", "write the migrated spec here instead of over FILE")
-	cmd.Flags().BoolVar(&force, "force", false, "let --output overwrite an existing file")
-	cmd.Flags().BoolVar(&backup, "backup", false, "keep FILE.bak when writing over FILE")
-	cmd.Flags().BoolVar(&jsn, "json", false, "print {file, from, to, transforms, diff, written} as JSON instead of asking: it writes only with --yes")
+	cmd.Flags().StringVar(&o.To, "to", "", "target IR version (default: the newest)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "write without asking")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the diff and write nothing")
+	cmd.Flags().StringVar(&o.Output, "output", "", "write the migrated spec here instead of over FILE")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "let --output overwrite an existing file")
+	cmd.Flags().BoolVar(&o.Backup, "backup", false, "keep FILE.bak when writing over FILE")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print {file, from, to, transforms, diff, written} as JSON instead of asking: it writes only with --yes")
 	return cmd
-}
-
-type migrateOpts struct {
-	to, output                       string
-	yes, dryRun, force, backup, json bool
-}
-
-// exitMigrateDeclined and exitMigrateVersion are migrate's own exit codes,
-// the original's.
-const (
-	exitMigrateDeclined = 2
-	exitMigrateVersion  = 3
-)
-
-func (a *app) migrate(file string, o migrateOpts) error {
-	target := file
-	if o.output != "" {
-		target = o.output
-		if _, err := os.Stat(target); err == nil && !o.force && !o.dryRun {
-			return failErr(fmt.Errorf("refusing to overwrite %s without --force", target))
-		}
-	}
-	src, err := os.ReadFile(file)
-	if err != nil {
-		return failErr(fmt.Errorf("cannot read: %s: %w", file, err))
-	}
-	m, err := specs.Migrate(file, src, o.to, exprlang.Compile)
-	var ds specs.Diagnostics
-	switch {
-	case errors.Is(err, specs.ErrUnknownVersion), errors.Is(err, specs.ErrNoTransformPath):
-		return &exitError{code: exitMigrateVersion, err: err}
-	case errors.As(err, &ds):
-		return failErr(fmt.Errorf("source spec fails validation:\n%s", ds.Error()))
-	case err != nil:
-		return failErr(err)
-	}
-	write := len(m.Transforms) > 0 && !o.dryRun
-	if o.json {
-		write = write && o.yes
-	} else {
-		if len(m.Transforms) == 0 {
-			fmt.Fprintf(a.stdout, "already at v%s\n", m.To)
-			return nil
-		}
-		if o.dryRun {
-			_, err := io.WriteString(a.stdout, m.Diff)
-			return err
-		}
-		if !o.yes {
-			s := "s"
-			if len(m.Transforms) == 1 {
-				s = ""
-			}
-			fmt.Fprintf(a.stdout, "Migrating %s: v%s -> v%s (%d transform%s)\n%sApply? [y/N]: ", file, m.From, m.To, len(m.Transforms), s, m.Diff)
-			line, _ := bufio.NewReader(a.stdin).ReadString('\n')
-			if strings.ToLower(strings.TrimSpace(line)) != "y" {
-				return silentExit(exitMigrateDeclined)
-			}
-		}
-	}
-	if write {
-		if err := writeMigrated(file, target, m.Output, o.backup && o.output == ""); err != nil {
-			return failErr(err)
-		}
-	}
-	if o.json {
-		return writeJSON(a.stdout, map[string]any{"file": file, "output": target, "from": m.From, "to": m.To,
-			"transforms": orEmpty(m.Transforms), "diff": m.Diff, "written": write})
-	}
-	fmt.Fprintln(a.stdout, "Written.")
-	return nil
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// writeMigrated writes the migrated spec atomically (a temporary file in
-// the same directory, synced, renamed), keeping FILE.bak first when asked.
-func writeMigrated(file, target string, data []byte, backup bool) error {
-	if backup {
-		old, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("cannot write: %s.bak: %w", file, err)
-		}
-		if err := os.WriteFile(file+".bak", old, 0o644); err != nil {
-			return fmt.Errorf("cannot write: %s.bak: %w", file, err)
-		}
-	}
-	mode := os.FileMode(0o644)
-	if st, err := os.Stat(file); err == nil {
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), ".stratum-migrate-*")
-	if err != nil {
-		return fmt.Errorf("cannot write: %s: %w", target, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), target)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write: %s: %w", target, err)
-	}
-	return nil
 }
 
 // ---- plan, step-done, resume, audit: drive a flow from a shell ----

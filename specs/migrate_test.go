@@ -1,7 +1,10 @@
 package specs
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,5 +41,32 @@ func TestMigrate(t *testing.T) {
 	var ds Diagnostics
 	if _, err := Migrate("f.yaml", []byte("version: \"0.2\"\nflows: {m: {input: {}, steps: [{id: a}]}}\n"), "", testCompile); !errors.As(err, &ds) {
 		t.Errorf("invalid source: %v", err)
+	}
+}
+
+// TestMigrateFileJSON pins `stratum migrate --json`'s answer: the keys in
+// the original's (sorted) order, an empty transforms list as [], and a
+// write only with --yes.
+func TestMigrateFileJSON(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a.stratum.yaml")
+	src := "version: \"0.3\"\nflows:\n  m:\n    input: {}\n    steps:\n      - {id: a, intent: x}\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep, status, err := MigrateFile(file, MigrateOptions{JSON: true, Yes: true}, testCompile, strings.NewReader(""), &out)
+	if err != nil || status != 0 || out.Len() != 0 {
+		t.Fatalf("status %d, err %v, printed %q", status, err, out.String())
+	}
+	got, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"diff":"","file":"` + file + `","from":"0.3","output":"` + file + `","to":"0.3","transforms":[],"written":false}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if _, status, err := MigrateFile(file, MigrateOptions{To: "0.9", JSON: true}, testCompile, nil, &out); status != MigrateVersion || !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("--to 0.9: status %d, err %v", status, err)
 	}
 }
