@@ -321,36 +321,17 @@ func (a *app) writeReport(jsonOut bool, r interface{ WriteText(io.Writer) error 
 
 // withFlow opens the service (openService), resolves FLOW — the id or a
 // unique prefix of it (Query.ResolveFlowID) — and hands both to fn; a
-// FLOW that does not resolve is refused's to answer.
-func withFlow(ctx context.Context, flow string, refused func(error) error, fn func(svc *engine.Service, id string) error) error {
+// FLOW that does not resolve is the engine's answer (clijson.Answer).
+func (a *app) withFlow(ctx context.Context, flow string, fn func(svc *engine.Service, id string) error) error {
 	svc, _, err := openService(ctx)
 	if err != nil {
 		return err
 	}
 	id, err := svc.Query().ResolveFlowID(ctx, flow)
 	if err != nil {
-		return refused(err)
+		return a.finish(clijson.Answer(nil, err))
 	}
 	return fn(svc, id)
-}
-
-// refused answers a FLOW that does not resolve as the engine's answer
-// (answerExit).
-func (a *app) refused(err error) error { return a.answerExit(nil, err) }
-
-// answerExit prints an engine answer as the original's JSON (engine.Wire)
-// and maps an error envelope to exit 1; any other error is a store failure.
-func (a *app) answerExit(out engine.Outcome, err error) error {
-	if err != nil && engine.AsError(err) == nil {
-		return failErr(err)
-	}
-	if werr := writeJSON(a.stdout, engine.Wire(out, err)); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return silentExit(exitFailure)
-	}
-	return nil
 }
 
 // ---- validate, workflows, compile ----
@@ -519,7 +500,7 @@ func (a *app) planCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.answerExit(svc.Plan(cmd.Context(), string(src), flow, inputs, engine.PlanOptions{SpecFile: args[0]}))
+			return a.finish(clijson.Answer(svc.Plan(cmd.Context(), string(src), flow, inputs, engine.PlanOptions{SpecFile: args[0]})))
 		},
 	}
 	inputFlags(cmd, &flowName, &inputKV, &inputsFile)
@@ -539,8 +520,8 @@ func (a *app) stepDoneCommand() *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
-				return a.answerExit(svc.StepDone(cmd.Context(), engine.StepReport{FlowID: id, StepID: args[1], Result: v}))
+			return a.withFlow(cmd.Context(), args[0], func(svc *engine.Service, id string) error {
+				return a.finish(clijson.Answer(svc.StepDone(cmd.Context(), engine.StepReport{FlowID: id, StepID: args[1], Result: v})))
 			})
 		},
 	}
@@ -556,8 +537,8 @@ func (a *app) resumeCommand() *cobra.Command {
 		Example: `  stratum resume 3f2a1c`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
-				return a.answerExit(svc.Resume(cmd.Context(), id))
+			return a.withFlow(cmd.Context(), args[0], func(svc *engine.Service, id string) error {
+				return a.finish(clijson.Answer(svc.Resume(cmd.Context(), id)))
 			})
 		},
 	}
@@ -566,21 +547,16 @@ func (a *app) resumeCommand() *cobra.Command {
 func (a *app) auditCommand() *cobra.Command {
 	var text bool
 	cmd := &cobra.Command{
-		Use:   "audit FLOW",
-		Short: "Print the audit snapshot of one flow execution",
-		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
-original's stratum_audit); for a flow a Go program drives, its calls too. --text prints it for
-a person: the records in order and each call with its inputs, retries, tool calls and output.
-Completed flows are kept in the store, so audits work after the fact until "stratum gc"
-prunes them.`,
-		Example: `  stratum audit 3f2a1c | jq '.trace'
-  stratum audit 3f2a1c --text`,
-		Args: cobra.ExactArgs(1),
+		Use:     "audit FLOW",
+		Short:   "Print the audit snapshot of one flow execution",
+		Long:    clijson.AuditHelp,
+		Example: clijson.AuditExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+			return a.withFlow(cmd.Context(), args[0], func(svc *engine.Service, id string) error {
 				out, err := svc.Audit(cmd.Context(), id)
 				if !text || err != nil {
-					return a.answerExit(out, err)
+					return a.finish(clijson.Answer(out, err))
 				}
 				return tui.WriteAuditText(a.stdout, out)
 			})
@@ -590,7 +566,7 @@ prunes them.`,
 	return cmd
 }
 
-// ---- query, gate, gc ----
+// ---- query, gate, kill, gc ----
 
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -630,15 +606,7 @@ func (a *app) queryCommand() *cobra.Command {
 		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			v, found, err := clijson.QueryFlow(ctx, svc, args[0], time.Now())
-			if err != nil {
-				return failErr(err)
-			}
-			if !found {
-				_ = writeJSON(a.stdout, v)
-				return silentExit(exitFailure)
-			}
-			return writeJSON(a.stdout, v)
+			return a.finish(clijson.QueryFlow(ctx, svc, args[0], time.Now()))
 		}),
 	}
 	gates := &cobra.Command{
@@ -647,11 +615,7 @@ func (a *app) queryCommand() *cobra.Command {
 		Example: `  stratum query gates | jq -r '.[] | "\(.flow_id) \(.step_id)"'`,
 		Args:    cobra.NoArgs,
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			pending, err := svc.Query().PendingGateSteps(ctx)
-			if err != nil {
-				return failErr(err)
-			}
-			return writeJSON(a.stdout, clijson.Gates(pending))
+			return a.finish(clijson.QueryGates(ctx, svc))
 		}),
 	}
 	cmd.AddCommand(flows, flow, gates)
@@ -685,29 +649,11 @@ func (a *app) gateCommand() *cobra.Command {
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				note := ""
-				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err, note) }
-				refused := func(err error) error { return answer(nil, err) }
-				return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
-					d.FlowID = id
-					// At an approver: human gate: a person on this terminal, who typed the confirmation.
-					confirm := review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-					if err := clijson.ConfirmHuman(cmd.Context(), svc, &d, confirm); errors.Is(err, review.ErrNotAllowed) {
-						return usageErr("%v", err)
-					} else if err != nil {
-						return failErr(err)
-					}
-					next, err := svc.GateResolve(cmd.Context(), d.FlowID, d)
-					if err == nil {
-						// A runner's flow nothing drives any more: the decision
-						// stands, and only a resume acts on it; say so.
-						if n, nerr := clijson.StalledNote(cmd.Context(), svc, d.FlowID, time.Now()); nerr == nil && n != "" {
-							fmt.Fprintln(a.stderr, "stratum: warning: "+specs.EscapeControl(n))
-							note = n
-						}
-					}
-					return answer(next, err)
-				})
+				svc, _, err := openService(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return a.finish(clijson.Gate(cmd.Context(), svc, d, a.humanConfirm(), a.stderr, time.Now()))
 			},
 		}
 		c.Flags().StringVar(&line.Note, "note", "", "rationale recorded with the decision")
@@ -724,31 +670,14 @@ func (a *app) gateCommand() *cobra.Command {
 	return cmd
 }
 
-// gateAnswer prints the answer to a decision made with `stratum gate`
-// (clijson.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
-// conflict, 1 anything else; an error without an envelope is a store
-// failure. stalled, when set, is clijson.StalledNote's warning: the
-// answer says "stalled": true with it.
-func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error, stalled string) error {
-	if err != nil && engine.AsError(err) == nil {
-		return failErr(err)
-	}
-	resp, verdict := clijson.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
-	if stalled != "" {
-		resp["stalled"], resp["warning"] = true, stalled
-	}
-	werr := writeJSON(a.stdout, resp)
-	switch verdict {
-	case clijson.GateResolved:
-		return werr
-	case clijson.GateConflict:
-		return silentExit(exitUsage)
-	}
-	return silentExit(exitFailure)
+// humanConfirm is the confirmation an approver: human gate needs from a
+// shell (gate, kill): a person on this terminal, who types it.
+func (a *app) humanConfirm() review.HumanConfirm {
+	return review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
 }
 
 func (a *app) killCommand() *cobra.Command {
-	var reason, by string
+	var line clijson.KillLine
 	cmd := &cobra.Command{
 		Use:     "kill FLOW --reason TEXT",
 		Short:   "End a flow nothing drives any more (a stalled run or Go program), recorded with who and why",
@@ -756,37 +685,19 @@ func (a *app) killCommand() *cobra.Command {
 		Example: clijson.KillExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(reason) == "" {
-				return usageErr("kill needs --reason TEXT: it is recorded with the kill")
+			k, err := line.Request()
+			if err != nil {
+				return usageErr("%v", err)
 			}
-			if by == "" {
-				by = review.CurrentUser()
+			svc, _, err := openService(cmd.Context())
+			if err != nil {
+				return err
 			}
-			refused := func(err error) error {
-				e := engine.AsError(err)
-				if e == nil {
-					return failErr(err)
-				}
-				_ = writeJSON(a.stdout, clijson.Refused(args[0], e))
-				return silentExit(exitFailure)
-			}
-			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
-				confirm := review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-				resp, ok, err := clijson.Kill(cmd.Context(), svc, id, engine.KillRequest{By: by, Reason: reason}, confirm)
-				if errors.Is(err, review.ErrNotAllowed) {
-					return usageErr("%v", err)
-				} else if err != nil {
-					return failErr(err)
-				}
-				if werr := writeJSON(a.stdout, resp); werr != nil || ok {
-					return werr
-				}
-				return silentExit(exitFailure)
-			})
+			return a.finish(clijson.KillFlow(cmd.Context(), svc, args[0], k, a.humanConfirm()))
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why the flow is ended (required; recorded)")
-	cmd.Flags().StringVar(&by, "by", "", "who ends it (default $USER)")
+	cmd.Flags().StringVar(&line.Reason, "reason", "", "why the flow is ended (required; recorded)")
+	cmd.Flags().StringVar(&line.By, "by", "", "who ends it (default $USER)")
 	return cmd
 }
 
@@ -814,17 +725,7 @@ func (a *app) gcCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				killed, skipped, err := clijson.KillStalled(cmd.Context(), svc, olderThan, time.Now())
-				if err != nil {
-					return failErr(err)
-				}
-				if killed == nil {
-					killed = []string{}
-				}
-				if skipped == nil {
-					skipped = []map[string]any{}
-				}
-				return writeJSON(a.stdout, map[string]any{"killed": killed, "skipped": skipped})
+				return a.finish(clijson.GCStalled(cmd.Context(), svc, olderThan, time.Now()))
 			}
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr("gc needs --older-than DURATION (for example 720h), or --damaged")

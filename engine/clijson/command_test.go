@@ -181,16 +181,16 @@ func TestQueryFlow(t *testing.T) {
 	svc, id := atHumanGate(t)
 	ctx := context.Background()
 	now := time.Now()
-	v, found, err := QueryFlow(ctx, svc, id[:6], now)
-	if err != nil || !found {
-		t.Fatalf("QueryFlow(prefix) = found %v, err %v", found, err)
+	v, status, err := QueryFlow(ctx, svc, id[:6], now)
+	if err != nil || status != 0 {
+		t.Fatalf("QueryFlow(prefix) = status %d, err %v", status, err)
 	}
 	if fv, ok := v.(*FlowView); !ok || fv.FlowID != id || fv.StepCount != 2 {
 		t.Fatalf("QueryFlow(prefix) = %#v, want the flow %s", v, id)
 	}
-	v, found, err = QueryFlow(ctx, svc, "0000-no-such-flow", now)
-	if err != nil || found {
-		t.Fatalf("QueryFlow(unknown) = found %v, err %v", found, err)
+	v, status, err = QueryFlow(ctx, svc, "0000-no-such-flow", now)
+	if err != nil || status != statusFailure {
+		t.Fatalf("QueryFlow(unknown) = status %d, err %v", status, err)
 	}
 	b, _ := json.Marshal(v)
 	if want := `{"_schema_version":"1","error":{"code":"NOT_FOUND","message":"Flow '0000-no-such-flow' not found"},"ok":false}`; string(b) != want {
