@@ -36,6 +36,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/specs/watch"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore"
@@ -368,7 +369,7 @@ func (a *app) validateCommand() *cobra.Command {
 			if err != nil {
 				return pathErr(err)
 			}
-			results, valid := specs.ValidateFiles(files, strict)
+			results, valid := specs.ValidateFiles(files, strict, exprlang.Compile)
 			if err := specs.WriteResults(a.stdout, format, results); err != nil {
 				return err
 			}
@@ -409,7 +410,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			list, err := specs.DiscoverWorkflows(dir)
+			list, err := specs.DiscoverWorkflows(dir, exprlang.Compile)
 			if err != nil {
 				return failErr(err)
 			}
@@ -427,7 +428,7 @@ func (a *app) compileCommand() *cobra.Command {
 		Example: specs.CompileExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := specs.CompileTasks(args[0], flowName)
+			c, err := specs.CompileTasks(args[0], flowName, exprlang.Compile)
 			var ce *specs.CompileError
 			if errors.As(err, &ce) {
 				return failErr(fmt.Errorf("%s: %s", ce.Type, ce.Message))
@@ -462,7 +463,7 @@ func (a *app) migrateCommand() *cobra.Command {
 		Example: specs.MigrateExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return a.finish(specs.MigrateFile(args[0], o, a.stdin, a.stdout))
+			return a.finish(specs.MigrateFile(args[0], o, exprlang.Compile, a.stdin, a.stdout))
 		},
 	}
 	cmd.Flags().StringVar(&o.To, "to", "", "target IR version (default: the newest)")

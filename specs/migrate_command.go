@@ -47,8 +47,9 @@ type MigrateReport struct {
 // the report is nil and everything is said on out. status is the exit
 // status (0, or one of the Migrate* constants); err, when set, is the
 // message to print with it (nil for a declined answer); with status 0 it
-// is a failure to write the diff of a dry run.
-func MigrateFile(file string, o MigrateOptions, in io.Reader, out io.Writer) (report any, status int, err error) {
+// is a failure to write the diff of a dry run. compile compiles the
+// expressions (see Parse).
+func MigrateFile(file string, o MigrateOptions, compile ExprCompiler, in io.Reader, out io.Writer) (report any, status int, err error) {
 	target := file
 	if o.Output != "" {
 		target = o.Output
@@ -60,7 +61,7 @@ func MigrateFile(file string, o MigrateOptions, in io.Reader, out io.Writer) (re
 	if err != nil {
 		return nil, MigrateFailed, fmt.Errorf("cannot read: %s: %w", file, err)
 	}
-	m, err := Migrate(file, src, o.To)
+	m, err := Migrate(file, src, o.To, compile)
 	var ds Diagnostics
 	switch {
 	case errors.Is(err, ErrUnknownVersion), errors.Is(err, ErrNoTransformPath):

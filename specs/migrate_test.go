@@ -11,7 +11,7 @@ import (
 
 func TestMigrate(t *testing.T) {
 	src := "# keep me\nversion: \"0.2\"\nflows:\n  m:\n    input: {}\n    steps:\n      - {id: a, intent: x}\n      - {id: b, intent: y}\n      - {id: c, intent: z}\n"
-	m, err := Migrate("f.yaml", []byte(src), "")
+	m, err := Migrate("f.yaml", []byte(src), "", testCompile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestMigrate(t *testing.T) {
 	if m.Diff != wantDiff {
 		t.Fatalf("diff\n%s\nwant\n%s", m.Diff, wantDiff)
 	}
-	if m, err := Migrate("f.yaml", m.Output, "0.3"); err != nil || len(m.Transforms) != 0 || m.Diff != "" {
+	if m, err := Migrate("f.yaml", m.Output, "0.3", testCompile); err != nil || len(m.Transforms) != 0 || m.Diff != "" {
 		t.Fatalf("at the target: %+v %v", m, err)
 	}
 	for _, c := range []struct {
@@ -34,12 +34,12 @@ func TestMigrate(t *testing.T) {
 		{strings.Replace(src, `"0.2"`, `"7"`, 1), "", ErrUnknownVersion},
 		{strings.Replace(src, `"0.2"`, `"0.3"`, 1), "0.2", ErrNoTransformPath},
 	} {
-		if _, err := Migrate("f.yaml", []byte(c.src), c.to); !errors.Is(err, c.want) {
+		if _, err := Migrate("f.yaml", []byte(c.src), c.to, testCompile); !errors.Is(err, c.want) {
 			t.Errorf("to %q: %v, want %v", c.to, err, c.want)
 		}
 	}
 	var ds Diagnostics
-	if _, err := Migrate("f.yaml", []byte("version: \"0.2\"\nflows: {m: {input: {}, steps: [{id: a}]}}\n"), ""); !errors.As(err, &ds) {
+	if _, err := Migrate("f.yaml", []byte("version: \"0.2\"\nflows: {m: {input: {}, steps: [{id: a}]}}\n"), "", testCompile); !errors.As(err, &ds) {
 		t.Errorf("invalid source: %v", err)
 	}
 }
@@ -54,7 +54,7 @@ func TestMigrateFileJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	rep, status, err := MigrateFile(file, MigrateOptions{JSON: true, Yes: true}, strings.NewReader(""), &out)
+	rep, status, err := MigrateFile(file, MigrateOptions{JSON: true, Yes: true}, testCompile, strings.NewReader(""), &out)
 	if err != nil || status != 0 || out.Len() != 0 {
 		t.Fatalf("status %d, err %v, printed %q", status, err, out.String())
 	}
@@ -66,7 +66,7 @@ func TestMigrateFileJSON(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if _, status, err := MigrateFile(file, MigrateOptions{To: "0.9", JSON: true}, nil, &out); status != MigrateVersion || !errors.Is(err, ErrUnknownVersion) {
+	if _, status, err := MigrateFile(file, MigrateOptions{To: "0.9", JSON: true}, testCompile, nil, &out); status != MigrateVersion || !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("--to 0.9: status %d, err %v", status, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/internal/infer"
@@ -52,7 +53,7 @@ func LoadSpecFile(file string) (*specs.Spec, error) {
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
-	sp, ds := specs.Parse(file, src)
+	sp, ds := specs.Parse(file, src, exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		return nil, &SpecError{File: file, Diagnostics: ds}
 	}
@@ -79,7 +80,7 @@ func PlanFlow(file string, src []byte, flow string) (string, error) {
 	if flow != "" {
 		return flow, nil
 	}
-	if sp, ds := specs.Parse(file, src); sp != nil && !ds.HasErrors() {
+	if sp, ds := specs.Parse(file, src, exprlang.Compile); sp != nil && !ds.HasErrors() {
 		return DefaultFlow(sp)
 	}
 	return "", nil
@@ -99,7 +100,7 @@ func PlanArgs(file, flowName string, kv []string, inputsFile string) (src []byte
 	if flow, err = PlanFlow(file, src, flowName); err != nil {
 		return nil, "", nil, err
 	}
-	if sp, _ := specs.Parse(file, src); sp != nil {
+	if sp, _ := specs.Parse(file, src, exprlang.Compile); sp != nil {
 		inputs = CoerceInputs(sp, flow, inputs, TextInputs(kv))
 	}
 	return src, flow, inputs, nil
