@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -195,6 +194,12 @@ func (a *app) finish(answer any, status int, err error) error {
 			return werr
 		}
 	}
+	return exit(status, err)
+}
+
+// exit is finish for a command that prints its own output and answers
+// with (exit status, error).
+func exit(status int, err error) error {
 	if status == exitOK {
 		return err
 	}
@@ -343,59 +348,30 @@ func (a *app) withFlow(ctx context.Context, flow string, fn func(svc *engine.Ser
 // ---- validate, workflows, compile ----
 
 func (a *app) validateCommand() *cobra.Command {
-	var (
-		jsonOut bool
-		format  string
-		watchF  bool
-		strict  bool
-	)
+	var line specs.ValidateLine
+	var watchF, strict bool
 	cmd := &cobra.Command{
 		Use:     "validate FILE|DIR...",
 		Short:   "Check specs and report every problem with file:line:col",
 		Long:    specs.ValidateHelp,
 		Example: specs.ValidateExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("validate needs at least one FILE or DIR")
-			}
-			format, err := specs.ChooseFormat(format, cmd.Flags().Changed("format"), jsonOut, a.github)
+			line.Paths, line.FormatSet, line.GitHub = args, cmd.Flags().Changed("format"), a.github
+			format, err := line.Check()
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			if watchF {
-				return pathErr(watch.Report(cmd.Context(), args, format, a.stdout, a.stderr))
+				return exit(specs.PathsStatus(watch.Report(cmd.Context(), args, format, a.stdout, a.stderr)))
 			}
-			files, err := specs.CollectSpecFiles(args)
-			if err != nil {
-				return pathErr(err)
-			}
-			results, valid := specs.ValidateFiles(files, strict, exprlang.Compile)
-			if err := specs.WriteResults(a.stdout, format, results); err != nil {
-				return err
-			}
-			if !valid {
-				return silentExit(exitFailure)
-			}
-			return nil
+			return exit(specs.ValidatePaths(args, format, strict, exprlang.Compile, a.stdout))
 		},
 	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
-	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
+	cmd.Flags().BoolVar(&line.JSON, "json", false, "print JSON (same as --format json)")
+	cmd.Flags().StringVar(&line.Format, "format", specs.FormatHuman, "output format: human, json or github")
 	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
 	cmd.Flags().BoolVar(&strict, "strict", false, "count warnings as errors (exit 1)")
 	return cmd
-}
-
-// pathErr maps a problem with the paths given (missing, no spec in them)
-// to a usage error, anything else to exit 1 (nil stays nil).
-func pathErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, specs.ErrNoSpecFiles):
-		return usageErr("%v", err)
-	}
-	return failErr(err)
 }
 
 func (a *app) workflowsCommand() *cobra.Command {
@@ -428,23 +404,7 @@ func (a *app) compileCommand() *cobra.Command {
 		Example: specs.CompileExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := specs.CompileTasks(args[0], flowName, exprlang.Compile)
-			var ce *specs.CompileError
-			if errors.As(err, &ce) {
-				return failErr(fmt.Errorf("%s: %s", ce.Type, ce.Message))
-			}
-			if err != nil {
-				return failErr(err)
-			}
-			if output == "" || output == "-" {
-				_, err := io.WriteString(a.stdout, c.YAML)
-				return err
-			}
-			if err := os.WriteFile(output, []byte(c.YAML), 0o644); err != nil {
-				return failErr(err)
-			}
-			fmt.Fprintf(a.stderr, "wrote %s (%d steps, flow %q)\n", output, len(c.Steps), c.FlowName)
-			return nil
+			return exit(specs.CompileTo(args[0], flowName, output, exprlang.Compile, a.stdout, a.stderr))
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the spec to this file instead of stdout")
