@@ -8,16 +8,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -38,6 +35,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/specs/watch"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore"
@@ -78,8 +76,13 @@ func usageErr(format string, a ...any) error {
 }
 
 // failErr ends the command with exit 1 and err's message (a store or file
-// failure, a refusal).
-func failErr(err error) error { return &exitError{code: exitFailure, err: err} }
+// failure, a refusal); nil stays nil.
+func failErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitFailure, err: err}
+}
 
 // silentExit ends the command with code without printing anything more.
 func silentExit(code int) error { return &exitError{code: code} }
@@ -183,6 +186,31 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// finish ends a command whose body lives in a package and answers with
+// (answer, exit status, error): the answer, when there is one, is printed
+// as JSON (writeJSON) — an answer that cannot be written ends the command
+// with that error (exit 2, as any error without a status); status 0 is
+// success, unless err is set: then err is passed on as is (a failure to
+// write output); any other status ends the command with it and err's
+// message (if any).
+func (a *app) finish(answer any, status int, err error) error {
+	if answer != nil {
+		if werr := writeJSON(a.stdout, answer); werr != nil && err == nil {
+			return werr
+		}
+	}
+	return exit(status, err)
+}
+
+// exit is finish for a command that prints its own output and answers
+// with (exit status, error).
+func exit(status int, err error) error {
+	if status == exitOK {
+		return err
+	}
+	return &exitError{code: status, err: err}
+}
+
 // ---- the store and the engine service ----
 
 // openService opens the shared store ($STRATUM_HOME/stratum.db, or what
@@ -218,17 +246,7 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	engine.ResultCache = engine.ParseCacheBound(os.Getenv("STRATUM_CACHE_MAX_AGE_DAYS"), os.Getenv("STRATUM_CACHE_MAX_ENTRIES"))
 	// The commands its refusals advise name this stratum as it was invoked.
 	return &engine.Service{Root: ".", Store: st, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
-		NoResultCache: resultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
-}
-
-// resultCacheDisabled reads the original's kill switch of the result cache
-// of agent-driven flows: any value but "", 0, false or no (any case).
-func resultCacheDisabled(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
+		NoResultCache: engine.ResultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
 }
 
 // projectConfig is the configuration of the working directory
@@ -295,104 +313,60 @@ func withStore(fn func(ctx context.Context, st *backend.Opened) error) func(*cob
 	}
 }
 
-// writeReport prints a store report as JSON (--json) or as text.
-func (a *app) writeReport(jsonOut bool, r interface{ WriteText(io.Writer) error }) error {
-	if jsonOut {
-		return writeJSON(a.stdout, r)
+// report is finish for a store report (backend.Report): printed as JSON
+// with --json, else as text.
+func (a *app) report(jsonOut bool, r backend.Report, status int, err error) error {
+	if r == nil || jsonOut {
+		return a.finish(r, status, err)
 	}
-	return r.WriteText(a.stdout)
+	if werr := r.WriteText(a.stdout); werr != nil && err == nil {
+		return werr
+	}
+	return a.finish(nil, status, err)
 }
 
 // withFlow opens the service (openService), resolves FLOW — the id or a
 // unique prefix of it (Query.ResolveFlowID) — and hands both to fn; a
-// FLOW that does not resolve is refused's to answer.
-func withFlow(ctx context.Context, flow string, refused func(error) error, fn func(svc *engine.Service, id string) error) error {
+// FLOW that does not resolve is the engine's answer (clijson.Answer).
+func (a *app) withFlow(ctx context.Context, flow string, fn func(svc *engine.Service, id string) error) error {
 	svc, _, err := openService(ctx)
 	if err != nil {
 		return err
 	}
 	id, err := svc.Query().ResolveFlowID(ctx, flow)
 	if err != nil {
-		return refused(err)
+		return a.finish(clijson.Answer(nil, err))
 	}
 	return fn(svc, id)
-}
-
-// refused answers a FLOW that does not resolve as the engine's answer
-// (answerExit).
-func (a *app) refused(err error) error { return a.answerExit(nil, err) }
-
-// answerExit prints an engine answer as the original's JSON (engine.Wire)
-// and maps an error envelope to exit 1; any other error is a store failure.
-func (a *app) answerExit(out engine.Outcome, err error) error {
-	if err != nil && engine.AsError(err) == nil {
-		return failErr(err)
-	}
-	if werr := writeJSON(a.stdout, engine.Wire(out, err)); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return silentExit(exitFailure)
-	}
-	return nil
 }
 
 // ---- validate, workflows, compile ----
 
 func (a *app) validateCommand() *cobra.Command {
-	var (
-		jsonOut bool
-		format  string
-		watchF  bool
-		strict  bool
-	)
+	var line specs.ValidateLine
+	var watchF, strict bool
 	cmd := &cobra.Command{
 		Use:     "validate FILE|DIR...",
 		Short:   "Check specs and report every problem with file:line:col",
 		Long:    specs.ValidateHelp,
 		Example: specs.ValidateExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("validate needs at least one FILE or DIR")
-			}
-			format, err := specs.ChooseFormat(format, cmd.Flags().Changed("format"), jsonOut, a.github)
+			line.Paths, line.FormatSet, line.GitHub = args, cmd.Flags().Changed("format"), a.github
+			format, err := line.Check()
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			if watchF {
-				return pathErr(watch.Report(cmd.Context(), args, format, a.stdout, a.stderr))
+				return exit(specs.PathsStatus(watch.Report(cmd.Context(), args, format, a.stdout, a.stderr)))
 			}
-			files, err := specs.CollectSpecFiles(args)
-			if err != nil {
-				return pathErr(err)
-			}
-			results, valid := specs.ValidateFiles(files, strict)
-			if err := specs.WriteResults(a.stdout, format, results); err != nil {
-				return err
-			}
-			if !valid {
-				return silentExit(exitFailure)
-			}
-			return nil
+			return exit(specs.ValidatePaths(args, format, strict, exprlang.Compile, a.stdout))
 		},
 	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
-	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
+	cmd.Flags().BoolVar(&line.JSON, "json", false, "print JSON (same as --format json)")
+	cmd.Flags().StringVar(&line.Format, "format", specs.FormatHuman, "output format: human, json or github")
 	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
 	cmd.Flags().BoolVar(&strict, "strict", false, "count warnings as errors (exit 1)")
 	return cmd
-}
-
-// pathErr maps a problem with the paths given (missing, no spec in them)
-// to a usage error, anything else to exit 1 (nil stays nil).
-func pathErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, specs.ErrNoSpecFiles):
-		return usageErr("%v", err)
-	}
-	return failErr(err)
 }
 
 func (a *app) workflowsCommand() *cobra.Command {
@@ -407,7 +381,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			list, err := specs.DiscoverWorkflows(dir)
+			list, err := specs.DiscoverWorkflows(dir, exprlang.Compile)
 			if err != nil {
 				return failErr(err)
 			}
@@ -425,23 +399,7 @@ func (a *app) compileCommand() *cobra.Command {
 		Example: specs.CompileExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := specs.CompileTasks(args[0], flowName)
-			var ce *specs.CompileError
-			if errors.As(err, &ce) {
-				return failErr(fmt.Errorf("%s: %s", ce.Type, ce.Message))
-			}
-			if err != nil {
-				return failErr(err)
-			}
-			if output == "" || output == "-" {
-				_, err := io.WriteString(a.stdout, c.YAML)
-				return err
-			}
-			if err := os.WriteFile(output, []byte(c.YAML), 0o644); err != nil {
-				return failErr(err)
-			}
-			fmt.Fprintf(a.stderr, "wrote %s (%d steps, flow %q)\n", output, len(c.Steps), c.FlowName)
-			return nil
+			return exit(specs.CompileTo(args[0], flowName, output, exprlang.Compile, a.stdout, a.stderr))
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the spec to this file instead of stdout")
@@ -452,156 +410,25 @@ func (a *app) compileCommand() *cobra.Command {
 // ---- migrate ----
 
 func (a *app) migrateCommand() *cobra.Command {
-	var (
-		to, output                      string
-		yes, dryRun, force, backup, jsn bool
-	)
+	var o specs.MigrateOptions
 	cmd := &cobra.Command{
-		Use:   "migrate FILE",
-		Short: "Upgrade a spec's IR version, showing the diff and asking before writing",
-		Long: `migrate upgrades FILE to a newer IR version (default: the newest, "0.3") as the
-original's "stratum-mcp migrate" does: the spec must validate before and after, the
-change is shown as a unified diff, and the file is written (atomically) only once you
-answer y. Only the version line changes (0.3 is a superset of 0.2); comments and
-formatting stay as written. There is no migration from 0.1.
-
-Exit status: 0 written, already at the target, or a dry run; 1 the spec does not
-validate, or a file cannot be read or written; 2 you declined (or a usage error);
-3 an unknown version, or no migration from the spec's version to the target.`,
-		Example: `  stratum migrate specs/examples/review.stratum.yaml
-  stratum migrate specs/examples/review.stratum.yaml --yes --backup
-  stratum migrate specs/examples/review.stratum.yaml --dry-run
-  stratum migrate specs/examples/review.stratum.yaml --json --yes`,
-		Args: cobra.ExactArgs(1),
+		Use:     "migrate FILE",
+		Short:   "Upgrade a spec's IR version, showing the diff and asking before writing",
+		Long:    specs.MigrateHelp,
+		Example: specs.MigrateExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return a.migrate(args[0], migrateOpts{to: to, output: output, yes: yes, dryRun: dryRun, force: force, backup: backup, json: jsn})
+			return a.finish(specs.MigrateFile(args[0], o, exprlang.Compile, a.stdin, a.stdout))
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "target IR version (default: the newest)")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the diff and write nothing")
-	cmd.Flags().StringVar(&output, "output", "", "write the migrated spec here instead of over FILE")
-	cmd.Flags().BoolVar(&force, "force", false, "let --output overwrite an existing file")
-	cmd.Flags().BoolVar(&backup, "backup", false, "keep FILE.bak when writing over FILE")
-	cmd.Flags().BoolVar(&jsn, "json", false, "print {file, from, to, transforms, diff, written} as JSON instead of asking: it writes only with --yes")
+	cmd.Flags().StringVar(&o.To, "to", "", "target IR version (default: the newest)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "write without asking")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the diff and write nothing")
+	cmd.Flags().StringVar(&o.Output, "output", "", "write the migrated spec here instead of over FILE")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "let --output overwrite an existing file")
+	cmd.Flags().BoolVar(&o.Backup, "backup", false, "keep FILE.bak when writing over FILE")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print {file, from, to, transforms, diff, written} as JSON instead of asking: it writes only with --yes")
 	return cmd
-}
-
-type migrateOpts struct {
-	to, output                       string
-	yes, dryRun, force, backup, json bool
-}
-
-// exitMigrateDeclined and exitMigrateVersion are migrate's own exit codes,
-// the original's.
-const (
-	exitMigrateDeclined = 2
-	exitMigrateVersion  = 3
-)
-
-func (a *app) migrate(file string, o migrateOpts) error {
-	target := file
-	if o.output != "" {
-		target = o.output
-		if _, err := os.Stat(target); err == nil && !o.force && !o.dryRun {
-			return failErr(fmt.Errorf("refusing to overwrite %s without --force", target))
-		}
-	}
-	src, err := os.ReadFile(file)
-	if err != nil {
-		return failErr(fmt.Errorf("cannot read: %s: %w", file, err))
-	}
-	m, err := specs.Migrate(file, src, o.to)
-	var ds specs.Diagnostics
-	switch {
-	case errors.Is(err, specs.ErrUnknownVersion), errors.Is(err, specs.ErrNoTransformPath):
-		return &exitError{code: exitMigrateVersion, err: err}
-	case errors.As(err, &ds):
-		return failErr(fmt.Errorf("source spec fails validation:\n%s", ds.Error()))
-	case err != nil:
-		return failErr(err)
-	}
-	write := len(m.Transforms) > 0 && !o.dryRun
-	if o.json {
-		write = write && o.yes
-	} else {
-		if len(m.Transforms) == 0 {
-			fmt.Fprintf(a.stdout, "already at v%s\n", m.To)
-			return nil
-		}
-		if o.dryRun {
-			_, err := io.WriteString(a.stdout, m.Diff)
-			return err
-		}
-		if !o.yes {
-			s := "s"
-			if len(m.Transforms) == 1 {
-				s = ""
-			}
-			fmt.Fprintf(a.stdout, "Migrating %s: v%s -> v%s (%d transform%s)\n%sApply? [y/N]: ", file, m.From, m.To, len(m.Transforms), s, m.Diff)
-			line, _ := bufio.NewReader(a.stdin).ReadString('\n')
-			if strings.ToLower(strings.TrimSpace(line)) != "y" {
-				return silentExit(exitMigrateDeclined)
-			}
-		}
-	}
-	if write {
-		if err := writeMigrated(file, target, m.Output, o.backup && o.output == ""); err != nil {
-			return failErr(err)
-		}
-	}
-	if o.json {
-		return writeJSON(a.stdout, map[string]any{"file": file, "output": target, "from": m.From, "to": m.To,
-			"transforms": orEmpty(m.Transforms), "diff": m.Diff, "written": write})
-	}
-	fmt.Fprintln(a.stdout, "Written.")
-	return nil
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// writeMigrated writes the migrated spec atomically (a temporary file in
-// the same directory, synced, renamed), keeping FILE.bak first when asked.
-func writeMigrated(file, target string, data []byte, backup bool) error {
-	if backup {
-		old, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("cannot write: %s.bak: %w", file, err)
-		}
-		if err := os.WriteFile(file+".bak", old, 0o644); err != nil {
-			return fmt.Errorf("cannot write: %s.bak: %w", file, err)
-		}
-	}
-	mode := os.FileMode(0o644)
-	if st, err := os.Stat(file); err == nil {
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), ".stratum-migrate-*")
-	if err != nil {
-		return fmt.Errorf("cannot write: %s: %w", target, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), target)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write: %s: %w", target, err)
-	}
-	return nil
 }
 
 // ---- plan, step-done, resume, audit: drive a flow from a shell ----
@@ -634,7 +461,7 @@ func (a *app) planCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.answerExit(svc.Plan(cmd.Context(), string(src), flow, inputs, engine.PlanOptions{SpecFile: args[0]}))
+			return a.finish(clijson.Answer(svc.Plan(cmd.Context(), string(src), flow, inputs, engine.PlanOptions{SpecFile: args[0]})))
 		},
 	}
 	inputFlags(cmd, &flowName, &inputKV, &inputsFile)
@@ -654,8 +481,8 @@ func (a *app) stepDoneCommand() *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
-				return a.answerExit(svc.StepDone(cmd.Context(), engine.StepReport{FlowID: id, StepID: args[1], Result: v}))
+			return a.withFlow(cmd.Context(), args[0], func(svc *engine.Service, id string) error {
+				return a.finish(clijson.Answer(svc.StepDone(cmd.Context(), engine.StepReport{FlowID: id, StepID: args[1], Result: v})))
 			})
 		},
 	}
@@ -671,8 +498,8 @@ func (a *app) resumeCommand() *cobra.Command {
 		Example: `  stratum resume 3f2a1c`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
-				return a.answerExit(svc.Resume(cmd.Context(), id))
+			return a.withFlow(cmd.Context(), args[0], func(svc *engine.Service, id string) error {
+				return a.finish(clijson.Answer(svc.Resume(cmd.Context(), id)))
 			})
 		},
 	}
@@ -681,21 +508,16 @@ func (a *app) resumeCommand() *cobra.Command {
 func (a *app) auditCommand() *cobra.Command {
 	var text bool
 	cmd := &cobra.Command{
-		Use:   "audit FLOW",
-		Short: "Print the audit snapshot of one flow execution",
-		Long: `Audit prints the flow's trace, rounds, iterations and child audits as JSON (the
-original's stratum_audit); for a flow a Go program drives, its calls too. --text prints it for
-a person: the records in order and each call with its inputs, retries, tool calls and output.
-Completed flows are kept in the store, so audits work after the fact until "stratum gc"
-prunes them.`,
-		Example: `  stratum audit 3f2a1c | jq '.trace'
-  stratum audit 3f2a1c --text`,
-		Args: cobra.ExactArgs(1),
+		Use:     "audit FLOW",
+		Short:   "Print the audit snapshot of one flow execution",
+		Long:    clijson.AuditHelp,
+		Example: clijson.AuditExamples,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withFlow(cmd.Context(), args[0], a.refused, func(svc *engine.Service, id string) error {
+			return a.withFlow(cmd.Context(), args[0], func(svc *engine.Service, id string) error {
 				out, err := svc.Audit(cmd.Context(), id)
 				if !text || err != nil {
-					return a.answerExit(out, err)
+					return a.finish(clijson.Answer(out, err))
 				}
 				return tui.WriteAuditText(a.stdout, out)
 			})
@@ -705,7 +527,7 @@ prunes them.`,
 	return cmd
 }
 
-// ---- query, gate, gc ----
+// ---- query, gate, kill, gc ----
 
 func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -745,15 +567,7 @@ func (a *app) queryCommand() *cobra.Command {
 		Example: `  stratum query flow 3f2a1c | jq '{status, current_step_id, step_outputs}'`,
 		Args:    cobra.ExactArgs(1),
 		RunE: withService(func(ctx context.Context, svc *engine.Service, args []string) error {
-			v, found, err := clijson.QueryFlow(ctx, svc, args[0], time.Now())
-			if err != nil {
-				return failErr(err)
-			}
-			if !found {
-				_ = writeJSON(a.stdout, v)
-				return silentExit(exitFailure)
-			}
-			return writeJSON(a.stdout, v)
+			return a.finish(clijson.QueryFlow(ctx, svc, args[0], time.Now()))
 		}),
 	}
 	gates := &cobra.Command{
@@ -762,11 +576,7 @@ func (a *app) queryCommand() *cobra.Command {
 		Example: `  stratum query gates | jq -r '.[] | "\(.flow_id) \(.step_id)"'`,
 		Args:    cobra.NoArgs,
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			pending, err := svc.Query().PendingGateSteps(ctx)
-			if err != nil {
-				return failErr(err)
-			}
-			return writeJSON(a.stdout, clijson.Gates(pending))
+			return a.finish(clijson.QueryGates(ctx, svc))
 		}),
 	}
 	cmd.AddCommand(flows, flow, gates)
@@ -800,29 +610,11 @@ func (a *app) gateCommand() *cobra.Command {
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				note := ""
-				answer := func(next engine.Outcome, err error) error { return a.gateAnswer(d, args[1], next, err, note) }
-				refused := func(err error) error { return answer(nil, err) }
-				return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
-					d.FlowID = id
-					// At an approver: human gate: a person on this terminal, who typed the confirmation.
-					confirm := review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-					if err := clijson.ConfirmHuman(cmd.Context(), svc, &d, confirm); errors.Is(err, review.ErrNotAllowed) {
-						return usageErr("%v", err)
-					} else if err != nil {
-						return failErr(err)
-					}
-					next, err := svc.GateResolve(cmd.Context(), d.FlowID, d)
-					if err == nil {
-						// A runner's flow nothing drives any more: the decision
-						// stands, and only a resume acts on it; say so.
-						if n, nerr := clijson.StalledNote(cmd.Context(), svc, d.FlowID, time.Now()); nerr == nil && n != "" {
-							fmt.Fprintln(a.stderr, "stratum: warning: "+specs.EscapeControl(n))
-							note = n
-						}
-					}
-					return answer(next, err)
-				})
+				svc, _, err := openService(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return a.finish(clijson.Gate(cmd.Context(), svc, d, a.humanConfirm(), a.stderr, time.Now()))
 			},
 		}
 		c.Flags().StringVar(&line.Note, "note", "", "rationale recorded with the decision")
@@ -839,31 +631,14 @@ func (a *app) gateCommand() *cobra.Command {
 	return cmd
 }
 
-// gateAnswer prints the answer to a decision made with `stratum gate`
-// (clijson.GateAnswer) and maps it to the exit status: 0 resolved, 2 a
-// conflict, 1 anything else; an error without an envelope is a store
-// failure. stalled, when set, is clijson.StalledNote's warning: the
-// answer says "stalled": true with it.
-func (a *app) gateAnswer(d review.Decision, stepArg string, next engine.Outcome, err error, stalled string) error {
-	if err != nil && engine.AsError(err) == nil {
-		return failErr(err)
-	}
-	resp, verdict := clijson.GateAnswer(d.FlowID, stepArg, d.Outcome, next, err)
-	if stalled != "" {
-		resp["stalled"], resp["warning"] = true, stalled
-	}
-	werr := writeJSON(a.stdout, resp)
-	switch verdict {
-	case clijson.GateResolved:
-		return werr
-	case clijson.GateConflict:
-		return silentExit(exitUsage)
-	}
-	return silentExit(exitFailure)
+// humanConfirm is the confirmation an approver: human gate needs from a
+// shell (gate, kill): a person on this terminal, who types it.
+func (a *app) humanConfirm() review.HumanConfirm {
+	return review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
 }
 
 func (a *app) killCommand() *cobra.Command {
-	var reason, by string
+	var line clijson.KillLine
 	cmd := &cobra.Command{
 		Use:     "kill FLOW --reason TEXT",
 		Short:   "End a flow nothing drives any more (a stalled run or Go program), recorded with who and why",
@@ -871,43 +646,24 @@ func (a *app) killCommand() *cobra.Command {
 		Example: clijson.KillExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(reason) == "" {
-				return usageErr("kill needs --reason TEXT: it is recorded with the kill")
+			k, err := line.Request()
+			if err != nil {
+				return usageErr("%v", err)
 			}
-			if by == "" {
-				by = review.CurrentUser()
+			svc, _, err := openService(cmd.Context())
+			if err != nil {
+				return err
 			}
-			refused := func(err error) error {
-				e := engine.AsError(err)
-				if e == nil {
-					return failErr(err)
-				}
-				_ = writeJSON(a.stdout, clijson.Refused(args[0], e))
-				return silentExit(exitFailure)
-			}
-			return withFlow(cmd.Context(), args[0], refused, func(svc *engine.Service, id string) error {
-				confirm := review.HumanConfirm{Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), In: a.stdin, Out: a.stderr, Escape: specs.EscapeControl}
-				resp, ok, err := clijson.Kill(cmd.Context(), svc, id, engine.KillRequest{By: by, Reason: reason}, confirm)
-				if errors.Is(err, review.ErrNotAllowed) {
-					return usageErr("%v", err)
-				} else if err != nil {
-					return failErr(err)
-				}
-				if werr := writeJSON(a.stdout, resp); werr != nil || ok {
-					return werr
-				}
-				return silentExit(exitFailure)
-			})
+			return a.finish(clijson.KillFlow(cmd.Context(), svc, args[0], k, a.humanConfirm()))
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why the flow is ended (required; recorded)")
-	cmd.Flags().StringVar(&by, "by", "", "who ends it (default $USER)")
+	cmd.Flags().StringVar(&line.Reason, "reason", "", "why the flow is ended (required; recorded)")
+	cmd.Flags().StringVar(&line.By, "by", "", "who ends it (default $USER)")
 	return cmd
 }
 
 func (a *app) gcCommand() *cobra.Command {
-	var olderThan time.Duration
-	var damaged, stalled bool
+	var line clijson.GCLine
 	cmd := &cobra.Command{
 		Use:     "gc --older-than DURATION | --stalled --older-than DURATION | --damaged",
 		Short:   "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
@@ -915,64 +671,30 @@ func (a *app) gcCommand() *cobra.Command {
 		Example: backend.GCExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if damaged {
-				if cmd.Flags().Changed("older-than") || stalled {
-					return usageErr("gc: give --older-than or --damaged, not both")
-				}
-				return withStore(a.quarantine)(cmd, nil)
+			line.Set = cmd.Flags().Changed
+			mode, err := line.Mode()
+			if err != nil {
+				return usageErr("%v", err)
 			}
-			if stalled {
-				if !cmd.Flags().Changed("older-than") || olderThan < 0 {
-					return usageErr("gc --stalled needs --older-than DURATION: how long a flow has been stalled (for example 24h)")
-				}
-				svc, _, err := openServiceNoSweep()
-				if err != nil {
-					return err
-				}
-				killed, skipped, err := clijson.KillStalled(cmd.Context(), svc, olderThan, time.Now())
-				if err != nil {
-					return failErr(err)
-				}
-				if killed == nil {
-					killed = []string{}
-				}
-				if skipped == nil {
-					skipped = []map[string]any{}
-				}
-				return writeJSON(a.stdout, map[string]any{"killed": killed, "skipped": skipped})
-			}
-			if !cmd.Flags().Changed("older-than") {
-				return usageErr("gc needs --older-than DURATION (for example 720h), or --damaged")
-			}
-			if olderThan < 0 {
-				return usageErr("--older-than must not be negative")
+			if mode == clijson.GCDamaged {
+				return withStore(func(ctx context.Context, st *backend.Opened) error {
+					return a.finish(backend.GCDamagedCommand(ctx, st))
+				})(cmd, nil)
 			}
 			svc, _, err := openServiceNoSweep()
 			if err != nil {
 				return err
 			}
-			n, err := svc.GC(cmd.Context(), olderThan)
-			if err != nil {
-				return failErr(err)
+			if mode == clijson.GCStale {
+				return a.finish(clijson.GCStalled(cmd.Context(), svc, line.OlderThan, time.Now()))
 			}
-			return writeJSON(a.stdout, map[string]any{"deleted": n})
+			return a.finish(clijson.GC(cmd.Context(), svc, line.OlderThan))
 		},
 	}
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
-	cmd.Flags().BoolVar(&damaged, "damaged", false, "quarantine flows whose stored record cannot be decoded")
-	cmd.Flags().BoolVar(&stalled, "stalled", false, "end (as killed) the flows stalled for at least --older-than, instead of pruning")
+	cmd.Flags().DurationVar(&line.OlderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
+	cmd.Flags().BoolVar(&line.Damaged, "damaged", false, "quarantine flows whose stored record cannot be decoded")
+	cmd.Flags().BoolVar(&line.Stalled, "stalled", false, "end (as killed) the flows stalled for at least --older-than, instead of pruning")
 	return cmd
-}
-
-// quarantine is `gc --damaged`.
-func (a *app) quarantine(ctx context.Context, st *backend.Opened) error {
-	q, err := backend.QuarantineDamaged(ctx, st)
-	if errors.Is(err, backend.ErrNotBbolt) {
-		return usageErr("gc --damaged: %v", err)
-	} else if err != nil {
-		return failErr(err)
-	}
-	return writeJSON(a.stdout, map[string]any{"quarantined": q})
 }
 
 // ---- mcp, install: the MCP server agents drive flows through ----
@@ -1002,10 +724,7 @@ func (a *app) mcpCommand() *cobra.Command {
 			}
 			opts := mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep,
 				Store: fmt.Sprintf("%s (schema %d)", st.Name(), schema), Interactive: isTerminal(a.stdin)}
-			if err := mcpserver.Serve(cmd.Context(), svc, opts); err != nil {
-				return failErr(err)
-			}
-			return nil
+			return failErr(mcpserver.Serve(cmd.Context(), svc, opts))
 		},
 	}
 	cmd.Flags().DurationVar(&sweep, "sweep-interval", mcpserver.DefaultSweepInterval, "gate deadlines are applied as they fall due; this is how soon a failed sweep is retried (negative: no background enforcement)")
@@ -1045,10 +764,7 @@ func (a *app) hookCommand() *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: mcpserver.HookNames(),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if err := mcpserver.RunHook(args[0], a.stdin, a.stdout, time.Now()); err != nil {
-				return failErr(err)
-			}
-			return nil
+			return failErr(mcpserver.RunHook(args[0], a.stdin, a.stdout, time.Now()))
 		},
 	}
 }
@@ -1067,16 +783,7 @@ func (a *app) guardCommand() *cobra.Command {
 				return err
 			}
 			g := &guard.Service{Store: svc.Store, Now: svc.Now, Run: runner.ExitStatus, Channel: "cli", Judge: runner.GuardJudge()}
-			code, err := g.CLI(cmd.Context(), args[0], a.stdin, a.stdout)
-			switch {
-			case err != nil && code == exitUsage:
-				return usageErr("%v", err)
-			case err != nil:
-				return failErr(err)
-			case code != 0:
-				return silentExit(code)
-			}
-			return nil
+			return exit(g.CLI(cmd.Context(), args[0], a.stdin, a.stdout))
 		},
 	}
 }
@@ -1101,19 +808,8 @@ func (a *app) doctorCommand() *cobra.Command {
 				p := backend.Probe(ctx, s)
 				return doctor.StoreProbe{Name: p.Name, Schema: p.Schema, Flows: p.Flows, Open: p.Open, Read: p.Read, Write: p.Write, WriteProbed: p.WriteProbed}
 			}
-			opts.MCP.Dir = opts.Dir
 			opts.Invocation = runner.InvokedNow().Invocation()
-			rep, err := doctor.Run(cmd.Context(), opts)
-			if err != nil {
-				return failErr(err)
-			}
-			if err := rep.Write(a.stdout, jsonOut); err != nil {
-				return err
-			}
-			if !rep.OK {
-				return silentExit(exitFailure)
-			}
-			return nil
+			return exit(doctor.Command(cmd.Context(), opts, a.stdout, jsonOut))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -1172,18 +868,11 @@ func (a *app) runCommand() *cobra.Command {
 			rep, code, err := line.Main(cmd.Context(), open, runner.Setup{Record: recordF, Replay: replayFile, Stdin: a.stdin,
 				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github,
 				Invocation: runner.InvokedNow().Invocation()}, junitFile, jsonOut)
-			if rep != nil { // the --json report (also of a run that did not start), or the completed flow's output
-				if werr := writeJSON(a.stdout, rep); werr != nil && err == nil {
-					return werr
-				}
-			}
 			if err != nil {
-				return a.runErr(err)
+				code, err = a.runStatus(err)
 			}
-			if code != 0 {
-				return silentExit(code)
-			}
-			return nil
+			// rep: the --json report (also of a run that did not start), or the completed flow's output.
+			return a.finish(rep, code, err)
 		},
 	}
 	inputFlags(cmd, &line.Flow, &line.Inputs, &line.InputsFile)
@@ -1200,24 +889,14 @@ func (a *app) runCommand() *cobra.Command {
 	return cmd
 }
 
-// runErr maps an error of starting a run to its exit: an invalid spec
-// prints its diagnostics (exit 2), a usage problem exits 2, anything else
-// (a store or executor failure) exits 1.
-func (a *app) runErr(err error) error {
-	var se *runner.SpecError
-	var ue *runner.UsageError
+// runStatus is the exit of an error of starting a run
+// (runner.ErrorStatus); opening the store's keep theirs.
+func (a *app) runStatus(err error) (int, error) {
 	var ee *exitError
-	switch {
-	case errors.As(err, &se):
-		format, _ := specs.ChooseFormat(specs.FormatHuman, false, false, a.github)
-		_ = se.WriteDiagnostics(a.stderr, format)
-		return silentExit(runner.ExitUsage)
-	case errors.As(err, &ue):
-		return usageErr("%v", ue.Err)
-	case errors.As(err, &ee):
-		return err
+	if errors.As(err, &ee) {
+		return ee.code, ee.err
 	}
-	return failErr(err)
+	return runner.ErrorStatus(err, a.stderr, a.github)
 }
 
 // isTerminal reports whether f is an interactive terminal
@@ -1295,16 +974,8 @@ func (a *app) storeCompactCommand() *cobra.Command {
 		Example: backend.CompactExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
-			if keep < 0 {
-				return usageErr("store compact: --keep %d: a number of revisions, 0 or more", keep)
-			}
-			r, err := backend.Compact(ctx, st, etcdstore.CompactOptions{Keep: keep, Defrag: defrag})
-			if errors.Is(err, backend.ErrNotEtcd) {
-				return usageErr("store compact: %v", err)
-			} else if err != nil {
-				return failErr(err)
-			}
-			return a.writeReport(jsonOut, r)
+			r, status, err := backend.CompactCommand(ctx, st, etcdstore.CompactOptions{Keep: keep, Defrag: defrag})
+			return a.report(jsonOut, r, status, err)
 		}),
 	}
 	cmd.Flags().Int64Var(&keep, "keep", 0, "how many of the latest revisions to keep (default 1000)")
@@ -1322,16 +993,8 @@ func (a *app) storeCheckCommand() *cobra.Command {
 		Example: backend.CheckExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
-			r, err := backend.Check(ctx, st)
-			if errors.Is(err, backend.ErrNotBbolt) {
-				return usageErr("store check: %v", err)
-			} else if err != nil {
-				return failErr(err)
-			}
-			if err := a.writeReport(jsonOut, r); err != nil || r.OK {
-				return err
-			}
-			return silentExit(exitFailure)
+			r, status, err := backend.CheckCommand(ctx, st)
+			return a.report(jsonOut, r, status, err)
 		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
@@ -1347,11 +1010,8 @@ func (a *app) storeInfoCommand() *cobra.Command {
 		Example: backend.InfoExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
-			info, err := backend.Describe(ctx, st)
-			if err != nil {
-				return failErr(err)
-			}
-			return a.writeReport(jsonOut, info)
+			r, status, err := backend.InfoCommand(ctx, st)
+			return a.report(jsonOut, r, status, err)
 		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
@@ -1375,15 +1035,7 @@ func (a *app) storeCopyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srcLoc, dstLoc, err := backend.CopyLocations(from, to)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			n, err := backend.CopyStores(cmd.Context(), srcLoc, dstLoc, settings, force)
-			if err != nil {
-				return failErr(err)
-			}
-			return writeJSON(a.stdout, n)
+			return a.finish(backend.CopyCommand(cmd.Context(), from, to, settings, force))
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "source store: a bbolt path or etcd://HOST:PORT[,…]/PREFIX")

@@ -11,6 +11,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 var t0 = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
@@ -18,7 +19,7 @@ var t0 = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 // mustParse parses an inline spec or fails the test.
 func mustParse(t *testing.T, src string) *specs.Spec {
 	t.Helper()
-	sp, ds := specs.Parse("test.stratum.yaml", []byte(src))
+	sp, ds := specs.Parse("test.stratum.yaml", []byte(src), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		t.Fatalf("spec does not parse:\n%s", ds.Error())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // README, "Deliberate differences": output_schema is enforced on every step kind, not only on
@@ -147,7 +148,7 @@ flows:
         intent: "b"
         inputs: {n: "$.steps.a.output.n"}
 `
-	sp, ds := specs.Parse("bench.stratum.yaml", []byte(src))
+	sp, ds := specs.Parse("bench.stratum.yaml", []byte(src), exprlang.Compile)
 	if sp == nil {
 		b.Fatal(ds.Error())
 	}

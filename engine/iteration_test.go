@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 var extNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -17,7 +18,7 @@ var extNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // any diagnostic error.
 func extSpec(t *testing.T, src, flow string) (*specs.Spec, *specs.Flow) {
 	t.Helper()
-	sp, diags := specs.Parse("", []byte(src))
+	sp, diags := specs.Parse("", []byte(src), exprlang.Compile)
 	if diags.HasErrors() || sp == nil {
 		t.Fatalf("spec does not parse: %v", diags)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 const cachedSvcSpec = `version: "0.2"
@@ -75,7 +76,7 @@ func TestResultCacheOfAgentFlows(t *testing.T) {
 			svc.NoResultCache = tc.off
 			ctx := context.Background()
 			fillCache(t, svc, "1")
-			sp, ds := specs.Parse("s.stratum.yaml", []byte(cachedSvcSpec))
+			sp, ds := specs.Parse("s.stratum.yaml", []byte(cachedSvcSpec), exprlang.Compile)
 			if ds.HasErrors() {
 				t.Fatal(ds.Error())
 			}

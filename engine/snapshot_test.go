@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
@@ -265,7 +266,7 @@ func TestNothingExpensiveInsideUpdate(t *testing.T) {
 		var msg string
 		for round := 0; round < 3; round++ {
 			t0 := time.Now()
-			if sp, ds := specs.Parse("", []byte(src)); sp == nil || ds.HasErrors() {
+			if sp, ds := specs.Parse("", []byte(src), exprlang.Compile); sp == nil || ds.HasErrors() {
 				t.Fatal(ds.Error())
 			}
 			parse := time.Since(t0)

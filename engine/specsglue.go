@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // errNoEval is returned when there is no expression to evaluate.
@@ -44,7 +45,7 @@ func canonicalJSON(v any) ([]byte, error) { return specs.CanonicalJSON(v) }
 
 // parseSpec is specs.Parse.
 func parseSpec(file string, src []byte) (*specs.Spec, specs.Diagnostics) {
-	return specs.Parse(file, src)
+	return specs.Parse(file, src, exprlang.Compile)
 }
 
 // exprViolations are the violations an ensure builtin reported

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
 )
 
 func TestSummarize(t *testing.T) {
-	sp, ds := specs.Parse("", []byte(svcSpec))
+	sp, ds := specs.Parse("", []byte(svcSpec), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		t.Fatal(ds)
 	}
@@ -68,7 +69,7 @@ func TestSummarize(t *testing.T) {
 func TestServiceStoresItsSummaries(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newService()
-	sp, _ := specs.Parse("", []byte(svcSpec))
+	sp, _ := specs.Parse("", []byte(svcSpec), exprlang.Compile)
 	check := func(when string) {
 		t.Helper()
 		sums, err := s.Query().List(ctx, engine.ListFilter{})

@@ -101,7 +101,7 @@ func TestBadInput(t *testing.T) {
 			var ds Diagnostics
 			var spec *Spec
 			start := time.Now()
-			badRunBounded(t, 10*time.Second, func() { spec, ds = Parse("t.yaml", tt.src) })
+			badRunBounded(t, 10*time.Second, func() { spec, ds = Parse("t.yaml", tt.src, testCompile) })
 			if spec != nil {
 				t.Fatalf("spec accepted")
 			}
@@ -125,7 +125,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestVersionNotStringKeepsChecking(t *testing.T) {
-	_, ds := Parse("t.yaml", []byte("version: 0.1\nworkflow: {name: x, description: d, input: {}}\n"))
+	_, ds := Parse("t.yaml", []byte("version: 0.1\nworkflow: {name: x, description: d, input: {}}\n"), testCompile)
 	expectDiags(t, ds, wantDiag{CodeVersionNotString, "version", 1, 10}, wantDiag{CodeNeedsVersion, "workflow", 2, 1})
 }
 
@@ -142,12 +142,12 @@ func TestParseFileTooLarge(t *testing.T) {
 	}
 	f.Close()
 	badRunBounded(t, 10*time.Second, func() {
-		s, ds := ParseFile(p)
+		s, ds := ParseFile(p, testCompile)
 		if s != nil || len(ds) != 1 || ds[0].Code != CodeTooLarge || ds[0].File != p {
 			t.Errorf("want one too-large diagnostic, got:\n%s", dumpDiags(ds))
 		}
 	})
-	s, ds := ParseFile(filepath.Join(dir, "missing.yaml"))
+	s, ds := ParseFile(filepath.Join(dir, "missing.yaml"), testCompile)
 	if s != nil || len(ds) != 1 || ds[0].Severity != SeverityError {
 		t.Errorf("missing file: got %v", ds)
 	}
@@ -164,7 +164,7 @@ func TestHugeSpecBounded(t *testing.T) {
 	src := []byte(b.String())
 	badRunBounded(t, 20*time.Second, func() {
 		start := time.Now()
-		s, ds := Parse("t.yaml", src)
+		s, ds := Parse("t.yaml", src, testCompile)
 		if s != nil || len(ds) < 3*10000 {
 			t.Errorf("want ≥ %d diagnostics, got %d", 3*10000, len(ds))
 		}
@@ -181,7 +181,7 @@ func TestTooManyExpressions(t *testing.T) {
 		fmt.Fprintf(&b, "          - \"result.x != %d\"\n", i)
 	}
 	done := make(chan Diagnostics, 1)
-	go func() { _, ds := Parse("many.stratum.yaml", []byte(b.String())); done <- ds }()
+	go func() { _, ds := Parse("many.stratum.yaml", []byte(b.String()), testCompile); done <- ds }()
 	select {
 	case ds := <-done:
 		found := false

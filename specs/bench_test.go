@@ -42,7 +42,7 @@ func genLargeSpec(nFuncs, nFlows, nSteps int) string {
 
 func TestLargeSpecValid(t *testing.T) {
 	src := genLargeSpec(200, 4, 1000)
-	s, ds := Parse("large.yaml", []byte(src))
+	s, ds := Parse("large.yaml", []byte(src), testCompile)
 	if s == nil {
 		t.Fatalf("large spec rejected:\n%s", dumpDiags(ds))
 	}
@@ -63,7 +63,7 @@ func BenchmarkParseLarge(b *testing.B) {
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	for b.Loop() {
-		s, ds := Parse("large.yaml", src)
+		s, ds := Parse("large.yaml", src, testCompile)
 		if s == nil {
 			b.Fatalf("rejected: %v", ds)
 		}

@@ -61,7 +61,7 @@ func TestContractNestingBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			src := []byte(contractChain(tt.n, tt.width))
 			var ds Diagnostics
-			allocs := testing.AllocsPerRun(1, func() { _, ds = Parse("c.yaml", src) })
+			allocs := testing.AllocsPerRun(1, func() { _, ds = Parse("c.yaml", src, testCompile) })
 			if tt.code == "" {
 				if len(ds) != 0 {
 					t.Fatalf("want no diagnostics, got:\n%s", dumpDiags(ds))

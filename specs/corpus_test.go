@@ -245,7 +245,7 @@ func TestCorpusInvalid(t *testing.T) {
 				}
 			}
 
-			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path, testCompile) })
 			got := render(ds)
 			if spec != nil {
 				t.Errorf("invalid spec accepted (Spec != nil)")
@@ -301,7 +301,7 @@ func TestCorpusWarnings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path, testCompile) })
 			got := render(ds)
 			if spec == nil || ds.HasErrors() {
 				t.Fatalf("a spec with warnings only must be valid; got:\n%s", got)
@@ -370,7 +370,7 @@ func TestCorpusValid(t *testing.T) {
 	}
 	for _, path := range append(valid, examples...) {
 		t.Run(filepath.Base(filepath.Dir(path))+"/"+specName(path), func(t *testing.T) {
-			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+			spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path, testCompile) })
 			checkDiagnosticShape(t, path, ds)
 			if ds.HasErrors() {
 				t.Fatalf("valid spec rejected:\n%s", render(ds))
@@ -564,14 +564,14 @@ func TestCorpusHostile(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			src := c.src()
 			const file = "hostile.stratum.yaml"
-			spec, ds := guardedParse(t, c.name, func() (*Spec, Diagnostics) { return Parse(file, src) })
+			spec, ds := guardedParse(t, c.name, func() (*Spec, Diagnostics) { return Parse(file, src, testCompile) })
 			checkHostile(t, c, file, spec, ds)
 			if c.code == "too-large" {
 				path := filepath.Join(t.TempDir(), file)
 				if err := os.WriteFile(path, src, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				spec, ds := guardedParse(t, c.name, func() (*Spec, Diagnostics) { return ParseFile(path) })
+				spec, ds := guardedParse(t, c.name, func() (*Spec, Diagnostics) { return ParseFile(path, testCompile) })
 				checkHostile(t, c, path, spec, ds)
 			}
 		})
@@ -603,7 +603,7 @@ func TestCorpusValidIR(t *testing.T) {
 	load := func(t *testing.T, name string) *Spec {
 		t.Helper()
 		path := filepath.Join(validCorpusDir, name+".stratum.yaml")
-		spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path) })
+		spec, ds := guardedParse(t, path, func() (*Spec, Diagnostics) { return ParseFile(path, testCompile) })
 		if spec == nil {
 			t.Fatalf("%s rejected:\n%s", name, render(ds))
 		}
@@ -1072,7 +1072,7 @@ func TestCorpusMutations(t *testing.T) {
 			}
 			applied[m.name]++
 			file := filepath.Base(path)
-			spec, ds := guardedParse(t, file, func() (*Spec, Diagnostics) { return Parse(file, out) })
+			spec, ds := guardedParse(t, file, func() (*Spec, Diagnostics) { return Parse(file, out, testCompile) })
 			checkDiagnosticShape(t, file, ds)
 			found := false
 			for _, d := range ds {

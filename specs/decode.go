@@ -19,6 +19,7 @@ type checker struct {
 	suggestSpent int                       // candidates examined by didYouMean so far
 	reCache      map[string]*regexp.Regexp // compiled guardrails by pattern
 	exprJobs     []exprJob                 // expressions waiting for runExprJobs
+	compileExpr  ExprCompiler              // Parse's compiler; nil: every expression is an error
 }
 
 // rawLine returns the text of a 1-based line of the input.

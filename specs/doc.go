@@ -41,15 +41,19 @@
 //
 // # Expressions
 //
-// The expression dialect (see CompileExpr) is split in two. This package
-// holds the compile-time half: rewriting the Python-flavoured source into
-// expr-lang (expr_rewrite.go), the static scope and arity checks
-// (expr_check.go), the AST patches that route every operation through a
-// helper (expr_patch.go, expr_helpers.go) and compilation and evaluation
-// (expr_compile.go, the Expr and EvalEnv API in expr.go). Subpackage py is
+// The expression dialect is split in three. This package holds the types
+// the engine runs: Expr (compiled once by Parse, then only evaluated),
+// EvalEnv, ExprError, and the ExprCompiler and ExprProgram interfaces.
+// Parse takes the compiler as an argument: subpackage exprlang is the
+// dialect's compiler (exprlang.Compile), rewriting the Python-flavoured
+// source into expr-lang, checking scope and arity, patching every
+// operation through a helper, and running the program. Subpackage py is
 // the run time: the Python semantics of values, operators, builtins and
-// methods, and the work budget that bounds one evaluation. py is also the one
-// place for Python's repr() of strings and floats (CanonicalJSON uses it).
+// methods, and the work budget that bounds one evaluation. py is also the
+// one place for Python's repr() of strings and floats (CanonicalJSON uses
+// it). So a program that only runs compiled flows (the Go library) links
+// neither expr-lang nor the compiler; the CLI, the MCP server and `stratum
+// run` parse with exprlang.Compile.
 //
 // # Spec files
 //
@@ -61,13 +65,18 @@
 // DiscoverWorkflows lists spec names directly in one directory.
 // CollectSpecFiles and ValidateFiles are `stratum validate` over its paths;
 // WriteResults renders the results in the format ChooseFormat picks from
-// its flags (human, json, or github under GitHub Actions). The help texts
-// of validate, workflows and compile are in command_help.go.
+// its flags (human, json, or github under GitHub Actions). ValidatePaths
+// (with ValidateLine, its flags, and PathsStatus, the exit status of a
+// problem with the paths) and CompileTo are the commands' bodies
+// (command.go), so main.go only binds flags. MigrateFile is
+// `stratum migrate` over Migrate: the diff, the question, the atomic write
+// and the command's exit statuses (migrate_command.go). The help texts of
+// validate, workflows, compile and migrate are in command_help.go.
 //
 // # Ownership
 //
 // The IR types are shared, read-only values: nothing outside this package may
 // modify a *Spec after Parse returned it. This package and its subpackages
-// import nothing else of stratum; the only outside dependencies are yaml.v3,
-// expr and jsonschema (and fsnotify for watch).
+// import nothing else of stratum; the only outside dependencies are yaml.v3
+// and jsonschema (expr-lang for exprlang, fsnotify for watch).
 package specs

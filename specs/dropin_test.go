@@ -63,7 +63,7 @@ func TestParseDropIn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ds := Parse("t.yaml", []byte(tt.src))
+			s, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			if s != nil {
 				t.Errorf("spec accepted; want rejection")
 			}
@@ -144,7 +144,7 @@ func TestPolicyFallbackRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, ds := Parse("t.yaml", []byte(tt.src))
+			_, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			if tt.code == "" {
 				if len(ds) != 0 {
 					t.Fatalf("want no diagnostics, got:\n%s", dumpDiags(ds))

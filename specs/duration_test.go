@@ -54,7 +54,7 @@ func TestDurationTooLong(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, ds := Parse("x.stratum.yaml", []byte(c.src))
+			_, ds := Parse("x.stratum.yaml", []byte(c.src), testCompile)
 			var found *Diagnostic
 			for i := range ds {
 				if ds[i].Code == CodeDurationTooLong {
@@ -67,7 +67,7 @@ func TestDurationTooLong(t *testing.T) {
 		})
 	}
 	for _, ok := range []string{gate("31536000"), budget("31536000000")} {
-		if _, ds := Parse("x.stratum.yaml", []byte(ok)); ds.HasErrors() {
+		if _, ds := Parse("x.stratum.yaml", []byte(ok), testCompile); ds.HasErrors() {
 			t.Errorf("the longest duration refused: %v", ds)
 		}
 	}

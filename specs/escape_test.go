@@ -31,7 +31,7 @@ func TestEscapeControlBidi(t *testing.T) {
 // error, as one with a control character is.
 func TestBidiNameRefused(t *testing.T) {
 	src := "version: \"0.2\"\nflows:\n  main:\n    input: {}\n    steps:\n      - {id: \"build\u202etxt\", intent: hi}\n"
-	_, ds := Parse("t.yaml", []byte(src))
+	_, ds := Parse("t.yaml", []byte(src), testCompile)
 	if len(ds) != 1 || ds[0].Code != CodeInvalidName {
 		t.Fatalf("want one invalid-name, got:\n%s", dumpDiags(ds))
 	}

@@ -25,7 +25,7 @@ func TestValidateJSONGoldens(t *testing.T) {
 	} {
 		file := filepath.Join(root, name+".stratum.yaml")
 		for _, strict := range []bool{false, true} {
-			results, _ := ValidateFiles([]string{file}, strict)
+			results, _ := ValidateFiles([]string{file}, strict, testCompile)
 			results[0].File = filepath.Base(file)
 			for i := range results[0].Diagnostics {
 				results[0].Diagnostics[i].File = results[0].File

@@ -79,7 +79,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		start := time.Now()
-		spec, ds := Parse(fuzzFile, src)
+		spec, ds := Parse(fuzzFile, src, testCompile)
 		// A hang detector, not a benchmark: the fuzzer's inputs are small.
 		if d := time.Since(start); d > parseTimeout {
 			t.Fatalf("Parse took %v on %d bytes", d, len(src))
@@ -97,7 +97,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("a parse error must be the only diagnostic:\n%s", render(ds))
 			}
 		}
-		spec2, ds2 := Parse(fuzzFile, slices.Clone(src))
+		spec2, ds2 := Parse(fuzzFile, slices.Clone(src), testCompile)
 		if !slices.Equal(ds, ds2) || (spec == nil) != (spec2 == nil) {
 			t.Fatalf("Parse is not deterministic:\n--- first\n%s--- second\n%s", render(ds), render(ds2))
 		}

@@ -14,7 +14,7 @@ func TestJudgeStepIR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, ds := Parse("j.yaml", src)
+	sp, ds := Parse("j.yaml", src, testCompile)
 	if sp == nil {
 		t.Fatal(ds.Error())
 	}
@@ -40,7 +40,7 @@ func TestJudgeStepIR(t *testing.T) {
 	if rj.Stakes != StakesParanoid || rj.Predicates[1].AppliedGate != 8 || rj.Predicates[1].Expr != nil || rj.Budget.MaxDollars != 1.5 {
 		t.Fatalf("review judge %+v", rj)
 	}
-	plain, ds := Parse("p.yaml", []byte("version: \"0.2\"\nflows:\n  m:\n    input: {}\n    steps:\n      - id: j\n        judge:\n          predicates: [{id: p, type: judged, statement: s}]\n"))
+	plain, ds := Parse("p.yaml", []byte("version: \"0.2\"\nflows:\n  m:\n    input: {}\n    steps:\n      - id: j\n        judge:\n          predicates: [{id: p, type: judged, statement: s}]\n"), testCompile)
 	if plain == nil {
 		t.Fatal(ds.Error())
 	}

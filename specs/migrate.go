@@ -55,8 +55,8 @@ func LatestMigration() string {
 
 // Migrate upgrades src to version to ("" = LatestMigration). The source
 // must be a valid spec (a *Diagnostics error otherwise) and so must the
-// result.
-func Migrate(file string, src []byte, to string) (*Migration, error) {
+// result; compile compiles their expressions (see Parse).
+func Migrate(file string, src []byte, to string, compile ExprCompiler) (*Migration, error) {
 	if to == "" {
 		to = LatestMigration()
 	}
@@ -78,7 +78,7 @@ func Migrate(file string, src []byte, to string) (*Migration, error) {
 	if chain == nil {
 		return nil, fmt.Errorf("%w from %s to %s", ErrNoTransformPath, from, to)
 	}
-	if _, ds := Parse(file, src); ds.HasErrors() {
+	if _, ds := Parse(file, src, compile); ds.HasErrors() {
 		return nil, ds.Errors()
 	}
 	out := src
@@ -86,7 +86,7 @@ func Migrate(file string, src []byte, to string) (*Migration, error) {
 		out = setVersion(out, node, t.to)
 		m.Transforms = append(m.Transforms, t.from+" -> "+t.to+": "+t.what)
 	}
-	if _, ds := Parse(file, out); ds.HasErrors() {
+	if _, ds := Parse(file, out, compile); ds.HasErrors() {
 		return nil, fmt.Errorf("internal error: the migration produced an invalid spec (target v%s): %w", to, ds.Errors())
 	}
 	m.Output = out

@@ -1,14 +1,17 @@
 package specs
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestMigrate(t *testing.T) {
 	src := "# keep me\nversion: \"0.2\"\nflows:\n  m:\n    input: {}\n    steps:\n      - {id: a, intent: x}\n      - {id: b, intent: y}\n      - {id: c, intent: z}\n"
-	m, err := Migrate("f.yaml", []byte(src), "")
+	m, err := Migrate("f.yaml", []byte(src), "", testCompile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +23,7 @@ func TestMigrate(t *testing.T) {
 	if m.Diff != wantDiff {
 		t.Fatalf("diff\n%s\nwant\n%s", m.Diff, wantDiff)
 	}
-	if m, err := Migrate("f.yaml", m.Output, "0.3"); err != nil || len(m.Transforms) != 0 || m.Diff != "" {
+	if m, err := Migrate("f.yaml", m.Output, "0.3", testCompile); err != nil || len(m.Transforms) != 0 || m.Diff != "" {
 		t.Fatalf("at the target: %+v %v", m, err)
 	}
 	for _, c := range []struct {
@@ -31,12 +34,39 @@ func TestMigrate(t *testing.T) {
 		{strings.Replace(src, `"0.2"`, `"7"`, 1), "", ErrUnknownVersion},
 		{strings.Replace(src, `"0.2"`, `"0.3"`, 1), "0.2", ErrNoTransformPath},
 	} {
-		if _, err := Migrate("f.yaml", []byte(c.src), c.to); !errors.Is(err, c.want) {
+		if _, err := Migrate("f.yaml", []byte(c.src), c.to, testCompile); !errors.Is(err, c.want) {
 			t.Errorf("to %q: %v, want %v", c.to, err, c.want)
 		}
 	}
 	var ds Diagnostics
-	if _, err := Migrate("f.yaml", []byte("version: \"0.2\"\nflows: {m: {input: {}, steps: [{id: a}]}}\n"), ""); !errors.As(err, &ds) {
+	if _, err := Migrate("f.yaml", []byte("version: \"0.2\"\nflows: {m: {input: {}, steps: [{id: a}]}}\n"), "", testCompile); !errors.As(err, &ds) {
 		t.Errorf("invalid source: %v", err)
+	}
+}
+
+// TestMigrateFileJSON pins `stratum migrate --json`'s answer: the keys in
+// the original's (sorted) order, an empty transforms list as [], and a
+// write only with --yes.
+func TestMigrateFileJSON(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a.stratum.yaml")
+	src := "version: \"0.3\"\nflows:\n  m:\n    input: {}\n    steps:\n      - {id: a, intent: x}\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep, status, err := MigrateFile(file, MigrateOptions{JSON: true, Yes: true}, testCompile, strings.NewReader(""), &out)
+	if err != nil || status != 0 || out.Len() != 0 {
+		t.Fatalf("status %d, err %v, printed %q", status, err, out.String())
+	}
+	got, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"diff":"","file":"` + file + `","from":"0.3","output":"` + file + `","to":"0.3","transforms":[],"written":false}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if _, status, err := MigrateFile(file, MigrateOptions{To: "0.9", JSON: true}, testCompile, nil, &out); status != MigrateVersion || !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("--to 0.9: status %d, err %v", status, err)
 	}
 }

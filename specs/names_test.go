@@ -35,7 +35,7 @@ func TestControlCharNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ds := Parse("t.yaml", []byte(tt.src))
+			s, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			if s != nil {
 				t.Fatalf("spec accepted")
 			}

@@ -31,8 +31,11 @@ const maxAliasExpansion = 1_000_000
 // (Diagnostics.Sort). file goes into every Diagnostic.File; Spec.Source keeps
 // src. Parse never panics and runs in time and memory bounded by the input
 // size.
-func Parse(file string, src []byte) (spec *Spec, ds Diagnostics) {
-	c := &checker{file: file, src: src}
+//
+// compile compiles the spec's expressions (exprlang.Compile, of package
+// specs/exprlang); with nil, a spec with an expression does not parse.
+func Parse(file string, src []byte, compile ExprCompiler) (spec *Spec, ds Diagnostics) {
+	c := &checker{file: file, src: src, compileExpr: compile}
 	defer func() {
 		if r := recover(); r != nil {
 			spec = nil
@@ -57,9 +60,9 @@ func Parse(file string, src []byte) (spec *Spec, ds Diagnostics) {
 	return spec, c.diags
 }
 
-// ParseFile reads path and calls Parse with it. Files larger than
-// MaxSpecBytes are refused without being read whole.
-func ParseFile(path string) (*Spec, Diagnostics) {
+// ParseFile reads path and calls Parse with it and compile. Files larger
+// than MaxSpecBytes are refused without being read whole.
+func ParseFile(path string, compile ExprCompiler) (*Spec, Diagnostics) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, Diagnostics{fileDiag(path, err)}
@@ -76,7 +79,7 @@ func ParseFile(path string) (*Spec, Diagnostics) {
 	if len(src) > MaxSpecBytes {
 		return nil, Diagnostics{tooLargeDiag(path)}
 	}
-	return Parse(path, src)
+	return Parse(path, src, compile)
 }
 
 func fileDiag(path string, err error) Diagnostic {

@@ -56,7 +56,7 @@ func expectDiags(t *testing.T, ds Diagnostics, want ...wantDiag) {
 
 func mustParseSpec(t *testing.T, src string) *Spec {
 	t.Helper()
-	s, ds := Parse("t.yaml", []byte(src))
+	s, ds := Parse("t.yaml", []byte(src), testCompile)
 	if s == nil || ds.HasErrors() {
 		t.Fatalf("unexpected diagnostics:\n%s", dumpDiags(ds))
 	}
@@ -256,7 +256,7 @@ flows:
 			if tt.name == "anchors-and-merge" {
 				// x-defaults is not a known top-level key: the spec is
 				// rejected for it, but the merge itself must work.
-				_, ds := Parse("t.yaml", []byte(tt.src))
+				_, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 				expectDiags(t, ds, wantDiag{code: CodeUnknownField, path: "x-defaults", line: 2, col: 1})
 				if len(ds) != 1 {
 					t.Errorf("want exactly one diagnostic, got:\n%s", dumpDiags(ds))
@@ -443,7 +443,7 @@ flows:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ds := Parse("t.yaml", []byte(tt.src))
+			s, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			if s != nil {
 				t.Errorf("spec accepted; want rejection")
 			}
@@ -611,7 +611,7 @@ func TestPositions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, ds := Parse("t.yaml", []byte(tt.src))
+			_, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			expectDiags(t, ds, tt.want)
 		})
 	}
@@ -634,7 +634,7 @@ func TestSuggestions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, ds := Parse("t.yaml", []byte(tt.src))
+			_, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			for _, d := range ds {
 				if d.Code == tt.code && d.Suggestion == tt.sugg {
 					return
@@ -684,7 +684,7 @@ func TestScalarTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, ds := Parse("t.yaml", []byte(tt.src))
+			_, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			expectDiags(t, ds, tt.want)
 			if tt.msg != "" {
 				found := false
@@ -748,7 +748,7 @@ flows:
       - {id: a, function: f, inputs: {x: "$.input.nope"}, polcy: gate}
       - {id: a, intent: y, depends_on: [zz]}
 `
-	_, ds := Parse("t.yaml", []byte(src))
+	_, ds := Parse("t.yaml", []byte(src), testCompile)
 	want := []string{CodeUnknownType, CodeUnknownResultField, CodeOutOfRange, CodeUndefinedInput, CodeUnknownField,
 		CodeDuplicateStepID, CodeUndefinedStep}
 	var got []string
@@ -772,7 +772,7 @@ func TestParseConcurrent(t *testing.T) {
 	done := make(chan error, 8)
 	for range 8 {
 		go func() {
-			s, ds := Parse("c.yaml", src)
+			s, ds := Parse("c.yaml", src, testCompile)
 			if s == nil {
 				done <- fmt.Errorf("rejected: %v", ds)
 				return
@@ -791,7 +791,7 @@ func TestParseConcurrent(t *testing.T) {
 // original accepts extra keys there, and a spec valid for it stays valid.
 func TestContractFieldUnknownKeyWarns(t *testing.T) {
 	src := "version: \"0.2\"\ncontracts:\n  C:\n    a: {type: string, minLenght: 1}\nflows:\n  main:\n    input: {}\n    steps:\n      - id: s\n        intent: x\n        output_contract: C\n"
-	sp, ds := Parse("w.stratum.yaml", []byte(src))
+	sp, ds := Parse("w.stratum.yaml", []byte(src), testCompile)
 	if sp == nil {
 		t.Fatalf("spec rejected:\n%s", ds.Error())
 	}
@@ -811,7 +811,8 @@ func TestWorkflowInputsMessage(t *testing.T) {
 workflow: {name: wf, description: d, input: {x: {type: string}}}
 flows:
   a: {input: {"it's": {type: string}}, steps: [{id: s, intent: x}]}
-`))
+`), testCompile)
+
 	want := `Workflow input keys ['x'] do not match entry flow 'a' input keys ["it's"]`
 	for _, d := range ds {
 		if d.Code == CodeWorkflowInputs {

@@ -88,7 +88,7 @@ func TestOriginalPipelineSpecs(t *testing.T) {
 			if strings.HasPrefix(c.lines, "version:") {
 				src = c.lines
 			}
-			_, ds := Parse("pipe.stratum.yaml", []byte(src))
+			_, ds := Parse("pipe.stratum.yaml", []byte(src), testCompile)
 			if c.code == "" {
 				if ds.HasErrors() {
 					t.Fatalf("the original takes it; refused:\n%s", ds.Error())
@@ -170,7 +170,7 @@ flows:
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := strings.Replace(base, at, at+c.add, 1)
-			_, ds := Parse("mq.stratum.yaml", []byte(src))
+			_, ds := Parse("mq.stratum.yaml", []byte(src), testCompile)
 			if c.code == "" {
 				if ds.HasErrors() {
 					t.Fatalf("the original takes it; refused:\n%s", ds.Error())

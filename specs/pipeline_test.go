@@ -1,7 +1,6 @@
 package specs
 
 import (
-	"context"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -11,7 +10,7 @@ import (
 // written from its tests) parse into stages with their keys, defaults
 // and roles.
 func TestPipelineIR(t *testing.T) {
-	spec, ds := ParseFile(filepath.Join(validCorpusDir, "v03-pipeline-stages.stratum.yaml"))
+	spec, ds := ParseFile(filepath.Join(validCorpusDir, "v03-pipeline-stages.stratum.yaml"), testCompile)
 	if spec == nil {
 		t.Fatalf("rejected:\n%s", render(ds))
 	}
@@ -41,7 +40,7 @@ func TestPipelineIR(t *testing.T) {
 		}
 	}
 
-	spec, ds = ParseFile(filepath.Join(validCorpusDir, "v03-pipeline-fanout.stratum.yaml"))
+	spec, ds = ParseFile(filepath.Join(validCorpusDir, "v03-pipeline-fanout.stratum.yaml"), testCompile)
 	if spec == nil {
 		t.Fatalf("rejected:\n%s", render(ds))
 	}
@@ -55,25 +54,6 @@ func TestPipelineIR(t *testing.T) {
 	}
 	if f := s.Stages[1].Fanout; f == nil || f.Max != 8 || f.Require != "any" {
 		t.Errorf("fanout %+v", f)
-	}
-}
-
-// A stage's predicates see item and prev/prev_raw (when) or
-// result/result_raw (exit_when).
-func TestStagePredicates(t *testing.T) {
-	ctx := context.Background()
-	when := mustCompile(t, ExprWhen, "prev_raw['ok'] and 'x' in prev and item == 'a'")
-	got, err := when.EvalBoolContext(ctx, EvalEnv{Item: "a", Vars: map[string]any{"prev": `{"ok":true,"x":1}`, "prev_raw": map[string]any{"ok": true, "x": 1}}})
-	if err != nil || !got {
-		t.Errorf("when = %v, %v", got, err)
-	}
-	exit := mustCompile(t, ExprExitWhen, "'PASS' in result and result_raw != None")
-	got, err = exit.EvalBoolContext(ctx, EvalEnv{Item: "a", Vars: map[string]any{"result": "PASS", "result_raw": "PASS"}})
-	if err != nil || !got {
-		t.Errorf("exit_when = %v, %v", got, err)
-	}
-	if _, err := CompileExpr(ExprWhenFirst, "prev == 1"); err == nil {
-		t.Error("the first stage's when compiled with prev")
 	}
 }
 

@@ -37,7 +37,7 @@ func TestReferenceExamples(t *testing.T) {
 				continue
 			}
 			blocks++
-			if _, ds := Parse("REFERENCE.md", []byte(src)); len(ds) > 0 {
+			if _, ds := Parse("REFERENCE.md", []byte(src), testCompile); len(ds) > 0 {
 				t.Errorf("REFERENCE.md:%d: the example does not validate:\n%v", start, ds.Error())
 			}
 		case in:

@@ -78,7 +78,7 @@ func TestSeedSpecs(t *testing.T) {
 		complete++
 		key := fmt.Sprintf("%s:%d", blk.file, blk.line)
 		t.Run(key, func(t *testing.T) {
-			spec, ds := Parse(key, []byte(blk.src))
+			spec, ds := Parse(key, []byte(blk.src), testCompile)
 			if want, ok := seedExpectations[key]; ok {
 				if spec != nil {
 					t.Fatalf("seed spec accepted; want %s", want)

@@ -26,7 +26,7 @@ func TestHumanGateTimeoutRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, ds := Parse("t.yaml", []byte(tt.src))
+			_, ds := Parse("t.yaml", []byte(tt.src), testCompile)
 			if tt.code == "" {
 				if len(ds) != 0 {
 					t.Fatalf("want no diagnostics, got:\n%s", dumpDiags(ds))

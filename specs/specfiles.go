@@ -101,12 +101,13 @@ func (p missingPath) Is(target error) bool { return target == fs.ErrNotExist }
 
 // ValidateFiles parses and checks every file and reports whether all are
 // valid. strict counts warnings as errors (`stratum validate --strict`): a
-// file with a warning is not valid.
-func ValidateFiles(files []string, strict bool) ([]FileResult, bool) {
+// file with a warning is not valid. compile compiles the expressions (see
+// Parse).
+func ValidateFiles(files []string, strict bool, compile ExprCompiler) ([]FileResult, bool) {
 	results := make([]FileResult, 0, len(files))
 	valid := true
 	for _, f := range files {
-		_, ds := ParseFile(f)
+		_, ds := ParseFile(f, compile)
 		r := NewFileResult(f, ds)
 		if strict && len(ds) > 0 {
 			r.Valid = false

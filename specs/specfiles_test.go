@@ -95,7 +95,7 @@ func TestCollectSpecFiles(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{explicit, bad, good}) {
 		t.Fatalf("got %q %v", got, err)
 	}
-	results, valid := ValidateFiles(got, false)
+	results, valid := ValidateFiles(got, false, testCompile)
 	if valid || len(results) != 3 || !results[0].Valid || results[1].Valid || !results[2].Valid {
 		t.Fatalf("validation: %v %+v", valid, results)
 	}

@@ -122,8 +122,8 @@ type task struct {
 // The generated spec is checked with Parse; should it be refused (for
 // example because of an unusual flow name), the error is compile_error with
 // the first diagnostic. flowName "" means DefaultTaskFlow. The error is
-// always a *CompileError.
-func CompileTasks(dir, flowName string) (*TaskCompilation, error) {
+// always a *CompileError. compile compiles the expressions (see Parse).
+func CompileTasks(dir, flowName string, compile ExprCompiler) (*TaskCompilation, error) {
 	if flowName == "" {
 		flowName = DefaultTaskFlow
 	}
@@ -184,7 +184,7 @@ func CompileTasks(dir, flowName string) (*TaskCompilation, error) {
 		return nil, &CompileError{Type: CompileFailed, Message: err.Error()}
 	}
 	// Never hand out a spec that stratum itself would refuse.
-	if spec, ds := Parse("", []byte(out)); spec == nil {
+	if spec, ds := Parse("", []byte(out), compile); spec == nil {
 		return nil, &CompileError{Type: CompileFailed, Message: "the generated spec is invalid: " + firstErrorMessage(ds)}
 	}
 	steps := make([]TaskStep, len(tasks))

@@ -149,7 +149,7 @@ func TestTaskDependencies(t *testing.T) {
 func TestCompileTasksGolden(t *testing.T) {
 	for _, dir := range []string{"sequential", "parallel", "criteria"} {
 		t.Run(dir, func(t *testing.T) {
-			c, err := CompileTasks(filepath.Join(speckitDir, dir), "")
+			c, err := CompileTasks(filepath.Join(speckitDir, dir), "", testCompile)
 			if err != nil {
 				t.Fatalf("CompileTasks: %v", err)
 			}
@@ -169,7 +169,7 @@ func TestCompileTasksGolden(t *testing.T) {
 			if c.YAML != string(want) {
 				t.Errorf("YAML differs from %s (go test -update rewrites it)\n--- got\n%s", golden, c.YAML)
 			}
-			again, _ := CompileTasks(filepath.Join(speckitDir, dir), "")
+			again, _ := CompileTasks(filepath.Join(speckitDir, dir), "", testCompile)
 			if again.YAML != c.YAML {
 				t.Error("output is not deterministic")
 			}
@@ -185,7 +185,7 @@ func TestCompileTasksGolden(t *testing.T) {
 }
 
 func TestCompileTasksSteps(t *testing.T) {
-	c, err := CompileTasks(filepath.Join(speckitDir, "parallel"), "release_flow")
+	c, err := CompileTasks(filepath.Join(speckitDir, "parallel"), "release_flow", testCompile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestCompileTasksErrors(t *testing.T) {
 			if tt.typ == CompileFailed && strings.Contains(tt.name, "Parse") {
 				flow = strings.Repeat("f", MaxSpecBytes) // makes the spec too large
 			}
-			c, err := CompileTasks(tt.dir, flow)
+			c, err := CompileTasks(tt.dir, flow, testCompile)
 			var ce *CompileError
 			if !errors.As(err, &ce) {
 				t.Fatalf("got %v, %v; want a *CompileError", c, err)
@@ -297,7 +297,7 @@ func TestCompileTasksQuoting(t *testing.T) {
 	write("1.md", "# Task: true\n\n  indented: yes  \n\ttab\n## Acceptance Criteria\n- [ ] file 'a b' exists\n- [ ] null\n")
 	write("2.md", "# 0.1\n")
 	write("3.md", "# Task: key: value # not a comment\n")
-	c, err := CompileTasks(dir, "weird flow: name")
+	c, err := CompileTasks(dir, "weird flow: name", testCompile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,11 +331,11 @@ func TestCompileTasksQuoting(t *testing.T) {
 func TestCompileTasksParses(t *testing.T) {
 	for _, dir := range []string{"sequential", "parallel", "criteria"} {
 		t.Run(dir, func(t *testing.T) {
-			c, err := CompileTasks(filepath.Join(speckitDir, dir), "flow_"+dir)
+			c, err := CompileTasks(filepath.Join(speckitDir, dir), "flow_"+dir, testCompile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, ds := Parse(dir+".stratum.yaml", []byte(c.YAML))
+			spec, ds := Parse(dir+".stratum.yaml", []byte(c.YAML), testCompile)
 			if spec == nil || ds.HasErrors() {
 				t.Fatalf("generated spec rejected:\n%v\n%s", ds, c.YAML)
 			}

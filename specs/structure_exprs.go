@@ -86,7 +86,7 @@ func (c *checker) runExprJobs() {
 				if i >= len(keys) {
 					return
 				}
-				results[i].e, results[i].err = safeCompileExpr(keys[i].kind, keys[i].src)
+				results[i].e, results[i].err = safeCompileExpr(c.compileExpr, keys[i].kind, keys[i].src)
 			}
 		})
 	}
@@ -110,15 +110,18 @@ func (c *checker) runExprJobs() {
 	c.exprJobs = nil
 }
 
-// safeCompileExpr is CompileExpr with a panic guard (it runs in a worker
+// safeCompileExpr is compile with a panic guard (it runs in a worker
 // goroutine, where a panic would not reach Parse's recover).
-func safeCompileExpr(kind ExprKind, src string) (e *Expr, err error) {
+func safeCompileExpr(compile ExprCompiler, kind ExprKind, src string) (e *Expr, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			e, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("cannot compile expression: %v", r)}
 		}
 	}()
-	return CompileExpr(kind, src)
+	if compile == nil {
+		return nil, &ExprError{Offset: -1, Message: "expressions cannot be compiled: Parse was given no expression compiler"}
+	}
+	return compile(kind, src)
 }
 
 func (c *checker) reportExprError(j exprJob, err error) {

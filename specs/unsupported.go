@@ -38,6 +38,17 @@ var (
 // message is the diagnostic message of a newer construct.
 func (n newerConstruct) message() string { return fmt.Sprintf(notSupported, n.what) }
 
+// NewerBuiltin reports whether name is an expression builtin of the
+// original's newer releases, with the message an ExprCompiler gives a call
+// to it (in an *ExprError whose Newer is name; Parse adds the hint).
+func NewerBuiltin(name string) (message string, ok bool) {
+	n := newerBuiltins[name]
+	if n.what == "" {
+		return "", false
+	}
+	return n.message(), true
+}
+
 // unsupported reports a newer construct at node n.
 func (c *checker) unsupported(n newerConstruct, at *yaml.Node, path string) {
 	c.add(CodeUnsupported, at, path, n.message(), n.hint)

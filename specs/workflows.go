@@ -31,8 +31,9 @@ type WorkflowList struct {
 // "<file name>: <first error message>"; a valid file without a workflow block
 // is skipped; a workflow name seen before keeps the first file and adds
 // "Duplicate workflow name '<n>': <path1> and <path2>". The error is non-nil
-// only when dir itself cannot be read.
-func DiscoverWorkflows(dir string) (WorkflowList, error) {
+// only when dir itself cannot be read. compile compiles the expressions
+// (see Parse).
+func DiscoverWorkflows(dir string, compile ExprCompiler) (WorkflowList, error) {
 	list := WorkflowList{Workflows: []WorkflowInfo{}, Errors: []string{}}
 	root, err := filepath.Abs(dir)
 	if err != nil {
@@ -55,7 +56,7 @@ func DiscoverWorkflows(dir string) (WorkflowList, error) {
 	seen := map[string]string{} // workflow name → first path
 	for _, name := range names {
 		path := filepath.Join(root, name)
-		spec, ds := ParseFile(path)
+		spec, ds := ParseFile(path, compile)
 		if spec == nil {
 			list.Errors = append(list.Errors, name+": "+firstErrorMessage(ds))
 			continue

@@ -11,7 +11,7 @@ import (
 
 func TestDiscoverWorkflows(t *testing.T) {
 	dir := filepath.Join("..", "testdata", "workflows")
-	list, err := DiscoverWorkflows(dir)
+	list, err := DiscoverWorkflows(dir, testCompile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestDiscoverWorkflows(t *testing.T) {
 
 func TestDiscoverWorkflowsEmptyAndMissing(t *testing.T) {
 	empty := t.TempDir()
-	list, err := DiscoverWorkflows(empty)
+	list, err := DiscoverWorkflows(empty, testCompile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +65,14 @@ func TestDiscoverWorkflowsEmptyAndMissing(t *testing.T) {
 	if string(b) != `{"workflows":[],"errors":[]}` {
 		t.Errorf("empty dir: %s", b)
 	}
-	if _, err := DiscoverWorkflows(filepath.Join(empty, "missing")); err == nil {
+	if _, err := DiscoverWorkflows(filepath.Join(empty, "missing"), testCompile); err == nil {
 		t.Error("missing dir: want an error")
 	}
 	file := filepath.Join(empty, "f")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DiscoverWorkflows(file); err == nil {
+	if _, err := DiscoverWorkflows(file, testCompile); err == nil {
 		t.Error("a file: want an error")
 	}
 }
@@ -84,7 +84,7 @@ func TestDiscoverWorkflowsRelativePaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	list, err := DiscoverWorkflows(".")
+	list, err := DiscoverWorkflows(".", testCompile)
 	if err != nil || len(list.Workflows) != 1 {
 		t.Fatalf("%+v %v", list, err)
 	}

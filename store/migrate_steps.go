@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
@@ -46,7 +47,7 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 		sp, ok := parsed[ref.hash]
 		if !ok {
 			var ds specs.Diagnostics
-			if sp, ds = specs.Parse(st.SpecFile, []byte(st.RawSpec)); ds.HasErrors() {
+			if sp, ds = specs.Parse(st.SpecFile, []byte(st.RawSpec), exprlang.Compile); ds.HasErrors() {
 				sp = nil
 			}
 			parsed[ref.hash] = sp

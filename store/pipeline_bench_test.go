@@ -14,6 +14,7 @@ import (
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store"
 	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
@@ -41,7 +42,7 @@ flows:
 func runPipeline(b *testing.B, st engine.Store, n, maxc int, ex engine.Executor) time.Duration {
 	b.Helper()
 	src := strings.Replace(benchPipeline, "MAXC", fmt.Sprint(maxc), 1)
-	sp, ds := specs.Parse("bench.stratum.yaml", []byte(src))
+	sp, ds := specs.Parse("bench.stratum.yaml", []byte(src), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		b.Fatal(ds.Error())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -69,7 +70,7 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkRunOverhead(b *testing.B) {
 	for _, n := range []int{20, 200} {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			sp, ds := specs.Parse("bench.stratum.yaml", []byte(printfFlow(n)))
+			sp, ds := specs.Parse("bench.stratum.yaml", []byte(printfFlow(n)), exprlang.Compile)
 			if sp == nil || ds.HasErrors() {
 				b.Fatal(ds.Error())
 			}
@@ -127,7 +128,7 @@ func BenchmarkRunStoreStepsBudget(b *testing.B) {
 func benchRunStoreSteps(b *testing.B, budget string) {
 	for _, n := range []int{20, 200} {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			sp, ds := specs.Parse("bench.stratum.yaml", []byte(printfFlowBudget(n, budget)))
+			sp, ds := specs.Parse("bench.stratum.yaml", []byte(printfFlowBudget(n, budget)), exprlang.Compile)
 			if sp == nil || ds.HasErrors() {
 				b.Fatal(ds.Error())
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -85,7 +86,7 @@ func buildBenchStore(path string) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, ds := specs.Parse("", []byte(gateSpec))
+	sp, ds := specs.Parse("", []byte(gateSpec), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		return nil, ds
 	}

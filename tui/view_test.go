@@ -12,17 +12,18 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/specs/watch"
 )
 
 // specUpdates are two watched spec files: one valid, one with diagnostics.
 func specUpdates(t testing.TB) []watch.Update {
-	sp, ds := specs.Parse("deploy.stratum.yaml", []byte(gateSpec))
+	sp, ds := specs.Parse("deploy.stratum.yaml", []byte(gateSpec), exprlang.Compile)
 	if sp == nil {
 		t.Fatalf("fixture spec invalid: %v", ds)
 	}
 	bad := "version: \"0.2\"\nflows:\n  main:\n    steps:\n      - id: a\n        intent: x\n        next: nowhere\n"
-	bsp, bds := specs.Parse("broken.stratum.yaml", []byte(bad))
+	bsp, bds := specs.Parse("broken.stratum.yaml", []byte(bad), exprlang.Compile)
 	return []watch.Update{
 		{Path: "/work/specs/deploy.stratum.yaml", Gen: 1, Spec: sp, Diags: ds},
 		{Path: "/work/specs/broken.stratum.yaml", Gen: 2, Spec: bsp, Diags: bds},

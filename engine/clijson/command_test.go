@@ -181,16 +181,16 @@ func TestQueryFlow(t *testing.T) {
 	svc, id := atHumanGate(t)
 	ctx := context.Background()
 	now := time.Now()
-	v, found, err := QueryFlow(ctx, svc, id[:6], now)
-	if err != nil || !found {
-		t.Fatalf("QueryFlow(prefix) = found %v, err %v", found, err)
+	v, status, err := QueryFlow(ctx, svc, id[:6], now)
+	if err != nil || status != 0 {
+		t.Fatalf("QueryFlow(prefix) = status %d, err %v", status, err)
 	}
 	if fv, ok := v.(*FlowView); !ok || fv.FlowID != id || fv.StepCount != 2 {
 		t.Fatalf("QueryFlow(prefix) = %#v, want the flow %s", v, id)
 	}
-	v, found, err = QueryFlow(ctx, svc, "0000-no-such-flow", now)
-	if err != nil || found {
-		t.Fatalf("QueryFlow(unknown) = found %v, err %v", found, err)
+	v, status, err = QueryFlow(ctx, svc, "0000-no-such-flow", now)
+	if err != nil || status != statusFailure {
+		t.Fatalf("QueryFlow(unknown) = status %d, err %v", status, err)
 	}
 	b, _ := json.Marshal(v)
 	if want := `{"_schema_version":"1","error":{"code":"NOT_FOUND","message":"Flow '0000-no-such-flow' not found"},"ok":false}`; string(b) != want {
@@ -220,5 +220,37 @@ func TestConfirmHumanLibraryReview(t *testing.T) {
 	}
 	if d.Round == nil || *d.Round != 0 {
 		t.Fatalf("round = %v, want 0 (a review has no rounds)", d.Round)
+	}
+}
+
+// TestGCLineMode: `stratum gc`'s flags, as a table of what each asks for
+// and the usage problems.
+func TestGCLineMode(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		line    GCLine
+		set     bool // --older-than given
+		want    GCMode
+		wantErr string
+	}{
+		{"prune", GCLine{OlderThan: time.Hour}, true, GCPrune, ""},
+		{"prune zero", GCLine{}, true, GCPrune, ""},
+		{"prune without duration", GCLine{}, false, GCPrune, "gc needs --older-than DURATION"},
+		{"prune negative", GCLine{OlderThan: -time.Hour}, true, GCPrune, "must not be negative"},
+		{"stalled", GCLine{Stalled: true, OlderThan: time.Hour}, true, GCStale, ""},
+		{"stalled without duration", GCLine{Stalled: true}, false, GCStale, "gc --stalled needs --older-than"},
+		{"stalled negative", GCLine{Stalled: true, OlderThan: -1}, true, GCStale, "gc --stalled needs --older-than"},
+		{"damaged", GCLine{Damaged: true}, false, GCDamaged, ""},
+		{"damaged and older-than", GCLine{Damaged: true}, true, GCDamaged, "not both"},
+		{"damaged and stalled", GCLine{Damaged: true, Stalled: true}, false, GCDamaged, "not both"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			set := tt.set
+			tt.line.Set = func(flag string) bool { return flag == "older-than" && set }
+			got, err := tt.line.Mode()
+			if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Mode() = %v, %v; want %v, %q", got, err, tt.want, tt.wantErr)
+			}
+		})
 	}
 }

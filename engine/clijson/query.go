@@ -18,22 +18,22 @@ runner exited or died) keeps its status and adds "stalled": true. An unknown flo
 {"error": {"code": "NOT_FOUND", …}}.`
 
 // QueryFlow is `stratum query flow ID`: the flow ID names (its id or a
-// unique prefix, Query.ResolveFlowID) as Flow renders it, found true;
-// or, when ID names no flow (or several), the object that says so
-// (FlowRefused, FlowNotFound), found false. err is a store failure: it
-// has no JSON answer.
-func QueryFlow(ctx context.Context, svc *engine.Service, id string, now time.Time) (v any, found bool, err error) {
+// unique prefix, Query.ResolveFlowID) as Flow renders it, exit 0; or,
+// when ID names no flow (or several), the object that says so
+// (FlowRefused, FlowNotFound), exit 1. An error is a store failure: it
+// has no JSON answer (exit 1).
+func QueryFlow(ctx context.Context, svc *engine.Service, id string, now time.Time) (answer any, status int, _ error) {
 	resolved, err := svc.Query().ResolveFlowID(ctx, id)
 	if e := engine.AsError(err); e != nil {
-		return FlowRefused(id, e), false, nil
+		return FlowRefused(id, e), statusFailure, nil
 	} else if err != nil {
-		return nil, false, err
+		return nil, statusFailure, err
 	}
 	f, err := svc.Query().FlowWithSpec(ctx, resolved)
 	if errors.Is(err, engine.ErrNotFound) {
-		return FlowNotFound(id), false, nil
+		return FlowNotFound(id), statusFailure, nil
 	} else if err != nil {
-		return nil, false, err
+		return nil, statusFailure, err
 	}
-	return Flow(f, now), true, nil
+	return Flow(f, now), 0, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stratum-go/stratum/engine/mcp"
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // checkStore: the store opens, reads and takes a write transaction.
@@ -92,7 +93,7 @@ func projectNeeds(dir string) (run.Needs, error) {
 		if err != nil {
 			rel = f
 		}
-		if sp, ds := specs.Parse(rel, src); sp != nil && !ds.HasErrors() {
+		if sp, ds := specs.Parse(rel, src, exprlang.Compile); sp != nil && !ds.HasErrors() {
 			n.Add(sp)
 		}
 	}

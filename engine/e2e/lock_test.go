@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
@@ -279,7 +280,7 @@ func TestLargeSpecOutsideLock(t *testing.T) {
 	const steps = 5
 	src := largeSpec(steps)
 	t0 := time.Now()
-	if sp, ds := specs.Parse("large.stratum.yaml", src); sp == nil || ds.HasErrors() {
+	if sp, ds := specs.Parse("large.stratum.yaml", src, exprlang.Compile); sp == nil || ds.HasErrors() {
 		t.Fatalf("the large spec does not parse: %v", ds.Error())
 	}
 	parse := time.Since(t0)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
@@ -74,7 +75,7 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 	if err != nil {
 		return err
 	}
-	sp, ds := specs.Parse("review.stratum.yaml", []byte(PopulateSpec))
+	sp, ds := specs.Parse("review.stratum.yaml", []byte(PopulateSpec), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		return fmt.Errorf("enginetest.Populate: the spec does not parse: %v", ds)
 	}

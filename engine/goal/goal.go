@@ -11,6 +11,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/internal/judge"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // Statuses of a goal (the original's GoalResult.status, and in_progress
@@ -184,7 +185,7 @@ func predicates(raw []map[string]any) ([]*specs.Predicate, engine.Response) {
 		}
 		switch typ {
 		case specs.PredicateDeterministic:
-			e, err := specs.CompileExpr(specs.ExprPredicate, stmt)
+			e, err := exprlang.Compile(specs.ExprPredicate, stmt)
 			if err != nil {
 				return nil, goalErr("invalid_predicate", "Failed to parse predicate %q: %v", id, err)
 			}

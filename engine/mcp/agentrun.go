@@ -19,6 +19,7 @@ import (
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // Agent runs (stratum_agent_run, stratum_cancel_agent_run), the original's
@@ -307,7 +308,7 @@ func (s *server) agentBudget(ctx context.Context, id string) (*state.FlowState, 
 	if st.Status == state.StatusBudgetExhausted {
 		return st, fmt.Sprintf("flow %s has exhausted its budget", id), nil
 	}
-	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec))
+	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec), exprlang.Compile)
 	if sp == nil || ds.HasErrors() || sp.Flows[st.FlowName] == nil || sp.Flows[st.FlowName].Budget == nil {
 		return st, "", nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // Background runs (stratum_flow_run_bg, _bg_poll, _cancel_bg), the
@@ -181,7 +182,7 @@ func (s *server) bgFlow(ctx context.Context, flowID string) (*state.FlowState, s
 		return nil, state.FlowSummary{}, err
 	}
 	var flow *specs.Flow
-	if sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec)); sp != nil && !ds.HasErrors() {
+	if sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec), exprlang.Compile); sp != nil && !ds.HasErrors() {
 		flow = sp.Flows[st.FlowName]
 	}
 	return st, engine.Summarize(st, flow), nil

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 var (
@@ -60,7 +61,7 @@ func TestSkillsAreValid(t *testing.T) {
 				t.Error("shows no spec")
 			}
 			for _, m := range specsShown {
-				if _, ds := specs.Parse(s.name+".stratum.yaml", []byte(m[1])); ds.HasErrors() {
+				if _, ds := specs.Parse(s.name+".stratum.yaml", []byte(m[1]), exprlang.Compile); ds.HasErrors() {
 					t.Errorf("its spec does not validate:\n%s", ds)
 				}
 			}

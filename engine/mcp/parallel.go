@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/internal/fanout"
@@ -98,7 +99,7 @@ func (s *server) fanFlow(ctx context.Context, flowID string) (*state.FlowState, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec))
+	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		return nil, nil, nil, fmt.Errorf("the stored spec of flow %s no longer parses: %s", flowID, ds.Error())
 	}

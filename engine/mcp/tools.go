@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/run"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
@@ -338,7 +339,7 @@ Returns {workflows: [{name, description, input, path}], errors: ["<file>: <messa
 			if dir == "" {
 				dir = "."
 			}
-			list, err := specs.DiscoverWorkflows(dir)
+			list, err := specs.DiscoverWorkflows(dir, exprlang.Compile)
 			if err != nil {
 				return engine.Response{"workflows": []specs.WorkflowInfo{}, "errors": []string{fmt.Sprintf("cannot read workflows_dir %q", dir)}}, nil
 			}
@@ -369,7 +370,7 @@ func answerJSON(out engine.Outcome, err error) (json.RawMessage, error) {
 // {valid: true, errors: []} exactly as the original does; warnings is
 // there only when there are some.
 func validate(spec string) engine.Response {
-	sp, ds := specs.Parse("", []byte(spec))
+	sp, ds := specs.Parse("", []byte(spec), exprlang.Compile)
 	resp := engine.Response{"valid": sp != nil && !ds.HasErrors(), "errors": diagnosticObjects(ds.Errors())}
 	if warns := ds.Warnings(); len(warns) > 0 {
 		resp["warnings"] = diagnosticObjects(warns)
@@ -403,7 +404,7 @@ func compileSpeckit(in compileArgs) (engine.Response, error) {
 	if name == "" {
 		name = specs.DefaultTaskFlow
 	}
-	c, err := specs.CompileTasks(in.TasksDir, name)
+	c, err := specs.CompileTasks(in.TasksDir, name, exprlang.Compile)
 	if err != nil {
 		var ce *specs.CompileError
 		if errors.As(err, &ce) {

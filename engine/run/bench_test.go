@@ -9,6 +9,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // flowOf builds a spec with one flow of n command steps (argv printf).
@@ -25,7 +26,7 @@ func flowOf(n int) string {
 }
 
 func benchFlow(b *testing.B, n int, ex engine.Executor) {
-	sp, ds := specs.Parse("bench.stratum.yaml", []byte(flowOf(n)))
+	sp, ds := specs.Parse("bench.stratum.yaml", []byte(flowOf(n)), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		b.Fatal(ds.Error())
 	}

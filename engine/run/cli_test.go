@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/internal/jsonlimit"
 	"github.com/stratum-go/stratum/engine/state"
@@ -125,7 +126,7 @@ func TestPlanFlow(t *testing.T) {
 	one := "version: \"0.2\"\ncontracts:\n  Out:\n    ok: {type: boolean}\nflows:\n  only:\n    input: {}\n    output: Out\n    steps:\n      - id: s\n        intent: x\n        output_contract: Out\n        run: \"echo '{}'\"\n"
 	two := strings.Replace(one, "flows:\n", "flows:\n  other:\n    input: {}\n    output: Out\n    steps:\n      - id: t\n        intent: y\n        output_contract: Out\n        run: \"echo '{}'\"\n", 1)
 	for _, src := range []string{one, two} {
-		if _, ds := specs.Parse("x.stratum.yaml", []byte(src)); ds.HasErrors() {
+		if _, ds := specs.Parse("x.stratum.yaml", []byte(src), exprlang.Compile); ds.HasErrors() {
 			t.Fatalf("fixture: %s", ds.Error())
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/config"
 	"github.com/stratum-go/stratum/engine/internal/infer"
@@ -46,13 +47,33 @@ func (e *SpecError) WriteDiagnostics(w io.Writer, format string) error {
 	return specs.WriteResults(w, format, []specs.FileResult{specs.NewFileResult(e.File, e.Diagnostics)})
 }
 
+// ErrorStatus is the exit of `stratum run` for an error of starting or
+// continuing a run (CommandLine.Main's): an invalid spec prints its
+// diagnostics on stderr (as `stratum validate` does; github annotations
+// under GitHub Actions) and exits 2 with nothing more said; a usage
+// problem exits 2 with its message; anything else (a store or executor
+// failure) exits 1 with it.
+func ErrorStatus(err error, stderr io.Writer, github bool) (status int, _ error) {
+	var se *SpecError
+	var ue *UsageError
+	switch {
+	case errors.As(err, &se):
+		format, _ := specs.ChooseFormat(specs.FormatHuman, false, false, github)
+		_ = se.WriteDiagnostics(stderr, format)
+		return ExitUsage, nil
+	case errors.As(err, &ue):
+		return ExitUsage, ue.Err
+	}
+	return ExitFailed, err
+}
+
 // LoadSpecFile reads and validates a spec file.
 func LoadSpecFile(file string) (*specs.Spec, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
-	sp, ds := specs.Parse(file, src)
+	sp, ds := specs.Parse(file, src, exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		return nil, &SpecError{File: file, Diagnostics: ds}
 	}
@@ -79,7 +100,7 @@ func PlanFlow(file string, src []byte, flow string) (string, error) {
 	if flow != "" {
 		return flow, nil
 	}
-	if sp, ds := specs.Parse(file, src); sp != nil && !ds.HasErrors() {
+	if sp, ds := specs.Parse(file, src, exprlang.Compile); sp != nil && !ds.HasErrors() {
 		return DefaultFlow(sp)
 	}
 	return "", nil
@@ -99,7 +120,7 @@ func PlanArgs(file, flowName string, kv []string, inputsFile string) (src []byte
 	if flow, err = PlanFlow(file, src, flowName); err != nil {
 		return nil, "", nil, err
 	}
-	if sp, _ := specs.Parse(file, src); sp != nil {
+	if sp, _ := specs.Parse(file, src, exprlang.Compile); sp != nil {
 		inputs = CoerceInputs(sp, flow, inputs, TextInputs(kv))
 	}
 	return src, flow, inputs, nil

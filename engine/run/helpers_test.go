@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
@@ -39,7 +40,7 @@ func (e *env) spec(src string) *specs.Spec {
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	sp, ds := specs.Parse(p, []byte(src))
+	sp, ds := specs.Parse(p, []byte(src), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		e.t.Fatalf("spec: %s", ds.Error())
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // TestCoerceInputs: a --input value is read as the type the spec declares:
@@ -29,7 +30,8 @@ workflow:
     version: {type: string}
     n: {type: integer}
     tags: {type: array}
-`))
+`), exprlang.Compile)
+
 	if sp == nil {
 		t.Fatal(ds)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 type fakePricer map[string]bool // model → priced
@@ -59,7 +60,7 @@ flows:
       - {id: priced, intent: "a priced model", model: p/known}
       - {id: unpriced, intent: "the default model, unpriced"}
 `
-	sp, ds := specs.Parse("t.stratum.yaml", []byte(src))
+	sp, ds := specs.Parse("t.stratum.yaml", []byte(src), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		t.Fatal(ds.Error())
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/internal/redact"
 	"github.com/stratum-go/stratum/engine/state"
@@ -305,7 +306,7 @@ func (r *Runner) Resume(ctx context.Context, flowID string) (*Outcome, error) {
 		return &Outcome{FlowID: flowID, FlowName: st.FlowName, Status: EndInvalid, ExitCode: ExitUsage,
 			Message: fmt.Sprintf("flow %s is run by a Go program (driver library) and cannot be resumed: run the program again (a new flow); while its program runs, its open reviews are decided with stratum gate or stratum tui; once it has exited (stalled), end the flow with stratum kill %s --reason TEXT", flowID, flowID)}, nil
 	}
-	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec))
+	sp, ds := specs.Parse(st.SpecFile, []byte(st.RawSpec), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		return &Outcome{FlowID: flowID, Status: EndInvalid, ExitCode: ExitUsage, Message: "the flow's stored spec no longer parses: " + ds.Error()}, nil
 	}

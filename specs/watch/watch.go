@@ -46,7 +46,7 @@ type Options struct {
 	// A path that keeps changing is re-validated at least every 10×Debounce.
 	Debounce time.Duration
 	// Parse parses and validates one spec file; nil means the default parser
-	// (specs.ParseFile).
+	// (specs.ParseFile with exprlang.Compile).
 	Parse ParseFunc
 	// Recursive also watches subdirectories, skipping ".git", "node_modules"
 	// and hidden directories; directories created later are watched as they

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/run"
 	"github.com/stratum-go/stratum/engine/state"
@@ -367,7 +368,8 @@ flows:
         on_approve: ~
         on_kill: ~
         on_revise: work
-`))
+`), exprlang.Compile)
+
 	if ds.HasErrors() {
 		t.Fatal(ds.Error())
 	}

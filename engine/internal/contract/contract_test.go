@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 const spec = `version: "0.2"
@@ -21,7 +22,7 @@ flows:
 `
 
 func TestCheck(t *testing.T) {
-	sp, ds := specs.Parse("c.stratum.yaml", []byte(spec))
+	sp, ds := specs.Parse("c.stratum.yaml", []byte(spec), exprlang.Compile)
 	if sp == nil {
 		t.Fatal(ds)
 	}

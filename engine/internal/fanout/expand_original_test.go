@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // pipelineStep parses the original's test harness spec (test_pipeline.py
@@ -30,7 +31,8 @@ flows:
         require: all
         depends_on: [seed]
         stages:
-`+stages))
+`+stages), exprlang.Compile)
+
 	if sp == nil || ds.HasErrors() {
 		t.Fatal(ds.Error())
 	}

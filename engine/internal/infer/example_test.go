@@ -16,6 +16,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 var updateReplay = flag.Bool("update-replay", false, "re-record specs/examples/classify.replay.json against a scripted local server")
@@ -27,7 +28,7 @@ func driveFlow(t *testing.T, specText string, inputs map[string]any, ex engine.E
 	t.Helper()
 	ctx := context.Background()
 	svc := &engine.Service{Store: enginetest.New()}
-	sp, ds := specs.Parse("spec.stratum.yaml", []byte(specText))
+	sp, ds := specs.Parse("spec.stratum.yaml", []byte(specText), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		t.Fatalf("spec: %v", ds)
 	}
@@ -138,7 +139,7 @@ func TestClassifyExampleReplay(t *testing.T) {
 	}
 	// A changed input is not in the recording: a clear failure.
 	inputs["product"] = "Boreal floor lamp"
-	sp, _ := specs.Parse("classify.stratum.yaml", text)
+	sp, _ := specs.Parse("classify.stratum.yaml", text, exprlang.Compile)
 	flow := sp.Flows["main"]
 	_, err = ex.Execute(context.Background(), engine.StepRequest{FlowID: "x", Spec: sp, Flow: flow, Step: flow.Step("classify"), Inputs: inputs, Attempt: 1})
 	var ae *engine.AttemptError

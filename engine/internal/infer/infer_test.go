@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/internal/llm"
@@ -112,7 +113,7 @@ func (m *fakeModels) Prices() *llm.PriceTable {
 
 func parse(t testing.TB, text string) *specs.Spec {
 	t.Helper()
-	sp, ds := specs.Parse("test.stratum.yaml", []byte(text))
+	sp, ds := specs.Parse("test.stratum.yaml", []byte(text), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		t.Fatalf("spec: %v", ds)
 	}

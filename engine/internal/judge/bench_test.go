@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine/internal/judge/judgetest"
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // BenchmarkTier1 is one judge turn as stratum_judge answers it: 1,000
@@ -20,7 +21,7 @@ import (
 func BenchmarkTier1(b *testing.B) {
 	ws := b.TempDir()
 	w := judgetest.Write(b, ws)
-	sp, ds := specs.Parse("b.yaml", []byte(w.Spec))
+	sp, ds := specs.Parse("b.yaml", []byte(w.Spec), exprlang.Compile)
 	if sp == nil {
 		b.Fatal(ds.Error())
 	}

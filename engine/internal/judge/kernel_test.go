@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // scripted answers each question from a table keyed by tier and
@@ -42,7 +43,7 @@ func preds(t *testing.T, stakes string, ps ...string) []*specs.Predicate {
 	for _, p := range ps {
 		src += "            - " + p + "\n"
 	}
-	sp, ds := specs.Parse("t.yaml", []byte(src))
+	sp, ds := specs.Parse("t.yaml", []byte(src), exprlang.Compile)
 	if sp == nil {
 		t.Fatal(ds.Error())
 	}

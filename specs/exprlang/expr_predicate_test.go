@@ -1,9 +1,11 @@
-package specs
+package exprlang
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stratum-go/stratum/specs"
 )
 
 // A deterministic predicate sees no names, calls only the first tier's
@@ -36,9 +38,9 @@ func TestPredicateExpressions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			e, err := CompileExpr(ExprPredicate, tt.src)
+			e, err := Compile(specs.ExprPredicate, tt.src)
 			if tt.err != "" {
-				if err == nil || err.(*ExprError).Message != tt.err {
+				if err == nil || err.(*specs.ExprError).Message != tt.err {
 					t.Fatalf("compile: %v, want %q", err, tt.err)
 				}
 				return
@@ -46,7 +48,7 @@ func TestPredicateExpressions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := e.EvalBool(EvalEnv{Root: root})
+			got, err := e.EvalBool(specs.EvalEnv{Root: root})
 			if err != nil || got != tt.want {
 				t.Fatalf("= %v, %v; want %v", got, err, tt.want)
 			}

@@ -1,4 +1,4 @@
-package specs
+package exprlang
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/stratum-go/stratum/specs"
 )
 
 // The change-wide ensure builtins of the original's newer releases answer
@@ -56,7 +58,7 @@ func TestVocabularyCompliance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkBuiltinEnsure(t, tt.src, EvalEnv{Root: root}, tt.want, tt.raised)
+			checkBuiltinEnsure(t, tt.src, specs.EvalEnv{Root: root}, tt.want, tt.raised)
 		})
 	}
 }
@@ -89,19 +91,19 @@ func TestPlanCompletion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkBuiltinEnsure(t, tt.src, EvalEnv{Result: tt.result}, tt.want, tt.raised)
+			checkBuiltinEnsure(t, tt.src, specs.EvalEnv{Result: tt.result}, tt.want, tt.raised)
 		})
 	}
 }
 
-func checkBuiltinEnsure(t *testing.T, src string, env EvalEnv, want []string, raised string) {
+func checkBuiltinEnsure(t *testing.T, src string, env specs.EvalEnv, want []string, raised string) {
 	t.Helper()
-	e, err := CompileExpr(ExprEnsure, src)
+	e, err := Compile(specs.ExprEnsure, src)
 	if err != nil {
 		t.Fatalf("compile %q: %v", src, err)
 	}
 	ok, err := e.EvalBool(env)
-	var xe *ExprError
+	var xe *specs.ExprError
 	switch {
 	case raised != "":
 		if !errors.As(err, &xe) || xe.Message != raised || xe.Violations != nil {

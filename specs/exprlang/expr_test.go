@@ -1,6 +1,7 @@
-package specs
+package exprlang
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stratum-go/stratum/specs"
 
 	"github.com/stratum-go/stratum/specs/py"
 )
@@ -40,11 +43,11 @@ func sampleResult() map[string]any {
 	}
 }
 
-func mustCompile(t *testing.T, kind ExprKind, src string) *Expr {
+func mustCompile(t *testing.T, kind specs.ExprKind, src string) *specs.Expr {
 	t.Helper()
-	e, err := CompileExpr(kind, src)
+	e, err := Compile(kind, src)
 	if err != nil {
-		t.Fatalf("CompileExpr(%s, %q): %v", kind, src, err)
+		t.Fatalf("Compile(%s, %q): %v", kind, src, err)
 	}
 	return e
 }
@@ -155,8 +158,8 @@ func TestExprEvalEnsure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			e := mustCompile(t, ExprEnsure, tt.src)
-			got, err := e.Eval(EvalEnv{Result: sampleResult()})
+			e := mustCompile(t, specs.ExprEnsure, tt.src)
+			got, err := e.Eval(specs.EvalEnv{Result: sampleResult()})
 			if err != nil {
 				t.Fatalf("Eval: %v", err)
 			}
@@ -261,8 +264,8 @@ func TestExprBuiltins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			e := mustCompile(t, ExprEnsure, tt.src)
-			got, err := e.Eval(EvalEnv{Result: sampleResult()})
+			e := mustCompile(t, specs.ExprEnsure, tt.src)
+			got, err := e.Eval(specs.EvalEnv{Result: sampleResult()})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %#v, %v; want error containing %q", got, err, tt.wantErr)
@@ -309,8 +312,8 @@ func TestExprArithmetic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			e := mustCompile(t, ExprScore, tt.src)
-			got, err := e.Eval(EvalEnv{})
+			e := mustCompile(t, specs.ExprScore, tt.src)
+			got, err := e.Eval(specs.EvalEnv{})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %#v, %v; want error containing %q", got, err, tt.wantErr)
@@ -350,9 +353,9 @@ func TestExprTruthiness(t *testing.T) {
 		{[]int{0}, true},
 		{map[string]int{}, false},
 	}
-	e := mustCompile(t, ExprEnsure, "result")
+	e := mustCompile(t, specs.ExprEnsure, "result")
 	for _, tt := range tests {
-		got, err := e.EvalBool(EvalEnv{Result: tt.result})
+		got, err := e.EvalBool(specs.EvalEnv{Result: tt.result})
 		if err != nil {
 			t.Fatalf("EvalBool(%#v): %v", tt.result, err)
 		}
@@ -386,9 +389,9 @@ func TestExprRuntimeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			e := mustCompile(t, ExprEnsure, tt.src)
-			_, err := e.EvalBool(EvalEnv{Result: sampleResult()})
-			var xe *ExprError
+			e := mustCompile(t, specs.ExprEnsure, tt.src)
+			_, err := e.EvalBool(specs.EvalEnv{Result: sampleResult()})
+			var xe *specs.ExprError
 			if !errors.As(err, &xe) {
 				t.Fatalf("got %v (%T), want *ExprError", err, err)
 			}
@@ -404,55 +407,55 @@ func TestExprRuntimeErrors(t *testing.T) {
 
 func TestExprCompileErrors(t *testing.T) {
 	tests := []struct {
-		kind      ExprKind
+		kind      specs.ExprKind
 		src       string
 		offset    int
 		msg       string
 		forbidden bool
 	}{
-		{ExprEnsure, "result.__class__", 7, "'__' is not allowed in expressions", true},
-		{ExprSkipIf, "'__' in $.input.x", 1, "'__' is not allowed in expressions", true},
-		{ExprEnsure, "reslt.x > 1", 0, "name 'reslt' is not defined (did you mean 'result'?)", false},
-		{ExprEnsure, "result.x > 1 and itme", 17, "name 'itme' is not defined", false},
-		{ExprAccumulateKey, "result.x", 0, "name 'result' is not defined", false},
-		{ExprAccumulateKey, "itm.x", 0, "name 'itm' is not defined (did you mean 'item'?)", false},
-		{ExprEnsure, "best_score > 1", 0, "name 'best_score' is not defined", false},
-		{ExprSkipIf, "result.x", 0, "name 'result' is not defined", false},
-		{ExprEnsure, "open('x')", 0, "function 'open' is not allowed", true},
-		{ExprEnsure, "lenn(result.x)", 0, "function 'lenn' is not allowed (did you mean 'len'?)", true},
-		{ExprEnsure, "filter(result.items, .x > 1)", 0, "function 'filter' is not allowed", true},
-		{ExprEnsure, "1 if result.x", 2, "unexpected 'if'", false},
-		{ExprEnsure, "result.x.delete()", 9, "method 'delete' is not allowed", true},
-		{ExprEnsure, "$env.result", 0, "name '$env' is not allowed", true},
-		{ExprEnsure, "len(result.x, 2)", 0, "len() takes exactly 1 argument (2 given)", false},
-		{ExprEnsure, "file_contains('a')", 0, "file_contains() takes exactly 2 arguments (1 given)", false},
-		{ExprEnsure, "result.x >", 10, "unexpected end of expression", false},
-		{ExprEnsure, "(result.x > 1", 13, "unexpected end of expression", false},
-		{ExprEnsure, "result.x > 1)", 12, "unexpected ')'", false},
-		{ExprEnsure, "result.x ===", 11, "unexpected '='", false},
-		{ExprEnsure, "$.input.x", 0, "$-references are only allowed in skip_if", false},
-		{ExprEnsure, "result.a // 2", 9, "'//' (floor division) is not supported; use int(a / b)", false},
-		{ExprEnsure, "len(0..10000000)", 5, "operator '..' is not supported", false},
-		{ExprEnsure, "result.s contains 'x'", 9, "operator 'contains' is not supported; use 'x in y'", false},
-		{ExprEnsure, "result.s matches 'x+'", 9, "operator 'matches' is not supported", false},
-		{ExprEnsure, "let x = 1; x", 4, "'let' is not supported", false},
-		{ExprEnsure, "1; 2", 0, "only one expression is allowed (found ';')", false},
-		{ExprEnsure, "", 0, "empty expression", false},
-		{ExprEnsure, "   # only a comment", 0, "empty expression", false},
-		{ExprEnsure, "f'x'", 0, "f-strings are not supported", false},
-		{ExprEnsure, "'abc", 4, "literal not terminated", false},
-		{ExprEnsure, "a\xffb", 1, "expression is not valid UTF-8", false},
-		{ExprEnsure, strings.Repeat("1+", 3000) + "1", MaxExprLen, "expression is too long (6001 bytes, at most 4096)", false},
-		{ExprEnsure, strings.TrimSuffix(strings.Repeat("1+", 1100), "+"), -2, "expression is too complex (more than 2000 nodes)", false},
-		{ExprKind("bogus"), "1", -1, `unknown expression kind "bogus"`, false},
+		{specs.ExprEnsure, "result.__class__", 7, "'__' is not allowed in expressions", true},
+		{specs.ExprSkipIf, "'__' in $.input.x", 1, "'__' is not allowed in expressions", true},
+		{specs.ExprEnsure, "reslt.x > 1", 0, "name 'reslt' is not defined (did you mean 'result'?)", false},
+		{specs.ExprEnsure, "result.x > 1 and itme", 17, "name 'itme' is not defined", false},
+		{specs.ExprAccumulateKey, "result.x", 0, "name 'result' is not defined", false},
+		{specs.ExprAccumulateKey, "itm.x", 0, "name 'itm' is not defined (did you mean 'item'?)", false},
+		{specs.ExprEnsure, "best_score > 1", 0, "name 'best_score' is not defined", false},
+		{specs.ExprSkipIf, "result.x", 0, "name 'result' is not defined", false},
+		{specs.ExprEnsure, "open('x')", 0, "function 'open' is not allowed", true},
+		{specs.ExprEnsure, "lenn(result.x)", 0, "function 'lenn' is not allowed (did you mean 'len'?)", true},
+		{specs.ExprEnsure, "filter(result.items, .x > 1)", 0, "function 'filter' is not allowed", true},
+		{specs.ExprEnsure, "1 if result.x", 2, "unexpected 'if'", false},
+		{specs.ExprEnsure, "result.x.delete()", 9, "method 'delete' is not allowed", true},
+		{specs.ExprEnsure, "$env.result", 0, "name '$env' is not allowed", true},
+		{specs.ExprEnsure, "len(result.x, 2)", 0, "len() takes exactly 1 argument (2 given)", false},
+		{specs.ExprEnsure, "file_contains('a')", 0, "file_contains() takes exactly 2 arguments (1 given)", false},
+		{specs.ExprEnsure, "result.x >", 10, "unexpected end of expression", false},
+		{specs.ExprEnsure, "(result.x > 1", 13, "unexpected end of expression", false},
+		{specs.ExprEnsure, "result.x > 1)", 12, "unexpected ')'", false},
+		{specs.ExprEnsure, "result.x ===", 11, "unexpected '='", false},
+		{specs.ExprEnsure, "$.input.x", 0, "$-references are only allowed in skip_if", false},
+		{specs.ExprEnsure, "result.a // 2", 9, "'//' (floor division) is not supported; use int(a / b)", false},
+		{specs.ExprEnsure, "len(0..10000000)", 5, "operator '..' is not supported", false},
+		{specs.ExprEnsure, "result.s contains 'x'", 9, "operator 'contains' is not supported; use 'x in y'", false},
+		{specs.ExprEnsure, "result.s matches 'x+'", 9, "operator 'matches' is not supported", false},
+		{specs.ExprEnsure, "let x = 1; x", 4, "'let' is not supported", false},
+		{specs.ExprEnsure, "1; 2", 0, "only one expression is allowed (found ';')", false},
+		{specs.ExprEnsure, "", 0, "empty expression", false},
+		{specs.ExprEnsure, "   # only a comment", 0, "empty expression", false},
+		{specs.ExprEnsure, "f'x'", 0, "f-strings are not supported", false},
+		{specs.ExprEnsure, "'abc", 4, "literal not terminated", false},
+		{specs.ExprEnsure, "a\xffb", 1, "expression is not valid UTF-8", false},
+		{specs.ExprEnsure, strings.Repeat("1+", 3000) + "1", specs.MaxExprLen, "expression is too long (6001 bytes, at most 4096)", false},
+		{specs.ExprEnsure, strings.TrimSuffix(strings.Repeat("1+", 1100), "+"), -2, "expression is too complex (more than 2000 nodes)", false},
+		{specs.ExprKind("bogus"), "1", -1, `unknown expression kind "bogus"`, false},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.kind)+"/"+tt.src[:min(len(tt.src), 40)], func(t *testing.T) {
-			e, err := CompileExpr(tt.kind, tt.src)
+			e, err := Compile(tt.kind, tt.src)
 			if err == nil {
 				t.Fatalf("compiled: %+v", e)
 			}
-			var xe *ExprError
+			var xe *specs.ExprError
 			if !errors.As(err, &xe) {
 				t.Fatalf("got %T, want *ExprError", err)
 			}
@@ -475,54 +478,54 @@ func TestExprCompileErrors(t *testing.T) {
 func TestExprDialectAccepted(t *testing.T) {
 	// Expressions agents write for the original; they must compile.
 	for _, tt := range []struct {
-		kind ExprKind
+		kind specs.ExprKind
 		src  string
 	}{
-		{ExprEnsure, "result.confidence > 0.7"},
-		{ExprEnsure, "len(result.items) > 0"},
-		{ExprEnsure, "result.status in ('success', 'partial')"},
-		{ExprEnsure, "file_exists('src/main.py') and file_contains('src/main.py', 'def main')"},
-		{ExprEnsure, "no_file_conflicts(result.tasks)"},
-		{ExprEnsure, "result.x is not None  # must be set"},
-		{ExprEnsure, "result.a.b\n  and result.c"},
-		{ExprEnsure, "u'x' == r'x'"},
-		{ExprExitCriterion, "result.done == True or iteration >= 3 or dry_streak >= 2"},
-		{ExprExitCriterion, "best_score is not None and best_score >= 0.9"},
-		{ExprExitCriterion, "len(accumulator) >= 10 or new_count == 0 or accumulated_count > 5 or len(prior_scores) > 2"},
-		{ExprScore, "result.passed / max(result.total, 1)"},
-		{ExprAccumulate, "result.findings"},
-		{ExprAccumulateKey, "item.file + ':' + str(item.line)"},
-		{ExprSkipIf, "$.input.mode == 'fast'"},
-		{ExprSkipIf, "$.steps.review.output.verdict in ('approve', 'skip') and not $.input.force"},
+		{specs.ExprEnsure, "result.confidence > 0.7"},
+		{specs.ExprEnsure, "len(result.items) > 0"},
+		{specs.ExprEnsure, "result.status in ('success', 'partial')"},
+		{specs.ExprEnsure, "file_exists('src/main.py') and file_contains('src/main.py', 'def main')"},
+		{specs.ExprEnsure, "no_file_conflicts(result.tasks)"},
+		{specs.ExprEnsure, "result.x is not None  # must be set"},
+		{specs.ExprEnsure, "result.a.b\n  and result.c"},
+		{specs.ExprEnsure, "u'x' == r'x'"},
+		{specs.ExprExitCriterion, "result.done == True or iteration >= 3 or dry_streak >= 2"},
+		{specs.ExprExitCriterion, "best_score is not None and best_score >= 0.9"},
+		{specs.ExprExitCriterion, "len(accumulator) >= 10 or new_count == 0 or accumulated_count > 5 or len(prior_scores) > 2"},
+		{specs.ExprScore, "result.passed / max(result.total, 1)"},
+		{specs.ExprAccumulate, "result.findings"},
+		{specs.ExprAccumulateKey, "item.file + ':' + str(item.line)"},
+		{specs.ExprSkipIf, "$.input.mode == 'fast'"},
+		{specs.ExprSkipIf, "$.steps.review.output.verdict in ('approve', 'skip') and not $.input.force"},
 	} {
-		if _, err := CompileExpr(tt.kind, tt.src); err != nil {
-			t.Errorf("CompileExpr(%s, %q): %v", tt.kind, tt.src, err)
+		if _, err := Compile(tt.kind, tt.src); err != nil {
+			t.Errorf("Compile(%s, %q): %v", tt.kind, tt.src, err)
 		}
 	}
 }
 
 func TestExprExitCriterionVars(t *testing.T) {
-	e := mustCompile(t, ExprExitCriterion, "best_score >= 0.9 and iteration > 1 and len(prior_scores) == 2 and accumulator is None")
-	ok, err := e.EvalBool(EvalEnv{Result: map[string]any{}, Vars: map[string]any{
+	e := mustCompile(t, specs.ExprExitCriterion, "best_score >= 0.9 and iteration > 1 and len(prior_scores) == 2 and accumulator is None")
+	ok, err := e.EvalBool(specs.EvalEnv{Result: map[string]any{}, Vars: map[string]any{
 		"best_score": 0.95, "iteration": 2, "prior_scores": []float64{0.5, 0.95},
 	}})
 	if err != nil || !ok {
 		t.Fatalf("got %v, %v", ok, err)
 	}
-	ok, err = e.EvalBool(EvalEnv{Vars: map[string]any{"best_score": 0.5, "iteration": 2, "prior_scores": []any{}}})
+	ok, err = e.EvalBool(specs.EvalEnv{Vars: map[string]any{"best_score": 0.5, "iteration": 2, "prior_scores": []any{}}})
 	if err != nil || ok {
 		t.Fatalf("got %v, %v", ok, err)
 	}
 	// Missing vars are null, so comparing them raises like Python would.
-	_, err = e.EvalBool(EvalEnv{})
+	_, err = e.EvalBool(specs.EvalEnv{})
 	if err == nil || !strings.Contains(err.Error(), "not supported between instances of 'NoneType' and 'float'") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestExprAccumulateKey(t *testing.T) {
-	e := mustCompile(t, ExprAccumulateKey, "item.file + ':' + str(item.line)")
-	got, err := e.Eval(EvalEnv{Item: map[string]any{"file": "a.go", "line": 12.0}, Result: "ignored"})
+	e := mustCompile(t, specs.ExprAccumulateKey, "item.file + ':' + str(item.line)")
+	got, err := e.Eval(specs.EvalEnv{Item: map[string]any{"file": "a.go", "line": 12.0}, Result: "ignored"})
 	if err != nil || got != "a.go:12" {
 		t.Fatalf("got %#v, %v", got, err)
 	}
@@ -530,14 +533,14 @@ func TestExprAccumulateKey(t *testing.T) {
 
 func TestExprSkipIfRefs(t *testing.T) {
 	src := "$.input.mode == 'fast' and ($.steps.s.output.f or $.input.mode == '$.input.nope') and $.steps.gone.output is None"
-	e := mustCompile(t, ExprSkipIf, src)
+	e := mustCompile(t, specs.ExprSkipIf, src)
 	wantRefs := []string{"$.input.mode", "$.steps.s.output.f", "$.steps.gone.output"}
 	if got := e.Refs(); !reflect.DeepEqual(got, wantRefs) {
 		t.Fatalf("Refs() = %q, want %q", got, wantRefs)
 	}
 	var asked []string
 	var mu sync.Mutex
-	env := EvalEnv{Refs: func(ref string) (any, bool) {
+	env := specs.EvalEnv{Refs: func(ref string) (any, bool) {
 		mu.Lock()
 		asked = append(asked, ref)
 		mu.Unlock()
@@ -557,38 +560,38 @@ func TestExprSkipIfRefs(t *testing.T) {
 		t.Fatalf("resolved %q, want %q", asked, wantRefs)
 	}
 	// No resolver: every reference is null.
-	e2 := mustCompile(t, ExprSkipIf, "$.input.x is None and not $.input.y")
-	if ok, err := e2.EvalBool(EvalEnv{}); err != nil || !ok {
+	e2 := mustCompile(t, specs.ExprSkipIf, "$.input.x is None and not $.input.y")
+	if ok, err := e2.EvalBool(specs.EvalEnv{}); err != nil || !ok {
 		t.Fatalf("without resolver: %v, %v", ok, err)
 	}
 	// Errors name the reference as written.
-	e3 := mustCompile(t, ExprSkipIf, "$.steps.s.output['missing'].x")
-	_, err = e3.Eval(EvalEnv{})
+	e3 := mustCompile(t, specs.ExprSkipIf, "$.steps.s.output['missing'].x")
+	_, err = e3.Eval(specs.EvalEnv{})
 	if err == nil || err.Error() != "$.steps.s.output is None (cannot read 'missing')" {
 		t.Fatalf("got %v", err)
 	}
-	if refs := mustCompile(t, ExprEnsure, "result.a").Refs(); len(refs) != 0 {
+	if refs := mustCompile(t, specs.ExprEnsure, "result.a").Refs(); len(refs) != 0 {
 		t.Fatalf("ensure Refs() = %q", refs)
 	}
 }
 
 func TestExprResultPaths(t *testing.T) {
 	tests := []struct {
-		kind ExprKind
+		kind specs.ExprKind
 		src  string
 		want [][]string
 	}{
-		{ExprEnsure, "result.a.b > 1", [][]string{{"a", "b"}}},
-		{ExprEnsure, "result['a']['b'] and result.c", [][]string{{"a", "b"}, {"c"}}},
-		{ExprEnsure, "result.items[0].x == result.items[1].x", [][]string{{"items"}}},
-		{ExprEnsure, "result.name.lower() == 'x' and len(result.list) > 0", [][]string{{"name"}, {"list"}}},
-		{ExprEnsure, "result.a and result.a.b and result.a", [][]string{{"a"}, {"a", "b"}}},
-		{ExprEnsure, "result.x if result.c else result.y", [][]string{{"x"}, {"c"}, {"y"}}},
-		{ExprEnsure, "result == None", nil},
-		{ExprEnsure, "result[result.k]", [][]string{{"k"}}},
-		{ExprEnsure, "'result.x' == 'y'", nil},
-		{ExprExitCriterion, "result.done or iteration > 2", [][]string{{"done"}}},
-		{ExprAccumulateKey, "item.a.b", nil},
+		{specs.ExprEnsure, "result.a.b > 1", [][]string{{"a", "b"}}},
+		{specs.ExprEnsure, "result['a']['b'] and result.c", [][]string{{"a", "b"}, {"c"}}},
+		{specs.ExprEnsure, "result.items[0].x == result.items[1].x", [][]string{{"items"}}},
+		{specs.ExprEnsure, "result.name.lower() == 'x' and len(result.list) > 0", [][]string{{"name"}, {"list"}}},
+		{specs.ExprEnsure, "result.a and result.a.b and result.a", [][]string{{"a"}, {"a", "b"}}},
+		{specs.ExprEnsure, "result.x if result.c else result.y", [][]string{{"x"}, {"c"}, {"y"}}},
+		{specs.ExprEnsure, "result == None", nil},
+		{specs.ExprEnsure, "result[result.k]", [][]string{{"k"}}},
+		{specs.ExprEnsure, "'result.x' == 'y'", nil},
+		{specs.ExprExitCriterion, "result.done or iteration > 2", [][]string{{"done"}}},
+		{specs.ExprAccumulateKey, "item.a.b", nil},
 	}
 	for _, tt := range tests {
 		e := mustCompile(t, tt.kind, tt.src)
@@ -596,15 +599,15 @@ func TestExprResultPaths(t *testing.T) {
 			t.Errorf("ResultPaths(%q) = %q, want %q", tt.src, got, tt.want)
 		}
 	}
-	var zero *Expr
+	var zero *specs.Expr
 	if zero.ResultPaths() != nil || zero.Refs() != nil {
 		t.Fatal("nil Expr")
 	}
-	if _, err := zero.Eval(EvalEnv{}); err == nil {
-		t.Fatal("nil Expr evaluated")
+	if _, err := zero.Eval(specs.EvalEnv{}); err == nil {
+		t.Fatal("nil specs.Expr evaluated")
 	}
-	if _, err := (&Expr{Source: "x"}).Eval(EvalEnv{}); err == nil {
-		t.Fatal("uncompiled Expr evaluated")
+	if _, err := (&specs.Expr{Source: "x"}).Eval(specs.EvalEnv{}); err == nil {
+		t.Fatal("uncompiled specs.Expr evaluated")
 	}
 }
 
@@ -688,8 +691,8 @@ func TestExprFileBuiltins(t *testing.T) {
 		if tt.symlink && !symlinks {
 			continue
 		}
-		e := mustCompile(t, ExprEnsure, tt.src)
-		for _, env := range []EvalEnv{{Root: root}, {Root: outside, FS: osRoot.FS()}} {
+		e := mustCompile(t, specs.ExprEnsure, tt.src)
+		for _, env := range []specs.EvalEnv{{Root: root}, {Root: outside, FS: osRoot.FS()}} {
 			want := tt.want && !(env.FS != nil && tt.absFalse)
 			got, err := e.EvalBool(env)
 			if err != nil {
@@ -703,25 +706,25 @@ func TestExprFileBuiltins(t *testing.T) {
 	}
 
 	// Type errors read like Python's.
-	_, err = mustCompile(t, ExprEnsure, "file_exists(None)").Eval(EvalEnv{Root: root})
+	_, err = mustCompile(t, specs.ExprEnsure, "file_exists(None)").Eval(specs.EvalEnv{Root: root})
 	if err == nil || err.Error() != "file_exists() argument must be str, not NoneType" {
 		t.Fatalf("got %v", err)
 	}
-	_, err = mustCompile(t, ExprEnsure, "file_contains('a.txt', 1)").Eval(EvalEnv{Root: root})
+	_, err = mustCompile(t, specs.ExprEnsure, "file_contains('a.txt', 1)").Eval(specs.EvalEnv{Root: root})
 	if err == nil || err.Error() != "file_contains() argument 2 must be str, not int" {
 		t.Fatalf("got %v", err)
 	}
 
 	// Reading counts against the evaluation's work budget.
 	many := strings.TrimSuffix(strings.Repeat("file_contains('exact.txt', 'needle') and ", 40), " and ")
-	_, err = mustCompile(t, ExprEnsure, many).Eval(EvalEnv{Root: root})
+	_, err = mustCompile(t, specs.ExprEnsure, many).Eval(specs.EvalEnv{Root: root})
 	if err == nil || err.Error() != "expression exceeded its evaluation budget (more than 64 MiB of data compared, searched, copied or built)" {
 		t.Fatalf("40 reads of a 10 MB file: %v", err)
 	}
 
 	// Root "" is the current directory.
 	t.Chdir(root)
-	if ok, err := mustCompile(t, ExprEnsure, "file_exists('a.txt') and not file_exists('../outside/secret.txt')").EvalBool(EvalEnv{}); err != nil || !ok {
+	if ok, err := mustCompile(t, specs.ExprEnsure, "file_exists('a.txt') and not file_exists('../outside/secret.txt')").EvalBool(specs.EvalEnv{}); err != nil || !ok {
 		t.Fatalf("cwd root: %v, %v", ok, err)
 	}
 }
@@ -731,7 +734,7 @@ func quoteExprString(s string) string {
 }
 
 func TestExprConcurrentEval(t *testing.T) {
-	e := mustCompile(t, ExprEnsure, "len(result.items) == result.n and str(result.n) in ('1', '2', '3', '4')")
+	e := mustCompile(t, specs.ExprEnsure, "len(result.items) == result.n and str(result.n) in ('1', '2', '3', '4')")
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for g := range 8 {
@@ -741,7 +744,7 @@ func TestExprConcurrentEval(t *testing.T) {
 			for i := range 200 {
 				n := (g+i)%4 + 1
 				items := make([]any, n)
-				ok, err := e.EvalBool(EvalEnv{Result: map[string]any{"items": items, "n": n}})
+				ok, err := e.EvalBool(specs.EvalEnv{Result: map[string]any{"items": items, "n": n}})
 				if err != nil || !ok {
 					errs <- fmt.Errorf("n=%d: %v, %v", n, ok, err)
 					return
@@ -762,13 +765,13 @@ func TestExprHostileValues(t *testing.T) {
 	for range 5000 {
 		deep = []any{deep}
 	}
-	e := mustCompile(t, ExprEnsure, "str(result)")
-	if _, err := e.Eval(EvalEnv{Result: deep}); err == nil {
+	e := mustCompile(t, specs.ExprEnsure, "str(result)")
+	if _, err := e.Eval(specs.EvalEnv{Result: deep}); err == nil {
 		t.Fatal("deep value accepted")
 	}
 	// Unusual Go values are normalised.
-	e = mustCompile(t, ExprEnsure, "result.a[0] + result.b['k'] + result.c")
-	got, err := e.Eval(EvalEnv{Result: map[string]any{
+	e = mustCompile(t, specs.ExprEnsure, "result.a[0] + result.b['k'] + result.c")
+	got, err := e.Eval(specs.EvalEnv{Result: map[string]any{
 		"a": []int64{1}, "b": map[string]uint8{"k": 2}, "c": float32(0.5),
 	}})
 	if err != nil || got != 3.5 {
@@ -777,11 +780,11 @@ func TestExprHostileValues(t *testing.T) {
 }
 
 func BenchmarkExprEval(b *testing.B) {
-	e, err := CompileExpr(ExprEnsure, "result.confidence > 0.7 and result.status in ('success', 'partial') and len(result.items) > 0")
+	e, err := Compile(specs.ExprEnsure, "result.confidence > 0.7 and result.status in ('success', 'partial') and len(result.items) > 0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := EvalEnv{Result: sampleResult()}
+	env := specs.EvalEnv{Result: sampleResult()}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.EvalBool(env); err != nil {
@@ -792,8 +795,27 @@ func BenchmarkExprEval(b *testing.B) {
 
 func BenchmarkExprCompile(b *testing.B) {
 	for b.Loop() {
-		if _, err := CompileExpr(ExprEnsure, "result.confidence > 0.7 and result.status in ('success', 'partial') and len(result.items) > 0"); err != nil {
+		if _, err := Compile(specs.ExprEnsure, "result.confidence > 0.7 and result.status in ('success', 'partial') and len(result.items) > 0"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A stage's predicates see item and prev/prev_raw (when) or
+// result/result_raw (exit_when).
+func TestStagePredicates(t *testing.T) {
+	ctx := context.Background()
+	when := mustCompile(t, specs.ExprWhen, "prev_raw['ok'] and 'x' in prev and item == 'a'")
+	got, err := when.EvalBoolContext(ctx, specs.EvalEnv{Item: "a", Vars: map[string]any{"prev": `{"ok":true,"x":1}`, "prev_raw": map[string]any{"ok": true, "x": 1}}})
+	if err != nil || !got {
+		t.Errorf("when = %v, %v", got, err)
+	}
+	exit := mustCompile(t, specs.ExprExitWhen, "'PASS' in result and result_raw != None")
+	got, err = exit.EvalBoolContext(ctx, specs.EvalEnv{Item: "a", Vars: map[string]any{"result": "PASS", "result_raw": "PASS"}})
+	if err != nil || !got {
+		t.Errorf("exit_when = %v, %v", got, err)
+	}
+	if _, err := Compile(specs.ExprWhenFirst, "prev == 1"); err == nil {
+		t.Error("the first stage's when compiled with prev")
 	}
 }

@@ -1,4 +1,4 @@
-package specs
+package exprlang
 
 import (
 	"encoding/json"
@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/specs"
 )
 
 // exprFuzzKinds are the kinds a fuzz input's int selects from.
-var exprFuzzKinds = []ExprKind{ExprEnsure, ExprSkipIf, ExprExitCriterion, ExprScore, ExprAccumulate, ExprAccumulateKey}
+var exprFuzzKinds = []specs.ExprKind{specs.ExprEnsure, specs.ExprSkipIf, specs.ExprExitCriterion, specs.ExprScore, specs.ExprAccumulate, specs.ExprAccumulateKey}
 
 // exprPanicMarkers are texts that only appear when a Go panic (recovered by
 // expr's VM or by our guards) leaked into an error message: the fuzzers treat
@@ -83,9 +85,9 @@ var exprCostSeeds = []string{
 	"str([result.a] * 100) != ''",
 }
 
-func exprFuzzEnvs(root string) []EvalEnv {
+func exprFuzzEnvs(root string) []specs.EvalEnv {
 	result := sampleResult()
-	return []EvalEnv{
+	return []specs.EvalEnv{
 		{},
 		{Result: result, Item: result, Root: root, Vars: map[string]any{"best_score": 0.5, "iteration": 2, "prior_scores": []any{0.1}},
 			Refs: func(ref string) (any, bool) {
@@ -100,7 +102,7 @@ func exprFuzzEnvs(root string) []EvalEnv {
 
 func checkExprError(t *testing.T, src string, err error) {
 	t.Helper()
-	var xe *ExprError
+	var xe *specs.ExprError
 	if !errors.As(err, &xe) {
 		t.Fatalf("%q: error %T %v is not an *ExprError", src, err, err)
 	}
@@ -135,7 +137,7 @@ func FuzzCompileExpr(f *testing.F) {
 	envs := exprFuzzEnvs(exprFuzzRoot(f))
 	f.Fuzz(func(t *testing.T, kind int, src string) {
 		k := exprFuzzKinds[((kind%len(exprFuzzKinds))+len(exprFuzzKinds))%len(exprFuzzKinds)]
-		e, err := CompileExpr(k, src)
+		e, err := Compile(k, src)
 		if err != nil {
 			checkExprError(t, src, err)
 			return
@@ -174,7 +176,7 @@ func FuzzEvalExpr(f *testing.F) {
 	}
 	root := exprFuzzRoot(f)
 	f.Fuzz(func(t *testing.T, src, resultJSON string) {
-		e, err := CompileExpr(ExprExitCriterion, src)
+		e, err := Compile(specs.ExprExitCriterion, src)
 		if err != nil {
 			checkExprError(t, src, err)
 			return
@@ -185,7 +187,7 @@ func FuzzEvalExpr(f *testing.F) {
 		if dec.Decode(&result) != nil {
 			result = resultJSON
 		}
-		env := EvalEnv{Result: result, Root: root, Vars: map[string]any{"accumulator": result, "iteration": result}}
+		env := specs.EvalEnv{Result: result, Root: root, Vars: map[string]any{"accumulator": result, "iteration": result}}
 		start := time.Now()
 		if _, err := e.Eval(env); err != nil {
 			checkExprError(t, src, err)

@@ -1,4 +1,4 @@
-package specs
+package exprlang
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ const (
 	helperChain  = "__chain"  // operators separated by spaces, operands…
 	helperSlice  = "__slice"  // obj, from (nil = start), to (nil = end), description of obj
 
-	varRoot = "__root" // EvalEnv.Root, the hidden last argument of the file builtins
+	varRoot = "__root" // specs.EvalEnv.Root, the hidden last argument of the file builtins
 	varWork = "__work" // the evaluation's *py.Work, the hidden last argument of every call
 )
 

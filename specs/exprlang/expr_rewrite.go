@@ -1,10 +1,12 @@
-package specs
+package exprlang
 
 import (
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/stratum-go/stratum/specs"
 )
 
 // The rewrite step turns the Python-flavoured source agents write into the
@@ -85,7 +87,7 @@ func scanString(src string, i int) int {
 // tokenize splits src into tokens. It is lenient: anything it does not
 // understand becomes a one-character punctuation token for the real parser
 // to reject.
-func tokenize(kind ExprKind, src string) ([]token, *ExprError) {
+func tokenize(kind specs.ExprKind, src string) ([]token, *specs.ExprError) {
 	var toks []token
 	for i := 0; i < len(src); {
 		r, w := utf8.DecodeRuneInString(src[i:])
@@ -106,7 +108,7 @@ func tokenize(kind ExprKind, src string) ([]token, *ExprError) {
 			i = j
 		case strings.ContainsRune("bBrRuUfF", r) && i+1 < len(src) && (src[i+1] == '\'' || src[i+1] == '"'):
 			if c == 'f' || c == 'F' {
-				return nil, &ExprError{Offset: i, Message: "f-strings are not supported"}
+				return nil, &specs.ExprError{Offset: i, Message: "f-strings are not supported"}
 			}
 			j := scanString(src, i+1)
 			toks = append(toks, token{kind: tkString, start: i, end: j, text: src[i:j]})
@@ -126,11 +128,11 @@ func tokenize(kind ExprKind, src string) ([]token, *ExprError) {
 			for j < len(src) && isRefChar(src[j]) {
 				j++
 			}
-			if kind != ExprSkipIf {
-				return nil, &ExprError{Offset: i, Message: "$-references are only allowed in skip_if"}
+			if kind != specs.ExprSkipIf {
+				return nil, &specs.ExprError{Offset: i, Message: "$-references are only allowed in skip_if"}
 			}
 			if j == i+2 {
-				return nil, &ExprError{Offset: i, Message: "incomplete $-reference (expected $.input.<name> or $.steps.<id>.output…)"}
+				return nil, &specs.ExprError{Offset: i, Message: "incomplete $-reference (expected $.input.<name> or $.steps.<id>.output…)"}
 			}
 			toks = append(toks, token{kind: tkRef, start: i, end: j, text: src[i:j]})
 			i = j
@@ -150,9 +152,9 @@ func tokenize(kind ExprKind, src string) ([]token, *ExprError) {
 			toks = append(toks, token{kind: k, start: i, end: j, text: src[i:j]})
 			i = j
 		case c == '/' && i+1 < len(src) && src[i+1] == '/':
-			return nil, &ExprError{Offset: i, Message: "'//' (floor division) is not supported; use int(a / b)"}
+			return nil, &specs.ExprError{Offset: i, Message: "'//' (floor division) is not supported; use int(a / b)"}
 		case c == '/' && i+1 < len(src) && src[i+1] == '*':
-			return nil, &ExprError{Offset: i, Message: "'/*' comments are not supported; use '#'"}
+			return nil, &specs.ExprError{Offset: i, Message: "'/*' comments are not supported; use '#'"}
 		case c == '?' && i+1 < len(src) && src[i+1] == '.':
 			toks = append(toks, token{kind: tkPunct, start: i, end: i + 2, text: "?."})
 			i += 2
@@ -165,7 +167,7 @@ func tokenize(kind ExprKind, src string) ([]token, *ExprError) {
 }
 
 // rewriteSource applies the dialect rewrites to src.
-func rewriteSource(kind ExprKind, src string) (*rewritten, *ExprError) {
+func rewriteSource(kind specs.ExprKind, src string) (*rewritten, *specs.ExprError) {
 	toks, err := tokenize(kind, src)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package specs
+package exprlang
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/specs"
 )
 
 // compResult is a pipeline's result as the original's
@@ -64,8 +66,8 @@ func TestExprComprehensions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			e := mustCompile(t, ExprEnsure, tt.src)
-			got, err := e.Eval(EvalEnv{Result: compResult()})
+			e := mustCompile(t, specs.ExprEnsure, tt.src)
+			got, err := e.Eval(specs.EvalEnv{Result: compResult()})
 			if err != nil {
 				t.Fatalf("Eval: %v", err)
 			}
@@ -104,8 +106,8 @@ func TestExprComprehensionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			_, err := CompileExpr(ExprEnsure, tt.src)
-			var xe *ExprError
+			_, err := Compile(specs.ExprEnsure, tt.src)
+			var xe *specs.ExprError
 			if !errors.As(err, &xe) {
 				t.Fatalf("got %v, want an *ExprError", err)
 			}
@@ -126,7 +128,7 @@ func TestExprComprehensionRuntime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			_, err := mustCompile(t, ExprEnsure, tt.src).Eval(EvalEnv{Result: compResult()})
+			_, err := mustCompile(t, specs.ExprEnsure, tt.src).Eval(specs.EvalEnv{Result: compResult()})
 			if err == nil || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.msg)
 			}
@@ -138,13 +140,13 @@ func TestExprComprehensionRuntime(t *testing.T) {
 // used, with each kind's names.
 func TestExprComprehensionKinds(t *testing.T) {
 	tests := []struct {
-		kind ExprKind
+		kind specs.ExprKind
 		src  string
-		env  EvalEnv
+		env  specs.EvalEnv
 	}{
-		{ExprAccumulateKey, "[k for k in item if k != 'n'] == ['id']", EvalEnv{Item: map[string]any{"id": 1, "n": 2}}},
-		{ExprSkipIf, "len([s for s in $.input.xs if s]) == 1", EvalEnv{Refs: func(string) (any, bool) { return []any{"", "a"}, true }}},
-		{ExprExitCriterion, "len([s for s in prior_scores if s > best_score]) == 0", EvalEnv{Vars: map[string]any{"best_score": 3, "prior_scores": []any{1, 2}}}},
+		{specs.ExprAccumulateKey, "[k for k in item if k != 'n'] == ['id']", specs.EvalEnv{Item: map[string]any{"id": 1, "n": 2}}},
+		{specs.ExprSkipIf, "len([s for s in $.input.xs if s]) == 1", specs.EvalEnv{Refs: func(string) (any, bool) { return []any{"", "a"}, true }}},
+		{specs.ExprExitCriterion, "len([s for s in prior_scores if s > best_score]) == 0", specs.EvalEnv{Vars: map[string]any{"best_score": 3, "prior_scores": []any{1, 2}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -173,8 +175,8 @@ func TestExprComprehensionBounded(t *testing.T) {
 				big[i] = i
 			}
 			start := time.Now()
-			_, err := mustCompile(t, ExprEnsure, src).Eval(EvalEnv{Result: map[string]any{"big": big}})
-			var xe *ExprError
+			_, err := mustCompile(t, specs.ExprEnsure, src).Eval(specs.EvalEnv{Result: map[string]any{"big": big}})
+			var xe *specs.ExprError
 			if !errors.As(err, &xe) || !(strings.HasPrefix(xe.Message, "expression exceeded its evaluation budget") || xe.Message == "expression uses too much memory") {
 				t.Fatalf("got %v, want the budget or memory error", err)
 			}

@@ -1,4 +1,4 @@
-package specs
+package exprlang
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/stratum-go/stratum/specs"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -23,9 +25,19 @@ import (
 	"github.com/stratum-go/stratum/specs/py"
 )
 
-// compiledExpr is the compiled form of an Expr. It is immutable after
-// CompileExpr, so Eval may run concurrently.
+// Limits of the expression language (specs.MaxExprLen bounds the source).
+const (
+	// maxExprNodes bounds the syntax tree at compile time.
+	maxExprNodes = 2000
+	// exprMemoryBudget bounds what one evaluation may allocate (expr's own
+	// accounting of array, map and range sizes).
+	exprMemoryBudget = 1 << 20
+)
+
+// compiledExpr is the specs.ExprProgram of a compiled expression. It is
+// immutable after Compile, so Run may be called concurrently.
 type compiledExpr struct {
+	kind        specs.ExprKind
 	program     *vm.Program
 	rw          *rewritten
 	resultPaths [][]string
@@ -101,7 +113,8 @@ func wrapFunc(name string, fn func(*py.Work, []any) (any, error)) func(params ..
 	}
 }
 
-// CompileExpr compiles src as an expression of the given kind. Every error is
+// Compile compiles src as an expression of the given kind; it is the
+// specs.ExprCompiler of the spec language. Every error is
 // an *ExprError with a byte offset into src where one is known. The result is
 // immutable and safe for concurrent Eval.
 //
@@ -138,25 +151,25 @@ func wrapFunc(name string, fn func(*py.Work, []any) (any, error)) func(params ..
 // longer than MaxExprLen or with more than 2000 syntax nodes; an evaluation
 // has a bounded work budget, counted in bytes of data touched (see
 // EvalContext).
-func CompileExpr(kind ExprKind, src string) (*Expr, error) {
+func Compile(kind specs.ExprKind, src string) (*specs.Expr, error) {
 	c, err := compileExpr(kind, src)
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Source: src, Kind: kind, compiled: c}, nil
+	return specs.NewExpr(kind, src, c), nil
 }
 
-func compileExpr(kind ExprKind, src string) (c *compiledExpr, err error) {
+func compileExpr(kind specs.ExprKind, src string) (c *compiledExpr, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("cannot compile expression: %v", r)}
+			c, err = nil, &specs.ExprError{Offset: -1, Message: fmt.Sprintf("cannot compile expression: %v", r)}
 		}
 	}()
 	if _, ok := exprScope(kind); !ok {
-		return nil, &ExprError{Offset: -1, Message: fmt.Sprintf("unknown expression kind %q", string(kind))}
+		return nil, &specs.ExprError{Offset: -1, Message: fmt.Sprintf("unknown expression kind %q", string(kind))}
 	}
-	if len(src) > MaxExprLen {
-		return nil, &ExprError{Offset: MaxExprLen, Message: fmt.Sprintf("expression is too long (%d bytes, at most %d)", len(src), MaxExprLen)}
+	if len(src) > specs.MaxExprLen {
+		return nil, &specs.ExprError{Offset: specs.MaxExprLen, Message: fmt.Sprintf("expression is too long (%d bytes, at most %d)", len(src), specs.MaxExprLen)}
 	}
 	if !utf8.ValidString(src) {
 		off := 0
@@ -167,20 +180,20 @@ func compileExpr(kind ExprKind, src string) (c *compiledExpr, err error) {
 			}
 			off += w
 		}
-		return nil, &ExprError{Offset: off, Message: "expression is not valid UTF-8"}
+		return nil, &specs.ExprError{Offset: off, Message: "expression is not valid UTF-8"}
 	}
 	if i := strings.Index(src, "__"); i >= 0 {
-		return nil, &ExprError{Offset: i, Message: "'__' is not allowed in expressions", Forbidden: true}
+		return nil, &specs.ExprError{Offset: i, Message: "'__' is not allowed in expressions", Forbidden: true}
 	}
 	if strings.TrimSpace(src) == "" {
-		return nil, &ExprError{Offset: 0, Message: "empty expression"}
+		return nil, &specs.ExprError{Offset: 0, Message: "empty expression"}
 	}
 	rw, rwErr := rewriteSource(kind, src)
 	if rwErr != nil {
 		return nil, rwErr
 	}
 	if strings.TrimSpace(rw.out) == "" {
-		return nil, &ExprError{Offset: 0, Message: "empty expression"}
+		return nil, &specs.ExprError{Offset: 0, Message: "empty expression"}
 	}
 
 	tree, perr := parser.ParseWithConfig(rw.out, exprConfig())
@@ -200,17 +213,17 @@ func compileExpr(kind ExprKind, src string) (c *compiledExpr, err error) {
 	if cerr != nil {
 		return nil, rw.fileError(cerr)
 	}
-	return &compiledExpr{program: prog, rw: rw, resultPaths: a.resultPaths}, nil
+	return &compiledExpr{kind: kind, program: prog, rw: rw, resultPaths: a.resultPaths}, nil
 }
 
 var unexpectedTokenRe = regexp.MustCompile(`unexpected token (\w+)\("((?:[^"\\]|\\.)*)"\)`)
 
 // fileError converts an expr error into an *ExprError with an offset into
 // the original source and a message without expr's location noise.
-func (rw *rewritten) fileError(err error) *ExprError {
+func (rw *rewritten) fileError(err error) *specs.ExprError {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
-		return &ExprError{Offset: -1, Message: err.Error()}
+		return &specs.ExprError{Offset: -1, Message: err.Error()}
 	}
 	msg := fe.Message
 	var pe *py.Error
@@ -220,7 +233,7 @@ func (rw *rewritten) fileError(err error) *ExprError {
 	}
 	off := rw.origOffset(fe.From)
 	if strings.HasPrefix(msg, "unexpected token EOF") || msg == "unexpected end of expression" {
-		return &ExprError{Offset: rw.origAt[len(rw.out)], Message: "unexpected end of expression"}
+		return &specs.ExprError{Offset: rw.origAt[len(rw.out)], Message: "unexpected end of expression"}
 	}
 	msg = unexpectedTokenRe.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := unexpectedTokenRe.FindStringSubmatch(m)
@@ -238,67 +251,36 @@ func (rw *rewritten) fileError(err error) *ExprError {
 	})
 	msg = strings.Replace(msg, "compilation failed: expression exceeds maximum allowed nodes",
 		fmt.Sprintf("expression is too complex (more than %d nodes)", maxExprNodes), 1)
-	return &ExprError{Offset: off, Message: msg, Violations: list}
+	return &specs.ExprError{Offset: off, Message: msg, Violations: list}
 }
 
-// ResultPaths returns the attribute paths read under `result`, in source
-// order and without duplicates: `result.a.b` and `result['a']['b']` give
-// ["a", "b"]; a path stops at the first non-constant index
-// (`result.items[0].x` gives ["items"]). Method calls are not fields
-// (`result.name.lower()` gives ["name"]).
-func (e *Expr) ResultPaths() [][]string {
-	if e == nil || e.compiled == nil {
+// ResultPaths implements specs.ExprProgram.
+func (c *compiledExpr) ResultPaths() [][]string {
+	if len(c.resultPaths) == 0 {
 		return nil
 	}
-	if len(e.compiled.resultPaths) == 0 {
-		return nil
-	}
-	out := make([][]string, len(e.compiled.resultPaths))
-	for i, p := range e.compiled.resultPaths {
+	out := make([][]string, len(c.resultPaths))
+	for i, p := range c.resultPaths {
 		out[i] = append([]string(nil), p...)
 	}
 	return out
 }
 
-// Refs returns the distinct `$.…` reference tokens of a skip_if expression
-// in source order (text inside string literals is not a reference).
-func (e *Expr) Refs() []string {
-	if e == nil || e.compiled == nil {
-		return nil
-	}
-	return append([]string(nil), e.compiled.rw.refs...)
-}
+// Refs implements specs.ExprProgram.
+func (c *compiledExpr) Refs() []string { return append([]string(nil), c.rw.refs...) }
 
-// Eval is EvalContext without a context: the evaluation is still bounded
-// by its work budget.
-func (e *Expr) Eval(env EvalEnv) (any, error) { return e.EvalContext(context.Background(), env) }
-
-// EvalContext runs the compiled expression against env and returns its
-// value (nil, bool, int, float64, string, []any or map[string]any).
-// Run-time problems are returned as *ExprError; EvalContext never panics and
-// is safe for concurrent use.
-//
-// One evaluation is bounded by a work budget that counts the size of the
-// data each operation touches (see package py): an expression that would
-// exceed it fails with "expression exceeded its evaluation budget …" before
-// the operation runs. It also stops soon (within about a millisecond of
-// work) after ctx is done, with an *ExprError whose Cause is the context's
-// cause.
-func (e *Expr) EvalContext(ctx context.Context, env EvalEnv) (out any, err error) {
-	if e == nil || e.compiled == nil {
-		return nil, &ExprError{Offset: -1, Message: "expression is not compiled"}
-	}
-	c := e.compiled
+// Run implements specs.ExprProgram: see specs.Expr.EvalContext.
+func (c *compiledExpr) Run(ctx context.Context, env specs.EvalEnv) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, &ExprError{Offset: -1, Message: fmt.Sprintf("evaluation failed: %v", r)}
+			out, err = nil, &specs.ExprError{Offset: -1, Message: fmt.Sprintf("evaluation failed: %v", r)}
 		}
 	}()
 	if err := ctx.Err(); err != nil {
 		cancelled := &py.Cancelled{Err: context.Cause(ctx)}
-		return nil, &ExprError{Offset: -1, Message: cancelled.Error(), Cause: cancelled.Err}
+		return nil, &specs.ExprError{Offset: -1, Message: cancelled.Error(), Cause: cancelled.Err}
 	}
-	vars, verr := evalVars(ctx, e.Kind, c, env)
+	vars, verr := evalVars(ctx, c.kind, c, env)
 	if verr != nil {
 		return nil, verr
 	}
@@ -318,43 +300,28 @@ func (e *Expr) EvalContext(ctx context.Context, env EvalEnv) (out any, err error
 	return py.AsValue(res), nil
 }
 
-// EvalBool runs the expression and returns the Python truth value of its
-// result (None, False, 0, "", [] and {} are false).
-func (e *Expr) EvalBool(env EvalEnv) (bool, error) {
-	return e.EvalBoolContext(context.Background(), env)
-}
-
-// EvalBoolContext is EvalContext for the Python truth value of the result.
-func (e *Expr) EvalBoolContext(ctx context.Context, env EvalEnv) (bool, error) {
-	v, err := e.EvalContext(ctx, env)
-	if err != nil {
-		return false, err
-	}
-	return py.Truth(v), nil
-}
-
 // evalVars builds the variable map one evaluation sees.
-func evalVars(ctx context.Context, kind ExprKind, c *compiledExpr, env EvalEnv) (map[string]any, *ExprError) {
+func evalVars(ctx context.Context, kind specs.ExprKind, c *compiledExpr, env specs.EvalEnv) (map[string]any, *specs.ExprError) {
 	vars := make(map[string]any, 4+len(c.rw.refs))
 	vars[varRoot] = env.Root
 	if env.FS != nil {
 		vars[varRoot] = py.FSRoot{FS: env.FS}
 	}
 	vars[varWork] = py.NewWork(ctx)
-	put := func(name string, v any) *ExprError {
+	put := func(name string, v any) *specs.ExprError {
 		n, err := py.Normalize(v)
 		if err != nil {
-			return &ExprError{Offset: -1, Message: fmt.Sprintf("%s: %v", name, err)}
+			return &specs.ExprError{Offset: -1, Message: fmt.Sprintf("%s: %v", name, err)}
 		}
 		vars[name] = n
 		return nil
 	}
 	switch kind {
-	case ExprEnsure, ExprScore, ExprAccumulate:
+	case specs.ExprEnsure, specs.ExprScore, specs.ExprAccumulate:
 		if err := put("result", env.Result); err != nil {
 			return nil, err
 		}
-	case ExprExitCriterion:
+	case specs.ExprExitCriterion:
 		if err := put("result", env.Result); err != nil {
 			return nil, err
 		}
@@ -363,11 +330,11 @@ func evalVars(ctx context.Context, kind ExprKind, c *compiledExpr, env EvalEnv) 
 				return nil, err
 			}
 		}
-	case ExprAccumulateKey:
+	case specs.ExprAccumulateKey:
 		if err := put("item", env.Item); err != nil {
 			return nil, err
 		}
-	case ExprWhenFirst, ExprWhen, ExprExitWhen:
+	case specs.ExprWhenFirst, specs.ExprWhen, specs.ExprExitWhen:
 		if err := put("item", env.Item); err != nil {
 			return nil, err
 		}
@@ -376,7 +343,7 @@ func evalVars(ctx context.Context, kind ExprKind, c *compiledExpr, env EvalEnv) 
 				return nil, err
 			}
 		}
-	case ExprSkipIf:
+	case specs.ExprSkipIf:
 		for i, ref := range c.rw.refs {
 			var v any
 			if env.Refs != nil {

@@ -1,4 +1,4 @@
-package specs
+package exprlang
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/specs"
 )
 
 // costResult is a result of a few MB as an agent can send over MCP: two
@@ -69,13 +71,13 @@ func TestExprCostBounded(t *testing.T) {
 			name = name[:60]
 		}
 		t.Run(name, func(t *testing.T) {
-			e := mustCompile(t, ExprEnsure, src)
+			e := mustCompile(t, specs.ExprEnsure, src)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
 			done := make(chan error, 1)
 			go func() {
-				_, err := e.Eval(EvalEnv{Result: result})
+				_, err := e.Eval(specs.EvalEnv{Result: result})
 				done <- err
 			}()
 			var err error
@@ -86,7 +88,7 @@ func TestExprCostBounded(t *testing.T) {
 			}
 			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
-			var xe *ExprError
+			var xe *specs.ExprError
 			if !errors.As(err, &xe) || !strings.HasPrefix(xe.Message, "expression exceeded its evaluation budget") {
 				t.Fatalf("got %v, want the budget error", err)
 			}
@@ -115,7 +117,7 @@ func TestExprCostRealistic(t *testing.T) {
 		"int(str(len(result.a))) > 0 and result.a.endswith('x') and result.uni.rstrip('é') == ''",
 	} {
 		t.Run(src, func(t *testing.T) {
-			ok, err := mustCompile(t, ExprEnsure, src).EvalBool(EvalEnv{Result: result})
+			ok, err := mustCompile(t, specs.ExprEnsure, src).EvalBool(specs.EvalEnv{Result: result})
 			if err != nil || !ok {
 				t.Fatalf("got %v, %v", ok, err)
 			}
@@ -126,8 +128,8 @@ func TestExprCostRealistic(t *testing.T) {
 // TestExprCancel: an evaluation stops soon after its context is done, and
 // says so.
 func TestExprCancel(t *testing.T) {
-	e := mustCompile(t, ExprEnsure, repeatAnd("result.uni.upper() != ''", 15))
-	env := EvalEnv{Result: costResult(4)}
+	e := mustCompile(t, specs.ExprEnsure, repeatAnd("result.uni.upper() != ''", 15))
+	env := specs.EvalEnv{Result: costResult(4)}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -140,7 +142,7 @@ func TestExprCancel(t *testing.T) {
 	start := time.Now()
 	_, err := e.EvalContext(ctx, env)
 	elapsed := time.Since(start)
-	var xe *ExprError
+	var xe *specs.ExprError
 	if !errors.As(err, &xe) || !errors.Is(err, context.Canceled) || !strings.Contains(xe.Message, "cancelled") {
 		t.Fatalf("got %v after %v, want a cancellation", err, elapsed)
 	}
@@ -159,14 +161,14 @@ func BenchmarkExprCost(b *testing.B) {
 		if len(name) > 40 {
 			name = name[:40]
 		}
-		e, err := CompileExpr(ExprEnsure, src)
+		e, err := Compile(specs.ExprEnsure, src)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = e.Eval(EvalEnv{Result: result})
+				_, _ = e.Eval(specs.EvalEnv{Result: result})
 			}
 		})
 	}

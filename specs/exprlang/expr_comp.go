@@ -1,7 +1,9 @@
-package specs
+package exprlang
 
 import (
 	"strconv"
+
+	"github.com/stratum-go/stratum/specs"
 
 	"github.com/expr-lang/expr/ast"
 )
@@ -48,7 +50,7 @@ func isForTok(sig []token, i int) bool {
 
 // findComprehensions finds the comprehensions of sig, keyed by the index of
 // their opening bracket, and refuses the forms the dialect does not have.
-func findComprehensions(sig []token) (map[int]comprehension, *ExprError) {
+func findComprehensions(sig []token) (map[int]comprehension, *specs.ExprError) {
 	match, _ := brackets(sig)
 	comps := map[int]comprehension{}
 	// In source order, so that the first problem is the one reported.
@@ -61,7 +63,7 @@ func findComprehensions(sig []token) (map[int]comprehension, *ExprError) {
 			if sig[open].text == "{" {
 				for j := open + 1; j < close; j++ {
 					if isForTok(sig, j) && topLevel(sig, match, open, j) {
-						return nil, &ExprError{Offset: sig[j].start, Message: "dict and set comprehensions are not supported; use a list comprehension [x for x in …]"}
+						return nil, &specs.ExprError{Offset: sig[j].start, Message: "dict and set comprehensions are not supported; use a list comprehension [x for x in …]"}
 					}
 				}
 			}
@@ -93,7 +95,7 @@ func topLevel(sig []token, match map[int]int, open, j int) bool {
 
 // parseComprehension reads the comprehension between the brackets open and
 // close; ok is false when there is no top-level `for`.
-func parseComprehension(sig []token, match map[int]int, open, close int) (c comprehension, ok bool, err *ExprError) {
+func parseComprehension(sig []token, match map[int]int, open, close int) (c comprehension, ok bool, err *specs.ExprError) {
 	c = comprehension{open: open, close: close, forIdx: -1, ifIdx: -1, keep: sig[open].text == "("}
 	comma := -1
 	for j := open + 1; j < close; j++ {
@@ -105,14 +107,14 @@ func parseComprehension(sig []token, match map[int]int, open, close int) (c comp
 		switch {
 		case isForTok(sig, j):
 			if c.forIdx >= 0 {
-				return c, false, &ExprError{Offset: t.start, Message: "a comprehension may have only one 'for' clause"}
+				return c, false, &specs.ExprError{Offset: t.start, Message: "a comprehension may have only one 'for' clause"}
 			}
 			c.forIdx = j
 		case t.kind == tkPunct && t.text == "," && comma < 0 && c.forIdx < 0:
 			comma = j
 		case isWord(t, "if") && c.forIdx >= 0 && c.inIdx > 0:
 			if c.ifIdx >= 0 {
-				return c, false, &ExprError{Offset: t.start, Message: "a comprehension may have only one 'if' clause; join the conditions with 'and'"}
+				return c, false, &specs.ExprError{Offset: t.start, Message: "a comprehension may have only one 'if' clause; join the conditions with 'and'"}
 			}
 			c.ifIdx = j
 		case isWord(t, "in") && c.forIdx >= 0 && c.inIdx == 0:
@@ -125,15 +127,15 @@ func parseComprehension(sig []token, match map[int]int, open, close int) (c comp
 	at := sig[c.forIdx].start
 	switch {
 	case comma >= 0:
-		return c, false, &ExprError{Offset: sig[comma].start, Message: "a comprehension's element must be one expression (a generator must be the only argument; a tuple element must be parenthesised)"}
+		return c, false, &specs.ExprError{Offset: sig[comma].start, Message: "a comprehension's element must be one expression (a generator must be the only argument; a tuple element must be parenthesised)"}
 	case c.forIdx == open+1:
-		return c, false, &ExprError{Offset: at, Message: "expected an expression before 'for'"}
+		return c, false, &specs.ExprError{Offset: at, Message: "expected an expression before 'for'"}
 	case c.forIdx+2 >= close || sig[c.forIdx+1].kind != tkIdent || c.inIdx != c.forIdx+2 || literalNames[sig[c.forIdx+1].text]:
-		return c, false, &ExprError{Offset: at, Message: "expected 'for NAME in …' (one name; tuple targets are not supported)"}
+		return c, false, &specs.ExprError{Offset: at, Message: "expected 'for NAME in …' (one name; tuple targets are not supported)"}
 	case c.inIdx+1 == close || c.inIdx+1 == c.ifIdx:
-		return c, false, &ExprError{Offset: sig[c.inIdx].start, Message: "expected an expression after 'in'"}
+		return c, false, &specs.ExprError{Offset: sig[c.inIdx].start, Message: "expected an expression after 'in'"}
 	case c.ifIdx >= 0 && c.ifIdx+1 == close:
-		return c, false, &ExprError{Offset: sig[c.ifIdx].start, Message: "expected a condition after 'if'"}
+		return c, false, &specs.ExprError{Offset: sig[c.ifIdx].start, Message: "expected a condition after 'if'"}
 	}
 	c.varIdx = c.forIdx + 1
 	return c, true, nil
