@@ -551,12 +551,7 @@ func (a *app) queryCommand() *cobra.Command {
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.Query().List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
-			if err != nil {
-				return failErr(err)
-			}
-			// Streamed entry by entry: the bytes writeJSON would write.
-			return clijson.WriteFlows(a.stdout, list, time.Now())
+			return exit(clijson.QueryFlows(ctx, svc, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit}, a.stdout, time.Now()))
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")
