@@ -84,9 +84,6 @@ func failErr(err error) error {
 	return &exitError{code: exitFailure, err: err}
 }
 
-// silentExit ends the command with code without printing anything more.
-func silentExit(code int) error { return &exitError{code: code} }
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
