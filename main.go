@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -184,15 +183,23 @@ func writeJSON(w io.Writer, v any) error {
 
 // finish ends a command whose body lives in a package and answers with
 // (answer, exit status, error): the answer, when there is one, is printed
-// as JSON (writeJSON); status 0 is success, unless err is set: then the
-// answer could not be written, and err is passed on as is; any other
-// status ends the command with it and err's message (if any).
+// as JSON (writeJSON) — an answer that cannot be written ends the command
+// with that error (exit 2, as any error without a status); status 0 is
+// success, unless err is set: then err is passed on as is (a failure to
+// write output); any other status ends the command with it and err's
+// message (if any).
 func (a *app) finish(answer any, status int, err error) error {
 	if answer != nil {
-		if werr := writeJSON(a.stdout, answer); werr != nil && status == exitOK && err == nil {
+		if werr := writeJSON(a.stdout, answer); werr != nil && err == nil {
 			return werr
 		}
 	}
+	return exit(status, err)
+}
+
+// exit is finish for a command that prints its own output and answers
+// with (exit status, error).
+func exit(status int, err error) error {
 	if status == exitOK {
 		return err
 	}
@@ -312,12 +319,16 @@ func withStore(fn func(ctx context.Context, st *backend.Opened) error) func(*cob
 	}
 }
 
-// writeReport prints a store report as JSON (--json) or as text.
-func (a *app) writeReport(jsonOut bool, r interface{ WriteText(io.Writer) error }) error {
-	if jsonOut {
-		return writeJSON(a.stdout, r)
+// report is finish for a store report (backend.Report): printed as JSON
+// with --json, else as text.
+func (a *app) report(jsonOut bool, r backend.Report, status int, err error) error {
+	if r == nil || jsonOut {
+		return a.finish(r, status, err)
 	}
-	return r.WriteText(a.stdout)
+	if werr := r.WriteText(a.stdout); werr != nil && err == nil {
+		return werr
+	}
+	return a.finish(nil, status, err)
 }
 
 // withFlow opens the service (openService), resolves FLOW — the id or a
@@ -338,59 +349,30 @@ func (a *app) withFlow(ctx context.Context, flow string, fn func(svc *engine.Ser
 // ---- validate, workflows, compile ----
 
 func (a *app) validateCommand() *cobra.Command {
-	var (
-		jsonOut bool
-		format  string
-		watchF  bool
-		strict  bool
-	)
+	var line specs.ValidateLine
+	var watchF, strict bool
 	cmd := &cobra.Command{
 		Use:     "validate FILE|DIR...",
 		Short:   "Check specs and report every problem with file:line:col",
 		Long:    specs.ValidateHelp,
 		Example: specs.ValidateExamples,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("validate needs at least one FILE or DIR")
-			}
-			format, err := specs.ChooseFormat(format, cmd.Flags().Changed("format"), jsonOut, a.github)
+			line.Paths, line.FormatSet, line.GitHub = args, cmd.Flags().Changed("format"), a.github
+			format, err := line.Check()
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			if watchF {
-				return pathErr(watch.Report(cmd.Context(), args, format, a.stdout, a.stderr))
+				return exit(specs.PathsStatus(watch.Report(cmd.Context(), args, format, a.stdout, a.stderr)))
 			}
-			files, err := specs.CollectSpecFiles(args)
-			if err != nil {
-				return pathErr(err)
-			}
-			results, valid := specs.ValidateFiles(files, strict, exprlang.Compile)
-			if err := specs.WriteResults(a.stdout, format, results); err != nil {
-				return err
-			}
-			if !valid {
-				return silentExit(exitFailure)
-			}
-			return nil
+			return exit(specs.ValidatePaths(args, format, strict, exprlang.Compile, a.stdout))
 		},
 	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (same as --format json)")
-	cmd.Flags().StringVar(&format, "format", specs.FormatHuman, "output format: human, json or github")
+	cmd.Flags().BoolVar(&line.JSON, "json", false, "print JSON (same as --format json)")
+	cmd.Flags().StringVar(&line.Format, "format", specs.FormatHuman, "output format: human, json or github")
 	cmd.Flags().BoolVarP(&watchF, "watch", "w", false, "keep running and re-validate on every save")
 	cmd.Flags().BoolVar(&strict, "strict", false, "count warnings as errors (exit 1)")
 	return cmd
-}
-
-// pathErr maps a problem with the paths given (missing, no spec in them)
-// to a usage error, anything else to exit 1 (nil stays nil).
-func pathErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, specs.ErrNoSpecFiles):
-		return usageErr("%v", err)
-	}
-	return failErr(err)
 }
 
 func (a *app) workflowsCommand() *cobra.Command {
@@ -423,23 +405,7 @@ func (a *app) compileCommand() *cobra.Command {
 		Example: specs.CompileExamples,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := specs.CompileTasks(args[0], flowName, exprlang.Compile)
-			var ce *specs.CompileError
-			if errors.As(err, &ce) {
-				return failErr(fmt.Errorf("%s: %s", ce.Type, ce.Message))
-			}
-			if err != nil {
-				return failErr(err)
-			}
-			if output == "" || output == "-" {
-				_, err := io.WriteString(a.stdout, c.YAML)
-				return err
-			}
-			if err := os.WriteFile(output, []byte(c.YAML), 0o644); err != nil {
-				return failErr(err)
-			}
-			fmt.Fprintf(a.stderr, "wrote %s (%d steps, flow %q)\n", output, len(c.Steps), c.FlowName)
-			return nil
+			return exit(specs.CompileTo(args[0], flowName, output, exprlang.Compile, a.stdout, a.stderr))
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write the spec to this file instead of stdout")
@@ -703,8 +669,7 @@ func (a *app) killCommand() *cobra.Command {
 }
 
 func (a *app) gcCommand() *cobra.Command {
-	var olderThan time.Duration
-	var damaged, stalled bool
+	var line clijson.GCLine
 	cmd := &cobra.Command{
 		Use:     "gc --older-than DURATION | --stalled --older-than DURATION | --damaged",
 		Short:   "Delete finished flows (and their events) older than DURATION, or quarantine damaged ones",
@@ -712,54 +677,30 @@ func (a *app) gcCommand() *cobra.Command {
 		Example: backend.GCExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if damaged {
-				if cmd.Flags().Changed("older-than") || stalled {
-					return usageErr("gc: give --older-than or --damaged, not both")
-				}
-				return withStore(a.quarantine)(cmd, nil)
+			line.Set = cmd.Flags().Changed
+			mode, err := line.Mode()
+			if err != nil {
+				return usageErr("%v", err)
 			}
-			if stalled {
-				if !cmd.Flags().Changed("older-than") || olderThan < 0 {
-					return usageErr("gc --stalled needs --older-than DURATION: how long a flow has been stalled (for example 24h)")
-				}
-				svc, _, err := openServiceNoSweep()
-				if err != nil {
-					return err
-				}
-				return a.finish(clijson.GCStalled(cmd.Context(), svc, olderThan, time.Now()))
-			}
-			if !cmd.Flags().Changed("older-than") {
-				return usageErr("gc needs --older-than DURATION (for example 720h), or --damaged")
-			}
-			if olderThan < 0 {
-				return usageErr("--older-than must not be negative")
+			if mode == clijson.GCDamaged {
+				return withStore(func(ctx context.Context, st *backend.Opened) error {
+					return a.finish(backend.GCDamagedCommand(ctx, st))
+				})(cmd, nil)
 			}
 			svc, _, err := openServiceNoSweep()
 			if err != nil {
 				return err
 			}
-			n, err := svc.GC(cmd.Context(), olderThan)
-			if err != nil {
-				return failErr(err)
+			if mode == clijson.GCStale {
+				return a.finish(clijson.GCStalled(cmd.Context(), svc, line.OlderThan, time.Now()))
 			}
-			return writeJSON(a.stdout, map[string]any{"deleted": n})
+			return a.finish(clijson.GC(cmd.Context(), svc, line.OlderThan))
 		},
 	}
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
-	cmd.Flags().BoolVar(&damaged, "damaged", false, "quarantine flows whose stored record cannot be decoded")
-	cmd.Flags().BoolVar(&stalled, "stalled", false, "end (as killed) the flows stalled for at least --older-than, instead of pruning")
+	cmd.Flags().DurationVar(&line.OlderThan, "older-than", 0, "minimum age of the flows to delete (e.g. 720h)")
+	cmd.Flags().BoolVar(&line.Damaged, "damaged", false, "quarantine flows whose stored record cannot be decoded")
+	cmd.Flags().BoolVar(&line.Stalled, "stalled", false, "end (as killed) the flows stalled for at least --older-than, instead of pruning")
 	return cmd
-}
-
-// quarantine is `gc --damaged`.
-func (a *app) quarantine(ctx context.Context, st *backend.Opened) error {
-	q, err := backend.QuarantineDamaged(ctx, st)
-	if errors.Is(err, backend.ErrNotBbolt) {
-		return usageErr("gc --damaged: %v", err)
-	} else if err != nil {
-		return failErr(err)
-	}
-	return writeJSON(a.stdout, map[string]any{"quarantined": q})
 }
 
 // ---- mcp, install: the MCP server agents drive flows through ----
@@ -1082,16 +1023,8 @@ func (a *app) storeCompactCommand() *cobra.Command {
 		Example: backend.CompactExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
-			if keep < 0 {
-				return usageErr("store compact: --keep %d: a number of revisions, 0 or more", keep)
-			}
-			r, err := backend.Compact(ctx, st, etcdstore.CompactOptions{Keep: keep, Defrag: defrag})
-			if errors.Is(err, backend.ErrNotEtcd) {
-				return usageErr("store compact: %v", err)
-			} else if err != nil {
-				return failErr(err)
-			}
-			return a.writeReport(jsonOut, r)
+			r, status, err := backend.CompactCommand(ctx, st, etcdstore.CompactOptions{Keep: keep, Defrag: defrag})
+			return a.report(jsonOut, r, status, err)
 		}),
 	}
 	cmd.Flags().Int64Var(&keep, "keep", 0, "how many of the latest revisions to keep (default 1000)")
@@ -1109,16 +1042,8 @@ func (a *app) storeCheckCommand() *cobra.Command {
 		Example: backend.CheckExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
-			r, err := backend.Check(ctx, st)
-			if errors.Is(err, backend.ErrNotBbolt) {
-				return usageErr("store check: %v", err)
-			} else if err != nil {
-				return failErr(err)
-			}
-			if err := a.writeReport(jsonOut, r); err != nil || r.OK {
-				return err
-			}
-			return silentExit(exitFailure)
+			r, status, err := backend.CheckCommand(ctx, st)
+			return a.report(jsonOut, r, status, err)
 		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
@@ -1134,11 +1059,8 @@ func (a *app) storeInfoCommand() *cobra.Command {
 		Example: backend.InfoExamples,
 		Args:    cobra.NoArgs,
 		RunE: withStore(func(ctx context.Context, st *backend.Opened) error {
-			info, err := backend.Describe(ctx, st)
-			if err != nil {
-				return failErr(err)
-			}
-			return a.writeReport(jsonOut, info)
+			r, status, err := backend.InfoCommand(ctx, st)
+			return a.report(jsonOut, r, status, err)
 		}),
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
@@ -1162,15 +1084,7 @@ func (a *app) storeCopyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srcLoc, dstLoc, err := backend.CopyLocations(from, to)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			n, err := backend.CopyStores(cmd.Context(), srcLoc, dstLoc, settings, force)
-			if err != nil {
-				return failErr(err)
-			}
-			return writeJSON(a.stdout, n)
+			return a.finish(backend.CopyCommand(cmd.Context(), from, to, settings, force))
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "source store: a bbolt path or etcd://HOST:PORT[,…]/PREFIX")

@@ -65,7 +65,10 @@
 // DiscoverWorkflows lists spec names directly in one directory.
 // CollectSpecFiles and ValidateFiles are `stratum validate` over its paths;
 // WriteResults renders the results in the format ChooseFormat picks from
-// its flags (human, json, or github under GitHub Actions). MigrateFile is
+// its flags (human, json, or github under GitHub Actions). ValidatePaths
+// (with ValidateLine, its flags, and PathsStatus, the exit status of a
+// problem with the paths) and CompileTo are the commands' bodies
+// (command.go), so main.go only binds flags. MigrateFile is
 // `stratum migrate` over Migrate: the diff, the question, the atomic write
 // and the command's exit statuses (migrate_command.go). The help texts of
 // validate, workflows, compile and migrate are in command_help.go.

@@ -165,3 +165,54 @@ func QueryGates(ctx context.Context, svc *engine.Service) (answer any, status in
 	}
 	return Gates(pending), 0, nil
 }
+
+// GCLine is the command line of `stratum gc`: --older-than, --damaged,
+// --stalled.
+type GCLine struct {
+	OlderThan        time.Duration
+	Damaged, Stalled bool
+	// Set reports whether a flag was given (--older-than).
+	Set func(flag string) bool
+}
+
+// GCMode is what `stratum gc` was asked to do.
+type GCMode int
+
+// The modes of `stratum gc`.
+const (
+	GCPrune   GCMode = iota // --older-than D: delete finished flows (GC)
+	GCStale                 // --stalled --older-than D: end stalled flows (GCStalled)
+	GCDamaged               // --damaged: quarantine undecodable flows (the store's)
+)
+
+// Mode is what the line asks for; the error is a usage problem: --damaged
+// with --older-than or --stalled, --stalled without a duration, no
+// --older-than, or a negative one.
+func (l GCLine) Mode() (GCMode, error) {
+	set := l.Set != nil && l.Set("older-than")
+	switch {
+	case l.Damaged && (set || l.Stalled):
+		return GCDamaged, errors.New("gc: give --older-than or --damaged, not both")
+	case l.Damaged:
+		return GCDamaged, nil
+	case l.Stalled && (!set || l.OlderThan < 0):
+		return GCStale, errors.New("gc --stalled needs --older-than DURATION: how long a flow has been stalled (for example 24h)")
+	case l.Stalled:
+		return GCStale, nil
+	case !set:
+		return GCPrune, errors.New("gc needs --older-than DURATION (for example 720h), or --damaged")
+	case l.OlderThan < 0:
+		return GCPrune, errors.New("--older-than must not be negative")
+	}
+	return GCPrune, nil
+}
+
+// GC is `stratum gc --older-than D`: it deletes the finished flows older
+// than olderThan (engine.Service.GC); the answer is {"deleted": n}.
+func GC(ctx context.Context, svc *engine.Service, olderThan time.Duration) (answer any, status int, _ error) {
+	n, err := svc.GC(ctx, olderThan)
+	if err != nil {
+		return nil, statusFailure, err
+	}
+	return map[string]any{"deleted": n}, 0, nil
+}

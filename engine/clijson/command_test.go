@@ -223,3 +223,35 @@ func TestConfirmHumanLibraryReview(t *testing.T) {
 		t.Fatalf("round = %v, want 0 (a review has no rounds)", d.Round)
 	}
 }
+
+// TestGCLineMode: `stratum gc`'s flags, as a table of what each asks for
+// and the usage problems.
+func TestGCLineMode(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		line    GCLine
+		set     bool // --older-than given
+		want    GCMode
+		wantErr string
+	}{
+		{"prune", GCLine{OlderThan: time.Hour}, true, GCPrune, ""},
+		{"prune zero", GCLine{}, true, GCPrune, ""},
+		{"prune without duration", GCLine{}, false, GCPrune, "gc needs --older-than DURATION"},
+		{"prune negative", GCLine{OlderThan: -time.Hour}, true, GCPrune, "must not be negative"},
+		{"stalled", GCLine{Stalled: true, OlderThan: time.Hour}, true, GCStale, ""},
+		{"stalled without duration", GCLine{Stalled: true}, false, GCStale, "gc --stalled needs --older-than"},
+		{"stalled negative", GCLine{Stalled: true, OlderThan: -1}, true, GCStale, "gc --stalled needs --older-than"},
+		{"damaged", GCLine{Damaged: true}, false, GCDamaged, ""},
+		{"damaged and older-than", GCLine{Damaged: true}, true, GCDamaged, "not both"},
+		{"damaged and stalled", GCLine{Damaged: true, Stalled: true}, false, GCDamaged, "not both"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			set := tt.set
+			tt.line.Set = func(flag string) bool { return flag == "older-than" && set }
+			got, err := tt.line.Mode()
+			if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Mode() = %v, %v; want %v, %q", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
