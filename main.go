@@ -76,11 +76,13 @@ func usageErr(format string, a ...any) error {
 }
 
 // failErr ends the command with exit 1 and err's message (a store or file
-// failure, a refusal).
-func failErr(err error) error { return &exitError{code: exitFailure, err: err} }
-
-// silentExit ends the command with code without printing anything more.
-func silentExit(code int) error { return &exitError{code: code} }
+// failure, a refusal); nil stays nil.
+func failErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitFailure, err: err}
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -241,17 +243,7 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	engine.ResultCache = engine.ParseCacheBound(os.Getenv("STRATUM_CACHE_MAX_AGE_DAYS"), os.Getenv("STRATUM_CACHE_MAX_ENTRIES"))
 	// The commands its refusals advise name this stratum as it was invoked.
 	return &engine.Service{Root: ".", Store: st, Compile: exprlang.Compile, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
-		NoResultCache: resultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
-}
-
-// resultCacheDisabled reads the original's kill switch of the result cache
-// of agent-driven flows: any value but "", 0, false or no (any case).
-func resultCacheDisabled(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
+		NoResultCache: engine.ResultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
 }
 
 // projectConfig is the configuration of the working directory
@@ -557,12 +549,7 @@ func (a *app) queryCommand() *cobra.Command {
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.Query().List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
-			if err != nil {
-				return failErr(err)
-			}
-			// Streamed entry by entry: the bytes writeJSON would write.
-			return clijson.WriteFlows(a.stdout, list, time.Now())
+			return exit(clijson.QueryFlows(ctx, svc, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit}, a.stdout, time.Now()))
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")
@@ -730,10 +717,7 @@ func (a *app) mcpCommand() *cobra.Command {
 			}
 			opts := mcpserver.Options{Log: a.stderr, Version: version, SweepInterval: sweep,
 				Store: fmt.Sprintf("%s (schema %d)", st.Name(), schema), Interactive: isTerminal(a.stdin)}
-			if err := mcpserver.Serve(cmd.Context(), svc, opts); err != nil {
-				return failErr(err)
-			}
-			return nil
+			return failErr(mcpserver.Serve(cmd.Context(), svc, opts))
 		},
 	}
 	cmd.Flags().DurationVar(&sweep, "sweep-interval", mcpserver.DefaultSweepInterval, "gate deadlines are applied as they fall due; this is how soon a failed sweep is retried (negative: no background enforcement)")
@@ -773,10 +757,7 @@ func (a *app) hookCommand() *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: mcpserver.HookNames(),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if err := mcpserver.RunHook(args[0], a.stdin, a.stdout, time.Now()); err != nil {
-				return failErr(err)
-			}
-			return nil
+			return failErr(mcpserver.RunHook(args[0], a.stdin, a.stdout, time.Now()))
 		},
 	}
 }
@@ -795,16 +776,7 @@ func (a *app) guardCommand() *cobra.Command {
 				return err
 			}
 			g := &guard.Service{Store: svc.Store, Now: svc.Now, Run: runner.ExitStatus, Channel: "cli", Judge: runner.GuardJudge()}
-			code, err := g.CLI(cmd.Context(), args[0], a.stdin, a.stdout)
-			switch {
-			case err != nil && code == exitUsage:
-				return usageErr("%v", err)
-			case err != nil:
-				return failErr(err)
-			case code != 0:
-				return silentExit(code)
-			}
-			return nil
+			return exit(g.CLI(cmd.Context(), args[0], a.stdin, a.stdout))
 		},
 	}
 }
@@ -829,19 +801,8 @@ func (a *app) doctorCommand() *cobra.Command {
 				p := backend.Probe(ctx, s)
 				return doctor.StoreProbe{Name: p.Name, Schema: p.Schema, Flows: p.Flows, Open: p.Open, Read: p.Read, Write: p.Write, WriteProbed: p.WriteProbed}
 			}
-			opts.MCP.Dir = opts.Dir
 			opts.Invocation = runner.InvokedNow().Invocation()
-			rep, err := doctor.Run(cmd.Context(), opts)
-			if err != nil {
-				return failErr(err)
-			}
-			if err := rep.Write(a.stdout, jsonOut); err != nil {
-				return err
-			}
-			if !rep.OK {
-				return silentExit(exitFailure)
-			}
-			return nil
+			return exit(doctor.Command(cmd.Context(), opts, a.stdout, jsonOut))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -900,18 +861,11 @@ func (a *app) runCommand() *cobra.Command {
 			rep, code, err := line.Main(cmd.Context(), open, runner.Setup{Record: recordF, Replay: replayFile, Stdin: a.stdin,
 				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github,
 				Invocation: runner.InvokedNow().Invocation()}, junitFile, jsonOut)
-			if rep != nil { // the --json report (also of a run that did not start), or the completed flow's output
-				if werr := writeJSON(a.stdout, rep); werr != nil && err == nil {
-					return werr
-				}
-			}
 			if err != nil {
-				return a.runErr(err)
+				code, err = a.runStatus(err)
 			}
-			if code != 0 {
-				return silentExit(code)
-			}
-			return nil
+			// rep: the --json report (also of a run that did not start), or the completed flow's output.
+			return a.finish(rep, code, err)
 		},
 	}
 	inputFlags(cmd, &line.Flow, &line.Inputs, &line.InputsFile)
@@ -928,24 +882,14 @@ func (a *app) runCommand() *cobra.Command {
 	return cmd
 }
 
-// runErr maps an error of starting a run to its exit: an invalid spec
-// prints its diagnostics (exit 2), a usage problem exits 2, anything else
-// (a store or executor failure) exits 1.
-func (a *app) runErr(err error) error {
-	var se *runner.SpecError
-	var ue *runner.UsageError
+// runStatus is the exit of an error of starting a run
+// (runner.ErrorStatus); opening the store's keep theirs.
+func (a *app) runStatus(err error) (int, error) {
 	var ee *exitError
-	switch {
-	case errors.As(err, &se):
-		format, _ := specs.ChooseFormat(specs.FormatHuman, false, false, a.github)
-		_ = se.WriteDiagnostics(a.stderr, format)
-		return silentExit(runner.ExitUsage)
-	case errors.As(err, &ue):
-		return usageErr("%v", ue.Err)
-	case errors.As(err, &ee):
-		return err
+	if errors.As(err, &ee) {
+		return ee.code, ee.err
 	}
-	return failErr(err)
+	return runner.ErrorStatus(err, a.stderr, a.github)
 }
 
 // isTerminal reports whether f is an interactive terminal

@@ -62,6 +62,17 @@ func ParseCacheBound(maxAgeDays, maxEntries string) CacheBound {
 	return b
 }
 
+// ResultCacheDisabled reads the original's kill switch of the result cache
+// of agent-driven flows (STRATUM_DISABLE_RESULT_CACHE, for
+// Service.NoResultCache): any value but "", 0, false or no (any case).
+func ResultCacheDisabled(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
 func (b CacheBound) limits() (time.Duration, int) {
 	age, n := b.MaxAge, b.MaxEntries
 	if age <= 0 {

@@ -61,3 +61,12 @@ func TestParseCacheBound(t *testing.T) {
 		}
 	}
 }
+
+func TestResultCacheDisabled(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "0": false, "false": false, " No ": false, "FALSE": false,
+		"1": true, "true": true, "yes": true, "anything": true} {
+		if got := engine.ResultCacheDisabled(v); got != want {
+			t.Errorf("ResultCacheDisabled(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -231,7 +231,8 @@
 // agent drives. For those, currentDispatch answers a cacheable step from
 // the store's cache, through the transition's snapshot, instead of
 // dispatching it, and an accepted result is cached in the commit that
-// records it (resultcache.go; Service.NoResultCache turns it off).
+// records it (resultcache.go; Service.NoResultCache turns it off, as the
+// original's STRATUM_DISABLE_RESULT_CACHE does: ResultCacheDisabled).
 // Every driver reads and writes the store's cache through ResultCache
 // (cachebound.go), the one bound: an entry older than 30 days is a miss and
 // writing past 2,000 entries removes the oldest written, whatever the store

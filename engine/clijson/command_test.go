@@ -255,3 +255,19 @@ func TestGCLineMode(t *testing.T) {
 		})
 	}
 }
+
+// TestKillLineRequest: `stratum kill` needs a reason (a blank one too is
+// refused) and records who, $USER unless --by.
+func TestKillLineRequest(t *testing.T) {
+	if _, err := (KillLine{Reason: "  "}).Request(); err == nil || !strings.Contains(err.Error(), "needs --reason") {
+		t.Fatalf("blank reason: %v", err)
+	}
+	k, err := KillLine{Reason: "superseded", By: "ann"}.Request()
+	if err != nil || k.By != "ann" || k.Reason != "superseded" {
+		t.Fatalf("Request() = %+v, %v", k, err)
+	}
+	t.Setenv("USER", "bob")
+	if k, err := (KillLine{Reason: "x"}).Request(); err != nil || k.By != review.CurrentUser() || k.By == "" {
+		t.Fatalf("default --by: %+v, %v (CurrentUser %q)", k, err, review.CurrentUser())
+	}
+}

@@ -10,7 +10,8 @@
 // exits 1 only on failures.
 //
 // main.go binds the flags and injects the store probe (store/backend,
-// which engine never imports): Options.Store.
+// which engine never imports): Options.Store; Command is the command's
+// body (the checks, the report printed, the exit status).
 //
 // The package is importable because the command needs it, not promised.
 package doctor
@@ -156,6 +157,23 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		rep.add("mcp", s, c.Config+": "+c.Check+": "+c.Detail, c.Fix)
 	}
 	return rep, nil
+}
+
+// Command is `stratum doctor`: it runs the checks (Run) and prints the
+// report on w (Write); exit 1 when a check failed. An error with status 0
+// is a failure to write the report.
+func Command(ctx context.Context, o Options, w io.Writer, asJSON bool) (status int, err error) {
+	rep, err := Run(ctx, o)
+	if err != nil {
+		return 1, err
+	}
+	if err := rep.Write(w, asJSON); err != nil {
+		return 0, err
+	}
+	if !rep.OK {
+		return 1, nil
+	}
+	return 0, nil
 }
 
 // Write prints the report: one line per check (ok, warn, FAIL, skip; a

@@ -31,7 +31,8 @@
 // builds the executors and the runner and starts or resumes the flow, and
 // Conclude writes the JUnit file and builds the --json report;
 // CommandLine.Main is the command's body (all three, the project's
-// configuration and the opening of the service). The CLI's
+// configuration and the opening of the service); ErrorStatus is the exit
+// status of its error (an invalid spec's diagnostics printed, exit 2). The CLI's
 // other parsers live here too (inputs.go): ParseInputs for --input/--inputs
 // (also the TUI's run dialog), ParseResult for step-done's --result and
 // --result-file, and PlanArgs (with PlanFlow, its default flow) for plan;

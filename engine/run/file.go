@@ -47,6 +47,26 @@ func (e *SpecError) WriteDiagnostics(w io.Writer, format string) error {
 	return specs.WriteResults(w, format, []specs.FileResult{specs.NewFileResult(e.File, e.Diagnostics)})
 }
 
+// ErrorStatus is the exit of `stratum run` for an error of starting or
+// continuing a run (CommandLine.Main's): an invalid spec prints its
+// diagnostics on stderr (as `stratum validate` does; github annotations
+// under GitHub Actions) and exits 2 with nothing more said; a usage
+// problem exits 2 with its message; anything else (a store or executor
+// failure) exits 1 with it.
+func ErrorStatus(err error, stderr io.Writer, github bool) (status int, _ error) {
+	var se *SpecError
+	var ue *UsageError
+	switch {
+	case errors.As(err, &se):
+		format, _ := specs.ChooseFormat(specs.FormatHuman, false, false, github)
+		_ = se.WriteDiagnostics(stderr, format)
+		return ExitUsage, nil
+	case errors.As(err, &ue):
+		return ExitUsage, ue.Err
+	}
+	return ExitFailed, err
+}
+
 // LoadSpecFile reads and validates a spec file.
 func LoadSpecFile(file string) (*specs.Spec, error) {
 	src, err := os.ReadFile(file)
