@@ -84,9 +84,6 @@ func failErr(err error) error {
 	return &exitError{code: exitFailure, err: err}
 }
 
-// silentExit ends the command with code without printing anything more.
-func silentExit(code int) error { return &exitError{code: code} }
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -245,7 +242,7 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	// The result cache's bound, as the original's environment sets it.
 	engine.ResultCache = engine.ParseCacheBound(os.Getenv("STRATUM_CACHE_MAX_AGE_DAYS"), os.Getenv("STRATUM_CACHE_MAX_ENTRIES"))
 	// The commands its refusals advise name this stratum as it was invoked.
-	return &engine.Service{Root: ".", Store: st, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
+	return &engine.Service{Root: ".", Store: st, Compile: exprlang.Compile, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
 		NoResultCache: engine.ResultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
 }
 
@@ -271,6 +268,7 @@ func storeSettings() (shared.Settings, error) {
 	if err != nil {
 		return s, usageErr("%v", err)
 	}
+	s.Compile = exprlang.Compile
 	return s, nil
 }
 
@@ -551,12 +549,7 @@ func (a *app) queryCommand() *cobra.Command {
 			return nil
 		},
 		RunE: withService(func(ctx context.Context, svc *engine.Service, _ []string) error {
-			list, err := svc.Query().List(ctx, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit})
-			if err != nil {
-				return failErr(err)
-			}
-			// Streamed entry by entry: the bytes writeJSON would write.
-			return clijson.WriteFlows(a.stdout, list, time.Now())
+			return exit(clijson.QueryFlows(ctx, svc, engine.ListFilter{Status: state.FlowStatus(status), Limit: limit}, a.stdout, time.Now()))
 		}),
 	}
 	flows.Flags().StringVar(&status, "status", "", "only flows with this status: running, awaiting_gate, complete, killed, budget_exhausted or failed")
@@ -935,13 +928,7 @@ func (a *app) tuiCommand() *cobra.Command {
 			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Invocation: runner.InvokedNow().Invocation(), Plain: plain, Once: once,
 				NoColor: noColor, SpecDirs: append(specDirs, args...), Config: cfg, ConfigErr: cfgErr,
 				SweepInterval: mcpserver.DefaultSweepInterval, Terminal: isTerminal(a.stdout) && isTerminal(a.stdin), In: a.stdin, Out: a.stdout})
-			var ue *tui.UsageError
-			if errors.As(err, &ue) {
-				return usageErr("%v", ue.Err)
-			} else if err != nil {
-				return failErr(err)
-			}
-			return nil
+			return exit(runner.ErrorStatus(err, a.stderr, a.github))
 		},
 	}
 	cmd.Flags().BoolVar(&plain, "plain", false, "stream state and events as plain lines instead of the full-screen console")

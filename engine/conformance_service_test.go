@@ -6,6 +6,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // §2.3: an unexpected failure is the original's translated internal_error,
@@ -13,7 +14,7 @@ import (
 // "An unexpected error occurred."}, never the details; an unknown flow is
 // the hand-built flow_not_found (no success key).
 func TestConformanceServiceErrorEnvelopes(t *testing.T) {
-	svc := &engine.Service{Store: enginetest.New(), NewID: func() string { panic("boom: secret detail") }}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New(), NewID: func() string { panic("boom: secret detail") }}
 	r, err := wireOf(svc.Plan(context.Background(), svcSpec, "main", nil, engine.PlanOptions{}))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // Ledger answers the flow's ledger from this Service's own commit, and
@@ -13,8 +14,8 @@ import (
 func TestLedger(t *testing.T) {
 	ctx := context.Background()
 	mem := enginetest.New()
-	s := &engine.Service{Store: mem}
-	other := &engine.Service{Store: mem}
+	s := &engine.Service{Compile: exprlang.Compile, Store: mem}
+	other := &engine.Service{Compile: exprlang.Compile, Store: mem}
 	planned, err := s.Plan(ctx, deadlineSpec, "main", nil, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)

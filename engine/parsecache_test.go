@@ -1,12 +1,16 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stratum-go/stratum/specs/exprlang"
+)
 
 // TestParseCacheKeepsFailures: a spec that does not parse is parsed once
 // per file and text, like a valid one (100,000 stored flows of one broken
 // spec cost one parse); its diagnostics keep naming its file.
 func TestParseCacheKeepsFailures(t *testing.T) {
-	s := &Service{}
+	s := &Service{Compile: exprlang.Compile}
 	const bad = "version: \"0.2\"\nflows:\n  main:\n    steps: []\n"
 	sp1, ds1 := s.parse("a.stratum.yaml", bad)
 	sp2, ds2 := s.parse("a.stratum.yaml", bad)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
@@ -39,7 +40,7 @@ func newService() (*engine.Service, *enginetest.Store, *clock) {
 	st.Now = c.Now
 	n := 0
 	var mu sync.Mutex
-	return &engine.Service{Store: st, Now: c.Now, NewID: func() string {
+	return &engine.Service{Compile: exprlang.Compile, Store: st, Now: c.Now, NewID: func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		n++

@@ -1,14 +1,14 @@
 package engine
 
-// The engine's calls into package specs for expressions, JSON Schema,
-// canonical JSON and parsing go through these helpers.
+// The engine's calls into package specs for expressions, JSON Schema and
+// canonical JSON go through these helpers; specs are parsed with the
+// Service's compiler (Service.parse), and refused without one (noCompiler).
 
 import (
 	"context"
 	"errors"
 
 	"github.com/stratum-go/stratum/specs"
-	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // errNoEval is returned when there is no expression to evaluate.
@@ -43,9 +43,15 @@ func schemaViolations(s *specs.Schema, v any) []string {
 // canonicalJSON is specs.CanonicalJSON.
 func canonicalJSON(v any) ([]byte, error) { return specs.CanonicalJSON(v) }
 
-// parseSpec is specs.Parse.
-func parseSpec(file string, src []byte) (*specs.Spec, specs.Diagnostics) {
-	return specs.Parse(file, src, exprlang.Compile)
+// noCompiler is the answer of a Service without Compile to every spec (not
+// cached: it is not the spec's fault).
+func noCompiler(file string) specs.Diagnostics {
+	return specs.Diagnostics{{
+		File: file, Severity: specs.SeverityError, Code: specs.CodeUnsupported,
+		ErrorType: specs.ErrorTypeOf(specs.CodeUnsupported), Path: "root",
+		Message:    "this engine.Service has no expression compiler (Service.Compile) and cannot run spec flows",
+		Suggestion: "Set Service.Compile to exprlang.Compile (package specs/exprlang).",
+	}}
 }
 
 // exprViolations are the violations an ensure builtin reported

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
@@ -25,7 +26,7 @@ flows:
 func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	ctx := context.Background()
 	st := enginetest.New()
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
 	lease := state.Lease{ID: "L"}
 	resp, err := wireOf(svc.Plan(ctx, specRecorded, "main", nil, engine.PlanOptions{Driver: state.DriverRunner}))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/specs"
@@ -17,8 +16,9 @@ import (
 // addReviewToSummaries (3→4) rewrites every summary in codec v3, giving
 // each flow waiting at a gate its gate's review as the engine derives it
 // (engine.Summarize of the state with its flow in its stored spec, each
-// distinct spec parsed once). A flow whose state or spec cannot be read
-// keeps a summary without it (the engine then reads that gate's state, as
+// distinct spec parsed once, with Options.Compile). Without Options.Compile,
+// or for a flow whose state or spec cannot be read, the summary keeps no
+// review (the engine then reads that gate's state, as
 // it reads a codec-v2 summary). The bump also keeps schema-3 binaries,
 // which cannot decode v3, out of the file.
 func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
@@ -29,7 +29,7 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 	t := &tx{s: s, btx: btx}
 	parsed := map[[32]byte]*specs.Spec{}
 	return s.rewriteSummaries(btx, func(id []byte, sum *state.FlowSummary) error {
-		if sum.Review != nil || !pendingGate(sum) {
+		if sum.Review != nil || !pendingGate(sum) || s.opts.Compile == nil {
 			return nil
 		}
 		v := flows.Get(id)
@@ -47,7 +47,7 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 		sp, ok := parsed[ref.hash]
 		if !ok {
 			var ds specs.Diagnostics
-			if sp, ds = specs.Parse(st.SpecFile, []byte(st.RawSpec), exprlang.Compile); ds.HasErrors() {
+			if sp, ds = specs.Parse(st.SpecFile, []byte(st.RawSpec), s.opts.Compile); ds.HasErrors() {
 				sp = nil
 			}
 			parsed[ref.hash] = sp

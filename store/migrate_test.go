@@ -19,6 +19,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
@@ -567,8 +569,16 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 // summaries, which cannot hold a gate's review) migrates to schema 4 with
 // each gate's review as the engine derives it, from its state and stored
 // spec; a flow whose spec no longer parses keeps no review, and the other
-// summaries are unchanged.
+// summaries are unchanged. Opened without Options.Compile (a Go program's
+// store, which links no expression compiler), the migration runs and every
+// gate keeps no review.
 func TestMigrate3To4GatesGainTheirReview(t *testing.T) {
+	for _, compile := range []specs.ExprCompiler{exprlang.Compile, nil} {
+		t.Run(fmt.Sprintf("compiler=%v", compile != nil), func(t *testing.T) { testMigrate3To4(t, compile) })
+	}
+}
+
+func testMigrate3To4(t *testing.T, compile specs.ExprCompiler) {
 	t.Setenv("STRATUM_HOME", t.TempDir())
 	path := filepath.Join(t.TempDir(), FileName)
 	ctx := context.Background()
@@ -599,7 +609,7 @@ func TestMigrate3To4GatesGainTheirReview(t *testing.T) {
 		}
 	}
 
-	s, err := Open(path, Options{})
+	s, err := Open(path, Options{Compile: compile})
 	if err != nil {
 		t.Fatalf("migrate 3→%d: %v", SchemaVersion, err)
 	}
@@ -610,16 +620,16 @@ func TestMigrate3To4GatesGainTheirReview(t *testing.T) {
 	if len(gates) != 3 { // flows 4 and 8, and the gate template
 		t.Fatalf("%d flows at a gate, want 3", len(gates))
 	}
-	svc := &engine.Service{Store: s}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: s}
 	for _, g := range gates {
 		fs, err := svc.Query().FlowWithSpec(ctx, g.FlowID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := engine.Summarize(fs.State, fs.Flow).Review
-		if g.FlowID == broken {
+		if g.FlowID == broken || compile == nil {
 			if g.Review != nil {
-				t.Fatalf("the flow whose spec does not parse got a review: %+v", g.Review)
+				t.Fatalf("flow %s got a review (no compiler: %v): %+v", g.FlowID, compile == nil, g.Review)
 			}
 			continue
 		}

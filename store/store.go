@@ -18,6 +18,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs"
 )
 
 // FileName is the name of the store file inside the state directory
@@ -55,6 +56,14 @@ type Options struct {
 	// spell is seen at once. Zero means DefaultWatchGap; negative means no
 	// gap.
 	WatchGap time.Duration
+	// Compile compiles the expressions of a stored spec where the store
+	// parses one: the 3→4 migration, which gives each flow at a gate its
+	// gate's review in its summary. The stratum command sets it
+	// (exprlang.Compile, of package specs/exprlang); without it (a Go
+	// program, which links no expression compiler) those summaries keep no
+	// review, and the engine reads the gate's state instead, as for a flow
+	// whose spec no longer parses.
+	Compile specs.ExprCompiler
 }
 
 // DefaultKeepOpen is how long an Update leaves the file open, unlocked, for

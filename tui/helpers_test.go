@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/state"
@@ -121,7 +122,7 @@ func tickingService(step time.Duration, newID func() string) (*engine.Service, *
 	}
 	st := enginetest.New()
 	st.Now = clock
-	return &engine.Service{Store: st, Now: clock, NewID: newID}, st
+	return &engine.Service{Compile: exprlang.Compile, Store: st, Now: clock, NewID: newID}, st
 }
 
 // fixedID names every flow id.

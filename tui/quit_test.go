@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/engine/run"
@@ -45,7 +46,7 @@ func TestQuitReleasesRunLease(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "wait.stratum.yaml"), []byte(waitSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Store: enginetest.New()}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
 	out := &syncBuffer{}
 	inR, inW := io.Pipe()
 	defer inW.Close()

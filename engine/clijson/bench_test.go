@@ -12,6 +12,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/clijson"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -61,7 +62,7 @@ func bigStore100k(b *testing.B) *store.Store {
 // listing read from a bbolt store and its JSON written (WriteFlows).
 func BenchmarkQueryFlows100k(b *testing.B) {
 	b.Setenv("STRATUM_HOME", b.TempDir())
-	svc := &engine.Service{Store: bigStore100k(b)}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: bigStore100k(b)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -156,6 +156,17 @@ func GCStalled(ctx context.Context, svc *engine.Service, olderThan time.Duration
 	return map[string]any{"killed": killed, "skipped": skipped}, 0, nil
 }
 
+// QueryFlows is `stratum query flows`: the flows f selects, streamed to w
+// (WriteFlows: the bytes the one-document rendering would be). Exit 1
+// with a store failure; status 0 with an error is a failure to write.
+func QueryFlows(ctx context.Context, svc *engine.Service, f engine.ListFilter, w io.Writer, now time.Time) (status int, _ error) {
+	list, err := svc.Query().List(ctx, f)
+	if err != nil {
+		return statusFailure, err
+	}
+	return 0, WriteFlows(w, list, now)
+}
+
 // QueryGates is `stratum query gates`: every gate waiting for a decision
 // (Gates).
 func QueryGates(ctx context.Context, svc *engine.Service) (answer any, status int, _ error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
 	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 func TestGateLineDecision(t *testing.T) {
@@ -116,7 +117,7 @@ flows:
 func atHumanGate(t *testing.T) (*engine.Service, string) {
 	t.Helper()
 	ctx := context.Background()
-	svc := &engine.Service{Store: enginetest.New()}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
 	planned, err := svc.Plan(ctx, humanGateSpec, "main", nil, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +203,7 @@ func TestQueryFlow(t *testing.T) {
 // the flow's state names.
 func TestConfirmHumanLibraryReview(t *testing.T) {
 	ctx := context.Background()
-	svc := &engine.Service{Store: enginetest.New()}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
 	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "prog"})
 	if err != nil {
 		t.Fatal(err)
@@ -252,5 +253,21 @@ func TestGCLineMode(t *testing.T) {
 				t.Fatalf("Mode() = %v, %v; want %v, %q", got, err, tt.want, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestKillLineRequest: `stratum kill` needs a reason (a blank one too is
+// refused) and records who, $USER unless --by.
+func TestKillLineRequest(t *testing.T) {
+	if _, err := (KillLine{Reason: "  "}).Request(); err == nil || !strings.Contains(err.Error(), "needs --reason") {
+		t.Fatalf("blank reason: %v", err)
+	}
+	k, err := KillLine{Reason: "superseded", By: "ann"}.Request()
+	if err != nil || k.By != "ann" || k.Reason != "superseded" {
+		t.Fatalf("Request() = %+v, %v", k, err)
+	}
+	t.Setenv("USER", "bob")
+	if k, err := (KillLine{Reason: "x"}).Request(); err != nil || k.By != review.CurrentUser() || k.By == "" {
+		t.Fatalf("default --by: %+v, %v (CurrentUser %q)", k, err, review.CurrentUser())
 	}
 }

@@ -15,7 +15,7 @@
 // (GateLine turns its flags into the review.Decision, ConfirmHuman applies
 // the confirmation an approver: human gate needs from a shell at the gate
 // the flow waits at), KillFlow is `stratum kill` (KillLine its flags),
-// QueryFlow and QueryGates are `stratum query flow|gates`, GC and
+// QueryFlows, QueryFlow and QueryGates are `stratum query flows|flow|gates`, GC and
 // GCStalled are `stratum gc` and `gc --stalled` (GCLine its flags; the
 // store's --damaged is store/backend's). QueryHelp, GateHelp, KillHelp and AuditHelp are
 // their help texts.

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -26,7 +27,7 @@ func TestZeroedPageRefusedByWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 200; i++ {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/stratum"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/shared"
@@ -101,7 +102,7 @@ func TestDecisionNotStarvedOnEtcd(t *testing.T) {
 			_, err := flow.Run(stratum.WithRuntime(ctx, rt), "go")
 			done <- err
 		}()
-		svc := &engine.Service{Store: st}
+		svc := &engine.Service{Compile: exprlang.Compile, Store: st}
 		flowID := waitForReview(t, ctx, svc)
 		for calls.Load() < 60 { // the program is busy writing
 			time.Sleep(20 * time.Millisecond)

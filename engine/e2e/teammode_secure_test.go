@@ -24,6 +24,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store/backend"
 	"github.com/stratum-go/stratum/store/etcdstore"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
@@ -247,7 +248,7 @@ func TestTeamModeTLSAndAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
 	if _, err := svc.Plan(ctx, teamSpec, "main", nil, engine.PlanOptions{}); err != nil {
 		t.Fatal(err)
 	}

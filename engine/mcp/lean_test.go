@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // leanSession is a server on newStdioTransport over pipes, with or without
@@ -34,7 +35,7 @@ func startLeanSession(t *testing.T, lean bool, extra map[string]toolRun) *leanSe
 	t.Helper()
 	n := 0
 	var mu sync.Mutex
-	svc := &engine.Service{Store: enginetest.New(),
+	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New(),
 		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 		NewID: func() string {
 			mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/stratum"
 	"github.com/stratum-go/stratum/review"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // toolModel is a scripted OpenAI-compatible server: the first answer calls
@@ -155,7 +156,7 @@ func testLibraryToolHumanApprovalRefusedOverMCP(t *testing.T) {
 	}
 
 	// A person approves (as the TUI records it): the tool runs, the call ends.
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
 	if _, err := review.NewService[engine.Outcome](svc).Decide(ctx, review.Decision{FlowID: flowID, StepID: step, Option: 1,
 		Outcome: review.Approve, Reviewer: "ann", ResolvedBy: review.Human, Channel: review.ChannelTUI}); err != nil {
 		t.Fatal(err)

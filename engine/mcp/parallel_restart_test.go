@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/store"
@@ -68,7 +69,7 @@ func flowState(t *testing.T, home, id string) *state.FlowState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := (&engine.Service{Store: st}).Query().Get(context.Background(), id)
+	fs, err := (&engine.Service{Compile: exprlang.Compile, Store: st}).Query().Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestParallelServerKilledMidFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&engine.Service{Store: db}).Leases().ClaimParallelRun(context.Background(), id, "run", expired); err != nil {
+	if err := (&engine.Service{Compile: exprlang.Compile, Store: db}).Leases().ClaimParallelRun(context.Background(), id, "run", expired); err != nil {
 		t.Fatal(err)
 	}
 

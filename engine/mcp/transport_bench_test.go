@@ -13,6 +13,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/enginetest"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -28,7 +29,7 @@ type rawSession struct {
 
 func startRawSession(tb testing.TB, store engine.Store) *rawSession {
 	tb.Helper()
-	srv, st := newServer(&engine.Service{Store: store}, Options{})
+	srv, st := newServer(&engine.Service{Compile: exprlang.Compile, Store: store}, Options{})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())

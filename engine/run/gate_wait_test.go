@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
@@ -60,10 +61,10 @@ func (t countedTx) Get(id string) (*state.FlowState, error) {
 func TestGateWaitActsOnTheEvent(t *testing.T) {
 	e := newEnv(t)
 	counter := &readCounter{Store: e.store, armWatch: 2} // the wait in round 1
-	e.svc = &engine.Service{Store: counter}
+	e.svc = &engine.Service{Compile: exprlang.Compile, Store: counter}
 	// The deciding process: its own Service on the same store (no
 	// in-process broker shared with the runner's).
-	other := &engine.Service{Store: e.store}
+	other := &engine.Service{Compile: exprlang.Compile, Store: e.store}
 	ctx := context.Background()
 
 	var mu sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // countingStore counts the write transactions that commit.
@@ -62,7 +63,7 @@ func TestGlobalCacheWrittenInTheStepsCommit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			cs := &countingStore{Store: e.store}
-			e.svc = &engine.Service{Store: cs}
+			e.svc = &engine.Service{Compile: exprlang.Compile, Store: cs}
 			sp := e.spec(cachedSpec(tc.first))
 			start := func(cache string) (*Outcome, int) {
 				t.Helper()

@@ -154,3 +154,28 @@ func TestHumanReviewWithOnTimeoutRefused(t *testing.T) {
 	default:
 	}
 }
+
+// TestResolveRefusesSpecGates: the gate of a spec's flow in the store
+// (approver any) is not decided by Runtime.Resolve — a program links no
+// spec parser — and the refusal says where it is decided; nothing is
+// recorded and the gate still waits.
+func TestResolveRefusesSpecGates(t *testing.T) {
+	rt, ctx, svc, _ := storeRuntime(t, newChanSink())
+	spec := strings.Replace(humanGateSpec, "    approver: human\n", "", 1)
+	out, err := svc.Plan(ctx, spec, "main", nil, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowID := engine.FlowIDOf(out)
+	if _, err := svc.StepDone(ctx, engine.StepReport{FlowID: flowID, StepID: "draft", Result: map[string]any{"text": "v1"}}); err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Resolve(ctx, Resolution{ReviewID: review.ID(flowID, "review", 0), Reviewer: "ann"})
+	if err == nil || errors.Is(err, review.ErrNotAllowed) || !strings.Contains(err.Error(), "runs a spec; decide its gate with `stratum gate`") {
+		t.Fatalf("Resolve of a spec's gate = %v", err)
+	}
+	st, err := svc.Query().Get(ctx, flowID)
+	if err != nil || st.Status != state.StatusAwaitingGate || len(st.Records) != 1 {
+		t.Fatalf("after the refused Resolve: %s, %d records, %v", st.Status, len(st.Records), err)
+	}
+}

@@ -37,7 +37,9 @@ type Resolution struct {
 // program cannot show that a person decided (an agent can write and run
 // one). The error matches review.ErrNotAllowed (error_type
 // gate_requires_human, as over MCP); such a review is decided in `stratum
-// tui`, with `stratum gate` on a terminal, or on the console sink.
+// tui`, with `stratum gate` on a terminal, or on the console sink. The gate
+// of a spec's flow (a *.stratum.yaml run by the CLI or an agent) is not a
+// program's to decide: it is refused, and nothing is recorded.
 func (rt *Runtime) Resolve(ctx context.Context, r Resolution) error {
 	return rt.decide(ctx, r.ReviewID, review.Decision{Outcome: review.Approve, Value: r.Value,
 		Reviewer: r.Reviewer, Rationale: r.Rationale, Channel: ChannelProgram})
@@ -80,6 +82,13 @@ func (rt *Runtime) decide(ctx context.Context, reviewID string, d review.Decisio
 	if err := review.Check(d); err != nil {
 		return fmt.Errorf("stratum: review %s: %w", reviewID, err)
 	}
+	st, err := s.svc.Query().Get(ctx, flowID)
+	if err != nil {
+		return fmt.Errorf("stratum: review %s: %w", reviewID, err)
+	}
+	if !st.IsLibrary() {
+		return specGateRefusal(reviewID, st, d)
+	}
 	return s.write(flowID, func() error {
 		_, err := s.svc.GateResolve(ctx, flowID, d)
 		if err != nil {
@@ -87,6 +96,21 @@ func (rt *Runtime) decide(ctx context.Context, reviewID string, d review.Decisio
 		}
 		return nil
 	})
+}
+
+// specGateRefusal is decide's answer for the gate of a spec's flow in the
+// store: a program links no spec parser (nor the expression language a
+// spec's flow runs on), so such a gate is decided where specs run — with
+// `stratum gate`, in `stratum tui` or over MCP — and nothing is recorded.
+// An approver: human gate is refused as any program's decision on a
+// human review is (gate_requires_human).
+func specGateRefusal(reviewID string, st *state.FlowState, d review.Decision) error {
+	if g := st.Gate; g != nil && g.StepID == d.StepID {
+		if err := review.Approver(g.Approver).CheckChannel(d.Channel, "Gate '"+g.StepID+"'"); err != nil {
+			return fmt.Errorf("stratum: review %s: %w", reviewID, &engine.Error{Type: engine.ErrTypeGateRequiresHuman, Message: err.Error()})
+		}
+	}
+	return fmt.Errorf("stratum: review %s: flow %s runs a spec; decide its gate with `stratum gate`, in `stratum tui` or over MCP", reviewID, st.FlowID)
 }
 
 // splitReviewID splits FLOW/STEP/ROUND.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 
 	"github.com/stratum-go/stratum/engine/state"
 	"github.com/stratum-go/stratum/review"
@@ -53,7 +54,7 @@ func storeRuntime(t *testing.T, sinks ...ReviewSink) (*Runtime, context.Context,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	return rt, WithRuntime(context.Background(), rt), &engine.Service{Store: st}, home
+	return rt, WithRuntime(context.Background(), rt), &engine.Service{Store: st, Compile: exprlang.Compile}, home
 }
 
 type awaited[T any] struct {

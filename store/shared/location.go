@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine/config"
+	"github.com/stratum-go/stratum/specs"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -115,6 +116,11 @@ type Settings struct {
 	// of events appended without one (the stamps of flows are the
 	// writer's).
 	Now func() time.Time
+	// Compile compiles stored specs' expressions where the bbolt store
+	// parses one (store.Options.Compile; the stratum command sets
+	// exprlang.Compile). A Go program leaves it nil and links no
+	// expression compiler.
+	Compile specs.ExprCompiler
 }
 
 // FromEnv merges the environment (getenv, os.Getenv when nil) over cfg.

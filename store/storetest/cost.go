@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/specs/exprlang"
 )
 
 // Cost is what a backend counted so far (cumulative): its operations, the
@@ -104,7 +105,7 @@ func RunTransitionCost(t testing.TB, handles []engine.Store, meter Meter, opt Co
 	clients := make([]*costClient, len(handles))
 	var watchers sync.WaitGroup
 	for i, h := range handles {
-		svc := &engine.Service{Store: h}
+		svc := &engine.Service{Compile: exprlang.Compile, Store: h}
 		clients[i] = &costClient{svc: svc, task: strings.Repeat(fmt.Sprintf("client %d ", i), 20)}
 		watchers.Add(1)
 		go func() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/engine/stratum"
+	"github.com/stratum-go/stratum/specs/exprlang"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 	"github.com/stratum-go/stratum/store/shared"
 )
@@ -57,7 +58,7 @@ func TestTeamModeIsOneImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := (&engine.Service{Store: st}).Query().Get(ctx, id)
+	fs, err := (&engine.Service{Compile: exprlang.Compile, Store: st}).Query().Get(ctx, id)
 	if err != nil || fs.FlowName != "team" || fs.Driver != "library" || len(fs.Trace) == 0 {
 		t.Fatalf("flow %s in the cluster: %+v, %v", id, fs, err)
 	}
