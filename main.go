@@ -928,13 +928,7 @@ func (a *app) tuiCommand() *cobra.Command {
 			err = tui.Command(cmd.Context(), tui.CommandOptions{Service: svc, Backend: opened.Name(), Invocation: runner.InvokedNow().Invocation(), Plain: plain, Once: once,
 				NoColor: noColor, SpecDirs: append(specDirs, args...), Config: cfg, ConfigErr: cfgErr,
 				SweepInterval: mcpserver.DefaultSweepInterval, Terminal: isTerminal(a.stdout) && isTerminal(a.stdin), In: a.stdin, Out: a.stdout})
-			var ue *tui.UsageError
-			if errors.As(err, &ue) {
-				return usageErr("%v", ue.Err)
-			} else if err != nil {
-				return failErr(err)
-			}
-			return nil
+			return exit(runner.ErrorStatus(err, a.stderr, a.github))
 		},
 	}
 	cmd.Flags().BoolVar(&plain, "plain", false, "stream state and events as plain lines instead of the full-screen console")

@@ -45,11 +45,9 @@ type CommandOptions struct {
 
 // UsageError is a problem with how `stratum tui` was started (no
 // terminal, a --watch directory that cannot be watched, a configuration or
-// key map that does not load): main reports it as a usage error.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+// key map that does not load): the commands' one usage error, engine/run's,
+// which runner.ErrorStatus maps to exit 2.
+type UsageError = runner.UsageError
 
 // Command runs `stratum tui` until ctx ends or the user quits: the line
 // mode (RunPlain) with --plain, else the full console (Run) on the

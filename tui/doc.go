@@ -1,7 +1,8 @@
 // Package tui is `stratum tui`, the operator console for flows and human
 // gates, and its plain line mode (`stratum tui --plain`). Command
 // (command.go) is the command's body: main.go binds its flags, opens the
-// service and maps Command's UsageError to exit 2; CommandHelp and
+// service and maps Command's UsageError (engine/run's, the commands' one
+// usage error) to exit 2 with runner.ErrorStatus; CommandHelp and
 // CommandExamples are its help.
 //
 // # Architecture

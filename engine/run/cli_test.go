@@ -401,3 +401,36 @@ func TestConcludeLeaseHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorStatus: the exit of the error `stratum run` or `stratum tui`
+// ended with — an invalid spec's diagnostics printed (exit 2, nothing more
+// said), a usage problem 2 with its message, anything else 1 with it, nil
+// 0.
+func TestErrorStatus(t *testing.T) {
+	spec := &SpecError{File: "x.stratum.yaml", Diagnostics: specs.Diagnostics{{File: "x.stratum.yaml", Line: 2, Column: 3,
+		Severity: specs.SeverityError, Code: "unknown-field", Message: "unknown field"}}}
+	for _, tt := range []struct {
+		err        error
+		status     int
+		msg        string // "" = no message
+		diagnostic bool   // the spec's diagnostics on stderr
+	}{
+		{nil, ExitComplete, "", false},
+		{spec, ExitUsage, "", true},
+		{fmt.Errorf("starting: %w", usage("--on-gate %q: want exit", "x")), ExitUsage, `--on-gate "x": want exit`, false},
+		{errors.New("store is down"), ExitFailed, "store is down", false},
+	} {
+		var stderr bytes.Buffer
+		status, err := ErrorStatus(tt.err, &stderr, false)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if status != tt.status || msg != tt.msg {
+			t.Errorf("ErrorStatus(%v) = %d, %q; want %d, %q", tt.err, status, msg, tt.status, tt.msg)
+		}
+		if got := strings.Contains(stderr.String(), "x.stratum.yaml:2:3"); got != tt.diagnostic {
+			t.Errorf("ErrorStatus(%v) printed %q", tt.err, stderr.String())
+		}
+	}
+}

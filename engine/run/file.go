@@ -47,16 +47,18 @@ func (e *SpecError) WriteDiagnostics(w io.Writer, format string) error {
 	return specs.WriteResults(w, format, []specs.FileResult{specs.NewFileResult(e.File, e.Diagnostics)})
 }
 
-// ErrorStatus is the exit of `stratum run` for an error of starting or
-// continuing a run (CommandLine.Main's): an invalid spec prints its
-// diagnostics on stderr (as `stratum validate` does; github annotations
-// under GitHub Actions) and exits 2 with nothing more said; a usage
-// problem exits 2 with its message; anything else (a store or executor
-// failure) exits 1 with it.
+// ErrorStatus is the exit of `stratum run` (and `stratum tui`) for the
+// error the command ended with (CommandLine.Main's, tui.Command's): an
+// invalid spec prints its diagnostics on stderr (as `stratum validate`
+// does; github annotations under GitHub Actions) and exits 2 with nothing
+// more said; a usage problem exits 2 with its message; anything else (a
+// store or executor failure) exits 1 with it; nil is 0.
 func ErrorStatus(err error, stderr io.Writer, github bool) (status int, _ error) {
 	var se *SpecError
 	var ue *UsageError
 	switch {
+	case err == nil:
+		return ExitComplete, nil
 	case errors.As(err, &se):
 		format, _ := specs.ChooseFormat(specs.FormatHuman, false, false, github)
 		_ = se.WriteDiagnostics(stderr, format)
