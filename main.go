@@ -735,8 +735,7 @@ func (a *app) installCommand() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			opts.StratumHome = os.Getenv("STRATUM_HOME")
-			rep, err := mcpserver.Install(opts)
-			return a.printInstallReport(rep, err, jsonOut)
+			return exit(mcpserver.InstallCommand(opts, a.stdout, jsonOut))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -820,8 +819,7 @@ func (a *app) uninstallCommand() *cobra.Command {
 		Example: mcpserver.UninstallExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			rep, err := mcpserver.Uninstall(opts)
-			return a.printInstallReport(rep, err, jsonOut)
+			return exit(mcpserver.UninstallCommand(opts, a.stdout, jsonOut))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -830,14 +828,6 @@ func (a *app) uninstallCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be removed and change nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	return cmd
-}
-
-// printInstallReport prints what install or uninstall did.
-func (a *app) printInstallReport(rep mcpserver.InstallReport, err error, jsonOut bool) error {
-	if err != nil {
-		return failErr(err)
-	}
-	return rep.Write(a.stdout, jsonOut)
 }
 
 // ---- run: execute a flow in-process ----

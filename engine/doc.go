@@ -321,5 +321,10 @@
 //
 // The engine imports specs, review and engine/state only (and its own
 // engine/internal); it never imports store, bbolt, etcd, bubbletea or
-// fsnotify (.ci/imports checks it).
+// fsnotify (.ci/imports checks it), nor the expression compiler: a spec is
+// parsed with Service.Compile (exprlang.Compile of package specs/exprlang,
+// set by the stratum command, the MCP server and `stratum run`'s tests). A
+// Service without it is a Go program's (the library's, which so links no
+// expr-lang): it runs the flows of Go programs and refuses every spec with a
+// diagnostic naming Service.Compile.
 package engine

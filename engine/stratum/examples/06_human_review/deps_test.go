@@ -18,12 +18,16 @@ import (
 // brings): a program on the default bbolt store must not link them.
 var teamModules = []string{"go.etcd.io/etcd/", "google.golang.org/grpc", "go.uber.org/zap"}
 
-// linkedTeamModules returns the module paths among deps that belong to
-// team mode.
-func linkedTeamModules(deps []string) []string {
+// exprModules are the modules of the spec expression language (package
+// specs/exprlang): a Go program compiles no spec expression and must not
+// link them.
+var exprModules = []string{"github.com/expr-lang/expr"}
+
+// linkedModules returns the module paths among deps that belong to mods.
+func linkedModules(deps, mods []string) []string {
 	var bad []string
 	for _, d := range deps {
-		for _, m := range teamModules {
+		for _, m := range mods {
 			if strings.HasPrefix(d, m) || d == strings.TrimSuffix(m, "/") {
 				bad = append(bad, d)
 			}
@@ -34,7 +38,8 @@ func linkedTeamModules(deps []string) []string {
 
 // TestStoredProgramLinksNoEtcd builds this example (a program that opens
 // the shared store with --store) and reads its build information, as `go
-// version -m` prints it: no etcd client, gRPC or zap module is linked.
+// version -m` prints it: no etcd client, gRPC or zap module is linked, nor
+// expr-lang (the library links no spec expression compiler).
 // The built program then stores its flow in a bbolt file under
 // STRATUM_HOME, and refuses an etcd:// store naming the import that
 // enables team mode.
@@ -58,19 +63,25 @@ func TestStoredProgramLinksNoEtcd(t *testing.T) {
 	for _, d := range info.Deps {
 		deps = append(deps, d.Path)
 	}
-	if bad := linkedTeamModules(deps); len(bad) > 0 {
+	if bad := linkedModules(deps, teamModules); len(bad) > 0 {
 		t.Errorf("a program on the bbolt store links team mode's modules %v", bad)
+	}
+	if bad := linkedModules(deps, exprModules); len(bad) > 0 {
+		t.Errorf("a Go program links the spec expression language's modules %v", bad)
 	}
 	if fi, err := os.Stat(bin); err == nil {
 		t.Logf("%d modules linked; binary %.1f MB", len(deps), float64(fi.Size())/1e6)
 	}
-	// The check sees team mode where it is linked (store/team).
-	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", "github.com/stratum-go/stratum/store/team").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(linkedTeamModules(strings.Fields(string(out)))) == 0 {
-		t.Error("store/team links no etcd module: the check cannot fail")
+	// The checks see the modules where they are linked (store/team,
+	// specs/exprlang).
+	for pkg, mods := range map[string][]string{"store/team": teamModules, "specs/exprlang": exprModules} {
+		out, err := exec.Command(goBin, "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", "github.com/stratum-go/stratum/"+pkg).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(linkedModules(strings.Fields(string(out)), mods)) == 0 {
+			t.Errorf("%s links none of %v: the check cannot fail", pkg, mods)
+		}
 	}
 
 	home := t.TempDir()
