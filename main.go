@@ -852,10 +852,13 @@ func (a *app) runCommand() *cobra.Command {
 				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github,
 				Invocation: runner.InvokedNow().Invocation()}, junitFile, jsonOut)
 			if err != nil {
-				code, err = a.runStatus(err)
+				// The --json report of a run that did not start, then why.
+				if rep != nil {
+					_ = writeJSON(a.stdout, rep)
+				}
+				return exit(a.runStatus(err))
 			}
-			// rep: the --json report (also of a run that did not start), or the completed flow's output.
-			return a.finish(rep, code, err)
+			return a.finish(rep, code, nil) // the --json report, or the completed flow's output
 		},
 	}
 	inputFlags(cmd, &line.Flow, &line.Inputs, &line.InputsFile)
