@@ -735,8 +735,7 @@ func (a *app) installCommand() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			opts.StratumHome = os.Getenv("STRATUM_HOME")
-			rep, err := mcpserver.Install(opts)
-			return a.printInstallReport(rep, err, jsonOut)
+			return exit(mcpserver.InstallCommand(opts, a.stdout, jsonOut))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -820,8 +819,7 @@ func (a *app) uninstallCommand() *cobra.Command {
 		Example: mcpserver.UninstallExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			rep, err := mcpserver.Uninstall(opts)
-			return a.printInstallReport(rep, err, jsonOut)
+			return exit(mcpserver.UninstallCommand(opts, a.stdout, jsonOut))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "start the project-root search here (default: the current directory)")
@@ -830,14 +828,6 @@ func (a *app) uninstallCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be removed and change nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	return cmd
-}
-
-// printInstallReport prints what install or uninstall did.
-func (a *app) printInstallReport(rep mcpserver.InstallReport, err error, jsonOut bool) error {
-	if err != nil {
-		return failErr(err)
-	}
-	return rep.Write(a.stdout, jsonOut)
 }
 
 // ---- run: execute a flow in-process ----
@@ -862,10 +852,13 @@ func (a *app) runCommand() *cobra.Command {
 				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github,
 				Invocation: runner.InvokedNow().Invocation()}, junitFile, jsonOut)
 			if err != nil {
-				code, err = a.runStatus(err)
+				// The --json report of a run that did not start, then why.
+				if rep != nil {
+					_ = writeJSON(a.stdout, rep)
+				}
+				return exit(a.runStatus(err))
 			}
-			// rep: the --json report (also of a run that did not start), or the completed flow's output.
-			return a.finish(rep, code, err)
+			return a.finish(rep, code, nil) // the --json report, or the completed flow's output
 		},
 	}
 	inputFlags(cmd, &line.Flow, &line.Inputs, &line.InputsFile)

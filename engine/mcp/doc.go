@@ -69,7 +69,9 @@
 // Both edit files as text (install_jsontext.go, install_toml.go,
 // install_block.go, install_hooks.go) so the bytes they do not own are kept, and both refuse,
 // writing nothing, a file they cannot parse. InstallReport.Write prints
-// what they did, as text or JSON (`stratum install --json`). The help
+// what they did, as text or JSON (`stratum install --json`);
+// InstallCommand and UninstallCommand are the commands' bodies (the
+// report printed, the exit status). The help
 // texts of mcp, install, doctor, uninstall and hook are in command_help.go.
 //
 // Only this package imports the MCP SDK; the engine stays protocol-free.

@@ -249,6 +249,30 @@ func (rep *InstallReport) apply(verb string) error {
 	return nil
 }
 
+// InstallCommand is `stratum install`: Install, then its report printed
+// on w (Write). Exit 1 when the install failed; status 0 with an error is
+// a failure to write the report.
+func InstallCommand(opts InstallOptions, w io.Writer, asJSON bool) (status int, err error) {
+	rep, err := Install(opts)
+	return rep.status(err, w, asJSON)
+}
+
+// UninstallCommand is `stratum uninstall`: Uninstall, then its report
+// printed on w, as InstallCommand.
+func UninstallCommand(opts UninstallOptions, w io.Writer, asJSON bool) (status int, err error) {
+	rep, err := Uninstall(opts)
+	return rep.status(err, w, asJSON)
+}
+
+// status ends InstallCommand and UninstallCommand: err (the command
+// failed, exit 1), or the report written.
+func (rep InstallReport) status(err error, w io.Writer, asJSON bool) (int, error) {
+	if err != nil {
+		return 1, err
+	}
+	return 0, rep.Write(w, asJSON)
+}
+
 // Write prints the report on w: Text, or with asJSON the report as
 // indented JSON (`stratum install --json`).
 func (rep InstallReport) Write(w io.Writer, asJSON bool) error {

@@ -47,7 +47,7 @@
 // what follows; flow ids may not contain NUL):
 //
 //	meta/format          "stratum-etcd"
-//	meta/schema_version  "6" (SchemaVersion)
+//	meta/schema_version  "7" (SchemaVersion)
 //	meta/created_at      RFC 3339
 //	meta/seq             high-water mark: at least every sequence number of
 //	                     a deleted event (decimal; schema 2: the last one
@@ -67,12 +67,12 @@
 //	c/<created:16>‖NUL‖<id>                  (empty)   newest-first listing
 //	t/<status>‖NUL‖<created:16>‖NUL‖<id>     (empty)   List(Status)
 //	g/<id>               summary   status awaiting_gate with a Gate
-//	p/<id>‖NUL‖<token:24><pos:4>  events, pending: appended, not yet
-//	                     indexed; the first one's sequence number is the
-//	                     key's mod revision<<16 | pos, the others follow
-//	e/<seq:16>           events (the indexed log, in sequence order; seq:
-//	                     the first one's)
-//	x/<id>‖NUL‖<seq:16>  events (a flow's indexed events)
+//	p/<id>‖NUL‖<token:24><pos:4>  events (the log, schema 7): the first
+//	                     one's sequence number is the key's mod
+//	                     revision<<16 | pos, the others follow
+//	e/<seq:16>           events (schema 6 and before: the ordered log,
+//	                     seq the first one's; no longer written)
+//	x/<id>‖NUL‖<seq:16>  events (schema 6 and before: a flow's; idem)
 //	d/<id>               tombstone of a deleted flow with many events
 //	k/<cache key>        raw cached bytes
 //	gd/<key>/r           a guarded resource's registration (engine/guard)
@@ -132,39 +132,50 @@
 // commits. Append stamps them into the caller's events when the commit
 // succeeds (the revision is known only then).
 //
-// After a commit that appended, an indexer (one goroutine per Store while
-// there is work) waits 10 ms (indexDelay: the commits of that time share
-// one indexing transaction) and moves the events this Store appended into
-// the log, up to 40 keys per etcd transaction: each leaves p/ and lands
-// in e/<seq:16> and x/<id>‖NUL‖<seq:16>, its JSON stamped with the
-// sequence numbers, in one transaction that commits only if every key it moves is
-// still there unchanged (else it moves those still there: a Delete or
-// another process's indexer came first). It knows their keys and
-// revisions from the commit and reads no range of p/: etcd keeps a
-// deleted key in its index until the cluster is compacted, so a range
-// over p/ steps over every event appended since the last compaction
-// (indexer.go). While the Store keeps committing, the indexer has no
-// transaction of its own: each commit carries the moves of the events
-// the Store's earlier commits left, as many as etcd's default limit of
-// 128 operations leaves room for, in a nested transaction with those
-// compares (its failure leaves the commit's own outcome alone, and the
-// indexer sorts them out); a commit that deletes a flow carries none
-// (etcd evaluates nested compares before the outer operations), and the
-// indexer moves what waited indexDelay. At every revision each event is therefore in exactly one
-// place, p/ or e/ (and x/), so a reader at a snapshot revision S sees
-// every event committed up to S and none after: Events merges e/ (from
-// the cursor, by key) with p/ (ordered by mod revision and position);
-// FlowEvents merges x/<id> with p/<id>. A process that dies before
-// indexing leaves its events in p/, where readers find them, until an
-// indexer of any process (one scans p/ at every Open and every GC) moves
-// them.
-// Events a transaction appends are invisible to its own reads before its
-// commit (they have no number yet).
+// The key is the events' place in the log for good (schema 7): nothing
+// moves them, and they are deleted with their flow only. So a transition
+// writes its events once, in its own commit: the flow (f/), its summary
+// (s/), its events (p/) and meta/last_append, in one etcd transaction that
+// compares the flow alone. (Schema 6 and before wrote them pending in p/
+// and had an indexer move them into the ordered log e/<seq:16> and the
+// flow's x/<id>‖NUL‖<seq:16>: a compare, a delete and two puts more per
+// key. Those keys stay where that indexer left them and are read as they
+// are: Events merges e/ with p/, FlowEvents x/<id> with p/<id>, and an
+// event found in both, as a schema 6 process still running moved it, is
+// kept once.)
+//
+// FlowEvents ranges over p/<id>‖NUL (the flow's keys, ordered by mod
+// revision and position). The keys of p/ are ordered by flow, not by
+// sequence number, so Events finds the events after a cursor by
+// revision (logtail.go), at the snapshot revision S:
+//
+//   - From the Store's feed when it holds them (see Watching): no read.
+//   - Else, for a cursor at most 4096 revisions behind S (replayMax), from
+//     etcd's history: one etcd watch from the cursor's revision over
+//     [meta/last_append, the end of p/) delivers the puts of p/ in commit
+//     order, up to the put of meta/last_append at its mod revision at S
+//     (the last appending commit up to S; every key of p/ is put by an
+//     appending commit, and that put is its last operation). When a flow
+//     was deleted since the cursor (meta/gen's mod revision is above it),
+//     the keys found are read again at S and those gone left out. etcd
+//     reads every key committed in those revisions to answer, so the cost
+//     is what was committed since the cursor, whatever the history before
+//     it; the watch waits for etcd's next sync of such watches (at most
+//     100 ms).
+//   - Else (a cursor further back, a compacted history, or inside an
+//     Update, where the commit compares the range), from the keys of p/:
+//     a range with no value, in pages of 1000, then the values of those
+//     committed after the cursor (as many keys as the limit needs). Its
+//     cost is the number of the log's keys.
+//
+// So a reader at S sees every event committed up to S and none after, with
+// no range over p/ in the recent case. Events a transaction appends are
+// invisible to its own reads before its commit (they have no number yet).
 //
 // LastSeq is the largest of meta/seq and the last event appended (read
 // from meta/last_append: one key, not the log); before a prefix's first
 // append of schema 4, the largest of meta/seq, the last key of e/ and the
-// pending events; it is 0 for a log that never held an event. Events
+// events of p/; it is 0 for a log that never held an event. Events
 // written by schema 2 keep their dense numbers, all below the
 // revision-based ones (every commit that appended them took a revision),
 // so schema 2 becomes schema 3, and 3 becomes 4, at Open by writing the
@@ -178,12 +189,14 @@
 // default); a flow with more events leaves a tombstone d/<id> holding the
 // last sequence number at the deletion, every read of the log hides the
 // flow's events up to it (its value is the snapshot revision<<16 | 0xffff,
-// so it hides the flow's pending events as well as its indexed ones), and
-// the Store removes them in batches right after the commit, pending ones
-// first (so the indexer cannot move one behind the purge), then the
-// indexed ones, then the tombstone (GC finishes what a process that died
-// meanwhile left). Delete raises meta/seq to the largest number it
-// deletes, so LastSeq never goes down.
+// so it hides the flow's events in p/ as well as in e/ and x/), and the
+// Store removes them in batches right after the commit, those of p/ first
+// (read a page of keys at a time, with no value), then those of x/ and
+// e/, then the tombstone (GC finishes what a process that died meanwhile
+// left). Delete raises meta/seq to the largest number it deletes of the
+// events it reads (the others were appended by commits that wrote
+// meta/last_append, which keeps LastSeq above them), so LastSeq never
+// goes down.
 //
 // # Watching
 //
@@ -195,20 +208,20 @@
 // in order from the feed, and nothing is skipped or repeated. What the feed
 // does not hold — a cursor from before the feed started, a flow deleted
 // since (a put of meta/gen: the feed starts again after it, as it cannot
-// tell which events went) — is read from the log (e/ and p/, at one
-// snapshot), and so is the first read of a watcher whose cursor lies
+// tell which events went) — is read from the log (at one snapshot, as
+// Events reads it: recent, from etcd's history), and so is the first read of a watcher whose cursor lies
 // behind. A read of the recent log in a View (Events, as the engine reads
 // a gap between its own publications) is answered from the feed too, when
 // it runs: the snapshot is pinned by reading meta/gen and meta/last_append
 // (the revision of the last appending commit, which the feed must have
 // reached; it waits up to 100 ms for it), else the log is read. No watcher
-// and no read of the recent log ranges over p/, whose range costs etcd a
-// step for every pending event moved since the cluster last compacted:
-// with a few processes appending, that made a transition's cost grow with
-// the history (TestTransitionCost, BenchmarkHistory). A cursor is a
-// sequence number, read against the keys of the log, never against etcd's
-// history: compaction cannot make a cursor miss an event (no cursor is
-// "too old"; only a deleted flow's events are gone, as the port says). A
+// and no read of the recent log ranges over p/ (with a few processes
+// appending, a range over it on every commit made a transition's cost grow
+// with the history: TestTransitionCost, BenchmarkHistory). A cursor is a
+// sequence number: where etcd compacted the history after it, the log is
+// read from the keys of p/, so compaction cannot make a cursor miss an
+// event (no cursor is "too old"; only a deleted flow's events are gone, as
+// the port says). A
 // feed watch cancelled by compaction or by a member that lost the leader
 // (the watch requires one) starts again where it was, or, when that
 // revision was compacted, from the current one with nothing held, and its

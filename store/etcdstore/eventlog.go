@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	sjson "github.com/segmentio/encoding/json"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,14 +27,22 @@ const seqShift = 16
 func seqOf(rev int64, idx uint64) uint64 { return uint64(rev)<<seqShift | idx }
 
 // pendingKey names the events a transaction appends to one flow, one after
-// the other, until the indexer moves them to e/ and x/: p/<flow id>‖NUL‖
-// <token:24>‖<position:4>, the position of the first. The token is unique
-// to the attempt (see Store.token), so no two writers share a key.
+// the other: p/<flow id>‖NUL‖<token:24>‖<position:4>, the position of the
+// first. The token is unique to the attempt (see newToken), so no two
+// writers share a key. The key is the events' place in the log for good
+// (schema 7; before, an indexer moved them on to e/ and x/): it is deleted
+// with its flow only.
 func (t *tx) pendingKey(flowID string, idx uint64) string {
 	if t.token == "" {
 		t.token = t.s.newToken()
 	}
 	return t.s.key("p/", flowID, "\x00", t.token, fmt.Sprintf("%04x", idx))
+}
+
+// newToken is a key part unique to one transaction attempt: this Store's
+// random id and a counter.
+func (s *Store) newToken() string {
+	return fmt.Sprintf("%016x%08x", s.tokenBase, s.tokens.Add(1))
 }
 
 // A key of the log (p/, e/, x/) holds the events one commit appended to one
@@ -195,8 +203,9 @@ func (t *tx) LastSeq() (uint64, error) {
 	return last, nil
 }
 
-// Append writes each event to its own key p/…, read by nothing a writer
-// reads, so appends conflict with nothing. The sequence numbers come from
+// Append writes the events to keys of p/ (those of one flow one after the
+// other share one), read by nothing a writer reads, so appends conflict
+// with nothing; they stay there (schema 7). The sequence numbers come from
 // the commit's etcd revision: they are stamped into the caller's events
 // when the commit succeeds (see commit).
 func (t *tx) Append(events ...engine.Event) error {
@@ -232,7 +241,6 @@ func (t *tx) Append(events ...engine.Event) error {
 			t.put(k, b)
 		}
 		t.stamps = append(t.stamps, e)
-		t.pkeys = append(t.pkeys, k)
 		t.appended++
 	}
 	return nil
@@ -241,33 +249,9 @@ func (t *tx) Append(events ...engine.Event) error {
 // stamp gives the events appended by a transaction committed at revision
 // rev their sequence numbers.
 func (t *tx) stamp(rev int64) {
-	t.commitRev = rev
 	for i, e := range t.stamps {
 		e.Seq = seqOf(rev, uint64(i))
 	}
-}
-
-// pendingRecs are the keys a committed transaction left in p/, for this
-// Store's indexer. One whose events do not encode (they did at Append) is
-// left to the scan of p/ that every Open and GC makes.
-func (t *tx) pendingRecs() []pendingRec {
-	var out []pendingRec
-	now := time.Now()
-	for i := 0; i < len(t.stamps); {
-		j := i + 1
-		for j < len(t.stamps) && t.pkeys[j] == t.pkeys[i] {
-			j++
-		}
-		evs := make([]engine.Event, 0, j-i)
-		for _, e := range t.stamps[i:j] {
-			evs = append(evs, *e)
-		}
-		if b, err := encodeBatch(evs); err == nil {
-			out = append(out, pendingRec{key: t.pkeys[i], mod: t.commitRev, seq: evs[0].Seq, flowID: evs[0].FlowID, json: b, at: now})
-		}
-		i = j
-	}
-	return out
 }
 
 // tombstones reads d/: deleted flows whose events are hidden up to a seq.
@@ -302,16 +286,13 @@ func (t *tx) Events(after uint64, limit int) ([]engine.Event, error) {
 	return t.logEvents(after, limit)
 }
 
-// logEvents merges the indexed log e/ (from after, at most limit) with the
-// pending events, all read at the snapshot revision. Its range over p/
-// steps, in etcd, over every pending event moved since the cluster last
-// compacted.
+// logEvents merges the log of schema 6 and before, e/ (from after, at most
+// limit), with the log of p/ after the cursor (logTail), all read at the
+// snapshot revision. An event a stratum of schema 6 still running moved
+// from p/ to e/ meanwhile is found in one of them at the snapshot, or in
+// both when the tail came from etcd's history: it is kept once.
 func (t *tx) logEvents(after uint64, limit int) ([]engine.Event, error) {
 	dead, err := t.tombstones()
-	if err != nil {
-		return nil, err
-	}
-	pend, err := t.pending(t.s.key("p/"))
 	if err != nil {
 		return nil, err
 	}
@@ -347,12 +328,16 @@ func (t *tx) logEvents(after uint64, limit int) ([]engine.Event, error) {
 			break
 		}
 	}
-	for _, e := range pend {
-		if d, ok := dead[e.FlowID]; e.Seq > after && (!ok || e.Seq > d) {
-			out = append(out, e)
-		}
+	tail, err := t.logTail(after, limit, dead)
+	if err != nil {
+		return nil, err
 	}
+	if len(out) == 0 {
+		return tail, nil
+	}
+	out = append(out, tail...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	out = slices.CompactFunc(out, func(a, b engine.Event) bool { return a.Seq == b.Seq })
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
@@ -411,23 +396,29 @@ func (s *Store) purgeFlow(ctx context.Context, flowID string) error {
 	}
 	upTo, _ := strconv.ParseUint(string(r.Kvs[0].Value), 10, 64)
 	dmod := r.Kvs[0].ModRevision
-	// The pending events first: once they are gone, the indexer cannot
-	// move one of them into x/ behind the purge's back.
+	// The events of p/ (a page of keys at a time, no value; those put
+	// after the tombstone belong to a flow created again with the id).
 	pp := s.key("p/", flowID, "\x00")
-	pr, err := s.cli.Get(c, pp, clientv3.WithPrefix())
-	if err != nil {
-		return err
-	}
-	for i := 0; i < len(pr.Kvs); i += inlineEvents {
-		ops := []clientv3.Op{}
-		for _, k := range pr.Kvs[i:min(i+inlineEvents, len(pr.Kvs))] {
-			if evs, err := pendingEvents(kv{key: string(k.Key), val: k.Value, mod: k.ModRevision}); err != nil || evs[0].Seq <= upTo {
+	for start := pp; ; {
+		pr, err := s.cli.Get(c, start, clientv3.WithRange(prefixEnd(pp)), clientv3.WithLimit(inlineEvents), clientv3.WithKeysOnly())
+		if err != nil {
+			return err
+		}
+		var ops []clientv3.Op
+		for _, k := range pr.Kvs {
+			if uint64(k.ModRevision) <= upTo>>seqShift {
 				ops = append(ops, clientv3.OpDelete(string(k.Key)))
 			}
 		}
-		if _, err := s.cli.Txn(c).Then(ops...).Commit(); err != nil {
-			return err
+		if len(ops) > 0 {
+			if _, err := s.cli.Txn(c).Then(ops...).Commit(); err != nil {
+				return err
+			}
 		}
+		if !pr.More || len(pr.Kvs) == 0 {
+			break
+		}
+		start = string(pr.Kvs[len(pr.Kvs)-1].Key) + "\x00"
 	}
 	xp := s.key("x/", flowID, "\x00")
 	for {

@@ -72,10 +72,11 @@ func TestAppendsOnOtherFlowsDoNotConflict(t *testing.T) {
 	}
 }
 
-// TestPendingEvents: events committed but not indexed yet (the commit
-// without afterCommit: a process that died right after it) are read from
-// p/ in order, by Events, FlowEvents and LastSeq; the indexer moves them
-// to e/ and x/ with the same numbers, and Delete removes them either way.
+// TestPendingEvents: events committed (the commit without afterCommit: a
+// process that died right after it) are read from p/ in order, by Events,
+// FlowEvents and LastSeq; moved to e/ and x/ with the same numbers, as
+// schema 6's indexer did, they read the same, and Delete removes them
+// either way.
 func TestPendingEvents(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	ctx := context.Background()
@@ -147,7 +148,7 @@ func TestPendingEvents(t *testing.T) {
 		t.Fatalf("%d pending keys, want 4", n)
 	}
 	read("pending")
-	if err := s.indexPending(ctx); err != nil {
+	if err := s.indexLegacy(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if p, e, x := keys("p/"), keys("e/"), keys("x/"); p != 0 || e != 4 || x != 4 {

@@ -15,11 +15,12 @@ import (
 
 // The feed: the tail of the event log as one etcd watch delivers it, kept in
 // memory, so neither a Watch woken by a commit nor a read of the recent log
-// (the engine's gap reads) ranges over p/. Such a range costs etcd a step for
-// every pending event ever moved since the cluster last compacted (etcd keeps
-// a deleted key in its index until then): with a few processes appending,
-// every commit woke every watcher into one, and a transition's cost grew with
-// the history (TestTransitionCost, BenchmarkHistory).
+// (the engine's gap reads) reads etcd. (Schema 6 and before read all of p/,
+// which cost etcd a step for every event ever moved out of it since the
+// cluster last compacted: with a few processes appending, every commit
+// woke every watcher into one, and a transition's cost grew with the
+// history; schema 7 reads the log after a cursor from etcd's history,
+// logtail.go, which costs what was committed since.)
 //
 // One etcd watch per Store, started by the first Watch and kept until Close,
 // covers [meta/gen, the end of p/): the puts of p/ (every appended event, its
@@ -244,22 +245,9 @@ func (t *tx) eventsFromFeed(after uint64, limit int) ([]engine.Event, bool, erro
 	if !running || t.write {
 		return nil, false, nil
 	}
-	// meta/gen and meta/last_append, in one range (no key lies between).
-	gk, lk := t.s.key("meta/gen"), t.s.key(lastAppendKey)
-	r, err := t.read(gk, clientv3.WithRange(lk+"\x00"), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, false, err
-	}
-	var last, gen int64
-	for _, k := range r.Kvs {
-		switch string(k.Key) {
-		case gk:
-			gen = k.ModRevision
-		case lk:
-			last = k.ModRevision
-		default:
-			return nil, false, nil // not the keys expected: read the log
-		}
+	gen, last, ok, err := t.marks()
+	if err != nil || !ok {
+		return nil, false, err // not the keys expected: read the log
 	}
 	f.mu.Lock()
 	from := f.from

@@ -14,18 +14,13 @@ import (
 // store's clock, with their events, one etcd transaction per flow: each
 // re-reads the flow's summary and its ancestors' and is retried like any
 // Update, so a flow another writer changed meanwhile is judged afresh. It
-// also finishes the purges of deleted flows and the indexing of pending
-// events that a process left behind.
+// also finishes the purges of deleted flows that a process left behind.
 func (s *Store) GC(ctx context.Context, olderThan time.Duration) (int, error) {
 	if olderThan < 0 {
 		return 0, fmt.Errorf("etcd store: negative GC age %v", olderThan)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
-	}
-	// The pending events a process left go to the log first.
-	if err := s.indexPending(ctx); err != nil {
-		return 0, s.wrap("gc", err)
 	}
 	cutoff := s.now().Add(-olderThan)
 	var candidates []string

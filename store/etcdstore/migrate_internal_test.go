@@ -60,9 +60,9 @@ func TestMigrateNestedLegacyPrefixes(t *testing.T) {
 		if err := s.Update(ctx, func(tx engine.Tx) error { return tx.CachePut(name+"/cache", []byte("v")) }); err != nil {
 			t.Fatal(err)
 		}
-		// Schema 1 had no pending events: index them as it would have
+		// Schema 1 had no p/: index them as it would have
 		// written them (e/ and x/).
-		if err := s.indexPending(ctx); err != nil {
+		if err := s.indexLegacy(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,15 +21,26 @@ import (
 // its events from every read at once, the batches that follow remove them,
 // and nothing of another flow is touched. A deletion whose purge never ran
 // (the process died right after the commit) is finished by GC, sparing the
-// events of a flow re-created under the same id meanwhile.
+// events of a flow re-created under the same id meanwhile. The same with
+// the events where schema 7 keeps them (p/) and where schema 6's indexer
+// moved them (e/ and x/).
 func TestDeleteManyEvents(t *testing.T) {
 	c := etcdtest.Start(t, 1)
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("indexed=%v", legacy), func(t *testing.T) { testDeleteManyEvents(t, c, legacy) })
+	}
+}
+
+func testDeleteManyEvents(t *testing.T, c *etcdtest.Cluster, legacy bool) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/purge/"})
+	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: fmt.Sprintf("/purge%v/", legacy)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// The events of the log, and of one flow, wherever they are.
+	logged := func() int { return countEvents(t, s, "e/") + countEvents(t, s, "p/") }
+	flowEvents := func(id string) int { return countEvents(t, s, "x/"+id+"\x00") + countEvents(t, s, "p/"+id+"\x00") }
 
 	// Flows big (300 events), dead (120) and small (10), interleaved with
 	// keep's one by one (so each event is a key of its own while another
@@ -68,10 +79,15 @@ func TestDeleteManyEvents(t *testing.T) {
 		return int(r.Count)
 	}
 	total := 300 + 120 + 10 + 200
-	if err := s.indexPending(ctx); err != nil {
-		t.Fatal(err)
+	if legacy {
+		if err := s.indexLegacy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := keys("p/"); n != 0 {
+			t.Fatalf("%d keys left in p/ after indexing", n)
+		}
 	}
-	if got := countEvents(t, s, "e/"); got != total {
+	if got := logged(); got != total {
 		t.Fatalf("%d events in the log, want %d", got, total)
 	}
 	last := lastSeq(t, s)
@@ -86,12 +102,12 @@ func TestDeleteManyEvents(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"x/big\x00", "x/small\x00", "d/"} {
+	for _, p := range []string{"x/big\x00", "x/small\x00", "p/big\x00", "p/small\x00", "d/"} {
 		if n := keys(p); n != 0 {
 			t.Errorf("%d keys left under %q after the deletion", n, p)
 		}
 	}
-	if got, want := countEvents(t, s, "e/"), 120+200; got != want {
+	if got, want := logged(), 120+200; got != want {
 		t.Errorf("%d events in the log after deleting big and small, want %d", got, want)
 	}
 	checkLog(t, s, map[string]int{"dead": 120, "keep": 200})
@@ -108,8 +124,8 @@ func TestDeleteManyEvents(t *testing.T) {
 	if ok, err := tx.commit(); err != nil || !ok {
 		t.Fatalf("commit: %v %v", ok, err)
 	}
-	if len(tx.purge) != 1 || keys("d/") != 1 || countEvents(t, s, "x/dead\x00") != 120 {
-		t.Fatalf("want a tombstone and 120 events left to purge: purge %v, d/ %d, x/dead %d", tx.purge, keys("d/"), countEvents(t, s, "x/dead\x00"))
+	if len(tx.purge) != 1 || keys("d/") != 1 || flowEvents("dead") != 120 {
+		t.Fatalf("want a tombstone and 120 events left to purge: purge %v, d/ %d, events of dead %d", tx.purge, keys("d/"), flowEvents("dead"))
 	}
 	// Its events are hidden at once; a flow re-created under the same id
 	// has only its new events.
@@ -134,10 +150,10 @@ func TestDeleteManyEvents(t *testing.T) {
 	if got := keys("d/"); got != 0 {
 		t.Errorf("%d tombstones after GC", got)
 	}
-	if got := countEvents(t, s, "x/dead\x00"); got != 2 {
+	if got := flowEvents("dead"); got != 2 {
 		t.Errorf("%d events of the re-created flow dead after GC, want its 2", got)
 	}
-	if got, want := countEvents(t, s, "e/"), 200+2; got != want {
+	if got, want := logged(), 200+2; got != want {
 		t.Errorf("%d events in the log after GC, want %d", got, want)
 	}
 	checkLog(t, s, map[string]int{"keep": 200, "dead": 2})

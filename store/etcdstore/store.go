@@ -18,8 +18,10 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// SchemaVersion is the layout of the keys (see the package comment): 6
-// keeps the task records of a flow that has more than a few one key per
+// SchemaVersion is the layout of the keys (see the package comment): 7
+// keeps an event where its commit wrote it, p/, for good (no indexer moves
+// it on to e/ and x/, which older schemas' events stay in), and reads the
+// log after a cursor by revision from etcd's history; 6 keeps the task records of a flow that has more than a few one key per
 // task (r/, tasks.go), so a transition writes the records that changed; 5
 // keeps no summary in the entries of c/ and t/ (a listing reads s/), so a
 // transition that keeps its status writes no index entry, and writes the
@@ -28,9 +30,9 @@ import (
 // appends is known without comparing a shared key); 3 numbers events by
 // the etcd revision of their commit (no shared counter); 2 puts every key
 // below <prefix>/NUL, so no prefix's keys lie in another's ranges; 1 put
-// them below <prefix>/ (migrated at Open, migrate.go; 2, 3, 4 and 5
-// become 6 at Open without moving a key).
-const SchemaVersion = 6
+// them below <prefix>/ (migrated at Open, migrate.go; 2 to 6 become 7
+// at Open without moving a key).
+const SchemaVersion = 7
 
 // format marks a prefix as ours.
 const format = "stratum-etcd"
@@ -85,18 +87,6 @@ type Store struct {
 	// transaction attempt unique (newToken).
 	tokenBase uint64
 	tokens    atomic.Uint32
-	// idxMu guards idxRunning (an indexer goroutine runs), idxDirty (a
-	// commit appended while it ran: run again), idxQueue (the events this
-	// Store appended and has not moved into the log yet) and idxScan (move
-	// every pending event: Open).
-	idxMu      sync.Mutex
-	idxRunning bool
-	idxDirty   bool
-	idxQueue   []pendingRec
-	idxScan    bool
-	// noCarry: the cluster refused a commit that carried moves (its limits
-	// are below etcd's defaults), so commits carry none (claimIndex).
-	noCarry atomic.Bool
 	// prevMu guards prevs, the sequence number before each of this
 	// Store's recent appending commits, by revision (order.go), and
 	// prevRing, those revisions in the order they were noted.
@@ -179,9 +169,7 @@ func (s *Store) String() string { return describe(s.eps, s.pfx) }
 
 // MaxEventsPerWrite is engine.EventLimiter: the events a commit appends
 // to one flow one after the other share a key, but events of different
-// flows, interleaved, take one key each (moved into the ordered log
-// later, by a commit that carries the move only when it fits: indexer.go),
-// and a member accepts 128 operations per transaction unless started with
+// flows, interleaved, take one key each, and a member accepts 128 operations per transaction unless started with
 // a larger --max-txn-ops; 50 events leave room for the flow's own keys and
 // the index entries whatever their flows.
 func (s *Store) MaxEventsPerWrite() int { return 50 }
@@ -275,16 +263,18 @@ func (s *Store) init(ctx context.Context) error {
 		// and meta/seq becomes the high-water mark. 3 → 4 adds
 		// meta/last_append, written by the next append. 4 → 5: the
 		// summaries that index entries of schema 4 hold are no longer
-		// read (a listing reads s/) and go when the entry does. Only the
-		// version moves, so an older stratum refuses the prefix from now
+		// read (a listing reads s/) and go when the entry does. 6 → 7:
+		// the events in e/ and x/ stay there and are read as they are, and
+		// those still in p/ (not indexed yet) are in the log's place for
+		// good. Only the version moves, so an older stratum refuses the prefix from now
 		// on (one of schema 3 would append without recording it, one of
-		// schema 4 would read the empty entries as summaries).
+		// schema 4 would read the empty entries as summaries, one of
+		// schema 6 would read all of p/, the whole log now, as pending).
 		if _, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.Value(vk), "=", v)).
 			Then(clientv3.OpPut(vk, strconv.Itoa(SchemaVersion))).Commit(); err != nil {
 			return s.wrap("open", err)
 		}
 	}
-	s.kickIndex(nil, true) // what a process that died left pending
 	return nil
 }
 

@@ -76,16 +76,13 @@ type tx struct {
 	owners  map[string]ownerIntent
 	leased  map[string]clientv3.LeaseID
 	dropped map[string]bool
-	// token names this attempt's pending event keys; stamps are the
+	// token names this attempt's event keys (p/); stamps are the
 	// caller's events it appended (stamped with their sequence numbers
-	// when the commit succeeds), pkeys their keys, appended how many; rev
-	// is set to the commit's revision when it succeeds.
-	token     string
-	batchKey  string // the key of the last events appended (Append)
-	stamps    []*engine.Event
-	pkeys     []string
-	appended  uint64
-	commitRev int64
+	// when the commit succeeds), appended how many.
+	token    string
+	batchKey string // the key of the last events appended (Append)
+	stamps   []*engine.Event
+	appended uint64
 	// etcdErr is the last error of the cluster, so Update/View can tell it
 	// from fn's own errors.
 	etcdErr error
@@ -365,32 +362,7 @@ func (t *tx) commit() (bool, error) {
 		t.put(t.s.key("meta/gen"), []byte(engine.NewUUID()))
 	}
 	cmps, ops := t.request()
-	// The moves of this Store's earlier events ride along (claimIndex),
-	// unless this transaction deletes a flow: etcd evaluates a nested
-	// transaction's compares before the outer operations, so a move
-	// would bring back a pending event the deletion removes.
-	var carried []pendingRec
-	if !t.gen {
-		carried = t.s.claimIndex(max(len(cmps), len(ops)+1))
-	}
-	if len(carried) > 0 {
-		mc, mo := t.s.moveOps(carried)
-		ops = append(ops, clientv3.OpTxn(mc, mo, nil))
-		defer func() { t.s.unclaimIndex(carried) }()
-	}
 	resp, err := t.s.cli.Txn(t.ctx).If(cmps...).Then(ops...).Commit()
-	if len(carried) > 0 && (errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge)) {
-		// The members accept less than etcd's defaults: stop carrying,
-		// and let the retry send the transaction alone.
-		t.s.noCarry.Store(true)
-		t.dropped = nil
-		return false, nil
-	}
-	if err == nil && resp.Succeeded && len(carried) > 0 {
-		if n := resp.Responses[len(resp.Responses)-1].GetResponseTxn(); n != nil && n.Succeeded {
-			carried = nil // moved
-		}
-	}
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		// An etcd lease expired between its keepalive and the commit:
 		// forget it, and let the retry grant a new one.
@@ -485,12 +457,8 @@ func (t *tx) request() ([]clientv3.Cmp, []clientv3.Op) {
 	return cmps, ops
 }
 
-// afterCommit indexes the events this transaction appended and purges the
-// events of flows it tombstoned.
+// afterCommit purges the events of flows the transaction tombstoned.
 func (t *tx) afterCommit(ctx context.Context) {
-	if t.appended > 0 {
-		t.s.kickIndex(t.pendingRecs(), false)
-	}
 	for _, id := range t.purge {
 		_ = t.s.purgeFlow(ctx, id)
 	}

@@ -335,14 +335,16 @@ func (t *tx) Delete(flowID string) error {
 	if err != nil {
 		return err
 	}
-	// The flow's pending events (few: the indexer moves them on at once).
+	// The flow's events of p/ (schema 7: all its events since).
 	pp := t.s.key("p/", flowID, "\x00")
-	pend, err := t.scan(pp, prefixEnd(pp), 0, false)
+	pend, err := t.scan(pp, prefixEnd(pp), inlineEvents+1, false)
 	if err != nil {
 		return err
 	}
 	// last: the largest sequence number deleted, kept by meta/seq so
-	// that LastSeq never goes down.
+	// that LastSeq never goes down. (An event of p/ was appended by a
+	// commit that wrote meta/last_append, which keeps LastSeq at least
+	// its number; meta/seq matters for the events of schema 3 and before.)
 	var last uint64
 	for _, k := range pend {
 		if k.mod == 0 {
