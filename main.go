@@ -242,7 +242,7 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	// The result cache's bound, as the original's environment sets it.
 	engine.ResultCache = engine.ParseCacheBound(os.Getenv("STRATUM_CACHE_MAX_AGE_DAYS"), os.Getenv("STRATUM_CACHE_MAX_ENTRIES"))
 	// The commands its refusals advise name this stratum as it was invoked.
-	return &engine.Service{Root: ".", Store: st, Compile: exprlang.Compile, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
+	return &engine.Service{Root: ".", Store: st, ParseSpec: exprlang.ParseSpec, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
 		NoResultCache: engine.ResultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
 }
 
@@ -268,7 +268,7 @@ func storeSettings() (shared.Settings, error) {
 	if err != nil {
 		return s, usageErr("%v", err)
 	}
-	s.Compile = exprlang.Compile
+	s.ParseSpec = exprlang.ParseSpec
 	return s, nil
 }
 

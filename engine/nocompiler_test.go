@@ -20,12 +20,12 @@ func TestServiceWithoutCompilerRefusesSpecs(t *testing.T) {
 		s := &engine.Service{Store: enginetest.New()}
 		_, err := s.Plan(context.Background(), src, "main", nil, engine.PlanOptions{})
 		e := engine.AsError(err)
-		if e == nil || !strings.Contains(e.Message, "no expression compiler (Service.Compile)") {
-			t.Errorf("Plan without a compiler = %v, want the refusal naming Service.Compile", err)
+		if e == nil || !strings.Contains(e.Message, "no spec parser (Service.ParseSpec)") {
+			t.Errorf("Plan without a compiler = %v, want the refusal naming Service.ParseSpec", err)
 		}
-		s.Compile = exprlang.Compile
+		s.ParseSpec = exprlang.ParseSpec
 		if out, err := s.Plan(context.Background(), src, "main", nil, engine.PlanOptions{}); err != nil || engine.FlowIDOf(out) == "" {
-			t.Errorf("Plan with exprlang.Compile = %v, %v", out, err)
+			t.Errorf("Plan with exprlang.ParseSpec = %v, %v", out, err)
 		}
 	}
 }
