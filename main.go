@@ -885,12 +885,12 @@ func (a *app) runStatus(err error) (int, error) {
 	return runner.ErrorStatus(err, a.stderr, a.github)
 }
 
-// isTerminal reports whether f is an interactive terminal
-// (review.IsTerminal, the one rule: a file whose descriptor answers the
-// terminal ioctl; /dev/null is not one).
+// isTerminal reports whether f (behind its masking: runner.Unmasked) is
+// an interactive terminal (review.IsTerminal, the one rule: a file whose
+// descriptor answers the terminal ioctl; /dev/null is not one).
 func isTerminal(f any) bool {
-	if u, ok := f.(interface{ Unwrap() io.Writer }); ok {
-		f = u.Unwrap()
+	if w, ok := f.(io.Writer); ok {
+		f = runner.Unmasked(w)
 	}
 	file, ok := f.(*os.File)
 	return ok && review.IsTerminal(file)
