@@ -242,7 +242,7 @@ func openServiceNoSweep() (*engine.Service, *backend.Opened, error) {
 	// The result cache's bound, as the original's environment sets it.
 	engine.ResultCache = engine.ParseCacheBound(os.Getenv("STRATUM_CACHE_MAX_AGE_DAYS"), os.Getenv("STRATUM_CACHE_MAX_ENTRIES"))
 	// The commands its refusals advise name this stratum as it was invoked.
-	return &engine.Service{Root: ".", Store: st, Compile: exprlang.Compile, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
+	return &engine.Service{Root: ".", Store: st, ParseSpec: exprlang.ParseSpec, OnDamaged: report, Invocation: runner.InvokedNow().Invocation(),
 		NoResultCache: engine.ResultCacheDisabled(os.Getenv("STRATUM_DISABLE_RESULT_CACHE"))}, st, nil
 }
 
@@ -268,7 +268,7 @@ func storeSettings() (shared.Settings, error) {
 	if err != nil {
 		return s, usageErr("%v", err)
 	}
-	s.Compile = exprlang.Compile
+	s.ParseSpec = exprlang.ParseSpec
 	return s, nil
 }
 
@@ -852,10 +852,13 @@ func (a *app) runCommand() *cobra.Command {
 				Stderr: a.stderr, Terminal: isTerminal(a.stdin) && isTerminal(a.stderr), GitHub: a.github,
 				Invocation: runner.InvokedNow().Invocation()}, junitFile, jsonOut)
 			if err != nil {
-				code, err = a.runStatus(err)
+				// The --json report of a run that did not start, then why.
+				if rep != nil {
+					_ = writeJSON(a.stdout, rep)
+				}
+				return exit(a.runStatus(err))
 			}
-			// rep: the --json report (also of a run that did not start), or the completed flow's output.
-			return a.finish(rep, code, err)
+			return a.finish(rep, code, nil) // the --json report, or the completed flow's output
 		},
 	}
 	inputFlags(cmd, &line.Flow, &line.Inputs, &line.InputsFile)
@@ -882,12 +885,12 @@ func (a *app) runStatus(err error) (int, error) {
 	return runner.ErrorStatus(err, a.stderr, a.github)
 }
 
-// isTerminal reports whether f is an interactive terminal
-// (review.IsTerminal, the one rule: a file whose descriptor answers the
-// terminal ioctl; /dev/null is not one).
+// isTerminal reports whether f (behind its masking: runner.Unmasked) is
+// an interactive terminal (review.IsTerminal, the one rule: a file whose
+// descriptor answers the terminal ioctl; /dev/null is not one).
 func isTerminal(f any) bool {
-	if u, ok := f.(interface{ Unwrap() io.Writer }); ok {
-		f = u.Unwrap()
+	if w, ok := f.(io.Writer); ok {
+		f = runner.Unmasked(w)
 	}
 	file, ok := f.(*os.File)
 	return ok && review.IsTerminal(file)

@@ -41,7 +41,7 @@ func (t *putTx) Put(st *state.FlowState, _ state.FlowSummary, expect int64) erro
 func TestCommitWritesAFlowOnce(t *testing.T) {
 	now := time.Date(2026, 7, 8, 9, 10, 11, 0, time.UTC)
 	ps := &putStore{stored: map[string]int64{"main": 4, "child": 2}}
-	s := &Service{Compile: exprlang.Compile, Store: ps, Now: func() time.Time { return now }}
+	s := &Service{ParseSpec: exprlang.ParseSpec, Store: ps, Now: func() time.Time { return now }}
 	sn := newSnapshot(context.Background(), ps)
 	sn.read = map[string]int64{"main": 4, "child": 2}
 	child1 := &state.FlowState{FlowID: "child", Status: state.StatusRunning, Version: 2}

@@ -14,7 +14,7 @@ import (
 // "An unexpected error occurred."}, never the details; an unknown flow is
 // the hand-built flow_not_found (no success key).
 func TestConformanceServiceErrorEnvelopes(t *testing.T) {
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New(), NewID: func() string { panic("boom: secret detail") }}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New(), NewID: func() string { panic("boom: secret detail") }}
 	r, err := wireOf(svc.Plan(context.Background(), svcSpec, "main", nil, engine.PlanOptions{}))
 	if err != nil {
 		t.Fatal(err)

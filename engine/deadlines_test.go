@@ -39,8 +39,8 @@ flows:
 // learnt of the deadline from the event, it does not poll.
 func TestEnforceDeadlines(t *testing.T) {
 	mem := enginetest.New()
-	s := &engine.Service{Compile: exprlang.Compile, Store: mem}
-	other := &engine.Service{Compile: exprlang.Compile, Store: mem}
+	s := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem}
+	other := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex
@@ -109,7 +109,7 @@ func TestEnforceDeadlinesGateStillDue(t *testing.T) {
 	}
 	store := &viewCounter{Store: mem}
 	later := func() time.Time { return time.Now().Add(30 * 24 * time.Hour) } // every deadline has passed
-	s := &engine.Service{Compile: exprlang.Compile, Store: store, Now: later}
+	s := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: store, Now: later}
 	due, _, err := func() (d []state.FlowSummary, n *time.Time, err error) {
 		err = mem.View(ctx, func(tx engine.Tx) error { d, n, err = tx.GatesDue(later()); return err })
 		return

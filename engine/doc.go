@@ -322,9 +322,9 @@
 // The engine imports specs, review and engine/state only (and its own
 // engine/internal); it never imports store, bbolt, etcd, bubbletea or
 // fsnotify (.ci/imports checks it), nor the expression compiler: a spec is
-// parsed with Service.Compile (exprlang.Compile of package specs/exprlang,
-// set by the stratum command, the MCP server and `stratum run`'s tests). A
-// Service without it is a Go program's (the library's, which so links no
-// expr-lang): it runs the flows of Go programs and refuses every spec with a
-// diagnostic naming Service.Compile.
+// parsed with Service.ParseSpec (exprlang.ParseSpec of package
+// specs/exprlang, set by the stratum command and the tests). A Service
+// without it is a Go program's (the library's, which so links neither the
+// spec parser nor expr-lang): it runs the flows of Go programs and refuses
+// every spec with a diagnostic naming Service.ParseSpec.
 package engine

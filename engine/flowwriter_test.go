@@ -88,7 +88,7 @@ func task(id string) state.ParallelTask {
 // and the writes made while one commits are committed together.
 func TestFlowWriterConcurrentWritesCommitTogether(t *testing.T) {
 	st := &slowStore{Store: enginetest.New(), delay: 5 * time.Millisecond}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	id := fanFlow(t, svc)
 	before := st.updates.Load()
 	w := svc.FlowWriter(id, engine.ReportOptions{})
@@ -127,7 +127,7 @@ func TestFlowWriterConcurrentWritesCommitTogether(t *testing.T) {
 // refusal; the writes beside it are committed.
 func TestFlowWriterRefusalIsAnsweredAlone(t *testing.T) {
 	st := &slowStore{Store: enginetest.New(), delay: 20 * time.Millisecond}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	id := fanFlow(t, svc)
 	w := svc.FlowWriter(id, engine.ReportOptions{})
 	bad := task("x")
@@ -167,7 +167,7 @@ func TestFlowWriterRefusalIsAnsweredAlone(t *testing.T) {
 // no write appends more, and a caller's larger record is split by MaxEvents.
 func TestFlowWriterEventLimit(t *testing.T) {
 	st := &slowStore{Store: enginetest.New(), delay: 5 * time.Millisecond, max: 5}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: limitedStore{st}}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: limitedStore{st}}
 	id := fanFlow(t, svc)
 	w := svc.FlowWriter(id, engine.ReportOptions{})
 	if w.MaxEvents() != 5 {
@@ -195,7 +195,7 @@ func TestFlowWriterEventLimit(t *testing.T) {
 // its batch was written is answered with the cancellation, not written.
 func TestFlowWriterCancelledBeforeWritten(t *testing.T) {
 	st := &slowStore{Store: enginetest.New(), delay: 50 * time.Millisecond}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	id := fanFlow(t, svc)
 	w := svc.FlowWriter(id, engine.ReportOptions{})
 	first := w.RecordTasksLater(context.Background(), task("a")) // being written

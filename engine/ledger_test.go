@@ -14,8 +14,8 @@ import (
 func TestLedger(t *testing.T) {
 	ctx := context.Background()
 	mem := enginetest.New()
-	s := &engine.Service{Compile: exprlang.Compile, Store: mem}
-	other := &engine.Service{Compile: exprlang.Compile, Store: mem}
+	s := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem}
+	other := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem}
 	planned, err := s.Plan(ctx, deadlineSpec, "main", nil, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)

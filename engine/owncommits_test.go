@@ -61,7 +61,7 @@ func wantStep(t *testing.T, out engine.Outcome, err error, step string) {
 // it wrote: no read transaction.
 func TestOwnCommitNotReadAgain(t *testing.T) {
 	st := &viewCounter{Store: enginetest.New()}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	id := ownPlan(t, svc)
 	st.views.Store(0)
 	out, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
@@ -87,7 +87,7 @@ func TestOwnCommitNotReadAgain(t *testing.T) {
 // computed again from the store before it is given.
 func TestOwnCommitOtherWriter(t *testing.T) {
 	mem := enginetest.New()
-	a, b := &engine.Service{Compile: exprlang.Compile, Store: mem}, &engine.Service{Compile: exprlang.Compile, Store: mem}
+	a, b := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem}, &engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem}
 	ctx := context.Background()
 
 	t.Run("refusal on the old state", func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestOwnCommitOtherWriter(t *testing.T) {
 		// On a's old state, reporting a again would succeed; it is stored
 		// done, so the answer is the store's: a is not the current step.
 		_, err = a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
-		want, werr := (&engine.Service{Compile: exprlang.Compile, Store: mem}).StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
+		want, werr := (&engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem}).StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})
 		if engine.AsError(werr) == nil {
 			t.Fatalf("a fresh service accepted step a again: %#v, %v", want, werr)
 		}
@@ -157,7 +157,7 @@ func (t getCountingTx) Get(id string) (*state.FlowState, error) {
 // moved the flow on, it is built from the store.
 func TestOwnCommitAudit(t *testing.T) {
 	st := &getCounter{Store: enginetest.New()}
-	a, b := &engine.Service{Compile: exprlang.Compile, Store: st}, &engine.Service{Compile: exprlang.Compile, Store: st}
+	a, b := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}, &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	ctx := context.Background()
 	id := ownPlan(t, a)
 	out, err := a.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{}})

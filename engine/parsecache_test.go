@@ -10,7 +10,7 @@ import (
 // per file and text, like a valid one (100,000 stored flows of one broken
 // spec cost one parse); its diagnostics keep naming its file.
 func TestParseCacheKeepsFailures(t *testing.T) {
-	s := &Service{Compile: exprlang.Compile}
+	s := &Service{ParseSpec: exprlang.ParseSpec}
 	const bad = "version: \"0.2\"\nflows:\n  main:\n    steps: []\n"
 	sp1, ds1 := s.parse("a.stratum.yaml", bad)
 	sp2, ds2 := s.parse("a.stratum.yaml", bad)

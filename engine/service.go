@@ -41,12 +41,13 @@ type Service struct {
 	// and nothing is cached (the original's STRATUM_DISABLE_RESULT_CACHE).
 	// `stratum run`'s own --cache is not affected.
 	NoResultCache bool
-	// Compile compiles the expressions of the specs this Service parses:
-	// exprlang.Compile (package specs/exprlang), as the CLI, the MCP server
-	// and `stratum run` set it. A Service without it runs the flows of Go
-	// programs (the library, which links no expression compiler) and
-	// refuses every spec flow with a diagnostic saying so.
-	Compile specs.ExprCompiler
+	// ParseSpec parses (decodes, validates, compiles) the spec of a spec
+	// flow: exprlang.ParseSpec (package specs/exprlang), as the CLI, the
+	// MCP server and `stratum run` set it. A Service without it runs the
+	// flows of Go programs (the library, which so links neither the spec
+	// parser nor the expression compiler) and refuses every spec flow
+	// with a diagnostic saying so.
+	ParseSpec func(file string, src []byte) (*specs.Spec, specs.Diagnostics)
 
 	mu    sync.Mutex
 	specs map[[32]byte]parsedSpec
@@ -117,8 +118,8 @@ func NewUUID() string {
 
 // parse parses a spec text, caching the result by the sha256 of the text.
 func (s *Service) parse(file, text string) (*specs.Spec, specs.Diagnostics) {
-	if s.Compile == nil {
-		return nil, noCompiler(file)
+	if s.ParseSpec == nil {
+		return nil, noParser(file)
 	}
 	// A valid spec is cached by its text; a failure by its file name and
 	// text (its diagnostics name the file), so that thousands of flows
@@ -151,7 +152,7 @@ func (s *Service) parse(file, text string) (*specs.Spec, specs.Diagnostics) {
 		return nil, p.diags
 	}
 	s.mu.Unlock()
-	sp, ds := specs.Parse(file, []byte(text), s.Compile)
+	sp, ds := s.ParseSpec(file, []byte(text))
 	p, k := parsedSpec{spec: sp}, key
 	if sp == nil || ds.HasErrors() {
 		p, k, sp = parsedSpec{diags: ds}, fkey, nil

@@ -40,7 +40,7 @@ func newService() (*engine.Service, *enginetest.Store, *clock) {
 	st.Now = c.Now
 	n := 0
 	var mu sync.Mutex
-	return &engine.Service{Compile: exprlang.Compile, Store: st, Now: c.Now, NewID: func() string {
+	return &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st, Now: c.Now, NewID: func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		n++

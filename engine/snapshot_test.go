@@ -87,7 +87,7 @@ flows:
 func hookService(t *testing.T, spec string) (*engine.Service, *hookStore, string) {
 	t.Helper()
 	h := &hookStore{Store: enginetest.New()}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: h}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: h}
 	out, err := svc.Plan(context.Background(), spec, "main", nil, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestNothingExpensiveInsideUpdate(t *testing.T) {
 			parse := time.Since(t0)
 			_, h, id := hookService(t, src)
 			// A new process: its spec cache is empty.
-			svc := &engine.Service{Compile: exprlang.Compile, Store: h}
+			svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: h}
 			h.reset()
 			if _, err := svc.StepDone(context.Background(), engine.StepReport{FlowID: id, StepID: "w", Result: map[string]any{"ok": true}}); err != nil {
 				t.Fatal(err)
@@ -310,7 +310,7 @@ flows:
 // are kept.
 func TestTransitionChildConflict(t *testing.T) {
 	h := &hookStore{Store: enginetest.New()}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: h}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: h}
 	out, err := svc.Plan(context.Background(), childSpec, "main", nil, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestTransitionStampsOnceBeforeItsTransaction(t *testing.T) {
 	planned := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	now := planned
 	rs := &retryStore{Store: enginetest.New()}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: rs, Now: func() time.Time { return now }}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: rs, Now: func() time.Time { return now }}
 	out, err := svc.Plan(context.Background(), snapSpec, "main", nil, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@ package engine
 
 // The engine's calls into package specs for expressions, JSON Schema and
 // canonical JSON go through these helpers; specs are parsed with the
-// Service's compiler (Service.parse), and refused without one (noCompiler).
+// Service's parser (Service.parse), and refused without one (noParser).
 
 import (
 	"context"
@@ -43,14 +43,14 @@ func schemaViolations(s *specs.Schema, v any) []string {
 // canonicalJSON is specs.CanonicalJSON.
 func canonicalJSON(v any) ([]byte, error) { return specs.CanonicalJSON(v) }
 
-// noCompiler is the answer of a Service without Compile to every spec (not
+// noParser is the answer of a Service without ParseSpec to every spec (not
 // cached: it is not the spec's fault).
-func noCompiler(file string) specs.Diagnostics {
+func noParser(file string) specs.Diagnostics {
 	return specs.Diagnostics{{
 		File: file, Severity: specs.SeverityError, Code: specs.CodeUnsupported,
 		ErrorType: specs.ErrorTypeOf(specs.CodeUnsupported), Path: "root",
-		Message:    "this engine.Service has no expression compiler (Service.Compile) and cannot run spec flows",
-		Suggestion: "Set Service.Compile to exprlang.Compile (package specs/exprlang).",
+		Message:    "this engine.Service has no spec parser (Service.ParseSpec) and cannot run spec flows",
+		Suggestion: "Set Service.ParseSpec to exprlang.ParseSpec (package specs/exprlang).",
 	}}
 }
 

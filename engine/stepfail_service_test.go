@@ -26,7 +26,7 @@ flows:
 func TestStepReportsRecordedWithTheirCall(t *testing.T) {
 	ctx := context.Background()
 	st := enginetest.New()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	lease := state.Lease{ID: "L"}
 	resp, err := wireOf(svc.Plan(ctx, specRecorded, "main", nil, engine.PlanOptions{Driver: state.DriverRunner}))
 	if err != nil {

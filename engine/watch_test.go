@@ -105,8 +105,8 @@ func (q quietStore) Watch(ctx context.Context, _ uint64) (<-chan []engine.Event,
 // when the next publication shows the gap.
 func TestServiceWatchInProcess(t *testing.T) {
 	_, mem, clk := newService()
-	s := &engine.Service{Compile: exprlang.Compile, Store: quietStore{mem}, Now: clk.Now}
-	other := &engine.Service{Compile: exprlang.Compile, Store: mem, Now: clk.Now}
+	s := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: quietStore{mem}, Now: clk.Now}
+	other := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: mem, Now: clk.Now}
 	ctx, w := watching(t, s)
 	first := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	id := first["flow_id"].(string)
@@ -233,8 +233,8 @@ func (t sparseTx) LastSeq() (uint64, error) {
 func TestServiceWatchStoreOrder(t *testing.T) {
 	_, mem, clk := newService()
 	ordered := orderedSparse{newSparse(mem)}
-	s := &engine.Service{Compile: exprlang.Compile, Store: ordered, Now: clk.Now}
-	other := &engine.Service{Compile: exprlang.Compile, Store: ordered, Now: clk.Now}
+	s := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: ordered, Now: clk.Now}
+	other := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: ordered, Now: clk.Now}
 	ctx, w := watching(t, s)
 	first := must(t)(s.Plan(ctx, svcSpec, "main", nil, engine.PlanOptions{}))
 	id := first["flow_id"].(string)
@@ -254,7 +254,7 @@ func TestServiceWatchStoreOrder(t *testing.T) {
 	// through a reader of their own, so only the watcher's read counts.
 	// (Taken after the commit, as it was, the count already held the
 	// watcher's read whenever the watcher ran first: a flake under load.)
-	reader := &engine.Service{Compile: exprlang.Compile, Store: orderedSparse{newSparse(mem)}, Now: clk.Now}
+	reader := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: orderedSparse{newSparse(mem)}, Now: clk.Now}
 	must(t)(other.StepDone(ctx, engine.StepReport{FlowID: id, StepID: "a", Result: map[string]any{"ok": false}}))
 	before := ordered.reads.Load()
 	must(t)(s.StepDone(ctx, engine.StepReport{FlowID: id2, StepID: "a", Result: map[string]any{"ok": true, "v": 1}}))
@@ -267,7 +267,7 @@ func TestServiceWatchStoreOrder(t *testing.T) {
 	// The same numbers without the store's rule: every publication reads.
 	_, mem2, clk2 := newService()
 	plain := newSparse(mem2)
-	s2 := &engine.Service{Compile: exprlang.Compile, Store: plain, Now: clk2.Now}
+	s2 := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: plain, Now: clk2.Now}
 	ctx2, w2 := watching(t, s2)
 	must(t)(s2.Plan(ctx2, svcSpec, "main", nil, engine.PlanOptions{}))
 	receive(t, w2, len(mustEvents(t, s2, ctx2)))

@@ -146,7 +146,7 @@ func step(tx engine.Tx, flow string, worker, i int) (int, error) {
 }
 
 // svcOf is the engine service over s, for its event-log reads.
-func svcOf(s *Store) *engine.Service { return &engine.Service{Compile: exprlang.Compile, Store: s} }
+func svcOf(s *Store) *engine.Service { return &engine.Service{ParseSpec: exprlang.ParseSpec, Store: s} }
 
 // parseLines returns the lines of helper output starting with prefix.
 func parseLines(out, prefix string) []string {

@@ -16,7 +16,7 @@ import (
 // addReviewToSummaries (3→4) rewrites every summary in codec v3, giving
 // each flow waiting at a gate its gate's review as the engine derives it
 // (engine.Summarize of the state with its flow in its stored spec, each
-// distinct spec parsed once, with Options.Compile). Without Options.Compile,
+// distinct spec parsed once, with Options.ParseSpec). Without it,
 // or for a flow whose state or spec cannot be read, the summary keeps no
 // review (the engine then reads that gate's state, as
 // it reads a codec-v2 summary). The bump also keeps schema-3 binaries,
@@ -29,7 +29,7 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 	t := &tx{s: s, btx: btx}
 	parsed := map[[32]byte]*specs.Spec{}
 	return s.rewriteSummaries(btx, func(id []byte, sum *state.FlowSummary) error {
-		if sum.Review != nil || !pendingGate(sum) || s.opts.Compile == nil {
+		if sum.Review != nil || !pendingGate(sum) || s.opts.ParseSpec == nil {
 			return nil
 		}
 		v := flows.Get(id)
@@ -47,7 +47,7 @@ func addReviewToSummaries(s *Store, btx *bolt.Tx) error {
 		sp, ok := parsed[ref.hash]
 		if !ok {
 			var ds specs.Diagnostics
-			if sp, ds = specs.Parse(st.SpecFile, []byte(st.RawSpec), s.opts.Compile); ds.HasErrors() {
+			if sp, ds = s.opts.ParseSpec(st.SpecFile, []byte(st.RawSpec)); ds.HasErrors() {
 				sp = nil
 			}
 			parsed[ref.hash] = sp

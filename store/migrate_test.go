@@ -569,16 +569,16 @@ func TestRunningOldProcessStopsAfterMigration(t *testing.T) {
 // summaries, which cannot hold a gate's review) migrates to schema 4 with
 // each gate's review as the engine derives it, from its state and stored
 // spec; a flow whose spec no longer parses keeps no review, and the other
-// summaries are unchanged. Opened without Options.Compile (a Go program's
-// store, which links no expression compiler), the migration runs and every
-// gate keeps no review.
+// summaries are unchanged. Opened without Options.ParseSpec (a Go
+// program's store, which links no spec parser), the migration runs and
+// every gate keeps no review.
 func TestMigrate3To4GatesGainTheirReview(t *testing.T) {
-	for _, compile := range []specs.ExprCompiler{exprlang.Compile, nil} {
-		t.Run(fmt.Sprintf("compiler=%v", compile != nil), func(t *testing.T) { testMigrate3To4(t, compile) })
+	for _, parse := range []func(string, []byte) (*specs.Spec, specs.Diagnostics){exprlang.ParseSpec, nil} {
+		t.Run(fmt.Sprintf("parser=%v", parse != nil), func(t *testing.T) { testMigrate3To4(t, parse) })
 	}
 }
 
-func testMigrate3To4(t *testing.T, compile specs.ExprCompiler) {
+func testMigrate3To4(t *testing.T, parse func(string, []byte) (*specs.Spec, specs.Diagnostics)) {
 	t.Setenv("STRATUM_HOME", t.TempDir())
 	path := filepath.Join(t.TempDir(), FileName)
 	ctx := context.Background()
@@ -609,7 +609,7 @@ func testMigrate3To4(t *testing.T, compile specs.ExprCompiler) {
 		}
 	}
 
-	s, err := Open(path, Options{Compile: compile})
+	s, err := Open(path, Options{ParseSpec: parse})
 	if err != nil {
 		t.Fatalf("migrate 3→%d: %v", SchemaVersion, err)
 	}
@@ -620,16 +620,16 @@ func testMigrate3To4(t *testing.T, compile specs.ExprCompiler) {
 	if len(gates) != 3 { // flows 4 and 8, and the gate template
 		t.Fatalf("%d flows at a gate, want 3", len(gates))
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: s}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: s}
 	for _, g := range gates {
 		fs, err := svc.Query().FlowWithSpec(ctx, g.FlowID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := engine.Summarize(fs.State, fs.Flow).Review
-		if g.FlowID == broken || compile == nil {
+		if g.FlowID == broken || parse == nil {
 			if g.Review != nil {
-				t.Fatalf("flow %s got a review (no compiler: %v): %+v", g.FlowID, compile == nil, g.Review)
+				t.Fatalf("flow %s got a review (no parser: %v): %+v", g.FlowID, parse == nil, g.Review)
 			}
 			continue
 		}

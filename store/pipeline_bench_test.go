@@ -50,7 +50,7 @@ func runPipeline(b *testing.B, st engine.Store, n, maxc int, ex engine.Executor)
 	for i := range items {
 		items[i] = fmt.Sprintf("f%d", i)
 	}
-	r := run.New(run.Options{Service: &engine.Service{Compile: exprlang.Compile, Store: st}, Command: ex})
+	r := run.New(run.Options{Service: &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}, Command: ex})
 	t0 := time.Now()
 	o, err := r.Start(context.Background(), sp, "main", map[string]any{"items": items})
 	if err != nil || o.Status != run.EndComplete {

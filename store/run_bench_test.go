@@ -89,7 +89,7 @@ func BenchmarkRunOverhead(b *testing.B) {
 				}
 				t1 := time.Now()
 				c1 := cpuTime(b)
-				r := run.New(run.Options{Service: &engine.Service{Compile: exprlang.Compile, Store: st}})
+				r := run.New(run.Options{Service: &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}})
 				o, err := r.Start(context.Background(), sp, "main", nil)
 				if err != nil || o.Status != run.EndComplete {
 					b.Fatalf("%v %+v", err, o)
@@ -144,7 +144,7 @@ func benchRunStoreSteps(b *testing.B, budget string) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				c0 := cpuTime(b)
-				r := run.New(run.Options{Service: &engine.Service{Compile: exprlang.Compile, Store: st}, Command: ex})
+				r := run.New(run.Options{Service: &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}, Command: ex})
 				o, err := r.Start(context.Background(), sp, "main", nil)
 				if err != nil || o.Status != run.EndComplete {
 					b.Fatalf("%v %+v", err, o)

@@ -56,14 +56,13 @@ type Options struct {
 	// spell is seen at once. Zero means DefaultWatchGap; negative means no
 	// gap.
 	WatchGap time.Duration
-	// Compile compiles the expressions of a stored spec where the store
-	// parses one: the 3→4 migration, which gives each flow at a gate its
-	// gate's review in its summary. The stratum command sets it
-	// (exprlang.Compile, of package specs/exprlang); without it (a Go
-	// program, which links no expression compiler) those summaries keep no
-	// review, and the engine reads the gate's state instead, as for a flow
-	// whose spec no longer parses.
-	Compile specs.ExprCompiler
+	// ParseSpec parses a stored spec where the store needs one: the 3→4
+	// migration, which gives each flow at a gate its gate's review in its
+	// summary. The stratum command sets it (exprlang.ParseSpec, of package
+	// specs/exprlang); without it (a Go program, which links no spec
+	// parser) those summaries keep no review, and the engine reads the
+	// gate's state instead, as for a flow whose spec no longer parses.
+	ParseSpec func(file string, src []byte) (*specs.Spec, specs.Diagnostics)
 }
 
 // DefaultKeepOpen is how long an Update leaves the file open, unlocked, for

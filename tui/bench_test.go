@@ -56,7 +56,7 @@ func benchSource(b *testing.B) Source {
 
 func buildBenchStore(path string) (Source, error) {
 	ctx := context.Background()
-	svc := &engine.Service{Compile: exprlang.Compile}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec}
 	st, err := store.Open(path, store.Options{})
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func big100k(b *testing.B) Source {
 		if err == nil && build {
 			err = enginetest.Populate(context.Background(), st, enginetest.PopulateOptions{Flows: 100_000})
 		}
-		big100kSrc, big100kErr = ServiceSource(&engine.Service{Compile: exprlang.Compile, Store: st}), err
+		big100kSrc, big100kErr = ServiceSource(&engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}), err
 	})
 	if big100kErr != nil {
 		b.Fatal(big100kErr)

@@ -104,16 +104,6 @@ func commandConsole(ctx context.Context, o CommandOptions, src Source) error {
 		}
 	}
 	return Run(ctx, RunOptions{Source: src, SpecDirs: dirs, Keys: keys, NoColor: o.NoColor,
-		Reviewer: review.CurrentUser(), Backend: o.Backend, Invocation: o.Invocation, In: o.In, Out: unwrapWriter(o.Out),
+		Reviewer: review.CurrentUser(), Backend: o.Backend, Invocation: o.Invocation, In: o.In, Out: runner.Unmasked(o.Out),
 		Runner: runner.Background{Service: o.Service, Config: o.Config, Invocation: o.Invocation}})
-}
-
-// unwrapWriter returns the terminal behind a masking writer: the
-// full-screen console drives the terminal itself (its text is escaped and
-// comes from the store, whose recorded errors are masked already).
-func unwrapWriter(w io.Writer) io.Writer {
-	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
-		return u.Unwrap()
-	}
-	return w
 }

@@ -18,7 +18,7 @@ import (
 // carrying the message main prints; --plain --once prints the state line.
 func TestCommandRefusesWithoutTerminal(t *testing.T) {
 	t.Setenv("STRATUM_HOME", t.TempDir())
-	svc := &engine.Service{Compile: exprlang.Compile, Root: t.TempDir(), Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Root: t.TempDir(), Store: enginetest.New()}
 	var ue *UsageError
 
 	err := Command(context.Background(), CommandOptions{Service: svc, Once: true, Out: &bytes.Buffer{}})
@@ -44,7 +44,7 @@ func TestCommandRefusesWithoutTerminal(t *testing.T) {
 // watched is a UsageError naming --watch.
 func TestCommandWatchError(t *testing.T) {
 	t.Setenv("STRATUM_HOME", t.TempDir())
-	svc := &engine.Service{Compile: exprlang.Compile, Root: t.TempDir(), Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Root: t.TempDir(), Store: enginetest.New()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	missing := t.TempDir() + "/gone"

@@ -26,7 +26,7 @@ func windowFixture(t *testing.T, n int) (*engine.Service, *Model, []string) {
 	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: n, Batch: n}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	m := New(Options{Source: ServiceSource(svc), Keys: DefaultKeyMap(), Reviewer: "alice",
 		Styles: DefaultStyles(NewRenderer(os.Stdout, true)), Tick: -1})
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
@@ -260,7 +260,7 @@ func TestFlowRefreshReadsTheWindow(t *testing.T) {
 	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: n, Batch: n}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	read := 0
 	m := newModel(t, listCountingSource{ServiceSource(svc), &read}, 100, 30)
 	want := listedIDs(t, svc, "")
@@ -323,7 +323,7 @@ func TestFlowWindowCountsToTheEnd(t *testing.T) {
 	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: n, Batch: n}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	m := newModel(t, overCountingSource{ServiceSource(svc)}, 100, 30)
 	if m.flows.n != n+3 {
 		t.Fatalf("the pass counted %d rows", m.flows.n)

@@ -122,7 +122,7 @@ func tickingService(step time.Duration, newID func() string) (*engine.Service, *
 	}
 	st := enginetest.New()
 	st.Now = clock
-	return &engine.Service{Compile: exprlang.Compile, Store: st, Now: clock, NewID: newID}, st
+	return &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st, Now: clock, NewID: newID}, st
 }
 
 // fixedID names every flow id.

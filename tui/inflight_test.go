@@ -25,7 +25,7 @@ func TestInflightMarker(t *testing.T) {
 	setClock := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
 	st := enginetest.New()
 	st.Now = clock
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st, Now: clock, NewID: func() string { return "0000000c-0000-4000-8000-000000000000" }}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st, Now: clock, NewID: func() string { return "0000000c-0000-4000-8000-000000000000" }}
 	ctx := context.Background()
 	out, err := svc.Plan(ctx, gateSpec, "deploy", map[string]any{"name": "world"}, engine.PlanOptions{})
 	if err != nil {
@@ -79,7 +79,7 @@ func TestInflightMarkerFromEvents(t *testing.T) {
 	clock := func() time.Time { return base.Add(10*time.Minute - 3*time.Second) }
 	st := enginetest.New()
 	st.Now = clock
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st, Now: clock}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st, Now: clock}
 	src := ServiceSource(svc)
 	m := newModel(t, src, 80, 24)
 	out, err := svc.Plan(context.Background(), gateSpec, "deploy", map[string]any{"name": "world"}, engine.PlanOptions{})

@@ -109,7 +109,7 @@ func newCLI(t *testing.T) cli {
 func TestCrossProcessDecision(t *testing.T) {
 	c := newCLI(t)
 	c.gate() // creates the store
-	svc := &engine.Service{Compile: exprlang.Compile}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec}
 	// A long fallback poll: the wake-up must come from fsnotify.
 	st, err := store.Open(filepath.Join(c.home, store.FileName), store.Options{WatchPoll: time.Minute})
 	if err != nil {

@@ -183,7 +183,7 @@ func TestPlainQuotesEveryValue(t *testing.T) {
 	spec := strings.Replace(gateSpec, "  deploy:\n", "  \""+forged+"\":\n", 1)
 	spec = strings.Replace(spec, `intent: "Ship the build to production?"`, `intent: "ship? \"yes\" flow=FAKE"`, 1)
 	st := enginetest.New()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	ctx := context.Background()
 	out, err := svc.Plan(ctx, spec, forged, map[string]any{"name": "w"}, engine.PlanOptions{})
 	if err != nil {

@@ -46,7 +46,7 @@ func TestQuitReleasesRunLease(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "wait.stratum.yaml"), []byte(waitSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 	out := &syncBuffer{}
 	inR, inW := io.Pipe()
 	defer inW.Close()

@@ -125,7 +125,7 @@ func rolloutFixture(t *testing.T, n int) (*engine.Service, string) {
 	st := enginetest.New()
 	clock := func() time.Time { return base.Add(time.Second) }
 	st.Now = clock
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st, Now: clock, NewID: func() string { return "0000000b-0000-4000-8000-000000000000" }}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st, Now: clock, NewID: func() string { return "0000000b-0000-4000-8000-000000000000" }}
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-2", ExpiresAt: base.Add(time.Hour)}
 	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "release", Owner: &lease})
@@ -337,7 +337,7 @@ flows:
         on_revise: build
         on_kill: ~
 `
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 	ctx := context.Background()
 	out, err := svc.Plan(ctx, spec, "ship", map[string]any{}, engine.PlanOptions{})
 	if err != nil {

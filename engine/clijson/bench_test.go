@@ -62,7 +62,7 @@ func bigStore100k(b *testing.B) *store.Store {
 // listing read from a bbolt store and its JSON written (WriteFlows).
 func BenchmarkQueryFlows100k(b *testing.B) {
 	b.Setenv("STRATUM_HOME", b.TempDir())
-	svc := &engine.Service{Compile: exprlang.Compile, Store: bigStore100k(b)}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: bigStore100k(b)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()

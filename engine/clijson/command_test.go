@@ -117,7 +117,7 @@ flows:
 func atHumanGate(t *testing.T) (*engine.Service, string) {
 	t.Helper()
 	ctx := context.Background()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 	planned, err := svc.Plan(ctx, humanGateSpec, "main", nil, engine.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestQueryFlow(t *testing.T) {
 // the flow's state names.
 func TestConfirmHumanLibraryReview(t *testing.T) {
 	ctx := context.Background()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "prog"})
 	if err != nil {
 		t.Fatal(err)

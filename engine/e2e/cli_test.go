@@ -55,7 +55,7 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cliEnv{t: t, home: home, svc: &engine.Service{Compile: exprlang.Compile, Store: st}}
+	return &cliEnv{t: t, home: home, svc: &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}}
 }
 
 func (e *cliEnv) env() []string {
@@ -85,7 +85,7 @@ func (e *cliEnv) run(stdin string, args ...string) (int, string, string) {
 // build step, so it waits at the gate.
 func (e *cliEnv) plan(approver string, id string) string {
 	e.t.Helper()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: e.svc.Store}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: e.svc.Store}
 	if id != "" {
 		svc.NewID = func() string { return id }
 	}

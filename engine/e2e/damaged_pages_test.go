@@ -27,7 +27,7 @@ func TestZeroedPageRefusedByWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 200; i++ {

@@ -63,8 +63,8 @@ func TestDamagedFlowRecord(t *testing.T) {
 		return id
 	}
 	// Opened two hours ago: its 60 s deadline has long passed.
-	damaged := atGate(&engine.Service{Compile: exprlang.Compile, Store: st, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
-	healthy := atGate(&engine.Service{Compile: exprlang.Compile, Store: st})
+	damaged := atGate(&engine.Service{ParseSpec: exprlang.ParseSpec, Store: st, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
+	healthy := atGate(&engine.Service{ParseSpec: exprlang.ParseSpec, Store: st})
 	sums := mustList(t, st)
 	if s := sums[damaged]; s.Status != state.StatusAwaitingGate || s.Gate == nil || s.Gate.Deadline == nil || s.Gate.Deadline.After(time.Now()) {
 		t.Fatalf("the flow to damage is not at an expired gate: %+v", s)

@@ -61,7 +61,7 @@ func libreview(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := backend.Open(ctx, shared.Settings{Home: ts.Getenv("STRATUM_HOME"), Store: ts.Getenv("STRATUM_STORE")})
 	ts.Check(err)
 	defer st.Close()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	lease := state.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: expires}
 	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
 	ts.Check(err)
@@ -92,7 +92,7 @@ func libcall(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := backend.Open(ctx, shared.Settings{Home: ts.Getenv("STRATUM_HOME"), Store: ts.Getenv("STRATUM_STORE")})
 	ts.Check(err)
 	defer st.Close()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	lease := state.Lease{ID: "lib-script", PID: os.Getpid(), ExpiresAt: time.Now().Add(time.Hour)}
 	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
 	ts.Check(err)

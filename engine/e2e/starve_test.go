@@ -102,7 +102,7 @@ func TestDecisionNotStarvedOnEtcd(t *testing.T) {
 			_, err := flow.Run(stratum.WithRuntime(ctx, rt), "go")
 			done <- err
 		}()
-		svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+		svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 		flowID := waitForReview(t, ctx, svc)
 		for calls.Load() < 60 { // the program is busy writing
 			time.Sleep(20 * time.Millisecond)

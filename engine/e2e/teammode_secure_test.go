@@ -248,7 +248,7 @@ func TestTeamModeTLSAndAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	if _, err := svc.Plan(ctx, teamSpec, "main", nil, engine.PlanOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestMemStore(t *testing.T) {
 	s := New()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Now = func() time.Time { return now }
-	svc := &engine.Service{Compile: exprlang.Compile, Store: s} // its reads of the event log
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: s} // its reads of the event log
 
 	put := func(st *state.FlowState) {
 		t.Helper()

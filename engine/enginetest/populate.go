@@ -71,7 +71,7 @@ func Populate(ctx context.Context, st engine.Store, opt PopulateOptions) error {
 	if opt.Batch <= 0 {
 		opt.Batch = 5000
 	}
-	running, waiting, complete, err := populateTemplates(ctx, &engine.Service{Compile: exprlang.Compile, Store: st}, opt.RunningEvery > 0)
+	running, waiting, complete, err := populateTemplates(ctx, &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}, opt.RunningEvery > 0)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func TestPopulate(t *testing.T) {
 	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: 42, Batch: 10}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	all, err := svc.Query().List(ctx, engine.ListFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestPopulateRunningEvery(t *testing.T) {
 	if err := enginetest.Populate(ctx, st, enginetest.PopulateOptions{Flows: 40, GateEvery: 10, RunningEvery: 3}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	count := map[state.FlowStatus]int{}
 	all, err := svc.Query().List(ctx, engine.ListFilter{})
 	if err != nil {

@@ -44,7 +44,7 @@ func testFlowIDPrefixes(t *testing.T) {
 	st := s.openStore()
 	ids := []string{"abcd1111-aaaa", "abcd2222-bbbb"}
 	n := 0
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st, NewID: func() string { n++; return ids[n-1] }}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st, NewID: func() string { n++; return ids[n-1] }}
 	for range ids {
 		if _, err := svc.Plan(context.Background(), flowSpec, "main", map[string]any{"x": "a"}, engine.PlanOptions{}); err != nil {
 			t.Fatal(err)

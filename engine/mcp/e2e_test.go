@@ -513,7 +513,7 @@ func (s *server) humanDecides(flowID, stepID string, outcome review.Outcome, not
 	st := s.openStore()
 	d := review.Decision{FlowID: flowID, StepID: stepID, Outcome: outcome, Rationale: note, Reviewer: "ana",
 		ResolvedBy: review.Human, Channel: review.ChannelTUI}
-	if _, err := review.NewService[engine.Outcome](&engine.Service{Compile: exprlang.Compile, Store: st}).Decide(context.Background(), d); err != nil {
+	if _, err := review.NewService[engine.Outcome](&engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}).Decide(context.Background(), d); err != nil {
 		s.t.Fatalf("%s %s/%s in the TUI: %v", outcome, flowID, stepID, err)
 	}
 }
@@ -666,7 +666,7 @@ func TestFlowOwnedByRunner(t *testing.T) { onBoth(t, testFlowOwnedByRunner) }
 func testFlowOwnedByRunner(t *testing.T) {
 	s := start(t)
 	id, _ := s.plan("main", map[string]any{"x": "c"}, nil)
-	svc := &engine.Service{Compile: exprlang.Compile, Store: s.openStore()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: s.openStore()}
 	if err := svc.Leases().Claim(context.Background(), id, state.Lease{ID: "runner-1", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

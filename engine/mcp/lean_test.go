@@ -35,7 +35,7 @@ func startLeanSession(t *testing.T, lean bool, extra map[string]toolRun) *leanSe
 	t.Helper()
 	n := 0
 	var mu sync.Mutex
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New(),
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New(),
 		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 		NewID: func() string {
 			mu.Lock()

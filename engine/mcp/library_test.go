@@ -20,7 +20,7 @@ import (
 func TestLibraryReviewOverMCP(t *testing.T) {
 	s := start(t)
 	st := s.openStore()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-mcp", ExpiresAt: time.Now().Add(time.Hour)}
 	id, err := engine.NewLibrary(svc).StartFlow(ctx, engine.LibraryFlowOptions{Name: "program", Owner: &lease})
@@ -64,7 +64,7 @@ func TestLibraryReviewOverMCP(t *testing.T) {
 func TestLibraryCallsInAuditOverMCP(t *testing.T) {
 	s := start(t)
 	st := s.openStore()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	ctx := context.Background()
 	lease := state.Lease{ID: "lib-mcp", ExpiresAt: time.Now().Add(time.Hour)}
 	lib := engine.NewLibrary(svc)

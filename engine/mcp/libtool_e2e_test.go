@@ -156,7 +156,7 @@ func testLibraryToolHumanApprovalRefusedOverMCP(t *testing.T) {
 	}
 
 	// A person approves (as the TUI records it): the tool runs, the call ends.
-	svc := &engine.Service{Compile: exprlang.Compile, Store: st}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}
 	if _, err := review.NewService[engine.Outcome](svc).Decide(ctx, review.Decision{FlowID: flowID, StepID: step, Option: 1,
 		Outcome: review.Approve, Reviewer: "ann", ResolvedBy: review.Human, Channel: review.ChannelTUI}); err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func flowState(t *testing.T, home, id string) *state.FlowState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := (&engine.Service{Compile: exprlang.Compile, Store: st}).Query().Get(context.Background(), id)
+	fs, err := (&engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}).Query().Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestParallelServerKilledMidFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&engine.Service{Compile: exprlang.Compile, Store: db}).Leases().ClaimParallelRun(context.Background(), id, "run", expired); err != nil {
+	if err := (&engine.Service{ParseSpec: exprlang.ParseSpec, Store: db}).Leases().ClaimParallelRun(context.Background(), id, "run", expired); err != nil {
 		t.Fatal(err)
 	}
 

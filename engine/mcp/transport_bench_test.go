@@ -29,7 +29,7 @@ type rawSession struct {
 
 func startRawSession(tb testing.TB, store engine.Store) *rawSession {
 	tb.Helper()
-	srv, st := newServer(&engine.Service{Compile: exprlang.Compile, Store: store}, Options{})
+	srv, st := newServer(&engine.Service{ParseSpec: exprlang.ParseSpec, Store: store}, Options{})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -33,7 +33,7 @@ func benchFlow(b *testing.B, n int, ex engine.Executor) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+		svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 		r := New(Options{Service: svc, Command: ex})
 		o, err := r.Start(context.Background(), sp, "main", nil)
 		if err != nil || o.Status != EndComplete {

@@ -32,7 +32,9 @@
 // Conclude writes the JUnit file and builds the --json report;
 // CommandLine.Main is the command's body (all three, the project's
 // configuration and the opening of the service); ErrorStatus is the exit
-// status of its error (an invalid spec's diagnostics printed, exit 2). The CLI's
+// status of its error (an invalid spec's diagnostics printed, exit 2);
+// Redactor masks what the commands write and Unmasked finds the file
+// behind it (terminal checks, the full-screen console). The CLI's
 // other parsers live here too (inputs.go): ParseInputs for --input/--inputs
 // (also the TUI's run dialog), ParseResult for step-done's --result and
 // --result-file, and PlanArgs (with PlanFlow, its default flow) for plan;

@@ -425,7 +425,7 @@ func (s *failingStore) Update(ctx context.Context, fn func(tx engine.Tx) error) 
 func TestFanOutStoreFailureEndsWithAReport(t *testing.T) {
 	e := newEnv(t)
 	fs := &failingStore{Store: e.store}
-	e.svc = &engine.Service{Compile: exprlang.Compile, Store: fs}
+	e.svc = &engine.Service{ParseSpec: exprlang.ParseSpec, Store: fs}
 	sp := e.spec(fanSpec(`{"tasks": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}`, "        isolation: none\n        max_concurrent: 1\n        run: \"true\"\n"))
 	graph := map[string]any{"tasks": []any{map[string]any{"id": "a"}, map[string]any{"id": "b"}, map[string]any{"id": "c"}}}
 	ex := enginetest.ExecutorFunc(func(_ context.Context, req engine.StepRequest) (engine.StepOutcome, error) {

@@ -354,3 +354,14 @@ func ProjectDir(file string) string {
 func Redactor(cfg config.Config) *redact.Redactor {
 	return redact.FromEnv(os.Environ(), cfg.Secrets()...)
 }
+
+// Unmasked is the writer behind a masking writer of a Redactor (its
+// Writer), else w: what a front end asks whether it is a terminal, and
+// what the full-screen console draws on (its text comes from the store,
+// whose recorded errors are masked already).
+func Unmasked(w io.Writer) io.Writer {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		return u.Unwrap()
+	}
+	return w
+}

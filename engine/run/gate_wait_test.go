@@ -61,10 +61,10 @@ func (t countedTx) Get(id string) (*state.FlowState, error) {
 func TestGateWaitActsOnTheEvent(t *testing.T) {
 	e := newEnv(t)
 	counter := &readCounter{Store: e.store, armWatch: 2} // the wait in round 1
-	e.svc = &engine.Service{Compile: exprlang.Compile, Store: counter}
+	e.svc = &engine.Service{ParseSpec: exprlang.ParseSpec, Store: counter}
 	// The deciding process: its own Service on the same store (no
 	// in-process broker shared with the runner's).
-	other := &engine.Service{Compile: exprlang.Compile, Store: e.store}
+	other := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: e.store}
 	ctx := context.Background()
 
 	var mu sync.Mutex

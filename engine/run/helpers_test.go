@@ -30,7 +30,7 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	t.Setenv("STRATUM_HOME", t.TempDir())
 	st := enginetest.New()
-	return &env{t: t, dir: t.TempDir(), store: st, svc: &engine.Service{Compile: exprlang.Compile, Store: st}, log: &bytes.Buffer{}}
+	return &env{t: t, dir: t.TempDir(), store: st, svc: &engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}, log: &bytes.Buffer{}}
 }
 
 // spec writes src as a spec file and parses it.

@@ -63,7 +63,7 @@ func TestGlobalCacheWrittenInTheStepsCommit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			cs := &countingStore{Store: e.store}
-			e.svc = &engine.Service{Compile: exprlang.Compile, Store: cs}
+			e.svc = &engine.Service{ParseSpec: exprlang.ParseSpec, Store: cs}
 			sp := e.spec(cachedSpec(tc.first))
 			start := func(cache string) (*Outcome, int) {
 				t.Helper()

@@ -215,6 +215,10 @@
 //
 //	import _ "github.com/stratum-go/stratum/store/team"
 //
+// Nor does a program link the *.stratum.yaml parser or its expression
+// language (expr-lang): the flows of a spec are the stratum command's, and
+// Resolve refuses the gate of one.
+//
 // Runnable programs for the classic Stratum examples (sentiment, migrate,
 // parallel, refine, debate, human review) and for tools with approval,
 // streaming and images are under examples/; each runs from an embedded

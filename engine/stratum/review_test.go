@@ -54,7 +54,7 @@ func storeRuntime(t *testing.T, sinks ...ReviewSink) (*Runtime, context.Context,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	return rt, WithRuntime(context.Background(), rt), &engine.Service{Store: st, Compile: exprlang.Compile}, home
+	return rt, WithRuntime(context.Background(), rt), &engine.Service{Store: st, ParseSpec: exprlang.ParseSpec}, home
 }
 
 type awaited[T any] struct {

@@ -49,7 +49,7 @@ func machine(t *testing.T, c *etcdtest.Cluster, prefix string, skew time.Duratio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &engine.Service{Compile: exprlang.Compile, Store: s, Now: now}
+	return &engine.Service{ParseSpec: exprlang.ParseSpec, Store: s, Now: now}
 }
 
 // rawClient is a plain etcd client, to look at lease keys and etcd leases.
@@ -373,7 +373,7 @@ flows:
 	if ds.HasErrors() {
 		t.Fatal(ds.Error())
 	}
-	r := run.New(run.Options{Service: &engine.Service{Compile: exprlang.Compile, Store: s}, LeaseTTL: ttl, Gates: review.Policy{OnGate: review.OnGateWait}})
+	r := run.New(run.Options{Service: &engine.Service{ParseSpec: exprlang.ParseSpec, Store: s}, LeaseTTL: ttl, Gates: review.Policy{OnGate: review.OnGateWait}})
 	fmt.Printf("LEASE %s\n", r.LeaseID())
 	out, err := r.Start(context.Background(), sp, "main", nil)
 	t.Fatalf("the run ended: %+v %v", out, err)

@@ -25,9 +25,9 @@
 //
 // Without it, opening an etcd:// store fails with an error that names the
 // import. The stratum command links both. Nor does it link the spec
-// expression compiler: Settings.Compile (the stratum command's
-// exprlang.Compile) is what the bbolt store's oldest migration parses
-// stored specs with; a program leaves it nil.
+// parser or its expression compiler: Settings.ParseSpec (the stratum
+// command's exprlang.ParseSpec) is what the bbolt store's oldest migration
+// parses stored specs with; a program leaves it nil.
 //
 // For programs, OpenDefault, Open, Settings and the Name and Close methods
 // of what they return are promised; the methods of the store itself

@@ -116,11 +116,11 @@ type Settings struct {
 	// of events appended without one (the stamps of flows are the
 	// writer's).
 	Now func() time.Time
-	// Compile compiles stored specs' expressions where the bbolt store
-	// parses one (store.Options.Compile; the stratum command sets
-	// exprlang.Compile). A Go program leaves it nil and links no
-	// expression compiler.
-	Compile specs.ExprCompiler
+	// ParseSpec parses a stored spec where the bbolt store needs one
+	// (store.Options.ParseSpec; the stratum command sets
+	// exprlang.ParseSpec). A Go program leaves it nil and links no spec
+	// parser.
+	ParseSpec func(file string, src []byte) (*specs.Spec, specs.Diagnostics)
 }
 
 // FromEnv merges the environment (getenv, os.Getenv when nil) over cfg.

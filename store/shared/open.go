@@ -77,7 +77,7 @@ func Open(ctx context.Context, s Settings) (*Opened, error) {
 // OpenAt opens the store at loc with the credentials and timeout of s.
 func OpenAt(ctx context.Context, loc Location, s Settings) (*Opened, error) {
 	if loc.Kind == KindBbolt {
-		st, err := store.Open(loc.Path, store.Options{Now: s.Now, Compile: s.Compile})
+		st, err := store.Open(loc.Path, store.Options{Now: s.Now, ParseSpec: s.ParseSpec})
 		if err != nil {
 			return nil, err
 		}

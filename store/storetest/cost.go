@@ -105,7 +105,7 @@ func RunTransitionCost(t testing.TB, handles []engine.Store, meter Meter, opt Co
 	clients := make([]*costClient, len(handles))
 	var watchers sync.WaitGroup
 	for i, h := range handles {
-		svc := &engine.Service{Compile: exprlang.Compile, Store: h}
+		svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: h}
 		clients[i] = &costClient{svc: svc, task: strings.Repeat(fmt.Sprintf("client %d ", i), 20)}
 		watchers.Add(1)
 		go func() {

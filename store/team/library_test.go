@@ -58,7 +58,7 @@ func TestTeamModeIsOneImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := (&engine.Service{Compile: exprlang.Compile, Store: st}).Query().Get(ctx, id)
+	fs, err := (&engine.Service{ParseSpec: exprlang.ParseSpec, Store: st}).Query().Get(ctx, id)
 	if err != nil || fs.FlowName != "team" || fs.Driver != "library" || len(fs.Trace) == 0 {
 		t.Fatalf("flow %s in the cluster: %+v, %v", id, fs, err)
 	}

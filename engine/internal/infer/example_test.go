@@ -27,7 +27,7 @@ var updateReplay = flag.Bool("update-replay", false, "re-record specs/examples/c
 func driveFlow(t *testing.T, specText string, inputs map[string]any, ex engine.Executor) (engine.Response, []engine.StepRequest) {
 	t.Helper()
 	ctx := context.Background()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 	sp, ds := specs.Parse("spec.stratum.yaml", []byte(specText), exprlang.Compile)
 	if sp == nil || ds.HasErrors() {
 		t.Fatalf("spec: %v", ds)

@@ -368,7 +368,7 @@ flows:
 // retry prompt carrying exactly the previous attempt's violations.
 func TestLoopWithEngine(t *testing.T) {
 	ctx := context.Background()
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 	sp := parse(t, classifySpec)
 	fp := &fakeProvider{answers: []fakeAnswer{
 		{content: `{"label":"positive","confidence":0.4}`},  // ensure fails
@@ -460,7 +460,7 @@ func BenchmarkInferAttemptWithEngine(b *testing.B) {
 		return &llm.Response{Content: `{"label":"positive","confidence":0.9}`, Usage: llm.Usage{Input: 10, Output: 5}}, nil
 	})
 	ex := New(&fakeModels{p: p})
-	svc := &engine.Service{Compile: exprlang.Compile, Store: enginetest.New()}
+	svc := &engine.Service{ParseSpec: exprlang.ParseSpec, Store: enginetest.New()}
 	ctx := context.Background()
 	flow := sp.Flows["main"]
 	in := map[string]any{"text": "I love it", "doc": "d"}
