@@ -19,8 +19,15 @@ import (
 // the cursor, in order, none of a flow deleted in its transaction or
 // through a tombstone, in pages of limit. The events are written once:
 // each commit's events of a flow are one key of p/, and nothing moves them.
+// On one member and on three (where the history may be read from a member
+// that has not applied the snapshot yet).
 func TestLogTail(t *testing.T) {
-	c := etcdtest.Start(t, 1)
+	for _, members := range []int{1, 3} {
+		t.Run(fmt.Sprintf("members=%d", members), func(t *testing.T) { testLogTail(t, etcdtest.Start(t, members)) })
+	}
+}
+
+func testLogTail(t *testing.T, c *etcdtest.Cluster) {
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Endpoints: c.Endpoints, Prefix: "/tail/"})
 	if err != nil {
