@@ -46,7 +46,10 @@ var throughputSpec = func() string {
 // STRATUM_BENCH_ETCD_PIDS (the members' process ids, comma-separated, on
 // Linux), the CPU time the members spent per step_done in the first and
 // the last window, which other work on the machine inflates less than
-// the rates. b.N is ignored: one run is the measurement.
+// the rates. On Linux also the CPU per step_done of the stratum
+// processes, of the MCP clients (this process) and of the whole machine,
+// and the machine's busy share over the run (near 1: the rate is bound by
+// the cores, not by waiting). b.N is ignored: one run is the measurement.
 //
 //	go test ./engine/e2e -run '^$' -bench TeamThroughput -benchtime 1x -timeout 60m
 func BenchmarkTeamThroughput(b *testing.B) {
@@ -97,7 +100,10 @@ func BenchmarkTeamThroughput(b *testing.B) {
 // teamRun runs clients `stratum mcp` processes on storeURL for secs
 // seconds and returns the step_done calls per second in each 5 s window
 // and, with STRATUM_BENCH_ETCD_PIDS, the members' CPU milliseconds per
-// step_done in each.
+// step_done in each. It also reports, over the whole run, the CPU each
+// side spent per step_done (the members, the stratum processes, this
+// benchmark's MCP clients) and how busy the machine was: with every core
+// busy, the rate is CPU-bound and more clients cannot raise it.
 func teamRun(b *testing.B, storeURL string, clients, secs int) (windows, cpu []float64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -105,6 +111,7 @@ func teamRun(b *testing.B, storeURL string, clients, secs int) (windows, cpu []f
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	ready := make(chan struct{})
+	var stratumPIDs []string
 	for i := 0; i < clients; i++ {
 		cmd := exec.Command(filepath.Join(binDir, "stratum"), "mcp")
 		cmd.Env = append(os.Environ(), "STRATUM_HOME="+b.TempDir(), "STRATUM_STORE="+storeURL)
@@ -113,6 +120,7 @@ func teamRun(b *testing.B, storeURL string, clients, secs int) (windows, cpu []f
 			b.Fatal(err)
 		}
 		defer sess.Close()
+		stratumPIDs = append(stratumPIDs, strconv.Itoa(cmd.Process.Pid))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -123,31 +131,63 @@ func teamRun(b *testing.B, storeURL string, clients, secs int) (windows, cpu []f
 			}
 		}()
 	}
+	etcdPIDs := strings.Split(os.Getenv("STRATUM_BENCH_ETCD_PIDS"), ",")
 	close(ready)
-	prev, prevCPU := count.Load(), etcdCPU()
+	start := sampleCPU(etcdPIDs, stratumPIDs)
+	prev, prevCPU := count.Load(), start.etcd
 	for w := 0; w < max(secs/5, 1); w++ {
 		select {
 		case <-time.After(5 * time.Second):
 		case err := <-errs:
 			b.Fatal(err)
 		}
-		cur, curCPU := count.Load(), etcdCPU()
+		cur, curCPU := count.Load(), procCPU(etcdPIDs)
 		windows = append(windows, float64(cur-prev)/5)
 		if curCPU > 0 && cur > prev {
 			cpu = append(cpu, float64((curCPU-prevCPU).Microseconds())/1000/float64(cur-prev))
 		}
 		prev, prevCPU = cur, curCPU
 	}
+	end := sampleCPU(etcdPIDs, stratumPIDs)
 	cancel()
 	wg.Wait()
+	reportCPU(b, start, end, count.Load())
 	return windows, cpu
 }
 
-// etcdCPU is the CPU time (user and system) of the processes
-// STRATUM_BENCH_ETCD_PIDS names, from /proc (0: none named, or not Linux).
-func etcdCPU() time.Duration {
+// cpuSample is the CPU time spent so far by each side of a run, and by
+// the machine (busy and in all, summed over its cores).
+type cpuSample struct {
+	etcd, stratum, bench, busy, all time.Duration
+}
+
+// sampleCPU reads the CPU time of the members, the stratum processes,
+// this process and the machine.
+func sampleCPU(etcdPIDs, stratumPIDs []string) cpuSample {
+	s := cpuSample{etcd: procCPU(etcdPIDs), stratum: procCPU(stratumPIDs), bench: procCPU([]string{"self"})}
+	s.busy, s.all = machineCPU()
+	return s
+}
+
+// reportCPU reports the CPU milliseconds per step_done of each side and
+// of the machine between start and end, and the machine's busy share
+// (1: every core busy for the whole run). Nothing is reported off Linux.
+func reportCPU(b *testing.B, start, end cpuSample, steps int64) {
+	if steps == 0 || end.all <= start.all {
+		return
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(steps) }
+	b.ReportMetric(per(end.stratum-start.stratum), "stratum-cpu-ms/step_done")
+	b.ReportMetric(per(end.bench-start.bench), "client-cpu-ms/step_done")
+	b.ReportMetric(per(end.busy-start.busy), "machine-cpu-ms/step_done")
+	b.ReportMetric(float64(end.busy-start.busy)/float64(end.all-start.all), "machine-busy")
+}
+
+// procCPU is the CPU time (user and system) of the processes pids names
+// ("self": this one), from /proc (0: none found, or not Linux).
+func procCPU(pids []string) time.Duration {
 	var total time.Duration
-	for _, pid := range strings.Split(os.Getenv("STRATUM_BENCH_ETCD_PIDS"), ",") {
+	for _, pid := range pids {
 		data, err := os.ReadFile("/proc/" + strings.TrimSpace(pid) + "/stat")
 		if err != nil {
 			continue
@@ -164,6 +204,29 @@ func etcdCPU() time.Duration {
 		total += time.Duration(u+st) * 10 * time.Millisecond
 	}
 	return total
+}
+
+// machineCPU is the CPU time of every core so far, busy and in all, from
+// /proc/stat's first line (idle and iowait are not busy; 0, 0 off Linux).
+func machineCPU() (busy, all time.Duration) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:8] { // user nice system idle iowait irq softirq
+		n, _ := strconv.ParseInt(v, 10, 64)
+		d := time.Duration(n) * 10 * time.Millisecond
+		all += d
+		if i != 3 && i != 4 {
+			busy += d
+		}
+	}
+	return busy, all
 }
 
 // teamClient drives flows through their steps until ctx ends, counting
