@@ -97,14 +97,7 @@ func TestPendingEvents(t *testing.T) {
 		}
 		want = append(want, evs[0].Seq, evs[1].Seq)
 	}
-	keys := func(p string) int64 {
-		t.Helper()
-		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Count
-	}
+	keys := func(p string) int64 { return keyCount(t, s, p) }
 	read := func(when string) {
 		t.Helper()
 		var all, tail, a []engine.Event

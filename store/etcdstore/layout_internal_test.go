@@ -31,6 +31,16 @@ func putFlow(t *testing.T, s *Store, id string, status state.FlowStatus) {
 	}
 }
 
+// keyCount is the number of keys under the store's prefix p.
+func keyCount(t *testing.T, s *Store, p string) int64 {
+	t.Helper()
+	r, err := s.cli.Get(context.Background(), s.key(p), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Count
+}
+
 // listIDs lists the flows (of status, or all) as "id:status", newest first.
 func listIDs(t *testing.T, s *Store, status state.FlowStatus) string {
 	t.Helper()
@@ -167,14 +177,7 @@ func TestBatchedEvents(t *testing.T) {
 		t.Fatalf("commit: %v %v", ok, err)
 	}
 	evs = append(evs, a3[0])
-	count := func(p string) int64 {
-		t.Helper()
-		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Count
-	}
+	count := func(p string) int64 { return keyCount(t, s, p) }
 	steps := func(evs []engine.Event) string {
 		var out []string
 		for _, e := range evs {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/store/etcdstore/etcdtest"
 )
@@ -69,14 +67,7 @@ func testLogTail(t *testing.T, c *etcdtest.Cluster) {
 	}
 	commit(true, ev("c", "c2"))
 
-	count := func(p string) int64 {
-		t.Helper()
-		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Count
-	}
+	count := func(p string) int64 { return keyCount(t, s, p) }
 	if p, e, x := count("p/"), count("e/"), count("x/"); p != 7+inlineEvents+1 || e != 0 || x != 0 {
 		t.Fatalf("p/ %d, e/ %d, x/ %d keys; want %d, 0, 0", p, e, x, 7+inlineEvents+1)
 	}
@@ -180,14 +171,7 @@ func TestSchema6Log(t *testing.T) {
 	if _, err := s.cli.Put(ctx, s.key("meta/schema_version"), "6"); err != nil {
 		t.Fatal(err)
 	}
-	count := func(p string) int64 {
-		t.Helper()
-		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.Count
-	}
+	count := func(p string) int64 { return keyCount(t, s, p) }
 	before := [3]int64{count("e/"), count("x/"), count("p/")}
 	s.Close()
 	if before != [3]int64{4, 4, 2} {

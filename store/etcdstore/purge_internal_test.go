@@ -70,14 +70,7 @@ func testDeleteManyEvents(t *testing.T, c *etcdtest.Cluster, legacy bool) {
 			t.Fatal(err)
 		}
 	}
-	keys := func(p string) int {
-		t.Helper()
-		r, err := s.cli.Get(ctx, s.key(p), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return int(r.Count)
-	}
+	keys := func(p string) int { return int(keyCount(t, s, p)) }
 	total := 300 + 120 + 10 + 200
 	if legacy {
 		if err := s.indexLegacy(ctx); err != nil {
