@@ -26,6 +26,7 @@ var update = flag.Bool("update", false, "rewrite the expected output in the scri
 var binDir string
 
 func TestMain(m *testing.M) {
+	etcdtest.MemberMain() // BenchmarkTeamThroughput's members: this binary started again
 	os.Exit(buildAndRun(m))
 }
 

@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,15 +40,16 @@ var throughputSpec = func() string {
 // stratum_plan and stratum_step_done back to back through ten-step flows,
 // against an etcd cluster in other processes. The cluster is the one
 // STRATUM_BENCH_ETCD names (comma-separated client URLs of members run
-// apart, e.g. etcd itself), else members that fsync in this benchmark's
-// process (1 and 3). STRATUM_BENCH_SECONDS sets the run's length (default
-// 20; the issue's figure is over 100), in windows of 5 s. Reported:
-// step_done/s over the run, in its first and its last window, and
-// last/first (a cost that grows with history shows below 1); with
-// STRATUM_BENCH_ETCD_PIDS (the members' process ids, comma-separated, on
-// Linux), the CPU time the members spent per step_done in the first and
-// the last window, which other work on the machine inflates less than
-// the rates. On Linux also the CPU per step_done of the stratum
+// apart, e.g. etcd itself; STRATUM_BENCH_ETCD_PIDS their process ids,
+// comma-separated), else a fresh one member and then three, each member a
+// process of its own that fsyncs (this test binary started again).
+// STRATUM_BENCH_SECONDS sets the run's length (default 20; the published
+// figures are over 100), in windows of 5 s. Reported: step_done/s over
+// the run, in its first and its last window, and last/first (a cost that
+// grows with history shows below 1); on Linux, when the members' process
+// ids are known, the CPU time the members spent per step_done in the
+// first and the last window, which other work on the machine inflates
+// less than the rates. On Linux also the CPU per step_done of the stratum
 // processes, of the MCP clients (this process) and of the whole machine,
 // and the machine's busy share over the run (near 1: the rate is bound by
 // the cores, not by waiting). b.N is ignored: one run is the measurement.
@@ -57,54 +60,67 @@ func BenchmarkTeamThroughput(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("STRATUM_BENCH_SECONDS")); err == nil && v > 0 {
 		secs = v
 	}
-	type cluster struct {
-		name string
-		url  func(prefix string) string
-	}
-	var clusters []cluster
+	// cluster starts the members (or names the external ones) for the
+	// benchmark b: their store URL and process ids (none: unknown).
+	type cluster func(b *testing.B) (url func(prefix string) string, pids []string)
+	clusters := map[string]cluster{}
 	if eps := os.Getenv("STRATUM_BENCH_ETCD"); eps != "" {
 		hosts := strings.ReplaceAll(strings.ReplaceAll(eps, "http://", ""), "https://", "")
-		clusters = append(clusters, cluster{"external", func(p string) string { return "etcd://" + hosts + "/" + p }})
+		pids := strings.Split(os.Getenv("STRATUM_BENCH_ETCD_PIDS"), ",")
+		clusters["external"] = func(*testing.B) (func(string) string, []string) {
+			return func(p string) string { return "etcd://" + hosts + "/" + p }, pids
+		}
 	} else {
 		for _, n := range []int{1, 3} {
-			c := etcdtest.StartFsync(b, n)
-			clusters = append(clusters, cluster{fmt.Sprintf("members=%d", n), c.URL})
+			clusters[fmt.Sprintf("members=%d", n)] = func(b *testing.B) (func(string) string, []string) {
+				p := etcdtest.StartProcesses(b, etcdtest.Options{Members: n, Fsync: true})
+				var pids []string
+				for _, pid := range p.PIDs {
+					pids = append(pids, strconv.Itoa(pid))
+				}
+				return p.URL, pids
+			}
 		}
 	}
 	run := 0
-	for _, c := range clusters {
-		for _, clients := range []int{1, 4} {
-			b.Run(fmt.Sprintf("%s/clients=%d", c.name, clients), func(b *testing.B) {
-				run++
-				windows, cpu := teamRun(b, c.url(fmt.Sprintf("bench-%d-%d", os.Getpid(), run)), clients, secs)
-				total := 0.0
-				for _, w := range windows {
-					total += w
-				}
-				first, last := windows[0], windows[len(windows)-1]
-				b.ReportMetric(total/float64(len(windows)), "step_done/s")
-				b.ReportMetric(first, "first-window/s")
-				b.ReportMetric(last, "last-window/s")
-				b.ReportMetric(last/first, "last/first")
-				b.Logf("windows of 5 s: %v", windows)
-				if len(cpu) > 0 {
-					b.ReportMetric(cpu[0], "etcd-cpu-ms/step_done-first")
-					b.ReportMetric(cpu[len(cpu)-1], "etcd-cpu-ms/step_done-last")
-					b.Logf("etcd CPU ms per step_done: %.2f", cpu)
-				}
-			})
-		}
+	for _, name := range slices.Sorted(maps.Keys(clusters)) {
+		// The members live as long as their sub-benchmark: one cluster at
+		// a time.
+		b.Run(name, func(b *testing.B) {
+			url, pids := clusters[name](b)
+			for _, clients := range []int{1, 4} {
+				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+					run++
+					windows, cpu := teamRun(b, url(fmt.Sprintf("bench-%d-%d", os.Getpid(), run)), pids, clients, secs)
+					total := 0.0
+					for _, w := range windows {
+						total += w
+					}
+					first, last := windows[0], windows[len(windows)-1]
+					b.ReportMetric(total/float64(len(windows)), "step_done/s")
+					b.ReportMetric(first, "first-window/s")
+					b.ReportMetric(last, "last-window/s")
+					b.ReportMetric(last/first, "last/first")
+					b.Logf("windows of 5 s: %v", windows)
+					if len(cpu) > 0 {
+						b.ReportMetric(cpu[0], "etcd-cpu-ms/step_done-first")
+						b.ReportMetric(cpu[len(cpu)-1], "etcd-cpu-ms/step_done-last")
+						b.Logf("etcd CPU ms per step_done: %.2f", cpu)
+					}
+				})
+			}
+		})
 	}
 }
 
 // teamRun runs clients `stratum mcp` processes on storeURL for secs
 // seconds and returns the step_done calls per second in each 5 s window
-// and, with STRATUM_BENCH_ETCD_PIDS, the members' CPU milliseconds per
-// step_done in each. It also reports, over the whole run, the CPU each
+// and, when etcdPIDs names the members' processes, their CPU
+// milliseconds per step_done in each. It also reports, over the whole run, the CPU each
 // side spent per step_done (the members, the stratum processes, this
 // benchmark's MCP clients) and how busy the machine was: with every core
 // busy, the rate is CPU-bound and more clients cannot raise it.
-func teamRun(b *testing.B, storeURL string, clients, secs int) (windows, cpu []float64) {
+func teamRun(b *testing.B, storeURL string, etcdPIDs []string, clients, secs int) (windows, cpu []float64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var count atomic.Int64
@@ -131,7 +147,6 @@ func teamRun(b *testing.B, storeURL string, clients, secs int) (windows, cpu []f
 			}
 		}()
 	}
-	etcdPIDs := strings.Split(os.Getenv("STRATUM_BENCH_ETCD_PIDS"), ",")
 	close(ready)
 	start := sampleCPU(etcdPIDs, stratumPIDs)
 	prev, prevCPU := count.Load(), start.etcd

@@ -1,7 +1,10 @@
 // Package etcdtest runs real etcd members inside a test process
 // (go.etcd.io/etcd/server/v3/embed) on loopback ports with temporary data
-// directories, so the etcd store's tests need nothing installed. Only tests
-// import it: the stratum binary does not link the etcd server.
+// directories, so the etcd store's tests need nothing installed; or, for
+// benchmarks measured as a team runs etcd, each member in a process of its
+// own (StartProcesses: the test binary started again, which serves the
+// member from MemberMain). Only tests import it: the stratum binary does
+// not link the etcd server.
 package etcdtest
 
 import (
@@ -149,19 +152,8 @@ func launch(dir string, ownDir bool, o Options) (*Cluster, error) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := 0; i < n; i++ {
-		cfg := embed.NewConfig()
-		cfg.Name = c.names[i]
-		cfg.Dir = filepath.Join(c.dir, c.names[i])
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peers[i]}, []url.URL{peers[i]}
-		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clients[i]}, []url.URL{clients[i]}
-		cfg.InitialCluster = strings.Join(initial, ",")
-		cfg.InitialClusterToken = "stratum-test"
-		cfg.TickMs, cfg.ElectionMs = 50, 500
-		cfg.LogLevel = "error"
-		cfg.LogOutputs = []string{filepath.Join(c.dir, c.names[i]+".log")}
-		// Test data lives in a temporary directory: durability across a
-		// power cut is not what these tests check, and fsync dominates.
-		cfg.UnsafeNoFsync = !o.Fsync
+		cfg := memberConfig(memberSpec{Name: c.names[i], Dir: filepath.Join(c.dir, c.names[i]),
+			Initial: strings.Join(initial, ","), Fsync: o.Fsync}, peers[i], clients[i])
 		if o.TLS != nil {
 			cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = o.TLS.CertFile, o.TLS.KeyFile
 			if o.TLS.CA != "" {
@@ -249,12 +241,33 @@ func (c *Cluster) Logs() string {
 }
 
 // URL is the store URL of the cluster with prefix: etcd://127.0.0.1:P1,…/prefix.
-func (c *Cluster) URL(prefix string) string {
-	hosts := make([]string, len(c.Endpoints))
-	for i, e := range c.Endpoints {
+func (c *Cluster) URL(prefix string) string { return storeURL(c.Endpoints, prefix) }
+
+// storeURL is the store URL of the members at endpoints with prefix.
+func storeURL(endpoints []string, prefix string) string {
+	hosts := make([]string, len(endpoints))
+	for i, e := range endpoints {
 		hosts[i] = strings.TrimPrefix(strings.TrimPrefix(e, "http://"), "https://")
 	}
 	return "etcd://" + strings.Join(hosts, ",") + "/" + prefix
+}
+
+// memberConfig is the configuration of one test member, in a test's
+// process or in one of its own: short election ticks, errors only in its
+// log (the data directory's name with .log), and fsync only when asked —
+// test data lives in a temporary directory, durability across a power cut
+// is not what the tests check, and fsync dominates.
+func memberConfig(s memberSpec, peer, client url.URL) *embed.Config {
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = s.Name, s.Dir
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.InitialCluster, cfg.InitialClusterToken = s.Initial, "stratum-test"
+	cfg.TickMs, cfg.ElectionMs = 50, 500
+	cfg.LogLevel = "error"
+	cfg.LogOutputs = []string{s.Dir + ".log"}
+	cfg.UnsafeNoFsync = !s.Fsync
+	return cfg
 }
 
 // Members is the number of members the cluster was started with.
