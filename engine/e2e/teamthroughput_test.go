@@ -116,10 +116,11 @@ func BenchmarkTeamThroughput(b *testing.B) {
 // teamRun runs clients `stratum mcp` processes on storeURL for secs
 // seconds and returns the step_done calls per second in each 5 s window
 // and, when etcdPIDs names the members' processes, their CPU
-// milliseconds per step_done in each. It also reports, over the whole run, the CPU each
-// side spent per step_done (the members, the stratum processes, this
-// benchmark's MCP clients) and how busy the machine was: with every core
-// busy, the rate is CPU-bound and more clients cannot raise it.
+// milliseconds per step_done in each. It also reports, over the whole
+// run, the CPU each side spent per step_done (the members, the stratum
+// processes, this benchmark's MCP clients) and how busy the machine was:
+// with every core busy, the rate is CPU-bound and more clients cannot
+// raise it.
 func teamRun(b *testing.B, storeURL string, etcdPIDs []string, clients, secs int) (windows, cpu []float64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

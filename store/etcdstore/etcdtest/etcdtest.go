@@ -123,37 +123,28 @@ func (c *Cluster) Close() {
 }
 
 func launch(dir string, ownDir bool, o Options) (*Cluster, error) {
-	n := max(o.Members, 1)
-	c := &Cluster{dir: dir, ownDir: ownDir}
-	var initial []string
-	peers := make([]url.URL, n)
-	clients := make([]url.URL, n)
 	scheme := "http"
 	if o.TLS != nil {
 		scheme = "https"
 	}
-	for i := 0; i < n; i++ {
-		pp, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cp, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		peers[i] = url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", pp)}
-		clients[i] = url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", cp)}
-		name := fmt.Sprintf("m%d", i)
-		c.names = append(c.names, name)
-		initial = append(initial, name+"="+peers[i].String())
-		c.Endpoints = append(c.Endpoints, clients[i].String())
+	specs, err := memberSpecs(dir, o.Members, o.Fsync, scheme)
+	if err != nil {
+		return nil, err
+	}
+	n := len(specs)
+	c := &Cluster{dir: dir, ownDir: ownDir}
+	for _, s := range specs {
+		c.names = append(c.names, s.Name)
+		c.Endpoints = append(c.Endpoints, s.Client)
 	}
 	c.members = make([]*embed.Etcd, n)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := 0; i < n; i++ {
-		cfg := memberConfig(memberSpec{Name: c.names[i], Dir: filepath.Join(c.dir, c.names[i]),
-			Initial: strings.Join(initial, ","), Fsync: o.Fsync}, peers[i], clients[i])
+		cfg, err := memberConfig(specs[i])
+		if err != nil {
+			return c, err
+		}
 		if o.TLS != nil {
 			cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = o.TLS.CertFile, o.TLS.KeyFile
 			if o.TLS.CA != "" {
@@ -252,22 +243,56 @@ func storeURL(endpoints []string, prefix string) string {
 	return "etcd://" + strings.Join(hosts, ",") + "/" + prefix
 }
 
+// memberSpecs names the n members (at least one) of a cluster with its
+// data in dir, each with a free loopback port for its peers and one for
+// its clients (scheme http or https).
+func memberSpecs(dir string, n int, fsync bool, scheme string) ([]memberSpec, error) {
+	specs := make([]memberSpec, max(n, 1))
+	var initial []string
+	for i := range specs {
+		pp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("m%d", i)
+		specs[i] = memberSpec{Name: name, Dir: filepath.Join(dir, name), Fsync: fsync,
+			Peer: fmt.Sprintf("http://127.0.0.1:%d", pp), Client: fmt.Sprintf("%s://127.0.0.1:%d", scheme, cp)}
+		initial = append(initial, name+"="+specs[i].Peer)
+	}
+	for i := range specs {
+		specs[i].Initial = strings.Join(initial, ",")
+	}
+	return specs, nil
+}
+
 // memberConfig is the configuration of one test member, in a test's
 // process or in one of its own: short election ticks, errors only in its
 // log (the data directory's name with .log), and fsync only when asked —
 // test data lives in a temporary directory, durability across a power cut
 // is not what the tests check, and fsync dominates.
-func memberConfig(s memberSpec, peer, client url.URL) *embed.Config {
+func memberConfig(s memberSpec) (*embed.Config, error) {
+	peer, err := url.Parse(s.Peer)
+	if err != nil {
+		return nil, err
+	}
+	client, err := url.Parse(s.Client)
+	if err != nil {
+		return nil, err
+	}
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir = s.Name, s.Dir
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
 	cfg.InitialCluster, cfg.InitialClusterToken = s.Initial, "stratum-test"
 	cfg.TickMs, cfg.ElectionMs = 50, 500
 	cfg.LogLevel = "error"
 	cfg.LogOutputs = []string{s.Dir + ".log"}
 	cfg.UnsafeNoFsync = !s.Fsync
-	return cfg
+	return cfg, nil
 }
 
 // Members is the number of members the cluster was started with.

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -57,15 +54,11 @@ func MemberMain() {
 
 // serveMember runs the member until standard input closes.
 func serveMember(s memberSpec) error {
-	peer, err := url.Parse(s.Peer)
+	cfg, err := memberConfig(s)
 	if err != nil {
 		return err
 	}
-	client, err := url.Parse(s.Client)
-	if err != nil {
-		return err
-	}
-	e, err := embed.StartEtcd(memberConfig(s, *peer, *client))
+	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return err
 	}
@@ -110,29 +103,15 @@ func StartProcesses(t testing.TB, o Options) *Processes {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := max(o.Members, 1)
-	dir := t.TempDir()
-	specs := make([]memberSpec, n)
-	var initial []string
-	for i := range specs {
-		pp, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cp, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := fmt.Sprintf("m%d", i)
-		specs[i] = memberSpec{Name: name, Dir: filepath.Join(dir, name), Fsync: o.Fsync,
-			Peer: fmt.Sprintf("http://127.0.0.1:%d", pp), Client: fmt.Sprintf("http://127.0.0.1:%d", cp)}
-		initial = append(initial, name+"="+specs[i].Peer)
+	specs, err := memberSpecs(t.TempDir(), o.Members, o.Fsync, "http")
+	if err != nil {
+		t.Fatal(err)
 	}
+	n := len(specs)
 	p := &Processes{}
 	t.Cleanup(p.stop)
 	ready := make(chan error, n)
 	for i := range specs {
-		specs[i].Initial = strings.Join(initial, ",")
 		env, _ := json.Marshal(specs[i])
 		cmd := exec.Command(self, "-test.run=^$")
 		cmd.Env = append(os.Environ(), memberEnv+"="+string(env))
@@ -151,15 +130,15 @@ func StartProcesses(t testing.TB, o Options) *Processes {
 		p.cmds, p.stdin = append(p.cmds, cmd), append(p.stdin, in)
 		p.PIDs = append(p.PIDs, cmd.Process.Pid)
 		p.Endpoints = append(p.Endpoints, specs[i].Client)
-		go func(name string) {
+		go func(s memberSpec) {
 			sc := bufio.NewScanner(out)
 			if sc.Scan() && sc.Text() == "ready" {
 				ready <- nil
 				_, _ = io.Copy(io.Discard, out)
 				return
 			}
-			ready <- fmt.Errorf("member %s ended before it served (its log: %s.log)", name, filepath.Join(dir, name))
-		}(specs[i].Name)
+			ready <- fmt.Errorf("member %s ended before it served (its log: %s.log)", s.Name, s.Dir)
+		}(specs[i])
 	}
 	for range specs {
 		select {
